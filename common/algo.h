@@ -1,0 +1,48 @@
+/* One step of each training algorithm (DESIGN.md §4, §5).  learnerd and
+ * dpasync sim call exactly these functions. */
+#ifndef DP_ALGO_H
+#define DP_ALGO_H
+
+#include <stddef.h>
+
+/* Projection onto the box: clamp every coordinate to [-theta_max, theta_max]. */
+void dp_project_box(size_t p, double theta_max, double *theta);
+
+/* ---- Async (Algorithm 1 of "The Cost of Privacy in Asynchronous DP ML") */
+
+typedef struct dp_async_params {
+	size_t p;
+	size_t N;          /* number of owners */
+	double eta;        /* owner-copy step N rho / (T^2 sigma) */
+	double lambda;     /* g(theta) = lambda ||theta||^2, grad g = 2 lambda theta */
+	double theta_max;
+} dp_async_params;
+
+/* eta from the paper's rho: N rho / (T^2 * 2 lambda).  lambda > 0. */
+double dp_async_eta_from_rho(size_t N, size_t T, double lambda, double rho);
+double dp_async_rho_from_eta(size_t N, size_t T, double lambda, double eta);
+
+/* bar = (theta_L + theta_i) / 2. */
+void dp_async_midpoint(size_t p, const double *theta_L, const double *theta_i, double *bar);
+
+/* Apply the update for an answer computed at `bar`:
+ *   theta_i <- P[bar - eta ((1/(2N)) grad g(bar) + weight * answer)]
+ *   theta_L <- P[bar - eta ((N-1)/N^2) grad g(bar)]
+ * weight is n_i/n (or the frequency-corrected weight of Remark 4). */
+void dp_async_update(const dp_async_params *a, const double *bar, const double *answer,
+		     double weight, double *theta_i, double *theta_L);
+
+/* ---- Sync baselines (Algorithms 1 and 2 of "The Value of Collaboration") */
+
+/* theta <- theta - (rho/(T^2 k)) (2 lambda theta + agg), agg = sum (n_i/n) Qbar_i. */
+void dp_sync1_step(size_t p, double rho_over_T2, size_t k, double lambda,
+		   const double *agg, double *theta);
+
+/* theta_next = P[theta - (c/sqrt k)(2 lambda theta + agg)], then the running
+ * average theta_hat[k+1] = ((k-1)/(1/sqrt T + k)) theta_hat[k]
+ *                          + ((1/sqrt T + 1)/(1/sqrt T + k)) theta[k]
+ * (theta[k] is the iterate before this step).  Updates theta and theta_hat. */
+void dp_sync2_step(size_t p, double c, size_t k, size_t T, double lambda, double theta_max,
+		   const double *agg, double *theta, double *theta_hat);
+
+#endif

@@ -1,0 +1,1 @@
+/* certs: to be written */

@@ -1,0 +1,1 @@
+/* conn: to be written */

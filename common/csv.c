@@ -1,0 +1,1 @@
+/* csv: to be written */

@@ -1,0 +1,1 @@
+/* dataset: to be written */

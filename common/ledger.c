@@ -1,0 +1,1 @@
+/* ledger: to be written */

@@ -1,0 +1,23 @@
+/* Levelled logging to stderr: one line per event,
+ *   2026-11-21T19:40:00.123Z info ledger: charged k=12 spent=0.05
+ * The journal picks stderr up under systemd. Fields are key=value in the
+ * message by convention. */
+#ifndef DP_LOG_H
+#define DP_LOG_H
+
+enum dp_log_level { DP_LOG_DEBUG, DP_LOG_INFO, DP_LOG_WARN, DP_LOG_ERROR };
+
+/* Messages below `level` are dropped. Default DP_LOG_INFO. */
+void dp_log_set_level(enum dp_log_level level);
+/* Parse "debug|info|warn|error"; 0 or DP_EINVAL. */
+int dp_log_parse_level(const char *s, enum dp_log_level *out);
+
+void dp_log(enum dp_log_level level, const char *subsys, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#define DP_DEBUG(sub, ...) dp_log(DP_LOG_DEBUG, sub, __VA_ARGS__)
+#define DP_INFO(sub, ...)  dp_log(DP_LOG_INFO, sub, __VA_ARGS__)
+#define DP_WARN(sub, ...)  dp_log(DP_LOG_WARN, sub, __VA_ARGS__)
+#define DP_ERROR(sub, ...) dp_log(DP_LOG_ERROR, sub, __VA_ARGS__)
+
+#endif

@@ -1,0 +1,1 @@
+/* model: to be written */

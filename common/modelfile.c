@@ -1,0 +1,1 @@
+/* modelfile: to be written */

@@ -1,0 +1,1 @@
+/* noise: to be written */

@@ -1,0 +1,1 @@
+/* optim: to be written */

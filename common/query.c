@@ -1,0 +1,1 @@
+/* query: to be written */

@@ -1,0 +1,1 @@
+/* simrng: to be written */

@@ -1,0 +1,1 @@
+/* tls: to be written */
