@@ -21,6 +21,9 @@ typedef struct dp_dataset {
 	char *target;      /* name of the target column */
 	char *source;      /* path it was loaded from (for messages) */
 } dp_dataset;
+/* Every pointer above is owned by the dataset (malloc'ed; x with
+ * posix_memalign) and released by dp_dataset_free(); a caller may replace
+ * `target` or `source` with another malloc'ed string. */
 
 typedef struct dp_load_opts {
 	const char *target;            /* target column; NULL: the schema's */
@@ -28,19 +31,33 @@ typedef struct dp_load_opts {
 	const struct dp_schema *schema;/* NULL: all columns numeric */
 } dp_load_opts;
 
-/* Load `path` into `ds` (which is overwritten).  Errors: DP_ENOENT (cannot
- * open), DP_EFORMAT (malformed CSV, non-numeric or missing cell, unknown
- * target column, no rows), DP_ENOMEM; dp_error_detail() has file:line and
+/* Load `path` into `ds` (which is overwritten).  CSV rules: csv.h.
+ * Without a schema every column other than the target must hold strict
+ * finite numbers (dp_csv_parse_number); features keep the file's column
+ * order.  With a schema the features and target are the schema's
+ * (dp_schema_bind_row); opts->target must then be NULL or the schema's
+ * target.  opts == NULL means no target, no bias, no schema.
+ * Errors: DP_ENOENT (cannot open), DP_EIO, DP_EINVAL (no target given,
+ * target differs from the schema's), DP_EFORMAT (malformed CSV, non-numeric
+ * or missing cell, unknown target column, a feature already named "bias"
+ * with bias set, no rows), DP_ENOMEM; dp_error_detail() has file:line and
  * column.  On failure `ds` is left zeroed. */
 int dp_dataset_load(dp_dataset *ds, const char *path, const dp_load_opts *opts);
 
-/* Build a dataset from arrays (copied).  `names` may be NULL. */
+/* Build a dataset from arrays (copied): x is n*p row-major, y has n values.
+ * `names` may be NULL (then "x1".."xp"); the target is named "y" and the
+ * source "(arrays)".  Errors: DP_EINVAL (n or p is 0), DP_ENUMERIC (a
+ * non-finite value), DP_ENOMEM.  `ds` untouched on failure. */
 int dp_dataset_from_arrays(dp_dataset *ds, size_t n, size_t p, const double *x,
 			   const double *y, const char *const *names);
 
-/* Write as CSV with header names...,target (full double precision). */
+/* Write as CSV with header names...,target (full double precision: the
+ * shortest decimal form that reads back to the same double), atomically
+ * (temporary file, fsync, rename).  Names are quoted as RFC 4180 needs.
+ * Errors: DP_EIO (detail names the file), DP_ENOMEM. */
 int dp_dataset_write_csv(const dp_dataset *ds, const char *path);
 
+/* Free what `ds` holds and zero it; NULL and a zeroed dataset are allowed. */
 void dp_dataset_free(dp_dataset *ds);
 
 /* Check that all datasets have the same p and feature names.  DP_EINVAL

@@ -1,1 +1,802 @@
-/* model: to be written */
+#include "model.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define DP__X86_SIMD 1
+#endif
+
+/* Rows per block of the plain passes (loss, gradient): small enough that the
+ * scores live on the stack. */
+#define DP__PASS_ROWS 256
+
+/* The privacy kernel works on blocks of about this many bytes of x: the
+ * block is fetched from memory once (by the gemv for the scores) and read
+ * again from L1/L2 by the truncate-and-accumulate loop.  Tuned with
+ * tests/bench (docs/bench.md). */
+#define DP__BLOCK_BYTES (32 * 1024)
+#define DP__BLOCK_MAX 1024
+#define DP__BLOCK_MIN 8
+
+int dp_model_parse(const char *s, dp_model *out)
+{
+	if (s != NULL) {
+		if (strcmp(s, "linear") == 0) {
+			*out = DP_MODEL_LINEAR;
+			return 0;
+		}
+		if (strcmp(s, "logistic") == 0) {
+			*out = DP_MODEL_LOGISTIC;
+			return 0;
+		}
+		if (strcmp(s, "svm") == 0) {
+			*out = DP_MODEL_SVM;
+			return 0;
+		}
+	}
+	return dp_error_set(DP_EINVAL, "unknown model '%s' (linear, logistic or svm)",
+			    s != NULL ? s : "(null)");
+}
+
+const char *dp_model_name(dp_model m)
+{
+	switch (m) {
+	case DP_MODEL_LINEAR: return "linear";
+	case DP_MODEL_LOGISTIC: return "logistic";
+	case DP_MODEL_SVM: return "svm";
+	}
+	return "unknown";
+}
+
+/* log(1 + exp(-m)) without overflow: for m < 0 the exponent is taken out,
+ * -m + log1p(exp(m)), so exp never sees a large positive argument. */
+static inline double dp__logistic_loss(double m)
+{
+	if (m > 0.0)
+		return log1p(exp(-m));
+	return -m + log1p(exp(m));
+}
+
+/* -y / (1 + exp(y t)) with m = y t: exp only of a non-positive number. */
+static inline double dp__logistic_coef(double t, double y)
+{
+	double m = y * t;
+
+	if (m > 0.0) {
+		double e = exp(-m);
+		return -y * e / (1.0 + e);
+	}
+	if (m <= 0.0)
+		return -y / (1.0 + exp(m));
+	return NAN;     /* m is NaN: keep it visible so the row is dropped */
+}
+
+static inline double dp__svm_coef(double t, double y)
+{
+	double m = y * t;
+
+	if (m < 1.0)
+		return -y;
+	if (m >= 1.0)
+		return 0.0;
+	return NAN;     /* NaN score must not read as "no gradient" */
+}
+
+double dp_model_loss(dp_model m, double t, double y)
+{
+	switch (m) {
+	case DP_MODEL_LINEAR: {
+		double r = y - t;
+		return r * r;
+	}
+	case DP_MODEL_LOGISTIC:
+		return dp__logistic_loss(y * t);
+	case DP_MODEL_SVM: {
+		double h = 1.0 - y * t;
+		if (isnan(h))
+			return NAN;
+		return h > 0.0 ? h : 0.0;
+	}
+	}
+	return NAN;
+}
+
+double dp_model_coef(dp_model m, double t, double y)
+{
+	switch (m) {
+	case DP_MODEL_LINEAR: return 2.0 * (t - y);
+	case DP_MODEL_LOGISTIC: return dp__logistic_coef(t, y);
+	case DP_MODEL_SVM: return dp__svm_coef(t, y);
+	}
+	return NAN;
+}
+
+int dp_model_check_data(dp_model m, const dp_dataset *ds)
+{
+	const char *src = ds->source != NULL ? ds->source : "(arrays)";
+
+	for (size_t j = 0; j < ds->n; j++) {
+		double y = ds->y[j];
+
+		if (m == DP_MODEL_LINEAR) {
+			if (!isfinite(y))
+				return dp_error_set(DP_EFORMAT, "%s: row %zu: target '%s' is %g, not a finite number",
+						    src, j + 1, ds->target != NULL ? ds->target : "y", y);
+		} else if (y != 1.0 && y != -1.0) {
+			return dp_error_set(DP_EFORMAT, "%s: row %zu: target '%s' is %g; %s needs -1 or +1",
+					    src, j + 1, ds->target != NULL ? ds->target : "y", y,
+					    dp_model_name(m));
+		}
+	}
+	return 0;
+}
+
+/* Scores theta^T x_j of rows [j0, j0 + nb). */
+static void dp__scores(const dp_dataset *ds, size_t j0, size_t nb, const double *theta,
+		       double *t)
+{
+	cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)nb, (int)ds->p, 1.0, ds->x + j0 * ds->p,
+		    (int)ds->p, theta, 1, 0.0, t, 1);
+}
+
+double dp_model_loss_sum(dp_model m, const dp_dataset *ds, const double *theta)
+{
+	double t[DP__PASS_ROWS];
+	double total = 0.0;
+
+	for (size_t j0 = 0; j0 < ds->n; j0 += DP__PASS_ROWS) {
+		size_t nb = ds->n - j0 < DP__PASS_ROWS ? ds->n - j0 : DP__PASS_ROWS;
+		double part = 0.0;
+
+		dp__scores(ds, j0, nb, theta, t);
+		for (size_t i = 0; i < nb; i++)
+			part += dp_model_loss(m, t[i], ds->y[j0 + i]);
+		total += part;
+	}
+	return total;
+}
+
+double dp_model_fitness(dp_model m, const dp_dataset *const *ds, size_t nds, double lambda,
+			const double *theta)
+{
+	double loss = 0.0, reg = 0.0;
+	size_t n = 0;
+
+	if (nds == 0)
+		return NAN;
+	for (size_t i = 0; i < nds; i++) {
+		loss += dp_model_loss_sum(m, ds[i], theta);
+		n += ds[i]->n;
+	}
+	for (size_t q = 0; q < ds[0]->p; q++)
+		reg += theta[q] * theta[q];
+	if (n == 0)
+		return lambda * reg;
+	return lambda * reg + loss / (double)n;
+}
+
+void dp_model_mean_grad(dp_model m, const dp_dataset *ds, const double *theta, double *grad)
+{
+	double t[DP__PASS_ROWS];
+	size_t p = ds->p;
+
+	for (size_t q = 0; q < p; q++)
+		grad[q] = 0.0;
+	for (size_t j0 = 0; j0 < ds->n; j0 += DP__PASS_ROWS) {
+		size_t nb = ds->n - j0 < DP__PASS_ROWS ? ds->n - j0 : DP__PASS_ROWS;
+
+		dp__scores(ds, j0, nb, theta, t);
+		for (size_t i = 0; i < nb; i++)
+			t[i] = dp_model_coef(m, t[i], ds->y[j0 + i]);
+		/* grad += X_block^T c_block */
+		cblas_dgemv(CblasRowMajor, CblasTrans, (int)nb, (int)p, 1.0, ds->x + j0 * p,
+			    (int)p, t, 1, 1.0, grad, 1);
+	}
+	if (ds->n > 0)
+		for (size_t q = 0; q < p; q++)
+			grad[q] /= (double)ds->n;
+}
+
+/* ---- the privacy kernel -------------------------------------------------
+ *
+ * What it computes, exactly (the unit test re-implements this rule with a
+ * plain per-row loop and expects bit-identical sums):
+ *
+ *   c_j = coef(theta^T x_j, y_j);  drop the row (a_j = 0, counted) unless
+ *         both c_j and row_l1[j] are finite (a NaN must never reach the
+ *         clipping comparison: fmin(1, NaN) = 1 would skip clipping);
+ *   clipm = clip * (1 - (p + 8) 2^-52);
+ *   a_j = c_j                              if |c_j| row_l1[j] <= clipm,
+ *         copysign(clipm / row_l1[j], c_j) otherwise (|c_j| row_l1 may
+ *         overflow to inf; that row is clipped, not dropped);
+ *   sum[q] = sum_j trunc((a_j 2^k) x_jq)   (a_j 2^k is exact)
+ *
+ * Why clipm: row_l1 is a rounded sum and a_j, a_j x_jq are rounded
+ * products, so with clip itself the computed coordinates could exceed the
+ * L1 bound by a few ulps.  With the margin (it covers the (p-1) roundings
+ * of row_l1 and the handful in a_j x_jq and clipm), sum_q |a_j x_jq| <= clip
+ * holds for the doubles actually used, truncation toward zero only shrinks
+ * them, so every row's integer vector has L1 norm <= floor(clip 2^k):
+ * replacing a row moves the sum by at most 2 clip 2^k grid units.
+ *
+ * Exactness: every term is an integer of magnitude <= clip 2^k and every
+ * partial sum (in any order, any number of accumulators) is an integer of
+ * magnitude <= n clip 2^k <= 2^52, so all additions are exact and the
+ * result does not depend on blocking or vector width.
+ *
+ * (a_j 2^k) x_jq equals (a_j x_jq) 2^k rounded the same way unless a_j 2^k
+ * overflows or the product is subnormal; subnormal products are far below
+ * one grid unit (truncate to 0 either way) and rows whose a_j 2^k is not
+ * finite or huge take a slow path in the safe order. */
+
+/* Everything a kernel variant needs. */
+typedef struct dp__kern {
+	dp_model m;
+	size_t n, p;
+	const double *x, *y, *l1, *theta;
+	double clipm;   /* clip less the rounding margin */
+	double two_k;   /* 2^k */
+	int k;
+	double *sum;    /* p accumulators in grid units, zeroed by the caller */
+} dp__kern;
+
+/* |a_j 2^k| above this takes the slow order (see above). */
+#define DP__A_BIG 0x1p900
+
+enum { DP__ROW_OK, DP__ROW_DROP, DP__ROW_SLOW };
+
+/* The scale rule for one row; every variant must agree with it. */
+static inline int dp__row_scale(const dp__kern *K, double t, double y, double l, double *a2,
+				double *a)
+{
+	double c = dp_model_coef(K->m, t, y);
+
+	if (!(isfinite(c) && isfinite(l)))
+		return DP__ROW_DROP;
+	if (fabs(c) * l <= K->clipm)
+		*a = c;
+	else
+		*a = copysign(K->clipm / l, c);
+	*a2 = *a * K->two_k;
+	if (!(fabs(*a2) <= DP__A_BIG))
+		return DP__ROW_SLOW;
+	return DP__ROW_OK;
+}
+
+/* One row given its score, scalar; returns 1 if it was dropped.  Rows with
+ * a = 0 are skipped, so a dropped row's non-finite x never reaches sum. */
+static size_t dp__row_scalar(const dp__kern *K, size_t j, double t)
+{
+	const double *x = K->x + j * K->p;
+	double a2, a;
+
+	switch (dp__row_scale(K, t, K->y[j], K->l1[j], &a2, &a)) {
+	case DP__ROW_DROP:
+		return 1;
+	case DP__ROW_SLOW:
+		for (size_t q = 0; q < K->p; q++)
+			K->sum[q] += trunc(ldexp(a * x[q], K->k));
+		return 0;
+	default:
+		if (a2 != 0.0)
+			for (size_t q = 0; q < K->p; q++)
+				K->sum[q] += trunc(a2 * x[q]);
+		return 0;
+	}
+}
+
+static double dp__dot(const double *x, const double *theta, size_t p)
+{
+	double s = 0.0;
+
+	for (size_t q = 0; q < p; q++)
+		s += x[q] * theta[q];
+	return s;
+}
+
+/* Portable variant: blocks of rows, scores with cblas_dgemv while the block
+ * is in cache, then the scalar rule. */
+static size_t dp__kernel_blas(const dp__kern *K)
+{
+	double t[DP__BLOCK_MAX], a[DP__BLOCK_MAX];
+	size_t p = K->p, n = K->n, dropped = 0, rows;
+	dp_dataset view = { .n = n, .p = p, .x = (double *)K->x };
+
+	rows = DP__BLOCK_BYTES / (p * sizeof(double));
+	if (rows < DP__BLOCK_MIN)
+		rows = DP__BLOCK_MIN;
+	if (rows > DP__BLOCK_MAX)
+		rows = DP__BLOCK_MAX;
+	for (size_t j0 = 0; j0 < n; j0 += rows) {
+		size_t nb = n - j0 < rows ? n - j0 : rows;
+
+		dp__scores(&view, j0, nb, K->theta, t);
+		for (size_t i = 0; i < nb; i++) {
+			double araw;
+			int st = dp__row_scale(K, t[i], K->y[j0 + i], K->l1[j0 + i], &a[i], &araw);
+
+			if (st == DP__ROW_OK)
+				continue;
+			if (st == DP__ROW_DROP)
+				dropped++;
+			else
+				dp__row_scalar(K, j0 + i, t[i]);
+			a[i] = 0.0;
+		}
+		for (size_t i = 0; i < nb; i++) {
+			const double *x = K->x + (j0 + i) * p;
+			double ai = a[i];
+
+			if (ai == 0.0)
+				continue;
+			for (size_t q = 0; q < p; q++)
+				K->sum[q] += trunc(ai * x[q]);
+		}
+	}
+	return dropped;
+}
+
+#ifdef DP__X86_SIMD
+/* The SIMD variants (AVX-512: groups of 8 rows, AVX2: groups of 4) work on
+ * blocks of rows that stay in L1 (DP__SIMD_BLOCK_BYTES):
+ *
+ *   phase A  for each group: dot products (one vector accumulator per row,
+ *            then a transposing horizontal sum), coefficients and scales
+ *            in vector lanes -> a_j 2^k into a small buffer;
+ *   phase B  for each panel of up to 4 vectors of columns: every group of
+ *            the block, trunc(a_r x_rq) summed over the group's rows, into
+ *            accumulators that stay in registers for the whole block.
+ *
+ * The block comes from memory once (phase A) and is re-read from L1
+ * (phase B).  No gemv call per block: a BLAS gemv over a 10-column
+ * row-major block reaches only about half the streaming bandwidth on its
+ * own (docs/bench.md).  Accumulators live in registers because a vector
+ * store does not forward quickly to the next load of the same address:
+ * accumulating through memory chained every group (measured 1.4x slower).
+ * Groups holding a dropped or slow row are done by dp__row_scalar and
+ * skipped in phase B; rows left over at the end (n mod group) likewise. */
+#define DP__TZ (_MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC)
+#define DP__SIMD_BLOCK_BYTES (16 * 1024)
+#define DP__AI static inline __attribute__((always_inline))
+
+#ifndef DP__PF_DIST
+#define DP__PF_DIST 4096
+#endif
+/* Ask for the lines DP__PF_DIST bytes ahead of [x, x + len): during phase B
+ * nothing new is read, and without this the next block's first loads wait
+ * for L3 or memory.  A prefetch beyond the end of the matrix is harmless. */
+DP__AI void dp__prefetch(const double *x, size_t len)
+{
+	const char *c = (const char *)x + DP__PF_DIST, *e = c + len * sizeof(double);
+
+	for (; c < e; c += 64)
+		__builtin_prefetch(c, 0, 3);
+}
+
+static size_t dp__simd_block_rows(size_t p, size_t group)
+{
+	size_t rows = DP__SIMD_BLOCK_BYTES / (p * sizeof(double));
+
+	rows -= rows % group;
+	if (rows < group)
+		rows = group;
+	if (rows > DP__BLOCK_MAX)
+		rows = DP__BLOCK_MAX;
+	return rows;
+}
+
+__attribute__((target("avx512f,avx512dq")))
+DP__AI __m512d dp__hsum8(__m512d d0, __m512d d1, __m512d d2, __m512d d3, __m512d d4,
+			 __m512d d5, __m512d d6, __m512d d7)
+{
+	__m512d s01 = _mm512_add_pd(_mm512_unpacklo_pd(d0, d1), _mm512_unpackhi_pd(d0, d1));
+	__m512d s23 = _mm512_add_pd(_mm512_unpacklo_pd(d2, d3), _mm512_unpackhi_pd(d2, d3));
+	__m512d s45 = _mm512_add_pd(_mm512_unpacklo_pd(d4, d5), _mm512_unpackhi_pd(d4, d5));
+	__m512d s67 = _mm512_add_pd(_mm512_unpacklo_pd(d6, d7), _mm512_unpackhi_pd(d6, d7));
+	__m512d w03 = _mm512_add_pd(_mm512_shuffle_f64x2(s01, s23, 0x88),
+				    _mm512_shuffle_f64x2(s01, s23, 0xdd));
+	__m512d w47 = _mm512_add_pd(_mm512_shuffle_f64x2(s45, s67, 0x88),
+				    _mm512_shuffle_f64x2(s45, s67, 0xdd));
+
+	return _mm512_add_pd(_mm512_shuffle_f64x2(w03, w47, 0x88),
+			     _mm512_shuffle_f64x2(w03, w47, 0xdd));
+}
+
+__attribute__((target("avx512f,avx512dq")))
+DP__AI __m512d dp__coef8(dp_model m, __m512d t, __m512d y)
+{
+	__m512d sign = _mm512_set1_pd(-0.0);
+
+	if (m == DP_MODEL_LINEAR)
+		return _mm512_mul_pd(_mm512_set1_pd(2.0), _mm512_sub_pd(t, y));
+	if (m == DP_MODEL_SVM) {
+		__m512d mt = _mm512_mul_pd(y, t), one = _mm512_set1_pd(1.0);
+		__mmask8 lt = _mm512_cmp_pd_mask(mt, one, _CMP_LT_OQ);
+		__mmask8 ge = _mm512_cmp_pd_mask(mt, one, _CMP_GE_OQ);
+		__m512d c = _mm512_mask_blend_pd(lt, _mm512_set1_pd(NAN), _mm512_xor_pd(y, sign));
+
+		return _mm512_mask_blend_pd(ge, c, _mm512_setzero_pd());
+	}
+	double tv[8], yv[8];
+
+	_mm512_storeu_pd(tv, t);
+	_mm512_storeu_pd(yv, y);
+	for (int r = 0; r < 8; r++)
+		tv[r] = dp_model_coef(m, tv[r], yv[r]);
+	return _mm512_loadu_pd(tv);
+}
+
+/* Phase A for the 8 rows starting at j: a_j 2^k into a[0..7]; returns the
+ * mask of rows fit for the vector path, scores into t[0..7] otherwise. */
+__attribute__((target("avx512f,avx512dq")))
+DP__AI __mmask8 dp__g8_scale(const dp__kern *K, size_t j, double *t_out, double *a_out)
+{
+	size_t p = K->p, pf = p & ~(size_t)7, q;
+	__mmask8 tail = (__mmask8)((1u << (p & 7)) - 1);
+	const double *th = K->theta;
+	const double *x0 = K->x + j * p, *x1 = x0 + p, *x2 = x1 + p, *x3 = x2 + p;
+	const double *x4 = x3 + p, *x5 = x4 + p, *x6 = x5 + p, *x7 = x6 + p;
+	const __m512d absm = _mm512_castsi512_pd(_mm512_set1_epi64(0x7fffffffffffffffLL));
+	const __m512d sign = _mm512_set1_pd(-0.0), inf = _mm512_set1_pd(INFINITY);
+	const __m512d clipm = _mm512_set1_pd(K->clipm);
+	__m512d d0 = _mm512_setzero_pd(), d1 = d0, d2 = d0, d3 = d0;
+	__m512d d4 = d0, d5 = d0, d6 = d0, d7 = d0;
+
+	for (q = 0; q < pf; q += 8) {
+		__m512d tq = _mm512_loadu_pd(th + q);
+		d0 = _mm512_fmadd_pd(_mm512_loadu_pd(x0 + q), tq, d0);
+		d1 = _mm512_fmadd_pd(_mm512_loadu_pd(x1 + q), tq, d1);
+		d2 = _mm512_fmadd_pd(_mm512_loadu_pd(x2 + q), tq, d2);
+		d3 = _mm512_fmadd_pd(_mm512_loadu_pd(x3 + q), tq, d3);
+		d4 = _mm512_fmadd_pd(_mm512_loadu_pd(x4 + q), tq, d4);
+		d5 = _mm512_fmadd_pd(_mm512_loadu_pd(x5 + q), tq, d5);
+		d6 = _mm512_fmadd_pd(_mm512_loadu_pd(x6 + q), tq, d6);
+		d7 = _mm512_fmadd_pd(_mm512_loadu_pd(x7 + q), tq, d7);
+	}
+	if (tail) {
+		__m512d tq = _mm512_maskz_loadu_pd(tail, th + q);
+		d0 = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(tail, x0 + q), tq, d0);
+		d1 = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(tail, x1 + q), tq, d1);
+		d2 = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(tail, x2 + q), tq, d2);
+		d3 = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(tail, x3 + q), tq, d3);
+		d4 = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(tail, x4 + q), tq, d4);
+		d5 = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(tail, x5 + q), tq, d5);
+		d6 = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(tail, x6 + q), tq, d6);
+		d7 = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(tail, x7 + q), tq, d7);
+	}
+	__m512d t = dp__hsum8(d0, d1, d2, d3, d4, d5, d6, d7);
+	__m512d l = _mm512_loadu_pd(K->l1 + j);
+	__m512d c = dp__coef8(K->m, t, _mm512_loadu_pd(K->y + j));
+	__m512d ac = _mm512_and_pd(c, absm);
+	__mmask8 fin = _mm512_cmp_pd_mask(ac, inf, _CMP_LT_OQ) &
+		       _mm512_cmp_pd_mask(_mm512_and_pd(l, absm), inf, _CMP_LT_OQ);
+	__mmask8 unc = _mm512_cmp_pd_mask(_mm512_mul_pd(ac, l), clipm, _CMP_LE_OQ);
+	__m512d cl = _mm512_or_pd(_mm512_and_pd(c, sign), _mm512_div_pd(clipm, l));
+	__m512d a = _mm512_mul_pd(_mm512_mask_blend_pd(unc, cl, c), _mm512_set1_pd(K->two_k));
+
+	_mm512_storeu_pd(t_out, t);
+	_mm512_storeu_pd(a_out, a);
+	return fin & _mm512_cmp_pd_mask(_mm512_and_pd(a, absm), _mm512_set1_pd(DP__A_BIG),
+					_CMP_LE_OQ);
+}
+
+/* Phase B for one panel of nv (1..4, a constant after inlining) vectors of
+ * columns starting at c0; `last` masks the panel's final vector. */
+__attribute__((target("avx512f,avx512dq")))
+DP__AI void dp__p8_accum(const dp__kern *K, size_t j0, size_t ng, const double *abuf,
+			 const unsigned char *skip, size_t c0, const int nv, __mmask8 last)
+{
+	size_t p = K->p;
+	const double *xb = K->x + j0 * p + c0;
+	__m512d s0 = _mm512_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
+	__mmask8 m0 = nv == 1 ? last : 0xff, m1 = nv == 2 ? last : 0xff;
+	__mmask8 m2 = nv == 3 ? last : 0xff, m3 = last;
+
+#define DP__T8(r, v, m) _mm512_roundscale_pd(_mm512_mul_pd(b##r, \
+	_mm512_maskz_loadu_pd((m), xb + (r) * p + 8 * (v))), DP__TZ)
+#define DP__SUM8(v, m) _mm512_add_pd( \
+	_mm512_add_pd(_mm512_add_pd(DP__T8(0, v, m), DP__T8(1, v, m)), \
+		      _mm512_add_pd(DP__T8(2, v, m), DP__T8(3, v, m))), \
+	_mm512_add_pd(_mm512_add_pd(DP__T8(4, v, m), DP__T8(5, v, m)), \
+		      _mm512_add_pd(DP__T8(6, v, m), DP__T8(7, v, m))))
+	for (size_t g = 0; g < ng; g++, xb += 8 * p) {
+		const double *ab = abuf + 8 * g;
+
+		if (skip[g])
+			continue;
+		__m512d b0 = _mm512_set1_pd(ab[0]), b1 = _mm512_set1_pd(ab[1]);
+		__m512d b2 = _mm512_set1_pd(ab[2]), b3 = _mm512_set1_pd(ab[3]);
+		__m512d b4 = _mm512_set1_pd(ab[4]), b5 = _mm512_set1_pd(ab[5]);
+		__m512d b6 = _mm512_set1_pd(ab[6]), b7 = _mm512_set1_pd(ab[7]);
+
+		s0 = _mm512_add_pd(s0, DP__SUM8(0, m0));
+		if (nv > 1)
+			s1 = _mm512_add_pd(s1, DP__SUM8(1, m1));
+		if (nv > 2)
+			s2 = _mm512_add_pd(s2, DP__SUM8(2, m2));
+		if (nv > 3)
+			s3 = _mm512_add_pd(s3, DP__SUM8(3, m3));
+	}
+#undef DP__SUM8
+#undef DP__T8
+	double *sum = K->sum + c0;
+
+	_mm512_mask_storeu_pd(sum, m0, _mm512_add_pd(_mm512_maskz_loadu_pd(m0, sum), s0));
+	if (nv > 1)
+		_mm512_mask_storeu_pd(sum + 8, m1,
+				      _mm512_add_pd(_mm512_maskz_loadu_pd(m1, sum + 8), s1));
+	if (nv > 2)
+		_mm512_mask_storeu_pd(sum + 16, m2,
+				      _mm512_add_pd(_mm512_maskz_loadu_pd(m2, sum + 16), s2));
+	if (nv > 3)
+		_mm512_mask_storeu_pd(sum + 24, m3,
+				      _mm512_add_pd(_mm512_maskz_loadu_pd(m3, sum + 24), s3));
+}
+
+__attribute__((target("avx512f,avx512dq")))
+static size_t dp__kernel_avx512(const dp__kern *K)
+{
+	double abuf[DP__BLOCK_MAX], tv[8];
+	unsigned char skip[DP__BLOCK_MAX / 8];
+	size_t n = K->n, p = K->p, dropped = 0, rows = dp__simd_block_rows(p, 8);
+	size_t nfull = n - n % 8;
+
+	for (size_t j0 = 0; j0 < nfull; j0 += rows) {
+		size_t nb = nfull - j0 < rows ? nfull - j0 : rows, ng = nb / 8;
+
+		for (size_t g = 0; g < ng; g++) {
+			size_t j = j0 + 8 * g;
+
+			dp__prefetch(K->x + j * p, 8 * p);
+			skip[g] = dp__g8_scale(K, j, tv, abuf + 8 * g) != 0xff;
+			if (skip[g])
+				for (int r = 0; r < 8; r++)
+					dropped += dp__row_scalar(K, j + (size_t)r, tv[r]);
+		}
+		for (size_t c0 = 0; c0 < p; c0 += 32) {
+			size_t w = p - c0 < 32 ? p - c0 : 32;
+			int nv = (int)((w + 7) / 8);
+			__mmask8 last = (__mmask8)(0xffu >> (8 * (size_t)nv - w));
+
+			switch (nv) {
+			case 1: dp__p8_accum(K, j0, ng, abuf, skip, c0, 1, last); break;
+			case 2: dp__p8_accum(K, j0, ng, abuf, skip, c0, 2, last); break;
+			case 3: dp__p8_accum(K, j0, ng, abuf, skip, c0, 3, last); break;
+			default: dp__p8_accum(K, j0, ng, abuf, skip, c0, 4, last); break;
+			}
+		}
+	}
+	for (size_t j = nfull; j < n; j++)
+		dropped += dp__row_scalar(K, j, dp__dot(K->x + j * p, K->theta, p));
+	return dropped;
+}
+
+__attribute__((target("avx2,fma")))
+DP__AI __m256d dp__hsum4(__m256d d0, __m256d d1, __m256d d2, __m256d d3)
+{
+	__m256d s01 = _mm256_hadd_pd(d0, d1), s23 = _mm256_hadd_pd(d2, d3);
+
+	return _mm256_add_pd(_mm256_permute2f128_pd(s01, s23, 0x20),
+			     _mm256_permute2f128_pd(s01, s23, 0x31));
+}
+
+__attribute__((target("avx2,fma")))
+DP__AI __m256d dp__coef4(dp_model m, __m256d t, __m256d y)
+{
+	__m256d sign = _mm256_set1_pd(-0.0);
+
+	if (m == DP_MODEL_LINEAR)
+		return _mm256_mul_pd(_mm256_set1_pd(2.0), _mm256_sub_pd(t, y));
+	if (m == DP_MODEL_SVM) {
+		__m256d mt = _mm256_mul_pd(y, t), one = _mm256_set1_pd(1.0);
+		__m256d lt = _mm256_cmp_pd(mt, one, _CMP_LT_OQ);
+		__m256d ge = _mm256_cmp_pd(mt, one, _CMP_GE_OQ);
+		__m256d c = _mm256_blendv_pd(_mm256_set1_pd(NAN), _mm256_xor_pd(y, sign), lt);
+
+		return _mm256_blendv_pd(c, _mm256_setzero_pd(), ge);
+	}
+	double tv[4], yv[4];
+
+	_mm256_storeu_pd(tv, t);
+	_mm256_storeu_pd(yv, y);
+	for (int r = 0; r < 4; r++)
+		tv[r] = dp_model_coef(m, tv[r], yv[r]);
+	return _mm256_loadu_pd(tv);
+}
+
+/* Lane mask with the first `w` (0..4) of 4 lanes set. */
+__attribute__((target("avx2,fma")))
+DP__AI __m256i dp__mask4(size_t w)
+{
+	return _mm256_set_epi64x(w > 3 ? -1 : 0, w > 2 ? -1 : 0, w > 1 ? -1 : 0, w > 0 ? -1 : 0);
+}
+
+__attribute__((target("avx2,fma")))
+DP__AI int dp__g4_scale(const dp__kern *K, size_t j, double *t_out, double *a_out)
+{
+	size_t p = K->p, pf = p & ~(size_t)3, rem = p & 3, q;
+	__m256i tail = dp__mask4(rem);
+	const double *th = K->theta;
+	const double *x0 = K->x + j * p, *x1 = x0 + p, *x2 = x1 + p, *x3 = x2 + p;
+	const __m256d absm = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
+	const __m256d sign = _mm256_set1_pd(-0.0), inf = _mm256_set1_pd(INFINITY);
+	const __m256d clipm = _mm256_set1_pd(K->clipm);
+	__m256d d0 = _mm256_setzero_pd(), d1 = d0, d2 = d0, d3 = d0;
+
+	for (q = 0; q < pf; q += 4) {
+		__m256d tq = _mm256_loadu_pd(th + q);
+		d0 = _mm256_fmadd_pd(_mm256_loadu_pd(x0 + q), tq, d0);
+		d1 = _mm256_fmadd_pd(_mm256_loadu_pd(x1 + q), tq, d1);
+		d2 = _mm256_fmadd_pd(_mm256_loadu_pd(x2 + q), tq, d2);
+		d3 = _mm256_fmadd_pd(_mm256_loadu_pd(x3 + q), tq, d3);
+	}
+	if (rem) {
+		__m256d tq = _mm256_maskload_pd(th + q, tail);
+		d0 = _mm256_fmadd_pd(_mm256_maskload_pd(x0 + q, tail), tq, d0);
+		d1 = _mm256_fmadd_pd(_mm256_maskload_pd(x1 + q, tail), tq, d1);
+		d2 = _mm256_fmadd_pd(_mm256_maskload_pd(x2 + q, tail), tq, d2);
+		d3 = _mm256_fmadd_pd(_mm256_maskload_pd(x3 + q, tail), tq, d3);
+	}
+	__m256d t = dp__hsum4(d0, d1, d2, d3);
+	__m256d l = _mm256_loadu_pd(K->l1 + j);
+	__m256d c = dp__coef4(K->m, t, _mm256_loadu_pd(K->y + j));
+	__m256d ac = _mm256_and_pd(c, absm);
+	__m256d fin = _mm256_and_pd(_mm256_cmp_pd(ac, inf, _CMP_LT_OQ),
+				    _mm256_cmp_pd(_mm256_and_pd(l, absm), inf, _CMP_LT_OQ));
+	__m256d unc = _mm256_cmp_pd(_mm256_mul_pd(ac, l), clipm, _CMP_LE_OQ);
+	__m256d cl = _mm256_or_pd(_mm256_and_pd(c, sign), _mm256_div_pd(clipm, l));
+	__m256d a = _mm256_mul_pd(_mm256_blendv_pd(cl, c, unc), _mm256_set1_pd(K->two_k));
+	__m256d ok = _mm256_and_pd(fin, _mm256_cmp_pd(_mm256_and_pd(a, absm),
+						      _mm256_set1_pd(DP__A_BIG), _CMP_LE_OQ));
+
+	_mm256_storeu_pd(t_out, t);
+	_mm256_storeu_pd(a_out, a);
+	return _mm256_movemask_pd(ok) == 0xf;
+}
+
+__attribute__((target("avx2,fma")))
+DP__AI void dp__p4_accum(const dp__kern *K, size_t j0, size_t ng, const double *abuf,
+			 const unsigned char *skip, size_t c0, const int nv, size_t wlast)
+{
+	size_t p = K->p;
+	const double *xb = K->x + j0 * p + c0;
+	__m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
+	__m256i all = _mm256_set1_epi64x(-1), ml = dp__mask4(wlast);
+	__m256i m0 = nv == 1 ? ml : all, m1 = nv == 2 ? ml : all;
+	__m256i m2 = nv == 3 ? ml : all, m3 = ml;
+
+#define DP__T4(r, v, m) _mm256_round_pd(_mm256_mul_pd(b##r, \
+	_mm256_maskload_pd(xb + (r) * p + 4 * (v), (m))), DP__TZ)
+#define DP__SUM4(v, m) _mm256_add_pd(_mm256_add_pd(DP__T4(0, v, m), DP__T4(1, v, m)), \
+				     _mm256_add_pd(DP__T4(2, v, m), DP__T4(3, v, m)))
+	for (size_t g = 0; g < ng; g++, xb += 4 * p) {
+		const double *ab = abuf + 4 * g;
+
+		if (skip[g])
+			continue;
+		__m256d b0 = _mm256_broadcast_sd(ab), b1 = _mm256_broadcast_sd(ab + 1);
+		__m256d b2 = _mm256_broadcast_sd(ab + 2), b3 = _mm256_broadcast_sd(ab + 3);
+
+		s0 = _mm256_add_pd(s0, DP__SUM4(0, m0));
+		if (nv > 1)
+			s1 = _mm256_add_pd(s1, DP__SUM4(1, m1));
+		if (nv > 2)
+			s2 = _mm256_add_pd(s2, DP__SUM4(2, m2));
+		if (nv > 3)
+			s3 = _mm256_add_pd(s3, DP__SUM4(3, m3));
+	}
+#undef DP__SUM4
+#undef DP__T4
+	double *sum = K->sum + c0;
+
+	_mm256_maskstore_pd(sum, m0, _mm256_add_pd(_mm256_maskload_pd(sum, m0), s0));
+	if (nv > 1)
+		_mm256_maskstore_pd(sum + 4, m1, _mm256_add_pd(_mm256_maskload_pd(sum + 4, m1), s1));
+	if (nv > 2)
+		_mm256_maskstore_pd(sum + 8, m2, _mm256_add_pd(_mm256_maskload_pd(sum + 8, m2), s2));
+	if (nv > 3)
+		_mm256_maskstore_pd(sum + 12, m3,
+				    _mm256_add_pd(_mm256_maskload_pd(sum + 12, m3), s3));
+}
+
+__attribute__((target("avx2,fma")))
+static size_t dp__kernel_avx2(const dp__kern *K)
+{
+	double abuf[DP__BLOCK_MAX], tv[4];
+	unsigned char skip[DP__BLOCK_MAX / 4];
+	size_t n = K->n, p = K->p, dropped = 0, rows = dp__simd_block_rows(p, 4);
+	size_t nfull = n - n % 4;
+
+	for (size_t j0 = 0; j0 < nfull; j0 += rows) {
+		size_t nb = nfull - j0 < rows ? nfull - j0 : rows, ng = nb / 4;
+
+		for (size_t g = 0; g < ng; g++) {
+			size_t j = j0 + 4 * g;
+
+			dp__prefetch(K->x + j * p, 4 * p);
+			skip[g] = !dp__g4_scale(K, j, tv, abuf + 4 * g);
+			if (skip[g])
+				for (int r = 0; r < 4; r++)
+					dropped += dp__row_scalar(K, j + (size_t)r, tv[r]);
+		}
+		for (size_t c0 = 0; c0 < p; c0 += 16) {
+			size_t w = p - c0 < 16 ? p - c0 : 16;
+			int nv = (int)((w + 3) / 4);
+			size_t wlast = w - 4 * (size_t)(nv - 1);
+
+			switch (nv) {
+			case 1: dp__p4_accum(K, j0, ng, abuf, skip, c0, 1, wlast); break;
+			case 2: dp__p4_accum(K, j0, ng, abuf, skip, c0, 2, wlast); break;
+			case 3: dp__p4_accum(K, j0, ng, abuf, skip, c0, 3, wlast); break;
+			default: dp__p4_accum(K, j0, ng, abuf, skip, c0, 4, wlast); break;
+			}
+		}
+	}
+	for (size_t j = nfull; j < n; j++)
+		dropped += dp__row_scalar(K, j, dp__dot(K->x + j * p, K->theta, p));
+	return dropped;
+}
+#endif
+
+typedef size_t (*dp__kernel_fn)(const dp__kern *);
+
+/* Best variant for this CPU.  DP_KERNEL_ISA=blas|avx2|avx512 caps the
+ * choice (tests exercise every variant; benchmarks compare them).  All
+ * variants return the same sums: the terms are identical and their
+ * additions exact; only the scores' rounding may differ between variants,
+ * as it may between BLAS builds. */
+static dp__kernel_fn dp__pick_kernel(void)
+{
+#ifdef DP__X86_SIMD
+	const char *cap = getenv("DP_KERNEL_ISA");
+	int lvl = 2;
+
+	if (cap != NULL && strcmp(cap, "blas") == 0)
+		lvl = 0;
+	else if (cap != NULL && strcmp(cap, "avx2") == 0)
+		lvl = 1;
+	__builtin_cpu_init();
+	if (lvl >= 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
+		return dp__kernel_avx512;
+	if (lvl >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+		return dp__kernel_avx2;
+#endif
+	return dp__kernel_blas;
+}
+
+int dp_model_clipped_grid_sum(dp_model m, const dp_dataset *ds, const double *theta,
+			      double clip, int k, double *sum, size_t *dropped)
+{
+	size_t p = ds->p, n = ds->n, drop;
+
+	if (!(clip > 0.0) || !isfinite(clip))
+		return dp_error_set(DP_EINVAL, "clip bound must be positive and finite (got %g)", clip);
+	if (p == 0)
+		return dp_error_set(DP_EINVAL, "dataset has no columns");
+	for (size_t q = 0; q < p; q++)
+		if (!isfinite(theta[q]))
+			return dp_error_set(DP_EINVAL, "theta[%zu] is not finite", q);
+	if (k < -1022 || k > 1023 || !((double)n * clip * ldexp(1.0, k) <= 0x1p52))
+		return dp_error_set(DP_EINVAL,
+				    "grid 2^-%d too fine for %zu rows with clip %g (sum must stay below 2^52)",
+				    k, n, clip);
+
+	dp__kern K = {
+		.m = m, .n = n, .p = p, .x = ds->x, .y = ds->y, .l1 = ds->row_l1,
+		.theta = theta, .k = k, .two_k = ldexp(1.0, k), .sum = sum,
+		/* 1 - (p+8) 2^-52 is exact for any p we can hold in memory */
+		.clipm = clip * (1.0 - (double)(p + 8) * 0x1p-52),
+	};
+	for (size_t q = 0; q < p; q++)
+		sum[q] = 0.0;
+	drop = dp__pick_kernel()(&K);
+	if (dropped != NULL)
+		*dropped = drop;
+	return 0;
+}

@@ -1,0 +1,187 @@
+/* Typed daemon configuration: a table of entries, a config file, flags.
+ *
+ * The Redis config.c model (STYLE.md "Config"): a daemon declares one
+ * static table of typed entries, each pointing at a field of its settings
+ * struct.  dp_config_load() then
+ *   1. applies every entry's default,
+ *   2. reads the INI file named by --config FILE (inih; keys at the top of
+ *      the file or in a section named for the program, e.g. [learnerd]),
+ *   3. applies the command-line flags (--name VALUE, --name=VALUE; a bool
+ *      is --name, --name=VALUE or --no-name), which override the file
+ *      whatever their position relative to --config,
+ *   4. checks required entries and runs the daemon's cross-field check.
+ * Nothing is written to the settings unless all of that succeeds.
+ *
+ * Config file syntax (what inih accepts, restricted):
+ *   # comment            ; comment
+ *   [learnerd]
+ *   listen = 127.0.0.1:7443      ; inline comments start with " ;"
+ *   epsilon: 0.5
+ * Leading whitespace is ignored (indenting is fine; there are no
+ * continuation lines).  A value wrapped in double quotes loses them.  A
+ * line may hold at most DP_CONFIG_MAX_LINE characters.  Unknown keys,
+ * keys in another section, a key given twice, bad values and syntax
+ * errors are all errors: DP_EINVAL with the detail "FILE:LINE: ...".
+ *
+ * Values:
+ *   STRING       char *, any text (may be empty); heap copy owned by this
+ *                module until dp_config_free()
+ *   PATH         char *, like STRING but never empty.  Only the path is
+ *                kept and printed: this module never opens it, so a key
+ *                file's contents never pass through here
+ *   DOUBLE       double, finite ("1.5", "1e-3")
+ *   DOUBLE_INF   double, finite or "inf" (e.g. an unlimited budget)
+ *   U64, SIZE    uint64_t / size_t, decimal, no sign
+ *   BOOL         bool: true/false, yes/no, on/off, 1/0
+ *   ENUM         int, index of the value in the entry's `values` list
+ *   DURATION     double seconds: "30", "1.5s", "250ms", "5m", "2h"
+ *
+ * Everything here runs on the caller's thread at startup; getopt_long's
+ * global state (optind, opterr) is used and reset.  Nothing exits the
+ * process: the daemon decides what to print and how to exit. */
+#ifndef DP_CONFIG_H
+#define DP_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Longest config file line accepted (characters, without the newline);
+ * Debian's inih is built with 200-byte line buffers. */
+#define DP_CONFIG_MAX_LINE 196
+
+enum dp_config_type {
+	DP_CONFIG_STRING,
+	DP_CONFIG_PATH,
+	DP_CONFIG_DOUBLE,
+	DP_CONFIG_DOUBLE_INF,
+	DP_CONFIG_U64,
+	DP_CONFIG_SIZE,
+	DP_CONFIG_BOOL,
+	DP_CONFIG_ENUM,
+	DP_CONFIG_DURATION,
+};
+
+/* Entry flags. */
+#define DP_CONFIG_REQUIRED  1u   /* must be set by the file or a flag */
+
+struct dp_config_entry {
+	const char *name;          /* key and flag: [a-z0-9][a-z0-9-]*, not "config",
+				    * "help", "version", "check-config", nor "no-..." */
+	enum dp_config_type type;
+	void *field;               /* the setting; C type as listed above */
+	const char *def;           /* default as text; NULL: no default (STRING
+				    * and PATH stay NULL, numbers keep 0) */
+	double min, max;           /* numbers and durations: allowed range
+				    * [min, max], applied only when min < max;
+				    * use +-INFINITY for one-sided ranges */
+	bool min_exclusive;        /* the range is (min, max] */
+	const char *const *values; /* ENUM: NULL-terminated allowed names */
+	unsigned flags;            /* DP_CONFIG_REQUIRED */
+	const char *group;         /* --help heading; NULL: "Options" */
+	const char *metavar;       /* --help placeholder; NULL: from the type */
+	const char *help;          /* one line */
+};
+
+/* Type-checked field pointers for the table: a mismatch between the type
+ * and the field is a compile-time warning.  Use inside the entry braces:
+ *   { .name = "epsilon", DP_CFG_DOUBLE(&S.epsilon), .def = "1", ... } */
+#define DP__CFG_PTR(T, p)      ((void *)(1 ? (p) : (T *)0))
+#define DP_CFG_STRING(p)       .type = DP_CONFIG_STRING, .field = DP__CFG_PTR(char *, p)
+#define DP_CFG_PATH(p)         .type = DP_CONFIG_PATH, .field = DP__CFG_PTR(char *, p)
+#define DP_CFG_DOUBLE(p)       .type = DP_CONFIG_DOUBLE, .field = DP__CFG_PTR(double, p)
+#define DP_CFG_DOUBLE_INF(p)   .type = DP_CONFIG_DOUBLE_INF, .field = DP__CFG_PTR(double, p)
+#define DP_CFG_U64(p)          .type = DP_CONFIG_U64, .field = DP__CFG_PTR(uint64_t, p)
+#define DP_CFG_SIZE(p)         .type = DP_CONFIG_SIZE, .field = DP__CFG_PTR(size_t, p)
+#define DP_CFG_BOOL(p)         .type = DP_CONFIG_BOOL, .field = DP__CFG_PTR(bool, p)
+#define DP_CFG_ENUM(p, vals)   .type = DP_CONFIG_ENUM, .field = DP__CFG_PTR(int, p), .values = (vals)
+#define DP_CFG_DURATION(p)     .type = DP_CONFIG_DURATION, .field = DP__CFG_PTR(double, p)
+
+struct dp_config_spec {
+	const char *program;       /* "learnerd": file section and --help name */
+	const char *summary;       /* one line for --help; may be NULL */
+	const struct dp_config_entry *entries; /* ends with an entry whose name is NULL */
+	/* Cross-field checks, run after everything else has been applied to
+	 * the settings.  Return 0, or a DP_E... code after dp_error_set()
+	 * with a one-line detail; the settings are then restored.  May be
+	 * NULL. */
+	int (*validate)(void *arg);
+	void *validate_arg;
+};
+
+/* What the command line asked for. */
+enum dp_config_action {
+	DP_CONFIG_RUN,      /* settings loaded and valid: start */
+	DP_CONFIG_HELP,     /* -h/--help: print dp_config_print_help, exit 0 */
+	DP_CONFIG_VERSION,  /* -V/--version: print the version, exit 0 */
+	DP_CONFIG_CHECK,    /* -n/--check-config: settings loaded and valid;
+			     * print them (dp_config_print) and exit 0 */
+};
+
+/* The whole startup sequence described at the top, from argv (argv[0] is
+ * the program and is skipped).  Built-in options: -c/--config FILE,
+ * -n/--check-config, -h/--help, -V/--version.  Long options must be
+ * spelled out (no abbreviations); a flag given twice takes the last
+ * value; positional arguments are refused.
+ *
+ * --help and --version win over everything: *action is set to them and
+ * nothing is loaded or validated (so they work with a broken config).
+ * Otherwise, on success every entry's field holds its value (old strings
+ * freed) and *action is RUN or CHECK.
+ *
+ * Errors (settings untouched, *action untouched, one-line detail):
+ *   DP_EINVAL   bad flag or value, unknown option, missing required entry,
+ *               a config file error ("FILE:LINE: ..."), a bad table;
+ *   DP_ENOENT   the --config file does not exist;
+ *   DP_EIO      it cannot be read;
+ *   DP_ENOMEM;
+ *   or whatever spec->validate returned. */
+int dp_config_load(const struct dp_config_spec *spec, int argc, char *const argv[],
+		   enum dp_config_action *action);
+
+/* The steps of dp_config_load, for callers that need another order (and
+ * for tests).  Each applies to the fields directly, all-or-nothing: on
+ * failure no field changed.  Required entries and spec->validate are not
+ * checked here (see dp_config_check). */
+
+/* Set every entry to its default.  Errors: DP_EINVAL (a default that does
+ * not parse: a bug in the table), DP_ENOMEM. */
+int dp_config_set_defaults(const struct dp_config_spec *spec);
+
+/* Apply the keys of one config file.  Errors as for dp_config_load. */
+int dp_config_load_file(const struct dp_config_spec *spec, const char *path);
+
+/* Set the entry `name` from text; `origin` names the source in error
+ * details (e.g. "option --epsilon"; NULL: "key 'NAME'").  Errors:
+ * DP_EINVAL (unknown name, bad value), DP_ENOMEM. */
+int dp_config_set(const struct dp_config_spec *spec, const char *name, const char *value,
+		  const char *origin);
+
+/* Check that required entries are set, then run spec->validate.
+ * Returns 0 or the first error (DP_EINVAL for a missing entry). */
+int dp_config_check(const struct dp_config_spec *spec);
+
+/* Free the strings held by STRING and PATH fields and set them to NULL.
+ * Other fields keep their values.  Safe to call more than once. */
+void dp_config_free(const struct dp_config_spec *spec);
+
+/* Usage text: built-in options, then every entry grouped by its `group`
+ * (in table order), with metavar, help, default and range.  Returns 0 or
+ * DP_EIO if writing fails. */
+int dp_config_print_help(const struct dp_config_spec *spec, FILE *out);
+
+/* The effective settings as a config file this module reads back
+ * ("[program]" then "key = value" in table order; an unset string is a
+ * "# key is not set" comment).  Paths are printed, never their contents.
+ * Returns 0 or DP_EIO. */
+int dp_config_print(const struct dp_config_spec *spec, FILE *out);
+
+/* Text of one entry's current value ("inf", "true", enum name, seconds
+ * as a number, the string itself) into buf (always NUL-terminated).
+ * Returns 0, DP_ENOENT (unknown name, or an unset string: buf = ""), or
+ * DP_ERANGE (truncated). */
+int dp_config_format(const struct dp_config_spec *spec, const char *name, char *buf,
+		     size_t len);
+
+#endif

@@ -1,0 +1,22 @@
+#include "defaults.h"
+
+double dp_default_smoothness(dp_model model, size_t p, double lambda)
+{
+	double loss = model == DP_MODEL_LINEAR ? 2.0 * (double)p : 0.25 * (double)p;
+
+	return loss + 2.0 * lambda;
+}
+
+double dp_default_async_eta(dp_model model, size_t p, double lambda, double max_weight)
+{
+	return 1.0 / (dp_default_smoothness(model, p, lambda) * max_weight);
+}
+
+double dp_default_sync_step(dp_model model, size_t p, double lambda)
+{
+	double step = 1.0 / dp_default_smoothness(model, p, lambda);
+
+	if (lambda > 0 && step > 1.0 / (2.0 * lambda))
+		step = 1.0 / (2.0 * lambda);
+	return step;
+}

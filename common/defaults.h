@@ -1,0 +1,32 @@
+/* Default training settings shared by learnerd and dpasync sim, chosen from
+ * what the learner knows before training (model, p, N, owner sizes, T,
+ * lambda) so that runs converge on standardised data (README "Defaults").
+ *
+ * They rest on one bound: on standardised features (each coordinate mean 0,
+ * variance 1, plus an optional constant bias) E||x||^2 <= p, so the mean
+ * loss gradient is L-Lipschitz with L <= 2p (linear) or p/4 (logistic; the
+ * hinge of svm is treated like logistic), plus 2 lambda for g. */
+#ifndef DP_DEFAULTS_H
+#define DP_DEFAULTS_H
+
+#include <stddef.h>
+#include "model.h"
+
+#define DP_DEFAULT_T          1000
+#define DP_DEFAULT_LAMBDA     1e-2
+#define DP_DEFAULT_THETA_MAX  10.0
+#define DP_DEFAULT_CLIP       1.0
+#define DP_DEFAULT_EPSILON    1.0
+
+/* The smoothness bound L above. */
+double dp_default_smoothness(dp_model model, size_t p, double lambda);
+
+/* Async owner-copy step eta = 1 / (L * max_i n_i/n): the largest step for
+ * which every owner's update is a contraction (eta * w_i * L <= 1); with
+ * equal owners eta = N / L. */
+double dp_default_async_eta(dp_model model, size_t p, double lambda, double max_weight);
+
+/* Sync1 rho/T^2 and sync2 c: step 1/L at k = 1, never above 1/(2 lambda). */
+double dp_default_sync_step(dp_model model, size_t p, double lambda);
+
+#endif

@@ -1,0 +1,196 @@
+/* The owner's durable privacy-budget ledger (PRIVACY.md §5, DESIGN.md §3).
+ *
+ * One file per owner and job: a 256-byte header (magic, format version, the
+ * caps, an identity string, CRC) followed by one 64-byte record per answer
+ * {magic, seq, k, charge, new total, count, time, header CRC, CRC}.  The log
+ * of records is the whole state; docs/ledger.md gives the byte layout.
+ *
+ * Budget is kept in integer nano-epsilon (1e-9 epsilon): every charge is
+ * rounded UP to the next nano-epsilon and the cap DOWN, from the exact
+ * binary value of the double, so the ledger never under-counts.  A charge is
+ * refused before anything is written if it would make the answer count
+ * exceed the answer cap K or the spent total exceed the cap.
+ *
+ * Protocol for the owner:
+ *   dp_ledger_check()   before computing/sampling anything (optional)
+ *   dp_ledger_charge()  returns 0 only after the record is fdatasync'ed
+ *   send the answer     only after dp_ledger_charge() returned 0
+ * A failed write or sync puts the ledger in a permanent failed state (every
+ * later call returns DP_EIO); the daemon must stop answering.  The fsync is
+ * never retried (after a failed fsync Linux may drop the dirty pages and a
+ * retry would wrongly report success).  Nothing is ever refunded.
+ *
+ * Request ids k must be strictly increasing per ledger; a repeated k is
+ * refused (DP_ESTATE) so the same query never gets fresh noise, and
+ * dp_ledger_lookup() tells whether k was already answered.
+ *
+ * A dp_ledger is not thread-safe; use it from one thread.  While open, the
+ * file is held with an exclusive flock(2), so a second process (or a second
+ * open in this process) on the same file fails with DP_ESTATE. */
+#ifndef DP_LEDGER_H
+#define DP_LEDGER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct dp_ledger dp_ledger;
+
+/* Nano-epsilon value that stands for "infinite" (only with
+ * DP_LEDGER_ALLOW_INF); every finite amount is <= DP_LEDGER_NANO_MAX. */
+#define DP_LEDGER_INF       UINT64_MAX
+#define DP_LEDGER_NANO_MAX  (UINT64_MAX - 1)
+
+/* Longest identity string (bytes, excluding the terminating NUL). */
+#define DP_LEDGER_IDENTITY_MAX 127
+
+/* Sizes of the on-disk structures (format version 1). */
+#define DP_LEDGER_HEADER_SIZE 256
+#define DP_LEDGER_RECORD_SIZE 64
+
+/* Flags for dp_ledger_open(). */
+enum {
+	/* Allow cap_eps = INFINITY and charges of INFINITY (no noise; testing
+	 * only).  Answers are still counted against the answer cap.  A ledger
+	 * created with an infinite cap can only be reopened with this flag. */
+	DP_LEDGER_ALLOW_INF   = 1u << 0,
+	/* Accept an existing ledger whose header caps are HIGHER than the
+	 * given ones; this session then enforces the given (lower) caps.  The
+	 * header is not rewritten.  Raising a cap is never possible. */
+	DP_LEDGER_ALLOW_LOWER = 1u << 1,
+	/* Do not create a missing file (DP_ENOENT instead). */
+	DP_LEDGER_NO_CREATE   = 1u << 2,
+	/* Inspect only: O_RDONLY, no lock, no creation, a torn tail is reported
+	 * (dp_ledger_torn_bytes) but not removed; cap_eps, cap_answers and
+	 * identity are ignored and taken from the header; dp_ledger_charge()
+	 * returns DP_ESTATE. */
+	DP_LEDGER_READONLY    = 1u << 3,
+};
+
+/* One answer as recorded in the ledger. */
+typedef struct dp_ledger_entry {
+	uint64_t seq;          /* 1-based position in the ledger */
+	uint64_t k;            /* the request id that was answered */
+	uint64_t charge_nano;  /* this answer's charge (DP_LEDGER_INF if infinite) */
+	uint64_t total_nano;   /* spent after this answer (DP_LEDGER_INF if infinite) */
+	uint64_t count;        /* answers after this one (== seq) */
+	uint64_t time_ns;      /* wall clock at charge time, ns since 1970 (informational) */
+} dp_ledger_entry;
+
+/* Open the ledger at `path`, creating it if it does not exist.
+ *
+ * cap_eps: the owner's total epsilon, > 0 and finite (INFINITY only with
+ *   DP_LEDGER_ALLOW_INF); rounded down to nano-epsilon, must be >= 1 nano.
+ * cap_answers: the owner's answer cap K, >= 1.
+ * identity: owner/job identity (e.g. "owner=alice job=loans-2026" or a hex
+ *   hash), at most DP_LEDGER_IDENTITY_MAX bytes, no NUL; NULL means "".
+ *
+ * Creation is atomic: the header is written to a temporary file in the same
+ * directory (path.tmp-XXXXXX), fsync'ed, hard-linked to `path` (which fails
+ * if `path` appeared meanwhile, like O_CREAT|O_EXCL) and the directory is
+ * fsync'ed; a file at `path` therefore always has a complete header.
+ *
+ * An existing file is verified completely: header CRC and fields, then every
+ * record's CRC, magic, consecutive seq, strictly increasing k, count and
+ * total (each total = previous total + charge), all within the header caps.
+ * A torn final record (a partial record at the end, or a bad final record
+ * when the length is a whole number of records) is removed with ftruncate,
+ * logged as a warning and reported by dp_ledger_torn_bytes(); no answer can
+ * have been sent for it (docs/ledger.md).  The file is then fsync'ed.
+ *
+ * The header's caps and identity must equal the given ones (with
+ * DP_LEDGER_ALLOW_LOWER the given caps may be lower).
+ *
+ * On success *out owns the open ledger (free with dp_ledger_close).
+ * Errors: DP_EINVAL (bad argument; caps or identity differ from the header;
+ * infinite ledger without DP_LEDGER_ALLOW_INF), DP_ENOENT (missing, with
+ * NO_CREATE or READONLY), DP_ECORRUPT (not a ledger, bad header, file
+ * shorter than the header, damaged or inconsistent record other than a torn
+ * final one), DP_ESTATE (locked by another open ledger), DP_EIO (I/O or sync
+ * failure), DP_ENOMEM.  *out is untouched on failure. */
+int dp_ledger_open(const char *path, double cap_eps, uint64_t cap_answers,
+		   const char *identity, unsigned flags, dp_ledger **out);
+
+/* Close the file and free l.  Every record was already synced by
+ * dp_ledger_charge, so nothing is lost.  NULL is ignored. */
+void dp_ledger_close(dp_ledger *l);
+
+/* Would dp_ledger_charge(l, k, charge_eps) be accepted?  Writes nothing.
+ * Call it before computing or sampling anything for request k.
+ * 0 if it would; otherwise the error dp_ledger_charge would return before
+ * writing: DP_EINVAL, DP_ERANGE, DP_ESTATE (repeat or non-increasing k,
+ * read-only ledger), DP_EBUDGET, DP_EIO (failed state). */
+int dp_ledger_check(const dp_ledger *l, uint64_t k, double charge_eps);
+
+/* Charge `charge_eps` for answering request k and make it durable.
+ *
+ * charge_eps: > 0 and finite (INFINITY only with DP_LEDGER_ALLOW_INF),
+ *   rounded up to the next nano-epsilon.
+ * k: strictly greater than every k already in the ledger.
+ *
+ * Appends one 64-byte record with a single write() to the O_APPEND file and
+ * fdatasync()s it; returns 0 only after the sync succeeded, and only then may
+ * the answer be sent.  If out is non-NULL it receives the new entry.
+ * Errors (nothing written unless stated):
+ *   DP_EINVAL   charge not > 0, NaN, or infinite without ALLOW_INF
+ *   DP_ERANGE   charge above DP_LEDGER_NANO_MAX nano-epsilon
+ *   DP_ESTATE   k already answered (a repeat: resend nothing, refuse) or
+ *               k not above the last k; or the ledger is read-only
+ *   DP_EBUDGET  count + 1 > answer cap, or total + charge > cap
+ *   DP_ENOMEM
+ *   DP_EIO      the ledger is in the failed state, or this write/sync failed:
+ *               the record may have reached the file and counts as spent
+ *               (the counters below include it); the ledger is now failed
+ *               for good and the caller must stop answering. */
+int dp_ledger_charge(dp_ledger *l, uint64_t k, double charge_eps, dp_ledger_entry *out);
+
+/* Was request k already answered?  0 and *out filled (if non-NULL) when it
+ * was; DP_ENOENT when it was not; DP_EIO in the failed state or on a read
+ * error; DP_ECORRUPT if the stored record no longer verifies. */
+int dp_ledger_lookup(const dp_ledger *l, uint64_t k, dp_ledger_entry *out);
+
+/* Accessors (l must be open).  Amounts are in nano-epsilon; the double
+ * versions divide by 1e9 and return INFINITY for DP_LEDGER_INF.  Caps are
+ * the ones this session enforces.  After a failed charge (DP_EIO) spent and
+ * answers include the failed charge and left is 0. */
+uint64_t dp_ledger_spent_nano(const dp_ledger *l);
+double dp_ledger_spent(const dp_ledger *l);
+uint64_t dp_ledger_left_nano(const dp_ledger *l);
+double dp_ledger_left(const dp_ledger *l);
+uint64_t dp_ledger_cap_nano(const dp_ledger *l);
+double dp_ledger_cap(const dp_ledger *l);
+uint64_t dp_ledger_answers(const dp_ledger *l);
+uint64_t dp_ledger_answers_cap(const dp_ledger *l);
+/* k of the last answer; 0 and *k untouched if there is none yet (returns
+ * DP_ENOENT then). */
+int dp_ledger_last_k(const dp_ledger *l, uint64_t *k);
+/* Identity string from the header; valid while l is open. */
+const char *dp_ledger_identity(const dp_ledger *l);
+/* Bytes of a torn final record dropped (or, read-only, found) at open; 0 if
+ * the file ended cleanly. */
+size_t dp_ledger_torn_bytes(const dp_ledger *l);
+/* 1 if a write or sync failed (the ledger refuses everything), else 0. */
+int dp_ledger_failed(const dp_ledger *l);
+
+/* Epsilon -> nano-epsilon from the exact binary value of eps (>= 0, finite):
+ * _ceil rounds up (charges), _floor rounds down (caps).
+ * Errors: DP_EINVAL (negative or NaN), DP_ERANGE (above DP_LEDGER_NANO_MAX,
+ * or infinite). */
+int dp_ledger_nano_ceil(double eps, uint64_t *out);
+int dp_ledger_nano_floor(double eps, uint64_t *out);
+
+/* The largest per-answer epsilon eps_q such that `answers` charges of eps_q
+ * fit in a ledger with cap cap_eps after rounding (answers *
+ * ceil(eps_q) <= floor(cap_eps)).  Use it instead of cap_eps / answers, which
+ * may round up past the cap (1.0/3 charges 333333334 nano-eps, so only two
+ * such answers fit in a cap of 1.0).  INFINITY for an infinite cap.
+ * Errors: DP_EINVAL (cap_eps not > 0 or NaN, answers 0, or cap below
+ * `answers` nano-epsilon). */
+int dp_ledger_eps_share(double cap_eps, uint64_t answers, double *eps_q);
+
+/* TEST ONLY: replace every fsync/fdatasync the ledger does (creation,
+ * open, charge) by fn(fd), which returns 0 or -1 with errno set.  NULL
+ * restores the real calls.  Process-wide, not thread-safe; never used by the
+ * daemons. */
+void dp_ledger_set_sync_hook(int (*fn)(int fd));
+
+#endif

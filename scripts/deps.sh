@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Install the Debian 12 packages dpasync needs to build, test and run.
+# Idempotent and non-interactive: only missing packages are installed, and
+# the package lists are refreshed only when something is missing.
+set -euo pipefail
+
+PKGS=(
+  build-essential meson ninja-build pkg-config
+  libopenblas-dev liblapacke-dev libssl-dev openssl libuv1-dev
+  libprotobuf-c-dev protobuf-c-compiler libcmocka-dev zlib1g-dev
+  libjson-c-dev libinih-dev libcsv-dev
+  python3-numpy
+)
+[ "${DP_EXTRA_PKGS:-}" ] && PKGS+=(${DP_EXTRA_PKGS})
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=
+[ "$(id -u)" -ne 0 ] && SUDO=sudo
+echo "installing: ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,230 @@
+/* Throughput of the privacy kernel dp_model_clipped_grid_sum against a plain
+ * vectorised streaming read of the same matrix (the memory-bandwidth limit),
+ * both measured in this process, interleaved, single thread.
+ *
+ *   bench_query [--rows N] [--features D] [--repeats R] [--clip C]
+ *               [--model linear|logistic|svm]
+ *
+ * Data as in /work/shared/bench/numpy_grad.py: X standard normal, y = X beta
+ * + 0.1 noise, theta = 0.1 normal, row L1 norms precomputed (load time).
+ * Prints one JSON line; bytes are rows*features*8 per gradient. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dataset.h"
+#include "error.h"
+#include "model.h"
+#include "noise.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
+static uint64_t bench_rng_state = 0x9e3779b97f4a7c15ULL;
+
+static uint64_t bench_next(void)
+{
+	/* splitmix64: data generation only */
+	uint64_t z = (bench_rng_state += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static double bench_normal(void)
+{
+	double u = ((double)(bench_next() >> 11) + 0.5) * 0x1p-53;
+	double v = ((double)(bench_next() >> 11) + 0.5) * 0x1p-53;
+	return sqrt(-2.0 * log(u)) * cos(2.0 * M_PI * v);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The bandwidth reference: sum of all elements, 8 independent vector
+ * accumulators so that only memory limits it. */
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2")))
+static double stream_sum_avx2(const double *x, size_t len)
+{
+	__m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
+	__m256d s4 = s0, s5 = s0, s6 = s0, s7 = s0;
+	size_t i = 0;
+
+	for (; i + 32 <= len; i += 32) {
+		s0 = _mm256_add_pd(s0, _mm256_load_pd(x + i));
+		s1 = _mm256_add_pd(s1, _mm256_load_pd(x + i + 4));
+		s2 = _mm256_add_pd(s2, _mm256_load_pd(x + i + 8));
+		s3 = _mm256_add_pd(s3, _mm256_load_pd(x + i + 12));
+		s4 = _mm256_add_pd(s4, _mm256_load_pd(x + i + 16));
+		s5 = _mm256_add_pd(s5, _mm256_load_pd(x + i + 20));
+		s6 = _mm256_add_pd(s6, _mm256_load_pd(x + i + 24));
+		s7 = _mm256_add_pd(s7, _mm256_load_pd(x + i + 28));
+	}
+	s0 = _mm256_add_pd(_mm256_add_pd(s0, s1), _mm256_add_pd(s2, s3));
+	s4 = _mm256_add_pd(_mm256_add_pd(s4, s5), _mm256_add_pd(s6, s7));
+	s0 = _mm256_add_pd(s0, s4);
+	double lanes[4];
+	_mm256_storeu_pd(lanes, s0);
+	double s = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+	for (; i < len; i++)
+		s += x[i];
+	return s;
+}
+#endif
+
+static double stream_sum(const double *x, size_t len)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (__builtin_cpu_supports("avx2"))
+		return stream_sum_avx2(x, len);
+#endif
+	double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+	size_t i = 0;
+	for (; i + 4 <= len; i += 4) {
+		s0 += x[i];
+		s1 += x[i + 1];
+		s2 += x[i + 2];
+		s3 += x[i + 3];
+	}
+	for (; i < len; i++)
+		s0 += x[i];
+	return (s0 + s1) + (s2 + s3);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: bench_query [--rows N] [--features D] [--repeats R] [--clip C] "
+		"[--model linear|logistic|svm]\n");
+}
+
+int main(int argc, char **argv)
+{
+	size_t n = 250000, d = 10, reps = 30;
+	double clip = 10.0;
+	dp_model model = DP_MODEL_LINEAR;
+
+	for (int i = 1; i < argc; i++) {
+		if (i + 1 < argc && strcmp(argv[i], "--rows") == 0)
+			n = strtoul(argv[++i], NULL, 10);
+		else if (i + 1 < argc && strcmp(argv[i], "--features") == 0)
+			d = strtoul(argv[++i], NULL, 10);
+		else if (i + 1 < argc && strcmp(argv[i], "--repeats") == 0)
+			reps = strtoul(argv[++i], NULL, 10);
+		else if (i + 1 < argc && strcmp(argv[i], "--clip") == 0)
+			clip = strtod(argv[++i], NULL);
+		else if (i + 1 < argc && strcmp(argv[i], "--model") == 0) {
+			if (dp_model_parse(argv[++i], &model) != 0) {
+				usage();
+				return 2;
+			}
+		} else {
+			usage();
+			return 2;
+		}
+	}
+	if (n == 0 || d == 0 || reps < 1 || !(clip > 0)) {
+		usage();
+		return 2;
+	}
+
+	double *x = malloc(n * d * sizeof(double)), *y = malloc(n * sizeof(double));
+	double *beta = malloc(d * sizeof(double)), *theta = malloc(d * sizeof(double));
+	double *sum = malloc(d * sizeof(double));
+	double *tk = malloc(reps * sizeof(double)), *ts = malloc(reps * sizeof(double));
+	if (!x || !y || !beta || !theta || !sum || !tk || !ts) {
+		fprintf(stderr, "bench_query: out of memory\n");
+		return 1;
+	}
+	for (size_t q = 0; q < d; q++)
+		beta[q] = bench_normal();
+	for (size_t j = 0; j < n; j++) {
+		double t = 0;
+		for (size_t q = 0; q < d; q++) {
+			x[j * d + q] = bench_normal();
+			t += x[j * d + q] * beta[q];
+		}
+		y[j] = t + 0.1 * bench_normal();
+		if (model != DP_MODEL_LINEAR)
+			y[j] = t >= 0 ? 1.0 : -1.0;
+	}
+	for (size_t q = 0; q < d; q++)
+		theta[q] = 0.1 * bench_normal();
+
+	dp_dataset ds;
+	int err = dp_dataset_from_arrays(&ds, n, d, x, y, NULL);
+	if (err != 0) {
+		fprintf(stderr, "bench_query: %s\n", dp_error_detail(err));
+		return 1;
+	}
+	free(x);
+	int k;
+	err = dp_grid_exponent(n, clip, INFINITY, &k);
+	if (err != 0) {
+		fprintf(stderr, "bench_query: %s\n", dp_error_detail(err));
+		return 1;
+	}
+	size_t dropped = 0;
+	volatile double sink = 0;
+
+	/* warm-up: page in, caches, frequency */
+	for (int w = 0; w < 3; w++) {
+		sink += stream_sum(ds.x, n * d);
+		if (dp_model_clipped_grid_sum(model, &ds, theta, clip, k, sum, &dropped) != 0) {
+			fprintf(stderr, "bench_query: kernel failed\n");
+			return 1;
+		}
+	}
+	for (size_t r = 0; r < reps; r++) {
+		double t0 = now();
+		sink += stream_sum(ds.x, n * d);
+		double t1 = now();
+		dp_model_clipped_grid_sum(model, &ds, theta, clip, k, sum, &dropped);
+		double t2 = now();
+		ts[r] = t1 - t0;
+		tk[r] = t2 - t1;
+	}
+	double checksum = 0;
+	for (size_t q = 0; q < d; q++)
+		checksum += fabs(ldexp(sum[q], -k) / (double)n);
+	double mk = median(tk, reps), ms = median(ts, reps);
+	double bytes = (double)n * (double)d * 8.0;
+
+	printf("{\"impl\": \"c\", \"model\": \"%s\", \"rows\": %zu, \"features\": %zu, "
+	       "\"repeats\": %zu, \"grid_k\": %d, "
+	       "\"kernel_seconds\": %.6g, \"kernel_gbytes_per_s\": %.4g, "
+	       "\"stream_seconds\": %.6g, \"stream_gbytes_per_s\": %.4g, "
+	       "\"kernel_over_stream\": %.4f, \"checksum\": %.17g, \"dropped\": %zu}\n",
+	       dp_model_name(model), n, d, reps, k, mk, bytes / mk / 1e9, ms, bytes / ms / 1e9,
+	       ms / mk, checksum, dropped);
+	(void)sink;
+	dp_dataset_free(&ds);
+	free(y);
+	free(beta);
+	free(theta);
+	free(sum);
+	free(tk);
+	free(ts);
+	return 0;
+}

@@ -1,0 +1,64 @@
+#!/usr/bin/python3
+"""Acceptance: bad input exits non-zero with exactly one clear stderr line
+naming the problem, for every subcommand that reads user input."""
+import os, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import check, run, tmpdir, cleanup, main
+
+def expect_error(cmd, must_contain, code=2):
+    p = run(cmd, ok=False)
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    check(p.returncode != 0, 'expected failure, exit 0: %s' % ' '.join(cmd))
+    check(p.returncode == code, 'exit %d, expected %d: %s\n%s' % (p.returncode, code, ' '.join(cmd), p.stderr))
+    check(len(lines) == 1, 'expected one stderr line, got %d: %s\n%s' % (len(lines), ' '.join(cmd), p.stderr))
+    for s in must_contain:
+        check(s in lines[0], 'stderr %r does not mention %r' % (lines[0], s))
+    print('ok:', lines[0])
+
+def test(argv):
+    dp = argv[0]
+    d = tmpdir('cli')
+    try:
+        run([dp, 'gen', '--rows', '50,60', '--features', '3', '--out', os.path.join(d, 'g')])
+        run([dp, 'gen', '--rows', '50', '--features', '4', '--out', os.path.join(d, 'g4')])
+        o1, o2 = os.path.join(d, 'g', 'owner-1.csv'), os.path.join(d, 'g', 'owner-2.csv')
+        o4 = os.path.join(d, 'g4', 'owner-1.csv')
+        bad = os.path.join(d, 'bad.csv')
+        with open(bad, 'w') as f:
+            f.write('x1,x2,x3,y\n1,2,3,4\n1,2,oops,4\n')
+        ragged = os.path.join(d, 'ragged.csv')
+        with open(ragged, 'w') as f:
+            f.write('x1,x2,x3,y\n1,2,3,4\n1,2,3\n')
+        out = os.path.join(d, 'out')
+        sim = [dp, 'sim', '--T', '10', '--repeats', '1', '--out', out]
+        expect_error(sim + [bad, o1], ['bad.csv:3', 'x3'])
+        expect_error(sim + [ragged], ['ragged.csv:3'])
+        expect_error(sim + ['--target', 'price', o1], ['price'])
+        expect_error(sim + ['--epsilon', '0', o1], ['--epsilon'])
+        expect_error(sim + ['--epsilon', '-1', o1], ['--epsilon'])
+        expect_error(sim + ['--epsilon', 'abc', o1], ['--epsilon'])
+        expect_error(sim + [o1, o4], ['owner-1.csv'])
+        expect_error(sim + ['--schema', os.path.join(d, 'nope.json'), o1], ['nope.json'])
+        notjson = os.path.join(d, 'schema.json')
+        with open(notjson, 'w') as f:
+            f.write('{"version": 1, "features": [ {"name": "x1", "kind": "weird"} ]')
+        expect_error(sim + ['--schema', notjson, o1], ['schema.json'])
+        expect_error(sim + ['--epsilon', '1,2,3', o1, o2], ['--epsilon'])
+        expect_error(sim + ['--model', 'tree', o1], ['tree'])
+        expect_error(sim + ['--model', 'logistic', o1], ['owner-1.csv'])  # y not in {-1,+1}
+        expect_error(sim + ['--T', '1', o1], ['--T'])
+        expect_error(sim + ['--bogus', o1], ['bad usage'])
+        expect_error(sim + [os.path.join(d, 'missing.csv')], ['missing.csv'])
+        expect_error([dp, 'sim', o1], ['--out'])
+        expect_error([dp, 'gen', '--rows', '10,0', '--out', d], ['owner 2'])
+        expect_error([dp, 'gen', '--rows', 'x', '--out', d], ['--rows'])
+        expect_error([dp, 'eval', os.path.join(d, 'nomodel.json'), o1], ['nomodel.json'])
+        expect_error([dp, 'nosuch'], ['nosuch'])
+        for sub in ('gen', 'prep', 'sim', 'eval'):
+            p = run([dp, sub, '--help'])
+            check(p.stdout.startswith('usage: dpasync ' + sub), '%s --help: %r' % (sub, p.stdout[:60]))
+        check(run([dp, '--version']).stdout.startswith('dpasync '), '--version')
+    finally:
+        cleanup(d)
+
+main(test)

@@ -1,0 +1,38 @@
+"""Small helpers shared by the integration tests (stdlib + numpy only)."""
+import json, os, shutil, subprocess, sys, tempfile
+
+class Fail(Exception):
+    pass
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+def run(cmd, ok=True, timeout=600):
+    """Run a command; with ok=True a non-zero exit fails the test."""
+    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout)
+    if ok and p.returncode != 0:
+        raise Fail('command failed (%d): %s\n%s%s' % (p.returncode, ' '.join(map(str, cmd)),
+                                                     p.stdout, p.stderr))
+    return p
+
+def tmpdir(name):
+    d = tempfile.mkdtemp(prefix='dp-%s-' % name)
+    return d
+
+def cleanup(d):
+    shutil.rmtree(d, ignore_errors=True)
+
+def summary(outdir):
+    with open(os.path.join(outdir, 'summary.json')) as f:
+        return json.load(f)
+
+def main(fn):
+    """Run test function fn(argv) and exit 0/1 with one line of verdict."""
+    try:
+        fn(sys.argv[1:])
+    except Fail as e:
+        print('FAIL:', e)
+        sys.exit(1)
+    print('PASS')
+    sys.exit(0)

@@ -1,0 +1,118 @@
+/* Model file round trip and rejection of malformed files. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "fileio.h"
+#include "modelfile.h"
+
+static char dir[64];
+
+static int setup(void **state)
+{
+	snprintf(dir, sizeof(dir), "/tmp/dp-modelfile-XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd);
+}
+
+static void write_text(const char *path, const char *text)
+{
+	assert_int_equal(dp_file_write_atomic(path, text, strlen(text), 0644), 0);
+}
+
+static void test_roundtrip_exact(void **state)
+{
+	char path[128], *names[3] = { "a", "b", "bias" };
+	/* Values that need all 17 significant digits to round-trip. */
+	double theta[3] = { 0.1, -1.0 / 3.0, 6.02214076e23 };
+	dp_modelfile mf = { .model = DP_MODEL_LOGISTIC, .p = 3, .theta = theta, .features = names,
+			    .bias = 1, .T = 300, .lambda = 0.01, .theta_max = 5, .clip = 2 }, rd;
+
+	strcpy(mf.mode, "async");
+	snprintf(path, sizeof(path), "%s/m.json", dir);
+	assert_int_equal(dp_modelfile_write(path, &mf), 0);
+	assert_int_equal(dp_modelfile_read(path, &rd), 0);
+	assert_int_equal(rd.model, DP_MODEL_LOGISTIC);
+	assert_int_equal(rd.p, 3);
+	for (int q = 0; q < 3; q++) {
+		assert_true(rd.theta[q] == theta[q]);
+		assert_string_equal(rd.features[q], names[q]);
+	}
+	assert_int_equal(rd.bias, 1);
+	assert_int_equal(rd.T, 300);
+	assert_true(rd.lambda == 0.01 && rd.theta_max == 5 && rd.clip == 2);
+	assert_string_equal(rd.mode, "async");
+	dp_modelfile_free(&rd);
+
+	/* No temporary file is left beside it. */
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int files = 0;
+	while ((e = readdir(d)) != NULL)
+		files += e->d_name[0] != '.';
+	closedir(d);
+	assert_int_equal(files, 1);
+}
+
+static void test_rejects_nonfinite(void **state)
+{
+	char path[128];
+	double theta[1] = { NAN };
+	dp_modelfile mf = { .model = DP_MODEL_LINEAR, .p = 1, .theta = theta };
+
+	snprintf(path, sizeof(path), "%s/nan.json", dir);
+	assert_int_equal(dp_modelfile_write(path, &mf), DP_EINVAL);
+	assert_int_equal(access(path, F_OK), -1);
+}
+
+static void test_malformed(void **state)
+{
+	static const char *bad[] = {
+		"not json",
+		"[1,2]",
+		"{\"format\":\"other\",\"version\":1,\"model\":\"linear\",\"theta\":[1]}",
+		"{\"format\":\"dpasync-model\",\"version\":2,\"model\":\"linear\",\"theta\":[1]}",
+		"{\"format\":\"dpasync-model\",\"version\":1,\"model\":\"tree\",\"theta\":[1]}",
+		"{\"format\":\"dpasync-model\",\"version\":1,\"model\":\"linear\"}",
+		"{\"format\":\"dpasync-model\",\"version\":1,\"model\":\"linear\",\"theta\":[]}",
+		"{\"format\":\"dpasync-model\",\"version\":1,\"model\":\"linear\",\"theta\":[1,\"x\"]}",
+		"{\"format\":\"dpasync-model\",\"version\":1,\"model\":\"linear\",\"theta\":[1],\"features\":[\"a\",\"b\"]}",
+		"{\"format\":\"dpasync-model\",\"version\":1,\"model\":\"linear\",\"theta\":[1],\"lambda\":\"x\"}",
+	};
+	char path[128];
+	dp_modelfile rd = { 0 };
+
+	snprintf(path, sizeof(path), "%s/bad.json", dir);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		write_text(path, bad[i]);
+		assert_int_equal(dp_modelfile_read(path, &rd), DP_EFORMAT);
+		assert_null(rd.theta);
+		assert_non_null(strstr(dp_error_detail(DP_EFORMAT), "bad.json"));
+	}
+	snprintf(path, sizeof(path), "%s/missing.json", dir);
+	assert_int_equal(dp_modelfile_read(path, &rd), DP_ENOENT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_roundtrip_exact),
+		cmocka_unit_test(test_rejects_nonfinite),
+		cmocka_unit_test(test_malformed),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,24 @@
+/* Options shared by the subcommands that load owner datasets (sim, eval):
+ * target column, bias, schema, model. */
+#ifndef DP_TOOLS_SIMCLI_H
+#define DP_TOOLS_SIMCLI_H
+
+#include <stddef.h>
+#include "dataset.h"
+#include "model.h"
+
+typedef struct dp_owner_data {
+	size_t N;
+	dp_dataset *ds;          /* N datasets */
+	const dp_dataset **view; /* N pointers into ds */
+	struct dp_schema *schema;
+} dp_owner_data;
+
+/* Load FILE... (and the schema at schema_path when not NULL), check they
+ * agree on features and fit the model.  Prints one error line for `cmd`
+ * and returns non-zero on failure. */
+int dp_owner_data_load(dp_owner_data *od, const char *cmd, char **files, size_t nfiles,
+		       const char *target, int bias, const char *schema_path, dp_model model);
+void dp_owner_data_free(dp_owner_data *od);
+
+#endif
