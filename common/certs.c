@@ -24,7 +24,7 @@ static int dp__ossl_fail(const char *what)
 	if (e != 0)
 		ERR_error_string_n(e, eb, sizeof(eb));
 	ERR_clear_error();
-	return dp_error_set(DP_ETLS, "certs: %s: %s", what, e ? eb : "OpenSSL failure");
+	return dp_error_set(DP_ETLS, "%s: %s", what, e ? eb : "OpenSSL failure");
 }
 
 int dp_certs_check_name(const char *name)
@@ -127,10 +127,10 @@ int dp_certs_make_ca(const char *cn, int64_t not_before, int64_t lifetime,
 	int r;
 
 	if (cn == NULL || *cn == '\0' || strlen(cn) > DP_CERTS_NAME_MAX)
-		return dp_error_set(DP_EINVAL, "certs: CA name must have 1..%d bytes",
+		return dp_error_set(DP_EINVAL, "CA name must have 1..%d bytes",
 				    DP_CERTS_NAME_MAX);
 	if (lifetime <= 0)
-		return dp_error_set(DP_EINVAL, "certs: CA lifetime must be positive");
+		return dp_error_set(DP_EINVAL, "CA lifetime must be positive");
 	ERR_clear_error();
 	if ((r = dp__keygen(&key)) < 0)
 		return r;
@@ -188,19 +188,19 @@ int dp_certs_make_leaf(const dp_cert_spec *s, X509 *ca, EVP_PKEY *ca_key,
 
 		if (s->ips[i] == NULL || (inet_pton(AF_INET, s->ips[i], tmp) != 1 &&
 					  inet_pton(AF_INET6, s->ips[i], tmp) != 1))
-			return dp_error_set(DP_EINVAL, "certs: '%s' is not an IP address",
+			return dp_error_set(DP_EINVAL, "'%s' is not an IP address",
 					    s->ips[i] ? s->ips[i] : "");
 		san_len += 4 + strlen(s->ips[i]);
 	}
 	if (s->lifetime <= 0)
-		return dp_error_set(DP_EINVAL, "certs: lifetime must be positive");
+		return dp_error_set(DP_EINVAL, "lifetime must be positive");
 	if (X509_check_private_key(ca, ca_key) != 1) {
 		ERR_clear_error();
-		return dp_error_set(DP_EINVAL, "certs: the CA key does not match the CA certificate");
+		return dp_error_set(DP_EINVAL, "the CA key does not match the CA certificate");
 	}
 	san = malloc(san_len);
 	if (san == NULL)
-		return dp_error_set(DP_ENOMEM, "certs: out of memory");
+		return dp_error_set(DP_ENOMEM, "out of memory");
 	off = (size_t)snprintf(san, san_len, "DNS:%s", s->cn);
 	for (size_t i = 0; i < s->n_dns; i++)
 		off += (size_t)snprintf(san + off, san_len - off, ",DNS:%s", s->dns[i]);
@@ -253,12 +253,12 @@ static int dp__fsync_dir(const char *dir)
 	int fd = open(dir, O_RDONLY | O_DIRECTORY);
 
 	if (fd < 0)
-		return dp_error_set(DP_EIO, "certs: open directory '%s': %s", dir, strerror(errno));
+		return dp_error_set(DP_EIO, "open directory '%s': %s", dir, strerror(errno));
 	if (fsync(fd) != 0 && errno != EINVAL) {
 		int e = errno;
 
 		close(fd);
-		return dp_error_set(DP_EIO, "certs: sync directory '%s': %s", dir, strerror(e));
+		return dp_error_set(DP_EIO, "sync directory '%s': %s", dir, strerror(e));
 	}
 	close(fd);
 	return 0;
@@ -275,10 +275,10 @@ static int dp__write_file(const char *dir, const char *path, const char *data, s
 	size_t off = 0;
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= sizeof(tmp))
-		return dp_error_set(DP_EINVAL, "certs: path too long: %s", path);
+		return dp_error_set(DP_EINVAL, "path too long: %s", path);
 	fd = mkstemp(tmp);      /* created 0600 */
 	if (fd < 0)
-		return dp_error_set(DP_EIO, "certs: create '%s': %s", tmp, strerror(errno));
+		return dp_error_set(DP_EIO, "create '%s': %s", tmp, strerror(errno));
 	if (fchmod(fd, mode) != 0)
 		goto io_fail;
 	while (off < len) {
@@ -305,9 +305,9 @@ static int dp__write_file(const char *dir, const char *path, const char *data, s
 			e = errno;
 			unlink(tmp);
 			if (e == EEXIST)
-				return dp_error_set(-EEXIST, "certs: '%s' already exists "
+				return dp_error_set(-EEXIST, "'%s' already exists "
 						    "(use --force to replace it)", path);
-			return dp_error_set(DP_EIO, "certs: create '%s': %s", path, strerror(e));
+			return dp_error_set(DP_EIO, "create '%s': %s", path, strerror(e));
 		}
 		unlink(tmp);
 	}
@@ -317,7 +317,7 @@ io_fail:
 	if (fd >= 0)
 		close(fd);
 	unlink(tmp);
-	return dp_error_set(DP_EIO, "certs: write '%s': %s", path, strerror(e));
+	return dp_error_set(DP_EIO, "write '%s': %s", path, strerror(e));
 }
 
 static int dp__pem_key(EVP_PKEY *key, BIO **out)
@@ -360,7 +360,7 @@ static void dp__bio_wipe_free(BIO *b)
 static int dp__path(char *out, size_t size, const char *dir, const char *base, const char *ext)
 {
 	if ((size_t)snprintf(out, size, "%s/%s.%s", dir, base, ext) >= size)
-		return dp_error_set(DP_EINVAL, "certs: path too long: %s/%s.%s", dir, base, ext);
+		return dp_error_set(DP_EINVAL, "path too long: %s/%s.%s", dir, base, ext);
 	return 0;
 }
 
@@ -372,7 +372,7 @@ int dp_certs_write(const char *dir, const char *base, EVP_PKEY *key, X509 *cert,
 	int r;
 
 	if (dir == NULL || *dir == '\0' || base == NULL || *base == '\0' || strchr(base, '/'))
-		return dp_error_set(DP_EINVAL, "certs: bad output directory or name");
+		return dp_error_set(DP_EINVAL, "bad output directory or name");
 	if ((r = dp__path(kpath, sizeof(kpath), dir, base, "key")) < 0 ||
 	    (r = dp__path(cpath, sizeof(cpath), dir, base, "crt")) < 0)
 		return r;
@@ -381,7 +381,7 @@ int dp_certs_write(const char *dir, const char *base, EVP_PKEY *key, X509 *cert,
 		return r;
 	if (!force && access(cpath, F_OK) == 0) {
 		BIO_free(cb);
-		return dp_error_set(-EEXIST, "certs: '%s' already exists (use --force to replace it)",
+		return dp_error_set(-EEXIST, "'%s' already exists (use --force to replace it)",
 				    cpath);
 	}
 	if (key != NULL) {
@@ -411,24 +411,24 @@ int dp_certs_load_ca(const char *cert_file, const char *key_file, X509 **cert_ou
 
 	f = fopen(cert_file, "r");
 	if (f == NULL)
-		return dp_error_set(DP_ETLS, "certs: cannot read CA certificate '%s': %s", cert_file,
+		return dp_error_set(DP_ETLS, "cannot read CA certificate '%s': %s", cert_file,
 				    strerror(errno));
 	x = PEM_read_X509(f, NULL, NULL, NULL);
 	fclose(f);
 	if (x == NULL) {
 		ERR_clear_error();
-		return dp_error_set(DP_ETLS, "certs: '%s' holds no PEM certificate", cert_file);
+		return dp_error_set(DP_ETLS, "'%s' holds no PEM certificate", cert_file);
 	}
 	if (X509_check_ca(x) != 1) {
 		X509_free(x);
-		return dp_error_set(DP_ETLS, "certs: '%s' is not a CA certificate", cert_file);
+		return dp_error_set(DP_ETLS, "'%s' is not a CA certificate", cert_file);
 	}
 	f = fopen(key_file, "r");
 	if (f == NULL) {
 		int e = errno;
 
 		X509_free(x);
-		return dp_error_set(DP_ETLS, "certs: cannot read CA key '%s': %s", key_file,
+		return dp_error_set(DP_ETLS, "cannot read CA key '%s': %s", key_file,
 				    strerror(e));
 	}
 	k = PEM_read_PrivateKey(f, NULL, NULL, NULL);
@@ -436,13 +436,13 @@ int dp_certs_load_ca(const char *cert_file, const char *key_file, X509 **cert_ou
 	if (k == NULL) {
 		X509_free(x);
 		ERR_clear_error();
-		return dp_error_set(DP_ETLS, "certs: '%s' holds no PEM private key", key_file);
+		return dp_error_set(DP_ETLS, "'%s' holds no PEM private key", key_file);
 	}
 	if (X509_check_private_key(x, k) != 1) {
 		X509_free(x);
 		EVP_PKEY_free(k);
 		ERR_clear_error();
-		return dp_error_set(DP_ETLS, "certs: key '%s' does not match CA certificate '%s'",
+		return dp_error_set(DP_ETLS, "key '%s' does not match CA certificate '%s'",
 				    key_file, cert_file);
 	}
 	*cert_out = x;
@@ -459,19 +459,19 @@ static int dp__mkdir_p(const char *dir)
 	struct stat st;
 
 	if (n == 0 || n >= sizeof(buf))
-		return dp_error_set(DP_EINVAL, "certs: bad output directory");
+		return dp_error_set(DP_EINVAL, "bad output directory");
 	memcpy(buf, dir, n + 1);
 	for (size_t i = 1; i <= n; i++) {
 		if (buf[i] != '/' && buf[i] != '\0')
 			continue;
 		buf[i] = '\0';
 		if (mkdir(buf, 0700) != 0 && errno != EEXIST)
-			return dp_error_set(DP_EIO, "certs: create directory '%s': %s", buf,
+			return dp_error_set(DP_EIO, "create directory '%s': %s", buf,
 					    strerror(errno));
 		buf[i] = dir[i];
 	}
 	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-		return dp_error_set(DP_EIO, "certs: '%s' is not a directory", dir);
+		return dp_error_set(DP_EIO, "'%s' is not a directory", dir);
 	return 0;
 }
 
@@ -483,14 +483,14 @@ static int dp__exists_check(const char *dir, const char *base, int with_key)
 	if ((r = dp__path(path, sizeof(path), dir, base, "crt")) < 0)
 		return r;
 	if (access(path, F_OK) == 0)
-		return dp_error_set(-EEXIST, "certs: '%s' already exists (use --force to replace "
+		return dp_error_set(-EEXIST, "'%s' already exists (use --force to replace "
 				    "it)", path);
 	if (!with_key)
 		return 0;
 	if ((r = dp__path(path, sizeof(path), dir, base, "key")) < 0)
 		return r;
 	if (access(path, F_OK) == 0)
-		return dp_error_set(-EEXIST, "certs: '%s' already exists (use --force to replace "
+		return dp_error_set(-EEXIST, "'%s' already exists (use --force to replace "
 				    "it)", path);
 	return 0;
 }
@@ -529,7 +529,7 @@ static int dp__ca_present(const char *dir, X509 *ca, int force)
 		return 1;
 	if (force)
 		return 0;
-	return dp_error_set(-EEXIST, "certs: '%s' is a different CA certificate (use --force to "
+	return dp_error_set(-EEXIST, "'%s' is a different CA certificate (use --force to "
 			    "replace it)", path);
 }
 
@@ -547,12 +547,12 @@ int dp_certs_deploy(const dp_certs_opts *o)
 	int r, ca_have = 0;
 
 	if (o->out_dir == NULL || *o->out_dir == '\0')
-		return dp_error_set(DP_EINVAL, "certs: no output directory");
+		return dp_error_set(DP_EINVAL, "no output directory");
 	if (reuse && (o->ca_cert_file == NULL || o->ca_key_file == NULL))
-		return dp_error_set(DP_EINVAL, "certs: an existing CA needs both its certificate "
+		return dp_error_set(DP_EINVAL, "an existing CA needs both its certificate "
 				    "and its key");
 	if (!with_learner && o->n_owners == 0)
-		return dp_error_set(DP_EINVAL, "certs: nothing to make (no owners, no learner)");
+		return dp_error_set(DP_EINVAL, "nothing to make (no owners, no learner)");
 	if (with_learner && (r = dp_certs_check_name(learner)) < 0)
 		return r;
 	for (size_t i = 0; i < o->n_owners; i++) {
@@ -561,15 +561,15 @@ int dp_certs_deploy(const dp_certs_opts *o)
 		if ((r = dp_certs_check_name(a)) < 0)
 			return r;
 		if (strcmp(a, "ca") == 0)
-			return dp_error_set(DP_EINVAL, "certs: 'ca' is reserved for the CA files");
+			return dp_error_set(DP_EINVAL, "'ca' is reserved for the CA files");
 		if (with_learner && strcmp(a, learner) == 0)
-			return dp_error_set(DP_EINVAL, "certs: owner '%s' has the learner's name", a);
+			return dp_error_set(DP_EINVAL, "owner '%s' has the learner's name", a);
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(a, o->owners[j]) == 0)
-				return dp_error_set(DP_EINVAL, "certs: owner name '%s' given twice", a);
+				return dp_error_set(DP_EINVAL, "owner name '%s' given twice", a);
 	}
 	if (with_learner && strcmp(learner, "ca") == 0)
-		return dp_error_set(DP_EINVAL, "certs: 'ca' is reserved for the CA files");
+		return dp_error_set(DP_EINVAL, "'ca' is reserved for the CA files");
 	if ((r = dp__mkdir_p(o->out_dir)) < 0)
 		return r;
 	if (reuse) {

@@ -219,9 +219,12 @@ static long dp__find(const struct dp_config_spec *spec, const char *name)
 
 /* ---- values ---------------------------------------------------------- */
 
+static void dp__fmt_double(char *buf, size_t len, double v);
+
 static int dp__check_range(const struct dp_config_entry *e, const char *what, const char *text,
 			   double v)
 {
+	char lo[32], hi[32];
 	bool lo_ok, hi_ok;
 
 	if (!(e->min < e->max))
@@ -230,13 +233,15 @@ static int dp__check_range(const struct dp_config_entry *e, const char *what, co
 	hi_ok = v <= e->max;
 	if (lo_ok && hi_ok)
 		return 0;
+	dp__fmt_double(lo, sizeof(lo), e->min);
+	dp__fmt_double(hi, sizeof(hi), e->max);
 	if (isinf(e->max))
-		return dp_error_set(DP_EINVAL, "%s: must be %s %g, got '%s'", what,
-				    e->min_exclusive ? ">" : ">=", e->min, text);
+		return dp_error_set(DP_EINVAL, "%s: must be %s %s, got '%s'", what,
+				    e->min_exclusive ? ">" : ">=", lo, text);
 	if (isinf(e->min))
-		return dp_error_set(DP_EINVAL, "%s: must be <= %g, got '%s'", what, e->max, text);
-	return dp_error_set(DP_EINVAL, "%s: must be in %c%g, %g], got '%s'", what,
-			    e->min_exclusive ? '(' : '[', e->min, e->max, text);
+		return dp_error_set(DP_EINVAL, "%s: must be <= %s, got '%s'", what, hi, text);
+	return dp_error_set(DP_EINVAL, "%s: must be in %c%s, %s], got '%s'", what,
+			    e->min_exclusive ? '(' : '[', lo, hi, text);
 }
 
 static int dp__parse_bool(const char *s, bool *out)
@@ -456,6 +461,7 @@ struct dp__file {
 	size_t cap;
 	size_t lineno;
 	int err;
+	int read_errno;
 };
 
 static int dp__file_error(struct dp__file *fc, int code, const char *fmt, const char *a,
@@ -518,9 +524,12 @@ static char *dp__reader(char *str, int num, void *stream)
 
 	if (fc->err != 0)
 		return NULL;
+	errno = 0;
 	n = getline(&fc->buf, &fc->cap, fc->f);
-	if (n < 0)
+	if (n < 0) {
+		fc->read_errno = errno;
 		return NULL;
+	}
 	fc->lineno++;
 	len = (size_t)n;
 	if (strlen(fc->buf) != len) {
@@ -590,6 +599,11 @@ static int dp__handler(void *user, const char *section, const char *name, const 
 		return 0;
 	}
 	vlen = strlen(value);
+	if (value[0] == '"' && (vlen < 2 || value[vlen - 1] != '"')) {
+		fc->err = dp_error_set(DP_EINVAL, "%s:%zu: key '%s': unbalanced quote (\" ;\" starts "
+				       "a comment, even inside quotes)", fc->path, fc->lineno, name);
+		return 0;
+	}
 	if (vlen >= 2 && value[0] == '"' && value[vlen - 1] == '"') {
 		unq = strndup(value + 1, vlen - 2);
 		if (unq == NULL) {
@@ -628,7 +642,8 @@ static int dp__stage_file(struct dp__stage *st, const char *path)
 	if (fc.err != 0)
 		rc = fc.err;
 	else if (ferror(fc.f))
-		rc = dp_error_set(DP_EIO, "%s: cannot read: %s", path, strerror(errno));
+		rc = dp_error_set(DP_EIO, "%s: cannot read: %s", path,
+				  strerror(fc.read_errno ? fc.read_errno : EIO));
 	else if (r == -2)
 		rc = dp_error_set(DP_ENOMEM, "config: out of memory");
 	else if (r != 0)
@@ -898,8 +913,15 @@ static void dp__fmt_double(char *buf, size_t len, double v)
 	}
 	for (int p = 1; p <= 17; p++) {
 		snprintf(buf, len, "%.*g", p, v);
-		if (strtod(buf, NULL) == v)
+		if (strtod(buf, NULL) == v) {
+			/* Whole numbers up to 1e15 without an exponent: "90", not "9e+01". */
+			if (fabs(v) >= 1 && fabs(v) < 1e15 && strchr(buf, 'e')) {
+				int digits = (int)floor(log10(fabs(v))) + 1;
+
+				snprintf(buf, len, "%.*g", digits > p ? digits : p, v);
+			}
 			return;
+		}
 	}
 }
 
@@ -1074,14 +1096,9 @@ int dp_config_print_help(const struct dp_config_spec *spec, FILE *out)
 			else
 				snprintf(left, sizeof(left), "--%s %s", f->name,
 					 dp__metavar(f, mv, sizeof(mv)));
-			off = (size_t)snprintf(right, sizeof(right), "%s", f->help ? f->help : "");
-			if (off < sizeof(right) && (f->flags & DP_CONFIG_REQUIRED))
-				off += (size_t)snprintf(right + off, sizeof(right) - off,
-							" (required)");
-			else if (off < sizeof(right) && f->def)
-				off += (size_t)snprintf(right + off, sizeof(right) - off,
-							" (default: %s)", f->def);
-			if (off < sizeof(right) && dp__is_number(f->type) && f->min < f->max) {
+			/* "help (default: X, range)" or "help (required)". */
+			val[0] = '\0';
+			if (dp__is_number(f->type) && f->min < f->max) {
 				char lo[32], hi[32];
 
 				dp__fmt_double(lo, sizeof(lo), f->min);
@@ -1092,10 +1109,17 @@ int dp_config_print_help(const struct dp_config_spec *spec, FILE *out)
 				else if (isinf(f->min))
 					snprintf(val, sizeof(val), "<= %s", hi);
 				else
-					snprintf(val, sizeof(val), "%c%s, %s]",
+					snprintf(val, sizeof(val), "range %c%s, %s]",
 						 f->min_exclusive ? '(' : '[', lo, hi);
-				snprintf(right + off, sizeof(right) - off, " [%s]", val);
 			}
+			off = (size_t)snprintf(right, sizeof(right), "%s", f->help ? f->help : "");
+			if (off < sizeof(right) && (f->flags & DP_CONFIG_REQUIRED))
+				snprintf(right + off, sizeof(right) - off, " (required)");
+			else if (off < sizeof(right) && f->def)
+				snprintf(right + off, sizeof(right) - off, " (default: %s%s%s)", f->def,
+					 val[0] ? ", " : "", val);
+			else if (off < sizeof(right) && val[0])
+				snprintf(right + off, sizeof(right) - off, " (%s)", val);
 			dp__help_line(out, left, right);
 		}
 	}

@@ -72,7 +72,9 @@ struct dp_config_entry {
 	enum dp_config_type type;
 	void *field;               /* the setting; C type as listed above */
 	const char *def;           /* default as text; NULL: no default (STRING
-				    * and PATH stay NULL, numbers keep 0) */
+				    * and PATH become NULL, other types keep the
+				    * field's current value, e.g. 0 in a static
+				    * struct) */
 	double min, max;           /* numbers and durations: allowed range
 				    * [min, max], applied only when min < max;
 				    * use +-INFINITY for one-sided ranges */
@@ -98,10 +100,13 @@ struct dp_config_entry {
 #define DP_CFG_ENUM(p, vals)   .type = DP_CONFIG_ENUM, .field = DP__CFG_PTR(int, p), .values = (vals)
 #define DP_CFG_DURATION(p)     .type = DP_CONFIG_DURATION, .field = DP__CFG_PTR(double, p)
 
+/* The entry that ends a table. */
+#define DP_CONFIG_END { .name = NULL }
+
 struct dp_config_spec {
 	const char *program;       /* "learnerd": file section and --help name */
 	const char *summary;       /* one line for --help; may be NULL */
-	const struct dp_config_entry *entries; /* ends with an entry whose name is NULL */
+	const struct dp_config_entry *entries; /* ends with DP_CONFIG_END */
 	/* Cross-field checks, run after everything else has been applied to
 	 * the settings.  Return 0, or a DP_E... code after dp_error_set()
 	 * with a one-line detail; the settings are then restored.  May be

@@ -75,9 +75,14 @@ struct dp_conn {
 
 	dp_listener *listener;
 	dp_conn *lprev, *lnext;
-
-	char rbuf[DP__RBUF];    /* socket reads, then plaintext from SSL_read */
 };
+
+/* Socket reads land here and are moved into the connection's read BIO
+ * before the read callback returns; SSL_read then puts plaintext here,
+ * which dp__deliver consumes before returning to the loop.  libuv runs one
+ * read callback at a time per thread and nothing in the callbacks reads
+ * into it, so one buffer per thread serves every connection. */
+static _Thread_local char dp__rbuf[DP__RBUF];
 
 struct dp_listener {
 	uv_tcp_t tcp;
@@ -393,9 +398,9 @@ static void dp__drive(dp_conn *c)
 	}
 	while (c->state == DP__OPEN) {
 		ERR_clear_error();
-		r = SSL_read(c->ssl, c->rbuf, sizeof(c->rbuf));
+		r = SSL_read(c->ssl, dp__rbuf, sizeof(dp__rbuf));
 		if (r > 0) {
-			if (dp__deliver(c, (const uint8_t *)c->rbuf, (size_t)r) < 0)
+			if (dp__deliver(c, (const uint8_t *)dp__rbuf, (size_t)r) < 0)
 				return;
 			continue;
 		}
@@ -419,13 +424,8 @@ static void dp__drive(dp_conn *c)
 
 static void dp__on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
-	dp_conn *c = h->data;
-
-	/* libuv calls read_cb before the next alloc_cb on the same stream, and
-	 * dp__on_read hands everything to the read BIO at once, so one buffer
-	 * per connection suffices. */
-	buf->base = c->rbuf;
-	buf->len = sizeof(c->rbuf);
+	buf->base = dp__rbuf;
+	buf->len = sizeof(dp__rbuf);
 }
 
 static void dp__on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)

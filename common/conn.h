@@ -20,7 +20,42 @@
  * the client learns it as on_close(DP_ETLS, "...alert...") right after.
  * The protocol's first reply (Welcome to a Hello) is the confirmation.
  *
- * Everything runs on the loop's thread; nothing here is thread-safe. */
+ * Everything runs on the loop's thread; nothing here is thread-safe.
+ *
+ * Sketch of a server (the learner):
+ *
+ *	static int on_hs(dp_conn *c, const char *id)
+ *	{
+ *		struct owner *o = lrn_owner_find(id);     // configured identities only
+ *		if (o == NULL || o->conn != NULL)
+ *			return -1;                        // refused: DP_EPROTO close
+ *		o->conn = c;
+ *		dp_conn_set_data(c, o);
+ *		return 0;
+ *	}
+ *	static void on_msg(dp_conn *c, Dpasync__Envelope *m)
+ *	{
+ *		struct owner *o = dp_conn_data(c);        // m already validated
+ *		... switch (m->msg_case) ..., dp_conn_send(c, &reply) ...
+ *		dp_frame_msg_free(m);
+ *	}
+ *	static void on_cl(dp_conn *c, int reason, const char *detail)
+ *	{
+ *		struct owner *o = dp_conn_data(c);        // cfg.data if no handshake
+ *		if (o != &lrn_unknown)
+ *			o->conn = NULL;                   // c is freed after return
+ *	}
+ *	SSL_CTX *ctx;
+ *	dp_tls_files f = { ca, cert, key };
+ *	if ((r = dp_tls_ctx_new(1, &f, &ctx)) < 0) fatal(dp_error_detail(r));
+ *	dp_conn_config cfg = { .ctx = ctx, .cb = { on_hs, on_msg, on_cl },
+ *			       .data = &lrn_unknown, .max_frame = cfg_max_frame };
+ *	dp_listener_start(loop, &cfg, "::", 7443, &lst);
+ *	SSL_CTX_free(ctx);                                // connections hold references
+ *
+ * A client (the owner) is the same with dp_tls_ctx_new(0, ...) and
+ * dp_conn_connect(loop, &cfg, host, port, "learner", &c); it sends Hello
+ * from on_handshake and reconnects (with backoff) from on_close. */
 #ifndef DP_CONN_H
 #define DP_CONN_H
 
@@ -69,9 +104,14 @@ typedef struct dp_conn_config {
 	void *data;                 /* initial dp_conn_data() of each connection */
 	uint32_t max_frame;         /* largest frame body sent or received;
 				     * 0 -> DP_FRAME_MAX_DEFAULT */
-	size_t max_write_queue;     /* ciphertext bytes waiting for the socket
-				     * before the peer is deemed stuck and the
-				     * connection closed; 0 -> 2 * max_frame + 1 MiB */
+	size_t max_write_queue;     /* ciphertext bytes handed to libuv and not
+				     * yet reported written; above it the peer is
+				     * deemed stuck and the connection closed
+				     * (-ENOBUFS).  Bytes sent in one loop
+				     * iteration count until the next, so keep
+				     * bursts below it or watch
+				     * dp_conn_write_queue().
+				     * 0 -> 2 * max_frame + 1 MiB */
 	uint32_t handshake_timeout_ms; /* from accept / connect start to the end
 				     * of the handshake; 0 -> 10 s */
 	uint32_t close_linger_ms;   /* how long a graceful close waits for the

@@ -376,6 +376,21 @@ int dp_csv_open(const char *path, unsigned flags, dp_csv_reader **out)
 	for (size_t i = 0; i < r->nf; i++)
 		r->header[i] = r->header_buf + r->off[i];
 	r->ncols = r->nf;
+	for (size_t i = 0; i < r->ncols; i++) {
+		for (const unsigned char *c = (const unsigned char *)r->header[i]; *c; c++) {
+			if (*c < 0x20 || *c == 0x7f) {
+				char shown[64], what[128];
+
+				snprintf(what, sizeof(what),
+					 "column name '%s' contains a control character",
+					 dp_csv_show(r->header[i], shown, sizeof(shown)));
+				/* the name itself cannot be printed as is */
+				r->ncols = 0;
+				rc = dp__csv_fail(r, DP_EFORMAT, r->rec_line, i, what);
+				goto fail;
+			}
+		}
+	}
 	for (size_t i = 1; i < r->ncols; i++) {
 		for (size_t j = 0; j < i; j++) {
 			if (strcmp(r->header[i], r->header[j]) == 0) {
@@ -611,6 +626,52 @@ int dp_csv_parse_number(const char *s, double *out)
 	return 0;
 }
 
+/* Escaped form of byte c into esc (at most 4 bytes, no NUL); its length. */
+static size_t dp__csv_escape(unsigned char c, char *esc)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	if (c >= 0x20 && c != 0x7f) {
+		esc[0] = (char)c;
+		return 1;
+	}
+	esc[0] = '\\';
+	if (c == '\n' || c == '\r' || c == '\t') {
+		esc[1] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+		return 2;
+	}
+	esc[1] = 'x';
+	esc[2] = hex[c >> 4];
+	esc[3] = hex[c & 15];
+	return 4;
+}
+
+const char *dp_csv_show(const char *s, char *buf, size_t size)
+{
+	const unsigned char *c;
+	size_t total = 0, k = 0, limit;
+	char esc[4];
+
+	for (c = (const unsigned char *)s; *c; c++)
+		total += dp__csv_escape(*c, esc);
+	/* All of it when it fits, else as much as fits before "...". */
+	limit = total < size ? total : size - 4;
+	for (c = (const unsigned char *)s; *c; c++) {
+		size_t n = dp__csv_escape(*c, esc);
+
+		if (k + n > limit)
+			break;
+		memcpy(buf + k, esc, n);
+		k += n;
+	}
+	if (total >= size) {
+		memcpy(buf + k, "...", 3);
+		k += 3;
+	}
+	buf[k] = '\0';
+	return buf;
+}
+
 void dp_csv_format_names(char *buf, size_t size, const char *const *names, size_t n)
 {
 	size_t used = 0;
@@ -619,15 +680,18 @@ void dp_csv_format_names(char *buf, size_t size, const char *const *names, size_
 		return;
 	buf[0] = '\0';
 	for (size_t i = 0; i < n; i++) {
-		size_t len = strlen(names[i]) + (i ? 2 : 0);
+		char shown[128];
+		size_t len;
 
+		dp_csv_show(names[i], shown, sizeof(shown));
+		len = strlen(shown) + (i ? 2 : 0);
 		/* leave room for ", ..." */
 		if (used + len + 6 > size) {
 			if (used + 6 <= size)
 				memcpy(buf + used, i ? ", ..." : "...", i ? 6 : 4);
 			return;
 		}
-		used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? ", " : "", names[i]);
+		used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? ", " : "", shown);
 	}
 }
 

@@ -1,7 +1,8 @@
 /* Strict CSV reading (RFC 4180) for datasets, plain or gzip-compressed.
  *
  * Rules (docs/data.md has the user-facing version):
- *   - a header row is required; its names must be non-empty and distinct;
+ *   - a header row is required; its names must be non-empty, distinct and
+ *     free of control characters;
  *   - every record has exactly as many fields as the header;
  *   - fields may be double-quoted; inside quotes, commas, line breaks and
  *     doubled quotes ("") are literal; spaces are part of a field;
@@ -100,8 +101,14 @@ long dp_csv_find(const char *const *header, size_t ncols, const char *name);
 int dp_csv_parse_number(const char *s, double *out);
 
 /* Write `names` as "a, b, c" into buf (always NUL-terminated), stopping
- * with ", ..." when it does not fit; for error details. */
+ * with ", ..." when it does not fit; control characters escaped as in
+ * dp_csv_show(); for error details. */
 void dp_csv_format_names(char *buf, size_t size, const char *const *names, size_t n);
+
+/* A value made fit for a one-line message: control characters written as
+ * \n, \r, \t or \xHH, cut with "..." to fit `size` (>= 8) bytes.  Writes
+ * into buf and returns it. */
+const char *dp_csv_show(const char *s, char *buf, size_t size);
 
 /* Write one field to `f`, double-quoted when it contains a comma, a quote,
  * CR, LF or leading/trailing space, or is empty.  0 or DP_EIO. */

@@ -93,8 +93,10 @@ static int dp__grow_row(struct dp__grow *g, double **xrow, double **yrow)
 
 static int dp__bad_number(const char *source, size_t line, const char *col, const char *v)
 {
-	return dp_error_set(DP_EFORMAT, "%s:%zu: column '%s': not a finite number: '%.40s%s'",
-			    source, line, col, v, strlen(v) > 40 ? "..." : "");
+	char shown[64];
+
+	return dp_error_set(DP_EFORMAT, "%s:%zu: column '%s': not a finite number: '%s'", source,
+			    line, col, dp_csv_show(v, shown, sizeof(shown)));
 }
 
 int dp_dataset_load(dp_dataset *ds, const char *path, const dp_load_opts *opts)
@@ -120,7 +122,8 @@ int dp_dataset_load(dp_dataset *ds, const char *path, const dp_load_opts *opts)
 	if (schema != NULL && opts->target != NULL &&
 	    strcmp(opts->target, dp_schema_target(schema)) != 0)
 		return dp_error_set(DP_EINVAL, "%s: target '%s' differs from the schema's '%s'", path,
-				    opts->target, dp_schema_target(schema));
+				    dp_csv_show(opts->target, list, sizeof(list)),
+				    dp_schema_target(schema));
 	/* With a schema, dropped columns may hold empty cells; the binding
 	 * rejects empty cells in every column it uses. */
 	rc = dp_csv_open(path, schema ? DP_CSV_ALLOW_EMPTY : 0, &r);
@@ -143,8 +146,10 @@ int dp_dataset_load(dp_dataset *ds, const char *path, const dp_load_opts *opts)
 		tcol = dp_csv_find(hdr, ncols, opts->target);
 		if (tcol < 0) {
 			dp_csv_format_names(list, sizeof(list), hdr, ncols);
+			char shown[64];
+
 			rc = dp_error_set(DP_EFORMAT, "%s: target column '%s' not found (columns: %s)",
-					  path, opts->target, list);
+					  path, dp_csv_show(opts->target, shown, sizeof(shown)), list);
 			goto fail;
 		}
 		d = ncols - 1;

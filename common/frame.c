@@ -31,6 +31,31 @@ void dp_frame_decoder_free(dp_frame_decoder *d)
 	d->hdr_have = 0;
 }
 
+/* protobuf-c accepts an over-long varint encoding of field number 0 and
+ * keeps it as an unknown field, although 0 is not a valid field number and
+ * its own parser refuses the short form.  Refuse it everywhere. */
+static int dp__bad_unknown(const ProtobufCMessage *m)
+{
+	for (unsigned i = 0; m != NULL && i < m->n_unknown_fields; i++)
+		if (m->unknown_fields[i].tag == 0)
+			return 1;
+	return 0;
+}
+
+static const ProtobufCMessage *dp__sub(const Dpasync__Envelope *m)
+{
+	switch (m->msg_case) {
+	case DPASYNC__ENVELOPE__MSG_HELLO: return &m->hello->base;
+	case DPASYNC__ENVELOPE__MSG_WELCOME: return &m->welcome->base;
+	case DPASYNC__ENVELOPE__MSG_UPDATE_REQUEST: return &m->update_request->base;
+	case DPASYNC__ENVELOPE__MSG_QUERY: return &m->query->base;
+	case DPASYNC__ENVELOPE__MSG_ANSWER: return &m->answer->base;
+	case DPASYNC__ENVELOPE__MSG_REFUSE: return &m->refuse->base;
+	case DPASYNC__ENVELOPE__MSG_DONE: return &m->done->base;
+	default: return NULL;
+	}
+}
+
 int dp_frame_unpack(const uint8_t *body, size_t len, Dpasync__Envelope **msg)
 {
 	Dpasync__Envelope *m;
@@ -38,6 +63,10 @@ int dp_frame_unpack(const uint8_t *body, size_t len, Dpasync__Envelope **msg)
 	m = dpasync__envelope__unpack(NULL, len, body);
 	if (m == NULL)
 		return dp_error_set(DP_EPROTO, "frame of %zu bytes is not a valid Envelope", len);
+	if (dp__bad_unknown(&m->base) || dp__bad_unknown(dp__sub(m))) {
+		dpasync__envelope__free_unpacked(m, NULL);
+		return dp_error_set(DP_EPROTO, "frame of %zu bytes has a field number 0", len);
+	}
 	*msg = m;
 	return 0;
 }

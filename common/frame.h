@@ -73,7 +73,10 @@ int dp_frame_encode(const Dpasync__Envelope *m, uint32_t max_len,
 		    uint8_t **out, size_t *out_len);
 
 /* Unpack one body (without header) into an Envelope (caller frees with
- * dp_frame_msg_free).  DP_EPROTO if it is not a valid Envelope; DP_ENOMEM. */
+ * dp_frame_msg_free).  Fields unknown to this version are skipped (kept by
+ * protobuf-c, never used); a field number 0 is malformed.
+ * DP_EPROTO if it is not a valid Envelope (protobuf-c also reports memory
+ * exhaustion this way). */
 int dp_frame_unpack(const uint8_t *body, size_t len, Dpasync__Envelope **msg);
 
 /* Free a message produced by dp_frame_decode/dp_frame_unpack (NULL is a

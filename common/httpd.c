@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define DP__LINGER_MS 2000u
 #define DP__TEXT "text/plain; charset=utf-8"
@@ -321,6 +322,10 @@ static void dp__send(struct dp__conn *c, int status, const char *ctype, char *bo
 	uv_buf_t bufs[2];
 	int n, nb = 1;
 
+	if (c->state != DP__READING) {  /* e.g. the handler closed the server */
+		free(body);
+		return;
+	}
 	uv_read_stop((uv_stream_t *)&c->tcp);
 	c->state = DP__WRITING;
 	c->body = body;

@@ -74,7 +74,8 @@ struct dp_httpd_response {
 /* A route handler.  Return 0 to send *resp, or a negative DP_E... code to
  * send "500 Internal Server Error" instead (the error is logged; a body
  * already set is freed).  For HEAD the handler runs as for GET and only
- * the body is left out.  Handlers run on the loop: keep them short. */
+ * the body is left out.  Handlers run on the loop: keep them short.  A
+ * handler may call dp_httpd_close (the response is then dropped). */
 typedef int (*dp_httpd_handler)(void *arg, const struct dp_httpd_request *req,
 				struct dp_httpd_response *resp);
 

@@ -410,8 +410,15 @@ static void dp__fmt_value(char *buf, size_t len, double v)
 	}
 	for (int p = 1; p <= 17; p++) {
 		snprintf(buf, len, "%.*g", p, v);
-		if (strtod(buf, NULL) == v)
+		if (strtod(buf, NULL) == v) {
+			/* Whole numbers up to 1e15 without an exponent: "90", not "9e+01". */
+			if (fabs(v) >= 1 && fabs(v) < 1e15 && strchr(buf, 'e')) {
+				int digits = (int)floor(log10(fabs(v))) + 1;
+
+				snprintf(buf, len, "%.*g", digits > p ? digits : p, v);
+			}
 			return;
+		}
 	}
 }
 

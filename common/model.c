@@ -366,7 +366,7 @@ static size_t dp__kernel_blas(const dp__kern *K)
 #define DP__AI static inline __attribute__((always_inline))
 
 #ifndef DP__PF_DIST
-#define DP__PF_DIST 4096
+#define DP__PF_DIST 16384
 #endif
 /* Ask for the lines DP__PF_DIST bytes ahead of [x, x + len): during phase B
  * nothing new is read, and without this the next block's first loads wait
@@ -432,10 +432,17 @@ DP__AI __m512d dp__coef8(dp_model m, __m512d t, __m512d y)
 	return _mm512_loadu_pd(tv);
 }
 
-/* Phase A for the 8 rows starting at j: a_j 2^k into a[0..7]; returns the
- * mask of rows fit for the vector path, scores into t[0..7] otherwise. */
+/* Phase A for the 8 rows starting at j: a_j 2^k into *a_out; returns the
+ * mask of rows fit for the vector path (the others are redone by the
+ * scalar rule, scores included).
+ * A ragged end of the row (p mod 8 columns) is read, for p >= 8, as the
+ * row's last 8 elements with theta_tail = theta's last 8 with the lanes
+ * already counted set to 0: plain loads inside the row (a masked load that
+ * runs past the row end measured markedly slower).  A row with a non-finite
+ * x gets a NaN score that way, but it is dropped anyway (row_l1). */
 __attribute__((target("avx512f,avx512dq")))
-DP__AI __mmask8 dp__g8_scale(const dp__kern *K, size_t j, double *t_out, double *a_out)
+DP__AI __mmask8 dp__g8_scale(const dp__kern *K, const dp_model m, size_t j, __m512d th_tail,
+			     __m512d *a_out)
 {
 	size_t p = K->p, pf = p & ~(size_t)7, q;
 	__mmask8 tail = (__mmask8)((1u << (p & 7)) - 1);
@@ -459,20 +466,29 @@ DP__AI __mmask8 dp__g8_scale(const dp__kern *K, size_t j, double *t_out, double 
 		d6 = _mm512_fmadd_pd(_mm512_loadu_pd(x6 + q), tq, d6);
 		d7 = _mm512_fmadd_pd(_mm512_loadu_pd(x7 + q), tq, d7);
 	}
-	if (tail) {
-		__m512d tq = _mm512_maskz_loadu_pd(tail, th + q);
-		d0 = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(tail, x0 + q), tq, d0);
-		d1 = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(tail, x1 + q), tq, d1);
-		d2 = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(tail, x2 + q), tq, d2);
-		d3 = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(tail, x3 + q), tq, d3);
-		d4 = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(tail, x4 + q), tq, d4);
-		d5 = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(tail, x5 + q), tq, d5);
-		d6 = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(tail, x6 + q), tq, d6);
-		d7 = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(tail, x7 + q), tq, d7);
+	if (tail && pf > 0) {
+		q = p - 8;
+		d0 = _mm512_fmadd_pd(_mm512_loadu_pd(x0 + q), th_tail, d0);
+		d1 = _mm512_fmadd_pd(_mm512_loadu_pd(x1 + q), th_tail, d1);
+		d2 = _mm512_fmadd_pd(_mm512_loadu_pd(x2 + q), th_tail, d2);
+		d3 = _mm512_fmadd_pd(_mm512_loadu_pd(x3 + q), th_tail, d3);
+		d4 = _mm512_fmadd_pd(_mm512_loadu_pd(x4 + q), th_tail, d4);
+		d5 = _mm512_fmadd_pd(_mm512_loadu_pd(x5 + q), th_tail, d5);
+		d6 = _mm512_fmadd_pd(_mm512_loadu_pd(x6 + q), th_tail, d6);
+		d7 = _mm512_fmadd_pd(_mm512_loadu_pd(x7 + q), th_tail, d7);
+	} else if (tail) {
+		d0 = _mm512_mul_pd(_mm512_maskz_loadu_pd(tail, x0), th_tail);
+		d1 = _mm512_mul_pd(_mm512_maskz_loadu_pd(tail, x1), th_tail);
+		d2 = _mm512_mul_pd(_mm512_maskz_loadu_pd(tail, x2), th_tail);
+		d3 = _mm512_mul_pd(_mm512_maskz_loadu_pd(tail, x3), th_tail);
+		d4 = _mm512_mul_pd(_mm512_maskz_loadu_pd(tail, x4), th_tail);
+		d5 = _mm512_mul_pd(_mm512_maskz_loadu_pd(tail, x5), th_tail);
+		d6 = _mm512_mul_pd(_mm512_maskz_loadu_pd(tail, x6), th_tail);
+		d7 = _mm512_mul_pd(_mm512_maskz_loadu_pd(tail, x7), th_tail);
 	}
 	__m512d t = dp__hsum8(d0, d1, d2, d3, d4, d5, d6, d7);
 	__m512d l = _mm512_loadu_pd(K->l1 + j);
-	__m512d c = dp__coef8(K->m, t, _mm512_loadu_pd(K->y + j));
+	__m512d c = dp__coef8(m, t, _mm512_loadu_pd(K->y + j));
 	__m512d ac = _mm512_and_pd(c, absm);
 	__mmask8 fin = _mm512_cmp_pd_mask(ac, inf, _CMP_LT_OQ) &
 		       _mm512_cmp_pd_mask(_mm512_and_pd(l, absm), inf, _CMP_LT_OQ);
@@ -480,31 +496,36 @@ DP__AI __mmask8 dp__g8_scale(const dp__kern *K, size_t j, double *t_out, double 
 	__m512d cl = _mm512_or_pd(_mm512_and_pd(c, sign), _mm512_div_pd(clipm, l));
 	__m512d a = _mm512_mul_pd(_mm512_mask_blend_pd(unc, cl, c), _mm512_set1_pd(K->two_k));
 
-	_mm512_storeu_pd(t_out, t);
-	_mm512_storeu_pd(a_out, a);
+	*a_out = a;
 	return fin & _mm512_cmp_pd_mask(_mm512_and_pd(a, absm), _mm512_set1_pd(DP__A_BIG),
 					_CMP_LE_OQ);
 }
 
 /* Phase B for one panel of nv (1..4, a constant after inlining) vectors of
- * columns starting at c0; `last` masks the panel's final vector. */
+ * columns: vector v < nv-1 covers columns c0 + 8v.. in full; the last one
+ * starts at column `lc` and only its lanes in `lmask` are stored (the
+ * overlapping ragged end, see dp__g8_scale); `masked` (a constant) loads it
+ * with lmask, for rows shorter than 8. */
 __attribute__((target("avx512f,avx512dq")))
 DP__AI void dp__p8_accum(const dp__kern *K, size_t j0, size_t ng, const double *abuf,
-			 const unsigned char *skip, size_t c0, const int nv, __mmask8 last)
+			 const unsigned char *skip, size_t c0, const int nv, size_t lc,
+			 __mmask8 lmask, const int masked)
 {
 	size_t p = K->p;
-	const double *xb = K->x + j0 * p + c0;
+	const double *xb = K->x + j0 * p;
 	__m512d s0 = _mm512_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
-	__mmask8 m0 = nv == 1 ? last : 0xff, m1 = nv == 2 ? last : 0xff;
-	__mmask8 m2 = nv == 3 ? last : 0xff, m3 = last;
+	size_t col0 = nv == 1 ? lc : c0, col1 = nv == 2 ? lc : c0 + 8, col2 = nv == 3 ? lc : c0 + 16;
+	size_t col3 = lc;
 
-#define DP__T8(r, v, m) _mm512_roundscale_pd(_mm512_mul_pd(b##r, \
-	_mm512_maskz_loadu_pd((m), xb + (r) * p + 8 * (v))), DP__TZ)
-#define DP__SUM8(v, m) _mm512_add_pd( \
-	_mm512_add_pd(_mm512_add_pd(DP__T8(0, v, m), DP__T8(1, v, m)), \
-		      _mm512_add_pd(DP__T8(2, v, m), DP__T8(3, v, m))), \
-	_mm512_add_pd(_mm512_add_pd(DP__T8(4, v, m), DP__T8(5, v, m)), \
-		      _mm512_add_pd(DP__T8(6, v, m), DP__T8(7, v, m))))
+#define DP__LD8(ptr, v) ((masked && (v) == nv - 1) ? _mm512_maskz_loadu_pd(lmask, (ptr)) \
+						   : _mm512_loadu_pd(ptr))
+#define DP__T8(r, v) _mm512_roundscale_pd(_mm512_mul_pd(b##r, \
+	DP__LD8(xb + (r) * p + col##v, v)), DP__TZ)
+#define DP__SUM8(v) _mm512_add_pd( \
+	_mm512_add_pd(_mm512_add_pd(DP__T8(0, v), DP__T8(1, v)), \
+		      _mm512_add_pd(DP__T8(2, v), DP__T8(3, v))), \
+	_mm512_add_pd(_mm512_add_pd(DP__T8(4, v), DP__T8(5, v)), \
+		      _mm512_add_pd(DP__T8(6, v), DP__T8(7, v))))
 	for (size_t g = 0; g < ng; g++, xb += 8 * p) {
 		const double *ab = abuf + 8 * g;
 
@@ -515,28 +536,127 @@ DP__AI void dp__p8_accum(const dp__kern *K, size_t j0, size_t ng, const double *
 		__m512d b4 = _mm512_set1_pd(ab[4]), b5 = _mm512_set1_pd(ab[5]);
 		__m512d b6 = _mm512_set1_pd(ab[6]), b7 = _mm512_set1_pd(ab[7]);
 
-		s0 = _mm512_add_pd(s0, DP__SUM8(0, m0));
+		s0 = _mm512_add_pd(s0, DP__SUM8(0));
 		if (nv > 1)
-			s1 = _mm512_add_pd(s1, DP__SUM8(1, m1));
+			s1 = _mm512_add_pd(s1, DP__SUM8(1));
 		if (nv > 2)
-			s2 = _mm512_add_pd(s2, DP__SUM8(2, m2));
+			s2 = _mm512_add_pd(s2, DP__SUM8(2));
 		if (nv > 3)
-			s3 = _mm512_add_pd(s3, DP__SUM8(3, m3));
+			s3 = _mm512_add_pd(s3, DP__SUM8(3));
 	}
 #undef DP__SUM8
 #undef DP__T8
-	double *sum = K->sum + c0;
+#undef DP__LD8
+	double *sum = K->sum;
+	__mmask8 m0 = nv == 1 ? lmask : 0xff, m1 = nv == 2 ? lmask : 0xff;
+	__mmask8 m2 = nv == 3 ? lmask : 0xff, m3 = lmask;
 
-	_mm512_mask_storeu_pd(sum, m0, _mm512_add_pd(_mm512_maskz_loadu_pd(m0, sum), s0));
+	_mm512_mask_storeu_pd(sum + col0, m0,
+			      _mm512_add_pd(_mm512_maskz_loadu_pd(m0, sum + col0), s0));
 	if (nv > 1)
-		_mm512_mask_storeu_pd(sum + 8, m1,
-				      _mm512_add_pd(_mm512_maskz_loadu_pd(m1, sum + 8), s1));
+		_mm512_mask_storeu_pd(sum + col1, m1,
+				      _mm512_add_pd(_mm512_maskz_loadu_pd(m1, sum + col1), s1));
 	if (nv > 2)
-		_mm512_mask_storeu_pd(sum + 16, m2,
-				      _mm512_add_pd(_mm512_maskz_loadu_pd(m2, sum + 16), s2));
+		_mm512_mask_storeu_pd(sum + col2, m2,
+				      _mm512_add_pd(_mm512_maskz_loadu_pd(m2, sum + col2), s2));
 	if (nv > 3)
-		_mm512_mask_storeu_pd(sum + 24, m3,
-				      _mm512_add_pd(_mm512_maskz_loadu_pd(m3, sum + 24), s3));
+		_mm512_mask_storeu_pd(sum + col3, m3,
+				      _mm512_add_pd(_mm512_maskz_loadu_pd(m3, sum + col3), s3));
+}
+
+/* p <= 32 (at most 4 vectors of columns), linear and svm: one fused loop
+ * over groups, all accumulators in registers, software-pipelined: the
+ * scales of group g+1 (a long dependency chain) are computed in the
+ * iteration that accumulates group g, so the core always has independent
+ * work and the memory stream never pauses (no prefetch needed).  Nothing
+ * in the loop calls a function (every vector register is call-clobbered,
+ * so a call, even on a cold path, made GCC keep the accumulators on the
+ * stack): groups with a dropped or slow row are listed and redone by
+ * dp__row_scalar after each block. */
+#define DP__SMALL_GROUPS 128
+__attribute__((target("avx512f,avx512dq")))
+DP__AI size_t dp__small8(const dp__kern *K, const dp_model m, const int nv, size_t lc,
+			 __mmask8 lmask, const int masked, __m512d th_tail)
+{
+	size_t n = K->n, p = K->p, dropped = 0, ng = n / 8;
+	const double *x = K->x;
+	__m512d s0 = _mm512_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
+	size_t col0 = nv == 1 ? lc : 0, col1 = nv == 2 ? lc : 8, col2 = nv == 3 ? lc : 16;
+	size_t col3 = lc;
+	size_t bad[DP__SMALL_GROUPS];
+	double tv[8], av[8] __attribute__((aligned(64)));
+
+#define DP__LD8(ptr, v) ((masked && (v) == nv - 1) ? _mm512_maskz_loadu_pd(lmask, (ptr)) \
+						   : _mm512_loadu_pd(ptr))
+#define DP__T8(r, v) _mm512_roundscale_pd(_mm512_mul_pd(b##r, \
+	DP__LD8(xb + (r) * p + col##v, v)), DP__TZ)
+#define DP__SUM8(v) _mm512_add_pd( \
+	_mm512_add_pd(_mm512_add_pd(DP__T8(0, v), DP__T8(1, v)), \
+		      _mm512_add_pd(DP__T8(2, v), DP__T8(3, v))), \
+	_mm512_add_pd(_mm512_add_pd(DP__T8(4, v), DP__T8(5, v)), \
+		      _mm512_add_pd(DP__T8(6, v), DP__T8(7, v))))
+	for (size_t g0 = 0; g0 < ng; g0 += DP__SMALL_GROUPS) {
+		size_t g1 = ng - g0 < DP__SMALL_GROUPS ? ng : g0 + DP__SMALL_GROUPS, nbad = 0;
+		__m512d a, a_next = _mm512_setzero_pd();
+		__mmask8 ok = dp__g8_scale(K, m, 8 * g0, th_tail, &a), ok_next = 0;
+
+		for (size_t g = g0; g < g1; g++) {
+			const double *xb = x + 8 * g * p;
+
+			if (g + 1 < g1)
+				ok_next = dp__g8_scale(K, m, 8 * g + 8, th_tail, &a_next);
+			if (ok == 0xff) {
+				/* broadcasts from memory use load ports, not
+				 * the vector pipes that this loop saturates */
+				_mm512_store_pd(av, a);
+				__m512d b0 = _mm512_set1_pd(av[0]), b1 = _mm512_set1_pd(av[1]);
+				__m512d b2 = _mm512_set1_pd(av[2]), b3 = _mm512_set1_pd(av[3]);
+				__m512d b4 = _mm512_set1_pd(av[4]), b5 = _mm512_set1_pd(av[5]);
+				__m512d b6 = _mm512_set1_pd(av[6]), b7 = _mm512_set1_pd(av[7]);
+
+				s0 = _mm512_add_pd(s0, DP__SUM8(0));
+				if (nv > 1)
+					s1 = _mm512_add_pd(s1, DP__SUM8(1));
+				if (nv > 2)
+					s2 = _mm512_add_pd(s2, DP__SUM8(2));
+				if (nv > 3)
+					s3 = _mm512_add_pd(s3, DP__SUM8(3));
+			} else {
+				bad[nbad++] = g;
+			}
+			a = a_next;
+			ok = ok_next;
+		}
+		for (size_t b = 0; b < nbad; b++) {
+			size_t j = 8 * bad[b];
+
+			for (int r = 0; r < 8; r++)
+				tv[r] = dp__dot(x + (j + (size_t)r) * p, K->theta, p);
+			for (int r = 0; r < 8; r++)
+				dropped += dp__row_scalar(K, j + (size_t)r, tv[r]);
+		}
+	}
+#undef DP__SUM8
+#undef DP__T8
+#undef DP__LD8
+	double *sum = K->sum;
+	__mmask8 m0 = nv == 1 ? lmask : 0xff, m1 = nv == 2 ? lmask : 0xff;
+	__mmask8 m2 = nv == 3 ? lmask : 0xff, m3 = lmask;
+
+	_mm512_mask_storeu_pd(sum + col0, m0,
+			      _mm512_add_pd(_mm512_maskz_loadu_pd(m0, sum + col0), s0));
+	if (nv > 1)
+		_mm512_mask_storeu_pd(sum + col1, m1,
+				      _mm512_add_pd(_mm512_maskz_loadu_pd(m1, sum + col1), s1));
+	if (nv > 2)
+		_mm512_mask_storeu_pd(sum + col2, m2,
+				      _mm512_add_pd(_mm512_maskz_loadu_pd(m2, sum + col2), s2));
+	if (nv > 3)
+		_mm512_mask_storeu_pd(sum + col3, m3,
+				      _mm512_add_pd(_mm512_maskz_loadu_pd(m3, sum + col3), s3));
+	for (size_t j = 8 * ng; j < n; j++)
+		dropped += dp__row_scalar(K, j, dp__dot(x + j * p, K->theta, p));
+	return dropped;
 }
 
 __attribute__((target("avx512f,avx512dq")))
@@ -545,30 +665,75 @@ static size_t dp__kernel_avx512(const dp__kern *K)
 	double abuf[DP__BLOCK_MAX], tv[8];
 	unsigned char skip[DP__BLOCK_MAX / 8];
 	size_t n = K->n, p = K->p, dropped = 0, rows = dp__simd_block_rows(p, 8);
-	size_t nfull = n - n % 8;
+	size_t nfull = n - n % 8, rem = p % 8, nfv = p / 8, nvec = nfv + (rem != 0);
+	/* the ragged end: columns p-rem..p-1, as lanes 8-rem..7 of a load at
+	 * p-8 (p >= 8) or lanes 0..p-1 of a masked load at 0 (p < 8) */
+	__mmask8 rmask = p >= 8 ? (__mmask8)(0xffu << (8 - rem)) : (__mmask8)((1u << p) - 1);
+	size_t rcol = p >= 8 ? p - 8 : 0;
+	__m512d th_tail = _mm512_maskz_loadu_pd(rmask, K->theta + rcol);
 
+	if (nvec <= 4 && K->m != DP_MODEL_LOGISTIC) {
+		size_t lc = rem ? rcol : 8 * (nvec - 1);
+		__mmask8 lm = rem ? rmask : 0xff;
+
+		if (K->m == DP_MODEL_LINEAR) {
+			if (p < 8)
+				return dp__small8(K, DP_MODEL_LINEAR, 1, 0, rmask, 1, th_tail);
+			switch (nvec) {
+			case 1: return dp__small8(K, DP_MODEL_LINEAR, 1, lc, lm, 0, th_tail);
+			case 2: return dp__small8(K, DP_MODEL_LINEAR, 2, lc, lm, 0, th_tail);
+			case 3: return dp__small8(K, DP_MODEL_LINEAR, 3, lc, lm, 0, th_tail);
+			default: return dp__small8(K, DP_MODEL_LINEAR, 4, lc, lm, 0, th_tail);
+			}
+		}
+		if (p < 8)
+			return dp__small8(K, DP_MODEL_SVM, 1, 0, rmask, 1, th_tail);
+		switch (nvec) {
+		case 1: return dp__small8(K, DP_MODEL_SVM, 1, lc, lm, 0, th_tail);
+		case 2: return dp__small8(K, DP_MODEL_SVM, 2, lc, lm, 0, th_tail);
+		case 3: return dp__small8(K, DP_MODEL_SVM, 3, lc, lm, 0, th_tail);
+		default: return dp__small8(K, DP_MODEL_SVM, 4, lc, lm, 0, th_tail);
+		}
+	}
 	for (size_t j0 = 0; j0 < nfull; j0 += rows) {
 		size_t nb = nfull - j0 < rows ? nfull - j0 : rows, ng = nb / 8;
 
 		for (size_t g = 0; g < ng; g++) {
 			size_t j = j0 + 8 * g;
 
+			__m512d a;
+
 			dp__prefetch(K->x + j * p, 8 * p);
-			skip[g] = dp__g8_scale(K, j, tv, abuf + 8 * g) != 0xff;
-			if (skip[g])
+			skip[g] = dp__g8_scale(K, K->m, j, th_tail, &a) != 0xff;
+			_mm512_storeu_pd(abuf + 8 * g, a);
+			if (skip[g]) {
+				for (int r = 0; r < 8; r++)
+					tv[r] = dp__dot(K->x + (j + (size_t)r) * p, K->theta, p);
 				for (int r = 0; r < 8; r++)
 					dropped += dp__row_scalar(K, j + (size_t)r, tv[r]);
+			}
 		}
-		for (size_t c0 = 0; c0 < p; c0 += 32) {
-			size_t w = p - c0 < 32 ? p - c0 : 32;
-			int nv = (int)((w + 7) / 8);
-			__mmask8 last = (__mmask8)(0xffu >> (8 * (size_t)nv - w));
+		for (size_t v0 = 0; v0 < nvec; v0 += 4) {
+			int nv = (int)(nvec - v0 < 4 ? nvec - v0 : 4);
+			size_t vl = v0 + (size_t)nv - 1, c0 = 8 * v0;
 
-			switch (nv) {
-			case 1: dp__p8_accum(K, j0, ng, abuf, skip, c0, 1, last); break;
-			case 2: dp__p8_accum(K, j0, ng, abuf, skip, c0, 2, last); break;
-			case 3: dp__p8_accum(K, j0, ng, abuf, skip, c0, 3, last); break;
-			default: dp__p8_accum(K, j0, ng, abuf, skip, c0, 4, last); break;
+			if (vl < nfv || rem == 0) {
+				size_t lc = 8 * vl;
+				switch (nv) {
+				case 1: dp__p8_accum(K, j0, ng, abuf, skip, c0, 1, lc, 0xff, 0); break;
+				case 2: dp__p8_accum(K, j0, ng, abuf, skip, c0, 2, lc, 0xff, 0); break;
+				case 3: dp__p8_accum(K, j0, ng, abuf, skip, c0, 3, lc, 0xff, 0); break;
+				default: dp__p8_accum(K, j0, ng, abuf, skip, c0, 4, lc, 0xff, 0); break;
+				}
+			} else if (p >= 8) {
+				switch (nv) {
+				case 1: dp__p8_accum(K, j0, ng, abuf, skip, c0, 1, rcol, rmask, 0); break;
+				case 2: dp__p8_accum(K, j0, ng, abuf, skip, c0, 2, rcol, rmask, 0); break;
+				case 3: dp__p8_accum(K, j0, ng, abuf, skip, c0, 3, rcol, rmask, 0); break;
+				default: dp__p8_accum(K, j0, ng, abuf, skip, c0, 4, rcol, rmask, 0); break;
+				}
+			} else {
+				dp__p8_accum(K, j0, ng, abuf, skip, 0, 1, 0, rmask, 1);
 			}
 		}
 	}

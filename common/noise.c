@@ -21,7 +21,6 @@
 #include "noise.h"
 
 #include <math.h>
-#include <string.h>
 
 #include <openssl/crypto.h>
 

@@ -24,7 +24,8 @@ int dp_geometric_sample(dp_bitsource *src, double lambda, int64_t *out);
 
 /* Discrete Laplace on the integers: P(X = j) proportional to exp(-|j| / t),
  * t > 0 and finite (scale in grid units), the difference of two i.i.d.
- * geometrics with lambda = 1/t.  |*out| < 2^63, so no overflow.  Errors:
+ * geometrics with lambda = 1/t rounded down (the noise is never narrower
+ * than t).  |*out| < 2^63, so no overflow.  Errors:
  * DP_EINVAL (t not finite or <= 0), DP_ERANGE (t > DP_NOISE_TMAX), or the
  * source's error.  *out untouched on failure. */
 #define DP_NOISE_TMAX 0x1p53

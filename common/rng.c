@@ -160,7 +160,8 @@ static int dp__csprng_refill(dp_csprng *r)
 		OPENSSL_cleanse(r->buf, r->pos);
 		return dp_error_set(DP_ERNG, "csprng: RAND_priv_bytes failed");
 	}
-	return (r->pos = 0);
+	r->pos = 0;
+	return 0;
 }
 
 static int dp__csprng_fill(void *ctx, void *out, size_t len)

@@ -148,15 +148,10 @@ static char **dp__strv_dup(const char *const *v, size_t n)
 	return out;
 }
 
-/* A cell shown in a message: quoted and cut to a readable length. */
+/* A cell shown in a message: escaped and cut (one line, readable length). */
 static const char *dp__show(const char *s, char *buf, size_t size)
 {
-	size_t len = strlen(s);
-
-	if (len + 1 <= size)
-		return s;
-	snprintf(buf, size, "%.*s...", (int)(size - 4), s);
-	return buf;
+	return dp_csv_show(s, buf, size);
 }
 
 void dp_schema_destroy(dp_schema *s)
@@ -641,14 +636,14 @@ static int dp__distinct(const struct dp__sample *sm, size_t j, size_t cap, char 
 
 static int dp__opt_column(const dp_csv_table *t, long tcol, const char *what, const char *name)
 {
-	char list[200];
+	char list[200], shown[64];
 
 	if (name == NULL || *name == '\0')
 		return dp_error_set(DP_EINVAL, "schema: empty column name in the %s list", what);
 	if (dp_csv_find((const char *const *)t->header, t->ncols, name) < 0) {
 		dp_csv_format_names(list, sizeof(list), (const char *const *)t->header, t->ncols);
 		return dp_error_set(DP_EFORMAT, "%s: %s column '%s' not found (columns: %s)",
-				    t->source, what, name, list);
+				    t->source, what, dp__show(name, shown, sizeof(shown)), list);
 	}
 	if (strcmp(name, t->header[tcol]) == 0)
 		return dp_error_set(DP_EINVAL, "schema: the target '%s' cannot be in the %s list",
@@ -658,7 +653,7 @@ static int dp__opt_column(const dp_csv_table *t, long tcol, const char *what, co
 
 static int dp__check_opts(const dp_csv_table *t, long *tcol_out, const dp_schema_opts *o)
 {
-	char list[200];
+	char list[200], shown[64];
 	long tcol = -1;
 	int rc;
 
@@ -668,12 +663,17 @@ static int dp__check_opts(const dp_csv_table *t, long *tcol_out, const dp_schema
 	if (tcol < 0) {
 		dp_csv_format_names(list, sizeof(list), (const char *const *)t->header, t->ncols);
 		return dp_error_set(DP_EFORMAT, "%s: target column '%s' not found (columns: %s)",
-				    t->source, o->target, list);
+				    t->source, dp__show(o->target, shown, sizeof(shown)), list);
 	}
 	if (o->task != DP_TASK_REGRESSION && o->task != DP_TASK_CLASSIFICATION)
 		return dp_error_set(DP_EINVAL, "schema: unknown task %d", (int)o->task);
 	if (o->task == DP_TASK_CLASSIFICATION && (o->positive == NULL || *o->positive == '\0'))
 		return dp_error_set(DP_EINVAL, "schema: classification needs a positive label");
+	for (const unsigned char *c = (const unsigned char *)(o->positive ? o->positive : "");
+	     *c; c++)
+		if (*c < 0x20 || *c == 0x7f)
+			return dp_error_set(DP_EINVAL,
+					    "schema: the positive label contains a control character");
 	if (o->task == DP_TASK_REGRESSION && (o->positive != NULL || o->labels != NULL))
 		return dp_error_set(DP_EINVAL,
 				    "schema: a positive label or label list only applies to "
@@ -727,6 +727,7 @@ static int dp__col_set_levels(struct dp__col *col, const char *const *v, size_t 
 {
 	char **copy = dp__strv_dup(v, n);
 	const char *dup = NULL;
+	char shown[64];
 	int rc;
 
 	if (copy == NULL)
@@ -734,7 +735,7 @@ static int dp__col_set_levels(struct dp__col *col, const char *const *v, size_t 
 	rc = dp__levels_set(&col->lv, copy, n, &dup);
 	if (rc == DP_EFORMAT) {
 		rc = dp_error_set(DP_EINVAL, "schema: %s for '%s' lists '%s' twice", what, col->name,
-				  dup);
+				  dp__show(dup, shown, sizeof(shown)));
 		dp__free_strv(copy, n);
 	} else if (rc != 0) {
 		dp__free_strv(copy, n);
@@ -943,7 +944,8 @@ static int dp__build_target(dp_schema *s, const struct dp__sample *sm,
 	if (rc != 0) {
 		dp__free_strv(v, n);
 		if (rc == DP_EFORMAT)
-			rc = dp_error_set(DP_EINVAL, "schema: label '%s' listed twice", dup);
+			rc = dp_error_set(DP_EINVAL, "schema: label '%s' listed twice",
+					  dp__show(dup, shown, sizeof(shown)));
 		return rc;
 	}
 	if (o->labels != NULL || lsm != NULL) {
@@ -956,7 +958,8 @@ static int dp__build_target(dp_schema *s, const struct dp__sample *sm,
 	pos = dp__levels_find(&s->labels, o->positive);
 	if (pos < 0)
 		return dp_error_set(DP_EFORMAT, "%s: positive label '%s' is not among the labels of "
-				    "target '%s' (%s)", sm->name, o->positive, s->target, list);
+				    "target '%s' (%s)", sm->name,
+				    dp__show(o->positive, shown, sizeof(shown)), s->target, list);
 	if (s->labels.n < 2)
 		return dp_error_set(DP_EFORMAT,
 				    "%s: target '%s' has a single label (%s); a binary target needs "
@@ -1171,8 +1174,11 @@ int dp_schema_build_tables(const dp_csv_table *const *tables, size_t ntables,
 	for (size_t c = 0; c < s->d; c++) {
 		for (size_t k = 0; k < c; k++) {
 			if (strcmp(s->znames[c], s->znames[k]) == 0) {
+				char shown[64];
+
 				rc = dp_error_set(DP_EFORMAT, "%s: two features would both be named "
-						  "'%s'; rename a column", sm.name, s->znames[c]);
+						  "'%s'; rename a column", sm.name,
+						  dp__show(s->znames[c], shown, sizeof(shown)));
 				goto fail;
 			}
 		}
@@ -1412,8 +1418,12 @@ static int dp__jkeys(const struct dp__jctx *j, json_object *o, const char *where
 {
 	json_object_object_foreach(o, key, val) {
 		(void)val;
-		if (!dp__in_list(allowed, n, key))
-			return dp__jfail(j, where, "unknown key '%s'", key);
+		if (!dp__in_list(allowed, n, key)) {
+			char shown[64];
+
+			return dp__jfail(j, where, "unknown key '%s'",
+					 dp__show(key, shown, sizeof(shown)));
+		}
 	}
 	return 0;
 }
@@ -1436,6 +1446,10 @@ static int dp__jstring(const struct dp__jctx *j, json_object *o, const char *whe
 		return dp__jfail(j, where, "'%s' contains a NUL character", key);
 	if (**out == '\0')
 		return dp__jfail(j, where, "'%s' must not be empty", key);
+	/* Names, kinds and labels appear in one-line messages. */
+	for (const unsigned char *c = (const unsigned char *)*out; *c; c++)
+		if (*c < 0x20 || *c == 0x7f)
+			return dp__jfail(j, where, "'%s' contains a control character", key);
 	return 0;
 }
 
@@ -1524,8 +1538,12 @@ static int dp__jlevels(const struct dp__jctx *j, json_object *o, const char *whe
 		}
 	}
 	rc = dp__levels_set(lv, v, n, &dup);
-	if (rc == DP_EFORMAT)
-		rc = dp__jfail(j, where, "'%s' lists '%s' twice", key, dup);
+	if (rc == DP_EFORMAT) {
+		char shown[64];
+
+		rc = dp__jfail(j, where, "'%s' lists '%s' twice", key,
+			       dp__show(dup, shown, sizeof(shown)));
+	}
 	if (rc != 0)
 		dp__free_strv(v, n);
 	return rc;
@@ -1796,7 +1814,8 @@ int dp_schema_load(const char *path, dp_schema **out)
 		return DP_ENOMEM;
 	}
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-	root = json_tokener_parse_ex(tok, text, (int)len);
+	/* The terminating NUL is passed too: it ends a bare literal such as "null". */
+	root = json_tokener_parse_ex(tok, text, (int)len + 1);
 	enum json_tokener_error e = json_tokener_get_error(tok);
 	size_t end = json_tokener_get_parse_end(tok);
 

@@ -202,7 +202,9 @@ int dp_tls_ctx_new(int is_server, const dp_tls_files *fl, SSL_CTX **out)
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
 	SSL_CTX_set_num_tickets(ctx, 0);
 	SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
-	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+	/* Send only the chain given in cert_file, never the CA from the
+	 * verify store: every peer has the deployment CA already. */
+	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_NO_AUTO_CHAIN);
 	*out = ctx;
 	return 0;
 fail:

@@ -1,6 +1,438 @@
+/* learnerd: settings, startup, signals and exit codes (docs/learnerd.md). */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
-int main(void)
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <openssl/ssl.h>
+
+#include "config.h"
+#include "defaults.h"
+#include "error.h"
+#include "fileio.h"
+#include "frame.h"
+#include "log.h"
+#include "lrn.h"
+
+static struct lrn_settings S;
+
+static const char *const lrn__models[] = { "linear", "logistic", "svm", NULL };
+static const char *const lrn__modes[] = { "request", "broadcast", NULL };
+static const char *const lrn__levels[] = { "debug", "info", "warn", "error", NULL };
+
+#define G_NET "Network and TLS"
+#define G_JOB "Job (must match the checkpoint on --resume)"
+#define G_RUN "Scheduling"
+#define G_OUT "Output and operation"
+
+static const struct dp_config_entry lrn__entries[] = {
+	{ .name = "listen", DP_CFG_STRING(&S.listen), .def = "0.0.0.0:7800", .group = G_NET,
+	  .metavar = "HOST:PORT", .help = "TLS listener for owners (port 0: ephemeral)" },
+	{ .name = "ca", DP_CFG_PATH(&S.ca), .flags = DP_CONFIG_REQUIRED, .group = G_NET,
+	  .help = "deployment CA certificate (PEM)" },
+	{ .name = "cert", DP_CFG_PATH(&S.cert), .flags = DP_CONFIG_REQUIRED, .group = G_NET,
+	  .help = "learner certificate (PEM)" },
+	{ .name = "key", DP_CFG_PATH(&S.key), .flags = DP_CONFIG_REQUIRED, .group = G_NET,
+	  .help = "learner private key (PEM)" },
+	{ .name = "owners", DP_CFG_STRING(&S.owners), .flags = DP_CONFIG_REQUIRED, .group = G_NET,
+	  .metavar = "A,B,...", .help = "admitted owner identities (certificate CNs)" },
+	{ .name = "max-frame", DP_CFG_SIZE(&S.max_frame), .def = "16777216", .min = 64,
+	  .max = DP_FRAME_MAX_LIMIT, .group = G_NET, .metavar = "BYTES",
+	  .help = "largest frame sent or received" },
+
+	{ .name = "job", DP_CFG_STRING(&S.job), .def = "dpasync", .group = G_JOB,
+	  .metavar = "NAME", .help = "job name sent in Welcome" },
+	{ .name = "model", DP_CFG_ENUM(&S.model, lrn__models), .def = "linear", .group = G_JOB,
+	  .help = "loss: linear regression, logistic regression, linear SVM" },
+	{ .name = "t", DP_CFG_U64(&S.T), .def = "1000", .min = 1, .max = 1e15, .group = G_JOB,
+	  .metavar = "N", .help = "iterations T (also --T)" },
+	{ .name = "rho", DP_CFG_DOUBLE(&S.rho), .def = "0", .min = 0, .max = INFINITY,
+	  .group = G_JOB, .metavar = "R",
+	  .help = "the paper's rho: eta = N rho / (2 lambda T^2) (0: not given)" },
+	{ .name = "eta", DP_CFG_DOUBLE(&S.eta), .def = "0", .min = 0, .max = INFINITY,
+	  .group = G_JOB, .metavar = "E",
+	  .help = "owner-copy step (0: rho, else 1/(L max_i n_i/n); docs/learnerd.md)" },
+	{ .name = "lambda", DP_CFG_DOUBLE(&S.lambda), .def = "0.01", .min = 0, .max = INFINITY,
+	  .min_exclusive = true, .group = G_JOB, .metavar = "L",
+	  .help = "regulariser g = lambda ||theta||^2 (> 0)" },
+	{ .name = "theta-max", DP_CFG_DOUBLE(&S.theta_max), .def = "10", .min = 0,
+	  .max = INFINITY, .min_exclusive = true, .group = G_JOB, .metavar = "M",
+	  .help = "box bound on every coordinate" },
+	{ .name = "clip", DP_CFG_DOUBLE(&S.clip), .def = "1", .min = 0, .max = INFINITY,
+	  .min_exclusive = true, .group = G_JOB, .metavar = "X",
+	  .help = "L1 clip bound of per-example gradients (sent to owners)" },
+	{ .name = "features", DP_CFG_SIZE(&S.features), .def = "0", .min = 0,
+	  .max = DP_MSG_MAX_P_DEFAULT, .group = G_JOB, .metavar = "P",
+	  .help = "model dimension p incl. bias (0: from the first Hello)" },
+	{ .name = "bias", DP_CFG_BOOL(&S.bias), .def = "false", .group = G_JOB,
+	  .help = "owners append a bias column (recorded in model.json)" },
+
+	{ .name = "mode", DP_CFG_ENUM(&S.mode, lrn__modes), .def = "request", .group = G_RUN,
+	  .help = "iterations start on owner requests or learner broadcasts" },
+	{ .name = "broadcast-interval", DP_CFG_DURATION(&S.broadcast_interval), .def = "0.1",
+	  .min = 0.001, .max = 86400, .group = G_RUN, .metavar = "SECONDS",
+	  .help = "broadcast mode: time between rounds of queries" },
+	{ .name = "max-inflight", DP_CFG_SIZE(&S.max_inflight), .def = "1", .min = 1,
+	  .max = 1e6, .group = G_RUN, .metavar = "K",
+	  .help = "queries out at once (1: the paper's strict mode)" },
+	{ .name = "min-owners", DP_CFG_SIZE(&S.min_owners), .def = "0", .min = 0, .max = 1e6,
+	  .group = G_RUN, .metavar = "M", .help = "owners connected before training starts (0: N)" },
+	{ .name = "query-timeout", DP_CFG_DURATION(&S.query_timeout), .def = "10",
+	  .min = 0.01, .max = 86400, .group = G_RUN, .metavar = "SECONDS",
+	  .help = "abandon a query (and drop its owner) after this" },
+	{ .name = "hello-timeout", DP_CFG_DURATION(&S.hello_timeout), .def = "10",
+	  .min = 0.01, .max = 86400, .group = G_RUN, .metavar = "SECONDS",
+	  .help = "close an admitted connection that sends no Hello" },
+	{ .name = "idle-timeout", DP_CFG_DURATION(&S.idle_timeout), .def = "1h", .min = 0,
+	  .max = 1e9, .group = G_RUN, .metavar = "SECONDS",
+	  .help = "stop (exit 1) when no owner can be queried for this long (0: never)" },
+
+	{ .name = "out", DP_CFG_PATH(&S.out), .flags = DP_CONFIG_REQUIRED, .group = G_OUT,
+	  .metavar = "DIR", .help = "model.json, trace.csv, checkpoint.json" },
+	{ .name = "checkpoint-every", DP_CFG_U64(&S.checkpoint_every), .def = "100", .min = 0,
+	  .max = 1e15, .group = G_OUT, .metavar = "C",
+	  .help = "checkpoint every C iterations (0: only at stop)" },
+	{ .name = "resume", DP_CFG_BOOL(&S.resume), .def = "false", .group = G_OUT,
+	  .help = "continue from DIR/checkpoint.json (new job if there is none)" },
+	{ .name = "port-file", DP_CFG_PATH(&S.port_file), .group = G_OUT, .metavar = "FILE",
+	  .help = "write tls=PORT and metrics=PORT here once listening" },
+	{ .name = "metrics-listen", DP_CFG_STRING(&S.metrics_listen), .def = "", .group = G_OUT,
+	  .metavar = "HOST:PORT", .help = "Prometheus /metrics and /healthz (empty: off)" },
+	{ .name = "log-level", DP_CFG_ENUM(&S.log_level, lrn__levels), .def = "info",
+	  .group = G_OUT, .help = "least severe log messages written (stderr)" },
+	{ .name = NULL },
+};
+
+static int lrn__validate(void *arg)
 {
-	fprintf(stderr, "not implemented yet\n");
-	return 1;
+	struct lrn_settings *s = arg;
+	char **names = NULL, *host = NULL;
+	size_t n = 0;
+	uint16_t port;
+	int rc;
+
+	rc = lrn_parse_owners(s->owners, &names, &n);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	if (s->min_owners > n)
+		return dp_error_set(DP_EINVAL, "min-owners %zu exceeds the %zu configured owners",
+				    s->min_owners, n);
+	if (s->rho > 0 && s->eta > 0)
+		return dp_error_set(DP_EINVAL, "give rho or eta, not both");
+	rc = lrn_parse_hostport("listen", s->listen, &host, &port);
+	free(host);
+	if (rc < 0)
+		return rc;
+	if (s->metrics_listen && *s->metrics_listen) {
+		struct sockaddr_storage ss;
+
+		rc = dp_httpd_parse_addr(s->metrics_listen, &ss);
+		if (rc < 0)
+			return dp_error_set(rc, "metrics-listen: %s", dp_error_detail(rc));
+	}
+	if (s->job == NULL || *s->job == '\0' || strlen(s->job) > DP_MSG_MAX_STR_DEFAULT)
+		return dp_error_set(DP_EINVAL, "job: 1..%u characters", DP_MSG_MAX_STR_DEFAULT);
+	for (const char *c = s->job; *c; c++)
+		if (*c < 0x20 || *c > 0x7e)
+			return dp_error_set(DP_EINVAL, "job: printable ASCII only");
+	/* A Query carries p doubles (9 bytes each with its tag, packed: 8). */
+	if (s->features > 0 && 8 * (uint64_t)s->features + 64 > s->max_frame)
+		return dp_error_set(DP_EINVAL, "features %zu do not fit in max-frame %zu bytes",
+				    s->features, s->max_frame);
+	return 0;
+}
+
+static const struct dp_config_spec lrn__spec = {
+	.program = "learnerd",
+	.summary = "dpasync learner: asynchronous differentially-private training server",
+	.entries = lrn__entries,
+	.validate = lrn__validate,
+	.validate_arg = &S,
+};
+
+static void lrn__die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* One clear line on stderr (the log format would bury it for scripts). */
+static void lrn__die(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("learnerd: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(code);
+}
+
+/* The contract spells the iteration count --T; config keys are lower case. */
+static char **lrn__argv_aliases(int argc, char **argv)
+{
+	char **v = calloc((size_t)argc + 1, sizeof(*v));
+
+	if (v == NULL)
+		return NULL;
+	for (int i = 0; i < argc; i++) {
+		v[i] = argv[i];
+		if (strcmp(argv[i], "--") == 0) {
+			for (i++; i < argc; i++)
+				v[i] = argv[i];
+			break;
+		}
+		if (strcmp(argv[i], "--T") == 0 || strncmp(argv[i], "--T=", 4) == 0) {
+			v[i] = strdup(argv[i]);
+			if (v[i] == NULL)
+				return NULL;   /* a few bytes leak: we are about to exit */
+			v[i][2] = 't';
+		}
+	}
+	return v;
+}
+
+static int lrn__lock_out(struct lrn *L)
+{
+	char *path;
+	int fd;
+
+	if (asprintf(&path, "%s/.learnerd.lock", S.out) < 0)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		int e = errno;
+
+		dp_error_set(DP_EIO, "%s: %s", path, strerror(e));
+		free(path);
+		return DP_EIO;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int e = errno;
+
+		close(fd);
+		dp_error_set(DP_EIO, "%s: %s", path,
+			     e == EWOULDBLOCK ? "another learnerd is using this output directory"
+					      : strerror(e));
+		free(path);
+		return DP_EIO;
+	}
+	free(path);
+	L->lock_fd = fd;
+	return 0;
+}
+
+static int lrn__paths(struct lrn *L)
+{
+	if (asprintf(&L->trace_path, "%s/trace.csv", S.out) < 0 ||
+	    asprintf(&L->ckpt_path, "%s/checkpoint.json", S.out) < 0 ||
+	    asprintf(&L->model_path, "%s/model.json", S.out) < 0)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	return 0;
+}
+
+static int lrn__write_port_file(struct lrn *L)
+{
+	char buf[64];
+	int len;
+
+	if (S.port_file == NULL)
+		return 0;
+	if (L->httpd)
+		len = snprintf(buf, sizeof(buf), "tls=%u\nmetrics=%u\n", L->tls_port, L->metrics_port);
+	else
+		len = snprintf(buf, sizeof(buf), "tls=%u\n", L->tls_port);
+	return dp_file_write_atomic(S.port_file, buf, (size_t)len, 0644);
+}
+
+static void lrn__on_signal(uv_signal_t *h, int signum)
+{
+	struct lrn *L = h->data;
+
+	if (L->phase != LRN_RUN)
+		return;
+	DP_INFO("learner", "signal=%s: stopping", strsignal(signum));
+	lrn_stop(L, LRN_EXIT_OK, NULL);
+}
+
+static void lrn__close_walk(uv_handle_t *h, void *arg)
+{
+	if (!uv_is_closing(h))
+		uv_close(h, NULL);
+}
+
+/* Resume handling: the checkpoint is authoritative for the job's state. */
+static void lrn__load_state(struct lrn *L, bool check_only)
+{
+	int rc;
+
+	if (access(L->ckpt_path, F_OK) != 0) {
+		if (errno != ENOENT)
+			lrn__die(LRN_EXIT_FAIL, "%s: %s", L->ckpt_path, strerror(errno));
+		if (S.resume)
+			DP_INFO("learner", "no checkpoint in %s: starting a new job", S.out);
+		return;
+	}
+	if (!S.resume)
+		lrn__die(LRN_EXIT_CONFIG,
+			 "%s exists: use --resume to continue that job, or choose another --out",
+			 L->ckpt_path);
+	rc = lrn_ckpt_load(L);
+	if (rc < 0)
+		lrn__die(LRN_EXIT_CONFIG, "cannot resume: %s", dp_error_detail(rc));
+	if (!check_only)
+		DP_INFO("learner", "resuming job=%s from %s k=%llu T=%llu next_query=%llu", S.job,
+			L->ckpt_path, (unsigned long long)L->k_done, (unsigned long long)L->T,
+			(unsigned long long)L->next_qid);
+}
+
+static void lrn__cleanup(struct lrn *L, char **av, char **argv)
+{
+	lrn_trace_close(L);
+	lrn_sched_free(L);
+	lrn_stats_free(L);
+	lrn_state_free(L);
+	SSL_CTX_free(L->ctx);
+	free(L->listen_host);
+	free(L->trace_path);
+	free(L->ckpt_path);
+	free(L->model_path);
+	if (L->lock_fd >= 0)
+		close(L->lock_fd);
+	dp_config_free(&lrn__spec);
+	for (int i = 0; av[i]; i++)
+		if (av[i] != argv[i])
+			free(av[i]);
+	free(av);
+}
+
+int main(int argc, char **argv)
+{
+	enum dp_config_action action;
+	struct lrn Lst, *L = &Lst;
+	char **names = NULL, **av;
+	size_t n = 0;
+	int rc;
+
+	signal(SIGPIPE, SIG_IGN);
+	av = lrn__argv_aliases(argc, argv);
+	if (av == NULL)
+		lrn__die(LRN_EXIT_FAIL, "out of memory");
+	rc = dp_config_load(&lrn__spec, argc, av, &action);
+	if (rc < 0)
+		lrn__die(LRN_EXIT_CONFIG, "%s", dp_error_detail(rc));
+	if (action == DP_CONFIG_HELP) {
+		dp_config_print_help(&lrn__spec, stdout);
+		return 0;
+	}
+	if (action == DP_CONFIG_VERSION) {
+		printf("learnerd %s\n", DP_VERSION);
+		return 0;
+	}
+	dp_log_set_level((enum dp_log_level)S.log_level);
+
+	memset(L, 0, sizeof(*L));
+	L->s = &S;
+	L->lock_fd = -1;
+	L->stall_since = -1;
+	L->model = (dp_model)S.model;
+	L->T = S.T;
+	rc = lrn_parse_owners(S.owners, &names, &n);
+	if (rc < 0)
+		lrn__die(LRN_EXIT_CONFIG, "%s", dp_error_detail(rc));
+	rc = lrn_state_init(L, names, n);
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	if (rc == 0 && S.features > 0)
+		rc = lrn_state_set_p(L, S.features);
+	if (rc == 0)
+		rc = lrn_parse_hostport("listen", S.listen, &L->listen_host, &L->listen_port);
+	if (rc == 0)
+		rc = lrn__paths(L);
+	if (rc < 0)
+		lrn__die(LRN_EXIT_FAIL, "%s", dp_error_detail(rc));
+
+	{
+		dp_tls_files tf = { .ca_file = S.ca, .cert_file = S.cert, .key_file = S.key };
+
+		rc = dp_tls_ctx_new(1, &tf, &L->ctx);
+		if (rc < 0)
+			lrn__die(LRN_EXIT_CONFIG, "%s", dp_error_detail(rc));
+	}
+
+	if (action == DP_CONFIG_CHECK) {
+		if (S.resume)
+			lrn__load_state(L, true);
+		dp_config_print(&lrn__spec, stdout);
+		lrn__cleanup(L, av, argv);
+		return 0;
+	}
+
+	rc = dp_mkdir_p(S.out, 0);
+	if (rc == 0)
+		rc = lrn__lock_out(L);
+	if (rc < 0)
+		lrn__die(LRN_EXIT_FAIL, "output directory: %s", dp_error_detail(rc));
+	lrn__load_state(L, false);
+	rc = lrn_trace_open(L, L->started || L->k_done > 0);
+	if (rc < 0)
+		lrn__die(LRN_EXIT_FAIL, "%s", dp_error_detail(rc));
+
+	L->loop = uv_default_loop();
+	rc = lrn_stats_init(L);
+	if (rc == 0)
+		rc = lrn_sched_init(L);
+	if (rc < 0)
+		lrn__die(LRN_EXIT_FAIL, "%s", dp_error_detail(rc));
+	rc = lrn_server_start(L);
+	if (rc < 0)
+		lrn__die(LRN_EXIT_FAIL, "cannot listen on %s: %s", S.listen, dp_error_detail(rc));
+	if (S.metrics_listen && *S.metrics_listen) {
+		struct dp_httpd_options ho = { .listen = S.metrics_listen, .metrics = L->st.reg };
+
+		rc = dp_httpd_new(L->loop, &ho, &L->httpd);
+		if (rc < 0)
+			lrn__die(LRN_EXIT_FAIL, "cannot serve metrics on %s: %s", S.metrics_listen,
+				 dp_error_detail(rc));
+		L->metrics_port = dp_httpd_port(L->httpd);
+	}
+	uv_signal_init(L->loop, &L->sigterm);
+	uv_signal_init(L->loop, &L->sigint);
+	L->sigterm.data = L->sigint.data = L;
+	uv_signal_start(&L->sigterm, lrn__on_signal, SIGTERM);
+	uv_signal_start(&L->sigint, lrn__on_signal, SIGINT);
+	rc = lrn_sched_start(L);
+	if (rc < 0)
+		lrn__die(LRN_EXIT_FAIL, "%s", dp_error_detail(rc));
+	rc = lrn__write_port_file(L);
+	if (rc < 0)
+		lrn__die(LRN_EXIT_FAIL, "port file: %s", dp_error_detail(rc));
+	DP_INFO("learner", "listening tls=%s:%u metrics_port=%u job=%s model=%s T=%llu N=%zu "
+		"mode=%s max_inflight=%zu k=%llu", L->listen_host, L->tls_port,
+		L->metrics_port, S.job, dp_model_name(L->model),
+		(unsigned long long)L->T, L->N, lrn__modes[S.mode], S.max_inflight,
+		(unsigned long long)L->k_done);
+
+	/* A resumed job that had already finished only rewrites its outputs. */
+	lrn_sched_pump(L);
+	uv_run(L->loop, UV_RUN_DEFAULT);
+	/* Anything still open (nothing, normally) is closed so the loop can be
+	 * closed cleanly. */
+	uv_walk(L->loop, lrn__close_walk, NULL);
+	uv_run(L->loop, UV_RUN_DEFAULT);
+	uv_loop_close(L->loop);
+
+	rc = L->exit_code;
+	if (rc == LRN_EXIT_OK && L->finished)
+		printf("done k=%llu out=%s\n", (unsigned long long)L->k_done, S.out);
+	fflush(stdout);
+	lrn__cleanup(L, av, argv);
+	return rc;
 }

@@ -85,7 +85,8 @@ int dp_cmd_certs(int argc, char **argv)
 	size_t n_names = 0;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	opterr = 0;     /* one line of our own instead of getopt's */
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		err = 0;
 		switch (c) {
 		case 'o': o.out_dir = optarg; break;
@@ -98,7 +99,13 @@ int dp_cmd_certs(int argc, char **argv)
 		case 'k': o.ca_key_file = optarg; break;
 		case 'f': o.force = 1; break;
 		case 'h': fputs(dp__certs_usage, stdout); return 0;
-		default: dp_tool_fail("certs", "bad usage (try dpasync certs --help)"); return 2;
+		case ':':
+			dp_tool_fail("certs", "option '%s' needs a value", argv[optind - 1]);
+			return 2;
+		default:
+			dp_tool_fail("certs", "unknown option '%s' (try dpasync certs --help)",
+				     argv[optind - 1]);
+			return 2;
 		}
 		if (err) {
 			dp_tool_fail("certs", "%s", dp_error_detail(err));

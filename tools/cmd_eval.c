@@ -56,7 +56,7 @@ int dp_cmd_eval(int argc, char **argv)
 		case 'l': err = dp_parse_double("--lambda", optarg, 0, &lambda); have_lambda = 1; break;
 		case 'x': err = dp_parse_double("--theta-max", optarg, 0, &theta_max); have_tmax = 1; break;
 		case 'h': fputs(dp__eval_usage, stdout); return 0;
-		default: dp_tool_fail("eval", "bad usage (try dpasync eval --help)"); return 2;
+		default: dp_tool_fail("eval", "bad usage: unknown option or missing value in '%s' (try dpasync eval --help)", argv[optind - 1]); return 2;
 		}
 		if (err) {
 			dp_tool_fail("eval", "%s", dp_error_detail(err));

@@ -87,7 +87,7 @@ int dp_cmd_gen(int argc, char **argv)
 		case 'S': err = dp_parse_double("--shift", optarg, 0, &shift); break;
 		case 's': err = dp_parse_u64("--seed", optarg, &seed); break;
 		case 'h': fputs(dp__gen_usage, stdout); free(rows); return 0;
-		default: dp_tool_fail("gen", "bad usage (try dpasync gen --help)"); goto done;
+		default: dp_tool_fail("gen", "bad usage: unknown option or missing value in '%s' (try dpasync gen --help)", argv[optind - 1]); goto done;
 		}
 		if (err) {
 			dp_tool_fail("gen", "%s", dp_error_detail(err));

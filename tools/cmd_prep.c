@@ -564,6 +564,8 @@ static int dp__transform(const dp_schema *s, const dp_csv_table *t, double **xo,
 
 	if (t->nrows == 0)
 		return dp_error_set(DP_EFORMAT, "%s: no data rows (only a header)", t->source);
+	if (t->nrows > SIZE_MAX / sizeof(double) / p)
+		return DP_ENOMEM;
 	rc = dp_schema_bind_new(s, t->source, (const char *const *)t->header, t->ncols, &b);
 	if (rc != 0)
 		return rc;
@@ -677,7 +679,7 @@ int dp_cmd_prep(int argc, char **argv)
 		rc = dp_schema_load(a.schema, &s);
 		if (rc == 0 && a.target != NULL && strcmp(a.target, dp_schema_target(s)) != 0)
 			rc = dp_error_set(DP_EINVAL, "--target '%s' differs from the schema's target "
-					  "'%s'", a.target, dp_schema_target(s));
+					  "'%s'", dp_csv_show(a.target, path, 64), dp_schema_target(s));
 	} else {
 		rc = dp__build_schema(&a, tabs, a.ninputs, &s);
 	}

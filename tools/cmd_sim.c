@@ -128,7 +128,7 @@ static int dp__sim_parse(dp_sim_opts *o, int argc, char **argv)
 		case 'p': err = dp_parse_size("--psi-every", optarg, &o->psi_every); break;
 		case 'o': o->out = optarg; break;
 		case 'h': fputs(dp__sim_usage, stdout); return 1;
-		default: dp_tool_fail("sim", "bad usage (try dpasync sim --help)"); return 2;
+		default: dp_tool_fail("sim", "bad usage: unknown option or missing value in '%s' (try dpasync sim --help)", argv[optind - 1]); return 2;
 		}
 		if (err) {
 			dp_tool_fail("sim", "%s", dp_error_detail(err));

@@ -1,4 +1,5 @@
 /* dpasync: the offline tool.  Dispatches to one file per subcommand. */
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -50,6 +51,8 @@ int main(int argc, char **argv)
 		printf("dpasync %s\n", DP_VERSION);
 		return 0;
 	}
+	/* Subcommands report bad options themselves, in one line. */
+	opterr = 0;
 	for (size_t i = 0; i < sizeof(dp__cmds) / sizeof(dp__cmds[0]); i++)
 		if (strcmp(argv[1], dp__cmds[i].name) == 0)
 			return dp__cmds[i].run(argc - 1, argv + 1);

@@ -229,6 +229,9 @@ static void test_errors(void **state)
 	EXPECT("a,b\n1,2\"\n",
 		     ":2: column 'b': malformed quoting at character 4 of the line (a quote "
 		     "must open the field, be doubled inside it and close it)");
+	/* Messages stay on one line: control characters in names are refused. */
+	EXPECT("a,\"b\nc\"\n1,2\n",
+	       ":1: column '#2': column name 'b\\nc' contains a control character");
 	/* Line numbers count physical lines, so a quoted newline shifts them. */
 	EXPECT("a,b\n\"x\ny\",1\n2\n",
 		     ":4: column 'b': missing: the row has 1 fields, the header 2");
@@ -301,7 +304,7 @@ static void test_write_field_roundtrip(void **state)
 			/* header row: make the names distinct */
 			char name[32];
 
-			snprintf(name, sizeof(name), "%s%d", fields[i], row ? 0 : (int)i);
+			snprintf(name, sizeof(name), "h%zu", i);
 			assert_int_equal(dp_csv_write_field(f, row ? fields[i] : name), 0);
 			fputc(i + 1 < n ? ',' : '\n', f);
 		}
@@ -325,6 +328,15 @@ static void test_helpers(void **state)
 	assert_string_equal(buf, "alpha, beta, ...");
 	assert_true(strlen(buf) < 20);
 	assert_int_equal(dp_csv_find(names, 4, "gamma"), 2);
+	assert_string_equal(dp_csv_show("a\nb\tc\r\x01", buf, sizeof(buf)), "a\\nb\\tc\\r\\x01");
+	assert_string_equal(dp_csv_show("abcdefghijkl", buf, 10), "abcdef...");
+	assert_string_equal(dp_csv_show("abcdefghi", buf, 10), "abcdefghi");
+	{
+		static const char *const odd[] = { "x\ny" };
+
+		dp_csv_format_names(buf, sizeof(buf), odd, 1);
+		assert_string_equal(buf, "x\\ny");
+	}
 	assert_int_equal(dp_csv_find(names, 4, "Gamma"), -1);
 }
 

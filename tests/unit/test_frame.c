@@ -492,6 +492,27 @@ static void test_two_oneof_members(void **state)
 	dp_frame_msg_free(NULL);
 }
 
+static void test_unknown_fields(void **state)
+{
+	/* Field 15 (varint 1) is unknown to version 1: skipped. */
+	static const uint8_t fwd[] = { 0x08, 0x01, 0x22, 0x00, 0x78, 0x01 };
+	/* Field number 0, as an over-long varint tag (80 00) with value ff 25:
+	 * invalid in protobuf, although protobuf-c would keep it. */
+	static const uint8_t zero_a[] = { 0x80, 0x00, 0xff, 0x25 };
+	/* The same inside the Query submessage: 2a 05 | 08 01 80 00 01. */
+	static const uint8_t zero_b[] = { 0x08, 0x01, 0x2a, 0x05, 0x08, 0x01, 0x80, 0x00, 0x01 };
+	Dpasync__Envelope *m = NULL;
+
+	assert_int_equal(dp_frame_unpack(fwd, sizeof(fwd), &m), 0);
+	assert_int_equal(m->msg_case, DPASYNC__ENVELOPE__MSG_UPDATE_REQUEST);
+	assert_int_equal(dp_msg_validate(m, NULL), 0);
+	dp_frame_msg_free(m);
+	m = NULL;
+	assert_int_equal(dp_frame_unpack(zero_a, sizeof(zero_a), &m), DP_EPROTO);
+	assert_int_equal(dp_frame_unpack(zero_b, sizeof(zero_b), &m), DP_EPROTO);
+	assert_null(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -503,6 +524,7 @@ int main(void)
 		cmocka_unit_test(test_validate_query),
 		cmocka_unit_test(test_validate_others),
 		cmocka_unit_test(test_two_oneof_members),
+		cmocka_unit_test(test_unknown_fields),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

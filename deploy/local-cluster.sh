@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The main job in one command: on a fresh Debian 12 machine, install what is
+# missing, build, generate data and certificates, start learnerd and N ownerd
+# processes on loopback, wait for the job, print psi of the trained model
+# against the non-private optimum, and stop everything it started.
+#
+#   deploy/local-cluster.sh [--owners N] [--T T] [--epsilon E] [--rate R]
+#                           [--rows R] [--mode request|broadcast] [--work DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+OWNERS=3 T=300 EPS=1 RATE=10 ROWS=2000 MODE=request WORK=$ROOT/out/local-cluster
+usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; }
+while [ $# -gt 0 ]; do
+  case $1 in
+    --owners) OWNERS=$2; shift 2 ;;
+    --T) T=$2; shift 2 ;;
+    --epsilon) EPS=$2; shift 2 ;;
+    --rate) RATE=$2; shift 2 ;;
+    --rows) ROWS=$2; shift 2 ;;
+    --mode) MODE=$2; shift 2 ;;
+    --work) WORK=$2; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "local-cluster: unknown option '$1' (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+scripts/deps.sh
+BUILD=$ROOT/build-release
+if [ ! -f "$BUILD/build.ninja" ]; then
+  meson setup "$BUILD" -Dbuildtype=release >/dev/null
+fi
+ninja -C "$BUILD" >/dev/null
+DP=$BUILD/tools/dpasync LEARNERD=$BUILD/learner/learnerd OWNERD=$BUILD/owner/ownerd
+
+rm -rf "$WORK"
+mkdir -p "$WORK"
+pids=()
+cleanup() {
+  for p in "${pids[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT INT TERM
+
+rows=$(printf "$ROWS,%.0s" $(seq "$OWNERS")); rows=${rows%,}
+names=$(printf "owner-%s," $(seq "$OWNERS")); names=${names%,}
+"$DP" gen --rows "$rows" --features 10 --seed 1 --out "$WORK/data" >/dev/null
+"$DP" certs --out "$WORK/certs" --owners "$OWNERS" >/dev/null
+
+"$LEARNERD" --listen 127.0.0.1:0 --port-file "$WORK/learner.ports" \
+  --ca "$WORK/certs/ca.crt" --cert "$WORK/certs/learner.crt" --key "$WORK/certs/learner.key" \
+  --owners "$names" --T "$T" --mode "$MODE" --out "$WORK/learner" \
+  --metrics-listen 127.0.0.1:0 2>"$WORK/learnerd.log" &
+lpid=$!
+pids+=("$lpid")
+for _ in $(seq 100); do [ -s "$WORK/learner.ports" ] && break; sleep 0.1; done
+[ -s "$WORK/learner.ports" ] || { echo "learnerd did not start:"; cat "$WORK/learnerd.log"; exit 1; }
+PORT=$(sed -n 's/^tls=//p' "$WORK/learner.ports")
+
+for i in $(seq "$OWNERS"); do
+  mkdir -p "$WORK/owner-$i"
+  "$OWNERD" --learner "127.0.0.1:$PORT" --ca "$WORK/certs/ca.crt" \
+    --cert "$WORK/certs/owner-$i.crt" --key "$WORK/certs/owner-$i.key" \
+    --data "$WORK/data/owner-$i.csv" --bias --epsilon "$EPS" --rate "$RATE" \
+    --ledger "$WORK/owner-$i/ledger" --model-out "$WORK/owner-$i/model.json" \
+    2>"$WORK/owner-$i/ownerd.log" &
+  pids+=("$!")
+done
+
+echo "learnerd on 127.0.0.1:$PORT, $OWNERS owners, T=$T, epsilon=$EPS each, clocks at $RATE/s"
+start=$(date +%s.%N)
+if ! wait "$lpid"; then
+  echo "learnerd failed; last lines of its log:"; tail -5 "$WORK/learnerd.log"; exit 1
+fi
+end=$(date +%s.%N)
+files=$(for i in $(seq "$OWNERS"); do printf "%s " "$WORK/data/owner-$i.csv"; done)
+# shellcheck disable=SC2086
+"$DP" eval "$WORK/learner/model.json" $files > "$WORK/eval.json"
+python3 - "$WORK/eval.json" "$start" "$end" "$T" <<'PY'
+import json, sys
+e = json.load(open(sys.argv[1])); secs = float(sys.argv[3]) - float(sys.argv[2])
+print("trained %s model: f = %.6g, non-private optimum f* = %.6g, psi = f/f* - 1 = %.4g"
+      % (e["model"], e["f"], e["f_star"], e["psi"]))
+print("%d iterations in %.1f s (%.1f it/s)" % (int(sys.argv[4]), secs, int(sys.argv[4]) / secs))
+PY
+echo "model:   $WORK/learner/model.json"
+echo "trace:   $WORK/learner/trace.csv"
+echo "ledgers: $WORK/owner-*/ledger"
+echo "logs:    $WORK/*.log $WORK/owner-*/ownerd.log"

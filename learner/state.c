@@ -1,0 +1,141 @@
+/* learnerd: the state of Algorithm 1 (DESIGN.md §4): theta_L, one theta_i
+ * per owner, k, and the weights n_i/n fixed when training starts.  The
+ * update itself is dp_async_update (common/algo.h), as in dpasync sim. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo.h"
+#include "defaults.h"
+#include "error.h"
+#include "log.h"
+#include "lrn.h"
+
+int lrn_state_init(struct lrn *L, char **names, size_t count)
+{
+	L->owners = calloc(count, sizeof(*L->owners));
+	if (L->owners == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	L->N = count;
+	for (size_t i = 0; i < count; i++) {
+		snprintf(L->owners[i].id, sizeof(L->owners[i].id), "%s", names[i]);
+		L->owners[i].idx = i;
+	}
+	L->next_qid = 1;
+	L->qid_reserved = 1;
+	return 0;
+}
+
+void lrn_state_free(struct lrn *L)
+{
+	for (size_t i = 0; i < L->N; i++)
+		free(L->owners[i].theta);
+	free(L->owners);
+	free(L->theta_L);
+	L->owners = NULL;
+	L->theta_L = NULL;
+	L->N = 0;
+}
+
+int lrn_state_set_p(struct lrn *L, size_t p)
+{
+	double *tl;
+
+	if (p == 0 || 8 * (uint64_t)p + 64 > L->s->max_frame)
+		return dp_error_set(DP_EINVAL, "p = %zu does not fit in max-frame %zu bytes", p,
+				    L->s->max_frame);
+	tl = calloc(p, sizeof(double));
+	if (tl == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory for p = %zu", p);
+	for (size_t i = 0; i < L->N; i++) {
+		L->owners[i].theta = calloc(p, sizeof(double));
+		if (L->owners[i].theta == NULL) {
+			for (size_t j = 0; j <= i; j++) {
+				free(L->owners[j].theta);
+				L->owners[j].theta = NULL;
+			}
+			free(tl);
+			return dp_error_set(DP_ENOMEM, "out of memory for p = %zu", p);
+		}
+	}
+	L->theta_L = tl;
+	L->p = p;
+	return 0;
+}
+
+double lrn_state_eta(const struct lrn *L, double max_weight)
+{
+	if (L->s->eta > 0)
+		return L->s->eta;
+	if (L->s->rho > 0)
+		return dp_async_eta_from_rho(L->N, L->T, L->s->lambda, L->s->rho);
+	return dp_default_async_eta(L->model, L->p, L->s->lambda, max_weight);
+}
+
+int lrn_state_start(struct lrn *L)
+{
+	uint64_t n = 0;
+	double maxw = 0;
+
+	for (size_t i = 0; i < L->N; i++) {
+		if (UINT64_MAX - n < L->owners[i].n_rows)
+			return dp_error_set(DP_ERANGE, "the owners' row counts overflow");
+		n += L->owners[i].n_rows;
+	}
+	for (size_t i = 0; i < L->N; i++) {
+		double w = (double)L->owners[i].n_rows / (double)n;
+
+		if (w > maxw)
+			maxw = w;
+	}
+	L->n_total = n;
+	L->eta = lrn_state_eta(L, maxw);
+	L->rho = dp_async_rho_from_eta(L->N, L->T, L->s->lambda, L->eta);
+	if (!(L->eta > 0) || !isfinite(L->eta) || !(L->rho > 0) || !isfinite(L->rho))
+		return dp_error_set(DP_EINVAL, "step size eta=%g rho=%g is not a positive number",
+				    L->eta, L->rho);
+	L->started = true;
+	DP_INFO("learner", "training starts n=%llu N=%zu p=%zu eta=%.17g rho=%.17g max_weight=%g",
+		(unsigned long long)n, L->N, L->p, L->eta, L->rho, maxw);
+	return 0;
+}
+
+void lrn_state_welcome_params(const struct lrn *L, uint64_t *n_total, double *rho)
+{
+	uint64_t n = 0;
+	double maxw = 0;
+
+	if (L->started) {
+		*n_total = L->n_total;
+		*rho = L->rho;
+		return;
+	}
+	/* Before the start: the owners heard from so far.  Never 0 (the
+	 * Welcome validator refuses it): the caller has said Hello. */
+	for (size_t i = 0; i < L->N; i++)
+		if (L->owners[i].ever_hello)
+			n += L->owners[i].n_rows;
+	if (n == 0)
+		n = 1;
+	for (size_t i = 0; i < L->N; i++)
+		if (L->owners[i].ever_hello && (double)L->owners[i].n_rows / (double)n > maxw)
+			maxw = (double)L->owners[i].n_rows / (double)n;
+	if (maxw <= 0)
+		maxw = 1;
+	*n_total = n;
+	*rho = dp_async_rho_from_eta(L->N, L->T, L->s->lambda, lrn_state_eta(L, maxw));
+}
+
+void lrn_state_apply(struct lrn *L, const struct lrn_query *qr, const double *answer)
+{
+	struct lrn_owner *o = &L->owners[qr->owner];
+	dp_async_params ap = { .p = L->p, .N = L->N, .eta = L->eta, .lambda = L->s->lambda,
+			       .theta_max = L->s->theta_max };
+	double weight = (double)o->n_rows / (double)L->n_total;
+
+	/* With several queries out, qr->bar is the midpoint of send time:
+	 * theta_L is overwritten from it (docs/learnerd.md, staleness). */
+	dp_async_update(&ap, qr->bar, answer, weight, o->theta, L->theta_L);
+	L->k_done++;
+	o->iterations++;
+}

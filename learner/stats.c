@@ -1,0 +1,99 @@
+/* learnerd: Prometheus metrics (common/metrics.h, served by common/httpd.h
+ * on --metrics-listen).  Names and meanings: docs/learnerd.md. */
+#include "error.h"
+#include "lrn.h"
+
+/* Round trips and queue waits: from LAN milliseconds to owners that tick
+ * once a minute. */
+static const double lrn__buckets[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+				       0.5, 1, 2.5, 5, 10, 30, 60 };
+#define LRN_NBUCKETS (sizeof(lrn__buckets) / sizeof(lrn__buckets[0]))
+
+int lrn_stats_init(struct lrn *L)
+{
+	struct lrn_stats *s = &L->st;
+	static const char *const owner_label[] = { "owner", NULL };
+	int rc;
+
+	rc = dp_metrics_new(&s->reg);
+	if (rc == 0)
+		rc = dp_metrics_counter(s->reg, "dpasync_learner_iterations_total",
+					"Iterations completed (k; includes those before a resume).",
+					&s->iterations);
+	if (rc == 0)
+		rc = dp_metrics_gauge(s->reg, "dpasync_learner_owners_connected",
+				      "Owners connected that have said Hello.", &s->connected);
+	if (rc == 0)
+		rc = dp_metrics_gauge(s->reg, "dpasync_learner_queue_depth",
+				      "Update requests waiting in the FIFO.", &s->queue_depth);
+	if (rc == 0)
+		rc = dp_metrics_gauge(s->reg, "dpasync_learner_inflight",
+				      "Queries sent and not yet answered.", &s->inflight);
+	if (rc == 0)
+		rc = dp_metrics_histogram(s->reg, "dpasync_learner_rtt_seconds",
+					  "Query to answer time of answered queries.", lrn__buckets,
+					  LRN_NBUCKETS, &s->rtt);
+	if (rc == 0)
+		rc = dp_metrics_histogram(s->reg, "dpasync_learner_wait_seconds",
+					  "Time an update request waited in the FIFO (0 in broadcast).",
+					  lrn__buckets, LRN_NBUCKETS, &s->wait);
+	if (rc == 0)
+		rc = dp_metrics_family(s->reg, DP_METRIC_COUNTER,
+				       "dpasync_learner_owner_iterations_total",
+				       "Iterations done with each owner's answers.", owner_label, NULL,
+				       0, &s->owner_iter);
+	if (rc == 0)
+		rc = dp_metrics_family(s->reg, DP_METRIC_GAUGE, "dpasync_learner_owner_epsilon_spent",
+				       "Privacy budget each owner reported spent.", owner_label, NULL,
+				       0, &s->owner_eps);
+	if (rc == 0)
+		rc = dp_metrics_counter(s->reg, "dpasync_learner_refusals_total",
+					"Refuse messages received.", &s->refusals);
+	if (rc == 0)
+		rc = dp_metrics_counter(s->reg, "dpasync_learner_query_timeouts_total",
+					"Queries abandoned after query-timeout.", &s->timeouts);
+	if (rc == 0)
+		rc = dp_metrics_counter(s->reg, "dpasync_learner_connections_rejected_total",
+					"Connections refused: unknown identity or already connected.",
+					&s->rejected);
+	if (rc == 0)
+		rc = dp_metrics_gauge(s->reg, "dpasync_learner_iterations_target",
+				      "Iterations of the job (T).", &s->T_gauge);
+	for (size_t i = 0; rc == 0 && i < L->N; i++) {
+		struct lrn_owner *o = &L->owners[i];
+		const char *lv[] = { o->id };
+
+		rc = dp_metrics_series(s->owner_iter, lv, &o->m_iter);
+		if (rc == 0)
+			rc = dp_metrics_series(s->owner_eps, lv, &o->m_eps);
+		if (rc == 0) {
+			dp_metric_add(o->m_iter, (double)o->iterations);
+			dp_metric_set(o->m_eps, o->eps_spent);
+		}
+	}
+	if (rc < 0)
+		return dp_error_set(rc, "metrics: %s", dp_error_detail(rc));
+	dp_metric_add(s->iterations, (double)L->k_done);
+	dp_metric_set(s->T_gauge, (double)L->T);
+	lrn_stats_gauges(L);
+	return 0;
+}
+
+void lrn_stats_free(struct lrn *L)
+{
+	dp_metrics_destroy(L->st.reg);
+	L->st.reg = NULL;
+}
+
+void lrn_stats_gauges(struct lrn *L)
+{
+	size_t n = 0;
+
+	if (L->st.reg == NULL)
+		return;
+	for (size_t i = 0; i < L->N; i++)
+		n += L->owners[i].conn && L->owners[i].hello;
+	dp_metric_set(L->st.connected, (double)n);
+	dp_metric_set(L->st.queue_depth, (double)L->fifo_len);
+	dp_metric_set(L->st.inflight, (double)L->inflight);
+}

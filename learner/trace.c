@@ -1,0 +1,116 @@
+/* learnerd: trace.csv, one row per iteration (briefs/daemons.md "Files"):
+ *   k,time_unix,owner,wait_s,rtt_s,eps_spent
+ * Rows are written as they happen; checkpoints fsync them first, so after
+ * a crash the file holds at least the checkpoint's k_done rows and resume
+ * cuts it back to exactly k_done. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "log.h"
+#include "lrn.h"
+
+#define LRN_TRACE_HEADER "k,time_unix,owner,wait_s,rtt_s,eps_spent\n"
+
+static int lrn__trace_new(struct lrn *L)
+{
+	L->trace = fopen(L->trace_path, "w");
+	if (L->trace == NULL)
+		return dp_error_set(DP_EIO, "%s: %s", L->trace_path, strerror(errno));
+	if (fputs(LRN_TRACE_HEADER, L->trace) == EOF || fflush(L->trace) != 0)
+		return dp_error_set(DP_EIO, "%s: %s", L->trace_path, strerror(errno));
+	return 0;
+}
+
+/* Keep the header and the first k_done complete rows; drop the rest
+ * (rows of iterations the checkpoint does not hold, a torn last line). */
+static int lrn__trace_cut(struct lrn *L)
+{
+	FILE *f = fopen(L->trace_path, "r+");
+	char *line = NULL;
+	size_t cap = 0, rows = 0;
+	off_t keep = 0;
+	ssize_t n;
+	bool header = false;
+
+	if (f == NULL) {
+		if (errno != ENOENT)
+			return dp_error_set(DP_EIO, "%s: %s", L->trace_path, strerror(errno));
+		if (L->k_done > 0)
+			DP_WARN("learner", "%s is missing: it restarts at k=%llu", L->trace_path,
+				(unsigned long long)L->k_done + 1);
+		return lrn__trace_new(L);
+	}
+	while ((n = getline(&line, &cap, f)) > 0) {
+		if (line[n - 1] != '\n')
+			break;   /* torn by a crash */
+		if (!header) {
+			if (strcmp(line, LRN_TRACE_HEADER) != 0) {
+				free(line);
+				fclose(f);
+				return dp_error_set(DP_EFORMAT, "%s: not a learnerd trace (header)",
+						    L->trace_path);
+			}
+			header = true;
+		} else {
+			if (rows == L->k_done)
+				break;
+			rows++;
+		}
+		keep += n;
+	}
+	free(line);
+	if (!header) {
+		fclose(f);
+		return lrn__trace_new(L);
+	}
+	if (rows < L->k_done)
+		DP_WARN("learner", "%s holds %zu rows, the checkpoint %llu: rows are missing",
+			L->trace_path, rows, (unsigned long long)L->k_done);
+	if (fflush(f) != 0 || ftruncate(fileno(f), keep) != 0 || fseeko(f, keep, SEEK_SET) != 0) {
+		int e = errno;
+
+		fclose(f);
+		return dp_error_set(DP_EIO, "%s: %s", L->trace_path, strerror(e));
+	}
+	L->trace = f;
+	return 0;
+}
+
+int lrn_trace_open(struct lrn *L, bool resume)
+{
+	return resume ? lrn__trace_cut(L) : lrn__trace_new(L);
+}
+
+int lrn_trace_row(struct lrn *L, uint64_t k, double wall, const char *owner, double wait,
+		  double rtt, double eps)
+{
+	if (L->trace == NULL)
+		return dp_error_set(DP_EIO, "%s: not open", L->trace_path);
+	/* Flushed row by row so that the file can be followed while the job
+	 * runs; durability comes from the fsync before each checkpoint. */
+	if (fprintf(L->trace, "%llu,%.6f,%s,%.6f,%.6f,%.17g\n", (unsigned long long)k, wall, owner,
+		    wait, rtt, eps) < 0 || fflush(L->trace) != 0)
+		return dp_error_set(DP_EIO, "%s: %s", L->trace_path, strerror(errno));
+	return 0;
+}
+
+int lrn_trace_sync(struct lrn *L)
+{
+	if (L->trace == NULL)
+		return 0;
+	if (fflush(L->trace) != 0 || fsync(fileno(L->trace)) != 0)
+		return dp_error_set(DP_EIO, "%s: %s", L->trace_path, strerror(errno));
+	return 0;
+}
+
+void lrn_trace_close(struct lrn *L)
+{
+	if (L->trace == NULL)
+		return;
+	if (fclose(L->trace) != 0)
+		DP_ERROR("learner", "%s: %s", L->trace_path, strerror(errno));
+	L->trace = NULL;
+}

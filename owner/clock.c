@@ -1,0 +1,77 @@
+/* ownerd: the Poisson clock (DESIGN.md §4).
+ *
+ * Gaps are exponential with rate --rate, drawn from the CSPRNG (the
+ * seeded simulation generator is never linked into the daemon).  The clock
+ * ticks whether or not a request can be sent, so the ticks that do lead
+ * to an UpdateRequest are still a thinned Poisson process; a tick sends
+ * only when connected, welcomed in request mode, with budget left, and
+ * with no request outstanding. */
+#include <math.h>
+
+#include "error.h"
+#include "frame.h"
+#include "log.h"
+
+#include "own.h"
+
+static int own__clock_arm(struct own_daemon *d);
+
+static void own__tick(struct own_daemon *d)
+{
+	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
+	Dpasync__UpdateRequest ur = DPASYNC__UPDATE_REQUEST__INIT;
+
+	if (d->conn == NULL || !d->welcomed || d->job.broadcast || d->request_pending ||
+	    !own_budget_left(d))
+		return;
+	env.version = DP_PROTO_VERSION;
+	env.msg_case = DPASYNC__ENVELOPE__MSG_UPDATE_REQUEST;
+	env.update_request = &ur;
+	if (own_client_send(d, &env) == 0) {
+		d->request_pending = true;
+		DP_DEBUG("clock", "update request sent");
+	}
+}
+
+static void own__on_clock(uv_timer_t *t)
+{
+	struct own_daemon *d = t->data;
+	int r;
+
+	if (d->stopping)
+		return;
+	own__tick(d);
+	if (d->stopping)
+		return;
+	r = own__clock_arm(d);
+	if (r < 0) {
+		DP_ERROR("clock", "random generator failed: %s; stopping", dp_error_detail(r));
+		own_stop(d, OWN_EXIT_FAIL);
+	}
+}
+
+static int own__clock_arm(struct own_daemon *d)
+{
+	double gap;
+	int r;
+
+	r = dp_rand_exponential(&d->bits, d->set.rate, &gap);
+	if (r < 0)
+		return r;
+	/* libuv timers count whole milliseconds. */
+	gap = ceil(gap * 1000.0 - 0.5);
+	if (gap > 1e12)
+		gap = 1e12;
+	return uv_timer_start(&d->clock_timer, own__on_clock, (uint64_t)gap, 0);
+}
+
+int own_clock_start(struct own_daemon *d)
+{
+	return own__clock_arm(d);
+}
+
+void own_clock_stop(struct own_daemon *d)
+{
+	if (!uv_is_closing((uv_handle_t *)&d->clock_timer))
+		uv_timer_stop(&d->clock_timer);
+}

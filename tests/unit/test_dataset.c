@@ -1,0 +1,294 @@
+/* Datasets: strict numeric loading, schema loading, arrays, CSV round trip,
+ * compatibility checks. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dataset.h"
+#include "error.h"
+#include "schema.h"
+
+static char dir[64];
+
+static const char *path_of(const char *name)
+{
+	static char buf[4][256];
+	static int k;
+
+	k = (k + 1) % 4;
+	snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, name);
+	return buf[k];
+}
+
+static const char *put(const char *name, const char *text)
+{
+	const char *p = path_of(name);
+	FILE *f = fopen(p, "wb");
+
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+	return p;
+}
+
+static int setup(void **state)
+{
+	strcpy(dir, "/tmp/test_dataset.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd);
+}
+
+static void test_load_numeric(void **state)
+{
+	/* Target in the middle; bias appended; row_l1 by hand:
+	 * row 1: |1| + |-2| + 1 = 4; row 2: |0.5| + |3e2| + 1 = 301.5. */
+	const char *p = put("n.csv", "a,y,\"b, c\"\n1,10,-2\n0.5,-1e-3,3e2\n");
+	dp_load_opts o = { .target = "y", .bias = 1 };
+	dp_dataset ds;
+
+	assert_int_equal(dp_dataset_load(&ds, p, &o), 0);
+	assert_int_equal(ds.n, 2);
+	assert_int_equal(ds.p, 3);
+	assert_true(((uintptr_t)ds.x % 64) == 0);
+	assert_string_equal(ds.names[0], "a");
+	assert_string_equal(ds.names[1], "b, c");
+	assert_string_equal(ds.names[2], "bias");
+	assert_string_equal(ds.target, "y");
+	assert_string_equal(ds.source, p);
+	const double x[6] = { 1, -2, 1, 0.5, 300, 1 };
+
+	for (size_t i = 0; i < 6; i++)
+		assert_true(ds.x[i] == x[i]);
+	assert_true(ds.y[0] == 10 && ds.y[1] == -1e-3);
+	assert_true(ds.row_l1[0] == 4.0 && ds.row_l1[1] == 301.5);
+	dp_dataset_free(&ds);
+	assert_null(ds.x);
+	dp_dataset_free(&ds); /* zeroed: harmless */
+	dp_dataset_free(NULL);
+}
+
+static void test_load_many_rows(void **state)
+{
+	/* More rows than the first allocation, to exercise growth. */
+	const char *p = path_of("many.csv");
+	FILE *f = fopen(p, "w");
+	dp_load_opts o = { .target = "y" };
+	dp_dataset ds;
+
+	assert_non_null(f);
+	fputs("x1,x2,y\n", f);
+	for (int i = 0; i < 5000; i++)
+		fprintf(f, "%d,%d.5,%d\n", i, -i, 2 * i);
+	fclose(f);
+	assert_int_equal(dp_dataset_load(&ds, p, &o), 0);
+	assert_int_equal(ds.n, 5000);
+	assert_true(((uintptr_t)ds.x % 64) == 0);
+	for (size_t i = 0; i < 5000; i += 499) {
+		assert_true(ds.x[2 * i] == (double)i);
+		assert_true(ds.x[2 * i + 1] == (i == 0 ? 0.5 : -((double)i + 0.5)));
+		assert_true(ds.y[i] == 2.0 * (double)i);
+	}
+	dp_dataset_free(&ds);
+}
+
+static void expect_load_error(const char *text, const dp_load_opts *o, int code, const char *detail)
+{
+	const char *p = put("e.csv", text);
+	char want[512];
+	dp_dataset ds;
+
+	memset(&ds, 0x55, sizeof(ds));
+	assert_int_equal(dp_dataset_load(&ds, p, o), code);
+	snprintf(want, sizeof(want), "%s%s", p, detail);
+	if (strcmp(dp_error_detail(code), want) != 0)
+		fail_msg("detail '%s', wanted '%s'", dp_error_detail(code), want);
+	assert_null(ds.x); /* zeroed on failure */
+	assert_int_equal(ds.n, 0);
+}
+
+static void test_load_errors(void **state)
+{
+	dp_load_opts o = { .target = "y" };
+	dp_load_opts ob = { .target = "y", .bias = 1 };
+
+	expect_load_error("a,y\n1,2\n1.5abc,3\n", &o, DP_EFORMAT,
+			  ":3: column 'a': not a finite number: '1.5abc'");
+	expect_load_error("a,y\nnan,2\n", &o, DP_EFORMAT,
+			  ":2: column 'a': not a finite number: 'nan'");
+	expect_load_error("a,y\n1,inf\n", &o, DP_EFORMAT,
+			  ":2: column 'y': not a finite number: 'inf'");
+	expect_load_error("a,y\n 1,2\n", &o, DP_EFORMAT,
+			  ":2: column 'a': not a finite number: ' 1'");
+	expect_load_error("a,y\n1e400,2\n", &o, DP_EFORMAT,
+			  ":2: column 'a': not a finite number: '1e400'");
+	expect_load_error("a,y\n1,\n", &o, DP_EFORMAT,
+			  ":2: column 'y': empty cell (missing value; dpasync does not impute)");
+	expect_load_error("a,b\n1,2\n", &o, DP_EFORMAT,
+			  ": target column 'y' not found (columns: a, b)");
+	expect_load_error("a,y\n", &o, DP_EFORMAT, ": no data rows (only a header)");
+	expect_load_error("y\n1\n", &o, DP_EFORMAT, ": no feature columns besides the target");
+	expect_load_error("bias,y\n1,2\n", &ob, DP_EFORMAT,
+			  ": a feature is already named 'bias'; cannot append the bias column");
+	expect_load_error("a,y\n1,2\n", NULL, DP_EINVAL, ": no target column given");
+	/* a bias-only dataset is fine */
+	{
+		dp_dataset ds;
+
+		assert_int_equal(dp_dataset_load(&ds, put("y.csv", "y\n1\n"), &ob), 0);
+		assert_int_equal(ds.p, 1);
+		assert_true(ds.x[0] == 1.0 && ds.row_l1[0] == 1.0);
+		dp_dataset_free(&ds);
+	}
+	{
+		dp_dataset ds;
+
+		assert_int_equal(dp_dataset_load(&ds, path_of("nope.csv"), &o), DP_ENOENT);
+	}
+}
+
+static void test_load_with_schema(void **state)
+{
+	/* Schema from the sample: a mean 2, sd 1 (values 1,2,3); c onehot p,q;
+	 * target standardised: mean 20, sd 10. */
+	const char *sample = put("s.csv", "a,c,note,y\n1,p,x,10\n2,q,,20\n3,p,z,30\n");
+	static const char *const drop[] = { "note" };
+	dp_schema_opts so = { 0 };
+	dp_schema *s = NULL;
+	dp_dataset ds;
+
+	so.target = "y";
+	so.drop = drop;
+	so.ndrop = 1;
+	so.standardize_target = 1;
+	assert_int_equal(dp_schema_build(sample, &so, &s), 0);
+
+	dp_load_opts o = { .bias = 1, .schema = s };
+
+	assert_int_equal(dp_dataset_load(&ds, put("o.csv", "y,c,a,note\n40,q,4,\n"), &o), 0);
+	assert_int_equal(ds.p, 4);
+	assert_string_equal(ds.names[1], "c=p");
+	assert_string_equal(ds.names[3], "bias");
+	assert_string_equal(ds.target, "y");
+	const double want[4] = { 2.0, 0.0, 1.0, 1.0 };
+
+	for (size_t j = 0; j < 4; j++)
+		assert_true(fabs(ds.x[j] - want[j]) < 1e-12);
+	assert_true(fabs(ds.y[0] - 2.0) < 1e-12);
+	assert_true(fabs(ds.row_l1[0] - 4.0) < 1e-12);
+	dp_dataset_free(&ds);
+
+	/* an unseen level, and a target that contradicts the schema */
+	assert_int_equal(dp_dataset_load(&ds, put("o.csv", "y,c,a,note\n40,r,4,\n"), &o),
+			 DP_EFORMAT);
+	assert_non_null(strstr(dp_error_detail(DP_EFORMAT), "o.csv:2: column 'c': level 'r'"));
+	o.target = "a";
+	assert_int_equal(dp_dataset_load(&ds, put("o.csv", "y,c,a,note\n40,p,4,\n"), &o),
+			 DP_EINVAL);
+	o.target = "y";
+	assert_int_equal(dp_dataset_load(&ds, put("o.csv", "y,c,a,note\n40,p,4,\n"), &o), 0);
+	dp_dataset_free(&ds);
+	dp_schema_destroy(s);
+}
+
+static void test_arrays_and_roundtrip(void **state)
+{
+	/* Awkward doubles must come back bit for bit. */
+	const double x[6] = { 0.1, 1.0 / 3.0, -1e-300, 123456789.123456789, 5e-324, -0.0 };
+	const double y[3] = { 2.0 / 3.0, -7, 1e300 };
+	static const char *const names[2] = { "plain", "with, \"quotes\"" };
+	dp_dataset ds, back;
+	dp_load_opts o = { .target = "my target" };
+
+	assert_int_equal(dp_dataset_from_arrays(&ds, 3, 2, x, y, names), 0);
+	assert_true(((uintptr_t)ds.x % 64) == 0);
+	assert_string_equal(ds.target, "y");
+	assert_true(ds.row_l1[0] == 0.1 + 1.0 / 3.0);
+	free(ds.target);
+	ds.target = strdup("my target");
+	assert_int_equal(dp_dataset_write_csv(&ds, path_of("rt.csv")), 0);
+	assert_int_equal(dp_dataset_load(&back, path_of("rt.csv"), &o), 0);
+	assert_int_equal(back.n, 3);
+	assert_int_equal(back.p, 2);
+	assert_string_equal(back.names[1], names[1]);
+	assert_memory_equal(back.x, ds.x, sizeof(x));
+	assert_memory_equal(back.y, ds.y, sizeof(y));
+	dp_dataset_free(&back);
+	dp_dataset_free(&ds);
+
+	/* default names, and bad arguments */
+	assert_int_equal(dp_dataset_from_arrays(&ds, 3, 2, x, y, NULL), 0);
+	assert_string_equal(ds.names[0], "x1");
+	assert_string_equal(ds.names[1], "x2");
+	dp_dataset_free(&ds);
+	assert_int_equal(dp_dataset_from_arrays(&ds, 0, 2, x, y, NULL), DP_EINVAL);
+	{
+		double bad[2] = { 1, NAN };
+
+		assert_int_equal(dp_dataset_from_arrays(&ds, 1, 2, bad, y, NULL), DP_ENUMERIC);
+	}
+	/* an unwritable path */
+	assert_int_equal(dp_dataset_from_arrays(&ds, 3, 2, x, y, NULL), 0);
+	assert_int_equal(dp_dataset_write_csv(&ds, path_of("no/such/dir/f.csv")), DP_EIO);
+	dp_dataset_free(&ds);
+}
+
+static void test_compatible(void **state)
+{
+	const double x[4] = { 1, 2, 3, 4 }, y[2] = { 1, 2 };
+	static const char *const n1[2] = { "a", "b" }, *const n2[2] = { "a", "c" };
+	dp_dataset a, b, c, d;
+	const dp_dataset *set[3];
+
+	assert_int_equal(dp_dataset_from_arrays(&a, 2, 2, x, y, n1), 0);
+	assert_int_equal(dp_dataset_from_arrays(&b, 2, 2, x, y, n1), 0);
+	assert_int_equal(dp_dataset_from_arrays(&c, 2, 2, x, y, n2), 0);
+	assert_int_equal(dp_dataset_from_arrays(&d, 1, 4, x, y, NULL), 0);
+	free(c.source);
+	c.source = strdup("owner-3.csv");
+	free(d.source);
+	d.source = strdup("owner-4.csv");
+	set[0] = &a;
+	set[1] = &b;
+	assert_int_equal(dp_dataset_check_compatible(set, 2), 0);
+	assert_int_equal(dp_dataset_check_compatible(set, 1), 0);
+	set[2] = &c;
+	assert_int_equal(dp_dataset_check_compatible(set, 3), DP_EINVAL);
+	assert_string_equal(dp_error_detail(DP_EINVAL),
+			    "owner-3.csv: feature 2 is 'c', but 'b' in (arrays)");
+	set[2] = &d;
+	assert_int_equal(dp_dataset_check_compatible(set, 3), DP_EINVAL);
+	assert_string_equal(dp_error_detail(DP_EINVAL),
+			    "owner-4.csv: 4 feature columns, but (arrays) has 2");
+	dp_dataset_free(&a);
+	dp_dataset_free(&b);
+	dp_dataset_free(&c);
+	dp_dataset_free(&d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_load_numeric),
+		cmocka_unit_test(test_load_many_rows),
+		cmocka_unit_test(test_load_errors),
+		cmocka_unit_test(test_load_with_schema),
+		cmocka_unit_test(test_arrays_and_roundtrip),
+		cmocka_unit_test(test_compatible),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
