@@ -20,3 +20,8 @@ double dp_default_sync_step(dp_model model, size_t p, double lambda)
 		step = 1.0 / (2.0 * lambda);
 	return step;
 }
+
+double dp_default_clip(size_t p)
+{
+	return (double)p;
+}

@@ -15,8 +15,15 @@
 #define DP_DEFAULT_T          1000
 #define DP_DEFAULT_LAMBDA     1e-2
 #define DP_DEFAULT_THETA_MAX  10.0
-#define DP_DEFAULT_CLIP       1.0
+#define DP_DEFAULT_CLIP       1.0   /* kept for callers without p; prefer dp_default_clip */
 #define DP_DEFAULT_EPSILON    1.0
+
+/* Default L1 clip bound Xi = p.  A per-example gradient is c x with
+ * ||x||_1 about 0.8 p on standardised data and |c| about 2|residual| (linear)
+ * or below 1 (logistic, svm), so Xi = p clips only the large ones: a
+ * smaller Xi lowers the noise but biases the fixed point (README
+ * "Defaults"). */
+double dp_default_clip(size_t p);
 
 /* The smoothness bound L above. */
 double dp_default_smoothness(dp_model model, size_t p, double lambda);

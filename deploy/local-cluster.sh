@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-OWNERS=3 T=300 EPS=1 RATE=10 ROWS=2000 MODE=request WORK=$ROOT/out/local-cluster
+OWNERS=3 T=300 EPS=1 RATE=10 ROWS=20000 MODE=request WORK=$ROOT/out/local-cluster
 usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case $1 in

@@ -576,6 +576,11 @@ def test_main_flow(ownerd, base, work, fl, Xb, y, n, p, log):
     h = c.expect('hello')
     check(h['answers_given'] == 3, 'Hello after restart %r' % h)
     check(ledger_records(led) == 3, 'torn tail not dropped')
+    # One process per ledger; a ledger belongs to one owner.
+    expect_error([ownerd] + args, ['in use'], code=1)
+    other = [a.replace('owner-1.crt', 'owner-2.crt').replace('owner-1.key', 'owner-2.key')
+             for a in args]
+    expect_error([ownerd] + other, ['owner-2'])
     welcome(c, p)
     c.send('query', k=5, theta=list(theta))     # below the last k, never answered
     c.expect_closed()

@@ -42,7 +42,8 @@ static const char dp__sim_usage[] =
 	"  --c C             sync2: step c/sqrt(k) (default as sync1's rho/T^2)\n"
 	"  --lambda L        regulariser g = lambda ||theta||^2 (default 0.01)\n"
 	"  --theta-max M     box bound on every coordinate (default 10)\n"
-	"  --clip X          L1 clip bound on per-example gradients (default 1)\n"
+	"  --clip X          L1 clip bound on per-example gradients (default p, the\n"
+	"                    number of model coordinates)\n"
 	"  --epsilon E[,..]  budget per owner, one value for all or one per owner;\n"
 	"                    inf = no noise (default 1)\n"
 	"  --answers-cap K   answers each owner's budget is split over (default T)\n"
@@ -58,7 +59,7 @@ typedef struct dp_sim_opts {
 	enum dp_sim_mode mode;
 	dp_model model;
 	const char *target, *schema, *schedule, *out;
-	int bias, have_eta, have_rho, have_c;
+	int bias, have_eta, have_rho, have_c, have_clip;
 	size_t T, answers_cap, repeats, psi_every;
 	uint64_t seed;
 	double eta, rho, c, lambda, theta_max, clip;
@@ -118,7 +119,7 @@ static int dp__sim_parse(dp_sim_opts *o, int argc, char **argv)
 		case 'c': err = dp_parse_double("--c", optarg, 0, &o->c); o->have_c = 1; break;
 		case 'l': err = dp_parse_double("--lambda", optarg, 0, &o->lambda); break;
 		case 'x': err = dp_parse_double("--theta-max", optarg, 0, &o->theta_max); break;
-		case 'X': err = dp_parse_double("--clip", optarg, 0, &o->clip); break;
+		case 'X': err = dp_parse_double("--clip", optarg, 0, &o->clip); o->have_clip = 1; break;
 		case 'E': free(o->eps); err = dp_parse_double_list("--epsilon", optarg, 1, &o->eps, &o->neps); break;
 		case 'K': err = dp_parse_size("--answers-cap", optarg, &o->answers_cap); break;
 		case 'R': free(o->rates); err = dp_parse_double_list("--rates", optarg, 0, &o->rates, &o->nrates); break;
@@ -143,7 +144,7 @@ static int dp__sim_parse(dp_sim_opts *o, int argc, char **argv)
 	DP__REQUIRE(o->lambda > 0 || o->model == DP_MODEL_LINEAR,
 		    "--lambda must be > 0 for logistic and svm (strong convexity)");
 	DP__REQUIRE(o->theta_max > 0, "--theta-max must be > 0");
-	DP__REQUIRE(o->clip > 0, "--clip must be > 0");
+	DP__REQUIRE(!o->have_clip || o->clip > 0, "--clip must be > 0");
 	DP__REQUIRE(!(o->have_eta && o->have_rho), "give --eta or --rho, not both");
 	DP__REQUIRE(!o->have_eta || o->eta > 0, "--eta must be > 0");
 	DP__REQUIRE(!o->have_rho || o->rho > 0, "--rho must be > 0");
@@ -363,7 +364,7 @@ int dp_cmd_sim(int argc, char **argv)
 {
 	dp_sim_opts o = { .mode = DP_SIM_ASYNC, .model = DP_MODEL_LINEAR, .T = DP_DEFAULT_T,
 			  .repeats = 10, .seed = 1, .lambda = DP_DEFAULT_LAMBDA,
-			  .theta_max = DP_DEFAULT_THETA_MAX, .clip = DP_DEFAULT_CLIP };
+			  .theta_max = DP_DEFAULT_THETA_MAX };
 	dp_owner_data od = { 0 };
 	dp_sim_setup s = { 0 };
 	size_t *schedule = NULL, *owners1 = NULL, ncp, N, nrows = 0;
@@ -403,7 +404,7 @@ int dp_cmd_sim(int argc, char **argv)
 	s.ds = od.view;
 	s.lambda = o.lambda;
 	s.theta_max = o.theta_max;
-	s.clip = o.clip;
+	s.clip = o.have_clip ? o.clip : dp_default_clip(s.p);
 	s.schedule = schedule;
 	s.psi_every = o.psi_every ? o.psi_every : (o.T / 200 ? o.T / 200 : 1);
 	s.weight = calloc(N, sizeof(double));

@@ -286,15 +286,17 @@ def scenario_b2(work, certs):
     """--checkpoint-every 0: only the query-id reservation forces
     checkpoints (every 1024 ids); kill -9 past the first block."""
     out = os.path.join(work, 'b2')
-    T = 1500
+    T = 3000
     args = ['--T', str(T), '--checkpoint-every', '0']
     L = Learner(work, out, certs, args, name='b21')
-    os_ = [owner(work, certs, L.port, o, extra=['--reconnect', '60'], tag='b2' + o)
-           for o in OWNERS]
+    os_ = [owner(work, certs, L.port, o, extra=['--reconnect', '60', '--interval', '0.001'],
+                 tag='b2' + o) for o in OWNERS]
     wait_for(lambda: len(trace_rows(out)) >= 1100 if os.path.exists(out + '/trace.csv') else 0,
              60, '1100 iterations')
     L.p.send_signal(signal.SIGKILL)
     L.p.wait()
+    check(L.p.returncode == -signal.SIGKILL, 'B2: the job ended before kill -9 (%d rows)' %
+          len(trace_rows(out)))
     with open(os.path.join(out, 'checkpoint.json')) as f:
         st = json.load(f)['state']
     check(st['k_done'] >= 1000 and st['query_id_reserved'] > 1100,
