@@ -50,7 +50,7 @@ names=$(printf "owner-%s," $(seq "$OWNERS")); names=${names%,}
 
 "$LEARNERD" --listen 127.0.0.1:0 --port-file "$WORK/learner.ports" \
   --ca "$WORK/certs/ca.crt" --cert "$WORK/certs/learner.crt" --key "$WORK/certs/learner.key" \
-  --owners "$names" --T "$T" --mode "$MODE" --out "$WORK/learner" \
+  --owners "$names" --T "$T" --mode "$MODE" --bias --out "$WORK/learner" \
   --metrics-listen 127.0.0.1:0 2>"$WORK/learnerd.log" &
 lpid=$!
 pids+=("$lpid")

@@ -65,7 +65,7 @@ static struct json_object *lrn__job_json(const struct lrn *L)
 	bad |= lrn__add(j, "owners", ids);
 	bad |= lrn__add(j, "lambda", lrn__dbl(L->s->lambda));
 	bad |= lrn__add(j, "theta_max", lrn__dbl(L->s->theta_max));
-	bad |= lrn__add(j, "clip_l1", lrn__dbl(L->s->clip));
+	bad |= lrn__add(j, "clip_l1", lrn__dbl(lrn_state_clip(L)));
 	bad |= lrn__add(j, "bias", json_object_new_boolean(L->s->bias));
 	bad |= lrn__add(j, "eta", lrn__dbl(L->eta));
 	bad |= lrn__add(j, "rho", lrn__dbl(L->rho));
@@ -149,7 +149,6 @@ int lrn_ckpt_save(struct lrn *L, bool final)
 	if (rc < 0)
 		return rc;
 	L->qid_reserved = reserved;
-	L->last_ckpt_k = L->k_done;
 	DP_DEBUG("learner", "checkpoint k=%llu next_query=%llu reserved=%llu",
 		 (unsigned long long)L->k_done, (unsigned long long)L->next_qid,
 		 (unsigned long long)reserved);
@@ -296,8 +295,8 @@ static int lrn__check_job(struct lrn *L, struct lrn__rd *r, struct json_object *
 		return LRN__MISMATCH("lambda", "%.17g", lambda, L->s->lambda);
 	if (!lrn__same(tmax, L->s->theta_max))
 		return LRN__MISMATCH("theta-max", "%.17g", tmax, L->s->theta_max);
-	if (!lrn__same(clip, L->s->clip))
-		return LRN__MISMATCH("clip", "%.17g", clip, L->s->clip);
+	if (!lrn__same(clip, lrn_state_clip_for(L, p)))
+		return LRN__MISMATCH("clip", "%.17g", clip, lrn_state_clip_for(L, p));
 	if (bias != L->s->bias)
 		return LRN__MISMATCH("bias", "%s", bias ? "true" : "false",
 				     L->s->bias ? "true" : "false");
@@ -461,7 +460,6 @@ int lrn_ckpt_load(struct lrn *L)
 		L->owners[i].ever_hello = true;
 	}
 	L->k_done = k;
-	L->last_ckpt_k = k;
 	L->next_qid = reserved;
 	L->qid_reserved = reserved;
 	L->n_total = n_total;

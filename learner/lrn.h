@@ -135,7 +135,6 @@ struct lrn {
 	uint64_t next_qid;         /* the next query id to send */
 	uint64_t qid_reserved;     /* ids below this may be used before the
 				    * next checkpoint; resume continues here */
-	uint64_t last_ckpt_k;
 
 	/* Scheduling. */
 	size_t *fifo;              /* owner indices, oldest first */
@@ -187,6 +186,10 @@ void lrn_state_welcome_params(const struct lrn *L, uint64_t *n_total, double *rh
 /* Apply the answer of query qr: theta_i, theta_L updated, k_done + 1. */
 void lrn_state_apply(struct lrn *L, const struct lrn_query *qr, const double *answer);
 /* The effective eta for fixed weights (given --eta/--rho, else default). */
+/* The clip bound Xi sent to owners: --clip, or dp_default_clip(p) when it is
+ * 0 (the default); the second form for a p not yet set on L. */
+double lrn_state_clip(const struct lrn *L);
+double lrn_state_clip_for(const struct lrn *L, size_t p);
 double lrn_state_eta(const struct lrn *L, double max_weight);
 
 /* ---- sched.c ------------------------------------------------------------- */

@@ -307,7 +307,7 @@ static void lrn__finish(struct lrn *L)
 {
 	dp_modelfile mf = { .model = L->model, .p = L->p, .theta = L->theta_L, .bias = L->s->bias,
 			    .T = L->T, .lambda = L->s->lambda, .theta_max = L->s->theta_max,
-			    .clip = L->s->clip };
+			    .clip = lrn_state_clip(L) };
 	int rc;
 
 	snprintf(mf.mode, sizeof(mf.mode), "async");

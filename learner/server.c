@@ -211,7 +211,7 @@ static void lrn__send_welcome(struct lrn *L, struct lrn_owner *o)
 	lrn_state_welcome_params(L, &w.n_total, &w.rho);
 	w.lambda = L->s->lambda;
 	w.theta_max = L->s->theta_max;
-	w.clip_l1 = L->s->clip;
+	w.clip_l1 = lrn_state_clip(L);
 	w.mode = L->s->mode == LRN_MODE_BROADCAST ? DPASYNC__MODE__MODE_BROADCAST
 						  : DPASYNC__MODE__MODE_REQUEST;
 	w.p = (uint32_t)L->p;
@@ -281,6 +281,8 @@ static void lrn__on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hel
 	cap = h->answers_cap ? h->answers_cap : L->T;
 	if (h->answers_given >= cap) {
 		lrn_sched_exhausted(L, o, "no answers left per its Hello");
+		if (L->phase == LRN_RUN)
+			lrn_sched_pump(L);   /* it may still complete the start */
 		return;
 	}
 	if (o->exhausted) {

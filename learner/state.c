@@ -63,6 +63,16 @@ int lrn_state_set_p(struct lrn *L, size_t p)
 	return 0;
 }
 
+double lrn_state_clip_for(const struct lrn *L, size_t p)
+{
+	return L->s->clip > 0 ? L->s->clip : dp_default_clip(p);
+}
+
+double lrn_state_clip(const struct lrn *L)
+{
+	return lrn_state_clip_for(L, L->p);
+}
+
 double lrn_state_eta(const struct lrn *L, double max_weight)
 {
 	if (L->s->eta > 0)

@@ -308,7 +308,7 @@ static int own__open_ledger(struct own_daemon *d)
 	if (r < 0) {
 		dp_ledger_close(l);
 		d->cap_answers = 0;
-		return own__wrap(r, "--epsilon over the ledger's answer cap");
+		return own__wrap(r, "--epsilon");
 	}
 	d->ledger = l;
 	return 0;
