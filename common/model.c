@@ -574,6 +574,9 @@ DP__AI void dp__p8_accum(const dp__kern *K, size_t j0, size_t ng, const double *
  * stack): groups with a dropped or slow row are listed and redone by
  * dp__row_scalar after each block. */
 #define DP__SMALL_GROUPS 128
+#ifndef DP__SMALL_PF
+#define DP__SMALL_PF 12288
+#endif
 __attribute__((target("avx512f,avx512dq")))
 DP__AI size_t dp__small8(const dp__kern *K, const dp_model m, const int nv, size_t lc,
 			 __mmask8 lmask, const int masked, __m512d th_tail)
@@ -602,6 +605,13 @@ DP__AI size_t dp__small8(const dp__kern *K, const dp_model m, const int nv, size
 
 		for (size_t g = g0; g < g1; g++) {
 			const double *xb = x + 8 * g * p;
+
+			/* 8 rows are p cache lines; ask for them about
+			 * DP__SMALL_PF bytes ahead: the hardware prefetcher
+			 * alone left the loop waiting on L3 (measured 1.5x
+			 * slower on 20 MB) */
+			for (size_t c = 0; c < p; c++)
+				__builtin_prefetch((const char *)xb + DP__SMALL_PF + 64 * c, 0, 3);
 
 			if (g + 1 < g1)
 				ok_next = dp__g8_scale(K, m, 8 * g + 8, th_tail, &a_next);

@@ -178,8 +178,15 @@ static void lrn__on_close(dp_conn *c, int reason, const char *detail)
 	struct lrn *L = lrn__srv;
 	struct lrn_owner *o = dp_conn_data(c);
 
-	if (o == NULL)
-		return;   /* refused at the handshake, already logged */
+	if (o == NULL) {
+		/* on_handshake refusals (DP_EPROTO) were logged there; a TLS
+		 * failure (another CA, no certificate, timeout) is logged here so
+		 * an operator sees who knocked. */
+		if (reason != 0 && reason != DP_EPROTO)
+			DP_WARN("conn", "handshake failed peer=%s reason=\"%s\"", dp_conn_peer_addr(c),
+				detail);
+		return;
+	}
 	L->open_conns--;
 	if (o->conn == c) {
 		if (reason != 0)

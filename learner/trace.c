@@ -91,7 +91,7 @@ int lrn_trace_row(struct lrn *L, uint64_t k, double wall, const char *owner, dou
 		return dp_error_set(DP_EIO, "%s: not open", L->trace_path);
 	/* Flushed row by row so that the file can be followed while the job
 	 * runs; durability comes from the fsync before each checkpoint. */
-	if (fprintf(L->trace, "%llu,%.6f,%s,%.6f,%.6f,%.17g\n", (unsigned long long)k, wall, owner,
+	if (fprintf(L->trace, "%llu,%.6f,%s,%.6f,%.6f,%.9g\n", (unsigned long long)k, wall, owner,
 		    wait, rtt, eps) < 0 || fflush(L->trace) != 0)
 		return dp_error_set(DP_EIO, "%s: %s", L->trace_path, strerror(errno));
 	return 0;

@@ -1,0 +1,47 @@
+#!/bin/sh
+# Privacy-kernel throughput against the memory-bandwidth limit (a plain
+# vectorised read of the same matrix, measured inside bench_query) and
+# against the numpy baseline, single thread, on the two reference sizes.
+#
+#   run_query_bench.sh BENCH_QUERY NUMPY_GRAD_PY [REPEATS]
+#
+# Prints each program's JSON line and a summary with the two ratios and the
+# targets (>= 0.6 of the streaming read, >= 3x numpy).  Exit status 0
+# unless a program fails; with BENCH_STRICT=1 also 1 when a target is missed.
+set -eu
+bench=$1
+numpy=$2
+reps=${3:-30}
+py=/usr/bin/python3
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+
+[ -x "$bench" ] || { echo "run_query_bench: $bench is not executable" >&2; exit 2; }
+[ -r "$numpy" ] || { echo "run_query_bench: $numpy not found" >&2; exit 2; }
+"$py" -c 'import numpy' 2>/dev/null || { echo "run_query_bench: $py has no numpy" >&2; exit 2; }
+
+echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -srm)"
+echo "# cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') x $(nproc)"
+miss=0
+for size in "250000 10" "50000 100"; do
+	set -- $size
+	c=$("$bench" --rows "$1" --features "$2" --repeats "$reps")
+	n=$("$py" "$numpy" --rows "$1" --features "$2" --repeats "$reps")
+	echo "$c"
+	echo "$n"
+	"$py" - "$c" "$n" <<'PY' || miss=1
+import json, sys
+c, n = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+r_stream = c['stream_seconds'] / c['kernel_seconds']
+r_numpy = n['seconds'] / c['kernel_seconds']
+ok = r_stream >= 0.6 and r_numpy >= 3.0
+print('summary rows=%d features=%d kernel=%.1f GB/s stream=%.1f GB/s numpy=%.1f GB/s '
+      'kernel/stream=%.2f (target 0.6) speedup_vs_numpy=%.1fx (target 3) %s'
+      % (c['rows'], c['features'], c['kernel_gbytes_per_s'], c['stream_gbytes_per_s'],
+         n['gbytes_per_s'], r_stream, r_numpy, 'MET' if ok else 'MISSED'))
+sys.exit(0 if ok else 1)
+PY
+done
+if [ "${BENCH_STRICT:-0}" = 1 ] && [ "$miss" = 1 ]; then
+	exit 1
+fi
+exit 0

@@ -1,0 +1,145 @@
+"""A local dpasync deployment for integration tests: certificates, data,
+learnerd and ownerd processes on loopback ports chosen at run time.  Every
+process started is killed when the cluster is closed."""
+import os, signal, socket, ssl, struct, subprocess, time, urllib.request
+from harness import Fail, check, run
+
+class Cluster:
+    def __init__(self, bindir, d, owners=3, rows=400, features=5, T=300, seed=1):
+        self.dp = os.path.join(bindir, 'tools', 'dpasync')
+        self.learnerd = os.path.join(bindir, 'learner', 'learnerd')
+        self.ownerd = os.path.join(bindir, 'owner', 'ownerd')
+        self.d, self.N, self.T = d, owners, T
+        self.names = ['owner-%d' % i for i in range(1, owners + 1)]
+        self.procs = []
+        self.learner = None
+        run([self.dp, 'gen', '--rows', ','.join([str(rows)] * owners), '--features', str(features),
+             '--seed', str(seed), '--out', self.path('data')])
+        run([self.dp, 'certs', '--out', self.path('certs'), '--owners', str(owners)])
+
+    def path(self, *p):
+        return os.path.join(self.d, *p)
+
+    def data(self, i):
+        return self.path('data', 'owner-%d.csv' % i)
+
+    def start_learner(self, extra=(), resume=False):
+        pf = self.path('learner.ports')
+        if os.path.exists(pf):
+            os.unlink(pf)
+        c = self.path('certs')
+        # A resumed learner comes back on the same port: owners keep its address.
+        listen = '127.0.0.1:%d' % (self.port if resume else 0)
+        cmd = [self.learnerd, '--listen', listen, '--port-file', pf,
+               '--ca', c + '/ca.crt', '--cert', c + '/learner.crt', '--key', c + '/learner.key',
+               '--owners', ','.join(self.names), '--T', str(self.T), '--bias',
+               '--out', self.path('learner'), '--metrics-listen', '127.0.0.1:0',
+               '--query-timeout', '5'] + list(extra)
+        if resume:
+            cmd.append('--resume')
+        self.learner_log = open(self.path('learnerd.log'), 'a')
+        self.learner = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.learner_log, text=True)
+        self.procs.append(self.learner)
+        for _ in range(200):
+            if os.path.exists(pf):
+                ports = dict(l.split('=') for l in open(pf).read().split())
+                self.port, self.metrics_port = int(ports['tls']), int(ports.get('metrics', 0))
+                return
+            if self.learner.poll() is not None:
+                raise Fail('learnerd exited at start:\n' + open(self.path('learnerd.log')).read())
+            time.sleep(0.05)
+        raise Fail('learnerd did not write its port file')
+
+    def start_owner(self, i, name=None, certdir=None, ledger=None, extra=(), eps='1', rate='50'):
+        name = name or 'owner-%d' % i
+        c = certdir or self.path('certs')
+        ledger = ledger or self.path('owner-%d' % i, 'ledger')
+        os.makedirs(os.path.dirname(ledger), exist_ok=True)
+        cmd = [self.ownerd, '--learner', '127.0.0.1:%d' % self.port, '--ca', c + '/ca.crt',
+               '--cert', '%s/%s.crt' % (c, name), '--key', '%s/%s.key' % (c, name),
+               '--data', self.data(i), '--bias', '--epsilon', eps, '--rate', rate,
+               '--ledger', ledger, '--model-out', ledger + '.model.json'] + list(extra)
+        if eps == 'inf':
+            cmd.append('--allow-no-noise')
+        log = open(ledger + '.log', 'a')
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
+        self.procs.append(p)
+        return p
+
+    def metric(self, name):
+        """The value of an unlabelled series from learnerd's /metrics."""
+        body = urllib.request.urlopen('http://127.0.0.1:%d/metrics' % self.metrics_port,
+                                      timeout=5).read().decode()
+        for line in body.splitlines():
+            if line.startswith(name + ' '):
+                return float(line.split()[1])
+        raise Fail('metric %s not found' % name)
+
+    def wait_metric(self, name, value, timeout=30):
+        end = time.time() + timeout
+        while time.time() < end:
+            try:
+                if self.metric(name) >= value:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise Fail('%s did not reach %s' % (name, value))
+
+    def trace_rows(self):
+        p = self.path('learner', 'trace.csv')
+        if not os.path.exists(p):
+            return []
+        lines = open(p).read().splitlines()[1:]
+        return [l.split(',') for l in lines if l.count(',') == 5]
+
+    def wait_learner(self, timeout=120):
+        try:
+            out, _ = self.learner.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise Fail('learnerd did not finish in %d s' % timeout)
+        check(self.learner.returncode == 0, 'learnerd exited %d:\n%s' % (
+            self.learner.returncode, open(self.path('learnerd.log')).read()[-3000:]))
+        return out
+
+    def close(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+        for p in self.procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+
+def tls_client(cluster, name, certdir=None):
+    """A raw TLS 1.3 client with an owner's certificate (for protocol abuse)."""
+    c = certdir or cluster.path('certs')
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+    ctx.load_verify_locations(c + '/ca.crt')
+    ctx.load_cert_chain(c + '/%s.crt' % name, c + '/%s.key' % name)
+    s = socket.create_connection(('127.0.0.1', cluster.port), timeout=10)
+    return ctx.wrap_socket(s, server_hostname='learner')
+
+def closed_by_peer(s, timeout=10):
+    """True when the peer closes the TLS connection within timeout."""
+    s.settimeout(timeout)
+    try:
+        while True:
+            if not s.recv(4096):
+                return True
+    except (ssl.SSLError, ConnectionResetError, BrokenPipeError):
+        return True
+    except socket.timeout:
+        return False
+
+def ledger_records(path):
+    """(answers, total nano-epsilon) of a ledger file (docs/ledger.md §3)."""
+    if not os.path.exists(path):
+        return 0, 0
+    b = open(path, 'rb').read()
+    check(b[:8] == b'DPLEDGER', '%s: not a ledger' % path)
+    n = (len(b) - 256) // 64
+    total = struct.unpack_from('<Q', b, 256 + 64 * (n - 1) + 32)[0] if n else 0
+    return n, total

@@ -1,0 +1,92 @@
+#!/usr/bin/python3
+"""Acceptance (real daemons on loopback):
+- kill -9 of an owner mid-job and restart: it resumes from its ledger (its
+  Hello reports the answers already given), the ledger never shows more than
+  K answers or more than epsilon spent, every answer the learner used is in
+  the ledger, and the job completes; an owner with a small answer cap stops
+  at exactly K answers and the job still completes;
+- kill -9 of learnerd mid-job and restart with --resume: the job completes
+  T iterations with a continuous trace."""
+import os, re, signal, sys, time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Fail, check, run, tmpdir, cleanup, main
+from cluster import Cluster, ledger_records
+
+def wait_rows(c, n, timeout=60):
+    end = time.time() + timeout
+    while time.time() < end:
+        if len(c.trace_rows()) >= n:
+            return
+        if c.learner.poll() is not None:
+            break
+        time.sleep(0.02)
+    raise Fail('trace did not reach %d rows' % n)
+
+def owner_crash(bindir, d):
+    T, K3 = 600, 50
+    c = Cluster(bindir, d, owners=3, rows=300, features=4, T=T)
+    try:
+        c.start_learner()
+        o1 = c.start_owner(1, rate='30')
+        o2 = c.start_owner(2, rate='30')
+        o3 = c.start_owner(3, rate='30', extra=['--answers-cap', str(K3)])
+        wait_rows(c, 150)
+        o2.send_signal(signal.SIGKILL)
+        o2.wait()
+        before, _ = ledger_records(c.path('owner-2', 'ledger'))
+        check(before > 0, 'owner-2 had answered nothing before the kill')
+        o2 = c.start_owner(2, rate='30')
+        out = c.wait_learner()
+        check('done k=%d' % T in out, 'job did not complete after the owner crash')
+        rows = c.trace_rows()
+        log = open(c.path('learnerd.log')).read()
+        given = [int(g) for g in re.findall(r'hello id=owner-2 .*answers_given=(\d+)', log)]
+        check(len(given) >= 2 and given[-1] >= before,
+              'restarted owner-2 did not resume from its ledger (Hellos: %s, ledger had %d)' % (given, before))
+        for i, cap in ((1, T), (2, T), (3, K3)):
+            n, nano = ledger_records(c.path('owner-%d' % i, 'ledger'))
+            used = sum(1 for r in rows if r[2] == 'owner-%d' % i)
+            check(n <= cap, 'owner-%d ledger has %d answers, cap %d' % (i, n, cap))
+            check(nano <= 10 ** 9, 'owner-%d ledger spent %d nano-epsilon > 1' % (i, nano))
+            check(used <= n, 'owner-%d: learner used %d answers, ledger has %d' % (i, used, n))
+            print('owner-%d: ledger %d answers (cap %d), %.6f epsilon; learner used %d'
+                  % (i, n, cap, nano / 1e9, used))
+        n3, _ = ledger_records(c.path('owner-3', 'ledger'))
+        check(n3 == K3, 'owner-3 should stop at exactly K = %d answers, has %d' % (K3, n3))
+        for p in (o1, o2, o3):
+            check(p.wait(timeout=30) == 0, 'an ownerd exited %s' % p.returncode)
+    finally:
+        c.close()
+
+def learner_crash(bindir, d):
+    T = 500
+    c = Cluster(bindir, d, owners=3, rows=300, features=4, T=T)
+    try:
+        c.start_learner(['--checkpoint-every', '50'])
+        owners = [c.start_owner(i, rate='30') for i in (1, 2, 3)]
+        wait_rows(c, 220)
+        c.learner.send_signal(signal.SIGKILL)
+        c.learner.wait()
+        killed_at = len(c.trace_rows())
+        time.sleep(0.3)
+        c.start_learner(['--checkpoint-every', '50'], resume=True)
+        out = c.wait_learner()
+        check('done k=%d' % T in out, 'resumed learnerd did not complete: %r' % out)
+        ks = [int(r[0]) for r in c.trace_rows()]
+        check(ks == list(range(1, T + 1)), 'trace after resume is not k = 1..T')
+        for p in owners:
+            check(p.wait(timeout=30) == 0, 'an ownerd exited %s' % p.returncode)
+        print('learnerd killed at k=%d, resumed and completed T=%d' % (killed_at, T))
+    finally:
+        c.close()
+
+def test(argv):
+    d = tmpdir('e2e-crash')
+    try:
+        if not os.environ.get('ONLY_LEARNER'):
+            owner_crash(argv[0], os.path.join(d, 'owner'))
+        learner_crash(argv[0], os.path.join(d, 'learner'))
+    finally:
+        os.environ.get('KEEP') or cleanup(d)
+
+main(test)

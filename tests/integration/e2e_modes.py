@@ -1,0 +1,83 @@
+#!/usr/bin/python3
+"""Acceptance (real learnerd + 3 ownerd on loopback, mutual TLS):
+- request mode and broadcast mode, T = 300: the job completes, every owner
+  gets Done and saves the final model, and psi of the networked model lies in
+  the range the simulator gives for the same settings (between half the
+  smallest and twice the largest psi of 30 simulated runs: psi is a scaled
+  chi-square-like variable with p = 6 degrees of freedom, for which falling
+  outside that band has probability well below 1e-4);
+- parity: with epsilon = inf, feeding learnerd's trace (owner per iteration)
+  to `dpasync sim --schedule` reproduces the networked theta_L to 1e-12."""
+import json, os, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import check, run, tmpdir, cleanup, summary, main
+from cluster import Cluster
+import numpy as np
+
+T = 300
+
+def job(bindir, d, mode, eps):
+    c = Cluster(bindir, d, owners=3, rows=2000, features=5, T=T)
+    try:
+        extra = ['--mode', mode] + (['--broadcast-interval', '0.005'] if mode == 'broadcast' else [])
+        c.start_learner(extra)
+        owners = [c.start_owner(i, eps=eps) for i in (1, 2, 3)]
+        out = c.wait_learner()
+        check('done k=%d' % T in out, 'learnerd did not report done: %r' % out)
+        rows = c.trace_rows()
+        check([int(r[0]) for r in rows] == list(range(1, T + 1)), 'trace is not k = 1..T')
+        model = json.load(open(c.path('learner', 'model.json')))
+        for i, p in enumerate(owners, 1):
+            check(p.wait(timeout=30) == 0, 'ownerd %d exited %s' % (i, p.returncode))
+            got = json.load(open(c.path('owner-%d' % i, 'ledger.model.json')))
+            check(got['theta'] == model['theta'], 'owner %d saved a different model' % i)
+        return c, rows, model
+    finally:
+        c.close()
+
+def psi_of(c, bindir):
+    files = [c.data(i) for i in (1, 2, 3)]
+    e = json.loads(run([os.path.join(bindir, 'tools', 'dpasync'), 'eval',
+                        c.path('learner', 'model.json')] + files).stdout)
+    return e['psi']
+
+def test(argv):
+    bindir = argv[0]
+    dp = os.path.join(bindir, 'tools', 'dpasync')
+    d = tmpdir('e2e-modes')
+    try:
+        sim_out = None
+        for mode in ('request', 'broadcast'):
+            c, rows, model = job(bindir, os.path.join(d, mode), mode, '1')
+            if sim_out is None:
+                sim_out = os.path.join(d, 'sim')
+                run([dp, 'sim', '--bias', '--T', str(T), '--epsilon', '1', '--repeats', '30',
+                     '--seed', '4', '--psi-every', str(T), '--out', sim_out]
+                    + [c.data(i) for i in (1, 2, 3)])
+                sim_psi = summary(sim_out)['psi']
+            psi = psi_of(c, bindir)
+            lo, hi = min(sim_psi) / 2, max(sim_psi) * 2
+            print('%s mode: psi %.4g; simulator %.4g .. %.4g (median %.4g)' % (
+                mode, psi, min(sim_psi), max(sim_psi), sorted(sim_psi)[15]))
+            check(lo <= psi <= hi, '%s: psi %.4g outside [%.4g, %.4g]' % (mode, psi, lo, hi))
+            if mode == 'request':
+                waits = [float(r[3]) for r in rows]
+                check(any(w > 0 for w in waits), 'request mode: no request ever waited')
+        # Parity with the simulator, noise-free.
+        pd = os.path.join(d, 'parity')
+        c, rows, model = job(bindir, pd, 'request', 'inf')
+        sched = os.path.join(pd, 'schedule.txt')
+        with open(sched, 'w') as f:
+            f.write(''.join(r[2].split('-')[1] + '\n' for r in rows))
+        out = os.path.join(pd, 'sim')
+        run([dp, 'sim', '--bias', '--T', str(T), '--epsilon', 'inf', '--repeats', '1',
+             '--schedule', sched, '--out', out] + [c.data(i) for i in (1, 2, 3)])
+        want = np.array(summary(out)['theta'])
+        got = np.array(model['theta'])
+        err = np.abs(got - want).max() / np.abs(want).max()
+        print('parity: max relative difference %.3g over %d coordinates' % (err, len(got)))
+        check(err <= 1e-12, 'networked theta_L differs from sim --schedule by %.3g' % err)
+    finally:
+        cleanup(d)
+
+main(test)
