@@ -671,8 +671,9 @@ int dp_config_load_file(const struct dp_config_spec *spec, const char *path)
 
 static int dp__missing(const struct dp_config_spec *spec, const struct dp_config_entry *e)
 {
-	return dp_error_set(DP_EINVAL, "%s: '%s' is not set (use --%s or '%s = ...' in the "
-			    "config file)", spec->program, e->name, e->name, e->name);
+	(void)spec;   /* the daemon prefixes its own name when it prints the detail */
+	return dp_error_set(DP_EINVAL, "'%s' is not set (use --%s or '%s = ...' in the "
+			    "config file)", e->name, e->name, e->name);
 }
 
 int dp_config_check(const struct dp_config_spec *spec)

@@ -28,10 +28,15 @@ double dp_default_clip(size_t p);
 /* The smoothness bound L above. */
 double dp_default_smoothness(dp_model model, size_t p, double lambda);
 
-/* Async owner-copy step eta = 1 / (L * max_i n_i/n): the largest step for
- * which every owner's update is a contraction (eta * w_i * L <= 1); with
- * equal owners eta = N / L. */
-double dp_default_async_eta(dp_model model, size_t p, double lambda, double max_weight);
+/* Async owner-copy step eta = eta0 * min(1, sqrt(100 N / T)) with
+ * eta0 = 1 / (L * max_i n_i/n), the largest step for which every owner's
+ * update is a contraction (eta0 * w_i * L <= 1; N / L for equal owners).
+ * With a constant step the random order of owners leaves a floor under psi
+ * proportional to the step; shrinking it like 1/sqrt(T) past 100 N
+ * iterations lowers that floor while the total progress eta * T still
+ * grows, so a longer run is a better run. */
+double dp_default_async_eta(dp_model model, size_t p, double lambda, double max_weight,
+			    size_t N, size_t T);
 
 /* Sync1 rho/T^2 and sync2 c: step 1/L at k = 1, never above 1/(2 lambda). */
 double dp_default_sync_step(dp_model model, size_t p, double lambda);

@@ -362,7 +362,9 @@ static size_t dp__kernel_blas(const dp__kern *K)
  * Groups holding a dropped or slow row are done by dp__row_scalar and
  * skipped in phase B; rows left over at the end (n mod group) likewise. */
 #define DP__TZ (_MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC)
-#define DP__SIMD_BLOCK_BYTES (16 * 1024)
+#ifndef DP__SIMD_BLOCK_BYTES
+#define DP__SIMD_BLOCK_BYTES (8 * 1024)
+#endif
 #define DP__AI static inline __attribute__((always_inline))
 
 #ifndef DP__PF_DIST

@@ -79,7 +79,7 @@ double lrn_state_eta(const struct lrn *L, double max_weight)
 		return L->s->eta;
 	if (L->s->rho > 0)
 		return dp_async_eta_from_rho(L->N, L->T, L->s->lambda, L->s->rho);
-	return dp_default_async_eta(L->model, L->p, L->s->lambda, max_weight);
+	return dp_default_async_eta(L->model, L->p, L->s->lambda, max_weight, L->N, L->T);
 }
 
 int lrn_state_start(struct lrn *L)

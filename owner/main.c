@@ -541,8 +541,6 @@ int main(int argc, char **argv)
 	if (r < 0) {
 		const char *det = dp_error_detail(r);
 
-		if (strncmp(det, "ownerd: ", 8) == 0)
-			det += 8;
 		return own__die(r == DP_ENOMEM ? OWN_EXIT_FAIL : OWN_EXIT_CONFIG,
 				"%s (see ownerd --help)", det);
 	}

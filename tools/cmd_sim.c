@@ -35,8 +35,8 @@ static const char dp__sim_usage[] =
 	"  --schema FILE     feature schema from dpasync prep, applied to raw FILEs\n"
 	"  --T N             iterations (default 1000)\n"
 	"  --eta E           async: owner-copy step N rho/(T^2 sigma)\n"
-	"                    (default 1/(L max_i n_i/n), L = 2p+2lambda linear,\n"
-	"                    p/4+2lambda logistic/svm)\n"
+	"                    (default 1/(L max_i n_i/n) * min(1, sqrt(100N/T)),\n"
+	"                    L = 2p+2lambda linear, p/4+2lambda logistic/svm)\n"
 	"  --rho R           async: the paper's rho instead of --eta;\n"
 	"                    sync1: step rho/(T^2 k) (default rho/T^2 = min(1/L, 1/(2lambda)))\n"
 	"  --c C             sync2: step c/sqrt(k) (default as sync1's rho/T^2)\n"
@@ -438,7 +438,7 @@ int dp_cmd_sim(int argc, char **argv)
 	}
 	if (o.mode == DP_SIM_ASYNC)
 		s.eta = o.have_eta ? o.eta : o.have_rho ? dp_async_eta_from_rho(N, o.T, o.lambda, o.rho)
-			: dp_default_async_eta(o.model, s.p, o.lambda, maxw);
+			: dp_default_async_eta(o.model, s.p, o.lambda, maxw, N, o.T);
 	s.rho_over_T2 = o.have_rho ? o.rho / ((double)o.T * (double)o.T)
 		: dp_default_sync_step(o.model, s.p, o.lambda);
 	s.c = o.have_c ? o.c : dp_default_sync_step(o.model, s.p, o.lambda);

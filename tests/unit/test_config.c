@@ -400,7 +400,7 @@ static void test_flag_errors(void **state)
 	flag_error(5, a6, "option --epsilon: expected a finite number, got 'x'");
 	flag_error(4, a7, "option --verify: expected true/false, yes/no, on/off or 1/0, got "
 		   "'perhaps'");
-	flag_error(3, a8, "learnerd: 'tls-key' is not set (use --tls-key or 'tls-key = ...' in "
+	flag_error(3, a8, "'tls-key' is not set (use --tls-key or 'tls-key = ...' in "
 		   "the config file)");
 	flag_error(4, a9, "unknown option '-x'");
 	flag_error(4, a10, "option '--help=yes' does not take a value");

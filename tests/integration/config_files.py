@@ -1,0 +1,43 @@
+#!/usr/bin/python3
+"""The shipped example configurations (deploy/learnerd.conf, ownerd.conf)
+pass `--check-config` once their paths point at real files, flags override
+them, and a bad key is one stderr line with exit 2."""
+import os, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import check, run, tmpdir, cleanup, main
+
+DEPLOY = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'deploy')
+
+def localise(src, dst, d):
+    text = open(os.path.join(DEPLOY, src)).read()
+    text = text.replace('/etc/dpasync/', d + '/certs/').replace('/var/lib/dpasync/', d + '/state/')
+    open(dst, 'w').write(text)
+
+def test(argv):
+    b = argv[0]
+    dp, learnerd, ownerd = (os.path.join(b, x) for x in ('tools/dpasync', 'learner/learnerd', 'owner/ownerd'))
+    d = tmpdir('config')
+    try:
+        run([dp, 'certs', '--out', d + '/certs', '--owners', '3'])
+        os.makedirs(d + '/state')
+        run([dp, 'gen', '--rows', '20', '--features', '3', '--out', d + '/g'])
+        os.rename(d + '/g/owner-1.csv', d + '/state/owner-1.csv')
+        lc, oc = d + '/learnerd.conf', d + '/ownerd.conf'
+        localise('learnerd.conf', lc, d)
+        localise('ownerd.conf', oc, d)
+        p = run([learnerd, '--config', lc, '--check-config'])
+        check('1000' in p.stdout, 'effective T not printed: %s' % p.stdout)
+        p = run([learnerd, '--config', lc, '--check-config', '--T', '77'])
+        check('77' in p.stdout, 'flag did not override the file: %s' % p.stdout)
+        run([ownerd, '--config', oc, '--check-config'])
+        with open(lc, 'a') as f:
+            f.write('no-such-key = 1\n')
+        p = run([learnerd, '--config', lc, '--check-config'], ok=False)
+        lines = [l for l in p.stderr.splitlines() if l.strip()]
+        check(p.returncode == 2 and len(lines) == 1 and 'no-such-key' in lines[0],
+              'bad key: exit %d, stderr %r' % (p.returncode, p.stderr))
+        print('ok:', lines[0])
+    finally:
+        cleanup(d)
+
+main(test)
