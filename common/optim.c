@@ -9,8 +9,10 @@
  *   logistic  Newton with backtracking (Armijo 1e-4, halving), Hessian
  *             (1/n) X^T D X + 2 lambda I; stops when
  *             ||grad f||_inf <= 1e-12 max(1, |f|) or when the Newton
- *             decrement^2 / 2 <= 1e-24 max(1, |f|) (the predicted decrease is
- *             below what doubles can resolve); at most 100 iterations.
+ *             decrement^2 / 2 <= 1e-24 max(1, |f|); once the predicted
+ *             decrease is below 1e-14 max(1, |f|) (what doubles resolve of f)
+ *             one full Newton step is taken without line search and the
+ *             iteration stops; at most 100 iterations.
  *   svm       dual coordinate descent (Hsieh et al., ICML 2008, L1-loss SVM;
  *             C = 1/(2 lambda n) after dividing f by 2 lambda, the bias an
  *             ordinary regularised feature), random order each sweep,
@@ -50,6 +52,7 @@
 #define DP__NEWTON_GTOL 1e-12
 #define DP__NEWTON_DECR 1e-24
 #define DP__NEWTON_MAXIT 100
+#define DP__NEWTON_FRES 1e-14   /* predicted decrease below f's resolution */
 #define DP__FISTA_TOL 1e-10
 #define DP__FISTA_MAXIT 2000000
 #define DP__DCD_GAP 1e-10
@@ -367,6 +370,16 @@ static int dp__logistic(const dp__prob *P, double *theta)
 		for (size_t q = 0; q < p; q++)
 			gd += g[q] * d[q];
 		if (-gd / 2.0 <= DP__NEWTON_DECR * fmax(1.0, fabs(f))) {
+			err = 0;
+			break;
+		}
+		/* Below the resolution of f (a few ulps) Armijo cannot see the
+		 * decrease any more and the line search would shrink the step to
+		 * nothing, stalling with |grad| ~ 1e-11.  The quadratic model is
+		 * exact to rounding here: take the full Newton step and stop. */
+		if (-gd / 2.0 <= DP__NEWTON_FRES * fmax(1.0, fabs(f))) {
+			for (size_t q = 0; q < p; q++)
+				th[q] += d[q];
 			err = 0;
 			break;
 		}

@@ -39,7 +39,7 @@ def test(argv):
             check(r['clipped'] > 1000, '%s: clipping was not active (%d clipped)' % (model, r['clipped']))
             check(np.abs(want).max() > 1e-3, '%s: reference theta is trivially zero' % model)
             err = np.abs(got - want).max() / np.abs(want).max()
-            print('%s: max relative error %.3g (clipped %d gradients)' % (model, err, r['clipped']))
+            print('%s: max relative error %.3g (clipped %d gradients) theta_L %s' % (model, err, r['clipped'], np.round(want, 4)))
             check(err <= 1e-9, '%s: relative error %.3g > 1e-9\n got %s\nwant %s' % (model, err, got, want))
     finally:
         cleanup(d)
