@@ -44,6 +44,13 @@ void dp_async_update(const dp_async_params *a, const double *bar, const double *
 	dp_project_box(a->p, a->theta_max, theta_L);
 }
 
+double dp_async_freq_weight(double base_weight, size_t N, uint64_t count_i, uint64_t k)
+{
+	double pi = ((double)count_i + 1.0) / ((double)k + (double)N);
+
+	return base_weight / ((double)N * pi);
+}
+
 void dp_sync1_step(size_t p, double rho_over_T2, size_t k, double lambda,
 		   const double *agg, double *theta)
 {

@@ -4,6 +4,7 @@
 #define DP_ALGO_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Projection onto the box: clamp every coordinate to [-theta_max, theta_max]. */
 void dp_project_box(size_t p, double theta_max, double *theta);
@@ -31,6 +32,14 @@ void dp_async_midpoint(size_t p, const double *theta_L, const double *theta_i, d
  * weight is n_i/n (or the frequency-corrected weight of Remark 4). */
 void dp_async_update(const dp_async_params *a, const double *bar, const double *answer,
 		     double weight, double *theta_i, double *theta_L);
+
+/* Remark 4 of the async paper: owner i's weight n_i/n scaled by 1/(N pi_i),
+ * pi_i its observed share of iterations, so that an owner whose clock ticks
+ * more often does not pull theta towards its own data.  count_i and k count
+ * the iterations so far including this one; pi_i is the add-one estimate
+ * (count_i + 1) / (k + N), which is 1/N in expectation under equal clocks
+ * and avoids the 1/N factor a raw share of 1 would give the first owner. */
+double dp_async_freq_weight(double base_weight, size_t N, uint64_t count_i, uint64_t k);
 
 /* ---- Sync baselines (Algorithms 1 and 2 of "The Value of Collaboration") */
 

@@ -291,15 +291,6 @@ static size_t dp__row_scalar(const dp__kern *K, size_t j, double t)
 	}
 }
 
-static double dp__dot(const double *x, const double *theta, size_t p)
-{
-	double s = 0.0;
-
-	for (size_t q = 0; q < p; q++)
-		s += x[q] * theta[q];
-	return s;
-}
-
 /* Portable variant: blocks of rows, scores with cblas_dgemv while the block
  * is in cache, then the scalar rule. */
 static size_t dp__kernel_blas(const dp__kern *K)
@@ -343,25 +334,45 @@ static size_t dp__kernel_blas(const dp__kern *K)
 }
 
 #ifdef DP__X86_SIMD
-/* The SIMD variants (AVX-512: groups of 8 rows, AVX2: groups of 4) work on
- * blocks of rows that stay in L1 (DP__SIMD_BLOCK_BYTES):
+/* The SIMD variants work on groups of rows (8 with AVX-512, 4 with AVX2).
+ * Per group, phase A: dot products (one vector accumulator per row, then a
+ * transposing horizontal sum), coefficients, the drop test and the scales
+ * a_j 2^k in vector lanes; phase B: trunc(a_r x_rq) summed over the
+ * group's rows into per-column accumulators.
  *
- *   phase A  for each group: dot products (one vector accumulator per row,
- *            then a transposing horizontal sum), coefficients and scales
- *            in vector lanes -> a_j 2^k into a small buffer;
- *   phase B  for each panel of up to 4 vectors of columns: every group of
- *            the block, trunc(a_r x_rq) summed over the group's rows, into
- *            accumulators that stay in registers for the whole block.
+ *   dp__small8   AVX-512, linear and svm, p <= 32: one fused loop over the
+ *                groups, software-pipelined (phase A of group g+1 next to
+ *                phase B of group g), accumulators in registers;
+ *   blocked      everything else: blocks of DP__SIMD_BLOCK_BYTES, phase A
+ *                over the block (scales into a buffer), then phase B per
+ *                panel of up to 4 column vectors, re-reading the block
+ *                from L1.
  *
- * The block comes from memory once (phase A) and is re-read from L1
- * (phase B).  No gemv call per block: a BLAS gemv over a 10-column
- * row-major block reaches only about half the streaming bandwidth on its
- * own (docs/bench.md).  Accumulators live in registers because a vector
- * store does not forward quickly to the next load of the same address:
- * accumulating through memory chained every group (measured 1.4x slower).
- * Groups holding a dropped or slow row are done by dp__row_scalar and
- * skipped in phase B; rows left over at the end (n mod group) likewise. */
+ * Why, measured with tests/bench (docs/bench.md): a BLAS gemv for the
+ * scores of a 10-column row-major block runs at about half the streaming
+ * bandwidth on its own, so the scores are computed here, fused; a vector
+ * store does not forward quickly to the next (masked) load of the same
+ * address, so accumulating through memory chained all groups (1.4x
+ * slower); any call inside the hot loop, even on a cold path, made GCC
+ * keep vector values on the stack (all vector registers are
+ * call-clobbered), so bad groups are only listed in the loop and redone
+ * afterwards; the hardware prefetcher alone left the loop waiting on L3
+ * (1.5x slower), hence explicit prefetches.  Ragged row ends are read as
+ * the row's last full vector (plain loads inside the row) rather than with
+ * masked loads running past it.  Groups holding a dropped or slow row, and
+ * the rows left over (n mod group), go through dp__row_scalar. */
 #define DP__TZ (_MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC)
+
+/* Scores for rows outside the vector paths. */
+static double dp__dot(const double *x, const double *theta, size_t p)
+{
+	double s = 0.0;
+
+	for (size_t q = 0; q < p; q++)
+		s += x[q] * theta[q];
+	return s;
+}
+
 #ifndef DP__SIMD_BLOCK_BYTES
 #define DP__SIMD_BLOCK_BYTES (8 * 1024)
 #endif
@@ -566,6 +577,22 @@ DP__AI void dp__p8_accum(const dp__kern *K, size_t j0, size_t ng, const double *
 				      _mm512_add_pd(_mm512_maskz_loadu_pd(m3, sum + col3), s3));
 }
 
+/* Columns [c, c + pt) (pt = 1 or 2) of the 4 rows at row0 (stride p) as
+ * lanes (2r, 2r+1) of one vector; 8- or 16-byte loads inside each row. */
+__attribute__((target("avx512f,avx512dq")))
+DP__AI __m512d dp__pack4(const double *row0, size_t p, const int pt)
+{
+	__m128d e0 = pt == 2 ? _mm_loadu_pd(row0) : _mm_load_sd(row0);
+	__m128d e1 = pt == 2 ? _mm_loadu_pd(row0 + p) : _mm_load_sd(row0 + p);
+	__m128d e2 = pt == 2 ? _mm_loadu_pd(row0 + 2 * p) : _mm_load_sd(row0 + 2 * p);
+	__m128d e3 = pt == 2 ? _mm_loadu_pd(row0 + 3 * p) : _mm_load_sd(row0 + 3 * p);
+	__m512d v = _mm512_castpd128_pd512(e0);
+
+	v = _mm512_insertf64x2(v, e1, 1);
+	v = _mm512_insertf64x2(v, e2, 2);
+	return _mm512_insertf64x2(v, e3, 3);
+}
+
 /* p <= 32 (at most 4 vectors of columns), linear and svm: one fused loop
  * over groups, all accumulators in registers, software-pipelined: the
  * scales of group g+1 (a long dependency chain) are computed in the
@@ -581,11 +608,16 @@ DP__AI void dp__p8_accum(const dp__kern *K, size_t j0, size_t ng, const double *
 #endif
 __attribute__((target("avx512f,avx512dq")))
 DP__AI size_t dp__small8(const dp__kern *K, const dp_model m, const int nv, size_t lc,
-			 __mmask8 lmask, const int masked, __m512d th_tail)
+			 __mmask8 lmask, const int masked, __m512d th_tail, const int pt)
 {
-	size_t n = K->n, p = K->p, dropped = 0, ng = n / 8;
+	size_t n = K->n, p = K->p, dropped = 0, ng = n / 8, tc = p - (size_t)pt;
 	const double *x = K->x;
-	__m512d s0 = _mm512_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
+	/* vectors of columns done row by row; with pt, the last one (a ragged
+	 * end of pt = 1 or 2 columns) is done packed instead */
+	const int nr = pt ? nv - 1 : nv;
+	const __m512i ilo = _mm512_set_epi64(3, 3, 2, 2, 1, 1, 0, 0);
+	const __m512i ihi = _mm512_set_epi64(7, 7, 6, 6, 5, 5, 4, 4);
+	__m512d s0 = _mm512_setzero_pd(), s1 = s0, s2 = s0, s3 = s0, st = s0;
 	size_t col0 = nv == 1 ? lc : 0, col1 = nv == 2 ? lc : 8, col2 = nv == 3 ? lc : 16;
 	size_t col3 = lc;
 	size_t bad[DP__SMALL_GROUPS];
@@ -626,13 +658,26 @@ DP__AI size_t dp__small8(const dp__kern *K, const dp_model m, const int nv, size
 				__m512d b4 = _mm512_set1_pd(av[4]), b5 = _mm512_set1_pd(av[5]);
 				__m512d b6 = _mm512_set1_pd(av[6]), b7 = _mm512_set1_pd(av[7]);
 
-				s0 = _mm512_add_pd(s0, DP__SUM8(0));
-				if (nv > 1)
+				if (nr > 0)
+					s0 = _mm512_add_pd(s0, DP__SUM8(0));
+				if (nr > 1)
 					s1 = _mm512_add_pd(s1, DP__SUM8(1));
-				if (nv > 2)
+				if (nr > 2)
 					s2 = _mm512_add_pd(s2, DP__SUM8(2));
-				if (nv > 3)
+				if (nr > 3)
 					s3 = _mm512_add_pd(s3, DP__SUM8(3));
+				if (pt) {
+					/* the ragged ends of 4 rows in one vector,
+					 * two lanes per row (an unused lane is 0) */
+					__m512d tl = dp__pack4(xb + tc, p, pt);
+					__m512d th = dp__pack4(xb + 4 * p + tc, p, pt);
+					__m512d ml = _mm512_permutexvar_pd(ilo, a);
+					__m512d mh = _mm512_permutexvar_pd(ihi, a);
+
+					st = _mm512_add_pd(st, _mm512_add_pd(
+						_mm512_roundscale_pd(_mm512_mul_pd(ml, tl), DP__TZ),
+						_mm512_roundscale_pd(_mm512_mul_pd(mh, th), DP__TZ)));
+				}
 			} else {
 				bad[nbad++] = g;
 			}
@@ -652,20 +697,30 @@ DP__AI size_t dp__small8(const dp__kern *K, const dp_model m, const int nv, size
 #undef DP__T8
 #undef DP__LD8
 	double *sum = K->sum;
-	__mmask8 m0 = nv == 1 ? lmask : 0xff, m1 = nv == 2 ? lmask : 0xff;
-	__mmask8 m2 = nv == 3 ? lmask : 0xff, m3 = lmask;
+	/* with pt every row-by-row vector is full */
+	__mmask8 m0 = nv == 1 && !pt ? lmask : 0xff, m1 = nv == 2 && !pt ? lmask : 0xff;
+	__mmask8 m2 = nv == 3 && !pt ? lmask : 0xff, m3 = !pt ? lmask : 0xff;
 
-	_mm512_mask_storeu_pd(sum + col0, m0,
-			      _mm512_add_pd(_mm512_maskz_loadu_pd(m0, sum + col0), s0));
-	if (nv > 1)
+	if (nr > 0)
+		_mm512_mask_storeu_pd(sum + col0, m0,
+				      _mm512_add_pd(_mm512_maskz_loadu_pd(m0, sum + col0), s0));
+	if (nr > 1)
 		_mm512_mask_storeu_pd(sum + col1, m1,
 				      _mm512_add_pd(_mm512_maskz_loadu_pd(m1, sum + col1), s1));
-	if (nv > 2)
+	if (nr > 2)
 		_mm512_mask_storeu_pd(sum + col2, m2,
 				      _mm512_add_pd(_mm512_maskz_loadu_pd(m2, sum + col2), s2));
-	if (nv > 3)
+	if (nr > 3)
 		_mm512_mask_storeu_pd(sum + col3, m3,
 				      _mm512_add_pd(_mm512_maskz_loadu_pd(m3, sum + col3), s3));
+	if (pt) {
+		double tl[8];
+
+		_mm512_storeu_pd(tl, st);
+		sum[tc] += (tl[0] + tl[2]) + (tl[4] + tl[6]);
+		if (pt == 2)
+			sum[tc + 1] += (tl[1] + tl[3]) + (tl[5] + tl[7]);
+	}
 	for (size_t j = 8 * ng; j < n; j++)
 		dropped += dp__row_scalar(K, j, dp__dot(x + j * p, K->theta, p));
 	return dropped;
@@ -688,24 +743,36 @@ static size_t dp__kernel_avx512(const dp__kern *K)
 		size_t lc = rem ? rcol : 8 * (nvec - 1);
 		__mmask8 lm = rem ? rmask : 0xff;
 
-		if (K->m == DP_MODEL_LINEAR) {
-			if (p < 8)
-				return dp__small8(K, DP_MODEL_LINEAR, 1, 0, rmask, 1, th_tail);
-			switch (nvec) {
-			case 1: return dp__small8(K, DP_MODEL_LINEAR, 1, lc, lm, 0, th_tail);
-			case 2: return dp__small8(K, DP_MODEL_LINEAR, 2, lc, lm, 0, th_tail);
-			case 3: return dp__small8(K, DP_MODEL_LINEAR, 3, lc, lm, 0, th_tail);
-			default: return dp__small8(K, DP_MODEL_LINEAR, 4, lc, lm, 0, th_tail);
-			}
-		}
-		if (p < 8)
-			return dp__small8(K, DP_MODEL_SVM, 1, 0, rmask, 1, th_tail);
-		switch (nvec) {
-		case 1: return dp__small8(K, DP_MODEL_SVM, 1, lc, lm, 0, th_tail);
-		case 2: return dp__small8(K, DP_MODEL_SVM, 2, lc, lm, 0, th_tail);
-		case 3: return dp__small8(K, DP_MODEL_SVM, 3, lc, lm, 0, th_tail);
-		default: return dp__small8(K, DP_MODEL_SVM, 4, lc, lm, 0, th_tail);
-		}
+		/* a ragged end of 1 or 2 columns is packed (4 rows per
+		 * vector): for p = 10, phase B does 10 vectors per group
+		 * instead of 16 (measured 7-9% faster overall) */
+		int pt = p > 8 && (rem == 1 || rem == 2) ? (int)rem : 0;
+#define DP__SMALL(mm) do { \
+		if (p < 8) \
+			return dp__small8(K, mm, 1, 0, rmask, 1, th_tail, 0); \
+		if (pt == 1) \
+			switch (nvec) { \
+			case 2: return dp__small8(K, mm, 2, lc, lm, 0, th_tail, 1); \
+			case 3: return dp__small8(K, mm, 3, lc, lm, 0, th_tail, 1); \
+			default: return dp__small8(K, mm, 4, lc, lm, 0, th_tail, 1); \
+			} \
+		if (pt == 2) \
+			switch (nvec) { \
+			case 2: return dp__small8(K, mm, 2, lc, lm, 0, th_tail, 2); \
+			case 3: return dp__small8(K, mm, 3, lc, lm, 0, th_tail, 2); \
+			default: return dp__small8(K, mm, 4, lc, lm, 0, th_tail, 2); \
+			} \
+		switch (nvec) { \
+		case 1: return dp__small8(K, mm, 1, lc, lm, 0, th_tail, 0); \
+		case 2: return dp__small8(K, mm, 2, lc, lm, 0, th_tail, 0); \
+		case 3: return dp__small8(K, mm, 3, lc, lm, 0, th_tail, 0); \
+		default: return dp__small8(K, mm, 4, lc, lm, 0, th_tail, 0); \
+		} \
+	} while (0)
+		if (K->m == DP_MODEL_LINEAR)
+			DP__SMALL(DP_MODEL_LINEAR);
+		DP__SMALL(DP_MODEL_SVM);
+#undef DP__SMALL
 	}
 	for (size_t j0 = 0; j0 < nfull; j0 += rows) {
 		size_t nb = nfull - j0 < rows ? nfull - j0 : rows, ng = nb / 8;

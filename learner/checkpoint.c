@@ -67,6 +67,7 @@ static struct json_object *lrn__job_json(const struct lrn *L)
 	bad |= lrn__add(j, "theta_max", lrn__dbl(L->s->theta_max));
 	bad |= lrn__add(j, "clip_l1", lrn__dbl(lrn_state_clip(L)));
 	bad |= lrn__add(j, "bias", json_object_new_boolean(L->s->bias));
+	bad |= lrn__add(j, "freq_correction", json_object_new_boolean(L->s->freq_correction));
 	bad |= lrn__add(j, "eta", lrn__dbl(L->eta));
 	bad |= lrn__add(j, "rho", lrn__dbl(L->rho));
 	bad |= lrn__add(j, "n_total", json_object_new_uint64(L->n_total));
@@ -263,7 +264,7 @@ static int lrn__check_job(struct lrn *L, struct lrn__rd *r, struct json_object *
 	const char *name, *model;
 	uint64_t T, p;
 	double lambda, tmax, clip;
-	bool bias;
+	bool bias, fc;
 
 	name = lrn__s(r, job, "name");
 	model = lrn__s(r, job, "model");
@@ -277,6 +278,8 @@ static int lrn__check_job(struct lrn *L, struct lrn__rd *r, struct json_object *
 		struct json_object *b = lrn__get(r, job, "bias", json_type_boolean);
 
 		bias = b ? json_object_get_boolean(b) : false;
+		b = lrn__get(r, job, "freq_correction", json_type_boolean);
+		fc = b ? json_object_get_boolean(b) : false;
 	}
 	if (r->rc)
 		return r->rc;
@@ -300,6 +303,9 @@ static int lrn__check_job(struct lrn *L, struct lrn__rd *r, struct json_object *
 	if (bias != L->s->bias)
 		return LRN__MISMATCH("bias", "%s", bias ? "true" : "false",
 				     L->s->bias ? "true" : "false");
+	if (fc != L->s->freq_correction)
+		return LRN__MISMATCH("freq-correction", "%s", fc ? "true" : "false",
+				     L->s->freq_correction ? "true" : "false");
 	if (json_object_array_length(ids) != L->N)
 		return LRN__MISMATCH("the number of owners", "%zu", json_object_array_length(ids),
 				     L->N);

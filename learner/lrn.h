@@ -53,6 +53,7 @@ struct lrn_settings {
 	double idle_timeout;       /* 0: wait for ever */
 	size_t features;           /* 0: from the first Hello */
 	bool bias;
+	bool freq_correction;   /* Remark 4 weights (dp_async_freq_weight) */
 	char *out;
 	uint64_t checkpoint_every; /* 0: only on SIGTERM, stop and end */
 	bool resume;

@@ -72,6 +72,9 @@ static const struct dp_config_entry lrn__entries[] = {
 	  .help = "model dimension p incl. bias (0: from the first Hello)" },
 	{ .name = "bias", DP_CFG_BOOL(&S.bias), .def = "false", .group = G_JOB,
 	  .help = "owners append a bias column (recorded in model.json)" },
+	{ .name = "freq-correction", DP_CFG_BOOL(&S.freq_correction), .def = "false",
+	  .group = G_JOB,
+	  .help = "scale owner i's weight by 1/(N pi_i), pi_i its share of iterations (Remark 4)" },
 
 	{ .name = "mode", DP_CFG_ENUM(&S.mode, lrn__modes), .def = "request", .group = G_RUN,
 	  .help = "iterations start on owner requests or learner broadcasts" },

@@ -145,7 +145,9 @@ void lrn_state_apply(struct lrn *L, const struct lrn_query *qr, const double *an
 
 	/* With several queries out, qr->bar is the midpoint of send time:
 	 * theta_L is overwritten from it (docs/learnerd.md, staleness). */
-	dp_async_update(&ap, qr->bar, answer, weight, o->theta, L->theta_L);
 	L->k_done++;
 	o->iterations++;
+	if (L->s->freq_correction)
+		weight = dp_async_freq_weight(weight, L->N, o->iterations, L->k_done);
+	dp_async_update(&ap, qr->bar, answer, weight, o->theta, L->theta_L);
 }

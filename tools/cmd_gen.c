@@ -4,8 +4,10 @@
  * that the score theta_true^T x is about N(0,1).  Regression: y = score +
  * N(0, noise^2).  Classification: y = +1 with probability
  * 1/(1 + exp(-4 score)), else -1.  --shift s moves owner i's feature means
- * to s*(2(i-1)/(N-1) - 1) for heterogeneous owners.  Deterministic for a
- * seed: theta_true first, then rows owner by owner. */
+ * to s*(2(i-1)/(N-1) - 1) for heterogeneous owners; --concept-shift c gives
+ * owner i its own true model theta_true + c * delta_i, delta_i ~ N(0, 1/D),
+ * so that owners' local optima differ.  Deterministic for a seed:
+ * theta_true first, then per owner delta_i (when c != 0) and its rows. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -30,6 +32,8 @@ static const char dp__gen_usage[] =
 	"  --noise S          regression noise standard deviation (default 0.5)\n"
 	"  --shift S          heterogeneity: owner i's feature means at\n"
 	"                     S*(2(i-1)/(N-1)-1) (default 0: iid owners)\n"
+	"  --concept-shift C  owner i's true model is theta + C*delta_i, delta_i ~\n"
+	"                     N(0, 1/D) per owner (default 0: one model for all)\n"
 	"  --seed S           seed (default 1); the same seed gives the same files\n"
 	"  --help             this text\n";
 
@@ -56,16 +60,17 @@ int dp_cmd_gen(int argc, char **argv)
 		{ "features", required_argument, NULL, 'd' },
 		{ "noise", required_argument, NULL, 'n' },
 		{ "shift", required_argument, NULL, 'S' },
+		{ "concept-shift", required_argument, NULL, 'C' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	size_t *rows = NULL, nowners = 0, d = 10;
 	uint64_t seed = 1;
-	double noise = 0.5, shift = 0.0;
+	double noise = 0.5, shift = 0.0, concept = 0.0;
 	const char *out = NULL;
 	int classify = 0, c, rc = 2;
-	double *theta = NULL, *x = NULL;
+	double *theta = NULL, *x = NULL, *own = NULL;
 	dp_simrng rng;
 
 	optind = 1;
@@ -85,6 +90,7 @@ int dp_cmd_gen(int argc, char **argv)
 		case 'd': err = dp_parse_size("--features", optarg, &d); break;
 		case 'n': err = dp_parse_double("--noise", optarg, 0, &noise); break;
 		case 'S': err = dp_parse_double("--shift", optarg, 0, &shift); break;
+		case 'C': err = dp_parse_double("--concept-shift", optarg, 0, &concept); break;
 		case 's': err = dp_parse_u64("--seed", optarg, &seed); break;
 		case 'h': fputs(dp__gen_usage, stdout); free(rows); return 0;
 		default: dp_tool_fail("gen", "bad usage: unknown option or missing value in '%s' (try dpasync gen --help)", argv[optind - 1]); goto done;
@@ -122,7 +128,8 @@ int dp_cmd_gen(int argc, char **argv)
 	}
 	theta = malloc(d * sizeof(double));
 	x = malloc(d * sizeof(double));
-	if (theta == NULL || x == NULL) {
+	own = malloc(d * sizeof(double));
+	if (theta == NULL || x == NULL || own == NULL) {
 		dp_tool_fail("gen", "out of memory");
 		rc = 1;
 		goto done;
@@ -135,6 +142,8 @@ int dp_cmd_gen(int argc, char **argv)
 		double mean = nowners > 1 ? shift * (2.0 * (double)i / (double)(nowners - 1) - 1.0) : 0.0;
 		FILE *f;
 
+		for (size_t q = 0; q < d; q++)
+			own[q] = theta[q] + (concept != 0.0 ? concept * dp__gauss(&rng) / sqrt((double)d) : 0.0);
 		snprintf(path, sizeof(path), "%s/owner-%zu.csv", out, i + 1);
 		f = fopen(path, "w");
 		if (f == NULL) {
@@ -149,7 +158,7 @@ int dp_cmd_gen(int argc, char **argv)
 			double score = 0.0, y;
 			for (size_t q = 0; q < d; q++) {
 				x[q] = mean + dp__gauss(&rng);
-				score += theta[q] * x[q];
+				score += own[q] * x[q];
 			}
 			if (classify)
 				y = dp__uniform(&rng) < 1.0 / (1.0 + exp(-4.0 * score)) ? 1.0 : -1.0;
@@ -170,5 +179,6 @@ done:
 	free(rows);
 	free(theta);
 	free(x);
+	free(own);
 	return rc;
 }

@@ -48,6 +48,8 @@ static const char dp__sim_usage[] =
 	"                    inf = no noise (default 1)\n"
 	"  --answers-cap K   answers each owner's budget is split over (default T)\n"
 	"  --rates R[,..]    async: owners' Poisson clock rates (default 1 each)\n"
+	"  --freq-correction async: scale owner i's weight by 1/(N pi_i), pi_i its\n"
+	"                    observed share of iterations (the paper's Remark 4)\n"
 	"  --schedule FILE   async: owner (1-based) of each iteration, one per line\n"
 	"  --repeats R       independent runs (default 10)\n"
 	"  --seed S          seed (default 1)\n"
@@ -59,7 +61,7 @@ typedef struct dp_sim_opts {
 	enum dp_sim_mode mode;
 	dp_model model;
 	const char *target, *schema, *schedule, *out;
-	int bias, have_eta, have_rho, have_c, have_clip;
+	int bias, have_eta, have_rho, have_c, have_clip, freq_correction;
 	size_t T, answers_cap, repeats, psi_every;
 	uint64_t seed;
 	double eta, rho, c, lambda, theta_max, clip;
@@ -86,6 +88,7 @@ static int dp__sim_parse(dp_sim_opts *o, int argc, char **argv)
 		{ "answers-cap", required_argument, NULL, 'K' },
 		{ "rates", required_argument, NULL, 'R' },
 		{ "schedule", required_argument, NULL, 's' },
+		{ "freq-correction", no_argument, NULL, 'F' },
 		{ "repeats", required_argument, NULL, 'n' },
 		{ "seed", required_argument, NULL, 'd' },
 		{ "psi-every", required_argument, NULL, 'p' },
@@ -124,6 +127,7 @@ static int dp__sim_parse(dp_sim_opts *o, int argc, char **argv)
 		case 'K': err = dp_parse_size("--answers-cap", optarg, &o->answers_cap); break;
 		case 'R': free(o->rates); err = dp_parse_double_list("--rates", optarg, 0, &o->rates, &o->nrates); break;
 		case 's': o->schedule = optarg; break;
+		case 'F': o->freq_correction = 1; break;
 		case 'n': err = dp_parse_size("--repeats", optarg, &o->repeats); break;
 		case 'd': err = dp_parse_u64("--seed", optarg, &o->seed); break;
 		case 'p': err = dp_parse_size("--psi-every", optarg, &o->psi_every); break;
@@ -292,6 +296,7 @@ static int dp__write_outputs(const dp_sim_opts *o, const dp_sim_setup *s, const 
 	json_object_object_add(j, "lambda", json_object_new_double(s->lambda));
 	json_object_object_add(j, "theta_max", json_object_new_double(s->theta_max));
 	json_object_object_add(j, "clip_l1", json_object_new_double(s->clip));
+	json_object_object_add(j, "freq_correction", json_object_new_boolean(s->freq_correction));
 	if (s->mode == DP_SIM_ASYNC) {
 		json_object_object_add(j, "eta", json_object_new_double(s->eta));
 		if (s->lambda > 0)
@@ -389,6 +394,10 @@ int dp_cmd_sim(int argc, char **argv)
 		dp_tool_fail("sim", "--rates has %zu values for %zu owners (give 1 or %zu)", o.nrates, N, N);
 		goto out;
 	}
+	if (o.freq_correction && o.mode != DP_SIM_ASYNC) {
+		dp_tool_fail("sim", "--freq-correction applies to --mode async only");
+		goto out;
+	}
 	if (o.schedule && o.mode != DP_SIM_ASYNC) {
 		dp_tool_fail("sim", "--schedule applies to --mode async only");
 		goto out;
@@ -406,6 +415,7 @@ int dp_cmd_sim(int argc, char **argv)
 	s.theta_max = o.theta_max;
 	s.clip = o.have_clip ? o.clip : dp_default_clip(s.p);
 	s.schedule = schedule;
+	s.freq_correction = o.freq_correction;
 	s.psi_every = o.psi_every ? o.psi_every : (o.T / 200 ? o.T / 200 : 1);
 	s.weight = calloc(N, sizeof(double));
 	s.eps_q = calloc(N, sizeof(double));

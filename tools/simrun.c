@@ -50,13 +50,17 @@ int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *th
 {
 	size_t p = s->p, N = s->N, cp = 0;
 	double *work = calloc(p * (N + 4), sizeof(double));
+	uint64_t *count = calloc(N, sizeof(uint64_t));
 	double *theta_L, *bar, *ans, *agg, *copies;
 	dp_simrng pick, noise;
 	dp_bitsource bits;
 	int rc = 0;
 
-	if (work == NULL)
+	if (work == NULL || count == NULL) {
+		free(work);
+		free(count);
 		return DP_ENOMEM;
+	}
 	theta_L = work;
 	bar = work + p;
 	ans = work + 2 * p;
@@ -72,6 +76,7 @@ int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *th
 		for (size_t k = 1; k <= s->T; k++) {
 			size_t i = s->schedule ? s->schedule[k - 1] : dp__pick_owner(s, &pick);
 			double *theta_i = copies + i * p;
+			double w = s->weight[i];
 
 			if (owner_out)
 				owner_out[k - 1] = i;
@@ -79,7 +84,10 @@ int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *th
 			rc = dp_query_answer(s->model, s->ds[i], bar, s->clip, s->eps_q[i], &bits, ans, NULL);
 			if (rc != 0)
 				goto out;
-			dp_async_update(&ap, bar, ans, s->weight[i], theta_i, theta_L);
+			count[i]++;
+			if (s->freq_correction)
+				w = dp_async_freq_weight(w, N, count[i], k);
+			dp_async_update(&ap, bar, ans, w, theta_i, theta_L);
 			if (k == dp_sim_checkpoint_k(s, cp))
 				psi_out[cp++] = dp_psi(dp_model_fitness(s->model, s->ds, N, s->lambda, theta_L),
 						       s->f_star);
@@ -115,5 +123,6 @@ int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *th
 	}
 out:
 	free(work);
+	free(count);
 	return rc;
 }

@@ -24,6 +24,7 @@ typedef struct dp_sim_setup {
 	double c;                      /* sync2 */
 	double lambda, theta_max, clip;
 	const size_t *schedule;        /* T owner indices (0-based) or NULL */
+	int freq_correction;           /* async: Remark 4 weights (dp_async_freq_weight) */
 	size_t psi_every;
 	double f_star;
 } dp_sim_setup;

@@ -20,7 +20,7 @@ export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 "$py" -c 'import numpy' 2>/dev/null || { echo "run_query_bench: $py has no numpy" >&2; exit 2; }
 
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -srm)"
-echo "# cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') x $(nproc)"
+echo "# cpu: $(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2- | sed "s/^ *//") x $(getconf _NPROCESSORS_ONLN)"
 miss=0
 for size in "250000 10" "50000 100"; do
 	set -- $size

@@ -7,7 +7,8 @@
   chi-square-like variable with p = 6 degrees of freedom, for which falling
   outside that band has probability well below 1e-4);
 - parity: with epsilon = inf, feeding learnerd's trace (owner per iteration)
-  to `dpasync sim --schedule` reproduces the networked theta_L to 1e-12."""
+  to `dpasync sim --schedule` reproduces the networked theta_L to 1e-12, also
+  with --freq-correction (Remark 4) and one owner ticking 5x faster."""
 import json, os, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import check, run, tmpdir, cleanup, summary, main
@@ -16,12 +17,13 @@ import numpy as np
 
 T = 300
 
-def job(bindir, d, mode, eps):
+def job(bindir, d, mode, eps, extra=(), rates=('50', '50', '50')):
     c = Cluster(bindir, d, owners=3, rows=2000, features=5, T=T)
     try:
-        extra = ['--mode', mode] + (['--broadcast-interval', '0.005'] if mode == 'broadcast' else [])
+        extra = ['--mode', mode] + (['--broadcast-interval', '0.005'] if mode == 'broadcast' else []) \
+            + list(extra)
         c.start_learner(extra)
-        owners = [c.start_owner(i, eps=eps) for i in (1, 2, 3)]
+        owners = [c.start_owner(i, eps=eps, rate=rates[i - 1]) for i in (1, 2, 3)]
         out = c.wait_learner()
         check('done k=%d' % T in out, 'learnerd did not report done: %r' % out)
         rows = c.trace_rows()
@@ -63,20 +65,25 @@ def test(argv):
             if mode == 'request':
                 waits = [float(r[3]) for r in rows]
                 check(any(w > 0 for w in waits), 'request mode: no request ever waited')
-        # Parity with the simulator, noise-free.
-        pd = os.path.join(d, 'parity')
-        c, rows, model = job(bindir, pd, 'request', 'inf')
-        sched = os.path.join(pd, 'schedule.txt')
-        with open(sched, 'w') as f:
-            f.write(''.join(r[2].split('-')[1] + '\n' for r in rows))
-        out = os.path.join(pd, 'sim')
-        run([dp, 'sim', '--bias', '--T', str(T), '--epsilon', 'inf', '--repeats', '1',
-             '--schedule', sched, '--out', out] + [c.data(i) for i in (1, 2, 3)])
-        want = np.array(summary(out)['theta'])
-        got = np.array(model['theta'])
-        err = np.abs(got - want).max() / np.abs(want).max()
-        print('parity: max relative difference %.3g over %d coordinates' % (err, len(got)))
-        check(err <= 1e-12, 'networked theta_L differs from sim --schedule by %.3g' % err)
+        # Parity with the simulator, noise-free; then with the frequency
+        # correction of Remark 4 and owner-1's clock 5x faster.
+        for tag, lflags, rates in (('parity', [], ('50', '50', '50')),
+                                   ('parity-freq', ['--freq-correction'], ('150', '30', '30'))):
+            pd = os.path.join(d, tag)
+            c, rows, model = job(bindir, pd, 'request', 'inf', lflags, rates)
+            sched = os.path.join(pd, 'schedule.txt')
+            with open(sched, 'w') as f:
+                f.write(''.join(r[2].split('-')[1] + '\n' for r in rows))
+            out = os.path.join(pd, 'sim')
+            run([dp, 'sim', '--bias', '--T', str(T), '--epsilon', 'inf', '--repeats', '1',
+                 '--schedule', sched, '--out', out] + lflags + [c.data(i) for i in (1, 2, 3)])
+            want = np.array(summary(out)['theta'])
+            got = np.array(model['theta'])
+            err = np.abs(got - want).max() / np.abs(want).max()
+            share = sum(1 for r in rows if r[2] == 'owner-1') / len(rows)
+            print('%s: max relative difference %.3g over %d coordinates (owner-1 share %.2f)'
+                  % (tag, err, len(got), share))
+            check(err <= 1e-12, '%s: networked theta_L differs from sim --schedule by %.3g' % (tag, err))
     finally:
         cleanup(d)
 

@@ -304,7 +304,7 @@ static void dyadic_theta(dp_simrng *r, double *theta, size_t p, double scale)
 
 static void test_grid_sum_matches_reference(void **state)
 {
-	static const size_t ps[] = { 1, 3, 7, 8, 10, 16, 17, 31, 33, 40, 100 };
+	static const size_t ps[] = { 1, 3, 7, 8, 9, 10, 16, 17, 18, 25, 26, 31, 33, 40, 100 };
 	static const size_t ns[] = { 1, 7, 8, 9, 515, 2053 };
 	dp_simrng r;
 	size_t total_clipped = 0, total_unclipped = 0;

@@ -1,0 +1,488 @@
+#!/usr/bin/python3
+"""Daemon throughput benchmark (docs/bench-daemons.md).
+
+Iterations per second of learnerd in strict mode (request mode,
+max-inflight 1) on loopback with real ownerd processes (3 and 100 owners,
+50 rows x 10 features each, --bias so p = 11), against a raw TLS 1.3
+request-response ping-pong over the same connection code (tls_pingpong,
+two processes) measured in the same run.  Variants of each learnerd job:
+
+  disk  the product: every ownerd ledger on a disk directory (fdatasync
+        per answer).  The headline.
+  shm   diagnostic: the ledgers on tmpfs (/dev/shm), where fdatasync is
+        nearly free -- shows how much of the gap the ledger's durability
+        explains.  Not a deployment.
+  stub  diagnostic: bench_owner_stub (one process holding N owner
+        connections, answers at once and asks again at once: no clock, no
+        data, no noise, no ledger) -- learnerd's own capacity.
+
+Throughput of a job = (rows - 1) / (last - first time_unix of trace.csv),
+i.e. startup (certificates, handshakes, waiting for every Hello) is
+excluded.  Each (owners, variant) runs --runs times (median reported); one
+ping-pong runs at the start of every round, and ratio = learnerd it/s /
+ping-pong round trips/s of the same round.  A job whose measured window is
+shorter than --min-seconds is rerun with a larger T.
+
+Every process is started in its own session (process group) and killed
+at the end, on failure and on SIGINT/SIGTERM.
+
+Usage (meson passes the executables):
+  bench_learnerd.py --learnerd L --ownerd O --dpasync D --pingpong P --stub S
+                    [--owners 3,100] [--variants disk,shm,stub] [--runs 3]
+                    [--seconds 6] [--min-seconds 5] [--rate 1000]
+                    [--work DIR] [--ledger-dir DIR] [--shm-dir /dev/shm]
+                    [--json FILE] [--keep] [--quick] [--strict]
+Exit 0 unless a program failed (with --strict also 1 when a disk ratio is
+below 0.5).
+"""
+import argparse
+import csv
+import datetime
+import json
+import math
+import os
+import platform
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+PROCS = []          # every Popen started, for cleanup
+TMPDIRS = []        # directories to remove at the end (unless --keep)
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+class Interrupted(Exception):
+    pass
+
+
+def on_signal(signum, frame):
+    raise Interrupted("signal %d" % signum)
+
+
+def start(argv, stdout, stderr):
+    p = subprocess.Popen(argv, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL,
+                         start_new_session=True)
+    PROCS.append(p)
+    return p
+
+
+def reap(p, timeout):
+    """Wait for p at most timeout seconds; returns its rusage or None on
+    timeout.  Sets p.returncode."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+        except ChildProcessError:
+            # reaped elsewhere (Popen.poll); no rusage then
+            return None if p.returncode is None else resource.struct_rusage((0.0,) * 16)
+        if pid == p.pid:
+            p.returncode = os.waitstatus_to_exitcode(status)
+            return ru
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.005)
+
+
+def kill_all():
+    """SIGTERM every live process group we started, then SIGKILL."""
+    live = [p for p in PROCS if p.returncode is None]
+    for p in live:
+        try:
+            os.killpg(p.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 3.0
+    for p in live:
+        if reap(p, max(0.0, deadline - time.monotonic())) is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            reap(p, 5.0)
+    PROCS[:] = [p for p in PROCS if p.returncode is None]
+
+
+def fs_type(path):
+    try:
+        return subprocess.run(["stat", "-f", "-c", "%T", path], capture_output=True,
+                               text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+
+
+def fsync_probe(directory, n=300):
+    """Latency of what the ledger does per answer: append 64 bytes, then
+    fdatasync (microseconds: median, mean, p90)."""
+    path = os.path.join(directory, ".fsync-probe")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
+    rec = b"\x5a" * 64
+    d = []
+    try:
+        for _ in range(n):
+            t = time.perf_counter()
+            os.write(fd, rec)
+            os.fdatasync(fd)
+            d.append(time.perf_counter() - t)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    d.sort()
+    return {"median_us": 1e6 * d[len(d) // 2], "mean_us": 1e6 * sum(d) / len(d),
+            "p90_us": 1e6 * d[int(0.9 * len(d))]}
+
+
+def read_trace(path):
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    return rows
+
+
+def analyse(rows):
+    t = [float(r["time_unix"]) for r in rows]
+    wait = [float(r["wait_s"]) for r in rows]
+    rtt = [float(r["rtt_s"]) for r in rows]
+    window = t[-1] - t[0]
+    # A request served from an empty queue (the learner was idle when it
+    # arrived) has wait_s 0 at the trace's microsecond resolution.
+    starved = sum(1 for w in wait[1:] if w < 1e-6) / max(1, len(wait) - 1)
+    return {"iterations": len(rows), "window_s": window,
+            "it_per_s": (len(rows) - 1) / window if window > 0 else float("nan"),
+            "starved_frac": starved, "rtt_median_us": 1e6 * statistics.median(rtt),
+            "wait_median_us": 1e6 * statistics.median(wait)}
+
+
+class Bench:
+    def __init__(self, a):
+        self.a = a
+        self.maxn = max(a.owners)
+        self.certs = os.path.join(a.work, "certs")
+        self.data = os.path.join(a.work, "data")
+        # T that gives about --seconds of work, learned from the runs.
+        self.T = {}
+
+    def setup(self):
+        a = self.a
+        rows = ",".join(["50"] * self.maxn)
+        subprocess.run([a.dpasync, "gen", "--rows", rows, "--features", "10", "--seed", "1",
+                        "--out", self.data], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([a.dpasync, "certs", "--out", self.certs, "--owners", str(self.maxn)],
+                       check=True, stdout=subprocess.DEVNULL)
+
+    def pingpong(self, tag):
+        a = self.a
+        c = self.certs
+        out = subprocess.run(
+            [a.pingpong, "--ca", c + "/ca.crt", "--server-cert", c + "/learner.crt",
+             "--server-key", c + "/learner.key", "--client-cert", c + "/owner-1.crt",
+             "--client-key", c + "/owner-1.key", "--p", "11",
+             "--seconds", str(a.pingpong_seconds)],
+            capture_output=True, text=True, timeout=a.pingpong_seconds + 90,
+            start_new_session=True)
+        if out.returncode != 0:
+            raise RuntimeError("tls_pingpong failed: " + out.stderr.strip())
+        r = json.loads(out.stdout)
+        log("  %-22s %9.0f round trips/s  (query %d B, answer %d B, request %d B)"
+            % (tag + " pingpong", r["rt_per_s"], r["query_bytes"], r["answer_bytes"],
+               r["request_bytes"]))
+        return r
+
+    def job(self, n, variant, T, tag):
+        """One learnerd job; returns the analysis dict or raises."""
+        a = self.a
+        c = self.certs
+        jdir = os.path.join(a.work, tag)
+        os.makedirs(jdir)
+        if variant == "shm":
+            ldir = os.path.join(a.shm_root, tag)
+        else:
+            ldir = os.path.join(a.ledger_root, tag)
+        os.makedirs(ldir, exist_ok=True)
+        names = ",".join("owner-%d" % i for i in range(1, n + 1))
+        ports = os.path.join(jdir, "learner.ports")
+        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t_start = time.monotonic()
+        with open(os.path.join(jdir, "learnerd.out"), "w") as lo, \
+             open(os.path.join(jdir, "learnerd.log"), "w") as le:
+            lp = start([a.learnerd, "--listen", "127.0.0.1:0", "--port-file", ports,
+                        "--ca", c + "/ca.crt", "--cert", c + "/learner.crt",
+                        "--key", c + "/learner.key", "--owners", names, "--T", str(T),
+                        "--bias", "--out", os.path.join(jdir, "learner")], lo, le)
+        port = None
+        deadline = time.monotonic() + 15
+        while port is None and time.monotonic() < deadline:
+            if lp.poll() is not None:
+                break
+            try:
+                with open(ports) as f:
+                    for line in f:
+                        if line.startswith("tls="):
+                            port = int(line[4:])
+            except FileNotFoundError:
+                pass
+            time.sleep(0.02)
+        if port is None:
+            raise RuntimeError("%s: learnerd did not start (see %s/learnerd.log)" % (tag, jdir))
+        owners = []
+        if variant == "stub":
+            with open(os.path.join(jdir, "stub.log"), "w") as se:
+                owners.append(start([a.stub, "--learner", "127.0.0.1:%d" % port,
+                                     "--ca", c + "/ca.crt", "--certs", c, "--owners", str(n),
+                                     "--p", "11", "--rows", "50"], subprocess.DEVNULL, se))
+        else:
+            for i in range(1, n + 1):
+                od = os.path.join(ldir, "owner-%d" % i)
+                os.makedirs(od)
+                with open(os.path.join(jdir, "ownerd-%d.log" % i), "w") as oe:
+                    owners.append(start(
+                        [a.ownerd, "--learner", "127.0.0.1:%d" % port,
+                         "--ca", c + "/ca.crt", "--cert", "%s/owner-%d.crt" % (c, i),
+                         "--key", "%s/owner-%d.key" % (c, i),
+                         "--data", "%s/owner-%d.csv" % (self.data, i), "--bias",
+                         "--rate", str(a.rate), "--ledger", os.path.join(od, "ledger"),
+                         "--model-out", os.path.join(od, "model.json")],
+                        subprocess.DEVNULL, oe))
+        limit = 60 + 20 * a.seconds
+        lru = reap(lp, limit)
+        if lru is None:
+            raise RuntimeError("%s: learnerd did not finish within %d s" % (tag, limit))
+        if lp.returncode != 0:
+            raise RuntimeError("%s: learnerd exited %d (see %s/learnerd.log)"
+                               % (tag, lp.returncode, jdir))
+        ocpu = 0.0
+        bad = []
+        for i, p in enumerate(owners, 1):
+            ru = reap(p, 15)
+            if ru is None or p.returncode != 0:
+                bad.append(i)
+            if ru is not None:
+                ocpu += ru.ru_utime + ru.ru_stime
+        wall = time.monotonic() - t_start
+        kill_all()
+        if bad:
+            raise RuntimeError("%s: owner process(es) %s did not exit 0 after Done"
+                               % (tag, bad[:10]))
+        res = analyse(read_trace(os.path.join(jdir, "learner", "trace.csv")))
+        if res["iterations"] != T:
+            raise RuntimeError("%s: trace has %d rows, T=%d" % (tag, res["iterations"], T))
+        res.update({"owners": n, "variant": variant, "T": T, "job_wall_s": wall,
+                    "learnerd_cpu_s": lru.ru_utime + lru.ru_stime, "owners_cpu_s": ocpu,
+                    "ledger_fs": "-" if variant == "stub" else fs_type(ldir)})
+        res["learnerd_cpu_us_per_it"] = 1e6 * res["learnerd_cpu_s"] / T
+        res["owners_cpu_us_per_it"] = 1e6 * ocpu / T
+        if not a.keep:
+            shutil.rmtree(jdir, ignore_errors=True)
+            shutil.rmtree(ldir, ignore_errors=True)
+        return res
+
+    def measured_job(self, n, variant, rnd):
+        a = self.a
+        key = (n, variant)
+        T = self.T.get(key, {"disk": 4000, "shm": 8000, "stub": 50000}[variant])
+        T = max(T, 2 * n)
+        for attempt in range(4):
+            tag = "r%d-n%d-%s-%d" % (rnd, n, variant, attempt)
+            r = self.job(n, variant, T, tag)
+            want = int(math.ceil(r["it_per_s"] * a.seconds / 100.0)) * 100
+            self.T[key] = max(want, 2 * n, 100)
+            if r["window_s"] >= a.min_seconds:
+                break
+            log("  %-22s window %.2f s < %.1f s: again with T=%d"
+                % ("%d owners %s" % (n, variant), r["window_s"], a.min_seconds, self.T[key]))
+            T = self.T[key]
+        log("  %-22s %9.1f it/s  ratio %.3f  window %.1f s  T=%d  starved %.1f%%  "
+            "learnerd %.1f us CPU/it  owners %.1f us CPU/it  ledger fs %s"
+            % ("%d owners %s" % (n, variant), r["it_per_s"], r["it_per_s"] / self.pp_now,
+               r["window_s"], r["T"], 100 * r["starved_frac"], r["learnerd_cpu_us_per_it"],
+               r["owners_cpu_us_per_it"], r["ledger_fs"]))
+        return r
+
+    def run(self):
+        a = self.a
+        self.setup()
+        results = {"pingpong": [], "jobs": []}
+        results["fsync_probe"] = {
+            "disk": dict(fsync_probe(a.ledger_root), fs=fs_type(a.ledger_root)),
+            "shm": dict(fsync_probe(a.shm_root), fs=fs_type(a.shm_root)),
+        }
+        for k, v in results["fsync_probe"].items():
+            log("fsync probe %-4s (%s): 64-byte append + fdatasync median %.1f us, mean %.1f us, "
+                "p90 %.1f us" % (k, v["fs"], v["median_us"], v["mean_us"], v["p90_us"]))
+        for rnd in range(1, a.runs + 1):
+            log("round %d/%d" % (rnd, a.runs))
+            pp = self.pingpong("round %d" % rnd)
+            pp["round"] = rnd
+            results["pingpong"].append(pp)
+            self.pp_now = pp["rt_per_s"]
+            for n in a.owners:
+                for v in a.variants:
+                    r = self.measured_job(n, v, rnd)
+                    r["round"] = rnd
+                    r["ratio"] = r["it_per_s"] / pp["rt_per_s"]
+                    results["jobs"].append(r)
+        return results
+
+
+def summarise(results, a):
+    pp = statistics.median(p["rt_per_s"] for p in results["pingpong"])
+    lines = []
+    lines.append("ping-pong (2 processes, TLS 1.3, Query/Answer/UpdateRequest of p=11): "
+                 "median %.0f round trips/s over %d runs (%s)"
+                 % (pp, len(results["pingpong"]),
+                    ", ".join("%.0f" % p["rt_per_s"] for p in results["pingpong"])))
+    lines.append("")
+    lines.append("| owners | variant | it/s (median) | runs | ratio (median of per-round) "
+                 "| starved | learnerd CPU µs/it | owners CPU µs/it |")
+    lines.append("|---:|---|---:|---|---:|---:|---:|---:|")
+    summary = {"pingpong_rt_per_s_median": pp, "cells": []}
+    for n in a.owners:
+        for v in a.variants:
+            js = [j for j in results["jobs"] if j["owners"] == n and j["variant"] == v]
+            if not js:
+                continue
+            ips = statistics.median(j["it_per_s"] for j in js)
+            ratio = statistics.median(j["ratio"] for j in js)
+            cell = {"owners": n, "variant": v, "it_per_s_median": ips, "ratio_median": ratio,
+                    "runs": [round(j["it_per_s"], 1) for j in js],
+                    "starved_frac_median": statistics.median(j["starved_frac"] for j in js),
+                    "learnerd_cpu_us_per_it": statistics.median(
+                        j["learnerd_cpu_us_per_it"] for j in js),
+                    "owners_cpu_us_per_it": statistics.median(
+                        j["owners_cpu_us_per_it"] for j in js)}
+            summary["cells"].append(cell)
+            lines.append("| %d | %s | %.0f | %s | %.3f | %.1f%% | %.1f | %.1f |"
+                         % (n, v, ips, ", ".join("%.0f" % x for x in cell["runs"]), ratio,
+                            100 * cell["starved_frac_median"], cell["learnerd_cpu_us_per_it"],
+                            cell["owners_cpu_us_per_it"]))
+    # How much of the gap the ledger's fdatasync explains: time per
+    # iteration with the ledgers on disk minus on tmpfs, as a share of the
+    # disk iteration time above one ping-pong round trip.
+    lines.append("")
+    for n in a.owners:
+        c = {x["variant"]: x for x in summary["cells"] if x["owners"] == n}
+        if "disk" in c and "shm" in c:
+            td = 1e6 / c["disk"]["it_per_s_median"]
+            ts = 1e6 / c["shm"]["it_per_s_median"]
+            tp = 1e6 / pp
+            share = (td - ts) / (td - tp) if td > tp else float("nan")
+            lines.append("%d owners: %.0f µs/iteration with disk ledgers, %.0f µs on tmpfs, "
+                         "%.0f µs per ping-pong round trip: the ledger's durability explains "
+                         "%.0f%% of the gap" % (n, td, ts, tp, 100 * share))
+            summary.setdefault("fsync_share", {})[str(n)] = share
+    return summary, "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--learnerd", required=True)
+    ap.add_argument("--ownerd", required=True)
+    ap.add_argument("--dpasync", required=True)
+    ap.add_argument("--pingpong", required=True)
+    ap.add_argument("--stub", help="bench_owner_stub (needed for the stub variant)")
+    ap.add_argument("--owners", default="3,100")
+    ap.add_argument("--variants", default="disk,shm,stub")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=6.0, help="target window per job")
+    ap.add_argument("--min-seconds", type=float, default=5.0, help="shortest window kept")
+    ap.add_argument("--pingpong-seconds", type=float, default=3.0)
+    ap.add_argument("--rate", type=float, default=1000.0, help="ownerd --rate")
+    ap.add_argument("--work", help="work directory (default: a new one in the current "
+                    "directory, removed at the end unless --keep)")
+    ap.add_argument("--ledger-dir", help="disk directory for the disk variant's ledgers "
+                    "(default: inside --work)")
+    ap.add_argument("--shm-dir", default="/dev/shm")
+    ap.add_argument("--json", help="write all results here")
+    ap.add_argument("--keep", action="store_true", help="keep logs, traces and ledgers")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke test: 1 run, 3 owners, 1 s windows")
+    ap.add_argument("--strict", action="store_true",
+                    help="exit 1 when a disk-variant ratio is below 0.5")
+    a = ap.parse_args()
+    a.owners = [int(x) for x in a.owners.split(",") if x]
+    a.variants = [x for x in a.variants.split(",") if x]
+    if a.quick:
+        a.runs, a.owners, a.seconds, a.min_seconds, a.pingpong_seconds = 1, [3], 1.5, 1.0, 1.0
+    for v in a.variants:
+        if v not in ("disk", "shm", "stub"):
+            ap.error("unknown variant %r" % v)
+    if "stub" in a.variants and not a.stub:
+        ap.error("the stub variant needs --stub")
+    for name in ("learnerd", "ownerd", "dpasync", "pingpong", "stub"):
+        p = getattr(a, name)
+        if p and not os.access(p, os.X_OK):
+            ap.error("--%s %s is not executable" % (name, p))
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    if a.work is None:
+        a.work = tempfile.mkdtemp(prefix="bench-daemons-", dir=os.getcwd())
+        TMPDIRS.append(a.work)
+    else:
+        os.makedirs(a.work, exist_ok=True)
+    a.work = os.path.abspath(a.work)
+    a.ledger_root = os.path.abspath(a.ledger_dir or os.path.join(a.work, "ledgers"))
+    os.makedirs(a.ledger_root, exist_ok=True)
+    a.shm_root = tempfile.mkdtemp(prefix="bench-daemons-", dir=a.shm_dir)
+    TMPDIRS.append(a.shm_root)
+
+    log("# bench-daemons %s  %s  %d CPUs  %s" % (
+        datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        platform.platform(), os.cpu_count() or 0, cpu_model()))
+    log("# owners %s, variants %s, %d runs, ~%.0f s per job, ownerd --rate %g; disk ledgers "
+        "in %s (%s)" % (a.owners, a.variants, a.runs, a.seconds, a.rate, a.ledger_root,
+                        fs_type(a.ledger_root)))
+    rc = 0
+    try:
+        b = Bench(a)
+        results = b.run()
+        summary, text = summarise(results, a)
+        results["summary"] = summary
+        results["settings"] = {k: (v if not isinstance(v, list) else list(v))
+                               for k, v in vars(a).items()}
+        log("")
+        log(text)
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(results, f, indent=1)
+        if a.strict and any(c["ratio_median"] < 0.5 for c in summary["cells"]
+                            if c["variant"] == "disk"):
+            log("a disk-variant ratio is below the 0.5 goal")
+            rc = 1
+    except (RuntimeError, subprocess.CalledProcessError, subprocess.TimeoutExpired,
+            OSError) as e:
+        log("bench_learnerd: FAILED: %s" % e)
+        rc = 1
+    except Interrupted as e:
+        log("bench_learnerd: interrupted (%s)" % e)
+        rc = 130
+    finally:
+        kill_all()
+        if not a.keep:
+            for d in TMPDIRS:
+                shutil.rmtree(d, ignore_errors=True)
+        else:
+            log("kept: %s %s" % (a.work, a.shm_root))
+    return rc
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "?"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,268 @@
+/* A minimal, fast owner for the daemon throughput benchmark
+ * (docs/bench-daemons.md): a diagnostic that isolates learnerd's own
+ * cost.  One process, one libuv loop, N owner connections (identities
+ * owner-1 .. owner-N, certificates DIR/owner-i.crt/.key), speaking the
+ * real protocol through common/conn.h, but with no clock, no data, no
+ * noise and no ledger: each Query is answered at once with a gradient
+ * 0.5 * theta, followed at once by the next UpdateRequest, so the
+ * learner's request queue is never empty.  Never a privacy mechanism:
+ * benchmark only, never installed.
+ *
+ *   bench_owner_stub --learner HOST:PORT --ca F --certs DIR --owners N
+ *                    [--p 11] [--rows 50]
+ *
+ * Exit 0 when every connection received Done; 1 otherwise (message on
+ * stderr); 2 on bad usage. */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "error.h"
+#include "frame.h"
+#include "log.h"
+#include "parse.h"
+#include "tls.h"
+
+struct stub_owner {
+	char id[32];
+	dp_conn *conn;
+	uint64_t T, answers, max_k;
+	int welcomed, done, closed;
+};
+
+static struct {
+	const char *host, *ca, *certs;
+	uint16_t port;
+	size_t n, p;
+	uint64_t rows;
+} A = { .p = 11, .rows = 50 };
+
+static uv_loop_t *loop;
+static struct stub_owner *own;
+static double *grad;
+static size_t n_closed, n_done;
+static int failed;
+
+static void stub_send(struct stub_owner *o, Dpasync__Envelope *env)
+{
+	int rc;
+
+	env->version = DP_PROTO_VERSION;
+	rc = dp_conn_send(o->conn, env);
+	if (rc < 0) {
+		fprintf(stderr, "bench_owner_stub %s: send %s: %s\n", o->id, dp_msg_kind(env),
+			dp_error_detail(rc));
+		failed = 1;
+	}
+}
+
+static void stub_request(struct stub_owner *o)
+{
+	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
+	Dpasync__UpdateRequest u = DPASYNC__UPDATE_REQUEST__INIT;
+
+	env.msg_case = DPASYNC__ENVELOPE__MSG_UPDATE_REQUEST;
+	env.update_request = &u;
+	stub_send(o, &env);
+}
+
+static int stub_on_handshake(dp_conn *c, const char *peer_id)
+{
+	struct stub_owner *o = dp_conn_data(c);
+	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
+	Dpasync__Hello h = DPASYNC__HELLO__INIT;
+
+	o->conn = c;
+	h.version = DP_PROTO_VERSION;
+	h.owner_id = o->id;
+	h.n_rows = A.rows;
+	h.n_features = (uint32_t)A.p;
+	h.epsilon = 1.0;
+	env.msg_case = DPASYNC__ENVELOPE__MSG_HELLO;
+	env.hello = &h;
+	stub_send(o, &env);
+	return 0;
+}
+
+static void stub_on_query(struct stub_owner *o, const Dpasync__Query *q)
+{
+	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
+	Dpasync__Answer a = DPASYNC__ANSWER__INIT;
+	uint64_t K = o->T ? o->T : 1;
+
+	if (q->k <= o->max_k) {
+		fprintf(stderr, "bench_owner_stub %s: query id %llu after %llu\n", o->id,
+			(unsigned long long)q->k, (unsigned long long)o->max_k);
+		failed = 1;
+		dp_conn_close(o->conn);
+		return;
+	}
+	o->max_k = q->k;
+	for (size_t j = 0; j < A.p; j++)
+		grad[j] = 0.5 * q->theta[j];
+	o->answers++;
+	a.k = q->k;
+	a.n_gradient = A.p;
+	a.gradient = grad;
+	a.answers_given = o->answers;
+	a.epsilon_spent = (double)o->answers / (double)K;
+	a.epsilon_left = a.epsilon_spent < 1.0 ? 1.0 - a.epsilon_spent : 0.0;
+	env.msg_case = DPASYNC__ENVELOPE__MSG_ANSWER;
+	env.answer = &a;
+	stub_send(o, &env);
+	if (o->answers < K && o->conn && dp_conn_is_open(o->conn))
+		stub_request(o);
+}
+
+static void stub_on_message(dp_conn *c, Dpasync__Envelope *m)
+{
+	struct stub_owner *o = dp_conn_data(c);
+
+	switch (m->msg_case) {
+	case DPASYNC__ENVELOPE__MSG_WELCOME: {
+		dp_msg_limits lim = { .p = A.p };
+
+		if (m->welcome->p != A.p) {
+			fprintf(stderr, "bench_owner_stub %s: Welcome.p=%u, expected %zu\n", o->id,
+				m->welcome->p, A.p);
+			failed = 1;
+			dp_conn_close(c);
+			break;
+		}
+		o->T = m->welcome->t;
+		o->welcomed = 1;
+		dp_conn_set_limits(c, &lim);
+		stub_request(o);
+		break;
+	}
+	case DPASYNC__ENVELOPE__MSG_QUERY:
+		if (o->welcomed)
+			stub_on_query(o, m->query);
+		break;
+	case DPASYNC__ENVELOPE__MSG_DONE:
+		o->done = 1;
+		n_done++;
+		dp_conn_close(c);
+		break;
+	default:
+		fprintf(stderr, "bench_owner_stub %s: unexpected %s\n", o->id, dp_msg_kind(m));
+		failed = 1;
+		dp_conn_close(c);
+		break;
+	}
+	dp_frame_msg_free(m);
+}
+
+static void stub_on_close(dp_conn *c, int reason, const char *detail)
+{
+	struct stub_owner *o = dp_conn_data(c);
+
+	o->conn = NULL;
+	o->closed = 1;
+	n_closed++;
+	if (!o->done) {
+		fprintf(stderr, "bench_owner_stub %s: closed before Done (%d: %s)\n", o->id, reason,
+			detail);
+		failed = 1;
+	}
+}
+
+static int stub_connect(struct stub_owner *o, size_t i)
+{
+	char cert[4096], key[4096];
+	dp_tls_files tf = { A.ca, cert, key };
+	dp_conn_config cfg;
+	SSL_CTX *ctx;
+	dp_conn *c;
+	int rc;
+
+	snprintf(o->id, sizeof(o->id), "owner-%zu", i + 1);
+	snprintf(cert, sizeof(cert), "%s/%s.crt", A.certs, o->id);
+	snprintf(key, sizeof(key), "%s/%s.key", A.certs, o->id);
+	rc = dp_tls_ctx_new(0, &tf, &ctx);
+	if (rc < 0)
+		return rc;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.ctx = ctx;
+	cfg.cb.on_handshake = stub_on_handshake;
+	cfg.cb.on_message = stub_on_message;
+	cfg.cb.on_close = stub_on_close;
+	cfg.data = o;
+	cfg.handshake_timeout_ms = 30000;   /* 100 handshakes on 2 busy cores */
+	rc = dp_conn_connect(loop, &cfg, A.host, A.port, "learner", &c);
+	SSL_CTX_free(ctx);
+	return rc;
+}
+
+static int stub_usage(void)
+{
+	fprintf(stderr, "usage: bench_owner_stub --learner HOST:PORT --ca F --certs DIR "
+		"--owners N [--p P] [--rows R]\n");
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "learner", required_argument, NULL, 'l' }, { "ca", required_argument, NULL, 'a' },
+		{ "certs", required_argument, NULL, 'c' }, { "owners", required_argument, NULL, 'n' },
+		{ "p", required_argument, NULL, 'p' }, { "rows", required_argument, NULL, 'r' },
+		{ NULL, 0, NULL, 0 },
+	};
+	uint64_t port = 0;
+	char *colon;
+	int o, rc = 0;
+
+	signal(SIGPIPE, SIG_IGN);
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (o) {
+		case 'l':
+			colon = strrchr(optarg, ':');
+			if (colon == NULL)
+				return stub_usage();
+			*colon = '\0';
+			A.host = optarg;
+			rc = dp_parse_u64("--learner port", colon + 1, &port);
+			if (rc == 0 && (port == 0 || port > 65535))
+				rc = dp_error_set(DP_ERANGE, "--learner: bad port");
+			A.port = (uint16_t)port;
+			break;
+		case 'a': A.ca = optarg; break;
+		case 'c': A.certs = optarg; break;
+		case 'n': rc = dp_parse_size("--owners", optarg, &A.n); break;
+		case 'p': rc = dp_parse_size("--p", optarg, &A.p); break;
+		case 'r': rc = dp_parse_u64("--rows", optarg, &A.rows); break;
+		default: return stub_usage();
+		}
+		if (rc < 0) {
+			fprintf(stderr, "bench_owner_stub: %s\n", dp_error_detail(rc));
+			return 2;
+		}
+	}
+	if (optind != argc || !A.host || !A.ca || !A.certs || A.n == 0 || A.p == 0 || A.rows == 0)
+		return stub_usage();
+	dp_log_set_level(DP_LOG_WARN);
+	loop = uv_default_loop();
+	own = calloc(A.n, sizeof(*own));
+	grad = calloc(A.p, sizeof(double));
+	if (own == NULL || grad == NULL) {
+		fprintf(stderr, "bench_owner_stub: out of memory\n");
+		return 1;
+	}
+	for (size_t i = 0; i < A.n; i++) {
+		rc = stub_connect(&own[i], i);
+		if (rc < 0) {
+			fprintf(stderr, "bench_owner_stub: owner-%zu: %s\n", i + 1, dp_error_detail(rc));
+			return 1;
+		}
+	}
+	uv_run(loop, UV_RUN_DEFAULT);
+	if (n_done != A.n)
+		failed = 1;
+	free(own);
+	free(grad);
+	return failed ? 1 : 0;
+}

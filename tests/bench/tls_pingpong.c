@@ -1,0 +1,481 @@
+/* Baseline for the daemon throughput benchmark (docs/bench-daemons.md): a
+ * raw request-response ping-pong over the project's own transport
+ * (common/conn.h: TLS 1.3 with mutual authentication on libuv, frames of
+ * common/frame.h, every message validated on receipt), exchanging per
+ * round trip exactly the messages of one strict-mode learnerd iteration:
+ *
+ *   server ("learner")                     client ("owner")
+ *      Query{k, theta[p]}        ------>
+ *                                <------   Answer{k, gradient[p], epsilon_spent,
+ *                                                 epsilon_left, answers_given}
+ *                                <------   UpdateRequest{}
+ *      next Query ...
+ *
+ * The Answer and the UpdateRequest are two separate sends (two TLS
+ * records), as in ownerd; the server sends the next Query when the
+ * UpdateRequest arrives.  Nothing else is done: no gradient, no noise, no
+ * ledger, no trace -- the transport's cost only.
+ *
+ * By default the client runs in a forked child process (two processes,
+ * like learnerd and ownerd); --one-process runs both ends on one loop.
+ *
+ *   tls_pingpong --ca CA --server-cert F --server-key F
+ *                --client-cert F --client-key F
+ *                [--p 11] [--seconds 3] [--warmup 2000] [--one-process]
+ *
+ * Prints one JSON line on stdout:
+ *   {"rt_per_s": ..., "round_trips": ..., "seconds": ..., "p": ..., "procs": ...,
+ *    "query_bytes": ..., "answer_bytes": ..., "request_bytes": ...}
+ * (message sizes are frame bodies as encoded for the first measured
+ * round trip, without the 4-byte header or TLS overhead).  Exit 0 on
+ * success, 1 on a failure (message on stderr), 2 on bad usage. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "error.h"
+#include "frame.h"
+#include "log.h"
+#include "parse.h"
+#include "tls.h"
+
+static struct {
+	const char *ca, *scert, *skey, *ccert, *ckey;
+	size_t p;
+	double seconds;
+	uint64_t warmup;
+	int one_process;
+} A = { .p = 11, .seconds = 3.0, .warmup = 2000 };
+
+/* ---- server side (the "learner") ---------------------------------------- */
+
+static struct {
+	uv_loop_t *loop;
+	dp_listener *lst;
+	dp_conn *conn;
+	uv_timer_t guard;       /* fails a run that does not finish in time */
+	double *theta;
+	uint64_t k, answered, measured;
+	uint64_t t0, t1;        /* uv_hrtime of the start/end of measurement */
+	int got_answer;         /* Answer of the current k seen */
+	int failed, finished;
+	size_t qbytes, abytes, rbytes;
+} S;
+
+static double pp_secs(uint64_t a, uint64_t b)
+{
+	return (double)(b - a) * 1e-9;
+}
+
+static void pp_server_fail(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "tls_pingpong: server: ");
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	S.failed = 1;
+	if (S.conn)
+		dp_conn_close(S.conn);
+}
+
+static void pp_send_query(void)
+{
+	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
+	Dpasync__Query q = DPASYNC__QUERY__INIT;
+	int rc;
+
+	S.k++;
+	/* Values with full mantissas: packed doubles are 8 bytes whatever
+	 * their value, but keep the payload realistic anyway. */
+	for (size_t j = 0; j < A.p; j++)
+		S.theta[j] = 0.1 * (double)(j + 1) + 1e-9 * (double)S.k;
+	q.k = S.k;
+	q.n_theta = A.p;
+	q.theta = S.theta;
+	env.version = DP_PROTO_VERSION;
+	env.msg_case = DPASYNC__ENVELOPE__MSG_QUERY;
+	env.query = &q;
+	if (S.qbytes == 0 && S.k > A.warmup)
+		S.qbytes = dpasync__envelope__get_packed_size(&env);
+	S.got_answer = 0;
+	rc = dp_conn_send(S.conn, &env);
+	if (rc < 0)
+		pp_server_fail("send: %s", dp_error_detail(rc));
+}
+
+/* End of measurement: close gracefully; the client exits when it sees the
+ * close, the listener is closed so the loop can end. */
+static void pp_server_finish(void)
+{
+	S.finished = 1;
+	dp_conn_close(S.conn);
+}
+
+static void pp_server_on_message(dp_conn *c, Dpasync__Envelope *m)
+{
+	if (S.finished || S.failed) {
+		dp_frame_msg_free(m);
+		return;
+	}
+	switch (m->msg_case) {
+	case DPASYNC__ENVELOPE__MSG_ANSWER:
+		if (m->answer->k != S.k || S.got_answer) {
+			pp_server_fail("%s", "answer for the wrong k");
+			break;
+		}
+		if (S.abytes == 0 && S.k > A.warmup)
+			S.abytes = dpasync__envelope__get_packed_size(m);
+		S.got_answer = 1;
+		break;
+	case DPASYNC__ENVELOPE__MSG_UPDATE_REQUEST:
+		if (S.k > 0 && !S.got_answer) {
+			pp_server_fail("%s", "update request before the answer");
+			break;
+		}
+		if (S.rbytes == 0 && S.k > A.warmup)
+			S.rbytes = dpasync__envelope__get_packed_size(m);
+		if (S.k > 0)
+			S.answered++;
+		if (S.answered == A.warmup) {
+			S.t0 = uv_hrtime();
+		} else if (S.answered > A.warmup) {
+			uint64_t now = uv_hrtime();
+
+			if (pp_secs(S.t0, now) >= A.seconds) {
+				S.t1 = now;
+				S.measured = S.answered - A.warmup;
+				pp_server_finish();
+				break;
+			}
+		}
+		pp_send_query();
+		break;
+	default:
+		pp_server_fail("unexpected %s message", dp_msg_kind(m));
+		break;
+	}
+	dp_frame_msg_free(m);
+}
+
+static int pp_server_on_handshake(dp_conn *c, const char *peer_id)
+{
+	dp_msg_limits lim = { .p = A.p };
+
+	if (S.conn != NULL)
+		return -1;      /* one client only */
+	S.conn = c;
+	dp_conn_set_limits(c, &lim);
+	return 0;
+}
+
+static void pp_server_on_close(dp_conn *c, int reason, const char *detail)
+{
+	if (c != S.conn) {
+		fprintf(stderr, "tls_pingpong: server: refused connection closed: %s\n", detail);
+		return;
+	}
+	S.conn = NULL;
+	if (!S.finished && !S.failed) {
+		fprintf(stderr, "tls_pingpong: server: client closed early (%d: %s)\n", reason,
+			detail);
+		S.failed = 1;
+	}
+	if (S.lst) {
+		dp_listener_close(S.lst);
+		S.lst = NULL;
+	}
+	if (!uv_is_closing((uv_handle_t *)&S.guard))
+		uv_close((uv_handle_t *)&S.guard, NULL);
+}
+
+static void pp_on_guard(uv_timer_t *t)
+{
+	fprintf(stderr, "tls_pingpong: server: no result within the time limit\n");
+	S.failed = 1;
+	if (S.conn)
+		dp_conn_close(S.conn);      /* on_close closes the rest */
+	if (S.lst) {
+		dp_listener_close(S.lst);
+		S.lst = NULL;
+	}
+	uv_close((uv_handle_t *)&S.guard, NULL);
+}
+
+/* ---- client side (the "owner") ------------------------------------------ */
+
+static struct {
+	dp_conn *conn;
+	double *grad;
+	uint64_t answers;
+	int done, failed;
+} C;
+
+static void pp_client_send(Dpasync__Envelope *env)
+{
+	int rc;
+
+	env->version = DP_PROTO_VERSION;
+	rc = dp_conn_send(C.conn, env);
+	if (rc < 0) {
+		fprintf(stderr, "tls_pingpong: client: send: %s\n", dp_error_detail(rc));
+		C.failed = 1;
+	}
+}
+
+static void pp_client_request(void)
+{
+	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
+	Dpasync__UpdateRequest u = DPASYNC__UPDATE_REQUEST__INIT;
+
+	env.msg_case = DPASYNC__ENVELOPE__MSG_UPDATE_REQUEST;
+	env.update_request = &u;
+	pp_client_send(&env);
+}
+
+static void pp_client_on_message(dp_conn *c, Dpasync__Envelope *m)
+{
+	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
+	Dpasync__Answer a = DPASYNC__ANSWER__INIT;
+
+	if (m->msg_case != DPASYNC__ENVELOPE__MSG_QUERY) {
+		fprintf(stderr, "tls_pingpong: client: unexpected %s message\n", dp_msg_kind(m));
+		C.failed = 1;
+		dp_frame_msg_free(m);
+		dp_conn_close(c);
+		return;
+	}
+	/* A gradient-like payload of the same size as ownerd's. */
+	for (size_t j = 0; j < A.p; j++)
+		C.grad[j] = 0.5 * m->query->theta[j] - 0.01 * (double)j;
+	C.answers++;
+	a.k = m->query->k;
+	a.n_gradient = A.p;
+	a.gradient = C.grad;
+	a.epsilon_spent = 1e-4 * (double)C.answers;
+	a.epsilon_left = 1e9 - a.epsilon_spent;   /* stays positive */
+	a.answers_given = C.answers;
+	env.msg_case = DPASYNC__ENVELOPE__MSG_ANSWER;
+	env.answer = &a;
+	dp_frame_msg_free(m);
+	pp_client_send(&env);
+	if (!C.failed)
+		pp_client_request();
+}
+
+static int pp_client_on_handshake(dp_conn *c, const char *peer_id)
+{
+	dp_msg_limits lim = { .p = A.p };
+
+	C.conn = c;
+	dp_conn_set_limits(c, &lim);
+	pp_client_request();    /* the first request starts the exchange */
+	return 0;
+}
+
+static void pp_client_on_close(dp_conn *c, int reason, const char *detail)
+{
+	C.conn = NULL;
+	C.done = 1;
+	if (reason != 0) {
+		fprintf(stderr, "tls_pingpong: client: connection failed (%d: %s)\n", reason,
+			detail);
+		C.failed = 1;
+	}
+}
+
+static int pp_client_start(uv_loop_t *loop, uint16_t port)
+{
+	dp_tls_files tf = { A.ca, A.ccert, A.ckey };
+	dp_conn_config cfg;
+	SSL_CTX *ctx;
+	dp_conn *c;
+	int rc;
+
+	C.grad = calloc(A.p, sizeof(double));
+	if (C.grad == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	rc = dp_tls_ctx_new(0, &tf, &ctx);
+	if (rc < 0)
+		return rc;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.ctx = ctx;
+	cfg.cb.on_handshake = pp_client_on_handshake;
+	cfg.cb.on_message = pp_client_on_message;
+	cfg.cb.on_close = pp_client_on_close;
+	rc = dp_conn_connect(loop, &cfg, "127.0.0.1", port, "learner", &c);
+	SSL_CTX_free(ctx);
+	return rc;
+}
+
+/* The forked client: its own loop, nothing shared with the parent's. */
+static int pp_client_main(int rfd)
+{
+	uv_loop_t loop;
+	uint16_t port = 0;
+	int rc;
+
+	/* Never outlive the server process. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() == 1)
+		return 1;
+	if (read(rfd, &port, sizeof(port)) != (ssize_t)sizeof(port) || port == 0) {
+		fprintf(stderr, "tls_pingpong: client: no port from the server\n");
+		return 1;
+	}
+	close(rfd);
+	uv_loop_init(&loop);
+	rc = pp_client_start(&loop, port);
+	if (rc < 0) {
+		fprintf(stderr, "tls_pingpong: client: %s\n", dp_error_detail(rc));
+		return 1;
+	}
+	uv_run(&loop, UV_RUN_DEFAULT);
+	uv_loop_close(&loop);
+	return C.failed ? 1 : 0;
+}
+
+static int pp_usage(void)
+{
+	fprintf(stderr, "usage: tls_pingpong --ca F --server-cert F --server-key F "
+		"--client-cert F --client-key F [--p P] [--seconds S] [--warmup N] "
+		"[--one-process]\n");
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "ca", required_argument, NULL, 'a' },
+		{ "server-cert", required_argument, NULL, 'c' },
+		{ "server-key", required_argument, NULL, 'k' },
+		{ "client-cert", required_argument, NULL, 'C' },
+		{ "client-key", required_argument, NULL, 'K' },
+		{ "p", required_argument, NULL, 'p' },
+		{ "seconds", required_argument, NULL, 's' },
+		{ "warmup", required_argument, NULL, 'w' },
+		{ "one-process", no_argument, NULL, '1' },
+		{ NULL, 0, NULL, 0 },
+	};
+	dp_tls_files tf;
+	dp_conn_config cfg;
+	SSL_CTX *ctx;
+	int o, rc = 0, pfd[2] = { -1, -1 }, status = 0;
+	pid_t child = -1;
+	uint16_t port;
+
+	signal(SIGPIPE, SIG_IGN);
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (o) {
+		case 'a': A.ca = optarg; break;
+		case 'c': A.scert = optarg; break;
+		case 'k': A.skey = optarg; break;
+		case 'C': A.ccert = optarg; break;
+		case 'K': A.ckey = optarg; break;
+		case 'p': rc = dp_parse_size("--p", optarg, &A.p); break;
+		case 's': rc = dp_parse_double("--seconds", optarg, 0, &A.seconds); break;
+		case 'w': rc = dp_parse_u64("--warmup", optarg, &A.warmup); break;
+		case '1': A.one_process = 1; break;
+		default: return pp_usage();
+		}
+		if (rc < 0) {
+			fprintf(stderr, "tls_pingpong: %s\n", dp_error_detail(rc));
+			return 2;
+		}
+	}
+	if (optind != argc || !A.ca || !A.scert || !A.skey || !A.ccert || !A.ckey || A.p == 0 ||
+	    !(A.seconds > 0))
+		return pp_usage();
+	dp_log_set_level(DP_LOG_WARN);
+
+	/* Fork before any loop or TLS state exists: the child builds its own. */
+	if (!A.one_process) {
+		if (pipe(pfd) != 0) {
+			perror("tls_pingpong: pipe");
+			return 1;
+		}
+		child = fork();
+		if (child < 0) {
+			perror("tls_pingpong: fork");
+			return 1;
+		}
+		if (child == 0) {
+			close(pfd[1]);
+			_exit(pp_client_main(pfd[0]));
+		}
+		close(pfd[0]);
+	}
+
+	S.theta = calloc(A.p, sizeof(double));
+	S.loop = uv_default_loop();
+	tf = (dp_tls_files){ A.ca, A.scert, A.skey };
+	rc = dp_tls_ctx_new(1, &tf, &ctx);
+	if (rc == 0) {
+		memset(&cfg, 0, sizeof(cfg));
+		cfg.ctx = ctx;
+		cfg.cb.on_handshake = pp_server_on_handshake;
+		cfg.cb.on_message = pp_server_on_message;
+		cfg.cb.on_close = pp_server_on_close;
+		rc = dp_listener_start(S.loop, &cfg, "127.0.0.1", 0, &S.lst);
+		SSL_CTX_free(ctx);
+	}
+	if (rc < 0 || S.theta == NULL) {
+		fprintf(stderr, "tls_pingpong: server: %s\n",
+			S.theta ? dp_error_detail(rc) : "out of memory");
+		if (child > 0) {
+			kill(child, SIGKILL);
+			waitpid(child, NULL, 0);
+		}
+		return 1;
+	}
+	port = dp_listener_port(S.lst);
+	/* Handshake, warm-up and measurement take far less than this. */
+	uv_timer_init(S.loop, &S.guard);
+	uv_timer_start(&S.guard, pp_on_guard, (uint64_t)((A.seconds + 60.0) * 1000.0), 0);
+	if (A.one_process) {
+		rc = pp_client_start(S.loop, port);
+		if (rc < 0) {
+			fprintf(stderr, "tls_pingpong: client: %s\n", dp_error_detail(rc));
+			return 1;
+		}
+	} else {
+		if (write(pfd[1], &port, sizeof(port)) != (ssize_t)sizeof(port)) {
+			perror("tls_pingpong: pipe write");
+			kill(child, SIGKILL);
+			waitpid(child, NULL, 0);
+			return 1;
+		}
+		close(pfd[1]);
+	}
+
+	uv_run(S.loop, UV_RUN_DEFAULT);
+
+	if (child > 0) {
+		while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+			;
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+			fprintf(stderr, "tls_pingpong: client process failed (status %d)\n", status);
+			S.failed = 1;
+		}
+	} else if (C.failed) {
+		S.failed = 1;
+	}
+	if (S.failed || S.measured == 0) {
+		if (!S.failed)
+			fprintf(stderr, "tls_pingpong: nothing measured\n");
+		return 1;
+	}
+	printf("{\"rt_per_s\": %.1f, \"round_trips\": %llu, \"seconds\": %.6f, \"p\": %zu, "
+	       "\"procs\": %d, \"query_bytes\": %zu, \"answer_bytes\": %zu, "
+	       "\"request_bytes\": %zu}\n",
+	       (double)S.measured / pp_secs(S.t0, S.t1), (unsigned long long)S.measured,
+	       pp_secs(S.t0, S.t1), A.p, A.one_process ? 1 : 2, S.qbytes, S.abytes, S.rbytes);
+	free(S.theta);
+	free(C.grad);
+	return 0;
+}
