@@ -16,10 +16,10 @@
  * scores live on the stack. */
 #define DP__PASS_ROWS 256
 
-/* The privacy kernel works on blocks of about this many bytes of x: the
- * block is fetched from memory once (by the gemv for the scores) and read
- * again from L1/L2 by the truncate-and-accumulate loop.  Tuned with
- * tests/bench (docs/bench.md). */
+/* The portable variant of the privacy kernel works on blocks of about this
+ * many bytes of x: fetched from memory once (by the gemv for the scores)
+ * and read again from L1/L2 by the truncate-and-accumulate loop.  The SIMD
+ * variants have their own sizes (DP__SIMD_BLOCK_BYTES, docs/bench.md). */
 #define DP__BLOCK_BYTES (32 * 1024)
 #define DP__BLOCK_MAX 1024
 #define DP__BLOCK_MIN 8
@@ -269,6 +269,15 @@ static inline int dp__row_scale(const dp__kern *K, double t, double y, double l,
 	return DP__ROW_OK;
 }
 
+/* trunc() for |v| <= 2^52 (all terms here: |a_j x_jq| 2^k <= clip 2^k <=
+ * 2^52, checked on entry): the SSE2 conversion truncates toward zero and
+ * is inline, where trunc() is a libm call on baseline x86-64 (the portable
+ * variant ran 2-3x slower with it). */
+static inline double dp__trunc(double v)
+{
+	return (double)(int64_t)v;
+}
+
 /* One row given its score, scalar; returns 1 if it was dropped.  Rows with
  * a = 0 are skipped, so a dropped row's non-finite x never reaches sum. */
 static size_t dp__row_scalar(const dp__kern *K, size_t j, double t)
@@ -281,12 +290,12 @@ static size_t dp__row_scalar(const dp__kern *K, size_t j, double t)
 		return 1;
 	case DP__ROW_SLOW:
 		for (size_t q = 0; q < K->p; q++)
-			K->sum[q] += trunc(ldexp(a * x[q], K->k));
+			K->sum[q] += dp__trunc(ldexp(a * x[q], K->k));
 		return 0;
 	default:
 		if (a2 != 0.0)
 			for (size_t q = 0; q < K->p; q++)
-				K->sum[q] += trunc(a2 * x[q]);
+				K->sum[q] += dp__trunc(a2 * x[q]);
 		return 0;
 	}
 }
@@ -327,7 +336,7 @@ static size_t dp__kernel_blas(const dp__kern *K)
 			if (ai == 0.0)
 				continue;
 			for (size_t q = 0; q < p; q++)
-				K->sum[q] += trunc(ai * x[q]);
+				K->sum[q] += dp__trunc(ai * x[q]);
 		}
 	}
 	return dropped;

@@ -1,0 +1,101 @@
+/* Figures of runs for `dpasync plot` and `dpasync report`: readers for a
+ * learnerd trace.csv, a sim schedule.txt and a sim psi.csv, and one
+ * function per figure kind.  Figures are PNG files drawn by gnuplot, run as
+ * a subprocess (found on PATH) on a generated script; the pngcairo terminal
+ * is used when gnuplot has it, png otherwise.  docs/plots.md describes
+ * every figure. */
+#ifndef DP_TOOLS_PLOTTING_H
+#define DP_TOOLS_PLOTTING_H
+
+#include <stddef.h>
+
+/* One run's iterations: a learnerd trace.csv (docs/learnerd.md §4) or a
+ * schedule.txt (one 1-based owner number per line; then t, wait, rtt and
+ * eps are NULL and the owners are named owner-1 .. owner-N, N the largest
+ * number seen). */
+typedef struct dp_plot_trace {
+	size_t n;           /* iterations (rows) */
+	size_t *k;          /* n iteration numbers, strictly increasing */
+	size_t *owner;      /* n indices into names */
+	double *t;          /* n Unix times the updates were applied (s), or NULL */
+	double *wait;       /* n seconds in the learner's queue, or NULL */
+	double *rtt;        /* n query round trips (s), or NULL */
+	double *eps;        /* n epsilon the owner reported spent, or NULL */
+	size_t N;           /* owners */
+	char **names;       /* N owner names in natural order ("owner-2" < "owner-10") */
+} dp_plot_trace;
+
+/* Read `path`, a trace.csv (recognised by its header) or a schedule.txt.
+ * `extra` (nextra names, may be NULL) adds owners that may have no
+ * iteration, e.g. the job's owners from checkpoint.json.  A final line
+ * without a newline that does not parse is taken as torn by a crash and
+ * skipped.  On success *tr is filled (free with dp_plot_trace_free).
+ * Errors: DP_ENOENT, DP_EIO, DP_EFORMAT (detail "file:line: ..."),
+ * DP_ENOMEM. */
+int dp_plot_trace_read(const char *path, const char *const *extra, size_t nextra,
+		       dp_plot_trace *tr);
+void dp_plot_trace_free(dp_plot_trace *tr);
+
+/* Start of the run: time of the first update minus its wait and round
+ * trip, i.e. when the first request reached the learner (trace only). */
+double dp_plot_trace_start(const dp_plot_trace *tr);
+
+/* Compare the owner sequence in the schedule file `path` with the trace's
+ * (owner number j is names[j-1] of the trace).  Errors: DP_ENOENT, DP_EIO,
+ * DP_EFORMAT, DP_EINVAL (they differ; the detail gives the first k). */
+int dp_plot_schedule_check(const char *path, const dp_plot_trace *tr);
+
+/* A sim psi.csv: k,psi_p25,psi_median,psi_p75,psi_mean. */
+typedef struct dp_plot_psi {
+	size_t n;
+	size_t *k;
+	double *p25, *p50, *p75, *mean;
+} dp_plot_psi;
+
+/* Errors: DP_ENOENT, DP_EIO, DP_EFORMAT, DP_ENOMEM.  Free with
+ * dp_plot_psi_free. */
+int dp_plot_psi_read(const char *path, dp_plot_psi *ps);
+void dp_plot_psi_free(dp_plot_psi *ps);
+
+/* Percentile pct (0..100) of v[n] with linear interpolation between order
+ * statistics (numpy's default); sorts v in place.  NaN when n = 0. */
+double dp_plot_percentile(double *v, size_t n, double pct);
+
+/* Options common to every figure.  title NULL: the figure's default. */
+typedef struct dp_plot_opts {
+	const char *title;
+	unsigned width, height;   /* pixels; 0 = 1000 x 600 */
+	int logx;                 /* psi, psi-time: logarithmic k / time axis */
+	int linear;               /* psi, psi-time: linear psi axis; cdf: linear time axis */
+} dp_plot_opts;
+
+/* The figures.  Each writes the PNG to a temporary file next to `out` and
+ * renames it over `out` when gnuplot succeeded (out untouched otherwise).
+ * Errors: DP_EINVAL (nothing to plot, inconsistent inputs), DP_ENOENT
+ * (gnuplot not on PATH), DP_EIO (gnuplot failed; the detail is its
+ * message), DP_ENOMEM. */
+
+/* Owner of each iteration against k (the paper's Fig. 3); kmax > 0 keeps
+ * iterations k <= kmax. */
+int dp_plot_owners(const dp_plot_trace *tr, size_t kmax, const dp_plot_opts *o, const char *out);
+
+/* psi median and 25-75 % band against k for ns runs (ps[ns], labels[ns]);
+ * header_note (may be NULL) is added to the default title. */
+int dp_plot_psi_k(const dp_plot_psi *ps, const char *const *labels, size_t ns,
+		  const char *header_note, const dp_plot_opts *o, const char *out);
+
+/* psi of ps (sim --schedule of tr's owner order) against the wall-clock
+ * time of iteration k in trace tr, seconds since dp_plot_trace_start.
+ * Needs every k of ps in tr.  runs (0 = unknown) goes into the title. */
+int dp_plot_psi_time(const dp_plot_psi *ps, const dp_plot_trace *tr, size_t runs,
+		     const dp_plot_opts *o, const char *out);
+
+/* Each owner's share of iterations against its median query round trip
+ * and, when rates (tr->N clock rates) is not NULL, its clock rate. */
+int dp_plot_shares(const dp_plot_trace *tr, const double *rates, const dp_plot_opts *o,
+		   const char *out);
+
+/* Empirical CDFs of request wait and query round trip, per owner and all. */
+int dp_plot_cdf(const dp_plot_trace *tr, const dp_plot_opts *o, const char *out);
+
+#endif
