@@ -219,8 +219,6 @@ static long dp__find(const struct dp_config_spec *spec, const char *name)
 
 /* ---- values ---------------------------------------------------------- */
 
-static void dp__fmt_double(char *buf, size_t len, double v);
-
 static int dp__check_range(const struct dp_config_entry *e, const char *what, const char *text,
 			   double v)
 {
@@ -233,8 +231,8 @@ static int dp__check_range(const struct dp_config_entry *e, const char *what, co
 	hi_ok = v <= e->max;
 	if (lo_ok && hi_ok)
 		return 0;
-	dp__fmt_double(lo, sizeof(lo), e->min);
-	dp__fmt_double(hi, sizeof(hi), e->max);
+	dp_format_double(lo, sizeof(lo), e->min);
+	dp_format_double(hi, sizeof(hi), e->max);
 	if (isinf(e->max))
 		return dp_error_set(DP_EINVAL, "%s: must be %s %s, got '%s'", what,
 				    e->min_exclusive ? ">" : ">=", lo, text);
@@ -905,27 +903,6 @@ out:
 
 /* ---- output --------------------------------------------------------------- */
 
-/* Shortest text that reads back as the same double. */
-static void dp__fmt_double(char *buf, size_t len, double v)
-{
-	if (isinf(v)) {
-		snprintf(buf, len, v > 0 ? "inf" : "-inf");
-		return;
-	}
-	for (int p = 1; p <= 17; p++) {
-		snprintf(buf, len, "%.*g", p, v);
-		if (strtod(buf, NULL) == v) {
-			/* Whole numbers up to 1e15 without an exponent: "90", not "9e+01". */
-			if (fabs(v) >= 1 && fabs(v) < 1e15 && strchr(buf, 'e')) {
-				int digits = (int)floor(log10(fabs(v))) + 1;
-
-				snprintf(buf, len, "%.*g", digits > p ? digits : p, v);
-			}
-			return;
-		}
-	}
-}
-
 static int dp__format_entry(const struct dp_config_entry *e, char *buf, size_t len)
 {
 	int w = 0;
@@ -944,7 +921,7 @@ static int dp__format_entry(const struct dp_config_entry *e, char *buf, size_t l
 	case DP_CONFIG_DOUBLE:
 	case DP_CONFIG_DOUBLE_INF:
 	case DP_CONFIG_DURATION:
-		dp__fmt_double(buf, len, *(double *)e->field);
+		dp_format_double(buf, len, *(double *)e->field);
 		break;
 	case DP_CONFIG_U64:
 		w = snprintf(buf, len, "%llu", (unsigned long long)*(uint64_t *)e->field);
@@ -1102,8 +1079,8 @@ int dp_config_print_help(const struct dp_config_spec *spec, FILE *out)
 			if (dp__is_number(f->type) && f->min < f->max) {
 				char lo[32], hi[32];
 
-				dp__fmt_double(lo, sizeof(lo), f->min);
-				dp__fmt_double(hi, sizeof(hi), f->max);
+				dp_format_double(lo, sizeof(lo), f->min);
+				dp_format_double(hi, sizeof(hi), f->max);
 				if (isinf(f->max))
 					snprintf(val, sizeof(val), "%s %s", f->min_exclusive ? ">" : ">=",
 						 lo);

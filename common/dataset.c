@@ -3,6 +3,7 @@
 #include "dataset.h"
 #include "csv.h"
 #include "error.h"
+#include "parse.h"
 #include "fileio.h"
 #include "schema.h"
 
@@ -289,16 +290,11 @@ nomem:
 	return DP_ENOMEM;
 }
 
-/* Shortest of %.15g..%.17g that reads back to the same double. */
 static int dp__put_double(FILE *f, double v)
 {
 	char buf[40];
 
-	for (int prec = 15; prec <= 17; prec++) {
-		snprintf(buf, sizeof(buf), "%.*g", prec, v);
-		if (strtod(buf, NULL) == v)
-			break;
-	}
+	dp_format_double(buf, sizeof(buf), v);
 	return fputs(buf, f) < 0 ? DP_EIO : 0;
 }
 

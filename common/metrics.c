@@ -1,5 +1,6 @@
 #include "metrics.h"
 #include "error.h"
+#include "parse.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -400,26 +401,12 @@ double dp_metric_value(const struct dp_metric *m)
  * ParseFloat, which takes any of these forms). */
 static void dp__fmt_value(char *buf, size_t len, double v)
 {
-	if (isnan(v)) {
+	if (isnan(v))
 		snprintf(buf, len, "NaN");
-		return;
-	}
-	if (isinf(v)) {
+	else if (isinf(v))
 		snprintf(buf, len, v > 0 ? "+Inf" : "-Inf");
-		return;
-	}
-	for (int p = 1; p <= 17; p++) {
-		snprintf(buf, len, "%.*g", p, v);
-		if (strtod(buf, NULL) == v) {
-			/* Whole numbers up to 1e15 without an exponent: "90", not "9e+01". */
-			if (fabs(v) >= 1 && fabs(v) < 1e15 && strchr(buf, 'e')) {
-				int digits = (int)floor(log10(fabs(v))) + 1;
-
-				snprintf(buf, len, "%.*g", digits > p ? digits : p, v);
-			}
-			return;
-		}
-	}
+	else
+		dp_format_double(buf, len, v);
 }
 
 /* HELP text escapes backslash and newline; label values also the

@@ -1,6 +1,7 @@
 #include "modelfile.h"
 #include "error.h"
 #include "fileio.h"
+#include "parse.h"
 
 #include <json-c/json.h>
 #include <math.h>
@@ -10,16 +11,22 @@
 
 #define DP_MODELFILE_MAX (64u << 20)
 
+struct json_object *dp_json_double(double v)
+{
+	char buf[40];
+
+	dp_format_double(buf, sizeof(buf), v);
+	return json_object_new_double_s(v, buf);
+}
+
 struct json_object *dp_json_double_array(const double *v, size_t n)
 {
 	struct json_object *arr = json_object_new_array_ext((int)n);
-	char buf[32];
 
 	if (arr == NULL)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
-		snprintf(buf, sizeof(buf), "%.17g", v[i]);
-		if (json_object_array_add(arr, json_object_new_double_s(v[i], buf)) != 0) {
+		if (json_object_array_add(arr, dp_json_double(v[i])) != 0) {
 			json_object_put(arr);
 			return NULL;
 		}

@@ -29,9 +29,12 @@ int dp_modelfile_write(const char *path, const dp_modelfile *mf);
 int dp_modelfile_read(const char *path, dp_modelfile *mf);
 void dp_modelfile_free(dp_modelfile *mf);
 
-/* JSON array helper shared with other writers: a json-c array of doubles
- * printed with 17 significant digits (round-trips exactly). */
+/* JSON helpers shared with other writers: a json-c array of doubles, each
+ * as dp_json_double. */
 struct json_object;
 struct json_object *dp_json_double_array(const double *v, size_t n);
+/* One double as a json-c number printed as dp_format_double (parse.h):
+ * the shortest text that reads back exactly.  NULL on allocation failure. */
+struct json_object *dp_json_double(double v);
 
 #endif

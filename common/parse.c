@@ -2,6 +2,7 @@
 #include "error.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,26 @@ int dp_parse_double(const char *what, const char *s, int allow_inf, double *out)
 		return dp_error_set(DP_EINVAL, "%s: expected a finite number, got '%s'", what, s);
 	*out = v;
 	return 0;
+}
+
+void dp_format_double(char *buf, size_t len, double v)
+{
+	if (!isfinite(v)) {
+		snprintf(buf, len, isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+		return;
+	}
+	for (int p = 1; p <= 17; p++) {
+		snprintf(buf, len, "%.*g", p, v);
+		if (strtod(buf, NULL) != v)
+			continue;
+		/* %g switches to an exponent when p is below the integer digits. */
+		if (fabs(v) >= 1 && fabs(v) < 1e15 && strchr(buf, 'e')) {
+			int digits = (int)floor(log10(fabs(v))) + 1;
+
+			snprintf(buf, len, "%.*g", digits > p ? digits : p, v);
+		}
+		return;
+	}
 }
 
 int dp_parse_u64(const char *what, const char *s, uint64_t *out)

@@ -16,4 +16,10 @@ int dp_parse_double_list(const char *what, const char *s, int allow_inf,
 			 double **out, size_t *count);
 int dp_parse_size_list(const char *what, const char *s, size_t **out, size_t *count);
 
+/* The shortest decimal text (at most 17 significant digits) that reads back
+ * with strtod as exactly v; whole numbers below 1e15 without an exponent
+ * ("90", not "9e+01").  Non-finite values as "nan", "inf", "-inf".
+ * len >= 32 always suffices. */
+void dp_format_double(char *buf, size_t len, double v);
+
 #endif

@@ -1,6 +1,7 @@
 /* Feature schema: build from a sample, save/load as JSON, apply to rows. */
 #include "schema.h"
 #include "error.h"
+#include "modelfile.h"
 #include "fileio.h"
 
 #include <cblas.h>
@@ -1225,18 +1226,7 @@ int dp_schema_build(const char *sample_path, const dp_schema_opts *opts, dp_sche
 
 /* ---- JSON ------------------------------------------------------------------------ */
 
-/* Shortest of %.15g..%.17g that reads back exactly, so files stay readable. */
-static json_object *dp__jdouble(double v)
-{
-	char buf[40];
 
-	for (int prec = 15; prec <= 17; prec++) {
-		snprintf(buf, sizeof(buf), "%.*g", prec, v);
-		if (strtod(buf, NULL) == v)
-			break;
-	}
-	return json_object_new_double_s(v, buf);
-}
 
 /* json-c takes ownership of `val` even when the add fails. */
 static int dp__jadd(json_object *o, const char *key, json_object *val)
@@ -1279,7 +1269,7 @@ static json_object *dp__jnumv(const double *v, size_t n)
 	if (a == NULL)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
-		if (dp__jpush(a, dp__jdouble(v[i])) != 0) {
+		if (dp__jpush(a, dp_json_double(v[i])) != 0) {
 			json_object_put(a);
 			return NULL;
 		}
@@ -1312,8 +1302,8 @@ static int dp__schema_to_json(const dp_schema *s, json_object **out)
 			if ((rc = dp__jadd(jc, "levels", dp__jstrv(col->lv.v, col->lv.n))) != 0)
 				goto fail;
 		if (col->kind == DP__NUMERIC || col->kind == DP__ORDINAL) {
-			if ((rc = dp__jadd(jc, "center", dp__jdouble(col->center))) != 0 ||
-			    (rc = dp__jadd(jc, "scale", dp__jdouble(col->scale))) != 0)
+			if ((rc = dp__jadd(jc, "center", dp_json_double(col->center))) != 0 ||
+			    (rc = dp__jadd(jc, "scale", dp_json_double(col->scale))) != 0)
 				goto fail;
 			if (col->has_clamp) {
 				double lh[2] = { col->lo, col->hi };
@@ -1336,8 +1326,8 @@ static int dp__schema_to_json(const dp_schema *s, json_object **out)
 		    (rc = dp__jadd(tg, "labels", dp__jstrv(s->labels.v, s->labels.n))) != 0)
 			goto fail;
 	} else if (s->tstd) {
-		if ((rc = dp__jadd(tg, "center", dp__jdouble(s->tcenter))) != 0 ||
-		    (rc = dp__jadd(tg, "scale", dp__jdouble(s->tscale))) != 0)
+		if ((rc = dp__jadd(tg, "center", dp_json_double(s->tcenter))) != 0 ||
+		    (rc = dp__jadd(tg, "scale", dp_json_double(s->tscale))) != 0)
 			goto fail;
 	}
 	if (s->k > 0) {
