@@ -13,53 +13,23 @@
 #include "csv.h"
 #include "error.h"
 
-static char dir[64];
-
-static const char *path_of(const char *name)
-{
-	static char buf[256];
-
-	snprintf(buf, sizeof(buf), "%s/%s", dir, name);
-	return buf;
-}
-
-/* Write `len` bytes (len may include NULs) to dir/name; returns the path. */
-static const char *put(const char *name, const char *data, size_t len)
-{
-	const char *p = path_of(name);
-	FILE *f = fopen(p, "wb");
-
-	assert_non_null(f);
-	assert_int_equal(fwrite(data, 1, len, f), len);
-	assert_int_equal(fclose(f), 0);
-	return p;
-}
-
-static const char *puts_(const char *name, const char *text)
-{
-	return put(name, text, strlen(text));
-}
+#include "tmpdir.h"
 
 static int setup(void **state)
 {
-	strcpy(dir, "/tmp/test_csv.XXXXXX");
-	assert_non_null(mkdtemp(dir));
-	return 0;
+	return tmpdir_setup("test_csv");
 }
 
 static int teardown(void **state)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd);
+	return tmpdir_teardown();
 }
 
 /* Expect loading `text` to fail with DP_EFORMAT and exactly `detail`
  * (after the file path). */
 static void expect_error(const char *text, size_t len, unsigned flags, const char *detail)
 {
-	const char *p = put("err.csv", text, len);
+	const char *p = put_bytes("err.csv", text, len);
 	char want[512];
 	dp_csv_table t;
 
@@ -76,7 +46,7 @@ static void test_quoting(void **state)
 {
 	/* Embedded commas, doubled quotes, a newline and a CRLF inside quotes,
 	 * spaces kept, empty quoted header-less content avoided. */
-	const char *p = puts_("q.csv",
+	const char *p = put("q.csv",
 			      "name,\"note, with comma\",y\n"
 			      "\"a,b\",\"say \"\"hi\"\"\",1\n"
 			      "\"multi\nline\",\" padded \",2\n"
@@ -106,7 +76,7 @@ static void test_quoting(void **state)
 
 static void test_crlf_bom_and_spaces(void **state)
 {
-	const char *p = puts_("crlf.csv", "\xEF\xBB\xBF" "a, b\r\n1, 2\r\n 3,4 \r\n");
+	const char *p = put("crlf.csv", "\xEF\xBB\xBF" "a, b\r\n1, 2\r\n 3,4 \r\n");
 	dp_csv_table t;
 
 	assert_int_equal(dp_csv_table_load(&t, p, 0), 0);
@@ -122,7 +92,7 @@ static void test_crlf_bom_and_spaces(void **state)
 
 static void test_streaming(void **state)
 {
-	const char *p = puts_("s.csv", "x,y\n1,2\n\"3\n\",4\n5,6\n");
+	const char *p = put("s.csv", "x,y\n1,2\n\"3\n\",4\n5,6\n");
 	dp_csv_reader *r = NULL;
 	const char *const *f;
 	size_t line = 0;
@@ -173,7 +143,7 @@ static void test_gzip(void **state)
 		n = fread(buf, 1, sizeof(buf), f);
 		fclose(f);
 		assert_true(n > 20);
-		p = put("cut.csv.gz", buf, n / 2);
+		p = put_bytes("cut.csv.gz", buf, n / 2);
 		assert_int_equal(dp_csv_table_load(&t, p, 0), DP_EFORMAT);
 		assert_non_null(strstr(dp_error_detail(DP_EFORMAT), "corrupt gzip data"));
 	}
@@ -239,7 +209,7 @@ static void test_errors(void **state)
 
 static void test_allow_empty(void **state)
 {
-	const char *p = puts_("e.csv", "a,b\n,2\n\"\",\n");
+	const char *p = put("e.csv", "a,b\n,2\n\"\",\n");
 	dp_csv_table t;
 
 	assert_int_equal(dp_csv_table_load(&t, p, DP_CSV_ALLOW_EMPTY), 0);
@@ -248,7 +218,7 @@ static void test_allow_empty(void **state)
 	assert_string_equal(dp_csv_cell(&t, 1, 1), "");
 	dp_csv_table_free(&t);
 	/* Header names stay mandatory. */
-	p = puts_("e2.csv", "a,\n1,2\n");
+	p = put("e2.csv", "a,\n1,2\n");
 	assert_int_equal(dp_csv_table_load(&t, p, DP_CSV_ALLOW_EMPTY), DP_EFORMAT);
 	assert_int_equal(dp_csv_table_load(&t, p, 0x80), DP_EINVAL);
 }
@@ -262,7 +232,7 @@ static void test_open_errors(void **state)
 	assert_true(r == (dp_csv_reader *)0x1); /* untouched */
 	assert_non_null(strstr(dp_error_detail(DP_ENOENT), "does-not-exist.csv: cannot open"));
 	/* Header only: a valid table with no rows. */
-	assert_int_equal(dp_csv_table_load(&t, puts_("h.csv", "a,b\n"), 0), 0);
+	assert_int_equal(dp_csv_table_load(&t, put("h.csv", "a,b\n"), 0), 0);
 	assert_int_equal(t.nrows, 0);
 	assert_int_equal(t.ncols, 2);
 	dp_csv_table_free(&t);

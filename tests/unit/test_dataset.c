@@ -15,42 +15,16 @@
 #include "error.h"
 #include "schema.h"
 
-static char dir[64];
-
-static const char *path_of(const char *name)
-{
-	static char buf[4][256];
-	static int k;
-
-	k = (k + 1) % 4;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, name);
-	return buf[k];
-}
-
-static const char *put(const char *name, const char *text)
-{
-	const char *p = path_of(name);
-	FILE *f = fopen(p, "wb");
-
-	assert_non_null(f);
-	fputs(text, f);
-	assert_int_equal(fclose(f), 0);
-	return p;
-}
+#include "tmpdir.h"
 
 static int setup(void **state)
 {
-	strcpy(dir, "/tmp/test_dataset.XXXXXX");
-	assert_non_null(mkdtemp(dir));
-	return 0;
+	return tmpdir_setup("test_dataset");
 }
 
 static int teardown(void **state)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd);
+	return tmpdir_teardown();
 }
 
 static void test_load_numeric(void **state)

@@ -23,6 +23,7 @@
 
 #include "error.h"
 #include "noise.h"
+#include "stats.h"
 #include "rng.h"
 #include "simrng.h"
 
@@ -100,48 +101,6 @@ static dp_bitsource sim_src(uint64_t salt)
 
 /* ---- statistics helpers ---- */
 
-/* Upper tail of chi-square(df) at x: regularized incomplete gamma
- * Q(df/2, x/2) by series / continued fraction (Numerical Recipes §6.2);
- * checked against the closed forms for df = 1, 2 in test_helpers. */
-static double chi2_sf(double df, double x)
-{
-	double a = df / 2, y = x / 2, gln = lgamma(a);
-
-	if (y <= 0)
-		return 1.0;
-	if (y < a + 1) {
-		double ap = a, sum = 1.0 / a, del = sum;
-
-		for (int i = 0; i < 10000; i++) {
-			ap += 1;
-			del *= y / ap;
-			sum += del;
-			if (fabs(del) < fabs(sum) * 1e-16)
-				break;
-		}
-		return 1.0 - sum * exp(-y + a * log(y) - gln);
-	} else {
-		double b = y + 1 - a, c = 1 / 1e-300, d = 1 / b, h = d;
-
-		for (int i = 1; i < 10000; i++) {
-			double an = -i * (i - a), del;
-
-			b += 2;
-			d = an * d + b;
-			if (fabs(d) < 1e-300)
-				d = 1e-300;
-			c = b + an / c;
-			if (fabs(c) < 1e-300)
-				c = 1e-300;
-			d = 1 / d;
-			del = d * c;
-			h *= del;
-			if (fabs(del - 1) < 1e-16)
-				break;
-		}
-		return exp(-y + a * log(y) - gln) * h;
-	}
-}
 
 /* Chi-square goodness of fit of counts[0..m) against probabilities
  * prob[0..m) (summing to 1); returns the p-value (df = m - 1). */
@@ -164,11 +123,6 @@ static int cmp_i64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* DKW/Massart: P(sup |F_n - F| > a) <= 2 exp(-2 n a^2) for any F. */
-static double dkw_bound(size_t n, double alpha)
-{
-	return sqrt(log(2 / alpha) / (2.0 * (double)n));
-}
 
 static double laplace_cdf(double x)
 {

@@ -26,42 +26,16 @@
 				 (double)(eps));                                                  \
 	} while (0)
 
-static char dir[64];
-
-static const char *path_of(const char *name)
-{
-	static char buf[4][256];
-	static int k;
-
-	k = (k + 1) % 4;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, name);
-	return buf[k];
-}
-
-static const char *put(const char *name, const char *text)
-{
-	const char *p = path_of(name);
-	FILE *f = fopen(p, "wb");
-
-	assert_non_null(f);
-	fputs(text, f);
-	assert_int_equal(fclose(f), 0);
-	return p;
-}
+#include "tmpdir.h"
 
 static int setup(void **state)
 {
-	strcpy(dir, "/tmp/test_schema.XXXXXX");
-	assert_non_null(mkdtemp(dir));
-	return 0;
+	return tmpdir_setup("test_schema");
 }
 
 static int teardown(void **state)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd);
+	return tmpdir_teardown();
 }
 
 /* Transform every row of `path` with `s` into x (rows*p) and y. */
