@@ -10,6 +10,7 @@ PKGS=(
   libprotobuf-c-dev protobuf-c-compiler libcmocka-dev zlib1g-dev
   libjson-c-dev libinih-dev libcsv-dev
   python3-numpy
+  gnuplot-nox fonts-dejavu-core prometheus
 )
 [ "${DP_EXTRA_PKGS:-}" ] && PKGS+=(${DP_EXTRA_PKGS})
 

@@ -9,6 +9,8 @@ int dp_cmd_prep(int argc, char **argv);
 int dp_cmd_sim(int argc, char **argv);
 int dp_cmd_eval(int argc, char **argv);
 int dp_cmd_certs(int argc, char **argv);
+int dp_cmd_plot(int argc, char **argv);
+int dp_cmd_report(int argc, char **argv);
 
 /* Print "dpasync <cmd>: <message>" on stderr, one line. */
 void dp_tool_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

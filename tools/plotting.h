@@ -41,8 +41,9 @@ void dp_plot_trace_free(dp_plot_trace *tr);
 double dp_plot_trace_start(const dp_plot_trace *tr);
 
 /* Compare the owner sequence in the schedule file `path` with the trace's
- * (owner number j is names[j-1] of the trace).  Errors: DP_ENOENT, DP_EIO,
- * DP_EFORMAT, DP_EINVAL (they differ; the detail gives the first k). */
+ * (owner number j of the schedule is names[j-1] of the trace, whatever the
+ * names).  Errors: DP_ENOENT, DP_EIO, DP_EFORMAT, DP_EINVAL (they differ;
+ * the detail gives the first k). */
 int dp_plot_schedule_check(const char *path, const dp_plot_trace *tr);
 
 /* A sim psi.csv: k,psi_p25,psi_median,psi_p75,psi_mean. */
@@ -57,6 +58,12 @@ typedef struct dp_plot_psi {
 int dp_plot_psi_read(const char *path, dp_plot_psi *ps);
 void dp_plot_psi_free(dp_plot_psi *ps);
 
+/* Facts about the sim run that wrote psi_path, from summary.json in the
+ * same directory: a note such as "10 runs, async, linear, N = 3, T = 1000,
+ * ε = 1" (empty when there is no readable summary) and the number of
+ * repeats in *runs (0 when unknown).  Never fails. */
+void dp_plot_sim_note(const char *psi_path, char *note, size_t size, size_t *runs);
+
 /* Percentile pct (0..100) of v[n] with linear interpolation between order
  * statistics (numpy's default); sorts v in place.  NaN when n = 0. */
 double dp_plot_percentile(double *v, size_t n, double pct);
@@ -68,6 +75,10 @@ typedef struct dp_plot_opts {
 	int logx;                 /* psi, psi-time: logarithmic k / time axis */
 	int linear;               /* psi, psi-time: linear psi axis; cdf: linear time axis */
 } dp_plot_opts;
+
+/* 0 when gnuplot is on PATH, else DP_ENOENT with a one-line detail that
+ * names the Debian package. */
+int dp_plot_gnuplot_check(void);
 
 /* The figures.  Each writes the PNG to a temporary file next to `out` and
  * renames it over `out` when gnuplot succeeded (out untouched otherwise).

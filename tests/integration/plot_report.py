@@ -1,0 +1,257 @@
+#!/usr/bin/python3
+"""Acceptance of `dpasync plot` and `dpasync report` (gnuplot from Debian):
+- a real run (learnerd + 3 ownerd over mutual TLS, T = 200, owners' clocks
+  at 50, 20 and 5 requests/s) and sim runs give every figure kind; every
+  PNG is complete and valid: signature, IHDR of the requested size, chunk
+  CRCs, IEND, IDAT inflating to exactly height x (1 + width x bytes per
+  pixel) bytes with valid filter bytes, and at least 10 kB (a blank
+  1000x600 figure is about 3 kB);
+- `dpasync report` on the learnerd directory writes report.md whose numbers
+  equal those computed here from trace.csv with numpy: iterations, per-owner
+  iterations (exact), shares, last eps_spent per owner, median/p95 round
+  trip and wait (to the printed 4 significant digits), iterations/s; psi
+  equals `dpasync eval` of model.json (the report calls the library);
+  report-schedule.txt is the trace's owner order; every figure it links
+  exists and is valid;
+- `dpasync report` on a sim directory: psi statistics from summary.json and
+  per-owner iterations counted here from schedule.txt;
+- bad input to plot and report: exit 2, exactly one line on stderr, the
+  output file untouched; gnuplot missing from PATH: exit 1, one line."""
+import json, os, re, struct, sys, zlib
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Fail, check, run, tmpdir, cleanup, summary, main
+from cluster import Cluster
+import numpy as np
+
+T = 200
+RATES = {'owner-1': 50, 'owner-2': 20, 'owner-3': 5}
+
+def png_info(path, size=(1000, 600)):
+    """Check a PNG file completely; returns (width, height)."""
+    b = open(path, 'rb').read()
+    check(len(b) >= 10000, '%s: only %d bytes' % (path, len(b)))
+    check(b[:8] == b'\x89PNG\r\n\x1a\n', '%s: no PNG signature' % path)
+    pos, chunks, idat = 8, [], b''
+    while pos < len(b):
+        check(pos + 12 <= len(b), '%s: truncated chunk at %d' % (path, pos))
+        n, typ = struct.unpack('>I4s', b[pos:pos + 8])
+        data = b[pos + 8:pos + 8 + n]
+        crc, = struct.unpack('>I', b[pos + 8 + n:pos + 12 + n])
+        check(zlib.crc32(typ + data) & 0xffffffff == crc, '%s: bad CRC in %s' % (path, typ))
+        chunks.append(typ)
+        if typ == b'IDAT':
+            idat += data
+        pos += 12 + n
+    check(chunks[0] == b'IHDR' and chunks[-1] == b'IEND', '%s: chunks %s' % (path, chunks[:3]))
+    ihdr = b[16:29]
+    w, h, depth, ctype, _, _, interlace = struct.unpack('>IIBBBBB', ihdr)
+    check((w, h) == size, '%s: %dx%d, expected %dx%d' % (path, w, h, size[0], size[1]))
+    check(interlace == 0, '%s: interlaced' % path)
+    channels = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}[ctype]
+    stride = (w * channels * depth + 7) // 8
+    raw = zlib.decompress(idat)
+    check(len(raw) == h * (1 + stride), '%s: image data %d bytes, expected %d' % (path, len(raw), h * (1 + stride)))
+    check(all(raw[r * (1 + stride)] <= 4 for r in range(h)), '%s: bad row filter byte' % path)
+    return w, h
+
+def trace(path):
+    rows = [l.split(',') for l in open(path).read().splitlines()[1:]]
+    return {'k': np.array([int(r[0]) for r in rows]), 't': np.array([float(r[1]) for r in rows]),
+            'owner': [r[2] for r in rows], 'wait': np.array([float(r[3]) for r in rows]),
+            'rtt': np.array([float(r[4]) for r in rows]), 'eps': np.array([float(r[5]) for r in rows])}
+
+def close(got, want, rel, what):
+    check(abs(got - want) <= rel * abs(want) + 1e-12, '%s: report says %r, computed %r' % (what, got, want))
+
+def table_rows(md, first_col):
+    """Cells of the Markdown table rows whose first cell matches first_col."""
+    out = {}
+    for line in md.splitlines():
+        cells = [c.strip() for c in line.strip().strip('|').split('|')]
+        if cells and re.fullmatch(first_col, cells[0]):
+            out[cells[0]] = cells[1:]
+    return out
+
+def num(cell):
+    return float(cell.split()[0])
+
+def expect_fail(dp, args, code=2, out=None, env=None):
+    """Exit `code`, exactly one stderr line; `out` (if given) untouched."""
+    before = open(out, 'rb').read() if out and os.path.exists(out) else None
+    import subprocess
+    p = subprocess.run([dp] + args, capture_output=True, text=True, env=env, timeout=120)
+    lines = p.stderr.strip().splitlines()
+    check(p.returncode == code, '%s: exit %d, expected %d (%s)' % (' '.join(args), p.returncode, code, p.stderr))
+    check(len(lines) == 1 and lines[0].startswith('dpasync '), '%s: stderr %r' % (' '.join(args), p.stderr))
+    if out:
+        check((open(out, 'rb').read() if os.path.exists(out) else None) == before, '%s changed on failure' % out)
+    return lines[0]
+
+def real_run(bindir, d):
+    c = Cluster(bindir, d, owners=3, rows=2000, features=5, T=T)
+    try:
+        c.start_learner()
+        for i in (1, 2, 3):
+            c.start_owner(i, rate=str(RATES['owner-%d' % i]))
+        out = c.wait_learner()
+        check('done k=%d' % T in out, 'learnerd did not finish: %r' % out)
+    finally:
+        c.close()
+    return c
+
+def test(argv):
+    bindir = argv[0]
+    dp = os.path.join(bindir, 'tools', 'dpasync')
+    d = tmpdir('plot-report')
+    try:
+        c = real_run(bindir, os.path.join(d, 'run'))
+        L = c.path('learner')
+        files = [c.data(i) for i in (1, 2, 3)]
+        tr = trace(os.path.join(L, 'trace.csv'))
+        n = len(tr['k'])
+        check(n == T, 'trace has %d rows' % n)
+        owners = sorted(set(tr['owner']))
+        check(owners == ['owner-1', 'owner-2', 'owner-3'], 'owners in the trace: %s' % owners)
+        sched = os.path.join(d, 'schedule.txt')
+        with open(sched, 'w') as f:
+            f.write(''.join('%s\n' % o.split('-')[1] for o in tr['owner']))
+        model = json.load(open(os.path.join(L, 'model.json')))
+        ck = json.load(open(os.path.join(L, 'checkpoint.json')))
+
+        # Sim runs: one on the trace's owner order (for psi-time), two free ones.
+        sim_sched = os.path.join(d, 'sim-sched')
+        run([dp, 'sim', '--schedule', sched, '--T', str(T), '--eta', repr(ck['job']['eta']), '--bias',
+             '--epsilon', '1', '--repeats', '5', '--out', sim_sched] + files)
+        sim_a, sim_s = os.path.join(d, 'sim-async'), os.path.join(d, 'sim-sync1')
+        run([dp, 'sim', '--bias', '--T', '300', '--repeats', '5', '--rates', '3,1,1', '--out', sim_a] + files)
+        run([dp, 'sim', '--bias', '--mode', 'sync1', '--T', '300', '--repeats', '5', '--out', sim_s] + files)
+
+        # Every figure kind.
+        figs = os.path.join(d, 'figs')
+        os.makedirs(figs)
+        tcsv = os.path.join(L, 'trace.csv')
+        kinds = [
+            ('owners-trace', ['--kind', 'owners', tcsv]),
+            ('owners-kmax', ['--kind', 'owners', '--kmax', '50', tcsv]),
+            ('owners-sched', ['--kind', 'owners', os.path.join(sim_a, 'schedule.txt')]),
+            ('psi', ['--kind', 'psi', os.path.join(sim_a, 'psi.csv')]),
+            ('psi-two', ['--kind', 'psi', '--labels', 'async,sync1', '--logx',
+                         os.path.join(sim_a, 'psi.csv'), os.path.join(sim_s, 'psi.csv')]),
+            ('psi-time', ['--kind', 'psi-time', '--trace', tcsv, os.path.join(sim_sched, 'psi.csv')]),
+            ('shares', ['--kind', 'shares', tcsv]),
+            ('shares-rates', ['--kind', 'shares', '--rates', 'owner-1=50,owner-2=20,owner-3=5', tcsv]),
+            ('cdf', ['--kind', 'cdf', tcsv]),
+            ('cdf-linear', ['--kind', 'cdf', '--linear-x', '--title', 'a "quoted" title\\', tcsv]),
+        ]
+        for name, args in kinds:
+            out = os.path.join(figs, name + '.png')
+            p = run([dp, 'plot', '--out', out] + args)
+            check(p.stdout.strip() == 'wrote ' + out, 'plot %s: stdout %r' % (name, p.stdout))
+            png_info(out)
+        out = os.path.join(figs, 'small.png')
+        run([dp, 'plot', '--kind', 'cdf', '--size', '640x400', '--out', out, tcsv])
+        png_info(out, (640, 400))
+        print('plot: %d figures, all valid PNG' % (len(kinds) + 1))
+
+        # The report of the real run, against numbers computed here.
+        r = run([dp, 'report', '--data', ','.join(files[:2]), '--data', files[2],
+                 '--rates', '50,20,5', '--sim', sim_sched, L])
+        check('report.md (4 figures)' in r.stdout, 'report: %r' % r.stdout)
+        md = open(os.path.join(L, 'report.md')).read()
+        for img in re.findall(r'!\[[^\]]*\]\(([^)]+)\)', md):
+            png_info(os.path.join(L, img))
+        check(len(re.findall(r'!\[', md)) == 4, 'report.md links %d figures' % len(re.findall(r'!\[', md)))
+        got = [l for l in open(os.path.join(L, 'report-schedule.txt')).read().split()]
+        check(got == [o.split('-')[1] for o in tr['owner']], 'report-schedule.txt is not the trace order')
+        key = table_rows(md, r'[a-zψ].*')
+        check(key['iterations'][0] == '%d of T = %d' % (n, T), 'iterations: %s' % key['iterations'])
+        start = tr['t'][0] - tr['wait'][0] - tr['rtt'][0]
+        close(num(key['iterations/s'][0]), n / (tr['t'][-1] - start), 1e-3, 'iterations/s')
+        med_p95 = key['query round trip, median / p95'][0].split()
+        close(float(med_p95[0]), np.percentile(tr['rtt'], 50) * 1e3, 1e-3, 'median rtt')
+        close(float(med_p95[2]), np.percentile(tr['rtt'], 95) * 1e3, 1e-3, 'p95 rtt')
+        med_p95 = key['request wait, median / p95'][0].split()
+        close(float(med_p95[0]), np.percentile(tr['wait'], 50) * 1e3, 1e-3, 'median wait')
+        close(float(med_p95[2]), np.percentile(tr['wait'], 95) * 1e3, 1e-3, 'p95 wait')
+        ev = json.loads(run([dp, 'eval', os.path.join(L, 'model.json')] + files).stdout)
+        close(num(key['ψ of model.json'][0]), ev['psi'], 1e-5, 'psi')
+        own = table_rows(md, r'owner-\d+')
+        check(sorted(own) == owners, 'owner table rows: %s' % sorted(own))
+        for o in owners:
+            sel = np.array([x == o for x in tr['owner']])
+            cells = own[o]
+            check(int(cells[0]) == sel.sum(), '%s: %s iterations, trace has %d' % (o, cells[0], sel.sum()))
+            share = 100.0 * sel.sum() / n
+            check(abs(num(cells[1]) - share) <= 0.05 + 1e-9, '%s: share %s, computed %.4f %%' % (o, cells[1], share))
+            close(float(cells[2]), tr['eps'][sel][-1], 1e-5, o + ' eps spent')
+            for j, (col, q) in enumerate([('rtt', 50), ('rtt', 95), ('wait', 50), ('wait', 95)]):
+                close(float(cells[3 + j]), np.percentile(tr[col][sel], q) * 1e3, 1e-3, '%s %s p%d' % (o, col, q))
+        print('report (learnerd): %d iterations, %s, psi %.4g = eval, iterations/s %s' % (
+            n, {o: own[o][0] for o in owners}, ev['psi'], key['iterations/s'][0]))
+
+        # The report of a sim directory.
+        run([dp, 'report', sim_a])
+        md = open(os.path.join(sim_a, 'report.md')).read()
+        for img in ('report-psi.png', 'report-owners.png'):
+            check('(%s)' % img in md, 'sim report does not link %s' % img)
+            png_info(os.path.join(sim_a, img))
+        s = summary(sim_a)
+        key = table_rows(md, r'[a-zψ].*')
+        close(num(key['ψ at k = T, mean over the runs'][0]), s['psi_mean'], 1e-5, 'sim psi mean')
+        close(num(key['ψ at k = T, median (25–75 %)'][0]), s['psi_median'], 1e-5, 'sim psi median')
+        sch = [int(x) for x in open(os.path.join(sim_a, 'schedule.txt')).read().split()]
+        own = table_rows(md, r'owner-\d+')
+        for i in (1, 2, 3):
+            check(int(own['owner-%d' % i][2]) == sch.count(i), 'sim owner-%d: %s, schedule has %d' % (
+                i, own['owner-%d' % i][2], sch.count(i)))
+        print('report (sim): psi mean %.4g; iterations %s' % (s['psi_mean'], [sch.count(i) for i in (1, 2, 3)]))
+
+        for sub, words in (('plot', ['owners', 'psi', 'psi-time', 'shares', 'cdf', '--rates', '--trace']),
+                           ('report', ['--data', '--sim', '--rates', 'report.md'])):
+            h = run([dp, sub, '--help']).stdout
+            check(h.startswith('usage: dpasync ' + sub), '%s --help: %r' % (sub, h[:60]))
+            check(all(w in h for w in words), '%s --help does not document %s' % (
+                sub, [w for w in words if w not in h]))
+
+        # Bad input: exit 2, one line, output untouched.
+        keep = os.path.join(figs, 'keep.png')
+        open(keep, 'wb').write(b'not touched')
+        bad = os.path.join(d, 'bad.csv')
+        open(bad, 'w').write('a,b\n1,2\n')
+        badrow = os.path.join(d, 'badrow.csv')
+        open(badrow, 'w').write('k,time_unix,owner,wait_s,rtt_s,eps_spent\n1,5,o,0,x,1\n2,6,o,0,1,1\n')
+        for args in (['--kind', 'owners', '--out', keep, os.path.join(d, 'missing.csv')],
+                     ['--kind', 'owners', '--out', keep, bad],
+                     ['--kind', 'cdf', '--out', keep, badrow],
+                     ['--kind', 'nope', '--out', keep, tcsv],
+                     ['--kind', 'cdf', tcsv],
+                     ['--kind', 'cdf', '--out', keep],
+                     ['--kind', 'psi', '--out', keep, tcsv],
+                     ['--kind', 'cdf', '--out', keep, os.path.join(sim_a, 'schedule.txt')],
+                     ['--kind', 'shares', '--rates', '1,2', '--out', keep, tcsv],
+                     ['--kind', 'shares', '--rates', 'owner-9=1', '--out', keep, tcsv],
+                     ['--kind', 'psi-time', '--out', keep, os.path.join(sim_sched, 'psi.csv')],
+                     ['--kind', 'psi-time', '--trace', tcsv, '--out', keep, os.path.join(sim_a, 'psi.csv')],
+                     ['--kind', 'owners', '--kmax', '0', '--out', keep, tcsv],
+                     ['--kind', 'owners', '--size', '5x5', '--out', keep, tcsv],
+                     ['--kind', 'psi', '--labels', 'a,b', '--out', keep, os.path.join(sim_a, 'psi.csv')],
+                     ['--kind', 'owners', '--out', os.path.join(d, 'no', 'dir.png'), tcsv],
+                     ['--kind', 'owners', '--bogus', '--out', keep, tcsv]):
+            expect_fail(dp, ['plot'] + args, out=keep)
+        ncases = 17
+        md_before = open(os.path.join(L, 'report.md')).read()
+        for args in ([], [d], [os.path.join(d, 'missing')], ['--sim', sim_a, L], ['--rates', '1', L],
+                     ['--data', os.path.join(d, 'missing.csv'), L], ['--data', files[0], sim_a], [L, L]):
+            expect_fail(dp, ['report'] + args)
+            ncases += 1
+        check(open(os.path.join(L, 'report.md')).read() == md_before, 'a failed report changed report.md')
+        env = dict(os.environ, PATH=os.path.join(d, 'empty-path'))
+        line = expect_fail(dp, ['plot', '--kind', 'cdf', '--out', keep, tcsv], code=1, out=keep, env=env)
+        check('gnuplot' in line, 'missing gnuplot message: %r' % line)
+        expect_fail(dp, ['report', L], code=1, env=env)
+        print('bad input: %d cases exit 2 and 2 without gnuplot exit 1, one line each, outputs untouched'
+              % ncases)
+    finally:
+        cleanup(d)
+
+main(test)
