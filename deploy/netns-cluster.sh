@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 
 OWNERS=5 DELAYS=1,20,80,200,20 JITTER=0 LOSS=0,0,0,0,2 T=300 RATE=10 EPS=1
-ROWS=2000 FEATURES=5 MODE=request LINK=auto BINDIR= OUT= ID=dpa-$$ TIMEOUT=600 SEED=1
+ROWS=2000 FEATURES=5 MODE=request LINK=auto BINDIR='' OUT='' ID=dpa-$$ TIMEOUT=600 SEED=1
 usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "netns-cluster: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -49,9 +49,10 @@ done
 
 # ---- validate the settings (before touching anything) ----
 isnum() { [[ $1 =~ ^[0-9]+([.][0-9]+)?$ ]]; }
-[[ $OWNERS =~ ^[0-9]+$ ]] && [ "$OWNERS" -ge 1 ] && [ "$OWNERS" -le 200 ] ||
+if ! [[ $OWNERS =~ ^[0-9]+$ ]] || [ "$OWNERS" -lt 1 ] || [ "$OWNERS" -gt 200 ]; then
   die "--owners must be 1..200, not '$OWNERS'"
-[[ $T =~ ^[0-9]+$ ]] && [ "$T" -ge 1 ] || die "--T must be a positive integer, not '$T'"
+fi
+if ! [[ $T =~ ^[0-9]+$ ]] || [ "$T" -lt 1 ]; then die "--T must be a positive integer, not '$T'"; fi
 [[ $TIMEOUT =~ ^[0-9]+$ ]] || die "--timeout must be whole seconds, not '$TIMEOUT'"
 [[ $ID =~ ^[a-zA-Z0-9][a-zA-Z0-9_-]{0,30}$ ]] || die "--id must be 1-31 letters, digits, - or _"
 case $MODE in request|broadcast) ;; *) die "--mode must be request or broadcast" ;; esac
@@ -70,6 +71,11 @@ for i in $(seq 0 $((OWNERS - 1))); do
     die "owner $((i + 1)): need jitter <= delay, loss < 100 and rate > 0"
 done
 
+# ---- can we create namespaces at all? ----
+if [ "$(id -u)" -ne 0 ]; then
+  echo "netns-cluster: root is required to create network namespaces; not running (exit 77)"; exit 77
+fi
+
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3) || die "python3 is needed"
 
@@ -83,6 +89,9 @@ fi
 BINDIR=$(cd "$BINDIR" && pwd)
 DP=$BINDIR/tools/dpasync LEARNERD=$BINDIR/learner/learnerd OWNERD=$BINDIR/owner/ownerd
 for b in "$DP" "$LEARNERD" "$OWNERD"; do [ -x "$b" ] || die "$b not built"; done
+if ! command -v ip >/dev/null || ! command -v tc >/dev/null; then
+  echo "netns-cluster: ip and tc (iproute2) are required; not running (exit 77)"; exit 77
+fi
 
 OUT=${OUT:-$ROOT/out/netns-cluster}
 if [ -d "$OUT" ] && [ -n "$(ls -A "$OUT")" ]; then
@@ -93,13 +102,6 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 touch "$OUT/.netns-cluster"
 
-# ---- namespaces: can we? ----
-if [ "$(id -u)" -ne 0 ]; then
-  echo "netns-cluster: root is required to create network namespaces; not running (exit 77)"; exit 77
-fi
-if ! command -v ip >/dev/null || ! command -v tc >/dev/null; then
-  echo "netns-cluster: ip and tc (iproute2) are required; not running (exit 77)"; exit 77
-fi
 
 SW=$ID-sw NSL=$ID-learner
 NSO=(); for i in $(seq "$OWNERS"); do NSO+=("$ID-o$i"); done
@@ -201,13 +203,14 @@ while True:
     due = [d[0][0] for d in q.values() if d]
     timeout = max(0.0, min(due) - now) if due else None
     r, _, _ = select.select([fa, fb], [], [], timeout)
-    now = time.monotonic()
     for src in r:
         for _ in range(256):
             try:
                 frame = os.read(src, 65536)
             except BlockingIOError:
                 break
+            # stamped after the read: a frame is never forwarded early
+            now = time.monotonic()
             if loss > 0 and rng.random() < loss:
                 stats['drop'] += 1
                 continue
@@ -239,22 +242,22 @@ netem_args() {   # delay jitter loss -> netem parameters
 for i in $(seq "$OWNERS"); do
   ns=${NSO[i-1]} ip=$NET.$((10 + i)) d=${D[i-1]} j=${J[i-1]} l=${L[i-1]}
   if [ "$LINK" = netem ]; then
-    ip link add eth0 netns "$ns" type veth peer name o$i netns "$SW"
+    ip link add eth0 netns "$ns" type veth peer name "o$i" netns "$SW"
     # owner -> learner on the owner's end, learner -> owner on the bridge's end
     # shellcheck disable=SC2046
     tc -n "$ns" qdisc add dev eth0 root netem $(netem_args "$d" "$j" "$l")
     # shellcheck disable=SC2046
-    tc -n "$SW" qdisc add dev o$i root netem $(netem_args "$d" "$j" "$l")
+    tc -n "$SW" qdisc add dev "o$i" root netem $(netem_args "$d" "$j" "$l")
   else
     rm -f "$OUT/link-$i.ready"
-    ip netns exec "$SW" "$PY" "$OUT/linkemu.py" o$i x$i "$d" "$j" "$l" "$SEED-$i" \
+    ip netns exec "$SW" "$PY" "$OUT/linkemu.py" "o$i" "x$i" "$d" "$j" "$l" "$SEED-$i" \
       "$OUT/link-$i.ready" 2>"$OUT/link-$i.log" &
     PIDS+=("$!")
     for _ in $(seq 100); do [ -s "$OUT/link-$i.ready" ] && break; sleep 0.05; done
     [ -s "$OUT/link-$i.ready" ] || { echo "netns-cluster: link $i did not start:"; cat "$OUT/link-$i.log"; exit 1; }
-    ip -n "$SW" link set x$i netns "$ns" name eth0
+    ip -n "$SW" link set "x$i" netns "$ns" name eth0
   fi
-  ip -n "$SW" link set o$i master br0 up
+  ip -n "$SW" link set "o$i" master br0 up
   ip -n "$ns" addr add "$ip/24" dev eth0
   ip -n "$ns" link set eth0 up
   printf "owner-%-3s %-13s %-16s %8s %8s %7s %6s\n" "$i" "$ip" "$ns" "$d" "$j" "$l" "${R[i-1]}" >>"$OUT/links.txt"

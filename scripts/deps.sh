@@ -12,6 +12,10 @@ PKGS=(
   python3-numpy
   gnuplot-nox fonts-dejavu-core prometheus
 )
+# Only the test suite needs these (deployment checks, netns cluster); the
+# Dockerfile's build stage sets DP_NO_TEST_PKGS=1 to leave them out.
+TEST_PKGS=(docker-compose systemd shellcheck strace python3-yaml iproute2 curl)
+[ -z "${DP_NO_TEST_PKGS:-}" ] && PKGS+=("${TEST_PKGS[@]}")
 [ "${DP_EXTRA_PKGS:-}" ] && PKGS+=(${DP_EXTRA_PKGS})
 
 missing=()

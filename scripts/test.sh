@@ -29,10 +29,8 @@ run_suite() {   # build-dir, meson setup args..., -- meson test args...
   shift
   testargs=("$@")
   rm -rf "$dir"
-  if ! meson setup "$dir" "${setup[@]}" >"$dir.setup.log" 2>&1; then
-    cat "$dir.setup.log"; failed=$((failed + 1)); return
-  fi
-  if ! ninja -C "$dir" >"$dir.build.log" 2>&1; then
+  # The same build script the Dockerfile's build stage runs.
+  if ! scripts/build.sh "$dir" "${setup[@]}" >"$dir.build.log" 2>&1; then
     tail -50 "$dir.build.log"; failed=$((failed + 1)); return
   fi
   meson test -C "$dir" --print-errorlogs "${testargs[@]}"

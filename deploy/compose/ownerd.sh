@@ -1,0 +1,45 @@
+#!/bin/bash
+# compose services `owner-*`: one ownerd configured from the environment.
+# Registers its metrics endpoint for Prometheus (a file_sd entry in the
+# shared `targets` volume), then becomes ownerd.  The owner's ledger and
+# final model are in its own state volume; its rows in its own data volume.
+#
+# Environment: DP_OWNER (its identity = certificate name = compose service
+# name; required), DP_EPSILON (1), DP_RATE (1, clock ticks per second),
+# DP_LEARNER (learner:7800), DP_SERVER_NAME (learner: the name in the
+# learner's certificate), DP_BIAS (true), DP_METRICS_PORT (9465),
+# DP_SCRAPE_HOST (DP_OWNER: the name Prometheus reaches it by),
+# DP_OWNER_ARGS (more ownerd flags, e.g. "--target price --answers-cap 200"),
+# DP_ROOT (/var/lib/dpasync; tests only).
+set -euo pipefail
+R=${DP_ROOT:-/var/lib/dpasync}
+c=$R/certs
+name=${DP_OWNER:?DP_OWNER is not set}
+port=${DP_METRICS_PORT:-9465}
+
+# Done already received for the job in this state volume: ownerd would
+# reconnect for ever to a learner that has finished.  A new job needs new
+# state volumes (docker compose down -v).
+if [ -f "$R/state/model.json" ]; then
+  echo "ownerd.sh: $name already finished this job (model at $R/state/model.json);" \
+       "remove the volumes for a new job" >&2
+  exit 0
+fi
+
+if [ -d "$R/targets" ] && [ -w "$R/targets" ]; then
+  t=$R/targets/$name.json
+  printf '[{"targets": ["%s:%s"], "labels": {"owner": "%s"}}]\n' \
+    "${DP_SCRAPE_HOST:-$name}" "$port" "$name" >"$t.tmp"
+  chmod 0644 "$t.tmp"
+  mv "$t.tmp" "$t"
+fi
+
+bias=()
+[ "${DP_BIAS:-true}" = true ] && bias=(--bias)
+# shellcheck disable=SC2086
+exec ownerd --learner "${DP_LEARNER:-learner:7800}" --server-name "${DP_SERVER_NAME:-learner}" \
+  --ca "$c/ca.crt" --cert "$c/$name.crt" --key "$c/$name.key" \
+  --data "$R/data/data.csv" "${bias[@]}" \
+  --epsilon "${DP_EPSILON:-1}" --rate "${DP_RATE:-1}" \
+  --ledger "$R/state/ledger" --model-out "$R/state/model.json" \
+  --metrics-listen "${DP_METRICS_LISTEN:-0.0.0.0}:$port" ${DP_OWNER_ARGS:-}
