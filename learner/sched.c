@@ -132,6 +132,7 @@ static int lrn__send_query(struct lrn *L, struct lrn_owner *o, double wait)
 	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
 	Dpasync__Query qm = DPASYNC__QUERY__INIT;
 	struct lrn_query *qr = NULL;
+	double sent;
 	int rc;
 
 	for (size_t i = 0; i < lrn__slots(L); i++) {
@@ -168,6 +169,9 @@ static int lrn__send_query(struct lrn *L, struct lrn_owner *o, double wait)
 	env.version = DP_PROTO_VERSION;
 	env.msg_case = DPASYNC__ENVELOPE__MSG_QUERY;
 	env.query = &qm;
+	/* The round trip starts before the bytes can leave: taken after the
+	 * send, a preemption right after the write shortened it. */
+	sent = lrn_mono();
 	rc = dp_conn_send(o->conn, &env);
 	if (rc < 0) {
 		char why[300];
@@ -180,7 +184,7 @@ static int lrn__send_query(struct lrn *L, struct lrn_owner *o, double wait)
 	qr->used = true;
 	qr->owner = o->idx;
 	qr->qid = qm.k;
-	qr->sent = lrn_mono();
+	qr->sent = sent;
 	qr->wait = wait;
 	o->inflight = true;
 	L->inflight++;

@@ -7,20 +7,26 @@ max-inflight 1) on loopback with real ownerd processes (3 and 100 owners,
 request-response ping-pong over the same connection code (tls_pingpong,
 two processes) measured in the same run.  Variants of each learnerd job:
 
-  disk  the product: every ownerd ledger on a disk directory (fdatasync
-        per answer).  The headline.
-  shm   diagnostic: the ledgers on tmpfs (/dev/shm), where fdatasync is
-        nearly free -- shows how much of the gap the ledger's durability
-        explains.  Not a deployment.
-  stub  diagnostic: bench_owner_stub (one process holding N owner
-        connections, answers at once and asks again at once: no clock, no
-        data, no noise, no ledger) -- learnerd's own capacity.
+  disk         the product: every ownerd ledger on a disk directory
+               (fdatasync before each answer), learnerd defaults (checkpoint
+               every 100 iterations).  The headline.
+  disk-nockpt  diagnostic: as disk, learnerd --checkpoint-every 0 (its
+               periodic checkpoint -- three fsyncs -- off; it still
+               checkpoints when a block of query ids runs out).
+  shm          diagnostic: the ledgers on tmpfs (/dev/shm), where fdatasync
+               is nearly free -- how much of the gap the ledger's
+               durability explains.  Not a deployment.
+  shm-nockpt   diagnostic: ledgers on tmpfs and --checkpoint-every 0.
+  stub         diagnostic: bench_owner_stub (one process holding N owner
+               connections; answers at once and asks again at once: no
+               clock, no data, no noise, no ledger) -- learnerd's capacity.
+  stub-nockpt  diagnostic: stub and --checkpoint-every 0.
 
 Throughput of a job = (rows - 1) / (last - first time_unix of trace.csv),
 i.e. startup (certificates, handshakes, waiting for every Hello) is
-excluded.  Each (owners, variant) runs --runs times (median reported); one
-ping-pong runs at the start of every round, and ratio = learnerd it/s /
-ping-pong round trips/s of the same round.  A job whose measured window is
+excluded.  Each (owners, variant) runs --runs times (median reported); a
+ping-pong runs right before every job, and ratio = learnerd it/s / that
+ping-pong's round trips/s (median over the runs).  A job whose measured window is
 shorter than --min-seconds is rerun with a larger T.
 
 Every process is started in its own session (process group) and killed
@@ -28,7 +34,7 @@ at the end, on failure and on SIGINT/SIGTERM.
 
 Usage (meson passes the executables):
   bench_learnerd.py --learnerd L --ownerd O --dpasync D --pingpong P --stub S
-                    [--owners 3,100] [--variants disk,shm,stub] [--runs 3]
+                    [--owners 3,100] [--variants disk,shm,...] [--runs 3]
                     [--seconds 6] [--min-seconds 5] [--rate 1000]
                     [--work DIR] [--ledger-dir DIR] [--shm-dir /dev/shm]
                     [--json FILE] [--keep] [--quick] [--strict]
@@ -52,6 +58,17 @@ import tempfile
 import time
 
 PROCS = []          # every Popen started, for cleanup
+
+# variant -> (owners: "ownerd" or "stub", ledger place, extra learnerd flags,
+#             first guess of T for about 6 s; later rounds use what was measured)
+VARIANTS = {
+    "disk": ("ownerd", "disk", [], 4000),
+    "disk-nockpt": ("ownerd", "disk", ["--checkpoint-every", "0"], 5000),
+    "shm": ("ownerd", "shm", [], 10000),
+    "shm-nockpt": ("ownerd", "shm", ["--checkpoint-every", "0"], 12000),
+    "stub": ("stub", None, [], 40000),
+    "stub-nockpt": ("stub", None, ["--checkpoint-every", "0"], 100000),
+}
 TMPDIRS = []        # directories to remove at the end (unless --keep)
 
 
@@ -67,9 +84,20 @@ def on_signal(signum, frame):
     raise Interrupted("signal %d" % signum)
 
 
+def _die_with_parent():
+    # In the child before exec: SIGKILL when this script dies, even by
+    # SIGKILL (a meson timeout kills our process group, and the daemons
+    # are in sessions of their own).
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def start(argv, stdout, stderr):
     p = subprocess.Popen(argv, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL,
-                         start_new_session=True)
+                         start_new_session=True, preexec_fn=_die_with_parent)
     PROCS.append(p)
     return p
 
@@ -109,6 +137,10 @@ def kill_all():
                 pass
             reap(p, 5.0)
     PROCS[:] = [p for p in PROCS if p.returncode is None]
+
+
+def rate_for(a, n):
+    return a.rates.get(n, a.rates[None])
 
 
 def fs_type(path):
@@ -186,7 +218,7 @@ class Bench:
              "--client-key", c + "/owner-1.key", "--p", "11",
              "--seconds", str(a.pingpong_seconds)],
             capture_output=True, text=True, timeout=a.pingpong_seconds + 90,
-            start_new_session=True)
+            start_new_session=True, preexec_fn=_die_with_parent)
         if out.returncode != 0:
             raise RuntimeError("tls_pingpong failed: " + out.stderr.strip())
         r = json.loads(out.stdout)
@@ -199,23 +231,22 @@ class Bench:
         """One learnerd job; returns the analysis dict or raises."""
         a = self.a
         c = self.certs
+        kind, place, lflags, _ = VARIANTS[variant]
         jdir = os.path.join(a.work, tag)
         os.makedirs(jdir)
-        if variant == "shm":
-            ldir = os.path.join(a.shm_root, tag)
-        else:
-            ldir = os.path.join(a.ledger_root, tag)
-        os.makedirs(ldir, exist_ok=True)
+        ldir = None
+        if place is not None:
+            ldir = os.path.join(a.shm_root if place == "shm" else a.ledger_root, tag)
+            os.makedirs(ldir)
         names = ",".join("owner-%d" % i for i in range(1, n + 1))
         ports = os.path.join(jdir, "learner.ports")
-        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t_start = time.monotonic()
         with open(os.path.join(jdir, "learnerd.out"), "w") as lo, \
              open(os.path.join(jdir, "learnerd.log"), "w") as le:
             lp = start([a.learnerd, "--listen", "127.0.0.1:0", "--port-file", ports,
                         "--ca", c + "/ca.crt", "--cert", c + "/learner.crt",
                         "--key", c + "/learner.key", "--owners", names, "--T", str(T),
-                        "--bias", "--out", os.path.join(jdir, "learner")], lo, le)
+                        "--bias", "--out", os.path.join(jdir, "learner")] + lflags, lo, le)
         port = None
         deadline = time.monotonic() + 15
         while port is None and time.monotonic() < deadline:
@@ -232,7 +263,7 @@ class Bench:
         if port is None:
             raise RuntimeError("%s: learnerd did not start (see %s/learnerd.log)" % (tag, jdir))
         owners = []
-        if variant == "stub":
+        if kind == "stub":
             with open(os.path.join(jdir, "stub.log"), "w") as se:
                 owners.append(start([a.stub, "--learner", "127.0.0.1:%d" % port,
                                      "--ca", c + "/ca.crt", "--certs", c, "--owners", str(n),
@@ -247,7 +278,8 @@ class Bench:
                          "--ca", c + "/ca.crt", "--cert", "%s/owner-%d.crt" % (c, i),
                          "--key", "%s/owner-%d.key" % (c, i),
                          "--data", "%s/owner-%d.csv" % (self.data, i), "--bias",
-                         "--rate", str(a.rate), "--ledger", os.path.join(od, "ledger"),
+                         "--rate", "%g" % rate_for(a, n),
+                         "--ledger", os.path.join(od, "ledger"),
                          "--model-out", os.path.join(od, "model.json")],
                         subprocess.DEVNULL, oe))
         limit = 60 + 20 * a.seconds
@@ -274,19 +306,21 @@ class Bench:
         if res["iterations"] != T:
             raise RuntimeError("%s: trace has %d rows, T=%d" % (tag, res["iterations"], T))
         res.update({"owners": n, "variant": variant, "T": T, "job_wall_s": wall,
+                    "rate": rate_for(a, n) if kind == "ownerd" else None,
                     "learnerd_cpu_s": lru.ru_utime + lru.ru_stime, "owners_cpu_s": ocpu,
-                    "ledger_fs": "-" if variant == "stub" else fs_type(ldir)})
+                    "ledger_fs": "-" if ldir is None else fs_type(ldir)})
         res["learnerd_cpu_us_per_it"] = 1e6 * res["learnerd_cpu_s"] / T
         res["owners_cpu_us_per_it"] = 1e6 * ocpu / T
         if not a.keep:
             shutil.rmtree(jdir, ignore_errors=True)
-            shutil.rmtree(ldir, ignore_errors=True)
+            if ldir:
+                shutil.rmtree(ldir, ignore_errors=True)
         return res
 
     def measured_job(self, n, variant, rnd):
         a = self.a
         key = (n, variant)
-        T = self.T.get(key, {"disk": 4000, "shm": 8000, "stub": 50000}[variant])
+        T = self.T.get(key, VARIANTS[variant][3])
         T = max(T, 2 * n)
         for attempt in range(4):
             tag = "r%d-n%d-%s-%d" % (rnd, n, variant, attempt)
@@ -317,16 +351,20 @@ class Bench:
             log("fsync probe %-4s (%s): 64-byte append + fdatasync median %.1f us, mean %.1f us, "
                 "p90 %.1f us" % (k, v["fs"], v["median_us"], v["mean_us"], v["p90_us"]))
         for rnd in range(1, a.runs + 1):
-            log("round %d/%d" % (rnd, a.runs))
-            pp = self.pingpong("round %d" % rnd)
-            pp["round"] = rnd
-            results["pingpong"].append(pp)
-            self.pp_now = pp["rt_per_s"]
+            log("round %d/%d  (load average %.2f %.2f %.2f)" % ((rnd, a.runs) + os.getloadavg()))
             for n in a.owners:
                 for v in a.variants:
+                    # The baseline right before each job: the machine is
+                    # shared and its load drifts.
+                    pp = self.pingpong("r%d" % rnd)
+                    pp["round"] = rnd
+                    results["pingpong"].append(pp)
+                    self.pp_now = pp["rt_per_s"]
                     r = self.measured_job(n, v, rnd)
                     r["round"] = rnd
+                    r["pingpong_rt_per_s"] = pp["rt_per_s"]
                     r["ratio"] = r["it_per_s"] / pp["rt_per_s"]
+                    r["loadavg"] = os.getloadavg()
                     results["jobs"].append(r)
         return results
 
@@ -335,9 +373,10 @@ def summarise(results, a):
     pp = statistics.median(p["rt_per_s"] for p in results["pingpong"])
     lines = []
     lines.append("ping-pong (2 processes, TLS 1.3, Query/Answer/UpdateRequest of p=11): "
-                 "median %.0f round trips/s over %d runs (%s)"
+                 "median %.0f round trips/s over %d runs (min %.0f, max %.0f)"
                  % (pp, len(results["pingpong"]),
-                    ", ".join("%.0f" % p["rt_per_s"] for p in results["pingpong"])))
+                    min(p["rt_per_s"] for p in results["pingpong"]),
+                    max(p["rt_per_s"] for p in results["pingpong"])))
     lines.append("")
     lines.append("| owners | variant | it/s (median) | runs | ratio (median of per-round) "
                  "| starved | learnerd CPU µs/it | owners CPU µs/it |")
@@ -362,21 +401,26 @@ def summarise(results, a):
                          % (n, v, ips, ", ".join("%.0f" % x for x in cell["runs"]), ratio,
                             100 * cell["starved_frac_median"], cell["learnerd_cpu_us_per_it"],
                             cell["owners_cpu_us_per_it"]))
-    # How much of the gap the ledger's fdatasync explains: time per
-    # iteration with the ledgers on disk minus on tmpfs, as a share of the
-    # disk iteration time above one ping-pong round trip.
+    # What each diagnostic recovers: per-iteration time of the headline
+    # (disk) minus that of the diagnostic, as a share of the headline's
+    # time above one ping-pong round trip (the gap).
     lines.append("")
+    tp = 1e6 / pp
     for n in a.owners:
         c = {x["variant"]: x for x in summary["cells"] if x["owners"] == n}
-        if "disk" in c and "shm" in c:
-            td = 1e6 / c["disk"]["it_per_s_median"]
-            ts = 1e6 / c["shm"]["it_per_s_median"]
-            tp = 1e6 / pp
-            share = (td - ts) / (td - tp) if td > tp else float("nan")
-            lines.append("%d owners: %.0f µs/iteration with disk ledgers, %.0f µs on tmpfs, "
-                         "%.0f µs per ping-pong round trip: the ledger's durability explains "
-                         "%.0f%% of the gap" % (n, td, ts, tp, 100 * share))
-            summary.setdefault("fsync_share", {})[str(n)] = share
+        if "disk" not in c:
+            continue
+        td = 1e6 / c["disk"]["it_per_s_median"]
+        parts = []
+        for v in VARIANTS:
+            if v == "disk" or v not in c:
+                continue
+            tv = 1e6 / c[v]["it_per_s_median"]
+            share = (td - tv) / (td - tp) if td > tp else float("nan")
+            summary.setdefault("gap_share", {}).setdefault(str(n), {})[v] = share
+            parts.append("%s %.0f µs (%.0f%% of the gap)" % (v, tv, 100 * share))
+        lines.append("%d owners: %.0f µs per iteration (disk) vs %.0f µs per ping-pong round "
+                     "trip; %s" % (n, td, tp, "; ".join(parts)))
     return summary, "\n".join(lines)
 
 
@@ -388,18 +432,23 @@ def main():
     ap.add_argument("--pingpong", required=True)
     ap.add_argument("--stub", help="bench_owner_stub (needed for the stub variant)")
     ap.add_argument("--owners", default="3,100")
-    ap.add_argument("--variants", default="disk,shm,stub")
+    ap.add_argument("--variants", default=",".join(VARIANTS),
+                    help="comma-separated, of: " + ", ".join(VARIANTS))
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=6.0, help="target window per job")
     ap.add_argument("--min-seconds", type=float, default=5.0, help="shortest window kept")
-    ap.add_argument("--pingpong-seconds", type=float, default=3.0)
-    ap.add_argument("--rate", type=float, default=1000.0, help="ownerd --rate")
+    ap.add_argument("--pingpong-seconds", type=float, default=2.0)
+    ap.add_argument("--rate", default="1000",
+                    help="ownerd --rate: R for every job, or a list like 1000,3:5000 "
+                    "(N:R for the jobs with N owners)")
     ap.add_argument("--work", help="work directory (default: a new one in the current "
                     "directory, removed at the end unless --keep)")
     ap.add_argument("--ledger-dir", help="disk directory for the disk variant's ledgers "
                     "(default: inside --work)")
     ap.add_argument("--shm-dir", default="/dev/shm")
-    ap.add_argument("--json", help="write all results here")
+    ap.add_argument("--json", default="bench-daemons.json",
+                    help="write all results here (default: bench-daemons.json in the current "
+                    "directory; \"\" for none)")
     ap.add_argument("--keep", action="store_true", help="keep logs, traces and ledgers")
     ap.add_argument("--quick", action="store_true",
                     help="smoke test: 1 run, 3 owners, 1 s windows")
@@ -407,13 +456,22 @@ def main():
                     help="exit 1 when a disk-variant ratio is below 0.5")
     a = ap.parse_args()
     a.owners = [int(x) for x in a.owners.split(",") if x]
+    try:
+        a.rates = {}
+        for item in a.rate.split(","):
+            n, _, r = item.rpartition(":")
+            a.rates[int(n) if n else None] = float(r)
+        if None not in a.rates:
+            a.rates[None] = 1000.0
+    except ValueError:
+        ap.error("--rate: expected R or N:R items, got %r" % a.rate)
     a.variants = [x for x in a.variants.split(",") if x]
     if a.quick:
         a.runs, a.owners, a.seconds, a.min_seconds, a.pingpong_seconds = 1, [3], 1.5, 1.0, 1.0
     for v in a.variants:
-        if v not in ("disk", "shm", "stub"):
+        if v not in VARIANTS:
             ap.error("unknown variant %r" % v)
-    if "stub" in a.variants and not a.stub:
+    if any(VARIANTS[v][0] == "stub" for v in a.variants) and not a.stub:
         ap.error("the stub variant needs --stub")
     for name in ("learnerd", "ownerd", "dpasync", "pingpong", "stub"):
         p = getattr(a, name)
@@ -436,8 +494,10 @@ def main():
     log("# bench-daemons %s  %s  %d CPUs  %s" % (
         datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         platform.platform(), os.cpu_count() or 0, cpu_model()))
-    log("# owners %s, variants %s, %d runs, ~%.0f s per job, ownerd --rate %g; disk ledgers "
-        "in %s (%s)" % (a.owners, a.variants, a.runs, a.seconds, a.rate, a.ledger_root,
+    log("# owners %s, variants %s, %d runs, ~%.0f s per job, ownerd --rate %s; disk ledgers "
+        "in %s (%s)" % (a.owners, a.variants, a.runs, a.seconds,
+                        ", ".join("%d owners %g" % (n, rate_for(a, n)) for n in a.owners),
+                        a.ledger_root,
                         fs_type(a.ledger_root)))
     rc = 0
     try:
@@ -445,8 +505,7 @@ def main():
         results = b.run()
         summary, text = summarise(results, a)
         results["summary"] = summary
-        results["settings"] = {k: (v if not isinstance(v, list) else list(v))
-                               for k, v in vars(a).items()}
+        results["settings"] = {k: v for k, v in vars(a).items() if k != "rates"}
         log("")
         log(text)
         if a.json:

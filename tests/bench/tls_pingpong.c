@@ -12,9 +12,13 @@
  *      next Query ...
  *
  * The Answer and the UpdateRequest are two separate sends (two TLS
- * records), as in ownerd; the server sends the next Query when the
- * UpdateRequest arrives.  Nothing else is done: no gradient, no noise, no
- * ledger, no trace -- the transport's cost only.
+ * records), as in ownerd.  By default the server sends the next Query as
+ * soon as the Answer arrives, as learnerd does when its request queue is
+ * not empty (the UpdateRequest then travels off the critical path, but it
+ * is still received, decoded and validated, and one must arrive per
+ * Answer); with --wait-request it waits for the UpdateRequest too (one
+ * owner, strictly alternating).  Nothing else is done: no gradient, no
+ * noise, no ledger, no trace -- the transport's cost only.
  *
  * By default the client runs in a forked child process (two processes,
  * like learnerd and ownerd); --one-process runs both ends on one loop.
@@ -22,6 +26,7 @@
  *   tls_pingpong --ca CA --server-cert F --server-key F
  *                --client-cert F --client-key F
  *                [--p 11] [--seconds 3] [--warmup 2000] [--one-process]
+ *                [--wait-request]
  *
  * Prints one JSON line on stdout:
  *   {"rt_per_s": ..., "round_trips": ..., "seconds": ..., "p": ..., "procs": ...,
@@ -52,6 +57,7 @@ static struct {
 	double seconds;
 	uint64_t warmup;
 	int one_process;
+	int wait_request;
 } A = { .p = 11, .seconds = 3.0, .warmup = 2000 };
 
 /* ---- server side (the "learner") ---------------------------------------- */
@@ -62,7 +68,7 @@ static struct {
 	dp_conn *conn;
 	uv_timer_t guard;       /* fails a run that does not finish in time */
 	double *theta;
-	uint64_t k, answered, measured;
+	uint64_t k, answered, requests, measured;
 	uint64_t t0, t1;        /* uv_hrtime of the start/end of measurement */
 	int got_answer;         /* Answer of the current k seen */
 	int failed, finished;
@@ -117,6 +123,27 @@ static void pp_server_finish(void)
 	dp_conn_close(S.conn);
 }
 
+/* One round trip done (the Answer, and with --wait-request also the
+ * UpdateRequest, of query k arrived): count it, then the next Query or
+ * the end. */
+static void pp_server_round_done(void)
+{
+	S.answered++;
+	if (S.answered == A.warmup) {
+		S.t0 = uv_hrtime();
+	} else if (S.answered > A.warmup) {
+		uint64_t now = uv_hrtime();
+
+		if (pp_secs(S.t0, now) >= A.seconds) {
+			S.t1 = now;
+			S.measured = S.answered - A.warmup;
+			pp_server_finish();
+			return;
+		}
+	}
+	pp_send_query();
+}
+
 static void pp_server_on_message(dp_conn *c, Dpasync__Envelope *m)
 {
 	if (S.finished || S.failed) {
@@ -132,29 +159,25 @@ static void pp_server_on_message(dp_conn *c, Dpasync__Envelope *m)
 		if (S.abytes == 0 && S.k > A.warmup)
 			S.abytes = dpasync__envelope__get_packed_size(m);
 		S.got_answer = 1;
+		/* Without --wait-request the round trip ends here; the owner's
+		 * UpdateRequest must still come (checked below). */
+		if (!A.wait_request)
+			pp_server_round_done();
 		break;
 	case DPASYNC__ENVELOPE__MSG_UPDATE_REQUEST:
-		if (S.k > 0 && !S.got_answer) {
-			pp_server_fail("%s", "update request before the answer");
+		/* The first request starts the exchange; afterwards exactly one
+		 * follows each Answer. */
+		S.requests++;
+		if (S.requests > S.k + 1 || (A.wait_request && S.k > 0 && !S.got_answer)) {
+			pp_server_fail("%s", "update request without an answer");
 			break;
 		}
 		if (S.rbytes == 0 && S.k > A.warmup)
 			S.rbytes = dpasync__envelope__get_packed_size(m);
-		if (S.k > 0)
-			S.answered++;
-		if (S.answered == A.warmup) {
-			S.t0 = uv_hrtime();
-		} else if (S.answered > A.warmup) {
-			uint64_t now = uv_hrtime();
-
-			if (pp_secs(S.t0, now) >= A.seconds) {
-				S.t1 = now;
-				S.measured = S.answered - A.warmup;
-				pp_server_finish();
-				break;
-			}
-		}
-		pp_send_query();
+		if (S.k == 0)
+			pp_send_query();
+		else if (A.wait_request)
+			pp_server_round_done();
 		break;
 	default:
 		pp_server_fail("unexpected %s message", dp_msg_kind(m));
@@ -344,7 +367,7 @@ static int pp_usage(void)
 {
 	fprintf(stderr, "usage: tls_pingpong --ca F --server-cert F --server-key F "
 		"--client-cert F --client-key F [--p P] [--seconds S] [--warmup N] "
-		"[--one-process]\n");
+		"[--one-process] [--wait-request]\n");
 	return 2;
 }
 
@@ -360,6 +383,7 @@ int main(int argc, char **argv)
 		{ "seconds", required_argument, NULL, 's' },
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "one-process", no_argument, NULL, '1' },
+		{ "wait-request", no_argument, NULL, 'W' },
 		{ NULL, 0, NULL, 0 },
 	};
 	dp_tls_files tf;
@@ -381,6 +405,7 @@ int main(int argc, char **argv)
 		case 's': rc = dp_parse_double("--seconds", optarg, 0, &A.seconds); break;
 		case 'w': rc = dp_parse_u64("--warmup", optarg, &A.warmup); break;
 		case '1': A.one_process = 1; break;
+		case 'W': A.wait_request = 1; break;
 		default: return pp_usage();
 		}
 		if (rc < 0) {
@@ -465,16 +490,22 @@ int main(int argc, char **argv)
 	} else if (C.failed) {
 		S.failed = 1;
 	}
+	if (!S.failed && S.requests + 1 < S.answered) {
+		fprintf(stderr, "tls_pingpong: %llu answers but only %llu update requests\n",
+			(unsigned long long)S.answered, (unsigned long long)S.requests);
+		S.failed = 1;
+	}
 	if (S.failed || S.measured == 0) {
 		if (!S.failed)
 			fprintf(stderr, "tls_pingpong: nothing measured\n");
 		return 1;
 	}
 	printf("{\"rt_per_s\": %.1f, \"round_trips\": %llu, \"seconds\": %.6f, \"p\": %zu, "
-	       "\"procs\": %d, \"query_bytes\": %zu, \"answer_bytes\": %zu, "
-	       "\"request_bytes\": %zu}\n",
+	       "\"procs\": %d, \"wait_request\": %s, \"query_bytes\": %zu, "
+	       "\"answer_bytes\": %zu, \"request_bytes\": %zu}\n",
 	       (double)S.measured / pp_secs(S.t0, S.t1), (unsigned long long)S.measured,
-	       pp_secs(S.t0, S.t1), A.p, A.one_process ? 1 : 2, S.qbytes, S.abytes, S.rbytes);
+	       pp_secs(S.t0, S.t1), A.p, A.one_process ? 1 : 2,
+	       A.wait_request ? "true" : "false", S.qbytes, S.abytes, S.rbytes);
 	free(S.theta);
 	free(C.grad);
 	return 0;
