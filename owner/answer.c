@@ -115,6 +115,7 @@ void own_answer_query(struct own_daemon *d, const Dpasync__Query *q)
 		return;
 	}
 	d->request_pending = false;
+	own_clock_resume(d);
 	dp_ledger_last_k(d->ledger, &last);
 	if (k <= last) {
 		r = dp_ledger_lookup(d->ledger, k, NULL);

@@ -236,6 +236,7 @@ static void own__on_welcome(struct own_daemon *d, const Dpasync__Welcome *w)
 	d->job.have = true;
 	d->welcomed = true;
 	d->request_pending = false;
+	own_clock_resume(d);
 	d->attempt = 0;
 	own_metrics_budget(d);
 	DP_INFO("owner", "welcome job=%s model=%s T=%llu N=%u n_total=%llu p=%u clip=%g mode=%s "
@@ -351,6 +352,7 @@ static void own__on_close(dp_conn *c, int reason, const char *detail)
 	d->conn = NULL;
 	d->welcomed = false;
 	d->request_pending = false;
+	own_clock_resume(d);
 	dp_metric_set(d->m.connected, 0);
 	if (!uv_is_closing((uv_handle_t *)&d->welcome_timer))
 		uv_timer_stop(&d->welcome_timer);

@@ -14,7 +14,7 @@
 
 #include "own.h"
 
-static int own__clock_arm(struct own_daemon *d);
+static int own__clock_arm(struct own_daemon *d, int from_cb);
 
 static void own__tick(struct own_daemon *d)
 {
@@ -43,21 +43,32 @@ static void own__on_clock(uv_timer_t *t)
 	own__tick(d);
 	if (d->stopping)
 		return;
-	r = own__clock_arm(d);
+	/* While a request is outstanding every tick would be skipped, so
+	 * the clock sleeps; own_clock_resume() restarts it when the request
+	 * is answered.  Memoryless: the next request time has the same law. */
+	if (d->request_pending)
+		return;
+	r = own__clock_arm(d, 1);
 	if (r < 0) {
 		DP_ERROR("clock", "random generator failed: %s; stopping", dp_error_detail(r));
 		own_stop(d, OWN_EXIT_FAIL);
 	}
 }
 
-static int own__clock_arm(struct own_daemon *d)
+static int own__clock_arm(struct own_daemon *d, int from_cb)
 {
-	double gap;
+	double gap = 0.0, g;
 	int r;
 
-	r = dp_rand_exponential(&d->bits, d->set.rate, &gap);
-	if (r < 0)
-		return r;
+	/* Re-armed from its own callback, a 0 ms timer runs again
+	 * at once inside uv__run_timers (libuv 1.44) and starves all I/O.
+	 * Ticks within the same millisecond see the same state: fold them. */
+	do {
+		r = dp_rand_exponential(&d->bits, d->set.rate, &g);
+		if (r < 0)
+			return r;
+		gap += g;
+	} while (from_cb && ceil(gap * 1000.0 - 0.5) < 1.0);
 	/* libuv timers count whole milliseconds. */
 	gap = ceil(gap * 1000.0 - 0.5);
 	if (gap > 1e12)
@@ -67,7 +78,21 @@ static int own__clock_arm(struct own_daemon *d)
 
 int own_clock_start(struct own_daemon *d)
 {
-	return own__clock_arm(d);
+	return own__clock_arm(d, 0);
+}
+
+void own_clock_resume(struct own_daemon *d)
+{
+	int r;
+
+	if (d->stopping || uv_is_closing((uv_handle_t *)&d->clock_timer) ||
+	    uv_is_active((uv_handle_t *)&d->clock_timer))
+		return;
+	r = own__clock_arm(d, 0);
+	if (r < 0) {
+		DP_ERROR("clock", "random generator failed: %s; stopping", dp_error_detail(r));
+		own_stop(d, OWN_EXIT_FAIL);
+	}
 }
 
 void own_clock_stop(struct own_daemon *d)

@@ -158,5 +158,9 @@ void own_ledger_failed(struct own_daemon *d, uint64_t k, int err);
 /* Arm the Poisson clock (first gap drawn now).  0 or a DP_E... code. */
 int own_clock_start(struct own_daemon *d);
 void own_clock_stop(struct own_daemon *d);
+/* Restart the clock, which sleeps while a request is outstanding (the
+ * Poisson clock is memoryless, so the next request time has the same law);
+ * a no-op while it runs or the daemon stops. */
+void own_clock_resume(struct own_daemon *d);
 
 #endif

@@ -470,7 +470,14 @@ def compose_service(cfg, name, t, binpath, overrides=None):
             os.symlink(vol, link)
     cmd = s['command']
     check(cmd[0] == '/bin/bash' and cmd[1].startswith('/opt/dpasync/compose/'), '%s command %s' % (name, cmd))
-    cmd = ['/bin/bash', os.path.join(DEPLOY, 'compose', cmd[1][len('/opt/dpasync/compose/'):])] + cmd[2:]
+    # The services run as uid 10001, which may not traverse the checkout (a
+    # CI clone can sit below a 0700 directory): run a copy of ./compose from t,
+    # as the bind mount would expose it.
+    src_copy = os.path.join(t, 'compose-src')
+    if not os.path.isdir(src_copy):
+        shutil.copytree(os.path.join(DEPLOY, 'compose'), src_copy)
+        os.chmod(src_copy, 0o755)
+    cmd = ['/bin/bash', os.path.join(src_copy, cmd[1][len('/opt/dpasync/compose/'):])] + cmd[2:]
     uid = int(str(s.get('user', IMAGE_UID)).split(':')[0])
     cmd = as_user(cmd, uid, s.get('cap_add', []))
     env = {k: str(v) for k, v in (s.get('environment') or {}).items()}

@@ -80,9 +80,34 @@ def learner_crash(bindir, d):
     finally:
         c.close()
 
+def fast_clocks(bindir, d):
+    """Clocks far faster than the learner can serve (100,000 ticks/s): every
+    owner still completes its handshake and the job completes; an owner whose
+    clock ticks that fast with no learner still exits 0 on SIGTERM (a 0 ms
+    timer re-armed from its own callback used to starve the event loop)."""
+    T = 300
+    c = Cluster(bindir, d, owners=3, rows=200, features=4, T=T)
+    try:
+        c.start_learner()
+        owners = [c.start_owner(i, rate='100000') for i in (1, 2, 3)]
+        out = c.wait_learner(timeout=60)
+        check('done k=%d' % T in out, 'job with fast clocks did not complete')
+        for p in owners:
+            check(p.wait(timeout=30) == 0, 'a fast-clock ownerd exited %s' % p.returncode)
+        # With the learner gone the clock keeps ticking at 100,000/s while
+        # the owner reconnects: the loop must still serve signals.
+        lone = c.start_owner(1, rate='100000', ledger=c.path('lone', 'ledger'))
+        time.sleep(1.0)
+        lone.send_signal(signal.SIGTERM)
+        check(lone.wait(timeout=10) == 0, 'fast-clock ownerd did not exit 0 on SIGTERM')
+        print('fast clocks: job completed, SIGTERM honoured')
+    finally:
+        c.close()
+
 def test(argv):
     d = tmpdir('e2e-crash')
     try:
+        fast_clocks(argv[0], os.path.join(d, 'fast'))
         if not os.environ.get('ONLY_LEARNER'):
             owner_crash(argv[0], os.path.join(d, 'owner'))
         learner_crash(argv[0], os.path.join(d, 'learner'))
