@@ -258,6 +258,23 @@ static int dp__write_md(const char *dir, char *text, size_t len)
 	return dp_file_write_atomic(path, text, len, 0644);
 }
 
+/* Close the report's memory stream (which sets *md and *mdlen), write it
+ * and say so.  Returns the exit status; m is closed in every case. */
+static int dp__finish_md(const char *dir, FILE *m, char **md, size_t *mdlen, size_t nfig)
+{
+	int err;
+
+	if (fclose(m) != 0 || *md == NULL) {
+		dp_tool_fail("report", "out of memory");
+		return 1;
+	}
+	err = dp__write_md(dir, *md, *mdlen);
+	if (err != 0)
+		return dp__fail(err);
+	printf("wrote %s/report.md (%zu figures)\n", dir, nfig);
+	return 0;
+}
+
 static int dp__report_learner(const dp__report_opts *o)
 {
 	char path[4200], *md = NULL;
@@ -502,20 +519,8 @@ static int dp__report_learner(const dp__report_opts *o)
 	fprintf(m, " --epsilon E --repeats 10 --out SIMDIR OWNER-FILES...\n"
 		"dpasync plot --kind psi-time --trace %s/trace.csv --out psi-time.png SIMDIR/psi.csv\n"
 		"dpasync report --sim SIMDIR --data OWNER-FILES... %s\n```\n", o->dir, o->dir);
-	if (fclose(m) != 0 || md == NULL) {
-		m = NULL;
-		rc = 1;
-		dp_tool_fail("report", "out of memory");
-		goto out;
-	}
+	rc = dp__finish_md(o->dir, m, &md, &mdlen, nfig);
 	m = NULL;
-	err = dp__write_md(o->dir, md, mdlen);
-	if (err != 0) {
-		rc = dp__fail(err);
-		goto out;
-	}
-	printf("wrote %s/report.md (%zu figures)\n", o->dir, nfig);
-	rc = 0;
 out:
 	if (m)
 		fclose(m);
@@ -645,20 +650,8 @@ static int dp__report_sim(const dp__report_opts *o)
 	if (have_sched)
 		fprintf(m, "dpasync plot --kind owners --out %s/report-owners.png %s/schedule.txt\n", o->dir, o->dir);
 	fputs("```\n", m);
-	if (fclose(m) != 0 || md == NULL) {
-		m = NULL;
-		rc = 1;
-		dp_tool_fail("report", "out of memory");
-		goto out;
-	}
+	rc = dp__finish_md(o->dir, m, &md, &mdlen, nfig);
 	m = NULL;
-	err = dp__write_md(o->dir, md, mdlen);
-	if (err != 0) {
-		rc = dp__fail(err);
-		goto out;
-	}
-	printf("wrote %s/report.md (%zu figures)\n", o->dir, nfig);
-	rc = 0;
 out:
 	if (m)
 		fclose(m);
