@@ -9,6 +9,7 @@ int dp_cmd_prep(int argc, char **argv);
 int dp_cmd_sim(int argc, char **argv);
 int dp_cmd_eval(int argc, char **argv);
 int dp_cmd_certs(int argc, char **argv);
+int dp_cmd_ledger(int argc, char **argv);
 int dp_cmd_plot(int argc, char **argv);
 int dp_cmd_report(int argc, char **argv);
 

@@ -16,6 +16,7 @@ static const struct {
 	{ "sim", dp_cmd_sim, "in-process run of async | sync1 | sync2, R repeats, psi statistics" },
 	{ "eval", dp_cmd_eval, "f and psi of a saved model against data files" },
 	{ "certs", dp_cmd_certs, "CA, learner and owner certificates for a deployment" },
+	{ "ledger", dp_cmd_ledger, "verify and summarise owners' privacy ledgers (read-only)" },
 	{ "plot", dp_cmd_plot, "PNG figures of a trace, schedule or psi.csv (gnuplot)" },
 	{ "report", dp_cmd_report, "report.md with figures and key numbers of one run's directory" },
 };

@@ -54,7 +54,7 @@ def test(argv):
         expect_error([dp, 'gen', '--rows', 'x', '--out', d], ['--rows'])
         expect_error([dp, 'eval', os.path.join(d, 'nomodel.json'), o1], ['nomodel.json'])
         expect_error([dp, 'nosuch'], ['nosuch'])
-        for sub in ('gen', 'prep', 'sim', 'eval'):
+        for sub in ('gen', 'prep', 'sim', 'eval', 'ledger'):
             p = run([dp, sub, '--help'])
             check(p.stdout.startswith('usage: dpasync ' + sub), '%s --help: %r' % (sub, p.stdout[:60]))
         check(run([dp, '--version']).stdout.startswith('dpasync '), '--version')

@@ -7,7 +7,7 @@
   at exactly K answers and the job still completes;
 - kill -9 of learnerd mid-job and restart with --resume: the job completes
   T iterations with a continuous trace."""
-import os, re, signal, sys, time
+import json, os, re, signal, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Fail, check, run, tmpdir, cleanup, main
 from cluster import Cluster, ledger_records
@@ -53,6 +53,22 @@ def owner_crash(bindir, d):
                   % (i, n, cap, nano / 1e9, used))
         n3, _ = ledger_records(c.path('owner-3', 'ledger'))
         check(n3 == K3, 'owner-3 should stop at exactly K = %d answers, has %d' % (K3, n3))
+        # `dpasync ledger` reads the same totals, and refuses a damaged copy.
+        for i in (1, 2, 3):
+            led = c.path('owner-%d' % i, 'ledger')
+            info = json.loads(run([c.dp, 'ledger', led]).stdout)
+            n, nano = ledger_records(led)
+            check(info['answers'] == n and abs(info['epsilon_spent'] - nano / 1e9) < 1e-9
+                  and info['identity'].startswith('owner=owner-%d ' % i),
+                  'dpasync ledger disagrees with the file: %s vs %d answers, %d nano' % (info, n, nano))
+        bad = c.path('owner-1', 'ledger.damaged')
+        b = bytearray(open(c.path('owner-1', 'ledger'), 'rb').read())
+        b[256 + 64 * 5 + 20] ^= 0xff     # inside the 6th record, not the last
+        open(bad, 'wb').write(bytes(b))
+        p = run([c.dp, 'ledger', bad], ok=False)
+        lines = [l for l in p.stderr.splitlines() if l.strip()]
+        check(p.returncode == 2 and len(lines) == 1 and 'ledger.damaged' in lines[0],
+              'damaged ledger: exit %d, stderr %r' % (p.returncode, p.stderr))
         for p in (o1, o2, o3):
             check(p.wait(timeout=30) == 0, 'an ownerd exited %s' % p.returncode)
     finally:
