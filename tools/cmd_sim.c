@@ -16,6 +16,7 @@
 #include "modelfile.h"
 #include "optim.h"
 #include "parse.h"
+#include "plotting.h"
 #include "simcli.h"
 #include "simrun.h"
 
@@ -208,24 +209,6 @@ fail:
 	return 2;
 }
 
-static int dp__cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-/* Percentile with linear interpolation between order statistics (sorted v). */
-static double dp__percentile(const double *sorted, size_t n, double pct)
-{
-	double pos = pct / 100.0 * (double)(n - 1);
-	size_t lo = (size_t)pos;
-	double frac = pos - (double)lo;
-
-	if (lo + 1 >= n)
-		return sorted[n - 1];
-	return sorted[lo] + frac * (sorted[lo + 1] - sorted[lo]);
-}
-
 static int dp__write_outputs(const dp_sim_opts *o, const dp_sim_setup *s, const dp_owner_data *od,
 			     const double *psi, const double *theta1, const double *theta_star,
 			     const size_t *owners1)
@@ -255,9 +238,8 @@ static int dp__write_outputs(const dp_sim_opts *o, const dp_sim_setup *s, const 
 			col[r] = psi[r * ncp + c];
 			m += col[r];
 		}
-		qsort(col, R, sizeof(double), dp__cmp_double);
 		fprintf(f, "%zu,%.10g,%.10g,%.10g,%.10g\n", dp_sim_checkpoint_k(s, c),
-			dp__percentile(col, R, 25), dp__percentile(col, R, 50), dp__percentile(col, R, 75),
+			dp_plot_percentile(col, R, 25), dp_plot_percentile(col, R, 50), dp_plot_percentile(col, R, 75),
 			m / (double)R);
 	}
 	if (fclose(f) != 0) {
@@ -284,7 +266,6 @@ static int dp__write_outputs(const dp_sim_opts *o, const dp_sim_setup *s, const 
 	}
 	mean /= (double)R;
 	arr = dp_json_double_array(final, R);
-	qsort(final, R, sizeof(double), dp__cmp_double);
 	json_object_object_add(j, "mode", json_object_new_string(
 		s->mode == DP_SIM_ASYNC ? "async" : s->mode == DP_SIM_SYNC1 ? "sync1" : "sync2"));
 	json_object_object_add(j, "model", json_object_new_string(dp_model_name(s->model)));
@@ -328,9 +309,9 @@ static int dp__write_outputs(const dp_sim_opts *o, const dp_sim_setup *s, const 
 	}
 	json_object_object_add(j, "f_star", json_object_new_double(s->f_star));
 	json_object_object_add(j, "psi_mean", json_object_new_double(mean));
-	json_object_object_add(j, "psi_median", json_object_new_double(dp__percentile(final, R, 50)));
-	json_object_object_add(j, "psi_p25", json_object_new_double(dp__percentile(final, R, 25)));
-	json_object_object_add(j, "psi_p75", json_object_new_double(dp__percentile(final, R, 75)));
+	json_object_object_add(j, "psi_median", json_object_new_double(dp_plot_percentile(final, R, 50)));
+	json_object_object_add(j, "psi_p25", json_object_new_double(dp_plot_percentile(final, R, 25)));
+	json_object_object_add(j, "psi_p75", json_object_new_double(dp_plot_percentile(final, R, 75)));
 	json_object_object_add(j, "psi", arr);
 	json_object_object_add(j, "theta", dp_json_double_array(theta1, s->p));
 	json_object_object_add(j, "theta_star", dp_json_double_array(theta_star, s->p));
