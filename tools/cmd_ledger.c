@@ -1,5 +1,6 @@
 /* dpasync ledger: inspect owners' privacy ledgers without touching them. */
 #include <getopt.h>
+#include <json-c/json.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include "error.h"
 #include "ledger.h"
 #include "log.h"
+#include "modelfile.h"
 
 static const char dp__ledger_usage[] =
 	"usage: dpasync ledger LEDGER...\n"
@@ -21,12 +23,9 @@ static const char dp__ledger_usage[] =
 	"  --help   this text\n";
 
 /* JSON has no infinity: an unlimited (testing) ledger prints null. */
-static void dp__num(const char *key, double v, int last)
+static struct json_object *dp__eps(double v)
 {
-	if (isinf(v))
-		printf("\"%s\": null%s", key, last ? "" : ", ");
-	else
-		printf("\"%s\": %.9f%s", key, v, last ? "" : ", ");
+	return isinf(v) ? NULL : dp_json_double(v);
 }
 
 int dp_cmd_ledger(int argc, char **argv)
@@ -54,6 +53,7 @@ int dp_cmd_ledger(int argc, char **argv)
 		return 2;
 	}
 	for (int i = optind; i < argc; i++) {
+		struct json_object *j;
 		dp_ledger *l;
 		uint64_t last = 0;
 		int rc = dp_ledger_open(argv[i], 0, 0, NULL, DP_LEDGER_READONLY | DP_LEDGER_ALLOW_INF, &l);
@@ -62,23 +62,25 @@ int dp_cmd_ledger(int argc, char **argv)
 			dp_tool_fail("ledger", "%s", dp_error_detail(rc));
 			return rc == DP_ENOMEM || rc == DP_EIO ? 1 : 2;
 		}
-		printf("{\"path\": \"");
-		for (const char *s = argv[i]; *s; s++)
-			printf(*s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
-		printf("\", \"identity\": \"");
-		for (const char *s = dp_ledger_identity(l); *s; s++)
-			printf(*s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
-		printf("\", ");
-		dp__num("epsilon_cap", dp_ledger_cap(l), 0);
-		dp__num("epsilon_spent", dp_ledger_spent(l), 0);
-		dp__num("epsilon_left", dp_ledger_left(l), 0);
-		printf("\"answers\": %llu, \"answers_cap\": %llu, ",
-		       (unsigned long long)dp_ledger_answers(l), (unsigned long long)dp_ledger_answers_cap(l));
-		if (dp_ledger_last_k(l, &last) == 0 && dp_ledger_answers(l) > 0)
-			printf("\"last_k\": %llu, ", (unsigned long long)last);
-		else
-			printf("\"last_k\": null, ");
-		printf("\"torn_bytes\": %zu}\n", dp_ledger_torn_bytes(l));
+		j = json_object_new_object();
+		if (j == NULL) {
+			dp_ledger_close(l);
+			dp_tool_fail("ledger", "out of memory");
+			return 1;
+		}
+		json_object_object_add(j, "path", json_object_new_string(argv[i]));
+		json_object_object_add(j, "identity", json_object_new_string(dp_ledger_identity(l)));
+		json_object_object_add(j, "epsilon_cap", dp__eps(dp_ledger_cap(l)));
+		json_object_object_add(j, "epsilon_spent", dp__eps(dp_ledger_spent(l)));
+		json_object_object_add(j, "epsilon_left", dp__eps(dp_ledger_left(l)));
+		json_object_object_add(j, "answers", json_object_new_uint64(dp_ledger_answers(l)));
+		json_object_object_add(j, "answers_cap", json_object_new_uint64(dp_ledger_answers_cap(l)));
+		json_object_object_add(j, "last_k", dp_ledger_last_k(l, &last) == 0 && dp_ledger_answers(l) > 0
+				       ? json_object_new_uint64(last) : NULL);
+		json_object_object_add(j, "torn_bytes", json_object_new_uint64(dp_ledger_torn_bytes(l)));
+		puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_SPACED |
+						       JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(j);
 		dp_ledger_close(l);
 	}
 	return 0;
