@@ -83,6 +83,26 @@ static int dp__csv_fail(dp_csv_reader *r, int code, size_t line, size_t col, con
 }
 
 /* libcsv field callback: copy the field into the record buffer. */
+/* Make *buf hold at least `need` bytes, doubling from `first`; the callers
+ * have already checked `need` against their size limits.  0 or DP_ENOMEM
+ * (the buffer is unchanged then). */
+static int dp__csv_grow(char **buf, size_t *cap, size_t need, size_t first)
+{
+	size_t c = *cap ? *cap : first;
+	char *p;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need)
+		c *= 2;
+	p = realloc(*buf, c);
+	if (p == NULL)
+		return DP_ENOMEM;
+	*buf = p;
+	*cap = c;
+	return 0;
+}
+
 static void dp__csv_field(void *s, size_t len, void *data)
 {
 	dp_csv_reader *r = data;
@@ -105,19 +125,9 @@ static void dp__csv_field(void *s, size_t len, void *data)
 		dp__csv_fail(r, DP_EFORMAT, r->rec_line, col, "record larger than 64 MiB");
 		return;
 	}
-	if (r->rec_len + len + 1 > r->rec_cap) {
-		size_t cap = r->rec_cap ? r->rec_cap : 1024;
-		char *p;
-
-		while (cap < r->rec_len + len + 1)
-			cap *= 2;
-		p = realloc(r->rec, cap);
-		if (p == NULL) {
-			r->err = DP_ENOMEM;
-			return;
-		}
-		r->rec = p;
-		r->rec_cap = cap;
+	if (dp__csv_grow(&r->rec, &r->rec_cap, r->rec_len + len + 1, 1024) != 0) {
+		r->err = DP_ENOMEM;
+		return;
 	}
 	if (r->nf == r->nf_cap) {
 		size_t cap = r->nf_cap ? 2 * r->nf_cap : 16;
@@ -216,18 +226,8 @@ static int dp__csv_getline(dp_csv_reader *r)
 					      r->source, r->lineno + 1);
 			return r->err;
 		}
-		if (r->ln_len + take + 1 > r->ln_cap) {
-			size_t cap = r->ln_cap ? r->ln_cap : 4096;
-			char *p;
-
-			while (cap < r->ln_len + take + 1)
-				cap *= 2;
-			p = realloc(r->ln, cap);
-			if (p == NULL)
-				return r->err = DP_ENOMEM;
-			r->ln = p;
-			r->ln_cap = cap;
-		}
+		if (dp__csv_grow(&r->ln, &r->ln_cap, r->ln_len + take + 1, 4096) != 0)
+			return r->err = DP_ENOMEM;
 		memcpy(r->ln + r->ln_len, start, take);
 		r->ln_len += take;
 		r->blk_pos += take;
