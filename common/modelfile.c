@@ -98,7 +98,6 @@ int dp_modelfile_read(const char *path, dp_modelfile *mf)
 	struct json_object *o, *v, *theta, *names = NULL;
 	dp_modelfile m = { 0 };
 	char *text;
-	double num;
 	int rc;
 
 	rc = dp_file_read_all(path, DP_MODELFILE_MAX, &text, NULL);
@@ -180,20 +179,16 @@ int dp_modelfile_read(const char *path, dp_modelfile *mf)
 		m.T = (size_t)json_object_get_uint64(v);
 	if (json_object_object_get_ex(o, "mode", &v) && json_object_is_type(v, json_type_string))
 		snprintf(m.mode, sizeof(m.mode), "%s", json_object_get_string(v));
-	if (json_object_object_get_ex(o, "lambda", &v)) {
-		if ((rc = dp__get_number(o, path, "lambda", &num)) != 0)
-			goto out;
-		m.lambda = num;
-	}
-	if (json_object_object_get_ex(o, "theta_max", &v)) {
-		if ((rc = dp__get_number(o, path, "theta_max", &num)) != 0)
-			goto out;
-		m.theta_max = num;
-	}
-	if (json_object_object_get_ex(o, "clip_l1", &v)) {
-		if ((rc = dp__get_number(o, path, "clip_l1", &num)) != 0)
-			goto out;
-		m.clip = num;
+	{
+		/* Optional settings: absent is 0, present must be a finite number. */
+		const struct { const char *key; double *field; } opt[] = {
+			{ "lambda", &m.lambda }, { "theta_max", &m.theta_max }, { "clip_l1", &m.clip },
+		};
+
+		for (size_t i = 0; i < sizeof(opt) / sizeof(opt[0]); i++)
+			if (json_object_object_get_ex(o, opt[i].key, &v) &&
+			    (rc = dp__get_number(o, path, opt[i].key, opt[i].field)) != 0)
+				goto out;
 	}
 	*mf = m;
 	json_object_put(o);
