@@ -41,10 +41,9 @@ int dp_cmd_eval(int argc, char **argv)
 	};
 	const char *target = "y", *schema = NULL;
 	int have_model = 0, have_lambda = 0, have_tmax = 0, c, rc = 2;
-	double lambda = 0, theta_max = 0, f, f_star, *theta_star = NULL;
+	double lambda = 0, theta_max = 0, f, f_star;
 	dp_model model = DP_MODEL_LINEAR;
 	dp_modelfile mf = { 0 };
-	dp_owner_data od = { 0 };
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -87,33 +86,14 @@ int dp_cmd_eval(int argc, char **argv)
 		dp_tool_fail("eval", "lambda must be >= 0 and theta-max > 0");
 		goto out;
 	}
-	if (dp_owner_data_load(&od, "eval", argv + optind + 1, (size_t)(argc - optind - 1),
-			       schema ? NULL : target, mf.bias, schema, model) != 0)
+	rc = dp_model_fitness_vs_optimum("eval", &mf, argv + optind + 1, (size_t)(argc - optind - 1),
+					 target, schema, lambda, theta_max, &f, &f_star);
+	if (rc != 0)
 		goto out;
-	if (od.ds[0].p != mf.p) {
-		dp_tool_fail("eval", "%s has %zu features but the model has %zu coefficients", od.ds[0].source,
-			     od.ds[0].p, mf.p);
-		goto out;
-	}
-	theta_star = calloc(mf.p, sizeof(double));
-	if (theta_star == NULL) {
-		dp_tool_fail("eval", "out of memory");
-		rc = 1;
-		goto out;
-	}
-	f = dp_model_fitness(model, od.view, od.N, lambda, mf.theta);
-	rc = dp_optimum(model, od.view, od.N, lambda, theta_max, theta_star, &f_star);
-	if (rc != 0) {
-		dp_tool_fail("eval", "computing the non-private optimum: %s", dp_error_detail(rc));
-		rc = 1;
-		goto out;
-	}
 	printf("{\"model\": \"%s\", \"f\": %.17g, \"f_star\": %.17g, \"psi\": %.17g}\n", dp_model_name(model),
 	       f, f_star, f_star > 0 ? dp_psi(f, f_star) : NAN);
 	rc = 0;
 out:
-	free(theta_star);
-	dp_owner_data_free(&od);
 	dp_modelfile_free(&mf);
 	return rc;
 }

@@ -146,40 +146,13 @@ static void dp__figs_md(FILE *f, const dp__fig *figs, size_t n)
 static int dp__psi_of_model(const dp__report_opts *o, const dp_modelfile *mf, double *f_out,
 			    double *fstar_out, double *psi_out, int *status)
 {
-	dp_owner_data od = { 0 };
-	double *theta_star = NULL, f, f_star;
-	int rc;
-
-	*status = 2;
-	if (dp_owner_data_load(&od, "report", o->data, o->ndata, o->schema ? NULL : (o->target ? o->target : "y"),
-			       mf->bias, o->schema, mf->model) != 0)
+	*status = dp_model_fitness_vs_optimum("report", mf, o->data, o->ndata,
+					      o->target ? o->target : "y", o->schema, mf->lambda,
+					      mf->theta_max > 0 ? mf->theta_max : INFINITY, f_out,
+					      fstar_out);
+	if (*status != 0)
 		return -1;   /* already reported */
-	if (od.ds[0].p != mf->p) {
-		dp_tool_fail("report", "%s has %zu features but model.json has %zu coefficients", od.ds[0].source,
-			     od.ds[0].p, mf->p);
-		dp_owner_data_free(&od);
-		return -1;
-	}
-	theta_star = calloc(mf->p, sizeof(double));
-	if (theta_star == NULL) {
-		dp_owner_data_free(&od);
-		*status = 1;
-		dp_tool_fail("report", "out of memory");
-		return -1;
-	}
-	f = dp_model_fitness(mf->model, od.view, od.N, mf->lambda, mf->theta);
-	rc = dp_optimum(mf->model, od.view, od.N, mf->lambda, mf->theta_max > 0 ? mf->theta_max : INFINITY,
-			theta_star, &f_star);
-	free(theta_star);
-	dp_owner_data_free(&od);
-	if (rc != 0) {
-		*status = 1;
-		dp_tool_fail("report", "computing the non-private optimum: %s", dp_error_detail(rc));
-		return -1;
-	}
-	*f_out = f;
-	*fstar_out = f_star;
-	*psi_out = f_star > 0 ? dp_psi(f, f_star) : NAN;
+	*psi_out = *fstar_out > 0 ? dp_psi(*f_out, *fstar_out) : NAN;
 	return 0;
 }
 

@@ -5,6 +5,8 @@
 
 #include "cmds.h"
 #include "error.h"
+#include "modelfile.h"
+#include "optim.h"
 #include "schema.h"
 
 int dp_owner_data_load(dp_owner_data *od, const char *cmd, char **files, size_t nfiles,
@@ -65,4 +67,41 @@ void dp_owner_data_free(dp_owner_data *od)
 	if (od->schema)
 		dp_schema_destroy(od->schema);
 	memset(od, 0, sizeof(*od));
+}
+
+int dp_model_fitness_vs_optimum(const char *cmd, const struct dp_modelfile *mf, char **files,
+				size_t nfiles, const char *target, const char *schema_path,
+				double lambda, double theta_max, double *f, double *f_star)
+{
+	dp_owner_data od;
+	double *theta_star = NULL, fv, fs;
+	int rc = 2, err;
+
+	if (dp_owner_data_load(&od, cmd, files, nfiles, schema_path ? NULL : target, mf->bias,
+			       schema_path, mf->model) != 0)
+		return 2;
+	if (od.ds[0].p != mf->p) {
+		dp_tool_fail(cmd, "%s has %zu features but the model has %zu coefficients",
+			     od.ds[0].source, od.ds[0].p, mf->p);
+		goto out;
+	}
+	rc = 1;
+	theta_star = calloc(mf->p, sizeof(double));
+	if (theta_star == NULL) {
+		dp_tool_fail(cmd, "out of memory");
+		goto out;
+	}
+	fv = dp_model_fitness(mf->model, od.view, od.N, lambda, mf->theta);
+	err = dp_optimum(mf->model, od.view, od.N, lambda, theta_max, theta_star, &fs);
+	if (err != 0) {
+		dp_tool_fail(cmd, "computing the non-private optimum: %s", dp_error_detail(err));
+		goto out;
+	}
+	*f = fv;
+	*f_star = fs;
+	rc = 0;
+out:
+	free(theta_star);
+	dp_owner_data_free(&od);
+	return rc;
 }

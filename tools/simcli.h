@@ -21,4 +21,14 @@ int dp_owner_data_load(dp_owner_data *od, const char *cmd, char **files, size_t 
 		       const char *target, int bias, const char *schema_path, dp_model model);
 void dp_owner_data_free(dp_owner_data *od);
 
+struct dp_modelfile;
+
+/* f of a saved model on FILE... (with its bias setting), f(theta*) of the
+ * non-private optimum over the box |theta|_inf <= theta_max, for `lambda`.
+ * Prints one error line for `cmd` and returns the exit status (2 bad input,
+ * 1 runtime failure) on failure; 0 and *f, *f_star on success. */
+int dp_model_fitness_vs_optimum(const char *cmd, const struct dp_modelfile *mf, char **files,
+				size_t nfiles, const char *target, const char *schema_path,
+				double lambda, double theta_max, double *f, double *f_star);
+
 #endif
