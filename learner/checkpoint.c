@@ -14,11 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "fileio.h"
-#include "log.h"
-#include "lrn.h"
-#include "modelfile.h"
+#include "common/core/error.h"
+#include "common/core/file.h"
+#include "common/core/log.h"
+#include "learner/lrn.h"
+#include "common/core/modelfile.h"
 
 #define LRN_CKPT_MAX ((size_t)1 << 30)
 

@@ -21,11 +21,11 @@
 
 #include <uv.h>
 
-#include "conn.h"
-#include "httpd.h"
-#include "metrics.h"
-#include "model.h"
-#include "tls.h"
+#include "common/net/conn.h"
+#include "common/net/httpd.h"
+#include "common/net/metrics.h"
+#include "common/core/model.h"
+#include "common/net/tls.h"
 
 /* Exit codes (docs/learnerd.md). */
 #define LRN_EXIT_OK      0   /* job done, or stopped by SIGTERM/SIGINT */

@@ -12,13 +12,13 @@
 
 #include <openssl/ssl.h>
 
-#include "config.h"
-#include "defaults.h"
-#include "error.h"
-#include "fileio.h"
-#include "frame.h"
-#include "log.h"
-#include "lrn.h"
+#include "common/net/config.h"
+#include "common/core/defaults.h"
+#include "common/core/error.h"
+#include "common/core/file.h"
+#include "common/net/frame.h"
+#include "common/core/log.h"
+#include "learner/lrn.h"
 
 static struct lrn_settings S;
 

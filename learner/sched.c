@@ -11,12 +11,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "algo.h"
-#include "error.h"
-#include "frame.h"
-#include "log.h"
-#include "lrn.h"
-#include "modelfile.h"
+#include "common/core/algo.h"
+#include "common/core/error.h"
+#include "common/net/frame.h"
+#include "common/core/log.h"
+#include "learner/lrn.h"
+#include "common/core/modelfile.h"
 
 /* Tick of the timeout checks: timeouts fire at most this late. */
 #define LRN_TICK_MS 50

@@ -4,11 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "certs.h"
-#include "error.h"
-#include "frame.h"
-#include "log.h"
-#include "lrn.h"
+#include "tools/lib/certs.h"
+#include "common/core/error.h"
+#include "common/net/frame.h"
+#include "common/core/log.h"
+#include "learner/lrn.h"
 
 /* One learner per process: the callbacks of conn.h carry per-connection
  * data only (the owner, once admitted). */
@@ -38,7 +38,7 @@ int lrn_parse_owners(const char *list, char ***names, size_t *count)
 			rc = dp_error_set(DP_EINVAL, "owners: empty identity in '%s'", list);
 			goto fail;
 		}
-		if (dp_certs_check_name(tok) != 0 || strlen(tok) > DP_TLS_ID_MAX) {
+		if (dp_tls_check_name(tok) != 0 || strlen(tok) > DP_TLS_ID_MAX) {
 			rc = dp_error_set(DP_EINVAL, "owners: '%s' is not a valid identity "
 					  "(1..%d of A-Z a-z 0-9 . _ -)", tok, DP_TLS_ID_MAX);
 			goto fail;

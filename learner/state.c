@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo.h"
-#include "defaults.h"
-#include "error.h"
-#include "log.h"
-#include "lrn.h"
+#include "common/core/algo.h"
+#include "common/core/defaults.h"
+#include "common/core/error.h"
+#include "common/core/log.h"
+#include "learner/lrn.h"
 
 int lrn_state_init(struct lrn *L, char **names, size_t count)
 {

@@ -1,7 +1,7 @@
 /* learnerd: Prometheus metrics (common/metrics.h, served by common/httpd.h
  * on --metrics-listen).  Names and meanings: docs/learnerd.md. */
-#include "error.h"
-#include "lrn.h"
+#include "common/core/error.h"
+#include "learner/lrn.h"
 
 /* Round trips and queue waits: from LAN milliseconds to owners that tick
  * once a minute. */

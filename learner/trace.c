@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "log.h"
-#include "lrn.h"
+#include "common/core/error.h"
+#include "common/core/log.h"
+#include "learner/lrn.h"
 
 #define LRN_TRACE_HEADER "k,time_unix,owner,wait_s,rtt_s,eps_spent\n"
 

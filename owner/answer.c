@@ -15,12 +15,12 @@
 
 #include <openssl/crypto.h>
 
-#include "error.h"
-#include "frame.h"
-#include "log.h"
-#include "query.h"
+#include "common/core/error.h"
+#include "common/net/frame.h"
+#include "common/core/log.h"
+#include "common/core/query.h"
 
-#include "own.h"
+#include "owner/own.h"
 
 int own_budget_left(const struct own_daemon *d)
 {

@@ -12,12 +12,12 @@
 
 #include <openssl/evp.h>
 
-#include "error.h"
-#include "frame.h"
-#include "log.h"
-#include "modelfile.h"
+#include "common/core/error.h"
+#include "common/net/frame.h"
+#include "common/core/log.h"
+#include "common/core/modelfile.h"
 
-#include "own.h"
+#include "owner/own.h"
 
 static void own__on_retry(uv_timer_t *t);
 

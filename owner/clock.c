@@ -8,11 +8,11 @@
  * with no request outstanding. */
 #include <math.h>
 
-#include "error.h"
-#include "frame.h"
-#include "log.h"
+#include "common/core/error.h"
+#include "common/net/frame.h"
+#include "common/core/log.h"
 
-#include "own.h"
+#include "owner/own.h"
 
 static int own__clock_arm(struct own_daemon *d, int from_cb);
 

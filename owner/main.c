@@ -18,16 +18,16 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
-#include "config.h"
-#include "error.h"
-#include "fileio.h"
-#include "frame.h"
-#include "httpd.h"
-#include "log.h"
-#include "parse.h"
-#include "schema.h"
+#include "common/net/config.h"
+#include "common/core/error.h"
+#include "common/core/file.h"
+#include "common/net/frame.h"
+#include "common/net/httpd.h"
+#include "common/core/log.h"
+#include "common/core/num.h"
+#include "common/core/schema.h"
 
-#include "own.h"
+#include "owner/own.h"
 
 static struct own_daemon own__d;
 

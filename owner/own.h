@@ -20,13 +20,13 @@
 #include <uv.h>
 #include <openssl/ssl.h>
 
-#include "conn.h"
-#include "dataset.h"
-#include "ledger.h"
-#include "metrics.h"
-#include "model.h"
-#include "rng.h"
-#include "tls.h"
+#include "common/net/conn.h"
+#include "common/core/dataset.h"
+#include "common/core/ledger.h"
+#include "common/net/metrics.h"
+#include "common/core/model.h"
+#include "common/core/rng.h"
+#include "common/net/tls.h"
 
 /* Exit codes (docs/ownerd.md). */
 #define OWN_EXIT_OK      0

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "certs.h"
-#include "cmds.h"
-#include "error.h"
-#include "parse.h"
+#include "tools/lib/certs.h"
+#include "tools/cmds.h"
+#include "common/core/error.h"
+#include "common/core/num.h"
 
 static const char dp__certs_usage[] =
 	"usage: dpasync certs --out DIR (--owners N | --names A,B,...) [options]\n"

@@ -5,12 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmds.h"
-#include "error.h"
-#include "modelfile.h"
-#include "optim.h"
-#include "parse.h"
-#include "simcli.h"
+#include "tools/cmds.h"
+#include "common/core/error.h"
+#include "common/core/modelfile.h"
+#include "tools/lib/optimum.h"
+#include "common/core/num.h"
+#include "tools/lib/simcli.h"
 
 static const char dp__eval_usage[] =
 	"usage: dpasync eval [options] MODEL.json FILE...\n"

@@ -14,11 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmds.h"
-#include "error.h"
-#include "fileio.h"
-#include "parse.h"
-#include "simrng.h"
+#include "tools/cmds.h"
+#include "common/core/error.h"
+#include "common/core/file.h"
+#include "common/core/num.h"
+#include "tools/lib/simrng.h"
 
 static const char dp__gen_usage[] =
 	"usage: dpasync gen --rows N1,N2,... --out DIR [options]\n"

@@ -5,11 +5,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cmds.h"
-#include "error.h"
-#include "ledger.h"
-#include "log.h"
-#include "modelfile.h"
+#include "tools/cmds.h"
+#include "common/core/error.h"
+#include "common/core/ledger.h"
+#include "common/core/log.h"
+#include "common/core/modelfile.h"
 
 static const char dp__ledger_usage[] =
 	"usage: dpasync ledger LEDGER...\n"

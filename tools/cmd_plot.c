@@ -7,10 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cmds.h"
-#include "error.h"
-#include "parse.h"
-#include "plotting.h"
+#include "tools/cmds.h"
+#include "common/core/error.h"
+#include "common/core/num.h"
+#include "tools/lib/plotting.h"
 
 static const char dp__plot_usage[] =
 	"usage: dpasync plot --kind KIND --out FILE.png [options] INPUT...\n"

@@ -12,15 +12,15 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cmds.h"
-#include "csv.h"
-#include "dataset.h"
-#include "error.h"
-#include "fileio.h"
-#include "parse.h"
-#include "rng.h"
-#include "schema.h"
-#include "simrng.h"
+#include "tools/cmds.h"
+#include "common/core/csv.h"
+#include "common/core/dataset.h"
+#include "common/core/error.h"
+#include "common/core/file.h"
+#include "common/core/num.h"
+#include "common/core/rng.h"
+#include "common/core/schema.h"
+#include "tools/lib/simrng.h"
 
 #define DP__PREP "prep"
 /* Stream separation for the sample draw ("SAMPLE" in ASCII). */

@@ -9,14 +9,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cmds.h"
-#include "error.h"
-#include "fileio.h"
-#include "modelfile.h"
-#include "optim.h"
-#include "parse.h"
-#include "plotting.h"
-#include "simcli.h"
+#include "tools/cmds.h"
+#include "common/core/error.h"
+#include "common/core/file.h"
+#include "common/core/modelfile.h"
+#include "tools/lib/optimum.h"
+#include "common/core/num.h"
+#include "tools/lib/plotting.h"
+#include "tools/lib/simcli.h"
 
 static const char dp__report_usage[] =
 	"usage: dpasync report [options] DIR\n"

@@ -7,18 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo.h"
-#include "cmds.h"
-#include "defaults.h"
-#include "error.h"
-#include "fileio.h"
-#include "ledger.h"
-#include "modelfile.h"
-#include "optim.h"
-#include "parse.h"
-#include "plotting.h"
-#include "simcli.h"
-#include "simrun.h"
+#include "common/core/algo.h"
+#include "tools/cmds.h"
+#include "common/core/defaults.h"
+#include "common/core/error.h"
+#include "common/core/file.h"
+#include "common/core/ledger.h"
+#include "common/core/modelfile.h"
+#include "tools/lib/optimum.h"
+#include "common/core/num.h"
+#include "tools/lib/plotting.h"
+#include "tools/lib/simcli.h"
+#include "tools/lib/sim.h"
 
 static const char dp__sim_usage[] =
 	"usage: dpasync sim [options] --out DIR FILE...\n"

@@ -19,12 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn.h"
-#include "error.h"
-#include "frame.h"
-#include "log.h"
-#include "parse.h"
-#include "tls.h"
+#include "common/net/conn.h"
+#include "common/core/error.h"
+#include "common/net/frame.h"
+#include "common/core/log.h"
+#include "common/core/num.h"
+#include "common/net/tls.h"
 
 struct stub_owner {
 	char id[32];

@@ -15,10 +15,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "dataset.h"
-#include "error.h"
-#include "model.h"
-#include "noise.h"
+#include "common/core/dataset.h"
+#include "common/core/error.h"
+#include "common/core/model.h"
+#include "common/core/noise.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>

@@ -44,12 +44,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "conn.h"
-#include "error.h"
-#include "frame.h"
-#include "log.h"
-#include "parse.h"
-#include "tls.h"
+#include "common/net/conn.h"
+#include "common/core/error.h"
+#include "common/net/frame.h"
+#include "common/core/log.h"
+#include "common/core/num.h"
+#include "common/net/tls.h"
 
 static struct {
 	const char *ca, *scert, *skey, *ccert, *ckey;

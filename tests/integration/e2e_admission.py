@@ -6,8 +6,8 @@
   refused, while the job completes with the legitimate owners;
 - a malformed frame and an oversized frame close that connection with a
   logged reason, and learnerd keeps serving the others.
-(A query with NaN or the wrong dimension is refused by ownerd: owner/test_ownerd.py;
-a NaN answer by learnerd: learner/tests/test_learnerd.py.)"""
+(A query with NaN or the wrong dimension is refused by ownerd: tests/integration/ownerd.py;
+a NaN answer by learnerd: tests/integration/learnerd.py.)"""
 import os, shutil, struct, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import check, run, tmpdir, cleanup, main

@@ -5,7 +5,7 @@
 #include <cmocka.h>
 #include <math.h>
 
-#include "algo.h"
+#include "common/core/algo.h"
 
 #define NEAR(a, b) assert_true(fabs((a) - (b)) <= 1e-12 * (1.0 + fabs(b)))
 

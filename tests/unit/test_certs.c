@@ -16,8 +16,8 @@
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
 
-#include "certs.h"
-#include "error.h"
+#include "tools/lib/certs.h"
+#include "common/core/error.h"
 
 static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
 {
@@ -132,21 +132,21 @@ static void test_names(void **state)
 {
 	char long65[66];
 
-	assert_int_equal(dp_certs_check_name("owner-1"), 0);
-	assert_int_equal(dp_certs_check_name("x.y_z"), 0);
-	assert_int_equal(dp_certs_check_name("9"), 0);
-	assert_int_equal(dp_certs_check_name(""), DP_EINVAL);
-	assert_int_equal(dp_certs_check_name(NULL), DP_EINVAL);
-	assert_int_equal(dp_certs_check_name("-x"), DP_EINVAL);
-	assert_int_equal(dp_certs_check_name(".x"), DP_EINVAL);
-	assert_int_equal(dp_certs_check_name("a b"), DP_EINVAL);
-	assert_int_equal(dp_certs_check_name("a,b"), DP_EINVAL);
-	assert_int_equal(dp_certs_check_name("a/b"), DP_EINVAL);
+	assert_int_equal(dp_tls_check_name("owner-1"), 0);
+	assert_int_equal(dp_tls_check_name("x.y_z"), 0);
+	assert_int_equal(dp_tls_check_name("9"), 0);
+	assert_int_equal(dp_tls_check_name(""), DP_EINVAL);
+	assert_int_equal(dp_tls_check_name(NULL), DP_EINVAL);
+	assert_int_equal(dp_tls_check_name("-x"), DP_EINVAL);
+	assert_int_equal(dp_tls_check_name(".x"), DP_EINVAL);
+	assert_int_equal(dp_tls_check_name("a b"), DP_EINVAL);
+	assert_int_equal(dp_tls_check_name("a,b"), DP_EINVAL);
+	assert_int_equal(dp_tls_check_name("a/b"), DP_EINVAL);
 	memset(long65, 'a', 65);
 	long65[65] = '\0';
-	assert_int_equal(dp_certs_check_name(long65), DP_EINVAL);
+	assert_int_equal(dp_tls_check_name(long65), DP_EINVAL);
 	long65[64] = '\0';
-	assert_int_equal(dp_certs_check_name(long65), 0);
+	assert_int_equal(dp_tls_check_name(long65), 0);
 }
 
 static void test_chain_and_fields(void **state)

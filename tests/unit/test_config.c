@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "error.h"
+#include "common/net/config.h"
+#include "common/core/error.h"
 
 struct settings {
 	char *listen;

@@ -20,11 +20,11 @@
 #include <openssl/pem.h>
 #include <uv.h>
 
-#include "certs.h"
-#include "conn.h"
-#include "error.h"
-#include "frame.h"
-#include "tls.h"
+#include "tools/lib/certs.h"
+#include "common/net/conn.h"
+#include "common/core/error.h"
+#include "common/net/frame.h"
+#include "common/net/tls.h"
 
 /* ---- certificates ---------------------------------------------------------- */
 

@@ -10,10 +10,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "csv.h"
-#include "error.h"
+#include "common/core/csv.h"
+#include "common/core/error.h"
 
-#include "tmpdir.h"
+#include "tests/unit/tmpdir.h"
 
 static int setup(void **state)
 {

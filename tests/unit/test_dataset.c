@@ -11,11 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dataset.h"
-#include "error.h"
-#include "schema.h"
+#include "common/core/dataset.h"
+#include "common/core/error.h"
+#include "common/core/schema.h"
 
-#include "tmpdir.h"
+#include "tests/unit/tmpdir.h"
 
 static int setup(void **state)
 {

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "frame.h"
+#include "common/core/error.h"
+#include "common/net/frame.h"
 
 /* ---- hand-made frames ---------------------------------------------------- */
 

@@ -18,9 +18,9 @@
 
 #include <uv.h>
 
-#include "error.h"
-#include "httpd.h"
-#include "metrics.h"
+#include "common/core/error.h"
+#include "common/net/httpd.h"
+#include "common/net/metrics.h"
 
 struct server {
 	uv_loop_t loop;

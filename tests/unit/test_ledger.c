@@ -25,9 +25,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "error.h"
-#include "ledger.h"
-#include "log.h"
+#include "common/core/error.h"
+#include "common/core/ledger.h"
+#include "common/core/log.h"
 
 #define HS DP_LEDGER_HEADER_SIZE
 #define RS DP_LEDGER_RECORD_SIZE

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "metrics.h"
+#include "common/core/error.h"
+#include "common/net/metrics.h"
 
 static char *render(struct dp_metrics *reg)
 {

@@ -20,11 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dataset.h"
-#include "error.h"
-#include "model.h"
-#include "noise.h"
-#include "simrng.h"
+#include "common/core/dataset.h"
+#include "common/core/error.h"
+#include "common/core/model.h"
+#include "common/core/noise.h"
+#include "tools/lib/simrng.h"
 
 static const char *const isas[] = { "blas", "avx2", "avx512" };
 #define NISA (sizeof(isas) / sizeof(isas[0]))

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "fileio.h"
-#include "modelfile.h"
+#include "common/core/error.h"
+#include "common/core/file.h"
+#include "common/core/modelfile.h"
 
 static char dir[64];
 

@@ -21,11 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "noise.h"
-#include "stats.h"
-#include "rng.h"
-#include "simrng.h"
+#include "common/core/error.h"
+#include "common/core/noise.h"
+#include "tests/unit/stats.h"
+#include "common/core/rng.h"
+#include "tools/lib/simrng.h"
 
 #define ALPHA 1e-6
 

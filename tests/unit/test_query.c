@@ -22,11 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dataset.h"
-#include "error.h"
-#include "noise.h"
-#include "query.h"
-#include "simrng.h"
+#include "common/core/dataset.h"
+#include "common/core/error.h"
+#include "common/core/noise.h"
+#include "common/core/query.h"
+#include "tools/lib/simrng.h"
 
 static uint64_t seed = 20240611;
 

@@ -21,10 +21,10 @@
 
 #include <openssl/rand.h>
 
-#include "error.h"
-#include "rng.h"
-#include "stats.h"
-#include "simrng.h"
+#include "common/core/error.h"
+#include "common/core/rng.h"
+#include "tests/unit/stats.h"
+#include "tools/lib/simrng.h"
 
 /* ---- helpers ---- */
 

@@ -13,9 +13,9 @@
 
 #include <json-c/json.h>
 
-#include "csv.h"
-#include "error.h"
-#include "schema.h"
+#include "common/core/csv.h"
+#include "common/core/error.h"
+#include "common/core/schema.h"
 
 /* cmocka 1.1 compares floats only in single precision. */
 #define assert_near(a, b, eps)                                                                    \
@@ -26,7 +26,7 @@
 				 (double)(eps));                                                  \
 	} while (0)
 
-#include "tmpdir.h"
+#include "tests/unit/tmpdir.h"
 
 static int setup(void **state)
 {

@@ -1,0 +1,77 @@
+#include "common/core/algo.h"
+
+#include <math.h>
+
+void dp_project_box(size_t p, double theta_max, double *theta)
+{
+	for (size_t q = 0; q < p; q++) {
+		if (theta[q] > theta_max)
+			theta[q] = theta_max;
+		else if (theta[q] < -theta_max)
+			theta[q] = -theta_max;
+	}
+}
+
+double dp_async_eta_from_rho(size_t N, size_t T, double lambda, double rho)
+{
+	return (double)N * rho / ((double)T * (double)T * 2.0 * lambda);
+}
+
+double dp_async_rho_from_eta(size_t N, size_t T, double lambda, double eta)
+{
+	return eta * (double)T * (double)T * 2.0 * lambda / (double)N;
+}
+
+void dp_async_midpoint(size_t p, const double *theta_L, const double *theta_i, double *bar)
+{
+	for (size_t q = 0; q < p; q++)
+		bar[q] = (theta_L[q] + theta_i[q]) / 2.0;
+}
+
+void dp_async_update(const dp_async_params *a, const double *bar, const double *answer,
+		     double weight, double *theta_i, double *theta_L)
+{
+	double N = (double)a->N;
+	/* The learner's step is (N-1) rho/(N T^2 sigma) = eta (N-1)/N^2. */
+	double eta_L = a->eta * (N - 1.0) / (N * N);
+
+	for (size_t q = 0; q < a->p; q++) {
+		double gg = 2.0 * a->lambda * bar[q];
+		theta_i[q] = bar[q] - a->eta * (gg / (2.0 * N) + weight * answer[q]);
+		theta_L[q] = bar[q] - eta_L * gg;
+	}
+	dp_project_box(a->p, a->theta_max, theta_i);
+	dp_project_box(a->p, a->theta_max, theta_L);
+}
+
+double dp_async_freq_weight(double base_weight, size_t N, uint64_t count_i, uint64_t k)
+{
+	double pi = ((double)count_i + 1.0) / ((double)k + (double)N);
+
+	return base_weight / ((double)N * pi);
+}
+
+void dp_sync1_step(size_t p, double rho_over_T2, size_t k, double lambda,
+		   const double *agg, double *theta)
+{
+	double step = rho_over_T2 / (double)k;
+
+	for (size_t q = 0; q < p; q++)
+		theta[q] -= step * (2.0 * lambda * theta[q] + agg[q]);
+}
+
+void dp_sync2_step(size_t p, double c, size_t k, size_t T, double lambda, double theta_max,
+		   const double *agg, double *theta, double *theta_hat)
+{
+	double step = c / sqrt((double)k);
+	double a = 1.0 / sqrt((double)T);
+	double w_old = ((double)k - 1.0) / (a + (double)k);
+	double w_new = (a + 1.0) / (a + (double)k);
+
+	for (size_t q = 0; q < p; q++) {
+		double prev = theta[q];
+		theta_hat[q] = w_old * theta_hat[q] + w_new * prev;
+		theta[q] = prev - step * (2.0 * lambda * prev + agg[q]);
+	}
+	dp_project_box(p, theta_max, theta);
+}

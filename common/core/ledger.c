@@ -1,0 +1,953 @@
+/* The owner's durable privacy-budget ledger.  See ledger.h and
+ * docs/ledger.md for the format and the guarantees. */
+#include "common/core/ledger.h"
+#include "common/core/error.h"
+#include "common/core/log.h"
+
+#include <fcntl.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define HDR_MAGIC      "DPLEDGER"
+#define HDR_VERSION    1u
+#define HDR_OFF_VER    8
+#define HDR_OFF_HSIZE  12
+#define HDR_OFF_RSIZE  16
+#define HDR_OFF_FLAGS  20
+#define HDR_OFF_CAP    24
+#define HDR_OFF_CAPK   32
+#define HDR_OFF_TIME   40
+#define HDR_OFF_ID     48
+#define HDR_ID_LEN     128
+#define HDR_OFF_CRC    (DP_LEDGER_HEADER_SIZE - 4)
+
+#define REC_MAGIC      0x524c5044u  /* "DPLR" little-endian */
+#define REC_OFF_FLAGS  4
+#define REC_OFF_SEQ    8
+#define REC_OFF_K      16
+#define REC_OFF_CHARGE 24
+#define REC_OFF_TOTAL  32
+#define REC_OFF_COUNT  40
+#define REC_OFF_TIME   48
+#define REC_OFF_HCRC   56
+#define REC_OFF_CRC    60
+
+/* Records are read in chunks of this many at open. */
+#define READ_CHUNK_RECS 1024
+
+struct dp_ledger {
+	int fd;
+	unsigned flags;
+	bool failed;
+	char *path;
+	uint64_t cap_nano;       /* enforced this session */
+	uint64_t cap_answers;
+	uint32_t hdr_crc;
+	char identity[HDR_ID_LEN];
+	uint64_t total;          /* nano, or DP_LEDGER_INF */
+	uint64_t count;          /* == seq of the last record */
+	uint64_t *ks;            /* k of record i at ks[i]; strictly increasing */
+	size_t ks_cap;
+	size_t torn;
+};
+
+static int (*dp__ledger_sync_hook)(int fd);
+
+void dp_ledger_set_sync_hook(int (*fn)(int fd))
+{
+	dp__ledger_sync_hook = fn;
+}
+
+static int dp__sync(int fd, bool data_only)
+{
+	if (dp__ledger_sync_hook)
+		return dp__ledger_sync_hook(fd);
+	return data_only ? fdatasync(fd) : fsync(fd);
+}
+
+/* ---- little-endian encoding (the file is the same on every host) ---- */
+
+static void dp__put32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void dp__put64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint32_t dp__get32(const unsigned char *p)
+{
+	uint32_t v = 0;
+
+	for (int i = 3; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static uint64_t dp__get64(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static uint32_t dp__crc(const unsigned char *p, size_t n)
+{
+	return (uint32_t)crc32(crc32(0L, Z_NULL, 0), p, (uInt)n);
+}
+
+/* ---- nano-epsilon arithmetic ---- */
+
+/* eps is finite and >= 0.  Writes eps * 1e9 of the exact binary value of eps,
+ * rounded as asked: eps = m * 2^-t exactly, so eps * 1e9 = m * 1e9 / 2^t and
+ * m * 1e9 < 2^83 fits in 128 bits. */
+static int dp__to_nano(double eps, bool round_up, uint64_t *out)
+{
+	unsigned __int128 p, q, rem;
+	uint64_t m;
+	int e, t;
+	double f;
+
+	if (eps == 0.0) {
+		*out = 0;
+		return 0;
+	}
+	/* 2^34 eps = 1.7e19 nano is just below UINT64_MAX; anything at least
+	 * that large is out of range, and below it t > 0 always. */
+	if (eps >= 17179869184.0)
+		return dp_error_set(DP_ERANGE, "ledger: epsilon %g exceeds the representable %g",
+				    eps, (double)DP_LEDGER_NANO_MAX / 1e9);
+	f = frexp(eps, &e);                  /* eps = f 2^e, f in [0.5, 1) */
+	m = (uint64_t)ldexp(f, 53);          /* exact: f has <= 53 significant bits */
+	t = 53 - e;                          /* eps = m 2^-t, t >= 20 */
+	p = (unsigned __int128)m * 1000000000u;
+	if (t >= 128) {
+		q = 0;
+		rem = p;
+	} else {
+		q = p >> t;
+		rem = p & ((((unsigned __int128)1) << t) - 1);
+	}
+	if (round_up && rem != 0)
+		q++;
+	if (q > DP_LEDGER_NANO_MAX)
+		return dp_error_set(DP_ERANGE, "ledger: epsilon %g exceeds the representable %g",
+				    eps, (double)DP_LEDGER_NANO_MAX / 1e9);
+	*out = (uint64_t)q;
+	return 0;
+}
+
+static int dp__nano_checked(double eps, bool round_up, uint64_t *out)
+{
+	if (isnan(eps) || eps < 0.0)
+		return dp_error_set(DP_EINVAL, "ledger: epsilon %g is negative or NaN", eps);
+	if (isinf(eps))
+		return dp_error_set(DP_ERANGE, "ledger: epsilon is infinite");
+	return dp__to_nano(eps, round_up, out);
+}
+
+int dp_ledger_nano_ceil(double eps, uint64_t *out)
+{
+	return dp__nano_checked(eps, true, out);
+}
+
+int dp_ledger_nano_floor(double eps, uint64_t *out)
+{
+	return dp__nano_checked(eps, false, out);
+}
+
+/* Total after adding a charge.  Infinity absorbs; a finite sum that would
+ * pass DP_LEDGER_NANO_MAX becomes infinite, which can only happen under an
+ * infinite cap (a finite cap is checked first and is <= NANO_MAX). */
+static uint64_t dp__add(uint64_t total, uint64_t charge)
+{
+	if (total == DP_LEDGER_INF || charge == DP_LEDGER_INF)
+		return DP_LEDGER_INF;
+	if (charge > DP_LEDGER_NANO_MAX - total)
+		return DP_LEDGER_INF;
+	return total + charge;
+}
+
+static double dp__nano_to_double(uint64_t v)
+{
+	if (v == DP_LEDGER_INF)
+		return INFINITY;
+	return (double)v / 1e9;
+}
+
+int dp_ledger_eps_share(double cap_eps, uint64_t answers, double *eps_q)
+{
+	uint64_t cap, q, c;
+	double d;
+	int rc;
+
+	if (isnan(cap_eps) || !(cap_eps > 0.0) || answers == 0)
+		return dp_error_set(DP_EINVAL, "ledger: share of epsilon %g over %llu answers: "
+				    "need epsilon > 0 and answers >= 1",
+				    cap_eps, (unsigned long long)answers);
+	if (isinf(cap_eps)) {
+		*eps_q = INFINITY;
+		return 0;
+	}
+	rc = dp__to_nano(cap_eps, false, &cap);
+	if (rc < 0)
+		return rc;
+	q = cap / answers;
+	if (q == 0)
+		return dp_error_set(DP_EINVAL, "ledger: epsilon %g is below one nano-epsilon per "
+				    "answer for %llu answers", cap_eps, (unsigned long long)answers);
+	/* (double)q / 1e9 may round up past q nano; step down until it fits. */
+	d = (double)q / 1e9;
+	for (;;) {
+		rc = dp__to_nano(d, true, &c);
+		if (rc < 0)
+			return rc;
+		if (c <= q)
+			break;
+		d = nextafter(d, 0.0);
+	}
+	*eps_q = d;
+	return 0;
+}
+
+/* ---- I/O helpers ---- */
+
+static int dp__write_all(int fd, const unsigned char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Read exactly n bytes at off; -1 with errno, or errno 0 on a short file. */
+static int dp__pread_all(int fd, unsigned char *p, size_t n, off_t off)
+{
+	while (n > 0) {
+		ssize_t r = pread(fd, p, n, off);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0) {
+			errno = 0;
+			return -1;
+		}
+		p += r;
+		n -= (size_t)r;
+		off += r;
+	}
+	return 0;
+}
+
+static int dp__sync_dir(const char *path)
+{
+	char *copy = strdup(path);
+	int fd, rc, saved;
+
+	if (!copy)
+		return dp_error_set(DP_ENOMEM, "ledger: out of memory");
+	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		saved = errno;
+		rc = dp_error_set(DP_EIO, "ledger %s: open directory: %s", path, strerror(saved));
+		free(copy);
+		return rc;
+	}
+	rc = 0;
+	if (dp__sync(fd, false) != 0) {
+		saved = errno;
+		rc = dp_error_set(DP_EIO, "ledger %s: fsync of directory: %s", path, strerror(saved));
+	}
+	close(fd);
+	free(copy);
+	return rc;
+}
+
+/* ---- header ---- */
+
+static void dp__encode_header(unsigned char *h, uint64_t cap_nano, uint64_t cap_answers,
+			      const char *identity)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	memset(h, 0, DP_LEDGER_HEADER_SIZE);
+	memcpy(h, HDR_MAGIC, 8);
+	dp__put32(h + HDR_OFF_VER, HDR_VERSION);
+	dp__put32(h + HDR_OFF_HSIZE, DP_LEDGER_HEADER_SIZE);
+	dp__put32(h + HDR_OFF_RSIZE, DP_LEDGER_RECORD_SIZE);
+	dp__put32(h + HDR_OFF_FLAGS, 0);
+	dp__put64(h + HDR_OFF_CAP, cap_nano);
+	dp__put64(h + HDR_OFF_CAPK, cap_answers);
+	dp__put64(h + HDR_OFF_TIME, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
+	memcpy(h + HDR_OFF_ID, identity, strlen(identity));
+	dp__put32(h + HDR_OFF_CRC, dp__crc(h, HDR_OFF_CRC));
+}
+
+/* Check the header bytes; fill caps, identity and CRC. */
+static int dp__decode_header(const char *path, const unsigned char *h, uint64_t *cap_nano,
+			     uint64_t *cap_answers, char *identity, uint32_t *crc)
+{
+	uint32_t ver, stored;
+	size_t idlen;
+
+	if (memcmp(h, HDR_MAGIC, 8) != 0)
+		return dp_error_set(DP_ECORRUPT, "ledger %s: not a dpasync ledger (bad magic)", path);
+	stored = dp__get32(h + HDR_OFF_CRC);
+	if (dp__crc(h, HDR_OFF_CRC) != stored)
+		return dp_error_set(DP_ECORRUPT, "ledger %s: header checksum mismatch", path);
+	ver = dp__get32(h + HDR_OFF_VER);
+	if (ver != HDR_VERSION)
+		return dp_error_set(DP_ECORRUPT, "ledger %s: unsupported format version %u "
+				    "(this build reads %u)", path, ver, HDR_VERSION);
+	if (dp__get32(h + HDR_OFF_HSIZE) != DP_LEDGER_HEADER_SIZE ||
+	    dp__get32(h + HDR_OFF_RSIZE) != DP_LEDGER_RECORD_SIZE ||
+	    dp__get32(h + HDR_OFF_FLAGS) != 0)
+		return dp_error_set(DP_ECORRUPT, "ledger %s: header sizes or flags invalid", path);
+	*cap_nano = dp__get64(h + HDR_OFF_CAP);
+	*cap_answers = dp__get64(h + HDR_OFF_CAPK);
+	if (*cap_nano == 0 || *cap_answers == 0)
+		return dp_error_set(DP_ECORRUPT, "ledger %s: header caps are zero", path);
+	idlen = strnlen((const char *)h + HDR_OFF_ID, HDR_ID_LEN);
+	if (idlen == HDR_ID_LEN)
+		return dp_error_set(DP_ECORRUPT, "ledger %s: header identity not terminated", path);
+	for (size_t i = HDR_OFF_ID + idlen; i < HDR_OFF_CRC; i++) {
+		if (h[i] != 0)
+			return dp_error_set(DP_ECORRUPT, "ledger %s: header reserved bytes not zero",
+					    path);
+	}
+	memcpy(identity, h + HDR_OFF_ID, idlen + 1);
+	*crc = stored;
+	return 0;
+}
+
+/* Write the header to a temporary file, sync it, and link it to `path`;
+ * 0 also when `path` appeared meanwhile (the caller opens and verifies it). */
+static int dp__create(const char *path, uint64_t cap_nano, uint64_t cap_answers,
+		      const char *identity)
+{
+	unsigned char h[DP_LEDGER_HEADER_SIZE];
+	size_t plen = strlen(path);
+	char *tmp = malloc(plen + 12);
+	int fd, rc = 0, saved;
+
+	if (!tmp)
+		return dp_error_set(DP_ENOMEM, "ledger: out of memory");
+	memcpy(tmp, path, plen);
+	memcpy(tmp + plen, ".tmp-XXXXXX", 12);
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		saved = errno;
+		rc = dp_error_set(saved == ENOENT ? DP_ENOENT : DP_EIO,
+				  "ledger %s: create: %s", path, strerror(saved));
+		free(tmp);
+		return rc;
+	}
+	dp__encode_header(h, cap_nano, cap_answers, identity);
+	if (dp__write_all(fd, h, sizeof(h)) != 0) {
+		saved = errno;
+		rc = dp_error_set(DP_EIO, "ledger %s: write header: %s", tmp, strerror(saved));
+		goto out;
+	}
+	if (dp__sync(fd, false) != 0) {
+		saved = errno;
+		rc = dp_error_set(DP_EIO, "ledger %s: fsync header: %s", tmp, strerror(saved));
+		goto out;
+	}
+	/* link() refuses an existing name: the O_EXCL step, with the header
+	 * already complete and durable. */
+	if (link(tmp, path) != 0 && errno != EEXIST) {
+		saved = errno;
+		rc = dp_error_set(DP_EIO, "ledger %s: link from %s: %s", path, tmp, strerror(saved));
+		goto out;
+	}
+	rc = dp__sync_dir(path);
+out:
+	close(fd);
+	unlink(tmp);
+	free(tmp);
+	return rc;
+}
+
+/* ---- records ---- */
+
+static void dp__encode_record(unsigned char *r, uint32_t hdr_crc, const dp_ledger_entry *e)
+{
+	memset(r, 0, DP_LEDGER_RECORD_SIZE);
+	dp__put32(r, REC_MAGIC);
+	dp__put32(r + REC_OFF_FLAGS, 0);
+	dp__put64(r + REC_OFF_SEQ, e->seq);
+	dp__put64(r + REC_OFF_K, e->k);
+	dp__put64(r + REC_OFF_CHARGE, e->charge_nano);
+	dp__put64(r + REC_OFF_TOTAL, e->total_nano);
+	dp__put64(r + REC_OFF_COUNT, e->count);
+	dp__put64(r + REC_OFF_TIME, e->time_ns);
+	dp__put32(r + REC_OFF_HCRC, hdr_crc);
+	dp__put32(r + REC_OFF_CRC, dp__crc(r, REC_OFF_CRC));
+}
+
+/* Decode one record: REC_OK and e filled; REC_DAMAGED for bad magic or
+ * CRC (what a torn write leaves); REC_FOREIGN for an intact record that does
+ * not belong to this ledger (other header, unknown flags), which a torn
+ * write cannot produce. */
+enum { REC_OK, REC_DAMAGED, REC_FOREIGN };
+
+static int dp__decode_record(const unsigned char *r, uint32_t hdr_crc, dp_ledger_entry *e)
+{
+	if (dp__get32(r) != REC_MAGIC || dp__get32(r + REC_OFF_CRC) != dp__crc(r, REC_OFF_CRC))
+		return REC_DAMAGED;
+	if (dp__get32(r + REC_OFF_FLAGS) != 0 || dp__get32(r + REC_OFF_HCRC) != hdr_crc)
+		return REC_FOREIGN;
+	e->seq = dp__get64(r + REC_OFF_SEQ);
+	e->k = dp__get64(r + REC_OFF_K);
+	e->charge_nano = dp__get64(r + REC_OFF_CHARGE);
+	e->total_nano = dp__get64(r + REC_OFF_TOTAL);
+	e->count = dp__get64(r + REC_OFF_COUNT);
+	e->time_ns = dp__get64(r + REC_OFF_TIME);
+	return REC_OK;
+}
+
+static int dp__ks_reserve(dp_ledger *l, size_t n)
+{
+	size_t cap;
+	uint64_t *nk;
+
+	if (n <= l->ks_cap)
+		return 0;
+	cap = l->ks_cap ? l->ks_cap : 256;
+	while (cap < n) {
+		if (cap > SIZE_MAX / 2 / sizeof(*nk))
+			return dp_error_set(DP_ENOMEM, "ledger: out of memory");
+		cap *= 2;
+	}
+	nk = realloc(l->ks, cap * sizeof(*nk));
+	if (!nk)
+		return dp_error_set(DP_ENOMEM, "ledger: out of memory");
+	l->ks = nk;
+	l->ks_cap = cap;
+	return 0;
+}
+
+/* The record at index i (0-based) that follows the state in l: check it
+ * continues the log exactly. */
+static int dp__check_next(const dp_ledger *l, uint64_t hdr_cap, uint64_t hdr_capk,
+			  uint64_t i, const dp_ledger_entry *e)
+{
+	const char *p = l->path;
+	unsigned long long at = (unsigned long long)(i + 1);
+
+	if (e->seq != l->count + 1)
+		return dp_error_set(DP_ECORRUPT, "ledger %s: record %llu: seq %llu, expected %llu",
+				    p, at, (unsigned long long)e->seq,
+				    (unsigned long long)(l->count + 1));
+	if (e->count != e->seq)
+		return dp_error_set(DP_ECORRUPT, "ledger %s: record %llu: count %llu != seq",
+				    p, at, (unsigned long long)e->count);
+	if (l->count > 0 && e->k <= l->ks[l->count - 1])
+		return dp_error_set(DP_ECORRUPT, "ledger %s: record %llu: k %llu not above "
+				    "previous k %llu", p, at, (unsigned long long)e->k,
+				    (unsigned long long)l->ks[l->count - 1]);
+	if (e->charge_nano == 0)
+		return dp_error_set(DP_ECORRUPT, "ledger %s: record %llu: zero charge", p, at);
+	if (e->total_nano != dp__add(l->total, e->charge_nano))
+		return dp_error_set(DP_ECORRUPT, "ledger %s: record %llu: total %llu != previous "
+				    "%llu + charge %llu", p, at, (unsigned long long)e->total_nano,
+				    (unsigned long long)l->total,
+				    (unsigned long long)e->charge_nano);
+	if (e->count > hdr_capk || (hdr_cap != DP_LEDGER_INF && e->total_nano > hdr_cap))
+		return dp_error_set(DP_ECORRUPT, "ledger %s: record %llu: beyond the header caps",
+				    p, at);
+	return 0;
+}
+
+/* Read and verify all records; drop (or, read-only, report) a torn tail. */
+static int dp__load(dp_ledger *l, off_t size, uint64_t hdr_cap, uint64_t hdr_capk)
+{
+	const size_t R = DP_LEDGER_RECORD_SIZE;
+	uint64_t body = (uint64_t)size - DP_LEDGER_HEADER_SIZE;
+	uint64_t nfull = body / R, rem = body % R, i = 0;
+	unsigned char *buf;
+	int rc = 0;
+
+	buf = malloc(READ_CHUNK_RECS * R);
+	if (!buf)
+		return dp_error_set(DP_ENOMEM, "ledger: out of memory");
+	if (nfull > SIZE_MAX / sizeof(uint64_t)) {
+		rc = dp_error_set(DP_ENOMEM, "ledger %s: too many records", l->path);
+		goto out;
+	}
+	rc = dp__ks_reserve(l, (size_t)nfull + 1);
+	if (rc < 0)
+		goto out;
+	while (i < nfull) {
+		uint64_t n = nfull - i < READ_CHUNK_RECS ? nfull - i : READ_CHUNK_RECS;
+		off_t off = (off_t)(DP_LEDGER_HEADER_SIZE + i * R);
+
+		if (dp__pread_all(l->fd, buf, (size_t)(n * R), off) != 0) {
+			int saved = errno;
+
+			rc = dp_error_set(DP_EIO, "ledger %s: read: %s", l->path,
+					  saved ? strerror(saved) : "file shrank while reading");
+			goto out;
+		}
+		for (uint64_t j = 0; j < n; j++, i++) {
+			dp_ledger_entry e;
+			int d = dp__decode_record(buf + j * R, l->hdr_crc, &e);
+
+			/* Only the very last record may be torn, and only if
+			 * nothing follows it. */
+			if (d == REC_DAMAGED && i + 1 == nfull && rem == 0) {
+				rem = R;
+				nfull--;
+				break;
+			}
+			if (d != REC_OK) {
+				rc = dp_error_set(DP_ECORRUPT, "ledger %s: record %llu of %llu "
+						  "(offset %llu): %s", l->path,
+						  (unsigned long long)(i + 1),
+						  (unsigned long long)nfull,
+						  (unsigned long long)(DP_LEDGER_HEADER_SIZE + i * R),
+						  d == REC_DAMAGED ? "bad magic or checksum" :
+						  "intact but from another ledger or format");
+				goto out;
+			}
+			rc = dp__check_next(l, hdr_cap, hdr_capk, i, &e);
+			if (rc < 0)
+				goto out;
+			l->ks[l->count] = e.k;
+			l->count = e.count;
+			l->total = e.total_nano;
+		}
+	}
+	l->torn = (size_t)rem;
+	if (rem == 0)
+		goto out;
+	DP_WARN("ledger", "torn final record path=%s bytes=%llu offset=%llu%s", l->path,
+		(unsigned long long)rem,
+		(unsigned long long)(DP_LEDGER_HEADER_SIZE + nfull * R),
+		(l->flags & DP_LEDGER_READONLY) ? " (read-only: kept)" : " dropped");
+	if (l->flags & DP_LEDGER_READONLY)
+		goto out;
+	if (ftruncate(l->fd, (off_t)(DP_LEDGER_HEADER_SIZE + nfull * R)) != 0) {
+		int saved = errno;
+
+		rc = dp_error_set(DP_EIO, "ledger %s: truncate torn record: %s", l->path,
+				  strerror(saved));
+	}
+out:
+	free(buf);
+	return rc;
+}
+
+static int dp__check_caps(const dp_ledger *l, uint64_t hdr_cap, uint64_t hdr_capk,
+			  uint64_t cap, uint64_t capk, const char *identity)
+{
+	bool lower = l->flags & DP_LEDGER_ALLOW_LOWER;
+
+	if (strcmp(identity, l->identity) != 0)
+		return dp_error_set(DP_EINVAL, "ledger %s: belongs to identity '%s', not '%s'",
+				    l->path, l->identity, identity);
+	if (hdr_cap == DP_LEDGER_INF && !(l->flags & DP_LEDGER_ALLOW_INF))
+		return dp_error_set(DP_EINVAL, "ledger %s: has an infinite epsilon cap (testing "
+				    "ledger); refusing without the allow-infinite flag", l->path);
+	if ((cap != hdr_cap && !(lower && cap < hdr_cap)) ||
+	    (capk != hdr_capk && !(lower && capk < hdr_capk)))
+		return dp_error_set(DP_EINVAL, "ledger %s: caps differ from the file (file: "
+				    "epsilon %.9f, %llu answers; given: epsilon %.9f, %llu "
+				    "answers)%s", l->path, dp__nano_to_double(hdr_cap),
+				    (unsigned long long)hdr_capk, dp__nano_to_double(cap),
+				    (unsigned long long)capk,
+				    lower ? "; caps can only be lowered" :
+				    "; use a new ledger file for new caps");
+	return 0;
+}
+
+int dp_ledger_open(const char *path, double cap_eps, uint64_t cap_answers,
+		   const char *identity, unsigned flags, dp_ledger **out)
+{
+	const unsigned known = DP_LEDGER_ALLOW_INF | DP_LEDGER_ALLOW_LOWER |
+			       DP_LEDGER_NO_CREATE | DP_LEDGER_READONLY;
+	bool ro = flags & DP_LEDGER_READONLY;
+	unsigned char h[DP_LEDGER_HEADER_SIZE];
+	uint64_t cap = 0, hdr_cap = 0, hdr_capk = 0;
+	dp_ledger *l;
+	struct stat st;
+	int rc, saved;
+
+	if (!path || !*path || !out || (flags & ~known))
+		return dp_error_set(DP_EINVAL, "ledger: open: bad arguments");
+	if (!identity)
+		identity = "";
+	if (!ro) {
+		if (strlen(identity) > DP_LEDGER_IDENTITY_MAX)
+			return dp_error_set(DP_EINVAL, "ledger: identity longer than %d bytes",
+					    DP_LEDGER_IDENTITY_MAX);
+		if (cap_answers == 0)
+			return dp_error_set(DP_EINVAL, "ledger: answer cap must be >= 1");
+		if (isnan(cap_eps) || !(cap_eps > 0.0))
+			return dp_error_set(DP_EINVAL, "ledger: epsilon cap %g must be > 0", cap_eps);
+		if (isinf(cap_eps)) {
+			if (!(flags & DP_LEDGER_ALLOW_INF))
+				return dp_error_set(DP_EINVAL, "ledger: infinite epsilon needs the "
+						    "allow-infinite (testing) flag");
+			cap = DP_LEDGER_INF;
+		} else {
+			rc = dp__to_nano(cap_eps, false, &cap);
+			if (rc < 0)
+				return rc;
+			if (cap == 0)
+				return dp_error_set(DP_EINVAL, "ledger: epsilon cap %g is below one "
+						    "nano-epsilon", cap_eps);
+		}
+	}
+
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return dp_error_set(DP_ENOMEM, "ledger: out of memory");
+	l->fd = -1;
+	l->flags = flags;
+	l->path = strdup(path);
+	if (!l->path) {
+		rc = dp_error_set(DP_ENOMEM, "ledger: out of memory");
+		goto fail;
+	}
+
+	for (int attempt = 0;; attempt++) {
+		l->fd = open(path, (ro ? O_RDONLY : O_RDWR | O_APPEND) | O_CLOEXEC);
+		if (l->fd >= 0)
+			break;
+		saved = errno;
+		if (saved != ENOENT) {
+			rc = dp_error_set(DP_EIO, "ledger %s: open: %s", path, strerror(saved));
+			goto fail;
+		}
+		if (ro || (flags & DP_LEDGER_NO_CREATE) || attempt > 0) {
+			rc = dp_error_set(DP_ENOENT, "ledger %s: no such file", path);
+			goto fail;
+		}
+		rc = dp__create(path, cap, cap_answers, identity);
+		if (rc < 0)
+			goto fail;
+		DP_INFO("ledger", "created path=%s epsilon=%.9f answers=%llu identity='%s'", path,
+			dp__nano_to_double(cap), (unsigned long long)cap_answers, identity);
+	}
+	/* One process per ledger: two daemons on one budget would double it. */
+	if (!ro && flock(l->fd, LOCK_EX | LOCK_NB) != 0) {
+		saved = errno;
+		if (saved == EWOULDBLOCK)
+			rc = dp_error_set(DP_ESTATE, "ledger %s: in use by another process", path);
+		else
+			rc = dp_error_set(DP_EIO, "ledger %s: flock: %s", path, strerror(saved));
+		goto fail;
+	}
+	if (fstat(l->fd, &st) != 0) {
+		saved = errno;
+		rc = dp_error_set(DP_EIO, "ledger %s: stat: %s", path, strerror(saved));
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = dp_error_set(DP_ECORRUPT, "ledger %s: not a regular file", path);
+		goto fail;
+	}
+	if (st.st_size < DP_LEDGER_HEADER_SIZE) {
+		rc = dp_error_set(DP_ECORRUPT, "ledger %s: %lld bytes, shorter than the %d-byte "
+				  "header (damaged or not a ledger)", path,
+				  (long long)st.st_size, DP_LEDGER_HEADER_SIZE);
+		goto fail;
+	}
+	if (dp__pread_all(l->fd, h, sizeof(h), 0) != 0) {
+		saved = errno;
+		rc = dp_error_set(DP_EIO, "ledger %s: read header: %s", path,
+				  saved ? strerror(saved) : "short read");
+		goto fail;
+	}
+	rc = dp__decode_header(path, h, &hdr_cap, &hdr_capk, l->identity, &l->hdr_crc);
+	if (rc < 0)
+		goto fail;
+	if (ro) {
+		cap = hdr_cap;
+		cap_answers = hdr_capk;
+		identity = l->identity;
+	} else {
+		rc = dp__check_caps(l, hdr_cap, hdr_capk, cap, cap_answers, identity);
+		if (rc < 0)
+			goto fail;
+	}
+	l->cap_nano = cap;
+	l->cap_answers = cap_answers;
+	rc = dp__load(l, st.st_size, hdr_cap, hdr_capk);
+	if (rc < 0)
+		goto fail;
+	/* Make what we verified durable before building on it: a record written
+	 * by a process killed before its fdatasync is still only in the page
+	 * cache, and so is a truncation. */
+	if (!ro && dp__sync(l->fd, false) != 0) {
+		saved = errno;
+		rc = dp_error_set(DP_EIO, "ledger %s: fsync: %s", path, strerror(saved));
+		goto fail;
+	}
+	DP_INFO("ledger", "opened path=%s answers=%llu/%llu spent=%.9f cap=%.9f", path,
+		(unsigned long long)l->count, (unsigned long long)l->cap_answers,
+		dp__nano_to_double(l->total), dp__nano_to_double(l->cap_nano));
+	*out = l;
+	return 0;
+fail:
+	dp_ledger_close(l);
+	return rc;
+}
+
+void dp_ledger_close(dp_ledger *l)
+{
+	if (!l)
+		return;
+	if (l->fd >= 0)
+		close(l->fd);  /* also drops the flock */
+	free(l->ks);
+	free(l->path);
+	free(l);
+}
+
+/* Everything dp_ledger_charge checks before writing. */
+static int dp__precheck(const dp_ledger *l, uint64_t k, double charge_eps, uint64_t *charge)
+{
+	uint64_t c;
+	int rc;
+
+	if (!l)
+		return dp_error_set(DP_EINVAL, "ledger: NULL ledger");
+	if (l->failed)
+		return dp_error_set(DP_EIO, "ledger %s: failed after an I/O error; not answering",
+				    l->path);
+	if (l->flags & DP_LEDGER_READONLY)
+		return dp_error_set(DP_ESTATE, "ledger %s: opened read-only", l->path);
+	if (isnan(charge_eps) || !(charge_eps > 0.0))
+		return dp_error_set(DP_EINVAL, "ledger: charge %g must be > 0", charge_eps);
+	if (isinf(charge_eps)) {
+		if (!(l->flags & DP_LEDGER_ALLOW_INF))
+			return dp_error_set(DP_EINVAL, "ledger: infinite charge needs the "
+					    "allow-infinite (testing) flag");
+		c = DP_LEDGER_INF;
+	} else {
+		rc = dp__to_nano(charge_eps, true, &c);
+		if (rc < 0)
+			return rc;
+	}
+	if (l->count > 0 && k <= l->ks[l->count - 1]) {
+		if (dp_ledger_lookup(l, k, NULL) == 0)
+			return dp_error_set(DP_ESTATE, "ledger %s: request k=%llu was already "
+					    "answered; refusing to answer it again", l->path,
+					    (unsigned long long)k);
+		return dp_error_set(DP_ESTATE, "ledger %s: request k=%llu is not above the last "
+				    "answered k=%llu", l->path, (unsigned long long)k,
+				    (unsigned long long)l->ks[l->count - 1]);
+	}
+	if (l->count >= l->cap_answers)
+		return dp_error_set(DP_EBUDGET, "ledger %s: answer cap %llu reached", l->path,
+				    (unsigned long long)l->cap_answers);
+	if (l->cap_nano != DP_LEDGER_INF &&
+	    (c == DP_LEDGER_INF || l->total > l->cap_nano || c > l->cap_nano - l->total))
+		return dp_error_set(DP_EBUDGET, "ledger %s: charge %llu nano-eps exceeds the %llu "
+				    "left of %llu", l->path, (unsigned long long)c,
+				    (unsigned long long)dp_ledger_left_nano(l),
+				    (unsigned long long)l->cap_nano);
+	*charge = c;
+	return 0;
+}
+
+int dp_ledger_check(const dp_ledger *l, uint64_t k, double charge_eps)
+{
+	uint64_t c;
+
+	return dp__precheck(l, k, charge_eps, &c);
+}
+
+int dp_ledger_charge(dp_ledger *l, uint64_t k, double charge_eps, dp_ledger_entry *out)
+{
+	unsigned char rec[DP_LEDGER_RECORD_SIZE];
+	dp_ledger_entry e;
+	struct timespec ts;
+	uint64_t c;
+	ssize_t w;
+	int rc, saved;
+
+	rc = dp__precheck(l, k, charge_eps, &c);
+	if (rc < 0)
+		return rc;
+	/* Allocate first so nothing can fail between a durable write and the
+	 * in-memory update. */
+	rc = dp__ks_reserve(l, (size_t)l->count + 1);
+	if (rc < 0)
+		return rc;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	e.seq = l->count + 1;
+	e.k = k;
+	e.charge_nano = c;
+	e.total_nano = dp__add(l->total, c);
+	e.count = l->count + 1;
+	e.time_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	dp__encode_record(rec, l->hdr_crc, &e);
+
+	/* One write() of the whole record; a short write is not continued
+	 * (the tail is torn and is dropped at the next open). */
+	do
+		w = write(l->fd, rec, sizeof(rec));
+	while (w < 0 && errno == EINTR);
+	saved = errno;
+	/* From here the record may be in the file: count it whatever happens
+	 * (conservative: the ledger may over-count, never under-count). */
+	l->ks[l->count] = k;
+	l->count = e.count;
+	l->total = e.total_nano;
+	if (w != (ssize_t)sizeof(rec)) {
+		l->failed = true;
+		rc = dp_error_set(DP_EIO, "ledger %s: write of record k=%llu failed (%s); "
+				  "ledger stopped", l->path, (unsigned long long)k,
+				  w < 0 ? strerror(saved) : "short write");
+		DP_ERROR("ledger", "%s", dp_error_detail(rc));
+		return rc;
+	}
+	/* Never retried: after a failed fsync the kernel may have dropped the
+	 * dirty pages and a second call would report success. */
+	if (dp__sync(l->fd, true) != 0) {
+		saved = errno;
+		l->failed = true;
+		rc = dp_error_set(DP_EIO, "ledger %s: fdatasync of record k=%llu failed (%s); "
+				  "ledger stopped", l->path, (unsigned long long)k,
+				  strerror(saved));
+		DP_ERROR("ledger", "%s", dp_error_detail(rc));
+		return rc;
+	}
+	DP_DEBUG("ledger", "charged k=%llu charge=%llu total=%llu answers=%llu",
+		 (unsigned long long)k, (unsigned long long)c, (unsigned long long)e.total_nano,
+		 (unsigned long long)e.count);
+	if (out)
+		*out = e;
+	return 0;
+}
+
+int dp_ledger_lookup(const dp_ledger *l, uint64_t k, dp_ledger_entry *out)
+{
+	unsigned char rec[DP_LEDGER_RECORD_SIZE];
+	dp_ledger_entry e;
+	size_t lo = 0, hi;
+
+	if (!l)
+		return dp_error_set(DP_EINVAL, "ledger: NULL ledger");
+	if (l->failed)
+		return dp_error_set(DP_EIO, "ledger %s: failed after an I/O error", l->path);
+	hi = (size_t)l->count;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (l->ks[mid] < k)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == l->count || l->ks[lo] != k)
+		return DP_ENOENT;
+	if (!out)
+		return 0;
+	if (dp__pread_all(l->fd, rec, sizeof(rec),
+			  (off_t)(DP_LEDGER_HEADER_SIZE + (uint64_t)lo * DP_LEDGER_RECORD_SIZE)) != 0) {
+		int saved = errno;
+
+		return dp_error_set(DP_EIO, "ledger %s: read record %zu: %s", l->path, lo + 1,
+				    saved ? strerror(saved) : "short read");
+	}
+	if (dp__decode_record(rec, l->hdr_crc, &e) != REC_OK || e.k != k || e.seq != lo + 1)
+		return dp_error_set(DP_ECORRUPT, "ledger %s: record %zu changed on disk", l->path,
+				    lo + 1);
+	*out = e;
+	return 0;
+}
+
+uint64_t dp_ledger_spent_nano(const dp_ledger *l)
+{
+	return l->total;
+}
+
+double dp_ledger_spent(const dp_ledger *l)
+{
+	return dp__nano_to_double(l->total);
+}
+
+uint64_t dp_ledger_left_nano(const dp_ledger *l)
+{
+	if (l->failed)
+		return 0;
+	if (l->cap_nano == DP_LEDGER_INF)
+		return DP_LEDGER_INF;
+	return l->total >= l->cap_nano ? 0 : l->cap_nano - l->total;
+}
+
+double dp_ledger_left(const dp_ledger *l)
+{
+	return dp__nano_to_double(dp_ledger_left_nano(l));
+}
+
+uint64_t dp_ledger_cap_nano(const dp_ledger *l)
+{
+	return l->cap_nano;
+}
+
+double dp_ledger_cap(const dp_ledger *l)
+{
+	return dp__nano_to_double(l->cap_nano);
+}
+
+uint64_t dp_ledger_answers(const dp_ledger *l)
+{
+	return l->count;
+}
+
+uint64_t dp_ledger_answers_cap(const dp_ledger *l)
+{
+	return l->cap_answers;
+}
+
+int dp_ledger_last_k(const dp_ledger *l, uint64_t *k)
+{
+	if (l->count == 0)
+		return DP_ENOENT;
+	*k = l->ks[l->count - 1];
+	return 0;
+}
+
+const char *dp_ledger_identity(const dp_ledger *l)
+{
+	return l->identity;
+}
+
+size_t dp_ledger_torn_bytes(const dp_ledger *l)
+{
+	return l->torn;
+}
+
+int dp_ledger_failed(const dp_ledger *l)
+{
+	return l->failed ? 1 : 0;
+}

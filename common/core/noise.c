@@ -1,0 +1,236 @@
+/* Integer-valued noise: geometric and discrete Laplace (docs/noise.md).
+ *
+ * Construction.  For X geometric with P(X = j) proportional to q^j,
+ * q = e^-lambda, restricted to [0, 2^m), write X = sum_i b_i 2^i.  Then
+ * q^X = prod_i (q^(2^i))^(b_i), so the binary digits are independent with
+ *     P(b_i = 1) = q^(2^i) / (1 + q^(2^i)) = 1 / (1 + exp(lambda 2^i)).
+ * We draw the 63 digits of an int64 as independent Bernoulli variables.
+ * lambda 2^i is exact (power-of-two scaling), each probability is computed
+ * in double to a relative error of about 2^-51 and then sampled *exactly*
+ * for that double by comparing uniform bits with its binary expansion, so
+ * no probability is ever rounded to 0, 1 or a coarse 53-bit grid.  Digits
+ * with lambda 2^i > DP__XMAX are set to 0: that conditions X on
+ * X < 2^i, removing a tail of mass < e^-700.
+ *
+ * Each digit takes one 32-bit word, compared with the first 32 binary
+ * digits of its probability; only on equality (probability 2^-32) are more
+ * words drawn to compare the remaining digits.  The number of words thus
+ * depends only on lambda, never on the value drawn (except through those
+ * rare ties), so the running time does not reveal the noise.  The discrete
+ * Laplace is the difference of two such geometrics. */
+#include "common/core/noise.h"
+
+#include <math.h>
+
+#include <openssl/crypto.h>
+
+#include "common/core/error.h"
+
+#define DP__GEOM_BITS 63
+/* Cut-off for lambda 2^i.  1/(1 + e^700) ~ 1e-304 is still a normal double,
+ * so every probability used keeps full relative precision. */
+#define DP__XMAX 700.0
+
+/* Digit probabilities for one lambda.  Computing them costs one exp() per
+ * digit, more than sampling; an answer draws all its coordinates with the
+ * same lambda, so the last table is kept per thread (lambda is public). */
+struct dp__geom_table {
+	double key;                     /* lambda or t; 0: empty */
+	int by_t;                       /* key is a Laplace scale t */
+	int n;                          /* digits that can be 1 */
+	double p[DP__GEOM_BITS];        /* P(digit i = 1), in (0, 1/2] */
+	uint32_t head[DP__GEOM_BITS];   /* floor(p[i] 2^32): digits 1..32 */
+};
+
+static _Thread_local struct dp__geom_table dp__table;
+
+/* The table for a geometric of parameter `key` or, if by_t, for the
+ * geometrics of a discrete Laplace of scale t = key: then lambda = 1/t
+ * rounded *down* (fma gives the exact sign of lambda t - 1), so the noise
+ * is never narrower than the scale asked for. */
+static const struct dp__geom_table *dp__geom_table(double key, int by_t)
+{
+	struct dp__geom_table *tb = &dp__table;
+	double lambda = key;
+	int n;
+
+	if (tb->key == key && tb->by_t == by_t)
+		return tb;
+	if (by_t) {
+		lambda = 1.0 / key;
+		if (fma(lambda, key, -1.0) > 0)
+			lambda = nextafter(lambda, 0.0);
+	}
+	for (n = 0; n < DP__GEOM_BITS; n++) {
+		double x = ldexp(lambda, n);
+
+		if (!(x <= DP__XMAX))
+			break;
+		tb->p[n] = 1.0 / (1.0 + exp(x));
+		tb->head[n] = (uint32_t)(tb->p[n] * 0x1p32);  /* exact floor */
+	}
+	tb->n = n;
+	tb->key = key;
+	tb->by_t = by_t;
+	return tb;
+}
+
+/* The tie case of a Bernoulli(p) draw: the uniform V agreed with p on
+ * binary digits 1..32.  Compare digits 33.. in 64-bit chunks, drawing one
+ * word per chunk, until they differ (V < p gives 1) or p's expansion ends
+ * (then V >= p, 0). */
+static int dp__bernoulli_tail(dp_bitsource *src, double p, int *bit)
+{
+	int e, s;
+	uint64_t m = (uint64_t)ldexp(frexp(p, &e), 53);  /* p = m 2^s exactly */
+
+	s = e - 53;
+	for (int start = 32;; start += 64) {
+		/* digits start+1 .. start+64 = floor(p 2^(start+64)) mod 2^64 */
+		int sh = s + start + 64;
+		uint64_t w, pc;
+		int rc;
+
+		if (-s <= start) {
+			*bit = 0;
+			return 0;
+		}
+		if (sh >= 0)
+			pc = m << sh;  /* sh < 64 since s + start < 0 */
+		else if (sh > -64)
+			pc = m >> -sh;
+		else
+			pc = 0;
+		rc = src->fill(src->ctx, &w, sizeof(w));
+		if (rc != 0)
+			return rc;
+		if (w != pc) {
+			*bit = w < pc;
+			return 0;
+		}
+	}
+}
+
+/* One geometric from the table and n pre-drawn words. */
+static int dp__geom_digits(dp_bitsource *src, const struct dp__geom_table *tb,
+                           const uint32_t *w, int64_t *out)
+{
+	uint64_t x = 0;
+
+	for (int i = 0; i < tb->n; i++) {
+		if (w[i] != tb->head[i]) {
+			x |= (uint64_t)(w[i] < tb->head[i]) << i;
+		} else {
+			int bit, rc = dp__bernoulli_tail(src, tb->p[i], &bit);
+
+			if (rc != 0)
+				return rc;
+			x |= (uint64_t)bit << i;
+		}
+	}
+	*out = (int64_t)x;  /* < 2^63 */
+	return 0;
+}
+
+int dp_geometric_sample(dp_bitsource *src, double lambda, int64_t *out)
+{
+	const struct dp__geom_table *tb;
+	uint32_t w[DP__GEOM_BITS];
+	int64_t x = 0;
+	int rc;
+
+	if (!(lambda > 0.0) || !isfinite(lambda))
+		return dp_error_set(DP_EINVAL, "geometric: lambda %g is not a positive finite number", lambda);
+	if (lambda < DP_NOISE_LAMBDA_MIN)
+		return dp_error_set(DP_ERANGE, "geometric: lambda %g below %g", lambda, DP_NOISE_LAMBDA_MIN);
+	tb = dp__geom_table(lambda, 0);
+	rc = src->fill(src->ctx, w, (size_t)tb->n * sizeof(w[0]));
+	if (rc == 0)
+		rc = dp__geom_digits(src, tb, w, &x);
+	OPENSSL_cleanse(w, sizeof(w));
+	if (rc == 0)
+		*out = x;
+	return rc;
+}
+
+int dp_discrete_laplace_sample(dp_bitsource *src, double t, int64_t *out)
+{
+	const struct dp__geom_table *tb;
+	uint32_t w[2 * DP__GEOM_BITS];
+	int64_t a = 0, b = 0;
+	int rc;
+
+	if (!(t > 0.0) || !isfinite(t))
+		return dp_error_set(DP_EINVAL, "discrete laplace: scale %g is not a positive finite number", t);
+	if (t > DP_NOISE_TMAX)
+		return dp_error_set(DP_ERANGE, "discrete laplace: scale %g above %g", t, DP_NOISE_TMAX);
+	/* lambda >= 2^-53 here; for tiny t no digit can be 1: output 0. */
+	tb = dp__geom_table(t, 1);
+	/* One fill for both halves: one copy, one fork check. */
+	rc = src->fill(src->ctx, w, 2 * (size_t)tb->n * sizeof(w[0]));
+	if (rc == 0)
+		rc = dp__geom_digits(src, tb, w, &a);
+	if (rc == 0)
+		rc = dp__geom_digits(src, tb, w + tb->n, &b);
+	OPENSSL_cleanse(w, sizeof(w));
+	if (rc == 0)
+		*out = a - b;  /* both in [0, 2^63): no overflow */
+	return rc;
+}
+
+static int dp__bitlen128(unsigned __int128 v)
+{
+	uint64_t hi = (uint64_t)(v >> 64), lo = (uint64_t)v;
+
+	if (hi != 0)
+		return 128 - __builtin_clzll(hi);
+	if (lo != 0)
+		return 64 - __builtin_clzll(lo);
+	return 0;
+}
+
+int dp_grid_exponent(size_t n, double clip, double eps_q, int *k)
+{
+	unsigned __int128 prod;
+	uint64_t mc;
+	double fc, fe;
+	int ec, ee, clog;
+	long kk;
+
+	if (n == 0)
+		return dp_error_set(DP_EINVAL, "grid: no rows");
+	if (!(clip > 0.0) || !isfinite(clip))
+		return dp_error_set(DP_EINVAL, "grid: clip %g is not a positive finite number", clip);
+	if (!(eps_q > 0.0))
+		return dp_error_set(DP_EINVAL, "grid: epsilon %g is not positive", eps_q);
+
+	/* Everything in exact integer arithmetic: clip = mc 2^(ec-53). */
+	fc = frexp(clip, &ec);
+	mc = (uint64_t)ldexp(fc, 53);
+
+	/* n clip 2^k <= 2^52  <=>  n mc <= 2^(105 - ec - k). */
+	prod = (unsigned __int128)n * mc;
+	clog = dp__bitlen128(prod);
+	if ((prod & (prod - 1)) == 0)
+		clog--;  /* exact power of two: ceil(log2) = bitlen - 1 */
+	kk = 105L - ec - clog;
+	if (kk > DP_GRID_KMAX)
+		kk = DP_GRID_KMAX;
+
+	if (isfinite(eps_q)) {
+		/* 2 clip 2^k / eps_q <= 2^52  <=>  fc 2^j <= fe with
+		 * j = ec - ee + k - 51 and fc, fe in [1/2, 1): true for j < 0,
+		 * false for j > 0, fc <= fe for j = 0. */
+		long kn;
+
+		fe = frexp(eps_q, &ee);
+		kn = (long)ee - ec + 51 - (fc <= fe ? 0 : 1);
+		if (kn < kk)
+			kk = kn;
+	}
+	if (kk < DP_GRID_KMIN)
+		return dp_error_set(DP_ERANGE, "grid: settings need k = %ld < %d (n=%zu clip=%g eps=%g)",
+		                    kk, DP_GRID_KMIN, n, clip, eps_q);
+	*k = (int)kk;
+	return 0;
+}

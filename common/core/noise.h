@@ -1,0 +1,51 @@
+/* Floating-point-safe Laplace noise (PRIVACY.md §2).
+ *
+ * Noise is added on an integer lattice: gradients are quantised to a grid
+ * u = 2^-k, summed exactly, and a discrete Laplace (two-sided geometric)
+ * variable is added per coordinate in grid units.  Only integers are ever
+ * sampled, so the output set does not depend on the input beyond the shift. */
+#ifndef DP_NOISE_H
+#define DP_NOISE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "common/core/rng.h"
+
+/* Geometric on {0,1,2,...}: P(X = j) = (1 - e^-lambda) e^(-lambda j).
+ * Exact up to double rounding of per-bit probabilities (relative error
+ * <= 2^-50 each) and a tail of mass < e^-700 that is never produced; see
+ * docs/noise.md.  Consumes a number of random 64-bit words fixed by lambda
+ * (plus one more per tie, probability 2^-64 each), not by the outcome.
+ * Errors: DP_EINVAL (lambda not finite or <= 0), DP_ERANGE (lambda below
+ * DP_NOISE_LAMBDA_MIN: the tail cut would no longer be negligible), or the
+ * source's error.  *out untouched on failure. */
+#define DP_NOISE_LAMBDA_MIN 0x1p-53
+int dp_geometric_sample(dp_bitsource *src, double lambda, int64_t *out);
+
+/* Discrete Laplace on the integers: P(X = j) proportional to exp(-|j| / t),
+ * t > 0 and finite (scale in grid units), the difference of two i.i.d.
+ * geometrics with lambda = 1/t rounded down (the noise is never narrower
+ * than t).  |*out| < 2^63, so no overflow.  Errors:
+ * DP_EINVAL (t not finite or <= 0), DP_ERANGE (t > DP_NOISE_TMAX), or the
+ * source's error.  *out untouched on failure. */
+#define DP_NOISE_TMAX 0x1p53
+int dp_discrete_laplace_sample(dp_bitsource *src, double t, int64_t *out);
+
+/* Grid exponent k for the lattice u = 2^-k used by an answer over n rows with
+ * L1 clip bound `clip` and per-answer budget eps_q (INFINITY: no noise).
+ * *k is the largest integer k <= DP_GRID_KMAX such that, in exact
+ * arithmetic,
+ *     n * clip * 2^k <= 2^52            (every partial sum of quantised
+ *                                        values is an exact integer)
+ *     2 * clip * 2^k / eps_q <= 2^52    (noise scale t in grid units is
+ *                                        <= 2^52 < DP_NOISE_TMAX)
+ * The second condition is skipped when eps_q is +INFINITY.  k is negative
+ * (u > 1) only for absurd settings such as n * clip > 2^52.  Public: depends
+ * only on public settings.  Errors: DP_EINVAL (n == 0, clip not finite or
+ * <= 0, eps_q NaN or <= 0), DP_ERANGE (k would be below DP_GRID_KMIN, where
+ * 2^k would not be a normal double).  *k untouched on failure. */
+#define DP_GRID_KMAX 40
+#define DP_GRID_KMIN (-1022)
+int dp_grid_exponent(size_t n, double clip, double eps_q, int *k);
+
+#endif

@@ -1,0 +1,143 @@
+#include "common/core/num.h"
+#include "common/core/error.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+int dp_parse_double(const char *what, const char *s, int allow_inf, double *out)
+{
+	char *end;
+	double v;
+
+	if (s == NULL || *s == '\0' || isspace((unsigned char)*s))
+		return dp_error_set(DP_EINVAL, "%s: expected a number, got '%s'", what, s ? s : "");
+	if (allow_inf && (strcasecmp(s, "inf") == 0 || strcasecmp(s, "infinity") == 0)) {
+		*out = INFINITY;
+		return 0;
+	}
+	errno = 0;
+	v = strtod(s, &end);
+	if (*end != '\0' || errno == ERANGE || !isfinite(v))
+		return dp_error_set(DP_EINVAL, "%s: expected a finite number, got '%s'", what, s);
+	*out = v;
+	return 0;
+}
+
+void dp_format_double(char *buf, size_t len, double v)
+{
+	if (!isfinite(v)) {
+		snprintf(buf, len, isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+		return;
+	}
+	for (int p = 1; p <= 17; p++) {
+		snprintf(buf, len, "%.*g", p, v);
+		if (strtod(buf, NULL) != v)
+			continue;
+		/* %g switches to an exponent when p is below the integer digits. */
+		if (fabs(v) >= 1 && fabs(v) < 1e15 && strchr(buf, 'e')) {
+			int digits = (int)floor(log10(fabs(v))) + 1;
+
+			snprintf(buf, len, "%.*g", digits > p ? digits : p, v);
+		}
+		return;
+	}
+}
+
+int dp_parse_u64(const char *what, const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (s == NULL || !isdigit((unsigned char)*s))
+		return dp_error_set(DP_EINVAL, "%s: expected a non-negative integer, got '%s'",
+				    what, s ? s : "");
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*end != '\0' || errno == ERANGE)
+		return dp_error_set(DP_EINVAL, "%s: expected a non-negative integer, got '%s'", what, s);
+	*out = (uint64_t)v;
+	return 0;
+}
+
+int dp_parse_size(const char *what, const char *s, size_t *out)
+{
+	uint64_t v;
+	int rc = dp_parse_u64(what, s, &v);
+
+	if (rc != 0)
+		return rc;
+	if (v > SIZE_MAX)
+		return dp_error_set(DP_EINVAL, "%s: %s is too large", what, s);
+	*out = (size_t)v;
+	return 0;
+}
+
+/* Split a comma list and parse each item with `one`; shared by both list kinds. */
+static int dp__parse_list(const char *what, const char *s, size_t elem, void **out, size_t *count,
+			  int (*one)(const char *, const char *, void *, int), int flag)
+{
+	char *copy, *tok;
+	size_t n = 1, i = 0;
+	unsigned char *vals;
+	int rc = 0;
+
+	if (s == NULL || *s == '\0')
+		return dp_error_set(DP_EINVAL, "%s: empty list", what);
+	for (const char *c = s; *c; c++)
+		n += (*c == ',');
+	copy = strdup(s);
+	vals = calloc(n, elem);
+	if (copy == NULL || vals == NULL) {
+		free(copy);
+		free(vals);
+		return DP_ENOMEM;
+	}
+	/* strtok_r would merge ",," into one separator and hide an empty item. */
+	tok = copy;
+	for (;;) {
+		char *comma = strchr(tok, ',');
+		if (comma)
+			*comma = '\0';
+		rc = one(what, tok, vals + i * elem, flag);
+		if (rc != 0)
+			break;
+		i++;
+		if (!comma)
+			break;
+		tok = comma + 1;
+	}
+	free(copy);
+	if (rc != 0) {
+		free(vals);
+		return rc;
+	}
+	*out = vals;
+	*count = n;
+	return 0;
+}
+
+static int dp__one_double(const char *what, const char *s, void *out, int allow_inf)
+{
+	return dp_parse_double(what, s, allow_inf, out);
+}
+
+static int dp__one_size(const char *what, const char *s, void *out, int unused)
+{
+	return dp_parse_size(what, s, out);
+}
+
+int dp_parse_double_list(const char *what, const char *s, int allow_inf, double **out,
+			 size_t *count)
+{
+	return dp__parse_list(what, s, sizeof(double), (void **)out, count, dp__one_double,
+			      allow_inf);
+}
+
+int dp_parse_size_list(const char *what, const char *s, size_t **out, size_t *count)
+{
+	return dp__parse_list(what, s, sizeof(size_t), (void **)out, count, dp__one_size, 0);
+}

@@ -1,0 +1,196 @@
+/* A framed, mutually authenticated TLS 1.3 connection on a libuv loop
+ * (DESIGN.md §8, STYLE.md "TLS on libuv", docs/protocol.md).
+ *
+ * The socket is a uv_tcp_t; TLS runs in memory BIOs (ciphertext read from
+ * the socket is written into the SSL's read BIO, everything OpenSSL
+ * produces is moved from its write BIO into uv_write requests that own
+ * their buffers).  Frames are dp_frame (4-byte length + Envelope); every
+ * received message is checked with dp_msg_validate against the
+ * connection's limits before it is delivered.
+ *
+ * Lifetime (libuv style): a dp_conn is created by dp_conn_connect() or by a
+ * listener, and freed by this module after on_close() returns.  on_close is
+ * called exactly once for every connection, including one that never
+ * completed its handshake, and never synchronously from a dp_conn_* call:
+ * always later, from the event loop.  After on_close the pointer is dead.
+ * Until then every dp_conn_* function may be called, from any callback.
+ *
+ * TLS 1.3 note: a client completes its handshake (on_handshake) before the
+ * server has checked the client's certificate.  If the server refuses it,
+ * the client learns it as on_close(DP_ETLS, "...alert...") right after.
+ * The protocol's first reply (Welcome to a Hello) is the confirmation.
+ *
+ * Everything runs on the loop's thread; nothing here is thread-safe.
+ *
+ * Sketch of a server (the learner):
+ *
+ *	static int on_hs(dp_conn *c, const char *id)
+ *	{
+ *		struct owner *o = lrn_owner_find(id);     // configured identities only
+ *		if (o == NULL || o->conn != NULL)
+ *			return -1;                        // refused: DP_EPROTO close
+ *		o->conn = c;
+ *		dp_conn_set_data(c, o);
+ *		return 0;
+ *	}
+ *	static void on_msg(dp_conn *c, Dpasync__Envelope *m)
+ *	{
+ *		struct owner *o = dp_conn_data(c);        // m already validated
+ *		... switch (m->msg_case) ..., dp_conn_send(c, &reply) ...
+ *		dp_frame_msg_free(m);
+ *	}
+ *	static void on_cl(dp_conn *c, int reason, const char *detail)
+ *	{
+ *		struct owner *o = dp_conn_data(c);        // cfg.data if no handshake
+ *		if (o != &lrn_unknown)
+ *			o->conn = NULL;                   // c is freed after return
+ *	}
+ *	SSL_CTX *ctx;
+ *	dp_tls_files f = { ca, cert, key };
+ *	if ((r = dp_tls_ctx_new(1, &f, &ctx)) < 0) fatal(dp_error_detail(r));
+ *	dp_conn_config cfg = { .ctx = ctx, .cb = { on_hs, on_msg, on_cl },
+ *			       .data = &lrn_unknown, .max_frame = cfg_max_frame };
+ *	dp_listener_start(loop, &cfg, "::", 7443, &lst);
+ *	SSL_CTX_free(ctx);                                // connections hold references
+ *
+ * A client (the owner) is the same with dp_tls_ctx_new(0, ...) and
+ * dp_conn_connect(loop, &cfg, host, port, "learner", &c); it sends Hello
+ * from on_handshake and reconnects (with backoff) from on_close. */
+#ifndef DP_CONN_H
+#define DP_CONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+#include <openssl/ssl.h>
+
+#include "common/net/frame.h"
+
+typedef struct dp_conn dp_conn;
+typedef struct dp_listener dp_listener;
+
+typedef struct dp_conn_callbacks {
+	/* The TLS handshake finished and the peer's certificate chain
+	 * verified; peer_id is its identity (tls.h: the subject CN).  Return 0
+	 * to keep the connection, non-zero to refuse the peer: the connection
+	 * is then closed and on_close reports DP_EPROTO.  NULL accepts all. */
+	int (*on_handshake)(dp_conn *c, const char *peer_id);
+	/* One complete, validated message.  Ownership of msg passes to the
+	 * callback: free it with dp_frame_msg_free().  NULL: messages are
+	 * dropped. */
+	void (*on_message)(dp_conn *c, Dpasync__Envelope *msg);
+	/* The connection is gone.  reason 0: closed by dp_conn_close or by
+	 * the peer in good order (close_notify or end of stream between
+	 * frames).  Otherwise a negative code: DP_ETLS (handshake or TLS
+	 * failure, alert from the peer), DP_EPROTO (bad frame or message,
+	 * peer refused by on_handshake), -ETIMEDOUT (handshake timeout),
+	 * -ENOBUFS (write queue over its cap), DP_ENOENT (name not
+	 * resolved), -ECONNREFUSED and other -errno from the socket,
+	 * -ECANCELED (listener closed during the handshake).  detail is a
+	 * one-line human reason, valid during the call.  c is freed when the
+	 * callback returns; only dp_conn_data/peer_id/peer_addr may be called
+	 * on it inside.  NULL: no notification. */
+	void (*on_close)(dp_conn *c, int reason, const char *detail);
+} dp_conn_callbacks;
+
+#define DP_CONN_HANDSHAKE_TIMEOUT_MS_DEFAULT 10000u
+#define DP_CONN_CLOSE_LINGER_MS_DEFAULT      5000u
+
+typedef struct dp_conn_config {
+	SSL_CTX *ctx;               /* from dp_tls_ctx_new, of the right side;
+				     * each connection takes its own reference */
+	dp_conn_callbacks cb;
+	void *data;                 /* initial dp_conn_data() of each connection */
+	uint32_t max_frame;         /* largest frame body sent or received;
+				     * 0 -> DP_FRAME_MAX_DEFAULT */
+	size_t max_write_queue;     /* ciphertext bytes handed to libuv and not
+				     * yet reported written; above it the peer is
+				     * deemed stuck and the connection closed
+				     * (-ENOBUFS).  Bytes sent in one loop
+				     * iteration count until the next, so keep
+				     * bursts below it or watch
+				     * dp_conn_write_queue().
+				     * 0 -> 2 * max_frame + 1 MiB */
+	uint32_t handshake_timeout_ms; /* from accept / connect start to the end
+				     * of the handshake; 0 -> 10 s */
+	uint32_t close_linger_ms;   /* how long a graceful close waits for the
+				     * queued bytes to leave; 0 -> 5 s */
+	const dp_msg_limits *limits; /* copied; NULL = defaults (p unknown) */
+	size_t max_conns;           /* listener only: live connections at most;
+				     * more are accepted and closed at once;
+				     * 0 = no limit */
+} dp_conn_config;
+
+/* ---- Client -------------------------------------------------------------- */
+
+/* Start connecting to host:port (name or address literal, resolved with
+ * uv_getaddrinfo; every address is tried in turn) and run the client
+ * handshake, accepting only a server whose certificate matches
+ * server_name (NULL -> host).  cfg->ctx must be a client context.  The
+ * outcome arrives through cfg->cb: on_handshake, or on_close with the
+ * reason.  The handshake timeout covers resolution and connection too.
+ * *out receives the new connection (owned by this module as described
+ * above).  Errors, synchronous and with no callback:
+ *   DP_EINVAL (NULL ctx/host, port 0), DP_ETLS (SSL object), DP_ENOMEM,
+ *   or a libuv error (negative errno) if the resolution cannot start. */
+int dp_conn_connect(uv_loop_t *loop, const dp_conn_config *cfg, const char *host,
+		    uint16_t port, const char *server_name, dp_conn **out);
+
+/* ---- Server -------------------------------------------------------------- */
+
+/* Listen on addr:port (IPv4 or IPv6 literal, host name, or NULL/""/"*" for
+ * all addresses, dual-stack when possible; port 0 picks a free port, see
+ * dp_listener_port).  Each accepted socket becomes a server-side dp_conn
+ * with cfg (cfg->ctx must be a server context); it reaches the caller
+ * through cfg->cb.on_handshake.  *out receives the listener.
+ * Errors: DP_EINVAL, DP_ENOENT (addr not resolved), DP_ENOMEM, or the
+ * libuv bind/listen error (e.g. -EADDRINUSE) with a detail. */
+int dp_listener_start(uv_loop_t *loop, const dp_conn_config *cfg, const char *addr,
+		      uint16_t port, dp_listener **out);
+
+/* The port actually bound. */
+uint16_t dp_listener_port(const dp_listener *l);
+
+/* Stop accepting and close the connections of this listener that have not
+ * finished their handshake (on_close with -ECANCELED).  Connections that
+ * have (the caller saw them in on_handshake) stay open and are the
+ * caller's to close.  The listener is freed from the loop later; the
+ * pointer is dead after this call. */
+void dp_listener_close(dp_listener *l);
+
+/* ---- Using a connection -------------------------------------------------- */
+
+/* Encode, frame and encrypt msg, and queue the bytes for the socket; the
+ * message is not kept (the caller still owns it).  Errors:
+ *   DP_ESTATE   handshake not finished, or the connection is closing;
+ *   DP_ERANGE   the message is larger than max_frame (connection stays);
+ *   DP_ENOMEM;
+ *   DP_ETLS, -ENOBUFS (write queue over its cap), or a socket error: the
+ *               connection is being closed and on_close will follow. */
+int dp_conn_send(dp_conn *c, const Dpasync__Envelope *msg);
+
+/* Close gracefully: TLS close_notify, queued bytes flushed (at most
+ * close_linger_ms), then the socket is closed and on_close(c, 0, ...)
+ * called from the loop.  No message is delivered after this call.
+ * Idempotent; a no-op when already closing. */
+void dp_conn_close(dp_conn *c);
+
+/* Replace the limits incoming messages are validated against (copied;
+ * NULL -> defaults), e.g. once p is known from Hello/Welcome. */
+void dp_conn_set_limits(dp_conn *c, const dp_msg_limits *lim);
+
+void *dp_conn_data(const dp_conn *c);
+void dp_conn_set_data(dp_conn *c, void *data);
+/* Verified peer identity; "" before the handshake completed. */
+const char *dp_conn_peer_id(const dp_conn *c);
+/* Peer socket address "1.2.3.4:5" or "[::1]:5"; "" while unknown. */
+const char *dp_conn_peer_addr(const dp_conn *c);
+/* 1 for a connection accepted by a listener, 0 for dp_conn_connect. */
+int dp_conn_is_server(const dp_conn *c);
+/* 1 between the end of the handshake and the start of the close. */
+int dp_conn_is_open(const dp_conn *c);
+/* Ciphertext bytes queued for the socket and not yet written. */
+size_t dp_conn_write_queue(const dp_conn *c);
+
+#endif

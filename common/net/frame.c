@@ -1,0 +1,407 @@
+#include "common/net/frame.h"
+#include "common/core/error.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A partial-frame buffer starts small and doubles, so a peer that announces
+ * a huge frame and then trickles bytes costs memory in proportion to what it
+ * actually sent. */
+#define DP__BODY_MIN_CAP   4096u
+/* Buffers above this are released after each frame instead of kept. */
+#define DP__BODY_KEEP_CAP  (256u << 10)
+
+void dp_frame_decoder_init(dp_frame_decoder *d, uint32_t max_len)
+{
+	memset(d, 0, sizeof(*d));
+	if (max_len == 0)
+		max_len = DP_FRAME_MAX_DEFAULT;
+	if (max_len > DP_FRAME_MAX_LIMIT)
+		max_len = DP_FRAME_MAX_LIMIT;
+	d->max_len = max_len;
+}
+
+void dp_frame_decoder_free(dp_frame_decoder *d)
+{
+	free(d->body);
+	d->body = NULL;
+	d->body_cap = 0;
+	d->body_have = 0;
+	d->hdr_have = 0;
+}
+
+/* protobuf-c accepts an over-long varint encoding of field number 0 and
+ * keeps it as an unknown field, although 0 is not a valid field number and
+ * its own parser refuses the short form.  Refuse it everywhere. */
+static int dp__bad_unknown(const ProtobufCMessage *m)
+{
+	for (unsigned i = 0; m != NULL && i < m->n_unknown_fields; i++)
+		if (m->unknown_fields[i].tag == 0)
+			return 1;
+	return 0;
+}
+
+static const ProtobufCMessage *dp__sub(const Dpasync__Envelope *m)
+{
+	switch (m->msg_case) {
+	case DPASYNC__ENVELOPE__MSG_HELLO: return &m->hello->base;
+	case DPASYNC__ENVELOPE__MSG_WELCOME: return &m->welcome->base;
+	case DPASYNC__ENVELOPE__MSG_UPDATE_REQUEST: return &m->update_request->base;
+	case DPASYNC__ENVELOPE__MSG_QUERY: return &m->query->base;
+	case DPASYNC__ENVELOPE__MSG_ANSWER: return &m->answer->base;
+	case DPASYNC__ENVELOPE__MSG_REFUSE: return &m->refuse->base;
+	case DPASYNC__ENVELOPE__MSG_DONE: return &m->done->base;
+	default: return NULL;
+	}
+}
+
+int dp_frame_unpack(const uint8_t *body, size_t len, Dpasync__Envelope **msg)
+{
+	Dpasync__Envelope *m;
+
+	m = dpasync__envelope__unpack(NULL, len, body);
+	if (m == NULL)
+		return dp_error_set(DP_EPROTO, "frame of %zu bytes is not a valid Envelope", len);
+	if (dp__bad_unknown(&m->base) || dp__bad_unknown(dp__sub(m))) {
+		dpasync__envelope__free_unpacked(m, NULL);
+		return dp_error_set(DP_EPROTO, "frame of %zu bytes has a field number 0", len);
+	}
+	*msg = m;
+	return 0;
+}
+
+void dp_frame_msg_free(Dpasync__Envelope *m)
+{
+	if (m != NULL)
+		dpasync__envelope__free_unpacked(m, NULL);
+}
+
+static void dp__frame_next(dp_frame_decoder *d)
+{
+	d->hdr_have = 0;
+	d->body_have = 0;
+	d->body_len = 0;
+	if (d->body_cap > DP__BODY_KEEP_CAP) {
+		free(d->body);
+		d->body = NULL;
+		d->body_cap = 0;
+	}
+}
+
+static int dp__frame_reserve(dp_frame_decoder *d, size_t need)
+{
+	size_t cap;
+	uint8_t *nb;
+
+	if (need <= d->body_cap)
+		return 0;
+	cap = d->body_cap ? d->body_cap : DP__BODY_MIN_CAP;
+	while (cap < need)
+		cap *= 2;
+	if (cap > d->body_len)
+		cap = d->body_len;
+	nb = realloc(d->body, cap);
+	if (nb == NULL)
+		return dp_error_set(DP_ENOMEM, "frame decoder: cannot grow buffer to %zu bytes", cap);
+	d->body = nb;
+	d->body_cap = cap;
+	return 0;
+}
+
+int dp_frame_decode(dp_frame_decoder *d, const uint8_t *buf, size_t len,
+		    size_t *used, Dpasync__Envelope **msg)
+{
+	size_t off = 0, take, need;
+	Dpasync__Envelope *m = NULL;
+	int r;
+
+	if (d->failed)
+		return dp_error_set(DP_EPROTO, "frame decoder already failed on this stream");
+	while (d->hdr_have < DP_FRAME_HDR && off < len)
+		d->hdr[d->hdr_have++] = buf[off++];
+	if (d->hdr_have < DP_FRAME_HDR) {
+		*used = off;
+		*msg = NULL;
+		return 0;
+	}
+	if (d->body_have == 0) {
+		uint32_t n = (uint32_t)d->hdr[0] << 24 | (uint32_t)d->hdr[1] << 16 |
+			     (uint32_t)d->hdr[2] << 8 | (uint32_t)d->hdr[3];
+		if (n == 0) {
+			d->failed = 1;
+			return dp_error_set(DP_EPROTO, "frame length 0");
+		}
+		if (n > d->max_len) {
+			d->failed = 1;
+			return dp_error_set(DP_EPROTO, "frame length %u exceeds the maximum %u",
+					    n, d->max_len);
+		}
+		d->body_len = n;
+		/* Whole body already in the caller's buffer: unpack in place. */
+		if (len - off >= n) {
+			r = dp_frame_unpack(buf + off, n, &m);
+			if (r < 0) {
+				d->failed = 1;
+				return r;
+			}
+			dp__frame_next(d);
+			*used = off + n;
+			*msg = m;
+			return 0;
+		}
+	}
+	need = d->body_len - d->body_have;
+	take = len - off < need ? len - off : need;
+	if (take > 0) {
+		r = dp__frame_reserve(d, d->body_have + take);
+		if (r < 0) {
+			d->failed = 1;
+			return r;
+		}
+		memcpy(d->body + d->body_have, buf + off, take);
+		d->body_have += take;
+		off += take;
+	}
+	if (d->body_have == d->body_len) {
+		r = dp_frame_unpack(d->body, d->body_len, &m);
+		if (r < 0) {
+			d->failed = 1;
+			return r;
+		}
+		dp__frame_next(d);
+	}
+	*used = off;
+	*msg = m;
+	return 0;
+}
+
+int dp_frame_encode(const Dpasync__Envelope *m, uint32_t max_len,
+		    uint8_t **out, size_t *out_len)
+{
+	size_t n, packed;
+	uint8_t *b;
+
+	if (max_len == 0)
+		max_len = DP_FRAME_MAX_DEFAULT;
+	n = dpasync__envelope__get_packed_size(m);
+	if (n == 0)
+		return dp_error_set(DP_ERANGE, "frame: empty Envelope (version not set)");
+	if (n > max_len)
+		return dp_error_set(DP_ERANGE, "frame: %s message of %zu bytes exceeds the maximum %u",
+				    dp_msg_kind(m), n, max_len);
+	b = malloc(DP_FRAME_HDR + n);
+	if (b == NULL)
+		return dp_error_set(DP_ENOMEM, "frame: cannot allocate %zu bytes", n + DP_FRAME_HDR);
+	b[0] = (uint8_t)(n >> 24);
+	b[1] = (uint8_t)(n >> 16);
+	b[2] = (uint8_t)(n >> 8);
+	b[3] = (uint8_t)n;
+	packed = dpasync__envelope__pack(m, b + DP_FRAME_HDR);
+	if (packed != n) {
+		free(b);
+		return dp_error_set(DP_ERANGE, "frame: packed %zu bytes, expected %zu", packed, n);
+	}
+	*out = b;
+	*out_len = DP_FRAME_HDR + n;
+	return 0;
+}
+
+const char *dp_msg_kind(const Dpasync__Envelope *m)
+{
+	if (m == NULL)
+		return "none";
+	switch (m->msg_case) {
+	case DPASYNC__ENVELOPE__MSG_HELLO: return "hello";
+	case DPASYNC__ENVELOPE__MSG_WELCOME: return "welcome";
+	case DPASYNC__ENVELOPE__MSG_UPDATE_REQUEST: return "update_request";
+	case DPASYNC__ENVELOPE__MSG_QUERY: return "query";
+	case DPASYNC__ENVELOPE__MSG_ANSWER: return "answer";
+	case DPASYNC__ENVELOPE__MSG_REFUSE: return "refuse";
+	case DPASYNC__ENVELOPE__MSG_DONE: return "done";
+	default: return "none";
+	}
+}
+
+/* ---- validation ----------------------------------------------------------- */
+
+typedef struct dp__lim {
+	size_t p, max_p, max_str;
+} dp__lim;
+
+static int dp__v_str(const char *msg, const char *field, const char *s, int nonempty,
+		     const dp__lim *l)
+{
+	size_t n;
+
+	if (s == NULL)
+		s = "";
+	n = strnlen(s, l->max_str + 1);
+	if (n > l->max_str)
+		return dp_error_set(DP_EPROTO, "%s.%s longer than %zu bytes", msg, field, l->max_str);
+	if (nonempty && n == 0)
+		return dp_error_set(DP_EPROTO, "%s.%s is empty", msg, field);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c < 0x20 || c > 0x7e)
+			return dp_error_set(DP_EPROTO, "%s.%s has a non-printable byte 0x%02x at %zu",
+					    msg, field, c, i);
+	}
+	return 0;
+}
+
+static int dp__v_dim(const char *msg, const char *field, size_t n, const dp__lim *l)
+{
+	if (l->p != 0 && n != l->p)
+		return dp_error_set(DP_EPROTO, "%s.%s has dimension %zu, expected %zu",
+				    msg, field, n, l->p);
+	if (n == 0 || n > l->max_p)
+		return dp_error_set(DP_EPROTO, "%s.%s has dimension %zu, expected 1..%zu",
+				    msg, field, n, l->max_p);
+	return 0;
+}
+
+static int dp__v_vec(const char *msg, const char *field, const double *v, size_t n,
+		     const dp__lim *l)
+{
+	int r = dp__v_dim(msg, field, n, l);
+
+	if (r < 0)
+		return r;
+	if (v == NULL)
+		return dp_error_set(DP_EPROTO, "%s.%s missing", msg, field);
+	for (size_t i = 0; i < n; i++)
+		if (!isfinite(v[i]))
+			return dp_error_set(DP_EPROTO, "%s.%s[%zu] is not finite", msg, field, i);
+	return 0;
+}
+
+/* lo_kind: 0 = any finite, 1 = >= 0, 2 = > 0.  allow_inf admits +inf only. */
+static int dp__v_num(const char *msg, const char *field, double v, int lo_kind, int allow_inf)
+{
+	if (isnan(v))
+		return dp_error_set(DP_EPROTO, "%s.%s is NaN", msg, field);
+	if (isinf(v) && !(allow_inf && v > 0))
+		return dp_error_set(DP_EPROTO, "%s.%s is not finite", msg, field);
+	if (lo_kind == 1 && v < 0)
+		return dp_error_set(DP_EPROTO, "%s.%s = %g is negative", msg, field, v);
+	if (lo_kind == 2 && !(v > 0))
+		return dp_error_set(DP_EPROTO, "%s.%s = %g must be positive", msg, field, v);
+	return 0;
+}
+
+static int dp__v_hello(const Dpasync__Hello *h, const dp__lim *l)
+{
+	int r;
+
+	if (h->version != DP_PROTO_VERSION)
+		return dp_error_set(DP_EPROTO, "hello.version %u unsupported (expected %u)",
+				    h->version, DP_PROTO_VERSION);
+	if ((r = dp__v_str("hello", "owner_id", h->owner_id, 1, l)) < 0)
+		return r;
+	if (h->n_rows == 0)
+		return dp_error_set(DP_EPROTO, "hello.n_rows is 0");
+	if ((r = dp__v_dim("hello", "n_features", h->n_features, l)) < 0)
+		return r;
+	return dp__v_num("hello", "epsilon", h->epsilon, 2, 1);
+}
+
+static int dp__v_welcome(const Dpasync__Welcome *w, const dp__lim *l)
+{
+	int r;
+
+	if ((r = dp__v_str("welcome", "job", w->job, 1, l)) < 0)
+		return r;
+	if ((r = dp__v_str("welcome", "model", w->model, 1, l)) < 0)
+		return r;
+	if (w->t == 0)
+		return dp_error_set(DP_EPROTO, "welcome.T is 0");
+	if (w->n == 0)
+		return dp_error_set(DP_EPROTO, "welcome.N is 0");
+	if (w->n_total == 0)
+		return dp_error_set(DP_EPROTO, "welcome.n_total is 0");
+	if (w->k_done > w->t)
+		return dp_error_set(DP_EPROTO, "welcome.k_done %llu exceeds T %llu",
+				    (unsigned long long)w->k_done, (unsigned long long)w->t);
+	if ((r = dp__v_dim("welcome", "p", w->p, l)) < 0)
+		return r;
+	if ((r = dp__v_num("welcome", "rho", w->rho, 2, 0)) < 0 ||
+	    (r = dp__v_num("welcome", "lambda", w->lambda, 1, 0)) < 0 ||
+	    (r = dp__v_num("welcome", "theta_max", w->theta_max, 2, 0)) < 0 ||
+	    (r = dp__v_num("welcome", "clip_l1", w->clip_l1, 2, 0)) < 0)
+		return r;
+	if (w->mode != DPASYNC__MODE__MODE_UNSPECIFIED && w->mode != DPASYNC__MODE__MODE_REQUEST &&
+	    w->mode != DPASYNC__MODE__MODE_BROADCAST)
+		return dp_error_set(DP_EPROTO, "welcome.mode %d unknown", (int)w->mode);
+	return 0;
+}
+
+static int dp__v_answer(const Dpasync__Answer *a, const dp__lim *l)
+{
+	int r;
+
+	if (a->k == 0)
+		return dp_error_set(DP_EPROTO, "answer.k is 0");
+	if ((r = dp__v_vec("answer", "gradient", a->gradient, a->n_gradient, l)) < 0)
+		return r;
+	if ((r = dp__v_num("answer", "epsilon_spent", a->epsilon_spent, 1, 1)) < 0)
+		return r;
+	return dp__v_num("answer", "epsilon_left", a->epsilon_left, 1, 1);
+}
+
+int dp_msg_validate(const Dpasync__Envelope *m, const dp_msg_limits *lim)
+{
+	dp__lim l = { 0, DP_MSG_MAX_P_DEFAULT, DP_MSG_MAX_STR_DEFAULT };
+
+	if (lim != NULL) {
+		l.p = lim->p;
+		if (lim->max_p != 0)
+			l.max_p = lim->max_p;
+		if (lim->max_str != 0)
+			l.max_str = lim->max_str;
+	}
+	if (m == NULL)
+		return dp_error_set(DP_EPROTO, "no message");
+	if (m->version != DP_PROTO_VERSION)
+		return dp_error_set(DP_EPROTO, "envelope version %u unsupported (expected %u)",
+				    m->version, DP_PROTO_VERSION);
+	switch (m->msg_case) {
+	case DPASYNC__ENVELOPE__MSG_HELLO:
+		if (m->hello == NULL)
+			break;
+		return dp__v_hello(m->hello, &l);
+	case DPASYNC__ENVELOPE__MSG_WELCOME:
+		if (m->welcome == NULL)
+			break;
+		return dp__v_welcome(m->welcome, &l);
+	case DPASYNC__ENVELOPE__MSG_UPDATE_REQUEST:
+		if (m->update_request == NULL)
+			break;
+		return 0;
+	case DPASYNC__ENVELOPE__MSG_QUERY:
+		if (m->query == NULL)
+			break;
+		if (m->query->k == 0)
+			return dp_error_set(DP_EPROTO, "query.k is 0");
+		return dp__v_vec("query", "theta", m->query->theta, m->query->n_theta, &l);
+	case DPASYNC__ENVELOPE__MSG_ANSWER:
+		if (m->answer == NULL)
+			break;
+		return dp__v_answer(m->answer, &l);
+	case DPASYNC__ENVELOPE__MSG_REFUSE:
+		if (m->refuse == NULL)
+			break;
+		return dp__v_str("refuse", "reason", m->refuse->reason, 0, &l);
+	case DPASYNC__ENVELOPE__MSG_DONE:
+		if (m->done == NULL)
+			break;
+		if (m->done->t == 0)
+			return dp_error_set(DP_EPROTO, "done.T is 0");
+		return dp__v_vec("done", "final_theta", m->done->final_theta,
+				 m->done->n_final_theta, &l);
+	default:
+		return dp_error_set(DP_EPROTO, "envelope carries no message");
+	}
+	return dp_error_set(DP_EPROTO, "envelope %s message missing", dp_msg_kind(m));
+}

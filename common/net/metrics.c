@@ -1,0 +1,515 @@
+#include "common/net/metrics.h"
+#include "common/core/error.h"
+#include "common/core/num.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const double dp_metrics_default_buckets[DP_METRICS_DEFAULT_BUCKETS] = {
+	0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+};
+
+struct dp_metric {
+	struct dp_metric_family *fam;
+	char **label_values;   /* fam->n_labels copies */
+	double value;          /* counter, gauge */
+	uint64_t *counts;      /* histogram: per bucket, not cumulative;
+				* [n_bounds] is the +Inf overflow */
+	double sum;
+	uint64_t count;
+};
+
+struct dp_metric_family {
+	enum dp_metric_type type;
+	char *name;
+	char *help;
+	size_t n_labels;
+	char **label_names;
+	double *bounds;
+	size_t n_bounds;
+	struct dp_metric **series;
+	size_t n_series, cap_series;
+};
+
+struct dp_metrics {
+	struct dp_metric_family **fams;
+	size_t n, cap;
+};
+
+int dp_metrics_new(struct dp_metrics **out)
+{
+	struct dp_metrics *reg;
+
+	if (out == NULL)
+		return dp_error_set(DP_EINVAL, "metrics: out is NULL");
+	reg = calloc(1, sizeof(*reg));
+	if (reg == NULL)
+		return dp_error_set(DP_ENOMEM, "metrics: out of memory");
+	*out = reg;
+	return 0;
+}
+
+static void dp__free_strings(char **v, size_t n)
+{
+	if (v == NULL)
+		return;
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static void dp__series_free(struct dp_metric *m)
+{
+	if (m == NULL)
+		return;
+	dp__free_strings(m->label_values, m->fam->n_labels);
+	free(m->counts);
+	free(m);
+}
+
+static void dp__family_free(struct dp_metric_family *f)
+{
+	if (f == NULL)
+		return;
+	for (size_t i = 0; i < f->n_series; i++)
+		dp__series_free(f->series[i]);
+	free(f->series);
+	dp__free_strings(f->label_names, f->n_labels);
+	free(f->bounds);
+	free(f->name);
+	free(f->help);
+	free(f);
+}
+
+void dp_metrics_destroy(struct dp_metrics *reg)
+{
+	if (reg == NULL)
+		return;
+	for (size_t i = 0; i < reg->n; i++)
+		dp__family_free(reg->fams[i]);
+	free(reg->fams);
+	free(reg);
+}
+
+static bool dp__valid_name(const char *s, bool colon)
+{
+	if (s == NULL || *s == '\0')
+		return false;
+	for (const char *c = s; *c; c++) {
+		bool alpha = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || *c == '_' ||
+			     (colon && *c == ':');
+
+		if (!alpha && !(c > s && *c >= '0' && *c <= '9'))
+			return false;
+	}
+	return true;
+}
+
+/* Prometheus requires label values to be UTF-8; a scraper rejects the
+ * whole page otherwise, so refuse bad bytes when the series is made. */
+static bool dp__valid_utf8(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (*p) {
+		uint32_t cp;
+		int n;
+
+		if (*p < 0x80) {
+			p++;
+			continue;
+		} else if ((*p & 0xE0) == 0xC0) {
+			n = 1;
+			cp = *p & 0x1F;
+		} else if ((*p & 0xF0) == 0xE0) {
+			n = 2;
+			cp = *p & 0x0F;
+		} else if ((*p & 0xF8) == 0xF0) {
+			n = 3;
+			cp = *p & 0x07;
+		} else {
+			return false;
+		}
+		for (int i = 1; i <= n; i++) {
+			if ((p[i] & 0xC0) != 0x80)
+				return false;
+			cp = (cp << 6) | (p[i] & 0x3F);
+		}
+		if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+		    cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+			return false;
+		p += n + 1;
+	}
+	return true;
+}
+
+static int dp__series_new(struct dp_metric_family *f, const char *const values[],
+			  struct dp_metric **out)
+{
+	struct dp_metric *m;
+
+	if (f->n_series == f->cap_series) {
+		size_t cap = f->cap_series ? 2 * f->cap_series : 4;
+		struct dp_metric **s = realloc(f->series, cap * sizeof(*s));
+
+		if (s == NULL)
+			return dp_error_set(DP_ENOMEM, "metrics: out of memory");
+		f->series = s;
+		f->cap_series = cap;
+	}
+	m = calloc(1, sizeof(*m));
+	if (m == NULL)
+		return dp_error_set(DP_ENOMEM, "metrics: out of memory");
+	m->fam = f;
+	if (f->n_labels) {
+		m->label_values = calloc(f->n_labels, sizeof(char *));
+		if (m->label_values == NULL)
+			goto nomem;
+		for (size_t i = 0; i < f->n_labels; i++) {
+			m->label_values[i] = strdup(values[i]);
+			if (m->label_values[i] == NULL)
+				goto nomem;
+		}
+	}
+	if (f->type == DP_METRIC_HISTOGRAM) {
+		m->counts = calloc(f->n_bounds + 1, sizeof(*m->counts));
+		if (m->counts == NULL)
+			goto nomem;
+	}
+	f->series[f->n_series++] = m;
+	*out = m;
+	return 0;
+nomem:
+	dp__series_free(m);
+	return dp_error_set(DP_ENOMEM, "metrics: out of memory");
+}
+
+int dp_metrics_family(struct dp_metrics *reg, enum dp_metric_type type, const char *name,
+		      const char *help, const char *const label_names[], const double *buckets,
+		      size_t n_buckets, struct dp_metric_family **out)
+{
+	struct dp_metric_family *f;
+	struct dp_metric *unused;
+	size_t nl = 0;
+	int rc;
+
+	if (reg == NULL || out == NULL)
+		return dp_error_set(DP_EINVAL, "metrics: family needs a registry and out");
+	if ((unsigned)type > DP_METRIC_HISTOGRAM)
+		return dp_error_set(DP_EINVAL, "metric '%s': bad type", name ? name : "");
+	if (!dp__valid_name(name, true))
+		return dp_error_set(DP_EINVAL, "metric name '%s': expected [a-zA-Z_:][a-zA-Z0-9_:]*",
+				    name ? name : "");
+	for (size_t i = 0; i < reg->n; i++)
+		if (strcmp(reg->fams[i]->name, name) == 0)
+			return dp_error_set(DP_EINVAL, "metric '%s': registered twice", name);
+	for (; label_names && label_names[nl]; nl++) {
+		const char *l = label_names[nl];
+
+		if (!dp__valid_name(l, false) || strncmp(l, "__", 2) == 0 ||
+		    (type == DP_METRIC_HISTOGRAM && strcmp(l, "le") == 0))
+			return dp_error_set(DP_EINVAL, "metric '%s': bad label name '%s'", name, l);
+		for (size_t j = 0; j < nl; j++)
+			if (strcmp(label_names[j], l) == 0)
+				return dp_error_set(DP_EINVAL, "metric '%s': label '%s' twice",
+						    name, l);
+	}
+	if (type == DP_METRIC_HISTOGRAM) {
+		/* A trailing +Inf is the implicit last bucket. */
+		if (buckets && n_buckets > 0 && isinf(buckets[n_buckets - 1]) &&
+		    buckets[n_buckets - 1] > 0)
+			n_buckets--;
+		if (buckets == NULL || n_buckets == 0)
+			return dp_error_set(DP_EINVAL, "histogram '%s': no buckets", name);
+		for (size_t i = 0; i < n_buckets; i++)
+			if (!isfinite(buckets[i]) || (i > 0 && !(buckets[i] > buckets[i - 1])))
+				return dp_error_set(DP_EINVAL, "histogram '%s': bucket bounds must "
+						    "be finite and strictly increasing", name);
+	}
+	if (reg->n == reg->cap) {
+		size_t cap = reg->cap ? 2 * reg->cap : 8;
+		struct dp_metric_family **fams = realloc(reg->fams, cap * sizeof(*fams));
+
+		if (fams == NULL)
+			return dp_error_set(DP_ENOMEM, "metrics: out of memory");
+		reg->fams = fams;
+		reg->cap = cap;
+	}
+	f = calloc(1, sizeof(*f));
+	if (f == NULL)
+		return dp_error_set(DP_ENOMEM, "metrics: out of memory");
+	f->type = type;
+	f->name = strdup(name);
+	f->help = strdup(help ? help : "");
+	if (f->name == NULL || f->help == NULL)
+		goto nomem;
+	if (nl) {
+		f->label_names = calloc(nl, sizeof(char *));
+		if (f->label_names == NULL)
+			goto nomem;
+		f->n_labels = nl;
+		for (size_t i = 0; i < nl; i++) {
+			f->label_names[i] = strdup(label_names[i]);
+			if (f->label_names[i] == NULL)
+				goto nomem;
+		}
+	}
+	if (type == DP_METRIC_HISTOGRAM) {
+		f->bounds = malloc(n_buckets * sizeof(double));
+		if (f->bounds == NULL)
+			goto nomem;
+		memcpy(f->bounds, buckets, n_buckets * sizeof(double));
+		f->n_bounds = n_buckets;
+	}
+	if (nl == 0) {
+		rc = dp__series_new(f, NULL, &unused);
+		if (rc != 0) {
+			dp__family_free(f);
+			return rc;
+		}
+	}
+	reg->fams[reg->n++] = f;
+	*out = f;
+	return 0;
+nomem:
+	dp__family_free(f);
+	return dp_error_set(DP_ENOMEM, "metrics: out of memory");
+}
+
+int dp_metrics_series(struct dp_metric_family *fam, const char *const label_values[],
+		      struct dp_metric **out)
+{
+	if (fam == NULL || out == NULL)
+		return dp_error_set(DP_EINVAL, "metrics: series needs a family and out");
+	if (fam->n_labels == 0) {
+		*out = fam->series[0];
+		return 0;
+	}
+	if (label_values == NULL)
+		return dp_error_set(DP_EINVAL, "metric '%s': label values missing", fam->name);
+	for (size_t i = 0; i < fam->n_labels; i++) {
+		if (label_values[i] == NULL)
+			return dp_error_set(DP_EINVAL, "metric '%s': label '%s' has no value",
+					    fam->name, fam->label_names[i]);
+		if (!dp__valid_utf8(label_values[i]))
+			return dp_error_set(DP_EINVAL, "metric '%s': label '%s': value is not UTF-8",
+					    fam->name, fam->label_names[i]);
+	}
+	for (size_t s = 0; s < fam->n_series; s++) {
+		struct dp_metric *m = fam->series[s];
+		size_t i = 0;
+
+		while (i < fam->n_labels && strcmp(m->label_values[i], label_values[i]) == 0)
+			i++;
+		if (i == fam->n_labels) {
+			*out = m;
+			return 0;
+		}
+	}
+	return dp__series_new(fam, label_values, out);
+}
+
+static int dp__unlabelled(struct dp_metrics *reg, enum dp_metric_type type, const char *name,
+			  const char *help, const double *buckets, size_t n_buckets,
+			  struct dp_metric **out)
+{
+	struct dp_metric_family *f;
+	int rc;
+
+	if (out == NULL)
+		return dp_error_set(DP_EINVAL, "metrics: out is NULL");
+	rc = dp_metrics_family(reg, type, name, help, NULL, buckets, n_buckets, &f);
+	if (rc != 0)
+		return rc;
+	*out = f->series[0];
+	return 0;
+}
+
+int dp_metrics_counter(struct dp_metrics *reg, const char *name, const char *help,
+		       struct dp_metric **out)
+{
+	return dp__unlabelled(reg, DP_METRIC_COUNTER, name, help, NULL, 0, out);
+}
+
+int dp_metrics_gauge(struct dp_metrics *reg, const char *name, const char *help,
+		     struct dp_metric **out)
+{
+	return dp__unlabelled(reg, DP_METRIC_GAUGE, name, help, NULL, 0, out);
+}
+
+int dp_metrics_histogram(struct dp_metrics *reg, const char *name, const char *help,
+			 const double *buckets, size_t n_buckets, struct dp_metric **out)
+{
+	return dp__unlabelled(reg, DP_METRIC_HISTOGRAM, name, help, buckets, n_buckets, out);
+}
+
+/* ---- updates ------------------------------------------------------------- */
+
+int dp_metric_add(struct dp_metric *m, double v)
+{
+	if (m == NULL || m->fam->type == DP_METRIC_HISTOGRAM || !isfinite(v) ||
+	    (m->fam->type == DP_METRIC_COUNTER && v < 0))
+		return dp_error_set(DP_EINVAL, "metric '%s': cannot add %g",
+				    m ? m->fam->name : "", v);
+	m->value += v;
+	return 0;
+}
+
+int dp_metric_inc(struct dp_metric *m)
+{
+	return dp_metric_add(m, 1);
+}
+
+int dp_metric_set(struct dp_metric *m, double v)
+{
+	if (m == NULL || m->fam->type != DP_METRIC_GAUGE)
+		return dp_error_set(DP_EINVAL, "metric '%s': only a gauge can be set",
+				    m ? m->fam->name : "");
+	m->value = v;
+	return 0;
+}
+
+int dp_metric_observe(struct dp_metric *m, double v)
+{
+	size_t b = 0;
+
+	if (m == NULL || m->fam->type != DP_METRIC_HISTOGRAM || isnan(v))
+		return dp_error_set(DP_EINVAL, "metric '%s': cannot observe %g",
+				    m ? m->fam->name : "", v);
+	while (b < m->fam->n_bounds && v > m->fam->bounds[b])
+		b++;
+	m->counts[b]++;
+	m->count++;
+	m->sum += v;
+	return 0;
+}
+
+double dp_metric_value(const struct dp_metric *m)
+{
+	if (m == NULL)
+		return NAN;
+	return m->fam->type == DP_METRIC_HISTOGRAM ? (double)m->count : m->value;
+}
+
+/* ---- exposition ---------------------------------------------------------- */
+
+/* Shortest text that reads back as v (Prometheus parses it with Go's
+ * ParseFloat, which takes any of these forms). */
+static void dp__fmt_value(char *buf, size_t len, double v)
+{
+	if (isnan(v))
+		snprintf(buf, len, "NaN");
+	else if (isinf(v))
+		snprintf(buf, len, v > 0 ? "+Inf" : "-Inf");
+	else
+		dp_format_double(buf, len, v);
+}
+
+/* HELP text escapes backslash and newline; label values also the
+ * double quote (format 0.0.4). */
+static void dp__escape(FILE *f, const char *s, bool quote)
+{
+	for (; *s; s++) {
+		if (*s == '\\')
+			fputs("\\\\", f);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else if (quote && *s == '"')
+			fputs("\\\"", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+/* name{l1="v1",...,extra} with extra already formatted (the le label). */
+static void dp__series_name(FILE *f, const struct dp_metric *m, const char *suffix,
+			    const char *le)
+{
+	const struct dp_metric_family *fam = m->fam;
+
+	fputs(fam->name, f);
+	fputs(suffix, f);
+	if (fam->n_labels == 0 && le == NULL)
+		return;
+	fputc('{', f);
+	for (size_t i = 0; i < fam->n_labels; i++) {
+		fprintf(f, "%s%s=\"", i ? "," : "", fam->label_names[i]);
+		dp__escape(f, m->label_values[i], true);
+		fputc('"', f);
+	}
+	if (le)
+		fprintf(f, "%sle=\"%s\"", fam->n_labels ? "," : "", le);
+	fputc('}', f);
+}
+
+static void dp__render_series(FILE *f, const struct dp_metric *m)
+{
+	const struct dp_metric_family *fam = m->fam;
+	char num[40], le[40];
+	uint64_t cum = 0;
+
+	if (fam->type != DP_METRIC_HISTOGRAM) {
+		dp__fmt_value(num, sizeof(num), m->value);
+		dp__series_name(f, m, "", NULL);
+		fprintf(f, " %s\n", num);
+		return;
+	}
+	for (size_t b = 0; b <= fam->n_bounds; b++) {
+		cum += m->counts[b];
+		if (b < fam->n_bounds)
+			dp__fmt_value(le, sizeof(le), fam->bounds[b]);
+		else
+			snprintf(le, sizeof(le), "+Inf");
+		dp__series_name(f, m, "_bucket", le);
+		fprintf(f, " %llu\n", (unsigned long long)cum);
+	}
+	dp__fmt_value(num, sizeof(num), m->sum);
+	dp__series_name(f, m, "_sum", NULL);
+	fprintf(f, " %s\n", num);
+	dp__series_name(f, m, "_count", NULL);
+	fprintf(f, " %llu\n", (unsigned long long)m->count);
+}
+
+int dp_metrics_render(const struct dp_metrics *reg, char **out, size_t *len)
+{
+	static const char *const type_names[] = { "counter", "gauge", "histogram" };
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f;
+
+	if (reg == NULL || out == NULL || len == NULL)
+		return dp_error_set(DP_EINVAL, "metrics: render needs a registry and outputs");
+	f = open_memstream(&buf, &n);
+	if (f == NULL)
+		return dp_error_set(DP_ENOMEM, "metrics: out of memory");
+	for (size_t i = 0; i < reg->n; i++) {
+		const struct dp_metric_family *fam = reg->fams[i];
+
+		if (fam->n_series == 0)
+			continue;
+		if (*fam->help) {
+			fprintf(f, "# HELP %s ", fam->name);
+			dp__escape(f, fam->help, false);
+			fputc('\n', f);
+		}
+		fprintf(f, "# TYPE %s %s\n", fam->name, type_names[fam->type]);
+		for (size_t s = 0; s < fam->n_series; s++)
+			dp__render_series(f, fam->series[s]);
+	}
+	if (ferror(f)) {
+		fclose(f);
+		free(buf);
+		return dp_error_set(DP_ENOMEM, "metrics: out of memory");
+	}
+	if (fclose(f) != 0) {
+		free(buf);
+		return dp_error_set(DP_ENOMEM, "metrics: out of memory");
+	}
+	*out = buf;
+	*len = n;
+	return 0;
+}

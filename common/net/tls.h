@@ -1,0 +1,76 @@
+/* TLS 1.3 with mutual authentication for the dpasync wire (DESIGN.md §8).
+ *
+ * One deployment CA signs the learner and every owner.  Both sides present a
+ * certificate and verify the peer's chain against that CA only (the system
+ * trust store is never loaded).  Resumption is disabled, so every connection
+ * runs a full handshake with both certificates.
+ *
+ * Identity: the peer's identity is the subject commonName (CN) of its leaf
+ * certificate -- that is the authoritative name the learner matches against
+ * its configured owners.  If the certificate also carries subjectAltName DNS
+ * entries, the CN must be one of them (otherwise the certificate is
+ * ambiguous and refused).  A client additionally checks that the server's
+ * certificate matches the name it expects (SSL_set1_host: SAN DNS entries
+ * when present, else CN), see dp_tls_client_setup().
+ *
+ * SSL_CTX objects are reference counted by OpenSSL: free with SSL_CTX_free. */
+#ifndef DP_TLS_H
+#define DP_TLS_H
+
+#include <stddef.h>
+#include <openssl/ssl.h>
+
+/* Longest identity (X.509 ub-common-name). */
+#define DP_TLS_ID_MAX 64
+
+typedef struct dp_tls_files {
+	const char *ca_file;    /* PEM: the deployment CA certificate(s) */
+	const char *cert_file;  /* PEM: own certificate (optionally followed by a chain) */
+	const char *key_file;   /* PEM: own private key (unencrypted) */
+} dp_tls_files;
+
+/* Build an SSL_CTX for the server (is_server != 0) or client side: TLS 1.3
+ * only, peer certificate required and verified against ca_file only, own
+ * certificate and key loaded and checked.  At load time the own certificate
+ * is verified against the CA for its role (serverAuth for a server,
+ * clientAuth for a client), so a wrong CA, an expired or not-yet-valid
+ * certificate or a key that does not match fails at startup with a clear
+ * detail rather than at the first handshake.
+ * On success *out receives a new context (free with SSL_CTX_free).
+ * Errors (all with a one-line detail naming the file):
+ *   DP_EINVAL  a path is NULL or empty;
+ *   DP_ETLS    a file is unreadable or not PEM, key/cert mismatch, own
+ *              certificate expired / not yet valid / not issued by the CA /
+ *              lacking the needed extendedKeyUsage, or an OpenSSL failure
+ *              (detail includes the OpenSSL error string). */
+int dp_tls_ctx_new(int is_server, const dp_tls_files *files, SSL_CTX **out);
+
+/* Prepare a client SSL object to accept only a server whose certificate
+ * matches expected_name (DNS-style name, e.g. "learner"); also sends it as
+ * SNI.  DP_EINVAL for an empty name, DP_ETLS on OpenSSL failure. */
+int dp_tls_client_setup(SSL *ssl, const char *expected_name);
+
+/* Check an identity (owner or learner name, a certificate CN): 1..
+ * DP_TLS_ID_MAX bytes of [A-Za-z0-9._-], starting with a letter or digit.
+ * DP_EINVAL with a detail otherwise. */
+int dp_tls_check_name(const char *name);
+
+/* Identity of a certificate: its subject CN, checked as described above
+ * (exactly one CN, 1..DP_TLS_ID_MAX printable ASCII bytes without spaces,
+ * and among the SAN DNS entries when there are any).  out receives the
+ * NUL-terminated name; out_size must be > DP_TLS_ID_MAX.
+ * DP_ETLS with a detail otherwise. */
+int dp_tls_cert_identity(X509 *cert, char *out, size_t out_size);
+
+/* Identity of the verified peer of an SSL object after the handshake:
+ * checks that a peer certificate was presented and verified (X509_V_OK),
+ * then dp_tls_cert_identity.  DP_ETLS otherwise. */
+int dp_tls_peer_identity(SSL *ssl, char *out, size_t out_size);
+
+/* Format the reason of a failed TLS operation into buf: the first OpenSSL
+ * error on this thread's queue (ERR_error_string_n), plus the certificate
+ * verification result of ssl when it is not X509_V_OK (ssl may be NULL).
+ * Clears the error queue.  Returns buf. */
+const char *dp_tls_error_string(SSL *ssl, char *buf, size_t size);
+
+#endif

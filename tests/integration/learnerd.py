@@ -1,0 +1,431 @@
+#!/usr/bin/env python3
+"""Integration test of learnerd against scripted owners (fake_owner.c).
+
+usage: test_learnerd.py LEARNERD FAKE_OWNER DPASYNC
+
+The fake owners answer the deterministic "gradient" ga_i * theta + gc_i, so
+theta_L and every theta_i can be recomputed here from trace.csv alone, with
+the update written out from DESIGN.md section 4 (not from common/core/algo.c).
+
+Scenarios:
+  A  request mode: T iterations complete; theta_L, theta_i equal the replay;
+     an unknown identity and a second connection of a connected identity are
+     refused while the job runs; a NaN answer closes that owner; a silent
+     owner is timed out, reconnects and rejoins; /metrics and /healthz.
+  B  SIGTERM (checkpoint, exit 0), --resume, kill -9, a refused resume
+     without --resume and with another T, --resume again: T rows, replay
+     exact, no query id ever repeated (the fake owners exit 5 otherwise).
+  B2 --checkpoint-every 0: the query-id reservation alone checkpoints;
+     kill -9 past it and --resume.
+  C  broadcast mode, and request mode, with max-inflight 3.
+  D  every owner refuses, or reaches its answer cap: exit 1 with a
+     checkpoint; idle-timeout: exit 1.
+  E  startup errors: bad flag / unreadable certificate (2), port in use (1),
+     --check-config (0).
+Dev convenience: LRN_TEST_CERTS=DIR uses existing certificates (ca.crt,
+learner.*, owner-1..4.*) instead of running `dpasync certs`.
+"""
+import json, os, shutil, signal, socket, subprocess, sys, tempfile, time, urllib.request
+
+LEARNERD, FAKE, DPASYNC = sys.argv[1:4]
+P = 3
+ROWS = {'owner-1': 10, 'owner-2': 20, 'owner-3': 30}
+GA = {'owner-1': 0.75, 'owner-2': 1.0, 'owner-3': 1.25}
+GC = {'owner-1': [0.3, -0.2, 1.0], 'owner-2': [-0.5, 0.1, 0.4], 'owner-3': [0.2, 0.6, -0.9]}
+ETA, LAMBDA, TMAX = 0.05, 0.01, 10.0
+OWNERS = ['owner-1', 'owner-2', 'owner-3']
+procs = []
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+def wait_for(pred, timeout, what):
+    end = time.time() + timeout
+    while time.time() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.02)
+    raise Fail('timed out waiting for ' + what)
+
+
+def read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except FileNotFoundError:
+        return ''
+
+
+class Learner:
+    def __init__(self, work, out, certs, extra=(), port=0, name='learner'):
+        self.out, self.pf = out, os.path.join(work, name + '.port')
+        self.errf = os.path.join(work, name + '.err')
+        if os.path.exists(self.pf):
+            os.unlink(self.pf)
+        self.cmd = [LEARNERD, '--listen', '127.0.0.1:%d' % port, '--port-file', self.pf,
+                    '--ca', certs + '/ca.crt', '--cert', certs + '/learner.crt',
+                    '--key', certs + '/learner.key', '--owners', ','.join(OWNERS),
+                    '--eta', str(ETA), '--lambda', str(LAMBDA), '--theta-max', str(TMAX),
+                    '--out', out, '--log-level', 'info'] + list(extra)
+        self.p = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=open(self.errf, 'w'),
+                                  text=True)
+        procs.append(self.p)
+        ports = wait_for(lambda: self._ports(), 10, 'the port file of ' + name)
+        self.port, self.mport = ports.get('tls'), ports.get('metrics')
+
+    def _ports(self):
+        if self.p.poll() is not None:
+            raise Fail('learnerd exited early (%d): %s' % (self.p.returncode, read(self.errf)))
+        txt = read(self.pf)
+        if 'tls=' not in txt:
+            return None
+        return {k: int(v) for k, v in (l.split('=') for l in txt.split())}
+
+    def wait(self, timeout=60):
+        try:
+            out, _ = self.p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise Fail('learnerd did not finish: ' + read(self.errf)[-3000:])
+        return self.p.returncode, out
+
+    def err(self):
+        return read(self.errf)
+
+
+def owner(work, certs, port, oid, cert=None, extra=(), tag=None):
+    tag = tag or oid
+    cert = cert or oid
+    errf = open(os.path.join(work, tag + '.err'), 'w')
+    rows = ROWS.get(oid, 5)
+    gc = GC.get(oid, [0.0] * P)
+    cmd = [FAKE, '--learner', '127.0.0.1:%d' % port, '--ca', certs + '/ca.crt',
+           '--cert', '%s/%s.crt' % (certs, cert), '--key', '%s/%s.key' % (certs, cert),
+           '--id', oid, '--p', str(P), '--rows', str(rows), '--grad-a', str(GA.get(oid, 1.0)),
+           '--grad-c', ','.join(repr(v) for v in gc),
+           '--done-file', os.path.join(work, tag + '.done')] + list(extra)
+    p = subprocess.Popen(cmd, stdout=errf, stderr=errf)
+    procs.append(p)
+    return p
+
+
+def trace_rows(out):
+    lines = read(os.path.join(out, 'trace.csv')).splitlines()
+    check(lines and lines[0] == 'k,time_unix,owner,wait_s,rtt_s,eps_spent',
+          'trace.csv header: %r' % (lines[:1],))
+    rows = []
+    for l in lines[1:]:
+        f = l.split(',')
+        check(len(f) == 6, 'trace row %r' % l)
+        rows.append((int(f[0]), float(f[1]), f[2], float(f[3]), float(f[4]), float(f[5])))
+    return rows
+
+
+def clamp(v):
+    return max(-TMAX, min(TMAX, v))
+
+
+def replay(owner_seq):
+    """DESIGN.md section 4, iteration by iteration, in plain Python."""
+    N, n = len(OWNERS), sum(ROWS.values())
+    thL = [0.0] * P
+    th = {o: [0.0] * P for o in OWNERS}
+    for o in owner_seq:
+        bar = [(thL[q] + th[o][q]) / 2 for q in range(P)]
+        ans = [GA[o] * bar[q] + GC[o][q] for q in range(P)]
+        w = ROWS[o] / n
+        # grad g = 2 lambda theta; owner step eta, learner step eta (N-1)/N^2
+        th[o] = [clamp(bar[q] - ETA * ((1 / (2 * N)) * 2 * LAMBDA * bar[q] + w * ans[q]))
+                 for q in range(P)]
+        thL = [clamp(bar[q] - ETA * (N - 1) / N ** 2 * 2 * LAMBDA * bar[q]) for q in range(P)]
+    return thL, th
+
+
+def close(a, b, tol=1e-12):
+    return len(a) == len(b) and all(abs(x - y) <= tol * max(1.0, abs(x), abs(y))
+                                   for x, y in zip(a, b))
+
+
+def check_outputs(out, T):
+    rows = trace_rows(out)
+    check([r[0] for r in rows] == list(range(1, T + 1)),
+          'trace k column is not 1..%d (%d rows)' % (T, len(rows)))
+    check(all(r[2] in OWNERS for r in rows), 'unknown owner in trace')
+    seq = [r[2] for r in rows]
+    thL, th = replay(seq)
+    with open(os.path.join(out, 'model.json')) as f:
+        model = json.load(f)
+    check(model['T'] == T and model['model'] == 'linear', 'model.json header %r' % model)
+    check(close(model['theta'], thL),
+          'theta_L %r differs from the replay %r' % (model['theta'], thL))
+    with open(os.path.join(out, 'checkpoint.json')) as f:
+        ck = json.load(f)
+    check(ck['state']['k_done'] == T, 'final checkpoint k_done %r' % ck['state']['k_done'])
+    for o in ck['state']['owners']:
+        check(close(o['theta'], th[o['id']]),
+              'theta_i of %s %r differs from the replay %r' % (o['id'], o['theta'], th[o['id']]))
+    # The replay must be able to fail: the same answers in another order
+    # give another theta_L.  (Not the first two: from theta = 0 both
+    # orders agree.)
+    if len(set(seq)) > 1:
+        i = max(j for j in range(len(seq) - 1) if seq[j] != seq[j + 1])
+        alt = seq[:i] + [seq[i + 1], seq[i]] + seq[i + 2:]
+        check(not close(replay(alt)[0], thL, 1e-9) or not close(replay(alt)[1][seq[i]],
+                                                               th[seq[i]], 1e-9),
+              'self-check: the replay cannot tell two orders apart')
+    return rows, model
+
+
+def scenario_a(work, certs):
+    out = os.path.join(work, 'a')
+    T = 120
+    L = Learner(work, out, certs, ['--T', str(T), '--checkpoint-every', '25', '--query-timeout',
+                                   '1', '--idle-timeout', '30', '--metrics-listen',
+                                   '127.0.0.1:0'], name='a')
+    o1 = owner(work, certs, L.port, 'owner-1', extra=['--interval', '0.005'], tag='a1')
+    o2 = owner(work, certs, L.port, 'owner-2', extra=['--interval', '0.005', '--silent-at', '6',
+                                                      '--reconnect', '20'], tag='a2')
+    o3 = owner(work, certs, L.port, 'owner-3', extra=['--interval', '0.005', '--nan-at', '3'],
+               tag='a3')
+    wait_for(lambda: len(trace_rows(out)) >= 3 if os.path.exists(out + '/trace.csv') else 0, 10,
+             'the first iterations')
+    # Intruders while the job runs (owner-2's silent query keeps it
+    # running for at least the 1 s query timeout).
+    stranger = owner(work, certs, L.port, 'owner-4', tag='a4')
+    twin = owner(work, certs, L.port, 'owner-1', tag='a1twin')
+    check(stranger.wait(10) == 3, 'unknown identity: fake owner exit %s' % stranger.returncode)
+    check(twin.wait(10) == 3, 'second connection: fake owner exit %s' % twin.returncode)
+    check(L.p.poll() is None, 'the job ended before the intruders were refused')
+    health = urllib.request.urlopen('http://127.0.0.1:%d/healthz' % L.mport, timeout=5)
+    check(health.status == 200 and health.read().decode().strip() == 'ok', '/healthz')
+    metrics = urllib.request.urlopen('http://127.0.0.1:%d/metrics' % L.mport,
+                                     timeout=5).read().decode()
+    for name in ['dpasync_learner_iterations_total', 'dpasync_learner_owners_connected',
+                 'dpasync_learner_queue_depth', 'dpasync_learner_inflight',
+                 'dpasync_learner_rtt_seconds_bucket', 'dpasync_learner_wait_seconds_count',
+                 'dpasync_learner_owner_iterations_total{owner="owner-1"}',
+                 'dpasync_learner_owner_epsilon_spent{owner="owner-3"}',
+                 'dpasync_learner_refusals_total']:
+        check(name in metrics, 'metric %s missing' % name)
+    check('dpasync_learner_connections_rejected_total 2' in metrics,
+          'rejected connections not counted')
+    rc, stdout = L.wait()
+    err = L.err()
+    check(rc == 0, 'learnerd exit %d: %s' % (rc, err[-2000:]))
+    check(stdout.strip() == 'done k=%d out=%s' % (T, out), 'stdout %r' % stdout)
+    rows, model = check_outputs(out, T)
+    check(sum(1 for r in rows if r[2] == 'owner-3') == 2,
+          'owner-3 should count exactly its 2 answers before the NaN')
+    check(all(r[3] >= 0 and r[4] >= 0 and r[5] > 0 for r in rows), 'trace wait/rtt/eps')
+    check('identity not in owners' in err and 'already connected' in err,
+          'refusals not logged')
+    check('invalid answer' in err, 'NaN answer not logged as invalid')
+    check('not answered within' in err, 'query timeout not logged')
+    check(o1.wait(10) == 0 and o2.wait(10) == 0, 'owners 1/2 exit %s %s' % (o1.returncode,
+                                                                             o2.returncode))
+    check(o3.wait(10) == 4, 'NaN owner exit %s (expected closed: 4)' % o3.returncode)
+    for t in ('a1', 'a2'):
+        done = [float(v) for v in read(os.path.join(work, t + '.done')).split(',')]
+        check(done == model['theta'], 'Done theta of %s differs from model.json' % t)
+    print('A ok: %d iterations, replay exact, intruders refused, NaN closed, timeout rejoined' % T)
+
+
+def scenario_b(work, certs):
+    out = os.path.join(work, 'b')
+    T = 300
+    args = ['--T', str(T), '--checkpoint-every', '20', '--idle-timeout', '60']
+    L = Learner(work, out, certs, args, name='b1')
+    port = L.port
+    os_ = [owner(work, certs, port, o, extra=['--interval', '0.01', '--reconnect', '60'],
+                 tag='b' + o) for o in OWNERS]
+    wait_for(lambda: len(trace_rows(out)) >= 40 if os.path.exists(out + '/trace.csv') else 0, 20,
+             '40 iterations')
+    L.p.send_signal(signal.SIGTERM)
+    rc, stdout = L.wait(20)
+    check(rc == 0 and stdout == '', 'SIGTERM: exit %d stdout %r' % (rc, stdout))
+    with open(os.path.join(out, 'checkpoint.json')) as f:
+        k1 = json.load(f)['state']['k_done']
+    check(k1 == len(trace_rows(out)) and k1 < T, 'SIGTERM checkpoint k=%d, trace %d rows' %
+          (k1, len(trace_rows(out))))
+
+    L = Learner(work, out, certs, args + ['--resume'], port=port, name='b2')
+    wait_for(lambda: len(trace_rows(out)) >= k1 + 60, 20, 'progress after the resume')
+    L.p.send_signal(signal.SIGKILL)
+    L.p.wait()
+    with open(os.path.join(out, 'checkpoint.json')) as f:
+        k2 = json.load(f)['state']['k_done']
+    check(k2 > k1, 'no checkpoint after the resume (k=%d)' % k2)
+
+    p = subprocess.run(L.cmd[:-1], capture_output=True, text=True, timeout=20)
+    check(p.returncode == 2 and '--resume' in p.stderr and len(p.stderr.splitlines()) == 1,
+          'existing checkpoint without --resume: %d %r' % (p.returncode, p.stderr))
+    bad = [a if a != str(T) else str(T + 1) for a in L.cmd]
+    p = subprocess.run(bad, capture_output=True, text=True, timeout=20)
+    check(p.returncode == 2 and 'T is %d in the checkpoint but %d now' % (T, T + 1) in p.stderr,
+          'resume with another T: %d %r' % (p.returncode, p.stderr))
+
+    L = Learner(work, out, certs, args + ['--resume'], port=port, name='b3')
+    rc, stdout = L.wait(60)
+    check(rc == 0, 'resumed learnerd exit %d: %s' % (rc, L.err()[-2000:]))
+    check(stdout.strip() == 'done k=%d out=%s' % (T, out), 'stdout %r' % stdout)
+    check_outputs(out, T)
+    for o in os_:
+        check(o.wait(20) == 0, 'owner exit %s (5: a query id repeated)' % o.returncode)
+    print('B ok: SIGTERM at k=%d, kill -9 after checkpoint k=%d, resumed to T=%d, replay exact'
+          % (k1, k2, T))
+
+
+def scenario_b2(work, certs):
+    """--checkpoint-every 0: only the query-id reservation forces
+    checkpoints (every 1024 ids); kill -9 past the first block."""
+    out = os.path.join(work, 'b2')
+    T = 3000
+    args = ['--T', str(T), '--checkpoint-every', '0']
+    L = Learner(work, out, certs, args, name='b21')
+    os_ = [owner(work, certs, L.port, o, extra=['--reconnect', '60', '--interval', '0.001'],
+                 tag='b2' + o) for o in OWNERS]
+    wait_for(lambda: len(trace_rows(out)) >= 1100 if os.path.exists(out + '/trace.csv') else 0,
+             60, '1100 iterations')
+    L.p.send_signal(signal.SIGKILL)
+    L.p.wait()
+    check(L.p.returncode == -signal.SIGKILL, 'B2: the job ended before kill -9 (%d rows)' %
+          len(trace_rows(out)))
+    with open(os.path.join(out, 'checkpoint.json')) as f:
+        st = json.load(f)['state']
+    check(st['k_done'] >= 1000 and st['query_id_reserved'] > 1100,
+          'reservation checkpoint: %r' % {k: st[k] for k in ('k_done', 'query_id_reserved')})
+    L = Learner(work, out, certs, args + ['--resume'], port=L.port, name='b22')
+    rc, stdout = L.wait(60)
+    check(rc == 0, 'b2 resumed exit %d: %s' % (rc, L.err()[-2000:]))
+    check_outputs(out, T)
+    for o in os_:
+        check(o.wait(20) == 0, 'owner exit %s (5: a query id repeated)' % o.returncode)
+    print('B2 ok: reservation checkpoint at k=%d, kill -9, resumed to T=%d' % (st['k_done'], T))
+
+
+def scenario_c(work, certs):
+    out = os.path.join(work, 'c')
+    T = 60
+    L = Learner(work, out, certs, ['--T', str(T), '--mode', 'broadcast', '--max-inflight', '3',
+                                   '--broadcast-interval', '0.01'], name='c')
+    os_ = [owner(work, certs, L.port, o, extra=['--no-request'], tag='c' + o) for o in OWNERS]
+    rc, stdout = L.wait(60)
+    check(rc == 0, 'broadcast: exit %d %s' % (rc, L.err()[-2000:]))
+    rows = trace_rows(out)
+    check([r[0] for r in rows] == list(range(1, T + 1)), 'broadcast trace k column')
+    check(all(r[3] == 0 for r in rows), 'broadcast wait_s must be 0')
+    check(len(set(r[2] for r in rows)) == 3, 'broadcast: not every owner was asked')
+    for o in os_:
+        check(o.wait(10) == 0, 'broadcast owner exit %s' % o.returncode)
+    out = os.path.join(work, 'c2')
+    L = Learner(work, out, certs, ['--T', str(T), '--max-inflight', '3'], name='c2')
+    os_ = [owner(work, certs, L.port, o, tag='c2' + o) for o in OWNERS]
+    rc, stdout = L.wait(60)
+    check(rc == 0, 'request, max-inflight 3: exit %d %s' % (rc, L.err()[-2000:]))
+    check([r[0] for r in trace_rows(out)] == list(range(1, T + 1)), 'c2 trace k column')
+    for o in os_:
+        check(o.wait(10) == 0, 'c2 owner exit %s' % o.returncode)
+    print('C ok: broadcast and request mode with max-inflight 3')
+
+
+def scenario_d(work, certs):
+    out = os.path.join(work, 'd')
+    L = Learner(work, out, certs, ['--T', '50'], name='d')
+    os_ = [owner(work, certs, L.port, o, extra=['--refuse-at', '2'], tag='d' + o)
+           for o in OWNERS]
+    rc, _ = L.wait(30)
+    check(rc == 1 and 'every owner has exhausted its budget' in L.err(),
+          'all refused: exit %d %s' % (rc, L.err()[-1500:]))
+    with open(os.path.join(out, 'checkpoint.json')) as f:
+        ck = json.load(f)
+    check(ck['state']['k_done'] == 3 and all(o['exhausted'] for o in ck['state']['owners']),
+          'checkpoint after exhaustion: %r' % ck['state']['k_done'])
+    for o in os_:
+        o.wait(10)
+    out = os.path.join(work, 'd1')
+    L = Learner(work, out, certs, ['--T', '50'], name='d1')
+    os_ = [owner(work, certs, L.port, o, extra=['--answers-cap', '2'], tag='d1' + o)
+           for o in OWNERS]
+    rc, _ = L.wait(30)
+    check(rc == 1 and 'every owner has exhausted its budget at k=6' in L.err(),
+          'answer caps reached: exit %d %s' % (rc, L.err()[-1500:]))
+    for o in os_:
+        o.wait(10)
+    out = os.path.join(work, 'd2')
+    t0 = time.time()
+    L = Learner(work, out, certs, ['--idle-timeout', '0.5'], name='d2')
+    rc, _ = L.wait(20)
+    check(rc == 1 and 'idle-timeout' in L.err() and 'never said Hello: owner-1 owner-2 owner-3'
+          in L.err(), 'idle timeout: %d %s' % (rc, L.err()[-1000:]))
+    check(time.time() - t0 < 10, 'idle timeout took too long')
+    print('D ok: exhaustion and idle-timeout stop with exit 1')
+
+
+def scenario_e(work, certs):
+    base = [LEARNERD, '--ca', certs + '/ca.crt', '--cert', certs + '/learner.crt', '--key',
+            certs + '/learner.key', '--owners', 'owner-1', '--out', os.path.join(work, 'e')]
+    for args, code, what in [
+            (['--bogus'], 2, 'unknown option'),
+            (['--T', 'x'], 2, 'bad value'),
+            (['--eta', '1', '--rho', '1'], 2, 'eta and rho'),
+            (['--owners', 'a,a'], 2, 'duplicate owner'),
+            (['--cert', os.path.join(work, 'nope.crt')], 2, 'missing certificate')]:
+        p = subprocess.run(base + args, capture_output=True, text=True, timeout=20)
+        check(p.returncode == code and len(p.stderr.strip().splitlines()) == 1
+              and p.stderr.startswith('learnerd: '),
+              '%s: exit %d stderr %r' % (what, p.returncode, p.stderr))
+    s = socket.socket()
+    s.bind(('127.0.0.1', 0))
+    s.listen(1)
+    p = subprocess.run(base + ['--listen', '127.0.0.1:%d' % s.getsockname()[1]],
+                       capture_output=True, text=True, timeout=20)
+    s.close()
+    lines = [l for l in p.stderr.splitlines() if l.startswith('learnerd: ')]
+    check(p.returncode == 1 and len(lines) == 1 and 'in use' in lines[0],
+          'port in use: %d %r' % (p.returncode, p.stderr))
+    p = subprocess.run(base + ['--check-config'], capture_output=True, text=True, timeout=20)
+    check(p.returncode == 0 and 'owners = owner-1' in p.stdout, 'check-config %r' % p.stdout)
+    print('E ok: startup errors')
+
+
+def main():
+    work = tempfile.mkdtemp(prefix='dp-learnerd-')
+    ok = False
+    try:
+        certs = os.environ.get('LRN_TEST_CERTS')
+        if not certs:
+            certs = os.path.join(work, 'certs')
+            p = subprocess.run([DPASYNC, 'certs', '--out', certs, '--owners', '4'],
+                               capture_output=True, text=True, timeout=120)
+            check(p.returncode == 0, 'dpasync certs: %s' % p.stderr)
+        scenario_e(work, certs)
+        scenario_a(work, certs)
+        scenario_b(work, certs)
+        scenario_b2(work, certs)
+        scenario_c(work, certs)
+        scenario_d(work, certs)
+        ok = True
+    except Fail as e:
+        print('FAIL:', e)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        if not os.environ.get('LRN_TEST_KEEP'):
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print('kept', work)
+    print('PASS' if ok else 'FAILED')
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,1145 @@
+/* Figures for `dpasync plot` and `dpasync report` (plotting.h).  The data
+ * goes into the gnuplot script as inline datablocks, so one script file is
+ * the whole input and nothing else is left in the temporary directory. */
+#include "tools/lib/plotting.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+#include <libgen.h>
+
+#include "common/core/error.h"
+#include "common/core/num.h"
+
+extern char **environ;
+
+/* Series colours (colour-blind-safe order of the Tableau palette). */
+static const char *const dp__colors[] = {
+	"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
+	"#e377c2", "#17becf", "#bcbd22", "#7f7f7f",
+};
+#define DP__NCOLORS (sizeof(dp__colors) / sizeof(dp__colors[0]))
+/* Owners drawn as separate, labelled series up to this many; beyond, one series. */
+#define DP__MAX_LEGEND_OWNERS 12
+
+/* ---- reading ---------------------------------------------------------- */
+
+/* Natural order: digit runs compare as numbers, so owner-2 < owner-10. */
+static int dp__natcmp(const char *a, const char *b)
+{
+	while (*a && *b) {
+		if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
+			const char *ea = a, *eb = b;
+			size_t la, lb;
+			while (*a == '0' && isdigit((unsigned char)a[1]))
+				a++;
+			while (*b == '0' && isdigit((unsigned char)b[1]))
+				b++;
+			for (ea = a; isdigit((unsigned char)*ea); ea++)
+				;
+			for (eb = b; isdigit((unsigned char)*eb); eb++)
+				;
+			la = (size_t)(ea - a);
+			lb = (size_t)(eb - b);
+			if (la != lb)
+				return la < lb ? -1 : 1;
+			for (; a < ea; a++, b++)
+				if (*a != *b)
+					return *a < *b ? -1 : 1;
+			continue;
+		}
+		if (*a != *b)
+			return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+		a++;
+		b++;
+	}
+	return *a ? 1 : *b ? -1 : 0;
+}
+
+static int dp__natcmp_p(const void *a, const void *b)
+{
+	return dp__natcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Growable arrays of the trace's columns. */
+typedef struct dp__cols {
+	size_t n, cap;
+	size_t *k, *owner;
+	double *t, *wait, *rtt, *eps;
+	size_t nnames, capnames;
+	char **names;
+} dp__cols;
+
+static void dp__cols_free(dp__cols *c)
+{
+	free(c->k);
+	free(c->owner);
+	free(c->t);
+	free(c->wait);
+	free(c->rtt);
+	free(c->eps);
+	for (size_t i = 0; i < c->nnames; i++)
+		free(c->names[i]);
+	free(c->names);
+	memset(c, 0, sizeof(*c));
+}
+
+static int dp__grow(void **p, size_t cap, size_t size)
+{
+	void *q = realloc(*p, cap * size);
+	if (q == NULL)
+		return DP_ENOMEM;
+	*p = q;
+	return 0;
+}
+
+static int dp__cols_reserve(dp__cols *c, int full)
+{
+	size_t cap;
+
+	if (c->n < c->cap)
+		return 0;
+	cap = c->cap ? 2 * c->cap : 1024;
+	if (dp__grow((void **)&c->k, cap, sizeof(size_t)) || dp__grow((void **)&c->owner, cap, sizeof(size_t)))
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	if (full && (dp__grow((void **)&c->t, cap, sizeof(double)) ||
+		     dp__grow((void **)&c->wait, cap, sizeof(double)) ||
+		     dp__grow((void **)&c->rtt, cap, sizeof(double)) ||
+		     dp__grow((void **)&c->eps, cap, sizeof(double))))
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	c->cap = cap;
+	return 0;
+}
+
+/* Index of `name` in c->names, added when new; SIZE_MAX on ENOMEM. */
+static size_t dp__cols_name(dp__cols *c, const char *name, size_t hint)
+{
+	if (hint < c->nnames && strcmp(c->names[hint], name) == 0)
+		return hint;
+	for (size_t i = 0; i < c->nnames; i++)
+		if (strcmp(c->names[i], name) == 0)
+			return i;
+	if (c->nnames == c->capnames) {
+		size_t cap = c->capnames ? 2 * c->capnames : 16;
+		if (dp__grow((void **)&c->names, cap, sizeof(char *)))
+			return SIZE_MAX;
+		c->capnames = cap;
+	}
+	c->names[c->nnames] = strdup(name);
+	if (c->names[c->nnames] == NULL)
+		return SIZE_MAX;
+	return c->nnames++;
+}
+
+static const char dp__trace_header[] = "k,time_unix,owner,wait_s,rtt_s,eps_spent";
+
+/* Parse one trace row (buf is modified).  0 or DP_EFORMAT with detail. */
+static int dp__trace_row(dp__cols *c, char *buf, const char *path, size_t line, size_t *hint)
+{
+	char *f[6], *p = buf;
+	size_t nf = 0, idx;
+	double v[4];
+	static const char *const what[4] = { "time_unix", "wait_s", "rtt_s", "eps_spent" };
+	static const int col[4] = { 1, 3, 4, 5 };
+
+	for (;;) {
+		char *comma = strchr(p, ',');
+		if (nf == 6)
+			return dp_error_set(DP_EFORMAT, "%s:%zu: more than 6 fields", path, line);
+		f[nf++] = p;
+		if (comma == NULL)
+			break;
+		*comma = '\0';
+		p = comma + 1;
+	}
+	if (nf != 6)
+		return dp_error_set(DP_EFORMAT, "%s:%zu: expected 6 fields (%s), got %zu", path, line,
+				    dp__trace_header, nf);
+	if (dp_parse_size("k", f[0], &c->k[c->n]) != 0 || c->k[c->n] == 0)
+		return dp_error_set(DP_EFORMAT, "%s:%zu: k: expected a positive integer, got '%s'", path, line,
+				    f[0]);
+	if (c->n > 0 && c->k[c->n] <= c->k[c->n - 1])
+		return dp_error_set(DP_EFORMAT, "%s:%zu: k = %zu does not increase (previous %zu)", path, line,
+				    c->k[c->n], c->k[c->n - 1]);
+	if (f[2][0] == '\0')
+		return dp_error_set(DP_EFORMAT, "%s:%zu: empty owner", path, line);
+	for (int i = 0; i < 4; i++) {
+		if (dp_parse_double(what[i], f[col[i]], 0, &v[i]) != 0 || (i > 0 && v[i] < 0))
+			return dp_error_set(DP_EFORMAT, "%s:%zu: %s: expected a finite number%s, got '%s'", path,
+					    line, what[i], i > 0 ? " >= 0" : "", f[col[i]]);
+	}
+	idx = dp__cols_name(c, f[2], *hint);
+	if (idx == SIZE_MAX)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	*hint = idx;
+	c->owner[c->n] = idx;
+	c->t[c->n] = v[0];
+	c->wait[c->n] = v[1];
+	c->rtt[c->n] = v[2];
+	c->eps[c->n] = v[3];
+	c->n++;
+	return 0;
+}
+
+/* One owner number per line; owners are named owner-1..owner-max. */
+static int dp__sched_row(dp__cols *c, const char *buf, const char *path, size_t line, size_t *maxo)
+{
+	size_t v;
+
+	if (dp_parse_size("owner", buf, &v) != 0 || v == 0)
+		return dp_error_set(DP_EFORMAT, "%s:%zu: expected an owner number >= 1, got '%s'", path, line, buf);
+	c->k[c->n] = c->n + 1;
+	c->owner[c->n] = v - 1;
+	if (v > *maxo)
+		*maxo = v;
+	c->n++;
+	return 0;
+}
+
+static int dp__open(const char *path, FILE **f)
+{
+	*f = fopen(path, "r");
+	if (*f == NULL)
+		return dp_error_set(errno == ENOENT ? DP_ENOENT : DP_EIO, "%s: cannot open: %s", path,
+				    strerror(errno));
+	return 0;
+}
+
+int dp_plot_trace_read(const char *path, const char *const *extra, size_t nextra, dp_plot_trace *tr)
+{
+	dp__cols c = { 0 };
+	FILE *f;
+	char *buf = NULL;
+	size_t bufsz = 0, line = 0, hint = 0, maxo = 0, *map = NULL;
+	ssize_t len;
+	int rc, is_trace = -1;
+
+	rc = dp__open(path, &f);
+	if (rc != 0)
+		return rc;
+	while ((len = getline(&buf, &bufsz, f)) != -1) {
+		int torn = len == 0 || buf[len - 1] != '\n';
+		line++;
+		buf[strcspn(buf, "\r\n")] = '\0';
+		if (is_trace < 0) {
+			is_trace = strcmp(buf, dp__trace_header) == 0;
+			if (is_trace)
+				continue;
+			if (buf[0] < '0' || buf[0] > '9') {
+				rc = dp_error_set(DP_EFORMAT, "%s: neither a learnerd trace.csv (header %s) nor a "
+						  "schedule.txt (one owner number per line)", path, dp__trace_header);
+				goto out;
+			}
+		}
+		if (buf[0] == '\0' && !is_trace)
+			continue;
+		rc = dp__cols_reserve(&c, is_trace);
+		if (rc != 0)
+			goto out;
+		rc = is_trace ? dp__trace_row(&c, buf, path, line, &hint)
+			: dp__sched_row(&c, buf, path, line, &maxo);
+		if (rc == DP_EFORMAT && torn) {
+			rc = 0;   /* the last row of a crashed learner */
+			break;
+		}
+		if (rc != 0)
+			goto out;
+	}
+	if (ferror(f)) {
+		rc = dp_error_set(DP_EIO, "%s: read error", path);
+		goto out;
+	}
+	if (c.n == 0) {
+		rc = dp_error_set(DP_EFORMAT, "%s: no iterations in the file", path);
+		goto out;
+	}
+	if (!is_trace) {
+		char name[32];
+		for (size_t i = 1; i <= maxo; i++) {
+			snprintf(name, sizeof(name), "owner-%zu", i);
+			if (dp__cols_name(&c, name, 0) == SIZE_MAX) {
+				rc = dp_error_set(DP_ENOMEM, "out of memory");
+				goto out;
+			}
+		}
+	}
+	for (size_t i = 0; i < nextra; i++)
+		if (dp__cols_name(&c, extra[i], 0) == SIZE_MAX) {
+			rc = dp_error_set(DP_ENOMEM, "out of memory");
+			goto out;
+		}
+	/* Sort the names and renumber the rows. */
+	{
+		char **sorted = malloc(c.nnames * sizeof(char *));
+		map = malloc(c.nnames * sizeof(size_t));
+		if (sorted == NULL || map == NULL) {
+			free(sorted);
+			rc = dp_error_set(DP_ENOMEM, "out of memory");
+			goto out;
+		}
+		memcpy(sorted, c.names, c.nnames * sizeof(char *));
+		qsort(sorted, c.nnames, sizeof(char *), dp__natcmp_p);
+		for (size_t i = 0; i < c.nnames; i++)
+			for (size_t j = 0; j < c.nnames; j++)
+				if (sorted[j] == c.names[i])
+					map[i] = j;
+		for (size_t r = 0; r < c.n; r++)
+			c.owner[r] = map[c.owner[r]];
+		free(c.names);
+		c.names = sorted;
+	}
+	memset(tr, 0, sizeof(*tr));
+	tr->n = c.n;
+	tr->k = c.k;
+	tr->owner = c.owner;
+	tr->t = c.t;
+	tr->wait = c.wait;
+	tr->rtt = c.rtt;
+	tr->eps = c.eps;
+	tr->N = c.nnames;
+	tr->names = c.names;
+	memset(&c, 0, sizeof(c));
+	rc = 0;
+out:
+	free(map);
+	free(buf);
+	fclose(f);
+	dp__cols_free(&c);
+	return rc;
+}
+
+void dp_plot_trace_free(dp_plot_trace *tr)
+{
+	if (tr == NULL)
+		return;
+	free(tr->k);
+	free(tr->owner);
+	free(tr->t);
+	free(tr->wait);
+	free(tr->rtt);
+	free(tr->eps);
+	for (size_t i = 0; i < tr->N; i++)
+		free(tr->names[i]);
+	free(tr->names);
+	memset(tr, 0, sizeof(*tr));
+}
+
+double dp_plot_trace_start(const dp_plot_trace *tr)
+{
+	if (tr->t == NULL || tr->n == 0)
+		return NAN;
+	return tr->t[0] - tr->wait[0] - tr->rtt[0];
+}
+
+int dp_plot_schedule_check(const char *path, const dp_plot_trace *tr)
+{
+	dp_plot_trace s;
+	int rc = dp_plot_trace_read(path, NULL, 0, &s);
+
+	if (rc != 0)
+		return rc;
+	if (s.t != NULL) {
+		dp_plot_trace_free(&s);
+		return dp_error_set(DP_EFORMAT, "%s: expected a schedule (one owner number per line)", path);
+	}
+	for (size_t r = 0; r < s.n && r < tr->n; r++)
+		if (s.owner[r] != tr->owner[r]) {
+			rc = dp_error_set(DP_EINVAL, "%s: k = %zu is owner %zu, the trace has %s (owner %zu in "
+					  "natural order)", path, r + 1, s.owner[r] + 1, tr->names[tr->owner[r]],
+					  tr->owner[r] + 1);
+			break;
+		}
+	if (rc == 0 && s.n != tr->n)
+		rc = dp_error_set(DP_EINVAL, "%s: %zu iterations, the trace has %zu", path, s.n, tr->n);
+	dp_plot_trace_free(&s);
+	return rc;
+}
+
+static const char dp__psi_header[] = "k,psi_p25,psi_median,psi_p75,psi_mean";
+
+int dp_plot_psi_read(const char *path, dp_plot_psi *ps)
+{
+	dp_plot_psi p = { 0 };
+	FILE *f;
+	char *buf = NULL;
+	size_t bufsz = 0, line = 0, cap = 0;
+	int rc;
+
+	rc = dp__open(path, &f);
+	if (rc != 0)
+		return rc;
+	rc = DP_EFORMAT;
+	while (getline(&buf, &bufsz, f) != -1) {
+		char *fld[5], *q = buf;
+		size_t nf = 0;
+		line++;
+		buf[strcspn(buf, "\r\n")] = '\0';
+		if (line == 1) {
+			if (strcmp(buf, dp__psi_header) != 0) {
+				rc = dp_error_set(DP_EFORMAT, "%s: not a sim psi.csv (expected the header %s)", path,
+						  dp__psi_header);
+				goto out;
+			}
+			continue;
+		}
+		if (p.n == cap) {
+			cap = cap ? 2 * cap : 256;
+			if (dp__grow((void **)&p.k, cap, sizeof(size_t)) || dp__grow((void **)&p.p25, cap, sizeof(double)) ||
+			    dp__grow((void **)&p.p50, cap, sizeof(double)) || dp__grow((void **)&p.p75, cap, sizeof(double)) ||
+			    dp__grow((void **)&p.mean, cap, sizeof(double))) {
+				rc = dp_error_set(DP_ENOMEM, "out of memory");
+				goto out;
+			}
+		}
+		for (;;) {
+			char *comma = strchr(q, ',');
+			if (nf == 5)
+				break;
+			fld[nf++] = q;
+			if (comma == NULL)
+				break;
+			*comma = '\0';
+			q = comma + 1;
+		}
+		if (nf != 5 || strchr(fld[4], ',') != NULL) {
+			rc = dp_error_set(DP_EFORMAT, "%s:%zu: expected 5 fields (%s)", path, line, dp__psi_header);
+			goto out;
+		}
+		if (dp_parse_size("k", fld[0], &p.k[p.n]) != 0 || p.k[p.n] == 0 ||
+		    (p.n > 0 && p.k[p.n] <= p.k[p.n - 1])) {
+			rc = dp_error_set(DP_EFORMAT, "%s:%zu: k: expected a positive integer larger than the "
+					  "previous row's, got '%s'", path, line, fld[0]);
+			goto out;
+		}
+		{
+			double *dst[4] = { &p.p25[p.n], &p.p50[p.n], &p.p75[p.n], &p.mean[p.n] };
+			for (int i = 0; i < 4; i++)
+				if (dp_parse_double("psi", fld[i + 1], 0, dst[i]) != 0) {
+					rc = dp_error_set(DP_EFORMAT, "%s:%zu: column %d: expected a finite number, "
+							  "got '%s'", path, line, i + 2, fld[i + 1]);
+					goto out;
+				}
+		}
+		p.n++;
+	}
+	if (ferror(f)) {
+		rc = dp_error_set(DP_EIO, "%s: read error", path);
+		goto out;
+	}
+	if (line == 0) {
+		rc = dp_error_set(DP_EFORMAT, "%s: empty file", path);
+		goto out;
+	}
+	if (p.n == 0) {
+		rc = dp_error_set(DP_EFORMAT, "%s: no rows after the header", path);
+		goto out;
+	}
+	*ps = p;
+	memset(&p, 0, sizeof(p));
+	rc = 0;
+out:
+	free(buf);
+	fclose(f);
+	dp_plot_psi_free(&p);
+	return rc;
+}
+
+void dp_plot_psi_free(dp_plot_psi *ps)
+{
+	if (ps == NULL)
+		return;
+	free(ps->k);
+	free(ps->p25);
+	free(ps->p50);
+	free(ps->p75);
+	free(ps->mean);
+	memset(ps, 0, sizeof(*ps));
+}
+
+void dp_plot_sim_note(const char *psi_path, char *note, size_t size, size_t *runs)
+{
+	char dir[4096], path[4200], eps[64] = "";
+	struct json_object *j, *v, *e;
+	size_t R = 0;
+
+	note[0] = '\0';
+	*runs = 0;
+	snprintf(dir, sizeof(dir), "%s", psi_path);
+	snprintf(path, sizeof(path), "%s/summary.json", dirname(dir));
+	j = json_object_from_file(path);
+	if (j == NULL)
+		return;
+	if (json_object_object_get_ex(j, "repeats", &v))
+		R = (size_t)json_object_get_int64(v);
+	if (json_object_object_get_ex(j, "epsilon", &e) && json_object_is_type(e, json_type_array) &&
+	    json_object_array_length(e) > 0) {
+		size_t n = json_object_array_length(e), same = 1;
+		struct json_object *e0 = json_object_array_get_idx(e, 0);
+		for (size_t i = 1; i < n; i++) {
+			struct json_object *ei = json_object_array_get_idx(e, i);
+			if ((ei == NULL) != (e0 == NULL) ||
+			    (ei && json_object_get_double(ei) != json_object_get_double(e0)))
+				same = 0;
+		}
+		/* summary.json writes an unlimited budget as null. */
+		if (same && e0 == NULL)
+			snprintf(eps, sizeof(eps), ", ε = ∞");
+		else if (same)
+			snprintf(eps, sizeof(eps), ", ε = %g", json_object_get_double(e0));
+		else
+			snprintf(eps, sizeof(eps), ", ε differs per owner");
+	}
+	{
+		struct json_object *mode = NULL, *model = NULL, *N = NULL, *T = NULL;
+		json_object_object_get_ex(j, "mode", &mode);
+		json_object_object_get_ex(j, "model", &model);
+		json_object_object_get_ex(j, "N", &N);
+		json_object_object_get_ex(j, "T", &T);
+		snprintf(note, size, "%zu run%s, %s, %s, N = %lld, T = %lld%s", R, R == 1 ? "" : "s",
+			 mode ? json_object_get_string(mode) : "?", model ? json_object_get_string(model) : "?",
+			 (long long)(N ? json_object_get_int64(N) : 0), (long long)(T ? json_object_get_int64(T) : 0), eps);
+	}
+	*runs = R;
+	json_object_put(j);
+}
+
+static int dp__cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+double dp_plot_percentile(double *v, size_t n, double pct)
+{
+	double pos, frac;
+	size_t lo;
+
+	if (n == 0)
+		return NAN;
+	qsort(v, n, sizeof(double), dp__cmp_double);
+	pos = pct / 100.0 * (double)(n - 1);
+	lo = (size_t)pos;
+	frac = pos - (double)lo;
+	if (lo + 1 >= n)
+		return v[n - 1];
+	return v[lo] + frac * (v[lo + 1] - v[lo]);
+}
+
+/* ---- gnuplot ---------------------------------------------------------- */
+
+/* A gnuplot double-quoted string: backslash and quote escaped, control
+ * characters (other than newline, which becomes a line break) dropped. */
+static void dp__q(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else if ((unsigned char)*s >= 0x20)
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+/* A name as a field of a datablock: double-quoted, without quotes inside. */
+static void dp__qdata(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++)
+		fputc(*s == '"' || (unsigned char)*s < 0x20 ? '\'' : *s, f);
+	fputc('"', f);
+}
+
+static int dp__find_gnuplot(char *buf, size_t size)
+{
+	const char *path = getenv("PATH");
+	const char *p = path && *path ? path : "/usr/bin:/bin";
+
+	while (*p) {
+		size_t len = strcspn(p, ":");
+		struct stat st;
+		if (len > 0 && (size_t)snprintf(buf, size, "%.*s/gnuplot", (int)len, p) < size &&
+		    stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0)
+			return 0;
+		p += len;
+		if (*p == ':')
+			p++;
+	}
+	return dp_error_set(DP_ENOENT, "gnuplot not found on PATH (on Debian: apt-get install gnuplot-nox)");
+}
+
+int dp_plot_gnuplot_check(void)
+{
+	char buf[4096];
+
+	return dp__find_gnuplot(buf, sizeof(buf));
+}
+
+/* The last non-blank line of gnuplot's stderr, whitespace squeezed. */
+static void dp__last_line(const char *path, char *out, size_t size)
+{
+	FILE *f = fopen(path, "r");
+	char line[512];
+
+	snprintf(out, size, "no message");
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *s = line, *e;
+		while (isspace((unsigned char)*s))
+			s++;
+		e = s + strlen(s);
+		while (e > s && isspace((unsigned char)e[-1]))
+			*--e = '\0';
+		if (*s)
+			snprintf(out, size, "%s", s);
+	}
+	fclose(f);
+}
+
+static int dp__mktemp(char *buf, size_t size, const char *suffix)
+{
+	const char *dir = getenv("TMPDIR");
+	int fd;
+
+	snprintf(buf, size, "%s/dpasync-plot-XXXXXX%s", dir && *dir ? dir : "/tmp", suffix);
+	fd = mkstemps(buf, (int)strlen(suffix));
+	if (fd < 0)
+		return dp_error_set(DP_EIO, "cannot create a temporary file in %s: %s", dir && *dir ? dir : "/tmp",
+				    strerror(errno));
+	return fd;
+}
+
+/* Run gnuplot on prologue + body; the PNG goes to a temporary name next to
+ * `out` and is renamed over it only when gnuplot succeeded. */
+static int dp__render(const char *body, size_t len, const dp_plot_opts *o, const char *out)
+{
+	char gp[4096], script[4096], log[4096], tmp_out[4096], msg[400];
+	char *argv[3];
+	unsigned w = o && o->width ? o->width : 1000, h = o && o->height ? o->height : 600;
+	int sfd = -1, lfd = -1, status, rc;
+	posix_spawn_file_actions_t fa;
+	FILE *f;
+	pid_t pid;
+	struct stat st;
+
+	for (const char *s = out; *s; s++)
+		if ((unsigned char)*s < 0x20)
+			return dp_error_set(DP_EINVAL, "output path contains a control character");
+	if ((size_t)snprintf(tmp_out, sizeof(tmp_out), "%s.tmp-%ld", out, (long)getpid()) >= sizeof(tmp_out))
+		return dp_error_set(DP_EINVAL, "output path too long");
+	rc = dp__find_gnuplot(gp, sizeof(gp));
+	if (rc != 0)
+		return rc;
+	sfd = dp__mktemp(script, sizeof(script), ".gp");
+	if (sfd < 0)
+		return sfd;
+	lfd = dp__mktemp(log, sizeof(log), ".log");
+	if (lfd < 0) {
+		close(sfd);
+		unlink(script);
+		return lfd;
+	}
+	f = fdopen(sfd, "w");
+	if (f == NULL) {
+		close(sfd);
+		rc = dp_error_set(DP_EIO, "%s: %s", script, strerror(errno));
+		goto out;
+	}
+	fprintf(f, "set encoding utf8\n"
+		"if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) {\n"
+		"    set terminal pngcairo size %u,%u font \"DejaVu Sans,11\" noenhanced\n"
+		"} else {\n"
+		"    set terminal png size %u,%u noenhanced\n"
+		"}\n"
+		"set output '", w, h, w, h);
+	for (const char *s = tmp_out; *s; s++)
+		fputs(*s == '\'' ? "''" : (char[2]){ *s, 0 }, f);
+	fputs("'\nset grid lc rgb \"#d0d0d0\"\nset border lc rgb \"#404040\"\n", f);
+	fwrite(body, 1, len, f);
+	fputs("unset output\n", f);
+	if (fclose(f) != 0) {
+		rc = dp_error_set(DP_EIO, "%s: write failed", script);
+		goto out;
+	}
+	argv[0] = gp;
+	argv[1] = script;
+	argv[2] = NULL;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, lfd, 1);
+	posix_spawn_file_actions_adddup2(&fa, lfd, 2);
+	rc = posix_spawn(&pid, gp, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (rc != 0) {
+		rc = dp_error_set(DP_EIO, "cannot run %s: %s", gp, strerror(rc));
+		goto out;
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR) {
+			rc = dp_error_set(DP_EIO, "waiting for gnuplot: %s", strerror(errno));
+			goto out;
+		}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		dp__last_line(log, msg, sizeof(msg));
+		rc = dp_error_set(DP_EIO, "gnuplot failed (%s %d): %s", WIFEXITED(status) ? "exit" : "signal",
+				  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), msg);
+		goto out;
+	}
+	if (stat(tmp_out, &st) != 0 || st.st_size == 0) {
+		dp__last_line(log, msg, sizeof(msg));
+		rc = dp_error_set(DP_EIO, "gnuplot wrote no figure: %s", msg);
+		goto out;
+	}
+	if (rename(tmp_out, out) != 0) {
+		rc = dp_error_set(DP_EIO, "%s: cannot write: %s", out, strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	close(lfd);
+	unlink(script);
+	unlink(log);
+	if (rc != 0)
+		unlink(tmp_out);
+	return rc;
+}
+
+/* The script body is built in memory; this finishes it and renders. */
+static int dp__finish(FILE *f, char **body, size_t *len, const dp_plot_opts *o, const char *out)
+{
+	int rc;
+
+	if (fclose(f) != 0 || *body == NULL) {
+		free(*body);
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	}
+	rc = dp__render(*body, *len, o, out);
+	free(*body);
+	return rc;
+}
+
+static void dp__title(FILE *f, const char *cmd, const dp_plot_opts *o, const char *deflt)
+{
+	fprintf(f, "%s ", cmd);
+	dp__q(f, o && o->title ? o->title : deflt);
+	fputc('\n', f);
+}
+
+/* ---- figures ---------------------------------------------------------- */
+
+int dp_plot_owners(const dp_plot_trace *tr, size_t kmax, const dp_plot_opts *o, const char *out)
+{
+	char *body = NULL, title[256];
+	size_t len = 0, n = 0, *count = calloc(tr->N ? tr->N : 1, sizeof(size_t));
+	FILE *f;
+	int per_owner = tr->N <= DP__MAX_LEGEND_OWNERS;
+	double ps;
+
+	if (count == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	for (size_t r = 0; r < tr->n && (kmax == 0 || tr->k[r] <= kmax); r++) {
+		count[tr->owner[r]]++;
+		n++;
+	}
+	if (n == 0) {
+		free(count);
+		return dp_error_set(DP_EINVAL, "no iteration with k <= %zu", kmax);
+	}
+	f = open_memstream(&body, &len);
+	if (f == NULL) {
+		free(count);
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	}
+	snprintf(title, sizeof(title), "Owner of each iteration (%s: %zu owners, %zu iterations%s)",
+		 tr->t ? "learnerd trace" : "sim schedule", tr->N, n, kmax && n < tr->n ? " shown" : "");
+	dp__title(f, "set title", o, title);
+	fprintf(f, "set xlabel \"iteration k\"\nset ylabel \"owner\"\n"
+		"set yrange [0.5:%zu.5]\nset autoscale xfix\nset offsets graph 0.01, graph 0.01, 0, 0\n", tr->N);
+	if (tr->N <= 40) {
+		fputs("set ytics (", f);
+		for (size_t i = 0; i < tr->N; i++) {
+			fprintf(f, "%s", i ? ", " : "");
+			dp__q(f, tr->names[i]);
+			fprintf(f, " %zu", i + 1);
+		}
+		fputs(")\nset grid noytics\n", f);
+	} else {
+		fputs("set ylabel \"owner (index in natural order of names)\"\n", f);
+	}
+	fputs("set key below horizontal title \"owner: iterations (share)\"\n", f);
+	ps = n <= 500 ? 0.9 : n <= 5000 ? 0.5 : 0.3;
+	fputs("$d << EOD\n", f);
+	for (size_t r = 0; r < n; r++)
+		fprintf(f, "%zu %zu\n", tr->k[r], tr->owner[r] + 1);
+	fputs("EOD\n", f);
+	if (per_owner) {
+		fputs("plot ", f);
+		for (size_t i = 0; i < tr->N; i++) {
+			char t[300];
+			snprintf(t, sizeof(t), "%s: %zu (%.1f %%)", tr->names[i], count[i], 100.0 * (double)count[i] / (double)n);
+			fprintf(f, "%s$d using 1:($2 == %zu ? $2 : NaN) with points pt 7 ps %.1f lc rgb \"%s\" title ",
+				i ? ", \\\n     " : "", i + 1, ps, dp__colors[i % DP__NCOLORS]);
+			dp__q(f, t);
+		}
+		fputc('\n', f);
+	} else {
+		fprintf(f, "set key off\nplot $d using 1:2:2 with points pt 7 ps %.1f lc variable notitle\n", ps);
+	}
+	free(count);
+	return dp__finish(f, &body, &len, o, out);
+}
+
+/* One psi series as a datablock: x p25 p50 p75. */
+static void dp__psi_block(FILE *f, int idx, const dp_plot_psi *ps, const double *x)
+{
+	fprintf(f, "$s%d << EOD\n", idx);
+	for (size_t r = 0; r < ps->n; r++)
+		fprintf(f, "%.10g %.10g %.10g %.10g\n", x ? x[r] : (double)ps->k[r], ps->p25[r], ps->p50[r], ps->p75[r]);
+	fputs("EOD\n", f);
+}
+
+static int dp__psi_logy(const dp_plot_psi *ps, size_t ns, const dp_plot_opts *o)
+{
+	if (o && o->linear)
+		return 0;
+	for (size_t s = 0; s < ns; s++)
+		for (size_t r = 0; r < ps[s].n; r++)
+			if (ps[s].p50[r] > 0)
+				return 1;
+	return 0;   /* nothing positive: a log axis would have no points */
+}
+
+static void dp__psi_axes(FILE *f, int logy, int logx)
+{
+	fprintf(f, "set ylabel \"ψ = f(θ_L) / f(θ*) − 1%s\"\n", logy ? " (log scale)" : "");
+	if (logy)
+		fputs("set logscale y\nset format y \"%g\"\n", f);
+	if (logx)
+		fputs("set logscale x\n", f);
+	fputs("set key top right\n", f);
+}
+
+static void dp__psi_plot(FILE *f, int idx, const char *label, int first)
+{
+	char t[300];
+	const char *c = dp__colors[idx % DP__NCOLORS];
+
+	fprintf(f, "%s$s%d using 1:2:4 with filledcurves fs transparent solid 0.22 noborder lc rgb \"%s\" title ",
+		first ? "plot " : ", \\\n     ", idx, c);
+	snprintf(t, sizeof(t), "%s%s25–75 %% of runs", label ? label : "", label ? ": " : "");
+	dp__q(f, t);
+	fprintf(f, ", \\\n     $s%d using 1:3 with lines lw 2 lc rgb \"%s\" title ", idx, c);
+	snprintf(t, sizeof(t), "%s%smedian", label ? label : "", label ? ": " : "");
+	dp__q(f, t);
+}
+
+int dp_plot_psi_k(const dp_plot_psi *ps, const char *const *labels, size_t ns, const char *header_note,
+		  const dp_plot_opts *o, const char *out)
+{
+	char *body = NULL, title[400];
+	size_t len = 0;
+	FILE *f;
+	int logy = dp__psi_logy(ps, ns, o);
+
+	if (ns == 0)
+		return dp_error_set(DP_EINVAL, "no psi series to plot");
+	f = open_memstream(&body, &len);
+	if (f == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	snprintf(title, sizeof(title), "ψ against iteration: median and 25–75 %% band over the runs%s%s%s",
+		 header_note ? " (" : "", header_note ? header_note : "", header_note ? ")" : "");
+	dp__title(f, "set title", o, title);
+	fputs("set xlabel \"iteration k\"\n", f);
+	dp__psi_axes(f, logy, o && o->logx);
+	for (size_t s = 0; s < ns; s++)
+		dp__psi_block(f, (int)s, &ps[s], NULL);
+	for (size_t s = 0; s < ns; s++)
+		dp__psi_plot(f, (int)s, labels ? labels[s] : NULL, s == 0);
+	fputc('\n', f);
+	return dp__finish(f, &body, &len, o, out);
+}
+
+/* Row of iteration k in the trace (k strictly increasing), or SIZE_MAX. */
+static size_t dp__find_k(const dp_plot_trace *tr, size_t k)
+{
+	size_t lo = 0, hi = tr->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (tr->k[mid] == k)
+			return mid;
+		if (tr->k[mid] < k)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return SIZE_MAX;
+}
+
+int dp_plot_psi_time(const dp_plot_psi *ps, const dp_plot_trace *tr, size_t runs, const dp_plot_opts *o,
+		     const char *out)
+{
+	char *body = NULL, title[400];
+	size_t len = 0;
+	double *x, t0;
+	FILE *f;
+	int logy = dp__psi_logy(ps, 1, o), rc;
+
+	if (tr->t == NULL)
+		return dp_error_set(DP_EINVAL, "psi-time needs a learnerd trace.csv (with times), not a schedule");
+	x = malloc(ps->n * sizeof(double));
+	if (x == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	t0 = dp_plot_trace_start(tr);
+	for (size_t r = 0; r < ps->n; r++) {
+		size_t row = dp__find_k(tr, ps->k[r]);
+		if (row == SIZE_MAX) {
+			free(x);
+			return dp_error_set(DP_EINVAL, "psi.csv has k = %zu but the trace has no such iteration "
+					    "(it ends at k = %zu)", ps->k[r], tr->k[tr->n - 1]);
+		}
+		x[r] = tr->t[row] - t0;
+	}
+	f = open_memstream(&body, &len);
+	if (f == NULL) {
+		free(x);
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	}
+	if (runs)
+		snprintf(title, sizeof(title), "ψ against wall-clock time\nψ: median and 25–75 %% of %zu simulated "
+			 "runs on the trace's owner order; time: when the trace applied iteration k", runs);
+	else
+		snprintf(title, sizeof(title), "ψ against wall-clock time\nψ: median and 25–75 %% of simulated "
+			 "runs on the trace's owner order; time: when the trace applied iteration k");
+	dp__title(f, "set title", o, title);
+	fputs("set xlabel \"time since the first request reached the learner (s)\"\n", f);
+	dp__psi_axes(f, logy, o && o->logx);
+	dp__psi_block(f, 0, ps, x);
+	dp__psi_plot(f, 0, NULL, 1);
+	fputc('\n', f);
+	free(x);
+	rc = dp__finish(f, &body, &len, o, out);
+	return rc;
+}
+
+/* Log axis when all values are positive and span a factor 10 or more. */
+static int dp__auto_log(const double *v, size_t n)
+{
+	double lo = INFINITY, hi = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (isnan(v[i]))
+			continue;
+		if (!(v[i] > 0))
+			return 0;
+		lo = fmin(lo, v[i]);
+		hi = fmax(hi, v[i]);
+	}
+	return hi > 0 && hi / lo >= 10;
+}
+
+int dp_plot_shares(const dp_plot_trace *tr, const double *rates, const dp_plot_opts *o, const char *out)
+{
+	size_t N = tr->N, *count = calloc(N, sizeof(size_t)), *fill = calloc(N, sizeof(size_t));
+	double *med = calloc(N, sizeof(double)), *lo = calloc(N, sizeof(double)), *hi = calloc(N, sizeof(double));
+	double **v = calloc(N, sizeof(double *)), rsum = 0;
+	char *body = NULL, title[300];
+	size_t len = 0;
+	FILE *f = NULL;
+	int rc;
+
+	if (tr->rtt == NULL) {
+		rc = dp_error_set(DP_EINVAL, "shares needs a learnerd trace.csv (with round trips), not a schedule");
+		goto out;
+	}
+	if (!count || !fill || !med || !lo || !hi || !v) {
+		rc = dp_error_set(DP_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t r = 0; r < tr->n; r++)
+		count[tr->owner[r]]++;
+	for (size_t i = 0; i < N; i++) {
+		v[i] = malloc((count[i] ? count[i] : 1) * sizeof(double));
+		if (v[i] == NULL) {
+			rc = dp_error_set(DP_ENOMEM, "out of memory");
+			goto out;
+		}
+	}
+	for (size_t r = 0; r < tr->n; r++)
+		v[tr->owner[r]][fill[tr->owner[r]]++] = tr->rtt[r] * 1e3;
+	for (size_t i = 0; i < N; i++) {
+		med[i] = dp_plot_percentile(v[i], count[i], 50);
+		lo[i] = dp_plot_percentile(v[i], count[i], 25);
+		hi[i] = dp_plot_percentile(v[i], count[i], 75);
+		rsum += rates ? rates[i] : 0;
+	}
+	f = open_memstream(&body, &len);
+	if (f == NULL) {
+		rc = dp_error_set(DP_ENOMEM, "out of memory");
+		goto out;
+	}
+	fputs("$o << EOD\n# name share_pct rtt_med_ms rtt_p25_ms rtt_p75_ms rate rate_share_pct\n", f);
+	for (size_t i = 0; i < N; i++) {
+		dp__qdata(f, tr->names[i]);
+		fprintf(f, " %.10g %.10g %.10g %.10g %.10g %.10g\n", 100.0 * (double)count[i] / (double)tr->n,
+			med[i], lo[i], hi[i], rates ? rates[i] : NAN, rates ? 100.0 * rates[i] / rsum : NAN);
+	}
+	fputs("EOD\n", f);
+	snprintf(title, sizeof(title), "Share of iterations per owner (%zu owners, %zu iterations)", N, tr->n);
+	fputs("set ylabel \"share of iterations (%)\"\nset yrange [0:*]\n"
+	      "set offsets graph 0.12, graph 0.12, graph 0.12, 0\nset key below horizontal\n", f);
+	fprintf(f, "set arrow 1 from graph 0, first %.10g to graph 1, first %.10g nohead dt 2 lc rgb \"#808080\"\n",
+		100.0 / (double)N, 100.0 / (double)N);
+	if (rates) {
+		/* Names next to the points only while they can stay legible. */
+		const char *labels = N <= DP__MAX_LEGEND_OWNERS
+			? ", \\\n     $o using 6:2:1 with labels left offset 1,1 notitle" : "";
+		fputs("set multiplot layout 1,2 ", f);
+		dp__title(f, "title", o, title);
+		fputs("set title \"against the owner's clock rate\"\n"
+		      "set xlabel \"owner clock rate (requests/s)\"\n", f);
+		if (dp__auto_log(rates, N))
+			fputs("set logscale x\n", f);
+		fprintf(f, "plot $o using 6:2 with points pt 7 ps 1.6 lc rgb \"%s\" title \"share of iterations\", \\\n"
+			"     $o using 6:7 with points pt 6 ps 1.6 lc rgb \"%s\" title \"clock-rate share r_i / Σr\", \\\n"
+			"     NaN with lines dt 2 lc rgb \"#808080\" title \"equal share 1/N\"%s\n",
+			dp__colors[0], dp__colors[1], labels);
+		fputs("unset logscale x\nset title \"against the owner's query round trip\"\n", f);
+	} else {
+		dp__title(f, "set title", o, title);
+	}
+	fputs("set xlabel \"query round trip of the owner, median (ms)\"\n", f);
+	if (dp__auto_log(med, N))
+		fputs("set logscale x\n", f);
+	fprintf(f, "plot $o using 3:2:4:5 with xerrorbars pt 7 ps 1.6 lc rgb \"%s\" "
+		"title \"share against median round trip (bars: 25–75 %%)\", \\\n"
+		"     NaN with lines dt 2 lc rgb \"#808080\" title \"equal share 1/N\"%s\n", dp__colors[0],
+		N <= DP__MAX_LEGEND_OWNERS ? ", \\\n     $o using 3:2:1 with labels left offset 1,1 notitle" : "");
+	if (rates)
+		fputs("unset multiplot\n", f);
+	rc = dp__finish(f, &body, &len, o, out);
+	f = NULL;
+out:
+	for (size_t i = 0; v && i < N; i++)
+		free(v[i]);
+	free(v);
+	free(count);
+	free(fill);
+	free(med);
+	free(lo);
+	free(hi);
+	return rc;
+}
+
+/* One CDF panel: values (seconds) of column col per owner and overall. */
+static int dp__cdf_panel(FILE *f, const dp_plot_trace *tr, const double *col, const char *tag,
+			 const char *what, const char *xlabel, int want_log)
+{
+	size_t n = tr->n, npos = 0, nseries = tr->N <= DP__MAX_LEGEND_OWNERS ? tr->N + 1 : 1;
+	double *v = malloc(n * sizeof(double));
+	int logx;
+
+	if (v == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	for (size_t r = 0; r < n; r++)
+		npos += col[r] > 0;
+	logx = want_log && npos > 0;
+	fprintf(f, "set title \"%s: empirical CDF\"\nset xlabel ", what);
+	dp__q(f, xlabel);
+	fputs("\nset ylabel \"fraction of iterations with value ≤ x\"\nset yrange [0:1.02]\n", f);
+	fputs(logx ? "set logscale x\nset format x \"%g\"\n" : "unset logscale x\nset format x \"%g\"\n", f);
+	fputs("unset label 1\n", f);
+	if (npos == 0)
+		fprintf(f, "set label 1 \"all %zu values are 0 ms\" at graph 0.05, graph 0.5 left\n", n);
+	else if (logx && npos < n)
+		fprintf(f, "set label 1 \"%zu of %zu values are 0 ms (off the log axis):\\nthe curves start at "
+			"that fraction\" at graph 0.03, graph 0.55 left\n", n - npos, n);
+	for (size_t s = 0; s < nseries; s++) {
+		size_t m = 0, zeros = 0;
+		for (size_t r = 0; r < n; r++)
+			if (s == 0 || tr->owner[r] == s - 1)
+				v[m++] = col[r] * 1e3;
+		fprintf(f, "$%s%zu << EOD\n", tag, s);
+		if (m > 0) {
+			qsort(v, m, sizeof(double), dp__cmp_double);
+			if (logx)
+				while (zeros < m && !(v[zeros] > 0))
+					zeros++;
+			if (zeros < m) {
+				fprintf(f, "%.10g %.10g\n", v[zeros], (double)zeros / (double)m);
+				for (size_t i = zeros; i < m; i++)
+					fprintf(f, "%.10g %.10g\n", v[i], (double)(i + 1) / (double)m);
+			}
+		}
+		fputs("EOD\n", f);
+	}
+	fputs("plot ", f);
+	for (size_t s = 0, first = 1; s < nseries; s++) {
+		size_t m = 0, pos = 0;
+		for (size_t r = 0; r < n; r++)
+			if (s == 0 || tr->owner[r] == s - 1) {
+				m++;
+				pos += col[r] > 0;
+			}
+		char t[300];
+		if (m == 0)
+			continue;
+		/* A series with no point on a log axis still gets its legend entry. */
+		if (logx && pos == 0)
+			snprintf(t, sizeof(t), "NaN");
+		else
+			snprintf(t, sizeof(t), "$%s%zu using 1:2", tag, s);
+		fprintf(f, "%s%s with steps lw %s lc rgb \"%s\" title ", first ? "" : ", \\\n     ", t,
+			s == 0 ? "2.5" : "1.5", s == 0 ? "#000000" : dp__colors[(s - 1) % DP__NCOLORS]);
+		snprintf(t, sizeof(t), "%s (%zu%s)", s == 0 ? "all owners" : tr->names[s - 1], m,
+			 logx && pos == 0 ? ", all 0 ms" : "");
+		dp__q(f, t);
+		first = 0;
+	}
+	fputc('\n', f);
+	free(v);
+	return 0;
+}
+
+int dp_plot_cdf(const dp_plot_trace *tr, const dp_plot_opts *o, const char *out)
+{
+	char *body = NULL, title[300];
+	size_t len = 0;
+	FILE *f;
+	int rc;
+
+	if (tr->rtt == NULL)
+		return dp_error_set(DP_EINVAL, "cdf needs a learnerd trace.csv (with waits and round trips), not a schedule");
+	f = open_memstream(&body, &len);
+	if (f == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	snprintf(title, sizeof(title), "Request wait and query round trip (%zu owners, %zu iterations)", tr->N, tr->n);
+	fputs("set multiplot layout 1,2 ", f);
+	dp__title(f, "title", o, title);
+	fputs("set key bottom right\n", f);
+	rc = dp__cdf_panel(f, tr, tr->wait, "w", "Request wait", "request wait in the learner's queue (ms)",
+			   !(o && o->linear));
+	if (rc == 0)
+		rc = dp__cdf_panel(f, tr, tr->rtt, "r", "Query round trip", "query round trip, learner to owner and back (ms)",
+				   !(o && o->linear));
+	fputs("unset multiplot\n", f);
+	if (rc != 0) {
+		fclose(f);
+		free(body);
+		return rc;
+	}
+	return dp__finish(f, &body, &len, o, out);
+}

@@ -1,0 +1,128 @@
+#include "tools/lib/sim.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/core/algo.h"
+#include "common/core/error.h"
+#include "tools/lib/optimum.h"
+#include "common/core/query.h"
+#include "tools/lib/simrng.h"
+
+size_t dp_sim_checkpoints(const dp_sim_setup *s)
+{
+	return s->T / s->psi_every + (s->T % s->psi_every != 0);
+}
+
+size_t dp_sim_checkpoint_k(const dp_sim_setup *s, size_t c)
+{
+	size_t k = (c + 1) * s->psi_every;
+	return k > s->T ? s->T : k;
+}
+
+/* Owner of the next async iteration: the first clock of N independent
+ * Poisson clocks to tick is owner i with probability rate_i / sum(rates). */
+static size_t dp__pick_owner(const dp_sim_setup *s, dp_simrng *r)
+{
+	double total = 0.0, u, acc = 0.0;
+
+	for (size_t i = 0; i < s->N; i++)
+		total += s->rate[i];
+	u = ((double)(dp_simrng_next(r) >> 11) + 0.5) * 0x1.0p-53 * total;
+	for (size_t i = 0; i < s->N; i++) {
+		acc += s->rate[i];
+		if (u < acc)
+			return i;
+	}
+	return s->N - 1;
+}
+
+/* Streams for owner choice and noise are separate so that a --schedule run
+ * and a drawn run see the same noise for the same seed. */
+static void dp__seed_stream(dp_simrng *r, uint64_t seed, uint64_t stream)
+{
+	dp_simrng_seed(r, seed ^ (stream * 0x9E3779B97F4A7C15ULL));
+}
+
+int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *theta_out,
+	       size_t *owner_out)
+{
+	size_t p = s->p, N = s->N, cp = 0;
+	double *work = calloc(p * (N + 4), sizeof(double));
+	uint64_t *count = calloc(N, sizeof(uint64_t));
+	double *theta_L, *bar, *ans, *agg, *copies;
+	dp_simrng pick, noise;
+	dp_bitsource bits;
+	int rc = 0;
+
+	if (work == NULL || count == NULL) {
+		free(work);
+		free(count);
+		return DP_ENOMEM;
+	}
+	theta_L = work;
+	bar = work + p;
+	ans = work + 2 * p;
+	agg = work + 3 * p;
+	copies = work + 4 * p;
+	dp__seed_stream(&pick, seed, 1);
+	dp__seed_stream(&noise, seed, 2);
+	bits = dp_simrng_bitsource(&noise);
+
+	if (s->mode == DP_SIM_ASYNC) {
+		dp_async_params ap = { .p = p, .N = N, .eta = s->eta, .lambda = s->lambda,
+				       .theta_max = s->theta_max };
+		for (size_t k = 1; k <= s->T; k++) {
+			size_t i = s->schedule ? s->schedule[k - 1] : dp__pick_owner(s, &pick);
+			double *theta_i = copies + i * p;
+			double w = s->weight[i];
+
+			if (owner_out)
+				owner_out[k - 1] = i;
+			dp_async_midpoint(p, theta_L, theta_i, bar);
+			rc = dp_query_answer(s->model, s->ds[i], bar, s->clip, s->eps_q[i], &bits, ans, NULL);
+			if (rc != 0)
+				goto out;
+			count[i]++;
+			if (s->freq_correction)
+				w = dp_async_freq_weight(w, N, count[i], k);
+			dp_async_update(&ap, bar, ans, w, theta_i, theta_L);
+			if (k == dp_sim_checkpoint_k(s, cp))
+				psi_out[cp++] = dp_psi(dp_model_fitness(s->model, s->ds, N, s->lambda, theta_L),
+						       s->f_star);
+		}
+		memcpy(theta_out, theta_L, p * sizeof(double));
+	} else {
+		/* Sync: theta_L holds theta[k]; copies[0..p) holds theta_hat for sync2. */
+		double *theta_hat = copies;
+		for (size_t k = 1; k <= s->T; k++) {
+			const double *out = s->mode == DP_SIM_SYNC2 ? theta_hat : theta_L;
+			/* T-1 queries produce theta[T]; the k = T checkpoint reports it. */
+			if (k < s->T) {
+				memset(agg, 0, p * sizeof(double));
+				for (size_t i = 0; i < N; i++) {
+					rc = dp_query_answer(s->model, s->ds[i], theta_L, s->clip, s->eps_q[i],
+							     &bits, ans, NULL);
+					if (rc != 0)
+						goto out;
+					for (size_t q = 0; q < p; q++)
+						agg[q] += s->weight[i] * ans[q];
+				}
+				if (s->mode == DP_SIM_SYNC1)
+					dp_sync1_step(p, s->rho_over_T2, k, s->lambda, agg, theta_L);
+				else
+					dp_sync2_step(p, s->c, k, s->T, s->lambda, s->theta_max, agg, theta_L,
+						      theta_hat);
+			}
+			if (k == dp_sim_checkpoint_k(s, cp))
+				psi_out[cp++] = dp_psi(dp_model_fitness(s->model, s->ds, N, s->lambda, out),
+						       s->f_star);
+		}
+		memcpy(theta_out, s->mode == DP_SIM_SYNC2 ? theta_hat : theta_L, p * sizeof(double));
+	}
+out:
+	free(work);
+	free(count);
+	return rc;
+}

@@ -1,0 +1,21 @@
+/* Seeded, reproducible generator for offline simulation ONLY.
+ *
+ * Compiled into libdpsim, which dpasync and the tests link and the daemons
+ * do not: no code path of ownerd can reach it. */
+#ifndef DP_SIMRNG_H
+#define DP_SIMRNG_H
+
+#include <stdint.h>
+#include "common/core/rng.h"
+
+typedef struct dp_simrng {
+	uint64_t s[4];
+} dp_simrng;
+
+/* Seed deterministically (any seed, including 0, is valid). */
+void dp_simrng_seed(dp_simrng *r, uint64_t seed);
+uint64_t dp_simrng_next(dp_simrng *r);
+/* A bitsource view of r; its fill never fails. */
+dp_bitsource dp_simrng_bitsource(dp_simrng *r);
+
+#endif
