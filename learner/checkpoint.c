@@ -1,6 +1,6 @@
-/* learnerd: checkpoint.json, the learner's whole state (DESIGN.md §9).
+/* learnerd: checkpoint.json, the learner's whole state (docs/design.md §9).
  *
- * Versioned JSON written atomically (common/fileio.h: temp file, fsync,
+ * Versioned JSON written atomically (common/core/file.h: temp file, fsync,
  * rename, fsync of the directory), doubles with 17 significant digits so
  * that they read back bit for bit.  The trace is flushed and fsynced first,
  * so after a crash it holds at least k_done rows (resume truncates it).
@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common/core/error.h"
+#include "common/core/json.h"
 #include "common/core/file.h"
 #include "common/core/log.h"
 #include "learner/lrn.h"

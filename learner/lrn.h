@@ -1,5 +1,5 @@
-/* learnerd internals: the learner of the async algorithm (DESIGN.md §4, §7;
- * docs/learnerd.md; the protocol flow of briefs/daemons.md).
+/* learnerd internals: the learner of the async algorithm (docs/design.md §4, §7;
+ * docs/learnerd.md; the protocol flow of docs/protocol.md).
  *
  * One libuv loop, one process, one job.  The roles are split by file:
  *   main.c        settings table, startup, signals, exit codes
@@ -53,7 +53,7 @@ struct lrn_settings {
 	double idle_timeout;       /* 0: wait for ever */
 	size_t features;           /* 0: from the first Hello */
 	bool bias;
-	bool freq_correction;   /* Remark 4 weights (dp_async_freq_weight) */
+	bool freq_correction;   /* Remark 4 weights (dp_algo_freq_weight) */
 	char *out;
 	uint64_t checkpoint_every; /* 0: only on SIGTERM, stop and end */
 	bool resume;
@@ -187,7 +187,7 @@ void lrn_state_welcome_params(const struct lrn *L, uint64_t *n_total, double *rh
 /* Apply the answer of query qr: theta_i, theta_L updated, k_done + 1. */
 void lrn_state_apply(struct lrn *L, const struct lrn_query *qr, const double *answer);
 /* The effective eta for fixed weights (given --eta/--rho, else default). */
-/* The clip bound Xi sent to owners: --clip, or dp_default_clip(p) when it is
+/* The clip bound Xi sent to owners: --clip, or dp_defaults_clip(p) when it is
  * 0 (the default); the second form for a p not yet set on L. */
 double lrn_state_clip(const struct lrn *L);
 double lrn_state_clip_for(const struct lrn *L, size_t p);

@@ -68,7 +68,7 @@ static const struct dp_config_entry lrn__entries[] = {
 	  .group = G_JOB, .metavar = "X",
 	  .help = "L1 clip bound of per-example gradients, sent to owners (0: p)" },
 	{ .name = "features", DP_CFG_SIZE(&S.features), .def = "0", .min = 0,
-	  .max = DP_MSG_MAX_P_DEFAULT, .group = G_JOB, .metavar = "P",
+	  .max = DP_FRAME_MAX_P, .group = G_JOB, .metavar = "P",
 	  .help = "model dimension p incl. bias (0: from the first Hello)" },
 	{ .name = "bias", DP_CFG_BOOL(&S.bias), .def = "false", .group = G_JOB,
 	  .help = "owners append a bias column (recorded in model.json)" },
@@ -142,8 +142,8 @@ static int lrn__validate(void *arg)
 		if (rc < 0)
 			return dp_error_set(rc, "metrics-listen: %s", dp_error_detail(rc));
 	}
-	if (s->job == NULL || *s->job == '\0' || strlen(s->job) > DP_MSG_MAX_STR_DEFAULT)
-		return dp_error_set(DP_EINVAL, "job: 1..%u characters", DP_MSG_MAX_STR_DEFAULT);
+	if (s->job == NULL || *s->job == '\0' || strlen(s->job) > DP_FRAME_MAX_STR)
+		return dp_error_set(DP_EINVAL, "job: 1..%u characters", DP_FRAME_MAX_STR);
 	for (const char *c = s->job; *c; c++)
 		if (*c < 0x20 || *c > 0x7e)
 			return dp_error_set(DP_EINVAL, "job: printable ASCII only");
@@ -378,7 +378,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 
-	rc = dp_mkdir_p(S.out, 0);
+	rc = dp_file_mkdir_p(S.out, 0);
 	if (rc == 0)
 		rc = lrn__lock_out(L);
 	if (rc < 0)

@@ -1,4 +1,4 @@
-/* learnerd: who is asked next (briefs/daemons.md "Iterations").
+/* learnerd: who is asked next (docs/learnerd.md §3).
  *
  * Request mode: a FIFO of owners whose clocks ticked; while fewer than
  * max-inflight queries are out, the oldest request is served.  Broadcast
@@ -162,7 +162,7 @@ static int lrn__send_query(struct lrn *L, struct lrn_owner *o, double wait)
 			return rc;
 		}
 	}
-	dp_async_midpoint(L->p, L->theta_L, o->theta, qr->bar);
+	dp_algo_midpoint(L->p, L->theta_L, o->theta, qr->bar);
 	qm.k = L->next_qid++;
 	qm.n_theta = L->p;
 	qm.theta = qr->bar;
@@ -239,11 +239,11 @@ void lrn_sched_answer(struct lrn *L, struct lrn_owner *o, uint64_t k, const doub
 	rtt = now - qr->sent;
 	lrn_state_apply(L, qr, grad);
 	o->eps_spent = eps_spent;
-	dp_metric_inc(L->st.iterations);
-	dp_metric_inc(o->m_iter);
-	dp_metric_set(o->m_eps, eps_spent);
-	dp_metric_observe(L->st.rtt, rtt);
-	dp_metric_observe(L->st.wait, qr->wait);
+	dp_metrics_inc(L->st.iterations);
+	dp_metrics_inc(o->m_iter);
+	dp_metrics_set(o->m_eps, eps_spent);
+	dp_metrics_observe(L->st.rtt, rtt);
+	dp_metrics_observe(L->st.wait, qr->wait);
 	DP_DEBUG("learner", "iteration k=%llu id=%s query=%llu rtt=%.6f", (unsigned long long)L->k_done,
 		 o->id, (unsigned long long)k, rtt);
 	rc = lrn_trace_row(L, L->k_done, lrn_wall(), o->id, qr->wait, rtt, eps_spent);
@@ -295,7 +295,7 @@ void lrn_sched_refuse(struct lrn *L, struct lrn_owner *o, uint64_t k, const char
 	struct lrn_query *qr = lrn__slot_find(L, o->idx, k);
 	char why[320];
 
-	dp_metric_inc(L->st.refusals);
+	dp_metrics_inc(L->st.refusals);
 	DP_WARN("learner", "owner id=%s refused k=%llu reason=\"%s\"%s", o->id, (unsigned long long)k,
 		reason, qr ? "" : " (no such query in flight)");
 	if (qr)
@@ -469,7 +469,7 @@ static void lrn__on_tick(uv_timer_t *t)
 			struct lrn_owner *o = &L->owners[qr->owner];
 			char why[160];
 
-			dp_metric_inc(L->st.timeouts);
+			dp_metrics_inc(L->st.timeouts);
 			snprintf(why, sizeof(why), "query k=%llu not answered within %gs",
 				 (unsigned long long)qr->qid, L->s->query_timeout);
 			lrn_server_drop(L, o, why);

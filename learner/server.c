@@ -1,5 +1,5 @@
 /* learnerd: the TLS listener, admission of owners and message dispatch
- * (briefs/daemons.md "Handshake"). */
+ * (docs/protocol.md §1, §6). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,13 +155,13 @@ static int lrn__on_handshake(dp_conn *c, const char *peer_id)
 	if (o == NULL) {
 		DP_WARN("conn", "closing peer=%s id=%s reason=\"identity not in owners\"",
 			dp_conn_peer_addr(c), peer_id);
-		dp_metric_inc(L->st.rejected);
+		dp_metrics_inc(L->st.rejected);
 		return 1;
 	}
 	if (o->conn != NULL) {
 		DP_WARN("conn", "closing peer=%s id=%s reason=\"identity already connected from %s\"",
 			dp_conn_peer_addr(c), peer_id, dp_conn_peer_addr(o->conn));
-		dp_metric_inc(L->st.rejected);
+		dp_metrics_inc(L->st.rejected);
 		return 1;
 	}
 	o->conn = c;
@@ -235,7 +235,7 @@ static void lrn__on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hel
 {
 	char why[256];
 	uint64_t cap;
-	dp_msg_limits lim = { 0 };
+	dp_frame_limits lim = { 0 };
 
 	if (o->hello) {
 		lrn_server_drop(L, o, "second Hello on one connection");
@@ -311,7 +311,7 @@ static void lrn__on_message(dp_conn *c, Dpasync__Envelope *m)
 		return;
 	}
 	if (m->msg_case != DPASYNC__ENVELOPE__MSG_HELLO && !o->hello) {
-		snprintf(why, sizeof(why), "%s before Hello", dp_msg_kind(m));
+		snprintf(why, sizeof(why), "%s before Hello", dp_frame_kind(m));
 		lrn_server_drop(L, o, why);
 		dp_frame_msg_free(m);
 		return;
@@ -331,7 +331,7 @@ static void lrn__on_message(dp_conn *c, Dpasync__Envelope *m)
 		lrn_sched_refuse(L, o, m->refuse->k, m->refuse->reason);
 		break;
 	default:
-		snprintf(why, sizeof(why), "unexpected %s message from an owner", dp_msg_kind(m));
+		snprintf(why, sizeof(why), "unexpected %s message from an owner", dp_frame_kind(m));
 		lrn_server_drop(L, o, why);
 		break;
 	}

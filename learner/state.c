@@ -1,6 +1,6 @@
-/* learnerd: the state of Algorithm 1 (DESIGN.md §4): theta_L, one theta_i
+/* learnerd: the state of Algorithm 1 (docs/design.md §4): theta_L, one theta_i
  * per owner, k, and the weights n_i/n fixed when training starts.  The
- * update itself is dp_async_update (common/algo.h), as in dpasync sim. */
+ * update itself is dp_algo_async_update (common/core/algo.h), as in dpasync sim. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +65,7 @@ int lrn_state_set_p(struct lrn *L, size_t p)
 
 double lrn_state_clip_for(const struct lrn *L, size_t p)
 {
-	return L->s->clip > 0 ? L->s->clip : dp_default_clip(p);
+	return L->s->clip > 0 ? L->s->clip : dp_defaults_clip(p);
 }
 
 double lrn_state_clip(const struct lrn *L)
@@ -78,8 +78,8 @@ double lrn_state_eta(const struct lrn *L, double max_weight)
 	if (L->s->eta > 0)
 		return L->s->eta;
 	if (L->s->rho > 0)
-		return dp_async_eta_from_rho(L->N, L->T, L->s->lambda, L->s->rho);
-	return dp_default_async_eta(L->model, L->p, L->s->lambda, max_weight, L->N, L->T);
+		return dp_algo_eta_from_rho(L->N, L->T, L->s->lambda, L->s->rho);
+	return dp_defaults_async_eta(L->model, L->p, L->s->lambda, max_weight, L->N, L->T);
 }
 
 int lrn_state_start(struct lrn *L)
@@ -100,7 +100,7 @@ int lrn_state_start(struct lrn *L)
 	}
 	L->n_total = n;
 	L->eta = lrn_state_eta(L, maxw);
-	L->rho = dp_async_rho_from_eta(L->N, L->T, L->s->lambda, L->eta);
+	L->rho = dp_algo_rho_from_eta(L->N, L->T, L->s->lambda, L->eta);
 	if (!(L->eta > 0) || !isfinite(L->eta) || !(L->rho > 0) || !isfinite(L->rho))
 		return dp_error_set(DP_EINVAL, "step size eta=%g rho=%g is not a positive number",
 				    L->eta, L->rho);
@@ -133,13 +133,13 @@ void lrn_state_welcome_params(const struct lrn *L, uint64_t *n_total, double *rh
 	if (maxw <= 0)
 		maxw = 1;
 	*n_total = n;
-	*rho = dp_async_rho_from_eta(L->N, L->T, L->s->lambda, lrn_state_eta(L, maxw));
+	*rho = dp_algo_rho_from_eta(L->N, L->T, L->s->lambda, lrn_state_eta(L, maxw));
 }
 
 void lrn_state_apply(struct lrn *L, const struct lrn_query *qr, const double *answer)
 {
 	struct lrn_owner *o = &L->owners[qr->owner];
-	dp_async_params ap = { .p = L->p, .N = L->N, .eta = L->eta, .lambda = L->s->lambda,
+	dp_algo_async_params ap = { .p = L->p, .N = L->N, .eta = L->eta, .lambda = L->s->lambda,
 			       .theta_max = L->s->theta_max };
 	double weight = (double)o->n_rows / (double)L->n_total;
 
@@ -148,6 +148,6 @@ void lrn_state_apply(struct lrn *L, const struct lrn_query *qr, const double *an
 	L->k_done++;
 	o->iterations++;
 	if (L->s->freq_correction)
-		weight = dp_async_freq_weight(weight, L->N, o->iterations, L->k_done);
-	dp_async_update(&ap, qr->bar, answer, weight, o->theta, L->theta_L);
+		weight = dp_algo_freq_weight(weight, L->N, o->iterations, L->k_done);
+	dp_algo_async_update(&ap, qr->bar, answer, weight, o->theta, L->theta_L);
 }

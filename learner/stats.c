@@ -1,4 +1,4 @@
-/* learnerd: Prometheus metrics (common/metrics.h, served by common/httpd.h
+/* learnerd: Prometheus metrics (common/net/metrics.h, served by common/net/httpd.h
  * on --metrics-listen).  Names and meanings: docs/learnerd.md. */
 #include "common/core/error.h"
 #include "learner/lrn.h"
@@ -67,14 +67,14 @@ int lrn_stats_init(struct lrn *L)
 		if (rc == 0)
 			rc = dp_metrics_series(s->owner_eps, lv, &o->m_eps);
 		if (rc == 0) {
-			dp_metric_add(o->m_iter, (double)o->iterations);
-			dp_metric_set(o->m_eps, o->eps_spent);
+			dp_metrics_add(o->m_iter, (double)o->iterations);
+			dp_metrics_set(o->m_eps, o->eps_spent);
 		}
 	}
 	if (rc < 0)
 		return dp_error_set(rc, "metrics: %s", dp_error_detail(rc));
-	dp_metric_add(s->iterations, (double)L->k_done);
-	dp_metric_set(s->T_gauge, (double)L->T);
+	dp_metrics_add(s->iterations, (double)L->k_done);
+	dp_metrics_set(s->T_gauge, (double)L->T);
 	lrn_stats_gauges(L);
 	return 0;
 }
@@ -93,7 +93,7 @@ void lrn_stats_gauges(struct lrn *L)
 		return;
 	for (size_t i = 0; i < L->N; i++)
 		n += L->owners[i].conn && L->owners[i].hello;
-	dp_metric_set(L->st.connected, (double)n);
-	dp_metric_set(L->st.queue_depth, (double)L->fifo_len);
-	dp_metric_set(L->st.inflight, (double)L->inflight);
+	dp_metrics_set(L->st.connected, (double)n);
+	dp_metrics_set(L->st.queue_depth, (double)L->fifo_len);
+	dp_metrics_set(L->st.inflight, (double)L->inflight);
 }

@@ -1,4 +1,4 @@
-/* learnerd: trace.csv, one row per iteration (briefs/daemons.md "Files"):
+/* learnerd: trace.csv, one row per iteration (docs/learnerd.md §4):
  *   k,time_unix,owner,wait_s,rtt_s,eps_spent
  * Rows are written as they happen; checkpoints fsync them first, so after
  * a crash the file holds at least the checkpoint's k_done rows and resume

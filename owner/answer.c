@@ -1,4 +1,4 @@
-/* ownerd: answering one Query (DESIGN.md §3, PRIVACY.md §5).
+/* ownerd: answering one Query (docs/design.md §3, docs/privacy.md §5).
  *
  * Order, and why:
  *   1. validate the query (dimension, finite theta, k above every k this
@@ -46,7 +46,7 @@ static void own__refuse(struct own_daemon *d, uint64_t k, const char *reason)
 	env.version = DP_PROTO_VERSION;
 	env.msg_case = DPASYNC__ENVELOPE__MSG_REFUSE;
 	env.refuse = &rf;
-	dp_metric_inc(d->m.refusals);
+	dp_metrics_inc(d->m.refusals);
 	DP_INFO("answer", "refused k=%llu reason=\"%s\" answers=%llu/%llu spent=%.9g",
 		(unsigned long long)k, reason,
 		(unsigned long long)(d->ledger ? dp_ledger_answers(d->ledger) : 0),
@@ -154,7 +154,7 @@ void own_answer_query(struct own_daemon *d, const Dpasync__Query *q)
 		}
 		return;
 	}
-	dp_metric_observe(d->m.grad_secs, secs);
+	dp_metrics_observe(d->m.grad_secs, secs);
 
 	/* 4. durable charge */
 	r = dp_ledger_charge(d->ledger, k, d->eps_q, &ent);
@@ -177,7 +177,7 @@ void own_answer_query(struct own_daemon *d, const Dpasync__Query *q)
 	r = own_client_send(d, &env);
 	OPENSSL_cleanse(d->grad, d->p * sizeof(double));
 	if (r == 0)
-		dp_metric_inc(d->m.answers);
+		dp_metrics_inc(d->m.answers);
 	own_metrics_budget(d);
 	if (info.dropped)
 		DP_WARN("answer", "k=%llu rows_dropped=%zu (non-finite gradient)",

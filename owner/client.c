@@ -46,7 +46,7 @@ int own_client_send(struct own_daemon *d, const Dpasync__Envelope *m)
 		return DP_ESTATE;
 	r = dp_conn_send(d->conn, m);
 	if (r < 0)
-		DP_WARN("conn", "send %s failed peer=%s: %s", dp_msg_kind(m),
+		DP_WARN("conn", "send %s failed peer=%s: %s", dp_frame_kind(m),
 			dp_conn_peer_addr(d->conn), dp_error_detail(r));
 	return r;
 }
@@ -79,7 +79,7 @@ static void own__schedule_retry(struct own_daemon *d)
 		cap = OWN_BACKOFF_MAX_S;
 	if (d->attempt < 64)
 		d->attempt++;
-	r = dp_rand_uniform(&d->bits, &u);
+	r = dp_rng_uniform(&d->bits, &u);
 	if (r < 0) {
 		DP_ERROR("owner", "random generator failed: %s", dp_error_detail(r));
 		own_stop(d, OWN_EXIT_FAIL);
@@ -94,7 +94,7 @@ static void own__on_retry(uv_timer_t *t)
 {
 	struct own_daemon *d = t->data;
 
-	dp_metric_inc(d->m.reconnects);
+	dp_metrics_inc(d->m.reconnects);
 	own_client_start(d);
 }
 
@@ -181,7 +181,7 @@ static void own__on_welcome(struct own_daemon *d, const Dpasync__Welcome *w)
 		own_client_drop(d, "second Welcome on one connection");
 		return;
 	}
-	/* The conn layer already checked ranges and finiteness (dp_msg_validate
+	/* The conn layer already checked ranges and finiteness (dp_frame_validate
 	 * with p = ours); what is left is what only the owner knows. */
 	if (dp_model_parse(w->model, &model) < 0) {
 		own_client_drop(d, "Welcome names model '%s', this owner supports linear, "
@@ -309,7 +309,7 @@ static int own__on_handshake(dp_conn *c, const char *peer_id)
 	if (d->stopping)
 		return 1;
 	DP_INFO("conn", "connected peer=%s id=%s", dp_conn_peer_addr(c), peer_id);
-	dp_metric_set(d->m.connected, 1);
+	dp_metrics_set(d->m.connected, 1);
 	own__send_hello(d);
 	uv_timer_start(&d->welcome_timer, own__on_welcome_timeout, OWN_WELCOME_TIMEOUT_MS, 0);
 	return 0;
@@ -337,7 +337,7 @@ static void own__on_message(dp_conn *c, Dpasync__Envelope *m)
 		own__on_done(d, m->done);
 		break;
 	default:
-		own_client_drop(d, "unexpected %s message from the learner", dp_msg_kind(m));
+		own_client_drop(d, "unexpected %s message from the learner", dp_frame_kind(m));
 		break;
 	}
 	dp_frame_msg_free(m);
@@ -353,7 +353,7 @@ static void own__on_close(dp_conn *c, int reason, const char *detail)
 	d->welcomed = false;
 	d->request_pending = false;
 	own_clock_resume(d);
-	dp_metric_set(d->m.connected, 0);
+	dp_metrics_set(d->m.connected, 0);
 	if (!uv_is_closing((uv_handle_t *)&d->welcome_timer))
 		uv_timer_stop(&d->welcome_timer);
 	if (d->stopping) {
@@ -371,7 +371,7 @@ static void own__on_close(dp_conn *c, int reason, const char *detail)
 void own_client_start(struct own_daemon *d)
 {
 	dp_conn_config cfg;
-	dp_msg_limits lim;
+	dp_frame_limits lim;
 	int r;
 
 	if (d->stopping || d->conn != NULL)

@@ -1,4 +1,4 @@
-/* ownerd: the Poisson clock (DESIGN.md §4).
+/* ownerd: the Poisson clock (docs/design.md §4).
  *
  * Gaps are exponential with rate --rate, drawn from the CSPRNG (the
  * seeded simulation generator is never linked into the daemon).  The clock
@@ -64,7 +64,7 @@ static int own__clock_arm(struct own_daemon *d, int from_cb)
 	 * at once inside uv__run_timers (libuv 1.44) and starves all I/O.
 	 * Ticks within the same millisecond see the same state: fold them. */
 	do {
-		r = dp_rand_exponential(&d->bits, d->set.rate, &g);
+		r = dp_rng_exponential(&d->bits, d->set.rate, &g);
 		if (r < 0)
 			return r;
 		gap += g;

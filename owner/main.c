@@ -117,7 +117,7 @@ static int own__parse_hostport(const char *s, char *host, size_t hsize, uint16_t
 	}
 	if (hl == 0 || hl >= hsize)
 		return dp_error_set(DP_EINVAL, "--learner '%s': bad host", s);
-	if (dp_parse_u64("--learner port", colon + 1, &v) < 0 || v == 0 || v > 65535)
+	if (dp_num_parse_u64("--learner port", colon + 1, &v) < 0 || v == 0 || v > 65535)
 		return dp_error_set(DP_EINVAL, "--learner '%s': port must be 1..65535", s);
 	memcpy(host, h, hl);
 	host[hl] = '\0';
@@ -379,11 +379,11 @@ static int own__metrics_init(struct own_daemon *d)
 void own_metrics_budget(struct own_daemon *d)
 {
 	if (d->ledger) {
-		dp_metric_set(d->m.eps_spent, dp_ledger_spent(d->ledger));
-		dp_metric_set(d->m.eps_left, dp_ledger_left(d->ledger));
+		dp_metrics_set(d->m.eps_spent, dp_ledger_spent(d->ledger));
+		dp_metrics_set(d->m.eps_left, dp_ledger_left(d->ledger));
 	} else {
-		dp_metric_set(d->m.eps_spent, 0.0);
-		dp_metric_set(d->m.eps_left, d->set.epsilon);
+		dp_metrics_set(d->m.eps_spent, 0.0);
+		dp_metrics_set(d->m.eps_left, d->set.epsilon);
 	}
 }
 
@@ -462,9 +462,9 @@ static int own__startup(struct own_daemon *d, enum dp_config_action action)
 	d->grad = calloc(d->p, sizeof(double));
 	if (d->grad == NULL)
 		return own__die(OWN_EXIT_FAIL, "out of memory");
-	if ((r = dp_csprng_new(&d->rng)) < 0)
+	if ((r = dp_rng_csprng_new(&d->rng)) < 0)
 		return own__die(OWN_EXIT_FAIL, "random generator: %s", dp_error_detail(r));
-	d->bits = dp_csprng_bitsource(d->rng);
+	d->bits = dp_rng_csprng_bits(d->rng);
 	if ((r = own__metrics_init(d)) < 0)
 		return own__die(OWN_EXIT_FAIL, "metrics: %s", dp_error_detail(r));
 
@@ -518,7 +518,7 @@ static void own__cleanup(struct own_daemon *d)
 	}
 	dp_ledger_close(d->ledger);
 	dp_metrics_destroy(d->m.reg);
-	dp_csprng_destroy(d->rng);
+	dp_rng_csprng_destroy(d->rng);
 	if (d->grad) {
 		OPENSSL_cleanse(d->grad, d->p * sizeof(double));
 		free(d->grad);

@@ -1,4 +1,4 @@
-/* ownerd: the data owner's daemon (DESIGN.md §7, briefs/daemons.md,
+/* ownerd: the data owner's daemon (docs/design.md §7,
  * docs/ownerd.md).
  *
  * One libuv loop, one thread.  Roles, one file each:
@@ -40,7 +40,7 @@
  * this time is deemed stuck: the connection is closed and retried. */
 #define OWN_WELCOME_TIMEOUT_MS 30000u
 
-/* Settings filled by common/config.h (main.c holds the table). */
+/* Settings filled by common/net/config.h (main.c holds the table). */
 struct own_settings {
 	char *learner;          /* HOST:PORT */
 	char *server_name;      /* expected name in the learner's certificate */
@@ -75,7 +75,7 @@ struct own_metrics {
 /* What the learner's Welcome told us (the job this owner takes part in). */
 struct own_job {
 	bool have;              /* a Welcome was accepted at least once */
-	char name[DP_MSG_MAX_STR_DEFAULT + 1];
+	char name[DP_FRAME_MAX_STR + 1];
 	dp_model model;
 	uint64_t T;
 	uint32_t N;

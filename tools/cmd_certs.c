@@ -1,5 +1,5 @@
 /* dpasync certs: a deployment CA plus learner and owner certificates
- * (common/certs.h does the work). */
+ * (tools/lib/certs.h does the work). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,11 +90,11 @@ int dp_cmd_certs(int argc, char **argv)
 		err = 0;
 		switch (c) {
 		case 'o': o.out_dir = optarg; break;
-		case 'n': have_n = 1; err = dp_parse_u64("--owners", optarg, &n_owners); break;
+		case 'n': have_n = 1; err = dp_num_parse_u64("--owners", optarg, &n_owners); break;
 		case 'N': names_arg = optarg; break;
 		case 'l': o.learner_name = optarg; o.with_learner = 1; break;
-		case 'd': err = dp_parse_u64("--days", optarg, &days); break;
-		case 'D': err = dp_parse_u64("--ca-days", optarg, &ca_days); break;
+		case 'd': err = dp_num_parse_u64("--days", optarg, &days); break;
+		case 'D': err = dp_num_parse_u64("--ca-days", optarg, &ca_days); break;
 		case 'c': o.ca_cert_file = optarg; break;
 		case 'k': o.ca_key_file = optarg; break;
 		case 'f': o.force = 1; break;

@@ -52,8 +52,8 @@ int dp_cmd_eval(int argc, char **argv)
 		case 'M': err = dp_model_parse(optarg, &model); have_model = 1; break;
 		case 't': target = optarg; break;
 		case 'S': schema = optarg; break;
-		case 'l': err = dp_parse_double("--lambda", optarg, 0, &lambda); have_lambda = 1; break;
-		case 'x': err = dp_parse_double("--theta-max", optarg, 0, &theta_max); have_tmax = 1; break;
+		case 'l': err = dp_num_parse_double("--lambda", optarg, 0, &lambda); have_lambda = 1; break;
+		case 'x': err = dp_num_parse_double("--theta-max", optarg, 0, &theta_max); have_tmax = 1; break;
 		case 'h': fputs(dp__eval_usage, stdout); return 0;
 		default: dp_tool_fail("eval", "bad usage: unknown option or missing value in '%s' (try dpasync eval --help)", argv[optind - 1]); return 2;
 		}
@@ -91,7 +91,7 @@ int dp_cmd_eval(int argc, char **argv)
 	if (rc != 0)
 		goto out;
 	printf("{\"model\": \"%s\", \"f\": %.17g, \"f_star\": %.17g, \"psi\": %.17g}\n", dp_model_name(model),
-	       f, f_star, f_star > 0 ? dp_psi(f, f_star) : NAN);
+	       f, f_star, f_star > 0 ? dp_model_psi(f, f_star) : NAN);
 	rc = 0;
 out:
 	dp_modelfile_free(&mf);

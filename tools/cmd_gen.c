@@ -77,7 +77,7 @@ int dp_cmd_gen(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		int err = 0;
 		switch (c) {
-		case 'r': free(rows); err = dp_parse_size_list("--rows", optarg, &rows, &nowners); break;
+		case 'r': free(rows); err = dp_num_parse_size_list("--rows", optarg, &rows, &nowners); break;
 		case 'o': out = optarg; break;
 		case 't':
 			if (strcmp(optarg, "regression") == 0)
@@ -87,11 +87,11 @@ int dp_cmd_gen(int argc, char **argv)
 			else
 				err = dp_error_set(DP_EINVAL, "--task: expected regression or classification, got '%s'", optarg);
 			break;
-		case 'd': err = dp_parse_size("--features", optarg, &d); break;
-		case 'n': err = dp_parse_double("--noise", optarg, 0, &noise); break;
-		case 'S': err = dp_parse_double("--shift", optarg, 0, &shift); break;
-		case 'C': err = dp_parse_double("--concept-shift", optarg, 0, &concept); break;
-		case 's': err = dp_parse_u64("--seed", optarg, &seed); break;
+		case 'd': err = dp_num_parse_size("--features", optarg, &d); break;
+		case 'n': err = dp_num_parse_double("--noise", optarg, 0, &noise); break;
+		case 'S': err = dp_num_parse_double("--shift", optarg, 0, &shift); break;
+		case 'C': err = dp_num_parse_double("--concept-shift", optarg, 0, &concept); break;
+		case 's': err = dp_num_parse_u64("--seed", optarg, &seed); break;
 		case 'h': fputs(dp__gen_usage, stdout); free(rows); return 0;
 		default: dp_tool_fail("gen", "bad usage: unknown option or missing value in '%s' (try dpasync gen --help)", argv[optind - 1]); goto done;
 		}
@@ -121,7 +121,7 @@ int dp_cmd_gen(int argc, char **argv)
 			dp_tool_fail("gen", "--rows: owner %zu has 0 rows", i + 1);
 			goto done;
 		}
-	if (dp_mkdir_p(out, 0) != 0) {
+	if (dp_file_mkdir_p(out, 0) != 0) {
 		dp_tool_fail("gen", "%s", dp_error_detail(DP_EIO));
 		rc = 1;
 		goto done;

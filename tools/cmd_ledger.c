@@ -7,6 +7,7 @@
 
 #include "tools/cmds.h"
 #include "common/core/error.h"
+#include "common/core/json.h"
 #include "common/core/ledger.h"
 #include "common/core/log.h"
 #include "common/core/modelfile.h"

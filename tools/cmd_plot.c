@@ -10,7 +10,7 @@
 #include "tools/cmds.h"
 #include "common/core/error.h"
 #include "common/core/num.h"
-#include "tools/lib/plotting.h"
+#include "tools/lib/plot.h"
 
 static const char dp__plot_usage[] =
 	"usage: dpasync plot --kind KIND --out FILE.png [options] INPUT...\n"
@@ -89,7 +89,7 @@ static int dp__rates(const char *arg, const dp_plot_trace *tr, double **out)
 	int err;
 
 	if (strchr(arg, '=') == NULL) {
-		err = dp_parse_double_list("--rates", arg, 0, &r, &n);
+		err = dp_num_parse_double_list("--rates", arg, 0, &r, &n);
 		if (err != 0)
 			return err;
 		if (n != tr->N) {
@@ -120,7 +120,7 @@ static int dp__rates(const char *arg, const dp_plot_trace *tr, double **out)
 				err = dp_error_set(DP_EINVAL, "--rates: '%s' is not an owner of the trace", tok);
 				goto bad;
 			}
-			err = dp_parse_double("--rates", eq + 1, 0, &r[i]);
+			err = dp_num_parse_double("--rates", eq + 1, 0, &r[i]);
 			if (err != 0)
 				goto bad;
 		}
@@ -323,7 +323,7 @@ int dp_cmd_plot(int argc, char **argv)
 		case 'L': labels = optarg; break;
 		case 'r': rates = optarg; break;
 		case 'K':
-			err = dp_parse_size("--kmax", optarg, &kmax);
+			err = dp_num_parse_size("--kmax", optarg, &kmax);
 			if (err == 0 && kmax == 0)
 				err = dp_error_set(DP_EINVAL, "--kmax must be >= 1");
 			have_kmax = 1;

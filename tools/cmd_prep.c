@@ -299,27 +299,27 @@ static int dp__prep_args(struct dp__prep *a, int argc, char **argv)
 		case O_ONEHOT: err = dp__split_list("--onehot", optarg, &a->onehot); break;
 		case O_MAXLV:
 			a->max_levels_set = 1;
-			err = dp_parse_size("--max-levels", optarg, &a->max_levels);
+			err = dp_num_parse_size("--max-levels", optarg, &a->max_levels);
 			if (err == 0 && a->max_levels == 0)
 				err = dp_error_set(DP_EINVAL, "--max-levels must be >= 1");
 			break;
 		case O_ALLLV: a->all_levels = 1; break;
 		case O_CLAMP:
 			a->clamp_set = 1;
-			err = dp_parse_double("--clamp", optarg, 0, &a->clamp);
+			err = dp_num_parse_double("--clamp", optarg, 0, &a->clamp);
 			if (err == 0 && !(a->clamp > 0.0))
 				err = dp_error_set(DP_EINVAL, "--clamp must be > 0, got '%s'", optarg);
 			break;
 		case O_PCA:
 			a->pca_set = 1;
-			err = dp_parse_size("--pca", optarg, &a->pca);
+			err = dp_num_parse_size("--pca", optarg, &a->pca);
 			if (err == 0 && a->pca == 0)
 				err = dp_error_set(DP_EINVAL, "--pca must be >= 1");
 			break;
 		case O_SAMPLE: a->sample = optarg; break;
 		case O_FRAC:
 			a->frac_set = 1;
-			err = dp_parse_double("--sample-frac", optarg, 0, &a->frac);
+			err = dp_num_parse_double("--sample-frac", optarg, 0, &a->frac);
 			if (err == 0 && !(a->frac > 0.0 && a->frac <= 1.0))
 				err = dp_error_set(DP_EINVAL, "--sample-frac must be in (0, 1], got '%s'",
 						   optarg);
@@ -327,11 +327,11 @@ static int dp__prep_args(struct dp__prep *a, int argc, char **argv)
 		case O_SCHEMA: a->schema = optarg; break;
 		case O_SPLIT:
 			a->split_set = 1;
-			err = dp_parse_size("--split", optarg, &a->split);
+			err = dp_num_parse_size("--split", optarg, &a->split);
 			if (err == 0 && a->split == 0)
 				err = dp_error_set(DP_EINVAL, "--split must be >= 1");
 			break;
-		case O_SEED: err = dp_parse_u64("--seed", optarg, &a->seed); break;
+		case O_SEED: err = dp_num_parse_u64("--seed", optarg, &a->seed); break;
 		case O_OUT: a->out = optarg; break;
 		case O_FORCE: a->force = 1; break;
 		case 'h': fputs(dp__prep_usage, stdout); return -1;
@@ -415,7 +415,7 @@ static int dp__shuffle(size_t *perm, size_t n, size_t k, uint64_t seed)
 		perm[i] = i;
 	for (size_t i = 0; i < k && i + 1 < n; i++) {
 		uint64_t j;
-		int rc = dp_rand_below(&src, (uint64_t)(n - i), &j);
+		int rc = dp_rng_below(&src, (uint64_t)(n - i), &j);
 		size_t t;
 
 		if (rc != 0)
@@ -706,7 +706,7 @@ int dp_cmd_prep(int argc, char **argv)
 	}
 
 	/* Everything is valid: now write. */
-	rc = dp_mkdir_p(a.out, 0);
+	rc = dp_file_mkdir_p(a.out, 0);
 	if (rc != 0)
 		goto fail;
 	snprintf(path, sizeof(path), "%s/schema.json", a.out);

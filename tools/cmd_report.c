@@ -15,7 +15,7 @@
 #include "common/core/modelfile.h"
 #include "tools/lib/optimum.h"
 #include "common/core/num.h"
-#include "tools/lib/plotting.h"
+#include "tools/lib/plot.h"
 #include "tools/lib/simcli.h"
 
 static const char dp__report_usage[] =
@@ -152,7 +152,7 @@ static int dp__psi_of_model(const dp__report_opts *o, const dp_modelfile *mf, do
 					      fstar_out);
 	if (*status != 0)
 		return -1;   /* already reported */
-	*psi_out = *fstar_out > 0 ? dp_psi(*f_out, *fstar_out) : NAN;
+	*psi_out = *fstar_out > 0 ? dp_model_psi(*f_out, *fstar_out) : NAN;
 	return 0;
 }
 
@@ -186,7 +186,7 @@ static int dp__rates(const char *arg, const dp_plot_trace *tr, double **out)
 			err = dp_error_set(DP_EINVAL, "--rates has more values than the run's %zu owners", tr->N);
 			break;
 		}
-		err = dp_parse_double("--rates", eq ? eq + 1 : tok, 0, &r[i]);
+		err = dp_num_parse_double("--rates", eq ? eq + 1 : tok, 0, &r[i]);
 		if (err == 0 && !(r[i] > 0))
 			err = dp_error_set(DP_EINVAL, "--rates must be > 0 (got %g)", r[i]);
 	}

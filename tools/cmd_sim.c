@@ -11,12 +11,13 @@
 #include "tools/cmds.h"
 #include "common/core/defaults.h"
 #include "common/core/error.h"
+#include "common/core/json.h"
 #include "common/core/file.h"
 #include "common/core/ledger.h"
 #include "common/core/modelfile.h"
 #include "tools/lib/optimum.h"
 #include "common/core/num.h"
-#include "tools/lib/plotting.h"
+#include "tools/lib/plot.h"
 #include "tools/lib/simcli.h"
 #include "tools/lib/sim.h"
 
@@ -117,21 +118,21 @@ static int dp__sim_parse(dp_sim_opts *o, int argc, char **argv)
 		case 't': o->target = optarg; break;
 		case 'b': o->bias = 1; break;
 		case 'S': o->schema = optarg; break;
-		case 'T': err = dp_parse_size("--T", optarg, &o->T); break;
-		case 'e': err = dp_parse_double("--eta", optarg, 0, &o->eta); o->have_eta = 1; break;
-		case 'r': err = dp_parse_double("--rho", optarg, 0, &o->rho); o->have_rho = 1; break;
-		case 'c': err = dp_parse_double("--c", optarg, 0, &o->c); o->have_c = 1; break;
-		case 'l': err = dp_parse_double("--lambda", optarg, 0, &o->lambda); break;
-		case 'x': err = dp_parse_double("--theta-max", optarg, 0, &o->theta_max); break;
-		case 'X': err = dp_parse_double("--clip", optarg, 0, &o->clip); o->have_clip = 1; break;
-		case 'E': free(o->eps); err = dp_parse_double_list("--epsilon", optarg, 1, &o->eps, &o->neps); break;
-		case 'K': err = dp_parse_size("--answers-cap", optarg, &o->answers_cap); break;
-		case 'R': free(o->rates); err = dp_parse_double_list("--rates", optarg, 0, &o->rates, &o->nrates); break;
+		case 'T': err = dp_num_parse_size("--T", optarg, &o->T); break;
+		case 'e': err = dp_num_parse_double("--eta", optarg, 0, &o->eta); o->have_eta = 1; break;
+		case 'r': err = dp_num_parse_double("--rho", optarg, 0, &o->rho); o->have_rho = 1; break;
+		case 'c': err = dp_num_parse_double("--c", optarg, 0, &o->c); o->have_c = 1; break;
+		case 'l': err = dp_num_parse_double("--lambda", optarg, 0, &o->lambda); break;
+		case 'x': err = dp_num_parse_double("--theta-max", optarg, 0, &o->theta_max); break;
+		case 'X': err = dp_num_parse_double("--clip", optarg, 0, &o->clip); o->have_clip = 1; break;
+		case 'E': free(o->eps); err = dp_num_parse_double_list("--epsilon", optarg, 1, &o->eps, &o->neps); break;
+		case 'K': err = dp_num_parse_size("--answers-cap", optarg, &o->answers_cap); break;
+		case 'R': free(o->rates); err = dp_num_parse_double_list("--rates", optarg, 0, &o->rates, &o->nrates); break;
 		case 's': o->schedule = optarg; break;
 		case 'F': o->freq_correction = 1; break;
-		case 'n': err = dp_parse_size("--repeats", optarg, &o->repeats); break;
-		case 'd': err = dp_parse_u64("--seed", optarg, &o->seed); break;
-		case 'p': err = dp_parse_size("--psi-every", optarg, &o->psi_every); break;
+		case 'n': err = dp_num_parse_size("--repeats", optarg, &o->repeats); break;
+		case 'd': err = dp_num_parse_u64("--seed", optarg, &o->seed); break;
+		case 'p': err = dp_num_parse_size("--psi-every", optarg, &o->psi_every); break;
 		case 'o': o->out = optarg; break;
 		case 'h': fputs(dp__sim_usage, stdout); return 1;
 		default: dp_tool_fail("sim", "bad usage: unknown option or missing value in '%s' (try dpasync sim --help)", argv[optind - 1]); return 2;
@@ -186,7 +187,7 @@ static int dp__read_schedule(const char *path, size_t T, size_t N, size_t **out)
 		size_t v;
 		line++;
 		buf[strcspn(buf, "\r\n")] = '\0';
-		if (dp_parse_size("owner", buf, &v) != 0 || v < 1 || v > N) {
+		if (dp_num_parse_size("owner", buf, &v) != 0 || v < 1 || v > N) {
 			dp_tool_fail("sim", "%s:%zu: expected an owner number 1..%zu, got '%s'", path, line, N, buf);
 			goto fail;
 		}
@@ -282,7 +283,7 @@ static int dp__write_outputs(const dp_sim_opts *o, const dp_sim_setup *s, const 
 		json_object_object_add(j, "eta", json_object_new_double(s->eta));
 		if (s->lambda > 0)
 			json_object_object_add(j, "rho", json_object_new_double(
-				dp_async_rho_from_eta(s->N, s->T, s->lambda, s->eta)));
+				dp_algo_rho_from_eta(s->N, s->T, s->lambda, s->eta)));
 	} else if (s->mode == DP_SIM_SYNC1) {
 		json_object_object_add(j, "rho", json_object_new_double(s->rho_over_T2 * (double)s->T * (double)s->T));
 	} else {
@@ -394,7 +395,7 @@ int dp_cmd_sim(int argc, char **argv)
 	s.ds = od.view;
 	s.lambda = o.lambda;
 	s.theta_max = o.theta_max;
-	s.clip = o.have_clip ? o.clip : dp_default_clip(s.p);
+	s.clip = o.have_clip ? o.clip : dp_defaults_clip(s.p);
 	s.schedule = schedule;
 	s.freq_correction = o.freq_correction;
 	s.psi_every = o.psi_every ? o.psi_every : (o.T / 200 ? o.T / 200 : 1);
@@ -428,13 +429,13 @@ int dp_cmd_sim(int argc, char **argv)
 			maxw = s.weight[i];
 	}
 	if (o.mode == DP_SIM_ASYNC)
-		s.eta = o.have_eta ? o.eta : o.have_rho ? dp_async_eta_from_rho(N, o.T, o.lambda, o.rho)
-			: dp_default_async_eta(o.model, s.p, o.lambda, maxw, N, o.T);
+		s.eta = o.have_eta ? o.eta : o.have_rho ? dp_algo_eta_from_rho(N, o.T, o.lambda, o.rho)
+			: dp_defaults_async_eta(o.model, s.p, o.lambda, maxw, N, o.T);
 	s.rho_over_T2 = o.have_rho ? o.rho / ((double)o.T * (double)o.T)
-		: dp_default_sync_step(o.model, s.p, o.lambda);
-	s.c = o.have_c ? o.c : dp_default_sync_step(o.model, s.p, o.lambda);
+		: dp_defaults_sync_step(o.model, s.p, o.lambda);
+	s.c = o.have_c ? o.c : dp_defaults_sync_step(o.model, s.p, o.lambda);
 
-	rc = dp_optimum(o.model, od.view, N, o.lambda, o.theta_max, theta_star, &s.f_star);
+	rc = dp_optimum_solve(o.model, od.view, N, o.lambda, o.theta_max, theta_star, &s.f_star);
 	if (rc != 0) {
 		dp_tool_fail("sim", "computing the non-private optimum: %s", dp_error_detail(rc));
 		rc = 1;
@@ -446,7 +447,7 @@ int dp_cmd_sim(int argc, char **argv)
 		rc = 1;
 		goto out;
 	}
-	if (dp_mkdir_p(o.out, 0) != 0) {
+	if (dp_file_mkdir_p(o.out, 0) != 0) {
 		dp_tool_fail("sim", "%s", dp_error_detail(DP_EIO));
 		rc = 1;
 		goto out;

@@ -2,7 +2,7 @@
 
 #include <math.h>
 
-void dp_project_box(size_t p, double theta_max, double *theta)
+void dp_algo_project_box(size_t p, double theta_max, double *theta)
 {
 	for (size_t q = 0; q < p; q++) {
 		if (theta[q] > theta_max)
@@ -12,23 +12,23 @@ void dp_project_box(size_t p, double theta_max, double *theta)
 	}
 }
 
-double dp_async_eta_from_rho(size_t N, size_t T, double lambda, double rho)
+double dp_algo_eta_from_rho(size_t N, size_t T, double lambda, double rho)
 {
 	return (double)N * rho / ((double)T * (double)T * 2.0 * lambda);
 }
 
-double dp_async_rho_from_eta(size_t N, size_t T, double lambda, double eta)
+double dp_algo_rho_from_eta(size_t N, size_t T, double lambda, double eta)
 {
 	return eta * (double)T * (double)T * 2.0 * lambda / (double)N;
 }
 
-void dp_async_midpoint(size_t p, const double *theta_L, const double *theta_i, double *bar)
+void dp_algo_midpoint(size_t p, const double *theta_L, const double *theta_i, double *bar)
 {
 	for (size_t q = 0; q < p; q++)
 		bar[q] = (theta_L[q] + theta_i[q]) / 2.0;
 }
 
-void dp_async_update(const dp_async_params *a, const double *bar, const double *answer,
+void dp_algo_async_update(const dp_algo_async_params *a, const double *bar, const double *answer,
 		     double weight, double *theta_i, double *theta_L)
 {
 	double N = (double)a->N;
@@ -40,18 +40,18 @@ void dp_async_update(const dp_async_params *a, const double *bar, const double *
 		theta_i[q] = bar[q] - a->eta * (gg / (2.0 * N) + weight * answer[q]);
 		theta_L[q] = bar[q] - eta_L * gg;
 	}
-	dp_project_box(a->p, a->theta_max, theta_i);
-	dp_project_box(a->p, a->theta_max, theta_L);
+	dp_algo_project_box(a->p, a->theta_max, theta_i);
+	dp_algo_project_box(a->p, a->theta_max, theta_L);
 }
 
-double dp_async_freq_weight(double base_weight, size_t N, uint64_t count_i, uint64_t k)
+double dp_algo_freq_weight(double base_weight, size_t N, uint64_t count_i, uint64_t k)
 {
 	double pi = ((double)count_i + 1.0) / ((double)k + (double)N);
 
 	return base_weight / ((double)N * pi);
 }
 
-void dp_sync1_step(size_t p, double rho_over_T2, size_t k, double lambda,
+void dp_algo_sync1_step(size_t p, double rho_over_T2, size_t k, double lambda,
 		   const double *agg, double *theta)
 {
 	double step = rho_over_T2 / (double)k;
@@ -60,7 +60,7 @@ void dp_sync1_step(size_t p, double rho_over_T2, size_t k, double lambda,
 		theta[q] -= step * (2.0 * lambda * theta[q] + agg[q]);
 }
 
-void dp_sync2_step(size_t p, double c, size_t k, size_t T, double lambda, double theta_max,
+void dp_algo_sync2_step(size_t p, double c, size_t k, size_t T, double lambda, double theta_max,
 		   const double *agg, double *theta, double *theta_hat)
 {
 	double step = c / sqrt((double)k);
@@ -73,5 +73,5 @@ void dp_sync2_step(size_t p, double c, size_t k, size_t T, double lambda, double
 		theta_hat[q] = w_old * theta_hat[q] + w_new * prev;
 		theta[q] = prev - step * (2.0 * lambda * prev + agg[q]);
 	}
-	dp_project_box(p, theta_max, theta);
+	dp_algo_project_box(p, theta_max, theta);
 }

@@ -1,4 +1,4 @@
-/* One step of each training algorithm (DESIGN.md §4, §5).  learnerd and
+/* One step of each training algorithm (docs/design.md §4, §5).  learnerd and
  * dpasync sim call exactly these functions. */
 #ifndef DP_ALGO_H
 #define DP_ALGO_H
@@ -7,30 +7,30 @@
 #include <stdint.h>
 
 /* Projection onto the box: clamp every coordinate to [-theta_max, theta_max]. */
-void dp_project_box(size_t p, double theta_max, double *theta);
+void dp_algo_project_box(size_t p, double theta_max, double *theta);
 
 /* ---- Async (Algorithm 1 of "The Cost of Privacy in Asynchronous DP ML") */
 
-typedef struct dp_async_params {
+typedef struct dp_algo_async_params {
 	size_t p;
 	size_t N;          /* number of owners */
 	double eta;        /* owner-copy step N rho / (T^2 sigma) */
 	double lambda;     /* g(theta) = lambda ||theta||^2, grad g = 2 lambda theta */
 	double theta_max;
-} dp_async_params;
+} dp_algo_async_params;
 
 /* eta from the paper's rho: N rho / (T^2 * 2 lambda).  lambda > 0. */
-double dp_async_eta_from_rho(size_t N, size_t T, double lambda, double rho);
-double dp_async_rho_from_eta(size_t N, size_t T, double lambda, double eta);
+double dp_algo_eta_from_rho(size_t N, size_t T, double lambda, double rho);
+double dp_algo_rho_from_eta(size_t N, size_t T, double lambda, double eta);
 
 /* bar = (theta_L + theta_i) / 2. */
-void dp_async_midpoint(size_t p, const double *theta_L, const double *theta_i, double *bar);
+void dp_algo_midpoint(size_t p, const double *theta_L, const double *theta_i, double *bar);
 
 /* Apply the update for an answer computed at `bar`:
  *   theta_i <- P[bar - eta ((1/(2N)) grad g(bar) + weight * answer)]
  *   theta_L <- P[bar - eta ((N-1)/N^2) grad g(bar)]
  * weight is n_i/n (or the frequency-corrected weight of Remark 4). */
-void dp_async_update(const dp_async_params *a, const double *bar, const double *answer,
+void dp_algo_async_update(const dp_algo_async_params *a, const double *bar, const double *answer,
 		     double weight, double *theta_i, double *theta_L);
 
 /* Remark 4 of the async paper: owner i's weight n_i/n scaled by 1/(N pi_i),
@@ -39,19 +39,19 @@ void dp_async_update(const dp_async_params *a, const double *bar, const double *
  * the iterations so far including this one; pi_i is the add-one estimate
  * (count_i + 1) / (k + N), which is 1/N in expectation under equal clocks
  * and avoids the 1/N factor a raw share of 1 would give the first owner. */
-double dp_async_freq_weight(double base_weight, size_t N, uint64_t count_i, uint64_t k);
+double dp_algo_freq_weight(double base_weight, size_t N, uint64_t count_i, uint64_t k);
 
 /* ---- Sync baselines (Algorithms 1 and 2 of "The Value of Collaboration") */
 
 /* theta <- theta - (rho/(T^2 k)) (2 lambda theta + agg), agg = sum (n_i/n) Qbar_i. */
-void dp_sync1_step(size_t p, double rho_over_T2, size_t k, double lambda,
+void dp_algo_sync1_step(size_t p, double rho_over_T2, size_t k, double lambda,
 		   const double *agg, double *theta);
 
 /* theta_next = P[theta - (c/sqrt k)(2 lambda theta + agg)], then the running
  * average theta_hat[k+1] = ((k-1)/(1/sqrt T + k)) theta_hat[k]
  *                          + ((1/sqrt T + 1)/(1/sqrt T + k)) theta[k]
  * (theta[k] is the iterate before this step).  Updates theta and theta_hat. */
-void dp_sync2_step(size_t p, double c, size_t k, size_t T, double lambda, double theta_max,
+void dp_algo_sync2_step(size_t p, double c, size_t k, size_t T, double lambda, double theta_max,
 		   const double *agg, double *theta, double *theta_hat);
 
 #endif

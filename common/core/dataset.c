@@ -294,7 +294,7 @@ static int dp__put_double(FILE *f, double v)
 {
 	char buf[40];
 
-	dp_format_double(buf, sizeof(buf), v);
+	dp_num_format(buf, sizeof(buf), v);
 	return fputs(buf, f) < 0 ? DP_EIO : 0;
 }
 

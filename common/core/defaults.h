@@ -15,7 +15,7 @@
 #define DP_DEFAULT_T          1000
 #define DP_DEFAULT_LAMBDA     1e-2
 #define DP_DEFAULT_THETA_MAX  10.0
-#define DP_DEFAULT_CLIP       1.0   /* kept for callers without p; prefer dp_default_clip */
+#define DP_DEFAULT_CLIP       1.0   /* kept for callers without p; prefer dp_defaults_clip */
 #define DP_DEFAULT_EPSILON    1.0
 
 /* Default L1 clip bound Xi = p.  A per-example gradient is c x with
@@ -23,10 +23,10 @@
  * or below 1 (logistic, svm), so Xi = p clips only the large ones: a
  * smaller Xi lowers the noise but biases the fixed point (README
  * "Defaults"). */
-double dp_default_clip(size_t p);
+double dp_defaults_clip(size_t p);
 
 /* The smoothness bound L above. */
-double dp_default_smoothness(dp_model model, size_t p, double lambda);
+double dp_defaults_smoothness(dp_model model, size_t p, double lambda);
 
 /* Async owner-copy step eta = eta0 * min(1, sqrt(100 N / T)) with
  * eta0 = 1 / (L * max_i n_i/n), the largest step for which every owner's
@@ -35,10 +35,10 @@ double dp_default_smoothness(dp_model model, size_t p, double lambda);
  * proportional to the step; shrinking it like 1/sqrt(T) past 100 N
  * iterations lowers that floor while the total progress eta * T still
  * grows, so a longer run is a better run. */
-double dp_default_async_eta(dp_model model, size_t p, double lambda, double max_weight,
+double dp_defaults_async_eta(dp_model model, size_t p, double lambda, double max_weight,
 			    size_t N, size_t T);
 
 /* Sync1 rho/T^2 and sync2 c: step 1/L at k = 1, never above 1/(2 lambda). */
-double dp_default_sync_step(dp_model model, size_t p, double lambda);
+double dp_defaults_sync_step(dp_model model, size_t p, double lambda);
 
 #endif

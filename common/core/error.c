@@ -2,28 +2,30 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static _Thread_local char dp__err_buf[512];
-static _Thread_local int dp__err_code;
+static _Thread_local char err_buf[512];
+static _Thread_local int err_code;
 
 const char *dp_strerror(int err)
 {
+	const char *text = NULL;
+
 	switch (err) {
-	case DP_OK: return "success";
-	case DP_EFORMAT: return "malformed input";
-	case DP_EBUDGET: return "privacy budget exhausted";
-	case DP_ECORRUPT: return "corrupt file";
-	case DP_EPROTO: return "protocol violation";
-	case DP_ETLS: return "TLS failure";
-	case DP_ENUMERIC: return "non-finite value";
-	case DP_ERNG: return "random generator failure";
-	case DP_ESTATE: return "operation not allowed in this state";
+	case DP_OK:
+		return "success";
+#define DP__ERR_TEXT(name, value, txt) case DP_##name: text = (txt); break;
+	DP_ERRNO_MAP(DP__ERR_TEXT)
+#undef DP__ERR_TEXT
 	default:
-		if (err < 0 && err > DP__EBASE)
-			return strerror(-err);
-		return "unknown error";
+		break;
 	}
+	if (text != NULL)
+		return text;
+	if (err < 0 && err > DP__EBASE)
+		return strerror(-err);
+	return "unknown error";
 }
 
 int dp_error_set(int err, const char *fmt, ...)
@@ -31,21 +33,28 @@ int dp_error_set(int err, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(dp__err_buf, sizeof(dp__err_buf), fmt, ap);
+	vsnprintf(err_buf, sizeof(err_buf), fmt, ap);
 	va_end(ap);
-	dp__err_code = err;
+	err_code = err;
 	return err;
 }
 
 const char *dp_error_detail(int err)
 {
-	if (dp__err_code == err && err != 0 && dp__err_buf[0] != '\0')
-		return dp__err_buf;
+	if (err_code == err && err != 0 && err_buf[0] != '\0')
+		return err_buf;
 	return dp_strerror(err);
 }
 
 void dp_error_clear(void)
 {
-	dp__err_buf[0] = '\0';
-	dp__err_code = 0;
+	err_buf[0] = '\0';
+	err_code = 0;
+}
+
+void dp__require_failed(const char *cond, const char *file, int line, const char *func)
+{
+	fprintf(stderr, "dpasync: invariant broken in %s (%s:%d): %s\n", func, file, line, cond);
+	fflush(stderr);
+	abort();
 }

@@ -1,4 +1,5 @@
-/* Error codes and the per-thread error detail shared by all of common/.
+/* Error codes, the per-thread error detail, and invariant checks, shared by
+ * every module.
  *
  * Every library function returns 0 or a negative code.  Codes that have an
  * errno equivalent use it (DP_ENOMEM == -ENOMEM); the others sit below
@@ -11,21 +12,32 @@
 
 #include <errno.h>
 
-#define DP_OK        0
-#define DP_EINVAL    (-EINVAL)   /* bad argument or setting */
-#define DP_ENOMEM    (-ENOMEM)
-#define DP_EIO       (-EIO)      /* read/write/sync failed */
-#define DP_ENOENT    (-ENOENT)   /* file or name not found */
-#define DP_ERANGE    (-ERANGE)   /* value out of range / would overflow */
-#define DP__EBASE    (-1000)
-#define DP_EFORMAT   (DP__EBASE - 1)  /* malformed input file or field */
-#define DP_EBUDGET   (DP__EBASE - 2)  /* privacy budget exhausted */
-#define DP_ECORRUPT  (DP__EBASE - 3)  /* checksum or structure broken */
-#define DP_EPROTO    (DP__EBASE - 4)  /* wire protocol violation */
-#define DP_ETLS      (DP__EBASE - 5)  /* TLS / certificate failure */
-#define DP_ENUMERIC  (DP__EBASE - 6)  /* non-finite or diverging numbers */
-#define DP_ERNG      (DP__EBASE - 7)  /* random generator failed */
-#define DP_ESTATE    (DP__EBASE - 8)  /* operation not allowed in this state */
+#define DP__EBASE (-1000)
+
+/* The one table of codes (libuv's UV_ERRNO_MAP): name, value, text.  The
+ * enum below and dp_strerror() are generated from it; codes with an errno
+ * value print strerror()'s text. */
+#define DP_ERRNO_MAP(XX)                                                          \
+	XX(EINVAL,   -EINVAL,         NULL)  /* bad argument or setting */          \
+	XX(ENOMEM,   -ENOMEM,         NULL)                                         \
+	XX(EIO,      -EIO,            NULL)  /* read/write/sync failed */           \
+	XX(ENOENT,   -ENOENT,         NULL)  /* file or name not found */           \
+	XX(ERANGE,   -ERANGE,         NULL)  /* out of range / would overflow */    \
+	XX(EFORMAT,  DP__EBASE - 1,   "malformed input")                            \
+	XX(EBUDGET,  DP__EBASE - 2,   "privacy budget exhausted")                   \
+	XX(ECORRUPT, DP__EBASE - 3,   "corrupt file")                               \
+	XX(EPROTO,   DP__EBASE - 4,   "protocol violation")                         \
+	XX(ETLS,     DP__EBASE - 5,   "TLS failure")                                \
+	XX(ENUMERIC, DP__EBASE - 6,   "non-finite value")                           \
+	XX(ERNG,     DP__EBASE - 7,   "random generator failure")                   \
+	XX(ESTATE,   DP__EBASE - 8,   "operation not allowed in this state")
+
+enum {
+	DP_OK = 0,
+#define DP__ERR_ENUM(name, value, text) DP_##name = (value),
+	DP_ERRNO_MAP(DP__ERR_ENUM)
+#undef DP__ERR_ENUM
+};
 
 /* Static text for a code; never NULL. */
 const char *dp_strerror(int err);
@@ -43,5 +55,16 @@ const char *dp_error_detail(int err);
 
 /* Forget the current detail. */
 void dp_error_clear(void);
+
+/* Invariants at module boundaries (knot-resolver's kr_require): a broken
+ * one is a bug in the caller, not bad input, so it is fatal -- one line on
+ * stderr naming the function and the condition, then abort().  Bad input
+ * is never checked with it: that gets an error code and a detail.  The
+ * check stays in release builds (it guards privacy-relevant state). */
+#define DP_REQUIRE(cond)                                                        \
+	((cond) ? (void)0 : dp__require_failed(#cond, __FILE__, __LINE__, __func__))
+
+void dp__require_failed(const char *cond, const char *file, int line, const char *func)
+    __attribute__((noreturn));
 
 #endif

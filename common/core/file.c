@@ -120,7 +120,7 @@ int dp_file_read_all(const char *path, size_t max, char **out, size_t *len)
 	return 0;
 }
 
-int dp_mkdir_p(const char *dir, int private_)
+int dp_file_mkdir_p(const char *dir, int private_)
 {
 	char *copy = strdup(dir);
 	mode_t mode = private_ ? 0700 : 0755;

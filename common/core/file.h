@@ -1,6 +1,6 @@
 /* Crash-safe whole-file writes and bounded whole-file reads. */
-#ifndef DP_FILEIO_H
-#define DP_FILEIO_H
+#ifndef DP_FILE_H
+#define DP_FILE_H
 
 #include <stddef.h>
 
@@ -19,6 +19,6 @@ int dp_file_read_all(const char *path, size_t max, char **out, size_t *len);
 int dp_file_sync_dir(const char *path);
 
 /* mkdir -p with mode 0755 (0700 for private=1). */
-int dp_mkdir_p(const char *dir, int private_);
+int dp_file_mkdir_p(const char *dir, int private_);
 
 #endif

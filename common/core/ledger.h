@@ -1,4 +1,4 @@
-/* The owner's durable privacy-budget ledger (PRIVACY.md §5, DESIGN.md §3).
+/* The owner's durable privacy-budget ledger (docs/privacy.md §5, docs/design.md §3).
  *
  * One file per owner and job: a 256-byte header (magic, format version, the
  * caps, an identity string, CRC) followed by one 64-byte record per answer

@@ -181,6 +181,11 @@ double dp_model_fitness(dp_model m, const dp_dataset *const *ds, size_t nds, dou
 	return lambda * reg + loss / (double)n;
 }
 
+double dp_model_psi(double f, double f_star)
+{
+	return f / f_star - 1.0;
+}
+
 void dp_model_mean_grad(dp_model m, const dp_dataset *ds, const double *theta, double *grad)
 {
 	double t[DP__PASS_ROWS];

@@ -1,4 +1,4 @@
-/* The three losses of DESIGN.md §2 and the passes over an owner's rows.
+/* The three losses of docs/design.md §2 and the passes over an owner's rows.
  *
  * For every model the per-example gradient is a multiple of the example:
  * grad l(theta; x, y) = c(theta^T x, y) * x, so its L1 norm is |c| * ||x||_1
@@ -32,9 +32,13 @@ int dp_model_check_data(dp_model m, const dp_dataset *ds);
 double dp_model_loss_sum(dp_model m, const dp_dataset *ds, const double *theta);
 
 /* Fitness f(theta) = lambda ||theta||^2 + (1/n) sum over all rows of all m
- * datasets (DESIGN.md §2). */
+ * datasets (docs/design.md §2). */
 double dp_model_fitness(dp_model m, const dp_dataset *const *ds, size_t nds,
 			double lambda, const double *theta);
+
+/* Relative fitness psi = f / f_star - 1 (docs/design.md §2): 0 at the optimum,
+ * the quality measure every run reports. */
+double dp_model_psi(double f, double f_star);
 
 /* Unclipped mean gradient of the loss part: (1/n_i) sum grad l.  For
  * solvers and tests. */
@@ -44,7 +48,7 @@ void dp_model_mean_grad(dp_model m, const dp_dataset *ds, const double *theta,
 /* The privacy kernel, one streaming pass: for every row, c_j x_j clipped to
  * L1 norm `clip`, each coordinate truncated toward zero onto the grid
  * 2^-k, summed exactly.  sum[q] receives the sum in grid units (an integer
- * held in a double; |sum| <= n*clip*2^k <= 2^52 by dp_grid_exponent).
+ * held in a double; |sum| <= n*clip*2^k <= 2^52 by dp_noise_grid_exponent).
  * Rows whose gradient is not finite are dropped and counted in *dropped.
  * Errors: DP_EINVAL (theta not finite, clip <= 0). */
 int dp_model_clipped_grid_sum(dp_model m, const dp_dataset *ds, const double *theta,

@@ -1,4 +1,4 @@
-/* The trained-model file (DESIGN.md §9): JSON
+/* The trained-model file (docs/design.md §9): JSON
  *   {"format": "dpasync-model", "version": 1, "model": "linear",
  *    "theta": [...], "features": [...], "bias": true, "T": 1000,
  *    "lambda": ..., "theta_max": ..., "clip_l1": ..., "mode": "async"}
@@ -28,13 +28,5 @@ int dp_modelfile_write(const char *path, const dp_modelfile *mf);
  * filled only on success; free with dp_modelfile_free. */
 int dp_modelfile_read(const char *path, dp_modelfile *mf);
 void dp_modelfile_free(dp_modelfile *mf);
-
-/* JSON helpers shared with other writers: a json-c array of doubles, each
- * as dp_json_double. */
-struct json_object;
-struct json_object *dp_json_double_array(const double *v, size_t n);
-/* One double as a json-c number printed as dp_format_double (parse.h):
- * the shortest text that reads back exactly.  NULL on allocation failure. */
-struct json_object *dp_json_double(double v);
 
 #endif

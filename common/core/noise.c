@@ -132,7 +132,7 @@ static int dp__geom_digits(dp_bitsource *src, const struct dp__geom_table *tb,
 	return 0;
 }
 
-int dp_geometric_sample(dp_bitsource *src, double lambda, int64_t *out)
+int dp_noise_geometric(dp_bitsource *src, double lambda, int64_t *out)
 {
 	const struct dp__geom_table *tb;
 	uint32_t w[DP__GEOM_BITS];
@@ -153,7 +153,7 @@ int dp_geometric_sample(dp_bitsource *src, double lambda, int64_t *out)
 	return rc;
 }
 
-int dp_discrete_laplace_sample(dp_bitsource *src, double t, int64_t *out)
+int dp_noise_discrete_laplace(dp_bitsource *src, double t, int64_t *out)
 {
 	const struct dp__geom_table *tb;
 	uint32_t w[2 * DP__GEOM_BITS];
@@ -189,7 +189,7 @@ static int dp__bitlen128(unsigned __int128 v)
 	return 0;
 }
 
-int dp_grid_exponent(size_t n, double clip, double eps_q, int *k)
+int dp_noise_grid_exponent(size_t n, double clip, double eps_q, int *k)
 {
 	unsigned __int128 prod;
 	uint64_t mc;
@@ -214,8 +214,8 @@ int dp_grid_exponent(size_t n, double clip, double eps_q, int *k)
 	if ((prod & (prod - 1)) == 0)
 		clog--;  /* exact power of two: ceil(log2) = bitlen - 1 */
 	kk = 105L - ec - clog;
-	if (kk > DP_GRID_KMAX)
-		kk = DP_GRID_KMAX;
+	if (kk > DP_NOISE_GRID_KMAX)
+		kk = DP_NOISE_GRID_KMAX;
 
 	if (isfinite(eps_q)) {
 		/* 2 clip 2^k / eps_q <= 2^52  <=>  fc 2^j <= fe with
@@ -228,9 +228,9 @@ int dp_grid_exponent(size_t n, double clip, double eps_q, int *k)
 		if (kn < kk)
 			kk = kn;
 	}
-	if (kk < DP_GRID_KMIN)
+	if (kk < DP_NOISE_GRID_KMIN)
 		return dp_error_set(DP_ERANGE, "grid: settings need k = %ld < %d (n=%zu clip=%g eps=%g)",
-		                    kk, DP_GRID_KMIN, n, clip, eps_q);
+		                    kk, DP_NOISE_GRID_KMIN, n, clip, eps_q);
 	*k = (int)kk;
 	return 0;
 }

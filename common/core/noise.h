@@ -1,4 +1,4 @@
-/* Floating-point-safe Laplace noise (PRIVACY.md §2).
+/* Floating-point-safe Laplace noise (docs/privacy.md §2).
  *
  * Noise is added on an integer lattice: gradients are quantised to a grid
  * u = 2^-k, summed exactly, and a discrete Laplace (two-sided geometric)
@@ -20,7 +20,7 @@
  * DP_NOISE_LAMBDA_MIN: the tail cut would no longer be negligible), or the
  * source's error.  *out untouched on failure. */
 #define DP_NOISE_LAMBDA_MIN 0x1p-53
-int dp_geometric_sample(dp_bitsource *src, double lambda, int64_t *out);
+int dp_noise_geometric(dp_bitsource *src, double lambda, int64_t *out);
 
 /* Discrete Laplace on the integers: P(X = j) proportional to exp(-|j| / t),
  * t > 0 and finite (scale in grid units), the difference of two i.i.d.
@@ -29,11 +29,11 @@ int dp_geometric_sample(dp_bitsource *src, double lambda, int64_t *out);
  * DP_EINVAL (t not finite or <= 0), DP_ERANGE (t > DP_NOISE_TMAX), or the
  * source's error.  *out untouched on failure. */
 #define DP_NOISE_TMAX 0x1p53
-int dp_discrete_laplace_sample(dp_bitsource *src, double t, int64_t *out);
+int dp_noise_discrete_laplace(dp_bitsource *src, double t, int64_t *out);
 
 /* Grid exponent k for the lattice u = 2^-k used by an answer over n rows with
  * L1 clip bound `clip` and per-answer budget eps_q (INFINITY: no noise).
- * *k is the largest integer k <= DP_GRID_KMAX such that, in exact
+ * *k is the largest integer k <= DP_NOISE_GRID_KMAX such that, in exact
  * arithmetic,
  *     n * clip * 2^k <= 2^52            (every partial sum of quantised
  *                                        values is an exact integer)
@@ -42,10 +42,10 @@ int dp_discrete_laplace_sample(dp_bitsource *src, double t, int64_t *out);
  * The second condition is skipped when eps_q is +INFINITY.  k is negative
  * (u > 1) only for absurd settings such as n * clip > 2^52.  Public: depends
  * only on public settings.  Errors: DP_EINVAL (n == 0, clip not finite or
- * <= 0, eps_q NaN or <= 0), DP_ERANGE (k would be below DP_GRID_KMIN, where
+ * <= 0, eps_q NaN or <= 0), DP_ERANGE (k would be below DP_NOISE_GRID_KMIN, where
  * 2^k would not be a normal double).  *k untouched on failure. */
-#define DP_GRID_KMAX 40
-#define DP_GRID_KMIN (-1022)
-int dp_grid_exponent(size_t n, double clip, double eps_q, int *k);
+#define DP_NOISE_GRID_KMAX 40
+#define DP_NOISE_GRID_KMIN (-1022)
+int dp_noise_grid_exponent(size_t n, double clip, double eps_q, int *k);
 
 #endif

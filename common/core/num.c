@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-int dp_parse_double(const char *what, const char *s, int allow_inf, double *out)
+int dp_num_parse_double(const char *what, const char *s, int allow_inf, double *out)
 {
 	char *end;
 	double v;
@@ -27,7 +27,7 @@ int dp_parse_double(const char *what, const char *s, int allow_inf, double *out)
 	return 0;
 }
 
-void dp_format_double(char *buf, size_t len, double v)
+void dp_num_format(char *buf, size_t len, double v)
 {
 	if (!isfinite(v)) {
 		snprintf(buf, len, isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
@@ -47,7 +47,7 @@ void dp_format_double(char *buf, size_t len, double v)
 	}
 }
 
-int dp_parse_u64(const char *what, const char *s, uint64_t *out)
+int dp_num_parse_u64(const char *what, const char *s, uint64_t *out)
 {
 	char *end;
 	unsigned long long v;
@@ -63,10 +63,10 @@ int dp_parse_u64(const char *what, const char *s, uint64_t *out)
 	return 0;
 }
 
-int dp_parse_size(const char *what, const char *s, size_t *out)
+int dp_num_parse_size(const char *what, const char *s, size_t *out)
 {
 	uint64_t v;
-	int rc = dp_parse_u64(what, s, &v);
+	int rc = dp_num_parse_u64(what, s, &v);
 
 	if (rc != 0)
 		return rc;
@@ -122,22 +122,22 @@ static int dp__parse_list(const char *what, const char *s, size_t elem, void **o
 
 static int dp__one_double(const char *what, const char *s, void *out, int allow_inf)
 {
-	return dp_parse_double(what, s, allow_inf, out);
+	return dp_num_parse_double(what, s, allow_inf, out);
 }
 
 static int dp__one_size(const char *what, const char *s, void *out, int unused)
 {
-	return dp_parse_size(what, s, out);
+	return dp_num_parse_size(what, s, out);
 }
 
-int dp_parse_double_list(const char *what, const char *s, int allow_inf, double **out,
+int dp_num_parse_double_list(const char *what, const char *s, int allow_inf, double **out,
 			 size_t *count)
 {
 	return dp__parse_list(what, s, sizeof(double), (void **)out, count, dp__one_double,
 			      allow_inf);
 }
 
-int dp_parse_size_list(const char *what, const char *s, size_t **out, size_t *count)
+int dp_num_parse_size_list(const char *what, const char *s, size_t **out, size_t *count)
 {
 	return dp__parse_list(what, s, sizeof(size_t), (void **)out, count, dp__one_size, 0);
 }

@@ -41,7 +41,7 @@ int dp_query_answer(dp_model m, const dp_dataset *ds, const double *theta, doubl
 			return dp_error_set(DP_EINVAL, "query: theta[%zu] = %g is not finite", q, theta[q]);
 	if (isfinite(eps_q) && (src == NULL || src->fill == NULL))
 		return dp_error_set(DP_EINVAL, "query: a noisy answer needs a random source");
-	err = dp_grid_exponent(n, clip, eps_q, &k);
+	err = dp_noise_grid_exponent(n, clip, eps_q, &k);
 	if (err != 0)
 		return err;
 
@@ -56,11 +56,11 @@ int dp_query_answer(dp_model m, const dp_dataset *ds, const double *theta, doubl
 		goto out;
 	if (isfinite(eps_q)) {
 		/* scale in grid units: sensitivity 2 clip 2^k over eps_q;
-		 * dp_grid_exponent keeps it <= 2^52 */
+		 * dp_noise_grid_exponent keeps it <= 2^52 */
 		double t = ldexp(2.0 * clip, k) / eps_q;
 
 		for (size_t q = 0; q < p; q++) {
-			err = dp_discrete_laplace_sample(src, t, &noise[q]);
+			err = dp_noise_discrete_laplace(src, t, &noise[q]);
 			if (err != 0)
 				goto out;
 		}

@@ -16,12 +16,12 @@
 #include "common/core/error.h"
 
 /* A source that keeps returning words a rejection loop must refuse (all
- * zero bits for dp_rand_uniform, below the threshold for dp_rand_below) is
+ * zero bits for dp_rng_uniform, below the threshold for dp_rng_below) is
  * broken: a true random source does that 64 times in a row with
  * probability < 2^-64.  Give up instead of spinning forever. */
 #define DP__REJECT_MAX 64
 
-int dp_rand_u64(dp_bitsource *src, uint64_t *out)
+int dp_rng_u64(dp_bitsource *src, uint64_t *out)
 {
 	uint64_t v;
 	int rc = src->fill(src->ctx, &v, sizeof(v));
@@ -32,11 +32,11 @@ int dp_rand_u64(dp_bitsource *src, uint64_t *out)
 	return 0;
 }
 
-int dp_rand_uniform(dp_bitsource *src, double *out)
+int dp_rng_uniform(dp_bitsource *src, double *out)
 {
 	for (int i = 0; i < DP__REJECT_MAX; i++) {
 		uint64_t v;
-		int rc = dp_rand_u64(src, &v);
+		int rc = dp_rng_u64(src, &v);
 
 		if (rc != 0)
 			return rc;
@@ -51,14 +51,14 @@ int dp_rand_uniform(dp_bitsource *src, double *out)
 	return dp_error_set(DP_ERNG, "rand_uniform: bit source returns only zeros");
 }
 
-int dp_rand_exponential(dp_bitsource *src, double rate, double *out)
+int dp_rng_exponential(dp_bitsource *src, double rate, double *out)
 {
 	double u, x;
 	int rc;
 
 	if (!(rate > 0.0) || !isfinite(rate))
 		return dp_error_set(DP_EINVAL, "rand_exponential: rate %g is not a positive finite number", rate);
-	rc = dp_rand_uniform(src, &u);
+	rc = dp_rng_uniform(src, &u);
 	if (rc != 0)
 		return rc;
 	x = -log(u) / rate;  /* u in [2^-53, 1): x in (0, 36.8/rate] */
@@ -68,7 +68,7 @@ int dp_rand_exponential(dp_bitsource *src, double rate, double *out)
 	return 0;
 }
 
-int dp_rand_below(dp_bitsource *src, uint64_t bound, uint64_t *out)
+int dp_rng_below(dp_bitsource *src, uint64_t bound, uint64_t *out)
 {
 	uint64_t min;
 
@@ -84,7 +84,7 @@ int dp_rand_below(dp_bitsource *src, uint64_t bound, uint64_t *out)
 	min = (0 - bound) % bound;
 	for (int i = 0; i < DP__REJECT_MAX; i++) {
 		uint64_t v;
-		int rc = dp_rand_u64(src, &v);
+		int rc = dp_rng_u64(src, &v);
 
 		if (rc != 0)
 			return rc;
@@ -202,7 +202,7 @@ static int dp__csprng_fill(void *ctx, void *out, size_t len)
 	return 0;
 }
 
-int dp_csprng_new(dp_csprng **out)
+int dp_rng_csprng_new(dp_csprng **out)
 {
 	size_t len = dp__csprng_maplen();
 	dp_csprng *r;
@@ -224,7 +224,7 @@ int dp_csprng_new(dp_csprng **out)
 	return 0;
 }
 
-void dp_csprng_destroy(dp_csprng *r)
+void dp_rng_csprng_destroy(dp_csprng *r)
 {
 	if (r == NULL)
 		return;
@@ -232,7 +232,7 @@ void dp_csprng_destroy(dp_csprng *r)
 	(void)munmap(r, dp__csprng_maplen());
 }
 
-dp_bitsource dp_csprng_bitsource(dp_csprng *r)
+dp_bitsource dp_rng_csprng_bits(dp_csprng *r)
 {
 	dp_bitsource src = { .fill = dp__csprng_fill, .ctx = r };
 

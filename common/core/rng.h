@@ -17,22 +17,22 @@ typedef struct dp_bitsource {
 } dp_bitsource;
 
 /* Convenience draws on any source; 0 or the source's error. */
-int dp_rand_u64(dp_bitsource *src, uint64_t *out);
+int dp_rng_u64(dp_bitsource *src, uint64_t *out);
 /* Uniform on (0,1): 53 random bits, never 0 or 1. */
-int dp_rand_uniform(dp_bitsource *src, double *out);
+int dp_rng_uniform(dp_bitsource *src, double *out);
 /* Exponential with the given rate (> 0): gaps of a Poisson clock. */
-int dp_rand_exponential(dp_bitsource *src, double rate, double *out);
+int dp_rng_exponential(dp_bitsource *src, double rate, double *out);
 /* Uniform integer in [0, bound) without modulo bias; bound >= 1. */
-int dp_rand_below(dp_bitsource *src, uint64_t bound, uint64_t *out);
+int dp_rng_below(dp_bitsource *src, uint64_t bound, uint64_t *out);
 
 /* The cryptographically secure generator: OpenSSL RAND_priv_bytes into a
  * 64 KiB per-object buffer; used bytes are wiped (OPENSSL_cleanse).  Not to
  * be shared across fork(). */
 typedef struct dp_csprng dp_csprng;
 
-int dp_csprng_new(dp_csprng **out);
-void dp_csprng_destroy(dp_csprng *r);
+int dp_rng_csprng_new(dp_csprng **out);
+void dp_rng_csprng_destroy(dp_csprng *r);
 /* A bitsource view of r (valid while r lives). */
-dp_bitsource dp_csprng_bitsource(dp_csprng *r);
+dp_bitsource dp_rng_csprng_bits(dp_csprng *r);
 
 #endif

@@ -1,6 +1,7 @@
 /* Feature schema: build from a sample, save/load as JSON, apply to rows. */
 #include "common/core/schema.h"
 #include "common/core/error.h"
+#include "common/core/json.h"
 #include "common/core/modelfile.h"
 #include "common/core/file.h"
 

@@ -231,8 +231,8 @@ static int dp__check_range(const struct dp_config_entry *e, const char *what, co
 	hi_ok = v <= e->max;
 	if (lo_ok && hi_ok)
 		return 0;
-	dp_format_double(lo, sizeof(lo), e->min);
-	dp_format_double(hi, sizeof(hi), e->max);
+	dp_num_format(lo, sizeof(lo), e->min);
+	dp_num_format(hi, sizeof(hi), e->max);
 	if (isinf(e->max))
 		return dp_error_set(DP_EINVAL, "%s: must be %s %s, got '%s'", what,
 				    e->min_exclusive ? ">" : ">=", lo, text);
@@ -322,7 +322,7 @@ static int dp__parse_value(const struct dp_config_entry *e, const char *what, co
 		break;
 	case DP_CONFIG_DOUBLE:
 	case DP_CONFIG_DOUBLE_INF:
-		rc = dp_parse_double(what, text, e->type == DP_CONFIG_DOUBLE_INF, &v.d);
+		rc = dp_num_parse_double(what, text, e->type == DP_CONFIG_DOUBLE_INF, &v.d);
 		if (rc == 0)
 			rc = dp__check_range(e, what, text, v.d);
 		break;
@@ -334,12 +334,12 @@ static int dp__parse_value(const struct dp_config_entry *e, const char *what, co
 			rc = dp__check_range(e, what, text, v.d);
 		break;
 	case DP_CONFIG_U64:
-		rc = dp_parse_u64(what, text, &v.u);
+		rc = dp_num_parse_u64(what, text, &v.u);
 		if (rc == 0)
 			rc = dp__check_range(e, what, text, (double)v.u);
 		break;
 	case DP_CONFIG_SIZE:
-		rc = dp_parse_size(what, text, &v.z);
+		rc = dp_num_parse_size(what, text, &v.z);
 		if (rc == 0)
 			rc = dp__check_range(e, what, text, (double)v.z);
 		break;
@@ -921,7 +921,7 @@ static int dp__format_entry(const struct dp_config_entry *e, char *buf, size_t l
 	case DP_CONFIG_DOUBLE:
 	case DP_CONFIG_DOUBLE_INF:
 	case DP_CONFIG_DURATION:
-		dp_format_double(buf, len, *(double *)e->field);
+		dp_num_format(buf, len, *(double *)e->field);
 		break;
 	case DP_CONFIG_U64:
 		w = snprintf(buf, len, "%llu", (unsigned long long)*(uint64_t *)e->field);
@@ -1079,8 +1079,8 @@ int dp_config_print_help(const struct dp_config_spec *spec, FILE *out)
 			if (dp__is_number(f->type) && f->min < f->max) {
 				char lo[32], hi[32];
 
-				dp_format_double(lo, sizeof(lo), f->min);
-				dp_format_double(hi, sizeof(hi), f->max);
+				dp_num_format(lo, sizeof(lo), f->min);
+				dp_num_format(hi, sizeof(hi), f->max);
 				if (isinf(f->max))
 					snprintf(val, sizeof(val), "%s %s", f->min_exclusive ? ">" : ">=",
 						 lo);

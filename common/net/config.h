@@ -1,6 +1,6 @@
 /* Typed daemon configuration: a table of entries, a config file, flags.
  *
- * The Redis config.c model (STYLE.md "Config"): a daemon declares one
+ * The Redis config.c model (docs/style.md "Config"): a daemon declares one
  * static table of typed entries, each pointing at a field of its settings
  * struct.  dp_config_load() then
  *   1. applies every entry's default,

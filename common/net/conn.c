@@ -44,7 +44,7 @@ struct dp_conn {
 	SSL *ssl;
 	BIO *rbio, *wbio;       /* owned by ssl */
 	dp_frame_decoder dec;
-	dp_msg_limits lim;
+	dp_frame_limits lim;
 
 	dp_conn_callbacks cb;
 	void *data;
@@ -88,7 +88,7 @@ struct dp_listener {
 	uv_tcp_t tcp;
 	uv_loop_t *loop;
 	dp_conn_config cfg;     /* cfg.limits points at lim */
-	dp_msg_limits lim;
+	dp_frame_limits lim;
 	dp_conn *conns;
 	size_t nconns;
 	uint16_t port;
@@ -330,9 +330,9 @@ static int dp__deliver(dp_conn *c, const uint8_t *p, size_t n)
 		off += used;
 		if (m == NULL)
 			continue;
-		r = dp_msg_validate(m, &c->lim);
+		r = dp_frame_validate(m, &c->lim);
 		if (r < 0) {
-			dp__close(c, r, 1, "invalid %s message from %s: %s", dp_msg_kind(m),
+			dp__close(c, r, 1, "invalid %s message from %s: %s", dp_frame_kind(m),
 				  c->peer_addr, dp_error_detail(r));
 			dp_frame_msg_free(m);
 			return -1;
@@ -901,7 +901,7 @@ void dp_conn_close(dp_conn *c)
 	dp__close(c, 0, 1, "closed locally");
 }
 
-void dp_conn_set_limits(dp_conn *c, const dp_msg_limits *lim)
+void dp_conn_set_limits(dp_conn *c, const dp_frame_limits *lim)
 {
 	if (lim != NULL) {
 		c->lim = *lim;

@@ -1,11 +1,11 @@
 /* A framed, mutually authenticated TLS 1.3 connection on a libuv loop
- * (DESIGN.md §8, STYLE.md "TLS on libuv", docs/protocol.md).
+ * (docs/design.md §8, docs/style.md "TLS on libuv", docs/protocol.md).
  *
  * The socket is a uv_tcp_t; TLS runs in memory BIOs (ciphertext read from
  * the socket is written into the SSL's read BIO, everything OpenSSL
  * produces is moved from its write BIO into uv_write requests that own
  * their buffers).  Frames are dp_frame (4-byte length + Envelope); every
- * received message is checked with dp_msg_validate against the
+ * received message is checked with dp_frame_validate against the
  * connection's limits before it is delivered.
  *
  * Lifetime (libuv style): a dp_conn is created by dp_conn_connect() or by a
@@ -116,7 +116,7 @@ typedef struct dp_conn_config {
 				     * of the handshake; 0 -> 10 s */
 	uint32_t close_linger_ms;   /* how long a graceful close waits for the
 				     * queued bytes to leave; 0 -> 5 s */
-	const dp_msg_limits *limits; /* copied; NULL = defaults (p unknown) */
+	const dp_frame_limits *limits; /* copied; NULL = defaults (p unknown) */
 	size_t max_conns;           /* listener only: live connections at most;
 				     * more are accepted and closed at once;
 				     * 0 = no limit */
@@ -178,7 +178,7 @@ void dp_conn_close(dp_conn *c);
 
 /* Replace the limits incoming messages are validated against (copied;
  * NULL -> defaults), e.g. once p is known from Hello/Welcome. */
-void dp_conn_set_limits(dp_conn *c, const dp_msg_limits *lim);
+void dp_conn_set_limits(dp_conn *c, const dp_frame_limits *lim);
 
 void *dp_conn_data(const dp_conn *c);
 void dp_conn_set_data(dp_conn *c, void *data);

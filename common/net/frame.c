@@ -189,7 +189,7 @@ int dp_frame_encode(const Dpasync__Envelope *m, uint32_t max_len,
 		return dp_error_set(DP_ERANGE, "frame: empty Envelope (version not set)");
 	if (n > max_len)
 		return dp_error_set(DP_ERANGE, "frame: %s message of %zu bytes exceeds the maximum %u",
-				    dp_msg_kind(m), n, max_len);
+				    dp_frame_kind(m), n, max_len);
 	b = malloc(DP_FRAME_HDR + n);
 	if (b == NULL)
 		return dp_error_set(DP_ENOMEM, "frame: cannot allocate %zu bytes", n + DP_FRAME_HDR);
@@ -207,7 +207,7 @@ int dp_frame_encode(const Dpasync__Envelope *m, uint32_t max_len,
 	return 0;
 }
 
-const char *dp_msg_kind(const Dpasync__Envelope *m)
+const char *dp_frame_kind(const Dpasync__Envelope *m)
 {
 	if (m == NULL)
 		return "none";
@@ -350,9 +350,9 @@ static int dp__v_answer(const Dpasync__Answer *a, const dp__lim *l)
 	return dp__v_num("answer", "epsilon_left", a->epsilon_left, 1, 1);
 }
 
-int dp_msg_validate(const Dpasync__Envelope *m, const dp_msg_limits *lim)
+int dp_frame_validate(const Dpasync__Envelope *m, const dp_frame_limits *lim)
 {
-	dp__lim l = { 0, DP_MSG_MAX_P_DEFAULT, DP_MSG_MAX_STR_DEFAULT };
+	dp__lim l = { 0, DP_FRAME_MAX_P, DP_FRAME_MAX_STR };
 
 	if (lim != NULL) {
 		l.p = lim->p;
@@ -403,5 +403,5 @@ int dp_msg_validate(const Dpasync__Envelope *m, const dp_msg_limits *lim)
 	default:
 		return dp_error_set(DP_EPROTO, "envelope carries no message");
 	}
-	return dp_error_set(DP_EPROTO, "envelope %s message missing", dp_msg_kind(m));
+	return dp_error_set(DP_EPROTO, "envelope %s message missing", dp_frame_kind(m));
 }

@@ -1,4 +1,4 @@
-/* Framing and validation of the wire messages (DESIGN.md §8, docs/protocol.md).
+/* Framing and validation of the wire messages (docs/design.md §8, docs/protocol.md).
  *
  * A frame is a 4-byte big-endian length L (1 <= L <= max) followed by L
  * bytes: one packed dpasync.Envelope (proto/dpasync.proto).  The decoder is
@@ -51,7 +51,7 @@ void dp_frame_decoder_free(dp_frame_decoder *d);
  * buf + *used while *used < len.
  *
  * The decoder does not look inside the message beyond unpacking it: call
- * dp_msg_validate before using it.  Memory held for a partial frame grows
+ * dp_frame_validate before using it.  Memory held for a partial frame grows
  * with the bytes actually received, never with the announced length alone.
  *
  * Errors (the decoder stays failed; the connection must be closed):
@@ -84,20 +84,20 @@ int dp_frame_unpack(const uint8_t *body, size_t len, Dpasync__Envelope **msg);
 void dp_frame_msg_free(Dpasync__Envelope *m);
 
 /* Name of the oneof case ("hello", "query", ..., "none"); never NULL. */
-const char *dp_msg_kind(const Dpasync__Envelope *m);
+const char *dp_frame_kind(const Dpasync__Envelope *m);
 
 /* ---- Validation ----------------------------------------------------------- */
 
-#define DP_MSG_MAX_STR_DEFAULT 256u
-#define DP_MSG_MAX_P_DEFAULT   (1u << 20)
+#define DP_FRAME_MAX_STR 256u
+#define DP_FRAME_MAX_P   (1u << 20)
 
-typedef struct dp_msg_limits {
+typedef struct dp_frame_limits {
 	size_t p;        /* expected vector length (theta, gradient, final_theta,
 			  * Hello.n_features, Welcome.p); 0 = not known yet */
 	size_t max_p;    /* upper bound on any vector length when p == 0;
-			  * 0 -> DP_MSG_MAX_P_DEFAULT */
-	size_t max_str;  /* longest string in bytes; 0 -> DP_MSG_MAX_STR_DEFAULT */
-} dp_msg_limits;
+			  * 0 -> DP_FRAME_MAX_P */
+	size_t max_str;  /* longest string in bytes; 0 -> DP_FRAME_MAX_STR */
+} dp_frame_limits;
 
 /* Check an Envelope before use (lim NULL = all defaults, p unknown):
  *  - Envelope.version == DP_PROTO_VERSION, exactly one oneof case set and
@@ -114,6 +114,6 @@ typedef struct dp_msg_limits {
  *    Query/Answer k >= 1; Done.T >= 1.
  * The k an Answer answers, and its monotonicity, are the caller's to check.
  * Returns 0 or DP_EPROTO with a detail naming the field. */
-int dp_msg_validate(const Dpasync__Envelope *m, const dp_msg_limits *lim);
+int dp_frame_validate(const Dpasync__Envelope *m, const dp_frame_limits *lim);
 
 #endif

@@ -349,7 +349,7 @@ int dp_metrics_histogram(struct dp_metrics *reg, const char *name, const char *h
 
 /* ---- updates ------------------------------------------------------------- */
 
-int dp_metric_add(struct dp_metric *m, double v)
+int dp_metrics_add(struct dp_metric *m, double v)
 {
 	if (m == NULL || m->fam->type == DP_METRIC_HISTOGRAM || !isfinite(v) ||
 	    (m->fam->type == DP_METRIC_COUNTER && v < 0))
@@ -359,12 +359,12 @@ int dp_metric_add(struct dp_metric *m, double v)
 	return 0;
 }
 
-int dp_metric_inc(struct dp_metric *m)
+int dp_metrics_inc(struct dp_metric *m)
 {
-	return dp_metric_add(m, 1);
+	return dp_metrics_add(m, 1);
 }
 
-int dp_metric_set(struct dp_metric *m, double v)
+int dp_metrics_set(struct dp_metric *m, double v)
 {
 	if (m == NULL || m->fam->type != DP_METRIC_GAUGE)
 		return dp_error_set(DP_EINVAL, "metric '%s': only a gauge can be set",
@@ -373,7 +373,7 @@ int dp_metric_set(struct dp_metric *m, double v)
 	return 0;
 }
 
-int dp_metric_observe(struct dp_metric *m, double v)
+int dp_metrics_observe(struct dp_metric *m, double v)
 {
 	size_t b = 0;
 
@@ -388,7 +388,7 @@ int dp_metric_observe(struct dp_metric *m, double v)
 	return 0;
 }
 
-double dp_metric_value(const struct dp_metric *m)
+double dp_metrics_value(const struct dp_metric *m)
 {
 	if (m == NULL)
 		return NAN;
@@ -406,7 +406,7 @@ static void dp__fmt_value(char *buf, size_t len, double v)
 	else if (isinf(v))
 		snprintf(buf, len, v > 0 ? "+Inf" : "-Inf");
 	else
-		dp_format_double(buf, len, v);
+		dp_num_format(buf, len, v);
 }
 
 /* HELP text escapes backslash and newline; label values also the

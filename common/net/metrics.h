@@ -15,10 +15,10 @@
  *                     "Answers used, per owner.", (const char *[]){ "owner", NULL },
  *                     NULL, 0, &per_owner);
  *   ...
- *   dp_metric_inc(iters);
- *   dp_metric_observe(rtt, 0.012);
+ *   dp_metrics_inc(iters);
+ *   dp_metrics_observe(rtt, 0.012);
  *   dp_metrics_series(per_owner, (const char *[]){ "owner-1" }, &m);  (get or create)
- *   dp_metric_inc(m);
+ *   dp_metrics_inc(m);
  *
  * Threading: none.  Everything is meant to be used from the one libuv loop
  * thread of a daemon (updates and rendering alike), so there is no
@@ -92,20 +92,20 @@ int dp_metrics_histogram(struct dp_metrics *reg, const char *name, const char *h
 
 /* Updates.  Each returns 0, or DP_EINVAL and changes nothing when the call
  * does not fit the metric:
- *   dp_metric_inc      counter or gauge: += 1
- *   dp_metric_add      counter: += v with v finite and >= 0;
+ *   dp_metrics_inc      counter or gauge: += 1
+ *   dp_metrics_add      counter: += v with v finite and >= 0;
  *                      gauge: += v (finite)
- *   dp_metric_set      gauge only: = v (any value, NaN and +-Inf too)
- *   dp_metric_observe  histogram only: v not NaN; counted in the first
+ *   dp_metrics_set      gauge only: = v (any value, NaN and +-Inf too)
+ *   dp_metrics_observe  histogram only: v not NaN; counted in the first
  *                      bucket whose bound is >= v (or +Inf), added to the
  *                      sum and the count */
-int dp_metric_inc(struct dp_metric *m);
-int dp_metric_add(struct dp_metric *m, double v);
-int dp_metric_set(struct dp_metric *m, double v);
-int dp_metric_observe(struct dp_metric *m, double v);
+int dp_metrics_inc(struct dp_metric *m);
+int dp_metrics_add(struct dp_metric *m, double v);
+int dp_metrics_set(struct dp_metric *m, double v);
+int dp_metrics_observe(struct dp_metric *m, double v);
 
 /* Current value of a counter or gauge; for a histogram, its count. */
-double dp_metric_value(const struct dp_metric *m);
+double dp_metrics_value(const struct dp_metric *m);
 
 /* The whole registry in the text exposition format 0.0.4 (content type
  * DP_METRICS_CONTENT_TYPE): families in registration order, each with

@@ -1,4 +1,4 @@
-/* TLS 1.3 with mutual authentication for the dpasync wire (DESIGN.md §8).
+/* TLS 1.3 with mutual authentication for the dpasync wire (docs/design.md §8).
  *
  * One deployment CA signs the learner and every owner.  Both sides present a
  * certificate and verify the peer's chain against that CA only (the system

@@ -2,7 +2,7 @@
  * (docs/bench-daemons.md): a diagnostic that isolates learnerd's own
  * cost.  One process, one libuv loop, N owner connections (identities
  * owner-1 .. owner-N, certificates DIR/owner-i.crt/.key), speaking the
- * real protocol through common/conn.h, but with no clock, no data, no
+ * real protocol through common/net/conn.h, but with no clock, no data, no
  * noise and no ledger: each Query is answered at once with a gradient
  * 0.5 * theta, followed at once by the next UpdateRequest, so the
  * learner's request queue is never empty.  Never a privacy mechanism:
@@ -53,7 +53,7 @@ static void stub_send(struct stub_owner *o, Dpasync__Envelope *env)
 	env->version = DP_PROTO_VERSION;
 	rc = dp_conn_send(o->conn, env);
 	if (rc < 0) {
-		fprintf(stderr, "bench_owner_stub %s: send %s: %s\n", o->id, dp_msg_kind(env),
+		fprintf(stderr, "bench_owner_stub %s: send %s: %s\n", o->id, dp_frame_kind(env),
 			dp_error_detail(rc));
 		failed = 1;
 	}
@@ -123,7 +123,7 @@ static void stub_on_message(dp_conn *c, Dpasync__Envelope *m)
 
 	switch (m->msg_case) {
 	case DPASYNC__ENVELOPE__MSG_WELCOME: {
-		dp_msg_limits lim = { .p = A.p };
+		dp_frame_limits lim = { .p = A.p };
 
 		if (m->welcome->p != A.p) {
 			fprintf(stderr, "bench_owner_stub %s: Welcome.p=%u, expected %zu\n", o->id,
@@ -148,7 +148,7 @@ static void stub_on_message(dp_conn *c, Dpasync__Envelope *m)
 		dp_conn_close(c);
 		break;
 	default:
-		fprintf(stderr, "bench_owner_stub %s: unexpected %s\n", o->id, dp_msg_kind(m));
+		fprintf(stderr, "bench_owner_stub %s: unexpected %s\n", o->id, dp_frame_kind(m));
 		failed = 1;
 		dp_conn_close(c);
 		break;
@@ -225,16 +225,16 @@ int main(int argc, char **argv)
 				return stub_usage();
 			*colon = '\0';
 			A.host = optarg;
-			rc = dp_parse_u64("--learner port", colon + 1, &port);
+			rc = dp_num_parse_u64("--learner port", colon + 1, &port);
 			if (rc == 0 && (port == 0 || port > 65535))
 				rc = dp_error_set(DP_ERANGE, "--learner: bad port");
 			A.port = (uint16_t)port;
 			break;
 		case 'a': A.ca = optarg; break;
 		case 'c': A.certs = optarg; break;
-		case 'n': rc = dp_parse_size("--owners", optarg, &A.n); break;
-		case 'p': rc = dp_parse_size("--p", optarg, &A.p); break;
-		case 'r': rc = dp_parse_u64("--rows", optarg, &A.rows); break;
+		case 'n': rc = dp_num_parse_size("--owners", optarg, &A.n); break;
+		case 'p': rc = dp_num_parse_size("--p", optarg, &A.p); break;
+		case 'r': rc = dp_num_parse_u64("--rows", optarg, &A.rows); break;
 		default: return stub_usage();
 		}
 		if (rc < 0) {

@@ -212,7 +212,7 @@ int main(int argc, char **argv)
 	}
 	free(x);
 	int k;
-	err = dp_grid_exponent(n, clip, INFINITY, &k);
+	err = dp_noise_grid_exponent(n, clip, INFINITY, &k);
 	if (err != 0) {
 		fprintf(stderr, "bench_query: %s\n", dp_error_detail(err));
 		return 1;

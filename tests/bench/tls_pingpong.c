@@ -1,7 +1,7 @@
 /* Baseline for the daemon throughput benchmark (docs/bench-daemons.md): a
  * raw request-response ping-pong over the project's own transport
- * (common/conn.h: TLS 1.3 with mutual authentication on libuv, frames of
- * common/frame.h, every message validated on receipt), exchanging per
+ * (common/net/conn.h: TLS 1.3 with mutual authentication on libuv, frames of
+ * common/net/frame.h, every message validated on receipt), exchanging per
  * round trip exactly the messages of one strict-mode learnerd iteration:
  *
  *   server ("learner")                     client ("owner")
@@ -180,7 +180,7 @@ static void pp_server_on_message(dp_conn *c, Dpasync__Envelope *m)
 			pp_server_round_done();
 		break;
 	default:
-		pp_server_fail("unexpected %s message", dp_msg_kind(m));
+		pp_server_fail("unexpected %s message", dp_frame_kind(m));
 		break;
 	}
 	dp_frame_msg_free(m);
@@ -188,7 +188,7 @@ static void pp_server_on_message(dp_conn *c, Dpasync__Envelope *m)
 
 static int pp_server_on_handshake(dp_conn *c, const char *peer_id)
 {
-	dp_msg_limits lim = { .p = A.p };
+	dp_frame_limits lim = { .p = A.p };
 
 	if (S.conn != NULL)
 		return -1;      /* one client only */
@@ -267,7 +267,7 @@ static void pp_client_on_message(dp_conn *c, Dpasync__Envelope *m)
 	Dpasync__Answer a = DPASYNC__ANSWER__INIT;
 
 	if (m->msg_case != DPASYNC__ENVELOPE__MSG_QUERY) {
-		fprintf(stderr, "tls_pingpong: client: unexpected %s message\n", dp_msg_kind(m));
+		fprintf(stderr, "tls_pingpong: client: unexpected %s message\n", dp_frame_kind(m));
 		C.failed = 1;
 		dp_frame_msg_free(m);
 		dp_conn_close(c);
@@ -293,7 +293,7 @@ static void pp_client_on_message(dp_conn *c, Dpasync__Envelope *m)
 
 static int pp_client_on_handshake(dp_conn *c, const char *peer_id)
 {
-	dp_msg_limits lim = { .p = A.p };
+	dp_frame_limits lim = { .p = A.p };
 
 	C.conn = c;
 	dp_conn_set_limits(c, &lim);
@@ -401,9 +401,9 @@ int main(int argc, char **argv)
 		case 'k': A.skey = optarg; break;
 		case 'C': A.ccert = optarg; break;
 		case 'K': A.ckey = optarg; break;
-		case 'p': rc = dp_parse_size("--p", optarg, &A.p); break;
-		case 's': rc = dp_parse_double("--seconds", optarg, 0, &A.seconds); break;
-		case 'w': rc = dp_parse_u64("--warmup", optarg, &A.warmup); break;
+		case 'p': rc = dp_num_parse_size("--p", optarg, &A.p); break;
+		case 's': rc = dp_num_parse_double("--seconds", optarg, 0, &A.seconds); break;
+		case 'w': rc = dp_num_parse_u64("--warmup", optarg, &A.warmup); break;
 		case '1': A.one_process = 1; break;
 		case 'W': A.wait_request = 1; break;
 		default: return pp_usage();

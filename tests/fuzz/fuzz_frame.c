@@ -27,7 +27,7 @@ static void dp__fz_roundtrip(const Dpasync__Envelope *m)
 		abort();
 	if (na != nb || memcmp(a, b, na) != 0)
 		abort();        /* pack is canonical after one unpack */
-	if ((dp_msg_validate(m, NULL) == 0) != (dp_msg_validate(m2, NULL) == 0))
+	if ((dp_frame_validate(m, NULL) == 0) != (dp_frame_validate(m2, NULL) == 0))
 		abort();
 	dp_frame_msg_free(m2);
 	free(a);
@@ -47,7 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (off < size) {
 		size_t chunk, used = 0;
 		Dpasync__Envelope *m = NULL;
-		dp_msg_limits l3 = { .p = 3, .max_str = 16 };
+		dp_frame_limits l3 = { .p = 3, .max_str = 16 };
 
 		seed = seed * 1103515245u + 12345u;
 		chunk = 1 + (seed >> 16) % 64;
@@ -59,9 +59,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		off += used;
 		if (m != NULL) {
-			(void)dp_msg_validate(m, NULL);
-			(void)dp_msg_validate(m, &l3);
-			(void)dp_msg_kind(m);
+			(void)dp_frame_validate(m, NULL);
+			(void)dp_frame_validate(m, &l3);
+			(void)dp_frame_kind(m);
 			dp__fz_roundtrip(m);
 			dp_frame_msg_free(m);
 		}

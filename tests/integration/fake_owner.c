@@ -1,5 +1,5 @@
 /* A scripted owner for learnerd's integration test (test only, never
- * installed).  It speaks the real protocol through common/conn.h but
+ * installed).  It speaks the real protocol through common/net/conn.h but
  * answers a deterministic "gradient" ga * theta + gc instead of a noisy
  * query, so the test can recompute theta_L exactly from trace.csv.
  *
@@ -170,7 +170,7 @@ static void fo_on_message(dp_conn *c, Dpasync__Envelope *m)
 {
 	switch (m->msg_case) {
 	case DPASYNC__ENVELOPE__MSG_WELCOME: {
-		dp_msg_limits lim = { .p = A.p };
+		dp_frame_limits lim = { .p = A.p };
 
 		if (m->welcome->p != A.p || m->welcome->n_total < A.rows) {
 			fprintf(stderr, "fake_owner %s: bad welcome p=%u n_total=%llu\n", A.id,
@@ -206,7 +206,7 @@ static void fo_on_message(dp_conn *c, Dpasync__Envelope *m)
 		fo_finish(0);
 		break;
 	default:
-		fprintf(stderr, "fake_owner %s: unexpected %s\n", A.id, dp_msg_kind(m));
+		fprintf(stderr, "fake_owner %s: unexpected %s\n", A.id, dp_frame_kind(m));
 		fo_finish(6);
 	}
 	dp_frame_msg_free(m);
@@ -287,18 +287,18 @@ int main(int argc, char **argv)
 		case 'c': A.cert = optarg; break;
 		case 'k': A.key = optarg; break;
 		case 'i': A.id = optarg; break;
-		case 'p': rc = dp_parse_size("--p", optarg, &A.p); break;
-		case 'n': rc = dp_parse_u64("--rows", optarg, &A.rows); break;
-		case 'A': rc = dp_parse_double("--grad-a", optarg, 0, &A.ga); break;
-		case 'C': rc = dp_parse_double_list("--grad-c", optarg, 0, &A.gc, &A.ngc); break;
-		case 'e': rc = dp_parse_double("--epsilon", optarg, 1, &A.eps); break;
-		case 'K': rc = dp_parse_u64("--answers-cap", optarg, &A.cap); break;
-		case 'G': rc = dp_parse_u64("--answers-given", optarg, &A.given); break;
-		case 'I': rc = dp_parse_double("--interval", optarg, 0, &A.interval); break;
-		case 'N': rc = dp_parse_u64("--nan-at", optarg, &A.nan_at); break;
-		case 'S': rc = dp_parse_u64("--silent-at", optarg, &A.silent_at); break;
-		case 'R': rc = dp_parse_u64("--refuse-at", optarg, &A.refuse_at); break;
-		case 'r': rc = dp_parse_double("--reconnect", optarg, 0, &A.reconnect_for); break;
+		case 'p': rc = dp_num_parse_size("--p", optarg, &A.p); break;
+		case 'n': rc = dp_num_parse_u64("--rows", optarg, &A.rows); break;
+		case 'A': rc = dp_num_parse_double("--grad-a", optarg, 0, &A.ga); break;
+		case 'C': rc = dp_num_parse_double_list("--grad-c", optarg, 0, &A.gc, &A.ngc); break;
+		case 'e': rc = dp_num_parse_double("--epsilon", optarg, 1, &A.eps); break;
+		case 'K': rc = dp_num_parse_u64("--answers-cap", optarg, &A.cap); break;
+		case 'G': rc = dp_num_parse_u64("--answers-given", optarg, &A.given); break;
+		case 'I': rc = dp_num_parse_double("--interval", optarg, 0, &A.interval); break;
+		case 'N': rc = dp_num_parse_u64("--nan-at", optarg, &A.nan_at); break;
+		case 'S': rc = dp_num_parse_u64("--silent-at", optarg, &A.silent_at); break;
+		case 'R': rc = dp_num_parse_u64("--refuse-at", optarg, &A.refuse_at); break;
+		case 'r': rc = dp_num_parse_double("--reconnect", optarg, 0, &A.reconnect_for); break;
 		case 'd': A.done_file = optarg; break;
 		case 'q': A.no_request = 1; break;
 		default: return 2;

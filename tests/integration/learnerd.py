@@ -5,7 +5,7 @@ usage: test_learnerd.py LEARNERD FAKE_OWNER DPASYNC
 
 The fake owners answer the deterministic "gradient" ga_i * theta + gc_i, so
 theta_L and every theta_i can be recomputed here from trace.csv alone, with
-the update written out from DESIGN.md section 4 (not from common/core/algo.c).
+the update written out from docs/design.md section 4 (not from common/core/algo.c).
 
 Scenarios:
   A  request mode: T iterations complete; theta_L, theta_i equal the replay;
@@ -133,7 +133,7 @@ def clamp(v):
 
 
 def replay(owner_seq):
-    """DESIGN.md section 4, iteration by iteration, in plain Python."""
+    """docs/design.md section 4, iteration by iteration, in plain Python."""
     N, n = len(OWNERS), sum(ROWS.values())
     thL = [0.0] * P
     th = {o: [0.0] * P for o in OWNERS}

@@ -339,7 +339,7 @@ def metric(port, name):
 
 
 def clipped_mean_grad_linear(X, y, theta, clip):
-    """(1/n) sum clip(2 (theta.x - y) x), clip to L1 norm `clip` -- DESIGN.md §2/§3."""
+    """(1/n) sum clip(2 (theta.x - y) x), clip to L1 norm `clip` -- docs/design.md §2/§3."""
     c = 2.0 * (X @ theta - y)
     G = c[:, None] * X
     l1 = np.abs(G).sum(axis=1)
@@ -505,7 +505,7 @@ def test_main_flow(ownerd, base, work, fl, Xb, y, n, p, log):
           'epsilon_spent %r' % a['epsilon_spent'])
     check(abs(a['epsilon_left'] - (1 - a['epsilon_spent'])) < 2e-9, 'epsilon_left %r' % a)
     check(ledger_records(led) == 1, 'one ledger record per answer')
-    # Noise: b = 2 clip K / (n eps) per coordinate (DESIGN.md §3).  P(|Lap(b)| >
+    # Noise: b = 2 clip K / (n eps) per coordinate (docs/design.md §3).  P(|Lap(b)| >
     # 40 b) = e^-40 ~ 4e-18 per coordinate, and exact equality in every
     # coordinate needs the discrete noise to be 0 on a 2^-40 grid four times.
     b = 2 * 1.0 * 3 / (n * 1.0)
@@ -724,7 +724,7 @@ def test_bad_server_name(ownerd, base, work, fl, log):
 def test_ledger_failure(ownerd, base, work, fl, p, log, shim):
     # fdatasync of the 2nd answer record fails: ownerd refuses with "ledger
     # failed", sends nothing else and exits 1.  The record reached the file,
-    # so after a restart the failed charge counts as spent (PRIVACY.md §5).
+    # so after a restart the failed charge counts as spent (docs/privacy.md §5).
     check(os.path.exists(shim), 'shim %s missing' % shim)
     d = os.path.join(work, 'failsync')
     os.makedirs(d)

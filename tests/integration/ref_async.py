@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Independent reference of DESIGN.md §4 (async Algorithm 1) without noise.
+"""Independent reference of docs/design.md §4 (async Algorithm 1) without noise.
 
 Written from the formulas alone, in numpy, sharing no code with dpasync:
 

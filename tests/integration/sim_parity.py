@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Acceptance: with --epsilon inf and a --schedule, `dpasync sim --mode async`
-reproduces an independent numpy implementation of DESIGN.md §4 (ref_async.py)
+reproduces an independent numpy implementation of docs/design.md §4 (ref_async.py)
 to 1e-9 relative error on theta_L, for each model, with clipping active."""
 import json, os, random, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -1,4 +1,4 @@
-/* Step functions against values worked out by hand from DESIGN.md §4-5. */
+/* Step functions against values worked out by hand from docs/design.md §4-5. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -15,13 +15,13 @@ static void test_async_step_by_hand(void **state)
 	 * answer=(0.3,-0.6), weight 1/4.  bar=(2,0), grad g(bar)=(2,0).
 	 * theta_i = bar - 0.6 (grad g/6 + ans/4) = (1.755, 0.09)
 	 * theta_L = bar - 0.6 (2/9) grad g = (2 - 0.8/3, 0). */
-	dp_async_params a = { .p = 2, .N = 3, .eta = 0.6, .lambda = 0.5, .theta_max = 10 };
+	dp_algo_async_params a = { .p = 2, .N = 3, .eta = 0.6, .lambda = 0.5, .theta_max = 10 };
 	double L[2] = { 1, 2 }, ti[2] = { 3, -2 }, bar[2], ans[2] = { 0.3, -0.6 };
 
-	dp_async_midpoint(2, L, ti, bar);
+	dp_algo_midpoint(2, L, ti, bar);
 	NEAR(bar[0], 2.0);
 	NEAR(bar[1], 0.0);
-	dp_async_update(&a, bar, ans, 0.25, ti, L);
+	dp_algo_async_update(&a, bar, ans, 0.25, ti, L);
 	NEAR(ti[0], 1.755);
 	NEAR(ti[1], 0.09);
 	NEAR(L[0], 2.0 - 0.8 / 3.0);
@@ -31,10 +31,10 @@ static void test_async_step_by_hand(void **state)
 static void test_async_projection(void **state)
 {
 	/* theta_max = 1: bar=(2,0) would leave the box; both copies are clamped. */
-	dp_async_params a = { .p = 2, .N = 3, .eta = 0.6, .lambda = 0.5, .theta_max = 1 };
+	dp_algo_async_params a = { .p = 2, .N = 3, .eta = 0.6, .lambda = 0.5, .theta_max = 1 };
 	double L[2] = { 1, 2 }, ti[2] = { 3, -2 }, bar[2] = { 2, 0 }, ans[2] = { 0.3, -10 };
 
-	dp_async_update(&a, bar, ans, 0.25, ti, L);
+	dp_algo_async_update(&a, bar, ans, 0.25, ti, L);
 	NEAR(ti[0], 1.0);
 	NEAR(ti[1], 1.0); /* 0 - 0.6 * (-2.5) = 1.5 -> 1 */
 	NEAR(L[0], 1.0);
@@ -43,8 +43,8 @@ static void test_async_projection(void **state)
 static void test_rho_eta(void **state)
 {
 	/* N=3, T=10, lambda=0.5 (sigma=1), rho=2: eta = 3*2/(100*1) = 0.06. */
-	NEAR(dp_async_eta_from_rho(3, 10, 0.5, 2.0), 0.06);
-	NEAR(dp_async_rho_from_eta(3, 10, 0.5, 0.06), 2.0);
+	NEAR(dp_algo_eta_from_rho(3, 10, 0.5, 2.0), 0.06);
+	NEAR(dp_algo_rho_from_eta(3, 10, 0.5, 0.06), 2.0);
 }
 
 static void test_sync1_by_hand(void **state)
@@ -53,7 +53,7 @@ static void test_sync1_by_hand(void **state)
 	 * theta - 0.25 (theta + agg) = (0.7, -0.85). */
 	double th[2] = { 1, -1 }, agg[2] = { 0.2, 0.4 };
 
-	dp_sync1_step(2, 0.5, 2, 0.5, agg, th);
+	dp_algo_sync1_step(2, 0.5, 2, 0.5, agg, th);
 	NEAR(th[0], 0.7);
 	NEAR(th[1], -0.85);
 }
@@ -65,13 +65,13 @@ static void test_sync2_by_hand(void **state)
 	 * theta = (0.5, 2). */
 	double th[2] = { 1, 1 }, hat[2] = { 2, 0 }, agg[2] = { 1, -2 };
 
-	dp_sync2_step(2, 1.0, 4, 16, 0.0, 10.0, agg, th, hat);
+	dp_algo_sync2_step(2, 1.0, 4, 16, 0.0, 10.0, agg, th, hat);
 	NEAR(hat[0], 7.25 / 4.25);
 	NEAR(hat[1], 1.25 / 4.25);
 	NEAR(th[0], 0.5);
 	NEAR(th[1], 2.0);
 	/* The box applies to theta, not to the average. */
-	dp_sync2_step(2, 1.0, 4, 16, 0.0, 1.0, agg, th, hat);
+	dp_algo_sync2_step(2, 1.0, 4, 16, 0.0, 1.0, agg, th, hat);
 	NEAR(th[1], 1.0);
 }
 

@@ -17,6 +17,7 @@
 #include <openssl/x509v3.h>
 
 #include "tools/lib/certs.h"
+#include "common/net/tls.h"
 #include "common/core/error.h"
 
 static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)

@@ -1,6 +1,6 @@
 /* TLS connections over libuv: real sockets on loopback (ports chosen at run
  * time), one loop running both the server and the client.  Certificates
- * are made with common/certs.c into a temporary directory. */
+ * are made with tools/lib/certs.c into a temporary directory. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -250,7 +250,7 @@ static void send_or_fail(dp_conn *c, Dpasync__Envelope *e)
 	int r = dp_conn_send(c, e);
 
 	if (r != 0)
-		fail_msg("send %s: %s", dp_msg_kind(e), dp_error_detail(r));
+		fail_msg("send %s: %s", dp_frame_kind(e), dp_error_detail(r));
 }
 
 static void send_query(dp_conn *c, uint64_t k, double *v, size_t n)
@@ -347,7 +347,7 @@ static void on_message(dp_conn *c, Dpasync__Envelope *m)
 		if (m->msg_case == DPASYNC__ENVELOPE__MSG_HELLO) {
 			Dpasync__Envelope e = DPASYNC__ENVELOPE__INIT;
 			Dpasync__Welcome w = DPASYNC__WELCOME__INIT;
-			dp_msg_limits lim = { .p = m->hello->n_features };
+			dp_frame_limits lim = { .p = m->hello->n_features };
 
 			assert_string_equal(m->hello->owner_id, "owner-1");
 			dp_conn_set_limits(c, &lim);
@@ -488,7 +488,7 @@ static void test_roundtrip(void **state)
 {
 	harness h;
 	dp_conn_config sc, cc;
-	dp_msg_limits lim = { .p = BIG_P };
+	dp_frame_limits lim = { .p = BIG_P };
 
 	fill_big();
 	h_init(&h, SC_ROUNDTRIP);

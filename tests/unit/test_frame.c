@@ -306,7 +306,7 @@ static void test_validate_query(void **state)
 	Dpasync__Envelope e = DPASYNC__ENVELOPE__INIT;
 	Dpasync__Query q = DPASYNC__QUERY__INIT;
 	double th[4] = { 0.5, -1, 2, 0 };
-	dp_msg_limits lim = { .p = 4 };
+	dp_frame_limits lim = { .p = 4 };
 
 	e.version = 1;
 	e.msg_case = DPASYNC__ENVELOPE__MSG_QUERY;
@@ -314,45 +314,45 @@ static void test_validate_query(void **state)
 	q.k = 1;
 	q.n_theta = 4;
 	q.theta = th;
-	assert_int_equal(dp_msg_validate(&e, &lim), 0);
-	assert_int_equal(dp_msg_validate(&e, NULL), 0);    /* p unknown */
+	assert_int_equal(dp_frame_validate(&e, &lim), 0);
+	assert_int_equal(dp_frame_validate(&e, NULL), 0);    /* p unknown */
 
 	th[1] = NAN;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	assert_non_null(strstr(dp_error_detail(DP_EPROTO), "theta[1]"));
 	th[1] = INFINITY;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	th[1] = -INFINITY;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	th[1] = -1;
 
 	lim.p = 3;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	assert_non_null(strstr(dp_error_detail(DP_EPROTO), "dimension 4, expected 3"));
 	lim.p = 0;
 	lim.max_p = 3;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	lim.max_p = 0;
 	q.n_theta = 0;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	q.n_theta = 4;
 	q.k = 0;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	q.k = 5;
 
 	e.version = 2;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	assert_non_null(strstr(dp_error_detail(DP_EPROTO), "version 2"));
 	e.version = 1;
 
 	e.msg_case = DPASYNC__ENVELOPE__MSG__NOT_SET;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	assert_non_null(strstr(dp_error_detail(DP_EPROTO), "no message"));
 	/* Case set but submessage missing. */
 	e.msg_case = DPASYNC__ENVELOPE__MSG_QUERY;
 	e.query = NULL;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
-	assert_int_equal(dp_msg_validate(NULL, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(NULL, &lim), DP_EPROTO);
 }
 
 static void test_validate_others(void **state)
@@ -363,7 +363,7 @@ static void test_validate_others(void **state)
 	Dpasync__Answer a = DPASYNC__ANSWER__INIT;
 	Dpasync__Refuse rf = DPASYNC__REFUSE__INIT;
 	Dpasync__Done d = DPASYNC__DONE__INIT;
-	dp_msg_limits lim = { .p = 3, .max_str = 16 };
+	dp_frame_limits lim = { .p = 3, .max_str = 16 };
 	char longname[40];
 
 	e.version = 1;
@@ -374,32 +374,32 @@ static void test_validate_others(void **state)
 	h.n_rows = 5;
 	h.n_features = 3;
 	h.epsilon = INFINITY;             /* allowed: no noise */
-	assert_int_equal(dp_msg_validate(&e, &lim), 0);
+	assert_int_equal(dp_frame_validate(&e, &lim), 0);
 	h.epsilon = NAN;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	h.epsilon = 0;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	h.epsilon = -INFINITY;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	h.epsilon = 1;
 	h.owner_id = "own\ner";
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	assert_non_null(strstr(dp_error_detail(DP_EPROTO), "non-printable"));
 	memset(longname, 'a', sizeof(longname) - 1);
 	longname[sizeof(longname) - 1] = '\0';
 	h.owner_id = longname;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	h.owner_id = "";
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	h.owner_id = "o";
 	h.n_features = 4;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	h.n_features = 3;
 	h.version = 0;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	h.version = 1;
 	h.n_rows = 0;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 
 	e.msg_case = DPASYNC__ENVELOPE__MSG_WELCOME;
 	e.welcome = &w;
@@ -415,28 +415,28 @@ static void test_validate_others(void **state)
 	w.mode = DPASYNC__MODE__MODE_REQUEST;
 	w.p = 3;
 	w.k_done = 10;
-	assert_int_equal(dp_msg_validate(&e, &lim), 0);
+	assert_int_equal(dp_frame_validate(&e, &lim), 0);
 	w.k_done = 11;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	w.k_done = 0;
 	w.mode = 7;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	w.mode = DPASYNC__MODE__MODE_BROADCAST;
 	w.lambda = -1;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	w.lambda = 0;
-	assert_int_equal(dp_msg_validate(&e, &lim), 0);
+	assert_int_equal(dp_frame_validate(&e, &lim), 0);
 	w.rho = INFINITY;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	w.rho = 1;
 	w.clip_l1 = 0;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	w.clip_l1 = 1;
 	w.p = 2;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	w.p = 3;
 	w.t = 0;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	w.t = 10;
 
 	e.msg_case = DPASYNC__ENVELOPE__MSG_ANSWER;
@@ -446,33 +446,33 @@ static void test_validate_others(void **state)
 	a.gradient = grad;
 	a.epsilon_spent = 0.2;
 	a.epsilon_left = INFINITY;
-	assert_int_equal(dp_msg_validate(&e, &lim), 0);
+	assert_int_equal(dp_frame_validate(&e, &lim), 0);
 	a.n_gradient = 2;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	a.n_gradient = 3;
 	a.epsilon_spent = -0.1;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	a.epsilon_spent = NAN;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	a.epsilon_spent = 0;
 	a.k = 0;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 
 	e.msg_case = DPASYNC__ENVELOPE__MSG_REFUSE;
 	e.refuse = &rf;
 	rf.reason = "";
-	assert_int_equal(dp_msg_validate(&e, &lim), 0);
+	assert_int_equal(dp_frame_validate(&e, &lim), 0);
 	rf.reason = "budget \x01";
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 
 	e.msg_case = DPASYNC__ENVELOPE__MSG_DONE;
 	e.done = &d;
 	d.t = 10;
 	d.n_final_theta = 3;
 	d.final_theta = fin;
-	assert_int_equal(dp_msg_validate(&e, &lim), 0);
+	assert_int_equal(dp_frame_validate(&e, &lim), 0);
 	d.t = 0;
-	assert_int_equal(dp_msg_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 }
 
 /* Two oneof members on the wire: protobuf keeps the last one, so the
@@ -487,7 +487,7 @@ static void test_two_oneof_members(void **state)
 	assert_int_equal(m->msg_case, DPASYNC__ENVELOPE__MSG_QUERY);
 	assert_int_equal(m->query->k, 5);
 	/* theta missing: invalid. */
-	assert_int_equal(dp_msg_validate(m, NULL), DP_EPROTO);
+	assert_int_equal(dp_frame_validate(m, NULL), DP_EPROTO);
 	dp_frame_msg_free(m);
 	dp_frame_msg_free(NULL);
 }
@@ -505,7 +505,7 @@ static void test_unknown_fields(void **state)
 
 	assert_int_equal(dp_frame_unpack(fwd, sizeof(fwd), &m), 0);
 	assert_int_equal(m->msg_case, DPASYNC__ENVELOPE__MSG_UPDATE_REQUEST);
-	assert_int_equal(dp_msg_validate(m, NULL), 0);
+	assert_int_equal(dp_frame_validate(m, NULL), 0);
 	dp_frame_msg_free(m);
 	m = NULL;
 	assert_int_equal(dp_frame_unpack(zero_a, sizeof(zero_a), &m), DP_EPROTO);

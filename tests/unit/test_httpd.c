@@ -125,7 +125,7 @@ static struct server *server_start(const char *listen, unsigned timeout_ms, unsi
 	s->max_conns = max_conns;
 	assert_int_equal(dp_metrics_new(&s->reg), 0);
 	assert_int_equal(dp_metrics_counter(s->reg, "t_requests_total", "Requests.", &c), 0);
-	assert_int_equal(dp_metric_add(c, 3), 0);
+	assert_int_equal(dp_metrics_add(c, 3), 0);
 	assert_int_equal(uv_sem_init(&s->ready, 0), 0);
 	assert_int_equal(uv_thread_create(&s->thread, server_main, s), 0);
 	uv_sem_wait(&s->ready);

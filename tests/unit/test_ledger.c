@@ -1,4 +1,4 @@
-/* Tests for common/ledger.c: the owner's durable privacy-budget ledger.
+/* Tests for common/core/ledger.c: the owner's durable privacy-budget ledger.
  *
  * Expected nano-epsilon values are derived by hand from the exact binary
  * value of each double (shown next to each), not from the code under test.

@@ -74,48 +74,48 @@ static void test_exposition(void **state)
 			 0);
 
 	for (int i = 0; i < 3; i++)
-		assert_int_equal(dp_metric_inc(iters), 0);
-	assert_int_equal(dp_metric_add(iters, 2), 0);
-	assert_int_equal(dp_metric_set(owners, 2), 0);
-	assert_int_equal(dp_metric_add(owners, -0.5), 0);
+		assert_int_equal(dp_metrics_inc(iters), 0);
+	assert_int_equal(dp_metrics_add(iters, 2), 0);
+	assert_int_equal(dp_metrics_set(owners, 2), 0);
+	assert_int_equal(dp_metrics_add(owners, -0.5), 0);
 
 	assert_int_equal(dp_metrics_series(per_owner, (const char *[]){ "owner-1" }, &m), 0);
-	assert_int_equal(dp_metric_inc(m), 0);
+	assert_int_equal(dp_metrics_inc(m), 0);
 	assert_int_equal(dp_metrics_series(per_owner, (const char *[]){ "owner-2" }, &m2), 0);
-	assert_int_equal(dp_metric_add(m2, 0), 0);
+	assert_int_equal(dp_metrics_add(m2, 0), 0);
 	assert_int_equal(dp_metrics_series(per_owner, (const char *[]){ "owner-1" }, &m2), 0);
 	assert_ptr_equal(m, m2);  /* same labels, same series */
-	assert_int_equal(dp_metric_inc(m2), 0);
+	assert_int_equal(dp_metrics_inc(m2), 0);
 	assert_int_equal(dp_metrics_series(per_owner, (const char *[]){ "we\"ird\\name\n" }, &m),
 			 0);
-	assert_int_equal(dp_metric_inc(m), 0);
+	assert_int_equal(dp_metrics_inc(m), 0);
 
-	assert_int_equal(dp_metric_observe(rtt, 0.0625), 0);
-	assert_int_equal(dp_metric_observe(rtt, 0.125), 0);  /* le is inclusive */
-	assert_int_equal(dp_metric_observe(rtt, 0.25), 0);
-	assert_int_equal(dp_metric_observe(rtt, 0.75), 0);
-	assert_int_equal(dp_metric_observe(rtt, 2), 0);
-	assert_true(dp_metric_value(rtt) == 5);
+	assert_int_equal(dp_metrics_observe(rtt, 0.0625), 0);
+	assert_int_equal(dp_metrics_observe(rtt, 0.125), 0);  /* le is inclusive */
+	assert_int_equal(dp_metrics_observe(rtt, 0.25), 0);
+	assert_int_equal(dp_metrics_observe(rtt, 0.75), 0);
+	assert_int_equal(dp_metrics_observe(rtt, 2), 0);
+	assert_true(dp_metrics_value(rtt) == 5);
 
 	assert_int_equal(dp_metrics_series(by_owner, (const char *[]){ "a" }, &m), 0);
-	assert_int_equal(dp_metric_observe(m, 1.5), 0);
+	assert_int_equal(dp_metrics_observe(m, 1.5), 0);
 
 	assert_int_equal(dp_metrics_series(two, (const char *[]){ "o1", "async" }, &m), 0);
-	assert_int_equal(dp_metric_set(m, 0.30000000000000004), 0);
+	assert_int_equal(dp_metrics_set(m, 0.30000000000000004), 0);
 	assert_int_equal(dp_metrics_series(two, (const char *[]){ "o1", "sync1" }, &m), 0);
-	assert_int_equal(dp_metric_set(m, 1e6), 0);
+	assert_int_equal(dp_metrics_set(m, 1e6), 0);
 	assert_int_equal(dp_metrics_series(two, (const char *[]){ "o2", "async" }, &m), 0);
-	assert_int_equal(dp_metric_set(m, INFINITY), 0);
+	assert_int_equal(dp_metrics_set(m, INFINITY), 0);
 	assert_int_equal(dp_metrics_series(two, (const char *[]){ "o3", "async" }, &m), 0);
-	assert_int_equal(dp_metric_set(m, -INFINITY), 0);
+	assert_int_equal(dp_metrics_set(m, -INFINITY), 0);
 	assert_int_equal(dp_metrics_series(two, (const char *[]){ "o4", "async" }, &m), 0);
-	assert_int_equal(dp_metric_set(m, NAN), 0);
+	assert_int_equal(dp_metrics_set(m, NAN), 0);
 	assert_int_equal(dp_metrics_series(two, (const char *[]){ "o5", "async" }, &m), 0);
-	assert_int_equal(dp_metric_set(m, 1e-7), 0);
+	assert_int_equal(dp_metrics_set(m, 1e-7), 0);
 	assert_int_equal(dp_metrics_series(two, (const char *[]){ "\xc3\xa9t\xc3\xa9 \xe2\x82\xac"
 								     "\xf0\x9f\x98\x80", "peer" },
 					   &m), 0);
-	assert_int_equal(dp_metric_set(m, -3), 0);
+	assert_int_equal(dp_metrics_set(m, -3), 0);
 
 	text = render(reg);
 	text_equal(text,
@@ -173,7 +173,7 @@ static void test_histogram_cumulative(void **state)
 	for (int i = 0; i < 200; i++) {
 		/* 10^-4 .. 10^2 on a grid, plus exact hits on the bounds. */
 		obs[i] = (i % 25 == 0) ? bounds[(i / 25) % 5] : pow(10.0, -4 + 6.0 * i / 199);
-		assert_int_equal(dp_metric_observe(h, obs[i]), 0);
+		assert_int_equal(dp_metrics_observe(h, obs[i]), 0);
 	}
 	for (int i = 0; i < 200; i++)
 		sum += obs[i];  /* same order as the histogram adds them */
@@ -206,7 +206,7 @@ static void test_histogram_cumulative(void **state)
 	}
 	assert_int_equal(seen, 8);
 	free(text);
-	assert_true(dp_metric_value(h) == 200);
+	assert_true(dp_metrics_value(h) == 200);
 	dp_metrics_destroy(reg);
 }
 
@@ -254,20 +254,20 @@ static void test_errors(void **state)
 	assert_int_equal(dp_metrics_histogram(reg, "b5", "x", (const double[]){ INFINITY }, 1,
 					      &m), DP_EINVAL);
 	/* Updates that do not fit the type change nothing. */
-	assert_int_equal(dp_metric_add(c, -1), DP_EINVAL);
-	assert_int_equal(dp_metric_add(c, NAN), DP_EINVAL);
-	assert_int_equal(dp_metric_add(c, INFINITY), DP_EINVAL);
-	assert_int_equal(dp_metric_set(c, 5), DP_EINVAL);
-	assert_int_equal(dp_metric_observe(c, 5), DP_EINVAL);
-	assert_true(dp_metric_value(c) == 0);
-	assert_int_equal(dp_metric_observe(g, 1), DP_EINVAL);
-	assert_int_equal(dp_metric_add(g, NAN), DP_EINVAL);
-	assert_int_equal(dp_metric_inc(h), DP_EINVAL);
-	assert_int_equal(dp_metric_set(h, 1), DP_EINVAL);
-	assert_int_equal(dp_metric_observe(h, NAN), DP_EINVAL);
-	assert_true(dp_metric_value(h) == 0);
-	assert_int_equal(dp_metric_observe(h, INFINITY), 0);  /* lands in +Inf */
-	assert_int_equal(dp_metric_observe(h, -INFINITY), 0); /* lands in le="1" */
+	assert_int_equal(dp_metrics_add(c, -1), DP_EINVAL);
+	assert_int_equal(dp_metrics_add(c, NAN), DP_EINVAL);
+	assert_int_equal(dp_metrics_add(c, INFINITY), DP_EINVAL);
+	assert_int_equal(dp_metrics_set(c, 5), DP_EINVAL);
+	assert_int_equal(dp_metrics_observe(c, 5), DP_EINVAL);
+	assert_true(dp_metrics_value(c) == 0);
+	assert_int_equal(dp_metrics_observe(g, 1), DP_EINVAL);
+	assert_int_equal(dp_metrics_add(g, NAN), DP_EINVAL);
+	assert_int_equal(dp_metrics_inc(h), DP_EINVAL);
+	assert_int_equal(dp_metrics_set(h, 1), DP_EINVAL);
+	assert_int_equal(dp_metrics_observe(h, NAN), DP_EINVAL);
+	assert_true(dp_metrics_value(h) == 0);
+	assert_int_equal(dp_metrics_observe(h, INFINITY), 0);  /* lands in +Inf */
+	assert_int_equal(dp_metrics_observe(h, -INFINITY), 0); /* lands in le="1" */
 	/* Label values must be UTF-8 and present. */
 	assert_int_equal(dp_metrics_family(reg, DP_METRIC_COUNTER, "per_owner_total", "x",
 					   (const char *[]){ "owner", NULL }, NULL, 0, &f), 0);
@@ -329,7 +329,7 @@ static void test_many_series(void **state)
 	for (int i = 0; i < 100; i++) {
 		snprintf(name, sizeof(name), "owner-%d", i);
 		assert_int_equal(dp_metrics_series(f, (const char *[]){ name }, &m[i]), 0);
-		assert_int_equal(dp_metric_add(m[i], i), 0);
+		assert_int_equal(dp_metrics_add(m[i], i), 0);
 	}
 	for (int i = 0; i < 100; i++) {
 		struct dp_metric *again;
@@ -337,7 +337,7 @@ static void test_many_series(void **state)
 		snprintf(name, sizeof(name), "owner-%d", i);
 		assert_int_equal(dp_metrics_series(f, (const char *[]){ name }, &again), 0);
 		assert_ptr_equal(again, m[i]);
-		assert_true(dp_metric_value(again) == i);
+		assert_true(dp_metrics_value(again) == i);
 	}
 	text = render(reg);
 	for (p = text; *p; p++)

@@ -1,4 +1,4 @@
-/* Tests for common/model.c: the losses of DESIGN.md §2, the plain passes
+/* Tests for common/core/model.c: the losses of docs/design.md §2, the plain passes
  * (loss, fitness, mean gradient) and the privacy kernel
  * dp_model_clipped_grid_sum.
  *
@@ -326,7 +326,7 @@ static void test_grid_sum_matches_reference(void **state)
 
 				dyadic_ds(&r, &ds, n, p, m);
 				dyadic_theta(&r, theta, p, ldexp(1.0, -(int)ceil(0.5 * log2((double)p))));
-				assert_int_equal(dp_grid_exponent(n, clip, INFINITY, &k), 0);
+				assert_int_equal(dp_noise_grid_exponent(n, clip, INFINITY, &k), 0);
 				reference(m, &ds, theta, clip, k, &ref);
 				total_clipped += ref.clipped;
 				total_unclipped += ref.unclipped;
@@ -390,7 +390,7 @@ static void test_grid_sum_close_to_exact_clipping(void **state)
 			theta[q] = rnd_unif(&r) - 0.5;
 		double clip = 2.5;
 		int k;
-		assert_int_equal(dp_grid_exponent(n, clip, INFINITY, &k), 0);
+		assert_int_equal(dp_noise_grid_exponent(n, clip, INFINITY, &k), 0);
 
 		long double ex[12] = { 0 };
 		for (size_t j = 0; j < n; j++) {
@@ -469,7 +469,7 @@ static void test_grid_sum_row_l1_bound(void **state)
 	for (int it = 0; it < 2000; it++) {
 		double clip = ldexp(1.0 + rnd_unif(&r), (int)rnd_below(&r, 10) - 5);
 		int k;
-		assert_int_equal(dp_grid_exponent(8, clip, INFINITY, &k), 0);
+		assert_int_equal(dp_noise_grid_exponent(8, clip, INFINITY, &k), 0);
 		row_bound_case(&r, 8, clip, k);
 	}
 	unsetenv("DP_KERNEL_ISA");

@@ -1,5 +1,5 @@
-/* Tests for common/noise.c: the geometric and discrete Laplace samplers and
- * the grid exponent (PRIVACY.md §4).
+/* Tests for common/core/noise.c: the geometric and discrete Laplace samplers and
+ * the grid exponent (docs/privacy.md §4).
  *
  * Statistical tests draw from the seeded simulator generator (base seed from
  * DP_TEST_SEED if set, else fresh from the CSPRNG, printed so a failure can
@@ -160,33 +160,33 @@ static void test_invalid(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		assert_int_equal(dp_geometric_sample(&s, bad[i], &x), DP_EINVAL);
-		assert_int_equal(dp_discrete_laplace_sample(&s, bad[i], &x), DP_EINVAL);
+		assert_int_equal(dp_noise_geometric(&s, bad[i], &x), DP_EINVAL);
+		assert_int_equal(dp_noise_discrete_laplace(&s, bad[i], &x), DP_EINVAL);
 	}
-	assert_int_equal(dp_geometric_sample(&s, 0x1p-54, &x), DP_ERANGE);
-	assert_int_equal(dp_discrete_laplace_sample(&s, nextafter(0x1p53, INFINITY), &x), DP_ERANGE);
+	assert_int_equal(dp_noise_geometric(&s, 0x1p-54, &x), DP_ERANGE);
+	assert_int_equal(dp_noise_discrete_laplace(&s, nextafter(0x1p53, INFINITY), &x), DP_ERANGE);
 	assert_true(x == 12345);
 	/* The source's failure is reported, output untouched. */
-	assert_int_equal(dp_geometric_sample(&s, 1.0, &x), DP_ERNG);
-	assert_int_equal(dp_discrete_laplace_sample(&s, 1.0, &x), DP_ERNG);
+	assert_int_equal(dp_noise_geometric(&s, 1.0, &x), DP_ERNG);
+	assert_int_equal(dp_noise_discrete_laplace(&s, 1.0, &x), DP_ERNG);
 	assert_true(x == 12345);
 	/* A tie needs one more word; if the source fails there, same. */
 	b.len = b.used = 0;
 	for (int i = 0; i < 10; i++)
 		push32(&b, 0);  /* lambda = 1: digit 5 ties (p < 2^-32) */
-	assert_int_equal(dp_geometric_sample(&s, 1.0, &x), DP_ERNG);
+	assert_int_equal(dp_noise_geometric(&s, 1.0, &x), DP_ERNG);
 	assert_true(x == 12345);
 	/* Extremes that are valid: the largest scale, and a subnormal one
 	 * (lambda 2^0 > 700: no digit can be 1, no word drawn, output 0). */
 	b.len = b.used = 0;
-	assert_int_equal(dp_discrete_laplace_sample(&s, 1e-320, &x), 0);
+	assert_int_equal(dp_noise_discrete_laplace(&s, 1e-320, &x), 0);
 	assert_true(x == 0);
 	assert_int_equal(b.used, 0);
 	{
 		dp_bitsource r = sim_src(1);
 
-		assert_int_equal(dp_discrete_laplace_sample(&r, 0x1p53, &x), 0);
-		assert_int_equal(dp_geometric_sample(&r, 0x1p-53, &x), 0);
+		assert_int_equal(dp_noise_discrete_laplace(&r, 0x1p53, &x), 0);
+		assert_int_equal(dp_noise_geometric(&r, 0x1p-53, &x), 0);
 		assert_true(x >= 0);
 	}
 }
@@ -206,10 +206,10 @@ static void test_kat_extremes(void **state)
 	/* All-ones words exceed every probability: X = 0, 10 words read. */
 	memset(b.b, 0xff, 160);
 	b.len = 160;
-	assert_int_equal(dp_geometric_sample(&s, 1.0, &x), 0);
+	assert_int_equal(dp_noise_geometric(&s, 1.0, &x), 0);
 	assert_true(x == 0);
 	assert_int_equal(b.used, 40);
-	assert_int_equal(dp_discrete_laplace_sample(&s, 1.0, &x), 0);
+	assert_int_equal(dp_noise_discrete_laplace(&s, 1.0, &x), 0);
 	assert_true(x == 0);
 	assert_int_equal(b.used, 120);
 
@@ -224,13 +224,13 @@ static void test_kat_extremes(void **state)
 	memset(b.b, 0, 512);
 	b.len = 512;
 	b.used = 0;
-	assert_int_equal(dp_geometric_sample(&s, 1.0, &x), 0);
+	assert_int_equal(dp_noise_geometric(&s, 1.0, &x), 0);
 	assert_true(x == 1023);
 	assert_int_equal(b.used, 224);
 
 	/* lambda = 50: digits 0..3 (50 * 8 <= 700 < 50 * 16) -> 15. */
 	b.used = 0;
-	assert_int_equal(dp_geometric_sample(&s, 50.0, &x), 0);
+	assert_int_equal(dp_noise_geometric(&s, 50.0, &x), 0);
 	assert_true(x == 15);
 }
 
@@ -250,7 +250,7 @@ static void test_kat_ln3(void **state)
 	push32(&b, UINT32_C(1) << 19);  /* V = 2^-13  < 1/6562  -> 1 */
 	for (int i = 4; i < 10; i++)
 		push32(&b, UINT32_MAX);     /* -> 0 */
-	assert_int_equal(dp_geometric_sample(&s, lam, &x), 0);
+	assert_int_equal(dp_noise_geometric(&s, lam, &x), 0);
 	assert_true(x == 13);
 	assert_int_equal(b.used, 40);
 
@@ -259,7 +259,7 @@ static void test_kat_ln3(void **state)
 	push32(&b, 0);                  /* V = 0 < 1/4 -> 1 */
 	for (int i = 1; i < 10; i++)
 		push32(&b, UINT32_MAX);
-	assert_int_equal(dp_discrete_laplace_sample(&s, 1 / lam, &x), 0);
+	assert_int_equal(dp_noise_discrete_laplace(&s, 1 / lam, &x), 0);
 	assert_true(x == 12);
 	assert_int_equal(b.used, 80);
 }
@@ -294,7 +294,7 @@ static void test_kat_exact_tie(void **state)
 			push32(&b, UINT32_MAX);
 		push64(&b, cases[c].w);
 		push64(&b, 0);  /* must not be read: p has no digits past 96 */
-		assert_int_equal(dp_geometric_sample(&s, lam, &x), 0);
+		assert_int_equal(dp_noise_geometric(&s, lam, &x), 0);
 		assert_true(x == cases[c].x);
 		assert_int_equal(b.used, 56);
 	}
@@ -318,11 +318,11 @@ static void test_pure_and_shift(void **state)
 		int64_t n1, n2;
 
 		rec.rec.len = rec.rec.used = 0;
-		assert_int_equal(dp_discrete_laplace_sample(&rs, t, &n1), 0);
+		assert_int_equal(dp_noise_discrete_laplace(&rs, t, &n1), 0);
 		/* Replaying exactly those bytes gives the same value and
 		 * consumes all of them. */
 		ps = bytes_src(&rec.rec);
-		assert_int_equal(dp_discrete_laplace_sample(&ps, t, &n2), 0);
+		assert_int_equal(dp_noise_discrete_laplace(&ps, t, &n2), 0);
 		assert_true(n1 == n2);
 		assert_int_equal(rec.rec.used, rec.rec.len);
 		/* M(x) = x + noise with the same bits: M(x + d) - M(x) = d. */
@@ -345,10 +345,10 @@ static void test_pure_and_shift(void **state)
 		int64_t g1, g2;
 
 		rec.rec.len = rec.rec.used = 0;
-		assert_int_equal(dp_geometric_sample(&rs, lam, &g1), 0);
-		assert_int_equal(dp_discrete_laplace_sample(&rs, 3.0, &g2), 0);
+		assert_int_equal(dp_noise_geometric(&rs, lam, &g1), 0);
+		assert_int_equal(dp_noise_discrete_laplace(&rs, 3.0, &g2), 0);
 		ps = bytes_src(&rec.rec);
-		assert_int_equal(dp_geometric_sample(&ps, lam, &g2), 0);
+		assert_int_equal(dp_noise_geometric(&ps, lam, &g2), 0);
 		assert_true(g1 == g2 && g1 >= 0);
 	}
 }
@@ -367,7 +367,7 @@ static void test_exp_premise(void **state)
 		double u, x;
 		long double ref, got;
 
-		assert_int_equal(dp_rand_uniform(&s, &u), 0);
+		assert_int_equal(dp_rng_uniform(&s, &u), 0);
 		x = ldexp(1.0 + u, (it % 62) - 53);  /* 2^-53 .. 2^9 */
 		if (x > 700)
 			continue;
@@ -398,7 +398,7 @@ static void chi2_geometric(dp_bitsource *s, double lam, int n)
 	for (int i = 0; i < n; i++) {
 		int64_t x;
 
-		assert_int_equal(dp_geometric_sample(s, lam, &x), 0);
+		assert_int_equal(dp_noise_geometric(s, lam, &x), 0);
 		assert_true(x >= 0);
 		counts[x < m - 1 ? x : m - 1]++;
 	}
@@ -419,10 +419,10 @@ static void test_chi2_geometric(void **state)
 	s = sim_src(12);
 	chi2_geometric(&s, 3.0, 1000000);
 	/* The production path: the same test fed by the CSPRNG. */
-	assert_int_equal(dp_csprng_new(&r), 0);
-	s = dp_csprng_bitsource(r);
+	assert_int_equal(dp_rng_csprng_new(&r), 0);
+	s = dp_rng_csprng_bits(r);
 	chi2_geometric(&s, 0.7, 1000000);
-	dp_csprng_destroy(r);
+	dp_rng_csprng_destroy(r);
 }
 
 static void chi2_dlaplace(dp_bitsource *s, double t, int n)
@@ -442,7 +442,7 @@ static void chi2_dlaplace(dp_bitsource *s, double t, int n)
 	for (int i = 0; i < n; i++) {
 		int64_t x;
 
-		assert_int_equal(dp_discrete_laplace_sample(s, t, &x), 0);
+		assert_int_equal(dp_noise_discrete_laplace(s, t, &x), 0);
 		counts[x <= -J ? 0 : x >= J ? m - 1 : x + J]++;
 	}
 	assert_true(chi2_pvalue(counts, prob, m, n) > ALPHA);  /* false failure 1e-6 */
@@ -458,10 +458,10 @@ static void test_chi2_dlaplace(void **state)
 	chi2_dlaplace(&s, 0.5, 1000000);
 	s = sim_src(21);
 	chi2_dlaplace(&s, 4.0, 1000000);
-	assert_int_equal(dp_csprng_new(&r), 0);
-	s = dp_csprng_bitsource(r);
+	assert_int_equal(dp_rng_csprng_new(&r), 0);
+	s = dp_rng_csprng_bits(r);
 	chi2_dlaplace(&s, 1.0, 1000000);
-	dp_csprng_destroy(r);
+	dp_rng_csprng_destroy(r);
 }
 
 /* Large t: D/t against the continuous Laplace(0,1) CDF G.  The discrete
@@ -479,7 +479,7 @@ static void test_ks_large_t(void **state)
 	(void)state;
 	assert_non_null(x);
 	for (int i = 0; i < N; i++)
-		assert_int_equal(dp_discrete_laplace_sample(&s, t, &x[i]), 0);
+		assert_int_equal(dp_noise_discrete_laplace(&s, t, &x[i]), 0);
 	qsort(x, N, sizeof(*x), cmp_i64);
 	for (int i = 0; i < N; i++) {
 		double g = laplace_cdf((double)x[i] / t);
@@ -513,7 +513,7 @@ static void test_moments_dlaplace(void **state)
 		for (int i = 0; i < N; i++) {
 			int64_t x;
 
-			assert_int_equal(dp_discrete_laplace_sample(&s, t, &x), 0);
+			assert_int_equal(dp_noise_discrete_laplace(&s, t, &x), 0);
 			sum += x;
 			sum2 += (long double)x * x;
 		}
@@ -538,7 +538,7 @@ static void moments_geometric(dp_bitsource *s, double lam, int n)
 	for (int i = 0; i < n; i++) {
 		int64_t x;
 
-		assert_int_equal(dp_geometric_sample(s, lam, &x), 0);
+		assert_int_equal(dp_noise_geometric(s, lam, &x), 0);
 		assert_true(x >= 0);
 		sum += x;
 		sum2 += ((long double)x - mean) * ((long double)x - mean);
@@ -608,9 +608,9 @@ static void sample_pair(dp_bitsource *s, double t, int64_t delta_in, int n,
 	for (int i = 0; i < n; i++) {
 		int64_t z;
 
-		assert_int_equal(dp_discrete_laplace_sample(s, t, &z), 0);
+		assert_int_equal(dp_noise_discrete_laplace(s, t, &z), 0);
 		a[i] = 0 + z;
-		assert_int_equal(dp_discrete_laplace_sample(s, t, &z), 0);
+		assert_int_equal(dp_noise_discrete_laplace(s, t, &z), 0);
 		b[i] = delta_in + z;
 	}
 }
@@ -662,38 +662,38 @@ static void test_grid(void **state)
 	(void)state;
 	/* Expected values worked by hand from the two conditions
 	 * n clip 2^k <= 2^52 and 2 clip 2^k / eps <= 2^52, capped at 40. */
-	assert_int_equal(dp_grid_exponent(1, 1.0, 1.0, &k), 0);
+	assert_int_equal(dp_noise_grid_exponent(1, 1.0, 1.0, &k), 0);
 	assert_int_equal(k, 40);                 /* 52 and 51, capped */
-	assert_int_equal(dp_grid_exponent(4096, 1.0, INFINITY, &k), 0);
+	assert_int_equal(dp_noise_grid_exponent(4096, 1.0, INFINITY, &k), 0);
 	assert_int_equal(k, 40);                 /* 2^12 2^40 = 2^52 */
-	assert_int_equal(dp_grid_exponent(4097, 1.0, INFINITY, &k), 0);
+	assert_int_equal(dp_noise_grid_exponent(4097, 1.0, INFINITY, &k), 0);
 	assert_int_equal(k, 39);
-	assert_int_equal(dp_grid_exponent(4096, 1.0 + 0x1p-52, INFINITY, &k), 0);
+	assert_int_equal(dp_noise_grid_exponent(4096, 1.0 + 0x1p-52, INFINITY, &k), 0);
 	assert_int_equal(k, 39);                 /* just over 2^52 at 40 */
-	assert_int_equal(dp_grid_exponent(1, 1.0, 0x1p-20, &k), 0);
+	assert_int_equal(dp_noise_grid_exponent(1, 1.0, 0x1p-20, &k), 0);
 	assert_int_equal(k, 31);                 /* 2^(1+k+20) <= 2^52 */
-	assert_int_equal(dp_grid_exponent(1, 1.0, 0x1p-11, &k), 0);
+	assert_int_equal(dp_noise_grid_exponent(1, 1.0, 0x1p-11, &k), 0);
 	assert_int_equal(k, 40);                 /* equality allowed */
-	assert_int_equal(dp_grid_exponent(1, 1.0, nextafter(0x1p-11, 0), &k), 0);
+	assert_int_equal(dp_noise_grid_exponent(1, 1.0, nextafter(0x1p-11, 0), &k), 0);
 	assert_int_equal(k, 39);
-	assert_int_equal(dp_grid_exponent(1, 1.0, 1e-5, &k), 0);
+	assert_int_equal(dp_noise_grid_exponent(1, 1.0, 1e-5, &k), 0);
 	assert_int_equal(k, 34);                 /* 2^52/2e5 = 2^34.39 */
-	assert_int_equal(dp_grid_exponent(1000000, 0.5, 0.01, &k), 0);
+	assert_int_equal(dp_noise_grid_exponent(1000000, 0.5, 0.01, &k), 0);
 	assert_int_equal(k, 33);                 /* 2^52/5e5 = 2^33.07 */
-	assert_int_equal(dp_grid_exponent(1000, 1e300, INFINITY, &k), 0);
+	assert_int_equal(dp_noise_grid_exponent(1000, 1e300, INFINITY, &k), 0);
 	assert_int_equal(k, -955);               /* 52 - log2(1e303) = -954.54 */
 
 	k = 1234;
-	assert_int_equal(dp_grid_exponent(SIZE_MAX, DBL_MAX, INFINITY, &k), DP_ERANGE);
-	assert_int_equal(dp_grid_exponent(1, 1.0, DBL_TRUE_MIN, &k), DP_ERANGE);
-	assert_int_equal(dp_grid_exponent(0, 1.0, 1.0, &k), DP_EINVAL);
-	assert_int_equal(dp_grid_exponent(1, 0.0, 1.0, &k), DP_EINVAL);
-	assert_int_equal(dp_grid_exponent(1, -1.0, 1.0, &k), DP_EINVAL);
-	assert_int_equal(dp_grid_exponent(1, NAN, 1.0, &k), DP_EINVAL);
-	assert_int_equal(dp_grid_exponent(1, INFINITY, 1.0, &k), DP_EINVAL);
-	assert_int_equal(dp_grid_exponent(1, 1.0, 0.0, &k), DP_EINVAL);
-	assert_int_equal(dp_grid_exponent(1, 1.0, -1.0, &k), DP_EINVAL);
-	assert_int_equal(dp_grid_exponent(1, 1.0, NAN, &k), DP_EINVAL);
+	assert_int_equal(dp_noise_grid_exponent(SIZE_MAX, DBL_MAX, INFINITY, &k), DP_ERANGE);
+	assert_int_equal(dp_noise_grid_exponent(1, 1.0, DBL_TRUE_MIN, &k), DP_ERANGE);
+	assert_int_equal(dp_noise_grid_exponent(0, 1.0, 1.0, &k), DP_EINVAL);
+	assert_int_equal(dp_noise_grid_exponent(1, 0.0, 1.0, &k), DP_EINVAL);
+	assert_int_equal(dp_noise_grid_exponent(1, -1.0, 1.0, &k), DP_EINVAL);
+	assert_int_equal(dp_noise_grid_exponent(1, NAN, 1.0, &k), DP_EINVAL);
+	assert_int_equal(dp_noise_grid_exponent(1, INFINITY, 1.0, &k), DP_EINVAL);
+	assert_int_equal(dp_noise_grid_exponent(1, 1.0, 0.0, &k), DP_EINVAL);
+	assert_int_equal(dp_noise_grid_exponent(1, 1.0, -1.0, &k), DP_EINVAL);
+	assert_int_equal(dp_noise_grid_exponent(1, 1.0, NAN, &k), DP_EINVAL);
 	assert_int_equal(k, 1234);
 }
 
@@ -710,13 +710,13 @@ static void test_grid_bruteforce(void **state)
 		uint64_t n;
 		int k, want = INT_MIN;
 
-		assert_int_equal(dp_rand_uniform(&s, &u1), 0);
-		assert_int_equal(dp_rand_uniform(&s, &u2), 0);
-		assert_int_equal(dp_rand_below(&s, 2047, &n), 0);
+		assert_int_equal(dp_rng_uniform(&s, &u1), 0);
+		assert_int_equal(dp_rng_uniform(&s, &u2), 0);
+		assert_int_equal(dp_rng_below(&s, 2047, &n), 0);
 		n += 1;
 		clip = ldexp(0.5 + u1, (int)(it % 61) - 30);
 		eps = it % 5 == 0 ? INFINITY : ldexp(0.5 + u2, (int)(it % 41) - 20);
-		for (int kk = DP_GRID_KMAX; kk >= -200; kk--) {
+		for (int kk = DP_NOISE_GRID_KMAX; kk >= -200; kk--) {
 			long double c = ldexpl((long double)clip, kk);
 
 			if ((long double)n * c <= 0x1p52L &&
@@ -725,7 +725,7 @@ static void test_grid_bruteforce(void **state)
 				break;
 			}
 		}
-		assert_int_equal(dp_grid_exponent((size_t)n, clip, eps, &k), 0);
+		assert_int_equal(dp_noise_grid_exponent((size_t)n, clip, eps, &k), 0);
 		assert_int_equal(k, want);
 	}
 #else
@@ -744,12 +744,12 @@ static int setup(void **state)
 		dp_csprng *r;
 		dp_bitsource s;
 
-		if (dp_csprng_new(&r) != 0)
+		if (dp_rng_csprng_new(&r) != 0)
 			return -1;
-		s = dp_csprng_bitsource(r);
-		if (dp_rand_u64(&s, &base_seed) != 0)
+		s = dp_rng_csprng_bits(r);
+		if (dp_rng_u64(&s, &base_seed) != 0)
 			return -1;
-		dp_csprng_destroy(r);
+		dp_rng_csprng_destroy(r);
 	}
 	fprintf(stderr, "test_noise: DP_TEST_SEED=0x%016" PRIx64 "\n", base_seed);
 	return 0;

@@ -1,4 +1,4 @@
-/* Tests for common/optim.c: theta* and psi.
+/* Tests for tools/lib/optimum.c: theta* and psi.
  *
  * Independent expectations: a 2x2 ridge problem solved by hand (checked
  * once with numpy.linalg.solve: [1.02222222, 1.42222222] for lambda = 0.5
@@ -38,7 +38,7 @@ static double rnd_normal(dp_simrng *r)
 	return sqrt(-2.0 * log(u)) * cos(2.0 * M_PI * v);
 }
 
-/* f in long double, straight from DESIGN.md §2. */
+/* f in long double, straight from docs/design.md §2. */
 static long double fit_ld(dp_model m, const dp_dataset *const *ds, size_t nds, double lambda,
 			  const double *theta)
 {
@@ -185,7 +185,7 @@ static void test_linear_by_hand(void **state)
 	(void)state;
 	assert_int_equal(dp_dataset_from_arrays(&ds, 3, 2, x, y, NULL), 0);
 	/* (X^T X/3 + I/2) theta = X^T y / 3: theta = (46/45, 64/45) */
-	assert_int_equal(dp_optimum(DP_MODEL_LINEAR, d, 1, 0.5, INFINITY, th, &f), 0);
+	assert_int_equal(dp_optimum_solve(DP_MODEL_LINEAR, d, 1, 0.5, INFINITY, th, &f), 0);
 	assert_float_equal(th[0], 46.0 / 45, 1e-14);
 	assert_float_equal(th[1], 64.0 / 45, 1e-14);
 	/* f = 0.5 |theta|^2 + ((1 - 46/45)^2 + (2 - 64/45)^2 + (4 - 110/45)^2) / 3 */
@@ -193,7 +193,7 @@ static void test_linear_by_hand(void **state)
 		    (pow(1 - 46.0 / 45, 2) + pow(2 - 64.0 / 45, 2) + pow(4 - 110.0 / 45, 2)) / 3;
 	assert_float_equal(f, fe, 1e-14);
 	/* lambda = 0, X^T X nonsingular: least squares (4/3, 7/3) */
-	assert_int_equal(dp_optimum(DP_MODEL_LINEAR, d, 1, 0.0, INFINITY, th, &f), 0);
+	assert_int_equal(dp_optimum_solve(DP_MODEL_LINEAR, d, 1, 0.0, INFINITY, th, &f), 0);
 	assert_float_equal(th[0], 4.0 / 3, 1e-14);
 	assert_float_equal(th[1], 7.0 / 3, 1e-14);
 	dp_dataset_free(&ds);
@@ -215,7 +215,7 @@ static void test_linear_vs_gauss(void **state)
 	for (int il = 0; il < 3; il++) {
 		double lambda = il == 0 ? 0.0 : (il == 1 ? 1e-3 : 0.7);
 
-		assert_int_equal(dp_optimum(DP_MODEL_LINEAR, d, 2, lambda, INFINITY, th, &f), 0);
+		assert_int_equal(dp_optimum_solve(DP_MODEL_LINEAR, d, 2, lambda, INFINITY, th, &f), 0);
 		normal_eq(d, 2, lambda, A, b);
 		assert_int_equal(gauss(A, b, p), 0);
 		for (size_t q = 0; q < p; q++)
@@ -224,8 +224,8 @@ static void test_linear_vs_gauss(void **state)
 	}
 	/* a box that is not active changes nothing */
 	double th2[6];
-	assert_int_equal(dp_optimum(DP_MODEL_LINEAR, d, 2, 0.1, 100.0, th2, &f), 0);
-	assert_int_equal(dp_optimum(DP_MODEL_LINEAR, d, 2, 0.1, INFINITY, th, &f), 0);
+	assert_int_equal(dp_optimum_solve(DP_MODEL_LINEAR, d, 2, 0.1, 100.0, th2, &f), 0);
+	assert_int_equal(dp_optimum_solve(DP_MODEL_LINEAR, d, 2, 0.1, INFINITY, th, &f), 0);
 	for (size_t q = 0; q < p; q++)
 		assert_float_equal(th[q], th2[q], 0);
 	dp_dataset_free(&a);
@@ -241,12 +241,12 @@ static void test_linear_singular(void **state)
 
 	(void)state;
 	assert_int_equal(dp_dataset_from_arrays(&ds, 4, 2, x, y, NULL), 0);
-	assert_int_equal(dp_optimum(DP_MODEL_LINEAR, d, 1, 0.0, INFINITY, th, &f), DP_ENUMERIC);
+	assert_int_equal(dp_optimum_solve(DP_MODEL_LINEAR, d, 1, 0.0, INFINITY, th, &f), DP_ENUMERIC);
 	assert_float_equal(th[0], 5, 0);
 	assert_float_equal(th[1], 6, 0);
 	assert_float_equal(f, 7, 0);
 	/* ridge makes it well posed */
-	assert_int_equal(dp_optimum(DP_MODEL_LINEAR, d, 1, 0.1, INFINITY, th, &f), 0);
+	assert_int_equal(dp_optimum_solve(DP_MODEL_LINEAR, d, 1, 0.1, INFINITY, th, &f), 0);
 	dp_dataset_free(&ds);
 }
 
@@ -337,7 +337,7 @@ static void test_linear_box(void **state)
 	for (int il = 0; il < 2; il++) {
 		double lambda = il == 0 ? 0.0 : 0.05, M = 1.0;
 
-		assert_int_equal(dp_optimum(DP_MODEL_LINEAR, d, 1, lambda, M, th, &f), 0);
+		assert_int_equal(dp_optimum_solve(DP_MODEL_LINEAR, d, 1, lambda, M, th, &f), 0);
 		grad_ld(DP_MODEL_LINEAR, d, 1, lambda, th, g);
 		assert_true(check_box_kkt(th, g, p, M, 1e-9) >= 2);
 		box_ridge_enum(d, 1, lambda, M, best);
@@ -365,7 +365,7 @@ static void test_logistic_first_order(void **state)
 	for (int il = 0; il < 2; il++) {
 		double lambda = il == 0 ? 1e-4 : 0.1;
 
-		assert_int_equal(dp_optimum(DP_MODEL_LOGISTIC, d, 2, lambda, INFINITY, th, &f), 0);
+		assert_int_equal(dp_optimum_solve(DP_MODEL_LOGISTIC, d, 2, lambda, INFINITY, th, &f), 0);
 		grad_ld(DP_MODEL_LOGISTIC, d, 2, lambda, th, g);
 		for (size_t q = 0; q < p; q++)
 			assert_true(fabsl(g[q]) <= 1e-10);
@@ -404,9 +404,9 @@ static void test_logistic_box(void **state)
 	make_ds(&r, &a, 600, p, DP_MODEL_LOGISTIC, beta, 0.5);
 	const dp_dataset *d[1] = { &a };
 	double lambda = 1e-3, M = 0.8;
-	assert_int_equal(dp_optimum(DP_MODEL_LOGISTIC, d, 1, lambda, INFINITY, th_free, &f), 0);
+	assert_int_equal(dp_optimum_solve(DP_MODEL_LOGISTIC, d, 1, lambda, INFINITY, th_free, &f), 0);
 	assert_true(fabs(th_free[0]) > M);       /* the box will bind */
-	assert_int_equal(dp_optimum(DP_MODEL_LOGISTIC, d, 1, lambda, M, th, &f), 0);
+	assert_int_equal(dp_optimum_solve(DP_MODEL_LOGISTIC, d, 1, lambda, M, th, &f), 0);
 	grad_ld(DP_MODEL_LOGISTIC, d, 1, lambda, th, g);
 	assert_true(check_box_kkt(th, g, p, M, 1e-9) >= 1);
 	long double f0 = fit_ld(DP_MODEL_LOGISTIC, d, 1, lambda, th);
@@ -432,13 +432,13 @@ static void test_svm_by_hand(void **state)
 
 	(void)state;
 	assert_int_equal(dp_dataset_from_arrays(&ds, 2, 1, x, y, NULL), 0);
-	assert_int_equal(dp_optimum(DP_MODEL_SVM, d, 1, 1.0, INFINITY, &th, &f), 0);
+	assert_int_equal(dp_optimum_solve(DP_MODEL_SVM, d, 1, 1.0, INFINITY, &th, &f), 0);
 	assert_float_equal(th, 0.5, 1e-9);
 	assert_float_equal(f, 0.75, 1e-10);
-	assert_int_equal(dp_optimum(DP_MODEL_SVM, d, 1, 0.1, INFINITY, &th, &f), 0);
+	assert_int_equal(dp_optimum_solve(DP_MODEL_SVM, d, 1, 0.1, INFINITY, &th, &f), 0);
 	assert_float_equal(th, 1.0, 1e-9);
 	assert_float_equal(f, 0.1, 1e-10);
-	assert_int_equal(dp_optimum(DP_MODEL_SVM, d, 1, 0.1, 0.3, &th, &f), 0);
+	assert_int_equal(dp_optimum_solve(DP_MODEL_SVM, d, 1, 0.1, 0.3, &th, &f), 0);
 	assert_float_equal(th, 0.3, 0);
 	assert_float_equal(f, 0.1 * 0.09 + 0.7, 1e-10);
 	dp_dataset_free(&ds);
@@ -485,7 +485,7 @@ static void test_svm_optimality(void **state)
 	for (int il = 0; il < 2; il++) {
 		double lambda = il == 0 ? 1e-3 : 0.05;
 
-		assert_int_equal(dp_optimum(DP_MODEL_SVM, d, 2, lambda, INFINITY, th, &f), 0);
+		assert_int_equal(dp_optimum_solve(DP_MODEL_SVM, d, 2, lambda, INFINITY, th, &f), 0);
 		assert_float_equal(f, (double)fit_ld(DP_MODEL_SVM, d, 2, lambda, th), 1e-13);
 		svm_perturbation_checks(&r, d, 2, lambda, INFINITY, th, p);
 	}
@@ -505,9 +505,9 @@ static void test_svm_box(void **state)
 	make_ds(&r, &a, 400, p, DP_MODEL_SVM, beta, 0.3);
 	const dp_dataset *d[1] = { &a };
 	double lambda = 1e-3, M = 0.5;
-	assert_int_equal(dp_optimum(DP_MODEL_SVM, d, 1, lambda, INFINITY, th_free, &f), 0);
+	assert_int_equal(dp_optimum_solve(DP_MODEL_SVM, d, 1, lambda, INFINITY, th_free, &f), 0);
 	assert_true(fabs(th_free[0]) > M);
-	assert_int_equal(dp_optimum(DP_MODEL_SVM, d, 1, lambda, M, th, &f), 0);
+	assert_int_equal(dp_optimum_solve(DP_MODEL_SVM, d, 1, lambda, M, th, &f), 0);
 	int active = 0;
 	for (size_t q = 0; q < p; q++) {
 		assert_true(fabs(th[q]) <= M);
@@ -531,17 +531,17 @@ static void test_errors(void **state)
 	assert_int_equal(dp_dataset_from_arrays(&ds, 2, 2, x, y, NULL), 0);
 	assert_int_equal(dp_dataset_from_arrays(&ds3, 1, 3, x3, y, NULL), 0);
 	const dp_dataset *mix[2] = { &ds, &ds3 };
-	assert_int_equal(dp_optimum(DP_MODEL_LINEAR, d, 0, 0.1, 1, th, &f), DP_EINVAL);
-	assert_int_equal(dp_optimum(DP_MODEL_LINEAR, d, 1, -0.1, 1, th, &f), DP_EINVAL);
-	assert_int_equal(dp_optimum(DP_MODEL_LINEAR, d, 1, NAN, 1, th, &f), DP_EINVAL);
-	assert_int_equal(dp_optimum(DP_MODEL_LINEAR, d, 1, 0.1, 0, th, &f), DP_EINVAL);
-	assert_int_equal(dp_optimum(DP_MODEL_LINEAR, d, 1, 0.1, -1, th, &f), DP_EINVAL);
-	assert_int_equal(dp_optimum(DP_MODEL_LINEAR, d, 1, 0.1, NAN, th, &f), DP_EINVAL);
-	assert_int_equal(dp_optimum(DP_MODEL_LINEAR, mix, 2, 0.1, 1, th, &f), DP_EINVAL);
+	assert_int_equal(dp_optimum_solve(DP_MODEL_LINEAR, d, 0, 0.1, 1, th, &f), DP_EINVAL);
+	assert_int_equal(dp_optimum_solve(DP_MODEL_LINEAR, d, 1, -0.1, 1, th, &f), DP_EINVAL);
+	assert_int_equal(dp_optimum_solve(DP_MODEL_LINEAR, d, 1, NAN, 1, th, &f), DP_EINVAL);
+	assert_int_equal(dp_optimum_solve(DP_MODEL_LINEAR, d, 1, 0.1, 0, th, &f), DP_EINVAL);
+	assert_int_equal(dp_optimum_solve(DP_MODEL_LINEAR, d, 1, 0.1, -1, th, &f), DP_EINVAL);
+	assert_int_equal(dp_optimum_solve(DP_MODEL_LINEAR, d, 1, 0.1, NAN, th, &f), DP_EINVAL);
+	assert_int_equal(dp_optimum_solve(DP_MODEL_LINEAR, mix, 2, 0.1, 1, th, &f), DP_EINVAL);
 	/* classification needs lambda > 0 and labels in {-1, +1} */
-	assert_int_equal(dp_optimum(DP_MODEL_LOGISTIC, d, 1, 0.0, 1, th, &f), DP_EINVAL);
-	assert_int_equal(dp_optimum(DP_MODEL_SVM, d, 1, 0.0, 1, th, &f), DP_EINVAL);
-	assert_int_equal(dp_optimum(DP_MODEL_SVM, d, 1, 0.1, 1, th, &f), DP_EFORMAT);
+	assert_int_equal(dp_optimum_solve(DP_MODEL_LOGISTIC, d, 1, 0.0, 1, th, &f), DP_EINVAL);
+	assert_int_equal(dp_optimum_solve(DP_MODEL_SVM, d, 1, 0.0, 1, th, &f), DP_EINVAL);
+	assert_int_equal(dp_optimum_solve(DP_MODEL_SVM, d, 1, 0.1, 1, th, &f), DP_EFORMAT);
 	assert_float_equal(th[0], 5, 0);
 	assert_float_equal(th[1], 6, 0);
 	assert_float_equal(f, 7, 0);
@@ -552,9 +552,9 @@ static void test_errors(void **state)
 static void test_psi(void **state)
 {
 	(void)state;
-	assert_float_equal(dp_psi(1.1, 1.0), 0.1, 1e-15);
-	assert_float_equal(dp_psi(2.0, 2.0), 0.0, 0);
-	assert_float_equal(dp_psi(3.0, 0.5), 5.0, 0);
+	assert_float_equal(dp_model_psi(1.1, 1.0), 0.1, 1e-15);
+	assert_float_equal(dp_model_psi(2.0, 2.0), 0.0, 0);
+	assert_float_equal(dp_model_psi(3.0, 0.5), 5.0, 0);
 }
 
 int main(void)

@@ -1,5 +1,5 @@
-/* Tests for common/query.c: the noisy answer of DESIGN.md §3 on the
- * integer lattice of PRIVACY.md §2.
+/* Tests for common/core/query.c: the noisy answer of docs/design.md §3 on the
+ * integer lattice of docs/privacy.md §2.
  *
  * Expected values: the exact clipped mean is computed here in long double
  * from the definition (no grid); the answer without noise must be within
@@ -107,7 +107,7 @@ static void test_noiseless_is_clipped_mean(void **state)
 				theta[q] = rnd_unif(&r) - 0.5;
 			assert_int_equal(dp_query_answer(m, &ds, theta, clip, INFINITY, NULL, grad,
 							 &info), 0);
-			assert_int_equal(dp_grid_exponent(n, clip, INFINITY, &k), 0);
+			assert_int_equal(dp_noise_grid_exponent(n, clip, INFINITY, &k), 0);
 			assert_int_equal(info.grid_k, k);
 			assert_float_equal(info.scale_b, 0.0, 0);
 			assert_int_equal(info.dropped, 0);

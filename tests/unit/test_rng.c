@@ -1,4 +1,4 @@
-/* Tests for common/rng.c (CSPRNG, generic draws) and common/simrng.c.
+/* Tests for common/core/rng.c (CSPRNG, generic draws) and tools/lib/simrng.c.
  *
  * Statistical checks use the CSPRNG (fresh randomness each run); each is
  * given a threshold whose false-failure probability for a correct generator
@@ -209,21 +209,21 @@ static void test_uniform_bounds(void **state)
 
 	(void)state;
 	/* k = 0 is redrawn (twice here), k = 1 gives the smallest value. */
-	assert_int_equal(dp_rand_uniform(&s1, &u), 0);
+	assert_int_equal(dp_rng_uniform(&s1, &u), 0);
 	assert_true(u == 0x1p-53);
 	assert_int_equal(r1.used, 3);
 	/* The largest value is 1 - 2^-53 < 1. */
-	assert_int_equal(dp_rand_uniform(&s2, &u), 0);
+	assert_int_equal(dp_rng_uniform(&s2, &u), 0);
 	assert_true(u == 1.0 - 0x1p-53);
 	assert_true(u < 1.0);
 	/* A source stuck at zero is refused after 64 words; u untouched. */
 	u = 0.25;
-	assert_int_equal(dp_rand_uniform(&s3, &u), DP_ERNG);
+	assert_int_equal(dp_rng_uniform(&s3, &u), DP_ERNG);
 	assert_int_equal(r3.used, 64);
 	assert_true(u == 0.25);
 	/* Source errors propagate. */
 	r2.used = 1;
-	assert_int_equal(dp_rand_uniform(&s2, &u), DP_ERNG);
+	assert_int_equal(dp_rng_uniform(&s2, &u), DP_ERNG);
 	assert_true(u == 0.25);
 }
 
@@ -237,17 +237,17 @@ static void test_below_deterministic(void **state)
 	uint64_t x = 99;
 
 	(void)state;
-	assert_int_equal(dp_rand_below(&s, 0, &x), DP_EINVAL);
+	assert_int_equal(dp_rng_below(&s, 0, &x), DP_EINVAL);
 	assert_true(x == 99);
-	assert_int_equal(dp_rand_below(&s, 1, &x), 0);
+	assert_int_equal(dp_rng_below(&s, 1, &x), 0);
 	assert_true(x == 0);
-	assert_int_equal(dp_rand_below(&s, bound, &x), 0);
+	assert_int_equal(dp_rng_below(&s, bound, &x), 0);
 	assert_int_equal(r.used, 2);             /* first word rejected */
 	assert_true(x == UINT64_C(1) << 62);     /* 2^62 mod 3*2^62 */
-	assert_int_equal(dp_rand_below(&s, bound, &x), 0);
+	assert_int_equal(dp_rng_below(&s, bound, &x), 0);
 	assert_true(x == (UINT64_C(1) << 62) - 1);  /* (2^64-1) - 3*2^62 */
 	/* bound 10: 2^64 mod 10 = 6, so 5 is rejected and the source ends. */
-	assert_int_equal(dp_rand_below(&s, 10, &x), DP_ERNG);
+	assert_int_equal(dp_rng_below(&s, 10, &x), DP_ERNG);
 	assert_true(x == (UINT64_C(1) << 62) - 1);
 }
 
@@ -259,12 +259,12 @@ static void test_exponential_deterministic(void **state)
 	double x = -1;
 
 	(void)state;
-	assert_int_equal(dp_rand_exponential(&s, 0.0, &x), DP_EINVAL);
-	assert_int_equal(dp_rand_exponential(&s, -1.0, &x), DP_EINVAL);
-	assert_int_equal(dp_rand_exponential(&s, NAN, &x), DP_EINVAL);
-	assert_int_equal(dp_rand_exponential(&s, INFINITY, &x), DP_EINVAL);
+	assert_int_equal(dp_rng_exponential(&s, 0.0, &x), DP_EINVAL);
+	assert_int_equal(dp_rng_exponential(&s, -1.0, &x), DP_EINVAL);
+	assert_int_equal(dp_rng_exponential(&s, NAN, &x), DP_EINVAL);
+	assert_int_equal(dp_rng_exponential(&s, INFINITY, &x), DP_EINVAL);
 	assert_true(x == -1);
-	assert_int_equal(dp_rand_exponential(&s, 2.0, &x), 0);
+	assert_int_equal(dp_rng_exponential(&s, 2.0, &x), 0);
 	assert_true(fabs(x - log(2.0) / 2) < 1e-15);
 }
 
@@ -279,8 +279,8 @@ static void test_csprng_fills(void **state)
 
 	(void)state;
 	assert_non_null(buf);
-	assert_int_equal(dp_csprng_new(&r), 0);
-	s = dp_csprng_bitsource(r);
+	assert_int_equal(dp_rng_csprng_new(&r), 0);
+	s = dp_rng_csprng_bits(r);
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		size_t zeros = 0;
 
@@ -299,8 +299,8 @@ static void test_csprng_fills(void **state)
 		assert_int_equal(s.fill(s.ctx, b, sizeof(b)), 0);
 		assert_memory_not_equal(a, b, sizeof(a));
 	}
-	dp_csprng_destroy(r);
-	dp_csprng_destroy(NULL);
+	dp_rng_csprng_destroy(r);
+	dp_rng_csprng_destroy(NULL);
 	free(buf);
 }
 
@@ -314,8 +314,8 @@ static void test_csprng_byte_chi2(void **state)
 
 	(void)state;
 	assert_non_null(buf);
-	assert_int_equal(dp_csprng_new(&r), 0);
-	s = dp_csprng_bitsource(r);
+	assert_int_equal(dp_rng_csprng_new(&r), 0);
+	s = dp_rng_csprng_bits(r);
 	/* In 100-byte requests so that the buffered path is what is tested. */
 	for (size_t off = 0; off + 100 <= NB; off += 100)
 		assert_int_equal(s.fill(s.ctx, buf + off, 100), 0);
@@ -326,7 +326,7 @@ static void test_csprng_byte_chi2(void **state)
 		chi2 += (cnt[v] - e) * (cnt[v] - e) / e;
 	/* 255 degrees of freedom; fails a uniform source with p < 1e-6. */
 	assert_true(chi2_sf(255, chi2) > 1e-6);
-	dp_csprng_destroy(r);
+	dp_rng_csprng_destroy(r);
 	free(buf);
 }
 
@@ -339,10 +339,10 @@ static void test_uniform_stats(void **state)
 
 	(void)state;
 	assert_non_null(x);
-	assert_int_equal(dp_csprng_new(&r), 0);
-	s = dp_csprng_bitsource(r);
+	assert_int_equal(dp_rng_csprng_new(&r), 0);
+	s = dp_rng_csprng_bits(r);
 	for (int i = 0; i < N; i++) {
-		assert_int_equal(dp_rand_uniform(&s, &x[i]), 0);
+		assert_int_equal(dp_rng_uniform(&s, &x[i]), 0);
 		assert_true(x[i] > 0 && x[i] < 1);
 		sum += x[i];
 	}
@@ -351,7 +351,7 @@ static void test_uniform_stats(void **state)
 	assert_true(fabs(sum / N - 0.5) < dkw_bound(N, 1e-6));
 	/* KS against U(0,1), DKW bound at 1e-6. */
 	assert_true(ks_distance(x, N, uniform_cdf, 0) < dkw_bound(N, 1e-6));
-	dp_csprng_destroy(r);
+	dp_rng_csprng_destroy(r);
 	free(x);
 }
 
@@ -364,16 +364,16 @@ static void test_exponential_stats(void **state)
 
 	(void)state;
 	assert_non_null(x);
-	assert_int_equal(dp_csprng_new(&r), 0);
-	s = dp_csprng_bitsource(r);
+	assert_int_equal(dp_rng_csprng_new(&r), 0);
+	s = dp_rng_csprng_bits(r);
 	for (int i = 0; i < N; i++) {
-		assert_int_equal(dp_rand_exponential(&s, 3.0, &x[i]), 0);
+		assert_int_equal(dp_rng_exponential(&s, 3.0, &x[i]), 0);
 		assert_true(x[i] > 0 && isfinite(x[i]));
 	}
 	/* KS against Exp(3); DKW bound, false failure 1e-6.  (The 53-bit
 	 * discreteness of u moves the CDF by < 2^-52, far below the bound.) */
 	assert_true(ks_distance(x, N, exp_cdf, 3.0) < dkw_bound(N, 1e-6));
-	dp_csprng_destroy(r);
+	dp_rng_csprng_destroy(r);
 	free(x);
 }
 
@@ -386,15 +386,15 @@ static void test_below_stats(void **state)
 	dp_bitsource s;
 
 	(void)state;
-	assert_int_equal(dp_csprng_new(&r), 0);
-	s = dp_csprng_bitsource(r);
+	assert_int_equal(dp_rng_csprng_new(&r), 0);
+	s = dp_rng_csprng_bits(r);
 	for (int i = 0; i < N; i++) {
 		uint64_t x;
 
-		assert_int_equal(dp_rand_below(&s, 6, &x), 0);
+		assert_int_equal(dp_rng_below(&s, 6, &x), 0);
 		assert_true(x < 6);
 		cnt[x]++;
-		assert_int_equal(dp_rand_below(&s, big, &x), 0);
+		assert_int_equal(dp_rng_below(&s, big, &x), 0);
 		assert_true(x < big);
 		low += x < (UINT64_C(1) << 62);
 	}
@@ -405,7 +405,7 @@ static void test_below_stats(void **state)
 	 * probability 1/2 instead of 1/3.  Hoeffding: |freq - 1/3| < 0.00269
 	 * fails with probability <= 1e-6. */
 	assert_true(fabs(low / N - 1.0 / 3) < dkw_bound(N, 1e-6));
-	dp_csprng_destroy(r);
+	dp_rng_csprng_destroy(r);
 }
 
 static void test_csprng_fork(void **state)
@@ -417,8 +417,8 @@ static void test_csprng_fork(void **state)
 	pid_t pid;
 
 	(void)state;
-	assert_int_equal(dp_csprng_new(&r), 0);
-	s = dp_csprng_bitsource(r);
+	assert_int_equal(dp_rng_csprng_new(&r), 0);
+	s = dp_rng_csprng_bits(r);
 	/* Leave most of a generated buffer unused at the fork. */
 	assert_int_equal(s.fill(s.ctx, pre, sizeof(pre)), 0);
 	assert_int_equal(pipe(fd), 0);
@@ -443,7 +443,7 @@ static void test_csprng_fork(void **state)
 	/* Without fork detection both would serve the same next 64 bytes. */
 	assert_memory_not_equal(mine, child, sizeof(mine));
 	assert_memory_not_equal(child, zero, sizeof(child));
-	dp_csprng_destroy(r);
+	dp_rng_csprng_destroy(r);
 }
 
 /* Failure injection without a test hook in the library: RAND_priv_bytes in
@@ -483,8 +483,8 @@ static void test_csprng_injected(void **state)
 
 	(void)state;
 	assert_int_equal(RAND_set_rand_method(&inj_method), 1);
-	assert_int_equal(dp_csprng_new(&r), 0);
-	s = dp_csprng_bitsource(r);
+	assert_int_equal(dp_rng_csprng_new(&r), 0);
+	s = dp_rng_csprng_bits(r);
 
 	/* Buffering: one 64 KiB request serves 8192 draws of 8 bytes, in
 	 * order; the next draw regenerates the used 64 KiB. */
@@ -522,24 +522,24 @@ static void test_csprng_injected(void **state)
 		double u = 0.25;
 		uint64_t x = 7;
 
-		assert_int_equal(dp_rand_uniform(&s, &u), DP_ERNG);
+		assert_int_equal(dp_rng_uniform(&s, &u), DP_ERNG);
 		assert_true(u == 0.25);
-		assert_int_equal(dp_rand_below(&s, 10, &x), DP_ERNG);
+		assert_int_equal(dp_rng_below(&s, 10, &x), DP_ERNG);
 		assert_true(x == 7);
 	}
 	/* Recovery once the generator works again. */
 	inj_fail = 0;
 	assert_int_equal(s.fill(s.ctx, out, 32), 0);
-	dp_csprng_destroy(r);
+	dp_rng_csprng_destroy(r);
 	assert_int_equal(RAND_set_rand_method(saved), 1);
 
 	/* And the real generator is back. */
-	assert_int_equal(dp_csprng_new(&r), 0);
-	s = dp_csprng_bitsource(r);
+	assert_int_equal(dp_rng_csprng_new(&r), 0);
+	s = dp_rng_csprng_bits(r);
 	inj_calls = 0;
 	assert_int_equal(s.fill(s.ctx, out, 32), 0);
 	assert_int_equal(inj_calls, 0);
-	dp_csprng_destroy(r);
+	dp_rng_csprng_destroy(r);
 }
 
 int main(void)

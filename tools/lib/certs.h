@@ -1,4 +1,4 @@
-/* Certificates for a deployment (DESIGN.md §8, `dpasync certs`).
+/* Certificates for a deployment (docs/design.md §8, `dpasync certs`).
  *
  * One CA signs a learner certificate and one certificate per owner.  All
  * keys are EC P-256 (ECDSA with SHA-256 signatures: supported by every TLS

@@ -1,4 +1,4 @@
-/* The non-private optimum theta* of DESIGN.md §2 and psi.
+/* The non-private optimum theta* of docs/design.md §2 and psi.
  *
  * Solvers and tolerances (also in the README):
  *
@@ -68,11 +68,6 @@ typedef struct dp__prob {
 	size_t nds, n, p;
 	double lambda, tmax;
 } dp__prob;
-
-double dp_psi(double f, double f_star)
-{
-	return f / f_star - 1.0;
-}
 
 static double dp__clamp(double v, double tmax)
 {
@@ -705,7 +700,7 @@ out:
 
 /* ---- entry point ------------------------------------------------------- */
 
-int dp_optimum(dp_model m, const dp_dataset *const *ds, size_t nds, double lambda,
+int dp_optimum_solve(dp_model m, const dp_dataset *const *ds, size_t nds, double lambda,
 	       double theta_max, double *theta_star, double *f_star)
 {
 	dp__prob P = { .m = m, .ds = ds, .nds = nds, .lambda = lambda, .tmax = theta_max };

@@ -71,7 +71,7 @@ int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *th
 	bits = dp_simrng_bitsource(&noise);
 
 	if (s->mode == DP_SIM_ASYNC) {
-		dp_async_params ap = { .p = p, .N = N, .eta = s->eta, .lambda = s->lambda,
+		dp_algo_async_params ap = { .p = p, .N = N, .eta = s->eta, .lambda = s->lambda,
 				       .theta_max = s->theta_max };
 		for (size_t k = 1; k <= s->T; k++) {
 			size_t i = s->schedule ? s->schedule[k - 1] : dp__pick_owner(s, &pick);
@@ -80,16 +80,16 @@ int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *th
 
 			if (owner_out)
 				owner_out[k - 1] = i;
-			dp_async_midpoint(p, theta_L, theta_i, bar);
+			dp_algo_midpoint(p, theta_L, theta_i, bar);
 			rc = dp_query_answer(s->model, s->ds[i], bar, s->clip, s->eps_q[i], &bits, ans, NULL);
 			if (rc != 0)
 				goto out;
 			count[i]++;
 			if (s->freq_correction)
-				w = dp_async_freq_weight(w, N, count[i], k);
-			dp_async_update(&ap, bar, ans, w, theta_i, theta_L);
+				w = dp_algo_freq_weight(w, N, count[i], k);
+			dp_algo_async_update(&ap, bar, ans, w, theta_i, theta_L);
 			if (k == dp_sim_checkpoint_k(s, cp))
-				psi_out[cp++] = dp_psi(dp_model_fitness(s->model, s->ds, N, s->lambda, theta_L),
+				psi_out[cp++] = dp_model_psi(dp_model_fitness(s->model, s->ds, N, s->lambda, theta_L),
 						       s->f_star);
 		}
 		memcpy(theta_out, theta_L, p * sizeof(double));
@@ -110,13 +110,13 @@ int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *th
 						agg[q] += s->weight[i] * ans[q];
 				}
 				if (s->mode == DP_SIM_SYNC1)
-					dp_sync1_step(p, s->rho_over_T2, k, s->lambda, agg, theta_L);
+					dp_algo_sync1_step(p, s->rho_over_T2, k, s->lambda, agg, theta_L);
 				else
-					dp_sync2_step(p, s->c, k, s->T, s->lambda, s->theta_max, agg, theta_L,
+					dp_algo_sync2_step(p, s->c, k, s->T, s->lambda, s->theta_max, agg, theta_L,
 						      theta_hat);
 			}
 			if (k == dp_sim_checkpoint_k(s, cp))
-				psi_out[cp++] = dp_psi(dp_model_fitness(s->model, s->ds, N, s->lambda, out),
+				psi_out[cp++] = dp_model_psi(dp_model_fitness(s->model, s->ds, N, s->lambda, out),
 						       s->f_star);
 		}
 		memcpy(theta_out, s->mode == DP_SIM_SYNC2 ? theta_hat : theta_L, p * sizeof(double));

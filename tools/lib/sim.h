@@ -1,8 +1,8 @@
 /* The in-process simulator behind `dpasync sim`: runs the same step
  * functions (algo.h) and the same query answer (query.h) as the daemons,
  * with the seeded generator instead of the CSPRNG. */
-#ifndef DP_TOOLS_SIMRUN_H
-#define DP_TOOLS_SIMRUN_H
+#ifndef DP_TOOLS_SIM_H
+#define DP_TOOLS_SIM_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -24,7 +24,7 @@ typedef struct dp_sim_setup {
 	double c;                      /* sync2 */
 	double lambda, theta_max, clip;
 	const size_t *schedule;        /* T owner indices (0-based) or NULL */
-	int freq_correction;           /* async: Remark 4 weights (dp_async_freq_weight) */
+	int freq_correction;           /* async: Remark 4 weights (dp_algo_freq_weight) */
 	size_t psi_every;
 	double f_star;
 } dp_sim_setup;

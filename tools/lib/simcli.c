@@ -92,7 +92,7 @@ int dp_model_fitness_vs_optimum(const char *cmd, const struct dp_modelfile *mf, 
 		goto out;
 	}
 	fv = dp_model_fitness(mf->model, od.view, od.N, lambda, mf->theta);
-	err = dp_optimum(mf->model, od.view, od.N, lambda, theta_max, theta_star, &fs);
+	err = dp_optimum_solve(mf->model, od.view, od.N, lambda, theta_max, theta_star, &fs);
 	if (err != 0) {
 		dp_tool_fail(cmd, "computing the non-private optimum: %s", dp_error_detail(err));
 		goto out;

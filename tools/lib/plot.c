@@ -1,7 +1,7 @@
 /* Figures for `dpasync plot` and `dpasync report` (plotting.h).  The data
  * goes into the gnuplot script as inline datablocks, so one script file is
  * the whole input and nothing else is left in the temporary directory. */
-#include "tools/lib/plotting.h"
+#include "tools/lib/plot.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -165,7 +165,7 @@ static int dp__trace_row(dp__cols *c, char *buf, const char *path, size_t line, 
 	if (nf != 6)
 		return dp_error_set(DP_EFORMAT, "%s:%zu: expected 6 fields (%s), got %zu", path, line,
 				    dp__trace_header, nf);
-	if (dp_parse_size("k", f[0], &c->k[c->n]) != 0 || c->k[c->n] == 0)
+	if (dp_num_parse_size("k", f[0], &c->k[c->n]) != 0 || c->k[c->n] == 0)
 		return dp_error_set(DP_EFORMAT, "%s:%zu: k: expected a positive integer, got '%s'", path, line,
 				    f[0]);
 	if (c->n > 0 && c->k[c->n] <= c->k[c->n - 1])
@@ -174,7 +174,7 @@ static int dp__trace_row(dp__cols *c, char *buf, const char *path, size_t line, 
 	if (f[2][0] == '\0')
 		return dp_error_set(DP_EFORMAT, "%s:%zu: empty owner", path, line);
 	for (int i = 0; i < 4; i++) {
-		if (dp_parse_double(what[i], f[col[i]], 0, &v[i]) != 0 || (i > 0 && v[i] < 0))
+		if (dp_num_parse_double(what[i], f[col[i]], 0, &v[i]) != 0 || (i > 0 && v[i] < 0))
 			return dp_error_set(DP_EFORMAT, "%s:%zu: %s: expected a finite number%s, got '%s'", path,
 					    line, what[i], i > 0 ? " >= 0" : "", f[col[i]]);
 	}
@@ -196,7 +196,7 @@ static int dp__sched_row(dp__cols *c, const char *buf, const char *path, size_t 
 {
 	size_t v;
 
-	if (dp_parse_size("owner", buf, &v) != 0 || v == 0)
+	if (dp_num_parse_size("owner", buf, &v) != 0 || v == 0)
 		return dp_error_set(DP_EFORMAT, "%s:%zu: expected an owner number >= 1, got '%s'", path, line, buf);
 	c->k[c->n] = c->n + 1;
 	c->owner[c->n] = v - 1;
@@ -415,7 +415,7 @@ int dp_plot_psi_read(const char *path, dp_plot_psi *ps)
 			rc = dp_error_set(DP_EFORMAT, "%s:%zu: expected 5 fields (%s)", path, line, dp__psi_header);
 			goto out;
 		}
-		if (dp_parse_size("k", fld[0], &p.k[p.n]) != 0 || p.k[p.n] == 0 ||
+		if (dp_num_parse_size("k", fld[0], &p.k[p.n]) != 0 || p.k[p.n] == 0 ||
 		    (p.n > 0 && p.k[p.n] <= p.k[p.n - 1])) {
 			rc = dp_error_set(DP_EFORMAT, "%s:%zu: k: expected a positive integer larger than the "
 					  "previous row's, got '%s'", path, line, fld[0]);
@@ -424,7 +424,7 @@ int dp_plot_psi_read(const char *path, dp_plot_psi *ps)
 		{
 			double *dst[4] = { &p.p25[p.n], &p.p50[p.n], &p.p75[p.n], &p.mean[p.n] };
 			for (int i = 0; i < 4; i++)
-				if (dp_parse_double("psi", fld[i + 1], 0, dst[i]) != 0) {
+				if (dp_num_parse_double("psi", fld[i + 1], 0, dst[i]) != 0) {
 					rc = dp_error_set(DP_EFORMAT, "%s:%zu: column %d: expected a finite number, "
 							  "got '%s'", path, line, i + 2, fld[i + 1]);
 					goto out;
