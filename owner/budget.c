@@ -57,15 +57,15 @@ static unsigned open_flags(const struct own_budget *b)
 	return b->cfg.allow_inf ? DP_LEDGER_ALLOW_INF : 0;
 }
 
-static void refresh_gauges(const struct own_budget *b)
+/* Bring dpasync_owner_epsilon_spent/left up to date; *st receives the
+ * status they show. */
+static void refresh_gauges(const struct own_budget *b, struct own_budget_status *st)
 {
-	struct own_budget_status st;
-
-	own_budget_status(b, &st);
+	own_budget_status(b, st);
 	if (b->cfg.spent)
-		dp_metrics_set(b->cfg.spent, st.spent);
+		dp_metrics_set(b->cfg.spent, st->spent);
 	if (b->cfg.left)
-		dp_metrics_set(b->cfg.left, st.left);
+		dp_metrics_set(b->cfg.left, st->left);
 }
 
 static int check_directory(const char *path)
@@ -117,6 +117,7 @@ static int verify_existing(const struct own_budget *b, const dp_ledger *ro, uint
 
 int own_budget_open(struct own_budget *b, const struct own_budget_config *cfg)
 {
+	struct own_budget_status st;
 	char ident[DP_LEDGER_IDENTITY_MAX + 1];
 	dp_ledger *ro = NULL, *l = NULL;
 	uint64_t K = 0;
@@ -133,7 +134,7 @@ int own_budget_open(struct own_budget *b, const struct own_budget_config *cfg)
 	/* Verify read-only first: the caps to open with come from the header. */
 	r = dp_ledger_open(cfg->path, 1.0, 1, NULL, open_flags(b) | DP_LEDGER_READONLY, &ro);
 	if (r == DP_ENOENT) {
-		refresh_gauges(b);   /* nothing spent yet */
+		refresh_gauges(b, &st);   /* nothing spent yet */
 		return 0;   /* created at the first Welcome, when K is known */
 	}
 	if (r < 0)
@@ -155,7 +156,7 @@ int own_budget_open(struct own_budget *b, const struct own_budget_config *cfg)
 	b->ledger = l;
 	b->K = K;
 	b->eps_q = eps_q;
-	refresh_gauges(b);
+	refresh_gauges(b, &st);
 	return 0;
 }
 
@@ -168,6 +169,7 @@ void own_budget_close(struct own_budget *b)
 
 int own_budget_bind(struct own_budget *b, const char *job, uint64_t T)
 {
+	struct own_budget_status st;
 	uint64_t K;
 	char ident[DP_LEDGER_IDENTITY_MAX + 1];
 	double eps_q;
@@ -207,7 +209,7 @@ int own_budget_bind(struct own_budget *b, const char *job, uint64_t T)
 	}
 	b->K = K;
 	b->eps_q = eps_q;
-	refresh_gauges(b);
+	refresh_gauges(b, &st);
 	DP_INFO("ledger", "bound path=%s identity=\"%s\" epsilon=%g K=%llu eps_q=%.9g",
 		b->cfg.path, ident, b->cfg.epsilon, (unsigned long long)K, eps_q);
 	return 0;
@@ -247,10 +249,12 @@ void own_budget_status(const struct own_budget *b, struct own_budget_status *out
  * longer verifies): refuse everything from now on. */
 static int fail(struct own_budget *b, uint64_t k, int err)
 {
+	struct own_budget_status st;
+
 	DP_ERROR("ledger", "ledger %s failed k=%llu: %s; no further answers, stopping",
 		 b->cfg.path, (unsigned long long)k, dp_error_detail(err));
 	b->failed = true;
-	refresh_gauges(b);
+	refresh_gauges(b, &st);
 	return DP_EIO;
 }
 
@@ -299,7 +303,7 @@ int own_budget_spend(struct own_budget *b, uint64_t k, own_budget_compute_fn com
 	if (r < 0)
 		return ledger_error(b, k, r);
 
-	refresh_gauges(b);
-	own_budget_status(b, after);
+	/* 5. is the caller's: only now may the answer be released */
+	refresh_gauges(b, after);
 	return 0;
 }

@@ -16,9 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include <openssl/crypto.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
