@@ -1,191 +1,189 @@
-/* ownerd: answering one Query (docs/design.md §3, docs/privacy.md §5).
+/* ownerd: the decision for one Query (docs/design.md §3, docs/privacy.md §5).
  *
- * Order, and why:
- *   1. validate the query (dimension, finite theta, k above every k this
- *      ledger has charged) -- a malformed query closes the connection;
- *   2. dp_ledger_check -- refuse before sampling anything;
- *   3. dp_query_answer with the CSPRNG -- the only way an answer is made;
- *   4. dp_ledger_charge -- returns only after fdatasync;
- *   5. send the Answer -- never before 4 succeeded.
- * A repeated k is refused (never fresh noise); a ledger I/O failure stops
- * the daemon for good.  The gradient buffer is wiped after every query. */
+ * The privacy order (numbered in budget.c, where it is enforced): step 1,
+ * validating the query, is here; steps 2-4 (check, compute, durable charge)
+ * run inside own_budget_spend(), which calls compute() below; step 5,
+ * releasing the answer, is the client's and happens only for an
+ * OWN_REPLY_ANSWER, which exists only after the charge succeeded.  This
+ * file returns its decision and never sends, drops or stops by itself.
+ * The gradient scratch is wiped on every path that does not release it,
+ * and by own_answer_wipe() after a release. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <openssl/crypto.h>
 
 #include "common/core/error.h"
-#include "common/net/frame.h"
 #include "common/core/log.h"
-#include "common/core/query.h"
 
 #include "owner/own.h"
 
-int own_budget_left(const struct own_daemon *d)
+int own_answer_init(struct own_answer *a, const dp_dataset *ds, dp_bitsource *bits,
+		    struct own_budget *budget, struct dp_metric *grad_secs)
 {
-	uint64_t last = 0;
-
-	if (d->ledger == NULL || d->cap_answers == 0 || dp_ledger_failed(d->ledger))
-		return 0;
-	if (dp_ledger_answers(d->ledger) >= d->cap_answers)
-		return 0;
-	dp_ledger_last_k(d->ledger, &last);
-	if (last == UINT64_MAX)
-		return 0;
-	return dp_ledger_check(d->ledger, last + 1, d->eps_q) == 0;
+	DP_REQUIRE(a != NULL && ds != NULL && ds->p >= 1 && bits != NULL && budget != NULL);
+	memset(a, 0, sizeof(*a));
+	a->grad = calloc(ds->p, sizeof(double));
+	if (a->grad == NULL)
+		return DP_ENOMEM;
+	a->ds = ds;
+	a->bits = bits;
+	a->budget = budget;
+	a->grad_secs = grad_secs;
+	return 0;
 }
 
-static void own__refuse(struct own_daemon *d, uint64_t k, const char *reason)
+void own_answer_wipe(struct own_answer *a)
 {
-	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
-	Dpasync__Refuse rf = DPASYNC__REFUSE__INIT;
-
-	rf.k = k;
-	rf.reason = (char *)reason;
-	env.version = DP_PROTO_VERSION;
-	env.msg_case = DPASYNC__ENVELOPE__MSG_REFUSE;
-	env.refuse = &rf;
-	dp_metrics_inc(d->m.refusals);
-	DP_INFO("answer", "refused k=%llu reason=\"%s\" answers=%llu/%llu spent=%.9g",
-		(unsigned long long)k, reason,
-		(unsigned long long)(d->ledger ? dp_ledger_answers(d->ledger) : 0),
-		(unsigned long long)d->cap_answers, d->ledger ? dp_ledger_spent(d->ledger) : 0.0);
-	own_client_send(d, &env);
+	DP_REQUIRE(a != NULL);
+	if (a->grad)
+		OPENSSL_cleanse(a->grad, a->ds->p * sizeof(double));
 }
 
-void own_ledger_failed(struct own_daemon *d, uint64_t k, int err)
+void own_answer_free(struct own_answer *a)
 {
-	DP_ERROR("ledger", "ledger %s failed k=%llu: %s; no further answers, stopping",
-		 d->set.ledger, (unsigned long long)k, dp_error_detail(err));
-	own__refuse(d, k, "ledger failed");
-	own_metrics_budget(d);
-	own_stop(d, OWN_EXIT_FAIL);
+	DP_REQUIRE(a != NULL);
+	own_answer_wipe(a);
+	free(a->grad);
+	a->grad = NULL;
 }
 
-/* Act on a refusal code from dp_ledger_check/charge.  Returns after
- * refusing or stopping. */
-static void own__ledger_refusal(struct own_daemon *d, uint64_t k, int r)
+/* What compute() needs and what it found out. */
+struct work {
+	struct own_answer *a;
+	const struct own_job *job;
+	const double *theta;
+	dp_query_info info;
+	double secs;
+	int err;                /* compute's own failure (0: none) */
+};
+
+/* Step 3, called by own_budget_spend() with the share it will charge. */
+static int compute(void *arg, double eps_q)
 {
+	struct work *w = arg;
+	struct own_answer *a = w->a;
+	uint64_t t0;
+	int r;
+
+	/* The loop waits: one answer at a time (docs/ownerd.md). */
+	t0 = uv_hrtime();
+	r = dp_query_answer(w->job->model, a->ds, w->theta, w->job->clip, eps_q,
+			    isinf(eps_q) ? NULL : a->bits, a->grad, &w->info);
+	w->secs = (double)(uv_hrtime() - t0) / 1e9;
+	if (r < 0) {
+		w->err = r;
+		return r;
+	}
+	dp_metrics_observe(a->grad_secs, w->secs);
+	return 0;
+}
+
+static void drop(struct own_reply *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void drop(struct own_reply *out, const char *fmt, ...)
+{
+	va_list ap;
+
+	out->kind = OWN_REPLY_DROP;
+	va_start(ap, fmt);
+	vsnprintf(out->drop, sizeof(out->drop), fmt, ap);
+	va_end(ap);
+}
+
+static void refuse(struct own_reply *out, const char *reason)
+{
+	out->kind = OWN_REPLY_REFUSE;
+	out->refuse = reason;
+}
+
+/* Step 1: what the conn layer cannot know (p is ours). */
+static bool valid(const struct own_answer *a, const Dpasync__Query *q, struct own_reply *out)
+{
+	size_t p = a->ds->p;
+
+	if (q->n_theta != p || q->theta == NULL) {
+		drop(out, "query k=%llu has dimension %zu, expected %zu", (unsigned long long)q->k,
+		     q->n_theta, p);
+		return false;
+	}
+	for (size_t i = 0; i < p; i++)
+		if (!isfinite(q->theta[i])) {
+			drop(out, "query k=%llu theta[%zu] is not finite", (unsigned long long)q->k, i);
+			return false;
+		}
+	if (q->k == 0) {
+		drop(out, "query k=0");
+		return false;
+	}
+	return true;
+}
+
+void own_answer_query(struct own_answer *a, const struct own_job *job,
+		      const Dpasync__Query *q, struct own_reply *out)
+{
+	struct work w;
+	uint64_t k;
+	int r;
+
+	DP_REQUIRE(a != NULL && a->grad != NULL && job != NULL && job->have && q != NULL &&
+		   out != NULL);
+	memset(out, 0, sizeof(*out));
+	k = q->k;
+	out->k = k;
+	if (!valid(a, q, out))
+		return;
+
+	memset(&w, 0, sizeof(w));
+	w.a = a;
+	w.job = job;
+	w.theta = q->theta;
+
+	r = own_budget_spend(a->budget, k, compute, &w, &out->after);
+	if (r == 0) {
+		out->kind = OWN_REPLY_ANSWER;
+		out->gradient = a->grad;
+		out->p = a->ds->p;
+		out->info = w.info;
+		out->secs = w.secs;
+		return;
+	}
+	own_answer_wipe(a);   /* nothing computed may leave */
+	if (w.err == DP_ERNG) {
+		DP_ERROR("answer", "random generator failed k=%llu: %s; stopping",
+			 (unsigned long long)k, dp_error_detail(r));
+		out->kind = OWN_REPLY_STOP;
+		out->exit_code = OWN_EXIT_FAIL;
+		return;
+	}
+	if (w.err < 0) {
+		drop(out, "cannot answer query k=%llu: %s", (unsigned long long)k,
+		     dp_error_detail(r));
+		return;
+	}
 	switch (r) {
 	case DP_EBUDGET:
-		own__refuse(d, k, "budget exhausted");
+		refuse(out, "budget exhausted");
 		break;
 	case DP_ESTATE:
-		own__refuse(d, k, "repeated query");
+		refuse(out, "repeated query");
+		break;
+	case DP_EPROTO:
+		drop(out, "%s", dp_error_detail(r));
 		break;
 	case DP_EIO:
-	case DP_ECORRUPT:
-		own_ledger_failed(d, k, r);
+		/* The ledger failed for good (logged by the budget). */
+		out->kind = OWN_REPLY_STOP;
+		out->refuse = "ledger failed";
+		out->exit_code = OWN_EXIT_FAIL;
 		break;
 	default:
 		/* DP_EINVAL / DP_ERANGE / DP_ENOMEM: nothing was charged. */
 		DP_ERROR("answer", "ledger refused k=%llu: %s", (unsigned long long)k,
 			 dp_error_detail(r));
-		own__refuse(d, k, "internal error");
+		refuse(out, "internal error");
 		break;
 	}
-}
-
-void own_answer_query(struct own_daemon *d, const Dpasync__Query *q)
-{
-	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
-	Dpasync__Answer a = DPASYNC__ANSWER__INIT;
-	dp_query_info info;
-	dp_ledger_entry ent;
-	uint64_t k = q->k, last = 0;
-	uint64_t t0;
-	double secs;
-	int r;
-
-	/* 1. validate */
-	if (q->n_theta != d->p || q->theta == NULL) {
-		own_client_drop(d, "query k=%llu has dimension %zu, expected %zu",
-				(unsigned long long)k, q->n_theta, d->p);
-		return;
-	}
-	for (size_t i = 0; i < d->p; i++)
-		if (!isfinite(q->theta[i])) {
-			own_client_drop(d, "query k=%llu theta[%zu] is not finite",
-					(unsigned long long)k, i);
-			return;
-		}
-	if (k == 0) {
-		own_client_drop(d, "query k=0");
-		return;
-	}
-	d->request_pending = false;
-	own_clock_resume(d);
-	dp_ledger_last_k(d->ledger, &last);
-	if (k <= last) {
-		r = dp_ledger_lookup(d->ledger, k, NULL);
-		if (r == 0) {
-			own__refuse(d, k, "repeated query");
-		} else if (r == DP_ENOENT) {
-			own_client_drop(d, "query k=%llu is not above the last answered k=%llu",
-					(unsigned long long)k, (unsigned long long)last);
-		} else {
-			own_ledger_failed(d, k, r);
-		}
-		return;
-	}
-
-	/* 2. check before sampling anything */
-	r = dp_ledger_check(d->ledger, k, d->eps_q);
-	if (r < 0) {
-		own__ledger_refusal(d, k, r);
-		return;
-	}
-
-	/* 3. compute (the loop waits: one answer at a time, see docs/ownerd.md) */
-	t0 = uv_hrtime();
-	r = dp_query_answer(d->job.model, &d->ds, q->theta, d->job.clip, d->eps_q,
-			    isinf(d->eps_q) ? NULL : &d->bits, d->grad, &info);
-	secs = (double)(uv_hrtime() - t0) / 1e9;
-	if (r < 0) {
-		OPENSSL_cleanse(d->grad, d->p * sizeof(double));
-		if (r == DP_ERNG) {
-			DP_ERROR("answer", "random generator failed k=%llu: %s; stopping",
-				 (unsigned long long)k, dp_error_detail(r));
-			own_stop(d, OWN_EXIT_FAIL);
-		} else {
-			own_client_drop(d, "cannot answer query k=%llu: %s", (unsigned long long)k,
-					dp_error_detail(r));
-		}
-		return;
-	}
-	dp_metrics_observe(d->m.grad_secs, secs);
-
-	/* 4. durable charge */
-	r = dp_ledger_charge(d->ledger, k, d->eps_q, &ent);
-	if (r < 0) {
-		OPENSSL_cleanse(d->grad, d->p * sizeof(double));
-		own__ledger_refusal(d, k, r);
-		return;
-	}
-
-	/* 5. release */
-	a.k = k;
-	a.n_gradient = d->p;
-	a.gradient = d->grad;
-	a.epsilon_spent = dp_ledger_spent(d->ledger);
-	a.epsilon_left = dp_ledger_left(d->ledger);
-	a.answers_given = dp_ledger_answers(d->ledger);
-	env.version = DP_PROTO_VERSION;
-	env.msg_case = DPASYNC__ENVELOPE__MSG_ANSWER;
-	env.answer = &a;
-	r = own_client_send(d, &env);
-	OPENSSL_cleanse(d->grad, d->p * sizeof(double));
-	if (r == 0)
-		dp_metrics_inc(d->m.answers);
-	own_metrics_budget(d);
-	if (info.dropped)
-		DP_WARN("answer", "k=%llu rows_dropped=%zu (non-finite gradient)",
-			(unsigned long long)k, info.dropped);
-	DP_INFO("answer", "answered k=%llu answers=%llu/%llu spent=%.9g left=%.9g b=%.6g "
-		"secs=%.6f%s", (unsigned long long)k, (unsigned long long)ent.count,
-		(unsigned long long)d->cap_answers, a.epsilon_spent, a.epsilon_left,
-		info.scale_b, secs, r < 0 ? " (not delivered: connection lost)" : "");
-	if (!own_budget_left(d))
-		DP_INFO("owner", "budget exhausted: staying connected (refusing) until Done");
 }

@@ -1,362 +1,427 @@
 /* ownerd: the connection to the learner.
  *
  * connect -> TLS -> Hello -> Welcome -> (UpdateRequest / Query / Answer)* -> Done.
- * A problem with what the learner sends closes this connection with a
- * logged reason and the daemon reconnects after a backoff; a problem with
- * our own ledger stops the daemon (the ledger binds the job for good). */
+ * The network layer of the daemon: it sends what answer.c decides, drives
+ * the clock it owns, binds the budget at the first Welcome, and asks main
+ * to stop through the callback main registered.  A problem with what the
+ * learner sends closes this connection with a logged reason and the daemon
+ * reconnects after a backoff; a problem with our own ledger stops the
+ * daemon (the ledger binds the job for good). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-
 #include "common/core/error.h"
-#include "common/net/frame.h"
 #include "common/core/log.h"
 #include "common/core/modelfile.h"
 
 #include "owner/own.h"
 
-static void own__on_retry(uv_timer_t *t);
+static void on_retry(uv_timer_t *t);
 
-void own_ledger_identity(const struct own_daemon *d, const char *job, char *out, size_t size)
+static void stop(struct own_client *c, int code)
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
-	char hex[33];
-	int n;
-
-	n = snprintf(out, size, "owner=%s job=%s", d->id, job);
-	if (n >= 0 && (size_t)n < size && (size_t)n <= DP_LEDGER_IDENTITY_MAX)
-		return;
-	/* A long job name is bound by its hash (the header holds 127 bytes). */
-	EVP_Digest(job, strlen(job), md, &mdlen, EVP_sha256(), NULL);
-	for (unsigned i = 0; i < 16; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
-	snprintf(out, size, "owner=%s job-sha256=%s", d->id, hex);
+	c->cfg.stop(c->cfg.stop_arg, code);
 }
 
-int own_client_send(struct own_daemon *d, const Dpasync__Envelope *m)
+static int send_msg(struct own_client *c, const Dpasync__Envelope *m)
 {
 	int r;
 
-	if (d->conn == NULL)
+	if (c->conn == NULL)
 		return DP_ESTATE;
-	r = dp_conn_send(d->conn, m);
+	r = dp_conn_send(c->conn, m);
 	if (r < 0)
 		DP_WARN("conn", "send %s failed peer=%s: %s", dp_frame_kind(m),
-			dp_conn_peer_addr(d->conn), dp_error_detail(r));
+			dp_conn_peer_addr(c->conn), dp_error_detail(r));
 	return r;
 }
 
-void own_client_drop(struct own_daemon *d, const char *fmt, ...)
+/* Close the current connection with a logged reason; the daemon
+ * reconnects after a backoff. */
+static void drop(struct own_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void drop(struct own_client *c, const char *fmt, ...)
 {
 	char why[512];
 	va_list ap;
 
-	if (d->conn == NULL)
+	if (c->conn == NULL)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	DP_WARN("conn", "closing peer=%s reason=%s", dp_conn_peer_addr(d->conn), why);
-	d->welcomed = false;    /* nothing more is handled on this connection */
-	dp_conn_close(d->conn);
+	DP_WARN("conn", "closing peer=%s reason=%s", dp_conn_peer_addr(c->conn), why);
+	c->welcomed = false;    /* nothing more is handled on this connection */
+	dp_conn_close(c->conn);
 }
 
 /* ---- backoff --------------------------------------------------------------- */
 
-static void own__schedule_retry(struct own_daemon *d)
+static void schedule_retry(struct own_client *c)
 {
 	double cap = OWN_BACKOFF_BASE_S, u = 0.5, delay;
 	int r;
 
-	for (unsigned i = 0; i < d->attempt && cap < OWN_BACKOFF_MAX_S; i++)
+	for (unsigned i = 0; i < c->attempt && cap < OWN_BACKOFF_MAX_S; i++)
 		cap *= 2;
 	if (cap > OWN_BACKOFF_MAX_S)
 		cap = OWN_BACKOFF_MAX_S;
-	if (d->attempt < 64)
-		d->attempt++;
-	r = dp_rng_uniform(&d->bits, &u);
+	if (c->attempt < 64)
+		c->attempt++;
+	r = dp_rng_uniform(c->cfg.bits, &u);
 	if (r < 0) {
 		DP_ERROR("owner", "random generator failed: %s", dp_error_detail(r));
-		own_stop(d, OWN_EXIT_FAIL);
+		stop(c, OWN_EXIT_FAIL);
 		return;
 	}
 	delay = u * cap;   /* full jitter */
-	DP_INFO("conn", "reconnecting in=%.3fs attempt=%u", delay, d->attempt);
-	uv_timer_start(&d->retry_timer, own__on_retry, (uint64_t)llround(delay * 1000.0), 0);
+	DP_INFO("conn", "reconnecting in=%.3fs attempt=%u", delay, c->attempt);
+	uv_timer_start(&c->retry_timer, on_retry, (uint64_t)llround(delay * 1000.0), 0);
 }
 
-static void own__on_retry(uv_timer_t *t)
+static void on_retry(uv_timer_t *t)
 {
-	struct own_daemon *d = t->data;
+	struct own_client *c = t->data;
 
-	dp_metrics_inc(d->m.reconnects);
-	own_client_start(d);
+	dp_metrics_inc(c->cfg.m->reconnects);
+	own_client_start(c);
+}
+
+/* ---- the clock's events ------------------------------------------------------ */
+
+static bool on_tick(void *arg)
+{
+	struct own_client *c = arg;
+	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
+	Dpasync__UpdateRequest ur = DPASYNC__UPDATE_REQUEST__INIT;
+
+	/* A tick sends only when connected, welcomed in request mode, with
+	 * budget left, and with no request outstanding. */
+	if (c->conn == NULL || !c->welcomed || c->job.broadcast || c->request_pending ||
+	    !own_budget_left(c->cfg.budget))
+		return c->request_pending;
+	env.version = DP_PROTO_VERSION;
+	env.msg_case = DPASYNC__ENVELOPE__MSG_UPDATE_REQUEST;
+	env.update_request = &ur;
+	if (send_msg(c, &env) == 0) {
+		c->request_pending = true;
+		DP_DEBUG("clock", "update request sent");
+	}
+	return c->request_pending;
+}
+
+static void on_clock_fail(void *arg, int err)
+{
+	(void)err;
+	stop(arg, OWN_EXIT_FAIL);
 }
 
 /* ---- Hello / Welcome ----------------------------------------------------- */
 
-static void own__send_hello(struct own_daemon *d)
+static void send_hello(struct own_client *c)
 {
 	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
 	Dpasync__Hello h = DPASYNC__HELLO__INIT;
+	struct own_budget_status st;
 
+	own_budget_status(c->cfg.budget, &st);
 	h.version = DP_PROTO_VERSION;
-	h.owner_id = d->id;
-	h.n_rows = d->ds.n;
-	h.n_features = (uint32_t)d->p;
-	h.epsilon = d->set.epsilon;
-	h.answers_cap = d->set.answers_cap;
-	h.answers_given = d->ledger ? dp_ledger_answers(d->ledger) : 0;
+	h.owner_id = (char *)c->cfg.id;
+	h.n_rows = c->cfg.ds->n;
+	h.n_features = (uint32_t)c->cfg.ds->p;
+	h.epsilon = c->cfg.set->epsilon;
+	h.answers_cap = c->cfg.set->answers_cap;
+	h.answers_given = st.answers;
 	env.version = DP_PROTO_VERSION;
 	env.msg_case = DPASYNC__ENVELOPE__MSG_HELLO;
 	env.hello = &h;
-	own_client_send(d, &env);
+	send_msg(c, &env);
 }
 
-static void own__on_welcome_timeout(uv_timer_t *t)
+static void on_welcome_timeout(uv_timer_t *t)
 {
-	struct own_daemon *d = t->data;
+	struct own_client *c = t->data;
 
-	own_client_drop(d, "no Welcome within %u s", OWN_WELCOME_TIMEOUT_MS / 1000);
+	drop(c, "no Welcome within %u s", OWN_WELCOME_TIMEOUT_MS / 1000);
 }
 
-/* First Welcome of the process: bind (create or check) the ledger for this
- * job.  Returns 0, or an exit code after logging why. */
-static int own__bind_ledger(struct own_daemon *d, const Dpasync__Welcome *w)
+static void on_welcome(struct own_client *c, const Dpasync__Welcome *w)
 {
-	unsigned flags = d->set.allow_no_noise ? DP_LEDGER_ALLOW_INF : 0;
-	uint64_t K = d->set.answers_cap ? d->set.answers_cap : w->t;
-	char ident[DP_LEDGER_IDENTITY_MAX + 1];
-	double eps_q;
-	int r;
-
-	own_ledger_identity(d, w->job, ident, sizeof(ident));
-	if (d->ledger) {
-		/* Opened at startup from an existing file: it must be this job's. */
-		if (strcmp(dp_ledger_identity(d->ledger), ident) != 0) {
-			DP_ERROR("ledger", "ledger %s is bound to '%s' but the learner runs job '%s'; "
-				 "use a new ledger file for a new job", d->set.ledger,
-				 dp_ledger_identity(d->ledger), w->job);
-			return OWN_EXIT_CONFIG;
-		}
-		if (d->cap_answers != K) {
-			DP_ERROR("ledger", "ledger %s has answers cap %llu but this job needs %llu "
-				 "(T=%llu); the caps of a ledger never change", d->set.ledger,
-				 (unsigned long long)d->cap_answers, (unsigned long long)K,
-				 (unsigned long long)w->t);
-			return OWN_EXIT_CONFIG;
-		}
-		return 0;
-	}
-	r = dp_ledger_eps_share(d->set.epsilon, K, &eps_q);
-	if (r < 0) {
-		DP_ERROR("ledger", "epsilon %g cannot be split over K=%llu answers: %s",
-			 d->set.epsilon, (unsigned long long)K, dp_error_detail(r));
-		return OWN_EXIT_CONFIG;
-	}
-	r = dp_ledger_open(d->set.ledger, d->set.epsilon, K, ident, flags, &d->ledger);
-	if (r < 0) {
-		DP_ERROR("ledger", "cannot open ledger %s: %s", d->set.ledger,
-			 r == DP_ESTATE ? "in use by another process" : dp_error_detail(r));
-		return r == DP_EINVAL || r == DP_ECORRUPT ? OWN_EXIT_CONFIG : OWN_EXIT_FAIL;
-	}
-	d->cap_answers = K;
-	d->eps_q = eps_q;
-	DP_INFO("ledger", "bound path=%s identity=\"%s\" epsilon=%g K=%llu eps_q=%.9g",
-		d->set.ledger, ident, d->set.epsilon, (unsigned long long)K, eps_q);
-	return 0;
-}
-
-static void own__on_welcome(struct own_daemon *d, const Dpasync__Welcome *w)
-{
+	struct own_budget_status st;
+	size_t p = c->cfg.ds->p;
 	dp_model model;
 	int r;
 
-	if (d->welcomed) {
-		own_client_drop(d, "second Welcome on one connection");
+	if (c->welcomed) {
+		drop(c, "second Welcome on one connection");
 		return;
 	}
 	/* The conn layer already checked ranges and finiteness (dp_frame_validate
 	 * with p = ours); what is left is what only the owner knows. */
 	if (dp_model_parse(w->model, &model) < 0) {
-		own_client_drop(d, "Welcome names model '%s', this owner supports linear, "
-				"logistic and svm", w->model);
+		drop(c, "Welcome names model '%s', this owner supports linear, logistic and svm",
+		     w->model);
 		return;
 	}
-	if (w->p != d->p) {
-		own_client_drop(d, "Welcome.p=%u but this owner's data has p=%zu", w->p, d->p);
+	if (w->p != p) {
+		drop(c, "Welcome.p=%u but this owner's data has p=%zu", w->p, p);
 		return;
 	}
 	if (!(isfinite(w->clip_l1) && w->clip_l1 > 0 && isfinite(w->theta_max) &&
 	      w->theta_max > 0 && isfinite(w->lambda) && w->lambda >= 0 &&
 	      isfinite(w->rho) && w->rho > 0) || w->t == 0 || w->k_done > w->t) {
-		own_client_drop(d, "Welcome has out-of-range parameters");
+		drop(c, "Welcome has out-of-range parameters");
 		return;
 	}
-	if ((r = dp_model_check_data(model, &d->ds)) < 0) {
-		own_client_drop(d, "data does not fit model %s: %s", w->model,
-				dp_error_detail(r));
+	r = dp_model_check_data(model, c->cfg.ds);
+	if (r < 0) {
+		drop(c, "data does not fit model %s: %s", w->model, dp_error_detail(r));
 		return;
 	}
-	if (d->job.have && strcmp(d->job.name, w->job) != 0) {
+	own_budget_status(c->cfg.budget, &st);
+	if (c->job.have && strcmp(c->job.name, w->job) != 0) {
 		DP_ERROR("owner", "learner switched from job '%s' to '%s'; this owner's ledger "
-			 "is bound to the first", d->job.name, w->job);
-		own_stop(d, OWN_EXIT_CONFIG);
+			 "is bound to the first", c->job.name, w->job);
+		stop(c, OWN_EXIT_CONFIG);
 		return;
 	}
-	if (d->job.have && d->set.answers_cap == 0 && w->t != d->cap_answers) {
+	if (c->job.have && c->cfg.set->answers_cap == 0 && w->t != st.cap) {
 		DP_ERROR("owner", "learner changed T from %llu to %llu; this owner's answer cap "
-			 "is bound to the first", (unsigned long long)d->cap_answers,
+			 "is bound to the first", (unsigned long long)st.cap,
 			 (unsigned long long)w->t);
-		own_stop(d, OWN_EXIT_CONFIG);
+		stop(c, OWN_EXIT_CONFIG);
 		return;
 	}
-	if (!d->job.have && (r = own__bind_ledger(d, w)) != 0) {
-		own_stop(d, r);
-		return;
+	if (!c->job.have) {
+		/* The first Welcome binds the ledger to the job (logged either way). */
+		r = own_budget_bind(c->cfg.budget, w->job, w->t);
+		if (r < 0) {
+			stop(c, r == DP_EINVAL || r == DP_ECORRUPT ? OWN_EXIT_CONFIG : OWN_EXIT_FAIL);
+			return;
+		}
 	}
 
-	uv_timer_stop(&d->welcome_timer);
-	snprintf(d->job.name, sizeof(d->job.name), "%s", w->job);
-	d->job.model = model;
-	d->job.T = w->t;
-	d->job.N = w->n;
-	d->job.n_total = w->n_total;
-	d->job.rho = w->rho;
-	d->job.lambda = w->lambda;
-	d->job.theta_max = w->theta_max;
-	d->job.clip = w->clip_l1;
-	d->job.broadcast = w->mode == DPASYNC__MODE__MODE_BROADCAST;
-	d->job.k_done = w->k_done;
-	d->job.have = true;
-	d->welcomed = true;
-	d->request_pending = false;
-	own_clock_resume(d);
-	d->attempt = 0;
-	own_metrics_budget(d);
+	uv_timer_stop(&c->welcome_timer);
+	snprintf(c->job.name, sizeof(c->job.name), "%s", w->job);
+	c->job.model = model;
+	c->job.T = w->t;
+	c->job.N = w->n;
+	c->job.n_total = w->n_total;
+	c->job.rho = w->rho;
+	c->job.lambda = w->lambda;
+	c->job.theta_max = w->theta_max;
+	c->job.clip = w->clip_l1;
+	c->job.broadcast = w->mode == DPASYNC__MODE__MODE_BROADCAST;
+	c->job.k_done = w->k_done;
+	c->job.have = true;
+	c->welcomed = true;
+	c->request_pending = false;
+	own_clock_resume(&c->clock);
+	c->attempt = 0;
+	own_budget_status(c->cfg.budget, &st);
 	DP_INFO("owner", "welcome job=%s model=%s T=%llu N=%u n_total=%llu p=%u clip=%g mode=%s "
 		"k_done=%llu answers=%llu/%llu spent=%.9g left=%.9g", w->job, w->model,
 		(unsigned long long)w->t, w->n, (unsigned long long)w->n_total, w->p,
-		w->clip_l1, d->job.broadcast ? "broadcast" : "request",
-		(unsigned long long)w->k_done, (unsigned long long)dp_ledger_answers(d->ledger),
-		(unsigned long long)d->cap_answers, dp_ledger_spent(d->ledger),
-		dp_ledger_left(d->ledger));
-	if (!own_budget_left(d))
+		w->clip_l1, c->job.broadcast ? "broadcast" : "request",
+		(unsigned long long)w->k_done, (unsigned long long)st.answers,
+		(unsigned long long)st.cap, st.spent, st.left);
+	if (!own_budget_left(c->cfg.budget))
 		DP_INFO("owner", "budget exhausted: staying connected (refusing) until Done");
+}
+
+/* ---- Query: send what answer.c decided ------------------------------------- */
+
+static void send_refuse(struct own_client *c, uint64_t k, const char *reason)
+{
+	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
+	Dpasync__Refuse rf = DPASYNC__REFUSE__INIT;
+	struct own_budget_status st;
+
+	rf.k = k;
+	rf.reason = (char *)reason;
+	env.version = DP_PROTO_VERSION;
+	env.msg_case = DPASYNC__ENVELOPE__MSG_REFUSE;
+	env.refuse = &rf;
+	dp_metrics_inc(c->cfg.m->refusals);
+	own_budget_status(c->cfg.budget, &st);
+	DP_INFO("answer", "refused k=%llu reason=\"%s\" answers=%llu/%llu spent=%.9g",
+		(unsigned long long)k, reason, (unsigned long long)st.answers,
+		(unsigned long long)st.cap, st.spent);
+	send_msg(c, &env);
+}
+
+/* Step 5 of the privacy order (budget.c): the reply exists only after the
+ * charge was made durable. */
+static void send_answer(struct own_client *c, const struct own_reply *rep)
+{
+	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
+	Dpasync__Answer a = DPASYNC__ANSWER__INIT;
+	int r;
+
+	a.k = rep->k;
+	a.n_gradient = rep->p;
+	a.gradient = (double *)rep->gradient;   /* packing only reads it */
+	a.epsilon_spent = rep->after.spent;
+	a.epsilon_left = rep->after.left;
+	a.answers_given = rep->after.answers;
+	env.version = DP_PROTO_VERSION;
+	env.msg_case = DPASYNC__ENVELOPE__MSG_ANSWER;
+	env.answer = &a;
+	r = send_msg(c, &env);
+	own_answer_wipe(c->cfg.answer);
+	if (r == 0)
+		dp_metrics_inc(c->cfg.m->answers);
+	if (rep->info.dropped)
+		DP_WARN("answer", "k=%llu rows_dropped=%zu (non-finite gradient)",
+			(unsigned long long)rep->k, rep->info.dropped);
+	DP_INFO("answer", "answered k=%llu answers=%llu/%llu spent=%.9g left=%.9g b=%.6g "
+		"secs=%.6f%s", (unsigned long long)rep->k, (unsigned long long)rep->after.answers,
+		(unsigned long long)rep->after.cap, rep->after.spent, rep->after.left,
+		rep->info.scale_b, rep->secs, r < 0 ? " (not delivered: connection lost)" : "");
+	if (!own_budget_left(c->cfg.budget))
+		DP_INFO("owner", "budget exhausted: staying connected (refusing) until Done");
+}
+
+static void on_query(struct own_client *c, const Dpasync__Query *q)
+{
+	struct own_reply rep;
+
+	if (!c->welcomed) {
+		drop(c, "Query before Welcome");
+		return;
+	}
+	/* A Query ends the outstanding request: the clock runs again. */
+	c->request_pending = false;
+	own_clock_resume(&c->clock);
+	if (c->closed)
+		return;   /* the clock failed: the daemon is stopping */
+	own_answer_query(c->cfg.answer, &c->job, q, &rep);
+	switch (rep.kind) {
+	case OWN_REPLY_ANSWER:
+		send_answer(c, &rep);
+		break;
+	case OWN_REPLY_REFUSE:
+		send_refuse(c, rep.k, rep.refuse);
+		break;
+	case OWN_REPLY_DROP:
+		drop(c, "%s", rep.drop);
+		break;
+	case OWN_REPLY_STOP:
+		if (rep.refuse)
+			send_refuse(c, rep.k, rep.refuse);   /* queued: stopping flushes it */
+		stop(c, rep.exit_code);
+		break;
+	}
 }
 
 /* ---- Done ------------------------------------------------------------------ */
 
-static void own__on_done(struct own_daemon *d, const Dpasync__Done *m)
+static void on_done(struct own_client *c, const Dpasync__Done *m)
 {
+	struct own_budget_status st;
+	size_t p = c->cfg.ds->p;
 	dp_modelfile mf;
 	int r;
 
-	if (!d->welcomed) {
-		own_client_drop(d, "Done before Welcome");
+	if (!c->welcomed) {
+		drop(c, "Done before Welcome");
 		return;
 	}
-	if (m->n_final_theta != d->p) {
-		own_client_drop(d, "Done.final_theta has dimension %zu, expected %zu",
-				m->n_final_theta, d->p);
+	if (m->n_final_theta != p) {
+		drop(c, "Done.final_theta has dimension %zu, expected %zu", m->n_final_theta, p);
 		return;
 	}
-	for (size_t q = 0; q < d->p; q++)
+	for (size_t q = 0; q < p; q++)
 		if (!isfinite(m->final_theta[q])) {
-			own_client_drop(d, "Done.final_theta[%zu] is not finite", q);
+			drop(c, "Done.final_theta[%zu] is not finite", q);
 			return;
 		}
-	if (m->t != d->job.T) {
-		own_client_drop(d, "Done.T=%llu but the job's T is %llu",
-				(unsigned long long)m->t, (unsigned long long)d->job.T);
+	if (m->t != c->job.T) {
+		drop(c, "Done.T=%llu but the job's T is %llu", (unsigned long long)m->t,
+		     (unsigned long long)c->job.T);
 		return;
 	}
 	memset(&mf, 0, sizeof(mf));
-	mf.model = d->job.model;
-	mf.p = d->p;
+	mf.model = c->job.model;
+	mf.p = p;
 	mf.theta = m->final_theta;
-	mf.features = d->ds.names;
-	mf.bias = d->set.bias;
+	mf.features = c->cfg.ds->names;
+	mf.bias = c->cfg.set->bias;
 	mf.T = (size_t)m->t;
-	mf.lambda = d->job.lambda;
-	mf.theta_max = d->job.theta_max;
-	mf.clip = d->job.clip;
+	mf.lambda = c->job.lambda;
+	mf.theta_max = c->job.theta_max;
+	mf.clip = c->job.clip;
 	snprintf(mf.mode, sizeof(mf.mode), "async");
-	r = dp_modelfile_write(d->model_out, &mf);
+	r = dp_modelfile_write(c->cfg.model_out, &mf);
 	if (r < 0) {
-		DP_ERROR("owner", "done: cannot save the model to %s: %s", d->model_out,
+		DP_ERROR("owner", "done: cannot save the model to %s: %s", c->cfg.model_out,
 			 dp_error_detail(r));
-		own_stop(d, OWN_EXIT_FAIL);
+		stop(c, OWN_EXIT_FAIL);
 		return;
 	}
-	DP_INFO("owner", "done job=%s T=%llu model=%s answers=%llu spent=%.9g", d->job.name,
-		(unsigned long long)m->t, d->model_out,
-		(unsigned long long)dp_ledger_answers(d->ledger), dp_ledger_spent(d->ledger));
-	own_stop(d, OWN_EXIT_OK);
+	own_budget_status(c->cfg.budget, &st);
+	DP_INFO("owner", "done job=%s T=%llu model=%s answers=%llu spent=%.9g", c->job.name,
+		(unsigned long long)m->t, c->cfg.model_out, (unsigned long long)st.answers,
+		st.spent);
+	stop(c, OWN_EXIT_OK);
 }
 
-/* ---- callbacks ------------------------------------------------------------- */
+/* ---- the connection's callbacks ---------------------------------------------- */
 
-static int own__on_handshake(dp_conn *c, const char *peer_id)
+static int on_handshake(dp_conn *conn, const char *peer_id)
 {
-	struct own_daemon *d = dp_conn_data(c);
+	struct own_client *c = dp_conn_data(conn);
 
-	if (d->stopping)
+	if (c->closed)
 		return 1;
-	DP_INFO("conn", "connected peer=%s id=%s", dp_conn_peer_addr(c), peer_id);
-	dp_metrics_set(d->m.connected, 1);
-	own__send_hello(d);
-	uv_timer_start(&d->welcome_timer, own__on_welcome_timeout, OWN_WELCOME_TIMEOUT_MS, 0);
+	DP_INFO("conn", "connected peer=%s id=%s", dp_conn_peer_addr(conn), peer_id);
+	dp_metrics_set(c->cfg.m->connected, 1);
+	send_hello(c);
+	uv_timer_start(&c->welcome_timer, on_welcome_timeout, OWN_WELCOME_TIMEOUT_MS, 0);
 	return 0;
 }
 
-static void own__on_message(dp_conn *c, Dpasync__Envelope *m)
+static void on_message(dp_conn *conn, Dpasync__Envelope *m)
 {
-	struct own_daemon *d = dp_conn_data(c);
+	struct own_client *c = dp_conn_data(conn);
 
-	if (d->stopping || c != d->conn) {
+	if (c->closed || conn != c->conn) {
 		dp_frame_msg_free(m);
 		return;
 	}
 	switch (m->msg_case) {
 	case DPASYNC__ENVELOPE__MSG_WELCOME:
-		own__on_welcome(d, m->welcome);
+		on_welcome(c, m->welcome);
 		break;
 	case DPASYNC__ENVELOPE__MSG_QUERY:
-		if (!d->welcomed)
-			own_client_drop(d, "Query before Welcome");
-		else
-			own_answer_query(d, m->query);
+		on_query(c, m->query);
 		break;
 	case DPASYNC__ENVELOPE__MSG_DONE:
-		own__on_done(d, m->done);
+		on_done(c, m->done);
 		break;
 	default:
-		own_client_drop(d, "unexpected %s message from the learner", dp_frame_kind(m));
+		drop(c, "unexpected %s message from the learner", dp_frame_kind(m));
 		break;
 	}
 	dp_frame_msg_free(m);
 }
 
-static void own__on_close(dp_conn *c, int reason, const char *detail)
+static void on_close(dp_conn *conn, int reason, const char *detail)
 {
-	struct own_daemon *d = dp_conn_data(c);
+	struct own_client *c = dp_conn_data(conn);
 
-	if (c != d->conn)
+	if (conn != c->conn)
 		return;
-	d->conn = NULL;
-	d->welcomed = false;
-	d->request_pending = false;
-	own_clock_resume(d);
-	dp_metrics_set(d->m.connected, 0);
-	if (!uv_is_closing((uv_handle_t *)&d->welcome_timer))
-		uv_timer_stop(&d->welcome_timer);
-	if (d->stopping) {
+	c->conn = NULL;
+	c->welcomed = false;
+	c->request_pending = false;
+	own_clock_resume(&c->clock);
+	dp_metrics_set(c->cfg.m->connected, 0);
+	if (!uv_is_closing((uv_handle_t *)&c->welcome_timer))
+		uv_timer_stop(&c->welcome_timer);
+	if (c->closed) {
 		DP_DEBUG("conn", "closed: %s", detail ? detail : "");
 		return;
 	}
@@ -365,34 +430,73 @@ static void own__on_close(dp_conn *c, int reason, const char *detail)
 	else
 		DP_WARN("conn", "connection to the learner failed reason=%s detail=%s",
 			dp_strerror(reason), detail ? detail : "");
-	own__schedule_retry(d);
+	schedule_retry(c);
 }
 
-void own_client_start(struct own_daemon *d)
+/* ---- entry points ------------------------------------------------------------ */
+
+int own_client_init(struct own_client *c, const struct own_client_config *cfg)
+{
+	DP_REQUIRE(c != NULL && cfg != NULL && cfg->loop != NULL && cfg->set != NULL &&
+		   cfg->ctx != NULL && cfg->id != NULL && cfg->host != NULL &&
+		   cfg->model_out != NULL && cfg->ds != NULL && cfg->bits != NULL &&
+		   cfg->budget != NULL && cfg->answer != NULL && cfg->m != NULL &&
+		   cfg->stop != NULL);
+	memset(c, 0, sizeof(*c));
+	c->cfg = *cfg;
+	uv_timer_init(cfg->loop, &c->retry_timer);
+	uv_timer_init(cfg->loop, &c->welcome_timer);
+	c->retry_timer.data = c->welcome_timer.data = c;
+	return own_clock_start(&c->clock, cfg->loop, cfg->bits, cfg->set->rate, on_tick,
+			       on_clock_fail, c);
+}
+
+void own_client_start(struct own_client *c)
 {
 	dp_conn_config cfg;
 	dp_frame_limits lim;
 	int r;
 
-	if (d->stopping || d->conn != NULL)
+	DP_REQUIRE(c != NULL && c->cfg.loop != NULL);
+	if (c->closed || c->conn != NULL)
 		return;
 	memset(&cfg, 0, sizeof(cfg));
 	memset(&lim, 0, sizeof(lim));
-	lim.p = d->p;
-	cfg.ctx = d->ctx;
-	cfg.cb.on_handshake = own__on_handshake;
-	cfg.cb.on_message = own__on_message;
-	cfg.cb.on_close = own__on_close;
-	cfg.data = d;
-	cfg.max_frame = (uint32_t)d->set.max_frame;
+	lim.p = c->cfg.ds->p;
+	cfg.ctx = c->cfg.ctx;
+	cfg.cb.on_handshake = on_handshake;
+	cfg.cb.on_message = on_message;
+	cfg.cb.on_close = on_close;
+	cfg.data = c;
+	cfg.max_frame = (uint32_t)c->cfg.set->max_frame;
 	cfg.limits = &lim;
-	d->connects++;
-	DP_DEBUG("conn", "connecting to=%s:%u attempt=%u", d->host, (unsigned)d->port, d->attempt);
-	r = dp_conn_connect(d->loop, &cfg, d->host, d->port, d->set.server_name, &d->conn);
+	DP_DEBUG("conn", "connecting to=%s:%u attempt=%u", c->cfg.host, (unsigned)c->cfg.port,
+		 c->attempt);
+	r = dp_conn_connect(c->cfg.loop, &cfg, c->cfg.host, c->cfg.port, c->cfg.set->server_name,
+			    &c->conn);
 	if (r < 0) {
-		d->conn = NULL;
-		DP_WARN("conn", "cannot start connecting to %s:%u: %s", d->host, (unsigned)d->port,
-			dp_error_detail(r));
-		own__schedule_retry(d);
+		c->conn = NULL;
+		DP_WARN("conn", "cannot start connecting to %s:%u: %s", c->cfg.host,
+			(unsigned)c->cfg.port, dp_error_detail(r));
+		schedule_retry(c);
 	}
+}
+
+static void close_timer(uv_timer_t *t)
+{
+	if (!uv_is_closing((uv_handle_t *)t))
+		uv_close((uv_handle_t *)t, NULL);
+}
+
+void own_client_close(struct own_client *c)
+{
+	DP_REQUIRE(c != NULL && c->cfg.loop != NULL);
+	if (c->closed)
+		return;
+	c->closed = true;
+	own_clock_close(&c->clock);
+	close_timer(&c->retry_timer);
+	close_timer(&c->welcome_timer);
+	if (c->conn)
+		dp_conn_close(c->conn);   /* flushes what is queued (a final Refuse) */
 }

@@ -1,15 +1,29 @@
-/* ownerd: the data owner's daemon (docs/design.md §7,
- * docs/ownerd.md).
+/* ownerd: the data owner's daemon (docs/design.md §7, docs/ownerd.md).
  *
- * One libuv loop, one thread.  Roles, one file each:
- *   main.c    settings (config table, flags), startup checks, signals,
- *             metrics/health endpoint, shutdown and exit code
- *   client.c  the connection to the learner: Hello/Welcome, message
- *             dispatch, Done, reconnection with backoff
- *   answer.c  Query handling: validate, ledger check, noisy answer,
- *             ledger charge, Answer/Refuse
- *   clock.c   the Poisson clock that sends UpdateRequest
- * Everything here shares one struct own_daemon. */
+ * One libuv loop, one thread.  Roles, one file each, calls going one way:
+ *
+ *   main.c    lifecycle: settings (config table, flags), startup checks,
+ *      |      signals, metrics/health endpoint, THE one way to stop, the
+ *      |      exit code
+ *      v
+ *   client.c  network: connect, Hello/Welcome, message dispatch, Done,
+ *      |      reconnection with backoff; sends what the decisions return
+ *      v
+ *   answer.c  the decision for one Query (validate, spend, and return
+ *      |      Answer / Refuse / drop the connection / stop) -- it never
+ *      |      sends, drops or stops by itself
+ *   clock.c   the Poisson clock (owned by the client)
+ *      |
+ *      v
+ *   budget.c  state: the ledger, the per-answer share, the privacy order
+ *             (budget.h)
+ *
+ * Calls go down only.  Events go back up by return value (answer.c's
+ * struct own_reply, budget.c's codes) or by a callback the upper layer
+ * registers: the clock's ticks and its failure reach the client through
+ * own_clock_tick_fn / own_clock_fail_fn, and stopping reaches main through
+ * the own_stop_fn main gives the client.  Each role has its own struct;
+ * main.c's struct own_daemon holds them all and is private to main.c. */
 #ifndef OWN_H
 #define OWN_H
 
@@ -20,13 +34,15 @@
 #include <uv.h>
 #include <openssl/ssl.h>
 
-#include "common/net/conn.h"
 #include "common/core/dataset.h"
-#include "common/core/ledger.h"
-#include "common/net/metrics.h"
 #include "common/core/model.h"
+#include "common/core/query.h"
 #include "common/core/rng.h"
-#include "common/net/tls.h"
+#include "common/net/conn.h"
+#include "common/net/frame.h"
+#include "common/net/metrics.h"
+
+#include "owner/budget.h"
 
 /* Exit codes (docs/ownerd.md). */
 #define OWN_EXIT_OK      0
@@ -40,7 +56,8 @@
  * this time is deemed stuck: the connection is closed and retried. */
 #define OWN_WELCOME_TIMEOUT_MS 30000u
 
-/* Settings filled by common/net/config.h (main.c holds the table). */
+/* Settings filled by common/net/config.h (main.c holds the table); read-only
+ * once the daemon runs. */
 struct own_settings {
 	char *learner;          /* HOST:PORT */
 	char *server_name;      /* expected name in the learner's certificate */
@@ -61,16 +78,21 @@ struct own_settings {
 	size_t max_frame;
 };
 
+/* The registry and its series; main.c creates them, the roles update them. */
 struct own_metrics {
 	struct dp_metrics *reg;
-	struct dp_metric *answers;     /* dpasync_owner_answers_total */
-	struct dp_metric *refusals;    /* dpasync_owner_refusals_total */
-	struct dp_metric *eps_spent;   /* dpasync_owner_epsilon_spent */
-	struct dp_metric *eps_left;    /* dpasync_owner_epsilon_left */
-	struct dp_metric *grad_secs;   /* dpasync_owner_gradient_seconds */
-	struct dp_metric *connected;   /* dpasync_owner_connected */
-	struct dp_metric *reconnects;  /* dpasync_owner_reconnects_total */
+	struct dp_metric *answers;     /* dpasync_owner_answers_total (client) */
+	struct dp_metric *refusals;    /* dpasync_owner_refusals_total (client) */
+	struct dp_metric *eps_spent;   /* dpasync_owner_epsilon_spent (budget) */
+	struct dp_metric *eps_left;    /* dpasync_owner_epsilon_left (budget) */
+	struct dp_metric *grad_secs;   /* dpasync_owner_gradient_seconds (answer) */
+	struct dp_metric *connected;   /* dpasync_owner_connected (client) */
+	struct dp_metric *reconnects;  /* dpasync_owner_reconnects_total (client) */
 };
+
+/* How a lower layer asks main to stop the daemon with an exit code (the
+ * first code wins). */
+typedef void (*own_stop_fn)(void *arg, int code);
 
 /* What the learner's Welcome told us (the job this owner takes part in). */
 struct own_job {
@@ -85,82 +107,120 @@ struct own_job {
 	uint64_t k_done;
 };
 
-struct own_daemon {
-	uv_loop_t *loop;
-	struct own_settings set;
+/* ---- clock.c: the Poisson clock ----------------------------------------- */
 
-	char id[DP_TLS_ID_MAX + 1]; /* our identity: CN of --cert */
-	char host[256];             /* from --learner */
-	uint16_t port;
-	char *model_out;            /* resolved path (owned) */
+/* A tick.  Returns true when a request is now outstanding: the clock then
+ * sleeps until own_clock_resume() (memoryless, so the next request time
+ * has the same law); false keeps it ticking. */
+typedef bool (*own_clock_tick_fn)(void *arg);
+/* The CSPRNG failed while drawing a gap (logged): the clock has stopped. */
+typedef void (*own_clock_fail_fn)(void *arg, int err);
 
-	dp_dataset ds;
+struct own_clock {
+	uv_timer_t timer;
+	dp_bitsource *bits;
+	double rate;
+	own_clock_tick_fn on_tick;
+	own_clock_fail_fn on_fail;
+	void *arg;
+	bool closed;
+};
+
+/* Initialise the timer on loop and arm the first gap.  bits must outlive
+ * the clock.  0, or a DP_E... code from the generator. */
+int own_clock_start(struct own_clock *c, uv_loop_t *loop, dp_bitsource *bits, double rate,
+		    own_clock_tick_fn on_tick, own_clock_fail_fn on_fail, void *arg);
+/* Wake a sleeping clock; a no-op while it runs or after own_clock_close. */
+void own_clock_resume(struct own_clock *c);
+/* Stop for good and close the timer (freed when the loop runs). */
+void own_clock_close(struct own_clock *c);
+
+/* ---- answer.c: the decision for one Query -------------------------------- */
+
+struct own_answer {
+	const dp_dataset *ds;
+	dp_bitsource *bits;
+	struct own_budget *budget;
+	struct dp_metric *grad_secs;
+	double *grad;               /* p doubles, owned; wiped after every query */
+};
+
+enum own_reply_kind {
+	OWN_REPLY_ANSWER,       /* send the Answer */
+	OWN_REPLY_REFUSE,       /* send Refuse{k, refuse} */
+	OWN_REPLY_DROP,         /* close the connection, logging `drop` */
+	OWN_REPLY_STOP,         /* send Refuse{k, refuse} if refuse != NULL, then stop */
+};
+
+struct own_reply {
+	enum own_reply_kind kind;
+	uint64_t k;
+	const char *refuse;     /* static reason string */
+	char drop[256];
+	int exit_code;          /* STOP */
+	/* ANSWER only: */
+	const double *gradient; /* p values, the module's scratch: wiped by own_answer_wipe */
 	size_t p;
+	struct own_budget_status after;   /* the ledger after the charge */
+	dp_query_info info;
+	double secs;            /* time to compute */
+};
+
+/* Allocate the scratch for p = ds->p.  Everything given must outlive the
+ * answerer.  0 or DP_ENOMEM. */
+int own_answer_init(struct own_answer *a, const dp_dataset *ds, dp_bitsource *bits,
+		    struct own_budget *budget, struct dp_metric *grad_secs);
+/* Wipe and free the scratch.  Idempotent. */
+void own_answer_free(struct own_answer *a);
+/* Decide on Query q of the welcomed job (q stays the caller's).  The
+ * decision is returned in *out; nothing is sent, dropped or stopped here.
+ * An OWN_REPLY_ANSWER was charged durably and may be released; the caller
+ * calls own_answer_wipe() once it has been sent. */
+void own_answer_query(struct own_answer *a, const struct own_job *job,
+		      const Dpasync__Query *q, struct own_reply *out);
+void own_answer_wipe(struct own_answer *a);
+
+/* ---- client.c: the connection to the learner ------------------------------ */
+
+/* What the client works with; everything pointed to outlives the client. */
+struct own_client_config {
+	uv_loop_t *loop;
+	const struct own_settings *set;
 	SSL_CTX *ctx;
-	dp_csprng *rng;
-	dp_bitsource bits;
+	const char *id;             /* our identity (Hello) */
+	const char *host;           /* the learner */
+	uint16_t port;
+	const char *model_out;      /* where Done's model is saved */
+	const dp_dataset *ds;
+	dp_bitsource *bits;         /* backoff jitter and clock gaps */
+	struct own_budget *budget;
+	struct own_answer *answer;
+	const struct own_metrics *m;
+	own_stop_fn stop;           /* main's; the only way to stop */
+	void *stop_arg;
+};
 
-	/* The ledger: open from startup when the file exists, else from the
-	 * first Welcome (its caps need T).  K and eps_q are fixed once it is
-	 * open. */
-	dp_ledger *ledger;
-	uint64_t cap_answers;       /* K_i in force (0 while unknown) */
-	double eps_q;               /* per-answer share, calibrates the noise */
+struct own_client {
+	struct own_client_config cfg;
 	struct own_job job;
-
-	/* Connection to the learner. */
+	struct own_clock clock;
 	dp_conn *conn;
 	bool welcomed;              /* Welcome accepted on this connection */
 	bool request_pending;       /* UpdateRequest sent, no Query yet */
+	bool closed;                /* own_client_close was called */
 	unsigned attempt;           /* backoff exponent */
-	uint64_t connects;          /* connection attempts made */
 	uv_timer_t retry_timer;
 	uv_timer_t welcome_timer;
-	uv_timer_t clock_timer;
-	uv_signal_t sigterm, sigint;
-	struct dp_httpd *httpd;
-	struct own_metrics m;
-
-	double *grad;               /* scratch for one answer, p doubles */
-	bool stopping;
-	int exit_code;
 };
 
-/* ---- main.c ---- */
-/* Begin a clean shutdown with this exit code (the first code wins): stop
- * the clock and timers, close the connection and the metrics server; the
- * loop then runs out and main() returns the code. */
-void own_stop(struct own_daemon *d, int code);
-/* Refresh the budget gauges from the ledger. */
-void own_metrics_budget(struct own_daemon *d);
-
-/* ---- client.c ---- */
-/* Start a connection attempt now (no-op while one exists or stopping). */
-void own_client_start(struct own_daemon *d);
-/* Close the current connection with a logged reason; the daemon
- * reconnects after a backoff. */
-void own_client_drop(struct own_daemon *d, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-/* Send one message on the current connection; logs a failure. */
-int own_client_send(struct own_daemon *d, const Dpasync__Envelope *m);
-/* Identity string bound into the ledger header for this owner and job. */
-void own_ledger_identity(const struct own_daemon *d, const char *job, char *out, size_t size);
-
-/* ---- answer.c ---- */
-/* Handle one validated Query (ownership of q stays with the caller). */
-void own_answer_query(struct own_daemon *d, const Dpasync__Query *q);
-/* 1 if one more answer of eps_q fits the ledger's caps, else 0. */
-int own_budget_left(const struct own_daemon *d);
-/* The ledger failed (DP_EIO): tell the learner, stop for good, exit 1. */
-void own_ledger_failed(struct own_daemon *d, uint64_t k, int err);
-
-/* ---- clock.c ---- */
-/* Arm the Poisson clock (first gap drawn now).  0 or a DP_E... code. */
-int own_clock_start(struct own_daemon *d);
-void own_clock_stop(struct own_daemon *d);
-/* Restart the clock, which sleeps while a request is outstanding (the
- * Poisson clock is memoryless, so the next request time has the same law);
- * a no-op while it runs or the daemon stops. */
-void own_clock_resume(struct own_daemon *d);
+/* Initialise the timers and start the clock (nothing is connected yet).
+ * 0, or a DP_E... code with the detail "clock: ...". */
+int own_client_init(struct own_client *c, const struct own_client_config *cfg);
+/* Start a connection attempt now (no-op while one exists or closed). */
+void own_client_start(struct own_client *c);
+/* For good: stop the clock and timers and close the connection (what is
+ * queued, a final Refuse, is flushed).  Handles are freed when the loop
+ * runs.  Called by main when the daemon stops. */
+void own_client_close(struct own_client *c);
 
 #endif

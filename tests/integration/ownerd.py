@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Integration test of ownerd against a fake learner (suite 'integration').
 
-Usage: test_ownerd.py OWNERD DPASYNC
+Usage: ownerd.py OWNERD DPASYNC [FAILSYNC_SHIM]
 
 The fake learner is written here from scratch: TLS 1.3 with mutual
 authentication (Python's ssl module, certificates from `dpasync certs`) and
