@@ -20,6 +20,7 @@
 #include "common/core/num.h"
 #include "common/core/rng.h"
 #include "common/core/schema.h"
+#include "tools/lib/schema_build.h"
 #include "tools/lib/simrng.h"
 
 #define DP__PREP "prep"
@@ -429,7 +430,7 @@ static int dp__shuffle(size_t *perm, size_t n, size_t k, uint64_t seed)
 
 static int dp__pick_cmp(const void *a, const void *b)
 {
-	const dp_schema_pick *x = a, *y = b;
+	const dp_schema_build_pick *x = a, *y = b;
 
 	if (x->table != y->table)
 		return x->table < y->table ? -1 : 1;
@@ -439,10 +440,10 @@ static int dp__pick_cmp(const void *a, const void *b)
 /* --sample-frac: round(F * total) rows of the inputs, sorted back into file
  * order. */
 static int dp__draw_sample(const struct dp__prep *a, const dp_csv_table *tabs, size_t ntabs,
-			   dp_schema_pick **out, size_t *nout)
+			   dp_schema_build_pick **out, size_t *nout)
 {
 	size_t total = 0, m, *perm;
-	dp_schema_pick *picks;
+	dp_schema_build_pick *picks;
 	int rc;
 
 	for (size_t t = 0; t < ntabs; t++)
@@ -485,11 +486,11 @@ static int dp__draw_sample(const struct dp__prep *a, const dp_csv_table *tabs, s
 static int dp__build_schema(const struct dp__prep *a, const dp_csv_table *tabs, size_t ntabs,
 			    dp_schema **out)
 {
-	dp_schema_opts o = { 0 };
-	dp_schema_levels *lv = NULL;
+	dp_schema_build_opts o = { 0 };
+	dp_schema_build_levels *lv = NULL;
 	const dp_csv_table **tp = NULL, **ltp = NULL;
 	dp_csv_table sample = { 0 };
-	dp_schema_pick *picks = NULL;
+	dp_schema_build_pick *picks = NULL;
 	size_t npicks = 0;
 	int rc = DP_ENOMEM;
 

@@ -17,97 +17,23 @@
  * Optionally the standardised feature vector z (length d) is projected on K
  * principal components: feature k = v_k . (z - mean), named "pc1".."pcK".
  *
- * JSON layout and every validation rule: docs/data.md.  Everything here is
- * deterministic: the same sample and options give the same schema. */
+ * JSON layout and every validation rule: docs/data.md.
+ *
+ * This module holds the schema type, its file (load with validation, save)
+ * and its application to rows; it is what the daemons link.  Building a
+ * schema from a sample is the offline tool's job: tools/lib/schema_build.h. */
 #ifndef DP_SCHEMA_H
 #define DP_SCHEMA_H
 
 #include <stddef.h>
 
-#include "common/core/csv.h"
-
 #define DP_SCHEMA_VERSION 1
-/* Default cap on the distinct levels of a detected categorical column. */
-#define DP_SCHEMA_MAX_LEVELS 100
 
 typedef struct dp_schema dp_schema;
 
-typedef enum dp_task {
-	DP_TASK_REGRESSION = 0,     /* numeric target */
-	DP_TASK_CLASSIFICATION = 1, /* binary target with a positive label */
-} dp_task;
-
-/* A level list given by the user for one column. */
-typedef struct dp_schema_levels {
-	const char *column;
-	int ordered;                  /* 1: ordinal in this order; 0: onehot with exactly
-				         these levels */
-	const char *const *levels;
-	size_t nlevels;
-} dp_schema_levels;
-
-/* Options for dp_schema_build().  Zero-initialise, then set what you need. */
-typedef struct dp_schema_opts {
-	const char *target;           /* target column (required) */
-	dp_task task;
-	const char *positive;         /* classification: the +1 label (required) */
-	const char *const *drop;      /* columns to ignore */
-	size_t ndrop;
-	const char *const *onehot;    /* numeric-looking columns to treat as onehot */
-	size_t nonehot;
-	const dp_schema_levels *levels; /* user level lists (ordinal or fixed onehot) */
-	size_t nlevels;
-	const char *const *labels;    /* classification: full label list (NULL: the
-					 distinct labels of the sample) */
-	size_t nlabels;
-	size_t pca;                   /* number of principal components; 0: none */
-	double clamp_z;               /* > 0: clamp numeric columns to [-clamp_z, clamp_z]
-					 after standardising; 0: no clamp */
-	int standardize_target;       /* regression: standardise y with its sample mean
-					 and standard deviation */
-	size_t max_levels;            /* cap on detected levels; 0: DP_SCHEMA_MAX_LEVELS */
-	const dp_csv_table *const *level_tables; /* non-NULL: take the levels of detected
-					 onehot columns and the class labels from all
-					 rows of these tables (same column set as the
-					 sample) instead of from the sample */
-	size_t nlevel_tables;
-} dp_schema_opts;
-
-/* Build a schema from the sample CSV at `sample_path` (all its rows).
- * Each column other than the target becomes: drop if listed in opts->drop;
- * ordinal / onehot if opts->levels names it; onehot (levels sorted by byte
- * value) if listed in opts->onehot or if any of its sample values is not a
- * strict number (csv.h); numeric otherwise, with center = sample mean and
- * scale = sample standard deviation (n - 1 denominator; 1 when it is 0 or
- * the sample has one row).  Ordinal indices are standardised the same way.
- * With opts->pca = K, the components are the top K eigenvectors of the
- * sample covariance (n - 1) of the standardised features, each with its
- * largest-magnitude entry made positive (first such entry on ties).
- * On success *out owns the schema (dp_schema_destroy()).  Errors:
- * DP_ENOENT/DP_EIO (cannot read), DP_EFORMAT (bad CSV, unknown or
- * inconsistent column names, a value not in a given level list, too many
- * levels, a non-numeric regression target, a missing positive label, too few
- * rows), DP_EINVAL (bad options), DP_ENUMERIC (eigen-decomposition failed),
- * DP_ENOMEM.  *out untouched on failure. */
-int dp_schema_build(const char *sample_path, const dp_schema_opts *opts, dp_schema **out);
-
-/* A sample row: row `row` of tables[table]. */
-typedef struct dp_schema_pick {
-	size_t table;
-	size_t row;
-} dp_schema_pick;
-
-/* The same on rows picked from loaded tables (loaded with
- * DP_CSV_ALLOW_EMPTY if dropped columns may be empty).  All tables must have
- * the same set of columns (any order; the first table's order becomes the
- * schema's).  picks == NULL: every row of every table, in order.  The
- * tables are only read.  Messages name each row's own file and line. */
-int dp_schema_build_tables(const dp_csv_table *const *tables, size_t ntables,
-			   const dp_schema_pick *picks, size_t npicks, const dp_schema_opts *opts,
-			   dp_schema **out);
-
 /* Write as JSON (atomically: temporary file, fsync, rename), with doubles in
- * the shortest form that reads back exactly.  0, DP_EIO, DP_ENOMEM. */
+ * the shortest form that reads back exactly (json.h).  0, DP_EIO,
+ * DP_ENOMEM. */
 int dp_schema_save(const dp_schema *s, const char *path);
 
 /* Read and validate a schema file.  Errors: DP_ENOENT (cannot open),
