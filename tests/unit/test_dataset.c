@@ -14,6 +14,7 @@
 #include "common/core/dataset.h"
 #include "common/core/error.h"
 #include "common/core/schema.h"
+#include "tools/lib/schema_build.h"
 
 #include "tests/unit/tmpdir.h"
 
@@ -141,7 +142,7 @@ static void test_load_with_schema(void **state)
 	 * target standardised: mean 20, sd 10. */
 	const char *sample = put("s.csv", "a,c,note,y\n1,p,x,10\n2,q,,20\n3,p,z,30\n");
 	static const char *const drop[] = { "note" };
-	dp_schema_opts so = { 0 };
+	dp_schema_build_opts so = { 0 };
 	dp_schema *s = NULL;
 	dp_dataset ds;
 
