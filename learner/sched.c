@@ -27,7 +27,8 @@ static void decide(struct lrn_decision *d, enum lrn_act act, struct lrn_owner *o
 	d->why[0] = '\0';
 }
 
-static void stop(struct lrn_decision *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void stop(struct lrn_decision *d, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 static void stop(struct lrn_decision *d, const char *fmt, ...)
 {
