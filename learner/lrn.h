@@ -1,15 +1,28 @@
 /* learnerd internals: the learner of the async algorithm (docs/design.md §4, §7;
  * docs/learnerd.md; the protocol flow of docs/protocol.md).
  *
- * One libuv loop, one process, one job.  The roles are split by file:
- *   main.c        settings table, startup, signals, exit codes
- *   server.c      TLS listener, owner table, admission, message dispatch
- *   sched.c       request FIFO, queries in flight, timeouts, broadcast,
- *                 stall detection, the end of the job
+ * One libuv loop, one process, one job.  The roles are split by file, and
+ * calls go one way, down this list (a file calls only files below it):
+ *
+ *   main.c        lifecycle: settings, startup, signals, the one way the
+ *                 job ends (lrn_end: done, signal or failure), exit code
+ *   server.c      network: TLS listener, admission, message dispatch,
+ *                 sending Welcome/Query/Done, the timers that act on
+ *                 connections; it carries out sched.c's decisions
+ *   sched.c       decisions: request FIFO, query slots, query and Hello
+ *                 timeouts, broadcast round robin, stall and idle
+ *                 detection, the end of the job; it never touches a
+ *                 connection: it returns a struct lrn_decision
  *   state.c       theta_L, theta_i, k, n_i: starting training, updates
  *   checkpoint.c  crash-safe checkpoint.json (save, load, compare)
  *   trace.c       trace.csv
  *   stats.c       Prometheus metrics
+ *   clock.c       monotonic and wall time
+ *
+ * Events come back up without calls: sched.c answers with a decision that
+ * server.c executes, and server.c reaches main.c only through the on_end
+ * callback main.c registers in struct lrn (signals, fatal errors, the idle
+ * timeout, every owner exhausted and k == T all end the job through it).
  * Everything runs on the loop thread; nothing here is thread-safe. */
 #ifndef LRN_H
 #define LRN_H
@@ -21,10 +34,11 @@
 
 #include <uv.h>
 
+#include "common/core/model.h"
+#include "common/net/addr.h"
 #include "common/net/conn.h"
 #include "common/net/httpd.h"
 #include "common/net/metrics.h"
-#include "common/core/model.h"
 #include "common/net/tls.h"
 
 /* Exit codes (docs/learnerd.md). */
@@ -83,7 +97,7 @@ struct lrn_owner {
 };
 
 struct lrn_query {
-	bool used;
+	bool used;                 /* sent and not yet answered */
 	size_t owner;
 	uint64_t qid;
 	double sent;               /* monotonic send time */
@@ -95,6 +109,31 @@ enum lrn_phase {
 	LRN_RUN,        /* serving: waiting for owners or training */
 	LRN_FINISHING,  /* k == T: Done sent, flushing */
 	LRN_STOPPING,   /* signal or error: closing down */
+};
+
+/* How the job ends (main.c's on_end). */
+enum lrn_end {
+	LRN_END_DONE,    /* k == T: model, final checkpoint, Done, exit 0 */
+	LRN_END_SIGNAL,  /* SIGTERM/SIGINT: checkpoint, close, exit 0 */
+	LRN_END_FAIL,    /* the job cannot go on (why): checkpoint, close, exit 1 */
+};
+
+/* What sched.c decides and server.c carries out. */
+enum lrn_act {
+	LRN_ACT_NONE = 0,  /* nothing to do */
+	LRN_ACT_PUMP,      /* state changed: ask lrn_sched_next until NONE */
+	LRN_ACT_QUERY,     /* send the query prepared in slot qr to owner o, then
+			    * lrn_sched_sent (on a failed send: drop o) */
+	LRN_ACT_DROP,      /* close owner o's connection; why: the reason */
+	LRN_ACT_DONE,      /* k == T: end the job (LRN_END_DONE) */
+	LRN_ACT_STOP,      /* end the job (LRN_END_FAIL); why: the message */
+};
+
+struct lrn_decision {
+	enum lrn_act act;
+	struct lrn_owner *o;       /* QUERY, DROP */
+	struct lrn_query *qr;      /* QUERY */
+	char why[512];             /* DROP, STOP */
 };
 
 struct lrn_stats {
@@ -112,14 +151,19 @@ struct lrn {
 	dp_listener *listener;
 	struct dp_httpd *httpd;
 	struct lrn_stats st;
-	char *listen_host;
+	char listen_host[DP_ADDR_HOST_MAX + 1];
 	uint16_t listen_port;
 	uint16_t tls_port, metrics_port;
 
-	uv_timer_t tick;           /* timeouts and stall detection */
-	uv_timer_t bcast;          /* broadcast mode */
-	uv_signal_t sigterm, sigint;
-	bool handles_init;
+	/* main.c sets this before the server starts: the one way the job
+	 * ends.  A no-op once the phase has left LRN_RUN. */
+	void (*on_end)(struct lrn *L, enum lrn_end how, const char *why);
+
+	uv_timer_t tick;           /* server.c: timeouts and stall detection */
+	uv_timer_t bcast;          /* server.c: broadcast mode */
+	bool timers_init;
+	uv_signal_t sigterm, sigint;   /* main.c */
+	bool signals_init;
 
 	/* The job. */
 	dp_model model;
@@ -137,13 +181,16 @@ struct lrn {
 	uint64_t qid_reserved;     /* ids below this may be used before the
 				    * next checkpoint; resume continues here */
 
-	/* Scheduling. */
+	/* Scheduling (sched.c). */
 	size_t *fifo;              /* owner indices, oldest first */
 	double *fifo_t;            /* monotonic arrival time of each request */
 	size_t fifo_len;
 	struct lrn_query *q;       /* max_inflight slots */
 	size_t inflight;
 	size_t bcast_next;         /* round-robin start for broadcast */
+	bool round;                /* a broadcast round is being served */
+	size_t round_j;            /* owners of the round looked at so far */
+	size_t round_last;         /* last owner asked in it, or SIZE_MAX */
 	double stall_since;        /* monotonic; < 0 when not stalled */
 
 	/* Output. */
@@ -151,28 +198,53 @@ struct lrn {
 	char *trace_path, *ckpt_path, *model_path;
 	int lock_fd;
 
-	enum lrn_phase phase;
+	enum lrn_phase phase;      /* main.c's */
 	int exit_code;
 	bool finished;             /* k reached T and the outputs are written */
 	size_t open_conns;         /* admitted connections not yet closed */
 };
 
-/* ---- time (time.c is too small to deserve a file: in sched.c) ---------- */
-double lrn_mono(void);     /* monotonic seconds */
-double lrn_wall(void);     /* Unix time, seconds */
-
-/* ---- server.c ------------------------------------------------------------ */
-/* Start the TLS listener on settings->listen.  Errors as dp_listener_start. */
+/* ---- server.c: the network ---------------------------------------------- */
+/* Split and check the owners list of the settings.  *names (heap strings
+ * in a heap array, the caller frees both) and *count on success.
+ * Errors: DP_EINVAL, DP_ENOMEM (detail). */
+int lrn_server_parse_owners(const char *list, char ***names, size_t *count);
+/* Start the TLS listener on listen_host:listen_port and the timers.
+ * Errors as dp_listener_start.  L->on_end must be set. */
 int lrn_server_start(struct lrn *L);
-/* Send Done to every owner that said Hello, then close every connection
- * gracefully.  done: with the final model. */
-void lrn_server_close_all(struct lrn *L, bool done);
-/* Forget owner o's connection and close it (a reason for the log). */
-void lrn_server_drop(struct lrn *L, struct lrn_owner *o, const char *reason);
-/* Split and check the owners list of the settings.  0 or DP_EINVAL. */
-int lrn_parse_owners(const char *list, char ***names, size_t *count);
-/* Parse HOST:PORT ("[v6]:port" too) into a heap host and a port. */
-int lrn_parse_hostport(const char *what, const char *s, char **host, uint16_t *port);
+/* Serve what can be served now (once after startup: a resumed job that had
+ * already finished ends here). */
+void lrn_server_pump(struct lrn *L);
+/* The job ends (main.c, phase no longer LRN_RUN): stop listening; done:
+ * send Done with the final model to every owner that said Hello; close
+ * every connection gracefully; the timers close with the last one. */
+void lrn_server_close(struct lrn *L, bool done);
+
+/* ---- sched.c: the decisions --------------------------------------------- */
+/* The request FIFO and the query slots (N owners known).  DP_ENOMEM. */
+int lrn_sched_init(struct lrn *L);
+void lrn_sched_free(struct lrn *L);
+/* The next thing to do now: start training, k == T (DONE), open the gate,
+ * the next query (QUERY, a slot prepared: its bar, query id and wait),
+ * the idle timeout (STOP), or NONE.  A failure to prepare is STOP. */
+void lrn_sched_next(struct lrn *L, double now, struct lrn_decision *d);
+/* The query of slot qr left at monotonic time `sent`: it is in flight. */
+void lrn_sched_sent(struct lrn *L, struct lrn_query *qr, double sent);
+/* A query or a Hello overdue at `now`: DROP (the drop clears it), or NONE. */
+void lrn_sched_expired(struct lrn *L, double now, struct lrn_decision *d);
+/* The broadcast timer: queue a round of queries for lrn_sched_next.
+ * false when training has not opened the gate (nothing to serve). */
+bool lrn_sched_round(struct lrn *L);
+/* Owner o's events; each leaves NONE (ignored), PUMP or STOP in d. */
+void lrn_sched_request(struct lrn *L, struct lrn_owner *o, struct lrn_decision *d);
+void lrn_sched_answer(struct lrn *L, struct lrn_owner *o, uint64_t k, const double *grad,
+		      double eps_spent, struct lrn_decision *d);
+void lrn_sched_refuse(struct lrn *L, struct lrn_owner *o, uint64_t k, const char *reason,
+		      struct lrn_decision *d);
+/* Owner o said Hello (its counters are set): exhausted, or usable again. */
+void lrn_sched_hello(struct lrn *L, struct lrn_owner *o, struct lrn_decision *d);
+/* Owner o's connection is gone: drop its request and its query. */
+void lrn_sched_owner_gone(struct lrn *L, struct lrn_owner *o);
 
 /* ---- state.c ------------------------------------------------------------- */
 /* Allocate the owner table from the names; theta vectors come with p. */
@@ -186,48 +258,25 @@ int lrn_state_start(struct lrn *L);
 void lrn_state_welcome_params(const struct lrn *L, uint64_t *n_total, double *rho);
 /* Apply the answer of query qr: theta_i, theta_L updated, k_done + 1. */
 void lrn_state_apply(struct lrn *L, const struct lrn_query *qr, const double *answer);
-/* The effective eta for fixed weights (given --eta/--rho, else default). */
 /* The clip bound Xi sent to owners: --clip, or dp_defaults_clip(p) when it is
  * 0 (the default); the second form for a p not yet set on L. */
 double lrn_state_clip(const struct lrn *L);
 double lrn_state_clip_for(const struct lrn *L, size_t p);
+/* The effective eta for fixed weights (given --eta/--rho, else default). */
 double lrn_state_eta(const struct lrn *L, double max_weight);
 
-/* ---- sched.c ------------------------------------------------------------- */
-int lrn_sched_init(struct lrn *L);
-void lrn_sched_free(struct lrn *L);
-/* Start the tick and broadcast timers. */
-int lrn_sched_start(struct lrn *L);
-void lrn_sched_stop_timers(struct lrn *L);
-/* An UpdateRequest from owner o. */
-void lrn_sched_request(struct lrn *L, struct lrn_owner *o);
-/* An Answer / Refuse for query k from owner o. */
-void lrn_sched_answer(struct lrn *L, struct lrn_owner *o, uint64_t k, const double *grad,
-		      double eps_spent);
-void lrn_sched_refuse(struct lrn *L, struct lrn_owner *o, uint64_t k, const char *reason);
-/* Owner o's connection is gone: drop its request and its query. */
-void lrn_sched_owner_gone(struct lrn *L, struct lrn_owner *o);
-/* Something changed (owner joined, Hello, answer): send what can be sent,
- * open the gate, check for the end of the job. */
-void lrn_sched_pump(struct lrn *L);
-/* Mark o exhausted; stops the job if every owner is. */
-void lrn_sched_exhausted(struct lrn *L, struct lrn_owner *o, const char *why);
-/* Stop serving: checkpoint when training started, close everything; the
- * loop then ends and main exits with code. */
-void lrn_stop(struct lrn *L, int code, const char *why);
-
 /* ---- checkpoint.c -------------------------------------------------------- */
-#define LRN_CKPT_FORMAT  "dpasync-learner-checkpoint"
-#define LRN_CKPT_VERSION 1
+#define LRN_CHECKPOINT_FORMAT  "dpasync-learner-checkpoint"
+#define LRN_CHECKPOINT_VERSION 1
 /* Write L's state to L->ckpt_path atomically; reserves the next block of
  * query ids (final: the job is over or stopping, no block needed).
  * Flushes and fsyncs the trace first.  0 or DP_EIO/DP_ENOMEM. */
-int lrn_ckpt_save(struct lrn *L, bool final);
+int lrn_checkpoint_save(struct lrn *L, bool final);
 /* Load L->ckpt_path into L (after lrn_state_init), checking it belongs to
  * the configured job.  DP_ENOENT (no file), DP_EFORMAT/DP_ECORRUPT (bad
  * file), DP_EINVAL (another job: the detail names the setting).  On
  * failure the owners' counters may be partly filled: the caller exits. */
-int lrn_ckpt_load(struct lrn *L);
+int lrn_checkpoint_load(struct lrn *L);
 
 /* ---- trace.c ------------------------------------------------------------- */
 /* Open trace.csv: new (header) or, on resume, truncated to k_done rows. */
@@ -243,5 +292,9 @@ int lrn_stats_init(struct lrn *L);
 void lrn_stats_free(struct lrn *L);
 /* Refresh the gauges (connected, queue depth, in flight). */
 void lrn_stats_gauges(struct lrn *L);
+
+/* ---- clock.c ------------------------------------------------------------- */
+double lrn_clock_mono(void);   /* monotonic seconds */
+double lrn_clock_wall(void);   /* Unix time, seconds */
 
 #endif

@@ -1,4 +1,7 @@
-/* learnerd: settings, startup, signals and exit codes (docs/learnerd.md). */
+/* learnerd: the lifecycle (docs/learnerd.md): settings, startup, signals,
+ * the one way the job ends (end_job, registered as L->on_end) and the exit
+ * code.  Startup errors come back here as return values: one line on
+ * stderr, everything released, the exit code returned from main. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -12,26 +15,28 @@
 
 #include <openssl/ssl.h>
 
-#include "common/net/config.h"
 #include "common/core/defaults.h"
 #include "common/core/error.h"
 #include "common/core/file.h"
-#include "common/net/frame.h"
 #include "common/core/log.h"
+#include "common/core/modelfile.h"
+#include "common/net/addr.h"
+#include "common/net/config.h"
+#include "common/net/frame.h"
 #include "learner/lrn.h"
 
 static struct lrn_settings S;
 
-static const char *const lrn__models[] = { "linear", "logistic", "svm", NULL };
-static const char *const lrn__modes[] = { "request", "broadcast", NULL };
-static const char *const lrn__levels[] = { "debug", "info", "warn", "error", NULL };
+static const char *const models[] = { "linear", "logistic", "svm", NULL };
+static const char *const modes[] = { "request", "broadcast", NULL };
+static const char *const levels[] = { "debug", "info", "warn", "error", NULL };
 
 #define G_NET "Network and TLS"
 #define G_JOB "Job (must match the checkpoint on --resume)"
 #define G_RUN "Scheduling"
 #define G_OUT "Output and operation"
 
-static const struct dp_config_entry lrn__entries[] = {
+static const struct dp_config_entry entries[] = {
 	{ .name = "listen", DP_CFG_STRING(&S.listen), .def = "0.0.0.0:7800", .group = G_NET,
 	  .metavar = "HOST:PORT", .help = "TLS listener for owners (port 0: ephemeral)" },
 	{ .name = "ca", DP_CFG_PATH(&S.ca), .flags = DP_CONFIG_REQUIRED, .group = G_NET,
@@ -48,7 +53,7 @@ static const struct dp_config_entry lrn__entries[] = {
 
 	{ .name = "job", DP_CFG_STRING(&S.job), .def = "dpasync", .group = G_JOB,
 	  .metavar = "NAME", .help = "job name sent in Welcome" },
-	{ .name = "model", DP_CFG_ENUM(&S.model, lrn__models), .def = "linear", .group = G_JOB,
+	{ .name = "model", DP_CFG_ENUM(&S.model, models), .def = "linear", .group = G_JOB,
 	  .help = "loss: linear regression, logistic regression, linear SVM" },
 	{ .name = "t", DP_CFG_U64(&S.T), .def = "1000", .min = 1, .max = 1e15, .group = G_JOB,
 	  .metavar = "N", .help = "iterations T (also --T)" },
@@ -76,7 +81,7 @@ static const struct dp_config_entry lrn__entries[] = {
 	  .group = G_JOB,
 	  .help = "scale owner i's weight by 1/(N pi_i), pi_i its share of iterations (Remark 4)" },
 
-	{ .name = "mode", DP_CFG_ENUM(&S.mode, lrn__modes), .def = "request", .group = G_RUN,
+	{ .name = "mode", DP_CFG_ENUM(&S.mode, modes), .def = "request", .group = G_RUN,
 	  .help = "iterations start on owner requests or learner broadcasts" },
 	{ .name = "broadcast-interval", DP_CFG_DURATION(&S.broadcast_interval), .def = "0.1",
 	  .min = 0.001, .max = 86400, .group = G_RUN, .metavar = "SECONDS",
@@ -107,20 +112,20 @@ static const struct dp_config_entry lrn__entries[] = {
 	  .help = "write tls=PORT and metrics=PORT here once listening" },
 	{ .name = "metrics-listen", DP_CFG_STRING(&S.metrics_listen), .def = "", .group = G_OUT,
 	  .metavar = "HOST:PORT", .help = "Prometheus /metrics and /healthz (empty: off)" },
-	{ .name = "log-level", DP_CFG_ENUM(&S.log_level, lrn__levels), .def = "info",
+	{ .name = "log-level", DP_CFG_ENUM(&S.log_level, levels), .def = "info",
 	  .group = G_OUT, .help = "least severe log messages written (stderr)" },
 	{ .name = NULL },
 };
 
-static int lrn__validate(void *arg)
+static int validate(void *arg)
 {
 	struct lrn_settings *s = arg;
-	char **names = NULL, *host = NULL;
+	char **names = NULL, host[DP_ADDR_HOST_MAX + 1];
 	size_t n = 0;
 	uint16_t port;
 	int rc;
 
-	rc = lrn_parse_owners(s->owners, &names, &n);
+	rc = lrn_server_parse_owners(s->owners, &names, &n);
 	if (rc < 0)
 		return rc;
 	for (size_t i = 0; i < n; i++)
@@ -131,16 +136,16 @@ static int lrn__validate(void *arg)
 				    s->min_owners, n);
 	if (s->rho > 0 && s->eta > 0)
 		return dp_error_set(DP_EINVAL, "give rho or eta, not both");
-	rc = lrn_parse_hostport("listen", s->listen, &host, &port);
-	free(host);
+	rc = dp_addr_split("listen", s->listen, DP_ADDR_PORT_ZERO, host, sizeof(host), &port);
 	if (rc < 0)
 		return rc;
 	if (s->metrics_listen && *s->metrics_listen) {
 		struct sockaddr_storage ss;
 
-		rc = dp_httpd_parse_addr(s->metrics_listen, &ss);
+		rc = dp_addr_parse_literal("metrics-listen", s->metrics_listen, DP_ADDR_PORT_ZERO,
+					   &ss);
 		if (rc < 0)
-			return dp_error_set(rc, "metrics-listen: %s", dp_error_detail(rc));
+			return rc;
 	}
 	if (s->job == NULL || *s->job == '\0' || strlen(s->job) > DP_FRAME_MAX_STR)
 		return dp_error_set(DP_EINVAL, "job: 1..%u characters", DP_FRAME_MAX_STR);
@@ -154,18 +159,19 @@ static int lrn__validate(void *arg)
 	return 0;
 }
 
-static const struct dp_config_spec lrn__spec = {
+static const struct dp_config_spec spec = {
 	.program = "learnerd",
 	.summary = "dpasync learner: asynchronous differentially-private training server",
-	.entries = lrn__entries,
-	.validate = lrn__validate,
+	.entries = entries,
+	.validate = validate,
 	.validate_arg = &S,
 };
 
-static void lrn__die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* One clear line on stderr (the log format would bury it for scripts). */
-static void lrn__die(int code, const char *fmt, ...)
+/* One clear line on stderr (the log format would bury it for scripts);
+ * returns the exit code for the caller to return. */
+static int fail(int code, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -174,11 +180,11 @@ static void lrn__die(int code, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-	exit(code);
+	return code;
 }
 
 /* The contract spells the iteration count --T; config keys are lower case. */
-static char **lrn__argv_aliases(int argc, char **argv)
+static char **argv_aliases(int argc, char **argv)
 {
 	char **v = calloc((size_t)argc + 1, sizeof(*v));
 
@@ -201,7 +207,7 @@ static char **lrn__argv_aliases(int argc, char **argv)
 	return v;
 }
 
-static int lrn__lock_out(struct lrn *L)
+static int lock_out(struct lrn *L)
 {
 	char *path;
 	int fd;
@@ -231,16 +237,24 @@ static int lrn__lock_out(struct lrn *L)
 	return 0;
 }
 
-static int lrn__paths(struct lrn *L)
+static int out_paths(struct lrn *L)
 {
-	if (asprintf(&L->trace_path, "%s/trace.csv", S.out) < 0 ||
-	    asprintf(&L->ckpt_path, "%s/checkpoint.json", S.out) < 0 ||
-	    asprintf(&L->model_path, "%s/model.json", S.out) < 0)
+	if (asprintf(&L->trace_path, "%s/trace.csv", S.out) < 0) {
+		L->trace_path = NULL;
 		return dp_error_set(DP_ENOMEM, "out of memory");
+	}
+	if (asprintf(&L->ckpt_path, "%s/checkpoint.json", S.out) < 0) {
+		L->ckpt_path = NULL;
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	}
+	if (asprintf(&L->model_path, "%s/model.json", S.out) < 0) {
+		L->model_path = NULL;
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	}
 	return 0;
 }
 
-static int lrn__write_port_file(struct lrn *L)
+static int write_port_file(struct lrn *L)
 {
 	char buf[64];
 	int len;
@@ -254,101 +268,159 @@ static int lrn__write_port_file(struct lrn *L)
 	return dp_file_write_atomic(S.port_file, buf, (size_t)len, 0644);
 }
 
-static void lrn__on_signal(uv_signal_t *h, int signum)
+static void close_httpd(struct lrn *L)
 {
-	struct lrn *L = h->data;
+	if (L->httpd) {
+		dp_httpd_close(L->httpd, NULL, NULL);
+		L->httpd = NULL;
+	}
+}
+
+/* k == T: model.json, then the final checkpoint.  0, or the failure with
+ * its message in msg. */
+static int write_outputs(struct lrn *L, char *msg, size_t size)
+{
+	dp_modelfile mf = { .model = L->model, .p = L->p, .theta = L->theta_L, .bias = S.bias,
+			    .T = L->T, .lambda = S.lambda, .theta_max = S.theta_max,
+			    .clip = lrn_state_clip(L) };
+	int rc;
+
+	snprintf(mf.mode, sizeof(mf.mode), "async");
+	rc = dp_modelfile_write(L->model_path, &mf);
+	if (rc < 0) {
+		snprintf(msg, size, "model: %s", dp_error_detail(rc));
+		return rc;
+	}
+	rc = lrn_checkpoint_save(L, true);
+	if (rc < 0) {
+		snprintf(msg, size, "checkpoint: %s", dp_error_detail(rc));
+		return rc;
+	}
+	return 0;
+}
+
+/* THE way the job ends (L->on_end): k == T, a signal or a failure.  The
+ * outputs are written, the server closes every connection, and the loop
+ * ends once the last one has gone; main returns L->exit_code. */
+static void end_job(struct lrn *L, enum lrn_end how, const char *why)
+{
+	char msg[600];
+	int rc;
 
 	if (L->phase != LRN_RUN)
 		return;
-	DP_INFO("learner", "signal=%s: stopping", strsignal(signum));
-	lrn_stop(L, LRN_EXIT_OK, NULL);
+	if (how == LRN_END_DONE) {
+		rc = write_outputs(L, msg, sizeof(msg));
+		if (rc == 0) {
+			DP_INFO("learner", "job done k=%llu model=%s", (unsigned long long)L->k_done,
+				L->model_path);
+			L->phase = LRN_FINISHING;
+			L->finished = true;
+			L->exit_code = LRN_EXIT_OK;
+			lrn_server_close(L, true);
+			close_httpd(L);
+			return;
+		}
+		how = LRN_END_FAIL;
+		why = msg;
+	}
+	L->phase = LRN_STOPPING;
+	L->exit_code = how == LRN_END_FAIL ? LRN_EXIT_FAIL : LRN_EXIT_OK;
+	if (why)
+		DP_ERROR("learner", "stopping: %s", why);
+	if (L->started) {
+		rc = lrn_checkpoint_save(L, true);
+		if (rc < 0) {
+			DP_ERROR("learner", "final checkpoint failed: %s", dp_error_detail(rc));
+			L->exit_code = LRN_EXIT_FAIL;
+		} else {
+			DP_INFO("learner", "checkpoint written k=%llu path=%s", (unsigned long long)L->k_done,
+				L->ckpt_path);
+		}
+	}
+	lrn_server_close(L, false);
+	close_httpd(L);
 }
 
-static void lrn__close_walk(uv_handle_t *h, void *arg)
+static void on_signal(uv_signal_t *h, int signum)
 {
+	struct lrn *L = h->data;
+
+	/* A second signal during the shutdown is ignored. */
+	if (L->phase != LRN_RUN)
+		return;
+	DP_INFO("learner", "signal=%s: stopping", strsignal(signum));
+	end_job(L, LRN_END_SIGNAL, NULL);
+}
+
+static int start_signals(struct lrn *L)
+{
+	int rc;
+
+	uv_signal_init(L->loop, &L->sigterm);
+	uv_signal_init(L->loop, &L->sigint);
+	L->sigterm.data = L->sigint.data = L;
+	L->signals_init = true;
+	rc = uv_signal_start(&L->sigterm, on_signal, SIGTERM);
+	if (rc == 0)
+		rc = uv_signal_start(&L->sigint, on_signal, SIGINT);
+	if (rc < 0)
+		return dp_error_set(rc, "signals: %s", uv_strerror(rc));
+	/* They stay watched until the process ends, so that a second signal
+	 * during the shutdown is ignored; they do not keep the loop alive. */
+	uv_unref((uv_handle_t *)&L->sigterm);
+	uv_unref((uv_handle_t *)&L->sigint);
+	return 0;
+}
+
+static void close_walk(uv_handle_t *h, void *arg)
+{
+	(void)arg;
 	if (!uv_is_closing(h))
 		uv_close(h, NULL);
 }
 
-/* Resume handling: the checkpoint is authoritative for the job's state. */
-static void lrn__load_state(struct lrn *L, bool check_only)
+/* Resume handling: the checkpoint is authoritative for the job's state.
+ * 0, or the exit code (the line printed). */
+static int load_state(struct lrn *L, bool check_only)
 {
 	int rc;
 
 	if (access(L->ckpt_path, F_OK) != 0) {
-		if (errno != ENOENT)
-			lrn__die(LRN_EXIT_FAIL, "%s: %s", L->ckpt_path, strerror(errno));
+		int e = errno;
+
+		if (e != ENOENT)
+			return fail(LRN_EXIT_FAIL, "%s: %s", L->ckpt_path, strerror(e));
 		if (S.resume)
 			DP_INFO("learner", "no checkpoint in %s: starting a new job", S.out);
-		return;
+		return 0;
 	}
 	if (!S.resume)
-		lrn__die(LRN_EXIT_CONFIG,
-			 "%s exists: use --resume to continue that job, or choose another --out",
-			 L->ckpt_path);
-	rc = lrn_ckpt_load(L);
+		return fail(LRN_EXIT_CONFIG,
+			    "%s exists: use --resume to continue that job, or choose another --out",
+			    L->ckpt_path);
+	rc = lrn_checkpoint_load(L);
 	if (rc < 0)
-		lrn__die(LRN_EXIT_CONFIG, "cannot resume: %s", dp_error_detail(rc));
+		return fail(LRN_EXIT_CONFIG, "cannot resume: %s", dp_error_detail(rc));
 	if (!check_only)
 		DP_INFO("learner", "resuming job=%s from %s k=%llu T=%llu next_query=%llu", S.job,
 			L->ckpt_path, (unsigned long long)L->k_done, (unsigned long long)L->T,
 			(unsigned long long)L->next_qid);
+	return 0;
 }
 
-static void lrn__cleanup(struct lrn *L, char **av, char **argv)
+/* The job's tables and files, before any socket.  0, -1 (--check-config
+ * done) or the exit code (the line printed). */
+static int prepare_job(struct lrn *L, enum dp_config_action action)
 {
-	lrn_trace_close(L);
-	lrn_sched_free(L);
-	lrn_stats_free(L);
-	lrn_state_free(L);
-	SSL_CTX_free(L->ctx);
-	free(L->listen_host);
-	free(L->trace_path);
-	free(L->ckpt_path);
-	free(L->model_path);
-	if (L->lock_fd >= 0)
-		close(L->lock_fd);
-	dp_config_free(&lrn__spec);
-	for (int i = 0; av[i]; i++)
-		if (av[i] != argv[i])
-			free(av[i]);
-	free(av);
-}
-
-int main(int argc, char **argv)
-{
-	enum dp_config_action action;
-	struct lrn Lst, *L = &Lst;
-	char **names = NULL, **av;
+	dp_tls_files tf = { .ca_file = S.ca, .cert_file = S.cert, .key_file = S.key };
+	char **names = NULL;
 	size_t n = 0;
 	int rc;
 
-	signal(SIGPIPE, SIG_IGN);
-	av = lrn__argv_aliases(argc, argv);
-	if (av == NULL)
-		lrn__die(LRN_EXIT_FAIL, "out of memory");
-	rc = dp_config_load(&lrn__spec, argc, av, &action);
+	rc = lrn_server_parse_owners(S.owners, &names, &n);
 	if (rc < 0)
-		lrn__die(LRN_EXIT_CONFIG, "%s", dp_error_detail(rc));
-	if (action == DP_CONFIG_HELP) {
-		dp_config_print_help(&lrn__spec, stdout);
-		return 0;
-	}
-	if (action == DP_CONFIG_VERSION) {
-		printf("learnerd %s\n", DP_VERSION);
-		return 0;
-	}
-	dp_log_set_level((enum dp_log_level)S.log_level);
-
-	memset(L, 0, sizeof(*L));
-	L->s = &S;
-	L->lock_fd = -1;
-	L->stall_since = -1;
-	L->model = (dp_model)S.model;
-	L->T = S.T;
-	rc = lrn_parse_owners(S.owners, &names, &n);
-	if (rc < 0)
-		lrn__die(LRN_EXIT_CONFIG, "%s", dp_error_detail(rc));
+		return fail(LRN_EXIT_CONFIG, "%s", dp_error_detail(rc));
 	rc = lrn_state_init(L, names, n);
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
@@ -356,86 +428,162 @@ int main(int argc, char **argv)
 	if (rc == 0 && S.features > 0)
 		rc = lrn_state_set_p(L, S.features);
 	if (rc == 0)
-		rc = lrn_parse_hostport("listen", S.listen, &L->listen_host, &L->listen_port);
+		rc = dp_addr_split("listen", S.listen, DP_ADDR_PORT_ZERO, L->listen_host,
+				   sizeof(L->listen_host), &L->listen_port);
 	if (rc == 0)
-		rc = lrn__paths(L);
+		rc = out_paths(L);
 	if (rc < 0)
-		lrn__die(LRN_EXIT_FAIL, "%s", dp_error_detail(rc));
-
-	{
-		dp_tls_files tf = { .ca_file = S.ca, .cert_file = S.cert, .key_file = S.key };
-
-		rc = dp_tls_ctx_new(1, &tf, &L->ctx);
-		if (rc < 0)
-			lrn__die(LRN_EXIT_CONFIG, "%s", dp_error_detail(rc));
-	}
+		return fail(LRN_EXIT_FAIL, "%s", dp_error_detail(rc));
+	rc = dp_tls_ctx_new(1, &tf, &L->ctx);
+	if (rc < 0)
+		return fail(LRN_EXIT_CONFIG, "%s", dp_error_detail(rc));
 
 	if (action == DP_CONFIG_CHECK) {
-		if (S.resume)
-			lrn__load_state(L, true);
-		dp_config_print(&lrn__spec, stdout);
-		lrn__cleanup(L, av, argv);
-		return 0;
+		if (S.resume) {
+			rc = load_state(L, true);
+			if (rc != 0)
+				return rc;
+		}
+		dp_config_print(&spec, stdout);
+		return -1;
 	}
 
 	rc = dp_file_mkdir_p(S.out, 0);
 	if (rc == 0)
-		rc = lrn__lock_out(L);
+		rc = lock_out(L);
 	if (rc < 0)
-		lrn__die(LRN_EXIT_FAIL, "output directory: %s", dp_error_detail(rc));
-	lrn__load_state(L, false);
+		return fail(LRN_EXIT_FAIL, "output directory: %s", dp_error_detail(rc));
+	rc = load_state(L, false);
+	if (rc != 0)
+		return rc;
 	rc = lrn_trace_open(L, L->started || L->k_done > 0);
 	if (rc < 0)
-		lrn__die(LRN_EXIT_FAIL, "%s", dp_error_detail(rc));
+		return fail(LRN_EXIT_FAIL, "%s", dp_error_detail(rc));
+	return 0;
+}
+
+/* The loop and its handles: metrics, the server, signals, the port file.
+ * 0 or the exit code (the line printed). */
+static int start_loop(struct lrn *L)
+{
+	int rc;
 
 	L->loop = uv_default_loop();
 	rc = lrn_stats_init(L);
 	if (rc == 0)
 		rc = lrn_sched_init(L);
 	if (rc < 0)
-		lrn__die(LRN_EXIT_FAIL, "%s", dp_error_detail(rc));
+		return fail(LRN_EXIT_FAIL, "%s", dp_error_detail(rc));
+	L->on_end = end_job;
 	rc = lrn_server_start(L);
 	if (rc < 0)
-		lrn__die(LRN_EXIT_FAIL, "cannot listen on %s: %s", S.listen, dp_error_detail(rc));
+		return fail(LRN_EXIT_FAIL, "cannot listen on %s: %s", S.listen, dp_error_detail(rc));
 	if (S.metrics_listen && *S.metrics_listen) {
 		struct dp_httpd_options ho = { .listen = S.metrics_listen, .metrics = L->st.reg };
 
 		rc = dp_httpd_new(L->loop, &ho, &L->httpd);
 		if (rc < 0)
-			lrn__die(LRN_EXIT_FAIL, "cannot serve metrics on %s: %s", S.metrics_listen,
-				 dp_error_detail(rc));
+			return fail(LRN_EXIT_FAIL, "cannot serve metrics on %s: %s", S.metrics_listen,
+				    dp_error_detail(rc));
 		L->metrics_port = dp_httpd_port(L->httpd);
 	}
-	uv_signal_init(L->loop, &L->sigterm);
-	uv_signal_init(L->loop, &L->sigint);
-	L->sigterm.data = L->sigint.data = L;
-	uv_signal_start(&L->sigterm, lrn__on_signal, SIGTERM);
-	uv_signal_start(&L->sigint, lrn__on_signal, SIGINT);
-	rc = lrn_sched_start(L);
+	rc = start_signals(L);
 	if (rc < 0)
-		lrn__die(LRN_EXIT_FAIL, "%s", dp_error_detail(rc));
-	rc = lrn__write_port_file(L);
+		return fail(LRN_EXIT_FAIL, "%s", dp_error_detail(rc));
+	rc = write_port_file(L);
 	if (rc < 0)
-		lrn__die(LRN_EXIT_FAIL, "port file: %s", dp_error_detail(rc));
+		return fail(LRN_EXIT_FAIL, "port file: %s", dp_error_detail(rc));
 	DP_INFO("learner", "listening tls=%s:%u metrics_port=%u job=%s model=%s T=%llu N=%zu "
 		"mode=%s max_inflight=%zu k=%llu", L->listen_host, L->tls_port,
 		L->metrics_port, S.job, dp_model_name(L->model),
-		(unsigned long long)L->T, L->N, lrn__modes[S.mode], S.max_inflight,
+		(unsigned long long)L->T, L->N, modes[S.mode], S.max_inflight,
 		(unsigned long long)L->k_done);
+	return 0;
+}
 
+/* Serve until the job has ended and every connection has closed. */
+static int run(struct lrn *L)
+{
 	/* A resumed job that had already finished only rewrites its outputs. */
-	lrn_sched_pump(L);
+	lrn_server_pump(L);
 	uv_run(L->loop, UV_RUN_DEFAULT);
-	/* Anything still open (nothing, normally) is closed so the loop can be
-	 * closed cleanly. */
-	uv_walk(L->loop, lrn__close_walk, NULL);
-	uv_run(L->loop, UV_RUN_DEFAULT);
-	uv_loop_close(L->loop);
-
-	rc = L->exit_code;
-	if (rc == LRN_EXIT_OK && L->finished)
+	if (L->exit_code == LRN_EXIT_OK && L->finished)
 		printf("done k=%llu out=%s\n", (unsigned long long)L->k_done, S.out);
 	fflush(stdout);
-	lrn__cleanup(L, av, argv);
+	return L->exit_code;
+}
+
+static void cleanup(struct lrn *L, char **av, char **argv)
+{
+	if (L->loop != NULL) {
+		/* A startup failure: the server may hold its listener and
+		 * timers.  Then anything still open (the signals, normally) is
+		 * closed so the loop can be closed cleanly. */
+		if (L->phase == LRN_RUN) {
+			L->phase = LRN_STOPPING;
+			lrn_server_close(L, false);
+		}
+		close_httpd(L);
+		uv_walk(L->loop, close_walk, NULL);
+		uv_run(L->loop, UV_RUN_DEFAULT);
+		uv_loop_close(L->loop);
+		L->loop = NULL;
+	}
+	lrn_trace_close(L);
+	lrn_sched_free(L);
+	lrn_stats_free(L);
+	lrn_state_free(L);
+	SSL_CTX_free(L->ctx);
+	free(L->trace_path);
+	free(L->ckpt_path);
+	free(L->model_path);
+	if (L->lock_fd >= 0)
+		close(L->lock_fd);
+	dp_config_free(&spec);
+	if (av != NULL) {
+		for (int i = 0; av[i]; i++)
+			if (av[i] != argv[i])
+				free(av[i]);
+		free(av);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	enum dp_config_action action;
+	struct lrn Lst, *L = &Lst;
+	char **av;
+	int rc;
+
+	signal(SIGPIPE, SIG_IGN);
+	memset(L, 0, sizeof(*L));
+	L->s = &S;
+	L->lock_fd = -1;
+	L->stall_since = -1;
+	av = argv_aliases(argc, argv);
+	if (av == NULL)
+		return fail(LRN_EXIT_FAIL, "out of memory");
+	rc = dp_config_load(&spec, argc, av, &action);
+	if (rc < 0) {
+		rc = fail(LRN_EXIT_CONFIG, "%s", dp_error_detail(rc));
+	} else if (action == DP_CONFIG_HELP) {
+		dp_config_print_help(&spec, stdout);
+		rc = LRN_EXIT_OK;
+	} else if (action == DP_CONFIG_VERSION) {
+		printf("learnerd %s\n", DP_VERSION);
+		rc = LRN_EXIT_OK;
+	} else {
+		dp_log_set_level((enum dp_log_level)S.log_level);
+		L->model = (dp_model)S.model;
+		L->T = S.T;
+		rc = prepare_job(L, action);
+		if (rc == 0)
+			rc = start_loop(L);
+		if (rc == 0)
+			rc = run(L);
+		else if (rc < 0)
+			rc = LRN_EXIT_OK;   /* --check-config */
+	}
+	cleanup(L, av, argv);
 	return rc;
 }

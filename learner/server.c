@@ -1,34 +1,45 @@
-/* learnerd: the TLS listener, admission of owners and message dispatch
- * (docs/protocol.md §1, §6). */
+/* learnerd: the network side (docs/protocol.md §1, §6): the TLS listener,
+ * admission of owners, message dispatch, the Welcome, Query and Done
+ * messages, and the timers that act on connections.
+ *
+ * Whom to ask and whom to drop is sched.c's decision (struct
+ * lrn_decision); this file carries it out.  It ends the job only through
+ * L->on_end, the callback main.c registers. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/lib/certs.h"
 #include "common/core/error.h"
-#include "common/net/frame.h"
 #include "common/core/log.h"
+#include "common/net/frame.h"
 #include "learner/lrn.h"
+
+/* Tick of the timeout checks: timeouts fire at most this late. */
+#define TICK_MS 50
 
 /* One learner per process: the callbacks of conn.h carry per-connection
  * data only (the owner, once admitted). */
-static struct lrn *lrn__srv;
+static struct lrn *learner;
 
-int lrn_parse_owners(const char *list, char ***names, size_t *count)
+int lrn_server_parse_owners(const char *list, char ***names, size_t *count)
 {
 	char **v = NULL, *copy, *p, *tok;
 	size_t n = 0, cap = 0;
 	int rc = 0;
 
+	DP_REQUIRE(names != NULL && count != NULL);
 	if (list == NULL || *list == '\0')
 		return dp_error_set(DP_EINVAL, "owners: no owner identities given");
 	copy = strdup(list);
 	if (copy == NULL)
 		return dp_error_set(DP_ENOMEM, "out of memory");
 	p = copy;
-	while ((tok = strsep(&p, ",")) != NULL) {
+	for (;;) {
 		char *end;
 
+		tok = strsep(&p, ",");
+		if (tok == NULL)
+			break;
 		while (*tok == ' ' || *tok == '\t')
 			tok++;
 		end = tok + strlen(tok);
@@ -79,46 +90,7 @@ fail:
 	return rc;
 }
 
-int lrn_parse_hostport(const char *what, const char *s, char **host, uint16_t *port)
-{
-	const char *colon, *h = s;
-	size_t hlen;
-	char *end;
-	unsigned long v;
-
-	if (s == NULL || *s == '\0')
-		return dp_error_set(DP_EINVAL, "%s: expected HOST:PORT", what);
-	if (*s == '[') {
-		const char *rb = strchr(s, ']');
-
-		if (rb == NULL || rb[1] != ':')
-			return dp_error_set(DP_EINVAL, "%s: expected [ADDR]:PORT, got '%s'", what, s);
-		h = s + 1;
-		hlen = (size_t)(rb - h);
-		colon = rb + 1;
-	} else {
-		colon = strrchr(s, ':');
-		if (colon == NULL)
-			return dp_error_set(DP_EINVAL, "%s: expected HOST:PORT, got '%s'", what, s);
-		hlen = (size_t)(colon - s);
-		if (memchr(s, ':', hlen) != NULL)
-			return dp_error_set(DP_EINVAL, "%s: write an IPv6 address as [ADDR]:PORT, got '%s'",
-					    what, s);
-	}
-	if (colon[1] < '0' || colon[1] > '9')
-		return dp_error_set(DP_EINVAL, "%s: bad port in '%s'", what, s);
-	errno = 0;
-	v = strtoul(colon + 1, &end, 10);
-	if (*end != '\0' || errno != 0 || v > 65535)
-		return dp_error_set(DP_EINVAL, "%s: bad port in '%s'", what, s);
-	*host = strndup(h, hlen);
-	if (*host == NULL)
-		return dp_error_set(DP_ENOMEM, "out of memory");
-	*port = (uint16_t)v;
-	return 0;
-}
-
-static struct lrn_owner *lrn__find(struct lrn *L, const char *id)
+static struct lrn_owner *find_owner(struct lrn *L, const char *id)
 {
 	for (size_t i = 0; i < L->N; i++)
 		if (strcmp(L->owners[i].id, id) == 0)
@@ -126,7 +98,8 @@ static struct lrn_owner *lrn__find(struct lrn *L, const char *id)
 	return NULL;
 }
 
-void lrn_server_drop(struct lrn *L, struct lrn_owner *o, const char *reason)
+/* Forget owner o's connection and close it (a reason for the log). */
+static void drop(struct lrn *L, struct lrn_owner *o, const char *reason)
 {
 	dp_conn *c = o->conn;
 
@@ -141,9 +114,83 @@ void lrn_server_drop(struct lrn *L, struct lrn_owner *o, const char *reason)
 	lrn_stats_gauges(L);
 }
 
-static int lrn__on_handshake(dp_conn *c, const char *peer_id)
+static void send_query(struct lrn *L, const struct lrn_decision *d)
 {
-	struct lrn *L = lrn__srv;
+	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
+	Dpasync__Query qm = DPASYNC__QUERY__INIT;
+	struct lrn_query *qr = d->qr;
+	double sent;
+	int rc;
+
+	qm.k = qr->qid;
+	qm.n_theta = L->p;
+	qm.theta = qr->bar;
+	env.version = DP_PROTO_VERSION;
+	env.msg_case = DPASYNC__ENVELOPE__MSG_QUERY;
+	env.query = &qm;
+	/* The round trip starts before the bytes can leave: taken after the
+	 * send, a preemption right after the write shortened it. */
+	sent = lrn_clock_mono();
+	rc = dp_conn_send(d->o->conn, &env);
+	if (rc < 0) {
+		char why[300];
+
+		snprintf(why, sizeof(why), "sending query k=%llu failed: %s",
+			 (unsigned long long)qm.k, dp_error_detail(rc));
+		drop(L, d->o, why);
+		return;
+	}
+	lrn_sched_sent(L, qr, sent);
+}
+
+static void pump_at(struct lrn *L, double now);
+
+static void carry_out(struct lrn *L, const struct lrn_decision *d)
+{
+	switch (d->act) {
+	case LRN_ACT_NONE:
+		break;
+	case LRN_ACT_PUMP:
+		pump_at(L, lrn_clock_mono());
+		break;
+	case LRN_ACT_QUERY:
+		send_query(L, d);
+		break;
+	case LRN_ACT_DROP:
+		drop(L, d->o, d->why);
+		break;
+	case LRN_ACT_DONE:
+		L->on_end(L, LRN_END_DONE, NULL);
+		break;
+	case LRN_ACT_STOP:
+		L->on_end(L, LRN_END_FAIL, d->why);
+		break;
+	}
+}
+
+/* Everything sched.c finds to do at `now`, until it has nothing left or
+ * the job ends. */
+static void pump_at(struct lrn *L, double now)
+{
+	struct lrn_decision d;
+
+	while (L->phase == LRN_RUN) {
+		lrn_sched_next(L, now, &d);
+		if (d.act == LRN_ACT_NONE)
+			break;
+		carry_out(L, &d);
+	}
+}
+
+void lrn_server_pump(struct lrn *L)
+{
+	DP_REQUIRE(L != NULL && L->on_end != NULL);
+	pump_at(L, lrn_clock_mono());
+}
+
+static int on_handshake(dp_conn *c, const char *peer_id)
+{
+	struct lrn *L = learner;
 	struct lrn_owner *o;
 
 	if (L->phase != LRN_RUN) {
@@ -151,7 +198,7 @@ static int lrn__on_handshake(dp_conn *c, const char *peer_id)
 			dp_conn_peer_addr(c), peer_id);
 		return 1;
 	}
-	o = lrn__find(L, peer_id);
+	o = find_owner(L, peer_id);
 	if (o == NULL) {
 		DP_WARN("conn", "closing peer=%s id=%s reason=\"identity not in owners\"",
 			dp_conn_peer_addr(c), peer_id);
@@ -166,16 +213,31 @@ static int lrn__on_handshake(dp_conn *c, const char *peer_id)
 	}
 	o->conn = c;
 	o->hello = false;
-	o->conn_since = lrn_mono();
+	o->conn_since = lrn_clock_mono();
 	dp_conn_set_data(c, o);
 	L->open_conns++;
 	DP_INFO("conn", "owner connected id=%s peer=%s", o->id, dp_conn_peer_addr(c));
 	return 0;
 }
 
-static void lrn__on_close(dp_conn *c, int reason, const char *detail)
+static void close_handle(uv_handle_t *h)
 {
-	struct lrn *L = lrn__srv;
+	if (!uv_is_closing(h))
+		uv_close(h, NULL);
+}
+
+/* The last handles the server holds: once closed, the loop can end. */
+static void close_timers(struct lrn *L)
+{
+	if (!L->timers_init)
+		return;
+	close_handle((uv_handle_t *)&L->tick);
+	close_handle((uv_handle_t *)&L->bcast);
+}
+
+static void on_close(dp_conn *c, int reason, const char *detail)
+{
+	struct lrn *L = learner;
 	struct lrn_owner *o = dp_conn_data(c);
 
 	if (o == NULL) {
@@ -198,14 +260,13 @@ static void lrn__on_close(dp_conn *c, int reason, const char *detail)
 		o->hello = false;
 		lrn_sched_owner_gone(L, o);
 		lrn_stats_gauges(L);
-		if (L->phase == LRN_RUN)
-			lrn_sched_pump(L);
+		pump_at(L, lrn_clock_mono());
 	}
 	if (L->open_conns == 0 && L->phase != LRN_RUN)
-		lrn_sched_stop_timers(L);   /* the last handles: the loop can end */
+		close_timers(L);
 }
 
-static void lrn__send_welcome(struct lrn *L, struct lrn_owner *o)
+static void send_welcome(struct lrn *L, struct lrn_owner *o)
 {
 	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
 	Dpasync__Welcome w = DPASYNC__WELCOME__INIT;
@@ -231,39 +292,39 @@ static void lrn__send_welcome(struct lrn *L, struct lrn_owner *o)
 		DP_WARN("conn", "welcome to id=%s failed: %s", o->id, dp_error_detail(rc));
 }
 
-static void lrn__on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h)
+static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h)
 {
-	char why[256];
-	uint64_t cap;
+	struct lrn_decision d;
 	dp_frame_limits lim = { 0 };
+	char why[256];
 
 	if (o->hello) {
-		lrn_server_drop(L, o, "second Hello on one connection");
+		drop(L, o, "second Hello on one connection");
 		return;
 	}
 	if (strcmp(h->owner_id, o->id) != 0) {
 		snprintf(why, sizeof(why), "Hello owner_id '%s' is not the certificate identity",
 			 h->owner_id);
-		lrn_server_drop(L, o, why);
+		drop(L, o, why);
 		return;
 	}
 	if (L->p == 0) {
 		if (lrn_state_set_p(L, h->n_features) < 0) {
-			lrn_server_drop(L, o, dp_error_detail(DP_EINVAL));
+			drop(L, o, dp_error_detail(DP_EINVAL));
 			return;
 		}
 		DP_INFO("learner", "p=%zu from the Hello of id=%s", L->p, o->id);
 	} else if (h->n_features != L->p) {
 		snprintf(why, sizeof(why), "Hello n_features %u differs from the job's p %zu",
 			 h->n_features, L->p);
-		lrn_server_drop(L, o, why);
+		drop(L, o, why);
 		return;
 	}
 	if (L->started && h->n_rows != o->n_rows) {
 		snprintf(why, sizeof(why), "Hello n_rows %llu differs from n_i %llu fixed when "
 			 "training started", (unsigned long long)h->n_rows,
 			 (unsigned long long)o->n_rows);
-		lrn_server_drop(L, o, why);
+		drop(L, o, why);
 		return;
 	}
 	o->n_rows = h->n_rows;
@@ -280,30 +341,17 @@ static void lrn__on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hel
 		"answers_given=%llu", o->id, (unsigned long long)h->n_rows, h->n_features,
 		h->epsilon, (unsigned long long)h->answers_cap,
 		(unsigned long long)h->answers_given);
-	lrn__send_welcome(L, o);
+	send_welcome(L, o);
 	lrn_stats_gauges(L);
-
-	/* The owner's ledger is the authority on its budget: a reconnecting
-	 * owner with answers left is usable again even after a Refuse. */
-	cap = h->answers_cap ? h->answers_cap : L->T;
-	if (h->answers_given >= cap) {
-		lrn_sched_exhausted(L, o, "no answers left per its Hello");
-		if (L->phase == LRN_RUN)
-			lrn_sched_pump(L);   /* it may still complete the start */
-		return;
-	}
-	if (o->exhausted) {
-		DP_INFO("learner", "owner id=%s has answers left again (%llu of %llu given)", o->id,
-			(unsigned long long)h->answers_given, (unsigned long long)cap);
-		o->exhausted = false;
-	}
-	lrn_sched_pump(L);
+	lrn_sched_hello(L, o, &d);
+	carry_out(L, &d);
 }
 
-static void lrn__on_message(dp_conn *c, Dpasync__Envelope *m)
+static void on_message(dp_conn *c, Dpasync__Envelope *m)
 {
-	struct lrn *L = lrn__srv;
+	struct lrn *L = learner;
 	struct lrn_owner *o = dp_conn_data(c);
+	struct lrn_decision d;
 	char why[128];
 
 	if (o == NULL || o->conn != c || L->phase != LRN_RUN) {
@@ -312,42 +360,72 @@ static void lrn__on_message(dp_conn *c, Dpasync__Envelope *m)
 	}
 	if (m->msg_case != DPASYNC__ENVELOPE__MSG_HELLO && !o->hello) {
 		snprintf(why, sizeof(why), "%s before Hello", dp_frame_kind(m));
-		lrn_server_drop(L, o, why);
+		drop(L, o, why);
 		dp_frame_msg_free(m);
 		return;
 	}
 	switch (m->msg_case) {
 	case DPASYNC__ENVELOPE__MSG_HELLO:
-		lrn__on_hello(L, o, m->hello);
+		on_hello(L, o, m->hello);
 		break;
 	case DPASYNC__ENVELOPE__MSG_UPDATE_REQUEST:
-		lrn_sched_request(L, o);
+		lrn_sched_request(L, o, &d);
+		carry_out(L, &d);
 		break;
 	case DPASYNC__ENVELOPE__MSG_ANSWER:
 		o->answers_given = m->answer->answers_given;
-		lrn_sched_answer(L, o, m->answer->k, m->answer->gradient, m->answer->epsilon_spent);
+		lrn_sched_answer(L, o, m->answer->k, m->answer->gradient, m->answer->epsilon_spent,
+				 &d);
+		carry_out(L, &d);
 		break;
 	case DPASYNC__ENVELOPE__MSG_REFUSE:
-		lrn_sched_refuse(L, o, m->refuse->k, m->refuse->reason);
+		lrn_sched_refuse(L, o, m->refuse->k, m->refuse->reason, &d);
+		carry_out(L, &d);
 		break;
 	default:
 		snprintf(why, sizeof(why), "unexpected %s message from an owner", dp_frame_kind(m));
-		lrn_server_drop(L, o, why);
+		drop(L, o, why);
 		break;
 	}
 	dp_frame_msg_free(m);
 }
 
+static void on_tick(uv_timer_t *t)
+{
+	struct lrn *L = t->data;
+	double now = lrn_clock_mono();
+	struct lrn_decision d;
+
+	while (L->phase == LRN_RUN) {
+		lrn_sched_expired(L, now, &d);
+		if (d.act == LRN_ACT_NONE)
+			break;
+		carry_out(L, &d);
+	}
+	pump_at(L, lrn_clock_mono());
+}
+
+static void on_broadcast(uv_timer_t *t)
+{
+	struct lrn *L = t->data;
+
+	if (L->phase != LRN_RUN || !lrn_sched_round(L))
+		return;
+	pump_at(L, lrn_clock_mono());
+}
+
 int lrn_server_start(struct lrn *L)
 {
 	dp_conn_config cfg = { 0 };
+	uint64_t bi;
 	int rc;
 
-	lrn__srv = L;
+	DP_REQUIRE(L != NULL && L->loop != NULL && L->ctx != NULL && L->on_end != NULL);
+	learner = L;
 	cfg.ctx = L->ctx;
-	cfg.cb.on_handshake = lrn__on_handshake;
-	cfg.cb.on_message = lrn__on_message;
-	cfg.cb.on_close = lrn__on_close;
+	cfg.cb.on_handshake = on_handshake;
+	cfg.cb.on_message = on_message;
+	cfg.cb.on_close = on_close;
 	cfg.data = NULL;
 	cfg.max_frame = (uint32_t)L->s->max_frame;
 	/* Owners plus a margin for reconnects racing old connections and for
@@ -357,24 +435,36 @@ int lrn_server_start(struct lrn *L)
 	if (rc < 0)
 		return rc;
 	L->tls_port = dp_listener_port(L->listener);
+
+	bi = (uint64_t)ceil(L->s->broadcast_interval * 1000.0);
+	if (bi == 0)
+		bi = 1;
+	uv_timer_init(L->loop, &L->tick);
+	uv_timer_init(L->loop, &L->bcast);
+	L->tick.data = L->bcast.data = L;
+	L->timers_init = true;
+	uv_timer_start(&L->tick, on_tick, TICK_MS, TICK_MS);
+	if (L->s->mode == LRN_MODE_BROADCAST)
+		uv_timer_start(&L->bcast, on_broadcast, bi, bi);
 	return 0;
 }
 
-void lrn_server_close_all(struct lrn *L, bool done)
+void lrn_server_close(struct lrn *L, bool done)
 {
 	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
-	Dpasync__Done d = DPASYNC__DONE__INIT;
+	Dpasync__Done dm = DPASYNC__DONE__INIT;
 
+	DP_REQUIRE(L != NULL && L->phase != LRN_RUN);
 	if (L->listener) {
 		dp_listener_close(L->listener);
 		L->listener = NULL;
 	}
 	env.version = DP_PROTO_VERSION;
 	env.msg_case = DPASYNC__ENVELOPE__MSG_DONE;
-	env.done = &d;
-	d.n_final_theta = L->p;
-	d.final_theta = L->theta_L;
-	d.t = L->T;
+	env.done = &dm;
+	dm.n_final_theta = L->p;
+	dm.final_theta = L->theta_L;
+	dm.t = L->T;
 	for (size_t i = 0; i < L->N; i++) {
 		struct lrn_owner *o = &L->owners[i];
 		dp_conn *c = o->conn;
@@ -396,4 +486,6 @@ void lrn_server_close_all(struct lrn *L, bool done)
 		dp_conn_close(c);
 	}
 	lrn_stats_gauges(L);
+	if (L->open_conns == 0)
+		close_timers(L);
 }

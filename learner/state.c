@@ -13,6 +13,7 @@
 
 int lrn_state_init(struct lrn *L, char **names, size_t count)
 {
+	DP_REQUIRE(L != NULL && names != NULL && count > 0 && L->owners == NULL);
 	L->owners = calloc(count, sizeof(*L->owners));
 	if (L->owners == NULL)
 		return dp_error_set(DP_ENOMEM, "out of memory");
@@ -28,6 +29,7 @@ int lrn_state_init(struct lrn *L, char **names, size_t count)
 
 void lrn_state_free(struct lrn *L)
 {
+	DP_REQUIRE(L != NULL);
 	for (size_t i = 0; i < L->N; i++)
 		free(L->owners[i].theta);
 	free(L->owners);
@@ -41,6 +43,7 @@ int lrn_state_set_p(struct lrn *L, size_t p)
 {
 	double *tl;
 
+	DP_REQUIRE(L != NULL && L->s != NULL && L->p == 0);
 	if (p == 0 || 8 * (uint64_t)p + 64 > L->s->max_frame)
 		return dp_error_set(DP_EINVAL, "p = %zu does not fit in max-frame %zu bytes", p,
 				    L->s->max_frame);
@@ -65,6 +68,7 @@ int lrn_state_set_p(struct lrn *L, size_t p)
 
 double lrn_state_clip_for(const struct lrn *L, size_t p)
 {
+	DP_REQUIRE(L != NULL && L->s != NULL);
 	return L->s->clip > 0 ? L->s->clip : dp_defaults_clip(p);
 }
 
@@ -75,6 +79,7 @@ double lrn_state_clip(const struct lrn *L)
 
 double lrn_state_eta(const struct lrn *L, double max_weight)
 {
+	DP_REQUIRE(L != NULL && L->s != NULL);
 	if (L->s->eta > 0)
 		return L->s->eta;
 	if (L->s->rho > 0)
@@ -87,6 +92,7 @@ int lrn_state_start(struct lrn *L)
 	uint64_t n = 0;
 	double maxw = 0;
 
+	DP_REQUIRE(L != NULL && L->p > 0 && !L->started);
 	for (size_t i = 0; i < L->N; i++) {
 		if (UINT64_MAX - n < L->owners[i].n_rows)
 			return dp_error_set(DP_ERANGE, "the owners' row counts overflow");
@@ -115,6 +121,7 @@ void lrn_state_welcome_params(const struct lrn *L, uint64_t *n_total, double *rh
 	uint64_t n = 0;
 	double maxw = 0;
 
+	DP_REQUIRE(L != NULL && n_total != NULL && rho != NULL);
 	if (L->started) {
 		*n_total = L->n_total;
 		*rho = L->rho;
@@ -138,10 +145,15 @@ void lrn_state_welcome_params(const struct lrn *L, uint64_t *n_total, double *rh
 
 void lrn_state_apply(struct lrn *L, const struct lrn_query *qr, const double *answer)
 {
-	struct lrn_owner *o = &L->owners[qr->owner];
-	dp_algo_async_params ap = { .p = L->p, .N = L->N, .eta = L->eta, .lambda = L->s->lambda,
-			       .theta_max = L->s->theta_max };
-	double weight = (double)o->n_rows / (double)L->n_total;
+	dp_algo_async_params ap;
+	struct lrn_owner *o;
+	double weight;
+
+	DP_REQUIRE(L != NULL && qr != NULL && answer != NULL && qr->owner < L->N && L->started);
+	ap = (dp_algo_async_params){ .p = L->p, .N = L->N, .eta = L->eta, .lambda = L->s->lambda,
+				     .theta_max = L->s->theta_max };
+	o = &L->owners[qr->owner];
+	weight = (double)o->n_rows / (double)L->n_total;
 
 	/* With several queries out, qr->bar is the midpoint of send time:
 	 * theta_L is overwritten from it (docs/learnerd.md, staleness). */

@@ -5,9 +5,9 @@
 
 /* Round trips and queue waits: from LAN milliseconds to owners that tick
  * once a minute. */
-static const double lrn__buckets[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+static const double buckets[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
 				       0.5, 1, 2.5, 5, 10, 30, 60 };
-#define LRN_NBUCKETS (sizeof(lrn__buckets) / sizeof(lrn__buckets[0]))
+#define NBUCKETS (sizeof(buckets) / sizeof(buckets[0]))
 
 int lrn_stats_init(struct lrn *L)
 {
@@ -15,6 +15,7 @@ int lrn_stats_init(struct lrn *L)
 	static const char *const owner_label[] = { "owner", NULL };
 	int rc;
 
+	DP_REQUIRE(L != NULL && s->reg == NULL);
 	rc = dp_metrics_new(&s->reg);
 	if (rc == 0)
 		rc = dp_metrics_counter(s->reg, "dpasync_learner_iterations_total",
@@ -31,12 +32,12 @@ int lrn_stats_init(struct lrn *L)
 				      "Queries sent and not yet answered.", &s->inflight);
 	if (rc == 0)
 		rc = dp_metrics_histogram(s->reg, "dpasync_learner_rtt_seconds",
-					  "Query to answer time of answered queries.", lrn__buckets,
-					  LRN_NBUCKETS, &s->rtt);
+					  "Query to answer time of answered queries.", buckets,
+					  NBUCKETS, &s->rtt);
 	if (rc == 0)
 		rc = dp_metrics_histogram(s->reg, "dpasync_learner_wait_seconds",
 					  "Time an update request waited in the FIFO (0 in broadcast).",
-					  lrn__buckets, LRN_NBUCKETS, &s->wait);
+					  buckets, NBUCKETS, &s->wait);
 	if (rc == 0)
 		rc = dp_metrics_family(s->reg, DP_METRIC_COUNTER,
 				       "dpasync_learner_owner_iterations_total",
@@ -81,6 +82,7 @@ int lrn_stats_init(struct lrn *L)
 
 void lrn_stats_free(struct lrn *L)
 {
+	DP_REQUIRE(L != NULL);
 	dp_metrics_destroy(L->st.reg);
 	L->st.reg = NULL;
 }
@@ -89,6 +91,7 @@ void lrn_stats_gauges(struct lrn *L)
 {
 	size_t n = 0;
 
+	DP_REQUIRE(L != NULL);
 	if (L->st.reg == NULL)
 		return;
 	for (size_t i = 0; i < L->N; i++)

@@ -12,21 +12,21 @@
 #include "common/core/log.h"
 #include "learner/lrn.h"
 
-#define LRN_TRACE_HEADER "k,time_unix,owner,wait_s,rtt_s,eps_spent\n"
+#define TRACE_HEADER "k,time_unix,owner,wait_s,rtt_s,eps_spent\n"
 
-static int lrn__trace_new(struct lrn *L)
+static int trace_new(struct lrn *L)
 {
 	L->trace = fopen(L->trace_path, "w");
 	if (L->trace == NULL)
 		return dp_error_set(DP_EIO, "%s: %s", L->trace_path, strerror(errno));
-	if (fputs(LRN_TRACE_HEADER, L->trace) == EOF || fflush(L->trace) != 0)
+	if (fputs(TRACE_HEADER, L->trace) == EOF || fflush(L->trace) != 0)
 		return dp_error_set(DP_EIO, "%s: %s", L->trace_path, strerror(errno));
 	return 0;
 }
 
 /* Keep the header and the first k_done complete rows; drop the rest
  * (rows of iterations the checkpoint does not hold, a torn last line). */
-static int lrn__trace_cut(struct lrn *L)
+static int trace_cut(struct lrn *L)
 {
 	FILE *f = fopen(L->trace_path, "r+");
 	char *line = NULL;
@@ -41,13 +41,16 @@ static int lrn__trace_cut(struct lrn *L)
 		if (L->k_done > 0)
 			DP_WARN("learner", "%s is missing: it restarts at k=%llu", L->trace_path,
 				(unsigned long long)L->k_done + 1);
-		return lrn__trace_new(L);
+		return trace_new(L);
 	}
-	while ((n = getline(&line, &cap, f)) > 0) {
+	for (;;) {
+		n = getline(&line, &cap, f);
+		if (n <= 0)
+			break;
 		if (line[n - 1] != '\n')
 			break;   /* torn by a crash */
 		if (!header) {
-			if (strcmp(line, LRN_TRACE_HEADER) != 0) {
+			if (strcmp(line, TRACE_HEADER) != 0) {
 				free(line);
 				fclose(f);
 				return dp_error_set(DP_EFORMAT, "%s: not a learnerd trace (header)",
@@ -64,7 +67,7 @@ static int lrn__trace_cut(struct lrn *L)
 	free(line);
 	if (!header) {
 		fclose(f);
-		return lrn__trace_new(L);
+		return trace_new(L);
 	}
 	if (rows < L->k_done)
 		DP_WARN("learner", "%s holds %zu rows, the checkpoint %llu: rows are missing",
@@ -81,12 +84,14 @@ static int lrn__trace_cut(struct lrn *L)
 
 int lrn_trace_open(struct lrn *L, bool resume)
 {
-	return resume ? lrn__trace_cut(L) : lrn__trace_new(L);
+	DP_REQUIRE(L != NULL && L->trace_path != NULL && L->trace == NULL);
+	return resume ? trace_cut(L) : trace_new(L);
 }
 
 int lrn_trace_row(struct lrn *L, uint64_t k, double wall, const char *owner, double wait,
 		  double rtt, double eps)
 {
+	DP_REQUIRE(L != NULL && owner != NULL);
 	if (L->trace == NULL)
 		return dp_error_set(DP_EIO, "%s: not open", L->trace_path);
 	/* Flushed row by row so that the file can be followed while the job
@@ -99,6 +104,7 @@ int lrn_trace_row(struct lrn *L, uint64_t k, double wall, const char *owner, dou
 
 int lrn_trace_sync(struct lrn *L)
 {
+	DP_REQUIRE(L != NULL);
 	if (L->trace == NULL)
 		return 0;
 	if (fflush(L->trace) != 0 || fsync(fileno(L->trace)) != 0)
@@ -108,6 +114,7 @@ int lrn_trace_sync(struct lrn *L)
 
 void lrn_trace_close(struct lrn *L)
 {
+	DP_REQUIRE(L != NULL);
 	if (L->trace == NULL)
 		return;
 	if (fclose(L->trace) != 0)

@@ -24,15 +24,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/net/conn.h"
 #include "common/core/error.h"
-#include "common/net/frame.h"
 #include "common/core/log.h"
 #include "common/core/num.h"
+#include "common/net/addr.h"
+#include "common/net/conn.h"
+#include "common/net/frame.h"
 #include "common/net/tls.h"
 
 static struct {
-	const char *host, *ca, *cert, *key, *id, *done_file;
+	char host[DP_ADDR_HOST_MAX + 1];
+	const char *ca, *cert, *key, *id, *done_file;
 	uint16_t port;
 	size_t p;
 	uint64_t rows, cap, given;
@@ -50,14 +52,14 @@ static int welcomed_now, welcomed_ever, done, exit_code = 4;
 static uint64_t T, max_k, queries, answers;
 static double deadline;
 
-static void fo_connect(void);
+static void connect_learner(void);
 
 static double now_s(void)
 {
 	return (double)uv_hrtime() * 1e-9;
 }
 
-static void fo_finish(int code)
+static void finish(int code)
 {
 	exit_code = code;
 	uv_timer_stop(&req_timer);
@@ -68,7 +70,7 @@ static void fo_finish(int code)
 		dp_conn_close(conn);
 }
 
-static void fo_send(Dpasync__Envelope *env)
+static void send_msg(Dpasync__Envelope *env)
 {
 	int rc;
 
@@ -78,7 +80,7 @@ static void fo_send(Dpasync__Envelope *env)
 		fprintf(stderr, "fake_owner %s: send: %s\n", A.id, dp_error_detail(rc));
 }
 
-static void fo_request(void)
+static void send_request(void)
 {
 	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
 	Dpasync__UpdateRequest u = DPASYNC__UPDATE_REQUEST__INIT;
@@ -87,15 +89,15 @@ static void fo_request(void)
 		return;
 	env.msg_case = DPASYNC__ENVELOPE__MSG_UPDATE_REQUEST;
 	env.update_request = &u;
-	fo_send(&env);
+	send_msg(&env);
 }
 
-static void fo_on_req_timer(uv_timer_t *t)
+static void on_req_timer(uv_timer_t *t)
 {
-	fo_request();
+	send_request();
 }
 
-static int fo_on_handshake(dp_conn *c, const char *peer_id)
+static int on_handshake(dp_conn *c, const char *peer_id)
 {
 	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
 	Dpasync__Hello h = DPASYNC__HELLO__INIT;
@@ -110,11 +112,11 @@ static int fo_on_handshake(dp_conn *c, const char *peer_id)
 	env.msg_case = DPASYNC__ENVELOPE__MSG_HELLO;
 	env.hello = &h;
 	conn = c;
-	fo_send(&env);
+	send_msg(&env);
 	return 0;
 }
 
-static void fo_on_query(const Dpasync__Query *q)
+static void on_query(const Dpasync__Query *q)
 {
 	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
 	Dpasync__Answer a = DPASYNC__ANSWER__INIT;
@@ -125,7 +127,7 @@ static void fo_on_query(const Dpasync__Query *q)
 	if (q->k <= max_k) {
 		fprintf(stderr, "fake_owner %s: query id %llu after %llu\n", A.id,
 			(unsigned long long)q->k, (unsigned long long)max_k);
-		fo_finish(5);
+		finish(5);
 		return;
 	}
 	max_k = q->k;
@@ -137,7 +139,7 @@ static void fo_on_query(const Dpasync__Query *q)
 		r.reason = "budget exhausted";
 		env.msg_case = DPASYNC__ENVELOPE__MSG_REFUSE;
 		env.refuse = &r;
-		fo_send(&env);
+		send_msg(&env);
 		return;
 	}
 	g = calloc(A.p, sizeof(double));
@@ -158,15 +160,15 @@ static void fo_on_query(const Dpasync__Query *q)
 		a.epsilon_left = 0;
 	env.msg_case = DPASYNC__ENVELOPE__MSG_ANSWER;
 	env.answer = &a;
-	fo_send(&env);
+	send_msg(&env);
 	free(g);
 	if (A.interval > 0)
-		uv_timer_start(&req_timer, fo_on_req_timer, (uint64_t)(A.interval * 1000), 0);
+		uv_timer_start(&req_timer, on_req_timer, (uint64_t)(A.interval * 1000), 0);
 	else
-		fo_request();
+		send_request();
 }
 
-static void fo_on_message(dp_conn *c, Dpasync__Envelope *m)
+static void on_message(dp_conn *c, Dpasync__Envelope *m)
 {
 	switch (m->msg_case) {
 	case DPASYNC__ENVELOPE__MSG_WELCOME: {
@@ -175,21 +177,21 @@ static void fo_on_message(dp_conn *c, Dpasync__Envelope *m)
 		if (m->welcome->p != A.p || m->welcome->n_total < A.rows) {
 			fprintf(stderr, "fake_owner %s: bad welcome p=%u n_total=%llu\n", A.id,
 				m->welcome->p, (unsigned long long)m->welcome->n_total);
-			fo_finish(6);
+			finish(6);
 			break;
 		}
 		T = m->welcome->t;
 		welcomed_now = welcomed_ever = 1;
 		dp_conn_set_limits(c, &lim);
-		fo_request();
+		send_request();
 		break;
 	}
 	case DPASYNC__ENVELOPE__MSG_QUERY:
-		fo_on_query(m->query);
+		on_query(m->query);
 		break;
 	case DPASYNC__ENVELOPE__MSG_DONE:
 		if (m->done->t != T) {
-			fo_finish(6);
+			finish(6);
 			break;
 		}
 		if (A.done_file) {
@@ -203,21 +205,21 @@ static void fo_on_message(dp_conn *c, Dpasync__Envelope *m)
 			}
 		}
 		done = 1;
-		fo_finish(0);
+		finish(0);
 		break;
 	default:
 		fprintf(stderr, "fake_owner %s: unexpected %s\n", A.id, dp_frame_kind(m));
-		fo_finish(6);
+		finish(6);
 	}
 	dp_frame_msg_free(m);
 }
 
-static void fo_on_re_timer(uv_timer_t *t)
+static void on_re_timer(uv_timer_t *t)
 {
-	fo_connect();
+	connect_learner();
 }
 
-static void fo_on_close(dp_conn *c, int reason, const char *detail)
+static void on_close(dp_conn *c, int reason, const char *detail)
 {
 	int was = welcomed_now;
 
@@ -227,27 +229,27 @@ static void fo_on_close(dp_conn *c, int reason, const char *detail)
 	if (done || exit_code != 4 || uv_is_closing((uv_handle_t *)&re_timer))
 		return;
 	if (A.reconnect_for > 0 && now_s() < deadline) {
-		uv_timer_start(&re_timer, fo_on_re_timer, 200, 0);
+		uv_timer_start(&re_timer, on_re_timer, 200, 0);
 		return;
 	}
 	fprintf(stderr, "fake_owner %s: closed (%d: %s)\n", A.id, reason, detail);
-	fo_finish(was || welcomed_ever ? 4 : 3);
+	finish(was || welcomed_ever ? 4 : 3);
 }
 
-static void fo_connect(void)
+static void connect_learner(void)
 {
 	dp_conn_config cfg = { .ctx = ctx };
 	dp_conn *c;
 	int rc;
 
-	cfg.cb.on_handshake = fo_on_handshake;
-	cfg.cb.on_message = fo_on_message;
-	cfg.cb.on_close = fo_on_close;
+	cfg.cb.on_handshake = on_handshake;
+	cfg.cb.on_message = on_message;
+	cfg.cb.on_close = on_close;
 	cfg.handshake_timeout_ms = 3000;
 	rc = dp_conn_connect(loop, &cfg, A.host, A.port, "learner", &c);
 	if (rc < 0) {
 		fprintf(stderr, "fake_owner %s: connect: %s\n", A.id, dp_error_detail(rc));
-		fo_finish(4);
+		finish(4);
 	}
 }
 
@@ -269,19 +271,16 @@ int main(int argc, char **argv)
 		{ "no-request", no_argument, NULL, 'q' }, { NULL, 0, NULL, 0 },
 	};
 	dp_tls_files tf;
-	char *colon;
 	int o, rc = 0;
 
 	signal(SIGPIPE, SIG_IGN);   /* libuv writes with write(2) */
-	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	for (;;) {
+		o = getopt_long(argc, argv, "", opts, NULL);
+		if (o == -1)
+			break;
 		switch (o) {
 		case 'l':
-			colon = strrchr(optarg, ':');
-			if (colon == NULL)
-				return 2;
-			*colon = '\0';
-			A.host = optarg;
-			A.port = (uint16_t)atoi(colon + 1);
+			rc = dp_addr_split("--learner", optarg, 0, A.host, sizeof(A.host), &A.port);
 			break;
 		case 'a': A.ca = optarg; break;
 		case 'c': A.cert = optarg; break;
@@ -308,7 +307,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!A.host || !A.ca || !A.cert || !A.key || !A.id || A.p == 0 || A.rows == 0 ||
+	if (!A.host[0] || !A.ca || !A.cert || !A.key || !A.id || A.p == 0 || A.rows == 0 ||
 	    A.ngc != A.p) {
 		fprintf(stderr, "fake_owner: missing or inconsistent options\n");
 		return 2;
@@ -324,7 +323,7 @@ int main(int argc, char **argv)
 	uv_timer_init(loop, &req_timer);
 	uv_timer_init(loop, &re_timer);
 	deadline = now_s() + A.reconnect_for;
-	fo_connect();
+	connect_learner();
 	uv_run(loop, UV_RUN_DEFAULT);
 	SSL_CTX_free(ctx);
 	free(A.gc);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Integration test of learnerd against scripted owners (fake_owner.c).
 
-usage: test_learnerd.py LEARNERD FAKE_OWNER DPASYNC
+usage: learnerd.py LEARNERD FAKE_OWNER DPASYNC
 
 The fake owners answer the deterministic "gradient" ga_i * theta + gc_i, so
 theta_L and every theta_i can be recomputed here from trace.csv alone, with
