@@ -18,7 +18,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#define DP__CSV_BLOCK (128u << 10)
+#define BLOCK_SIZE (128u << 10)
 
 struct dp_csv_reader {
 	gzFile gz;
@@ -56,13 +56,13 @@ struct dp_csv_reader {
 
 /* libcsv's default trims blanks around unquoted fields; RFC 4180 says
  * spaces are part of a field, and a silent trim would hide "1 " vs "1". */
-static int dp__csv_no_space(unsigned char c)
+static int no_space(unsigned char c)
 {
 	(void)c;
 	return 0;
 }
 
-static const char *dp__csv_colname(const dp_csv_reader *r, size_t idx, char *buf, size_t size)
+static const char *colname(const dp_csv_reader *r, size_t idx, char *buf, size_t size)
 {
 	if (r->ncols == 0 || idx >= r->ncols) {
 		snprintf(buf, size, "#%zu", idx + 1);
@@ -71,22 +71,21 @@ static const char *dp__csv_colname(const dp_csv_reader *r, size_t idx, char *buf
 	return r->header[idx];
 }
 
-static int dp__csv_fail(dp_csv_reader *r, int code, size_t line, size_t col, const char *what)
+static int reader_fail(dp_csv_reader *r, int code, size_t line, size_t col, const char *what)
 {
 	char tmp[32];
 
 	if (r->err != 0)
 		return r->err;
 	r->err = dp_error_set(code, "%s:%zu: column '%s': %s", r->source, line,
-			      dp__csv_colname(r, col, tmp, sizeof(tmp)), what);
+			      colname(r, col, tmp, sizeof(tmp)), what);
 	return r->err;
 }
 
-/* libcsv field callback: copy the field into the record buffer. */
 /* Make *buf hold at least `need` bytes, doubling from `first`; the callers
  * have already checked `need` against their size limits.  0 or DP_ENOMEM
  * (the buffer is unchanged then). */
-static int dp__csv_grow(char **buf, size_t *cap, size_t need, size_t first)
+static int grow_bytes(char **buf, size_t *cap, size_t need, size_t first)
 {
 	size_t c = *cap ? *cap : first;
 	char *p;
@@ -103,7 +102,8 @@ static int dp__csv_grow(char **buf, size_t *cap, size_t need, size_t first)
 	return 0;
 }
 
-static void dp__csv_field(void *s, size_t len, void *data)
+/* libcsv field callback: copy the field into the record buffer. */
+static void on_field(void *s, size_t len, void *data)
 {
 	dp_csv_reader *r = data;
 	const char *src = s ? s : "";
@@ -112,20 +112,20 @@ static void dp__csv_field(void *s, size_t len, void *data)
 	if (r->err != 0)
 		return;
 	if (memchr(src, '\0', len) != NULL) {
-		dp__csv_fail(r, DP_EFORMAT, r->rec_line, col, "contains a NUL byte");
+		reader_fail(r, DP_EFORMAT, r->rec_line, col, "contains a NUL byte");
 		return;
 	}
 	if (len == 0 && (r->ncols == 0 || !(r->flags & DP_CSV_ALLOW_EMPTY))) {
-		dp__csv_fail(r, DP_EFORMAT, r->rec_line, col,
+		reader_fail(r, DP_EFORMAT, r->rec_line, col,
 			     r->ncols == 0 ? "empty column name in the header"
 					   : "empty cell (missing value; dpasync does not impute)");
 		return;
 	}
 	if (r->rec_len + len + 1 > DP_CSV_MAX_RECORD) {
-		dp__csv_fail(r, DP_EFORMAT, r->rec_line, col, "record larger than 64 MiB");
+		reader_fail(r, DP_EFORMAT, r->rec_line, col, "record larger than 64 MiB");
 		return;
 	}
-	if (dp__csv_grow(&r->rec, &r->rec_cap, r->rec_len + len + 1, 1024) != 0) {
+	if (grow_bytes(&r->rec, &r->rec_cap, r->rec_len + len + 1, 1024) != 0) {
 		r->err = DP_ENOMEM;
 		return;
 	}
@@ -147,7 +147,7 @@ static void dp__csv_field(void *s, size_t len, void *data)
 }
 
 /* libcsv record callback: check the field count and mark the record ready. */
-static void dp__csv_row(int c, void *data)
+static void on_record(int c, void *data)
 {
 	dp_csv_reader *r = data;
 	char what[160];
@@ -155,7 +155,8 @@ static void dp__csv_row(int c, void *data)
 	(void)c;
 	if (r->err != 0)
 		return;
-	if (++r->rows_this_line > 1) {
+	r->rows_this_line++;
+	if (r->rows_this_line > 1) {
 		r->err = dp_error_set(DP_EFORMAT,
 				      "%s:%zu: carriage return inside a line (outside quotes); "
 				      "lines must end in LF or CRLF", r->source, r->lineno);
@@ -169,7 +170,7 @@ static void dp__csv_row(int c, void *data)
 			snprintf(what, sizeof(what),
 				 "extra field(s): the row has %zu fields, the header %zu", r->nf,
 				 r->ncols);
-		dp__csv_fail(r, DP_EFORMAT, r->rec_line, r->nf < r->ncols ? r->nf : r->ncols,
+		reader_fail(r, DP_EFORMAT, r->rec_line, r->nf < r->ncols ? r->nf : r->ncols,
 			     what);
 		return;
 	}
@@ -177,7 +178,7 @@ static void dp__csv_row(int c, void *data)
 }
 
 /* Read the next physical line into r->ln (with its LF).  1: a line, 0: end. */
-static int dp__csv_getline(dp_csv_reader *r)
+static int read_line(dp_csv_reader *r)
 {
 	r->ln_len = 0;
 	for (;;) {
@@ -186,7 +187,7 @@ static int dp__csv_getline(dp_csv_reader *r)
 
 			if (r->eof)
 				return r->ln_len > 0;
-			n = gzread(r->gz, r->blk, DP__CSV_BLOCK);
+			n = gzread(r->gz, r->blk, BLOCK_SIZE);
 			int zerr = Z_OK;
 			const char *msg = n <= 0 ? gzerror(r->gz, &zerr) : NULL;
 
@@ -226,8 +227,10 @@ static int dp__csv_getline(dp_csv_reader *r)
 					      r->source, r->lineno + 1);
 			return r->err;
 		}
-		if (dp__csv_grow(&r->ln, &r->ln_cap, r->ln_len + take + 1, 4096) != 0)
-			return r->err = DP_ENOMEM;
+		if (grow_bytes(&r->ln, &r->ln_cap, r->ln_len + take + 1, 4096) != 0) {
+			r->err = DP_ENOMEM;
+			return r->err;
+		}
 		memcpy(r->ln + r->ln_len, start, take);
 		r->ln_len += take;
 		r->blk_pos += take;
@@ -238,25 +241,25 @@ static int dp__csv_getline(dp_csv_reader *r)
 
 /* Feed lines to libcsv until a record is complete (1), the input ends (0)
  * or an error (< 0). */
-static int dp__csv_advance(dp_csv_reader *r)
+static int advance(dp_csv_reader *r)
 {
 	r->rec_ready = 0;
 	r->rec_len = 0;
 	r->nf = 0;
 	for (;;) {
-		int got = dp__csv_getline(r);
+		int got = read_line(r);
 
 		if (got < 0)
 			return got;
 		if (got == 0) {
 			/* End of input: flush a last record without a final LF. */
-			if (csv_fini(&r->parser, dp__csv_field, dp__csv_row, r) != 0) {
+			if (csv_fini(&r->parser, on_field, on_record, r) != 0) {
 				char what[96];
 
 				snprintf(what, sizeof(what),
 					 "unterminated quoted field (no closing quote before the end "
 					 "of the file, line %zu)", r->lineno);
-				return dp__csv_fail(r, DP_EFORMAT, r->rec_line, r->nf, what);
+				return reader_fail(r, DP_EFORMAT, r->rec_line, r->nf, what);
 			}
 			if (r->err != 0)
 				return r->err;
@@ -270,32 +273,34 @@ static int dp__csv_advance(dp_csv_reader *r)
 		if (r->at_row_start) {
 			if ((r->ln_len == 1 && r->ln[0] == '\n') ||
 			    (r->ln_len == 2 && r->ln[0] == '\r' && r->ln[1] == '\n') ||
-			    (r->ln_len == 1 && r->ln[0] == '\r'))
-				return r->err = dp_error_set(DP_EFORMAT,
-							     "%s:%zu: empty line (blank lines are not "
-							     "allowed)",
-							     r->source, r->lineno);
+			    (r->ln_len == 1 && r->ln[0] == '\r')) {
+				r->err = dp_error_set(DP_EFORMAT, "%s:%zu: empty line (blank lines "
+						      "are not allowed)", r->source, r->lineno);
+				return r->err;
+			}
 			r->rec_line = r->lineno;
 		}
 		r->rows_this_line = 0;
-		size_t used = csv_parse(&r->parser, r->ln, r->ln_len, dp__csv_field, dp__csv_row, r);
+		size_t used = csv_parse(&r->parser, r->ln, r->ln_len, on_field, on_record, r);
 
 		if (r->err != 0)
 			return r->err;
 		if (used != r->ln_len) {
 			char what[128];
 
-			if (csv_error(&r->parser) != CSV_EPARSE)
-				return r->err = DP_ENOMEM;
+			if (csv_error(&r->parser) != CSV_EPARSE) {
+				r->err = DP_ENOMEM;
+				return r->err;
+			}
 			snprintf(what, sizeof(what),
 				 "malformed quoting at character %zu of the line (a quote must open "
 				 "the field, be doubled inside it and close it)",
 				 used + 1);
-			return dp__csv_fail(r, DP_EFORMAT, r->lineno, r->nf, what);
+			return reader_fail(r, DP_EFORMAT, r->lineno, r->nf, what);
 		}
 		/* libcsv keeps an open quoted field in its own buffer: cap it too. */
 		if (csv_get_buffer_size(&r->parser) > DP_CSV_MAX_RECORD)
-			return dp__csv_fail(r, DP_EFORMAT, r->rec_line, r->nf,
+			return reader_fail(r, DP_EFORMAT, r->rec_line, r->nf,
 					    "field larger than 64 MiB (unterminated quote?)");
 		r->at_row_start = r->rows_this_line > 0;
 		if (r->rec_ready)
@@ -335,7 +340,7 @@ int dp_csv_open(const char *path, unsigned flags, dp_csv_reader **out)
 	r->flags = flags;
 	r->at_row_start = 1;
 	r->source = strdup(path);
-	r->blk = malloc(DP__CSV_BLOCK);
+	r->blk = malloc(BLOCK_SIZE);
 	if (r->source == NULL || r->blk == NULL) {
 		rc = DP_ENOMEM;
 		goto fail;
@@ -345,7 +350,7 @@ int dp_csv_open(const char *path, unsigned flags, dp_csv_reader **out)
 		goto fail;
 	}
 	r->parser_live = 1;
-	csv_set_space_func(&r->parser, dp__csv_no_space);
+	csv_set_space_func(&r->parser, no_space);
 	csv_set_blk_size(&r->parser, 4096);
 
 	errno = 0;
@@ -355,9 +360,9 @@ int dp_csv_open(const char *path, unsigned flags, dp_csv_reader **out)
 				  path, errno ? strerror(errno) : "gzopen failed");
 		goto fail;
 	}
-	gzbuffer(r->gz, DP__CSV_BLOCK);
+	gzbuffer(r->gz, BLOCK_SIZE);
 
-	rc = dp__csv_advance(r);
+	rc = advance(r);
 	if (rc < 0)
 		goto fail;
 	if (rc == 0) {
@@ -386,7 +391,7 @@ int dp_csv_open(const char *path, unsigned flags, dp_csv_reader **out)
 					 dp_csv_show(r->header[i], shown, sizeof(shown)));
 				/* the name itself cannot be printed as is */
 				r->ncols = 0;
-				rc = dp__csv_fail(r, DP_EFORMAT, r->rec_line, i, what);
+				rc = reader_fail(r, DP_EFORMAT, r->rec_line, i, what);
 				goto fail;
 			}
 		}
@@ -398,7 +403,7 @@ int dp_csv_open(const char *path, unsigned flags, dp_csv_reader **out)
 
 				snprintf(what, sizeof(what), "duplicate column name (also column %zu)",
 					 j + 1);
-				rc = dp__csv_fail(r, DP_EFORMAT, r->rec_line, i, what);
+				rc = reader_fail(r, DP_EFORMAT, r->rec_line, i, what);
 				goto fail;
 			}
 		}
@@ -433,7 +438,7 @@ int dp_csv_next(dp_csv_reader *r, const char *const **fields, size_t *line)
 		return r->err;
 	if (r->done)
 		return 0;
-	rc = dp__csv_advance(r);
+	rc = advance(r);
 	if (rc < 0)
 		return rc;
 	if (rc == 0) {
@@ -627,7 +632,7 @@ int dp_csv_parse_number(const char *s, double *out)
 }
 
 /* Escaped form of byte c into esc (at most 4 bytes, no NUL); its length. */
-static size_t dp__csv_escape(unsigned char c, char *esc)
+static size_t escape_byte(unsigned char c, char *esc)
 {
 	static const char hex[] = "0123456789abcdef";
 
@@ -653,11 +658,11 @@ const char *dp_csv_show(const char *s, char *buf, size_t size)
 	char esc[4];
 
 	for (c = (const unsigned char *)s; *c; c++)
-		total += dp__csv_escape(*c, esc);
+		total += escape_byte(*c, esc);
 	/* All of it when it fits, else as much as fits before "...". */
 	limit = total < size ? total : size - 4;
 	for (c = (const unsigned char *)s; *c; c++) {
-		size_t n = dp__csv_escape(*c, esc);
+		size_t n = escape_byte(*c, esc);
 
 		if (k + n > limit)
 			break;

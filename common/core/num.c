@@ -77,7 +77,7 @@ int dp_num_parse_size(const char *what, const char *s, size_t *out)
 }
 
 /* Split a comma list and parse each item with `one`; shared by both list kinds. */
-static int dp__parse_list(const char *what, const char *s, size_t elem, void **out, size_t *count,
+static int parse_list(const char *what, const char *s, size_t elem, void **out, size_t *count,
 			  int (*one)(const char *, const char *, void *, int), int flag)
 {
 	char *copy, *tok;
@@ -120,12 +120,12 @@ static int dp__parse_list(const char *what, const char *s, size_t elem, void **o
 	return 0;
 }
 
-static int dp__one_double(const char *what, const char *s, void *out, int allow_inf)
+static int one_double(const char *what, const char *s, void *out, int allow_inf)
 {
 	return dp_num_parse_double(what, s, allow_inf, out);
 }
 
-static int dp__one_size(const char *what, const char *s, void *out, int unused)
+static int one_size(const char *what, const char *s, void *out, int unused)
 {
 	return dp_num_parse_size(what, s, out);
 }
@@ -133,11 +133,11 @@ static int dp__one_size(const char *what, const char *s, void *out, int unused)
 int dp_num_parse_double_list(const char *what, const char *s, int allow_inf, double **out,
 			 size_t *count)
 {
-	return dp__parse_list(what, s, sizeof(double), (void **)out, count, dp__one_double,
+	return parse_list(what, s, sizeof(double), (void **)out, count, one_double,
 			      allow_inf);
 }
 
 int dp_num_parse_size_list(const char *what, const char *s, size_t **out, size_t *count)
 {
-	return dp__parse_list(what, s, sizeof(size_t), (void **)out, count, dp__one_size, 0);
+	return parse_list(what, s, sizeof(size_t), (void **)out, count, one_size, 0);
 }
