@@ -7,12 +7,14 @@
  * record starts is known exactly. */
 #include "common/core/csv.h"
 #include "common/core/error.h"
+#include "common/core/mem.h"
 
 #include <csv.h>   /* libcsv: ours is included by path, so nothing shadows it */
 
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,26 +84,6 @@ static int reader_fail(dp_csv_reader *r, int code, size_t line, size_t col, cons
 	return r->err;
 }
 
-/* Make *buf hold at least `need` bytes, doubling from `first`; the callers
- * have already checked `need` against their size limits.  0 or DP_ENOMEM
- * (the buffer is unchanged then). */
-static int grow_bytes(char **buf, size_t *cap, size_t need, size_t first)
-{
-	size_t c = *cap ? *cap : first;
-	char *p;
-
-	if (need <= *cap)
-		return 0;
-	while (c < need)
-		c *= 2;
-	p = realloc(*buf, c);
-	if (p == NULL)
-		return DP_ENOMEM;
-	*buf = p;
-	*cap = c;
-	return 0;
-}
-
 /* libcsv field callback: copy the field into the record buffer. */
 static void on_field(void *s, size_t len, void *data)
 {
@@ -125,20 +107,10 @@ static void on_field(void *s, size_t len, void *data)
 		reader_fail(r, DP_EFORMAT, r->rec_line, col, "record larger than 64 MiB");
 		return;
 	}
-	if (grow_bytes(&r->rec, &r->rec_cap, r->rec_len + len + 1, 1024) != 0) {
+	if (dp_mem_reserve(&r->rec, &r->rec_cap, r->rec_len + len + 1, 1, 1024) != 0 ||
+	    dp_mem_reserve(&r->off, &r->nf_cap, r->nf + 1, sizeof(*r->off), 16) != 0) {
 		r->err = DP_ENOMEM;
 		return;
-	}
-	if (r->nf == r->nf_cap) {
-		size_t cap = r->nf_cap ? 2 * r->nf_cap : 16;
-		size_t *o = realloc(r->off, cap * sizeof(*o));
-
-		if (o == NULL) {
-			r->err = DP_ENOMEM;
-			return;
-		}
-		r->off = o;
-		r->nf_cap = cap;
 	}
 	r->off[r->nf++] = r->rec_len;
 	memcpy(r->rec + r->rec_len, src, len);
@@ -227,7 +199,7 @@ static int read_line(dp_csv_reader *r)
 					      r->source, r->lineno + 1);
 			return r->err;
 		}
-		if (grow_bytes(&r->ln, &r->ln_cap, r->ln_len + take + 1, 4096) != 0) {
+		if (dp_mem_reserve(&r->ln, &r->ln_cap, r->ln_len + take + 1, 1, 4096) != 0) {
 			r->err = DP_ENOMEM;
 			return r->err;
 		}
@@ -332,6 +304,7 @@ int dp_csv_open(const char *path, unsigned flags, dp_csv_reader **out)
 	dp_csv_reader *r;
 	int rc;
 
+	DP_REQUIRE(path != NULL && out != NULL);
 	if (flags & ~DP_CSV_ALLOW_EMPTY)
 		return dp_error_set(DP_EINVAL, "csv: unknown flags %#x", flags);
 	r = calloc(1, sizeof(*r));
@@ -382,18 +355,15 @@ int dp_csv_open(const char *path, unsigned flags, dp_csv_reader **out)
 		r->header[i] = r->header_buf + r->off[i];
 	r->ncols = r->nf;
 	for (size_t i = 0; i < r->ncols; i++) {
-		for (const unsigned char *c = (const unsigned char *)r->header[i]; *c; c++) {
-			if (*c < 0x20 || *c == 0x7f) {
-				char shown[64], what[128];
+		if (dp_csv_has_control(r->header[i])) {
+			char shown[64], what[128];
 
-				snprintf(what, sizeof(what),
-					 "column name '%s' contains a control character",
-					 dp_csv_show(r->header[i], shown, sizeof(shown)));
-				/* the name itself cannot be printed as is */
-				r->ncols = 0;
-				rc = reader_fail(r, DP_EFORMAT, r->rec_line, i, what);
-				goto fail;
-			}
+			snprintf(what, sizeof(what), "column name '%s' contains a control character",
+				 dp_csv_show(r->header[i], shown, sizeof(shown)));
+			/* the name itself cannot be printed as is */
+			r->ncols = 0;
+			rc = reader_fail(r, DP_EFORMAT, r->rec_line, i, what);
+			goto fail;
 		}
 	}
 	for (size_t i = 1; i < r->ncols; i++) {
@@ -417,16 +387,19 @@ fail:
 
 size_t dp_csv_ncols(const dp_csv_reader *r)
 {
+	DP_REQUIRE(r != NULL);
 	return r->ncols;
 }
 
 const char *const *dp_csv_header(const dp_csv_reader *r)
 {
+	DP_REQUIRE(r != NULL);
 	return (const char *const *)r->header;
 }
 
 const char *dp_csv_source(const dp_csv_reader *r)
 {
+	DP_REQUIRE(r != NULL);
 	return r->source;
 }
 
@@ -434,6 +407,7 @@ int dp_csv_next(dp_csv_reader *r, const char *const **fields, size_t *line)
 {
 	int rc;
 
+	DP_REQUIRE(r != NULL && fields != NULL);
 	if (r->err != 0)
 		return r->err;
 	if (r->done)
@@ -472,11 +446,12 @@ int dp_csv_table_load(dp_csv_table *t, const char *path, unsigned flags)
 	dp_csv_reader *r = NULL;
 	dp_csv_table tab = { 0 };
 	size_t *offs = NULL; /* cell offsets into the arena until it stops moving */
-	size_t arena_len = 0, arena_cap = 0, rows_cap = 0;
+	size_t arena_len = 0, arena_cap = 0, offs_cap = 0, line_cap = 0;
 	const char *const *f;
 	size_t line;
 	int rc;
 
+	DP_REQUIRE(t != NULL && path != NULL);
 	memset(t, 0, sizeof(*t));
 	rc = dp_csv_open(path, flags, &r);
 	if (rc != 0)
@@ -506,44 +481,18 @@ int dp_csv_table_load(dp_csv_table *t, const char *path, unsigned flags)
 
 		for (size_t j = 0; j < tab.ncols; j++)
 			need += strlen(src[j]) + 1;
-		if (arena_len + need > arena_cap) {
-			size_t cap = arena_cap ? arena_cap : 65536;
-			char *p;
-
-			while (cap < arena_len + need)
-				cap *= 2;
-			p = realloc(tab.arena_, cap);
-			if (p == NULL) {
-				rc = DP_ENOMEM;
-				goto fail;
-			}
-			tab.arena_ = p;
-			arena_cap = cap;
-		}
 		size_t row = first ? 0 : tab.nrows + 1; /* slot 0 is the header */
 
-		if (row + 1 > rows_cap) {
-			size_t cap = rows_cap ? 2 * rows_cap : 1024;
-			size_t *o, *l;
-
-			if (cap > SIZE_MAX / sizeof(size_t) / (tab.ncols + 1)) {
-				rc = DP_ENOMEM;
-				goto fail;
-			}
-			o = realloc(offs, cap * tab.ncols * sizeof(*o));
-			if (o == NULL) {
-				rc = DP_ENOMEM;
-				goto fail;
-			}
-			offs = o;
-			l = realloc(tab.line, cap * sizeof(*l));
-			if (l == NULL) {
-				rc = DP_ENOMEM;
-				goto fail;
-			}
-			tab.line = l;
-			rows_cap = cap;
-		}
+		/* (row + 1) * ncols cannot overflow: every cell takes at least
+		 * its NUL in the arena, which is reserved first. */
+		rc = dp_mem_reserve(&tab.arena_, &arena_cap, arena_len + need, 1, 65536);
+		if (rc == 0)
+			rc = dp_mem_reserve(&offs, &offs_cap, (row + 1) * tab.ncols, sizeof(*offs),
+					    1024 * tab.ncols);
+		if (rc == 0)
+			rc = dp_mem_reserve(&tab.line, &line_cap, row + 1, sizeof(*tab.line), 1024);
+		if (rc != 0)
+			goto fail;
 		for (size_t j = 0; j < tab.ncols; j++) {
 			size_t len = strlen(src[j]) + 1;
 
@@ -582,6 +531,7 @@ fail:
 
 long dp_csv_find(const char *const *header, size_t ncols, const char *name)
 {
+	DP_REQUIRE((header != NULL || ncols == 0) && name != NULL);
 	for (size_t j = 0; j < ncols; j++)
 		if (strcmp(header[j], name) == 0)
 			return (long)j;
@@ -595,6 +545,7 @@ int dp_csv_parse_number(const char *s, double *out)
 	char *end;
 	double v;
 
+	DP_REQUIRE(s != NULL && out != NULL);
 	/* Check the shape first: strtod alone would take " 1", "0x1p3", "nan",
 	 * "inf" and locale-specific forms. */
 	if (*c == '+' || *c == '-')
@@ -631,12 +582,26 @@ int dp_csv_parse_number(const char *s, double *out)
 	return 0;
 }
 
+static bool is_control(unsigned char c)
+{
+	return c < 0x20 || c == 0x7f;
+}
+
+bool dp_csv_has_control(const char *s)
+{
+	DP_REQUIRE(s != NULL);
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+		if (is_control(*c))
+			return true;
+	return false;
+}
+
 /* Escaped form of byte c into esc (at most 4 bytes, no NUL); its length. */
 static size_t escape_byte(unsigned char c, char *esc)
 {
 	static const char hex[] = "0123456789abcdef";
 
-	if (c >= 0x20 && c != 0x7f) {
+	if (!is_control(c)) {
 		esc[0] = (char)c;
 		return 1;
 	}
@@ -657,6 +622,7 @@ const char *dp_csv_show(const char *s, char *buf, size_t size)
 	size_t total = 0, k = 0, limit;
 	char esc[4];
 
+	DP_REQUIRE(s != NULL && buf != NULL && size >= 8);
 	for (c = (const unsigned char *)s; *c; c++)
 		total += escape_byte(*c, esc);
 	/* All of it when it fits, else as much as fits before "...". */
@@ -681,6 +647,7 @@ void dp_csv_format_names(char *buf, size_t size, const char *const *names, size_
 {
 	size_t used = 0;
 
+	DP_REQUIRE(buf != NULL && (names != NULL || n == 0));
 	if (size == 0)
 		return;
 	buf[0] = '\0';
@@ -702,10 +669,13 @@ void dp_csv_format_names(char *buf, size_t size, const char *const *names, size_
 
 int dp_csv_write_field(FILE *f, const char *s)
 {
-	size_t len = strlen(s);
-	int quote = len == 0 || strpbrk(s, ",\"\r\n") != NULL || s[0] == ' ' || s[0] == '\t' ||
-		    s[len - 1] == ' ' || s[len - 1] == '\t';
+	size_t len;
+	int quote;
 
+	DP_REQUIRE(f != NULL && s != NULL);
+	len = strlen(s);
+	quote = len == 0 || strpbrk(s, ",\"\r\n") != NULL || s[0] == ' ' || s[0] == '\t' ||
+		s[len - 1] == ' ' || s[len - 1] == '\t';
 	if (!quote)
 		return fputs(s, f) < 0 ? DP_EIO : 0;
 	if (fputc('"', f) == EOF)

@@ -114,6 +114,7 @@ int dp_dataset_load(dp_dataset *ds, const char *path, const dp_load_opts *opts)
 	char list[200];
 	int rc;
 
+	DP_REQUIRE(ds != NULL && path != NULL);
 	memset(ds, 0, sizeof(*ds));
 	if (opts == NULL)
 		opts = &none;
@@ -254,6 +255,7 @@ int dp_dataset_from_arrays(dp_dataset *ds, size_t n, size_t p, const double *x, 
 {
 	dp_dataset out = { 0 };
 
+	DP_REQUIRE(ds != NULL && (x != NULL || n == 0 || p == 0) && (y != NULL || n == 0));
 	if (n == 0 || p == 0)
 		return dp_error_set(DP_EINVAL, "dataset: need at least one row and one column "
 				    "(got %zu x %zu)", n, p);
@@ -309,6 +311,7 @@ int dp_dataset_write_csv(const dp_dataset *ds, const char *path)
 	FILE *f;
 	int rc = 0;
 
+	DP_REQUIRE(ds != NULL && path != NULL);
 	f = open_memstream(&buf, &len);
 	if (f == NULL)
 		return DP_ENOMEM;
@@ -346,6 +349,7 @@ int dp_dataset_write_csv(const dp_dataset *ds, const char *path)
 
 int dp_dataset_check_compatible(const dp_dataset *const *ds, size_t m)
 {
+	DP_REQUIRE(ds != NULL || m == 0);
 	for (size_t i = 1; i < m; i++) {
 		const dp_dataset *a = ds[0], *b = ds[i];
 

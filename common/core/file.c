@@ -210,10 +210,17 @@ int dp_file_mkdir_p(const char *dir, int private_)
 
 		if (c == '/' || c == '\0') {
 			*s = '\0';
-			if (mkdir(copy, mode) != 0 && errno != EEXIST) {
-				rc = dp_error_set(DP_EIO, "%s: cannot create directory: %s", copy,
-						  strerror(errno));
-				break;
+			if (mkdir(copy, mode) != 0) {
+				int e = errno;
+				struct stat st;
+
+				/* EEXIST is fine only for a directory. */
+				if (e != EEXIST || stat(copy, &st) != 0 || !S_ISDIR(st.st_mode)) {
+					rc = dp_error_set(DP_EIO, "%s: cannot create directory: %s",
+							  copy, e == EEXIST ? "not a directory"
+									    : strerror(e));
+					break;
+				}
 			}
 			*s = c;
 			if (c == '\0')

@@ -11,11 +11,13 @@ static const char *const level_names[] = { "debug", "info", "warn", "error" };
 
 void dp_log_set_level(enum dp_log_level level)
 {
+	DP_REQUIRE(level >= DP_LOG_DEBUG && level <= DP_LOG_ERROR);
 	min_level = level;
 }
 
 int dp_log_parse_level(const char *s, enum dp_log_level *out)
 {
+	DP_REQUIRE(s != NULL && out != NULL);
 	for (int i = 0; i < 4; i++) {
 		if (strcmp(s, level_names[i]) == 0) {
 			*out = (enum dp_log_level)i;
@@ -33,6 +35,7 @@ void dp_log(enum dp_log_level level, const char *subsys, const char *fmt, ...)
 	size_t off;
 	va_list ap;
 
+	DP_REQUIRE(level >= DP_LOG_DEBUG && level <= DP_LOG_ERROR && subsys != NULL && fmt != NULL);
 	if (level < min_level)
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -44,6 +47,6 @@ void dp_log(enum dp_log_level level, const char *subsys, const char *fmt, ...)
 	if (off < sizeof(line))
 		vsnprintf(line + off, sizeof(line) - off, fmt, ap);
 	va_end(ap);
-	/* One fputs per line keeps lines whole when several processes share a tty. */
+	/* One call per line keeps lines whole when several processes share a tty. */
 	fprintf(stderr, "%s\n", line);
 }

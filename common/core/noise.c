@@ -139,10 +139,13 @@ int dp_noise_geometric(dp_bitsource *src, double lambda, int64_t *out)
 	int64_t x = 0;
 	int rc;
 
+	DP_REQUIRE(src != NULL && src->fill != NULL && out != NULL);
 	if (!(lambda > 0.0) || !isfinite(lambda))
-		return dp_error_set(DP_EINVAL, "geometric: lambda %g is not a positive finite number", lambda);
+		return dp_error_set(DP_EINVAL, "geometric: lambda %g is not a positive finite number",
+				    lambda);
 	if (lambda < DP_NOISE_LAMBDA_MIN)
-		return dp_error_set(DP_ERANGE, "geometric: lambda %g below %g", lambda, DP_NOISE_LAMBDA_MIN);
+		return dp_error_set(DP_ERANGE, "geometric: lambda %g below %g", lambda,
+				    DP_NOISE_LAMBDA_MIN);
 	tb = table_for(lambda, 0);
 	rc = src->fill(src->ctx, w, (size_t)tb->n * sizeof(w[0]));
 	if (rc == 0)
@@ -160,8 +163,10 @@ int dp_noise_discrete_laplace(dp_bitsource *src, double t, int64_t *out)
 	int64_t a = 0, b = 0;
 	int rc;
 
+	DP_REQUIRE(src != NULL && src->fill != NULL && out != NULL);
 	if (!(t > 0.0) || !isfinite(t))
-		return dp_error_set(DP_EINVAL, "discrete laplace: scale %g is not a positive finite number", t);
+		return dp_error_set(DP_EINVAL, "discrete laplace: scale %g is not a positive finite "
+				    "number", t);
 	if (t > DP_NOISE_TMAX)
 		return dp_error_set(DP_ERANGE, "discrete laplace: scale %g above %g", t, DP_NOISE_TMAX);
 	/* lambda >= 2^-53 here; for tiny t no digit can be 1: output 0. */
@@ -197,6 +202,7 @@ int dp_noise_grid_exponent(size_t n, double clip, double eps_q, int *k)
 	int ec, ee, clog;
 	long kk;
 
+	DP_REQUIRE(k != NULL);
 	if (n == 0)
 		return dp_error_set(DP_EINVAL, "grid: no rows");
 	if (!(clip > 0.0) || !isfinite(clip))

@@ -13,6 +13,7 @@ int dp_num_parse_double(const char *what, const char *s, int allow_inf, double *
 	char *end;
 	double v;
 
+	DP_REQUIRE(what != NULL && out != NULL);
 	if (s == NULL || *s == '\0' || isspace((unsigned char)*s))
 		return dp_error_set(DP_EINVAL, "%s: expected a number, got '%s'", what, s ? s : "");
 	if (allow_inf && (strcasecmp(s, "inf") == 0 || strcasecmp(s, "infinity") == 0)) {
@@ -29,6 +30,7 @@ int dp_num_parse_double(const char *what, const char *s, int allow_inf, double *
 
 void dp_num_format(char *buf, size_t len, double v)
 {
+	DP_REQUIRE(buf != NULL && len > 0);
 	if (!isfinite(v)) {
 		snprintf(buf, len, isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
 		return;
@@ -52,6 +54,7 @@ int dp_num_parse_u64(const char *what, const char *s, uint64_t *out)
 	char *end;
 	unsigned long long v;
 
+	DP_REQUIRE(what != NULL && out != NULL);
 	if (s == NULL || !isdigit((unsigned char)*s))
 		return dp_error_set(DP_EINVAL, "%s: expected a non-negative integer, got '%s'",
 				    what, s ? s : "");
@@ -66,8 +69,10 @@ int dp_num_parse_u64(const char *what, const char *s, uint64_t *out)
 int dp_num_parse_size(const char *what, const char *s, size_t *out)
 {
 	uint64_t v;
-	int rc = dp_num_parse_u64(what, s, &v);
+	int rc;
 
+	DP_REQUIRE(out != NULL);
+	rc = dp_num_parse_u64(what, s, &v);
 	if (rc != 0)
 		return rc;
 	if (v > SIZE_MAX)
@@ -85,6 +90,7 @@ static int parse_list(const char *what, const char *s, size_t elem, void **out, 
 	unsigned char *vals;
 	int rc = 0;
 
+	DP_REQUIRE(what != NULL && out != NULL && count != NULL);
 	if (s == NULL || *s == '\0')
 		return dp_error_set(DP_EINVAL, "%s: empty list", what);
 	for (const char *c = s; *c; c++)

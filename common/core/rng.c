@@ -24,8 +24,10 @@
 int dp_rng_u64(dp_bitsource *src, uint64_t *out)
 {
 	uint64_t v;
-	int rc = src->fill(src->ctx, &v, sizeof(v));
+	int rc;
 
+	DP_REQUIRE(src != NULL && src->fill != NULL && out != NULL);
+	rc = src->fill(src->ctx, &v, sizeof(v));
 	if (rc != 0)
 		return rc;
 	*out = v;
@@ -34,6 +36,7 @@ int dp_rng_u64(dp_bitsource *src, uint64_t *out)
 
 int dp_rng_uniform(dp_bitsource *src, double *out)
 {
+	DP_REQUIRE(out != NULL);
 	for (int i = 0; i < REJECT_MAX; i++) {
 		uint64_t v;
 		int rc = dp_rng_u64(src, &v);
@@ -48,7 +51,7 @@ int dp_rng_uniform(dp_bitsource *src, double *out)
 			return 0;
 		}
 	}
-	return dp_error_set(DP_ERNG, "rand_uniform: bit source returns only zeros");
+	return dp_error_set(DP_ERNG, "rng: uniform: bit source returns only zeros");
 }
 
 int dp_rng_exponential(dp_bitsource *src, double rate, double *out)
@@ -56,14 +59,16 @@ int dp_rng_exponential(dp_bitsource *src, double rate, double *out)
 	double u, x;
 	int rc;
 
+	DP_REQUIRE(out != NULL);
 	if (!(rate > 0.0) || !isfinite(rate))
-		return dp_error_set(DP_EINVAL, "rand_exponential: rate %g is not a positive finite number", rate);
+		return dp_error_set(DP_EINVAL, "rng: exponential: rate %g is not a positive finite "
+				    "number", rate);
 	rc = dp_rng_uniform(src, &u);
 	if (rc != 0)
 		return rc;
 	x = -log(u) / rate;  /* u in [2^-53, 1): x in (0, 36.8/rate] */
 	if (!isfinite(x))
-		return dp_error_set(DP_ERANGE, "rand_exponential: rate %g too small", rate);
+		return dp_error_set(DP_ERANGE, "rng: exponential: rate %g too small", rate);
 	*out = x;
 	return 0;
 }
@@ -72,8 +77,9 @@ int dp_rng_below(dp_bitsource *src, uint64_t bound, uint64_t *out)
 {
 	uint64_t min;
 
+	DP_REQUIRE(src != NULL && out != NULL);
 	if (bound == 0)
-		return dp_error_set(DP_EINVAL, "rand_below: bound is 0");
+		return dp_error_set(DP_EINVAL, "rng: below: bound is 0");
 	if (bound == 1) {
 		*out = 0;
 		return 0;
@@ -93,7 +99,7 @@ int dp_rng_below(dp_bitsource *src, uint64_t bound, uint64_t *out)
 			return 0;
 		}
 	}
-	return dp_error_set(DP_ERNG, "rand_below: bit source keeps hitting the rejection zone");
+	return dp_error_set(DP_ERNG, "rng: below: bit source keeps hitting the rejection zone");
 }
 
 /* ---- the CSPRNG ---- */
@@ -208,6 +214,7 @@ int dp_rng_csprng_new(dp_csprng **out)
 	dp_csprng *r;
 	void *mem;
 
+	DP_REQUIRE(out != NULL);
 	pthread_once(&atfork_once, atfork_register);
 	mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED)
@@ -236,5 +243,6 @@ dp_bitsource dp_rng_csprng_bits(dp_csprng *r)
 {
 	dp_bitsource src = { .fill = csprng_fill, .ctx = r };
 
+	DP_REQUIRE(r != NULL);
 	return src;
 }

@@ -65,7 +65,10 @@ static int fx_teardown(void **state)
 
 	dp_file_set_sync_hook(NULL);
 	if (d) {
-		while ((de = readdir(d)) != NULL) {
+		for (;;) {
+			de = readdir(d);
+			if (de == NULL)
+				break;
 			if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 				continue;
 			snprintf(p, sizeof(p), "%s/%s", f->dir, de->d_name);
@@ -509,9 +512,13 @@ static void test_creation(void **state)
 	/* No temporary file left behind. */
 	d = opendir(f->dir);
 	assert_non_null(d);
-	while ((de = readdir(d)) != NULL)
+	for (;;) {
+		de = readdir(d);
+		if (de == NULL)
+			break;
 		if (de->d_name[0] != '.')
 			n++;
+	}
 	closedir(d);
 	assert_int_equal(n, 1);
 	l = open_ok(f->path, 1.0, 10, id, DP_LEDGER_NO_CREATE);
@@ -1108,7 +1115,10 @@ static void test_crash_kill(void **state)
 			if (!(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL))
 				fail_msg("child ended on its own: status 0x%x", st);
 			total_kills++;
-			while ((n = read(p[0], &v, sizeof(v))) == (ssize_t)sizeof(v)) {
+			for (;;) {
+				n = read(p[0], &v, sizeof(v));
+				if (n != (ssize_t)sizeof(v))
+					break;
 				assert_true(v > last_reported);  /* ids strictly increase */
 				last_reported = v;
 				assert_true(reported < 200000);
@@ -1141,8 +1151,9 @@ static void test_crash_kill(void **state)
 			int rc;
 
 			dp_ledger_last_k(l, &k);
-			while ((rc = dp_ledger_charge(l, ++k, c->charge, NULL)) == 0)
-				;
+			do
+				rc = dp_ledger_charge(l, ++k, c->charge, NULL);
+			while (rc == 0);
 			assert_int_equal(rc, DP_EBUDGET);
 			assert_int_equal(dp_ledger_answers(l), c->final);
 			assert_int_equal(dp_ledger_spent_nano(l), c->final * c->charge_nano);
