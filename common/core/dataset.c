@@ -60,7 +60,9 @@ static void fill_row_l1(dp_dataset *ds)
 	}
 }
 
-/* Growable x/y while rows stream in. */
+/* Growable x/y while rows stream in.  x must stay 64-byte aligned for the
+ * kernels, which realloc (and so dp_mem_reserve) cannot promise: it grows by
+ * a fresh aligned block and a copy. */
 struct rows {
 	double *x, *y;
 	size_t n, cap, p;

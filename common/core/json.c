@@ -310,7 +310,7 @@ int dp_json_get_doubles(dp_json_reader *r, struct json_object *o, const char *ke
 	}
 	for (size_t i = 0; i < n && r->rc == 0; i++)
 		tmp[i] = dp_json_number(r, json_object_array_get_idx(a, i), key, 0.0);
-	if (r->rc == 0)
+	if (r->rc == 0 && n > 0)
 		memcpy(out, tmp, n * sizeof(double));
 	free(tmp);
 	return r->rc;

@@ -2,8 +2,8 @@
  *
  * A dp_bitsource is where samplers take their bits from.  The daemons can
  * only build one from the CSPRNG (below, OpenSSL RAND_priv_bytes, buffered);
- * the seeded generator for offline simulation lives in simrng.h, in a
- * separate library (libdpsim) that the daemons do not link. */
+ * the seeded generator for offline simulation lives in tools/lib/simrng.h,
+ * in the tool-only library (libdptool) that the daemons do not link. */
 #ifndef DP_RNG_H
 #define DP_RNG_H
 
