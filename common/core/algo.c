@@ -1,9 +1,11 @@
 #include "common/core/algo.h"
+#include "common/core/error.h"
 
 #include <math.h>
 
 void dp_algo_project_box(size_t p, double theta_max, double *theta)
 {
+	DP_REQUIRE(theta != NULL || p == 0);
 	for (size_t q = 0; q < p; q++) {
 		if (theta[q] > theta_max)
 			theta[q] = theta_max;
@@ -24,6 +26,7 @@ double dp_algo_rho_from_eta(size_t N, size_t T, double lambda, double eta)
 
 void dp_algo_midpoint(size_t p, const double *theta_L, const double *theta_i, double *bar)
 {
+	DP_REQUIRE((theta_L != NULL && theta_i != NULL && bar != NULL) || p == 0);
 	for (size_t q = 0; q < p; q++)
 		bar[q] = (theta_L[q] + theta_i[q]) / 2.0;
 }
@@ -31,10 +34,14 @@ void dp_algo_midpoint(size_t p, const double *theta_L, const double *theta_i, do
 void dp_algo_async_update(const dp_algo_async_params *a, const double *bar, const double *answer,
 		     double weight, double *theta_i, double *theta_L)
 {
-	double N = (double)a->N;
-	/* The learner's step is (N-1) rho/(N T^2 sigma) = eta (N-1)/N^2. */
-	double eta_L = a->eta * (N - 1.0) / (N * N);
+	double N, eta_L;
 
+	DP_REQUIRE(a != NULL && a->N >= 1);
+	DP_REQUIRE((bar != NULL && answer != NULL && theta_i != NULL && theta_L != NULL) ||
+		   a->p == 0);
+	N = (double)a->N;
+	/* The learner's step is (N-1) rho/(N T^2 sigma) = eta (N-1)/N^2. */
+	eta_L = a->eta * (N - 1.0) / (N * N);
 	for (size_t q = 0; q < a->p; q++) {
 		double gg = 2.0 * a->lambda * bar[q];
 		theta_i[q] = bar[q] - a->eta * (gg / (2.0 * N) + weight * answer[q]);
@@ -46,16 +53,20 @@ void dp_algo_async_update(const dp_algo_async_params *a, const double *bar, cons
 
 double dp_algo_freq_weight(double base_weight, size_t N, uint64_t count_i, uint64_t k)
 {
-	double pi = ((double)count_i + 1.0) / ((double)k + (double)N);
+	double pi;
 
+	DP_REQUIRE(N >= 1);
+	pi = ((double)count_i + 1.0) / ((double)k + (double)N);
 	return base_weight / ((double)N * pi);
 }
 
 void dp_algo_sync1_step(size_t p, double rho_over_T2, size_t k, double lambda,
 		   const double *agg, double *theta)
 {
-	double step = rho_over_T2 / (double)k;
+	double step;
 
+	DP_REQUIRE(k >= 1 && ((agg != NULL && theta != NULL) || p == 0));
+	step = rho_over_T2 / (double)k;
 	for (size_t q = 0; q < p; q++)
 		theta[q] -= step * (2.0 * lambda * theta[q] + agg[q]);
 }
@@ -63,11 +74,14 @@ void dp_algo_sync1_step(size_t p, double rho_over_T2, size_t k, double lambda,
 void dp_algo_sync2_step(size_t p, double c, size_t k, size_t T, double lambda, double theta_max,
 		   const double *agg, double *theta, double *theta_hat)
 {
-	double step = c / sqrt((double)k);
-	double a = 1.0 / sqrt((double)T);
-	double w_old = ((double)k - 1.0) / (a + (double)k);
-	double w_new = (a + 1.0) / (a + (double)k);
+	double step, a, w_old, w_new;
 
+	DP_REQUIRE(k >= 1 && T >= 1);
+	DP_REQUIRE((agg != NULL && theta != NULL && theta_hat != NULL) || p == 0);
+	step = c / sqrt((double)k);
+	a = 1.0 / sqrt((double)T);
+	w_old = ((double)k - 1.0) / (a + (double)k);
+	w_new = (a + 1.0) / (a + (double)k);
 	for (size_t q = 0; q < p; q++) {
 		double prev = theta[q];
 		theta_hat[q] = w_old * theta_hat[q] + w_new * prev;

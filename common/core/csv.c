@@ -7,18 +7,20 @@
  * record starts is known exactly. */
 #include "common/core/csv.h"
 #include "common/core/error.h"
+#include "common/core/mem.h"
 
 #include <csv.h>   /* libcsv: ours is included by path, so nothing shadows it */
 
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
-#define DP__CSV_BLOCK (128u << 10)
+#define BLOCK_SIZE (128u << 10)
 
 struct dp_csv_reader {
 	gzFile gz;
@@ -56,13 +58,13 @@ struct dp_csv_reader {
 
 /* libcsv's default trims blanks around unquoted fields; RFC 4180 says
  * spaces are part of a field, and a silent trim would hide "1 " vs "1". */
-static int dp__csv_no_space(unsigned char c)
+static int no_space(unsigned char c)
 {
 	(void)c;
 	return 0;
 }
 
-static const char *dp__csv_colname(const dp_csv_reader *r, size_t idx, char *buf, size_t size)
+static const char *colname(const dp_csv_reader *r, size_t idx, char *buf, size_t size)
 {
 	if (r->ncols == 0 || idx >= r->ncols) {
 		snprintf(buf, size, "#%zu", idx + 1);
@@ -71,39 +73,19 @@ static const char *dp__csv_colname(const dp_csv_reader *r, size_t idx, char *buf
 	return r->header[idx];
 }
 
-static int dp__csv_fail(dp_csv_reader *r, int code, size_t line, size_t col, const char *what)
+static int reader_fail(dp_csv_reader *r, int code, size_t line, size_t col, const char *what)
 {
 	char tmp[32];
 
 	if (r->err != 0)
 		return r->err;
 	r->err = dp_error_set(code, "%s:%zu: column '%s': %s", r->source, line,
-			      dp__csv_colname(r, col, tmp, sizeof(tmp)), what);
+			      colname(r, col, tmp, sizeof(tmp)), what);
 	return r->err;
 }
 
 /* libcsv field callback: copy the field into the record buffer. */
-/* Make *buf hold at least `need` bytes, doubling from `first`; the callers
- * have already checked `need` against their size limits.  0 or DP_ENOMEM
- * (the buffer is unchanged then). */
-static int dp__csv_grow(char **buf, size_t *cap, size_t need, size_t first)
-{
-	size_t c = *cap ? *cap : first;
-	char *p;
-
-	if (need <= *cap)
-		return 0;
-	while (c < need)
-		c *= 2;
-	p = realloc(*buf, c);
-	if (p == NULL)
-		return DP_ENOMEM;
-	*buf = p;
-	*cap = c;
-	return 0;
-}
-
-static void dp__csv_field(void *s, size_t len, void *data)
+static void on_field(void *s, size_t len, void *data)
 {
 	dp_csv_reader *r = data;
 	const char *src = s ? s : "";
@@ -112,33 +94,23 @@ static void dp__csv_field(void *s, size_t len, void *data)
 	if (r->err != 0)
 		return;
 	if (memchr(src, '\0', len) != NULL) {
-		dp__csv_fail(r, DP_EFORMAT, r->rec_line, col, "contains a NUL byte");
+		reader_fail(r, DP_EFORMAT, r->rec_line, col, "contains a NUL byte");
 		return;
 	}
 	if (len == 0 && (r->ncols == 0 || !(r->flags & DP_CSV_ALLOW_EMPTY))) {
-		dp__csv_fail(r, DP_EFORMAT, r->rec_line, col,
+		reader_fail(r, DP_EFORMAT, r->rec_line, col,
 			     r->ncols == 0 ? "empty column name in the header"
 					   : "empty cell (missing value; dpasync does not impute)");
 		return;
 	}
 	if (r->rec_len + len + 1 > DP_CSV_MAX_RECORD) {
-		dp__csv_fail(r, DP_EFORMAT, r->rec_line, col, "record larger than 64 MiB");
+		reader_fail(r, DP_EFORMAT, r->rec_line, col, "record larger than 64 MiB");
 		return;
 	}
-	if (dp__csv_grow(&r->rec, &r->rec_cap, r->rec_len + len + 1, 1024) != 0) {
+	if (dp_mem_reserve(&r->rec, &r->rec_cap, r->rec_len + len + 1, 1, 1024) != 0 ||
+	    dp_mem_reserve(&r->off, &r->nf_cap, r->nf + 1, sizeof(*r->off), 16) != 0) {
 		r->err = DP_ENOMEM;
 		return;
-	}
-	if (r->nf == r->nf_cap) {
-		size_t cap = r->nf_cap ? 2 * r->nf_cap : 16;
-		size_t *o = realloc(r->off, cap * sizeof(*o));
-
-		if (o == NULL) {
-			r->err = DP_ENOMEM;
-			return;
-		}
-		r->off = o;
-		r->nf_cap = cap;
 	}
 	r->off[r->nf++] = r->rec_len;
 	memcpy(r->rec + r->rec_len, src, len);
@@ -147,7 +119,7 @@ static void dp__csv_field(void *s, size_t len, void *data)
 }
 
 /* libcsv record callback: check the field count and mark the record ready. */
-static void dp__csv_row(int c, void *data)
+static void on_record(int c, void *data)
 {
 	dp_csv_reader *r = data;
 	char what[160];
@@ -155,7 +127,8 @@ static void dp__csv_row(int c, void *data)
 	(void)c;
 	if (r->err != 0)
 		return;
-	if (++r->rows_this_line > 1) {
+	r->rows_this_line++;
+	if (r->rows_this_line > 1) {
 		r->err = dp_error_set(DP_EFORMAT,
 				      "%s:%zu: carriage return inside a line (outside quotes); "
 				      "lines must end in LF or CRLF", r->source, r->lineno);
@@ -169,7 +142,7 @@ static void dp__csv_row(int c, void *data)
 			snprintf(what, sizeof(what),
 				 "extra field(s): the row has %zu fields, the header %zu", r->nf,
 				 r->ncols);
-		dp__csv_fail(r, DP_EFORMAT, r->rec_line, r->nf < r->ncols ? r->nf : r->ncols,
+		reader_fail(r, DP_EFORMAT, r->rec_line, r->nf < r->ncols ? r->nf : r->ncols,
 			     what);
 		return;
 	}
@@ -177,7 +150,7 @@ static void dp__csv_row(int c, void *data)
 }
 
 /* Read the next physical line into r->ln (with its LF).  1: a line, 0: end. */
-static int dp__csv_getline(dp_csv_reader *r)
+static int read_line(dp_csv_reader *r)
 {
 	r->ln_len = 0;
 	for (;;) {
@@ -186,7 +159,7 @@ static int dp__csv_getline(dp_csv_reader *r)
 
 			if (r->eof)
 				return r->ln_len > 0;
-			n = gzread(r->gz, r->blk, DP__CSV_BLOCK);
+			n = gzread(r->gz, r->blk, BLOCK_SIZE);
 			int zerr = Z_OK;
 			const char *msg = n <= 0 ? gzerror(r->gz, &zerr) : NULL;
 
@@ -226,8 +199,10 @@ static int dp__csv_getline(dp_csv_reader *r)
 					      r->source, r->lineno + 1);
 			return r->err;
 		}
-		if (dp__csv_grow(&r->ln, &r->ln_cap, r->ln_len + take + 1, 4096) != 0)
-			return r->err = DP_ENOMEM;
+		if (dp_mem_reserve(&r->ln, &r->ln_cap, r->ln_len + take + 1, 1, 4096) != 0) {
+			r->err = DP_ENOMEM;
+			return r->err;
+		}
 		memcpy(r->ln + r->ln_len, start, take);
 		r->ln_len += take;
 		r->blk_pos += take;
@@ -238,25 +213,25 @@ static int dp__csv_getline(dp_csv_reader *r)
 
 /* Feed lines to libcsv until a record is complete (1), the input ends (0)
  * or an error (< 0). */
-static int dp__csv_advance(dp_csv_reader *r)
+static int advance(dp_csv_reader *r)
 {
 	r->rec_ready = 0;
 	r->rec_len = 0;
 	r->nf = 0;
 	for (;;) {
-		int got = dp__csv_getline(r);
+		int got = read_line(r);
 
 		if (got < 0)
 			return got;
 		if (got == 0) {
 			/* End of input: flush a last record without a final LF. */
-			if (csv_fini(&r->parser, dp__csv_field, dp__csv_row, r) != 0) {
+			if (csv_fini(&r->parser, on_field, on_record, r) != 0) {
 				char what[96];
 
 				snprintf(what, sizeof(what),
 					 "unterminated quoted field (no closing quote before the end "
 					 "of the file, line %zu)", r->lineno);
-				return dp__csv_fail(r, DP_EFORMAT, r->rec_line, r->nf, what);
+				return reader_fail(r, DP_EFORMAT, r->rec_line, r->nf, what);
 			}
 			if (r->err != 0)
 				return r->err;
@@ -270,32 +245,34 @@ static int dp__csv_advance(dp_csv_reader *r)
 		if (r->at_row_start) {
 			if ((r->ln_len == 1 && r->ln[0] == '\n') ||
 			    (r->ln_len == 2 && r->ln[0] == '\r' && r->ln[1] == '\n') ||
-			    (r->ln_len == 1 && r->ln[0] == '\r'))
-				return r->err = dp_error_set(DP_EFORMAT,
-							     "%s:%zu: empty line (blank lines are not "
-							     "allowed)",
-							     r->source, r->lineno);
+			    (r->ln_len == 1 && r->ln[0] == '\r')) {
+				r->err = dp_error_set(DP_EFORMAT, "%s:%zu: empty line (blank lines "
+						      "are not allowed)", r->source, r->lineno);
+				return r->err;
+			}
 			r->rec_line = r->lineno;
 		}
 		r->rows_this_line = 0;
-		size_t used = csv_parse(&r->parser, r->ln, r->ln_len, dp__csv_field, dp__csv_row, r);
+		size_t used = csv_parse(&r->parser, r->ln, r->ln_len, on_field, on_record, r);
 
 		if (r->err != 0)
 			return r->err;
 		if (used != r->ln_len) {
 			char what[128];
 
-			if (csv_error(&r->parser) != CSV_EPARSE)
-				return r->err = DP_ENOMEM;
+			if (csv_error(&r->parser) != CSV_EPARSE) {
+				r->err = DP_ENOMEM;
+				return r->err;
+			}
 			snprintf(what, sizeof(what),
 				 "malformed quoting at character %zu of the line (a quote must open "
 				 "the field, be doubled inside it and close it)",
 				 used + 1);
-			return dp__csv_fail(r, DP_EFORMAT, r->lineno, r->nf, what);
+			return reader_fail(r, DP_EFORMAT, r->lineno, r->nf, what);
 		}
 		/* libcsv keeps an open quoted field in its own buffer: cap it too. */
 		if (csv_get_buffer_size(&r->parser) > DP_CSV_MAX_RECORD)
-			return dp__csv_fail(r, DP_EFORMAT, r->rec_line, r->nf,
+			return reader_fail(r, DP_EFORMAT, r->rec_line, r->nf,
 					    "field larger than 64 MiB (unterminated quote?)");
 		r->at_row_start = r->rows_this_line > 0;
 		if (r->rec_ready)
@@ -327,6 +304,7 @@ int dp_csv_open(const char *path, unsigned flags, dp_csv_reader **out)
 	dp_csv_reader *r;
 	int rc;
 
+	DP_REQUIRE(path != NULL && out != NULL);
 	if (flags & ~DP_CSV_ALLOW_EMPTY)
 		return dp_error_set(DP_EINVAL, "csv: unknown flags %#x", flags);
 	r = calloc(1, sizeof(*r));
@@ -335,7 +313,7 @@ int dp_csv_open(const char *path, unsigned flags, dp_csv_reader **out)
 	r->flags = flags;
 	r->at_row_start = 1;
 	r->source = strdup(path);
-	r->blk = malloc(DP__CSV_BLOCK);
+	r->blk = malloc(BLOCK_SIZE);
 	if (r->source == NULL || r->blk == NULL) {
 		rc = DP_ENOMEM;
 		goto fail;
@@ -345,7 +323,7 @@ int dp_csv_open(const char *path, unsigned flags, dp_csv_reader **out)
 		goto fail;
 	}
 	r->parser_live = 1;
-	csv_set_space_func(&r->parser, dp__csv_no_space);
+	csv_set_space_func(&r->parser, no_space);
 	csv_set_blk_size(&r->parser, 4096);
 
 	errno = 0;
@@ -355,9 +333,9 @@ int dp_csv_open(const char *path, unsigned flags, dp_csv_reader **out)
 				  path, errno ? strerror(errno) : "gzopen failed");
 		goto fail;
 	}
-	gzbuffer(r->gz, DP__CSV_BLOCK);
+	gzbuffer(r->gz, BLOCK_SIZE);
 
-	rc = dp__csv_advance(r);
+	rc = advance(r);
 	if (rc < 0)
 		goto fail;
 	if (rc == 0) {
@@ -377,18 +355,15 @@ int dp_csv_open(const char *path, unsigned flags, dp_csv_reader **out)
 		r->header[i] = r->header_buf + r->off[i];
 	r->ncols = r->nf;
 	for (size_t i = 0; i < r->ncols; i++) {
-		for (const unsigned char *c = (const unsigned char *)r->header[i]; *c; c++) {
-			if (*c < 0x20 || *c == 0x7f) {
-				char shown[64], what[128];
+		if (dp_csv_has_control(r->header[i])) {
+			char shown[64], what[128];
 
-				snprintf(what, sizeof(what),
-					 "column name '%s' contains a control character",
-					 dp_csv_show(r->header[i], shown, sizeof(shown)));
-				/* the name itself cannot be printed as is */
-				r->ncols = 0;
-				rc = dp__csv_fail(r, DP_EFORMAT, r->rec_line, i, what);
-				goto fail;
-			}
+			snprintf(what, sizeof(what), "column name '%s' contains a control character",
+				 dp_csv_show(r->header[i], shown, sizeof(shown)));
+			/* the name itself cannot be printed as is */
+			r->ncols = 0;
+			rc = reader_fail(r, DP_EFORMAT, r->rec_line, i, what);
+			goto fail;
 		}
 	}
 	for (size_t i = 1; i < r->ncols; i++) {
@@ -398,7 +373,7 @@ int dp_csv_open(const char *path, unsigned flags, dp_csv_reader **out)
 
 				snprintf(what, sizeof(what), "duplicate column name (also column %zu)",
 					 j + 1);
-				rc = dp__csv_fail(r, DP_EFORMAT, r->rec_line, i, what);
+				rc = reader_fail(r, DP_EFORMAT, r->rec_line, i, what);
 				goto fail;
 			}
 		}
@@ -412,16 +387,19 @@ fail:
 
 size_t dp_csv_ncols(const dp_csv_reader *r)
 {
+	DP_REQUIRE(r != NULL);
 	return r->ncols;
 }
 
 const char *const *dp_csv_header(const dp_csv_reader *r)
 {
+	DP_REQUIRE(r != NULL);
 	return (const char *const *)r->header;
 }
 
 const char *dp_csv_source(const dp_csv_reader *r)
 {
+	DP_REQUIRE(r != NULL);
 	return r->source;
 }
 
@@ -429,11 +407,12 @@ int dp_csv_next(dp_csv_reader *r, const char *const **fields, size_t *line)
 {
 	int rc;
 
+	DP_REQUIRE(r != NULL && fields != NULL);
 	if (r->err != 0)
 		return r->err;
 	if (r->done)
 		return 0;
-	rc = dp__csv_advance(r);
+	rc = advance(r);
 	if (rc < 0)
 		return rc;
 	if (rc == 0) {
@@ -467,11 +446,12 @@ int dp_csv_table_load(dp_csv_table *t, const char *path, unsigned flags)
 	dp_csv_reader *r = NULL;
 	dp_csv_table tab = { 0 };
 	size_t *offs = NULL; /* cell offsets into the arena until it stops moving */
-	size_t arena_len = 0, arena_cap = 0, rows_cap = 0;
+	size_t arena_len = 0, arena_cap = 0, offs_cap = 0, line_cap = 0;
 	const char *const *f;
 	size_t line;
 	int rc;
 
+	DP_REQUIRE(t != NULL && path != NULL);
 	memset(t, 0, sizeof(*t));
 	rc = dp_csv_open(path, flags, &r);
 	if (rc != 0)
@@ -501,44 +481,18 @@ int dp_csv_table_load(dp_csv_table *t, const char *path, unsigned flags)
 
 		for (size_t j = 0; j < tab.ncols; j++)
 			need += strlen(src[j]) + 1;
-		if (arena_len + need > arena_cap) {
-			size_t cap = arena_cap ? arena_cap : 65536;
-			char *p;
-
-			while (cap < arena_len + need)
-				cap *= 2;
-			p = realloc(tab.arena_, cap);
-			if (p == NULL) {
-				rc = DP_ENOMEM;
-				goto fail;
-			}
-			tab.arena_ = p;
-			arena_cap = cap;
-		}
 		size_t row = first ? 0 : tab.nrows + 1; /* slot 0 is the header */
 
-		if (row + 1 > rows_cap) {
-			size_t cap = rows_cap ? 2 * rows_cap : 1024;
-			size_t *o, *l;
-
-			if (cap > SIZE_MAX / sizeof(size_t) / (tab.ncols + 1)) {
-				rc = DP_ENOMEM;
-				goto fail;
-			}
-			o = realloc(offs, cap * tab.ncols * sizeof(*o));
-			if (o == NULL) {
-				rc = DP_ENOMEM;
-				goto fail;
-			}
-			offs = o;
-			l = realloc(tab.line, cap * sizeof(*l));
-			if (l == NULL) {
-				rc = DP_ENOMEM;
-				goto fail;
-			}
-			tab.line = l;
-			rows_cap = cap;
-		}
+		/* (row + 1) * ncols cannot overflow: every cell takes at least
+		 * its NUL in the arena, which is reserved first. */
+		rc = dp_mem_reserve(&tab.arena_, &arena_cap, arena_len + need, 1, 65536);
+		if (rc == 0)
+			rc = dp_mem_reserve(&offs, &offs_cap, (row + 1) * tab.ncols, sizeof(*offs),
+					    1024 * tab.ncols);
+		if (rc == 0)
+			rc = dp_mem_reserve(&tab.line, &line_cap, row + 1, sizeof(*tab.line), 1024);
+		if (rc != 0)
+			goto fail;
 		for (size_t j = 0; j < tab.ncols; j++) {
 			size_t len = strlen(src[j]) + 1;
 
@@ -577,6 +531,7 @@ fail:
 
 long dp_csv_find(const char *const *header, size_t ncols, const char *name)
 {
+	DP_REQUIRE((header != NULL || ncols == 0) && name != NULL);
 	for (size_t j = 0; j < ncols; j++)
 		if (strcmp(header[j], name) == 0)
 			return (long)j;
@@ -590,6 +545,7 @@ int dp_csv_parse_number(const char *s, double *out)
 	char *end;
 	double v;
 
+	DP_REQUIRE(s != NULL && out != NULL);
 	/* Check the shape first: strtod alone would take " 1", "0x1p3", "nan",
 	 * "inf" and locale-specific forms. */
 	if (*c == '+' || *c == '-')
@@ -626,12 +582,26 @@ int dp_csv_parse_number(const char *s, double *out)
 	return 0;
 }
 
+static bool is_control(unsigned char c)
+{
+	return c < 0x20 || c == 0x7f;
+}
+
+bool dp_csv_has_control(const char *s)
+{
+	DP_REQUIRE(s != NULL);
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+		if (is_control(*c))
+			return true;
+	return false;
+}
+
 /* Escaped form of byte c into esc (at most 4 bytes, no NUL); its length. */
-static size_t dp__csv_escape(unsigned char c, char *esc)
+static size_t escape_byte(unsigned char c, char *esc)
 {
 	static const char hex[] = "0123456789abcdef";
 
-	if (c >= 0x20 && c != 0x7f) {
+	if (!is_control(c)) {
 		esc[0] = (char)c;
 		return 1;
 	}
@@ -652,12 +622,13 @@ const char *dp_csv_show(const char *s, char *buf, size_t size)
 	size_t total = 0, k = 0, limit;
 	char esc[4];
 
+	DP_REQUIRE(s != NULL && buf != NULL && size >= 8);
 	for (c = (const unsigned char *)s; *c; c++)
-		total += dp__csv_escape(*c, esc);
+		total += escape_byte(*c, esc);
 	/* All of it when it fits, else as much as fits before "...". */
 	limit = total < size ? total : size - 4;
 	for (c = (const unsigned char *)s; *c; c++) {
-		size_t n = dp__csv_escape(*c, esc);
+		size_t n = escape_byte(*c, esc);
 
 		if (k + n > limit)
 			break;
@@ -676,6 +647,7 @@ void dp_csv_format_names(char *buf, size_t size, const char *const *names, size_
 {
 	size_t used = 0;
 
+	DP_REQUIRE(buf != NULL && (names != NULL || n == 0));
 	if (size == 0)
 		return;
 	buf[0] = '\0';
@@ -697,10 +669,13 @@ void dp_csv_format_names(char *buf, size_t size, const char *const *names, size_
 
 int dp_csv_write_field(FILE *f, const char *s)
 {
-	size_t len = strlen(s);
-	int quote = len == 0 || strpbrk(s, ",\"\r\n") != NULL || s[0] == ' ' || s[0] == '\t' ||
-		    s[len - 1] == ' ' || s[len - 1] == '\t';
+	size_t len;
+	int quote;
 
+	DP_REQUIRE(f != NULL && s != NULL);
+	len = strlen(s);
+	quote = len == 0 || strpbrk(s, ",\"\r\n") != NULL || s[0] == ' ' || s[0] == '\t' ||
+		s[len - 1] == ' ' || s[len - 1] == '\t';
 	if (!quote)
 		return fputs(s, f) < 0 ? DP_EIO : 0;
 	if (fputc('"', f) == EOF)

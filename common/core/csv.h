@@ -23,6 +23,7 @@
 #ifndef DP_CSV_H
 #define DP_CSV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -38,6 +39,9 @@
 /* ---- streaming reader ---------------------------------------------------- */
 
 typedef struct dp_csv_reader dp_csv_reader;
+
+/* (Handles, paths and output pointers in this header must not be NULL
+ * unless a comment says so: DP_REQUIRE.) */
 
 /* Open `path` (plain or gzip) and read its header row.  On success *out owns
  * the reader (dp_csv_close() it).  Errors: DP_ENOENT (cannot open; detail
@@ -98,6 +102,10 @@ long dp_csv_find(const char *const *header, size_t ncols, const char *name);
  * no hex, no "nan"/"inf".  Returns 0, or DP_EFORMAT without a detail (the
  * caller knows file, line and column). */
 int dp_csv_parse_number(const char *s, double *out);
+
+/* Does s hold a control character (a byte below 0x20, or 0x7f)?  Names and
+ * values that end up in one-line messages must not. */
+bool dp_csv_has_control(const char *s);
 
 /* Write `names` as "a, b, c" into buf (always NUL-terminated), stopping
  * with ", ..." when it does not fit; control characters escaped as in

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DP__ALIGN 64
+#define X_ALIGN 64
 
 void dp_dataset_free(dp_dataset *ds)
 {
@@ -32,7 +32,7 @@ void dp_dataset_free(dp_dataset *ds)
 }
 
 /* 64-byte aligned block for n*p doubles (at least one). */
-static double *dp__xalloc(size_t n, size_t p)
+static double *xalloc(size_t n, size_t p)
 {
 	size_t bytes;
 	void *mem = NULL;
@@ -42,13 +42,13 @@ static double *dp__xalloc(size_t n, size_t p)
 	bytes = n * p * sizeof(double);
 	if (bytes == 0)
 		bytes = sizeof(double);
-	bytes = (bytes + DP__ALIGN - 1) / DP__ALIGN * DP__ALIGN;
-	if (posix_memalign(&mem, DP__ALIGN, bytes) != 0)
+	bytes = (bytes + X_ALIGN - 1) / X_ALIGN * X_ALIGN;
+	if (posix_memalign(&mem, X_ALIGN, bytes) != 0)
 		return NULL;
 	return mem;
 }
 
-static void dp__row_l1(dp_dataset *ds)
+static void fill_row_l1(dp_dataset *ds)
 {
 	for (size_t i = 0; i < ds->n; i++) {
 		const double *r = ds->x + i * ds->p;
@@ -60,17 +60,19 @@ static void dp__row_l1(dp_dataset *ds)
 	}
 }
 
-/* Growable x/y while rows stream in. */
-struct dp__grow {
+/* Growable x/y while rows stream in.  x must stay 64-byte aligned for the
+ * kernels, which realloc (and so dp_mem_reserve) cannot promise: it grows by
+ * a fresh aligned block and a copy. */
+struct rows {
 	double *x, *y;
 	size_t n, cap, p;
 };
 
-static int dp__grow_row(struct dp__grow *g, double **xrow, double **yrow)
+static int rows_add(struct rows *g, double **xrow, double **yrow)
 {
 	if (g->n == g->cap) {
 		size_t cap = g->cap ? 2 * g->cap : 1024;
-		double *x = dp__xalloc(cap, g->p), *y;
+		double *x = xalloc(cap, g->p), *y;
 
 		if (x == NULL)
 			return DP_ENOMEM;
@@ -92,7 +94,7 @@ static int dp__grow_row(struct dp__grow *g, double **xrow, double **yrow)
 	return 0;
 }
 
-static int dp__bad_number(const char *source, size_t line, const char *col, const char *v)
+static int bad_number(const char *source, size_t line, const char *col, const char *v)
 {
 	char shown[64];
 
@@ -106,7 +108,7 @@ int dp_dataset_load(dp_dataset *ds, const char *path, const dp_load_opts *opts)
 	const dp_schema *schema;
 	dp_csv_reader *r = NULL;
 	dp_schema_bind *b = NULL;
-	struct dp__grow g = { 0 };
+	struct rows g = { 0 };
 	dp_dataset out = { 0 };
 	const char *const *hdr, *const *f;
 	long tcol = -1;
@@ -114,6 +116,7 @@ int dp_dataset_load(dp_dataset *ds, const char *path, const dp_load_opts *opts)
 	char list[200];
 	int rc;
 
+	DP_REQUIRE(ds != NULL && path != NULL);
 	memset(ds, 0, sizeof(*ds));
 	if (opts == NULL)
 		opts = &none;
@@ -180,14 +183,18 @@ int dp_dataset_load(dp_dataset *ds, const char *path, const dp_load_opts *opts)
 			goto fail;
 		}
 		out.names[j] = strdup(name);
-		if (out.names[j++] == NULL) {
+		if (out.names[j] == NULL) {
 			rc = DP_ENOMEM;
 			goto fail;
 		}
+		j++;
 	}
-	if (opts->bias && (out.names[d] = strdup("bias")) == NULL) {
-		rc = DP_ENOMEM;
-		goto fail;
+	if (opts->bias) {
+		out.names[d] = strdup("bias");
+		if (out.names[d] == NULL) {
+			rc = DP_ENOMEM;
+			goto fail;
+		}
 	}
 	g.p = out.p;
 	for (;;) {
@@ -198,7 +205,7 @@ int dp_dataset_load(dp_dataset *ds, const char *path, const dp_load_opts *opts)
 			goto fail;
 		if (rc == 0)
 			break;
-		rc = dp__grow_row(&g, &xr, &yr);
+		rc = rows_add(&g, &xr, &yr);
 		if (rc != 0)
 			goto fail;
 		if (schema != NULL) {
@@ -210,7 +217,7 @@ int dp_dataset_load(dp_dataset *ds, const char *path, const dp_load_opts *opts)
 				double *dst = (long)k == tcol ? yr : &xr[j++];
 
 				if (dp_csv_parse_number(f[k], dst) != 0) {
-					rc = dp__bad_number(path, line, hdr[k], f[k]);
+					rc = bad_number(path, line, hdr[k], f[k]);
 					goto fail;
 				}
 			}
@@ -231,7 +238,7 @@ int dp_dataset_load(dp_dataset *ds, const char *path, const dp_load_opts *opts)
 		rc = DP_ENOMEM;
 		goto fail;
 	}
-	dp__row_l1(&out);
+	fill_row_l1(&out);
 	dp_schema_bind_destroy(b);
 	dp_csv_close(r);
 	*ds = out;
@@ -250,6 +257,7 @@ int dp_dataset_from_arrays(dp_dataset *ds, size_t n, size_t p, const double *x, 
 {
 	dp_dataset out = { 0 };
 
+	DP_REQUIRE(ds != NULL && (x != NULL || n == 0 || p == 0) && (y != NULL || n == 0));
 	if (n == 0 || p == 0)
 		return dp_error_set(DP_EINVAL, "dataset: need at least one row and one column "
 				    "(got %zu x %zu)", n, p);
@@ -263,7 +271,7 @@ int dp_dataset_from_arrays(dp_dataset *ds, size_t n, size_t p, const double *x, 
 	}
 	out.n = n;
 	out.p = p;
-	out.x = dp__xalloc(n, p);
+	out.x = xalloc(n, p);
 	out.y = malloc(n * sizeof(*out.y));
 	out.row_l1 = malloc(n * sizeof(*out.row_l1));
 	out.names = calloc(p, sizeof(*out.names));
@@ -282,7 +290,7 @@ int dp_dataset_from_arrays(dp_dataset *ds, size_t n, size_t p, const double *x, 
 	}
 	memcpy(out.x, x, n * p * sizeof(*x));
 	memcpy(out.y, y, n * sizeof(*y));
-	dp__row_l1(&out);
+	fill_row_l1(&out);
 	*ds = out;
 	return 0;
 nomem:
@@ -290,7 +298,7 @@ nomem:
 	return DP_ENOMEM;
 }
 
-static int dp__put_double(FILE *f, double v)
+static int put_double(FILE *f, double v)
 {
 	char buf[40];
 
@@ -305,6 +313,7 @@ int dp_dataset_write_csv(const dp_dataset *ds, const char *path)
 	FILE *f;
 	int rc = 0;
 
+	DP_REQUIRE(ds != NULL && path != NULL);
 	f = open_memstream(&buf, &len);
 	if (f == NULL)
 		return DP_ENOMEM;
@@ -319,12 +328,12 @@ int dp_dataset_write_csv(const dp_dataset *ds, const char *path)
 		rc = DP_EIO;
 	for (size_t i = 0; i < ds->n && rc == 0; i++) {
 		for (size_t j = 0; j < ds->p && rc == 0; j++) {
-			rc = dp__put_double(f, ds->x[i * ds->p + j]);
+			rc = put_double(f, ds->x[i * ds->p + j]);
 			if (rc == 0 && fputc(',', f) == EOF)
 				rc = DP_EIO;
 		}
 		if (rc == 0)
-			rc = dp__put_double(f, ds->y[i]);
+			rc = put_double(f, ds->y[i]);
 		if (rc == 0 && fputc('\n', f) == EOF)
 			rc = DP_EIO;
 	}
@@ -342,6 +351,7 @@ int dp_dataset_write_csv(const dp_dataset *ds, const char *path)
 
 int dp_dataset_check_compatible(const dp_dataset *const *ds, size_t m)
 {
+	DP_REQUIRE(ds != NULL || m == 0);
 	for (size_t i = 1; i < m; i++) {
 		const dp_dataset *a = ds[0], *b = ds[i];
 

@@ -31,6 +31,8 @@ typedef struct dp_load_opts {
 	const struct dp_schema *schema;/* NULL: all columns numeric */
 } dp_load_opts;
 
+/* (ds, path and the arrays must not be NULL: DP_REQUIRE.) */
+
 /* Load `path` into `ds` (which is overwritten).  CSV rules: csv.h.
  * Without a schema every column other than the target must hold strict
  * finite numbers (dp_csv_parse_number); features keep the file's column

@@ -23,6 +23,7 @@
 	XX(EIO,      -EIO,            NULL)  /* read/write/sync failed */           \
 	XX(ENOENT,   -ENOENT,         NULL)  /* file or name not found */           \
 	XX(ERANGE,   -ERANGE,         NULL)  /* out of range / would overflow */    \
+	XX(EEXIST,   -EEXIST,         NULL)  /* file exists (exclusive create) */   \
 	XX(EFORMAT,  DP__EBASE - 1,   "malformed input")                            \
 	XX(EBUDGET,  DP__EBASE - 2,   "privacy budget exhausted")                   \
 	XX(ECORRUPT, DP__EBASE - 3,   "corrupt file")                               \

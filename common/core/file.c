@@ -1,23 +1,47 @@
 #include "common/core/file.h"
 #include "common/core/error.h"
+#include "common/core/mem.h"
 
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+static int (*sync_hook)(int fd);
+
+void dp_file_set_sync_hook(int (*fn)(int fd))
+{
+	sync_hook = fn;
+}
+
+int dp_file_sync(int fd, int data_only)
+{
+	int r;
+
+	if (sync_hook != NULL)
+		r = sync_hook(fd);
+	else if (data_only)
+		r = fdatasync(fd);
+	else
+		r = fsync(fd);
+	return r == 0 ? 0 : DP_EIO;
+}
+
 int dp_file_sync_dir(const char *path)
 {
-	char *copy = strdup(path);
+	char *copy;
 	int fd, rc = 0;
 
+	DP_REQUIRE(path != NULL);
+	copy = strdup(path);
 	if (copy == NULL)
 		return DP_ENOMEM;
 	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || fsync(fd) != 0)
+	if (fd < 0 || dp_file_sync(fd, 0) != 0)
 		rc = dp_error_set(DP_EIO, "%s: cannot sync directory: %s", path, strerror(errno));
 	if (fd >= 0)
 		close(fd);
@@ -25,94 +49,143 @@ int dp_file_sync_dir(const char *path)
 	return rc;
 }
 
-int dp_file_write_atomic(const char *path, const void *data, size_t len, int mode)
+static int write_all(int fd, const char *p, size_t len)
 {
-	size_t plen = strlen(path);
-	char *tmp = malloc(plen + 16);
-	const char *p = data;
-	int fd, rc;
-
-	if (tmp == NULL)
-		return DP_ENOMEM;
-	snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		rc = dp_error_set(DP_EIO, "%s: cannot create temporary file: %s", path, strerror(errno));
-		free(tmp);
-		return rc;
-	}
-	if (fchmod(fd, (mode_t)mode) != 0)
-		goto fail;
 	while (len > 0) {
 		ssize_t w = write(fd, p, len);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			goto fail;
-		}
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
 		p += w;
 		len -= (size_t)w;
 	}
-	if (fsync(fd) != 0)
-		goto fail;
-	if (close(fd) != 0) {
-		fd = -1;
+	return 0;
+}
+
+/* The common first half of both atomic writes: a synced temporary file
+ * next to `path` holding the data, whose name is returned in *tmp (the
+ * caller renames or links it, then unlinks and frees the name).  A missing
+ * directory gives `missing_dir`. */
+static int write_temp(const char *path, const void *data, size_t len, int mode,
+		      int missing_dir, char **tmp)
+{
+	size_t plen = strlen(path);
+	char *name = malloc(plen + 16);
+	int fd, rc;
+
+	if (name == NULL)
+		return DP_ENOMEM;
+	snprintf(name, plen + 16, "%s.tmp.XXXXXX", path);
+	fd = mkostemp(name, O_CLOEXEC);
+	if (fd < 0) {
+		rc = dp_error_set(errno == ENOENT ? missing_dir : DP_EIO,
+				  "%s: cannot create temporary file: %s", path, strerror(errno));
+		free(name);
+		return rc;
+	}
+	if (fchmod(fd, (mode_t)mode) != 0 || write_all(fd, data, len) != 0 ||
+	    dp_file_sync(fd, 0) != 0) {
+		rc = dp_error_set(DP_EIO, "%s: cannot write: %s", path, strerror(errno));
+		close(fd);
 		goto fail;
 	}
-	fd = -1;
-	if (rename(tmp, path) != 0)
+	if (close(fd) != 0) {
+		rc = dp_error_set(DP_EIO, "%s: cannot write: %s", path, strerror(errno));
 		goto fail;
+	}
+	*tmp = name;
+	return 0;
+fail:
+	unlink(name);
+	free(name);
+	return rc;
+}
+
+int dp_file_write_atomic(const char *path, const void *data, size_t len, int mode)
+{
+	char *tmp;
+	int rc;
+
+	DP_REQUIRE(path != NULL && (data != NULL || len == 0));
+	rc = write_temp(path, data, len, mode, DP_EIO, &tmp);
+	if (rc != 0)
+		return rc;
+	if (rename(tmp, path) != 0) {
+		rc = dp_error_set(DP_EIO, "%s: cannot write: %s", path, strerror(errno));
+		unlink(tmp);
+		free(tmp);
+		return rc;
+	}
 	free(tmp);
 	return dp_file_sync_dir(path);
-fail:
-	rc = dp_error_set(DP_EIO, "%s: cannot write: %s", path, strerror(errno));
-	if (fd >= 0)
-		close(fd);
+}
+
+int dp_file_create_atomic(const char *path, const void *data, size_t len, int mode)
+{
+	char *tmp;
+	int rc;
+
+	DP_REQUIRE(path != NULL && (data != NULL || len == 0));
+	rc = write_temp(path, data, len, mode, DP_ENOENT, &tmp);
+	if (rc != 0)
+		return rc;
+	/* link() refuses an existing name: O_EXCL, with the content already
+	 * complete and durable. */
+	if (link(tmp, path) != 0) {
+		if (errno == EEXIST)
+			rc = dp_error_set(DP_EEXIST, "%s: already exists", path);
+		else
+			rc = dp_error_set(DP_EIO, "%s: cannot create: %s", path, strerror(errno));
+	}
 	unlink(tmp);
 	free(tmp);
-	return rc;
+	if (rc != 0)
+		return rc;
+	return dp_file_sync_dir(path);
 }
 
 int dp_file_read_all(const char *path, size_t max, char **out, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
+	FILE *f;
 	char *buf = NULL;
-	size_t cap = 0, n = 0;
+	size_t cap = 0, n = 0, limit;
+	int rc = 0;
 
+	DP_REQUIRE(path != NULL && out != NULL);
+	f = fopen(path, "rb");
 	if (f == NULL)
 		return dp_error_set(errno == ENOENT ? DP_ENOENT : DP_EIO, "%s: cannot open: %s",
 				    path, strerror(errno));
+	/* Read up to one byte more than max: getting it means "too large". */
+	if (max > SIZE_MAX - 2)
+		max = SIZE_MAX - 2;
+	limit = max + 1;
 	for (;;) {
-		if (n + 1 >= cap) {
-			size_t ncap = cap ? cap * 2 : 4096;
-			char *nb;
-			if (ncap > max + 1)
-				ncap = max + 1;
-			if (n + 1 >= ncap) {
-				free(buf);
-				fclose(f);
-				return dp_error_set(DP_ERANGE, "%s: larger than %zu bytes", path, max);
-			}
-			nb = realloc(buf, ncap + 1);
-			if (nb == NULL) {
-				free(buf);
-				fclose(f);
-				return DP_ENOMEM;
-			}
-			buf = nb;
-			cap = ncap;
-		}
-		size_t r = fread(buf + n, 1, cap - n - 1, f);
-		n += r;
-		if (r == 0)
+		size_t room, got;
+
+		/* Room for at least one more byte and the final NUL. */
+		rc = dp_mem_reserve(&buf, &cap, n + 2, 1, 4096);
+		if (rc != 0)
+			break;
+		room = cap - n - 1;
+		if (room > limit - n)
+			room = limit - n;
+		got = fread(buf + n, 1, room, f);
+		n += got;
+		if (got == 0)
 			break;
 	}
-	if (ferror(f)) {
-		free(buf);
-		fclose(f);
-		return dp_error_set(DP_EIO, "%s: read error", path);
-	}
+	if (rc == 0 && ferror(f))
+		rc = dp_error_set(DP_EIO, "%s: read error", path);
+	if (rc == 0 && n > max)
+		rc = dp_error_set(DP_ERANGE, "%s: larger than %zu bytes", path, max);
 	fclose(f);
+	if (rc != 0) {
+		free(buf);
+		return rc;
+	}
 	buf[n] = '\0';
 	*out = buf;
 	if (len)
@@ -122,20 +195,32 @@ int dp_file_read_all(const char *path, size_t max, char **out, size_t *len)
 
 int dp_file_mkdir_p(const char *dir, int private_)
 {
-	char *copy = strdup(dir);
 	mode_t mode = private_ ? 0700 : 0755;
+	char *copy;
 	int rc = 0;
 
+	DP_REQUIRE(dir != NULL);
+	if (*dir == '\0')
+		return dp_error_set(DP_EINVAL, "cannot create a directory with an empty name");
+	copy = strdup(dir);
 	if (copy == NULL)
 		return DP_ENOMEM;
 	for (char *s = copy + 1;; s++) {
 		char c = *s;
+
 		if (c == '/' || c == '\0') {
 			*s = '\0';
-			if (mkdir(copy, mode) != 0 && errno != EEXIST) {
-				rc = dp_error_set(DP_EIO, "%s: cannot create directory: %s", copy,
-						  strerror(errno));
-				break;
+			if (mkdir(copy, mode) != 0) {
+				int e = errno;
+				struct stat st;
+
+				/* EEXIST is fine only for a directory. */
+				if (e != EEXIST || stat(copy, &st) != 0 || !S_ISDIR(st.st_mode)) {
+					rc = dp_error_set(DP_EIO, "%s: cannot create directory: %s",
+							  copy, e == EEXIST ? "not a directory"
+									    : strerror(e));
+					break;
+				}
 			}
 			*s = c;
 			if (c == '\0')

@@ -14,14 +14,21 @@ struct json_object *dp_json_double(double v)
 {
 	char buf[40];
 
-	dp_num_format(buf, sizeof(buf), v);
+	/* "-0" is exact for strtod, but json-c reads it as the integer 0 and
+	 * the sign is lost; "-0.0" reads back as a double. */
+	if (v == 0.0 && signbit(v))
+		snprintf(buf, sizeof(buf), "-0.0");
+	else
+		dp_num_format(buf, sizeof(buf), v);
 	return json_object_new_double_s(v, buf);
 }
 
 struct json_object *dp_json_double_array(const double *v, size_t n)
 {
-	struct json_object *arr = json_object_new_array_ext((int)n);
+	struct json_object *arr;
 
+	DP_REQUIRE(v != NULL || n == 0);
+	arr = json_object_new_array_ext((int)n);
 	if (arr == NULL)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
@@ -35,8 +42,10 @@ struct json_object *dp_json_double_array(const double *v, size_t n)
 
 struct json_object *dp_json_string_array(const char *const *v, size_t n)
 {
-	struct json_object *arr = json_object_new_array_ext((int)n);
+	struct json_object *arr;
 
+	DP_REQUIRE(v != NULL || n == 0);
+	arr = json_object_new_array_ext((int)n);
 	if (arr == NULL)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
@@ -75,9 +84,11 @@ int dp_json_push(struct json_object *arr, struct json_object *val)
 int dp_json_write_file(const char *path, struct json_object *root, int mode)
 {
 	size_t len = 0;
-	const char *text = json_object_to_json_string_length(
-		root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+	const char *text;
 
+	DP_REQUIRE(path != NULL && root != NULL);
+	text = json_object_to_json_string_length(
+		root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
 	if (text == NULL)
 		return dp_error_set(DP_ENOMEM, "%s: out of memory", path);
 	return dp_file_write_atomic(path, text, len, mode);
@@ -85,12 +96,14 @@ int dp_json_write_file(const char *path, struct json_object *root, int mode)
 
 int dp_json_read_file(const char *path, size_t max, struct json_object **root)
 {
-	enum json_tokener_error jerr = json_tokener_success;
+	enum json_tokener_error jerr;
+	struct json_tokener *tok;
 	struct json_object *o;
 	char *text = NULL;
-	size_t len = 0;
+	size_t len = 0, end;
 	int rc;
 
+	DP_REQUIRE(path != NULL && root != NULL);
 	rc = dp_file_read_all(path, max, &text, &len);
 	if (rc != 0)
 		return rc;
@@ -98,11 +111,36 @@ int dp_json_read_file(const char *path, size_t max, struct json_object **root)
 		free(text);
 		return dp_error_set(DP_EFORMAT, "%s: not JSON (contains a NUL byte)", path);
 	}
-	o = json_tokener_parse_verbose(text, &jerr);
+	tok = json_tokener_new();
+	if (tok == NULL) {
+		free(text);
+		return dp_error_set(DP_ENOMEM, "%s: out of memory", path);
+	}
+	/* Parsing stops after the first value, which would accept '{"a": 1} }'
+	 * or two objects in a row: only white space may follow it. */
+	o = json_tokener_parse_ex(tok, text, -1);  /* NUL-terminated, as checked */
+	jerr = json_tokener_get_error(tok);
+	if (o == NULL && jerr == json_tokener_continue)
+		jerr = json_tokener_error_parse_eof;
+	end = json_tokener_get_parse_end(tok);
+	json_tokener_free(tok);
+	if (o != NULL && jerr == json_tokener_success) {
+		while (end < len && strchr(" \t\r\n", text[end]) != NULL)
+			end++;
+		if (end < len) {
+			json_object_put(o);
+			rc = dp_error_set(DP_EFORMAT, "%s: not JSON (text after the top-level value, "
+					  "at byte %zu)", path, end + 1);
+			free(text);
+			return rc;
+		}
+	}
 	free(text);
-	if (o == NULL)
+	if (o == NULL || jerr != json_tokener_success) {
+		json_object_put(o);
 		return dp_error_set(DP_EFORMAT, "%s: not JSON (%s)", path,
 				    json_tokener_error_desc(jerr));
+	}
 	if (!json_object_is_type(o, json_type_object)) {
 		json_object_put(o);
 		return dp_error_set(DP_EFORMAT, "%s: not a JSON object", path);
@@ -116,6 +154,7 @@ int dp_json_fail(dp_json_reader *r, const char *fmt, ...)
 	char what[320];
 	va_list ap;
 
+	DP_REQUIRE(r != NULL && fmt != NULL);
 	if (r->rc != 0)
 		return r->rc;
 	va_start(ap, fmt);
@@ -128,22 +167,24 @@ int dp_json_fail(dp_json_reader *r, const char *fmt, ...)
 	return r->rc;
 }
 
+/* The article and name of a json-c type, for "'K' must be <type name>". */
 static const char *type_name(json_type type)
 {
 	switch (type) {
 	case json_type_double:
+		return "a number";
 	case json_type_int:
-		return "number";
+		return "an integer";
 	case json_type_string:
-		return "string";
+		return "a string";
 	case json_type_boolean:
-		return "boolean (true or false)";
+		return "a boolean (true or false)";
 	case json_type_array:
-		return "array";
+		return "an array";
 	case json_type_object:
-		return "object";
+		return "an object";
 	default:
-		return "value";
+		return "a value";
 	}
 }
 
@@ -159,6 +200,7 @@ struct json_object *dp_json_get(dp_json_reader *r, struct json_object *o, const 
 {
 	struct json_object *v = NULL;
 
+	DP_REQUIRE(r != NULL && key != NULL);
 	if (r->rc != 0)
 		return NULL;
 	if (!json_object_object_get_ex(o, key, &v)) {
@@ -167,7 +209,7 @@ struct json_object *dp_json_get(dp_json_reader *r, struct json_object *o, const 
 		return NULL;
 	}
 	if (!has_type(v, type)) {
-		dp_json_fail(r, "'%s' must be a %s", key, type_name(type));
+		dp_json_fail(r, "'%s' must be %s", key, type_name(type));
 		return NULL;
 	}
 	return v;
@@ -177,6 +219,7 @@ double dp_json_number(dp_json_reader *r, struct json_object *v, const char *what
 {
 	double d;
 
+	DP_REQUIRE(r != NULL && what != NULL);
 	if (r->rc != 0)
 		return def;
 	if (!has_type(v, json_type_double)) {
@@ -232,11 +275,9 @@ const char *dp_json_get_string(dp_json_reader *r, struct json_object *o, const c
 		dp_json_fail(r, "'%s' must not be empty", key);
 		return def;
 	}
-	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-		if (*c < 0x20 || *c == 0x7f) {
-			dp_json_fail(r, "'%s' contains a control character", key);
-			return def;
-		}
+	if (dp_csv_has_control(s)) {
+		dp_json_fail(r, "'%s' contains a control character", key);
+		return def;
 	}
 	return s;
 }
@@ -252,9 +293,11 @@ bool dp_json_get_bool(dp_json_reader *r, struct json_object *o, const char *key,
 int dp_json_get_doubles(dp_json_reader *r, struct json_object *o, const char *key, double *out,
 			size_t n)
 {
-	struct json_object *a = dp_json_get(r, o, key, json_type_array, true);
+	struct json_object *a;
 	double *tmp;
 
+	DP_REQUIRE(out != NULL || n == 0);
+	a = dp_json_get(r, o, key, json_type_array, true);
 	if (a == NULL)
 		return r->rc;
 	if (json_object_array_length(a) != n)
@@ -267,7 +310,7 @@ int dp_json_get_doubles(dp_json_reader *r, struct json_object *o, const char *ke
 	}
 	for (size_t i = 0; i < n && r->rc == 0; i++)
 		tmp[i] = dp_json_number(r, json_object_array_get_idx(a, i), key, 0.0);
-	if (r->rc == 0)
+	if (r->rc == 0 && n > 0)
 		memcpy(out, tmp, n * sizeof(double));
 	free(tmp);
 	return r->rc;
@@ -276,6 +319,7 @@ int dp_json_get_doubles(dp_json_reader *r, struct json_object *o, const char *ke
 int dp_json_only_keys(dp_json_reader *r, struct json_object *o, const char *const *allowed,
 		      size_t n)
 {
+	DP_REQUIRE(r != NULL && (allowed != NULL || n == 0));
 	if (r->rc != 0)
 		return r->rc;
 	json_object_object_foreach(o, key, val) {

@@ -22,8 +22,10 @@
 
 /* ---- writing ------------------------------------------------------------- */
 
-/* A number printed as the shortest text that reads back exactly.  NULL on
- * allocation failure (dp_json_add/push turn that into DP_ENOMEM). */
+/* A number printed as the shortest text that reads back exactly (-0.0 as
+ * "-0.0", which keeps its sign).  A non-finite v gives "nan" or "inf",
+ * which no JSON reader accepts: check values first.  NULL on allocation
+ * failure (dp_json_add/push turn that into DP_ENOMEM). */
 struct json_object *dp_json_double(double v);
 /* Arrays of such numbers and of strings; NULL on allocation failure. */
 struct json_object *dp_json_double_array(const double *v, size_t n);
@@ -42,9 +44,11 @@ int dp_json_write_file(const char *path, struct json_object *root, int mode);
 /* ---- reading ------------------------------------------------------------- */
 
 /* Read and parse a file of at most `max` bytes whose top level must be an
- * object; *root receives it (json_object_put when done).  Errors:
- * DP_ENOENT, DP_EIO, DP_ERANGE (larger than max), DP_ENOMEM, DP_EFORMAT
- * (not JSON, or not an object; the detail has json-c's reason). */
+ * object, with nothing but white space after it; *root receives it
+ * (json_object_put when done), untouched on failure.  Errors: DP_ENOENT,
+ * DP_EIO, DP_ERANGE (larger than max), DP_ENOMEM, DP_EFORMAT (not JSON --
+ * also a NUL byte or text after the object -- or not an object; the detail
+ * has json-c's reason). */
 int dp_json_read_file(const char *path, size_t max, struct json_object **root);
 
 typedef struct dp_json_reader {
@@ -65,8 +69,10 @@ struct json_object *dp_json_get(dp_json_reader *r, struct json_object *o, const 
 
 /* Typed members; `def` is returned when absent (and not required) or after
  * an error.  double: finite ("'K' must be finite").  u64: a non-negative
- * integer.  string: non-empty, no NUL and no control character (they end up
- * in one-line messages).  bool: true/false. */
+ * integer ("'K' must be an integer", "'K' must not be negative").  string:
+ * non-empty, no NUL and no control character (they end up in one-line
+ * messages); it belongs to `o` and lives as long as `o`.  bool: true/false.
+ * r and key must not be NULL; o may be NULL (then every key is absent). */
 double dp_json_get_double(dp_json_reader *r, struct json_object *o, const char *key,
 			  bool required, double def);
 uint64_t dp_json_get_u64(dp_json_reader *r, struct json_object *o, const char *key,

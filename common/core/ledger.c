@@ -2,10 +2,11 @@
  * docs/ledger.md for the format and the guarantees. */
 #include "common/core/ledger.h"
 #include "common/core/error.h"
+#include "common/core/file.h"
 #include "common/core/log.h"
+#include "common/core/mem.h"
 
 #include <fcntl.h>
-#include <libgen.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -59,35 +60,21 @@ struct dp_ledger {
 	size_t torn;
 };
 
-static int (*dp__ledger_sync_hook)(int fd);
-
-void dp_ledger_set_sync_hook(int (*fn)(int fd))
-{
-	dp__ledger_sync_hook = fn;
-}
-
-static int dp__sync(int fd, bool data_only)
-{
-	if (dp__ledger_sync_hook)
-		return dp__ledger_sync_hook(fd);
-	return data_only ? fdatasync(fd) : fsync(fd);
-}
-
 /* ---- little-endian encoding (the file is the same on every host) ---- */
 
-static void dp__put32(unsigned char *p, uint32_t v)
+static void put32(unsigned char *p, uint32_t v)
 {
 	for (int i = 0; i < 4; i++)
 		p[i] = (unsigned char)(v >> (8 * i));
 }
 
-static void dp__put64(unsigned char *p, uint64_t v)
+static void put64(unsigned char *p, uint64_t v)
 {
 	for (int i = 0; i < 8; i++)
 		p[i] = (unsigned char)(v >> (8 * i));
 }
 
-static uint32_t dp__get32(const unsigned char *p)
+static uint32_t get32(const unsigned char *p)
 {
 	uint32_t v = 0;
 
@@ -96,7 +83,7 @@ static uint32_t dp__get32(const unsigned char *p)
 	return v;
 }
 
-static uint64_t dp__get64(const unsigned char *p)
+static uint64_t get64(const unsigned char *p)
 {
 	uint64_t v = 0;
 
@@ -105,7 +92,7 @@ static uint64_t dp__get64(const unsigned char *p)
 	return v;
 }
 
-static uint32_t dp__crc(const unsigned char *p, size_t n)
+static uint32_t crc_of(const unsigned char *p, size_t n)
 {
 	return (uint32_t)crc32(crc32(0L, Z_NULL, 0), p, (uInt)n);
 }
@@ -115,7 +102,7 @@ static uint32_t dp__crc(const unsigned char *p, size_t n)
 /* eps is finite and >= 0.  Writes eps * 1e9 of the exact binary value of eps,
  * rounded as asked: eps = m * 2^-t exactly, so eps * 1e9 = m * 1e9 / 2^t and
  * m * 1e9 < 2^83 fits in 128 bits. */
-static int dp__to_nano(double eps, bool round_up, uint64_t *out)
+static int to_nano(double eps, bool round_up, uint64_t *out)
 {
 	unsigned __int128 p, q, rem;
 	uint64_t m;
@@ -151,29 +138,30 @@ static int dp__to_nano(double eps, bool round_up, uint64_t *out)
 	return 0;
 }
 
-static int dp__nano_checked(double eps, bool round_up, uint64_t *out)
+static int nano_checked(double eps, bool round_up, uint64_t *out)
 {
+	DP_REQUIRE(out != NULL);
 	if (isnan(eps) || eps < 0.0)
 		return dp_error_set(DP_EINVAL, "ledger: epsilon %g is negative or NaN", eps);
 	if (isinf(eps))
 		return dp_error_set(DP_ERANGE, "ledger: epsilon is infinite");
-	return dp__to_nano(eps, round_up, out);
+	return to_nano(eps, round_up, out);
 }
 
 int dp_ledger_nano_ceil(double eps, uint64_t *out)
 {
-	return dp__nano_checked(eps, true, out);
+	return nano_checked(eps, true, out);
 }
 
 int dp_ledger_nano_floor(double eps, uint64_t *out)
 {
-	return dp__nano_checked(eps, false, out);
+	return nano_checked(eps, false, out);
 }
 
 /* Total after adding a charge.  Infinity absorbs; a finite sum that would
  * pass DP_LEDGER_NANO_MAX becomes infinite, which can only happen under an
  * infinite cap (a finite cap is checked first and is <= NANO_MAX). */
-static uint64_t dp__add(uint64_t total, uint64_t charge)
+static uint64_t add_nano(uint64_t total, uint64_t charge)
 {
 	if (total == DP_LEDGER_INF || charge == DP_LEDGER_INF)
 		return DP_LEDGER_INF;
@@ -182,11 +170,29 @@ static uint64_t dp__add(uint64_t total, uint64_t charge)
 	return total + charge;
 }
 
-static double dp__nano_to_double(uint64_t v)
+static double nano_to_double(uint64_t v)
 {
 	if (v == DP_LEDGER_INF)
 		return INFINITY;
 	return (double)v / 1e9;
+}
+
+/* An amount the ledger is given (`what`: "epsilon cap" or "charge") in
+ * nano-epsilon: > 0 and not NaN; infinite only with DP_LEDGER_ALLOW_INF in
+ * `flags` (then DP_LEDGER_INF). */
+static int amount_to_nano(const char *what, double eps, bool round_up, unsigned flags,
+			  uint64_t *out)
+{
+	if (isnan(eps) || !(eps > 0.0))
+		return dp_error_set(DP_EINVAL, "ledger: %s %g must be > 0", what, eps);
+	if (isinf(eps)) {
+		if (!(flags & DP_LEDGER_ALLOW_INF))
+			return dp_error_set(DP_EINVAL, "ledger: infinite %s needs the "
+					    "allow-infinite (testing) flag", what);
+		*out = DP_LEDGER_INF;
+		return 0;
+	}
+	return to_nano(eps, round_up, out);
 }
 
 int dp_ledger_eps_share(double cap_eps, uint64_t answers, double *eps_q)
@@ -195,6 +201,7 @@ int dp_ledger_eps_share(double cap_eps, uint64_t answers, double *eps_q)
 	double d;
 	int rc;
 
+	DP_REQUIRE(eps_q != NULL);
 	if (isnan(cap_eps) || !(cap_eps > 0.0) || answers == 0)
 		return dp_error_set(DP_EINVAL, "ledger: share of epsilon %g over %llu answers: "
 				    "need epsilon > 0 and answers >= 1",
@@ -203,7 +210,7 @@ int dp_ledger_eps_share(double cap_eps, uint64_t answers, double *eps_q)
 		*eps_q = INFINITY;
 		return 0;
 	}
-	rc = dp__to_nano(cap_eps, false, &cap);
+	rc = to_nano(cap_eps, false, &cap);
 	if (rc < 0)
 		return rc;
 	q = cap / answers;
@@ -213,7 +220,7 @@ int dp_ledger_eps_share(double cap_eps, uint64_t answers, double *eps_q)
 	/* (double)q / 1e9 may round up past q nano; step down until it fits. */
 	d = (double)q / 1e9;
 	for (;;) {
-		rc = dp__to_nano(d, true, &c);
+		rc = to_nano(d, true, &c);
 		if (rc < 0)
 			return rc;
 		if (c <= q)
@@ -226,23 +233,8 @@ int dp_ledger_eps_share(double cap_eps, uint64_t answers, double *eps_q)
 
 /* ---- I/O helpers ---- */
 
-static int dp__write_all(int fd, const unsigned char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Read exactly n bytes at off; -1 with errno, or errno 0 on a short file. */
-static int dp__pread_all(int fd, unsigned char *p, size_t n, off_t off)
+static int pread_all(int fd, unsigned char *p, size_t n, off_t off)
 {
 	while (n > 0) {
 		ssize_t r = pread(fd, p, n, off);
@@ -262,33 +254,9 @@ static int dp__pread_all(int fd, unsigned char *p, size_t n, off_t off)
 	return 0;
 }
 
-static int dp__sync_dir(const char *path)
-{
-	char *copy = strdup(path);
-	int fd, rc, saved;
-
-	if (!copy)
-		return dp_error_set(DP_ENOMEM, "ledger: out of memory");
-	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		saved = errno;
-		rc = dp_error_set(DP_EIO, "ledger %s: open directory: %s", path, strerror(saved));
-		free(copy);
-		return rc;
-	}
-	rc = 0;
-	if (dp__sync(fd, false) != 0) {
-		saved = errno;
-		rc = dp_error_set(DP_EIO, "ledger %s: fsync of directory: %s", path, strerror(saved));
-	}
-	close(fd);
-	free(copy);
-	return rc;
-}
-
 /* ---- header ---- */
 
-static void dp__encode_header(unsigned char *h, uint64_t cap_nano, uint64_t cap_answers,
+static void encode_header(unsigned char *h, uint64_t cap_nano, uint64_t cap_answers,
 			      const char *identity)
 {
 	struct timespec ts;
@@ -296,19 +264,19 @@ static void dp__encode_header(unsigned char *h, uint64_t cap_nano, uint64_t cap_
 	clock_gettime(CLOCK_REALTIME, &ts);
 	memset(h, 0, DP_LEDGER_HEADER_SIZE);
 	memcpy(h, HDR_MAGIC, 8);
-	dp__put32(h + HDR_OFF_VER, HDR_VERSION);
-	dp__put32(h + HDR_OFF_HSIZE, DP_LEDGER_HEADER_SIZE);
-	dp__put32(h + HDR_OFF_RSIZE, DP_LEDGER_RECORD_SIZE);
-	dp__put32(h + HDR_OFF_FLAGS, 0);
-	dp__put64(h + HDR_OFF_CAP, cap_nano);
-	dp__put64(h + HDR_OFF_CAPK, cap_answers);
-	dp__put64(h + HDR_OFF_TIME, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
+	put32(h + HDR_OFF_VER, HDR_VERSION);
+	put32(h + HDR_OFF_HSIZE, DP_LEDGER_HEADER_SIZE);
+	put32(h + HDR_OFF_RSIZE, DP_LEDGER_RECORD_SIZE);
+	put32(h + HDR_OFF_FLAGS, 0);
+	put64(h + HDR_OFF_CAP, cap_nano);
+	put64(h + HDR_OFF_CAPK, cap_answers);
+	put64(h + HDR_OFF_TIME, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
 	memcpy(h + HDR_OFF_ID, identity, strlen(identity));
-	dp__put32(h + HDR_OFF_CRC, dp__crc(h, HDR_OFF_CRC));
+	put32(h + HDR_OFF_CRC, crc_of(h, HDR_OFF_CRC));
 }
 
 /* Check the header bytes; fill caps, identity and CRC. */
-static int dp__decode_header(const char *path, const unsigned char *h, uint64_t *cap_nano,
+static int decode_header(const char *path, const unsigned char *h, uint64_t *cap_nano,
 			     uint64_t *cap_answers, char *identity, uint32_t *crc)
 {
 	uint32_t ver, stored;
@@ -316,19 +284,19 @@ static int dp__decode_header(const char *path, const unsigned char *h, uint64_t 
 
 	if (memcmp(h, HDR_MAGIC, 8) != 0)
 		return dp_error_set(DP_ECORRUPT, "ledger %s: not a dpasync ledger (bad magic)", path);
-	stored = dp__get32(h + HDR_OFF_CRC);
-	if (dp__crc(h, HDR_OFF_CRC) != stored)
+	stored = get32(h + HDR_OFF_CRC);
+	if (crc_of(h, HDR_OFF_CRC) != stored)
 		return dp_error_set(DP_ECORRUPT, "ledger %s: header checksum mismatch", path);
-	ver = dp__get32(h + HDR_OFF_VER);
+	ver = get32(h + HDR_OFF_VER);
 	if (ver != HDR_VERSION)
 		return dp_error_set(DP_ECORRUPT, "ledger %s: unsupported format version %u "
 				    "(this build reads %u)", path, ver, HDR_VERSION);
-	if (dp__get32(h + HDR_OFF_HSIZE) != DP_LEDGER_HEADER_SIZE ||
-	    dp__get32(h + HDR_OFF_RSIZE) != DP_LEDGER_RECORD_SIZE ||
-	    dp__get32(h + HDR_OFF_FLAGS) != 0)
+	if (get32(h + HDR_OFF_HSIZE) != DP_LEDGER_HEADER_SIZE ||
+	    get32(h + HDR_OFF_RSIZE) != DP_LEDGER_RECORD_SIZE ||
+	    get32(h + HDR_OFF_FLAGS) != 0)
 		return dp_error_set(DP_ECORRUPT, "ledger %s: header sizes or flags invalid", path);
-	*cap_nano = dp__get64(h + HDR_OFF_CAP);
-	*cap_answers = dp__get64(h + HDR_OFF_CAPK);
+	*cap_nano = get64(h + HDR_OFF_CAP);
+	*cap_answers = get64(h + HDR_OFF_CAPK);
 	if (*cap_nano == 0 || *cap_answers == 0)
 		return dp_error_set(DP_ECORRUPT, "ledger %s: header caps are zero", path);
 	idlen = strnlen((const char *)h + HDR_OFF_ID, HDR_ID_LEN);
@@ -344,69 +312,35 @@ static int dp__decode_header(const char *path, const unsigned char *h, uint64_t 
 	return 0;
 }
 
-/* Write the header to a temporary file, sync it, and link it to `path`;
- * 0 also when `path` appeared meanwhile (the caller opens and verifies it). */
-static int dp__create(const char *path, uint64_t cap_nano, uint64_t cap_answers,
-		      const char *identity)
+/* Create `path` holding just the header (file.h: complete and durable
+ * before it appears under its name, mode 0600); 0 also when `path`
+ * appeared meanwhile (the caller opens and verifies it). */
+static int create_file(const char *path, uint64_t cap_nano, uint64_t cap_answers,
+		       const char *identity)
 {
 	unsigned char h[DP_LEDGER_HEADER_SIZE];
-	size_t plen = strlen(path);
-	char *tmp = malloc(plen + 12);
-	int fd, rc = 0, saved;
+	int rc;
 
-	if (!tmp)
-		return dp_error_set(DP_ENOMEM, "ledger: out of memory");
-	memcpy(tmp, path, plen);
-	memcpy(tmp + plen, ".tmp-XXXXXX", 12);
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		saved = errno;
-		rc = dp_error_set(saved == ENOENT ? DP_ENOENT : DP_EIO,
-				  "ledger %s: create: %s", path, strerror(saved));
-		free(tmp);
-		return rc;
-	}
-	dp__encode_header(h, cap_nano, cap_answers, identity);
-	if (dp__write_all(fd, h, sizeof(h)) != 0) {
-		saved = errno;
-		rc = dp_error_set(DP_EIO, "ledger %s: write header: %s", tmp, strerror(saved));
-		goto out;
-	}
-	if (dp__sync(fd, false) != 0) {
-		saved = errno;
-		rc = dp_error_set(DP_EIO, "ledger %s: fsync header: %s", tmp, strerror(saved));
-		goto out;
-	}
-	/* link() refuses an existing name: the O_EXCL step, with the header
-	 * already complete and durable. */
-	if (link(tmp, path) != 0 && errno != EEXIST) {
-		saved = errno;
-		rc = dp_error_set(DP_EIO, "ledger %s: link from %s: %s", path, tmp, strerror(saved));
-		goto out;
-	}
-	rc = dp__sync_dir(path);
-out:
-	close(fd);
-	unlink(tmp);
-	free(tmp);
-	return rc;
+	encode_header(h, cap_nano, cap_answers, identity);
+	rc = dp_file_create_atomic(path, h, sizeof(h), 0600);
+	return rc == DP_EEXIST ? 0 : rc;
 }
 
 /* ---- records ---- */
 
-static void dp__encode_record(unsigned char *r, uint32_t hdr_crc, const dp_ledger_entry *e)
+static void encode_record(unsigned char *r, uint32_t hdr_crc, const dp_ledger_entry *e)
 {
 	memset(r, 0, DP_LEDGER_RECORD_SIZE);
-	dp__put32(r, REC_MAGIC);
-	dp__put32(r + REC_OFF_FLAGS, 0);
-	dp__put64(r + REC_OFF_SEQ, e->seq);
-	dp__put64(r + REC_OFF_K, e->k);
-	dp__put64(r + REC_OFF_CHARGE, e->charge_nano);
-	dp__put64(r + REC_OFF_TOTAL, e->total_nano);
-	dp__put64(r + REC_OFF_COUNT, e->count);
-	dp__put64(r + REC_OFF_TIME, e->time_ns);
-	dp__put32(r + REC_OFF_HCRC, hdr_crc);
-	dp__put32(r + REC_OFF_CRC, dp__crc(r, REC_OFF_CRC));
+	put32(r, REC_MAGIC);
+	put32(r + REC_OFF_FLAGS, 0);
+	put64(r + REC_OFF_SEQ, e->seq);
+	put64(r + REC_OFF_K, e->k);
+	put64(r + REC_OFF_CHARGE, e->charge_nano);
+	put64(r + REC_OFF_TOTAL, e->total_nano);
+	put64(r + REC_OFF_COUNT, e->count);
+	put64(r + REC_OFF_TIME, e->time_ns);
+	put32(r + REC_OFF_HCRC, hdr_crc);
+	put32(r + REC_OFF_CRC, crc_of(r, REC_OFF_CRC));
 }
 
 /* Decode one record: REC_OK and e filled; REC_DAMAGED for bad magic or
@@ -415,45 +349,31 @@ static void dp__encode_record(unsigned char *r, uint32_t hdr_crc, const dp_ledge
  * write cannot produce. */
 enum { REC_OK, REC_DAMAGED, REC_FOREIGN };
 
-static int dp__decode_record(const unsigned char *r, uint32_t hdr_crc, dp_ledger_entry *e)
+static int decode_record(const unsigned char *r, uint32_t hdr_crc, dp_ledger_entry *e)
 {
-	if (dp__get32(r) != REC_MAGIC || dp__get32(r + REC_OFF_CRC) != dp__crc(r, REC_OFF_CRC))
+	if (get32(r) != REC_MAGIC || get32(r + REC_OFF_CRC) != crc_of(r, REC_OFF_CRC))
 		return REC_DAMAGED;
-	if (dp__get32(r + REC_OFF_FLAGS) != 0 || dp__get32(r + REC_OFF_HCRC) != hdr_crc)
+	if (get32(r + REC_OFF_FLAGS) != 0 || get32(r + REC_OFF_HCRC) != hdr_crc)
 		return REC_FOREIGN;
-	e->seq = dp__get64(r + REC_OFF_SEQ);
-	e->k = dp__get64(r + REC_OFF_K);
-	e->charge_nano = dp__get64(r + REC_OFF_CHARGE);
-	e->total_nano = dp__get64(r + REC_OFF_TOTAL);
-	e->count = dp__get64(r + REC_OFF_COUNT);
-	e->time_ns = dp__get64(r + REC_OFF_TIME);
+	e->seq = get64(r + REC_OFF_SEQ);
+	e->k = get64(r + REC_OFF_K);
+	e->charge_nano = get64(r + REC_OFF_CHARGE);
+	e->total_nano = get64(r + REC_OFF_TOTAL);
+	e->count = get64(r + REC_OFF_COUNT);
+	e->time_ns = get64(r + REC_OFF_TIME);
 	return REC_OK;
 }
 
-static int dp__ks_reserve(dp_ledger *l, size_t n)
+static int ks_reserve(dp_ledger *l, size_t n)
 {
-	size_t cap;
-	uint64_t *nk;
-
-	if (n <= l->ks_cap)
-		return 0;
-	cap = l->ks_cap ? l->ks_cap : 256;
-	while (cap < n) {
-		if (cap > SIZE_MAX / 2 / sizeof(*nk))
-			return dp_error_set(DP_ENOMEM, "ledger: out of memory");
-		cap *= 2;
-	}
-	nk = realloc(l->ks, cap * sizeof(*nk));
-	if (!nk)
+	if (dp_mem_reserve(&l->ks, &l->ks_cap, n, sizeof(*l->ks), 256) != 0)
 		return dp_error_set(DP_ENOMEM, "ledger: out of memory");
-	l->ks = nk;
-	l->ks_cap = cap;
 	return 0;
 }
 
 /* The record at index i (0-based) that follows the state in l: check it
  * continues the log exactly. */
-static int dp__check_next(const dp_ledger *l, uint64_t hdr_cap, uint64_t hdr_capk,
+static int check_next(const dp_ledger *l, uint64_t hdr_cap, uint64_t hdr_capk,
 			  uint64_t i, const dp_ledger_entry *e)
 {
 	const char *p = l->path;
@@ -472,7 +392,7 @@ static int dp__check_next(const dp_ledger *l, uint64_t hdr_cap, uint64_t hdr_cap
 				    (unsigned long long)l->ks[l->count - 1]);
 	if (e->charge_nano == 0)
 		return dp_error_set(DP_ECORRUPT, "ledger %s: record %llu: zero charge", p, at);
-	if (e->total_nano != dp__add(l->total, e->charge_nano))
+	if (e->total_nano != add_nano(l->total, e->charge_nano))
 		return dp_error_set(DP_ECORRUPT, "ledger %s: record %llu: total %llu != previous "
 				    "%llu + charge %llu", p, at, (unsigned long long)e->total_nano,
 				    (unsigned long long)l->total,
@@ -484,7 +404,7 @@ static int dp__check_next(const dp_ledger *l, uint64_t hdr_cap, uint64_t hdr_cap
 }
 
 /* Read and verify all records; drop (or, read-only, report) a torn tail. */
-static int dp__load(dp_ledger *l, off_t size, uint64_t hdr_cap, uint64_t hdr_capk)
+static int load_records(dp_ledger *l, off_t size, uint64_t hdr_cap, uint64_t hdr_capk)
 {
 	const size_t R = DP_LEDGER_RECORD_SIZE;
 	uint64_t body = (uint64_t)size - DP_LEDGER_HEADER_SIZE;
@@ -499,14 +419,14 @@ static int dp__load(dp_ledger *l, off_t size, uint64_t hdr_cap, uint64_t hdr_cap
 		rc = dp_error_set(DP_ENOMEM, "ledger %s: too many records", l->path);
 		goto out;
 	}
-	rc = dp__ks_reserve(l, (size_t)nfull + 1);
+	rc = ks_reserve(l, (size_t)nfull + 1);
 	if (rc < 0)
 		goto out;
 	while (i < nfull) {
 		uint64_t n = nfull - i < READ_CHUNK_RECS ? nfull - i : READ_CHUNK_RECS;
 		off_t off = (off_t)(DP_LEDGER_HEADER_SIZE + i * R);
 
-		if (dp__pread_all(l->fd, buf, (size_t)(n * R), off) != 0) {
+		if (pread_all(l->fd, buf, (size_t)(n * R), off) != 0) {
 			int saved = errno;
 
 			rc = dp_error_set(DP_EIO, "ledger %s: read: %s", l->path,
@@ -515,7 +435,7 @@ static int dp__load(dp_ledger *l, off_t size, uint64_t hdr_cap, uint64_t hdr_cap
 		}
 		for (uint64_t j = 0; j < n; j++, i++) {
 			dp_ledger_entry e;
-			int d = dp__decode_record(buf + j * R, l->hdr_crc, &e);
+			int d = decode_record(buf + j * R, l->hdr_crc, &e);
 
 			/* Only the very last record may be torn, and only if
 			 * nothing follows it. */
@@ -534,7 +454,7 @@ static int dp__load(dp_ledger *l, off_t size, uint64_t hdr_cap, uint64_t hdr_cap
 						  "intact but from another ledger or format");
 				goto out;
 			}
-			rc = dp__check_next(l, hdr_cap, hdr_capk, i, &e);
+			rc = check_next(l, hdr_cap, hdr_capk, i, &e);
 			if (rc < 0)
 				goto out;
 			l->ks[l->count] = e.k;
@@ -562,7 +482,7 @@ out:
 	return rc;
 }
 
-static int dp__check_caps(const dp_ledger *l, uint64_t hdr_cap, uint64_t hdr_capk,
+static int check_caps(const dp_ledger *l, uint64_t hdr_cap, uint64_t hdr_capk,
 			  uint64_t cap, uint64_t capk, const char *identity)
 {
 	bool lower = l->flags & DP_LEDGER_ALLOW_LOWER;
@@ -577,8 +497,8 @@ static int dp__check_caps(const dp_ledger *l, uint64_t hdr_cap, uint64_t hdr_cap
 	    (capk != hdr_capk && !(lower && capk < hdr_capk)))
 		return dp_error_set(DP_EINVAL, "ledger %s: caps differ from the file (file: "
 				    "epsilon %.9f, %llu answers; given: epsilon %.9f, %llu "
-				    "answers)%s", l->path, dp__nano_to_double(hdr_cap),
-				    (unsigned long long)hdr_capk, dp__nano_to_double(cap),
+				    "answers)%s", l->path, nano_to_double(hdr_cap),
+				    (unsigned long long)hdr_capk, nano_to_double(cap),
 				    (unsigned long long)capk,
 				    lower ? "; caps can only be lowered" :
 				    "; use a new ledger file for new caps");
@@ -597,7 +517,8 @@ int dp_ledger_open(const char *path, double cap_eps, uint64_t cap_answers,
 	struct stat st;
 	int rc, saved;
 
-	if (!path || !*path || !out || (flags & ~known))
+	DP_REQUIRE(path != NULL && out != NULL);
+	if (*path == '\0' || (flags & ~known))
 		return dp_error_set(DP_EINVAL, "ledger: open: bad arguments");
 	if (!identity)
 		identity = "";
@@ -607,21 +528,12 @@ int dp_ledger_open(const char *path, double cap_eps, uint64_t cap_answers,
 					    DP_LEDGER_IDENTITY_MAX);
 		if (cap_answers == 0)
 			return dp_error_set(DP_EINVAL, "ledger: answer cap must be >= 1");
-		if (isnan(cap_eps) || !(cap_eps > 0.0))
-			return dp_error_set(DP_EINVAL, "ledger: epsilon cap %g must be > 0", cap_eps);
-		if (isinf(cap_eps)) {
-			if (!(flags & DP_LEDGER_ALLOW_INF))
-				return dp_error_set(DP_EINVAL, "ledger: infinite epsilon needs the "
-						    "allow-infinite (testing) flag");
-			cap = DP_LEDGER_INF;
-		} else {
-			rc = dp__to_nano(cap_eps, false, &cap);
-			if (rc < 0)
-				return rc;
-			if (cap == 0)
-				return dp_error_set(DP_EINVAL, "ledger: epsilon cap %g is below one "
-						    "nano-epsilon", cap_eps);
-		}
+		rc = amount_to_nano("epsilon cap", cap_eps, false, flags, &cap);
+		if (rc < 0)
+			return rc;
+		if (cap == 0)
+			return dp_error_set(DP_EINVAL, "ledger: epsilon cap %g is below one "
+					    "nano-epsilon", cap_eps);
 	}
 
 	l = calloc(1, sizeof(*l));
@@ -648,11 +560,11 @@ int dp_ledger_open(const char *path, double cap_eps, uint64_t cap_answers,
 			rc = dp_error_set(DP_ENOENT, "ledger %s: no such file", path);
 			goto fail;
 		}
-		rc = dp__create(path, cap, cap_answers, identity);
+		rc = create_file(path, cap, cap_answers, identity);
 		if (rc < 0)
 			goto fail;
 		DP_INFO("ledger", "created path=%s epsilon=%.9f answers=%llu identity='%s'", path,
-			dp__nano_to_double(cap), (unsigned long long)cap_answers, identity);
+			nano_to_double(cap), (unsigned long long)cap_answers, identity);
 	}
 	/* One process per ledger: two daemons on one budget would double it. */
 	if (!ro && flock(l->fd, LOCK_EX | LOCK_NB) != 0) {
@@ -678,13 +590,13 @@ int dp_ledger_open(const char *path, double cap_eps, uint64_t cap_answers,
 				  (long long)st.st_size, DP_LEDGER_HEADER_SIZE);
 		goto fail;
 	}
-	if (dp__pread_all(l->fd, h, sizeof(h), 0) != 0) {
+	if (pread_all(l->fd, h, sizeof(h), 0) != 0) {
 		saved = errno;
 		rc = dp_error_set(DP_EIO, "ledger %s: read header: %s", path,
 				  saved ? strerror(saved) : "short read");
 		goto fail;
 	}
-	rc = dp__decode_header(path, h, &hdr_cap, &hdr_capk, l->identity, &l->hdr_crc);
+	rc = decode_header(path, h, &hdr_cap, &hdr_capk, l->identity, &l->hdr_crc);
 	if (rc < 0)
 		goto fail;
 	if (ro) {
@@ -692,26 +604,26 @@ int dp_ledger_open(const char *path, double cap_eps, uint64_t cap_answers,
 		cap_answers = hdr_capk;
 		identity = l->identity;
 	} else {
-		rc = dp__check_caps(l, hdr_cap, hdr_capk, cap, cap_answers, identity);
+		rc = check_caps(l, hdr_cap, hdr_capk, cap, cap_answers, identity);
 		if (rc < 0)
 			goto fail;
 	}
 	l->cap_nano = cap;
 	l->cap_answers = cap_answers;
-	rc = dp__load(l, st.st_size, hdr_cap, hdr_capk);
+	rc = load_records(l, st.st_size, hdr_cap, hdr_capk);
 	if (rc < 0)
 		goto fail;
 	/* Make what we verified durable before building on it: a record written
 	 * by a process killed before its fdatasync is still only in the page
 	 * cache, and so is a truncation. */
-	if (!ro && dp__sync(l->fd, false) != 0) {
+	if (!ro && dp_file_sync(l->fd, 0) != 0) {
 		saved = errno;
 		rc = dp_error_set(DP_EIO, "ledger %s: fsync: %s", path, strerror(saved));
 		goto fail;
 	}
 	DP_INFO("ledger", "opened path=%s answers=%llu/%llu spent=%.9f cap=%.9f", path,
 		(unsigned long long)l->count, (unsigned long long)l->cap_answers,
-		dp__nano_to_double(l->total), dp__nano_to_double(l->cap_nano));
+		nano_to_double(l->total), nano_to_double(l->cap_nano));
 	*out = l;
 	return 0;
 fail:
@@ -731,30 +643,19 @@ void dp_ledger_close(dp_ledger *l)
 }
 
 /* Everything dp_ledger_charge checks before writing. */
-static int dp__precheck(const dp_ledger *l, uint64_t k, double charge_eps, uint64_t *charge)
+static int precheck(const dp_ledger *l, uint64_t k, double charge_eps, uint64_t *charge)
 {
 	uint64_t c;
 	int rc;
 
-	if (!l)
-		return dp_error_set(DP_EINVAL, "ledger: NULL ledger");
 	if (l->failed)
 		return dp_error_set(DP_EIO, "ledger %s: failed after an I/O error; not answering",
 				    l->path);
 	if (l->flags & DP_LEDGER_READONLY)
 		return dp_error_set(DP_ESTATE, "ledger %s: opened read-only", l->path);
-	if (isnan(charge_eps) || !(charge_eps > 0.0))
-		return dp_error_set(DP_EINVAL, "ledger: charge %g must be > 0", charge_eps);
-	if (isinf(charge_eps)) {
-		if (!(l->flags & DP_LEDGER_ALLOW_INF))
-			return dp_error_set(DP_EINVAL, "ledger: infinite charge needs the "
-					    "allow-infinite (testing) flag");
-		c = DP_LEDGER_INF;
-	} else {
-		rc = dp__to_nano(charge_eps, true, &c);
-		if (rc < 0)
-			return rc;
-	}
+	rc = amount_to_nano("charge", charge_eps, true, l->flags, &c);
+	if (rc < 0)
+		return rc;
 	if (l->count > 0 && k <= l->ks[l->count - 1]) {
 		if (dp_ledger_lookup(l, k, NULL) == 0)
 			return dp_error_set(DP_ESTATE, "ledger %s: request k=%llu was already "
@@ -781,7 +682,8 @@ int dp_ledger_check(const dp_ledger *l, uint64_t k, double charge_eps)
 {
 	uint64_t c;
 
-	return dp__precheck(l, k, charge_eps, &c);
+	DP_REQUIRE(l != NULL);
+	return precheck(l, k, charge_eps, &c);
 }
 
 int dp_ledger_charge(dp_ledger *l, uint64_t k, double charge_eps, dp_ledger_entry *out)
@@ -793,22 +695,23 @@ int dp_ledger_charge(dp_ledger *l, uint64_t k, double charge_eps, dp_ledger_entr
 	ssize_t w;
 	int rc, saved;
 
-	rc = dp__precheck(l, k, charge_eps, &c);
+	DP_REQUIRE(l != NULL);
+	rc = precheck(l, k, charge_eps, &c);
 	if (rc < 0)
 		return rc;
 	/* Allocate first so nothing can fail between a durable write and the
 	 * in-memory update. */
-	rc = dp__ks_reserve(l, (size_t)l->count + 1);
+	rc = ks_reserve(l, (size_t)l->count + 1);
 	if (rc < 0)
 		return rc;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	e.seq = l->count + 1;
 	e.k = k;
 	e.charge_nano = c;
-	e.total_nano = dp__add(l->total, c);
+	e.total_nano = add_nano(l->total, c);
 	e.count = l->count + 1;
 	e.time_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	dp__encode_record(rec, l->hdr_crc, &e);
+	encode_record(rec, l->hdr_crc, &e);
 
 	/* One write() of the whole record; a short write is not continued
 	 * (the tail is torn and is dropped at the next open). */
@@ -831,7 +734,7 @@ int dp_ledger_charge(dp_ledger *l, uint64_t k, double charge_eps, dp_ledger_entr
 	}
 	/* Never retried: after a failed fsync the kernel may have dropped the
 	 * dirty pages and a second call would report success. */
-	if (dp__sync(l->fd, true) != 0) {
+	if (dp_file_sync(l->fd, 1) != 0) {
 		saved = errno;
 		l->failed = true;
 		rc = dp_error_set(DP_EIO, "ledger %s: fdatasync of record k=%llu failed (%s); "
@@ -854,8 +757,7 @@ int dp_ledger_lookup(const dp_ledger *l, uint64_t k, dp_ledger_entry *out)
 	dp_ledger_entry e;
 	size_t lo = 0, hi;
 
-	if (!l)
-		return dp_error_set(DP_EINVAL, "ledger: NULL ledger");
+	DP_REQUIRE(l != NULL);
 	if (l->failed)
 		return dp_error_set(DP_EIO, "ledger %s: failed after an I/O error", l->path);
 	hi = (size_t)l->count;
@@ -871,14 +773,14 @@ int dp_ledger_lookup(const dp_ledger *l, uint64_t k, dp_ledger_entry *out)
 		return DP_ENOENT;
 	if (!out)
 		return 0;
-	if (dp__pread_all(l->fd, rec, sizeof(rec),
+	if (pread_all(l->fd, rec, sizeof(rec),
 			  (off_t)(DP_LEDGER_HEADER_SIZE + (uint64_t)lo * DP_LEDGER_RECORD_SIZE)) != 0) {
 		int saved = errno;
 
 		return dp_error_set(DP_EIO, "ledger %s: read record %zu: %s", l->path, lo + 1,
 				    saved ? strerror(saved) : "short read");
 	}
-	if (dp__decode_record(rec, l->hdr_crc, &e) != REC_OK || e.k != k || e.seq != lo + 1)
+	if (decode_record(rec, l->hdr_crc, &e) != REC_OK || e.k != k || e.seq != lo + 1)
 		return dp_error_set(DP_ECORRUPT, "ledger %s: record %zu changed on disk", l->path,
 				    lo + 1);
 	*out = e;
@@ -887,16 +789,19 @@ int dp_ledger_lookup(const dp_ledger *l, uint64_t k, dp_ledger_entry *out)
 
 uint64_t dp_ledger_spent_nano(const dp_ledger *l)
 {
+	DP_REQUIRE(l != NULL);
 	return l->total;
 }
 
 double dp_ledger_spent(const dp_ledger *l)
 {
-	return dp__nano_to_double(l->total);
+	DP_REQUIRE(l != NULL);
+	return nano_to_double(l->total);
 }
 
 uint64_t dp_ledger_left_nano(const dp_ledger *l)
 {
+	DP_REQUIRE(l != NULL);
 	if (l->failed)
 		return 0;
 	if (l->cap_nano == DP_LEDGER_INF)
@@ -906,31 +811,37 @@ uint64_t dp_ledger_left_nano(const dp_ledger *l)
 
 double dp_ledger_left(const dp_ledger *l)
 {
-	return dp__nano_to_double(dp_ledger_left_nano(l));
+	DP_REQUIRE(l != NULL);
+	return nano_to_double(dp_ledger_left_nano(l));
 }
 
 uint64_t dp_ledger_cap_nano(const dp_ledger *l)
 {
+	DP_REQUIRE(l != NULL);
 	return l->cap_nano;
 }
 
 double dp_ledger_cap(const dp_ledger *l)
 {
-	return dp__nano_to_double(l->cap_nano);
+	DP_REQUIRE(l != NULL);
+	return nano_to_double(l->cap_nano);
 }
 
 uint64_t dp_ledger_answers(const dp_ledger *l)
 {
+	DP_REQUIRE(l != NULL);
 	return l->count;
 }
 
 uint64_t dp_ledger_answers_cap(const dp_ledger *l)
 {
+	DP_REQUIRE(l != NULL);
 	return l->cap_answers;
 }
 
 int dp_ledger_last_k(const dp_ledger *l, uint64_t *k)
 {
+	DP_REQUIRE(l != NULL && k != NULL);
 	if (l->count == 0)
 		return DP_ENOENT;
 	*k = l->ks[l->count - 1];
@@ -939,15 +850,18 @@ int dp_ledger_last_k(const dp_ledger *l, uint64_t *k)
 
 const char *dp_ledger_identity(const dp_ledger *l)
 {
+	DP_REQUIRE(l != NULL);
 	return l->identity;
 }
 
 size_t dp_ledger_torn_bytes(const dp_ledger *l)
 {
+	DP_REQUIRE(l != NULL);
 	return l->torn;
 }
 
 int dp_ledger_failed(const dp_ledger *l)
 {
+	DP_REQUIRE(l != NULL);
 	return l->failed ? 1 : 0;
 }

@@ -26,7 +26,12 @@
  *
  * A dp_ledger is not thread-safe; use it from one thread.  While open, the
  * file is held with an exclusive flock(2), so a second process (or a second
- * open in this process) on the same file fails with DP_ESTATE. */
+ * open in this process) on the same file fails with DP_ESTATE.
+ *
+ * Every function below requires a non-NULL ledger handle and non-NULL
+ * output pointers unless it says "may be NULL"; a NULL there is a caller bug
+ * (DP_REQUIRE, fatal), not an error code.  Every fsync/fdatasync goes
+ * through dp_file_sync (file.h), so a test can make them fail. */
 #ifndef DP_LEDGER_H
 #define DP_LEDGER_H
 
@@ -84,10 +89,11 @@ typedef struct dp_ledger_entry {
  * identity: owner/job identity (e.g. "owner=alice job=loans-2026" or a hex
  *   hash), at most DP_LEDGER_IDENTITY_MAX bytes, no NUL; NULL means "".
  *
- * Creation is atomic: the header is written to a temporary file in the same
- * directory (path.tmp-XXXXXX), fsync'ed, hard-linked to `path` (which fails
- * if `path` appeared meanwhile, like O_CREAT|O_EXCL) and the directory is
- * fsync'ed; a file at `path` therefore always has a complete header.
+ * Creation is atomic (dp_file_create_atomic): the header is written to a
+ * temporary file in the same directory, fsync'ed, hard-linked to `path`
+ * (which fails if `path` appeared meanwhile, like O_CREAT|O_EXCL) and the
+ * directory is fsync'ed; a file at `path` therefore always has a complete
+ * header.  The file's mode is 0600.
  *
  * An existing file is verified completely: header CRC and fields, then every
  * record's CRC, magic, consecutive seq, strictly increasing k, count and
@@ -101,7 +107,9 @@ typedef struct dp_ledger_entry {
  * DP_LEDGER_ALLOW_LOWER the given caps may be lower).
  *
  * On success *out owns the open ledger (free with dp_ledger_close).
- * Errors: DP_EINVAL (bad argument; caps or identity differ from the header;
+ * path and out must not be NULL.
+ * Errors: DP_EINVAL (empty path, unknown flags, bad cap or identity; caps or
+ * identity differ from the header;
  * infinite ledger without DP_LEDGER_ALLOW_INF), DP_ENOENT (missing, with
  * NO_CREATE or READONLY), DP_ECORRUPT (not a ledger, bad header, file
  * shorter than the header, damaged or inconsistent record other than a torn
@@ -129,7 +137,7 @@ int dp_ledger_check(const dp_ledger *l, uint64_t k, double charge_eps);
  *
  * Appends one 64-byte record with a single write() to the O_APPEND file and
  * fdatasync()s it; returns 0 only after the sync succeeded, and only then may
- * the answer be sent.  If out is non-NULL it receives the new entry.
+ * the answer be sent.  out may be NULL; otherwise it receives the new entry.
  * Errors (nothing written unless stated):
  *   DP_EINVAL   charge not > 0, NaN, or infinite without ALLOW_INF
  *   DP_ERANGE   charge above DP_LEDGER_NANO_MAX nano-epsilon
@@ -143,8 +151,8 @@ int dp_ledger_check(const dp_ledger *l, uint64_t k, double charge_eps);
  *               for good and the caller must stop answering. */
 int dp_ledger_charge(dp_ledger *l, uint64_t k, double charge_eps, dp_ledger_entry *out);
 
-/* Was request k already answered?  0 and *out filled (if non-NULL) when it
- * was; DP_ENOENT when it was not; DP_EIO in the failed state or on a read
+/* Was request k already answered?  0 and *out filled (out may be NULL) when
+ * it was; DP_ENOENT when it was not; DP_EIO in the failed state or on a read
  * error; DP_ECORRUPT if the stored record no longer verifies. */
 int dp_ledger_lookup(const dp_ledger *l, uint64_t k, dp_ledger_entry *out);
 
@@ -186,11 +194,5 @@ int dp_ledger_nano_floor(double eps, uint64_t *out);
  * Errors: DP_EINVAL (cap_eps not > 0 or NaN, answers 0, or cap below
  * `answers` nano-epsilon). */
 int dp_ledger_eps_share(double cap_eps, uint64_t answers, double *eps_q);
-
-/* TEST ONLY: replace every fsync/fdatasync the ledger does (creation,
- * open, charge) by fn(fd), which returns 0 or -1 with errno set.  NULL
- * restores the real calls.  Process-wide, not thread-safe; never used by the
- * daemons. */
-void dp_ledger_set_sync_hook(int (*fn)(int fd));
 
 #endif

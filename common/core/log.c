@@ -6,18 +6,20 @@
 #include <string.h>
 #include <time.h>
 
-static enum dp_log_level dp__log_level = DP_LOG_INFO;
-static const char *const dp__level_names[] = { "debug", "info", "warn", "error" };
+static enum dp_log_level min_level = DP_LOG_INFO;
+static const char *const level_names[] = { "debug", "info", "warn", "error" };
 
 void dp_log_set_level(enum dp_log_level level)
 {
-	dp__log_level = level;
+	DP_REQUIRE(level >= DP_LOG_DEBUG && level <= DP_LOG_ERROR);
+	min_level = level;
 }
 
 int dp_log_parse_level(const char *s, enum dp_log_level *out)
 {
+	DP_REQUIRE(s != NULL && out != NULL);
 	for (int i = 0; i < 4; i++) {
-		if (strcmp(s, dp__level_names[i]) == 0) {
+		if (strcmp(s, level_names[i]) == 0) {
 			*out = (enum dp_log_level)i;
 			return 0;
 		}
@@ -33,17 +35,18 @@ void dp_log(enum dp_log_level level, const char *subsys, const char *fmt, ...)
 	size_t off;
 	va_list ap;
 
-	if (level < dp__log_level)
+	DP_REQUIRE(level >= DP_LOG_DEBUG && level <= DP_LOG_ERROR && subsys != NULL && fmt != NULL);
+	if (level < min_level)
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	off = strftime(line, sizeof(line), "%Y-%m-%dT%H:%M:%S", &tm);
 	off += (size_t)snprintf(line + off, sizeof(line) - off, ".%03ldZ %s %s: ",
-				ts.tv_nsec / 1000000L, dp__level_names[level], subsys);
+				ts.tv_nsec / 1000000L, level_names[level], subsys);
 	va_start(ap, fmt);
 	if (off < sizeof(line))
 		vsnprintf(line + off, sizeof(line) - off, fmt, ap);
 	va_end(ap);
-	/* One fputs per line keeps lines whole when several processes share a tty. */
+	/* One call per line keeps lines whole when several processes share a tty. */
 	fprintf(stderr, "%s\n", line);
 }

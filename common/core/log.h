@@ -7,9 +7,11 @@
 
 enum dp_log_level { DP_LOG_DEBUG, DP_LOG_INFO, DP_LOG_WARN, DP_LOG_ERROR };
 
-/* Messages below `level` are dropped. Default DP_LOG_INFO. */
+/* Messages below `level` are dropped. Default DP_LOG_INFO.  A level outside
+ * the enum is a caller bug (DP_REQUIRE), here and in dp_log. */
 void dp_log_set_level(enum dp_log_level level);
-/* Parse "debug|info|warn|error"; 0 or DP_EINVAL. */
+/* Parse "debug|info|warn|error"; 0, or DP_EINVAL with a detail and *out
+ * untouched. */
 int dp_log_parse_level(const char *s, enum dp_log_level *out);
 
 void dp_log(enum dp_log_level level, const char *subsys, const char *fmt, ...)

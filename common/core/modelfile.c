@@ -14,6 +14,7 @@ int dp_modelfile_write(const char *path, const dp_modelfile *mf)
 	struct json_object *o;
 	int rc = 0;
 
+	DP_REQUIRE(path != NULL && mf != NULL && (mf->theta != NULL || mf->p == 0));
 	for (size_t q = 0; q < mf->p; q++)
 		if (!isfinite(mf->theta[q]))
 			return dp_error_set(DP_EINVAL, "%s: theta[%zu] is not finite", path, q);
@@ -56,6 +57,7 @@ int dp_modelfile_read(const char *path, dp_modelfile *mf)
 	const char *s;
 	int rc;
 
+	DP_REQUIRE(path != NULL && mf != NULL);
 	rc = dp_json_read_file(path, DP_MODELFILE_MAX, &o);
 	if (rc != 0)
 		return rc;
@@ -125,6 +127,8 @@ out:
 
 void dp_modelfile_free(dp_modelfile *mf)
 {
+	if (mf == NULL)
+		return;
 	if (mf->features)
 		for (size_t q = 0; q < mf->p; q++)
 			free(mf->features[q]);

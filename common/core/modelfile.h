@@ -2,7 +2,7 @@
  *   {"format": "dpasync-model", "version": 1, "model": "linear",
  *    "theta": [...], "features": [...], "bias": true, "T": 1000,
  *    "lambda": ..., "theta_max": ..., "clip_l1": ..., "mode": "async"}
- * Written atomically (fileio.h). */
+ * Written atomically (file.h). */
 #ifndef DP_MODELFILE_H
 #define DP_MODELFILE_H
 
@@ -22,11 +22,13 @@ typedef struct dp_modelfile {
 	char mode[16];      /* async | sync1 | sync2 | peer */
 } dp_modelfile;
 
-/* Errors: DP_EIO, DP_ENOMEM, DP_EINVAL (non-finite theta). */
+/* path and mf (with theta when p > 0) must not be NULL.
+ * Errors: DP_EIO, DP_ENOMEM, DP_EINVAL (non-finite theta). */
 int dp_modelfile_write(const char *path, const dp_modelfile *mf);
 /* Errors: DP_ENOENT, DP_EIO, DP_EFORMAT (detail names the field). mf is
  * filled only on success; free with dp_modelfile_free. */
 int dp_modelfile_read(const char *path, dp_modelfile *mf);
+/* Free what mf holds and zero it; NULL is allowed. */
 void dp_modelfile_free(dp_modelfile *mf);
 
 #endif

@@ -9,7 +9,7 @@
  * in double to a relative error of about 2^-51 and then sampled *exactly*
  * for that double by comparing uniform bits with its binary expansion, so
  * no probability is ever rounded to 0, 1 or a coarse 53-bit grid.  Digits
- * with lambda 2^i > DP__XMAX are set to 0: that conditions X on
+ * with lambda 2^i > XMAX are set to 0: that conditions X on
  * X < 2^i, removing a tail of mass < e^-700.
  *
  * Each digit takes one 32-bit word, compared with the first 32 binary
@@ -26,31 +26,31 @@
 
 #include "common/core/error.h"
 
-#define DP__GEOM_BITS 63
+#define GEOM_BITS 63
 /* Cut-off for lambda 2^i.  1/(1 + e^700) ~ 1e-304 is still a normal double,
  * so every probability used keeps full relative precision. */
-#define DP__XMAX 700.0
+#define XMAX 700.0
 
 /* Digit probabilities for one lambda.  Computing them costs one exp() per
  * digit, more than sampling; an answer draws all its coordinates with the
  * same lambda, so the last table is kept per thread (lambda is public). */
-struct dp__geom_table {
+struct geom_table {
 	double key;                     /* lambda or t; 0: empty */
 	int by_t;                       /* key is a Laplace scale t */
 	int n;                          /* digits that can be 1 */
-	double p[DP__GEOM_BITS];        /* P(digit i = 1), in (0, 1/2] */
-	uint32_t head[DP__GEOM_BITS];   /* floor(p[i] 2^32): digits 1..32 */
+	double p[GEOM_BITS];        /* P(digit i = 1), in (0, 1/2] */
+	uint32_t head[GEOM_BITS];   /* floor(p[i] 2^32): digits 1..32 */
 };
 
-static _Thread_local struct dp__geom_table dp__table;
+static _Thread_local struct geom_table last_table;
 
 /* The table for a geometric of parameter `key` or, if by_t, for the
  * geometrics of a discrete Laplace of scale t = key: then lambda = 1/t
  * rounded *down* (fma gives the exact sign of lambda t - 1), so the noise
  * is never narrower than the scale asked for. */
-static const struct dp__geom_table *dp__geom_table(double key, int by_t)
+static const struct geom_table *table_for(double key, int by_t)
 {
-	struct dp__geom_table *tb = &dp__table;
+	struct geom_table *tb = &last_table;
 	double lambda = key;
 	int n;
 
@@ -61,10 +61,10 @@ static const struct dp__geom_table *dp__geom_table(double key, int by_t)
 		if (fma(lambda, key, -1.0) > 0)
 			lambda = nextafter(lambda, 0.0);
 	}
-	for (n = 0; n < DP__GEOM_BITS; n++) {
+	for (n = 0; n < GEOM_BITS; n++) {
 		double x = ldexp(lambda, n);
 
-		if (!(x <= DP__XMAX))
+		if (!(x <= XMAX))
 			break;
 		tb->p[n] = 1.0 / (1.0 + exp(x));
 		tb->head[n] = (uint32_t)(tb->p[n] * 0x1p32);  /* exact floor */
@@ -79,7 +79,7 @@ static const struct dp__geom_table *dp__geom_table(double key, int by_t)
  * binary digits 1..32.  Compare digits 33.. in 64-bit chunks, drawing one
  * word per chunk, until they differ (V < p gives 1) or p's expansion ends
  * (then V >= p, 0). */
-static int dp__bernoulli_tail(dp_bitsource *src, double p, int *bit)
+static int bernoulli_tail(dp_bitsource *src, double p, int *bit)
 {
 	int e, s;
 	uint64_t m = (uint64_t)ldexp(frexp(p, &e), 53);  /* p = m 2^s exactly */
@@ -112,7 +112,7 @@ static int dp__bernoulli_tail(dp_bitsource *src, double p, int *bit)
 }
 
 /* One geometric from the table and n pre-drawn words. */
-static int dp__geom_digits(dp_bitsource *src, const struct dp__geom_table *tb,
+static int geom_digits(dp_bitsource *src, const struct geom_table *tb,
                            const uint32_t *w, int64_t *out)
 {
 	uint64_t x = 0;
@@ -121,7 +121,7 @@ static int dp__geom_digits(dp_bitsource *src, const struct dp__geom_table *tb,
 		if (w[i] != tb->head[i]) {
 			x |= (uint64_t)(w[i] < tb->head[i]) << i;
 		} else {
-			int bit, rc = dp__bernoulli_tail(src, tb->p[i], &bit);
+			int bit, rc = bernoulli_tail(src, tb->p[i], &bit);
 
 			if (rc != 0)
 				return rc;
@@ -134,19 +134,22 @@ static int dp__geom_digits(dp_bitsource *src, const struct dp__geom_table *tb,
 
 int dp_noise_geometric(dp_bitsource *src, double lambda, int64_t *out)
 {
-	const struct dp__geom_table *tb;
-	uint32_t w[DP__GEOM_BITS];
+	const struct geom_table *tb;
+	uint32_t w[GEOM_BITS];
 	int64_t x = 0;
 	int rc;
 
+	DP_REQUIRE(src != NULL && src->fill != NULL && out != NULL);
 	if (!(lambda > 0.0) || !isfinite(lambda))
-		return dp_error_set(DP_EINVAL, "geometric: lambda %g is not a positive finite number", lambda);
+		return dp_error_set(DP_EINVAL, "geometric: lambda %g is not a positive finite number",
+				    lambda);
 	if (lambda < DP_NOISE_LAMBDA_MIN)
-		return dp_error_set(DP_ERANGE, "geometric: lambda %g below %g", lambda, DP_NOISE_LAMBDA_MIN);
-	tb = dp__geom_table(lambda, 0);
+		return dp_error_set(DP_ERANGE, "geometric: lambda %g below %g", lambda,
+				    DP_NOISE_LAMBDA_MIN);
+	tb = table_for(lambda, 0);
 	rc = src->fill(src->ctx, w, (size_t)tb->n * sizeof(w[0]));
 	if (rc == 0)
-		rc = dp__geom_digits(src, tb, w, &x);
+		rc = geom_digits(src, tb, w, &x);
 	OPENSSL_cleanse(w, sizeof(w));
 	if (rc == 0)
 		*out = x;
@@ -155,30 +158,32 @@ int dp_noise_geometric(dp_bitsource *src, double lambda, int64_t *out)
 
 int dp_noise_discrete_laplace(dp_bitsource *src, double t, int64_t *out)
 {
-	const struct dp__geom_table *tb;
-	uint32_t w[2 * DP__GEOM_BITS];
+	const struct geom_table *tb;
+	uint32_t w[2 * GEOM_BITS];
 	int64_t a = 0, b = 0;
 	int rc;
 
+	DP_REQUIRE(src != NULL && src->fill != NULL && out != NULL);
 	if (!(t > 0.0) || !isfinite(t))
-		return dp_error_set(DP_EINVAL, "discrete laplace: scale %g is not a positive finite number", t);
+		return dp_error_set(DP_EINVAL, "discrete laplace: scale %g is not a positive finite "
+				    "number", t);
 	if (t > DP_NOISE_TMAX)
 		return dp_error_set(DP_ERANGE, "discrete laplace: scale %g above %g", t, DP_NOISE_TMAX);
 	/* lambda >= 2^-53 here; for tiny t no digit can be 1: output 0. */
-	tb = dp__geom_table(t, 1);
+	tb = table_for(t, 1);
 	/* One fill for both halves: one copy, one fork check. */
 	rc = src->fill(src->ctx, w, 2 * (size_t)tb->n * sizeof(w[0]));
 	if (rc == 0)
-		rc = dp__geom_digits(src, tb, w, &a);
+		rc = geom_digits(src, tb, w, &a);
 	if (rc == 0)
-		rc = dp__geom_digits(src, tb, w + tb->n, &b);
+		rc = geom_digits(src, tb, w + tb->n, &b);
 	OPENSSL_cleanse(w, sizeof(w));
 	if (rc == 0)
 		*out = a - b;  /* both in [0, 2^63): no overflow */
 	return rc;
 }
 
-static int dp__bitlen128(unsigned __int128 v)
+static int bitlen128(unsigned __int128 v)
 {
 	uint64_t hi = (uint64_t)(v >> 64), lo = (uint64_t)v;
 
@@ -197,6 +202,7 @@ int dp_noise_grid_exponent(size_t n, double clip, double eps_q, int *k)
 	int ec, ee, clog;
 	long kk;
 
+	DP_REQUIRE(k != NULL);
 	if (n == 0)
 		return dp_error_set(DP_EINVAL, "grid: no rows");
 	if (!(clip > 0.0) || !isfinite(clip))
@@ -210,7 +216,7 @@ int dp_noise_grid_exponent(size_t n, double clip, double eps_q, int *k)
 
 	/* n clip 2^k <= 2^52  <=>  n mc <= 2^(105 - ec - k). */
 	prod = (unsigned __int128)n * mc;
-	clog = dp__bitlen128(prod);
+	clog = bitlen128(prod);
 	if ((prod & (prod - 1)) == 0)
 		clog--;  /* exact power of two: ceil(log2) = bitlen - 1 */
 	kk = 105L - ec - clog;

@@ -20,6 +20,7 @@
  * DP_NOISE_LAMBDA_MIN: the tail cut would no longer be negligible), or the
  * source's error.  *out untouched on failure. */
 #define DP_NOISE_LAMBDA_MIN 0x1p-53
+/* (In this header src, its fill, out and k must not be NULL: DP_REQUIRE.) */
 int dp_noise_geometric(dp_bitsource *src, double lambda, int64_t *out);
 
 /* Discrete Laplace on the integers: P(X = j) proportional to exp(-|j| / t),

@@ -13,6 +13,7 @@ int dp_num_parse_double(const char *what, const char *s, int allow_inf, double *
 	char *end;
 	double v;
 
+	DP_REQUIRE(what != NULL && out != NULL);
 	if (s == NULL || *s == '\0' || isspace((unsigned char)*s))
 		return dp_error_set(DP_EINVAL, "%s: expected a number, got '%s'", what, s ? s : "");
 	if (allow_inf && (strcasecmp(s, "inf") == 0 || strcasecmp(s, "infinity") == 0)) {
@@ -29,6 +30,7 @@ int dp_num_parse_double(const char *what, const char *s, int allow_inf, double *
 
 void dp_num_format(char *buf, size_t len, double v)
 {
+	DP_REQUIRE(buf != NULL && len > 0);
 	if (!isfinite(v)) {
 		snprintf(buf, len, isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
 		return;
@@ -52,6 +54,7 @@ int dp_num_parse_u64(const char *what, const char *s, uint64_t *out)
 	char *end;
 	unsigned long long v;
 
+	DP_REQUIRE(what != NULL && out != NULL);
 	if (s == NULL || !isdigit((unsigned char)*s))
 		return dp_error_set(DP_EINVAL, "%s: expected a non-negative integer, got '%s'",
 				    what, s ? s : "");
@@ -66,8 +69,10 @@ int dp_num_parse_u64(const char *what, const char *s, uint64_t *out)
 int dp_num_parse_size(const char *what, const char *s, size_t *out)
 {
 	uint64_t v;
-	int rc = dp_num_parse_u64(what, s, &v);
+	int rc;
 
+	DP_REQUIRE(out != NULL);
+	rc = dp_num_parse_u64(what, s, &v);
 	if (rc != 0)
 		return rc;
 	if (v > SIZE_MAX)
@@ -77,7 +82,7 @@ int dp_num_parse_size(const char *what, const char *s, size_t *out)
 }
 
 /* Split a comma list and parse each item with `one`; shared by both list kinds. */
-static int dp__parse_list(const char *what, const char *s, size_t elem, void **out, size_t *count,
+static int parse_list(const char *what, const char *s, size_t elem, void **out, size_t *count,
 			  int (*one)(const char *, const char *, void *, int), int flag)
 {
 	char *copy, *tok;
@@ -85,6 +90,7 @@ static int dp__parse_list(const char *what, const char *s, size_t elem, void **o
 	unsigned char *vals;
 	int rc = 0;
 
+	DP_REQUIRE(what != NULL && out != NULL && count != NULL);
 	if (s == NULL || *s == '\0')
 		return dp_error_set(DP_EINVAL, "%s: empty list", what);
 	for (const char *c = s; *c; c++)
@@ -120,12 +126,12 @@ static int dp__parse_list(const char *what, const char *s, size_t elem, void **o
 	return 0;
 }
 
-static int dp__one_double(const char *what, const char *s, void *out, int allow_inf)
+static int one_double(const char *what, const char *s, void *out, int allow_inf)
 {
 	return dp_num_parse_double(what, s, allow_inf, out);
 }
 
-static int dp__one_size(const char *what, const char *s, void *out, int unused)
+static int one_size(const char *what, const char *s, void *out, int unused)
 {
 	return dp_num_parse_size(what, s, out);
 }
@@ -133,11 +139,11 @@ static int dp__one_size(const char *what, const char *s, void *out, int unused)
 int dp_num_parse_double_list(const char *what, const char *s, int allow_inf, double **out,
 			 size_t *count)
 {
-	return dp__parse_list(what, s, sizeof(double), (void **)out, count, dp__one_double,
+	return parse_list(what, s, sizeof(double), (void **)out, count, one_double,
 			      allow_inf);
 }
 
 int dp_num_parse_size_list(const char *what, const char *s, size_t **out, size_t *count)
 {
-	return dp__parse_list(what, s, sizeof(size_t), (void **)out, count, dp__one_size, 0);
+	return parse_list(what, s, sizeof(size_t), (void **)out, count, one_size, 0);
 }

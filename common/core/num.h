@@ -1,5 +1,7 @@
 /* Strict parsing of numbers and lists from flags and config values.
- * Each returns 0 or DP_EINVAL with a detail naming `what` and the text. */
+ * Each returns 0 or DP_EINVAL with a detail naming `what` and the text
+ * (outputs untouched on failure); s may be NULL (an error), `what` and the
+ * output pointers may not (DP_REQUIRE). */
 #ifndef DP_NUM_H
 #define DP_NUM_H
 

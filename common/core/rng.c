@@ -19,13 +19,15 @@
  * zero bits for dp_rng_uniform, below the threshold for dp_rng_below) is
  * broken: a true random source does that 64 times in a row with
  * probability < 2^-64.  Give up instead of spinning forever. */
-#define DP__REJECT_MAX 64
+#define REJECT_MAX 64
 
 int dp_rng_u64(dp_bitsource *src, uint64_t *out)
 {
 	uint64_t v;
-	int rc = src->fill(src->ctx, &v, sizeof(v));
+	int rc;
 
+	DP_REQUIRE(src != NULL && src->fill != NULL && out != NULL);
+	rc = src->fill(src->ctx, &v, sizeof(v));
 	if (rc != 0)
 		return rc;
 	*out = v;
@@ -34,7 +36,8 @@ int dp_rng_u64(dp_bitsource *src, uint64_t *out)
 
 int dp_rng_uniform(dp_bitsource *src, double *out)
 {
-	for (int i = 0; i < DP__REJECT_MAX; i++) {
+	DP_REQUIRE(out != NULL);
+	for (int i = 0; i < REJECT_MAX; i++) {
 		uint64_t v;
 		int rc = dp_rng_u64(src, &v);
 
@@ -48,7 +51,7 @@ int dp_rng_uniform(dp_bitsource *src, double *out)
 			return 0;
 		}
 	}
-	return dp_error_set(DP_ERNG, "rand_uniform: bit source returns only zeros");
+	return dp_error_set(DP_ERNG, "rng: uniform: bit source returns only zeros");
 }
 
 int dp_rng_exponential(dp_bitsource *src, double rate, double *out)
@@ -56,14 +59,16 @@ int dp_rng_exponential(dp_bitsource *src, double rate, double *out)
 	double u, x;
 	int rc;
 
+	DP_REQUIRE(out != NULL);
 	if (!(rate > 0.0) || !isfinite(rate))
-		return dp_error_set(DP_EINVAL, "rand_exponential: rate %g is not a positive finite number", rate);
+		return dp_error_set(DP_EINVAL, "rng: exponential: rate %g is not a positive finite "
+				    "number", rate);
 	rc = dp_rng_uniform(src, &u);
 	if (rc != 0)
 		return rc;
 	x = -log(u) / rate;  /* u in [2^-53, 1): x in (0, 36.8/rate] */
 	if (!isfinite(x))
-		return dp_error_set(DP_ERANGE, "rand_exponential: rate %g too small", rate);
+		return dp_error_set(DP_ERANGE, "rng: exponential: rate %g too small", rate);
 	*out = x;
 	return 0;
 }
@@ -72,8 +77,9 @@ int dp_rng_below(dp_bitsource *src, uint64_t bound, uint64_t *out)
 {
 	uint64_t min;
 
+	DP_REQUIRE(src != NULL && out != NULL);
 	if (bound == 0)
-		return dp_error_set(DP_EINVAL, "rand_below: bound is 0");
+		return dp_error_set(DP_EINVAL, "rng: below: bound is 0");
 	if (bound == 1) {
 		*out = 0;
 		return 0;
@@ -82,7 +88,7 @@ int dp_rng_below(dp_bitsource *src, uint64_t bound, uint64_t *out)
 	 * is a whole number of copies of [0, bound): no modulo bias.  The
 	 * acceptance probability is > 1/2. */
 	min = (0 - bound) % bound;
-	for (int i = 0; i < DP__REJECT_MAX; i++) {
+	for (int i = 0; i < REJECT_MAX; i++) {
 		uint64_t v;
 		int rc = dp_rng_u64(src, &v);
 
@@ -93,12 +99,12 @@ int dp_rng_below(dp_bitsource *src, uint64_t bound, uint64_t *out)
 			return 0;
 		}
 	}
-	return dp_error_set(DP_ERNG, "rand_below: bit source keeps hitting the rejection zone");
+	return dp_error_set(DP_ERNG, "rng: below: bit source keeps hitting the rejection zone");
 }
 
 /* ---- the CSPRNG ---- */
 
-#define DP__CSPRNG_BUF 65536
+#define CSPRNG_BUF 65536
 
 /* The object is its own anonymous mapping (whole pages, nothing else from
  * the heap shares them), so that it can be marked MADV_WIPEONFORK: in a
@@ -109,15 +115,15 @@ int dp_rng_below(dp_bitsource *src, uint64_t bound, uint64_t *out)
  * pthread_atfork generation counter (which also catches a descendant that
  * reuses the pid of the dead process that filled the buffer). */
 struct dp_csprng {
-	unsigned char buf[DP__CSPRNG_BUF];  /* page aligned */
+	unsigned char buf[CSPRNG_BUF];  /* page aligned */
 	size_t pos;             /* buf[pos..] not yet handed out */
 	int armed;              /* 1 in the process that generated buf */
 	int pidcheck;           /* 1 if MADV_WIPEONFORK was refused */
 	pid_t pid;              /* process that generated buf */
-	unsigned long forkgen;  /* dp__forkgen when buf was generated */
+	unsigned long forkgen;  /* forkgen when buf was generated */
 };
 
-static size_t dp__csprng_maplen(void)
+static size_t csprng_maplen(void)
 {
 	long pg = sysconf(_SC_PAGESIZE);
 	size_t p = pg > 0 ? (size_t)pg : 4096;
@@ -125,21 +131,21 @@ static size_t dp__csprng_maplen(void)
 	return (sizeof(dp_csprng) + p - 1) / p * p;
 }
 
-static atomic_ulong dp__forkgen;
-static pthread_once_t dp__atfork_once = PTHREAD_ONCE_INIT;
+static atomic_ulong forkgen;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
-static void dp__atfork_child(void)
+static void atfork_child(void)
 {
-	atomic_fetch_add_explicit(&dp__forkgen, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&forkgen, 1, memory_order_relaxed);
 }
 
-static void dp__atfork_register(void)
+static void atfork_register(void)
 {
 	/* Failure (ENOMEM) leaves getpid() as the only fallback check. */
-	(void)pthread_atfork(NULL, NULL, dp__atfork_child);
+	(void)pthread_atfork(NULL, NULL, atfork_child);
 }
 
-static int dp__rand_priv(unsigned char *p, size_t len)
+static int rand_priv(unsigned char *p, size_t len)
 {
 	while (len > 0) {
 		int n = len > INT_MAX ? INT_MAX : (int)len;
@@ -154,9 +160,9 @@ static int dp__rand_priv(unsigned char *p, size_t len)
 
 /* Regenerate the handed-out part buf[0..pos).  The unused tail buf[pos..]
  * stays valid, so a failure loses nothing that was good. */
-static int dp__csprng_refill(dp_csprng *r)
+static int csprng_refill(dp_csprng *r)
 {
-	if (dp__rand_priv(r->buf, r->pos) != 0) {
+	if (rand_priv(r->buf, r->pos) != 0) {
 		OPENSSL_cleanse(r->buf, r->pos);
 		return dp_error_set(DP_ERNG, "csprng: RAND_priv_bytes failed");
 	}
@@ -164,34 +170,34 @@ static int dp__csprng_refill(dp_csprng *r)
 	return 0;
 }
 
-static int dp__csprng_fill(void *ctx, void *out, size_t len)
+static int csprng_fill(void *ctx, void *out, size_t len)
 {
 	dp_csprng *r = ctx;
 
 	if (len == 0)
 		return 0;
 	if (!r->armed || (r->pidcheck && (r->pid != getpid() ||
-	    r->forkgen != atomic_load_explicit(&dp__forkgen, memory_order_relaxed)))) {
+	    r->forkgen != atomic_load_explicit(&forkgen, memory_order_relaxed)))) {
 		/* A fork child: the parent holds the same bytes and may hand
 		 * them out too.  Discard them all.  OpenSSL 3 reseeds its own
 		 * DRBG after fork, so refilling below is safe. */
 		OPENSSL_cleanse(r->buf, sizeof(r->buf));
 		r->pos = sizeof(r->buf);
 		r->pid = getpid();
-		r->forkgen = atomic_load_explicit(&dp__forkgen, memory_order_relaxed);
+		r->forkgen = atomic_load_explicit(&forkgen, memory_order_relaxed);
 		r->armed = 1;
 	}
 	if (len > sizeof(r->buf)) {
 		/* Too big to stage; the caller's buffer is wiped on failure
 		 * so that no partial output can be used. */
-		if (dp__rand_priv(out, len) != 0) {
+		if (rand_priv(out, len) != 0) {
 			OPENSSL_cleanse(out, len);
 			return dp_error_set(DP_ERNG, "csprng: RAND_priv_bytes failed (%zu bytes)", len);
 		}
 		return 0;
 	}
 	if (sizeof(r->buf) - r->pos < len) {
-		int rc = dp__csprng_refill(r);
+		int rc = csprng_refill(r);
 
 		if (rc != 0)
 			return rc;
@@ -204,11 +210,12 @@ static int dp__csprng_fill(void *ctx, void *out, size_t len)
 
 int dp_rng_csprng_new(dp_csprng **out)
 {
-	size_t len = dp__csprng_maplen();
+	size_t len = csprng_maplen();
 	dp_csprng *r;
 	void *mem;
 
-	pthread_once(&dp__atfork_once, dp__atfork_register);
+	DP_REQUIRE(out != NULL);
+	pthread_once(&atfork_once, atfork_register);
 	mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED)
 		return dp_error_set(DP_ENOMEM, "csprng: cannot map %zu bytes", len);
@@ -218,7 +225,7 @@ int dp_rng_csprng_new(dp_csprng **out)
 	r->pidcheck = madvise(mem, len, MADV_WIPEONFORK) != 0;
 	r->pos = sizeof(r->buf);  /* empty: the first fill generates */
 	r->pid = getpid();
-	r->forkgen = atomic_load_explicit(&dp__forkgen, memory_order_relaxed);
+	r->forkgen = atomic_load_explicit(&forkgen, memory_order_relaxed);
 	r->armed = 1;
 	*out = r;
 	return 0;
@@ -229,12 +236,13 @@ void dp_rng_csprng_destroy(dp_csprng *r)
 	if (r == NULL)
 		return;
 	OPENSSL_cleanse(r, sizeof(*r));
-	(void)munmap(r, dp__csprng_maplen());
+	(void)munmap(r, csprng_maplen());
 }
 
 dp_bitsource dp_rng_csprng_bits(dp_csprng *r)
 {
-	dp_bitsource src = { .fill = dp__csprng_fill, .ctx = r };
+	dp_bitsource src = { .fill = csprng_fill, .ctx = r };
 
+	DP_REQUIRE(r != NULL);
 	return src;
 }

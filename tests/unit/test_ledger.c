@@ -26,6 +26,7 @@
 #include <zlib.h>
 
 #include "common/core/error.h"
+#include "common/core/file.h"
 #include "common/core/ledger.h"
 #include "common/core/log.h"
 
@@ -62,9 +63,12 @@ static int fx_teardown(void **state)
 	struct dirent *de;
 	char p[512];
 
-	dp_ledger_set_sync_hook(NULL);
+	dp_file_set_sync_hook(NULL);
 	if (d) {
-		while ((de = readdir(d)) != NULL) {
+		for (;;) {
+			de = readdir(d);
+			if (de == NULL)
+				break;
 			if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 				continue;
 			snprintf(p, sizeof(p), "%s/%s", f->dir, de->d_name);
@@ -508,9 +512,13 @@ static void test_creation(void **state)
 	/* No temporary file left behind. */
 	d = opendir(f->dir);
 	assert_non_null(d);
-	while ((de = readdir(d)) != NULL)
+	for (;;) {
+		de = readdir(d);
+		if (de == NULL)
+			break;
 		if (de->d_name[0] != '.')
 			n++;
+	}
 	closedir(d);
 	assert_int_equal(n, 1);
 	l = open_ok(f->path, 1.0, 10, id, DP_LEDGER_NO_CREATE);
@@ -860,7 +868,7 @@ static void test_sync_failure(void **state)
 
 	charge_ok(l, 1, 0.25);
 	hook_calls = 0;
-	dp_ledger_set_sync_hook(failing_sync);
+	dp_file_set_sync_hook(failing_sync);
 	assert_int_equal(dp_ledger_charge(l, 2, 0.25, &e), DP_EIO);
 	assert_int_equal(hook_calls, 1);
 	assert_int_equal(e.seq, 99);
@@ -871,7 +879,7 @@ static void test_sync_failure(void **state)
 	assert_int_equal(dp_ledger_left_nano(l), 0);
 	/* Permanently failed; the sync is never tried again. */
 	assert_int_equal(dp_ledger_charge(l, 3, 0.25, NULL), DP_EIO);
-	dp_ledger_set_sync_hook(NULL);
+	dp_file_set_sync_hook(NULL);
 	assert_int_equal(dp_ledger_charge(l, 4, 0.25, NULL), DP_EIO);
 	assert_int_equal(dp_ledger_check(l, 4, 0.25), DP_EIO);
 	assert_int_equal(dp_ledger_lookup(l, 1, NULL), DP_EIO);
@@ -893,12 +901,12 @@ static void test_sync_failure(void **state)
 		char p2[160];
 
 		snprintf(p2, sizeof(p2), "%s/new", f->dir);
-		dp_ledger_set_sync_hook(failing_sync);
+		dp_file_set_sync_hook(failing_sync);
 		open_fails(p2, 1.0, 10, "", 0, DP_EIO);
 		assert_int_equal(access(p2, F_OK), -1);
 		/* ...and a failing sync at open refuses to open. */
 		open_fails(f->path, 1.0, 10, "", 0, DP_EIO);
-		dp_ledger_set_sync_hook(NULL);
+		dp_file_set_sync_hook(NULL);
 	}
 }
 
@@ -1033,7 +1041,7 @@ static void crash_child(const char *path, const struct crash_cfg *c, int wfd, ui
 	uint64_t k = 0;
 
 	rng_state = seed;
-	dp_ledger_set_sync_hook(slow_sync);
+	dp_file_set_sync_hook(slow_sync);
 	if (dp_ledger_open(path, c->cap, c->K, "crash", 0, &l) != 0)
 		_exit(10);
 	if (dp_ledger_last_k(l, &k) != 0)
@@ -1107,7 +1115,10 @@ static void test_crash_kill(void **state)
 			if (!(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL))
 				fail_msg("child ended on its own: status 0x%x", st);
 			total_kills++;
-			while ((n = read(p[0], &v, sizeof(v))) == (ssize_t)sizeof(v)) {
+			for (;;) {
+				n = read(p[0], &v, sizeof(v));
+				if (n != (ssize_t)sizeof(v))
+					break;
 				assert_true(v > last_reported);  /* ids strictly increase */
 				last_reported = v;
 				assert_true(reported < 200000);
@@ -1140,8 +1151,9 @@ static void test_crash_kill(void **state)
 			int rc;
 
 			dp_ledger_last_k(l, &k);
-			while ((rc = dp_ledger_charge(l, ++k, c->charge, NULL)) == 0)
-				;
+			do
+				rc = dp_ledger_charge(l, ++k, c->charge, NULL);
+			while (rc == 0);
 			assert_int_equal(rc, DP_EBUDGET);
 			assert_int_equal(dp_ledger_answers(l), c->final);
 			assert_int_equal(dp_ledger_spent_nano(l), c->final * c->charge_nano);

@@ -13,20 +13,18 @@
 #include "common/core/error.h"
 #include "common/core/file.h"
 #include "common/core/modelfile.h"
-
-static char dir[64];
+#include "tests/unit/tmpdir.h"
 
 static int setup(void **state)
 {
-	snprintf(dir, sizeof(dir), "/tmp/dp-modelfile-XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
+	(void)state;
+	return tmpdir_setup("dp-modelfile");
 }
 
 static int teardown(void **state)
 {
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd);
+	(void)state;
+	return tmpdir_teardown();
 }
 
 static void write_text(const char *path, const char *text)
@@ -62,8 +60,12 @@ static void test_roundtrip_exact(void **state)
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	int files = 0;
-	while ((e = readdir(d)) != NULL)
+	for (;;) {
+		e = readdir(d);
+		if (e == NULL)
+			break;
 		files += e->d_name[0] != '.';
+	}
 	closedir(d);
 	assert_int_equal(files, 1);
 }

@@ -63,24 +63,12 @@ static void test_lists(void **state)
 	assert_int_equal(dp_num_parse_size_list("r", "10,-2", &z, &n), DP_EINVAL);
 }
 
-static void test_error_detail(void **state)
-{
-	assert_int_equal(dp_error_set(DP_EFORMAT, "f.csv:%d: bad", 3), DP_EFORMAT);
-	assert_string_equal(dp_error_detail(DP_EFORMAT), "f.csv:3: bad");
-	/* A stale detail is never shown for a different failure. */
-	assert_string_equal(dp_error_detail(DP_ENOMEM), dp_strerror(DP_ENOMEM));
-	dp_error_clear();
-	assert_string_equal(dp_error_detail(DP_EFORMAT), "malformed input");
-	assert_string_equal(dp_strerror(DP_EBUDGET), "privacy budget exhausted");
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_double),
 		cmocka_unit_test(test_integers),
 		cmocka_unit_test(test_lists),
-		cmocka_unit_test(test_error_detail),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
