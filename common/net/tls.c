@@ -260,6 +260,8 @@ int dp_tls_cert_identity(X509 *cert, char *out, size_t out_size)
 	ent = X509_NAME_get_entry(subj, idx);
 	n = ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(ent));
 	if (n <= 0) {
+		/* An empty CN still comes back as an allocated "". */
+		OPENSSL_free(utf8);
 		ERR_clear_error();
 		return dp_error_set(DP_ETLS, "certificate CN cannot be decoded");
 	}
