@@ -1,6 +1,7 @@
 #include "common/net/conn.h"
 #include "common/core/error.h"
 #include "common/core/log.h"
+#include "common/net/addr.h"
 #include "common/net/tls.h"
 
 #include <stdarg.h>
@@ -11,25 +12,25 @@
 #include <netdb.h>
 #include <openssl/err.h>
 
-enum dp__state {
-	DP__RESOLVING,   /* client: waiting for uv_getaddrinfo */
-	DP__CONNECTING,  /* client: uv_tcp_connect in progress */
-	DP__HANDSHAKE,
-	DP__OPEN,
-	DP__CLOSING,
+enum state {
+	ST_RESOLVING,   /* client: waiting for uv_getaddrinfo */
+	ST_CONNECTING,  /* client: uv_tcp_connect in progress */
+	ST_HANDSHAKE,
+	ST_OPEN,
+	ST_CLOSING,
 };
 
 /* One uv_write request with the ciphertext it carries, freed in the
  * write callback: libuv keeps a pointer to the buffer until then. */
-typedef struct dp__wreq {
+struct wreq {
 	uv_write_t req;
 	uv_buf_t buf;
 	size_t len;
 	char data[];
-} dp__wreq;
+};
 
-#define DP__RBUF 65536
-#define DP__WCHUNK (4u << 20)
+#define DP_CONN_RBUF 65536
+#define DP_CONN_WCHUNK (4u << 20)
 
 struct dp_conn {
 	uv_loop_t *loop;
@@ -53,7 +54,7 @@ struct dp_conn {
 	size_t wq;
 	uint32_t hs_timeout_ms, linger_ms;
 
-	enum dp__state state;
+	enum state state;
 	int is_server;
 	int connected;          /* tcp has a peer: reads and writes allowed */
 	int reading;
@@ -69,59 +70,33 @@ struct dp_conn {
 	int reason;
 	char detail[256];
 	char peer_id[DP_TLS_ID_MAX + 1];
-	char peer_addr[64];
+	char peer_addr[DP_ADDR_TEXT_MAX];
 	char host[256];
 	uint16_t port;
 
-	dp_listener *listener;
-	dp_conn *lprev, *lnext;
+	struct server *srv;     /* accepting listener's state, until it closes */
+	dp_listener *listener;  /* counts this connection, until it closes */
+	dp_conn *lprev, *lnext; /* in srv->conns */
 };
 
 /* Socket reads land here and are moved into the connection's read BIO
  * before the read callback returns; SSL_read then puts plaintext here,
- * which dp__deliver consumes before returning to the loop.  libuv runs one
+ * which deliver consumes before returning to the loop.  libuv runs one
  * read callback at a time per thread and nothing in the callbacks reads
  * into it, so one buffer per thread serves every connection. */
-static _Thread_local char dp__rbuf[DP__RBUF];
+static _Thread_local char read_buf[DP_CONN_RBUF];
 
-struct dp_listener {
-	uv_tcp_t tcp;
-	uv_loop_t *loop;
-	dp_conn_config cfg;     /* cfg.limits points at lim */
-	dp_frame_limits lim;
-	dp_conn *conns;
-	size_t nconns;
-	uint16_t port;
-};
-
-static void dp__drive(dp_conn *c);
-static void dp__close(dp_conn *c, int reason, int graceful, const char *fmt, ...)
+static void drive(dp_conn *c);
+static void begin_close(dp_conn *c, int reason, int graceful, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-static void dp__final_close(dp_conn *c);
-static void dp__on_timer(uv_timer_t *t);
-static void dp__try_connect(dp_conn *c);
+static void final_close(dp_conn *c);
+static void on_timer(uv_timer_t *t);
+static void try_connect(dp_conn *c);
+static void server_unlink(dp_conn *c);
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static void dp__fmt_addr(const struct sockaddr *sa, char *out, size_t size)
-{
-	char ip[INET6_ADDRSTRLEN] = "";
-
-	out[0] = '\0';
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
-
-		uv_ip4_name(s4, ip, sizeof(ip));
-		snprintf(out, size, "%s:%u", ip, ntohs(s4->sin_port));
-	} else if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
-
-		uv_ip6_name(s6, ip, sizeof(ip));
-		snprintf(out, size, "[%s]:%u", ip, ntohs(s6->sin6_port));
-	}
-}
-
-static void dp__tune_tcp(dp_conn *c)
+static void tune_tcp(dp_conn *c)
 {
 	/* Small request/response messages: no Nagle delay.  Keepalive finds
 	 * peers that vanished without a FIN while the protocol is idle. */
@@ -129,29 +104,15 @@ static void dp__tune_tcp(dp_conn *c)
 	uv_tcp_keepalive(&c->tcp, 1, 60);
 }
 
-static void dp__listener_unlink(dp_conn *c)
-{
-	dp_listener *l = c->listener;
-
-	if (l == NULL)
-		return;
-	if (c->lprev)
-		c->lprev->lnext = c->lnext;
-	else
-		l->conns = c->lnext;
-	if (c->lnext)
-		c->lnext->lprev = c->lprev;
-	c->lprev = c->lnext = NULL;
-	c->listener = NULL;
-	l->nconns--;
-}
-
-static void dp__maybe_finish(dp_conn *c)
+static void maybe_finish(dp_conn *c)
 {
 	if (c->handles_open > 0 || c->gai_pending || c->tcp_retrying || c->finished)
 		return;
 	c->finished = 1;
-	dp__listener_unlink(c);
+	server_unlink(c);
+	if (c->listener != NULL)
+		dp_listener_release(c->listener);
+	c->listener = NULL;
 	if (c->cb.on_close)
 		c->cb.on_close(c, c->reason, c->detail);
 	SSL_free(c->ssl);
@@ -162,46 +123,47 @@ static void dp__maybe_finish(dp_conn *c)
 	free(c);
 }
 
-static void dp__on_handle_closed(uv_handle_t *h)
+static void on_handle_closed(uv_handle_t *h)
 {
 	dp_conn *c = h->data;
 
 	if (h == (uv_handle_t *)&c->tcp)
 		c->tcp_init = 0;
 	c->handles_open--;
-	dp__maybe_finish(c);
+	maybe_finish(c);
 }
 
-static void dp__on_write(uv_write_t *req, int status)
+static void on_write(uv_write_t *req, int status)
 {
-	dp__wreq *w = (dp__wreq *)req;
+	struct wreq *w = (struct wreq *)req;
 	dp_conn *c = req->data;
 
 	c->wq -= w->len;
 	free(w);
 	if (status < 0 && status != UV_ECANCELED)
-		dp__close(c, status, 0, "write to %s: %s", c->peer_addr, uv_strerror(status));
+		begin_close(c, status, 0, "write to %s: %s", c->peer_addr, uv_strerror(status));
 }
 
 /* Move everything OpenSSL produced into write requests.  Returns -1 if the
  * connection had to be closed (socket error, write queue over its cap). */
-static int dp__flush(dp_conn *c)
+static int flush_output(dp_conn *c)
 {
-	size_t pending;
-
-	while ((pending = BIO_ctrl_pending(c->wbio)) > 0) {
-		dp__wreq *w;
+	for (;;) {
+		size_t pending = BIO_ctrl_pending(c->wbio);
+		struct wreq *w;
 		int n, r;
 
+		if (pending == 0)
+			break;
 		if (!c->connected || c->final) {
 			(void)BIO_reset(c->wbio);
 			return 0;
 		}
-		if (pending > DP__WCHUNK)
-			pending = DP__WCHUNK;
+		if (pending > DP_CONN_WCHUNK)
+			pending = DP_CONN_WCHUNK;
 		w = malloc(sizeof(*w) + pending);
 		if (w == NULL) {
-			dp__close(c, DP_ENOMEM, 0, "out of memory queueing %zu bytes", pending);
+			begin_close(c, DP_ENOMEM, 0, "out of memory queueing %zu bytes", pending);
 			return -1;
 		}
 		n = BIO_read(c->wbio, w->data, (int)pending);
@@ -212,15 +174,15 @@ static int dp__flush(dp_conn *c)
 		w->len = (size_t)n;
 		w->buf = uv_buf_init(w->data, (unsigned)n);
 		w->req.data = c;
-		r = uv_write(&w->req, (uv_stream_t *)&c->tcp, &w->buf, 1, dp__on_write);
+		r = uv_write(&w->req, (uv_stream_t *)&c->tcp, &w->buf, 1, on_write);
 		if (r < 0) {
 			free(w);
-			dp__close(c, r, 0, "write to %s: %s", c->peer_addr, uv_strerror(r));
+			begin_close(c, r, 0, "write to %s: %s", c->peer_addr, uv_strerror(r));
 			return -1;
 		}
 		c->wq += w->len;
 		if (c->wq > c->max_wq) {
-			dp__close(c, -ENOBUFS, 0, "write queue over %zu bytes: peer %s is not reading",
+			begin_close(c, -ENOBUFS, 0, "write queue over %zu bytes: peer %s is not reading",
 				  c->max_wq, c->peer_addr);
 			return -1;
 		}
@@ -228,12 +190,12 @@ static int dp__flush(dp_conn *c)
 	return 0;
 }
 
-static void dp__on_shutdown(uv_shutdown_t *req, int status)
+static void on_shutdown(uv_shutdown_t *req, int status)
 {
-	dp__final_close(req->data);
+	final_close(req->data);
 }
 
-static void dp__final_close(dp_conn *c)
+static void final_close(dp_conn *c)
 {
 	if (c->final)
 		return;
@@ -244,25 +206,25 @@ static void dp__final_close(dp_conn *c)
 	}
 	uv_timer_stop(&c->timer);
 	if (c->tcp_init && !c->tcp_retrying && !uv_is_closing((uv_handle_t *)&c->tcp))
-		uv_close((uv_handle_t *)&c->tcp, dp__on_handle_closed);
+		uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
 	if (!uv_is_closing((uv_handle_t *)&c->timer))
-		uv_close((uv_handle_t *)&c->timer, dp__on_handle_closed);
+		uv_close((uv_handle_t *)&c->timer, on_handle_closed);
 }
 
 /* graceful: deliver what is queued (close_notify, a TLS alert, the last
  * messages) before closing the socket, waiting at most linger_ms.  Not for
  * transport failures or a peer that does not read. */
-static void dp__close(dp_conn *c, int reason, int graceful, const char *fmt, ...)
+static void begin_close(dp_conn *c, int reason, int graceful, const char *fmt, ...)
 {
 	va_list ap;
 	int r;
 
-	if (c->state == DP__CLOSING) {
+	if (c->state == ST_CLOSING) {
 		if (!graceful)
-			dp__final_close(c);
+			final_close(c);
 		return;
 	}
-	c->state = DP__CLOSING;
+	c->state = ST_CLOSING;
 	c->reason = reason;
 	va_start(ap, fmt);
 	vsnprintf(c->detail, sizeof(c->detail), fmt, ap);
@@ -283,37 +245,37 @@ static void dp__close(dp_conn *c, int reason, int graceful, const char *fmt, ...
 			ERR_clear_error();
 		}
 		/* close_notify, or the alert of a failed handshake */
-		if (dp__flush(c) < 0 || c->final)
+		if (flush_output(c) < 0 || c->final)
 			return;
 		c->sreq.data = c;
-		r = uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, dp__on_shutdown);
+		r = uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown);
 		if (r == 0) {
-			uv_timer_start(&c->timer, dp__on_timer, c->linger_ms, 0);
+			uv_timer_start(&c->timer, on_timer, c->linger_ms, 0);
 			return;
 		}
 	}
-	dp__final_close(c);
+	final_close(c);
 }
 
-static void dp__on_timer(uv_timer_t *t)
+static void on_timer(uv_timer_t *t)
 {
 	dp_conn *c = t->data;
 
-	if (c->state == DP__CLOSING) {
-		dp__final_close(c);
+	if (c->state == ST_CLOSING) {
+		final_close(c);
 		return;
 	}
-	if (c->state == DP__RESOLVING || c->state == DP__CONNECTING)
-		dp__close(c, -ETIMEDOUT, 0, "connection to %s:%u not established within %u ms",
+	if (c->state == ST_RESOLVING || c->state == ST_CONNECTING)
+		begin_close(c, -ETIMEDOUT, 0, "connection to %s:%u not established within %u ms",
 			  c->host, c->port, c->hs_timeout_ms);
 	else
-		dp__close(c, -ETIMEDOUT, 0, "TLS handshake with %s not completed within %u ms",
+		begin_close(c, -ETIMEDOUT, 0, "TLS handshake with %s not completed within %u ms",
 			  c->peer_addr, c->hs_timeout_ms);
 }
 
 /* ---- receiving ------------------------------------------------------------ */
 
-static int dp__deliver(dp_conn *c, const uint8_t *p, size_t n)
+static int deliver(dp_conn *c, const uint8_t *p, size_t n)
 {
 	size_t off = 0;
 
@@ -324,7 +286,7 @@ static int dp__deliver(dp_conn *c, const uint8_t *p, size_t n)
 
 		r = dp_frame_decode(&c->dec, p + off, n - off, &used, &m);
 		if (r < 0) {
-			dp__close(c, r, 1, "from %s: %s", c->peer_addr, dp_error_detail(r));
+			begin_close(c, r, 1, "from %s: %s", c->peer_addr, dp_error_detail(r));
 			return -1;
 		}
 		off += used;
@@ -332,7 +294,7 @@ static int dp__deliver(dp_conn *c, const uint8_t *p, size_t n)
 			continue;
 		r = dp_frame_validate(m, &c->lim);
 		if (r < 0) {
-			dp__close(c, r, 1, "invalid %s message from %s: %s", dp_frame_kind(m),
+			begin_close(c, r, 1, "invalid %s message from %s: %s", dp_frame_kind(m),
 				  c->peer_addr, dp_error_detail(r));
 			dp_frame_msg_free(m);
 			return -1;
@@ -341,23 +303,23 @@ static int dp__deliver(dp_conn *c, const uint8_t *p, size_t n)
 			c->cb.on_message(c, m);
 		else
 			dp_frame_msg_free(m);
-		if (c->state != DP__OPEN)
+		if (c->state != ST_OPEN)
 			return -1;
 	}
 	return 0;
 }
 
-static void dp__tls_failed(dp_conn *c, const char *what)
+static void tls_failed(dp_conn *c, const char *what)
 {
 	char eb[256];
 
 	dp_tls_error_string(c->ssl, eb, sizeof(eb));
 	c->ssl_fatal = 1;
 	/* graceful: let the alert OpenSSL queued reach the peer. */
-	dp__close(c, DP_ETLS, 1, "%s with %s: %s", what, c->peer_addr, eb);
+	begin_close(c, DP_ETLS, 1, "%s with %s: %s", what, c->peer_addr, eb);
 }
 
-static int dp__handshake_done(dp_conn *c)
+static int handshake_done(dp_conn *c)
 {
 	int r;
 
@@ -365,119 +327,119 @@ static int dp__handshake_done(dp_conn *c)
 	r = dp_tls_peer_identity(c->ssl, c->peer_id, sizeof(c->peer_id));
 	if (r < 0) {
 		c->peer_id[0] = '\0';
-		dp__close(c, DP_ETLS, 1, "%s: %s", c->peer_addr, dp_error_detail(r));
+		begin_close(c, DP_ETLS, 1, "%s: %s", c->peer_addr, dp_error_detail(r));
 		return -1;
 	}
-	c->state = DP__OPEN;
+	c->state = ST_OPEN;
 	DP_DEBUG("conn", "handshake done peer=%s id=%s", c->peer_addr, c->peer_id);
 	if (c->cb.on_handshake && c->cb.on_handshake(c, c->peer_id) != 0)
-		dp__close(c, DP_EPROTO, 1, "peer '%s' at %s not admitted", c->peer_id, c->peer_addr);
-	return c->state == DP__OPEN ? 0 : -1;
+		begin_close(c, DP_EPROTO, 1, "peer '%s' at %s not admitted", c->peer_id, c->peer_addr);
+	return c->state == ST_OPEN ? 0 : -1;
 }
 
-static void dp__drive(dp_conn *c)
+static void drive(dp_conn *c)
 {
 	int r, e;
 
-	if (c->state == DP__HANDSHAKE) {
+	if (c->state == ST_HANDSHAKE) {
 		ERR_clear_error();
 		r = SSL_do_handshake(c->ssl);
 		if (r != 1) {
 			e = SSL_get_error(c->ssl, r);
 			if (e == SSL_ERROR_WANT_READ) {
-				dp__flush(c);
+				flush_output(c);
 				return;
 			}
-			dp__tls_failed(c, "TLS handshake");
+			tls_failed(c, "TLS handshake");
 			return;
 		}
-		if (dp__flush(c) < 0)
+		if (flush_output(c) < 0)
 			return;
-		if (dp__handshake_done(c) < 0)
+		if (handshake_done(c) < 0)
 			return;
 	}
-	while (c->state == DP__OPEN) {
+	while (c->state == ST_OPEN) {
 		ERR_clear_error();
-		r = SSL_read(c->ssl, dp__rbuf, sizeof(dp__rbuf));
+		r = SSL_read(c->ssl, read_buf, sizeof(read_buf));
 		if (r > 0) {
-			if (dp__deliver(c, (const uint8_t *)dp__rbuf, (size_t)r) < 0)
+			if (deliver(c, (const uint8_t *)read_buf, (size_t)r) < 0)
 				return;
 			continue;
 		}
 		e = SSL_get_error(c->ssl, r);
 		if (e == SSL_ERROR_WANT_READ) {
-			dp__flush(c);
+			flush_output(c);
 			return;
 		}
 		if (e == SSL_ERROR_ZERO_RETURN) {
 			if (c->dec.hdr_have > 0)
-				dp__close(c, DP_EPROTO, 1, "%s closed the connection inside a frame",
+				begin_close(c, DP_EPROTO, 1, "%s closed the connection inside a frame",
 					  c->peer_addr);
 			else
-				dp__close(c, 0, 1, "peer closed the connection");
+				begin_close(c, 0, 1, "peer closed the connection");
 			return;
 		}
-		dp__tls_failed(c, "TLS");
+		tls_failed(c, "TLS");
 		return;
 	}
 }
 
-static void dp__on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
-	buf->base = dp__rbuf;
-	buf->len = sizeof(dp__rbuf);
+	buf->base = read_buf;
+	buf->len = sizeof(read_buf);
 }
 
-static void dp__on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
 	dp_conn *c = s->data;
 
-	if (c->state == DP__CLOSING || nread == 0)
+	if (c->state == ST_CLOSING || nread == 0)
 		return;
 	if (nread > 0) {
 		if (BIO_write(c->rbio, buf->base, (int)nread) != (int)nread) {
 			ERR_clear_error();
-			dp__close(c, DP_ENOMEM, 0, "out of memory buffering %zd bytes", nread);
+			begin_close(c, DP_ENOMEM, 0, "out of memory buffering %zd bytes", nread);
 			return;
 		}
-		dp__drive(c);
+		drive(c);
 		return;
 	}
 	if (nread == UV_EOF) {
-		if (c->state == DP__HANDSHAKE)
-			dp__close(c, DP_ETLS, 0, "%s closed the connection during the TLS handshake",
+		if (c->state == ST_HANDSHAKE)
+			begin_close(c, DP_ETLS, 0, "%s closed the connection during the TLS handshake",
 				  c->peer_addr);
 		else if (c->dec.hdr_have > 0)
-			dp__close(c, DP_EPROTO, 0, "%s closed the connection inside a frame",
+			begin_close(c, DP_EPROTO, 0, "%s closed the connection inside a frame",
 				  c->peer_addr);
 		else
-			dp__close(c, 0, 1, "peer closed the connection");
+			begin_close(c, 0, 1, "peer closed the connection");
 		return;
 	}
-	dp__close(c, (int)nread, 0, "read from %s: %s", c->peer_addr, uv_strerror((int)nread));
+	begin_close(c, (int)nread, 0, "read from %s: %s", c->peer_addr, uv_strerror((int)nread));
 }
 
-static int dp__start_handshake(dp_conn *c)
+static int start_handshake(dp_conn *c)
 {
 	int r;
 
 	c->connected = 1;
-	c->state = DP__HANDSHAKE;
-	dp__tune_tcp(c);
-	r = uv_read_start((uv_stream_t *)&c->tcp, dp__on_alloc, dp__on_read);
+	c->state = ST_HANDSHAKE;
+	tune_tcp(c);
+	r = uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 	if (r < 0) {
-		dp__close(c, r, 0, "read from %s: %s", c->peer_addr, uv_strerror(r));
+		begin_close(c, r, 0, "read from %s: %s", c->peer_addr, uv_strerror(r));
 		return r;
 	}
 	c->reading = 1;
 	if (!c->is_server)
-		dp__drive(c);   /* sends the ClientHello */
+		drive(c);   /* sends the ClientHello */
 	return 0;
 }
 
 /* ---- construction ------------------------------------------------------- */
 
-static int dp__conn_new(uv_loop_t *loop, const dp_conn_config *cfg, int is_server,
+static int conn_new(uv_loop_t *loop, const dp_conn_config *cfg, int is_server,
 			dp_conn **out)
 {
 	dp_conn *c;
@@ -528,7 +490,7 @@ static int dp__conn_new(uv_loop_t *loop, const dp_conn_config *cfg, int is_serve
 	return 0;
 }
 
-static void dp__conn_discard(dp_conn *c)
+static void conn_discard(dp_conn *c)
 {
 	SSL_free(c->ssl);
 	SSL_CTX_free(c->ctx);
@@ -536,53 +498,53 @@ static void dp__conn_discard(dp_conn *c)
 	free(c);
 }
 
-static void dp__start_timer(dp_conn *c)
+static void start_timer(dp_conn *c)
 {
 	uv_timer_init(c->loop, &c->timer);
 	c->timer.data = c;
 	c->handles_open++;
-	uv_timer_start(&c->timer, dp__on_timer, c->hs_timeout_ms, 0);
+	uv_timer_start(&c->timer, on_timer, c->hs_timeout_ms, 0);
 }
 
 /* ---- client ----------------------------------------------------------------- */
 
-static void dp__on_retry_closed(uv_handle_t *h)
+static void on_retry_closed(uv_handle_t *h)
 {
 	dp_conn *c = h->data;
 
 	c->tcp_init = 0;
 	c->tcp_retrying = 0;
 	c->handles_open--;
-	if (c->state == DP__CLOSING) {
-		dp__final_close(c);
-		dp__maybe_finish(c);
+	if (c->state == ST_CLOSING) {
+		final_close(c);
+		maybe_finish(c);
 		return;
 	}
-	dp__try_connect(c);
+	try_connect(c);
 }
 
-static void dp__on_connect(uv_connect_t *req, int status)
+static void on_connect(uv_connect_t *req, int status)
 {
 	dp_conn *c = req->data;
 
-	if (c->state == DP__CLOSING)
+	if (c->state == ST_CLOSING)
 		return;
 	if (status < 0) {
 		c->last_err = status;
 		DP_DEBUG("conn", "connect to %s failed: %s", c->peer_addr, uv_strerror(status));
 		if (c->ai_next != NULL) {
 			c->tcp_retrying = 1;
-			uv_close((uv_handle_t *)&c->tcp, dp__on_retry_closed);
+			uv_close((uv_handle_t *)&c->tcp, on_retry_closed);
 			return;
 		}
-		dp__close(c, status, 0, "cannot connect to %s:%u (%s): %s", c->host, c->port,
+		begin_close(c, status, 0, "cannot connect to %s:%u (%s): %s", c->host, c->port,
 			  c->peer_addr, uv_strerror(status));
 		return;
 	}
-	dp__start_handshake(c);
+	start_handshake(c);
 }
 
-static void dp__try_connect(dp_conn *c)
+static void try_connect(dp_conn *c)
 {
 	int r;
 
@@ -592,7 +554,7 @@ static void dp__try_connect(dp_conn *c)
 		c->ai_next = ai->ai_next;
 		if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
 			continue;
-		dp__fmt_addr(ai->ai_addr, c->peer_addr, sizeof(c->peer_addr));
+		dp_addr_format(ai->ai_addr, c->peer_addr, sizeof(c->peer_addr));
 		r = uv_tcp_init(c->loop, &c->tcp);
 		if (r < 0) {
 			c->last_err = r;
@@ -602,37 +564,37 @@ static void dp__try_connect(dp_conn *c)
 		c->tcp_init = 1;
 		c->handles_open++;
 		c->creq.data = c;
-		r = uv_tcp_connect(&c->creq, &c->tcp, ai->ai_addr, dp__on_connect);
+		r = uv_tcp_connect(&c->creq, &c->tcp, ai->ai_addr, on_connect);
 		if (r == 0) {
-			c->state = DP__CONNECTING;
+			c->state = ST_CONNECTING;
 			return;
 		}
 		c->last_err = r;
 		c->tcp_retrying = 1;
-		uv_close((uv_handle_t *)&c->tcp, dp__on_retry_closed);
+		uv_close((uv_handle_t *)&c->tcp, on_retry_closed);
 		return;
 	}
-	dp__close(c, c->last_err ? c->last_err : DP_ENOENT, 0, "cannot connect to %s:%u: %s",
+	begin_close(c, c->last_err ? c->last_err : DP_ENOENT, 0, "cannot connect to %s:%u: %s",
 		  c->host, c->port, c->last_err ? uv_strerror(c->last_err) : "no usable address");
 }
 
-static void dp__on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
+static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 {
 	dp_conn *c = req->data;
 
 	c->gai_pending = 0;
-	if (c->state == DP__CLOSING) {
+	if (c->state == ST_CLOSING) {
 		if (res)
 			uv_freeaddrinfo(res);
-		dp__maybe_finish(c);
+		maybe_finish(c);
 		return;
 	}
 	if (status < 0) {
-		dp__close(c, DP_ENOENT, 0, "cannot resolve '%s': %s", c->host, uv_strerror(status));
+		begin_close(c, DP_ENOENT, 0, "cannot resolve '%s': %s", c->host, uv_strerror(status));
 		return;
 	}
 	c->ai_list = c->ai_next = res;
-	dp__try_connect(c);
+	try_connect(c);
 }
 
 int dp_conn_connect(uv_loop_t *loop, const dp_conn_config *cfg, const char *host,
@@ -643,17 +605,17 @@ int dp_conn_connect(uv_loop_t *loop, const dp_conn_config *cfg, const char *host
 	dp_conn *c;
 	int r;
 
-	if (loop == NULL || cfg == NULL || cfg->ctx == NULL || host == NULL || *host == '\0' ||
-	    port == 0)
-		return dp_error_set(DP_EINVAL, "connect: need a loop, a TLS context, a host and a port");
+	DP_REQUIRE(loop != NULL && cfg != NULL && out != NULL);
+	if (cfg->ctx == NULL || host == NULL || *host == '\0' || port == 0)
+		return dp_error_set(DP_EINVAL, "connect: need a TLS context, a host and a port");
 	if (strlen(host) >= sizeof(((dp_conn *)0)->host))
 		return dp_error_set(DP_EINVAL, "connect: host name too long");
-	r = dp__conn_new(loop, cfg, 0, &c);
+	r = conn_new(loop, cfg, 0, &c);
 	if (r < 0)
 		return r;
 	r = dp_tls_client_setup(c->ssl, server_name ? server_name : host);
 	if (r < 0) {
-		dp__conn_discard(c);
+		conn_discard(c);
 		return r;
 	}
 	snprintf(c->host, sizeof(c->host), "%s", host);
@@ -664,207 +626,130 @@ int dp_conn_connect(uv_loop_t *loop, const dp_conn_config *cfg, const char *host
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_NUMERICSERV;
 	c->gai.data = c;
-	r = uv_getaddrinfo(loop, &c->gai, dp__on_resolved, host, portstr, &hints);
+	r = uv_getaddrinfo(loop, &c->gai, on_resolved, host, portstr, &hints);
 	if (r < 0) {
-		dp__conn_discard(c);
+		conn_discard(c);
 		return dp_error_set(r, "cannot resolve '%s': %s", host, uv_strerror(r));
 	}
 	c->gai_pending = 1;
-	c->state = DP__RESOLVING;
-	dp__start_timer(c);
+	c->state = ST_RESOLVING;
+	start_timer(c);
 	*out = c;
 	return 0;
 }
 
 /* ---- server ---------------------------------------------------------------- */
 
-static void dp__free_handle(uv_handle_t *h)
+/* What a TLS listener adds to the TCP one: the configuration every accepted
+ * connection starts with, and the list of its connections, so that
+ * closing the listener can cancel those still in their handshake. */
+struct server {
+	uv_loop_t *loop;
+	dp_conn_config cfg;     /* cfg.limits points at lim; cfg.ctx referenced */
+	dp_frame_limits lim;
+	dp_conn *conns;
+};
+
+static void server_unlink(dp_conn *c)
 {
-	free(h);
+	struct server *srv = c->srv;
+
+	if (srv == NULL)
+		return;
+	if (c->lprev)
+		c->lprev->lnext = c->lnext;
+	else
+		srv->conns = c->lnext;
+	if (c->lnext)
+		c->lnext->lprev = c->lprev;
+	c->lprev = c->lnext = NULL;
+	c->srv = NULL;
 }
 
-static void dp__reject_accept(uv_stream_t *server, const char *why)
+static int on_connection(dp_listener *l, void *data)
 {
-	uv_tcp_t *t = malloc(sizeof(*t));
-
-	if (t == NULL)
-		return;
-	if (uv_tcp_init(server->loop, t) < 0) {
-		free(t);
-		return;
-	}
-	(void)uv_accept(server, (uv_stream_t *)t);
-	DP_WARN("conn", "refusing a connection: %s", why);
-	uv_close((uv_handle_t *)t, dp__free_handle);
-}
-
-static void dp__on_connection(uv_stream_t *server, int status)
-{
-	dp_listener *l = server->data;
-	struct sockaddr_storage ss;
-	int len = (int)sizeof(ss);
+	struct server *srv = data;
 	dp_conn *c;
 	int r;
 
-	if (status < 0) {
-		DP_WARN("conn", "accept: %s", uv_strerror(status));
-		return;
-	}
-	if (l->cfg.max_conns != 0 && l->nconns >= l->cfg.max_conns) {
-		dp__reject_accept(server, "connection limit reached");
-		return;
-	}
-	if (dp__conn_new(l->loop, &l->cfg, 1, &c) < 0) {
-		dp__reject_accept(server, dp_error_detail(DP_ENOMEM));
-		return;
-	}
-	r = uv_tcp_init(l->loop, &c->tcp);
+	r = conn_new(srv->loop, &srv->cfg, 1, &c);
+	if (r < 0)
+		return r;
+	r = uv_tcp_init(srv->loop, &c->tcp);
 	if (r < 0) {
-		dp__conn_discard(c);
-		dp__reject_accept(server, uv_strerror(r));
-		return;
+		conn_discard(c);
+		return dp_error_set(r, "%s", uv_strerror(r));
 	}
 	c->tcp.data = c;
 	c->tcp_init = 1;
 	c->handles_open++;
-	dp__start_timer(c);
+	start_timer(c);
+	c->srv = srv;
+	c->lnext = srv->conns;
+	if (srv->conns)
+		srv->conns->lprev = c;
+	srv->conns = c;
+	c->state = ST_HANDSHAKE;
+	r = dp_listener_accept(l, &c->tcp, c->peer_addr, sizeof(c->peer_addr));
+	if (r < 0) {
+		begin_close(c, r, 0, "accept: %s", uv_strerror(r));
+		return 0;
+	}
 	c->listener = l;
-	c->lnext = l->conns;
-	if (l->conns)
-		l->conns->lprev = c;
-	l->conns = c;
-	l->nconns++;
-	c->state = DP__HANDSHAKE;
-	r = uv_accept(server, (uv_stream_t *)&c->tcp);
-	if (r < 0) {
-		dp__close(c, r, 0, "accept: %s", uv_strerror(r));
-		return;
-	}
-	if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0)
-		dp__fmt_addr((struct sockaddr *)&ss, c->peer_addr, sizeof(c->peer_addr));
-	dp__start_handshake(c);
-}
-
-static int dp__listen_addr(uv_loop_t *loop, const char *addr, uint16_t port,
-			   struct sockaddr_storage *ss)
-{
-	uv_getaddrinfo_t req;
-	struct addrinfo hints;
-	char portstr[8];
-	int r;
-
-	memset(ss, 0, sizeof(*ss));
-	if (uv_ip6_addr(addr, port, (struct sockaddr_in6 *)ss) == 0)
-		return 0;
-	if (uv_ip4_addr(addr, port, (struct sockaddr_in *)ss) == 0)
-		return 0;
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-	snprintf(portstr, sizeof(portstr), "%u", port);
-	/* Startup only: a synchronous lookup (no callback) is fine here. */
-	r = uv_getaddrinfo(loop, &req, NULL, addr, portstr, &hints);
-	if (r < 0)
-		return dp_error_set(DP_ENOENT, "listen: cannot resolve '%s': %s", addr, uv_strerror(r));
-	memcpy(ss, req.addrinfo->ai_addr, req.addrinfo->ai_addrlen);
-	uv_freeaddrinfo(req.addrinfo);
+	start_handshake(c);
 	return 0;
 }
 
-static void dp__listener_free(uv_handle_t *h)
+/* From dp_listener_close: the connections forget the listener; those
+ * still in their handshake are cancelled. */
+static void on_listener_close(dp_listener *l, void *data)
 {
-	dp_listener *l = h->data;
-
-	SSL_CTX_free(l->cfg.ctx);
-	free(l);
-}
-
-/* One attempt to bind and listen on sa.  On failure the half-made listener
- * is closed (freed from the loop later) and *out untouched. */
-static int dp__listen_on(uv_loop_t *loop, const dp_conn_config *cfg, const struct sockaddr *sa,
-			 dp_listener **out)
-{
-	struct sockaddr_storage ss;
-	int len = (int)sizeof(ss);
-	dp_listener *l;
-	int r;
-
-	l = calloc(1, sizeof(*l));
-	if (l == NULL)
-		return dp_error_set(DP_ENOMEM, "listen: out of memory");
-	l->loop = loop;
-	l->cfg = *cfg;
-	l->cfg.ctx = NULL;      /* referenced only on success */
-	if (cfg->limits) {
-		l->lim = *cfg->limits;
-		l->cfg.limits = &l->lim;
-	}
-	r = uv_tcp_init(loop, &l->tcp);
-	if (r < 0) {
-		free(l);
-		return dp_error_set(r, "listen: %s", uv_strerror(r));
-	}
-	l->tcp.data = l;
-	r = uv_tcp_bind(&l->tcp, sa, 0);
-	if (r == 0)
-		r = uv_listen((uv_stream_t *)&l->tcp, 128, dp__on_connection);
-	if (r == 0)
-		r = uv_tcp_getsockname(&l->tcp, (struct sockaddr *)&ss, &len);
-	if (r < 0) {
-		char addr[80];
-
-		dp__fmt_addr(sa, addr, sizeof(addr));
-		uv_close((uv_handle_t *)&l->tcp, dp__listener_free);
-		return dp_error_set(r, "listen on %s: %s", addr, uv_strerror(r));
-	}
-	l->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-						 : ((struct sockaddr_in *)&ss)->sin_port);
-	SSL_CTX_up_ref(cfg->ctx);
-	l->cfg.ctx = cfg->ctx;
-	*out = l;
-	return 0;
-}
-
-int dp_listener_start(uv_loop_t *loop, const dp_conn_config *cfg, const char *addr,
-		      uint16_t port, dp_listener **out)
-{
-	struct sockaddr_storage ss;
-	int r, any = (addr == NULL || *addr == '\0' || strcmp(addr, "*") == 0);
-
-	if (loop == NULL || cfg == NULL || cfg->ctx == NULL)
-		return dp_error_set(DP_EINVAL, "listen: need a loop and a TLS context");
-	r = dp__listen_addr(loop, any ? "::" : addr, port, &ss);
-	if (r == 0)
-		r = dp__listen_on(loop, cfg, (struct sockaddr *)&ss, out);
-	if (r < 0 && any) {
-		/* No IPv6 on this host: all IPv4 addresses instead. */
-		r = dp__listen_addr(loop, "0.0.0.0", port, &ss);
-		if (r == 0)
-			r = dp__listen_on(loop, cfg, (struct sockaddr *)&ss, out);
-	}
-	return r;
-}
-
-uint16_t dp_listener_port(const dp_listener *l)
-{
-	return l->port;
-}
-
-void dp_listener_close(dp_listener *l)
-{
-	dp_conn *c = l->conns, *next;
+	struct server *srv = data;
+	dp_conn *c = srv->conns, *next;
 
 	for (; c != NULL; c = next) {
 		next = c->lnext;
+		c->srv = NULL;
 		c->listener = NULL;
 		c->lprev = c->lnext = NULL;
-		if (c->state != DP__OPEN)
-			dp__close(c, -ECANCELED, 0, "listener closed during the TLS handshake");
+		if (c->state != ST_OPEN)
+			begin_close(c, -ECANCELED, 0, "listener closed during the TLS handshake");
 	}
-	l->conns = NULL;
-	l->nconns = 0;
-	uv_close((uv_handle_t *)&l->tcp, dp__listener_free);
+	SSL_CTX_free(srv->cfg.ctx);
+	free(srv);
+}
+
+int dp_conn_listen(uv_loop_t *loop, const dp_conn_config *cfg, const char *addr,
+		   uint16_t port, dp_listener **out)
+{
+	dp_listener_config lc = { 0 };
+	struct server *srv;
+	int r;
+
+	DP_REQUIRE(loop != NULL && cfg != NULL && out != NULL);
+	if (cfg->ctx == NULL)
+		return dp_error_set(DP_EINVAL, "listen: need a TLS context");
+	srv = calloc(1, sizeof(*srv));
+	if (srv == NULL)
+		return dp_error_set(DP_ENOMEM, "listen: out of memory");
+	srv->loop = loop;
+	srv->cfg = *cfg;
+	if (cfg->limits) {
+		srv->lim = *cfg->limits;
+		srv->cfg.limits = &srv->lim;
+	}
+	lc.tag = "conn";
+	lc.max_conns = cfg->max_conns;
+	lc.on_connection = on_connection;
+	lc.on_close = on_listener_close;
+	lc.data = srv;
+	r = dp_listener_start(loop, &lc, addr, port, out);
+	if (r < 0) {
+		free(srv);
+		return r;
+	}
+	SSL_CTX_up_ref(cfg->ctx);
+	return 0;
 }
 
 /* ---- using a connection -------------------------------------------------- */
@@ -875,8 +760,10 @@ int dp_conn_send(dp_conn *c, const Dpasync__Envelope *msg)
 	size_t len;
 	int r, n;
 
-	if (c->state != DP__OPEN)
+	DP_REQUIRE(c != NULL);
+	if (c->state != ST_OPEN)
 		return dp_error_set(DP_ESTATE, "send to %s: connection not open", c->peer_addr);
+	DP_REQUIRE(msg != NULL);
 	r = dp_frame_encode(msg, c->max_frame, &buf, &len);
 	if (r < 0)
 		return r;
@@ -886,61 +773,69 @@ int dp_conn_send(dp_conn *c, const Dpasync__Envelope *msg)
 	n = SSL_write(c->ssl, buf, (int)len);
 	free(buf);
 	if (n <= 0) {
-		dp__tls_failed(c, "TLS write");
+		tls_failed(c, "TLS write");
 		return dp_error_set(DP_ETLS, "%s", c->detail);
 	}
-	if (dp__flush(c) < 0)
+	if (flush_output(c) < 0)
 		return dp_error_set(c->reason, "%s", c->detail);
 	return 0;
 }
 
 void dp_conn_close(dp_conn *c)
 {
-	if (c->state == DP__CLOSING)
+	DP_REQUIRE(c != NULL);
+	if (c->state == ST_CLOSING)
 		return;
-	dp__close(c, 0, 1, "closed locally");
+	begin_close(c, 0, 1, "closed locally");
 }
 
 void dp_conn_set_limits(dp_conn *c, const dp_frame_limits *lim)
 {
-	if (lim != NULL) {
+	DP_REQUIRE(c != NULL);
+	if (lim != NULL)
 		c->lim = *lim;
-	} else {
+	else
 		memset(&c->lim, 0, sizeof(c->lim));
-	}
 }
 
 void *dp_conn_data(const dp_conn *c)
 {
+	DP_REQUIRE(c != NULL);
 	return c->data;
 }
 
 void dp_conn_set_data(dp_conn *c, void *data)
 {
+	DP_REQUIRE(c != NULL);
 	c->data = data;
 }
 
 const char *dp_conn_peer_id(const dp_conn *c)
 {
+	DP_REQUIRE(c != NULL);
 	return c->peer_id;
 }
 
 const char *dp_conn_peer_addr(const dp_conn *c)
 {
+	DP_REQUIRE(c != NULL);
 	return c->peer_addr;
 }
 
 int dp_conn_is_server(const dp_conn *c)
 {
+	DP_REQUIRE(c != NULL);
 	return c->is_server;
 }
 
 int dp_conn_is_open(const dp_conn *c)
 {
-	return c->state == DP__OPEN;
+	DP_REQUIRE(c != NULL);
+	return c->state == ST_OPEN;
 }
 
 size_t dp_conn_write_queue(const dp_conn *c)
 {
+	DP_REQUIRE(c != NULL);
 	return c->wq;
 }

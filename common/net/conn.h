@@ -9,7 +9,8 @@
  * connection's limits before it is delivered.
  *
  * Lifetime (libuv style): a dp_conn is created by dp_conn_connect() or by a
- * listener, and freed by this module after on_close() returns.  on_close is
+ * listener (dp_conn_listen), and freed by this module after on_close()
+ * returns.  on_close is
  * called exactly once for every connection, including one that never
  * completed its handshake, and never synchronously from a dp_conn_* call:
  * always later, from the event loop.  After on_close the pointer is dead.
@@ -47,11 +48,12 @@
  *	}
  *	SSL_CTX *ctx;
  *	dp_tls_files f = { ca, cert, key };
- *	if ((r = dp_tls_ctx_new(1, &f, &ctx)) < 0) fatal(dp_error_detail(r));
+ *	r = dp_tls_ctx_new(1, &f, &ctx);
+ *	if (r < 0) fatal(dp_error_detail(r));
  *	dp_conn_config cfg = { .ctx = ctx, .cb = { on_hs, on_msg, on_cl },
  *			       .data = &lrn_unknown, .max_frame = cfg_max_frame };
- *	dp_listener_start(loop, &cfg, "::", 7443, &lst);
- *	SSL_CTX_free(ctx);                                // connections hold references
+ *	dp_conn_listen(loop, &cfg, "::", 7443, &lst);     // lst: a listener.h object
+ *	SSL_CTX_free(ctx);                                // the listener holds a reference
  *
  * A client (the owner) is the same with dp_tls_ctx_new(0, ...) and
  * dp_conn_connect(loop, &cfg, host, port, "learner", &c); it sends Hello
@@ -66,9 +68,9 @@
 #include <openssl/ssl.h>
 
 #include "common/net/frame.h"
+#include "common/net/listener.h"
 
 typedef struct dp_conn dp_conn;
-typedef struct dp_listener dp_listener;
 
 typedef struct dp_conn_callbacks {
 	/* The TLS handshake finished and the peer's certificate chain
@@ -117,8 +119,9 @@ typedef struct dp_conn_config {
 	uint32_t close_linger_ms;   /* how long a graceful close waits for the
 				     * queued bytes to leave; 0 -> 5 s */
 	const dp_frame_limits *limits; /* copied; NULL = defaults (p unknown) */
-	size_t max_conns;           /* listener only: live connections at most;
-				     * more are accepted and closed at once;
+	size_t max_conns;           /* dp_conn_listen only: live connections
+				     * (handshaking or open) at most; more are
+				     * accepted and closed at once (listener.h);
 				     * 0 = no limit */
 } dp_conn_config;
 
@@ -131,38 +134,42 @@ typedef struct dp_conn_config {
  * outcome arrives through cfg->cb: on_handshake, or on_close with the
  * reason.  The handshake timeout covers resolution and connection too.
  * *out receives the new connection (owned by this module as described
- * above).  Errors, synchronous and with no callback:
- *   DP_EINVAL (NULL ctx/host, port 0), DP_ETLS (SSL object), DP_ENOMEM,
- *   or a libuv error (negative errno) if the resolution cannot start. */
+ * above).  loop, cfg and out must not be NULL.  Errors, synchronous and
+ * with no callback (*out untouched):
+ *   DP_EINVAL (NULL ctx, NULL or empty host, port 0), DP_ETLS (SSL
+ *   object), DP_ENOMEM, or a libuv error (negative errno) if the
+ *   resolution cannot start. */
 int dp_conn_connect(uv_loop_t *loop, const dp_conn_config *cfg, const char *host,
 		    uint16_t port, const char *server_name, dp_conn **out);
 
 /* ---- Server -------------------------------------------------------------- */
 
-/* Listen on addr:port (IPv4 or IPv6 literal, host name, or NULL/""/"*" for
- * all addresses, dual-stack when possible; port 0 picks a free port, see
+/* Listen for TLS clients on addr:port, through listener.h
+ * (dp_listener_start: IPv4 or IPv6 literal, host name, or NULL/""/"*" for
+ * every address, dual-stack when possible; port 0 picks a free port, see
  * dp_listener_port).  Each accepted socket becomes a server-side dp_conn
- * with cfg (cfg->ctx must be a server context); it reaches the caller
- * through cfg->cb.on_handshake.  *out receives the listener.
- * Errors: DP_EINVAL, DP_ENOENT (addr not resolved), DP_ENOMEM, or the
- * libuv bind/listen error (e.g. -EADDRINUSE) with a detail. */
-int dp_listener_start(uv_loop_t *loop, const dp_conn_config *cfg, const char *addr,
-		      uint16_t port, dp_listener **out);
-
-/* The port actually bound. */
-uint16_t dp_listener_port(const dp_listener *l);
-
-/* Stop accepting and close the connections of this listener that have not
- * finished their handshake (on_close with -ECANCELED).  Connections that
- * have (the caller saw them in on_handshake) stay open and are the
- * caller's to close.  The listener is freed from the loop later; the
- * pointer is dead after this call. */
-void dp_listener_close(dp_listener *l);
+ * with a copy of cfg (cfg->ctx must be a server context; the listener
+ * takes its own reference); it reaches the caller through
+ * cfg->cb.on_handshake.  At most cfg->max_conns connections live at once.
+ * *out receives the listener: dp_listener_port gives the port bound, and
+ * dp_listener_close stops it and closes the connections of this listener
+ * that have not finished their handshake (on_close with -ECANCELED);
+ * those that have (the caller saw them in on_handshake) stay open and are
+ * the caller's to close.  loop, cfg and out must not be NULL.
+ * Errors (*out untouched): DP_EINVAL (no TLS context), DP_ENOENT (addr
+ * not resolved), DP_ENOMEM, or the libuv bind/listen error (e.g.
+ * -EADDRINUSE) with a detail. */
+int dp_conn_listen(uv_loop_t *loop, const dp_conn_config *cfg, const char *addr,
+		   uint16_t port, dp_listener **out);
 
 /* ---- Using a connection -------------------------------------------------- */
 
+/* Every function below takes a connection between its creation and the
+ * return of its on_close (never NULL). */
+
 /* Encode, frame and encrypt msg, and queue the bytes for the socket; the
- * message is not kept (the caller still owns it).  Errors:
+ * message is not kept (the caller still owns it; it may be NULL only when
+ * the connection is not open).  Errors:
  *   DP_ESTATE   handshake not finished, or the connection is closing;
  *   DP_ERANGE   the message is larger than max_frame (connection stays);
  *   DP_ENOMEM;
@@ -172,7 +179,8 @@ int dp_conn_send(dp_conn *c, const Dpasync__Envelope *msg);
 
 /* Close gracefully: TLS close_notify, queued bytes flushed (at most
  * close_linger_ms), then the socket is closed and on_close(c, 0, ...)
- * called from the loop.  No message is delivered after this call.
+ * called from the loop (with the reason of an earlier failure if the
+ * connection was already closing).  No message is delivered after this call.
  * Idempotent; a no-op when already closing. */
 void dp_conn_close(dp_conn *c);
 

@@ -8,12 +8,13 @@
 /* A partial-frame buffer starts small and doubles, so a peer that announces
  * a huge frame and then trickles bytes costs memory in proportion to what it
  * actually sent. */
-#define DP__BODY_MIN_CAP   4096u
+#define DP_FRAME_BODY_MIN_CAP   4096u
 /* Buffers above this are released after each frame instead of kept. */
-#define DP__BODY_KEEP_CAP  (256u << 10)
+#define DP_FRAME_BODY_KEEP_CAP  (256u << 10)
 
 void dp_frame_decoder_init(dp_frame_decoder *d, uint32_t max_len)
 {
+	DP_REQUIRE(d != NULL);
 	memset(d, 0, sizeof(*d));
 	if (max_len == 0)
 		max_len = DP_FRAME_MAX_DEFAULT;
@@ -24,6 +25,7 @@ void dp_frame_decoder_init(dp_frame_decoder *d, uint32_t max_len)
 
 void dp_frame_decoder_free(dp_frame_decoder *d)
 {
+	DP_REQUIRE(d != NULL);
 	free(d->body);
 	d->body = NULL;
 	d->body_cap = 0;
@@ -34,7 +36,7 @@ void dp_frame_decoder_free(dp_frame_decoder *d)
 /* protobuf-c accepts an over-long varint encoding of field number 0 and
  * keeps it as an unknown field, although 0 is not a valid field number and
  * its own parser refuses the short form.  Refuse it everywhere. */
-static int dp__bad_unknown(const ProtobufCMessage *m)
+static int has_field_zero(const ProtobufCMessage *m)
 {
 	for (unsigned i = 0; m != NULL && i < m->n_unknown_fields; i++)
 		if (m->unknown_fields[i].tag == 0)
@@ -42,7 +44,7 @@ static int dp__bad_unknown(const ProtobufCMessage *m)
 	return 0;
 }
 
-static const ProtobufCMessage *dp__sub(const Dpasync__Envelope *m)
+static const ProtobufCMessage *submessage(const Dpasync__Envelope *m)
 {
 	switch (m->msg_case) {
 	case DPASYNC__ENVELOPE__MSG_HELLO: return &m->hello->base;
@@ -60,10 +62,11 @@ int dp_frame_unpack(const uint8_t *body, size_t len, Dpasync__Envelope **msg)
 {
 	Dpasync__Envelope *m;
 
+	DP_REQUIRE((body != NULL || len == 0) && msg != NULL);
 	m = dpasync__envelope__unpack(NULL, len, body);
 	if (m == NULL)
 		return dp_error_set(DP_EPROTO, "frame of %zu bytes is not a valid Envelope", len);
-	if (dp__bad_unknown(&m->base) || dp__bad_unknown(dp__sub(m))) {
+	if (has_field_zero(&m->base) || has_field_zero(submessage(m))) {
 		dpasync__envelope__free_unpacked(m, NULL);
 		return dp_error_set(DP_EPROTO, "frame of %zu bytes has a field number 0", len);
 	}
@@ -77,26 +80,26 @@ void dp_frame_msg_free(Dpasync__Envelope *m)
 		dpasync__envelope__free_unpacked(m, NULL);
 }
 
-static void dp__frame_next(dp_frame_decoder *d)
+static void next_frame(dp_frame_decoder *d)
 {
 	d->hdr_have = 0;
 	d->body_have = 0;
 	d->body_len = 0;
-	if (d->body_cap > DP__BODY_KEEP_CAP) {
+	if (d->body_cap > DP_FRAME_BODY_KEEP_CAP) {
 		free(d->body);
 		d->body = NULL;
 		d->body_cap = 0;
 	}
 }
 
-static int dp__frame_reserve(dp_frame_decoder *d, size_t need)
+static int reserve_body(dp_frame_decoder *d, size_t need)
 {
 	size_t cap;
 	uint8_t *nb;
 
 	if (need <= d->body_cap)
 		return 0;
-	cap = d->body_cap ? d->body_cap : DP__BODY_MIN_CAP;
+	cap = d->body_cap ? d->body_cap : DP_FRAME_BODY_MIN_CAP;
 	while (cap < need)
 		cap *= 2;
 	if (cap > d->body_len)
@@ -116,6 +119,7 @@ int dp_frame_decode(dp_frame_decoder *d, const uint8_t *buf, size_t len,
 	Dpasync__Envelope *m = NULL;
 	int r;
 
+	DP_REQUIRE(d != NULL && (buf != NULL || len == 0) && used != NULL && msg != NULL);
 	if (d->failed)
 		return dp_error_set(DP_EPROTO, "frame decoder already failed on this stream");
 	while (d->hdr_have < DP_FRAME_HDR && off < len)
@@ -145,7 +149,7 @@ int dp_frame_decode(dp_frame_decoder *d, const uint8_t *buf, size_t len,
 				d->failed = 1;
 				return r;
 			}
-			dp__frame_next(d);
+			next_frame(d);
 			*used = off + n;
 			*msg = m;
 			return 0;
@@ -154,7 +158,7 @@ int dp_frame_decode(dp_frame_decoder *d, const uint8_t *buf, size_t len,
 	need = d->body_len - d->body_have;
 	take = len - off < need ? len - off : need;
 	if (take > 0) {
-		r = dp__frame_reserve(d, d->body_have + take);
+		r = reserve_body(d, d->body_have + take);
 		if (r < 0) {
 			d->failed = 1;
 			return r;
@@ -169,7 +173,7 @@ int dp_frame_decode(dp_frame_decoder *d, const uint8_t *buf, size_t len,
 			d->failed = 1;
 			return r;
 		}
-		dp__frame_next(d);
+		next_frame(d);
 	}
 	*used = off;
 	*msg = m;
@@ -182,6 +186,7 @@ int dp_frame_encode(const Dpasync__Envelope *m, uint32_t max_len,
 	size_t n, packed;
 	uint8_t *b;
 
+	DP_REQUIRE(m != NULL && out != NULL && out_len != NULL);
 	if (max_len == 0)
 		max_len = DP_FRAME_MAX_DEFAULT;
 	n = dpasync__envelope__get_packed_size(m);
@@ -225,12 +230,12 @@ const char *dp_frame_kind(const Dpasync__Envelope *m)
 
 /* ---- validation ----------------------------------------------------------- */
 
-typedef struct dp__lim {
+struct vlimits {
 	size_t p, max_p, max_str;
-} dp__lim;
+};
 
-static int dp__v_str(const char *msg, const char *field, const char *s, int nonempty,
-		     const dp__lim *l)
+static int check_str(const char *msg, const char *field, const char *s, int nonempty,
+		     const struct vlimits *l)
 {
 	size_t n;
 
@@ -251,7 +256,7 @@ static int dp__v_str(const char *msg, const char *field, const char *s, int none
 	return 0;
 }
 
-static int dp__v_dim(const char *msg, const char *field, size_t n, const dp__lim *l)
+static int check_dim(const char *msg, const char *field, size_t n, const struct vlimits *l)
 {
 	if (l->p != 0 && n != l->p)
 		return dp_error_set(DP_EPROTO, "%s.%s has dimension %zu, expected %zu",
@@ -262,10 +267,10 @@ static int dp__v_dim(const char *msg, const char *field, size_t n, const dp__lim
 	return 0;
 }
 
-static int dp__v_vec(const char *msg, const char *field, const double *v, size_t n,
-		     const dp__lim *l)
+static int check_vec(const char *msg, const char *field, const double *v, size_t n,
+		     const struct vlimits *l)
 {
-	int r = dp__v_dim(msg, field, n, l);
+	int r = check_dim(msg, field, n, l);
 
 	if (r < 0)
 		return r;
@@ -278,7 +283,7 @@ static int dp__v_vec(const char *msg, const char *field, const double *v, size_t
 }
 
 /* lo_kind: 0 = any finite, 1 = >= 0, 2 = > 0.  allow_inf admits +inf only. */
-static int dp__v_num(const char *msg, const char *field, double v, int lo_kind, int allow_inf)
+static int check_num(const char *msg, const char *field, double v, int lo_kind, int allow_inf)
 {
 	if (isnan(v))
 		return dp_error_set(DP_EPROTO, "%s.%s is NaN", msg, field);
@@ -291,29 +296,32 @@ static int dp__v_num(const char *msg, const char *field, double v, int lo_kind, 
 	return 0;
 }
 
-static int dp__v_hello(const Dpasync__Hello *h, const dp__lim *l)
+static int check_hello(const Dpasync__Hello *h, const struct vlimits *l)
 {
 	int r;
 
 	if (h->version != DP_PROTO_VERSION)
 		return dp_error_set(DP_EPROTO, "hello.version %u unsupported (expected %u)",
 				    h->version, DP_PROTO_VERSION);
-	if ((r = dp__v_str("hello", "owner_id", h->owner_id, 1, l)) < 0)
+	r = check_str("hello", "owner_id", h->owner_id, 1, l);
+	if (r < 0)
 		return r;
 	if (h->n_rows == 0)
 		return dp_error_set(DP_EPROTO, "hello.n_rows is 0");
-	if ((r = dp__v_dim("hello", "n_features", h->n_features, l)) < 0)
+	r = check_dim("hello", "n_features", h->n_features, l);
+	if (r < 0)
 		return r;
-	return dp__v_num("hello", "epsilon", h->epsilon, 2, 1);
+	return check_num("hello", "epsilon", h->epsilon, 2, 1);
 }
 
-static int dp__v_welcome(const Dpasync__Welcome *w, const dp__lim *l)
+static int check_welcome(const Dpasync__Welcome *w, const struct vlimits *l)
 {
 	int r;
 
-	if ((r = dp__v_str("welcome", "job", w->job, 1, l)) < 0)
-		return r;
-	if ((r = dp__v_str("welcome", "model", w->model, 1, l)) < 0)
+	r = check_str("welcome", "job", w->job, 1, l);
+	if (r == 0)
+		r = check_str("welcome", "model", w->model, 1, l);
+	if (r < 0)
 		return r;
 	if (w->t == 0)
 		return dp_error_set(DP_EPROTO, "welcome.T is 0");
@@ -324,12 +332,16 @@ static int dp__v_welcome(const Dpasync__Welcome *w, const dp__lim *l)
 	if (w->k_done > w->t)
 		return dp_error_set(DP_EPROTO, "welcome.k_done %llu exceeds T %llu",
 				    (unsigned long long)w->k_done, (unsigned long long)w->t);
-	if ((r = dp__v_dim("welcome", "p", w->p, l)) < 0)
-		return r;
-	if ((r = dp__v_num("welcome", "rho", w->rho, 2, 0)) < 0 ||
-	    (r = dp__v_num("welcome", "lambda", w->lambda, 1, 0)) < 0 ||
-	    (r = dp__v_num("welcome", "theta_max", w->theta_max, 2, 0)) < 0 ||
-	    (r = dp__v_num("welcome", "clip_l1", w->clip_l1, 2, 0)) < 0)
+	r = check_dim("welcome", "p", w->p, l);
+	if (r == 0)
+		r = check_num("welcome", "rho", w->rho, 2, 0);
+	if (r == 0)
+		r = check_num("welcome", "lambda", w->lambda, 1, 0);
+	if (r == 0)
+		r = check_num("welcome", "theta_max", w->theta_max, 2, 0);
+	if (r == 0)
+		r = check_num("welcome", "clip_l1", w->clip_l1, 2, 0);
+	if (r < 0)
 		return r;
 	if (w->mode != DPASYNC__MODE__MODE_UNSPECIFIED && w->mode != DPASYNC__MODE__MODE_REQUEST &&
 	    w->mode != DPASYNC__MODE__MODE_BROADCAST)
@@ -337,22 +349,23 @@ static int dp__v_welcome(const Dpasync__Welcome *w, const dp__lim *l)
 	return 0;
 }
 
-static int dp__v_answer(const Dpasync__Answer *a, const dp__lim *l)
+static int check_answer(const Dpasync__Answer *a, const struct vlimits *l)
 {
 	int r;
 
 	if (a->k == 0)
 		return dp_error_set(DP_EPROTO, "answer.k is 0");
-	if ((r = dp__v_vec("answer", "gradient", a->gradient, a->n_gradient, l)) < 0)
+	r = check_vec("answer", "gradient", a->gradient, a->n_gradient, l);
+	if (r == 0)
+		r = check_num("answer", "epsilon_spent", a->epsilon_spent, 1, 1);
+	if (r < 0)
 		return r;
-	if ((r = dp__v_num("answer", "epsilon_spent", a->epsilon_spent, 1, 1)) < 0)
-		return r;
-	return dp__v_num("answer", "epsilon_left", a->epsilon_left, 1, 1);
+	return check_num("answer", "epsilon_left", a->epsilon_left, 1, 1);
 }
 
 int dp_frame_validate(const Dpasync__Envelope *m, const dp_frame_limits *lim)
 {
-	dp__lim l = { 0, DP_FRAME_MAX_P, DP_FRAME_MAX_STR };
+	struct vlimits l = { 0, DP_FRAME_MAX_P, DP_FRAME_MAX_STR };
 
 	if (lim != NULL) {
 		l.p = lim->p;
@@ -370,11 +383,11 @@ int dp_frame_validate(const Dpasync__Envelope *m, const dp_frame_limits *lim)
 	case DPASYNC__ENVELOPE__MSG_HELLO:
 		if (m->hello == NULL)
 			break;
-		return dp__v_hello(m->hello, &l);
+		return check_hello(m->hello, &l);
 	case DPASYNC__ENVELOPE__MSG_WELCOME:
 		if (m->welcome == NULL)
 			break;
-		return dp__v_welcome(m->welcome, &l);
+		return check_welcome(m->welcome, &l);
 	case DPASYNC__ENVELOPE__MSG_UPDATE_REQUEST:
 		if (m->update_request == NULL)
 			break;
@@ -384,21 +397,21 @@ int dp_frame_validate(const Dpasync__Envelope *m, const dp_frame_limits *lim)
 			break;
 		if (m->query->k == 0)
 			return dp_error_set(DP_EPROTO, "query.k is 0");
-		return dp__v_vec("query", "theta", m->query->theta, m->query->n_theta, &l);
+		return check_vec("query", "theta", m->query->theta, m->query->n_theta, &l);
 	case DPASYNC__ENVELOPE__MSG_ANSWER:
 		if (m->answer == NULL)
 			break;
-		return dp__v_answer(m->answer, &l);
+		return check_answer(m->answer, &l);
 	case DPASYNC__ENVELOPE__MSG_REFUSE:
 		if (m->refuse == NULL)
 			break;
-		return dp__v_str("refuse", "reason", m->refuse->reason, 0, &l);
+		return check_str("refuse", "reason", m->refuse->reason, 0, &l);
 	case DPASYNC__ENVELOPE__MSG_DONE:
 		if (m->done == NULL)
 			break;
 		if (m->done->t == 0)
 			return dp_error_set(DP_EPROTO, "done.T is 0");
-		return dp__v_vec("done", "final_theta", m->done->final_theta,
+		return check_vec("done", "final_theta", m->done->final_theta,
 				 m->done->n_final_theta, &l);
 	default:
 		return dp_error_set(DP_EPROTO, "envelope carries no message");

@@ -20,7 +20,8 @@
  *     response is written): a client that sends nothing, or too slowly, or
  *     does not read its answer, is closed when it passes;
  *   - at most max_connections at once; beyond that new connections are
- *     accepted and closed at once.
+ *     accepted and closed at once (the daemons' one accept path,
+ *     listener.h).
  * After the response the socket is shut down for writing and what the
  * client still sends is read and dropped until it closes (or 2 s), so a
  * client that was still sending receives the error instead of a reset.
@@ -31,7 +32,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/socket.h>
 
 #include <uv.h>
 
@@ -46,8 +46,9 @@ struct dp_httpd;
 
 struct dp_httpd_options {
 	const char *listen;          /* "127.0.0.1:9464", "[::1]:9464",
-				      * "localhost:9464"; port 0 picks a free
-				      * port (dp_httpd_port) */
+				      * "localhost:9464" (dp_addr_parse_literal,
+				      * addr.h); port 0 picks a free port
+				      * (dp_httpd_port) */
 	unsigned max_connections;    /* 0 -> DP_HTTPD_MAX_CONN_DEFAULT */
 	unsigned timeout_ms;         /* 0 -> DP_HTTPD_TIMEOUT_MS_DEFAULT */
 	struct dp_metrics *metrics;  /* served on /metrics when not NULL; the
@@ -79,28 +80,27 @@ struct dp_httpd_response {
 typedef int (*dp_httpd_handler)(void *arg, const struct dp_httpd_request *req,
 				struct dp_httpd_response *resp);
 
-/* Parse "host:port" for listening: an IPv4 literal, "[IPv6 literal]",
- * or "localhost" (127.0.0.1); port 0..65535 (required).
- * Errors: DP_EINVAL with a detail; *out untouched. */
-int dp_httpd_parse_addr(const char *hostport, struct sockaddr_storage *out);
-
 /* Bind and listen on opt->listen on `loop`.  Routes: /healthz answers
  * "ok\n" (replace it with dp_httpd_route to report real health) and, when
  * opt->metrics is set, /metrics renders it (DP_METRICS_CONTENT_TYPE).
  * Requests are served while the loop runs.  *out: the server, until
- * dp_httpd_close.
- * Errors: DP_EINVAL (bad options or address), DP_ENOMEM, or the libuv
- * bind/listen error (negative errno, e.g. -EADDRINUSE) with a detail.
- * After a bind/listen failure the socket handle is released by the loop
- * (its memory is freed the next time the loop runs). */
+ * dp_httpd_close.  loop, opt and out must not be NULL.
+ * Errors (*out untouched): DP_EINVAL (listen missing or not a literal
+ * address, detail from dp_addr_parse_literal), DP_ENOMEM, or the libuv
+ * bind/listen error (negative errno, e.g. -EADDRINUSE) with the detail
+ * "httpd: cannot listen on ADDR: ...".  After a bind/listen failure the
+ * socket handle is released by the loop (its memory is freed the next
+ * time the loop runs). */
 int dp_httpd_new(uv_loop_t *loop, const struct dp_httpd_options *opt, struct dp_httpd **out);
 
-/* The port actually bound (useful after port 0). */
+/* The port actually bound (useful after port 0); 0 for NULL. */
 uint16_t dp_httpd_port(const struct dp_httpd *h);
 
-/* Serve `path` (exact match, must start with '/') with fn(arg, ...),
- * replacing any route for the same path; fn NULL removes the route.
- * Errors: DP_EINVAL, DP_ENOMEM, DP_ENOENT (removing a missing route). */
+/* Serve `path` (exact match, must start with '/', no '?') with
+ * fn(arg, ...), replacing any route for the same path; fn NULL removes the
+ * route.  h must not be NULL.
+ * Errors: DP_EINVAL (bad path), DP_ENOMEM, DP_ENOENT (removing a missing
+ * route). */
 int dp_httpd_route(struct dp_httpd *h, const char *path, dp_httpd_handler fn, void *arg);
 
 /* Fill resp with a copy of body (len bytes) and the given status and
@@ -110,7 +110,7 @@ int dp_httpd_route(struct dp_httpd *h, const char *path, dp_httpd_handler fn, vo
 int dp_httpd_respond(struct dp_httpd_response *resp, int status, const char *content_type,
 		     const char *body, size_t len);
 
-/* Number of open client connections. */
+/* Number of open client connections (0 for NULL). */
 size_t dp_httpd_connections(const struct dp_httpd *h);
 
 /* Stop listening and close every connection (responses not yet written

@@ -44,8 +44,7 @@ int dp_metrics_new(struct dp_metrics **out)
 {
 	struct dp_metrics *reg;
 
-	if (out == NULL)
-		return dp_error_set(DP_EINVAL, "metrics: out is NULL");
+	DP_REQUIRE(out != NULL);
 	reg = calloc(1, sizeof(*reg));
 	if (reg == NULL)
 		return dp_error_set(DP_ENOMEM, "metrics: out of memory");
@@ -53,7 +52,7 @@ int dp_metrics_new(struct dp_metrics **out)
 	return 0;
 }
 
-static void dp__free_strings(char **v, size_t n)
+static void free_strings(char **v, size_t n)
 {
 	if (v == NULL)
 		return;
@@ -62,23 +61,23 @@ static void dp__free_strings(char **v, size_t n)
 	free(v);
 }
 
-static void dp__series_free(struct dp_metric *m)
+static void series_free(struct dp_metric *m)
 {
 	if (m == NULL)
 		return;
-	dp__free_strings(m->label_values, m->fam->n_labels);
+	free_strings(m->label_values, m->fam->n_labels);
 	free(m->counts);
 	free(m);
 }
 
-static void dp__family_free(struct dp_metric_family *f)
+static void family_free(struct dp_metric_family *f)
 {
 	if (f == NULL)
 		return;
 	for (size_t i = 0; i < f->n_series; i++)
-		dp__series_free(f->series[i]);
+		series_free(f->series[i]);
 	free(f->series);
-	dp__free_strings(f->label_names, f->n_labels);
+	free_strings(f->label_names, f->n_labels);
 	free(f->bounds);
 	free(f->name);
 	free(f->help);
@@ -90,12 +89,12 @@ void dp_metrics_destroy(struct dp_metrics *reg)
 	if (reg == NULL)
 		return;
 	for (size_t i = 0; i < reg->n; i++)
-		dp__family_free(reg->fams[i]);
+		family_free(reg->fams[i]);
 	free(reg->fams);
 	free(reg);
 }
 
-static bool dp__valid_name(const char *s, bool colon)
+static bool valid_name(const char *s, bool colon)
 {
 	if (s == NULL || *s == '\0')
 		return false;
@@ -111,7 +110,7 @@ static bool dp__valid_name(const char *s, bool colon)
 
 /* Prometheus requires label values to be UTF-8; a scraper rejects the
  * whole page otherwise, so refuse bad bytes when the series is made. */
-static bool dp__valid_utf8(const char *s)
+static bool valid_utf8(const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 
@@ -147,7 +146,7 @@ static bool dp__valid_utf8(const char *s)
 	return true;
 }
 
-static int dp__series_new(struct dp_metric_family *f, const char *const values[],
+static int series_new(struct dp_metric_family *f, const char *const values[],
 			  struct dp_metric **out)
 {
 	struct dp_metric *m;
@@ -184,7 +183,7 @@ static int dp__series_new(struct dp_metric_family *f, const char *const values[]
 	*out = m;
 	return 0;
 nomem:
-	dp__series_free(m);
+	series_free(m);
 	return dp_error_set(DP_ENOMEM, "metrics: out of memory");
 }
 
@@ -197,11 +196,10 @@ int dp_metrics_family(struct dp_metrics *reg, enum dp_metric_type type, const ch
 	size_t nl = 0;
 	int rc;
 
-	if (reg == NULL || out == NULL)
-		return dp_error_set(DP_EINVAL, "metrics: family needs a registry and out");
+	DP_REQUIRE(reg != NULL && out != NULL);
 	if ((unsigned)type > DP_METRIC_HISTOGRAM)
 		return dp_error_set(DP_EINVAL, "metric '%s': bad type", name ? name : "");
-	if (!dp__valid_name(name, true))
+	if (!valid_name(name, true))
 		return dp_error_set(DP_EINVAL, "metric name '%s': expected [a-zA-Z_:][a-zA-Z0-9_:]*",
 				    name ? name : "");
 	for (size_t i = 0; i < reg->n; i++)
@@ -210,7 +208,7 @@ int dp_metrics_family(struct dp_metrics *reg, enum dp_metric_type type, const ch
 	for (; label_names && label_names[nl]; nl++) {
 		const char *l = label_names[nl];
 
-		if (!dp__valid_name(l, false) || strncmp(l, "__", 2) == 0 ||
+		if (!valid_name(l, false) || strncmp(l, "__", 2) == 0 ||
 		    (type == DP_METRIC_HISTOGRAM && strcmp(l, "le") == 0))
 			return dp_error_set(DP_EINVAL, "metric '%s': bad label name '%s'", name, l);
 		for (size_t j = 0; j < nl; j++)
@@ -266,9 +264,9 @@ int dp_metrics_family(struct dp_metrics *reg, enum dp_metric_type type, const ch
 		f->n_bounds = n_buckets;
 	}
 	if (nl == 0) {
-		rc = dp__series_new(f, NULL, &unused);
+		rc = series_new(f, NULL, &unused);
 		if (rc != 0) {
-			dp__family_free(f);
+			family_free(f);
 			return rc;
 		}
 	}
@@ -276,15 +274,14 @@ int dp_metrics_family(struct dp_metrics *reg, enum dp_metric_type type, const ch
 	*out = f;
 	return 0;
 nomem:
-	dp__family_free(f);
+	family_free(f);
 	return dp_error_set(DP_ENOMEM, "metrics: out of memory");
 }
 
 int dp_metrics_series(struct dp_metric_family *fam, const char *const label_values[],
 		      struct dp_metric **out)
 {
-	if (fam == NULL || out == NULL)
-		return dp_error_set(DP_EINVAL, "metrics: series needs a family and out");
+	DP_REQUIRE(fam != NULL && out != NULL);
 	if (fam->n_labels == 0) {
 		*out = fam->series[0];
 		return 0;
@@ -295,7 +292,7 @@ int dp_metrics_series(struct dp_metric_family *fam, const char *const label_valu
 		if (label_values[i] == NULL)
 			return dp_error_set(DP_EINVAL, "metric '%s': label '%s' has no value",
 					    fam->name, fam->label_names[i]);
-		if (!dp__valid_utf8(label_values[i]))
+		if (!valid_utf8(label_values[i]))
 			return dp_error_set(DP_EINVAL, "metric '%s': label '%s': value is not UTF-8",
 					    fam->name, fam->label_names[i]);
 	}
@@ -310,18 +307,17 @@ int dp_metrics_series(struct dp_metric_family *fam, const char *const label_valu
 			return 0;
 		}
 	}
-	return dp__series_new(fam, label_values, out);
+	return series_new(fam, label_values, out);
 }
 
-static int dp__unlabelled(struct dp_metrics *reg, enum dp_metric_type type, const char *name,
+static int unlabelled(struct dp_metrics *reg, enum dp_metric_type type, const char *name,
 			  const char *help, const double *buckets, size_t n_buckets,
 			  struct dp_metric **out)
 {
 	struct dp_metric_family *f;
 	int rc;
 
-	if (out == NULL)
-		return dp_error_set(DP_EINVAL, "metrics: out is NULL");
+	DP_REQUIRE(out != NULL);
 	rc = dp_metrics_family(reg, type, name, help, NULL, buckets, n_buckets, &f);
 	if (rc != 0)
 		return rc;
@@ -332,29 +328,29 @@ static int dp__unlabelled(struct dp_metrics *reg, enum dp_metric_type type, cons
 int dp_metrics_counter(struct dp_metrics *reg, const char *name, const char *help,
 		       struct dp_metric **out)
 {
-	return dp__unlabelled(reg, DP_METRIC_COUNTER, name, help, NULL, 0, out);
+	return unlabelled(reg, DP_METRIC_COUNTER, name, help, NULL, 0, out);
 }
 
 int dp_metrics_gauge(struct dp_metrics *reg, const char *name, const char *help,
 		     struct dp_metric **out)
 {
-	return dp__unlabelled(reg, DP_METRIC_GAUGE, name, help, NULL, 0, out);
+	return unlabelled(reg, DP_METRIC_GAUGE, name, help, NULL, 0, out);
 }
 
 int dp_metrics_histogram(struct dp_metrics *reg, const char *name, const char *help,
 			 const double *buckets, size_t n_buckets, struct dp_metric **out)
 {
-	return dp__unlabelled(reg, DP_METRIC_HISTOGRAM, name, help, buckets, n_buckets, out);
+	return unlabelled(reg, DP_METRIC_HISTOGRAM, name, help, buckets, n_buckets, out);
 }
 
 /* ---- updates ------------------------------------------------------------- */
 
 int dp_metrics_add(struct dp_metric *m, double v)
 {
-	if (m == NULL || m->fam->type == DP_METRIC_HISTOGRAM || !isfinite(v) ||
+	DP_REQUIRE(m != NULL);
+	if (m->fam->type == DP_METRIC_HISTOGRAM || !isfinite(v) ||
 	    (m->fam->type == DP_METRIC_COUNTER && v < 0))
-		return dp_error_set(DP_EINVAL, "metric '%s': cannot add %g",
-				    m ? m->fam->name : "", v);
+		return dp_error_set(DP_EINVAL, "metric '%s': cannot add %g", m->fam->name, v);
 	m->value += v;
 	return 0;
 }
@@ -366,9 +362,9 @@ int dp_metrics_inc(struct dp_metric *m)
 
 int dp_metrics_set(struct dp_metric *m, double v)
 {
-	if (m == NULL || m->fam->type != DP_METRIC_GAUGE)
-		return dp_error_set(DP_EINVAL, "metric '%s': only a gauge can be set",
-				    m ? m->fam->name : "");
+	DP_REQUIRE(m != NULL);
+	if (m->fam->type != DP_METRIC_GAUGE)
+		return dp_error_set(DP_EINVAL, "metric '%s': only a gauge can be set", m->fam->name);
 	m->value = v;
 	return 0;
 }
@@ -377,9 +373,9 @@ int dp_metrics_observe(struct dp_metric *m, double v)
 {
 	size_t b = 0;
 
-	if (m == NULL || m->fam->type != DP_METRIC_HISTOGRAM || isnan(v))
-		return dp_error_set(DP_EINVAL, "metric '%s': cannot observe %g",
-				    m ? m->fam->name : "", v);
+	DP_REQUIRE(m != NULL);
+	if (m->fam->type != DP_METRIC_HISTOGRAM || isnan(v))
+		return dp_error_set(DP_EINVAL, "metric '%s': cannot observe %g", m->fam->name, v);
 	while (b < m->fam->n_bounds && v > m->fam->bounds[b])
 		b++;
 	m->counts[b]++;
@@ -390,8 +386,7 @@ int dp_metrics_observe(struct dp_metric *m, double v)
 
 double dp_metrics_value(const struct dp_metric *m)
 {
-	if (m == NULL)
-		return NAN;
+	DP_REQUIRE(m != NULL);
 	return m->fam->type == DP_METRIC_HISTOGRAM ? (double)m->count : m->value;
 }
 
@@ -399,7 +394,7 @@ double dp_metrics_value(const struct dp_metric *m)
 
 /* Shortest text that reads back as v (Prometheus parses it with Go's
  * ParseFloat, which takes any of these forms). */
-static void dp__fmt_value(char *buf, size_t len, double v)
+static void format_value(char *buf, size_t len, double v)
 {
 	if (isnan(v))
 		snprintf(buf, len, "NaN");
@@ -411,7 +406,7 @@ static void dp__fmt_value(char *buf, size_t len, double v)
 
 /* HELP text escapes backslash and newline; label values also the
  * double quote (format 0.0.4). */
-static void dp__escape(FILE *f, const char *s, bool quote)
+static void write_escaped(FILE *f, const char *s, bool quote)
 {
 	for (; *s; s++) {
 		if (*s == '\\')
@@ -426,7 +421,7 @@ static void dp__escape(FILE *f, const char *s, bool quote)
 }
 
 /* name{l1="v1",...,extra} with extra already formatted (the le label). */
-static void dp__series_name(FILE *f, const struct dp_metric *m, const char *suffix,
+static void write_series_name(FILE *f, const struct dp_metric *m, const char *suffix,
 			    const char *le)
 {
 	const struct dp_metric_family *fam = m->fam;
@@ -438,7 +433,7 @@ static void dp__series_name(FILE *f, const struct dp_metric *m, const char *suff
 	fputc('{', f);
 	for (size_t i = 0; i < fam->n_labels; i++) {
 		fprintf(f, "%s%s=\"", i ? "," : "", fam->label_names[i]);
-		dp__escape(f, m->label_values[i], true);
+		write_escaped(f, m->label_values[i], true);
 		fputc('"', f);
 	}
 	if (le)
@@ -446,31 +441,31 @@ static void dp__series_name(FILE *f, const struct dp_metric *m, const char *suff
 	fputc('}', f);
 }
 
-static void dp__render_series(FILE *f, const struct dp_metric *m)
+static void render_series(FILE *f, const struct dp_metric *m)
 {
 	const struct dp_metric_family *fam = m->fam;
 	char num[40], le[40];
 	uint64_t cum = 0;
 
 	if (fam->type != DP_METRIC_HISTOGRAM) {
-		dp__fmt_value(num, sizeof(num), m->value);
-		dp__series_name(f, m, "", NULL);
+		format_value(num, sizeof(num), m->value);
+		write_series_name(f, m, "", NULL);
 		fprintf(f, " %s\n", num);
 		return;
 	}
 	for (size_t b = 0; b <= fam->n_bounds; b++) {
 		cum += m->counts[b];
 		if (b < fam->n_bounds)
-			dp__fmt_value(le, sizeof(le), fam->bounds[b]);
+			format_value(le, sizeof(le), fam->bounds[b]);
 		else
 			snprintf(le, sizeof(le), "+Inf");
-		dp__series_name(f, m, "_bucket", le);
+		write_series_name(f, m, "_bucket", le);
 		fprintf(f, " %llu\n", (unsigned long long)cum);
 	}
-	dp__fmt_value(num, sizeof(num), m->sum);
-	dp__series_name(f, m, "_sum", NULL);
+	format_value(num, sizeof(num), m->sum);
+	write_series_name(f, m, "_sum", NULL);
 	fprintf(f, " %s\n", num);
-	dp__series_name(f, m, "_count", NULL);
+	write_series_name(f, m, "_count", NULL);
 	fprintf(f, " %llu\n", (unsigned long long)m->count);
 }
 
@@ -493,12 +488,12 @@ int dp_metrics_render(const struct dp_metrics *reg, char **out, size_t *len)
 			continue;
 		if (*fam->help) {
 			fprintf(f, "# HELP %s ", fam->name);
-			dp__escape(f, fam->help, false);
+			write_escaped(f, fam->help, false);
 			fputc('\n', f);
 		}
 		fprintf(f, "# TYPE %s %s\n", fam->name, type_names[fam->type]);
 		for (size_t s = 0; s < fam->n_series; s++)
-			dp__render_series(f, fam->series[s]);
+			render_series(f, fam->series[s]);
 	}
 	if (ferror(f)) {
 		fclose(f);

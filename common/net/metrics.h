@@ -49,7 +49,7 @@ struct dp_metric;         /* one series: a family with one set of label values *
 extern const double dp_metrics_default_buckets[DP_METRICS_DEFAULT_BUCKETS];
 
 /* Create an empty registry (*out, free with dp_metrics_destroy).
- * Errors: DP_EINVAL (out NULL), DP_ENOMEM. */
+ * Errors: DP_ENOMEM. */
 int dp_metrics_new(struct dp_metrics **out);
 
 /* Free the registry and every family and series in it.  NULL is a no-op. */
@@ -68,6 +68,7 @@ void dp_metrics_destroy(struct dp_metrics *reg);
  * Everything is copied.  An unlabelled family has its single series
  * created at once (get it with dp_metrics_series(fam, NULL, ...)); a
  * labelled family appears in the output once it has a series.
+ * reg and out must not be NULL.
  * Errors: DP_EINVAL (bad name, label or buckets, duplicate name),
  * DP_ENOMEM.  On failure the registry is unchanged. */
 int dp_metrics_family(struct dp_metrics *reg, enum dp_metric_type type, const char *name,
@@ -77,8 +78,10 @@ int dp_metrics_family(struct dp_metrics *reg, enum dp_metric_type type, const ch
 /* The series of `fam` with these label values (one per label name, in the
  * same order; any UTF-8 text, escaped when rendered), created at 0 if it
  * does not exist yet.  label_values may be NULL for an unlabelled family.
- * The pointer stays valid until the registry is destroyed.
- * Errors: DP_EINVAL (NULL value, value not UTF-8), DP_ENOMEM. */
+ * The pointer stays valid until the registry is destroyed.  fam and out
+ * must not be NULL.
+ * Errors: DP_EINVAL (label values missing, a NULL value, a value not
+ * UTF-8), DP_ENOMEM. */
 int dp_metrics_series(struct dp_metric_family *fam, const char *const label_values[],
 		      struct dp_metric **out);
 
@@ -90,8 +93,8 @@ int dp_metrics_gauge(struct dp_metrics *reg, const char *name, const char *help,
 int dp_metrics_histogram(struct dp_metrics *reg, const char *name, const char *help,
 			 const double *buckets, size_t n_buckets, struct dp_metric **out);
 
-/* Updates.  Each returns 0, or DP_EINVAL and changes nothing when the call
- * does not fit the metric:
+/* Updates of a series (never NULL).  Each returns 0, or DP_EINVAL and
+ * changes nothing when the call does not fit the metric:
  *   dp_metrics_inc      counter or gauge: += 1
  *   dp_metrics_add      counter: += v with v finite and >= 0;
  *                      gauge: += v (finite)
@@ -104,7 +107,8 @@ int dp_metrics_add(struct dp_metric *m, double v);
 int dp_metrics_set(struct dp_metric *m, double v);
 int dp_metrics_observe(struct dp_metric *m, double v);
 
-/* Current value of a counter or gauge; for a histogram, its count. */
+/* Current value of a counter or gauge; for a histogram, its count (m not
+ * NULL). */
 double dp_metrics_value(const struct dp_metric *m);
 
 /* The whole registry in the text exposition format 0.0.4 (content type

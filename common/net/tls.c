@@ -19,6 +19,7 @@ const char *dp_tls_error_string(SSL *ssl, char *buf, size_t size)
 	unsigned long e = ERR_get_error();
 	size_t off = 0;
 
+	DP_REQUIRE(buf != NULL || size == 0);
 	if (size == 0)
 		return buf;
 	buf[0] = '\0';
@@ -41,7 +42,7 @@ const char *dp_tls_error_string(SSL *ssl, char *buf, size_t size)
 
 /* fopen first so that a missing or unreadable file gets errno's words
  * instead of OpenSSL's "system library" chain. */
-static int dp__tls_readable(const char *what, const char *path)
+static int readable(const char *what, const char *path)
 {
 	FILE *f;
 
@@ -55,7 +56,7 @@ static int dp__tls_readable(const char *what, const char *path)
 	return 0;
 }
 
-static int dp__tls_fail(const char *fmt_prefix, const char *path)
+static int tls_fail(const char *fmt_prefix, const char *path)
 {
 	char eb[256];
 
@@ -63,7 +64,7 @@ static int dp__tls_fail(const char *fmt_prefix, const char *path)
 	return dp_error_set(DP_ETLS, "tls: %s '%s': %s", fmt_prefix, path, eb);
 }
 
-static void dp__asn1_time(const ASN1_TIME *t, char *buf, size_t size)
+static void asn1_time_text(const ASN1_TIME *t, char *buf, size_t size)
 {
 	BIO *b = BIO_new(BIO_s_mem());
 	int n = 0;
@@ -77,7 +78,7 @@ static void dp__asn1_time(const ASN1_TIME *t, char *buf, size_t size)
 	BIO_free(b);
 }
 
-static EVP_PKEY *dp__tls_read_key(const char *path)
+static EVP_PKEY *read_key(const char *path)
 {
 	FILE *f = fopen(path, "r");
 	EVP_PKEY *k;
@@ -95,7 +96,7 @@ static EVP_PKEY *dp__tls_read_key(const char *path)
 
 /* The own certificate is checked at load time against the same store that
  * will verify peers, with the purpose of this side's role. */
-static int dp__tls_check_own(SSL_CTX *ctx, int is_server, const dp_tls_files *fl)
+static int check_own(SSL_CTX *ctx, int is_server, const dp_tls_files *fl)
 {
 	X509 *cert = SSL_CTX_get0_certificate(ctx);
 	STACK_OF(X509) *chain = NULL;
@@ -104,11 +105,11 @@ static int dp__tls_check_own(SSL_CTX *ctx, int is_server, const dp_tls_files *fl
 	int ok, err;
 
 	if (X509_cmp_current_time(X509_get0_notAfter(cert)) <= 0) {
-		dp__asn1_time(X509_get0_notAfter(cert), tb, sizeof(tb));
+		asn1_time_text(X509_get0_notAfter(cert), tb, sizeof(tb));
 		return dp_error_set(DP_ETLS, "tls: certificate '%s' expired on %s", fl->cert_file, tb);
 	}
 	if (X509_cmp_current_time(X509_get0_notBefore(cert)) >= 0) {
-		dp__asn1_time(X509_get0_notBefore(cert), tb, sizeof(tb));
+		asn1_time_text(X509_get0_notBefore(cert), tb, sizeof(tb));
 		return dp_error_set(DP_ETLS, "tls: certificate '%s' is not valid before %s",
 				    fl->cert_file, tb);
 	}
@@ -118,7 +119,7 @@ static int dp__tls_check_own(SSL_CTX *ctx, int is_server, const dp_tls_files *fl
 		return dp_error_set(DP_ENOMEM, "tls: out of memory");
 	if (X509_STORE_CTX_init(sc, SSL_CTX_get_cert_store(ctx), cert, chain) != 1) {
 		X509_STORE_CTX_free(sc);
-		return dp__tls_fail("cannot verify certificate", fl->cert_file);
+		return tls_fail("cannot verify certificate", fl->cert_file);
 	}
 	X509_STORE_CTX_set_purpose(sc, is_server ? X509_PURPOSE_SSL_SERVER : X509_PURPOSE_SSL_CLIENT);
 	ok = X509_verify_cert(sc);
@@ -139,42 +140,44 @@ int dp_tls_ctx_new(int is_server, const dp_tls_files *fl, SSL_CTX **out)
 	char id[DP_TLS_ID_MAX + 1];
 	int r;
 
-	if (fl == NULL)
-		return dp_error_set(DP_EINVAL, "tls: no files given");
-	if ((r = dp__tls_readable("CA", fl->ca_file)) < 0 ||
-	    (r = dp__tls_readable("certificate", fl->cert_file)) < 0 ||
-	    (r = dp__tls_readable("key", fl->key_file)) < 0)
+	DP_REQUIRE(fl != NULL && out != NULL);
+	r = readable("CA", fl->ca_file);
+	if (r == 0)
+		r = readable("certificate", fl->cert_file);
+	if (r == 0)
+		r = readable("key", fl->key_file);
+	if (r < 0)
 		return r;
 	ERR_clear_error();
 	ctx = SSL_CTX_new(is_server ? TLS_server_method() : TLS_client_method());
 	if (ctx == NULL)
-		return dp__tls_fail("cannot create context for", fl->cert_file);
+		return tls_fail("cannot create context for", fl->cert_file);
 	if (SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) != 1 ||
 	    SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION) != 1) {
-		r = dp__tls_fail("cannot require TLS 1.3 for", fl->cert_file);
+		r = tls_fail("cannot require TLS 1.3 for", fl->cert_file);
 		goto fail;
 	}
 	/* Only the deployment CA: no SSL_CTX_set_default_verify_paths. */
 	if (SSL_CTX_load_verify_file(ctx, fl->ca_file) != 1) {
-		r = dp__tls_fail("no usable CA certificate in", fl->ca_file);
+		r = tls_fail("no usable CA certificate in", fl->ca_file);
 		goto fail;
 	}
 	if (is_server) {
 		STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(fl->ca_file);
 
 		if (names == NULL) {
-			r = dp__tls_fail("no usable CA certificate in", fl->ca_file);
+			r = tls_fail("no usable CA certificate in", fl->ca_file);
 			goto fail;
 		}
 		SSL_CTX_set_client_CA_list(ctx, names);
 	}
 	if (SSL_CTX_use_certificate_chain_file(ctx, fl->cert_file) != 1) {
-		r = dp__tls_fail("no usable certificate in", fl->cert_file);
+		r = tls_fail("no usable certificate in", fl->cert_file);
 		goto fail;
 	}
-	key = dp__tls_read_key(fl->key_file);
+	key = read_key(fl->key_file);
 	if (key == NULL) {
-		r = dp__tls_fail("no usable private key in", fl->key_file);
+		r = tls_fail("no usable private key in", fl->key_file);
 		goto fail;
 	}
 	if (SSL_CTX_use_PrivateKey(ctx, key) != 1 || SSL_CTX_check_private_key(ctx) != 1) {
@@ -187,9 +190,11 @@ int dp_tls_ctx_new(int is_server, const dp_tls_files *fl, SSL_CTX **out)
 	}
 	EVP_PKEY_free(key);
 	key = NULL;
-	if ((r = dp__tls_check_own(ctx, is_server, fl)) < 0)
+	r = check_own(ctx, is_server, fl);
+	if (r < 0)
 		goto fail;
-	if ((r = dp_tls_cert_identity(SSL_CTX_get0_certificate(ctx), id, sizeof(id))) < 0) {
+	r = dp_tls_cert_identity(SSL_CTX_get0_certificate(ctx), id, sizeof(id));
+	if (r < 0) {
 		char d[256];
 
 		snprintf(d, sizeof(d), "%s", dp_error_detail(r));
@@ -218,6 +223,7 @@ int dp_tls_client_setup(SSL *ssl, const char *name)
 {
 	unsigned char tmp[16];
 
+	DP_REQUIRE(ssl != NULL);
 	if (name == NULL || *name == '\0')
 		return dp_error_set(DP_EINVAL, "tls: no expected server name");
 	SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
@@ -242,6 +248,7 @@ int dp_tls_cert_identity(X509 *cert, char *out, size_t out_size)
 	unsigned char *utf8 = NULL;
 	int idx, n, ndns = 0, match = 0;
 
+	DP_REQUIRE(out != NULL && out_size > DP_TLS_ID_MAX);
 	if (cert == NULL)
 		return dp_error_set(DP_ETLS, "no certificate");
 	subj = X509_get_subject_name(cert);
@@ -253,6 +260,8 @@ int dp_tls_cert_identity(X509 *cert, char *out, size_t out_size)
 	ent = X509_NAME_get_entry(subj, idx);
 	n = ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(ent));
 	if (n <= 0) {
+		/* An empty CN still comes back as an allocated "". */
+		OPENSSL_free(utf8);
 		ERR_clear_error();
 		return dp_error_set(DP_ETLS, "certificate CN cannot be decoded");
 	}
@@ -298,10 +307,12 @@ int dp_tls_cert_identity(X509 *cert, char *out, size_t out_size)
 
 int dp_tls_peer_identity(SSL *ssl, char *out, size_t out_size)
 {
-	X509 *peer = SSL_get0_peer_certificate(ssl);
+	X509 *peer;
 	long v;
 	int r;
 
+	DP_REQUIRE(ssl != NULL && out != NULL);
+	peer = SSL_get0_peer_certificate(ssl);
 	if (peer == NULL)
 		return dp_error_set(DP_ETLS, "peer presented no certificate");
 	v = SSL_get_verify_result(ssl);

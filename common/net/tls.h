@@ -36,8 +36,9 @@ typedef struct dp_tls_files {
  * clientAuth for a client), so a wrong CA, an expired or not-yet-valid
  * certificate or a key that does not match fails at startup with a clear
  * detail rather than at the first handshake.
- * On success *out receives a new context (free with SSL_CTX_free).
- * Errors (all with a one-line detail naming the file):
+ * On success *out receives a new context (free with SSL_CTX_free); files
+ * and out must not be NULL.
+ * Errors (all with a one-line detail naming the file; *out untouched):
  *   DP_EINVAL  a path is NULL or empty;
  *   DP_ETLS    a file is unreadable or not PEM, key/cert mismatch, own
  *              certificate expired / not yet valid / not issued by the CA /
@@ -45,9 +46,11 @@ typedef struct dp_tls_files {
  *              (detail includes the OpenSSL error string). */
 int dp_tls_ctx_new(int is_server, const dp_tls_files *files, SSL_CTX **out);
 
-/* Prepare a client SSL object to accept only a server whose certificate
- * matches expected_name (DNS-style name, e.g. "learner"); also sends it as
- * SNI.  DP_EINVAL for an empty name, DP_ETLS on OpenSSL failure. */
+/* Prepare a client SSL object (not NULL) to accept only a server whose
+ * certificate matches expected_name (DNS-style name, e.g. "learner", or an
+ * IP literal, checked against the SAN IP entries); a host name is also
+ * sent as SNI.  DP_EINVAL for a NULL or empty name, DP_ETLS on OpenSSL
+ * failure. */
 int dp_tls_client_setup(SSL *ssl, const char *expected_name);
 
 /* Check an identity (owner or learner name, a certificate CN): 1..
@@ -58,8 +61,8 @@ int dp_tls_check_name(const char *name);
 /* Identity of a certificate: its subject CN, checked as described above
  * (exactly one CN, 1..DP_TLS_ID_MAX printable ASCII bytes without spaces,
  * and among the SAN DNS entries when there are any).  out receives the
- * NUL-terminated name; out_size must be > DP_TLS_ID_MAX.
- * DP_ETLS with a detail otherwise. */
+ * NUL-terminated name; out_size must be > DP_TLS_ID_MAX.  A NULL cert and
+ * every rule broken give DP_ETLS with a detail; out untouched then. */
 int dp_tls_cert_identity(X509 *cert, char *out, size_t out_size);
 
 /* Identity of the verified peer of an SSL object after the handshake:
@@ -69,8 +72,9 @@ int dp_tls_peer_identity(SSL *ssl, char *out, size_t out_size);
 
 /* Format the reason of a failed TLS operation into buf: the first OpenSSL
  * error on this thread's queue (ERR_error_string_n), plus the certificate
- * verification result of ssl when it is not X509_V_OK (ssl may be NULL).
- * Clears the error queue.  Returns buf. */
+ * verification result of ssl when it is not X509_V_OK (ssl may be NULL),
+ * or "unspecified TLS error" when there is neither.  Clears the error
+ * queue.  Returns buf (untouched when size is 0). */
 const char *dp_tls_error_string(SSL *ssl, char *buf, size_t size);
 
 #endif

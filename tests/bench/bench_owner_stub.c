@@ -19,11 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/net/conn.h"
 #include "common/core/error.h"
-#include "common/net/frame.h"
 #include "common/core/log.h"
 #include "common/core/num.h"
+#include "common/net/addr.h"
+#include "common/net/conn.h"
+#include "common/net/frame.h"
 #include "common/net/tls.h"
 
 struct stub_owner {
@@ -32,6 +33,8 @@ struct stub_owner {
 	uint64_t T, answers, max_k;
 	int welcomed, done, closed;
 };
+
+static char learner_host[DP_ADDR_HOST_MAX + 1];
 
 static struct {
 	const char *host, *ca, *certs;
@@ -46,7 +49,7 @@ static double *grad;
 static size_t n_closed, n_done;
 static int failed;
 
-static void stub_send(struct stub_owner *o, Dpasync__Envelope *env)
+static void send_env(struct stub_owner *o, Dpasync__Envelope *env)
 {
 	int rc;
 
@@ -59,17 +62,17 @@ static void stub_send(struct stub_owner *o, Dpasync__Envelope *env)
 	}
 }
 
-static void stub_request(struct stub_owner *o)
+static void send_update_request(struct stub_owner *o)
 {
 	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
 	Dpasync__UpdateRequest u = DPASYNC__UPDATE_REQUEST__INIT;
 
 	env.msg_case = DPASYNC__ENVELOPE__MSG_UPDATE_REQUEST;
 	env.update_request = &u;
-	stub_send(o, &env);
+	send_env(o, &env);
 }
 
-static int stub_on_handshake(dp_conn *c, const char *peer_id)
+static int on_handshake(dp_conn *c, const char *peer_id)
 {
 	struct stub_owner *o = dp_conn_data(c);
 	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
@@ -83,11 +86,11 @@ static int stub_on_handshake(dp_conn *c, const char *peer_id)
 	h.epsilon = 1.0;
 	env.msg_case = DPASYNC__ENVELOPE__MSG_HELLO;
 	env.hello = &h;
-	stub_send(o, &env);
+	send_env(o, &env);
 	return 0;
 }
 
-static void stub_on_query(struct stub_owner *o, const Dpasync__Query *q)
+static void answer_query(struct stub_owner *o, const Dpasync__Query *q)
 {
 	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
 	Dpasync__Answer a = DPASYNC__ANSWER__INIT;
@@ -112,12 +115,12 @@ static void stub_on_query(struct stub_owner *o, const Dpasync__Query *q)
 	a.epsilon_left = a.epsilon_spent < 1.0 ? 1.0 - a.epsilon_spent : 0.0;
 	env.msg_case = DPASYNC__ENVELOPE__MSG_ANSWER;
 	env.answer = &a;
-	stub_send(o, &env);
+	send_env(o, &env);
 	if (o->answers < K && o->conn && dp_conn_is_open(o->conn))
-		stub_request(o);
+		send_update_request(o);
 }
 
-static void stub_on_message(dp_conn *c, Dpasync__Envelope *m)
+static void on_message(dp_conn *c, Dpasync__Envelope *m)
 {
 	struct stub_owner *o = dp_conn_data(c);
 
@@ -135,12 +138,12 @@ static void stub_on_message(dp_conn *c, Dpasync__Envelope *m)
 		o->T = m->welcome->t;
 		o->welcomed = 1;
 		dp_conn_set_limits(c, &lim);
-		stub_request(o);
+		send_update_request(o);
 		break;
 	}
 	case DPASYNC__ENVELOPE__MSG_QUERY:
 		if (o->welcomed)
-			stub_on_query(o, m->query);
+			answer_query(o, m->query);
 		break;
 	case DPASYNC__ENVELOPE__MSG_DONE:
 		o->done = 1;
@@ -156,7 +159,7 @@ static void stub_on_message(dp_conn *c, Dpasync__Envelope *m)
 	dp_frame_msg_free(m);
 }
 
-static void stub_on_close(dp_conn *c, int reason, const char *detail)
+static void on_close(dp_conn *c, int reason, const char *detail)
 {
 	struct stub_owner *o = dp_conn_data(c);
 
@@ -170,7 +173,7 @@ static void stub_on_close(dp_conn *c, int reason, const char *detail)
 	}
 }
 
-static int stub_connect(struct stub_owner *o, size_t i)
+static int connect_owner(struct stub_owner *o, size_t i)
 {
 	char cert[4096], key[4096];
 	dp_tls_files tf = { A.ca, cert, key };
@@ -187,9 +190,9 @@ static int stub_connect(struct stub_owner *o, size_t i)
 		return rc;
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.ctx = ctx;
-	cfg.cb.on_handshake = stub_on_handshake;
-	cfg.cb.on_message = stub_on_message;
-	cfg.cb.on_close = stub_on_close;
+	cfg.cb.on_handshake = on_handshake;
+	cfg.cb.on_message = on_message;
+	cfg.cb.on_close = on_close;
 	cfg.data = o;
 	cfg.handshake_timeout_ms = 30000;   /* 100 handshakes on 2 busy cores */
 	rc = dp_conn_connect(loop, &cfg, A.host, A.port, "learner", &c);
@@ -197,7 +200,7 @@ static int stub_connect(struct stub_owner *o, size_t i)
 	return rc;
 }
 
-static int stub_usage(void)
+static int usage(void)
 {
 	fprintf(stderr, "usage: bench_owner_stub --learner HOST:PORT --ca F --certs DIR "
 		"--owners N [--p P] [--rows R]\n");
@@ -212,30 +215,25 @@ int main(int argc, char **argv)
 		{ "p", required_argument, NULL, 'p' }, { "rows", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
-	uint64_t port = 0;
-	char *colon;
 	int o, rc = 0;
 
 	signal(SIGPIPE, SIG_IGN);
-	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	for (;;) {
+		o = getopt_long(argc, argv, "", opts, NULL);
+		if (o == -1)
+			break;
 		switch (o) {
 		case 'l':
-			colon = strrchr(optarg, ':');
-			if (colon == NULL)
-				return stub_usage();
-			*colon = '\0';
-			A.host = optarg;
-			rc = dp_num_parse_u64("--learner port", colon + 1, &port);
-			if (rc == 0 && (port == 0 || port > 65535))
-				rc = dp_error_set(DP_ERANGE, "--learner: bad port");
-			A.port = (uint16_t)port;
+			rc = dp_addr_split("--learner", optarg, 0, learner_host,
+					   sizeof(learner_host), &A.port);
+			A.host = learner_host;
 			break;
 		case 'a': A.ca = optarg; break;
 		case 'c': A.certs = optarg; break;
 		case 'n': rc = dp_num_parse_size("--owners", optarg, &A.n); break;
 		case 'p': rc = dp_num_parse_size("--p", optarg, &A.p); break;
 		case 'r': rc = dp_num_parse_u64("--rows", optarg, &A.rows); break;
-		default: return stub_usage();
+		default: return usage();
 		}
 		if (rc < 0) {
 			fprintf(stderr, "bench_owner_stub: %s\n", dp_error_detail(rc));
@@ -243,7 +241,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind != argc || !A.host || !A.ca || !A.certs || A.n == 0 || A.p == 0 || A.rows == 0)
-		return stub_usage();
+		return usage();
 	dp_log_set_level(DP_LOG_WARN);
 	loop = uv_default_loop();
 	own = calloc(A.n, sizeof(*own));
@@ -253,7 +251,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (size_t i = 0; i < A.n; i++) {
-		rc = stub_connect(&own[i], i);
+		rc = connect_owner(&own[i], i);
 		if (rc < 0) {
 			fprintf(stderr, "bench_owner_stub: owner-%zu: %s\n", i + 1, dp_error_detail(rc));
 			return 1;

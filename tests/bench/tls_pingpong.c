@@ -44,11 +44,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common/net/conn.h"
 #include "common/core/error.h"
-#include "common/net/frame.h"
 #include "common/core/log.h"
 #include "common/core/num.h"
+#include "common/net/conn.h"
+#include "common/net/frame.h"
+#include "common/net/listener.h"
 #include "common/net/tls.h"
 
 static struct {
@@ -75,12 +76,12 @@ static struct {
 	size_t qbytes, abytes, rbytes;
 } S;
 
-static double pp_secs(uint64_t a, uint64_t b)
+static double elapsed_secs(uint64_t a, uint64_t b)
 {
 	return (double)(b - a) * 1e-9;
 }
 
-static void pp_server_fail(const char *fmt, const char *arg)
+static void server_fail(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "tls_pingpong: server: ");
 	fprintf(stderr, fmt, arg);
@@ -90,7 +91,7 @@ static void pp_server_fail(const char *fmt, const char *arg)
 		dp_conn_close(S.conn);
 }
 
-static void pp_send_query(void)
+static void server_send_query(void)
 {
 	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
 	Dpasync__Query q = DPASYNC__QUERY__INIT;
@@ -112,12 +113,12 @@ static void pp_send_query(void)
 	S.got_answer = 0;
 	rc = dp_conn_send(S.conn, &env);
 	if (rc < 0)
-		pp_server_fail("send: %s", dp_error_detail(rc));
+		server_fail("send: %s", dp_error_detail(rc));
 }
 
 /* End of measurement: close gracefully; the client exits when it sees the
  * close, the listener is closed so the loop can end. */
-static void pp_server_finish(void)
+static void server_finish(void)
 {
 	S.finished = 1;
 	dp_conn_close(S.conn);
@@ -126,7 +127,7 @@ static void pp_server_finish(void)
 /* One round trip done (the Answer, and with --wait-request also the
  * UpdateRequest, of query k arrived): count it, then the next Query or
  * the end. */
-static void pp_server_round_done(void)
+static void server_round_done(void)
 {
 	S.answered++;
 	if (S.answered == A.warmup) {
@@ -134,17 +135,17 @@ static void pp_server_round_done(void)
 	} else if (S.answered > A.warmup) {
 		uint64_t now = uv_hrtime();
 
-		if (pp_secs(S.t0, now) >= A.seconds) {
+		if (elapsed_secs(S.t0, now) >= A.seconds) {
 			S.t1 = now;
 			S.measured = S.answered - A.warmup;
-			pp_server_finish();
+			server_finish();
 			return;
 		}
 	}
-	pp_send_query();
+	server_send_query();
 }
 
-static void pp_server_on_message(dp_conn *c, Dpasync__Envelope *m)
+static void server_on_message(dp_conn *c, Dpasync__Envelope *m)
 {
 	if (S.finished || S.failed) {
 		dp_frame_msg_free(m);
@@ -153,7 +154,7 @@ static void pp_server_on_message(dp_conn *c, Dpasync__Envelope *m)
 	switch (m->msg_case) {
 	case DPASYNC__ENVELOPE__MSG_ANSWER:
 		if (m->answer->k != S.k || S.got_answer) {
-			pp_server_fail("%s", "answer for the wrong k");
+			server_fail("%s", "answer for the wrong k");
 			break;
 		}
 		if (S.abytes == 0 && S.k > A.warmup)
@@ -162,31 +163,31 @@ static void pp_server_on_message(dp_conn *c, Dpasync__Envelope *m)
 		/* Without --wait-request the round trip ends here; the owner's
 		 * UpdateRequest must still come (checked below). */
 		if (!A.wait_request)
-			pp_server_round_done();
+			server_round_done();
 		break;
 	case DPASYNC__ENVELOPE__MSG_UPDATE_REQUEST:
 		/* The first request starts the exchange; afterwards exactly one
 		 * follows each Answer. */
 		S.requests++;
 		if (S.requests > S.k + 1 || (A.wait_request && S.k > 0 && !S.got_answer)) {
-			pp_server_fail("%s", "update request without an answer");
+			server_fail("%s", "update request without an answer");
 			break;
 		}
 		if (S.rbytes == 0 && S.k > A.warmup)
 			S.rbytes = dpasync__envelope__get_packed_size(m);
 		if (S.k == 0)
-			pp_send_query();
+			server_send_query();
 		else if (A.wait_request)
-			pp_server_round_done();
+			server_round_done();
 		break;
 	default:
-		pp_server_fail("unexpected %s message", dp_frame_kind(m));
+		server_fail("unexpected %s message", dp_frame_kind(m));
 		break;
 	}
 	dp_frame_msg_free(m);
 }
 
-static int pp_server_on_handshake(dp_conn *c, const char *peer_id)
+static int server_on_handshake(dp_conn *c, const char *peer_id)
 {
 	dp_frame_limits lim = { .p = A.p };
 
@@ -197,7 +198,7 @@ static int pp_server_on_handshake(dp_conn *c, const char *peer_id)
 	return 0;
 }
 
-static void pp_server_on_close(dp_conn *c, int reason, const char *detail)
+static void server_on_close(dp_conn *c, int reason, const char *detail)
 {
 	if (c != S.conn) {
 		fprintf(stderr, "tls_pingpong: server: refused connection closed: %s\n", detail);
@@ -217,7 +218,7 @@ static void pp_server_on_close(dp_conn *c, int reason, const char *detail)
 		uv_close((uv_handle_t *)&S.guard, NULL);
 }
 
-static void pp_on_guard(uv_timer_t *t)
+static void on_guard(uv_timer_t *t)
 {
 	fprintf(stderr, "tls_pingpong: server: no result within the time limit\n");
 	S.failed = 1;
@@ -239,7 +240,7 @@ static struct {
 	int done, failed;
 } C;
 
-static void pp_client_send(Dpasync__Envelope *env)
+static void client_send(Dpasync__Envelope *env)
 {
 	int rc;
 
@@ -251,17 +252,17 @@ static void pp_client_send(Dpasync__Envelope *env)
 	}
 }
 
-static void pp_client_request(void)
+static void client_request(void)
 {
 	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
 	Dpasync__UpdateRequest u = DPASYNC__UPDATE_REQUEST__INIT;
 
 	env.msg_case = DPASYNC__ENVELOPE__MSG_UPDATE_REQUEST;
 	env.update_request = &u;
-	pp_client_send(&env);
+	client_send(&env);
 }
 
-static void pp_client_on_message(dp_conn *c, Dpasync__Envelope *m)
+static void client_on_message(dp_conn *c, Dpasync__Envelope *m)
 {
 	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
 	Dpasync__Answer a = DPASYNC__ANSWER__INIT;
@@ -286,22 +287,22 @@ static void pp_client_on_message(dp_conn *c, Dpasync__Envelope *m)
 	env.msg_case = DPASYNC__ENVELOPE__MSG_ANSWER;
 	env.answer = &a;
 	dp_frame_msg_free(m);
-	pp_client_send(&env);
+	client_send(&env);
 	if (!C.failed)
-		pp_client_request();
+		client_request();
 }
 
-static int pp_client_on_handshake(dp_conn *c, const char *peer_id)
+static int client_on_handshake(dp_conn *c, const char *peer_id)
 {
 	dp_frame_limits lim = { .p = A.p };
 
 	C.conn = c;
 	dp_conn_set_limits(c, &lim);
-	pp_client_request();    /* the first request starts the exchange */
+	client_request();    /* the first request starts the exchange */
 	return 0;
 }
 
-static void pp_client_on_close(dp_conn *c, int reason, const char *detail)
+static void client_on_close(dp_conn *c, int reason, const char *detail)
 {
 	C.conn = NULL;
 	C.done = 1;
@@ -312,7 +313,7 @@ static void pp_client_on_close(dp_conn *c, int reason, const char *detail)
 	}
 }
 
-static int pp_client_start(uv_loop_t *loop, uint16_t port)
+static int client_start(uv_loop_t *loop, uint16_t port)
 {
 	dp_tls_files tf = { A.ca, A.ccert, A.ckey };
 	dp_conn_config cfg;
@@ -328,16 +329,16 @@ static int pp_client_start(uv_loop_t *loop, uint16_t port)
 		return rc;
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.ctx = ctx;
-	cfg.cb.on_handshake = pp_client_on_handshake;
-	cfg.cb.on_message = pp_client_on_message;
-	cfg.cb.on_close = pp_client_on_close;
+	cfg.cb.on_handshake = client_on_handshake;
+	cfg.cb.on_message = client_on_message;
+	cfg.cb.on_close = client_on_close;
 	rc = dp_conn_connect(loop, &cfg, "127.0.0.1", port, "learner", &c);
 	SSL_CTX_free(ctx);
 	return rc;
 }
 
 /* The forked client: its own loop, nothing shared with the parent's. */
-static int pp_client_main(int rfd)
+static int client_main(int rfd)
 {
 	uv_loop_t loop;
 	uint16_t port = 0;
@@ -353,7 +354,7 @@ static int pp_client_main(int rfd)
 	}
 	close(rfd);
 	uv_loop_init(&loop);
-	rc = pp_client_start(&loop, port);
+	rc = client_start(&loop, port);
 	if (rc < 0) {
 		fprintf(stderr, "tls_pingpong: client: %s\n", dp_error_detail(rc));
 		return 1;
@@ -363,7 +364,7 @@ static int pp_client_main(int rfd)
 	return C.failed ? 1 : 0;
 }
 
-static int pp_usage(void)
+static int usage(void)
 {
 	fprintf(stderr, "usage: tls_pingpong --ca F --server-cert F --server-key F "
 		"--client-cert F --client-key F [--p P] [--seconds S] [--warmup N] "
@@ -394,7 +395,10 @@ int main(int argc, char **argv)
 	uint16_t port;
 
 	signal(SIGPIPE, SIG_IGN);
-	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	for (;;) {
+		o = getopt_long(argc, argv, "", opts, NULL);
+		if (o == -1)
+			break;
 		switch (o) {
 		case 'a': A.ca = optarg; break;
 		case 'c': A.scert = optarg; break;
@@ -406,7 +410,7 @@ int main(int argc, char **argv)
 		case 'w': rc = dp_num_parse_u64("--warmup", optarg, &A.warmup); break;
 		case '1': A.one_process = 1; break;
 		case 'W': A.wait_request = 1; break;
-		default: return pp_usage();
+		default: return usage();
 		}
 		if (rc < 0) {
 			fprintf(stderr, "tls_pingpong: %s\n", dp_error_detail(rc));
@@ -415,7 +419,7 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc || !A.ca || !A.scert || !A.skey || !A.ccert || !A.ckey || A.p == 0 ||
 	    !(A.seconds > 0))
-		return pp_usage();
+		return usage();
 	dp_log_set_level(DP_LOG_WARN);
 
 	/* Fork before any loop or TLS state exists: the child builds its own. */
@@ -431,7 +435,7 @@ int main(int argc, char **argv)
 		}
 		if (child == 0) {
 			close(pfd[1]);
-			_exit(pp_client_main(pfd[0]));
+			_exit(client_main(pfd[0]));
 		}
 		close(pfd[0]);
 	}
@@ -443,10 +447,10 @@ int main(int argc, char **argv)
 	if (rc == 0) {
 		memset(&cfg, 0, sizeof(cfg));
 		cfg.ctx = ctx;
-		cfg.cb.on_handshake = pp_server_on_handshake;
-		cfg.cb.on_message = pp_server_on_message;
-		cfg.cb.on_close = pp_server_on_close;
-		rc = dp_listener_start(S.loop, &cfg, "127.0.0.1", 0, &S.lst);
+		cfg.cb.on_handshake = server_on_handshake;
+		cfg.cb.on_message = server_on_message;
+		cfg.cb.on_close = server_on_close;
+		rc = dp_conn_listen(S.loop, &cfg, "127.0.0.1", 0, &S.lst);
 		SSL_CTX_free(ctx);
 	}
 	if (rc < 0 || S.theta == NULL) {
@@ -461,9 +465,9 @@ int main(int argc, char **argv)
 	port = dp_listener_port(S.lst);
 	/* Handshake, warm-up and measurement take far less than this. */
 	uv_timer_init(S.loop, &S.guard);
-	uv_timer_start(&S.guard, pp_on_guard, (uint64_t)((A.seconds + 60.0) * 1000.0), 0);
+	uv_timer_start(&S.guard, on_guard, (uint64_t)((A.seconds + 60.0) * 1000.0), 0);
 	if (A.one_process) {
-		rc = pp_client_start(S.loop, port);
+		rc = client_start(S.loop, port);
 		if (rc < 0) {
 			fprintf(stderr, "tls_pingpong: client: %s\n", dp_error_detail(rc));
 			return 1;
@@ -503,8 +507,8 @@ int main(int argc, char **argv)
 	printf("{\"rt_per_s\": %.1f, \"round_trips\": %llu, \"seconds\": %.6f, \"p\": %zu, "
 	       "\"procs\": %d, \"wait_request\": %s, \"query_bytes\": %zu, "
 	       "\"answer_bytes\": %zu, \"request_bytes\": %zu}\n",
-	       (double)S.measured / pp_secs(S.t0, S.t1), (unsigned long long)S.measured,
-	       pp_secs(S.t0, S.t1), A.p, A.one_process ? 1 : 2,
+	       (double)S.measured / elapsed_secs(S.t0, S.t1), (unsigned long long)S.measured,
+	       elapsed_secs(S.t0, S.t1), A.p, A.one_process ? 1 : 2,
 	       A.wait_request ? "true" : "false", S.qbytes, S.abytes, S.rbytes);
 	free(S.theta);
 	free(C.grad);

@@ -13,7 +13,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void dp__fz_roundtrip(const Dpasync__Envelope *m)
+static void check_roundtrip(const Dpasync__Envelope *m)
 {
 	uint8_t *a = NULL, *b = NULL;
 	size_t na = 0, nb = 0;
@@ -62,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			(void)dp_frame_validate(m, NULL);
 			(void)dp_frame_validate(m, &l3);
 			(void)dp_frame_kind(m);
-			dp__fz_roundtrip(m);
+			check_roundtrip(m);
 			dp_frame_msg_free(m);
 		}
 	}
