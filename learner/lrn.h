@@ -210,7 +210,7 @@ struct lrn {
  * Errors: DP_EINVAL, DP_ENOMEM (detail). */
 int lrn_server_parse_owners(const char *list, char ***names, size_t *count);
 /* Start the TLS listener on listen_host:listen_port and the timers.
- * Errors as dp_listener_start.  L->on_end must be set. */
+ * Errors as dp_conn_listen.  L->on_end must be set. */
 int lrn_server_start(struct lrn *L);
 /* Serve what can be served now (once after startup: a resumed job that had
  * already finished ends here). */

@@ -431,7 +431,7 @@ int lrn_server_start(struct lrn *L)
 	/* Owners plus a margin for reconnects racing old connections and for
 	 * strangers, so a flood of handshakes cannot exhaust descriptors. */
 	cfg.max_conns = 4 * L->N + 16;
-	rc = dp_listener_start(L->loop, &cfg, L->listen_host, L->listen_port, &L->listener);
+	rc = dp_conn_listen(L->loop, &cfg, L->listen_host, L->listen_port, &L->listener);
 	if (rc < 0)
 		return rc;
 	L->tls_port = dp_listener_port(L->listener);
