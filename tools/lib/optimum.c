@@ -44,6 +44,7 @@
 #include <lapacke.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -766,4 +767,31 @@ int dp_optimum_solve(dp_model m, const dp_dataset *const *ds, size_t nds, double
 	}
 	free(th);
 	return err;
+}
+
+int dp_optimum_compare(dp_model m, const double *theta, size_t p, const dp_dataset *const *ds,
+		       size_t nds, double lambda, double theta_max, double *f, double *f_star)
+{
+	double *theta_star, fv, fs;
+	int rc;
+
+	DP_REQUIRE(theta != NULL && ds != NULL && nds > 0 && f != NULL && f_star != NULL);
+	if (ds[0]->p != p)
+		return dp_error_set(DP_EFORMAT, "%s has %zu features but the model has %zu "
+				    "coefficients", ds[0]->source, ds[0]->p, p);
+	theta_star = calloc(p ? p : 1, sizeof(double));
+	if (theta_star == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	fv = dp_model_fitness(m, ds, nds, lambda, theta);
+	rc = dp_optimum_solve(m, ds, nds, lambda, theta_max, theta_star, &fs);
+	free(theta_star);
+	if (rc != 0) {
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s", dp_error_detail(rc));
+		return dp_error_set(rc, "computing the non-private optimum: %s", why);
+	}
+	*f = fv;
+	*f_star = fs;
+	return 0;
 }

@@ -15,13 +15,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <json-c/json.h>
 #include <libgen.h>
 
 #include "common/core/error.h"
+#include "common/core/json.h"
 #include "common/core/num.h"
 
 extern char **environ;
+
+/* Largest summary.json read (it holds p + 2 numbers per model coordinate
+ * and one per owner and repeat). */
+#define SUMMARY_MAX ((size_t)1 << 28)
 
 /* Series colours (colour-blind-safe order of the Tableau palette). */
 static const char *const dp__colors[] = {
@@ -367,6 +371,76 @@ int dp_plot_schedule_check(const char *path, const dp_plot_trace *tr)
 
 static const char dp__psi_header[] = "k,psi_p25,psi_median,psi_p75,psi_mean";
 
+int dp_plot_rates(const char *arg, const dp_plot_trace *tr, double **out)
+{
+	double *r = NULL;
+	char *copy, *tok, *next;
+	size_t n = 0;
+	int err = 0;
+
+	DP_REQUIRE(arg != NULL && tr != NULL && out != NULL);
+	if (strchr(arg, '=') == NULL) {
+		err = dp_num_parse_double_list("--rates", arg, 0, &r, &n);
+		if (err != 0)
+			return err == DP_ENOMEM ? dp_error_set(err, "out of memory") : err;
+		if (n != tr->N) {
+			free(r);
+			return dp_error_set(DP_EINVAL, "--rates has %zu values for the trace's %zu "
+					    "owners", n, tr->N);
+		}
+	} else {
+		r = malloc((tr->N ? tr->N : 1) * sizeof(double));
+		copy = strdup(arg);
+		if (r == NULL || copy == NULL) {
+			free(r);
+			free(copy);
+			return dp_error_set(DP_ENOMEM, "out of memory");
+		}
+		for (size_t i = 0; i < tr->N; i++)
+			r[i] = NAN;
+		for (tok = copy; tok != NULL && err == 0; tok = next, n++) {
+			char *eq;
+			size_t i = n;
+
+			next = strchr(tok, ',');
+			if (next != NULL)
+				*next++ = '\0';
+			eq = strchr(tok, '=');
+			if (eq != NULL) {
+				*eq = '\0';
+				for (i = 0; i < tr->N && strcmp(tr->names[i], tok) != 0; i++)
+					;
+				if (i == tr->N)
+					err = dp_error_set(DP_EINVAL, "--rates: '%s' is not an owner of "
+							   "the trace", tok);
+			} else if (i >= tr->N) {
+				err = dp_error_set(DP_EINVAL, "--rates has more values than the "
+						   "trace's %zu owners", tr->N);
+			}
+			if (err == 0)
+				err = dp_num_parse_double("--rates", eq ? eq + 1 : tok, 0, &r[i]);
+		}
+		for (size_t i = 0; err == 0 && i < tr->N; i++)
+			if (isnan(r[i]))
+				err = dp_error_set(DP_EINVAL, "--rates: no rate for owner '%s'",
+						   tr->names[i]);
+		free(copy);
+		if (err != 0) {
+			free(r);
+			return err;
+		}
+	}
+	for (size_t i = 0; i < tr->N; i++) {
+		if (!(r[i] > 0)) {
+			err = dp_error_set(DP_EINVAL, "--rates must be > 0 (got %g)", r[i]);
+			free(r);
+			return err;
+		}
+	}
+	*out = r;
+	return 0;
+}
+
 int dp_plot_psi_read(const char *path, dp_plot_psi *ps)
 {
 	dp_plot_psi p = { 0 };
@@ -469,47 +543,51 @@ void dp_plot_psi_free(dp_plot_psi *ps)
 void dp_plot_sim_note(const char *psi_path, char *note, size_t size, size_t *runs)
 {
 	char dir[4096], path[4200], eps[64] = "";
-	struct json_object *j, *v, *e;
-	size_t R = 0;
+	struct json_object *j = NULL, *e;
+	dp_json_reader r = { .path = path };
+	const char *mode, *model;
+	uint64_t R, N, T;
 
+	DP_REQUIRE(psi_path != NULL && note != NULL && size > 0 && runs != NULL);
 	note[0] = '\0';
 	*runs = 0;
 	snprintf(dir, sizeof(dir), "%s", psi_path);
 	snprintf(path, sizeof(path), "%s/summary.json", dirname(dir));
-	j = json_object_from_file(path);
-	if (j == NULL)
+	if (dp_json_read_file(path, SUMMARY_MAX, &j) != 0)
 		return;
-	if (json_object_object_get_ex(j, "repeats", &v))
-		R = (size_t)json_object_get_int64(v);
-	if (json_object_object_get_ex(j, "epsilon", &e) && json_object_is_type(e, json_type_array) &&
-	    json_object_array_length(e) > 0) {
-		size_t n = json_object_array_length(e), same = 1;
+	R = dp_json_get_u64(&r, j, "repeats", false, 0);
+	mode = dp_json_get_string(&r, j, "mode", false, "?");
+	model = dp_json_get_string(&r, j, "model", false, "?");
+	N = dp_json_get_u64(&r, j, "N", false, 0);
+	T = dp_json_get_u64(&r, j, "T", false, 0);
+	e = dp_json_get(&r, j, "epsilon", json_type_array, false);
+	if (e != NULL && json_object_array_length(e) > 0) {
+		size_t n = json_object_array_length(e);
+		bool same = true;
+		/* summary.json writes an unlimited budget as null. */
 		struct json_object *e0 = json_object_array_get_idx(e, 0);
+		double v0 = e0 ? dp_json_number(&r, e0, "epsilon", 0) : 0;
+
 		for (size_t i = 1; i < n; i++) {
 			struct json_object *ei = json_object_array_get_idx(e, i);
+
 			if ((ei == NULL) != (e0 == NULL) ||
-			    (ei && json_object_get_double(ei) != json_object_get_double(e0)))
-				same = 0;
+			    (ei && dp_json_number(&r, ei, "epsilon", 0) != v0))
+				same = false;
 		}
-		/* summary.json writes an unlimited budget as null. */
 		if (same && e0 == NULL)
 			snprintf(eps, sizeof(eps), ", ε = ∞");
 		else if (same)
-			snprintf(eps, sizeof(eps), ", ε = %g", json_object_get_double(e0));
+			snprintf(eps, sizeof(eps), ", ε = %g", v0);
 		else
 			snprintf(eps, sizeof(eps), ", ε differs per owner");
 	}
-	{
-		struct json_object *mode = NULL, *model = NULL, *N = NULL, *T = NULL;
-		json_object_object_get_ex(j, "mode", &mode);
-		json_object_object_get_ex(j, "model", &model);
-		json_object_object_get_ex(j, "N", &N);
-		json_object_object_get_ex(j, "T", &T);
-		snprintf(note, size, "%zu run%s, %s, %s, N = %lld, T = %lld%s", R, R == 1 ? "" : "s",
-			 mode ? json_object_get_string(mode) : "?", model ? json_object_get_string(model) : "?",
-			 (long long)(N ? json_object_get_int64(N) : 0), (long long)(T ? json_object_get_int64(T) : 0), eps);
+	if (r.rc == 0) {   /* a summary.json we did not write gives no note */
+		snprintf(note, size, "%llu run%s, %s, %s, N = %llu, T = %llu%s",
+			 (unsigned long long)R, R == 1 ? "" : "s", mode, model,
+			 (unsigned long long)N, (unsigned long long)T, eps);
+		*runs = (size_t)R;
 	}
-	*runs = R;
 	json_object_put(j);
 }
 

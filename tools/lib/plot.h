@@ -46,6 +46,13 @@ double dp_plot_trace_start(const dp_plot_trace *tr);
  * the detail gives the first k). */
 int dp_plot_schedule_check(const char *path, const dp_plot_trace *tr);
 
+/* Clock rates of the trace's owners from the text of a --rates option:
+ * "R1,R2,..." (owners in natural order), "NAME=R,NAME=R,..." or a mix (a
+ * bare value is for the owner at its position in the list).  Every owner
+ * needs exactly one positive rate.  On success *out holds tr->N rates
+ * (free() it).  Errors: DP_EINVAL (detail "--rates ..."), DP_ENOMEM. */
+int dp_plot_rates(const char *arg, const dp_plot_trace *tr, double **out);
+
 /* A sim psi.csv: k,psi_p25,psi_median,psi_p75,psi_mean. */
 typedef struct dp_plot_psi {
 	size_t n;
