@@ -1,5 +1,5 @@
 /* dpasync plot: PNG figures of a run (trace, schedule, psi) drawn by
- * gnuplot; the figures themselves are in plotting.c. */
+ * gnuplot; the figures themselves are in tools/lib/plot.c. */
 #include <libgen.h>
 #include <math.h>
 #include <stdio.h>

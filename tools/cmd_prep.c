@@ -22,9 +22,9 @@
 #include "common/net/config.h"
 #include "tools/lib/simrng.h"
 
-#define DP__PREP "prep"
+#define CMD_NAME "prep"
 /* Stream separation for the sample draw ("SAMPLE" in ASCII). */
-#define DP__SAMPLE_STREAM UINT64_C(0x53414d504c45)
+#define SAMPLE_STREAM UINT64_C(0x53414d504c45)
 
 static const char prep_summary[] =
 	"Turn raw CSV files (plain or .gz, header row required) into a feature schema\n"
@@ -210,7 +210,7 @@ static int status_of(int rc)
 
 static int fail_rc(int rc)
 {
-	dp_cmd_fail(DP__PREP, "%s", rc == DP_ENOMEM ? "out of memory" : dp_error_detail(rc));
+	dp_cmd_fail(CMD_NAME, "%s", rc == DP_ENOMEM ? "out of memory" : dp_error_detail(rc));
 	return status_of(rc);
 }
 
@@ -308,7 +308,7 @@ static int draw_sample(const struct prep *a, const dp_csv_table *tabs, size_t nt
 		free(picks);
 		return DP_ENOMEM;
 	}
-	rc = shuffle(perm, total, m, a->seed ^ DP__SAMPLE_STREAM);
+	rc = shuffle(perm, total, m, a->seed ^ SAMPLE_STREAM);
 	if (rc == 0) {
 		for (size_t i = 0; i < m; i++) {
 			size_t g = perm[i], t = 0;
@@ -498,7 +498,7 @@ static int run(struct prep *a)
 		goto fail;
 	nowners = a->split_set ? a->split : a->inputs.n;
 	if (strlen(a->out) > sizeof(path) - 64) {
-		dp_cmd_fail(DP__PREP, "--out: path too long");
+		dp_cmd_fail(CMD_NAME, "--out: path too long");
 		status = 2;
 		goto done;
 	}
@@ -537,7 +537,7 @@ static int run(struct prep *a)
 		if (rc == DP_EFORMAT && a->schema == NULL && (a->sample || a->frac_set) &&
 		    !a->all_levels && strstr(dp_error_detail(rc), "is not in the schema's list")) {
 			/* The sample lacked a level the owners have: say how to fix it. */
-			dp_cmd_fail(DP__PREP, "%s; the sample lacks it: use --all-levels, or give "
+			dp_cmd_fail(CMD_NAME, "%s; the sample lacks it: use --all-levels, or give "
 				     "the full list with --levels or --ordinal", dp_error_detail(rc));
 			status = 2;
 			goto done;

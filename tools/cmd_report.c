@@ -1,5 +1,5 @@
 /* dpasync report: one run's directory (learnerd out dir or sim out dir)
- * into DIR/report.md with its figures (plotting.c) and key numbers. */
+ * into DIR/report.md with its figures (tools/lib/plot.c) and key numbers. */
 #include <json-c/json.h>
 #include <math.h>
 #include <stdio.h>

@@ -4,8 +4,8 @@
  * a subprocess (found on PATH) on a generated script; the pngcairo terminal
  * is used when gnuplot has it, png otherwise.  docs/plots.md describes
  * every figure. */
-#ifndef DP_TOOLS_PLOTTING_H
-#define DP_TOOLS_PLOTTING_H
+#ifndef DP_TOOLS_PLOT_H
+#define DP_TOOLS_PLOT_H
 
 #include <stddef.h>
 
