@@ -83,63 +83,6 @@ struct prep {
 	size_t nlv;
 };
 
-static void strings_free(struct dp_config_strings *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		free(l->v[i]);
-	free(l->v);
-	l->v = NULL;
-	l->n = 0;
-}
-
-/* Append the items of a comma list ("\," "\=" and "\\" escaped) to `l`.
- * Empty items are refused: they would only be typos. */
-static int split_list(const char *what, const char *s, struct dp_config_strings *l)
-{
-	size_t len = strlen(s);
-	char *item = malloc(len + 1);
-	size_t k = 0;
-
-	if (item == NULL)
-		return DP_ENOMEM;
-	for (size_t i = 0;; i++) {
-		char c = s[i];
-
-		if (c == '\\' && (s[i + 1] == ',' || s[i + 1] == '\\' || s[i + 1] == '=')) {
-			item[k++] = s[++i];
-			continue;
-		}
-		if (c == ',' || c == '\0') {
-			char **v;
-
-			item[k] = '\0';
-			if (k == 0) {
-				free(item);
-				return dp_error_set(DP_EINVAL, "%s: empty item in '%s'", what, s);
-			}
-			v = realloc(l->v, (l->n + 1) * sizeof(*v));
-			if (v == NULL) {
-				free(item);
-				return DP_ENOMEM;
-			}
-			l->v = v;
-			l->v[l->n] = strdup(item);
-			if (l->v[l->n] == NULL) {
-				free(item);
-				return DP_ENOMEM;
-			}
-			l->n++;
-			k = 0;
-			if (c == '\0')
-				break;
-			continue;
-		}
-		item[k++] = c;
-	}
-	free(item);
-	return 0;
-}
-
 /* 'COL=L1,L2,...' (the first unescaped '=' separates the column). */
 static int parse_lvspec(struct prep *a, const char *what, const char *s, int ordered)
 {
@@ -162,7 +105,7 @@ static int parse_lvspec(struct prep *a, const char *what, const char *s, int ord
 		return dp_error_set(DP_EINVAL, "%s: expected 'COLUMN=LEVEL1,LEVEL2,...', got '%s'",
 				    what, s);
 	}
-	rc = split_list(what, s + i + 1, &spec.levels);
+	rc = dp_config_split(what, s + i + 1, &spec.levels);
 	if (rc == 0) {
 		lv = realloc(a->lv, (a->nlv + 1) * sizeof(*lv));
 		if (lv == NULL) {
@@ -174,7 +117,7 @@ static int parse_lvspec(struct prep *a, const char *what, const char *s, int ord
 		}
 	}
 	free(spec.column);
-	strings_free(&spec.levels);
+	dp_config_strings_free(&spec.levels);
 	return rc;
 }
 
@@ -194,7 +137,7 @@ static void prep_free(struct prep *a)
 {
 	for (size_t i = 0; i < a->nlv; i++) {
 		free(a->lv[i].column);
-		strings_free(&a->lv[i].levels);
+		dp_config_strings_free(&a->lv[i].levels);
 	}
 	free(a->lv);
 	a->lv = NULL;

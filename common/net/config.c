@@ -76,8 +76,9 @@ static size_t elem_size(enum dp_config_type t)
 	}
 }
 
-static void strings_free(struct dp_config_strings *l)
+void dp_config_strings_free(struct dp_config_strings *l)
 {
+	DP_REQUIRE(l != NULL);
 	for (size_t i = 0; i < l->n; i++)
 		free(l->v[i]);
 	free(l->v);
@@ -286,7 +287,7 @@ static void stage_free(struct stage *st)
 	for (size_t i = 0; i < st->n; i++)
 		if (st->owned[i])
 			val_free(st->spec->entries[i].type, &st->val[i]);
-	strings_free(&st->args);
+	dp_config_strings_free(&st->args);
 	stage_release(st);
 	memset(st, 0, sizeof(*st));
 }
@@ -335,7 +336,7 @@ static void stage_commit(struct stage *st, bool keep_old)
 		if (keep_old)
 			st->old_args = *spec->args;
 		else
-			strings_free(spec->args);
+			dp_config_strings_free(spec->args);
 		*spec->args = st->args;
 		st->args = (struct dp_config_strings){ 0 };
 	}
@@ -362,7 +363,7 @@ static void stage_rollback(struct stage *st)
 			*e->given = st->old_given[i];
 	}
 	if (st->args_set && spec->args) {
-		strings_free(spec->args);
+		dp_config_strings_free(spec->args);
 		*spec->args = st->old_args;
 		st->old_args = (struct dp_config_strings){ 0 };
 	}
@@ -373,7 +374,7 @@ static void stage_free_old(struct stage *st)
 	for (size_t i = 0; i < st->n; i++)
 		if (st->set[i])
 			val_free(st->spec->entries[i].type, &st->old[i]);
-	strings_free(&st->old_args);
+	dp_config_strings_free(&st->old_args);
 }
 
 static long find(const struct dp_config_spec *spec, const char *name)
@@ -539,6 +540,20 @@ static int split_items(const char *what, const char *s, union val *out)
 	out->l.v = items;
 	out->l.n = m;
 	return 0;
+}
+
+int dp_config_split(const char *what, const char *text, struct dp_config_strings *out)
+{
+	union val v;
+	int rc;
+
+	DP_REQUIRE(what != NULL && text != NULL && out != NULL);
+	rc = check_text(what, text);
+	if (rc == 0)
+		rc = split_items(what, text, &v);
+	if (rc == 0)
+		*out = (struct dp_config_strings){ .v = v.l.v, .n = v.l.n };
+	return rc;
 }
 
 static int parse_list(const struct dp_config_entry *e, const char *what, const char *text,
@@ -1068,7 +1083,7 @@ void dp_config_free(const struct dp_config_spec *spec)
 		write_field(e, &v);
 	}
 	if (spec->args)
-		strings_free(spec->args);
+		dp_config_strings_free(spec->args);
 }
 
 /* ---- command line --------------------------------------------------------- */

@@ -270,6 +270,17 @@ int dp_config_print_help(const struct dp_config_spec *spec, FILE *out);
  * their contents.  Returns 0 or DP_EIO. */
 int dp_config_print(const struct dp_config_spec *spec, FILE *out);
 
+/* Split `text` the way a STRINGS entry splits its value (comma-separated,
+ * "\," "\=" "\\" escapes, no empty item) into *out, for values a program
+ * takes apart further (prep's --levels 'COL=A,B').  `what` starts error
+ * details.  Errors (*out untouched): DP_EINVAL ("WHAT: empty list", "WHAT:
+ * empty item in 'TEXT'", control characters), DP_ENOMEM. */
+int dp_config_split(const char *what, const char *text, struct dp_config_strings *out);
+
+/* Free a list's items and array; it becomes empty.  Safe on an empty
+ * list. */
+void dp_config_strings_free(struct dp_config_strings *l);
+
 /* Text of one entry's current value ("inf", "true", enum name, seconds
  * as a number, the string itself, a list joined by commas with STRINGS
  * items escaped as above) into buf (always NUL-terminated).  Returns 0,

@@ -955,6 +955,24 @@ static void test_lists_in_file(void **state)
 	assert_true(ds.n == 0 && ds.v == NULL && ss.n == 0 && ss.v == NULL);
 }
 
+static void test_split(void **state)
+{
+	struct dp_config_strings l = { 0 };
+
+	assert_int_equal(dp_config_split("--levels", "a\\,b,c\\=d,e\\\\", &l), 0);
+	assert_int_equal(l.n, 3);
+	assert_string_equal(l.v[0], "a,b");
+	assert_string_equal(l.v[1], "c=d");
+	assert_string_equal(l.v[2], "e\\");
+	dp_config_strings_free(&l);
+	assert_true(l.n == 0 && l.v == NULL);
+	assert_int_equal(dp_config_split("--levels", "a,", &l), DP_EINVAL);
+	assert_string_equal(dp_error_detail(DP_EINVAL), "--levels: empty item in 'a,'");
+	assert_int_equal(dp_config_split("--levels", "", &l), DP_EINVAL);
+	assert_string_equal(dp_error_detail(DP_EINVAL), "--levels: empty list");
+	assert_true(l.n == 0 && l.v == NULL);
+}
+
 static void test_bad_command_tables(void **state)
 {
 	double d;
@@ -1014,6 +1032,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cmd_help_text, cmd_setup, cmd_teardown),
 		cmocka_unit_test_setup_teardown(test_cmd_print_lists, cmd_setup, cmd_teardown),
 		cmocka_unit_test_setup_teardown(test_lists_in_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_split, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_command_tables, setup, teardown),
 	};
 
