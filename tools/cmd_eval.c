@@ -1,99 +1,112 @@
 /* dpasync eval: f and psi of a saved model against owner data files. */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "tools/cmds.h"
 #include "common/core/error.h"
 #include "common/core/modelfile.h"
+#include "common/net/config.h"
+#include "tools/cmds.h"
 #include "tools/lib/optimum.h"
-#include "common/core/num.h"
-#include "tools/lib/simcli.h"
+#include "tools/lib/ownerdata.h"
 
-static const char dp__eval_usage[] =
-	"usage: dpasync eval [options] MODEL.json FILE...\n"
-	"\n"
-	"Print, as one JSON line, the fitness f(theta) of a saved model on the\n"
-	"union of the data files, f(theta*) of the non-private optimum over the\n"
-	"box, and psi = f/f* - 1.\n"
-	"\n"
-	"  --model M        linear | logistic | svm (default: the model file's;\n"
-	"                   an explicit value must match it)\n"
-	"  --target COL     target column (default y; with --schema: the schema's)\n"
-	"  --schema FILE    feature schema applied to raw FILEs\n"
-	"  --lambda L       regulariser (default: the model file's)\n"
-	"  --theta-max M    box bound for theta* (default: the model file's)\n"
-	"  --help           this text\n"
-	"The bias column is appended when the model file says \"bias\": true.\n";
+struct eval_opts {
+	int model;                     /* dp_model */
+	char *target, *schema;
+	double lambda, theta_max;
+	bool have_model, have_lambda, have_tmax;
+	struct dp_config_strings args; /* MODEL.json FILE... */
+};
 
-int dp_cmd_eval(int argc, char **argv)
+static int evaluate(struct eval_opts *o)
 {
-	static const struct option opts[] = {
-		{ "model", required_argument, NULL, 'M' },
-		{ "target", required_argument, NULL, 't' },
-		{ "schema", required_argument, NULL, 'S' },
-		{ "lambda", required_argument, NULL, 'l' },
-		{ "theta-max", required_argument, NULL, 'x' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *target = "y", *schema = NULL;
-	int have_model = 0, have_lambda = 0, have_tmax = 0, c, rc = 2;
-	double lambda = 0, theta_max = 0, f, f_star;
-	dp_model model = DP_MODEL_LINEAR;
 	dp_modelfile mf = { 0 };
+	dp_ownerdata od = { 0 };
+	double lambda = o->lambda, theta_max = o->theta_max, f, f_star;
+	int rc;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		int err = 0;
-		switch (c) {
-		case 'M': err = dp_model_parse(optarg, &model); have_model = 1; break;
-		case 't': target = optarg; break;
-		case 'S': schema = optarg; break;
-		case 'l': err = dp_num_parse_double("--lambda", optarg, 0, &lambda); have_lambda = 1; break;
-		case 'x': err = dp_num_parse_double("--theta-max", optarg, 0, &theta_max); have_tmax = 1; break;
-		case 'h': fputs(dp__eval_usage, stdout); return 0;
-		default: dp_tool_fail("eval", "bad usage: unknown option or missing value in '%s' (try dpasync eval --help)", argv[optind - 1]); return 2;
-		}
-		if (err) {
-			dp_tool_fail("eval", "%s", dp_error_detail(err));
-			return 2;
-		}
-	}
-	if (argc - optind < 2) {
-		dp_tool_fail("eval", "expected MODEL.json and at least one data FILE (try dpasync eval --help)");
-		return 2;
-	}
-	rc = dp_modelfile_read(argv[optind], &mf);
+	rc = dp_modelfile_read(o->args.v[0], &mf);
 	if (rc != 0) {
-		dp_tool_fail("eval", "%s", dp_error_detail(rc));
+		dp_cmd_fail("eval", "%s", dp_error_detail(rc));
 		return 2;
 	}
 	rc = 2;
-	if (have_model && model != mf.model) {
-		dp_tool_fail("eval", "--model %s does not match the model file's '%s'", dp_model_name(model),
-			     dp_model_name(mf.model));
+	if (o->have_model && (dp_model)o->model != mf.model) {
+		dp_cmd_fail("eval", "--model %s does not match the model file's '%s'",
+			    dp_model_name((dp_model)o->model), dp_model_name(mf.model));
 		goto out;
 	}
-	model = mf.model;
-	if (!have_lambda)
+	if (!o->have_lambda)
 		lambda = mf.lambda;
-	if (!have_tmax)
+	if (!o->have_tmax)
 		theta_max = mf.theta_max > 0 ? mf.theta_max : INFINITY;
 	if (lambda < 0 || !(theta_max > 0)) {
-		dp_tool_fail("eval", "lambda must be >= 0 and theta-max > 0");
+		dp_cmd_fail("eval", "lambda must be >= 0 and theta-max > 0");
 		goto out;
 	}
-	rc = dp_model_fitness_vs_optimum("eval", &mf, argv + optind + 1, (size_t)(argc - optind - 1),
-					 target, schema, lambda, theta_max, &f, &f_star);
-	if (rc != 0)
+	rc = dp_ownerdata_load(&od, o->args.v + 1, o->args.n - 1,
+			       o->schema ? NULL : (o->target ? o->target : "y"), mf.bias, o->schema,
+			       mf.model);
+	if (rc != 0) {
+		dp_cmd_fail("eval", "%s", dp_error_detail(rc));
+		rc = 2;
 		goto out;
-	printf("{\"model\": \"%s\", \"f\": %.17g, \"f_star\": %.17g, \"psi\": %.17g}\n", dp_model_name(model),
-	       f, f_star, f_star > 0 ? dp_model_psi(f, f_star) : NAN);
+	}
+	rc = dp_optimum_compare(mf.model, mf.theta, mf.p, od.view, od.N, lambda, theta_max, &f,
+				&f_star);
+	if (rc != 0) {
+		dp_cmd_fail("eval", "%s", dp_error_detail(rc));
+		rc = rc == DP_EFORMAT ? 2 : 1;
+		goto out;
+	}
+	printf("{\"model\": \"%s\", \"f\": %.17g, \"f_star\": %.17g, \"psi\": %.17g}\n",
+	       dp_model_name(mf.model), f, f_star, f_star > 0 ? dp_model_psi(f, f_star) : NAN);
 	rc = 0;
 out:
+	dp_ownerdata_free(&od);
 	dp_modelfile_free(&mf);
 	return rc;
+}
+
+int dp_cmd_eval(int argc, char **argv)
+{
+	struct eval_opts o = { 0 };
+	const char *const models[] = { dp_model_name(DP_MODEL_LINEAR),
+				       dp_model_name(DP_MODEL_LOGISTIC),
+				       dp_model_name(DP_MODEL_SVM), NULL };
+	const struct dp_config_entry entries[] = {
+		{ .name = "model", DP_CFG_ENUM(&o.model, models), .given = &o.have_model,
+		  .metavar = "M", .help = "linear | logistic | svm (default: the model\n"
+		  "file's; an explicit value must match it)" },
+		{ .name = "target", DP_CFG_STRING(&o.target), .metavar = "COL",
+		  .help = "target column (default y; with --schema:\nthe schema's)" },
+		{ .name = "schema", DP_CFG_PATH(&o.schema), .metavar = "FILE",
+		  .help = "feature schema applied to raw FILEs" },
+		{ .name = "lambda", DP_CFG_DOUBLE(&o.lambda), .min = 0, .max = INFINITY,
+		  .given = &o.have_lambda, .metavar = "L",
+		  .help = "regulariser (default: the model file's)" },
+		{ .name = "theta-max", DP_CFG_DOUBLE(&o.theta_max), .min = 0, .max = INFINITY,
+		  .min_exclusive = true, .given = &o.have_tmax, .metavar = "M",
+		  .help = "box bound for theta* (default: the model\nfile's)" },
+		DP_CONFIG_END,
+	};
+	const struct dp_config_spec spec = {
+		.program = "dpasync eval",
+		.command = true,
+		.summary = "Print, as one JSON line, the fitness f(theta) of a saved model on the\n"
+			   "union of the data files, f(theta*) of the non-private optimum over the\n"
+			   "box, and psi = f/f* - 1.",
+		.epilog = "The bias column is appended when the model file says \"bias\": true.",
+		.entries = entries,
+		.args = &o.args,
+		.args_metavar = "MODEL.json FILE...",
+		.args_min = 2,
+	};
+	int status;
+
+	if (!dp_cmd_args(&spec, argc, argv, &status))
+		return status;
+	status = evaluate(&o);
+	dp_config_free(&spec);
+	return status;
 }

@@ -1,34 +1,30 @@
 /* dpasync plot: PNG figures of a run (trace, schedule, psi) drawn by
- * gnuplot; the figures themselves are in plotting.c. */
-#include <getopt.h>
+ * gnuplot; the figures themselves are in tools/lib/plot.c. */
 #include <libgen.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "tools/cmds.h"
 #include "common/core/error.h"
-#include "common/core/num.h"
+#include "common/net/config.h"
+#include "tools/cmds.h"
 #include "tools/lib/plot.h"
 
-static const char dp__plot_usage[] =
-	"usage: dpasync plot --kind KIND --out FILE.png [options] INPUT...\n"
-	"\n"
+static const char plot_summary[] =
 	"Draw one PNG figure of a learnerd run or a sim run with gnuplot (found on\n"
 	"PATH; Debian: gnuplot-nox).  Owners are ordered by name in natural order\n"
 	"(owner-2 before owner-10); owner j of a schedule is the j-th data file.\n"
 	"\n"
 	"Kinds and their inputs:\n"
 	"  owners    INPUT = a learnerd trace.csv or a sim schedule.txt.  The owner\n"
-	"            of each iteration against k (the paper's Fig. 3).\n"
-	"            --kmax K      only iterations k <= K\n"
+	"            of each iteration against k (the paper's Fig. 3); --kmax K\n"
+	"            keeps iterations k <= K.\n"
 	"  psi       INPUT... = one or more sim psi.csv.  Median and 25-75 % band\n"
 	"            of psi = f(theta_L)/f(theta*) - 1 over the runs against k\n"
 	"            (the paper's Fig. 2); summary.json next to a psi.csv adds the\n"
-	"            settings to the title.\n"
-	"            --labels A,B  one legend label per INPUT (default: the name of\n"
-	"                          each INPUT's directory)\n"
+	"            settings to the title; --labels names the INPUTs.\n"
 	"  psi-time  INPUT = the psi.csv of `dpasync sim --schedule S` where S is\n"
 	"            the owner order of the trace (`dpasync report` writes it as\n"
 	"            report-schedule.txt; data files in the owners' natural order),\n"
@@ -37,117 +33,48 @@ static const char dp__plot_usage[] =
 	"            theta_L equals learnerd's; with noise psi is that of the same\n"
 	"            owner order with other noise draws.  The schedule.txt next to\n"
 	"            INPUT must equal the trace's owner order.\n"
-	"            --trace FILE  the learnerd trace.csv (required)\n"
 	"  shares    INPUT = a learnerd trace.csv.  Each owner's share of the\n"
 	"            iterations against its median query round trip and, with\n"
 	"            --rates, against its clock rate.\n"
-	"            --rates R1,R2,...  clock rates (requests/s) of the owners in\n"
-	"                               natural order, or NAME=R,NAME=R,...\n"
 	"  cdf       INPUT = a learnerd trace.csv.  Empirical CDFs of the request\n"
 	"            wait in the learner's queue and of the query round trip, per\n"
-	"            owner and overall (log time axis).\n"
-	"\n"
-	"Options:\n"
-	"  --kind KIND       owners | psi | psi-time | shares | cdf (required)\n"
-	"  --out FILE.png    the figure (required; replaced only on success)\n"
-	"  --title TEXT      replace the default title\n"
-	"  --size WxH        pixels (default 1000x600)\n"
-	"  --logx            psi, psi-time: logarithmic k / time axis\n"
-	"  --linear-y        psi, psi-time: linear psi axis (default logarithmic)\n"
-	"  --linear-x        cdf: linear time axis (default logarithmic)\n"
-	"  --help            this text\n"
-	"Exit status: 0 written, 1 gnuplot missing or failed, 2 bad usage or input.\n";
+	"            owner and overall (log time axis).";
 
-enum dp__kind { DP__OWNERS, DP__PSI, DP__PSI_TIME, DP__SHARES, DP__CDF };
+enum kind { OWNERS, PSI, PSI_TIME, SHARES, CDF };
 
-static const char *const dp__kinds[] = { "owners", "psi", "psi-time", "shares", "cdf" };
+static const char *const kinds[] = { "owners", "psi", "psi-time", "shares", "cdf", NULL };
+
+struct plot_opts {
+	int kind;                       /* enum kind */
+	char *out, *trace, *rates, *title, *size;
+	struct dp_config_strings labels;
+	size_t kmax;
+	bool have_kind, have_kmax, logx, linear_y, linear_x;
+	struct dp_config_strings inputs;
+	unsigned width, height;         /* from --size */
+};
 
 /* Set once the inputs are read and drawing starts: from then on only
  * DP_EINVAL (inputs that do not fit together) is the user's input. */
-static int dp__drawing;
+static bool drawing;
 
 /* Exit status for a library error: input problems are 2, the rest 1. */
-static int dp__status(int err)
+static int status_of(int err)
 {
-	if (dp__drawing)
+	if (drawing)
 		return err == DP_EINVAL ? 2 : 1;
 	return err == DP_EINVAL || err == DP_EFORMAT || err == DP_ENOENT ? 2 : 1;
 }
 
 /* Called between reading the inputs and drawing. */
-static int dp__start_drawing(void)
+static int start_drawing(void)
 {
-	dp__drawing = 1;
+	drawing = true;
 	return dp_plot_gnuplot_check();
 }
 
-/* --rates: N values in natural order, or NAME=RATE pairs covering every owner. */
-static int dp__rates(const char *arg, const dp_plot_trace *tr, double **out)
-{
-	double *r = NULL;
-	size_t n = 0;
-	int err;
-
-	if (strchr(arg, '=') == NULL) {
-		err = dp_num_parse_double_list("--rates", arg, 0, &r, &n);
-		if (err != 0)
-			return err;
-		if (n != tr->N) {
-			free(r);
-			return dp_error_set(DP_EINVAL, "--rates has %zu values for the trace's %zu owners", n, tr->N);
-		}
-	} else {
-		char *copy = strdup(arg), *save = NULL;
-		r = malloc(tr->N * sizeof(double));
-		if (copy == NULL || r == NULL) {
-			free(copy);
-			free(r);
-			return dp_error_set(DP_ENOMEM, "out of memory");
-		}
-		for (size_t i = 0; i < tr->N; i++)
-			r[i] = -1;
-		for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-			char *eq = strchr(tok, '=');
-			size_t i;
-			if (eq == NULL) {
-				err = dp_error_set(DP_EINVAL, "--rates: expected NAME=RATE, got '%s'", tok);
-				goto bad;
-			}
-			*eq = '\0';
-			for (i = 0; i < tr->N && strcmp(tr->names[i], tok) != 0; i++)
-				;
-			if (i == tr->N) {
-				err = dp_error_set(DP_EINVAL, "--rates: '%s' is not an owner of the trace", tok);
-				goto bad;
-			}
-			err = dp_num_parse_double("--rates", eq + 1, 0, &r[i]);
-			if (err != 0)
-				goto bad;
-		}
-		for (size_t i = 0; i < tr->N; i++)
-			if (r[i] < 0) {
-				err = dp_error_set(DP_EINVAL, "--rates: no rate for owner '%s'", tr->names[i]);
-				goto bad;
-			}
-		free(copy);
-		goto check;
-bad:
-		free(copy);
-		free(r);
-		return err;
-	}
-check:
-	for (size_t i = 0; i < tr->N; i++)
-		if (!(r[i] > 0)) {
-			free(r);
-			return dp_error_set(DP_EINVAL, "--rates must be > 0 (got %g)", r[i]);
-		}
-	*out = r;
-	return 0;
-}
-
 /* --size WxH (or W,H). */
-static int dp__size(const char *arg, unsigned *w, unsigned *h)
+static int parse_size(const char *arg, unsigned *w, unsigned *h)
 {
 	char *end;
 	unsigned long a, b;
@@ -162,11 +89,46 @@ static int dp__size(const char *arg, unsigned *w, unsigned *h)
 	*h = (unsigned)b;
 	return 0;
 bad:
-	return dp_error_set(DP_EINVAL, "--size: expected WxH with 300 <= W <= 8000 and 200 <= H <= 8000, got '%s'", arg);
+	return dp_error_set(DP_EINVAL, "--size: expected WxH with 300 <= W <= 8000 and 200 <= H "
+			    "<= 8000, got '%s'", arg);
+}
+
+/* Cross-field rules of the options (the table checks each one alone). */
+static int check_opts(void *arg)
+{
+	struct plot_opts *o = arg;
+	const char *k = kinds[o->kind];
+
+	if (!o->have_kind)
+		return dp_error_set(DP_EINVAL, "--kind is required: owners, psi, psi-time, shares "
+				    "or cdf");
+	if (o->kind != PSI && o->inputs.n != 1)
+		return dp_error_set(DP_EINVAL, "--kind %s takes one INPUT, got %zu", k, o->inputs.n);
+	if (o->have_kmax && o->kind != OWNERS)
+		return dp_error_set(DP_EINVAL, "--kmax applies to --kind owners only");
+	if (o->labels.n && o->kind != PSI)
+		return dp_error_set(DP_EINVAL, "--labels applies to --kind psi only");
+	if (o->rates && o->kind != SHARES)
+		return dp_error_set(DP_EINVAL, "--rates applies to --kind shares only");
+	if (o->trace && o->kind != PSI_TIME)
+		return dp_error_set(DP_EINVAL, "--trace applies to --kind psi-time only");
+	if (!o->trace && o->kind == PSI_TIME)
+		return dp_error_set(DP_EINVAL, "--kind psi-time needs --trace trace.csv");
+	if ((o->logx || o->linear_y) && o->kind != PSI && o->kind != PSI_TIME)
+		return dp_error_set(DP_EINVAL, "--logx and --linear-y apply to --kind psi and "
+				    "psi-time only");
+	if (o->linear_x && o->kind != CDF)
+		return dp_error_set(DP_EINVAL, "--linear-x applies to --kind cdf only");
+	if (o->labels.n && o->labels.n != o->inputs.n)
+		return dp_error_set(DP_EINVAL, "--labels: expected %zu comma-separated labels, one "
+				    "per psi.csv", o->inputs.n);
+	if (o->size)
+		return parse_size(o->size, &o->width, &o->height);
+	return 0;
 }
 
 /* The directory that will hold `out` must exist and be writable. */
-static int dp__check_out(const char *out)
+static int check_out(const char *out)
 {
 	char buf[4096];
 	const char *dir;
@@ -180,7 +142,7 @@ static int dp__check_out(const char *out)
 }
 
 /* Default legend label of a psi.csv: its directory's name. */
-static char *dp__dir_label(const char *path)
+static char *dir_label(const char *path)
 {
 	char buf[4096], *d;
 
@@ -193,7 +155,8 @@ static char *dp__dir_label(const char *path)
 	return strdup(basename(d));
 }
 
-static int dp__plot_psi(char **in, size_t nin, const char *labels_arg, const dp_plot_opts *po, const char *out)
+static int plot_psi(char *const *in, size_t nin, const struct dp_config_strings *given,
+		    const dp_plot_opts *po, const char *out)
 {
 	dp_plot_psi *ps = calloc(nin, sizeof(dp_plot_psi));
 	char **labels = calloc(nin, sizeof(char *)), note[300];
@@ -204,34 +167,24 @@ static int dp__plot_psi(char **in, size_t nin, const char *labels_arg, const dp_
 		err = dp_error_set(DP_ENOMEM, "out of memory");
 		goto out;
 	}
-	if (labels_arg) {
-		char *copy = strdup(labels_arg), *save = NULL, *tok;
-		size_t n = 0;
-		if (copy == NULL) {
-			err = dp_error_set(DP_ENOMEM, "out of memory");
-			goto out;
-		}
-		for (tok = strtok_r(copy, ",", &save); tok && n < nin; tok = strtok_r(NULL, ",", &save))
-			labels[n++] = strdup(tok);
-		if (n != nin || tok != NULL)
-			err = dp_error_set(DP_EINVAL, "--labels: expected %zu comma-separated labels, one per psi.csv", nin);
-		free(copy);
-		if (err)
-			goto out;
-	}
 	for (size_t i = 0; i < nin; i++) {
 		err = dp_plot_psi_read(in[i], &ps[i]);
 		if (err != 0)
 			goto out;
-		if (labels[i] == NULL && (nin > 1) && (labels[i] = dp__dir_label(in[i])) == NULL) {
+		if (given->n)
+			labels[i] = strdup(given->v[i]);
+		else if (nin > 1)
+			labels[i] = dir_label(in[i]);
+		if (labels[i] == NULL && (given->n || nin > 1)) {
 			err = dp_error_set(DP_ENOMEM, "out of memory");
 			goto out;
 		}
 	}
 	dp_plot_sim_note(in[0], note, sizeof(note), &runs);
-	err = dp__start_drawing();
+	err = start_drawing();
 	if (err == 0)
-		err = dp_plot_psi_k(ps, (const char *const *)labels, nin, nin == 1 && note[0] ? note : NULL, po, out);
+		err = dp_plot_psi_k(ps, (const char *const *)labels, nin,
+				    nin == 1 && note[0] ? note : NULL, po, out);
 out:
 	for (size_t i = 0; i < nin; i++) {
 		if (ps)
@@ -244,7 +197,8 @@ out:
 	return err;
 }
 
-static int dp__plot_psi_time(const char *psi_path, const char *trace_path, const dp_plot_opts *po, const char *out)
+static int plot_psi_time(const char *psi_path, const char *trace_path, const dp_plot_opts *po,
+			 const char *out)
 {
 	dp_plot_trace tr = { 0 };
 	dp_plot_psi ps = { 0 };
@@ -254,27 +208,30 @@ static int dp__plot_psi_time(const char *psi_path, const char *trace_path, const
 
 	err = dp_plot_trace_read(trace_path, NULL, 0, &tr);
 	if (err == 0 && tr.t == NULL)
-		err = dp_error_set(DP_EINVAL, "--trace %s: a schedule, not a learnerd trace.csv", trace_path);
+		err = dp_error_set(DP_EINVAL, "--trace %s: a schedule, not a learnerd trace.csv",
+				   trace_path);
 	if (err == 0)
 		err = dp_plot_psi_read(psi_path, &ps);
 	if (err == 0) {
 		snprintf(dir, sizeof(dir), "%s", psi_path);
 		snprintf(sched, sizeof(sched), "%s/schedule.txt", dirname(dir));
 		if (access(sched, F_OK) != 0)
-			err = dp_error_set(DP_EINVAL, "%s is missing: cannot check that %s was simulated on the "
-					   "trace's owner order (run dpasync sim --schedule)", sched, psi_path);
+			err = dp_error_set(DP_EINVAL, "%s is missing: cannot check that %s was "
+					   "simulated on the trace's owner order (run dpasync sim "
+					   "--schedule)", sched, psi_path);
 		else
 			err = dp_plot_schedule_check(sched, &tr);
 		if (err == DP_EINVAL && access(sched, F_OK) == 0) {
 			char why[512];
+
 			snprintf(why, sizeof(why), "%s", dp_error_detail(err));
-			err = dp_error_set(DP_EINVAL, "%s was not simulated on this trace's owner order: %s",
-					   psi_path, why);
+			err = dp_error_set(DP_EINVAL, "%s was not simulated on this trace's owner "
+					   "order: %s", psi_path, why);
 		}
 	}
 	if (err == 0) {
 		dp_plot_sim_note(psi_path, note, sizeof(note), &runs);
-		err = dp__start_drawing();
+		err = start_drawing();
 	}
 	if (err == 0)
 		err = dp_plot_psi_time(&ps, &tr, runs, po, out);
@@ -283,122 +240,104 @@ static int dp__plot_psi_time(const char *psi_path, const char *trace_path, const
 	return err;
 }
 
-int dp_cmd_plot(int argc, char **argv)
+/* owners, shares, cdf: one trace (or schedule) in. */
+static int plot_trace(const struct plot_opts *o, const dp_plot_opts *po)
 {
-	static const struct option opts[] = {
-		{ "kind", required_argument, NULL, 'k' },
-		{ "out", required_argument, NULL, 'o' },
-		{ "trace", required_argument, NULL, 't' },
-		{ "labels", required_argument, NULL, 'L' },
-		{ "rates", required_argument, NULL, 'r' },
-		{ "kmax", required_argument, NULL, 'K' },
-		{ "title", required_argument, NULL, 'T' },
-		{ "size", required_argument, NULL, 's' },
-		{ "logx", no_argument, NULL, 'x' },
-		{ "linear-y", no_argument, NULL, 'y' },
-		{ "linear-x", no_argument, NULL, 'X' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *out = NULL, *trace = NULL, *labels = NULL, *rates = NULL;
-	dp_plot_opts po = { 0 };
+	const char *in = o->inputs.v[0];
 	dp_plot_trace tr = { 0 };
 	double *rv = NULL;
-	size_t kmax = 0, nin;
-	int kind = -1, c, err = 0, linear_y = 0, linear_x = 0, have_kmax = 0;
+	int err;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'k':
-			for (size_t i = 0; i < sizeof(dp__kinds) / sizeof(dp__kinds[0]); i++)
-				if (strcmp(optarg, dp__kinds[i]) == 0)
-					kind = (int)i;
-			if (kind < 0)
-				err = dp_error_set(DP_EINVAL, "--kind: expected owners, psi, psi-time, shares or cdf, got '%s'",
-						   optarg);
-			break;
-		case 'o': out = optarg; break;
-		case 't': trace = optarg; break;
-		case 'L': labels = optarg; break;
-		case 'r': rates = optarg; break;
-		case 'K':
-			err = dp_num_parse_size("--kmax", optarg, &kmax);
-			if (err == 0 && kmax == 0)
-				err = dp_error_set(DP_EINVAL, "--kmax must be >= 1");
-			have_kmax = 1;
-			break;
-		case 'T': po.title = optarg; break;
-		case 's': err = dp__size(optarg, &po.width, &po.height); break;
-		case 'x': po.logx = 1; break;
-		case 'y': linear_y = 1; break;
-		case 'X': linear_x = 1; break;
-		case 'h': fputs(dp__plot_usage, stdout); return 0;
-		default:
-			dp_tool_fail("plot", "bad usage: unknown option or missing value in '%s' (try dpasync plot --help)",
-				     argv[optind - 1]);
-			return 2;
-		}
-		if (err) {
-			dp_tool_fail("plot", "%s", dp_error_detail(err));
-			return 2;
-		}
-	}
-	nin = (size_t)(argc - optind);
-#define DP__REQUIRE(cond, ...) do { if (!(cond)) { dp_tool_fail("plot", __VA_ARGS__); return 2; } } while (0)
-	DP__REQUIRE(kind >= 0, "--kind is required: owners, psi, psi-time, shares or cdf (try dpasync plot --help)");
-	DP__REQUIRE(out != NULL, "--out FILE.png is required");
-	DP__REQUIRE(nin >= 1, "no INPUT given for --kind %s (try dpasync plot --help)", dp__kinds[kind]);
-	DP__REQUIRE(kind == DP__PSI || nin == 1, "--kind %s takes one INPUT, got %zu", dp__kinds[kind], nin);
-	DP__REQUIRE(!have_kmax || kind == DP__OWNERS, "--kmax applies to --kind owners only");
-	DP__REQUIRE(!labels || kind == DP__PSI, "--labels applies to --kind psi only");
-	DP__REQUIRE(!rates || kind == DP__SHARES, "--rates applies to --kind shares only");
-	DP__REQUIRE(!trace || kind == DP__PSI_TIME, "--trace applies to --kind psi-time only");
-	DP__REQUIRE(trace || kind != DP__PSI_TIME, "--kind psi-time needs --trace trace.csv");
-	DP__REQUIRE(!(po.logx || linear_y) || kind == DP__PSI || kind == DP__PSI_TIME,
-		    "--logx and --linear-y apply to --kind psi and psi-time only");
-	DP__REQUIRE(!linear_x || kind == DP__CDF, "--linear-x applies to --kind cdf only");
-#undef DP__REQUIRE
-	po.linear = linear_y || linear_x;
-	dp__drawing = 0;
-	err = dp__check_out(out);
-	if (err != 0)
-		goto out;
-	switch (kind) {
-	case DP__PSI:
-		err = dp__plot_psi(argv + optind, nin, labels, &po, out);
-		break;
-	case DP__PSI_TIME:
-		err = dp__plot_psi_time(argv[optind], trace, &po, out);
-		break;
-	default:
-		err = dp_plot_trace_read(argv[optind], NULL, 0, &tr);
-		if (err != 0)
-			break;
-		if (kind != DP__OWNERS && tr.t == NULL) {
-			err = dp_error_set(DP_EINVAL, "%s: --kind %s needs a learnerd trace.csv, not a schedule",
-					   argv[optind], dp__kinds[kind]);
-			break;
-		}
-		if (rates && (err = dp__rates(rates, &tr, &rv)) != 0)
-			break;
-		if ((err = dp__start_drawing()) != 0)
-			break;
-		if (kind == DP__OWNERS)
-			err = dp_plot_owners(&tr, kmax, &po, out);
-		else if (kind == DP__SHARES)
-			err = dp_plot_shares(&tr, rv, &po, out);
-		else
-			err = dp_plot_cdf(&tr, &po, out);
-		break;
-	}
-out:
+	err = dp_plot_trace_read(in, NULL, 0, &tr);
+	if (err == 0 && o->kind != OWNERS && tr.t == NULL)
+		err = dp_error_set(DP_EINVAL, "%s: --kind %s needs a learnerd trace.csv, not a "
+				   "schedule", in, kinds[o->kind]);
+	if (err == 0 && o->rates)
+		err = dp_plot_rates(o->rates, &tr, &rv);
+	if (err == 0)
+		err = start_drawing();
+	if (err == 0 && o->kind == OWNERS)
+		err = dp_plot_owners(&tr, o->kmax, po, o->out);
+	else if (err == 0 && o->kind == SHARES)
+		err = dp_plot_shares(&tr, rv, po, o->out);
+	else if (err == 0)
+		err = dp_plot_cdf(&tr, po, o->out);
 	dp_plot_trace_free(&tr);
 	free(rv);
+	return err;
+}
+
+static int draw(const struct plot_opts *o)
+{
+	dp_plot_opts po = { .title = o->title, .width = o->width, .height = o->height,
+			    .logx = o->logx, .linear = o->linear_y || o->linear_x };
+	int err;
+
+	drawing = false;
+	err = check_out(o->out);
+	if (err == 0 && o->kind == PSI)
+		err = plot_psi(o->inputs.v, o->inputs.n, &o->labels, &po, o->out);
+	else if (err == 0 && o->kind == PSI_TIME)
+		err = plot_psi_time(o->inputs.v[0], o->trace, &po, o->out);
+	else if (err == 0)
+		err = plot_trace(o, &po);
 	if (err != 0) {
-		dp_tool_fail("plot", "%s", dp_error_detail(err));
-		return dp__status(err);
+		dp_cmd_fail("plot", "%s", dp_error_detail(err));
+		return status_of(err);
 	}
-	printf("wrote %s\n", out);
+	printf("wrote %s\n", o->out);
 	return 0;
+}
+
+int dp_cmd_plot(int argc, char **argv)
+{
+	struct plot_opts o = { 0 };
+	const struct dp_config_entry entries[] = {
+		{ .name = "kind", DP_CFG_ENUM(&o.kind, kinds), .given = &o.have_kind,
+		  .metavar = "KIND", .help = "owners | psi | psi-time | shares | cdf\n(required)" },
+		{ .name = "out", DP_CFG_PATH(&o.out), .flags = DP_CONFIG_REQUIRED,
+		  .metavar = "FILE.png", .help = "the figure (replaced only on success)" },
+		{ .name = "trace", DP_CFG_PATH(&o.trace), .metavar = "FILE",
+		  .help = "psi-time: the learnerd trace.csv (required)" },
+		{ .name = "labels", DP_CFG_STRINGS(&o.labels), .metavar = "A,B",
+		  .help = "psi: one legend label per INPUT (default: the\n"
+			  "name of each INPUT's directory)" },
+		{ .name = "rates", DP_CFG_STRING(&o.rates), .metavar = "R1,R2,...",
+		  .help = "shares: clock rates (requests/s) of the owners\n"
+			  "in natural order, or NAME=R,NAME=R,..." },
+		{ .name = "kmax", DP_CFG_SIZE(&o.kmax), .min = 1, .max = INFINITY,
+		  .given = &o.have_kmax, .metavar = "K",
+		  .help = "owners: only iterations k <= K" },
+		{ .name = "title", DP_CFG_STRING(&o.title), .metavar = "TEXT",
+		  .help = "replace the default title" },
+		{ .name = "size", DP_CFG_STRING(&o.size), .metavar = "WxH",
+		  .help = "pixels (default 1000x600)" },
+		{ .name = "logx", DP_CFG_BOOL(&o.logx),
+		  .help = "psi, psi-time: logarithmic k / time axis" },
+		{ .name = "linear-y", DP_CFG_BOOL(&o.linear_y),
+		  .help = "psi, psi-time: linear psi axis (default\nlogarithmic)" },
+		{ .name = "linear-x", DP_CFG_BOOL(&o.linear_x),
+		  .help = "cdf: linear time axis (default logarithmic)" },
+		DP_CONFIG_END,
+	};
+	const struct dp_config_spec spec = {
+		.program = "dpasync plot",
+		.command = true,
+		.synopsis = "--kind KIND --out FILE.png [options] INPUT...",
+		.summary = plot_summary,
+		.epilog = "Exit status: 0 written, 1 gnuplot missing or failed, 2 bad usage or input.",
+		.entries = entries,
+		.validate = check_opts,
+		.validate_arg = &o,
+		.args = &o.inputs,
+		.args_metavar = "INPUT...",
+		.args_min = 1,
+	};
+	int status;
+
+	if (!dp_cmd_args(&spec, argc, argv, &status))
+		return status;
+	status = draw(&o);
+	dp_config_free(&spec);
+	return status;
 }

@@ -4,7 +4,6 @@
  * cell anywhere leaves DIR as it was.  Row selection is deterministic for a
  * seed: the public sample (--sample-frac) and the split (--split) use two
  * independent streams of the seeded simulation generator. */
-#include <getopt.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,72 +19,32 @@
 #include "common/core/num.h"
 #include "common/core/rng.h"
 #include "common/core/schema.h"
+#include "common/net/config.h"
 #include "tools/lib/schema_build.h"
 #include "tools/lib/simrng.h"
 
-#define DP__PREP "prep"
+#define CMD_NAME "prep"
 /* Stream separation for the sample draw ("SAMPLE" in ASCII). */
-#define DP__SAMPLE_STREAM UINT64_C(0x53414d504c45)
+#define SAMPLE_STREAM UINT64_C(0x53414d504c45)
 
-static const char dp__prep_usage[] =
-	"usage: dpasync prep --target COL --out DIR [options] FILE...\n"
-	"       dpasync prep --schema SCHEMA --out DIR [--split N --seed S] FILE...\n"
-	"\n"
+static const char prep_summary[] =
 	"Turn raw CSV files (plain or .gz, header row required) into a feature schema\n"
 	"DIR/schema.json and numeric owner files DIR/owner-1.csv, DIR/owner-2.csv, ...\n"
 	"(header: the feature names, then the target).  Without --split each FILE\n"
 	"becomes one owner file, in the order given; with --split N the rows of the\n"
 	"single FILE are shuffled (by --seed) and dealt into N owner files whose sizes\n"
-	"differ by at most one.  Every row of the input goes to exactly one owner.\n"
+	"differ by at most one.  Every row of the input goes to exactly one owner.";
+
+static const char prep_epilog[] =
+	"Features: every column but the target is used unless dropped.  A column whose\n"
+	"sample values are all numbers is numeric: centred on the sample mean and\n"
+	"divided by the sample standard deviation.  Any other column is one-hot, one\n"
+	"0/1 feature 'COL=level' per level (sorted).  In lists, write '\\,' for a comma\n"
+	"and '\\\\' for a backslash inside a name or level.\n"
 	"\n"
-	"Target and task:\n"
-	"  --target COL          target column (required unless --schema)\n"
-	"  --task T              regression (default) | classification\n"
-	"  --positive LABEL      classification: the label mapped to y=+1; every other\n"
-	"                        label of the target becomes y=-1 (required)\n"
-	"  --raw-target          regression: keep y as is (default: standardise y with\n"
-	"                        the sample mean and standard deviation, recorded in the\n"
-	"                        schema so that predictions can be mapped back)\n"
-	"\n"
-	"Features (every column but the target is used unless dropped):\n"
-	"  --drop A,B,...        ignore these columns (their cells may be empty)\n"
-	"  --ordinal 'COL=L1,L2,...'\n"
-	"                        COL is ordinal with this order (index 0,1,... then\n"
-	"                        standardised); repeatable\n"
-	"  --levels 'COL=L1,L2,...'\n"
-	"                        COL is one-hot with exactly these levels; repeatable\n"
-	"  --onehot A,B,...      one-hot encode these columns even if they look numeric\n"
-	"  --max-levels N        most distinct values a detected categorical column may\n"
-	"                        have (default 100)\n"
-	"  --all-levels          take one-hot levels and class labels from every input\n"
-	"                        row, not only the sample (otherwise a level missing\n"
-	"                        from the sample is an error later); this reveals which\n"
-	"                        levels occur in the owners' data\n"
-	"  --clamp Z             clamp standardised numeric features to [-Z, Z]\n"
-	"  --pca K               replace the features by their projections on the top K\n"
-	"                        principal components of the sample (pc1..pcK)\n"
-	"  A column whose sample values are all numbers is numeric: centred on the\n"
-	"  sample mean and divided by the sample standard deviation.  Any other column\n"
-	"  is one-hot, one 0/1 feature 'COL=level' per level (sorted).  In lists, write\n"
-	"  '\\,' for a comma and '\\\\' for a backslash inside a name or level.\n"
-	"\n"
-	"The sample the schema is built from (the paper's public sample):\n"
-	"  --sample FILE         a separate public CSV with the same columns\n"
-	"  --sample-frac F       a random fraction 0 < F <= 1 of the input rows (drawn\n"
-	"                        by --seed; those rows stay in the owner files)\n"
-	"  (neither)             all input rows: fine for simulations, not for a real\n"
-	"                        deployment where owners' data must stay private\n"
-	"  --schema SCHEMA       apply an existing schema instead of building one\n"
-	"                        (no feature or sample options then); it is copied to\n"
-	"                        DIR/schema.json\n"
-	"\n"
-	"Owners and output:\n"
-	"  --split N             deal the rows of the one FILE into N owner files\n"
-	"  --seed S              seed for --split and --sample-frac (default 1)\n"
-	"  --out DIR             output directory (created if missing; required)\n"
-	"  --force               overwrite DIR/schema.json and DIR/owner-*.csv if they\n"
-	"                        exist (other files in DIR are left alone)\n"
-	"  --help                this text\n"
+	"The sample the schema is built from (the paper's public sample) is --sample,\n"
+	"or --sample-frac of the input rows, or with neither all input rows: fine for\n"
+	"simulations, not for a real deployment where owners' data must stay private.\n"
 	"\n"
 	"Input rules (docs/data.md): RFC 4180 quoting, the same number of fields on every\n"
 	"row, no empty cells in used columns (no imputation), numbers in plain decimal.\n"
@@ -94,94 +53,41 @@ static const char dp__prep_usage[] =
 	"\n"
 	"Example: dpasync prep --target price --drop depth \\\n"
 	"    --ordinal 'cut=Fair,Good,Very Good,Premium,Ideal' \\\n"
-	"    --sample-frac 0.1 --split 4 --seed 7 --out owners diamonds.csv\n";
+	"    --sample-frac 0.1 --split 4 --seed 7 --out owners diamonds.csv";
 
-struct dp__strlist {
-	char **v;
-	size_t n;
-};
+static const char *const tasks[] = { "regression", "classification", NULL };
 
-struct dp__lvspec {
+/* --help groups. */
+static const char g_target[] = "Target and task";
+static const char g_features[] = "Features (every column but the target is used unless dropped)";
+static const char g_sample[] = "The sample the schema is built from (the paper's public sample)";
+static const char g_out[] = "Owners and output";
+
+struct lvspec {
 	char *column;
-	struct dp__strlist levels;
+	struct dp_config_strings levels;
 	int ordered;
 };
 
-struct dp__prep {
-	const char *target, *positive, *sample, *schema, *out;
-	int task, task_set, raw_target, all_levels, force;
-	struct dp__strlist drop, onehot;
-	struct dp__lvspec *lv;
-	size_t nlv;
+struct prep {
+	char *target, *positive, *sample, *schema, *out;
+	int task;                      /* dp_task */
+	bool task_set, raw_target, all_levels, force;
+	struct dp_config_strings drop, onehot, ordinal, levels;
 	size_t pca, max_levels, split;
 	double clamp, frac;
-	int frac_set, clamp_set, pca_set, max_levels_set, split_set;
+	bool frac_set, clamp_set, pca_set, max_levels_set, split_set;
 	uint64_t seed;
-	char **inputs;
-	size_t ninputs;
+	struct dp_config_strings inputs;
+	/* --ordinal and --levels parsed */
+	struct lvspec *lv;
+	size_t nlv;
 };
 
-static void dp__strlist_free(struct dp__strlist *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		free(l->v[i]);
-	free(l->v);
-	l->v = NULL;
-	l->n = 0;
-}
-
-/* Append the items of a comma list ("\," and "\\" escaped) to `l`.  Empty
- * items are refused: they would only be typos. */
-static int dp__split_list(const char *what, const char *s, struct dp__strlist *l)
-{
-	size_t len = strlen(s);
-	char *item = malloc(len + 1);
-	size_t k = 0;
-
-	if (item == NULL)
-		return DP_ENOMEM;
-	for (size_t i = 0;; i++) {
-		char c = s[i];
-
-		if (c == '\\' && (s[i + 1] == ',' || s[i + 1] == '\\' || s[i + 1] == '=')) {
-			item[k++] = s[++i];
-			continue;
-		}
-		if (c == ',' || c == '\0') {
-			char **v;
-
-			item[k] = '\0';
-			if (k == 0) {
-				free(item);
-				return dp_error_set(DP_EINVAL, "%s: empty item in '%s'", what, s);
-			}
-			v = realloc(l->v, (l->n + 1) * sizeof(*v));
-			if (v == NULL) {
-				free(item);
-				return DP_ENOMEM;
-			}
-			l->v = v;
-			l->v[l->n] = strdup(item);
-			if (l->v[l->n] == NULL) {
-				free(item);
-				return DP_ENOMEM;
-			}
-			l->n++;
-			k = 0;
-			if (c == '\0')
-				break;
-			continue;
-		}
-		item[k++] = c;
-	}
-	free(item);
-	return 0;
-}
-
 /* 'COL=L1,L2,...' (the first unescaped '=' separates the column). */
-static int dp__parse_lvspec(struct dp__prep *a, const char *what, const char *s, int ordered)
+static int parse_lvspec(struct prep *a, const char *what, const char *s, int ordered)
 {
-	struct dp__lvspec *lv, spec = { 0 };
+	struct lvspec *lv, spec = { 0 };
 	size_t len = strlen(s), k = 0, i;
 	int rc;
 
@@ -200,7 +106,7 @@ static int dp__parse_lvspec(struct dp__prep *a, const char *what, const char *s,
 		return dp_error_set(DP_EINVAL, "%s: expected 'COLUMN=LEVEL1,LEVEL2,...', got '%s'",
 				    what, s);
 	}
-	rc = dp__split_list(what, s + i + 1, &spec.levels);
+	rc = dp_config_split(what, s + i + 1, &spec.levels);
 	if (rc == 0) {
 		lv = realloc(a->lv, (a->nlv + 1) * sizeof(*lv));
 		if (lv == NULL) {
@@ -212,200 +118,85 @@ static int dp__parse_lvspec(struct dp__prep *a, const char *what, const char *s,
 		}
 	}
 	free(spec.column);
-	dp__strlist_free(&spec.levels);
+	dp_config_strings_free(&spec.levels);
 	return rc;
 }
 
-static void dp__prep_free(struct dp__prep *a)
+/* --ordinal then --levels, each in the order given. */
+static int parse_lvspecs(struct prep *a)
 {
-	dp__strlist_free(&a->drop);
-	dp__strlist_free(&a->onehot);
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < a->ordinal.n; i++)
+		rc = parse_lvspec(a, "--ordinal", a->ordinal.v[i], 1);
+	for (size_t i = 0; rc == 0 && i < a->levels.n; i++)
+		rc = parse_lvspec(a, "--levels", a->levels.v[i], 0);
+	return rc;
+}
+
+static void prep_free(struct prep *a)
+{
 	for (size_t i = 0; i < a->nlv; i++) {
 		free(a->lv[i].column);
-		dp__strlist_free(&a->lv[i].levels);
+		dp_config_strings_free(&a->lv[i].levels);
 	}
 	free(a->lv);
+	a->lv = NULL;
+	a->nlv = 0;
 }
 
 /* Exit status for a library error: 1 when the machine failed us, 2 when the
  * input or the request is at fault. */
-static int dp__status(int rc)
+static int status_of(int rc)
 {
 	return rc == DP_ENOMEM || rc == DP_EIO || rc == DP_ERNG ? 1 : 2;
 }
 
-static int dp__fail_rc(int rc)
+static int fail_rc(int rc)
 {
-	dp_tool_fail(DP__PREP, "%s", rc == DP_ENOMEM ? "out of memory" : dp_error_detail(rc));
-	return dp__status(rc);
+	dp_cmd_fail(CMD_NAME, "%s", rc == DP_ENOMEM ? "out of memory" : dp_error_detail(rc));
+	return status_of(rc);
 }
 
-/* Parse argv into `a`; 0, or the exit status (after a message), or -1 for
- * --help (printed). */
-static int dp__prep_args(struct dp__prep *a, int argc, char **argv)
+/* Cross-field rules of the options (the table checks each one alone). */
+static int check_opts(void *arg)
 {
-	enum {
-		O_TARGET = 256, O_TASK, O_POSITIVE, O_RAW, O_DROP, O_ORDINAL, O_LEVELS, O_ONEHOT,
-		O_MAXLV, O_ALLLV, O_CLAMP, O_PCA, O_SAMPLE, O_FRAC, O_SCHEMA, O_SPLIT, O_SEED,
-		O_OUT, O_FORCE,
-	};
-	static const struct option opts[] = {
-		{ "target", required_argument, NULL, O_TARGET },
-		{ "task", required_argument, NULL, O_TASK },
-		{ "positive", required_argument, NULL, O_POSITIVE },
-		{ "raw-target", no_argument, NULL, O_RAW },
-		{ "drop", required_argument, NULL, O_DROP },
-		{ "ordinal", required_argument, NULL, O_ORDINAL },
-		{ "levels", required_argument, NULL, O_LEVELS },
-		{ "onehot", required_argument, NULL, O_ONEHOT },
-		{ "max-levels", required_argument, NULL, O_MAXLV },
-		{ "all-levels", no_argument, NULL, O_ALLLV },
-		{ "clamp", required_argument, NULL, O_CLAMP },
-		{ "pca", required_argument, NULL, O_PCA },
-		{ "sample", required_argument, NULL, O_SAMPLE },
-		{ "sample-frac", required_argument, NULL, O_FRAC },
-		{ "schema", required_argument, NULL, O_SCHEMA },
-		{ "split", required_argument, NULL, O_SPLIT },
-		{ "seed", required_argument, NULL, O_SEED },
-		{ "out", required_argument, NULL, O_OUT },
-		{ "force", no_argument, NULL, O_FORCE },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int c;
+	const struct prep *a = arg;
 
-	a->seed = 1;
-	optind = 1;
-	opterr = 0; /* our own one-line message instead of getopt's */
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-		int err = 0;
-
-		switch (c) {
-		case O_TARGET: a->target = optarg; break;
-		case O_TASK:
-			a->task_set = 1;
-			if (strcmp(optarg, "regression") == 0)
-				a->task = DP_TASK_REGRESSION;
-			else if (strcmp(optarg, "classification") == 0)
-				a->task = DP_TASK_CLASSIFICATION;
-			else
-				err = dp_error_set(DP_EINVAL, "--task: expected regression or "
-						   "classification, got '%s'", optarg);
-			break;
-		case O_POSITIVE: a->positive = optarg; break;
-		case O_RAW: a->raw_target = 1; break;
-		case O_DROP: err = dp__split_list("--drop", optarg, &a->drop); break;
-		case O_ORDINAL: err = dp__parse_lvspec(a, "--ordinal", optarg, 1); break;
-		case O_LEVELS: err = dp__parse_lvspec(a, "--levels", optarg, 0); break;
-		case O_ONEHOT: err = dp__split_list("--onehot", optarg, &a->onehot); break;
-		case O_MAXLV:
-			a->max_levels_set = 1;
-			err = dp_num_parse_size("--max-levels", optarg, &a->max_levels);
-			if (err == 0 && a->max_levels == 0)
-				err = dp_error_set(DP_EINVAL, "--max-levels must be >= 1");
-			break;
-		case O_ALLLV: a->all_levels = 1; break;
-		case O_CLAMP:
-			a->clamp_set = 1;
-			err = dp_num_parse_double("--clamp", optarg, 0, &a->clamp);
-			if (err == 0 && !(a->clamp > 0.0))
-				err = dp_error_set(DP_EINVAL, "--clamp must be > 0, got '%s'", optarg);
-			break;
-		case O_PCA:
-			a->pca_set = 1;
-			err = dp_num_parse_size("--pca", optarg, &a->pca);
-			if (err == 0 && a->pca == 0)
-				err = dp_error_set(DP_EINVAL, "--pca must be >= 1");
-			break;
-		case O_SAMPLE: a->sample = optarg; break;
-		case O_FRAC:
-			a->frac_set = 1;
-			err = dp_num_parse_double("--sample-frac", optarg, 0, &a->frac);
-			if (err == 0 && !(a->frac > 0.0 && a->frac <= 1.0))
-				err = dp_error_set(DP_EINVAL, "--sample-frac must be in (0, 1], got '%s'",
-						   optarg);
-			break;
-		case O_SCHEMA: a->schema = optarg; break;
-		case O_SPLIT:
-			a->split_set = 1;
-			err = dp_num_parse_size("--split", optarg, &a->split);
-			if (err == 0 && a->split == 0)
-				err = dp_error_set(DP_EINVAL, "--split must be >= 1");
-			break;
-		case O_SEED: err = dp_num_parse_u64("--seed", optarg, &a->seed); break;
-		case O_OUT: a->out = optarg; break;
-		case O_FORCE: a->force = 1; break;
-		case 'h': fputs(dp__prep_usage, stdout); return -1;
-		case ':':
-			dp_tool_fail(DP__PREP, "%s needs a value (try dpasync prep --help)",
-				     argv[optind - 1]);
-			return 2;
-		default:
-			dp_tool_fail(DP__PREP, "unknown option '%s' (try dpasync prep --help)",
-				     argv[optind - 1]);
-			return 2;
-		}
-		if (err != 0)
-			return dp__fail_rc(err);
-	}
-	a->inputs = argv + optind;
-	a->ninputs = (size_t)(argc - optind);
-
-	if (a->ninputs == 0) {
-		dp_tool_fail(DP__PREP, "no input FILE (try dpasync prep --help)");
-		return 2;
-	}
-	if (a->out == NULL) {
-		dp_tool_fail(DP__PREP, "--out DIR is required");
-		return 2;
-	}
-	if (a->split_set && a->ninputs != 1) {
-		dp_tool_fail(DP__PREP, "--split deals the rows of one FILE; %zu files given",
-			     a->ninputs);
-		return 2;
-	}
-	if (a->sample != NULL && a->frac_set) {
-		dp_tool_fail(DP__PREP, "--sample and --sample-frac exclude each other");
-		return 2;
-	}
+	if (a->split_set && a->inputs.n != 1)
+		return dp_error_set(DP_EINVAL, "--split deals the rows of one FILE; %zu files given",
+				    a->inputs.n);
+	if (a->sample != NULL && a->frac_set)
+		return dp_error_set(DP_EINVAL, "--sample and --sample-frac exclude each other");
 	if (a->schema != NULL) {
 		const char *bad = a->task_set ? "--task" : a->positive ? "--positive" :
 				  a->raw_target ? "--raw-target" : a->drop.n ? "--drop" :
-				  a->nlv ? "--ordinal/--levels" : a->onehot.n ? "--onehot" :
-				  a->max_levels_set ? "--max-levels" : a->all_levels ? "--all-levels" :
-				  a->clamp_set ? "--clamp" : a->pca_set ? "--pca" :
-				  a->sample ? "--sample" : a->frac_set ? "--sample-frac" : NULL;
+				  a->ordinal.n || a->levels.n ? "--ordinal/--levels" :
+				  a->onehot.n ? "--onehot" : a->max_levels_set ? "--max-levels" :
+				  a->all_levels ? "--all-levels" : a->clamp_set ? "--clamp" :
+				  a->pca_set ? "--pca" : a->sample ? "--sample" :
+				  a->frac_set ? "--sample-frac" : NULL;
 
-		if (bad != NULL) {
-			dp_tool_fail(DP__PREP, "%s builds a schema and cannot be combined with "
-				     "--schema", bad);
-			return 2;
-		}
+		if (bad != NULL)
+			return dp_error_set(DP_EINVAL, "%s builds a schema and cannot be combined "
+					    "with --schema", bad);
 		return 0;
 	}
-	if (a->target == NULL) {
-		dp_tool_fail(DP__PREP, "--target COL is required (or --schema)");
-		return 2;
-	}
-	if (a->task == DP_TASK_CLASSIFICATION && a->positive == NULL) {
-		dp_tool_fail(DP__PREP, "classification needs --positive LABEL (the class mapped "
-			     "to +1)");
-		return 2;
-	}
-	if (a->task == DP_TASK_REGRESSION && a->positive != NULL) {
-		dp_tool_fail(DP__PREP, "--positive applies to --task classification");
-		return 2;
-	}
-	if (a->task == DP_TASK_CLASSIFICATION && a->raw_target) {
-		dp_tool_fail(DP__PREP, "--raw-target applies to --task regression");
-		return 2;
-	}
+	if (a->target == NULL)
+		return dp_error_set(DP_EINVAL, "--target COL is required (or --schema)");
+	if (a->task == DP_TASK_CLASSIFICATION && a->positive == NULL)
+		return dp_error_set(DP_EINVAL, "classification needs --positive LABEL (the class "
+				    "mapped to +1)");
+	if (a->task == DP_TASK_REGRESSION && a->positive != NULL)
+		return dp_error_set(DP_EINVAL, "--positive applies to --task classification");
+	if (a->task == DP_TASK_CLASSIFICATION && a->raw_target)
+		return dp_error_set(DP_EINVAL, "--raw-target applies to --task regression");
 	return 0;
 }
 
 /* Fisher-Yates with the seeded generator: perm becomes a permutation of
  * 0..n-1; only the first `k` places are drawn (a partial shuffle). */
-static int dp__shuffle(size_t *perm, size_t n, size_t k, uint64_t seed)
+static int shuffle(size_t *perm, size_t n, size_t k, uint64_t seed)
 {
 	dp_simrng rng;
 	dp_bitsource src;
@@ -428,7 +219,7 @@ static int dp__shuffle(size_t *perm, size_t n, size_t k, uint64_t seed)
 	return 0;
 }
 
-static int dp__pick_cmp(const void *a, const void *b)
+static int pick_cmp(const void *a, const void *b)
 {
 	const dp_schema_build_pick *x = a, *y = b;
 
@@ -439,7 +230,7 @@ static int dp__pick_cmp(const void *a, const void *b)
 
 /* --sample-frac: round(F * total) rows of the inputs, sorted back into file
  * order. */
-static int dp__draw_sample(const struct dp__prep *a, const dp_csv_table *tabs, size_t ntabs,
+static int draw_sample(const struct prep *a, const dp_csv_table *tabs, size_t ntabs,
 			   dp_schema_build_pick **out, size_t *nout)
 {
 	size_t total = 0, m, *perm;
@@ -461,7 +252,7 @@ static int dp__draw_sample(const struct dp__prep *a, const dp_csv_table *tabs, s
 		free(picks);
 		return DP_ENOMEM;
 	}
-	rc = dp__shuffle(perm, total, m, a->seed ^ DP__SAMPLE_STREAM);
+	rc = shuffle(perm, total, m, a->seed ^ SAMPLE_STREAM);
 	if (rc == 0) {
 		for (size_t i = 0; i < m; i++) {
 			size_t g = perm[i], t = 0;
@@ -473,7 +264,7 @@ static int dp__draw_sample(const struct dp__prep *a, const dp_csv_table *tabs, s
 			picks[i].table = t;
 			picks[i].row = g;
 		}
-		qsort(picks, m, sizeof(*picks), dp__pick_cmp);
+		qsort(picks, m, sizeof(*picks), pick_cmp);
 		*out = picks;
 		*nout = m;
 		picks = NULL;
@@ -483,7 +274,7 @@ static int dp__draw_sample(const struct dp__prep *a, const dp_csv_table *tabs, s
 	return rc;
 }
 
-static int dp__build_schema(const struct dp__prep *a, const dp_csv_table *tabs, size_t ntabs,
+static int build_schema(const struct prep *a, const dp_csv_table *tabs, size_t ntabs,
 			    dp_schema **out)
 {
 	dp_schema_build_opts o = { 0 };
@@ -537,7 +328,7 @@ static int dp__build_schema(const struct dp__prep *a, const dp_csv_table *tabs, 
 		goto out;
 	}
 	if (a->frac_set) {
-		rc = dp__draw_sample(a, tabs, ntabs, &picks, &npicks);
+		rc = draw_sample(a, tabs, ntabs, &picks, &npicks);
 		if (rc != 0)
 			goto out;
 		if (a->all_levels) {
@@ -556,7 +347,7 @@ out:
 }
 
 /* One input through the schema: x (n*p) and y. */
-static int dp__transform(const dp_schema *s, const dp_csv_table *t, double **xo, double **yo)
+static int transform(const dp_schema *s, const dp_csv_table *t, double **xo, double **yo)
 {
 	size_t p = dp_schema_nfeatures(s);
 	dp_schema_bind *b = NULL;
@@ -594,7 +385,7 @@ fail:
 }
 
 /* Refuse to overwrite outputs unless --force. */
-static int dp__check_outputs(const struct dp__prep *a, size_t nowners)
+static int check_outputs(const struct prep *a, size_t nowners)
 {
 	struct stat st;
 	char path[4096];
@@ -612,7 +403,7 @@ static int dp__check_outputs(const struct dp__prep *a, size_t nowners)
 	return 0;
 }
 
-static int dp__write_owner(const struct dp__prep *a, const dp_schema *s, size_t idx, size_t n,
+static int write_owner(const struct prep *a, const dp_schema *s, size_t idx, size_t n,
 			   const double *x, const double *y, char *path, size_t pathsz)
 {
 	dp_dataset ds;
@@ -636,9 +427,9 @@ static int dp__write_owner(const struct dp__prep *a, const dp_schema *s, size_t 
 	return rc;
 }
 
-int dp_cmd_prep(int argc, char **argv)
+/* Everything after the options; the exit status. */
+static int run(struct prep *a)
 {
-	struct dp__prep a = { 0 };
 	dp_csv_table *tabs = NULL;
 	dp_schema *s = NULL;
 	double **xs = NULL, **ys = NULL, *ox = NULL, *oy = NULL;
@@ -646,53 +437,51 @@ int dp_cmd_prep(int argc, char **argv)
 	char path[4096];
 	int rc, status;
 
-	status = dp__prep_args(&a, argc, argv);
-	if (status != 0) {
-		dp__prep_free(&a);
-		return status < 0 ? 0 : status;
+	rc = parse_lvspecs(a);
+	if (rc != 0)
+		goto fail;
+	nowners = a->split_set ? a->split : a->inputs.n;
+	if (strlen(a->out) > sizeof(path) - 64) {
+		dp_cmd_fail(CMD_NAME, "--out: path too long");
+		status = 2;
+		goto done;
 	}
-	nowners = a.split_set ? a.split : a.ninputs;
-	if (strlen(a.out) > sizeof(path) - 64) {
-		dp_tool_fail(DP__PREP, "--out: path too long");
-		dp__prep_free(&a);
-		return 2;
-	}
-	rc = dp__check_outputs(&a, nowners);
+	rc = check_outputs(a, nowners);
 	if (rc != 0)
 		goto fail;
 
-	tabs = calloc(a.ninputs, sizeof(*tabs));
-	xs = calloc(a.ninputs, sizeof(*xs));
-	ys = calloc(a.ninputs, sizeof(*ys));
+	tabs = calloc(a->inputs.n, sizeof(*tabs));
+	xs = calloc(a->inputs.n, sizeof(*xs));
+	ys = calloc(a->inputs.n, sizeof(*ys));
 	if (tabs == NULL || xs == NULL || ys == NULL) {
 		rc = DP_ENOMEM;
 		goto fail;
 	}
 	/* Empty cells pass the reader so that dropped columns may have them;
 	 * the schema rejects them in every column it uses. */
-	for (size_t i = 0; i < a.ninputs; i++) {
-		rc = dp_csv_table_load(&tabs[i], a.inputs[i], DP_CSV_ALLOW_EMPTY);
+	for (size_t i = 0; i < a->inputs.n; i++) {
+		rc = dp_csv_table_load(&tabs[i], a->inputs.v[i], DP_CSV_ALLOW_EMPTY);
 		if (rc != 0)
 			goto fail;
 		total += tabs[i].nrows;
 	}
-	if (a.schema != NULL) {
-		rc = dp_schema_load(a.schema, &s);
-		if (rc == 0 && a.target != NULL && strcmp(a.target, dp_schema_target(s)) != 0)
+	if (a->schema != NULL) {
+		rc = dp_schema_load(a->schema, &s);
+		if (rc == 0 && a->target != NULL && strcmp(a->target, dp_schema_target(s)) != 0)
 			rc = dp_error_set(DP_EINVAL, "--target '%s' differs from the schema's target "
-					  "'%s'", dp_csv_show(a.target, path, 64), dp_schema_target(s));
+					  "'%s'", dp_csv_show(a->target, path, 64), dp_schema_target(s));
 	} else {
-		rc = dp__build_schema(&a, tabs, a.ninputs, &s);
+		rc = build_schema(a, tabs, a->inputs.n, &s);
 	}
 	if (rc != 0)
 		goto fail;
 	p = dp_schema_nfeatures(s);
-	for (size_t i = 0; i < a.ninputs; i++) {
-		rc = dp__transform(s, &tabs[i], &xs[i], &ys[i]);
-		if (rc == DP_EFORMAT && a.schema == NULL && (a.sample || a.frac_set) &&
-		    !a.all_levels && strstr(dp_error_detail(rc), "is not in the schema's list")) {
+	for (size_t i = 0; i < a->inputs.n; i++) {
+		rc = transform(s, &tabs[i], &xs[i], &ys[i]);
+		if (rc == DP_EFORMAT && a->schema == NULL && (a->sample || a->frac_set) &&
+		    !a->all_levels && strstr(dp_error_detail(rc), "is not in the schema's list")) {
 			/* The sample lacked a level the owners have: say how to fix it. */
-			dp_tool_fail(DP__PREP, "%s; the sample lacks it: use --all-levels, or give "
+			dp_cmd_fail(CMD_NAME, "%s; the sample lacks it: use --all-levels, or give "
 				     "the full list with --levels or --ordinal", dp_error_detail(rc));
 			status = 2;
 			goto done;
@@ -700,52 +489,52 @@ int dp_cmd_prep(int argc, char **argv)
 		if (rc != 0)
 			goto fail;
 	}
-	if (a.split_set && a.split > tabs[0].nrows) {
-		rc = dp_error_set(DP_EINVAL, "--split %zu: %s has only %zu rows", a.split,
-				  a.inputs[0], tabs[0].nrows);
+	if (a->split_set && a->split > tabs[0].nrows) {
+		rc = dp_error_set(DP_EINVAL, "--split %zu: %s has only %zu rows", a->split,
+				  a->inputs.v[0], tabs[0].nrows);
 		goto fail;
 	}
 
 	/* Everything is valid: now write. */
-	rc = dp_file_mkdir_p(a.out, 0);
+	rc = dp_file_mkdir_p(a->out, 0);
 	if (rc != 0)
 		goto fail;
-	snprintf(path, sizeof(path), "%s/schema.json", a.out);
+	snprintf(path, sizeof(path), "%s/schema.json", a->out);
 	rc = dp_schema_save(s, path);
 	if (rc != 0)
 		goto fail;
 	printf("%s: %zu features, target '%s' (%s)\n", path, p, dp_schema_target(s),
 	       dp_schema_target_binary(s) ? "binary, y in {-1,+1}" : "numeric");
-	if (!a.split_set) {
-		for (size_t i = 0; i < a.ninputs; i++) {
-			rc = dp__write_owner(&a, s, i + 1, tabs[i].nrows, xs[i], ys[i], path,
+	if (!a->split_set) {
+		for (size_t i = 0; i < a->inputs.n; i++) {
+			rc = write_owner(a, s, i + 1, tabs[i].nrows, xs[i], ys[i], path,
 					     sizeof(path));
 			if (rc != 0)
 				goto fail;
-			printf("%s: %zu rows from %s\n", path, tabs[i].nrows, a.inputs[i]);
+			printf("%s: %zu rows from %s\n", path, tabs[i].nrows, a->inputs.v[i]);
 		}
 	} else {
 		size_t n = tabs[0].nrows;
 
 		perm = malloc(n * sizeof(*perm));
-		ox = malloc((n / a.split + 1) * p * sizeof(*ox));
-		oy = malloc((n / a.split + 1) * sizeof(*oy));
+		ox = malloc((n / a->split + 1) * p * sizeof(*ox));
+		oy = malloc((n / a->split + 1) * sizeof(*oy));
 		if (perm == NULL || ox == NULL || oy == NULL) {
 			rc = DP_ENOMEM;
 			goto fail;
 		}
-		rc = dp__shuffle(perm, n, n, a.seed);
+		rc = shuffle(perm, n, n, a->seed);
 		if (rc != 0)
 			goto fail;
-		for (size_t o = 0; o < a.split; o++) {
+		for (size_t o = 0; o < a->split; o++) {
 			size_t m = 0;
 
 			/* Round-robin over the shuffled order: sizes differ by <= 1. */
-			for (size_t k = o; k < n; k += a.split, m++) {
+			for (size_t k = o; k < n; k += a->split, m++) {
 				memcpy(ox + m * p, xs[0] + perm[k] * p, p * sizeof(*ox));
 				oy[m] = ys[0][perm[k]];
 			}
-			rc = dp__write_owner(&a, s, o + 1, m, ox, oy, path, sizeof(path));
+			rc = write_owner(a, s, o + 1, m, ox, oy, path, sizeof(path));
 			if (rc != 0)
 				goto fail;
 			printf("%s: %zu rows\n", path, m);
@@ -754,9 +543,9 @@ int dp_cmd_prep(int argc, char **argv)
 	status = 0;
 	goto done;
 fail:
-	status = dp__fail_rc(rc);
+	status = fail_rc(rc);
 done:
-	for (size_t i = 0; tabs != NULL && xs != NULL && ys != NULL && i < a.ninputs; i++) {
+	for (size_t i = 0; tabs != NULL && xs != NULL && ys != NULL && i < a->inputs.n; i++) {
 		dp_csv_table_free(&tabs[i]);
 		free(xs[i]);
 		free(ys[i]);
@@ -768,6 +557,104 @@ done:
 	free(ox);
 	free(oy);
 	dp_schema_destroy(s);
-	dp__prep_free(&a);
+	prep_free(a);
+	return status;
+}
+
+int dp_cmd_prep(int argc, char **argv)
+{
+	struct prep a = { 0 };
+	const struct dp_config_entry entries[] = {
+		{ .name = "target", DP_CFG_STRING(&a.target), .group = g_target, .metavar = "COL",
+		  .help = "target column (required unless --schema)" },
+		{ .name = "task", DP_CFG_ENUM(&a.task, tasks), .def = "regression",
+		  .given = &a.task_set, .group = g_target, .metavar = "T",
+		  .help = "regression | classification" },
+		{ .name = "positive", DP_CFG_STRING(&a.positive), .group = g_target,
+		  .metavar = "LABEL",
+		  .help = "classification: the label mapped to y=+1;\n"
+			  "every other label of the target becomes\n"
+			  "y=-1 (required)" },
+		{ .name = "raw-target", DP_CFG_BOOL(&a.raw_target), .group = g_target,
+		  .help = "regression: keep y as is (default:\n"
+			  "standardise y with the sample mean and\n"
+			  "standard deviation, recorded in the schema\n"
+			  "so that predictions can be mapped back)" },
+		{ .name = "drop", DP_CFG_STRINGS(&a.drop), .flags = DP_CONFIG_APPEND,
+		  .group = g_features, .help = "ignore these columns (their cells may be\n"
+		  "empty); repeatable" },
+		{ .name = "ordinal", DP_CFG_STRINGS(&a.ordinal),
+		  .flags = DP_CONFIG_APPEND | DP_CONFIG_WHOLE, .group = g_features,
+		  .metavar = "'COL=L1,L2,...'",
+		  .help = "COL is ordinal with this order (index\n"
+			  "0,1,... then standardised); repeatable" },
+		{ .name = "levels", DP_CFG_STRINGS(&a.levels),
+		  .flags = DP_CONFIG_APPEND | DP_CONFIG_WHOLE, .group = g_features,
+		  .metavar = "'COL=L1,L2,...'",
+		  .help = "COL is one-hot with exactly these levels;\nrepeatable" },
+		{ .name = "onehot", DP_CFG_STRINGS(&a.onehot), .flags = DP_CONFIG_APPEND,
+		  .group = g_features, .help = "one-hot encode these columns even if they\n"
+		  "look numeric; repeatable" },
+		{ .name = "max-levels", DP_CFG_SIZE(&a.max_levels), .min = 1, .max = INFINITY,
+		  .given = &a.max_levels_set, .group = g_features,
+		  .help = "most distinct values a detected categorical\n"
+			  "column may have (default 100)" },
+		{ .name = "all-levels", DP_CFG_BOOL(&a.all_levels), .group = g_features,
+		  .help = "take one-hot levels and class labels from\n"
+			  "every input row, not only the sample\n"
+			  "(otherwise a level missing from the sample is\n"
+			  "an error later); this reveals which levels\n"
+			  "occur in the owners' data" },
+		{ .name = "clamp", DP_CFG_DOUBLE(&a.clamp), .min = 0, .max = INFINITY,
+		  .min_exclusive = true, .given = &a.clamp_set, .group = g_features, .metavar = "Z",
+		  .help = "clamp standardised numeric features to\n[-Z, Z]" },
+		{ .name = "pca", DP_CFG_SIZE(&a.pca), .min = 1, .max = INFINITY,
+		  .given = &a.pca_set, .group = g_features, .metavar = "K",
+		  .help = "replace the features by their projections\n"
+			  "on the top K principal components of the\n"
+			  "sample (pc1..pcK)" },
+		{ .name = "sample", DP_CFG_PATH(&a.sample), .group = g_sample, .metavar = "FILE",
+		  .help = "a separate public CSV with the same columns" },
+		{ .name = "sample-frac", DP_CFG_DOUBLE(&a.frac), .min = 0, .max = 1,
+		  .min_exclusive = true, .given = &a.frac_set, .group = g_sample, .metavar = "F",
+		  .help = "a random fraction of the input rows (drawn\n"
+			  "by --seed; those rows stay in the owner\nfiles)" },
+		{ .name = "schema", DP_CFG_PATH(&a.schema), .group = g_sample, .metavar = "SCHEMA",
+		  .help = "apply an existing schema instead of building\n"
+			  "one (no feature or sample options then); it\n"
+			  "is copied to DIR/schema.json" },
+		{ .name = "split", DP_CFG_SIZE(&a.split), .min = 1, .max = INFINITY,
+		  .given = &a.split_set, .group = g_out, .metavar = "N",
+		  .help = "deal the rows of the one FILE into N owner\nfiles" },
+		{ .name = "seed", DP_CFG_U64(&a.seed), .def = "1", .group = g_out, .metavar = "S",
+		  .help = "seed for --split and --sample-frac" },
+		{ .name = "out", DP_CFG_PATH(&a.out), .flags = DP_CONFIG_REQUIRED, .group = g_out,
+		  .metavar = "DIR", .help = "output directory (created if missing)" },
+		{ .name = "force", DP_CFG_BOOL(&a.force), .group = g_out,
+		  .help = "overwrite DIR/schema.json and\n"
+			  "DIR/owner-*.csv if they exist (other files\n"
+			  "in DIR are left alone)" },
+		DP_CONFIG_END,
+	};
+	const struct dp_config_spec spec = {
+		.program = "dpasync prep",
+		.command = true,
+		.synopsis = "--target COL --out DIR [options] FILE...\n"
+			    "--schema SCHEMA --out DIR [--split N --seed S] FILE...",
+		.summary = prep_summary,
+		.epilog = prep_epilog,
+		.entries = entries,
+		.validate = check_opts,
+		.validate_arg = &a,
+		.args = &a.inputs,
+		.args_metavar = "FILE...",
+		.args_min = 1,
+	};
+	int status;
+
+	if (!dp_cmd_args(&spec, argc, argv, &status))
+		return status;
+	status = run(&a);
+	dp_config_free(&spec);
 	return status;
 }

@@ -1,6 +1,5 @@
 /* dpasync report: one run's directory (learnerd out dir or sim out dir)
- * into DIR/report.md with its figures (plotting.c) and key numbers. */
-#include <getopt.h>
+ * into DIR/report.md with its figures (tools/lib/plot.c) and key numbers. */
 #include <json-c/json.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,18 +8,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tools/cmds.h"
 #include "common/core/error.h"
 #include "common/core/file.h"
+#include "common/core/json.h"
 #include "common/core/modelfile.h"
+#include "common/net/config.h"
+#include "tools/cmds.h"
 #include "tools/lib/optimum.h"
-#include "common/core/num.h"
+#include "tools/lib/ownerdata.h"
 #include "tools/lib/plot.h"
-#include "tools/lib/simcli.h"
 
-static const char dp__report_usage[] =
-	"usage: dpasync report [options] DIR\n"
-	"\n"
+/* Largest checkpoint.json or summary.json read. */
+#define JSON_MAX ((size_t)1 << 28)
+
+static const char report_summary[] =
 	"Write DIR/report.md, a Markdown page with the key numbers of one run and\n"
 	"its figures (PNG files DIR/report-*.png next to it, drawn with gnuplot).\n"
 	"DIR is either\n"
@@ -34,38 +35,27 @@ static const char dp__report_usage[] =
 	"    owner in natural order of names, so pass the data files in that order);\n"
 	"  - a sim out directory (summary.json, psi.csv, schedule.txt): psi\n"
 	"    statistics, per-owner iterations of the first run; figures: psi\n"
-	"    against k and the owner of each iteration.\n"
-	"\n"
-	"  --data FILE[,FILE]  owner data files (repeatable): psi of DIR/model.json\n"
-	"                      on their union, computed as `dpasync eval` does\n"
-	"  --target COL        target column of the data files (default y)\n"
-	"  --schema FILE       feature schema applied to raw data files\n"
-	"  --rates R1,..|NAME=R,..  owners' clock rates (requests/s): adds share\n"
-	"                      against clock rate to the shares figure\n"
-	"  --sim SIMDIR        a `dpasync sim --schedule DIR/report-schedule.txt`\n"
-	"                      run: adds psi against wall-clock time\n"
-	"  --help              this text\n"
-	"Exit status: 0 written, 1 gnuplot missing or failed or a write failed,\n"
-	"2 bad usage or input.\n";
+	"    against k and the owner of each iteration.";
 
-typedef struct dp__report_opts {
-	const char *dir, *target, *schema, *rates, *sim;
-	char **data;
-	size_t ndata;
-} dp__report_opts;
+struct report_opts {
+	char *target, *schema, *rates, *sim;
+	struct dp_config_strings data;
+	struct dp_config_strings args;  /* DIR */
+	const char *dir;
+};
 
 /* Set once inputs are read: later errors other than DP_EINVAL are runtime. */
-static int dp__drawing;
+static bool drawing;
 
-static int dp__fail(int err)
+static int fail(int err)
 {
-	dp_tool_fail("report", "%s", dp_error_detail(err));
-	if (dp__drawing)
+	dp_cmd_fail("report", "%s", dp_error_detail(err));
+	if (drawing)
 		return err == DP_EINVAL ? 2 : 1;
 	return err == DP_EINVAL || err == DP_EFORMAT || err == DP_ENOENT ? 2 : 1;
 }
 
-static int dp__exists(const char *dir, const char *name)
+static bool exists(const char *dir, const char *name)
 {
 	char path[4200];
 	struct stat st;
@@ -74,34 +64,13 @@ static int dp__exists(const char *dir, const char *name)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-static void dp__path(char *buf, size_t size, const char *dir, const char *name)
+static void join(char *buf, size_t size, const char *dir, const char *name)
 {
 	snprintf(buf, size, "%s/%s", dir, name);
 }
 
-static int dp__add_data(dp__report_opts *o, const char *arg)
-{
-	char *copy = strdup(arg), *save = NULL;
-
-	if (copy == NULL)
-		return dp_error_set(DP_ENOMEM, "out of memory");
-	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char **d = realloc(o->data, (o->ndata + 1) * sizeof(char *));
-		if (d == NULL || (d[o->ndata] = strdup(tok)) == NULL) {
-			if (d)
-				o->data = d;
-			free(copy);
-			return dp_error_set(DP_ENOMEM, "out of memory");
-		}
-		o->data = d;
-		o->ndata++;
-	}
-	free(copy);
-	return 0;
-}
-
 /* Milliseconds with 4 significant digits, "—" for none. */
-static void dp__ms(FILE *f, double s)
+static void put_ms(FILE *f, double s)
 {
 	if (isnan(s))
 		fputs("—", f);
@@ -109,32 +78,12 @@ static void dp__ms(FILE *f, double s)
 		fprintf(f, "%.4g", s * 1e3);
 }
 
-/* JSON helpers: missing fields give the default. */
-static double dp__jd(struct json_object *j, const char *key, double d)
-{
-	struct json_object *v;
-	return json_object_object_get_ex(j, key, &v) && v ? json_object_get_double(v) : d;
-}
-
-static const char *dp__js(struct json_object *j, const char *key, const char *d)
-{
-	struct json_object *v;
-	return json_object_object_get_ex(j, key, &v) && json_object_is_type(v, json_type_string)
-		? json_object_get_string(v) : d;
-}
-
-static struct json_object *dp__jo(struct json_object *j, const char *key)
-{
-	struct json_object *v;
-	return j && json_object_object_get_ex(j, key, &v) ? v : NULL;
-}
-
 /* A figure of the report: its file (next to report.md), heading, caption. */
-typedef struct dp__fig {
+typedef struct fig {
 	const char *file, *heading, *text;
-} dp__fig;
+} fig;
 
-static void dp__figs_md(FILE *f, const dp__fig *figs, size_t n)
+static void figs_md(FILE *f, const fig *figs, size_t n)
 {
 	fputs("\n## Figures\n", f);
 	for (size_t i = 0; i < n; i++)
@@ -142,67 +91,120 @@ static void dp__figs_md(FILE *f, const dp__fig *figs, size_t n)
 			figs[i].file);
 }
 
-/* psi of DIR/model.json on the --data files (dpasync eval's computation). */
-static int dp__psi_of_model(const dp__report_opts *o, const dp_modelfile *mf, double *f_out,
-			    double *fstar_out, double *psi_out, int *status)
+/* psi of DIR/model.json on the --data files (dpasync eval's computation);
+ * 0, or the exit status after the error line. */
+static int psi_of_model(const struct report_opts *o, const dp_modelfile *mf, double *f_out,
+			double *fstar_out, double *psi_out)
 {
-	*status = dp_model_fitness_vs_optimum("report", mf, o->data, o->ndata,
-					      o->target ? o->target : "y", o->schema, mf->lambda,
-					      mf->theta_max > 0 ? mf->theta_max : INFINITY, f_out,
-					      fstar_out);
-	if (*status != 0)
-		return -1;   /* already reported */
+	dp_ownerdata od;
+	int rc;
+
+	rc = dp_ownerdata_load(&od, o->data.v, o->data.n,
+			       o->schema ? NULL : (o->target ? o->target : "y"), mf->bias, o->schema,
+			       mf->model);
+	if (rc != 0) {
+		dp_cmd_fail("report", "%s", dp_error_detail(rc));
+		return 2;
+	}
+	rc = dp_optimum_compare(mf->model, mf->theta, mf->p, od.view, od.N, mf->lambda,
+				mf->theta_max > 0 ? mf->theta_max : INFINITY, f_out, fstar_out);
+	dp_ownerdata_free(&od);
+	if (rc != 0) {
+		dp_cmd_fail("report", "%s", dp_error_detail(rc));
+		return rc == DP_EFORMAT ? 2 : 1;
+	}
 	*psi_out = *fstar_out > 0 ? dp_model_psi(*f_out, *fstar_out) : NAN;
 	return 0;
 }
 
-/* --rates for the trace's owners (same forms as dpasync plot). */
-static int dp__rates(const char *arg, const dp_plot_trace *tr, double **out)
-{
-	double *r = calloc(tr->N, sizeof(double));
-	char *copy = strdup(arg), *save = NULL;
-	size_t n = 0;
-	int err = 0;
+/* What the learnerd report uses of checkpoint.json (all optional). */
+struct ckpt {
+	struct json_object *root;  /* owns the strings below */
+	const char **owners;       /* job.owners: every configured owner */
+	size_t nowners;
+	size_t T;                  /* job.T, 0 when unknown */
+	bool have_eta, have_state, freq_correction;
+	double eta;                /* job.eta */
+	const char *mode;          /* state.mode */
+	double max_inflight;       /* state.max_inflight */
+};
 
-	if (r == NULL || copy == NULL) {
-		free(r);
-		free(copy);
-		return dp_error_set(DP_ENOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < tr->N; i++)
-		r[i] = NAN;
-	for (char *tok = strtok_r(copy, ",", &save); tok && err == 0; tok = strtok_r(NULL, ",", &save), n++) {
-		char *eq = strchr(tok, '=');
-		size_t i = n;
-		if (eq) {
-			*eq = '\0';
-			for (i = 0; i < tr->N && strcmp(tr->names[i], tok) != 0; i++)
-				;
-			if (i == tr->N) {
-				err = dp_error_set(DP_EINVAL, "--rates: '%s' is not an owner of the run", tok);
-				break;
-			}
-		} else if (i >= tr->N) {
-			err = dp_error_set(DP_EINVAL, "--rates has more values than the run's %zu owners", tr->N);
-			break;
+static void ckpt_free(struct ckpt *c)
+{
+	free(c->owners);
+	json_object_put(c->root);
+	memset(c, 0, sizeof(*c));
+}
+
+/* DIR/checkpoint.json when there is one.  Errors: those of
+ * dp_json_read_file, DP_EFORMAT (a field of the wrong type), DP_ENOMEM. */
+static int ckpt_read(const char *dir, struct ckpt *c)
+{
+	char path[4200];
+	dp_json_reader r = { .path = path };
+	struct json_object *job, *state, *owners;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	if (!exists(dir, "checkpoint.json"))
+		return 0;
+	join(path, sizeof(path), dir, "checkpoint.json");
+	rc = dp_json_read_file(path, JSON_MAX, &c->root);
+	if (rc != 0)
+		return rc;
+	job = dp_json_get(&r, c->root, "job", json_type_object, false);
+	state = dp_json_get(&r, c->root, "state", json_type_object, false);
+	owners = job ? dp_json_get(&r, job, "owners", json_type_array, false) : NULL;
+	if (owners) {
+		c->nowners = json_object_array_length(owners);
+		c->owners = calloc(c->nowners ? c->nowners : 1, sizeof(char *));
+		if (c->owners == NULL) {
+			ckpt_free(c);
+			return dp_error_set(DP_ENOMEM, "out of memory");
 		}
-		err = dp_num_parse_double("--rates", eq ? eq + 1 : tok, 0, &r[i]);
-		if (err == 0 && !(r[i] > 0))
-			err = dp_error_set(DP_EINVAL, "--rates must be > 0 (got %g)", r[i]);
+		for (size_t i = 0; i < c->nowners; i++) {
+			struct json_object *a = json_object_array_get_idx(owners, i);
+
+			if (!json_object_is_type(a, json_type_string))
+				dp_json_fail(&r, "'owners' must be an array of strings");
+			c->owners[i] = r.rc == 0 ? json_object_get_string(a) : "";
+		}
 	}
-	for (size_t i = 0; err == 0 && i < tr->N; i++)
-		if (isnan(r[i]))
-			err = dp_error_set(DP_EINVAL, "--rates: no rate for owner '%s' (give one per owner)", tr->names[i]);
-	free(copy);
-	if (err != 0) {
-		free(r);
-		return err;
+	if (job) {
+		c->T = (size_t)dp_json_get_u64(&r, job, "T", false, 0);
+		c->have_eta = dp_json_get(&r, job, "eta", json_type_double, false) != NULL;
+		c->eta = dp_json_get_double(&r, job, "eta", false, 0);
+		c->freq_correction = dp_json_get_bool(&r, job, "freq_correction", false, false);
 	}
-	*out = r;
+	if (state) {
+		c->have_state = true;
+		c->mode = dp_json_get_string(&r, state, "mode", false, "?");
+		c->max_inflight = dp_json_get_double(&r, state, "max_inflight", false, 0);
+	}
+	if (r.rc != 0) {
+		ckpt_free(c);
+		return r.rc;
+	}
 	return 0;
 }
 
-static int dp__write_schedule(const char *dir, const dp_plot_trace *tr)
+/* The number of repeats of the sim run in SIMDIR; 0 when unknown. */
+static size_t sim_runs(const char *simdir)
+{
+	char path[4200];
+	dp_json_reader r = { .path = path };
+	struct json_object *sum;
+	uint64_t runs;
+
+	join(path, sizeof(path), simdir, "summary.json");
+	if (dp_json_read_file(path, JSON_MAX, &sum) != 0)
+		return 0;
+	runs = dp_json_get_u64(&r, sum, "repeats", false, 0);
+	json_object_put(sum);
+	return (size_t)runs;
+}
+
+static int write_schedule(const char *dir, const dp_plot_trace *tr)
 {
 	char path[4200], *buf = NULL;
 	size_t len = 0;
@@ -217,116 +219,100 @@ static int dp__write_schedule(const char *dir, const dp_plot_trace *tr)
 		free(buf);
 		return dp_error_set(DP_ENOMEM, "out of memory");
 	}
-	dp__path(path, sizeof(path), dir, "report-schedule.txt");
+	join(path, sizeof(path), dir, "report-schedule.txt");
 	rc = dp_file_write_atomic(path, buf, len, 0644);
 	free(buf);
 	return rc;
 }
 
-static int dp__write_md(const char *dir, char *text, size_t len)
+static int write_md(const char *dir, char *text, size_t len)
 {
 	char path[4200];
 
-	dp__path(path, sizeof(path), dir, "report.md");
+	join(path, sizeof(path), dir, "report.md");
 	return dp_file_write_atomic(path, text, len, 0644);
 }
 
 /* Close the report's memory stream (which sets *md and *mdlen), write it
  * and say so.  Returns the exit status; m is closed in every case. */
-static int dp__finish_md(const char *dir, FILE *m, char **md, size_t *mdlen, size_t nfig)
+static int finish_md(const char *dir, FILE *m, char **md, size_t *mdlen, size_t nfig)
 {
 	int err;
 
 	if (fclose(m) != 0 || *md == NULL) {
-		dp_tool_fail("report", "out of memory");
+		dp_cmd_fail("report", "out of memory");
 		return 1;
 	}
-	err = dp__write_md(dir, *md, *mdlen);
+	err = write_md(dir, *md, *mdlen);
 	if (err != 0)
-		return dp__fail(err);
+		return fail(err);
 	printf("wrote %s/report.md (%zu figures)\n", dir, nfig);
 	return 0;
 }
 
-static int dp__report_learner(const dp__report_opts *o)
+static int report_learner(const struct report_opts *o)
 {
 	char path[4200], *md = NULL;
 	size_t mdlen = 0, N, nfig = 0;
-	struct json_object *ck = NULL, *job, *state, *simsum = NULL;
-	const char **extra = NULL;
-	size_t nextra = 0;
+	struct ckpt ck = { 0 };
 	dp_plot_trace tr = { 0 };
 	dp_plot_psi sps = { 0 };
 	dp_modelfile mf = { 0 };
 	int have_model = 0, have_psi = 0, rc = 2, err;
 	double f = 0, f_star = 0, psi = NAN, *rates = NULL, *all = NULL, *v = NULL, t0, dur;
 	size_t *count = NULL, T = 0, runs = 0;
-	dp__fig figs[4];
+	fig figs[4];
 	dp_plot_opts po = { 0 };
 	FILE *m = NULL;
 
 	/* checkpoint.json names every configured owner, also those never served. */
-	dp__path(path, sizeof(path), o->dir, "checkpoint.json");
-	if (dp__exists(o->dir, "checkpoint.json")) {
-		ck = json_object_from_file(path);
-		if (ck == NULL) {
-			dp_tool_fail("report", "%s: not valid JSON", path);
-			goto out;
-		}
+	err = ckpt_read(o->dir, &ck);
+	if (err != 0) {
+		rc = fail(err);
+		goto out;
 	}
-	job = dp__jo(ck, "job");
-	state = dp__jo(ck, "state");
-	if (dp__jo(job, "owners") && json_object_is_type(dp__jo(job, "owners"), json_type_array)) {
-		struct json_object *a = dp__jo(job, "owners");
-		nextra = json_object_array_length(a);
-		extra = calloc(nextra ? nextra : 1, sizeof(char *));
-		if (extra == NULL) {
-			rc = 1;
-			dp_tool_fail("report", "out of memory");
-			goto out;
-		}
-		for (size_t i = 0; i < nextra; i++)
-			extra[i] = json_object_get_string(json_object_array_get_idx(a, i));
-	}
-	T = job ? (size_t)dp__jd(job, "T", 0) : 0;
-	dp__path(path, sizeof(path), o->dir, "trace.csv");
-	err = dp_plot_trace_read(path, extra, nextra, &tr);
+	T = ck.T;
+	join(path, sizeof(path), o->dir, "trace.csv");
+	err = dp_plot_trace_read(path, ck.owners, ck.nowners, &tr);
 	if (err == 0 && tr.t == NULL)
 		err = dp_error_set(DP_EFORMAT, "%s: not a learnerd trace", path);
 	if (err != 0) {
-		rc = dp__fail(err);
+		rc = fail(err);
 		goto out;
 	}
 	N = tr.N;
-	if (dp__exists(o->dir, "model.json")) {
-		dp__path(path, sizeof(path), o->dir, "model.json");
+	if (exists(o->dir, "model.json")) {
+		join(path, sizeof(path), o->dir, "model.json");
 		err = dp_modelfile_read(path, &mf);
 		if (err != 0) {
-			rc = dp__fail(err);
+			rc = fail(err);
 			goto out;
 		}
 		have_model = 1;
 		if (T == 0)
 			T = mf.T;
 	}
-	if (o->ndata) {
-		int status;
+	if (o->data.n) {
 		if (!have_model) {
-			dp_tool_fail("report", "--data: %s/model.json is missing, no psi to compute", o->dir);
+			dp_cmd_fail("report", "--data: %s/model.json is missing, no psi to compute",
+				    o->dir);
 			goto out;
 		}
-		if (dp__psi_of_model(o, &mf, &f, &f_star, &psi, &status) != 0) {
-			rc = status;
+		rc = psi_of_model(o, &mf, &f, &f_star, &psi);
+		if (rc != 0)
 			goto out;
-		}
+		rc = 2;
 		have_psi = 1;
 	}
-	if (o->rates && (err = dp__rates(o->rates, &tr, &rates)) != 0) {
-		rc = dp__fail(err);
-		goto out;
+	if (o->rates) {
+		err = dp_plot_rates(o->rates, &tr, &rates);
+		if (err != 0) {
+			rc = fail(err);
+			goto out;
+		}
 	}
 	if (o->sim) {
-		dp__path(path, sizeof(path), o->sim, "schedule.txt");
+		join(path, sizeof(path), o->sim, "schedule.txt");
 		err = dp_plot_schedule_check(path, &tr);
 		if (err == DP_EINVAL) {
 			char why[512];
@@ -335,55 +321,56 @@ static int dp__report_learner(const dp__report_opts *o)
 					   o->sim, o->dir, why);
 		}
 		if (err == 0) {
-			dp__path(path, sizeof(path), o->sim, "psi.csv");
+			join(path, sizeof(path), o->sim, "psi.csv");
 			err = dp_plot_psi_read(path, &sps);
 		}
 		if (err != 0) {
-			rc = dp__fail(err);
+			rc = fail(err);
 			goto out;
 		}
-		dp__path(path, sizeof(path), o->sim, "summary.json");
-		simsum = json_object_from_file(path);
-		runs = simsum ? (size_t)dp__jd(simsum, "repeats", 0) : 0;
+		runs = sim_runs(o->sim);
 	}
 
 	/* Figures. */
-	dp__drawing = 1;
-	if ((err = dp_plot_gnuplot_check()) != 0 || (err = dp__write_schedule(o->dir, &tr)) != 0) {
-		rc = dp__fail(err);
+	drawing = true;
+	err = dp_plot_gnuplot_check();
+	if (err == 0)
+		err = write_schedule(o->dir, &tr);
+	if (err != 0) {
+		rc = fail(err);
 		goto out;
 	}
-	dp__path(path, sizeof(path), o->dir, "report-owners.png");
+	join(path, sizeof(path), o->dir, "report-owners.png");
 	err = dp_plot_owners(&tr, 0, &po, path);
-	figs[nfig++] = (dp__fig){ "report-owners.png", "Owner of each iteration",
+	figs[nfig++] = (fig){ "report-owners.png", "Owner of each iteration",
 		"Which owner's update request the learner served at each iteration k (the paper's Fig. 3)." };
 	if (err == 0) {
-		dp__path(path, sizeof(path), o->dir, "report-cdf.png");
+		join(path, sizeof(path), o->dir, "report-cdf.png");
 		err = dp_plot_cdf(&tr, &po, path);
-		figs[nfig++] = (dp__fig){ "report-cdf.png", "Request wait and query round trip",
+		figs[nfig++] = (fig){ "report-cdf.png", "Request wait and query round trip",
 			"Empirical CDFs, per owner and overall, of the time a request waited in the learner's "
 			"queue (`wait_s`) and of the query round trip (`rtt_s`), in milliseconds." };
 	}
 	if (err == 0) {
-		dp__path(path, sizeof(path), o->dir, "report-shares.png");
+		join(path, sizeof(path), o->dir, "report-shares.png");
 		err = dp_plot_shares(&tr, rates, &po, path);
-		figs[nfig++] = (dp__fig){ "report-shares.png", "Share of iterations per owner", rates
+		figs[nfig++] = (fig){ "report-shares.png", "Share of iterations per owner", rates
 			? "Each owner's share of the iterations against its clock rate (`--rates`) and against its "
 			  "median query round trip (bars: 25–75 %)."
 			: "Each owner's share of the iterations against its median query round trip (bars: 25–75 %); "
 			  "pass `--rates` to add the clock rates." };
 	}
 	if (err == 0 && o->sim) {
-		dp__path(path, sizeof(path), o->dir, "report-psi-time.png");
+		join(path, sizeof(path), o->dir, "report-psi-time.png");
 		err = dp_plot_psi_time(&sps, &tr, runs, &po, path);
-		figs[nfig++] = (dp__fig){ "report-psi-time.png", "ψ against wall-clock time",
+		figs[nfig++] = (fig){ "report-psi-time.png", "ψ against wall-clock time",
 			"ψ of the simulated runs in `--sim` (which replay this trace's owner order with "
 			"`dpasync sim --schedule`) at iteration k, drawn at the time learnerd applied iteration k. "
 			"With ε = inf the simulated θ_L is learnerd's; with noise it is the same owner order with "
 			"other noise draws." };
 	}
 	if (err != 0) {
-		rc = dp__fail(err);
+		rc = fail(err);
 		goto out;
 	}
 
@@ -394,7 +381,7 @@ static int dp__report_learner(const dp__report_opts *o)
 	m = open_memstream(&md, &mdlen);
 	if (count == NULL || all == NULL || v == NULL || m == NULL) {
 		rc = 1;
-		dp_tool_fail("report", "out of memory");
+		dp_cmd_fail("report", "out of memory");
 		goto out;
 	}
 	for (size_t r = 0; r < tr.n; r++)
@@ -404,13 +391,13 @@ static int dp__report_learner(const dp__report_opts *o)
 	fprintf(m, "# Run report: %s\n\nlearnerd run", o->dir);
 	if (have_model)
 		fprintf(m, " · model %s", dp_model_name(mf.model));
-	if (state)
-		fprintf(m, " · mode %s · max-inflight %g", dp__js(state, "mode", "?"), dp__jd(state, "max_inflight", 0));
+	if (ck.have_state)
+		fprintf(m, " · mode %s · max-inflight %g", ck.mode, ck.max_inflight);
 	fprintf(m, " · N = %zu owners", N);
 	if (T)
 		fprintf(m, " · T = %zu", T);
-	if (job && dp__jo(job, "eta"))
-		fprintf(m, " · η = %.6g", dp__jd(job, "eta", 0));
+	if (ck.have_eta)
+		fprintf(m, " · η = %.6g", ck.eta);
 	fputs("\n\n## Key numbers\n\n| quantity | value |\n|---|---|\n", m);
 	fprintf(m, "| iterations | %zu", tr.n);
 	if (T)
@@ -419,18 +406,18 @@ static int dp__report_learner(const dp__report_opts *o)
 	fprintf(m, "| iterations/s | %.4g |\n", dur > 0 ? (double)tr.n / dur : NAN);
 	memcpy(all, tr.rtt, tr.n * sizeof(double));
 	fputs("| query round trip, median / p95 | ", m);
-	dp__ms(m, dp_plot_percentile(all, tr.n, 50));
+	put_ms(m, dp_plot_percentile(all, tr.n, 50));
 	fputs(" / ", m);
-	dp__ms(m, dp_plot_percentile(all, tr.n, 95));
+	put_ms(m, dp_plot_percentile(all, tr.n, 95));
 	fputs(" ms |\n| request wait, median / p95 | ", m);
 	memcpy(all, tr.wait, tr.n * sizeof(double));
-	dp__ms(m, dp_plot_percentile(all, tr.n, 50));
+	put_ms(m, dp_plot_percentile(all, tr.n, 50));
 	fputs(" / ", m);
-	dp__ms(m, dp_plot_percentile(all, tr.n, 95));
+	put_ms(m, dp_plot_percentile(all, tr.n, 95));
 	fputs(" ms |\n", m);
 	if (have_psi)
 		fprintf(m, "| ψ of model.json | %.6g (f = %.10g, f(θ*) = %.10g on %zu data file%s) |\n", psi, f, f_star,
-			o->ndata, o->ndata == 1 ? "" : "s");
+			o->data.n, o->data.n == 1 ? "" : "s");
 	else
 		fputs("| ψ of model.json | not computed (give the owners' data files with `--data`) |\n", m);
 	if (o->sim)
@@ -453,22 +440,22 @@ static int dp__report_learner(const dp__report_opts *o)
 		else
 			fprintf(m, "%.6g", eps);
 		fputs(" | ", m);
-		dp__ms(m, dp_plot_percentile(v, c, 50));
+		put_ms(m, dp_plot_percentile(v, c, 50));
 		fputs(" | ", m);
-		dp__ms(m, dp_plot_percentile(v, c, 95));
+		put_ms(m, dp_plot_percentile(v, c, 95));
 		c = 0;
 		for (size_t r = 0; r < tr.n; r++)
 			if (tr.owner[r] == i)
 				v[c++] = tr.wait[r];
 		fputs(" | ", m);
-		dp__ms(m, dp_plot_percentile(v, c, 50));
+		put_ms(m, dp_plot_percentile(v, c, 50));
 		fputs(" | ", m);
-		dp__ms(m, dp_plot_percentile(v, c, 95));
+		put_ms(m, dp_plot_percentile(v, c, 95));
 		fputs(" |\n", m);
 	}
 	fputs("\nε spent is the last `eps_spent` the owner reported in the trace (— when it served no "
 	      "iteration); percentiles interpolate linearly between order statistics.\n", m);
-	dp__figs_md(m, figs, nfig);
+	figs_md(m, figs, nfig);
 	fputs("\n## Reproduce\n\n```\n", m);
 	fprintf(m, "dpasync plot --kind owners --out %s/report-owners.png %s/trace.csv\n", o->dir, o->dir);
 	fprintf(m, "dpasync plot --kind cdf --out %s/report-cdf.png %s/trace.csv\n", o->dir, o->dir);
@@ -480,19 +467,19 @@ static int dp__report_learner(const dp__report_opts *o)
 		fprintf(m, ", %s first", tr.names[0]);
 	fputs(") and plot it against the trace:\n\n```\n", m);
 	fprintf(m, "dpasync sim --schedule %s/report-schedule.txt --T %zu", o->dir, tr.n);
-	if (job && dp__jo(job, "eta"))
-		fprintf(m, " --eta %.17g", dp__jd(job, "eta", 0));
+	if (ck.have_eta)
+		fprintf(m, " --eta %.17g", ck.eta);
 	if (have_model)
 		fprintf(m, " --model %s --lambda %.17g --theta-max %.17g --clip %.17g%s", dp_model_name(mf.model),
 			mf.lambda, mf.theta_max, mf.clip, mf.bias ? " --bias" : "");
 	if (T && T != tr.n)
 		fprintf(m, " --answers-cap %zu", T);
-	if (dp__jo(job, "freq_correction") && json_object_get_boolean(dp__jo(job, "freq_correction")))
+	if (ck.freq_correction)
 		fputs(" --freq-correction", m);
 	fprintf(m, " --epsilon E --repeats 10 --out SIMDIR OWNER-FILES...\n"
 		"dpasync plot --kind psi-time --trace %s/trace.csv --out psi-time.png SIMDIR/psi.csv\n"
 		"dpasync report --sim SIMDIR --data OWNER-FILES... %s\n```\n", o->dir, o->dir);
-	rc = dp__finish_md(o->dir, m, &md, &mdlen, nfig);
+	rc = finish_md(o->dir, m, &md, &mdlen, nfig);
 	m = NULL;
 out:
 	if (m)
@@ -502,108 +489,171 @@ out:
 	free(all);
 	free(v);
 	free(rates);
-	free(extra);
 	dp_plot_trace_free(&tr);
 	dp_plot_psi_free(&sps);
 	if (have_model)
 		dp_modelfile_free(&mf);
-	json_object_put(ck);
-	json_object_put(simsum);
+	ckpt_free(&ck);
 	return rc;
 }
 
-static int dp__report_sim(const dp__report_opts *o)
+/* What the sim report uses of summary.json. */
+struct sim_summary {
+	struct json_object *root;
+	uint64_t N, seed;
+	double psi_mean, psi_median, psi_p25, psi_p75, f_star, lambda, theta_max, clip;
+	bool have_eta, have_rho, have_c;
+	double eta, rho, c;
+	struct json_object *eps, *rows;   /* arrays of numbers (eps: or null), or NULL */
+};
+
+/* An optional number member: *have says whether it is there. */
+static double get_opt(dp_json_reader *r, struct json_object *o, const char *key, bool *have)
+{
+	*have = dp_json_get(r, o, key, json_type_double, false) != NULL;
+	return dp_json_get_double(r, o, key, false, 0);
+}
+
+/* Every element of the array member `key` a number (or null, when
+ * null_ok); the array, or NULL when absent. */
+static struct json_object *get_numbers(dp_json_reader *r, struct json_object *o, const char *key,
+				       bool null_ok)
+{
+	struct json_object *a = dp_json_get(r, o, key, json_type_array, false);
+
+	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+		struct json_object *v = json_object_array_get_idx(a, i);
+
+		if (v != NULL || !null_ok)
+			dp_json_number(r, v, key, 0);
+	}
+	return a;
+}
+
+/* DIR/summary.json.  Errors: those of dp_json_read_file, DP_EFORMAT. */
+static int summary_read(const char *dir, struct sim_summary *s)
+{
+	char path[4200];
+	dp_json_reader r = { .path = path };
+	struct json_object *j;
+	int rc;
+
+	join(path, sizeof(path), dir, "summary.json");
+	rc = dp_json_read_file(path, JSON_MAX, &j);
+	if (rc != 0)
+		return rc;
+	memset(s, 0, sizeof(*s));
+	s->root = j;
+	s->N = dp_json_get_u64(&r, j, "N", false, 0);
+	s->seed = dp_json_get_u64(&r, j, "seed", false, 0);
+	s->psi_mean = dp_json_get_double(&r, j, "psi_mean", false, NAN);
+	s->psi_median = dp_json_get_double(&r, j, "psi_median", false, NAN);
+	s->psi_p25 = dp_json_get_double(&r, j, "psi_p25", false, NAN);
+	s->psi_p75 = dp_json_get_double(&r, j, "psi_p75", false, NAN);
+	s->f_star = dp_json_get_double(&r, j, "f_star", false, NAN);
+	s->eta = get_opt(&r, j, "eta", &s->have_eta);
+	s->rho = get_opt(&r, j, "rho", &s->have_rho);
+	s->c = get_opt(&r, j, "c", &s->have_c);
+	s->lambda = dp_json_get_double(&r, j, "lambda", false, NAN);
+	s->theta_max = dp_json_get_double(&r, j, "theta_max", false, NAN);
+	s->clip = dp_json_get_double(&r, j, "clip_l1", false, NAN);
+	s->eps = get_numbers(&r, j, "epsilon", true);
+	s->rows = get_numbers(&r, j, "n_rows", false);
+	if (r.rc != 0) {
+		json_object_put(j);
+		memset(s, 0, sizeof(*s));
+		return r.rc;
+	}
+	return 0;
+}
+
+static int report_sim(const struct report_opts *o)
 {
 	char path[4200], *md = NULL, note[300];
-	size_t mdlen = 0, nfig = 0, runs = 0, N;
-	struct json_object *sum;
+	size_t mdlen = 0, nfig = 0, runs = 0;
+	struct sim_summary sum = { 0 };
 	dp_plot_psi ps = { 0 };
 	dp_plot_trace tr = { 0 };
-	int have_sched, rc = 2, err;
-	dp__fig figs[2];
+	int rc = 2, err;
+	bool have_sched;
+	struct fig figs[2];
 	dp_plot_opts po = { 0 };
-	struct json_object *eps, *rows;
 	FILE *m = NULL;
 	const char *label = NULL;
 
-	if (o->ndata || o->rates || o->sim || o->schema || o->target) {
-		dp_tool_fail("report", "--data, --target, --schema, --rates and --sim apply to learnerd directories; "
-			     "%s is a sim directory", o->dir);
+	if (o->data.n || o->rates || o->sim || o->schema || o->target) {
+		dp_cmd_fail("report", "--data, --target, --schema, --rates and --sim apply to "
+			    "learnerd directories; %s is a sim directory", o->dir);
 		return 2;
 	}
-	dp__path(path, sizeof(path), o->dir, "summary.json");
-	sum = json_object_from_file(path);
-	if (sum == NULL) {
-		dp_tool_fail("report", "%s: not valid JSON", path);
-		return 2;
-	}
-	dp__path(path, sizeof(path), o->dir, "psi.csv");
+	err = summary_read(o->dir, &sum);
+	if (err != 0)
+		return fail(err);
+	join(path, sizeof(path), o->dir, "psi.csv");
 	err = dp_plot_psi_read(path, &ps);
-	have_sched = dp__exists(o->dir, "schedule.txt");
+	have_sched = exists(o->dir, "schedule.txt");
 	if (err == 0 && have_sched) {
-		dp__path(path, sizeof(path), o->dir, "schedule.txt");
+		join(path, sizeof(path), o->dir, "schedule.txt");
 		err = dp_plot_trace_read(path, NULL, 0, &tr);
 	}
 	if (err != 0) {
-		rc = dp__fail(err);
+		rc = fail(err);
 		goto out;
 	}
-	N = (size_t)dp__jd(sum, "N", 0);
-	eps = dp__jo(sum, "epsilon");
-	rows = dp__jo(sum, "n_rows");
-	dp__path(path, sizeof(path), o->dir, "psi.csv");
+	join(path, sizeof(path), o->dir, "psi.csv");
 	dp_plot_sim_note(path, note, sizeof(note), &runs);
 
-	dp__drawing = 1;
-	if ((err = dp_plot_gnuplot_check()) != 0) {
-		rc = dp__fail(err);
+	drawing = true;
+	err = dp_plot_gnuplot_check();
+	if (err != 0) {
+		rc = fail(err);
 		goto out;
 	}
-	{
-		char out[4200];
-		dp__path(out, sizeof(out), o->dir, "report-psi.png");
-		err = dp_plot_psi_k(&ps, &label, 1, note[0] ? note : NULL, &po, out);
-		figs[nfig++] = (dp__fig){ "report-psi.png", "ψ against iteration",
-			"Median and 25–75 % band over the runs of ψ = f(θ_L)/f(θ*) − 1 at each checkpoint k "
-			"(psi.csv; the paper's Fig. 2)." };
-		if (err == 0 && have_sched) {
-			dp__path(out, sizeof(out), o->dir, "report-owners.png");
-			err = dp_plot_owners(&tr, 0, &po, out);
-			figs[nfig++] = (dp__fig){ "report-owners.png", "Owner of each iteration",
-				"The owner of each async iteration in the first run (schedule.txt; the paper's Fig. 3)." };
-		}
+	join(path, sizeof(path), o->dir, "report-psi.png");
+	err = dp_plot_psi_k(&ps, &label, 1, note[0] ? note : NULL, &po, path);
+	figs[nfig++] = (struct fig){ "report-psi.png", "ψ against iteration",
+		"Median and 25–75 % band over the runs of ψ = f(θ_L)/f(θ*) − 1 at each checkpoint k "
+		"(psi.csv; the paper's Fig. 2)." };
+	if (err == 0 && have_sched) {
+		join(path, sizeof(path), o->dir, "report-owners.png");
+		err = dp_plot_owners(&tr, 0, &po, path);
+		figs[nfig++] = (struct fig){ "report-owners.png", "Owner of each iteration",
+			"The owner of each async iteration in the first run (schedule.txt; the paper's "
+			"Fig. 3)." };
 	}
 	if (err != 0) {
-		rc = dp__fail(err);
+		rc = fail(err);
 		goto out;
 	}
 	m = open_memstream(&md, &mdlen);
 	if (m == NULL) {
 		rc = 1;
-		dp_tool_fail("report", "out of memory");
+		dp_cmd_fail("report", "out of memory");
 		goto out;
 	}
-	fprintf(m, "# Run report: %s\n\ndpasync sim run · %s · seed %.0f\n\n", o->dir, note, dp__jd(sum, "seed", 0));
+	fprintf(m, "# Run report: %s\n\ndpasync sim run · %s · seed %.0f\n\n", o->dir, note,
+		(double)sum.seed);
 	fputs("## Key numbers\n\n| quantity | value |\n|---|---|\n", m);
-	fprintf(m, "| ψ at k = T, mean over the runs | %.6g |\n", dp__jd(sum, "psi_mean", NAN));
-	fprintf(m, "| ψ at k = T, median (25–75 %%) | %.6g (%.6g – %.6g) |\n", dp__jd(sum, "psi_median", NAN),
-		dp__jd(sum, "psi_p25", NAN), dp__jd(sum, "psi_p75", NAN));
-	fprintf(m, "| f(θ*) | %.10g |\n", dp__jd(sum, "f_star", NAN));
-	if (dp__jo(sum, "eta"))
-		fprintf(m, "| η | %.6g |\n", dp__jd(sum, "eta", 0));
-	if (dp__jo(sum, "rho"))
-		fprintf(m, "| ρ | %.6g |\n", dp__jd(sum, "rho", 0));
-	if (dp__jo(sum, "c"))
-		fprintf(m, "| c | %.6g |\n", dp__jd(sum, "c", 0));
-	fprintf(m, "| λ, θ_max, Ξ | %g, %g, %g |\n", dp__jd(sum, "lambda", NAN), dp__jd(sum, "theta_max", NAN),
-		dp__jd(sum, "clip_l1", NAN));
+	fprintf(m, "| ψ at k = T, mean over the runs | %.6g |\n", sum.psi_mean);
+	fprintf(m, "| ψ at k = T, median (25–75 %%) | %.6g (%.6g – %.6g) |\n", sum.psi_median,
+		sum.psi_p25, sum.psi_p75);
+	fprintf(m, "| f(θ*) | %.10g |\n", sum.f_star);
+	if (sum.have_eta)
+		fprintf(m, "| η | %.6g |\n", sum.eta);
+	if (sum.have_rho)
+		fprintf(m, "| ρ | %.6g |\n", sum.rho);
+	if (sum.have_c)
+		fprintf(m, "| c | %.6g |\n", sum.c);
+	fprintf(m, "| λ, θ_max, Ξ | %g, %g, %g |\n", sum.lambda, sum.theta_max, sum.clip);
 	fputs("\n## Owners\n\n| owner | rows | ε |", m);
 	if (have_sched)
 		fputs(" iterations (first run) | share |", m);
 	fputs(have_sched ? "\n|---|---|---|---|---|\n" : "\n|---|---|---|\n", m);
-	for (size_t i = 0; i < N; i++) {
-		struct json_object *e = eps ? json_object_array_get_idx(eps, i) : NULL;
-		struct json_object *r = rows ? json_object_array_get_idx(rows, i) : NULL;
+	for (size_t i = 0; i < sum.N; i++) {
+		/* Both arrays were checked by summary_read; null is an unlimited budget. */
+		struct json_object *e = sum.eps ? json_object_array_get_idx(sum.eps, i) : NULL;
+		struct json_object *r = sum.rows ? json_object_array_get_idx(sum.rows, i) : NULL;
+
 		fprintf(m, "| owner-%zu | %.0f | ", i + 1, r ? json_object_get_double(r) : NAN);
 		if (e)
 			fprintf(m, "%g", json_object_get_double(e));
@@ -611,6 +661,7 @@ static int dp__report_sim(const dp__report_opts *o)
 			fputs("∞", m);
 		if (have_sched) {
 			size_t c = 0;
+
 			for (size_t k = 0; k < tr.n; k++)
 				c += tr.owner[k] == i;
 			fprintf(m, " | %zu | %.1f %%", c, 100.0 * (double)c / (double)tr.n);
@@ -618,12 +669,14 @@ static int dp__report_sim(const dp__report_opts *o)
 		fputs(" |\n", m);
 	}
 	fputs("\nowner-j is the j-th data file given to `dpasync sim`.\n", m);
-	dp__figs_md(m, figs, nfig);
-	fprintf(m, "\n## Reproduce\n\n```\ndpasync plot --kind psi --out %s/report-psi.png %s/psi.csv\n", o->dir, o->dir);
+	figs_md(m, figs, nfig);
+	fprintf(m, "\n## Reproduce\n\n```\ndpasync plot --kind psi --out %s/report-psi.png "
+		"%s/psi.csv\n", o->dir, o->dir);
 	if (have_sched)
-		fprintf(m, "dpasync plot --kind owners --out %s/report-owners.png %s/schedule.txt\n", o->dir, o->dir);
+		fprintf(m, "dpasync plot --kind owners --out %s/report-owners.png %s/schedule.txt\n",
+			o->dir, o->dir);
 	fputs("```\n", m);
-	rc = dp__finish_md(o->dir, m, &md, &mdlen, nfig);
+	rc = finish_md(o->dir, m, &md, &mdlen, nfig);
 	m = NULL;
 out:
 	if (m)
@@ -631,70 +684,73 @@ out:
 	free(md);
 	dp_plot_psi_free(&ps);
 	dp_plot_trace_free(&tr);
-	json_object_put(sum);
+	json_object_put(sum.root);
 	return rc;
+}
+
+static int report(struct report_opts *o)
+{
+	struct stat st;
+
+	drawing = false;
+	o->dir = o->args.v[0];
+	if (stat(o->dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		dp_cmd_fail("report", "%s: not a directory", o->dir);
+		return 2;
+	}
+	if (access(o->dir, W_OK) != 0) {
+		dp_cmd_fail("report", "%s: not writable (report.md and the figures go there)",
+			    o->dir);
+		return 2;
+	}
+	if (exists(o->dir, "trace.csv"))
+		return report_learner(o);
+	if (exists(o->dir, "summary.json") && exists(o->dir, "psi.csv"))
+		return report_sim(o);
+	dp_cmd_fail("report", "%s: neither a learnerd out directory (trace.csv) nor a sim out "
+		    "directory (summary.json and psi.csv)", o->dir);
+	return 2;
 }
 
 int dp_cmd_report(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "data", required_argument, NULL, 'd' },
-		{ "target", required_argument, NULL, 't' },
-		{ "schema", required_argument, NULL, 'S' },
-		{ "rates", required_argument, NULL, 'r' },
-		{ "sim", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	struct report_opts o = { 0 };
+	const struct dp_config_entry entries[] = {
+		{ .name = "data", DP_CFG_STRINGS(&o.data), .flags = DP_CONFIG_APPEND,
+		  .metavar = "FILE[,FILE]",
+		  .help = "owner data files (repeatable): psi of\n"
+			  "DIR/model.json on their union, computed as\n"
+			  "`dpasync eval` does" },
+		{ .name = "target", DP_CFG_STRING(&o.target), .metavar = "COL",
+		  .help = "target column of the data files (default y)" },
+		{ .name = "schema", DP_CFG_PATH(&o.schema), .metavar = "FILE",
+		  .help = "feature schema applied to raw data files" },
+		{ .name = "rates", DP_CFG_STRING(&o.rates), .metavar = "R1,..|NAME=R,..",
+		  .help = "owners' clock rates (requests/s): adds share\n"
+			  "against clock rate to the shares figure" },
+		{ .name = "sim", DP_CFG_PATH(&o.sim), .metavar = "SIMDIR",
+		  .help = "a `dpasync sim --schedule\n"
+			  "DIR/report-schedule.txt` run: adds psi\n"
+			  "against wall-clock time" },
+		DP_CONFIG_END,
 	};
-	dp__report_opts o = { 0 };
-	struct stat st;
-	int c, rc = 2, err;
+	const struct dp_config_spec spec = {
+		.program = "dpasync report",
+		.command = true,
+		.summary = report_summary,
+		.epilog = "Exit status: 0 written, 1 gnuplot missing or failed or a write failed,\n"
+			  "2 bad usage or input.",
+		.entries = entries,
+		.args = &o.args,
+		.args_metavar = "DIR",
+		.args_min = 1,
+		.args_max = 1,
+	};
+	int status;
 
-	dp__drawing = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'd':
-			if ((err = dp__add_data(&o, optarg)) != 0) {
-				rc = dp__fail(err);
-				goto out;
-			}
-			break;
-		case 't': o.target = optarg; break;
-		case 'S': o.schema = optarg; break;
-		case 'r': o.rates = optarg; break;
-		case 's': o.sim = optarg; break;
-		case 'h': fputs(dp__report_usage, stdout); rc = 0; goto out;
-		default:
-			dp_tool_fail("report", "bad usage: unknown option or missing value in '%s' (try dpasync report --help)",
-				     argv[optind - 1]);
-			goto out;
-		}
-	}
-	if (argc - optind != 1) {
-		dp_tool_fail("report", "expected one run directory DIR, got %d arguments (try dpasync report --help)",
-			     argc - optind);
-		goto out;
-	}
-	o.dir = argv[optind];
-	if (stat(o.dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		dp_tool_fail("report", "%s: not a directory", o.dir);
-		goto out;
-	}
-	if (access(o.dir, W_OK) != 0) {
-		dp_tool_fail("report", "%s: not writable (report.md and the figures go there)", o.dir);
-		goto out;
-	}
-	if (dp__exists(o.dir, "trace.csv"))
-		rc = dp__report_learner(&o);
-	else if (dp__exists(o.dir, "summary.json") && dp__exists(o.dir, "psi.csv"))
-		rc = dp__report_sim(&o);
-	else
-		dp_tool_fail("report", "%s: neither a learnerd out directory (trace.csv) nor a sim out directory "
-			     "(summary.json and psi.csv)", o.dir);
-out:
-	for (size_t i = 0; i < o.ndata; i++)
-		free(o.data[i]);
-	free(o.data);
-	return rc;
+	if (!dp_cmd_args(&spec, argc, argv, &status))
+		return status;
+	status = report(&o);
+	dp_config_free(&spec);
+	return status;
 }

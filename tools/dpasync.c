@@ -1,16 +1,17 @@
 /* dpasync: the offline tool.  Dispatches to one file per subcommand. */
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "common/core/error.h"
+#include "common/net/config.h"
 #include "tools/cmds.h"
 
 static const struct {
 	const char *name;
 	int (*run)(int, char **);
 	const char *what;
-} dp__cmds[] = {
+} cmds[] = {
 	{ "gen", dp_cmd_gen, "generate synthetic data split into owner CSVs" },
 	{ "prep", dp_cmd_prep, "build a feature schema from a public sample and apply it to owner files" },
 	{ "sim", dp_cmd_sim, "in-process run of async | sync1 | sync2, R repeats, psi statistics" },
@@ -21,7 +22,7 @@ static const struct {
 	{ "report", dp_cmd_report, "report.md with figures and key numbers of one run's directory" },
 };
 
-void dp_tool_fail(const char *cmd, const char *fmt, ...)
+void dp_cmd_fail(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -32,33 +33,59 @@ void dp_tool_fail(const char *cmd, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-static void dp__usage(FILE *out)
+bool dp_cmd_args(const struct dp_config_spec *spec, int argc, char **argv, int *status)
+{
+	enum dp_config_action action = DP_CONFIG_RUN;
+	int rc;
+
+	DP_REQUIRE(spec != NULL && spec->command && argc >= 1 && argv != NULL && status != NULL);
+	rc = dp_config_load(spec, argc, argv, &action);
+	if (rc == DP_ENOMEM) {
+		fprintf(stderr, "%s: out of memory\n", spec->program);
+		*status = 1;
+		return false;
+	}
+	if (rc != 0) {
+		fprintf(stderr, "%s: bad usage: %s (try %s --help)\n", spec->program,
+			dp_error_detail(rc), spec->program);
+		*status = 2;
+		return false;
+	}
+	if (action == DP_CONFIG_HELP) {
+		rc = dp_config_print_help(spec, stdout);
+		if (rc != 0)
+			fprintf(stderr, "%s: %s\n", spec->program, dp_error_detail(rc));
+		*status = rc == 0 ? 0 : 1;
+		return false;
+	}
+	return true;
+}
+
+static void usage(FILE *out)
 {
 	fprintf(out, "usage: dpasync <command> [options]   (dpasync <command> --help for details)\n\n");
-	for (size_t i = 0; i < sizeof(dp__cmds) / sizeof(dp__cmds[0]); i++)
-		fprintf(out, "  %-9s %s\n", dp__cmds[i].name, dp__cmds[i].what);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		fprintf(out, "  %-9s %s\n", cmds[i].name, cmds[i].what);
 	fprintf(out, "\n  --help     this text\n  --version  print the version\n");
 }
 
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		dp__usage(stderr);
+		usage(stderr);
 		return 2;
 	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-		dp__usage(stdout);
+		usage(stdout);
 		return 0;
 	}
 	if (strcmp(argv[1], "--version") == 0) {
 		printf("dpasync %s\n", DP_VERSION);
 		return 0;
 	}
-	/* Subcommands report bad options themselves, in one line. */
-	opterr = 0;
-	for (size_t i = 0; i < sizeof(dp__cmds) / sizeof(dp__cmds[0]); i++)
-		if (strcmp(argv[1], dp__cmds[i].name) == 0)
-			return dp__cmds[i].run(argc - 1, argv + 1);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (strcmp(argv[1], cmds[i].name) == 0)
+			return cmds[i].run(argc - 1, argv + 1);
 	fprintf(stderr, "dpasync: unknown command '%s' (try dpasync --help)\n", argv[1]);
 	return 2;
 }

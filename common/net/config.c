@@ -3,7 +3,6 @@
 #include "common/core/num.h"
 
 #include <ctype.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,36 +12,97 @@
 
 /* Values are parsed into a stage first and written to the fields only when
  * every step has succeeded, so a failed load leaves the settings alone. */
-union dp__val {
+union val {
 	char *s;
 	double d;
 	uint64_t u;
 	size_t z;
 	bool b;
 	int e;
+	struct {
+		void *v;
+		size_t n;
+	} l;
 };
 
-struct dp__stage {
+struct stage {
 	const struct dp_config_spec *spec;
 	size_t n;
-	union dp__val *val;
-	unsigned char *set;    /* val[i] is new and must be committed */
-	unsigned char *owned;  /* val[i].s is a copy made by the stage */
-	size_t *file_line;     /* line of the config file that set entry i */
+	union val *val;
+	unsigned char *set;      /* val[i] is new and must be committed */
+	unsigned char *owned;    /* val[i] holds memory made by the stage */
+	unsigned char *given;    /* the file or a flag set entry i */
+	unsigned char *flagged;  /* a flag set entry i (DP_CONFIG_APPEND) */
+	size_t *file_line;       /* line of the config file that set entry i */
+	union val *old;          /* what the commit replaced, for a rollback */
+	bool *old_given;
+	struct dp_config_strings args, old_args;
+	bool args_set;
 };
 
-static bool dp__is_string(enum dp_config_type t)
+static bool is_string(enum dp_config_type t)
 {
 	return t == DP_CONFIG_STRING || t == DP_CONFIG_PATH;
 }
 
-static bool dp__is_number(enum dp_config_type t)
+static bool is_list(enum dp_config_type t)
 {
-	return t == DP_CONFIG_DOUBLE || t == DP_CONFIG_DOUBLE_INF || t == DP_CONFIG_U64 ||
-	       t == DP_CONFIG_SIZE || t == DP_CONFIG_DURATION;
+	return t == DP_CONFIG_STRINGS || t == DP_CONFIG_DOUBLES || t == DP_CONFIG_DOUBLES_INF ||
+	       t == DP_CONFIG_SIZES;
 }
 
-static bool dp__reserved(const char *name)
+/* Types whose value is heap memory owned by this module. */
+static bool owns_heap(enum dp_config_type t)
+{
+	return is_string(t) || is_list(t);
+}
+
+/* Types a range applies to (to every item of a list). */
+static bool has_range(enum dp_config_type t)
+{
+	return t == DP_CONFIG_DOUBLE || t == DP_CONFIG_DOUBLE_INF || t == DP_CONFIG_U64 ||
+	       t == DP_CONFIG_SIZE || t == DP_CONFIG_DURATION || t == DP_CONFIG_DOUBLES ||
+	       t == DP_CONFIG_DOUBLES_INF || t == DP_CONFIG_SIZES;
+}
+
+static size_t elem_size(enum dp_config_type t)
+{
+	switch (t) {
+	case DP_CONFIG_STRINGS: return sizeof(char *);
+	case DP_CONFIG_DOUBLES:
+	case DP_CONFIG_DOUBLES_INF: return sizeof(double);
+	case DP_CONFIG_SIZES: return sizeof(size_t);
+	default: return 0;
+	}
+}
+
+void dp_config_strings_free(struct dp_config_strings *l)
+{
+	DP_REQUIRE(l != NULL);
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}
+
+static void val_free(enum dp_config_type t, union val *v)
+{
+	if (is_string(t)) {
+		free(v->s);
+		v->s = NULL;
+	} else if (is_list(t)) {
+		if (t == DP_CONFIG_STRINGS)
+			for (size_t i = 0; i < v->l.n; i++)
+				free(((char **)v->l.v)[i]);
+		free(v->l.v);
+		v->l.v = NULL;
+		v->l.n = 0;
+	}
+}
+
+/* Reserved flag names: the built-in options and the "no-" of booleans. */
+static bool reserved(const char *name)
 {
 	static const char *const builtin[] = { "config", "help", "version", "check-config", NULL };
 
@@ -52,9 +112,26 @@ static bool dp__reserved(const char *name)
 	return strncmp(name, "no-", 3) == 0;
 }
 
+static bool good_name(const char *s, bool upper_ok)
+{
+	if (!islower((unsigned char)*s) && !isdigit((unsigned char)*s) &&
+	    !(upper_ok && isupper((unsigned char)*s)))
+		return false;
+	for (; *s; s++)
+		if (!islower((unsigned char)*s) && !isdigit((unsigned char)*s) && *s != '-' &&
+		    !(upper_ok && isupper((unsigned char)*s)))
+			return false;
+	return true;
+}
+
+static bool same_flag(const struct dp_config_entry *o, const char *s)
+{
+	return strcmp(o->name, s) == 0 || (o->alias && strcmp(o->alias, s) == 0);
+}
+
 /* The table is code, but a mistake in it should be one clear line at
  * startup rather than a crash. */
-static int dp__check_table(const struct dp_config_spec *spec, size_t *count)
+static int check_table(const struct dp_config_spec *spec, size_t *count)
 {
 	const struct dp_config_entry *e;
 	size_t n = 0;
@@ -62,37 +139,45 @@ static int dp__check_table(const struct dp_config_spec *spec, size_t *count)
 	if (spec == NULL || spec->program == NULL || spec->entries == NULL)
 		return dp_error_set(DP_EINVAL, "config: spec needs a program name and entries");
 	for (e = spec->entries; e->name; e++, n++) {
-		const char *c = e->name;
-
-		if (!islower((unsigned char)*c) && !isdigit((unsigned char)*c))
+		if (!good_name(e->name, false))
 			return dp_error_set(DP_EINVAL, "config table: bad key name '%s'", e->name);
-		for (; *c; c++)
-			if (!islower((unsigned char)*c) && !isdigit((unsigned char)*c) && *c != '-')
-				return dp_error_set(DP_EINVAL, "config table: bad key name '%s'",
-						    e->name);
-		if (dp__reserved(e->name))
+		if (reserved(e->name))
 			return dp_error_set(DP_EINVAL, "config table: key name '%s' is reserved",
 					    e->name);
-		if (e->field == NULL || (unsigned)e->type > DP_CONFIG_DURATION)
+		if (e->alias && (!good_name(e->alias, true) || reserved(e->alias)))
+			return dp_error_set(DP_EINVAL, "config table: key '%s': bad alias '%s'",
+					    e->name, e->alias);
+		if (e->field == NULL || (unsigned)e->type > DP_CONFIG_SIZES)
 			return dp_error_set(DP_EINVAL, "config table: key '%s' has no field or type",
 					    e->name);
 		if (e->type == DP_CONFIG_ENUM && (e->values == NULL || e->values[0] == NULL))
 			return dp_error_set(DP_EINVAL, "config table: enum key '%s' has no values",
 					    e->name);
-		if ((e->flags & DP_CONFIG_REQUIRED) && (!dp__is_string(e->type) || e->def))
+		if ((e->flags & DP_CONFIG_REQUIRED) && (!owns_heap(e->type) || e->def))
 			return dp_error_set(DP_EINVAL,
-					    "config table: key '%s': only strings and paths without "
-					    "a default can be required", e->name);
+					    "config table: key '%s': only strings, paths and lists "
+					    "without a default can be required", e->name);
+		if ((e->flags & DP_CONFIG_APPEND) && !is_list(e->type))
+			return dp_error_set(DP_EINVAL, "config table: key '%s': only lists append",
+					    e->name);
+		if ((e->flags & DP_CONFIG_WHOLE) && e->type != DP_CONFIG_STRINGS)
+			return dp_error_set(DP_EINVAL,
+					    "config table: key '%s': only string lists take whole "
+					    "values", e->name);
 		for (const struct dp_config_entry *o = spec->entries; o != e; o++)
-			if (strcmp(o->name, e->name) == 0)
+			if (same_flag(o, e->name) || (e->alias && same_flag(o, e->alias)))
 				return dp_error_set(DP_EINVAL, "config table: key '%s' twice",
 						    e->name);
+		if (e->alias && strcmp(e->alias, e->name) == 0)
+			return dp_error_set(DP_EINVAL, "config table: key '%s' twice", e->name);
 	}
+	if (spec->args_max != 0 && spec->args_min > spec->args_max)
+		return dp_error_set(DP_EINVAL, "config: %s: args_min > args_max", spec->program);
 	*count = n;
 	return 0;
 }
 
-static void dp__read_field(const struct dp_config_entry *e, union dp__val *v)
+static void read_field(const struct dp_config_entry *e, union val *v)
 {
 	switch (e->type) {
 	case DP_CONFIG_STRING:
@@ -104,10 +189,32 @@ static void dp__read_field(const struct dp_config_entry *e, union dp__val *v)
 	case DP_CONFIG_SIZE: v->z = *(size_t *)e->field; break;
 	case DP_CONFIG_BOOL: v->b = *(bool *)e->field; break;
 	case DP_CONFIG_ENUM: v->e = *(int *)e->field; break;
+	case DP_CONFIG_STRINGS: {
+		struct dp_config_strings *l = e->field;
+
+		v->l.v = l->v;
+		v->l.n = l->n;
+		break;
+	}
+	case DP_CONFIG_DOUBLES:
+	case DP_CONFIG_DOUBLES_INF: {
+		struct dp_config_doubles *l = e->field;
+
+		v->l.v = l->v;
+		v->l.n = l->n;
+		break;
+	}
+	case DP_CONFIG_SIZES: {
+		struct dp_config_sizes *l = e->field;
+
+		v->l.v = l->v;
+		v->l.n = l->n;
+		break;
+	}
 	}
 }
 
-static void dp__write_field(const struct dp_config_entry *e, const union dp__val *v)
+static void write_field(const struct dp_config_entry *e, const union val *v)
 {
 	switch (e->type) {
 	case DP_CONFIG_STRING:
@@ -119,13 +226,38 @@ static void dp__write_field(const struct dp_config_entry *e, const union dp__val
 	case DP_CONFIG_SIZE: *(size_t *)e->field = v->z; break;
 	case DP_CONFIG_BOOL: *(bool *)e->field = v->b; break;
 	case DP_CONFIG_ENUM: *(int *)e->field = v->e; break;
+	case DP_CONFIG_STRINGS:
+		*(struct dp_config_strings *)e->field =
+			(struct dp_config_strings){ .v = v->l.v, .n = v->l.n };
+		break;
+	case DP_CONFIG_DOUBLES:
+	case DP_CONFIG_DOUBLES_INF:
+		*(struct dp_config_doubles *)e->field =
+			(struct dp_config_doubles){ .v = v->l.v, .n = v->l.n };
+		break;
+	case DP_CONFIG_SIZES:
+		*(struct dp_config_sizes *)e->field =
+			(struct dp_config_sizes){ .v = v->l.v, .n = v->l.n };
+		break;
 	}
 }
 
-static int dp__stage_init(struct dp__stage *st, const struct dp_config_spec *spec)
+static void stage_release(struct stage *st)
+{
+	free(st->val);
+	free(st->set);
+	free(st->owned);
+	free(st->given);
+	free(st->flagged);
+	free(st->file_line);
+	free(st->old);
+	free(st->old_given);
+}
+
+static int stage_init(struct stage *st, const struct dp_config_spec *spec)
 {
 	size_t n;
-	int rc = dp__check_table(spec, &n);
+	int rc = check_table(spec, &n);
 
 	if (rc != 0)
 		return rc;
@@ -135,81 +267,117 @@ static int dp__stage_init(struct dp__stage *st, const struct dp_config_spec *spe
 	st->val = calloc(n + 1, sizeof(*st->val));
 	st->set = calloc(n + 1, 1);
 	st->owned = calloc(n + 1, 1);
+	st->given = calloc(n + 1, 1);
+	st->flagged = calloc(n + 1, 1);
 	st->file_line = calloc(n + 1, sizeof(*st->file_line));
-	if (!st->val || !st->set || !st->owned || !st->file_line) {
-		free(st->val);
-		free(st->set);
-		free(st->owned);
-		free(st->file_line);
+	st->old = calloc(n + 1, sizeof(*st->old));
+	st->old_given = calloc(n + 1, sizeof(*st->old_given));
+	if (!st->val || !st->set || !st->owned || !st->given || !st->flagged || !st->file_line ||
+	    !st->old || !st->old_given) {
+		stage_release(st);
 		return dp_error_set(DP_ENOMEM, "config: out of memory");
 	}
 	for (size_t i = 0; i < n; i++)
-		dp__read_field(&spec->entries[i], &st->val[i]);
+		read_field(&spec->entries[i], &st->val[i]);
 	return 0;
 }
 
-static void dp__stage_free(struct dp__stage *st)
+static void stage_free(struct stage *st)
 {
 	for (size_t i = 0; i < st->n; i++)
 		if (st->owned[i])
-			free(st->val[i].s);
-	free(st->val);
-	free(st->set);
-	free(st->owned);
-	free(st->file_line);
+			val_free(st->spec->entries[i].type, &st->val[i]);
+	dp_config_strings_free(&st->args);
+	stage_release(st);
 	memset(st, 0, sizeof(*st));
 }
 
-/* Store a parsed value in the stage, taking ownership of a string. */
-static void dp__stage_put(struct dp__stage *st, size_t i, union dp__val v)
+/* Store a parsed value in the stage, taking ownership of its memory. */
+static void stage_put(struct stage *st, size_t i, union val v)
 {
+	enum dp_config_type t = st->spec->entries[i].type;
+
 	if (st->owned[i])
-		free(st->val[i].s);
+		val_free(t, &st->val[i]);
 	st->val[i] = v;
-	st->owned[i] = dp__is_string(st->spec->entries[i].type) && v.s != NULL;
+	st->owned[i] = is_string(t) ? v.s != NULL : is_list(t) ? v.l.v != NULL : 0;
 	st->set[i] = 1;
 }
 
-/* Write the staged values into the fields.  The old values go into `old`
- * (when not NULL) so that a failed validation can put them back. */
-static void dp__stage_commit(struct dp__stage *st, union dp__val *old)
+/* Write the staged values into the fields.  With keep_old the replaced
+ * values are kept in the stage so that a failed validation can put them
+ * back (stage_rollback) or free them (stage_free_old); otherwise they are
+ * freed now. */
+static void stage_commit(struct stage *st, bool keep_old)
 {
+	const struct dp_config_spec *spec = st->spec;
+
 	for (size_t i = 0; i < st->n; i++) {
-		const struct dp_config_entry *e = &st->spec->entries[i];
+		const struct dp_config_entry *e = &spec->entries[i];
 
 		if (!st->set[i])
 			continue;
-		if (old)
-			dp__read_field(e, &old[i]);
-		else if (dp__is_string(e->type))
-			free(*(char **)e->field);
-		dp__write_field(e, &st->val[i]);
+		if (keep_old) {
+			read_field(e, &st->old[i]);
+			if (e->given)
+				st->old_given[i] = *e->given;
+		} else if (owns_heap(e->type)) {
+			union val cur;
+
+			read_field(e, &cur);
+			val_free(e->type, &cur);
+		}
+		write_field(e, &st->val[i]);
+		if (e->given)
+			*e->given = st->given[i];
 		st->owned[i] = 0;
 	}
-}
-
-/* Undo dp__stage_commit(st, old): free the new strings, restore the old. */
-static void dp__stage_rollback(struct dp__stage *st, const union dp__val *old)
-{
-	for (size_t i = 0; i < st->n; i++) {
-		const struct dp_config_entry *e = &st->spec->entries[i];
-
-		if (!st->set[i])
-			continue;
-		if (dp__is_string(e->type))
-			free(*(char **)e->field);
-		dp__write_field(e, &old[i]);
+	if (st->args_set && spec->args) {
+		if (keep_old)
+			st->old_args = *spec->args;
+		else
+			dp_config_strings_free(spec->args);
+		*spec->args = st->args;
+		st->args = (struct dp_config_strings){ 0 };
 	}
 }
 
-static void dp__free_old_strings(struct dp__stage *st, const union dp__val *old)
+/* Undo stage_commit(st, true): free the new values, restore the old. */
+static void stage_rollback(struct stage *st)
 {
-	for (size_t i = 0; i < st->n; i++)
-		if (st->set[i] && dp__is_string(st->spec->entries[i].type))
-			free(old[i].s);
+	const struct dp_config_spec *spec = st->spec;
+
+	for (size_t i = 0; i < st->n; i++) {
+		const struct dp_config_entry *e = &spec->entries[i];
+
+		if (!st->set[i])
+			continue;
+		if (owns_heap(e->type)) {
+			union val cur;
+
+			read_field(e, &cur);
+			val_free(e->type, &cur);
+		}
+		write_field(e, &st->old[i]);
+		if (e->given)
+			*e->given = st->old_given[i];
+	}
+	if (st->args_set && spec->args) {
+		dp_config_strings_free(spec->args);
+		*spec->args = st->old_args;
+		st->old_args = (struct dp_config_strings){ 0 };
+	}
 }
 
-static long dp__find(const struct dp_config_spec *spec, const char *name)
+static void stage_free_old(struct stage *st)
+{
+	for (size_t i = 0; i < st->n; i++)
+		if (st->set[i])
+			val_free(st->spec->entries[i].type, &st->old[i]);
+	dp_config_strings_free(&st->old_args);
+}
+
+static long find(const struct dp_config_spec *spec, const char *name)
 {
 	for (long i = 0; spec->entries[i].name; i++)
 		if (strcmp(spec->entries[i].name, name) == 0)
@@ -219,8 +387,8 @@ static long dp__find(const struct dp_config_spec *spec, const char *name)
 
 /* ---- values ---------------------------------------------------------- */
 
-static int dp__check_range(const struct dp_config_entry *e, const char *what, const char *text,
-			   double v)
+static int check_range(const struct dp_config_entry *e, const char *what, const char *text,
+		       double v)
 {
 	char lo[32], hi[32];
 	bool lo_ok, hi_ok;
@@ -242,7 +410,7 @@ static int dp__check_range(const struct dp_config_entry *e, const char *what, co
 			    e->min_exclusive ? '(' : '[', lo, hi, text);
 }
 
-static int dp__parse_bool(const char *s, bool *out)
+static int parse_bool(const char *s, bool *out)
 {
 	static const char *const yes[] = { "true", "yes", "on", "1", NULL };
 	static const char *const no[] = { "false", "no", "off", "0", NULL };
@@ -260,7 +428,7 @@ static int dp__parse_bool(const char *s, bool *out)
 	return -1;
 }
 
-static int dp__parse_duration(const char *what, const char *s, double *out)
+static int parse_duration(const char *what, const char *s, double *out)
 {
 	static const struct { const char *suffix; double scale; } units[] = {
 		{ "ms", 1e-3 }, { "s", 1 }, { "m", 60 }, { "h", 3600 },
@@ -299,11 +467,164 @@ bad:
 			    what, s);
 }
 
-/* Parse `text` for entry e into *out (a heap copy for strings). */
-static int dp__parse_value(const struct dp_config_entry *e, const char *what, const char *text,
-			   union dp__val *out)
+/* A line break would corrupt --check-config output and logs. */
+static int check_text(const char *what, const char *text)
 {
-	union dp__val v = { 0 };
+	for (const char *c = text; *c; c++)
+		if ((unsigned char)*c < 0x20 && *c != '\t')
+			return dp_error_set(DP_EINVAL, "%s: control character in value", what);
+	return 0;
+}
+
+static bool escapable(char c)
+{
+	return c == ',' || c == '=' || c == '\\';
+}
+
+/* A STRINGS value: comma-separated items with "\," "\=" "\\" escapes.
+ * Empty items are refused: they would only be typos. */
+static int split_items(const char *what, const char *s, union val *out)
+{
+	size_t len = strlen(s), n = 1, k = 0, m = 0;
+	char **items, *item;
+	int rc = 0;
+
+	if (*s == '\0')
+		return dp_error_set(DP_EINVAL, "%s: empty list", what);
+	for (size_t i = 0; s[i]; i++) {
+		if (s[i] == '\\' && escapable(s[i + 1]))
+			i++;
+		else if (s[i] == ',')
+			n++;
+	}
+	items = calloc(n, sizeof(*items));
+	item = malloc(len + 1);
+	if (items == NULL || item == NULL) {
+		free(items);
+		free(item);
+		return dp_error_set(DP_ENOMEM, "%s: out of memory", what);
+	}
+	for (size_t i = 0;; i++) {
+		char c = s[i];
+
+		if (c == '\\' && escapable(s[i + 1])) {
+			item[k++] = s[++i];
+			continue;
+		}
+		if (c != ',' && c != '\0') {
+			item[k++] = c;
+			continue;
+		}
+		item[k] = '\0';
+		if (k == 0) {
+			rc = dp_error_set(DP_EINVAL, "%s: empty item in '%s'", what, s);
+			break;
+		}
+		items[m] = strdup(item);
+		if (items[m] == NULL) {
+			rc = dp_error_set(DP_ENOMEM, "%s: out of memory", what);
+			break;
+		}
+		m++;
+		k = 0;
+		if (c == '\0')
+			break;
+	}
+	free(item);
+	if (rc != 0) {
+		for (size_t i = 0; i < m; i++)
+			free(items[i]);
+		free(items);
+		return rc;
+	}
+	out->l.v = items;
+	out->l.n = m;
+	return 0;
+}
+
+int dp_config_split(const char *what, const char *text, struct dp_config_strings *out)
+{
+	union val v;
+	int rc;
+
+	DP_REQUIRE(what != NULL && text != NULL && out != NULL);
+	rc = check_text(what, text);
+	if (rc == 0)
+		rc = split_items(what, text, &v);
+	if (rc == 0)
+		*out = (struct dp_config_strings){ .v = v.l.v, .n = v.l.n };
+	return rc;
+}
+
+static int parse_list(const struct dp_config_entry *e, const char *what, const char *text,
+		      union val *out)
+{
+	char item[32];
+	int rc;
+
+	switch (e->type) {
+	case DP_CONFIG_STRINGS:
+		rc = check_text(what, text);
+		if (rc != 0)
+			return rc;
+		if (!(e->flags & DP_CONFIG_WHOLE))
+			return split_items(what, text, out);
+		if (*text == '\0')
+			return dp_error_set(DP_EINVAL, "%s: empty value", what);
+		out->l.v = malloc(sizeof(char *));
+		if (out->l.v == NULL)
+			return dp_error_set(DP_ENOMEM, "%s: out of memory", what);
+		((char **)out->l.v)[0] = strdup(text);
+		if (((char **)out->l.v)[0] == NULL) {
+			free(out->l.v);
+			return dp_error_set(DP_ENOMEM, "%s: out of memory", what);
+		}
+		out->l.n = 1;
+		return 0;
+	case DP_CONFIG_DOUBLES:
+	case DP_CONFIG_DOUBLES_INF: {
+		double *v = NULL;
+		size_t n = 0;
+
+		rc = dp_num_parse_double_list(what, text, e->type == DP_CONFIG_DOUBLES_INF, &v, &n);
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			dp_num_format(item, sizeof(item), v[i]);
+			rc = check_range(e, what, item, v[i]);
+		}
+		if (rc != 0) {
+			free(v);
+			return rc == DP_ENOMEM ? dp_error_set(rc, "%s: out of memory", what) : rc;
+		}
+		out->l.v = v;
+		out->l.n = n;
+		return 0;
+	}
+	case DP_CONFIG_SIZES: {
+		size_t *v = NULL, n = 0;
+
+		rc = dp_num_parse_size_list(what, text, &v, &n);
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			snprintf(item, sizeof(item), "%zu", v[i]);
+			rc = check_range(e, what, item, (double)v[i]);
+		}
+		if (rc != 0) {
+			free(v);
+			return rc == DP_ENOMEM ? dp_error_set(rc, "%s: out of memory", what) : rc;
+		}
+		out->l.v = v;
+		out->l.n = n;
+		return 0;
+	}
+	default:
+		return dp_error_set(DP_EINVAL, "%s: not a list", what);
+	}
+}
+
+/* Parse `text` for entry e into *out (heap memory for strings and lists). */
+static int parse_value(const struct dp_config_entry *e, const char *what, const char *text,
+		       union val *out)
+{
+	union val v = { 0 };
 	int rc = 0;
 
 	switch (e->type) {
@@ -311,11 +632,9 @@ static int dp__parse_value(const struct dp_config_entry *e, const char *what, co
 	case DP_CONFIG_PATH:
 		if (e->type == DP_CONFIG_PATH && *text == '\0')
 			return dp_error_set(DP_EINVAL, "%s: empty path", what);
-		/* A line break would corrupt --check-config output and logs. */
-		for (const char *c = text; *c; c++)
-			if ((unsigned char)*c < 0x20 && *c != '\t')
-				return dp_error_set(DP_EINVAL, "%s: control character in value",
-						    what);
+		rc = check_text(what, text);
+		if (rc != 0)
+			return rc;
 		v.s = strdup(text);
 		if (v.s == NULL)
 			return dp_error_set(DP_ENOMEM, "%s: out of memory", what);
@@ -324,27 +643,27 @@ static int dp__parse_value(const struct dp_config_entry *e, const char *what, co
 	case DP_CONFIG_DOUBLE_INF:
 		rc = dp_num_parse_double(what, text, e->type == DP_CONFIG_DOUBLE_INF, &v.d);
 		if (rc == 0)
-			rc = dp__check_range(e, what, text, v.d);
+			rc = check_range(e, what, text, v.d);
 		break;
 	case DP_CONFIG_DURATION:
-		rc = dp__parse_duration(what, text, &v.d);
+		rc = parse_duration(what, text, &v.d);
 		if (rc == 0 && v.d < 0)
 			rc = dp_error_set(DP_EINVAL, "%s: negative duration '%s'", what, text);
 		if (rc == 0)
-			rc = dp__check_range(e, what, text, v.d);
+			rc = check_range(e, what, text, v.d);
 		break;
 	case DP_CONFIG_U64:
 		rc = dp_num_parse_u64(what, text, &v.u);
 		if (rc == 0)
-			rc = dp__check_range(e, what, text, (double)v.u);
+			rc = check_range(e, what, text, (double)v.u);
 		break;
 	case DP_CONFIG_SIZE:
 		rc = dp_num_parse_size(what, text, &v.z);
 		if (rc == 0)
-			rc = dp__check_range(e, what, text, (double)v.z);
+			rc = check_range(e, what, text, (double)v.z);
 		break;
 	case DP_CONFIG_BOOL:
-		if (dp__parse_bool(text, &v.b) != 0)
+		if (parse_bool(text, &v.b) != 0)
 			rc = dp_error_set(DP_EINVAL,
 					  "%s: expected true/false, yes/no, on/off or 1/0, got '%s'",
 					  what, text);
@@ -366,6 +685,12 @@ static int dp__parse_value(const struct dp_config_entry *e, const char *what, co
 						i ? ", " : "", e->values[i]);
 		return dp_error_set(DP_EINVAL, "%s: expected one of %s, got '%s'", what, list, text);
 	}
+	case DP_CONFIG_STRINGS:
+	case DP_CONFIG_DOUBLES:
+	case DP_CONFIG_DOUBLES_INF:
+	case DP_CONFIG_SIZES:
+		rc = parse_list(e, what, text, &v);
+		break;
 	}
 	if (rc != 0)
 		return rc;
@@ -373,86 +698,129 @@ static int dp__parse_value(const struct dp_config_entry *e, const char *what, co
 	return 0;
 }
 
+/* Add the items of `more` to the list `to` (both the stage's); `more` is
+ * consumed either way. */
+static int list_append(const struct dp_config_entry *e, union val *to, union val *more)
+{
+	size_t es = elem_size(e->type);
+	char *v;
+
+	if (to->l.n > SIZE_MAX / es - more->l.n) {
+		val_free(e->type, more);
+		return dp_error_set(DP_ENOMEM, "config: out of memory");
+	}
+	v = realloc(to->l.v, (to->l.n + more->l.n) * es);
+	if (v == NULL) {
+		val_free(e->type, more);
+		return dp_error_set(DP_ENOMEM, "config: out of memory");
+	}
+	memcpy(v + to->l.n * es, more->l.v, more->l.n * es);
+	to->l.v = v;
+	to->l.n += more->l.n;
+	free(more->l.v);   /* the items (strings) moved to `to` */
+	more->l.v = NULL;
+	more->l.n = 0;
+	return 0;
+}
+
 /* ---- defaults and single values --------------------------------------- */
 
-static int dp__stage_defaults(struct dp__stage *st)
+static int stage_defaults(struct stage *st)
 {
 	char what[128];
 
 	for (size_t i = 0; i < st->n; i++) {
 		const struct dp_config_entry *e = &st->spec->entries[i];
-		union dp__val v = { 0 };
+		union val v = { 0 };
 		int rc;
 
 		if (e->def) {
 			snprintf(what, sizeof(what), "config table: default of '%s'", e->name);
-			rc = dp__parse_value(e, what, e->def, &v);
+			rc = parse_value(e, what, e->def, &v);
 			if (rc != 0)
 				return rc;
-		} else if (!dp__is_string(e->type)) {
-			dp__read_field(e, &v);  /* numbers without a default keep theirs */
+		} else if (!owns_heap(e->type)) {
+			read_field(e, &v);  /* numbers without a default keep theirs */
 		}
-		dp__stage_put(st, i, v);
+		stage_put(st, i, v);
+		st->given[i] = 0;
 	}
 	return 0;
 }
 
 int dp_config_set_defaults(const struct dp_config_spec *spec)
 {
-	struct dp__stage st;
-	int rc = dp__stage_init(&st, spec);
+	struct stage st;
+	int rc = stage_init(&st, spec);
 
 	if (rc != 0)
 		return rc;
-	rc = dp__stage_defaults(&st);
+	rc = stage_defaults(&st);
 	if (rc == 0)
-		dp__stage_commit(&st, NULL);
-	dp__stage_free(&st);
+		stage_commit(&st, false);
+	stage_free(&st);
 	return rc;
 }
 
-static int dp__stage_set(struct dp__stage *st, const char *name, const char *value,
-			 const char *origin)
+/* Parse `value` for entry i and stage it.  A flag of an APPEND list that
+ * a flag already set adds to it; anything else replaces. */
+static int stage_set(struct stage *st, size_t i, const char *value, const char *origin,
+		     bool flag)
 {
-	char what[160];
-	union dp__val v;
-	long i = dp__find(st->spec, name);
+	const struct dp_config_entry *e = &st->spec->entries[i];
+	union val v;
 	int rc;
 
-	if (i < 0)
-		return dp_error_set(DP_EINVAL, "unknown setting '%s'", name);
-	if (origin == NULL) {
-		snprintf(what, sizeof(what), "key '%s'", name);
-		origin = what;
+	rc = parse_value(e, origin, value, &v);
+	if (rc != 0)
+		return rc;
+	if (flag && (e->flags & DP_CONFIG_APPEND) && st->flagged[i]) {
+		rc = list_append(e, &st->val[i], &v);
+		if (rc != 0)
+			return rc;
+		st->owned[i] = st->val[i].l.v != NULL;
+	} else {
+		stage_put(st, i, v);
 	}
-	rc = dp__parse_value(&st->spec->entries[i], origin, value, &v);
-	if (rc == 0)
-		dp__stage_put(st, (size_t)i, v);
-	return rc;
+	st->given[i] = 1;
+	if (flag)
+		st->flagged[i] = 1;
+	return 0;
 }
 
 int dp_config_set(const struct dp_config_spec *spec, const char *name, const char *value,
 		  const char *origin)
 {
-	struct dp__stage st;
+	struct stage st;
+	char what[160];
+	long i;
 	int rc;
 
 	if (name == NULL || value == NULL)
 		return dp_error_set(DP_EINVAL, "config: set needs a name and a value");
-	rc = dp__stage_init(&st, spec);
+	rc = stage_init(&st, spec);
 	if (rc != 0)
 		return rc;
-	rc = dp__stage_set(&st, name, value, origin);
+	i = find(spec, name);
+	if (i < 0) {
+		rc = dp_error_set(DP_EINVAL, "unknown setting '%s'", name);
+	} else {
+		if (origin == NULL) {
+			snprintf(what, sizeof(what), "key '%s'", name);
+			origin = what;
+		}
+		rc = stage_set(&st, (size_t)i, value, origin, false);
+	}
 	if (rc == 0)
-		dp__stage_commit(&st, NULL);
-	dp__stage_free(&st);
+		stage_commit(&st, false);
+	stage_free(&st);
 	return rc;
 }
 
 /* ---- config file -------------------------------------------------------- */
 
-struct dp__file {
-	struct dp__stage *st;
+struct file_ctx {
+	struct stage *st;
 	const char *path;
 	FILE *f;
 	char *buf;
@@ -462,8 +830,8 @@ struct dp__file {
 	int read_errno;
 };
 
-static int dp__file_error(struct dp__file *fc, int code, const char *fmt, const char *a,
-			  const char *b)
+static int file_error(struct file_ctx *fc, int code, const char *fmt, const char *a,
+		      const char *b)
 {
 	char msg[256];
 
@@ -473,7 +841,7 @@ static int dp__file_error(struct dp__file *fc, int code, const char *fmt, const 
 }
 
 /* Where a line's inline comment starts (inih: ';' after whitespace). */
-static const char *dp__comment_start(const char *s)
+static const char *comment_start(const char *s)
 {
 	for (const char *c = s; *c; c++)
 		if (*c == ';' && c > s && isspace((unsigned char)c[-1]))
@@ -483,9 +851,9 @@ static const char *dp__comment_start(const char *s)
 
 /* Syntax is checked here, on the raw line, so that errors can say what is
  * wrong; inih's own "first bad line" remains the fallback. */
-static int dp__check_syntax(struct dp__file *fc, const char *s)
+static int check_syntax(struct file_ctx *fc, const char *s)
 {
-	const char *end = dp__comment_start(s);
+	const char *end = comment_start(s);
 	const char *close;
 
 	if (*s == '\0' || *s == ';' || *s == '#')
@@ -493,29 +861,29 @@ static int dp__check_syntax(struct dp__file *fc, const char *s)
 	if (*s == '[') {
 		close = memchr(s, ']', (size_t)(end - s));
 		if (close == NULL)
-			return dp__file_error(fc, DP_EINVAL, "section header without ']'", "", "");
+			return file_error(fc, DP_EINVAL, "section header without ']'", "", "");
 		for (close++; close < end; close++)
 			if (!isspace((unsigned char)*close))
-				return dp__file_error(fc, DP_EINVAL,
-						      "text after the section header", "", "");
+				return file_error(fc, DP_EINVAL, "text after the section header",
+						  "", "");
 		return 0;
 	}
 	for (const char *c = s; c < end; c++)
 		if (*c == '=' || *c == ':')
-			return c == s ? dp__file_error(fc, DP_EINVAL, "missing key before '%s'",
-						       *c == '=' ? "=" : ":", "")
+			return c == s ? file_error(fc, DP_EINVAL, "missing key before '%s'",
+						   *c == '=' ? "=" : ":", "")
 				      : 0;
-	return dp__file_error(fc, DP_EINVAL, "expected 'key = value', '[section]' or a comment",
-			      "", "");
+	return file_error(fc, DP_EINVAL, "expected 'key = value', '[section]' or a comment", "",
+			  "");
 }
 
 /* An ini_reader: hands inih one whole line at a time, which gives exact
  * line numbers, refuses over-long lines instead of letting them be split,
  * and drops leading whitespace so that indented keys are never taken for
  * continuation lines. */
-static char *dp__reader(char *str, int num, void *stream)
+static char *read_line(char *str, int num, void *stream)
 {
-	struct dp__file *fc = stream;
+	struct file_ctx *fc = stream;
 	ssize_t n;
 	size_t len;
 	char *s;
@@ -531,7 +899,7 @@ static char *dp__reader(char *str, int num, void *stream)
 	fc->lineno++;
 	len = (size_t)n;
 	if (strlen(fc->buf) != len) {
-		dp__file_error(fc, DP_EINVAL, "NUL byte in line", "", "");
+		file_error(fc, DP_EINVAL, "NUL byte in line", "", "");
 		return NULL;
 	}
 	if (len > 0 && fc->buf[len - 1] == '\n')
@@ -542,25 +910,24 @@ static char *dp__reader(char *str, int num, void *stream)
 		char lim[32];
 
 		snprintf(lim, sizeof(lim), "%d", DP_CONFIG_MAX_LINE);
-		dp__file_error(fc, DP_EINVAL, "line longer than %s characters", lim, "");
+		file_error(fc, DP_EINVAL, "line longer than %s characters", lim, "");
 		return NULL;
 	}
 	s = fc->buf;
 	while (*s == ' ' || *s == '\t')
 		s++;
-	if (dp__check_syntax(fc, s) != 0)
+	if (check_syntax(fc, s) != 0)
 		return NULL;
 	memcpy(str, s, strlen(s) + 1);
 	return str;
 }
 
-static int dp__handler(void *user, const char *section, const char *name, const char *value)
+static int on_key(void *user, const char *section, const char *name, const char *value)
 {
-	struct dp__file *fc = user;
-	struct dp__stage *st = fc->st;
+	struct file_ctx *fc = user;
+	struct stage *st = fc->st;
 	const char *program = st->spec->program;
 	char what[512], *unq = NULL;
-	union dp__val v;
 	size_t vlen;
 	long i;
 	int rc;
@@ -577,18 +944,17 @@ static int dp__handler(void *user, const char *section, const char *name, const 
 				       sect, program, program);
 		return 0;
 	}
-	i = dp__find(st->spec, name);
+	i = find(st->spec, name);
 	if (i < 0) {
 		char alt[64];
 
 		snprintf(alt, sizeof(alt), "%s", name);
 		for (char *c = alt; *c; c++)
 			*c = *c == '_' ? '-' : (char)tolower((unsigned char)*c);
-		if (strcmp(alt, name) != 0 && dp__find(st->spec, alt) >= 0)
-			dp__file_error(fc, DP_EINVAL, "unknown key '%s' (did you mean '%s'?)", name,
-				       alt);
+		if (strcmp(alt, name) != 0 && find(st->spec, alt) >= 0)
+			file_error(fc, DP_EINVAL, "unknown key '%s' (did you mean '%s'?)", name, alt);
 		else
-			dp__file_error(fc, DP_EINVAL, "unknown key '%s'", name, "");
+			file_error(fc, DP_EINVAL, "unknown key '%s'", name, "");
 		return 0;
 	}
 	if (st->file_line[i]) {
@@ -611,20 +977,19 @@ static int dp__handler(void *user, const char *section, const char *name, const 
 		value = unq;
 	}
 	snprintf(what, sizeof(what), "%s:%zu: key '%s'", fc->path, fc->lineno, name);
-	rc = dp__parse_value(&st->spec->entries[i], what, value, &v);
+	rc = stage_set(st, (size_t)i, value, what, false);
 	free(unq);
 	if (rc != 0) {
 		fc->err = rc;
 		return 0;
 	}
-	dp__stage_put(st, (size_t)i, v);
 	st->file_line[i] = fc->lineno;
 	return 1;
 }
 
-static int dp__stage_file(struct dp__stage *st, const char *path)
+static int stage_file(struct stage *st, const char *path)
 {
-	struct dp__file fc = { .st = st, .path = path };
+	struct file_ctx fc = { .st = st, .path = path };
 	int r, rc = 0;
 
 	if (path == NULL || *path == '\0')
@@ -636,7 +1001,7 @@ static int dp__stage_file(struct dp__stage *st, const char *path)
 		return dp_error_set(e == ENOENT ? DP_ENOENT : DP_EIO, "%s: cannot open: %s", path,
 				    strerror(e));
 	}
-	r = ini_parse_stream(dp__reader, &fc, dp__handler, &fc);
+	r = ini_parse_stream(read_line, &fc, on_key, &fc);
 	if (fc.err != 0)
 		rc = fc.err;
 	else if (ferror(fc.f))
@@ -653,23 +1018,35 @@ static int dp__stage_file(struct dp__stage *st, const char *path)
 
 int dp_config_load_file(const struct dp_config_spec *spec, const char *path)
 {
-	struct dp__stage st;
-	int rc = dp__stage_init(&st, spec);
+	struct stage st;
+	int rc = stage_init(&st, spec);
 
 	if (rc != 0)
 		return rc;
-	rc = dp__stage_file(&st, path);
+	rc = stage_file(&st, path);
 	if (rc == 0)
-		dp__stage_commit(&st, NULL);
-	dp__stage_free(&st);
+		stage_commit(&st, false);
+	stage_free(&st);
 	return rc;
 }
 
 /* ---- checks --------------------------------------------------------------- */
 
-static int dp__missing(const struct dp_config_spec *spec, const struct dp_config_entry *e)
+static const char *metavar(const struct dp_config_entry *e, char *buf, size_t len);
+
+static bool is_unset(const struct dp_config_entry *e, const union val *v)
 {
-	(void)spec;   /* the daemon prefixes its own name when it prints the detail */
+	return is_string(e->type) ? v->s == NULL : is_list(e->type) ? v->l.n == 0 : false;
+}
+
+static int missing(const struct dp_config_spec *spec, const struct dp_config_entry *e)
+{
+	char mv[128];
+
+	/* The program prefixes its own name when it prints the detail. */
+	if (spec->command)
+		return dp_error_set(DP_EINVAL, "--%s %s is required", e->name,
+				    metavar(e, mv, sizeof(mv)));
 	return dp_error_set(DP_EINVAL, "'%s' is not set (use --%s or '%s = ...' in the "
 			    "config file)", e->name, e->name, e->name);
 }
@@ -677,15 +1054,17 @@ static int dp__missing(const struct dp_config_spec *spec, const struct dp_config
 int dp_config_check(const struct dp_config_spec *spec)
 {
 	size_t n;
-	int rc = dp__check_table(spec, &n);
+	int rc = check_table(spec, &n);
 
 	if (rc != 0)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
 		const struct dp_config_entry *e = &spec->entries[i];
+		union val v;
 
-		if ((e->flags & DP_CONFIG_REQUIRED) && *(char **)e->field == NULL)
-			return dp__missing(spec, e);
+		read_field(e, &v);
+		if ((e->flags & DP_CONFIG_REQUIRED) && is_unset(e, &v))
+			return missing(spec, e);
 	}
 	return spec->validate ? spec->validate(spec->validate_arg) : 0;
 }
@@ -695,215 +1074,386 @@ void dp_config_free(const struct dp_config_spec *spec)
 	if (spec == NULL || spec->entries == NULL)
 		return;
 	for (const struct dp_config_entry *e = spec->entries; e->name; e++) {
-		if (dp__is_string(e->type) && e->field) {
-			free(*(char **)e->field);
-			*(char **)e->field = NULL;
-		}
+		union val v;
+
+		if (!owns_heap(e->type) || e->field == NULL)
+			continue;
+		read_field(e, &v);
+		val_free(e->type, &v);
+		write_field(e, &v);
 	}
+	if (spec->args)
+		dp_config_strings_free(spec->args);
 }
 
 /* ---- command line --------------------------------------------------------- */
 
-#define DP__OPT_SET 0x1000   /* val = DP__OPT_SET + i: --name */
-#define DP__OPT_NO  0x4000   /* val = DP__OPT_NO + i: --no-name */
+/* What a flag spelling means. */
+enum opt_kind { OPT_VALUE, OPT_BOOL, OPT_NO, OPT_CONFIG, OPT_CHECK, OPT_HELP, OPT_VERSION };
 
-struct dp__flag {
-	long idx;
-	const char *value;   /* NULL for --no-name */
-	const char *opt;     /* the argv token, for messages */
+struct opt {
+	char *name;          /* without the "--" (heap copy) */
+	enum opt_kind kind;
+	size_t idx;          /* entry, for OPT_VALUE, OPT_BOOL, OPT_NO */
 };
 
-static int dp__opt_error(int rc, int *first, const char *fmt, const char *a)
+/* A flag seen on the command line, applied after the config file. */
+struct flag {
+	size_t idx;
+	const char *value;   /* NULL for --no-name */
+	const char *tok;     /* the argv word, for messages */
+};
+
+struct scan {
+	const struct dp_config_spec *spec;
+	struct opt *opts;
+	size_t nopts;
+	struct flag *flags;
+	size_t nflags;
+	const char **pos;    /* positional words */
+	size_t npos;
+	const char *config;
+	bool help, version, check;
+	int first;           /* the first error, reported after the scan */
+};
+
+static void scan_error(struct scan *sc, const char *fmt, const char *a, const char *b)
 {
-	if (*first == 0)
-		*first = dp_error_set(rc, fmt, a);
-	return *first;
+	if (sc->first == 0)
+		sc->first = dp_error_set(DP_EINVAL, fmt, a, b);
 }
 
-/* One getopt_long pass over argv.  Values are only collected here; they
- * are applied after the config file so that flags always win. */
-static int dp__scan_args(const struct dp_config_spec *spec, size_t n, int argc,
-			 char *const argv[], struct dp__flag *flags, size_t *nflags,
-			 const char **config, bool *help, bool *version, bool *check)
+static int add_opt(struct scan *sc, const char *prefix, const char *name, enum opt_kind kind,
+		   size_t idx)
 {
-	struct option *opts;
-	char **nonames;
-	size_t k = 0;
-	int first = 0, c;
+	char *s;
 
-	opts = calloc(2 * n + 5, sizeof(*opts));
-	nonames = calloc(n + 1, sizeof(*nonames));
-	if (opts == NULL || nonames == NULL) {
-		free(opts);
-		free(nonames);
+	if (asprintf(&s, "%s%s", prefix, name) < 0)
 		return dp_error_set(DP_ENOMEM, "config: out of memory");
+	sc->opts[sc->nopts++] = (struct opt){ s, kind, idx };
+	return 0;
+}
+
+static int build_opts(struct scan *sc, size_t n)
+{
+	const struct dp_config_spec *spec = sc->spec;
+	int rc = 0;
+
+	sc->opts = calloc(4 * n + 5, sizeof(*sc->opts));
+	if (sc->opts == NULL)
+		return dp_error_set(DP_ENOMEM, "config: out of memory");
+	rc = add_opt(sc, "", "help", OPT_HELP, 0);
+	if (rc == 0 && !spec->command) {
+		rc = add_opt(sc, "", "config", OPT_CONFIG, 0);
+		if (rc == 0)
+			rc = add_opt(sc, "", "check-config", OPT_CHECK, 0);
+		if (rc == 0)
+			rc = add_opt(sc, "", "version", OPT_VERSION, 0);
 	}
-	opts[k++] = (struct option){ "config", required_argument, NULL, 'c' };
-	opts[k++] = (struct option){ "check-config", no_argument, NULL, 'n' };
-	opts[k++] = (struct option){ "help", no_argument, NULL, 'h' };
-	opts[k++] = (struct option){ "version", no_argument, NULL, 'V' };
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; rc == 0 && i < n; i++) {
 		const struct dp_config_entry *e = &spec->entries[i];
+		const char *spell[2] = { e->name, e->alias };
 
-		if (e->type == DP_CONFIG_BOOL) {
-			opts[k++] = (struct option){ e->name, optional_argument, NULL,
-						     DP__OPT_SET + (int)i };
-			if (asprintf(&nonames[i], "no-%s", e->name) < 0) {
-				nonames[i] = NULL;
-				first = dp_error_set(DP_ENOMEM, "config: out of memory");
-				goto out;
-			}
-			opts[k++] = (struct option){ nonames[i], no_argument, NULL,
-						     DP__OPT_NO + (int)i };
-		} else {
-			opts[k++] = (struct option){ e->name, required_argument, NULL,
-						     DP__OPT_SET + (int)i };
-		}
-	}
-	/* "+": stop at the first non-option instead of permuting argv, so
-	 * argv[at] below is the token being parsed; ":": report a missing
-	 * value as ':'. */
-	optind = 0;
-	opterr = 0;
-	for (;;) {
-		int at = optind == 0 ? 1 : optind, li = -1;
-		const char *tok;
-
-		c = getopt_long(argc, argv, "+:c:nhV", opts, &li);
-		if (c == -1)
-			break;
-		tok = at < argc ? argv[at] : "";
-		if (li >= 0) {
-			/* getopt_long accepts unambiguous prefixes; scripts
-			 * that rely on them break when options are added. */
-			size_t nl = strlen(opts[li].name);
-
-			if (strncmp(tok, "--", 2) != 0 || strncmp(tok + 2, opts[li].name, nl) != 0 ||
-			    (tok[2 + nl] != '\0' && tok[2 + nl] != '=')) {
-				if (first == 0)
-					first = dp_error_set(DP_EINVAL,
-							     "option '%s': write it in full (--%s)",
-							     tok, opts[li].name);
-				continue;
-			}
-		}
-		switch (c) {
-		case 'c': *config = optarg; break;
-		case 'n': *check = true; break;
-		case 'h': *help = true; break;
-		case 'V': *version = true; break;
-		case ':':
-			if (strncmp(tok, "--", 2) == 0)
-				dp__opt_error(DP_EINVAL, &first, "option '%s' needs a value", tok);
-			else
-				dp__opt_error(DP_EINVAL, &first, "option '-%s' needs a value",
-					      (char[]){ (char)optopt, '\0' });
-			break;
-		case '?':
-			if (strncmp(tok, "--", 2) == 0 && optopt != 0)
-				dp__opt_error(DP_EINVAL, &first, "option '%s' does not take a value",
-					      tok);
-			else if (strncmp(tok, "--", 2) == 0)
-				dp__opt_error(DP_EINVAL, &first, "unknown option '%s'", tok);
-			else
-				dp__opt_error(DP_EINVAL, &first, "unknown option '-%s'",
-					      (char[]){ (char)optopt, '\0' });
-			break;
-		default:
-			if (c >= DP__OPT_NO) {
-				flags[*nflags] = (struct dp__flag){ c - DP__OPT_NO, NULL, tok };
+		for (size_t s = 0; rc == 0 && s < 2 && spell[s]; s++) {
+			if (e->type == DP_CONFIG_BOOL) {
+				rc = add_opt(sc, "", spell[s], OPT_BOOL, i);
+				if (rc == 0)
+					rc = add_opt(sc, "no-", spell[s], OPT_NO, i);
 			} else {
-				long i = c - DP__OPT_SET;
-
-				flags[*nflags] = (struct dp__flag){ i, optarg, tok };
-				if (spec->entries[i].type == DP_CONFIG_BOOL && optarg == NULL)
-					flags[*nflags].value = "true";
+				rc = add_opt(sc, "", spell[s], OPT_VALUE, i);
 			}
-			(*nflags)++;
-			break;
 		}
 	}
-	if (optind < argc)
-		dp__opt_error(DP_EINVAL, &first, "unexpected argument '%s'", argv[optind]);
-out:
-	for (size_t i = 0; i < n; i++)
-		free(nonames[i]);
-	free(nonames);
-	free(opts);
-	optind = 0;
-	return first;
+	return rc;
+}
+
+static void scan_free(struct scan *sc)
+{
+	for (size_t i = 0; sc->opts && i < sc->nopts; i++)
+		free(sc->opts[i].name);
+	free(sc->opts);
+	free(sc->flags);
+	free(sc->pos);
+}
+
+static void positional(struct scan *sc, const char *tok)
+{
+	if (sc->spec->args == NULL)
+		scan_error(sc, "unexpected argument '%s'", tok, "");
+	else
+		sc->pos[sc->npos++] = tok;
+}
+
+/* One "--name[=value]" word at argv[i]; returns the index of the last
+ * word it used (its value may be the next one). */
+static int long_opt(struct scan *sc, int argc, char *const argv[], int i)
+{
+	const char *tok = argv[i], *body = tok + 2, *eq = strchr(body, '=');
+	size_t len = eq ? (size_t)(eq - body) : strlen(body);
+	const struct opt *o = NULL, *pre = NULL;
+	size_t npre = 0;
+	const char *value;
+
+	for (size_t k = 0; k < sc->nopts && o == NULL; k++) {
+		const struct opt *c = &sc->opts[k];
+
+		if (strncmp(c->name, body, len) != 0)
+			continue;
+		if (c->name[len] == '\0') {
+			o = c;
+		} else {
+			pre = c;
+			npre++;
+		}
+	}
+	if (o == NULL) {
+		/* Unambiguous prefixes are refused too: scripts that rely on
+		 * them break when options are added. */
+		if (npre == 1 && len > 0) {
+			scan_error(sc, "option '%s': write it in full (--%s)", tok, pre->name);
+			if (pre->kind == OPT_VALUE && eq == NULL && i + 1 < argc)
+				i++;
+		} else {
+			scan_error(sc, "unknown option '%s'", tok, "");
+		}
+		return i;
+	}
+	switch (o->kind) {
+	case OPT_VALUE:
+	case OPT_CONFIG:
+		if (eq)
+			value = eq + 1;
+		else if (i + 1 < argc)
+			value = argv[++i];
+		else {
+			scan_error(sc, "option '%s' needs a value", tok, "");
+			return i;
+		}
+		if (o->kind == OPT_CONFIG)
+			sc->config = value;
+		else
+			sc->flags[sc->nflags++] = (struct flag){ o->idx, value, tok };
+		return i;
+	case OPT_BOOL:
+		sc->flags[sc->nflags++] = (struct flag){ o->idx, eq ? eq + 1 : "true", tok };
+		return i;
+	default:
+		break;
+	}
+	if (eq) {
+		scan_error(sc, "option '%s' does not take a value", tok, "");
+		return i;
+	}
+	switch (o->kind) {
+	case OPT_NO: sc->flags[sc->nflags++] = (struct flag){ o->idx, NULL, tok }; break;
+	case OPT_CHECK: sc->check = true; break;
+	case OPT_HELP: sc->help = true; break;
+	case OPT_VERSION: sc->version = true; break;
+	default: break;
+	}
+	return i;
+}
+
+/* One "-xyz" word of single-letter options at argv[i]. */
+static int short_opts(struct scan *sc, int argc, char *const argv[], int i)
+{
+	const char *tok = argv[i];
+	bool daemon = !sc->spec->command;
+
+	for (size_t j = 1; tok[j]; j++) {
+		char ch[2] = { tok[j], '\0' };
+
+		if (tok[j] == 'h') {
+			sc->help = true;
+		} else if (daemon && tok[j] == 'n') {
+			sc->check = true;
+		} else if (daemon && tok[j] == 'V') {
+			sc->version = true;
+		} else if (daemon && tok[j] == 'c') {
+			if (tok[j + 1])
+				sc->config = tok + j + 1;
+			else if (i + 1 < argc)
+				sc->config = argv[++i];
+			else
+				scan_error(sc, "option '-%s' needs a value", ch, "");
+			break;
+		} else {
+			scan_error(sc, "unknown option '-%s'", ch, "");
+		}
+	}
+	return i;
+}
+
+/* One pass over argv.  Values are only collected here; they are applied
+ * after the config file so that flags always win.  Scanning goes on after
+ * an error so that a later --help still wins. */
+static int scan_args(struct scan *sc, size_t n, int argc, char *const argv[])
+{
+	bool only_pos = false;
+	int rc;
+
+	sc->flags = calloc((size_t)argc + 1, sizeof(*sc->flags));
+	sc->pos = calloc((size_t)argc + 1, sizeof(*sc->pos));
+	if (sc->flags == NULL || sc->pos == NULL)
+		return dp_error_set(DP_ENOMEM, "config: out of memory");
+	rc = build_opts(sc, n);
+	if (rc != 0)
+		return rc;
+	for (int i = 1; i < argc; i++) {
+		const char *tok = argv[i];
+
+		if (tok == NULL)
+			break;
+		if (only_pos || tok[0] != '-' || tok[1] == '\0')
+			positional(sc, tok);
+		else if (strcmp(tok, "--") == 0)
+			only_pos = true;
+		else if (tok[1] == '-')
+			i = long_opt(sc, argc, argv, i);
+		else
+			i = short_opts(sc, argc, argv, i);
+	}
+	return sc->first;
+}
+
+static int stage_args(struct stage *st, const struct scan *sc)
+{
+	const struct dp_config_spec *spec = st->spec;
+	const char *mv = spec->args_metavar ? spec->args_metavar : "ARG...";
+	size_t n = sc->npos, lo = spec->args_min, hi = spec->args_max;
+
+	if (spec->args == NULL)
+		return 0;
+	if (n == 0 && lo > 0)
+		return dp_error_set(DP_EINVAL, "missing %s", mv);
+	if (n < lo || (hi != 0 && n > hi)) {
+		if (lo == hi)
+			return dp_error_set(DP_EINVAL, "expected %s (%zu argument%s), got %zu", mv,
+					    lo, lo == 1 ? "" : "s", n);
+		if (hi == 0)
+			return dp_error_set(DP_EINVAL, "expected %s (at least %zu arguments), got %zu",
+					    mv, lo, n);
+		return dp_error_set(DP_EINVAL, "expected %s (%zu to %zu arguments), got %zu", mv, lo,
+				    hi, n);
+	}
+	st->args.v = calloc(n + 1, sizeof(char *));
+	if (st->args.v == NULL)
+		return dp_error_set(DP_ENOMEM, "config: out of memory");
+	for (size_t i = 0; i < n; i++) {
+		st->args.v[i] = strdup(sc->pos[i]);
+		if (st->args.v[i] == NULL)
+			return dp_error_set(DP_ENOMEM, "config: out of memory");
+		st->args.n++;
+	}
+	st->args_set = true;
+	return 0;
 }
 
 int dp_config_load(const struct dp_config_spec *spec, int argc, char *const argv[],
 		   enum dp_config_action *action)
 {
-	struct dp__stage st;
-	struct dp__flag *flags = NULL;
-	union dp__val *old = NULL;
-	const char *config = NULL;
-	bool help = false, version = false, check = false;
-	size_t nflags = 0;
+	struct stage st;
+	struct scan sc = { .spec = spec };
 	int rc;
 
 	if (action == NULL || argc < 1 || argv == NULL)
 		return dp_error_set(DP_EINVAL, "config: load needs argv and an action");
-	rc = dp__stage_init(&st, spec);
+	rc = stage_init(&st, spec);
 	if (rc != 0)
 		return rc;
-	flags = calloc((size_t)argc, sizeof(*flags));
-	old = calloc(st.n + 1, sizeof(*old));
-	if (flags == NULL || old == NULL) {
-		rc = dp_error_set(DP_ENOMEM, "config: out of memory");
-		goto out;
-	}
-	rc = dp__scan_args(spec, st.n, argc, argv, flags, &nflags, &config, &help, &version,
-			   &check);
-	if (help || version) {
-		*action = help ? DP_CONFIG_HELP : DP_CONFIG_VERSION;
+	rc = scan_args(&sc, st.n, argc, argv);
+	if (sc.help || sc.version) {
+		*action = sc.help ? DP_CONFIG_HELP : DP_CONFIG_VERSION;
 		rc = 0;
 		goto out;
 	}
 	if (rc != 0)
 		goto out;
-	rc = dp__stage_defaults(&st);
-	if (rc == 0 && config)
-		rc = dp__stage_file(&st, config);
-	for (size_t f = 0; rc == 0 && f < nflags; f++) {
-		const struct dp_config_entry *e = &spec->entries[flags[f].idx];
+	rc = stage_defaults(&st);
+	if (rc == 0 && sc.config)
+		rc = stage_file(&st, sc.config);
+	for (size_t f = 0; rc == 0 && f < sc.nflags; f++) {
 		char what[128];
 
-		snprintf(what, sizeof(what), "option %.*s", (int)strcspn(flags[f].opt, "="),
-			 flags[f].opt);
-		rc = dp__stage_set(&st, e->name, flags[f].value ? flags[f].value : "false", what);
+		snprintf(what, sizeof(what), "option %.*s", (int)strcspn(sc.flags[f].tok, "="),
+			 sc.flags[f].tok);
+		rc = stage_set(&st, sc.flags[f].idx,
+			       sc.flags[f].value ? sc.flags[f].value : "false", what, true);
 	}
 	for (size_t i = 0; rc == 0 && i < st.n; i++) {
 		const struct dp_config_entry *e = &spec->entries[i];
 
-		if ((e->flags & DP_CONFIG_REQUIRED) && st.val[i].s == NULL)
-			rc = dp__missing(spec, e);
+		if ((e->flags & DP_CONFIG_REQUIRED) && is_unset(e, &st.val[i]))
+			rc = missing(spec, e);
 	}
+	if (rc == 0)
+		rc = stage_args(&st, &sc);
 	if (rc != 0)
 		goto out;
-	dp__stage_commit(&st, old);
+	stage_commit(&st, true);
 	if (spec->validate) {
 		rc = spec->validate(spec->validate_arg);
 		if (rc != 0) {
-			dp__stage_rollback(&st, old);
+			stage_rollback(&st);
 			goto out;
 		}
 	}
-	dp__free_old_strings(&st, old);
-	*action = check ? DP_CONFIG_CHECK : DP_CONFIG_RUN;
+	stage_free_old(&st);
+	*action = sc.check ? DP_CONFIG_CHECK : DP_CONFIG_RUN;
 out:
-	free(old);
-	free(flags);
-	dp__stage_free(&st);
+	scan_free(&sc);
+	stage_free(&st);
 	return rc;
 }
 
 /* ---- output --------------------------------------------------------------- */
 
-static int dp__format_entry(const struct dp_config_entry *e, char *buf, size_t len)
+/* Append text to buf at *off, keeping it NUL-terminated; false when it
+ * did not fit. */
+static bool put(char *buf, size_t len, size_t *off, const char *text)
+{
+	size_t l = strlen(text);
+
+	if (*off + l >= len)
+		return false;
+	memcpy(buf + *off, text, l + 1);
+	*off += l;
+	return true;
+}
+
+static int format_list(const struct dp_config_entry *e, char *buf, size_t len)
+{
+	union val v;
+	size_t off = 0;
+	char item[40];
+
+	read_field(e, &v);
+	buf[0] = '\0';
+	if (v.l.n == 0)
+		return DP_ENOENT;
+	for (size_t i = 0; i < v.l.n; i++) {
+		if (i > 0 && !put(buf, len, &off, ","))
+			return DP_ERANGE;
+		if (e->type == DP_CONFIG_STRINGS) {
+			for (const char *c = ((char **)v.l.v)[i]; *c; c++) {
+				char one[3] = { '\\', *c, '\0' };
+
+				if (!put(buf, len, &off, escapable(*c) ? one : one + 1))
+					return DP_ERANGE;
+			}
+			continue;
+		}
+		if (e->type == DP_CONFIG_SIZES)
+			snprintf(item, sizeof(item), "%zu", ((size_t *)v.l.v)[i]);
+		else
+			dp_num_format(item, sizeof(item), ((double *)v.l.v)[i]);
+		if (!put(buf, len, &off, item))
+			return DP_ERANGE;
+	}
+	return 0;
+}
+
+static int format_entry(const struct dp_config_entry *e, char *buf, size_t len)
 {
 	int w = 0;
 
@@ -943,6 +1493,11 @@ static int dp__format_entry(const struct dp_config_entry *e, char *buf, size_t l
 			w = snprintf(buf, len, "%d", v);
 		break;
 	}
+	case DP_CONFIG_STRINGS:
+	case DP_CONFIG_DOUBLES:
+	case DP_CONFIG_DOUBLES_INF:
+	case DP_CONFIG_SIZES:
+		return format_list(e, buf, len);
 	}
 	return w < 0 || (size_t)w >= len ? DP_ERANGE : 0;
 }
@@ -953,19 +1508,19 @@ int dp_config_format(const struct dp_config_spec *spec, const char *name, char *
 
 	if (spec == NULL || spec->entries == NULL || name == NULL || buf == NULL || len == 0)
 		return dp_error_set(DP_EINVAL, "config: format needs a spec, a name and a buffer");
-	i = dp__find(spec, name);
+	i = find(spec, name);
 	if (i < 0) {
 		buf[0] = '\0';
 		return dp_error_set(DP_ENOENT, "unknown setting '%s'", name);
 	}
-	return dp__format_entry(&spec->entries[i], buf, len);
+	return format_entry(&spec->entries[i], buf, len);
 }
 
 int dp_config_print(const struct dp_config_spec *spec, FILE *out)
 {
 	size_t n;
-	char buf[128];
-	int rc = dp__check_table(spec, &n);
+	char buf[4096];
+	int rc = check_table(spec, &n);
 
 	if (rc != 0)
 		return rc;
@@ -975,8 +1530,15 @@ int dp_config_print(const struct dp_config_spec *spec, FILE *out)
 		const char *s;
 		size_t l;
 
-		if (!dp__is_string(e->type)) {
-			dp__format_entry(e, buf, sizeof(buf));
+		if (is_list(e->type)) {
+			if (format_entry(e, buf, sizeof(buf)) == DP_ENOENT)
+				fprintf(out, "# %s is not set\n", e->name);
+			else
+				fprintf(out, "%s = %s\n", e->name, buf);
+			continue;
+		}
+		if (!is_string(e->type)) {
+			format_entry(e, buf, sizeof(buf));
 			fprintf(out, "%s = %s\n", e->name, buf);
 			continue;
 		}
@@ -998,7 +1560,7 @@ int dp_config_print(const struct dp_config_spec *spec, FILE *out)
 	return 0;
 }
 
-static const char *dp__metavar(const struct dp_config_entry *e, char *buf, size_t len)
+static const char *metavar(const struct dp_config_entry *e, char *buf, size_t len)
 {
 	size_t off = 0;
 
@@ -1013,6 +1575,10 @@ static const char *dp__metavar(const struct dp_config_entry *e, char *buf, size_
 	case DP_CONFIG_SIZE: return "N";
 	case DP_CONFIG_DURATION: return "SECONDS";
 	case DP_CONFIG_BOOL: return "";
+	case DP_CONFIG_STRINGS: return (e->flags & DP_CONFIG_WHOLE) ? "TEXT" : "A,B,...";
+	case DP_CONFIG_DOUBLES: return "X,...";
+	case DP_CONFIG_DOUBLES_INF: return "X|inf,...";
+	case DP_CONFIG_SIZES: return "N,...";
 	case DP_CONFIG_ENUM:
 		buf[0] = '\0';
 		for (int i = 0; e->values[i] && off < len; i++)
@@ -1023,83 +1589,179 @@ static const char *dp__metavar(const struct dp_config_entry *e, char *buf, size_
 	return "";
 }
 
-static void dp__help_line(FILE *out, const char *left, const char *right)
+#define HELP_COL 28     /* width of the option column */
+#define HELP_WIDTH 79   /* commands: the suffix moves to its own line beyond */
+
+/* "  LEFT  RIGHT": RIGHT may hold several lines, each indented to the
+ * column; a LEFT wider than the column gets a line of its own. */
+static void help_line(FILE *out, const char *left, const char *right)
 {
-	if (strlen(left) <= 28)
-		fprintf(out, "  %-28s  %s\n", left, right);
+	const char *nl = strchr(right, '\n');
+	int first = nl ? (int)(nl - right) : (int)strlen(right);
+
+	if (strlen(left) <= HELP_COL)
+		fprintf(out, "  %-*s  %.*s\n", HELP_COL, left, first, right);
 	else
-		fprintf(out, "  %s\n  %-28s  %s\n", left, "", right);
+		fprintf(out, "  %s\n  %-*s  %.*s\n", left, HELP_COL, "", first, right);
+	while (nl) {
+		right = nl + 1;
+		nl = strchr(right, '\n');
+		first = nl ? (int)(nl - right) : (int)strlen(right);
+		fprintf(out, "  %-*s  %.*s\n", HELP_COL, "", first, right);
+	}
+}
+
+/* " (default: X, range)", " (required)" or " (range)" for entry f. */
+static void help_suffix(const struct dp_config_entry *f, char *out, size_t len)
+{
+	char val[96] = "";
+
+	out[0] = '\0';
+	if (has_range(f->type) && f->min < f->max) {
+		char lo[32], hi[32];
+
+		dp_num_format(lo, sizeof(lo), f->min);
+		dp_num_format(hi, sizeof(hi), f->max);
+		if (isinf(f->max))
+			snprintf(val, sizeof(val), "%s %s", f->min_exclusive ? ">" : ">=", lo);
+		else if (isinf(f->min))
+			snprintf(val, sizeof(val), "<= %s", hi);
+		else
+			snprintf(val, sizeof(val), "range %c%s, %s]", f->min_exclusive ? '(' : '[',
+				 lo, hi);
+	}
+	if (f->flags & DP_CONFIG_REQUIRED)
+		snprintf(out, len, " (required)");
+	else if (f->def)
+		snprintf(out, len, " (default: %s%s%s)", f->def, val[0] ? ", " : "", val);
+	else if (val[0])
+		snprintf(out, len, " (%s)", val);
+}
+
+static void help_entry(const struct dp_config_spec *spec, const struct dp_config_entry *f,
+		       FILE *out)
+{
+	char left[160], right[1024], mv[128], suffix[160];
+	const char *help = f->help ? f->help : "";
+	const char *last = strrchr(help, '\n');
+	size_t last_len = strlen(last ? last + 1 : help);
+
+	if (f->type == DP_CONFIG_BOOL && f->alias)
+		snprintf(left, sizeof(left), "--[no-]%s, --[no-]%s", f->name, f->alias);
+	else if (f->type == DP_CONFIG_BOOL)
+		snprintf(left, sizeof(left), "--[no-]%s", f->name);
+	else if (f->alias)
+		snprintf(left, sizeof(left), "--%s, --%s %s", f->name, f->alias,
+			 metavar(f, mv, sizeof(mv)));
+	else
+		snprintf(left, sizeof(left), "--%s %s", f->name, metavar(f, mv, sizeof(mv)));
+	help_suffix(f, suffix, sizeof(suffix));
+	/* A command's help may run over several lines: keep them short. */
+	if (spec->command && suffix[0] && *help &&
+	    2 + HELP_COL + 2 + last_len + strlen(suffix) > HELP_WIDTH)
+		snprintf(right, sizeof(right), "%s\n%s", help, suffix + 1);
+	else
+		snprintf(right, sizeof(right), "%s%s", help, *help ? suffix : suffix + (*suffix != 0));
+	help_line(out, left, right);
+}
+
+static const char *group_of(const struct dp_config_entry *e)
+{
+	return e->group ? e->group : "Options";
+}
+
+/* Every entry grouped by its group, groups in order of first use. */
+static void help_groups(const struct dp_config_spec *spec, size_t n, FILE *out)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *group = group_of(&spec->entries[i]);
+		bool seen = false;
+
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = strcmp(group_of(&spec->entries[j]), group) == 0;
+		if (seen)
+			continue;
+		fprintf(out, "\n%s:\n", group);
+		for (size_t j = i; j < n; j++)
+			if (strcmp(group_of(&spec->entries[j]), group) == 0)
+				help_entry(spec, &spec->entries[j], out);
+	}
+}
+
+/* Text that should end with exactly one newline. */
+static void put_block(FILE *out, const char *text)
+{
+	size_t l = strlen(text);
+
+	fputs(text, out);
+	if (l == 0 || text[l - 1] != '\n')
+		fputc('\n', out);
+}
+
+static void help_command(const struct dp_config_spec *spec, size_t n, FILE *out)
+{
+	const char *syn = spec->synopsis;
+	char mv[128];
+
+	if (syn) {
+		const char *line = syn;
+
+		for (int k = 0; *line; k++) {
+			size_t l = strcspn(line, "\n");
+
+			fprintf(out, "%s %s %.*s\n", k ? "      " : "usage:", spec->program, (int)l,
+				line);
+			line += l + (line[l] == '\n');
+		}
+	} else {
+		fprintf(out, "usage: %s [options]", spec->program);
+		for (size_t i = 0; i < n; i++) {
+			const struct dp_config_entry *e = &spec->entries[i];
+
+			if (e->flags & DP_CONFIG_REQUIRED)
+				fprintf(out, " --%s %s", e->name, metavar(e, mv, sizeof(mv)));
+		}
+		if (spec->args)
+			fprintf(out, " %s", spec->args_metavar ? spec->args_metavar : "ARG...");
+		fputc('\n', out);
+	}
+	if (spec->summary) {
+		fputc('\n', out);
+		put_block(out, spec->summary);
+	}
+	if (n > 0) {
+		help_groups(spec, n, out);
+	} else {
+		fputs("\nOptions:\n", out);
+	}
+	help_line(out, "-h, --help", "print this help and exit");
+	if (spec->epilog) {
+		fputc('\n', out);
+		put_block(out, spec->epilog);
+	}
 }
 
 int dp_config_print_help(const struct dp_config_spec *spec, FILE *out)
 {
 	size_t n;
-	int rc = dp__check_table(spec, &n);
+	int rc = check_table(spec, &n);
 
 	if (rc != 0)
 		return rc;
-	fprintf(out, "Usage: %s [--config FILE] [OPTION]...\n", spec->program);
-	if (spec->summary)
-		fprintf(out, "%s\n", spec->summary);
-	fprintf(out, "\nSettings come from their defaults, then the config file (keys at the top "
-		"or in [%s]),\nthen the options below, which win.  Every option is also a "
-		"config key.\n\nGeneral:\n", spec->program);
-	dp__help_line(out, "-c, --config FILE", "read settings from FILE");
-	dp__help_line(out, "-n, --check-config", "validate, print the settings and exit");
-	dp__help_line(out, "-h, --help", "print this help and exit");
-	dp__help_line(out, "-V, --version", "print the version and exit");
-	for (size_t i = 0; i < n; i++) {
-		const struct dp_config_entry *e = &spec->entries[i];
-		const char *group = e->group ? e->group : "Options";
-		char left[160], right[512], mv[128], val[96];
-		size_t off;
-		bool seen = false;
-
-		for (size_t j = 0; j < i && !seen; j++) {
-			const char *g = spec->entries[j].group ? spec->entries[j].group : "Options";
-
-			seen = strcmp(g, group) == 0;
-		}
-		if (seen)
-			continue;
-		fprintf(out, "\n%s:\n", group);
-		for (size_t j = i; j < n; j++) {
-			const struct dp_config_entry *f = &spec->entries[j];
-			const char *g = f->group ? f->group : "Options";
-
-			if (strcmp(g, group) != 0)
-				continue;
-			if (f->type == DP_CONFIG_BOOL)
-				snprintf(left, sizeof(left), "--[no-]%s", f->name);
-			else
-				snprintf(left, sizeof(left), "--%s %s", f->name,
-					 dp__metavar(f, mv, sizeof(mv)));
-			/* "help (default: X, range)" or "help (required)". */
-			val[0] = '\0';
-			if (dp__is_number(f->type) && f->min < f->max) {
-				char lo[32], hi[32];
-
-				dp_num_format(lo, sizeof(lo), f->min);
-				dp_num_format(hi, sizeof(hi), f->max);
-				if (isinf(f->max))
-					snprintf(val, sizeof(val), "%s %s", f->min_exclusive ? ">" : ">=",
-						 lo);
-				else if (isinf(f->min))
-					snprintf(val, sizeof(val), "<= %s", hi);
-				else
-					snprintf(val, sizeof(val), "range %c%s, %s]",
-						 f->min_exclusive ? '(' : '[', lo, hi);
-			}
-			off = (size_t)snprintf(right, sizeof(right), "%s", f->help ? f->help : "");
-			if (off < sizeof(right) && (f->flags & DP_CONFIG_REQUIRED))
-				snprintf(right + off, sizeof(right) - off, " (required)");
-			else if (off < sizeof(right) && f->def)
-				snprintf(right + off, sizeof(right) - off, " (default: %s%s%s)", f->def,
-					 val[0] ? ", " : "", val);
-			else if (off < sizeof(right) && val[0])
-				snprintf(right + off, sizeof(right) - off, " (%s)", val);
-			dp__help_line(out, left, right);
-		}
+	if (spec->command) {
+		help_command(spec, n, out);
+	} else {
+		fprintf(out, "Usage: %s [--config FILE] [OPTION]...\n", spec->program);
+		if (spec->summary)
+			fprintf(out, "%s\n", spec->summary);
+		fprintf(out, "\nSettings come from their defaults, then the config file (keys at "
+			"the top or in [%s]),\nthen the options below, which win.  Every option "
+			"is also a config key.\n\nGeneral:\n", spec->program);
+		help_line(out, "-c, --config FILE", "read settings from FILE");
+		help_line(out, "-n, --check-config", "validate, print the settings and exit");
+		help_line(out, "-h, --help", "print this help and exit");
+		help_line(out, "-V, --version", "print the version and exit");
+		help_groups(spec, n, out);
 	}
 	if (fflush(out) != 0 || ferror(out))
 		return dp_error_set(DP_EIO, "cannot write the help text: %s", strerror(errno));

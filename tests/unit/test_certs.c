@@ -17,7 +17,6 @@
 #include <openssl/x509v3.h>
 
 #include "tools/lib/certs.h"
-#include "common/net/tls.h"
 #include "common/core/error.h"
 
 static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
@@ -127,27 +126,6 @@ static mode_t file_mode(const char *path)
 
 	assert_int_equal(stat(path, &st), 0);
 	return st.st_mode & 0777;
-}
-
-static void test_names(void **state)
-{
-	char long65[66];
-
-	assert_int_equal(dp_tls_check_name("owner-1"), 0);
-	assert_int_equal(dp_tls_check_name("x.y_z"), 0);
-	assert_int_equal(dp_tls_check_name("9"), 0);
-	assert_int_equal(dp_tls_check_name(""), DP_EINVAL);
-	assert_int_equal(dp_tls_check_name(NULL), DP_EINVAL);
-	assert_int_equal(dp_tls_check_name("-x"), DP_EINVAL);
-	assert_int_equal(dp_tls_check_name(".x"), DP_EINVAL);
-	assert_int_equal(dp_tls_check_name("a b"), DP_EINVAL);
-	assert_int_equal(dp_tls_check_name("a,b"), DP_EINVAL);
-	assert_int_equal(dp_tls_check_name("a/b"), DP_EINVAL);
-	memset(long65, 'a', 65);
-	long65[65] = '\0';
-	assert_int_equal(dp_tls_check_name(long65), DP_EINVAL);
-	long65[64] = '\0';
-	assert_int_equal(dp_tls_check_name(long65), 0);
 }
 
 static void test_chain_and_fields(void **state)
@@ -440,7 +418,6 @@ static void test_deploy(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_chain_and_fields),
 		cmocka_unit_test(test_write_modes),
 		cmocka_unit_test(test_deploy),

@@ -1,4 +1,5 @@
-/* Typed configuration: defaults, config file, flags, errors with FILE:LINE. */
+/* Typed configuration: defaults, config file, flags, errors with FILE:LINE;
+ * tool commands: positional arguments, lists, aliases, `given`, help. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -600,6 +601,414 @@ static void test_bad_tables(void **state)
 			    "config table: enum key 'a' has no values");
 }
 
+/* ---- tool commands: positional arguments, lists, aliases, given ------- */
+
+struct cmd_settings {
+	char *out;
+	size_t t;
+	double rate;
+	bool verbose, have_rate, have_t;
+	struct dp_config_doubles eps;
+	struct dp_config_sizes rows;
+	struct dp_config_strings drop, spec, files;
+};
+
+static struct cmd_settings C;
+static int cmd_validate_calls;
+
+static int cmd_check(void *arg)
+{
+	const struct cmd_settings *c = arg;
+
+	cmd_validate_calls++;
+	if (c->eps.n > 1 && c->files.n != c->eps.n)
+		return dp_error_set(DP_EINVAL, "one epsilon per FILE");
+	return 0;
+}
+
+static const struct dp_config_entry cmd_table[] = {
+	{ .name = "out", DP_CFG_PATH(&C.out), .flags = DP_CONFIG_REQUIRED, .metavar = "DIR",
+	  .help = "output directory" },
+	{ .name = "t", .alias = "T", DP_CFG_SIZE(&C.t), .def = "1000", .min = 2, .max = INFINITY,
+	  .given = &C.have_t, .help = "iterations" },
+	{ .name = "rate", DP_CFG_DOUBLE(&C.rate), .given = &C.have_rate, .metavar = "R",
+	  .help = "a rate\nover two lines" },
+	{ .name = "verbose", DP_CFG_BOOL(&C.verbose), .help = "say more" },
+	{ .name = "epsilon", DP_CFG_DOUBLES_INF(&C.eps), .def = "1", .min = 0, .max = INFINITY,
+	  .min_exclusive = true, .group = "Lists", .metavar = "E[,..]",
+	  .help = "budget per owner, one for all or one each; inf = no noise at all" },
+	{ .name = "rows", DP_CFG_SIZES(&C.rows), .group = "Lists", .help = "rows per owner" },
+	{ .name = "drop", DP_CFG_STRINGS(&C.drop), .flags = DP_CONFIG_APPEND, .group = "Lists",
+	  .help = "columns to drop" },
+	{ .name = "spec", DP_CFG_STRINGS(&C.spec), .flags = DP_CONFIG_APPEND | DP_CONFIG_WHOLE,
+	  .group = "Lists", .metavar = "'COL=A,B'", .help = "repeatable" },
+	DP_CONFIG_END,
+};
+
+static const struct dp_config_spec cmd_spec = {
+	.program = "dpasync demo",
+	.command = true,
+	.summary = "Demonstrate the table.",
+	.epilog = "Exit status: 0 or 2.",
+	.entries = cmd_table,
+	.validate = cmd_check,
+	.validate_arg = &C,
+	.args = &C.files,
+	.args_metavar = "FILE...",
+	.args_min = 1,
+	.args_max = 3,
+};
+
+static int cmd_setup(void **state)
+{
+	dp_config_free(&cmd_spec);
+	memset(&C, 0, sizeof(C));
+	cmd_validate_calls = 0;
+	return 0;
+}
+
+static int cmd_teardown(void **state)
+{
+	dp_config_free(&cmd_spec);
+	return 0;
+}
+
+static int cmd_load(int argc, char **argv, enum dp_config_action *act)
+{
+	return dp_config_load(&cmd_spec, argc, argv, act);
+}
+
+static void test_cmd_args_and_lists(void **state)
+{
+	enum dp_config_action act = DP_CONFIG_CHECK;
+	/* Options and positional arguments mixed; "--" ends the options. */
+	char *argv[] = { "demo", "a.csv", "--out", "d", "--epsilon", "0.5,inf,2", "b.csv",
+			 "--drop", "x\\,y,z", "--spec", "c=1,2", "--drop=w", "--spec", "e=\\,",
+			 "--rows", "3,4", "--", "--c.csv", NULL };
+
+	assert_int_equal(cmd_load(18, argv, &act), 0);
+	assert_int_equal(act, DP_CONFIG_RUN);
+	assert_string_equal(C.out, "d");
+	assert_int_equal(C.files.n, 3);
+	assert_string_equal(C.files.v[0], "a.csv");
+	assert_string_equal(C.files.v[1], "b.csv");
+	assert_string_equal(C.files.v[2], "--c.csv");
+	assert_ptr_not_equal(C.files.v[0], argv[1]);   /* copies */
+	assert_int_equal(C.eps.n, 3);
+	assert_true(C.eps.v[0] == 0.5 && isinf(C.eps.v[1]) && C.eps.v[2] == 2);
+	assert_int_equal(C.rows.n, 2);
+	assert_true(C.rows.v[0] == 3 && C.rows.v[1] == 4);
+	/* APPEND: both --drop flags; escapes inside items. */
+	assert_int_equal(C.drop.n, 3);
+	assert_string_equal(C.drop.v[0], "x,y");
+	assert_string_equal(C.drop.v[1], "z");
+	assert_string_equal(C.drop.v[2], "w");
+	/* WHOLE: each value one item, as written. */
+	assert_int_equal(C.spec.n, 2);
+	assert_string_equal(C.spec.v[0], "c=1,2");
+	assert_string_equal(C.spec.v[1], "e=\\,");
+	assert_int_equal(cmd_validate_calls, 1);
+	assert_false(C.have_t);
+	assert_true(C.t == 1000);
+
+	/* A list given again without APPEND replaces; defaults come back on
+	 * the next load. */
+	{
+		char *a2[] = { "demo", "--out", "d", "--epsilon", "3", "--epsilon", "4", "f", NULL };
+
+		assert_int_equal(cmd_load(8, a2, &act), 0);
+		assert_int_equal(C.eps.n, 1);
+		assert_true(C.eps.v[0] == 4);
+		assert_int_equal(C.drop.n, 0);
+		assert_null(C.drop.v);
+		assert_int_equal(C.files.n, 1);
+	}
+	{
+		char *a3[] = { "demo", "--out", "d", "f", NULL };
+
+		assert_int_equal(cmd_load(4, a3, &act), 0);
+		assert_int_equal(C.eps.n, 1);
+		assert_true(C.eps.v[0] == 1);   /* the default */
+	}
+}
+
+static void test_cmd_alias_and_given(void **state)
+{
+	enum dp_config_action act;
+	char *a1[] = { "demo", "--T", "50", "--out", "d", "--rate=0", "f", NULL };
+	char *a2[] = { "demo", "--t=60", "--out", "d", "f", NULL };
+	char *a3[] = { "demo", "--out", "d", "f", NULL };
+
+	assert_int_equal(cmd_load(7, a1, &act), 0);
+	assert_true(C.t == 50 && C.have_t);
+	assert_true(C.rate == 0 && C.have_rate);
+	assert_int_equal(cmd_load(5, a2, &act), 0);
+	assert_true(C.t == 60 && C.have_t);
+	assert_false(C.have_rate);
+	assert_int_equal(cmd_load(4, a3, &act), 0);
+	assert_false(C.have_t);
+	assert_true(C.t == 1000);
+
+	/* Setting one entry marks it given; defaults unmark everything. */
+	assert_int_equal(dp_config_set(&cmd_spec, "rate", "2", NULL), 0);
+	assert_true(C.have_rate);
+	assert_int_equal(dp_config_set(&cmd_spec, "drop", "a,b", NULL), 0);
+	assert_int_equal(C.drop.n, 2);
+	assert_int_equal(dp_config_set(&cmd_spec, "drop", "c", NULL), 0);  /* replaces */
+	assert_int_equal(C.drop.n, 1);
+	assert_int_equal(dp_config_set_defaults(&cmd_spec), 0);
+	assert_false(C.have_rate);
+	assert_false(C.have_t);
+	assert_int_equal(C.drop.n, 0);
+}
+
+/* One bad command line: the detail; settings untouched. */
+static void cmd_error(int argc, char **argv, const char *want)
+{
+	enum dp_config_action act = DP_CONFIG_CHECK;
+	int rc;
+
+	rc = cmd_load(argc, argv, &act);
+	assert_int_equal(rc, DP_EINVAL);
+	assert_string_equal(dp_error_detail(rc), want);
+	assert_int_equal(act, DP_CONFIG_CHECK);
+	assert_null(C.out);
+	assert_int_equal(C.files.n, 0);
+	assert_int_equal(C.eps.n, 0);
+}
+
+static void test_cmd_errors(void **state)
+{
+	char *a1[] = { "demo", "--out", "d", NULL };
+	char *a2[] = { "demo", "--out", "d", "a", "b", "c", "e", NULL };
+	char *a3[] = { "demo", "a", NULL };
+	char *a4[] = { "demo", "--out", "d", "--epsilon", "1,0", "a", NULL };
+	char *a5[] = { "demo", "--out", "d", "--epsilon", "1,,2", "a", NULL };
+	char *a6[] = { "demo", "--out", "d", "--drop", "a,,b", "a", NULL };
+	char *a7[] = { "demo", "--out", "d", "--rows", "1,-2", "a", NULL };
+	char *a8[] = { "demo", "--out", "d", "--T", "1", "a", NULL };
+	char *a9[] = { "demo", "--config", "x", "--out", "d", "a", NULL };
+	char *a10[] = { "demo", "-n", "--out", "d", "a", NULL };
+	char *a11[] = { "demo", "--out", "d", "--epsilon", "1,2", "a", NULL };
+	char *a12[] = { "demo", "--out", "d", "--spec", "", "a", NULL };
+	char *a13[] = { "demo", "--out", "d", "--rows", "", "a", NULL };
+	char *a14[] = { "demo", "--out", "d", "--epsilon", "nan", "a", NULL };
+	char *a15[] = { "demo", "--ver", "--out", "d", "a", NULL };
+	char *a16[] = { "demo", "--out", "d", "--drop", "a\nb", "a", NULL };
+
+	cmd_error(3, a1, "missing FILE...");
+	cmd_error(7, a2, "expected FILE... (1 to 3 arguments), got 4");
+	cmd_error(2, a3, "--out DIR is required");
+	cmd_error(6, a4, "option --epsilon: must be > 0, got '0'");
+	cmd_error(6, a5, "option --epsilon: expected a number, got ''");
+	cmd_error(6, a6, "option --drop: empty item in 'a,,b'");
+	cmd_error(6, a7, "option --rows: expected a non-negative integer, got '-2'");
+	cmd_error(6, a8, "option --T: must be >= 2, got '1'");
+	cmd_error(6, a9, "unknown option '--config'");
+	cmd_error(5, a10, "unknown option '-n'");
+	cmd_error(6, a11, "one epsilon per FILE");
+	assert_int_equal(cmd_validate_calls, 1);
+	cmd_error(6, a12, "option --spec: empty value");
+	cmd_error(6, a13, "option --rows: empty list");
+	cmd_error(6, a14, "option --epsilon: expected a finite number, got 'nan'");
+	cmd_error(5, a15, "option '--ver': write it in full (--verbose)");
+	cmd_error(6, a16, "option --drop: control character in value");
+}
+
+static void test_cmd_rollback(void **state)
+{
+	enum dp_config_action act;
+	char *ok[] = { "demo", "--out", "d", "--drop", "a", "--epsilon", "2", "f", NULL };
+	char *bad[] = { "demo", "--out", "e", "--drop", "b,c", "--epsilon", "1,2", "g", NULL };
+	char **drop_before, **files_before;
+
+	assert_int_equal(cmd_load(8, ok, &act), 0);
+	drop_before = C.drop.v;
+	files_before = C.files.v;
+	assert_int_equal(cmd_load(8, bad, &act), DP_EINVAL);
+	assert_ptr_equal(C.drop.v, drop_before);
+	assert_ptr_equal(C.files.v, files_before);
+	assert_int_equal(C.drop.n, 1);
+	assert_string_equal(C.drop.v[0], "a");
+	assert_string_equal(C.files.v[0], "f");
+	assert_string_equal(C.out, "d");
+	assert_true(C.eps.n == 1 && C.eps.v[0] == 2);
+}
+
+static void test_cmd_help_wins(void **state)
+{
+	enum dp_config_action act = DP_CONFIG_RUN;
+	char *a1[] = { "demo", "--bogus", "-h", NULL };
+	char *a2[] = { "demo", "--version", NULL };
+
+	assert_int_equal(cmd_load(3, a1, &act), 0);
+	assert_int_equal(act, DP_CONFIG_HELP);
+	assert_null(C.out);
+	/* A command has no --version. */
+	assert_int_equal(cmd_load(2, a2, &act), DP_EINVAL);
+	assert_string_equal(dp_error_detail(DP_EINVAL), "unknown option '--version'");
+}
+
+static char *capture_spec(const struct dp_config_spec *sp,
+			  int (*fn)(const struct dp_config_spec *, FILE *))
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	assert_int_equal(fn(sp, f), 0);
+	fclose(f);
+	return buf;
+}
+
+static void test_cmd_help_text(void **state)
+{
+	char *h = capture_spec(&cmd_spec, dp_config_print_help);
+
+	assert_string_equal(h,
+		"usage: dpasync demo [options] --out DIR FILE...\n"
+		"\n"
+		"Demonstrate the table.\n"
+		"\n"
+		"Options:\n"
+		"  --out DIR                     output directory (required)\n"
+		"  --t, --T N                    iterations (default: 1000, >= 2)\n"
+		"  --rate R                      a rate\n"
+		"                                over two lines\n"
+		"  --[no-]verbose                say more\n"
+		"\n"
+		"Lists:\n"
+		"  --epsilon E[,..]              budget per owner, one for all or one each; inf = no noise at all\n"
+		"                                (default: 1, > 0)\n"
+		"  --rows N,...                  rows per owner\n"
+		"  --drop A,B,...                columns to drop\n"
+		"  --spec 'COL=A,B'              repeatable\n"
+		"  -h, --help                    print this help and exit\n"
+		"\n"
+		"Exit status: 0 or 2.\n");
+	free(h);
+
+	/* A synopsis of several forms. */
+	{
+		struct dp_config_spec sp = cmd_spec;
+
+		sp.synopsis = "--out DIR FILE...\n--help";
+		sp.summary = NULL;
+		sp.epilog = NULL;
+		h = capture_spec(&sp, dp_config_print_help);
+		assert_true(strncmp(h, "usage: dpasync demo --out DIR FILE...\n"
+				    "       dpasync demo --help\n\nOptions:\n", 63) == 0);
+		free(h);
+	}
+}
+
+static void test_cmd_print_lists(void **state)
+{
+	enum dp_config_action act;
+	char *argv[] = { "demo", "--out", "d", "--drop", "a\\,b,c", "--epsilon", "0.1,inf",
+			 "f", "g", NULL };
+	char buf[64], *text;
+
+	assert_int_equal(cmd_load(9, argv, &act), 0);
+	assert_int_equal(dp_config_format(&cmd_spec, "drop", buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "a\\,b,c");
+	assert_int_equal(dp_config_format(&cmd_spec, "epsilon", buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "0.1,inf");
+	assert_int_equal(dp_config_format(&cmd_spec, "rows", buf, sizeof(buf)), DP_ENOENT);
+	assert_int_equal(dp_config_format(&cmd_spec, "drop", buf, 4), DP_ERANGE);
+	text = capture_spec(&cmd_spec, dp_config_print);
+	assert_non_null(strstr(text, "\ndrop = a\\,b,c\n"));
+	assert_non_null(strstr(text, "\nepsilon = 0.1,inf\n"));
+	assert_non_null(strstr(text, "\n# rows is not set\n"));
+	assert_non_null(strstr(text, "\nt = 1000\n"));
+	free(text);
+}
+
+/* Lists in a daemon's config file; an alias is not a key there. */
+static void test_lists_in_file(void **state)
+{
+	double d = 0;
+	struct dp_config_doubles ds = { 0 };
+	struct dp_config_strings ss = { 0 };
+	const struct dp_config_entry t[] = {
+		{ .name = "rates", DP_CFG_DOUBLES(&ds), .min = 0, .max = INFINITY },
+		{ .name = "names", DP_CFG_STRINGS(&ss), .flags = DP_CONFIG_APPEND },
+		{ .name = "x", .alias = "X", DP_CFG_DOUBLE(&d) },
+		DP_CONFIG_END,
+	};
+	const struct dp_config_spec sp = { .program = "learnerd", .entries = t };
+	int rc;
+
+	assert_int_equal(dp_config_load_file(&sp, write_file("rates = 1,2.5\nnames = a,b\n")), 0);
+	assert_true(ds.n == 2 && ds.v[1] == 2.5);
+	assert_true(ss.n == 2);
+	assert_string_equal(ss.v[1], "b");
+	rc = dp_config_load_file(&sp, write_file("rates = 1,-2\n"));
+	assert_int_equal(rc, DP_EINVAL);
+	assert_string_equal(detail(rc), "F:1: key 'rates': must be >= 0, got '-2'");
+	assert_true(ds.n == 2);
+	rc = dp_config_load_file(&sp, write_file("X = 1\n"));
+	assert_int_equal(rc, DP_EINVAL);
+	assert_string_equal(detail(rc), "F:1: unknown key 'X' (did you mean 'x'?)");
+	dp_config_free(&sp);
+	assert_true(ds.n == 0 && ds.v == NULL && ss.n == 0 && ss.v == NULL);
+}
+
+static void test_split(void **state)
+{
+	struct dp_config_strings l = { 0 };
+
+	assert_int_equal(dp_config_split("--levels", "a\\,b,c\\=d,e\\\\", &l), 0);
+	assert_int_equal(l.n, 3);
+	assert_string_equal(l.v[0], "a,b");
+	assert_string_equal(l.v[1], "c=d");
+	assert_string_equal(l.v[2], "e\\");
+	dp_config_strings_free(&l);
+	assert_true(l.n == 0 && l.v == NULL);
+	assert_int_equal(dp_config_split("--levels", "a,", &l), DP_EINVAL);
+	assert_string_equal(dp_error_detail(DP_EINVAL), "--levels: empty item in 'a,'");
+	assert_int_equal(dp_config_split("--levels", "", &l), DP_EINVAL);
+	assert_string_equal(dp_error_detail(DP_EINVAL), "--levels: empty list");
+	assert_true(l.n == 0 && l.v == NULL);
+}
+
+static void test_bad_command_tables(void **state)
+{
+	double d;
+	size_t z;
+	char *s = NULL;
+	struct dp_config_entry append[] = { { .name = "a", DP_CFG_DOUBLE(&d),
+					      .flags = DP_CONFIG_APPEND }, DP_CONFIG_END };
+	struct dp_config_entry whole[] = { { .name = "a", DP_CFG_SIZE(&z),
+					     .flags = DP_CONFIG_WHOLE }, DP_CONFIG_END };
+	struct dp_config_entry alias[] = { { .name = "a", DP_CFG_DOUBLE(&d) },
+					   { .name = "b", .alias = "a", DP_CFG_DOUBLE(&d) },
+					   DP_CONFIG_END };
+	struct dp_config_entry badalias[] = { { .name = "a", .alias = "-x", DP_CFG_DOUBLE(&d) },
+					      DP_CONFIG_END };
+	struct dp_config_entry req[] = { { .name = "a", DP_CFG_DOUBLE(&d),
+					   .flags = DP_CONFIG_REQUIRED }, DP_CONFIG_END };
+	struct dp_config_entry ok[] = { { .name = "a", DP_CFG_PATH(&s) }, DP_CONFIG_END };
+	struct dp_config_entry *tables[] = { append, whole, alias, badalias, req };
+
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+		struct dp_config_spec sp = { .program = "x", .entries = tables[i] };
+
+		d = 5;
+		assert_int_equal(dp_config_set_defaults(&sp), DP_EINVAL);
+		assert_true(d == 5);
+	}
+	{
+		struct dp_config_strings args = { 0 };
+		struct dp_config_spec sp = { .program = "x", .command = true, .entries = ok,
+					     .args = &args, .args_min = 3, .args_max = 2 };
+
+		assert_int_equal(dp_config_set_defaults(&sp), DP_EINVAL);
+		assert_string_equal(dp_error_detail(DP_EINVAL), "config: x: args_min > args_max");
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -615,6 +1024,16 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_validate_rollback, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_set, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_tables, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cmd_args_and_lists, cmd_setup, cmd_teardown),
+		cmocka_unit_test_setup_teardown(test_cmd_alias_and_given, cmd_setup, cmd_teardown),
+		cmocka_unit_test_setup_teardown(test_cmd_errors, cmd_setup, cmd_teardown),
+		cmocka_unit_test_setup_teardown(test_cmd_rollback, cmd_setup, cmd_teardown),
+		cmocka_unit_test_setup_teardown(test_cmd_help_wins, cmd_setup, cmd_teardown),
+		cmocka_unit_test_setup_teardown(test_cmd_help_text, cmd_setup, cmd_teardown),
+		cmocka_unit_test_setup_teardown(test_cmd_print_lists, cmd_setup, cmd_teardown),
+		cmocka_unit_test_setup_teardown(test_lists_in_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_split, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_command_tables, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -1,4 +1,4 @@
-/* Tests for tools/lib/optimum.c: theta* and psi.
+/* Tests for tools/lib/optimum.c: theta*, f against f*, and psi.
  *
  * Independent expectations: a 2x2 ridge problem solved by hand (checked
  * once with numpy.linalg.solve: [1.02222222, 1.42222222] for lambda = 0.5
@@ -549,6 +549,39 @@ static void test_errors(void **state)
 	dp_dataset_free(&ds3);
 }
 
+/* dp_optimum_compare: f of a given model and f* of the optimum on the same
+ * data (the 2x2 problem of test_linear_by_hand). */
+static void test_compare(void **state)
+{
+	double x[6] = { 1, 0, 0, 1, 1, 1 }, y[3] = { 1, 2, 4 }, one[3] = { 1, 1, 1 };
+	double f = -1, fs = -1, th[2], fe;
+	dp_dataset ds;
+	const dp_dataset *d[1] = { &ds };
+
+	(void)state;
+	assert_int_equal(dp_dataset_from_arrays(&ds, 3, 2, x, y, NULL), 0);
+	assert_int_equal(dp_optimum_compare(DP_MODEL_LINEAR, one, 2, d, 1, 0.5, INFINITY, &f, &fs),
+			 0);
+	/* f(1, 1) = 0.5 * 2 + (0 + 1 + 4) / 3 */
+	assert_float_equal(f, 1.0 + 5.0 / 3, 1e-14);
+	assert_int_equal(dp_optimum_solve(DP_MODEL_LINEAR, d, 1, 0.5, INFINITY, th, &fe), 0);
+	assert_true(fs == fe);
+	assert_true(f > fs);
+
+	/* The model's coefficients must be the data's features. */
+	f = fs = -1;
+	assert_int_equal(dp_optimum_compare(DP_MODEL_LINEAR, one, 3, d, 1, 0.5, INFINITY, &f, &fs),
+			 DP_EFORMAT);
+	assert_string_equal(dp_error_detail(DP_EFORMAT),
+			    "(arrays) has 2 features but the model has 3 coefficients");
+	/* The solver's errors come through, named as such. */
+	assert_int_equal(dp_optimum_compare(DP_MODEL_LINEAR, one, 2, d, 1, -1, INFINITY, &f, &fs),
+			 DP_EINVAL);
+	assert_non_null(strstr(dp_error_detail(DP_EINVAL), "computing the non-private optimum: "));
+	assert_true(f == -1 && fs == -1);
+	dp_dataset_free(&ds);
+}
+
 static void test_psi(void **state)
 {
 	(void)state;
@@ -570,6 +603,7 @@ int main(void)
 		cmocka_unit_test(test_svm_optimality),
 		cmocka_unit_test(test_svm_box),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_compare),
 		cmocka_unit_test(test_psi),
 	};
 

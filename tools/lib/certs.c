@@ -1,5 +1,6 @@
 #include "tools/lib/certs.h"
 #include "common/core/error.h"
+#include "common/core/file.h"
 #include "common/net/tls.h"
 
 #include <arpa/inet.h>
@@ -17,7 +18,7 @@
 #include <openssl/rand.h>
 #include <openssl/x509v3.h>
 
-static int dp__ossl_fail(const char *what)
+static int ossl_fail(const char *what)
 {
 	char eb[256] = "";
 	unsigned long e = ERR_get_error();
@@ -28,17 +29,17 @@ static int dp__ossl_fail(const char *what)
 	return dp_error_set(DP_ETLS, "%s: %s", what, e ? eb : "OpenSSL failure");
 }
 
-static int dp__keygen(EVP_PKEY **out)
+static int keygen(EVP_PKEY **out)
 {
 	EVP_PKEY *k = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
 
 	if (k == NULL)
-		return dp__ossl_fail("P-256 key generation");
+		return ossl_fail("P-256 key generation");
 	*out = k;
 	return 0;
 }
 
-static int dp__add_ext(X509 *x, X509V3_CTX *ctx, int nid, const char *value)
+static int add_ext(X509 *x, X509V3_CTX *ctx, int nid, const char *value)
 {
 	X509_EXTENSION *ext = X509V3_EXT_conf_nid(NULL, ctx, nid, value);
 	int ok;
@@ -47,18 +48,33 @@ static int dp__add_ext(X509 *x, X509V3_CTX *ctx, int nid, const char *value)
 		char what[96];
 
 		snprintf(what, sizeof(what), "extension %s=%s", OBJ_nid2sn(nid), value);
-		return dp__ossl_fail(what);
+		return ossl_fail(what);
 	}
 	ok = X509_add_ext(x, ext, -1);
 	X509_EXTENSION_free(ext);
 	if (ok != 1)
-		return dp__ossl_fail("adding an extension");
+		return ossl_fail("adding an extension");
 	return 0;
+}
+
+/* An X.509v3 extension as OpenSSL's config text. */
+struct ext {
+	int nid;
+	const char *value;
+};
+
+static int add_exts(X509 *x, X509V3_CTX *ctx, const struct ext *e, size_t n)
+{
+	int r = 0;
+
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = add_ext(x, ctx, e[i].nid, e[i].value);
+	return r;
 }
 
 /* Skeleton shared by CA and leaf: version 3, random positive serial,
  * validity, subject CN, public key. */
-static int dp__cert_base(X509 *x, const char *cn, int64_t not_before, int64_t lifetime,
+static int cert_base(X509 *x, const char *cn, int64_t not_before, int64_t lifetime,
 			 EVP_PKEY *key)
 {
 	unsigned char rnd[16];
@@ -69,28 +85,28 @@ static int dp__cert_base(X509 *x, const char *cn, int64_t not_before, int64_t li
 	int ok;
 
 	if (X509_set_version(x, X509_VERSION_3) != 1)
-		return dp__ossl_fail("certificate version");
+		return ossl_fail("certificate version");
 	if (RAND_bytes(rnd, sizeof(rnd)) != 1)
-		return dp__ossl_fail("random serial");
+		return ossl_fail("random serial");
 	rnd[0] &= 0x7f;     /* positive */
 	rnd[0] |= 0x40;     /* and non-zero, full length */
 	bn = BN_bin2bn(rnd, sizeof(rnd), NULL);
 	serial = bn ? BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x)) : NULL;
 	BN_free(bn);
 	if (serial == NULL)
-		return dp__ossl_fail("random serial");
+		return ossl_fail("random serial");
 	if (X509_time_adj_ex(X509_getm_notBefore(x), (int)(not_before / DP_CERTS_DAY),
 			     (long)(not_before % DP_CERTS_DAY), NULL) == NULL ||
 	    X509_time_adj_ex(X509_getm_notAfter(x), (int)(end / DP_CERTS_DAY),
 			     (long)(end % DP_CERTS_DAY), NULL) == NULL)
-		return dp__ossl_fail("validity dates");
+		return ossl_fail("validity dates");
 	name = X509_get_subject_name(x);
 	ok = X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn,
 					-1, -1, 0);
 	if (ok != 1)
-		return dp__ossl_fail("subject name");
+		return ossl_fail("subject name");
 	if (X509_set_pubkey(x, key) != 1)
-		return dp__ossl_fail("public key");
+		return ossl_fail("public key");
 	return 0;
 }
 
@@ -102,33 +118,43 @@ int dp_certs_make_ca(const char *cn, int64_t not_before, int64_t lifetime,
 	X509V3_CTX v3;
 	int r;
 
+	DP_REQUIRE(key_out != NULL && cert_out != NULL);
 	if (cn == NULL || *cn == '\0' || strlen(cn) > DP_CERTS_NAME_MAX)
 		return dp_error_set(DP_EINVAL, "CA name must have 1..%d bytes",
 				    DP_CERTS_NAME_MAX);
 	if (lifetime <= 0)
 		return dp_error_set(DP_EINVAL, "CA lifetime must be positive");
 	ERR_clear_error();
-	if ((r = dp__keygen(&key)) < 0)
+	r = keygen(&key);
+	if (r < 0)
 		return r;
 	x = X509_new();
 	if (x == NULL) {
-		r = dp__ossl_fail("new certificate");
+		r = ossl_fail("new certificate");
 		goto fail;
 	}
-	if ((r = dp__cert_base(x, cn, not_before, lifetime, key)) < 0)
+	r = cert_base(x, cn, not_before, lifetime, key);
+	if (r < 0)
 		goto fail;
 	if (X509_set_issuer_name(x, X509_get_subject_name(x)) != 1) {
-		r = dp__ossl_fail("issuer name");
+		r = ossl_fail("issuer name");
 		goto fail;
 	}
 	X509V3_set_ctx(&v3, x, x, NULL, NULL, 0);
-	if ((r = dp__add_ext(x, &v3, NID_basic_constraints, "critical,CA:TRUE,pathlen:0")) < 0 ||
-	    (r = dp__add_ext(x, &v3, NID_key_usage, "critical,keyCertSign,cRLSign")) < 0 ||
-	    (r = dp__add_ext(x, &v3, NID_subject_key_identifier, "hash")) < 0 ||
-	    (r = dp__add_ext(x, &v3, NID_authority_key_identifier, "keyid:always")) < 0)
-		goto fail;
+	{
+		const struct ext exts[] = {
+			{ NID_basic_constraints, "critical,CA:TRUE,pathlen:0" },
+			{ NID_key_usage, "critical,keyCertSign,cRLSign" },
+			{ NID_subject_key_identifier, "hash" },
+			{ NID_authority_key_identifier, "keyid:always" },
+		};
+
+		r = add_exts(x, &v3, exts, sizeof(exts) / sizeof(exts[0]));
+		if (r < 0)
+			goto fail;
+	}
 	if (X509_sign(x, key, EVP_sha256()) <= 0) {
-		r = dp__ossl_fail("signing the CA certificate");
+		r = ossl_fail("signing the CA certificate");
 		goto fail;
 	}
 	*key_out = key;
@@ -151,11 +177,13 @@ int dp_certs_make_leaf(const dp_cert_spec *s, X509 *ca, EVP_PKEY *ca_key,
 	unsigned eku = s->eku ? s->eku : (DP_CERT_EKU_SERVER | DP_CERT_EKU_CLIENT);
 	int r;
 
-	if ((r = dp_tls_check_name(s->cn)) < 0)
+	DP_REQUIRE(s != NULL && ca != NULL && ca_key != NULL && key_out != NULL &&
+		   cert_out != NULL);
+	r = dp_tls_check_name(s->cn);
+	for (size_t i = 0; r == 0 && i < s->n_dns; i++)
+		r = dp_tls_check_name(s->dns[i]);
+	if (r < 0)
 		return r;
-	for (size_t i = 0; i < s->n_dns; i++)
-		if ((r = dp_tls_check_name(s->dns[i])) < 0)
-			return r;
 	san_len = 5 + strlen(s->cn) + 1;
 	for (size_t i = 0; i < s->n_dns; i++)
 		san_len += 5 + strlen(s->dns[i]);
@@ -184,31 +212,40 @@ int dp_certs_make_leaf(const dp_cert_spec *s, X509 *ca, EVP_PKEY *ca_key,
 		off += (size_t)snprintf(san + off, san_len - off, ",IP:%s", s->ips[i]);
 
 	ERR_clear_error();
-	if ((r = dp__keygen(&key)) < 0)
+	r = keygen(&key);
+	if (r < 0)
 		goto fail;
 	x = X509_new();
 	if (x == NULL) {
-		r = dp__ossl_fail("new certificate");
+		r = ossl_fail("new certificate");
 		goto fail;
 	}
-	if ((r = dp__cert_base(x, s->cn, s->not_before, s->lifetime, key)) < 0)
+	r = cert_base(x, s->cn, s->not_before, s->lifetime, key);
+	if (r < 0)
 		goto fail;
 	if (X509_set_issuer_name(x, X509_get_subject_name(ca)) != 1) {
-		r = dp__ossl_fail("issuer name");
+		r = ossl_fail("issuer name");
 		goto fail;
 	}
 	X509V3_set_ctx(&v3, ca, x, NULL, NULL, 0);
-	if ((r = dp__add_ext(x, &v3, NID_basic_constraints, "critical,CA:FALSE")) < 0 ||
-	    (r = dp__add_ext(x, &v3, NID_key_usage, "critical,digitalSignature")) < 0 ||
-	    (r = dp__add_ext(x, &v3, NID_ext_key_usage,
-			     eku == DP_CERT_EKU_SERVER ? "serverAuth" :
-			     eku == DP_CERT_EKU_CLIENT ? "clientAuth" : "serverAuth,clientAuth")) < 0 ||
-	    (r = dp__add_ext(x, &v3, NID_subject_alt_name, san)) < 0 ||
-	    (r = dp__add_ext(x, &v3, NID_subject_key_identifier, "hash")) < 0 ||
-	    (r = dp__add_ext(x, &v3, NID_authority_key_identifier, "keyid:always")) < 0)
-		goto fail;
+	{
+		const struct ext exts[] = {
+			{ NID_basic_constraints, "critical,CA:FALSE" },
+			{ NID_key_usage, "critical,digitalSignature" },
+			{ NID_ext_key_usage, eku == DP_CERT_EKU_SERVER ? "serverAuth" :
+					     eku == DP_CERT_EKU_CLIENT ? "clientAuth" :
+					     "serverAuth,clientAuth" },
+			{ NID_subject_alt_name, san },
+			{ NID_subject_key_identifier, "hash" },
+			{ NID_authority_key_identifier, "keyid:always" },
+		};
+
+		r = add_exts(x, &v3, exts, sizeof(exts) / sizeof(exts[0]));
+		if (r < 0)
+			goto fail;
+	}
 	if (X509_sign(x, ca_key, EVP_sha256()) <= 0) {
-		r = dp__ossl_fail("signing the certificate");
+		r = ossl_fail("signing the certificate");
 		goto fail;
 	}
 	free(san);
@@ -224,27 +261,11 @@ fail:
 
 /* ---- files ---------------------------------------------------------------- */
 
-static int dp__fsync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY);
-
-	if (fd < 0)
-		return dp_error_set(DP_EIO, "open directory '%s': %s", dir, strerror(errno));
-	if (fsync(fd) != 0 && errno != EINVAL) {
-		int e = errno;
-
-		close(fd);
-		return dp_error_set(DP_EIO, "sync directory '%s': %s", dir, strerror(e));
-	}
-	close(fd);
-	return 0;
-}
-
 /* Write data to path through a temporary file in the same directory.
  * Without force the final step is link(2), which fails if path exists,
- * so a file that appeared meanwhile is never replaced. */
-static int dp__write_file(const char *dir, const char *path, const char *data, size_t len,
-			  mode_t mode, int force)
+ * so a file that appeared meanwhile is never replaced (which is why this
+ * is not dp_file_write_atomic, whose rename replaces). */
+static int write_file(const char *path, const char *data, size_t len, mode_t mode, int force)
 {
 	char tmp[4096];
 	int fd, e;
@@ -287,7 +308,7 @@ static int dp__write_file(const char *dir, const char *path, const char *data, s
 		}
 		unlink(tmp);
 	}
-	return dp__fsync_dir(dir);
+	return dp_file_sync_dir(path);
 io_fail:
 	e = errno;
 	if (fd >= 0)
@@ -296,32 +317,32 @@ io_fail:
 	return dp_error_set(DP_EIO, "write '%s': %s", path, strerror(e));
 }
 
-static int dp__pem_key(EVP_PKEY *key, BIO **out)
+static int pem_key(EVP_PKEY *key, BIO **out)
 {
 	BIO *b = BIO_new(BIO_s_mem());
 
 	if (b == NULL || PEM_write_bio_PrivateKey(b, key, NULL, NULL, 0, NULL, NULL) != 1) {
 		BIO_free(b);
-		return dp__ossl_fail("encoding the private key");
+		return ossl_fail("encoding the private key");
 	}
 	*out = b;
 	return 0;
 }
 
-static int dp__pem_cert(X509 *cert, BIO **out)
+static int pem_cert(X509 *cert, BIO **out)
 {
 	BIO *b = BIO_new(BIO_s_mem());
 
 	if (b == NULL || PEM_write_bio_X509(b, cert) != 1) {
 		BIO_free(b);
-		return dp__ossl_fail("encoding the certificate");
+		return ossl_fail("encoding the certificate");
 	}
 	*out = b;
 	return 0;
 }
 
 /* Free a memory BIO after wiping its contents (it may hold a key). */
-static void dp__bio_wipe_free(BIO *b)
+static void bio_wipe_free(BIO *b)
 {
 	BUF_MEM *bm = NULL;
 
@@ -333,7 +354,7 @@ static void dp__bio_wipe_free(BIO *b)
 	BIO_free(b);
 }
 
-static int dp__path(char *out, size_t size, const char *dir, const char *base, const char *ext)
+static int file_path(char *out, size_t size, const char *dir, const char *base, const char *ext)
 {
 	if ((size_t)snprintf(out, size, "%s/%s.%s", dir, base, ext) >= size)
 		return dp_error_set(DP_EINVAL, "path too long: %s/%s.%s", dir, base, ext);
@@ -347,13 +368,17 @@ int dp_certs_write(const char *dir, const char *base, EVP_PKEY *key, X509 *cert,
 	BUF_MEM *bm;
 	int r;
 
+	DP_REQUIRE(cert != NULL);
 	if (dir == NULL || *dir == '\0' || base == NULL || *base == '\0' || strchr(base, '/'))
 		return dp_error_set(DP_EINVAL, "bad output directory or name");
-	if ((r = dp__path(kpath, sizeof(kpath), dir, base, "key")) < 0 ||
-	    (r = dp__path(cpath, sizeof(cpath), dir, base, "crt")) < 0)
+	r = file_path(kpath, sizeof(kpath), dir, base, "key");
+	if (r == 0)
+		r = file_path(cpath, sizeof(cpath), dir, base, "crt");
+	if (r < 0)
 		return r;
 	ERR_clear_error();
-	if ((r = dp__pem_cert(cert, &cb)) < 0)
+	r = pem_cert(cert, &cb);
+	if (r < 0)
 		return r;
 	if (!force && access(cpath, F_OK) == 0) {
 		BIO_free(cb);
@@ -361,19 +386,20 @@ int dp_certs_write(const char *dir, const char *base, EVP_PKEY *key, X509 *cert,
 				    cpath);
 	}
 	if (key != NULL) {
-		if ((r = dp__pem_key(key, &kb)) < 0)
+		r = pem_key(key, &kb);
+		if (r < 0)
 			goto out;
 		BIO_get_mem_ptr(kb, &bm);
-		r = dp__write_file(dir, kpath, bm->data, bm->length, 0600, force);
+		r = write_file(kpath, bm->data, bm->length, 0600, force);
 		if (r < 0)
 			goto out;
 	}
 	BIO_get_mem_ptr(cb, &bm);
-	r = dp__write_file(dir, cpath, bm->data, bm->length, 0644, force);
+	r = write_file(cpath, bm->data, bm->length, 0644, force);
 	if (r < 0 && key != NULL && !force)
 		unlink(kpath);  /* we created it just now */
 out:
-	dp__bio_wipe_free(kb);
+	bio_wipe_free(kb);
 	BIO_free(cb);
 	return r;
 }
@@ -385,6 +411,7 @@ int dp_certs_load_ca(const char *cert_file, const char *key_file, X509 **cert_ou
 	X509 *x;
 	EVP_PKEY *k;
 
+	DP_REQUIRE(cert_file != NULL && key_file != NULL && cert_out != NULL && key_out != NULL);
 	f = fopen(cert_file, "r");
 	if (f == NULL)
 		return dp_error_set(DP_ETLS, "cannot read CA certificate '%s': %s", cert_file,
@@ -428,70 +455,58 @@ int dp_certs_load_ca(const char *cert_file, const char *key_file, X509 **cert_ou
 
 /* ---- the whole job ------------------------------------------------------- */
 
-static int dp__mkdir_p(const char *dir)
+/* The output directory, 0700 when new; it must end up a directory. */
+static int make_out_dir(const char *dir)
 {
-	char buf[4096];
-	size_t n = strlen(dir);
 	struct stat st;
+	int r = dp_file_mkdir_p(dir, 1);
 
-	if (n == 0 || n >= sizeof(buf))
-		return dp_error_set(DP_EINVAL, "bad output directory");
-	memcpy(buf, dir, n + 1);
-	for (size_t i = 1; i <= n; i++) {
-		if (buf[i] != '/' && buf[i] != '\0')
-			continue;
-		buf[i] = '\0';
-		if (mkdir(buf, 0700) != 0 && errno != EEXIST)
-			return dp_error_set(DP_EIO, "create directory '%s': %s", buf,
-					    strerror(errno));
-		buf[i] = dir[i];
-	}
+	if (r < 0)
+		return r;
 	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
 		return dp_error_set(DP_EIO, "'%s' is not a directory", dir);
 	return 0;
 }
 
-static int dp__exists_check(const char *dir, const char *base, int with_key)
+static int exists_check(const char *dir, const char *base, int with_key)
 {
+	static const char *const exts[] = { "crt", "key" };
 	char path[4096];
-	int r;
 
-	if ((r = dp__path(path, sizeof(path), dir, base, "crt")) < 0)
-		return r;
-	if (access(path, F_OK) == 0)
-		return dp_error_set(-EEXIST, "'%s' already exists (use --force to replace "
-				    "it)", path);
-	if (!with_key)
-		return 0;
-	if ((r = dp__path(path, sizeof(path), dir, base, "key")) < 0)
-		return r;
-	if (access(path, F_OK) == 0)
-		return dp_error_set(-EEXIST, "'%s' already exists (use --force to replace "
-				    "it)", path);
+	for (int i = 0; i < (with_key ? 2 : 1); i++) {
+		int r = file_path(path, sizeof(path), dir, base, exts[i]);
+
+		if (r < 0)
+			return r;
+		if (access(path, F_OK) == 0)
+			return dp_error_set(-EEXIST, "'%s' already exists (use --force to "
+					    "replace it)", path);
+	}
 	return 0;
 }
 
-static void dp__told(const dp_certs_opts *o, const char *base, int with_key)
+static void told(const dp_certs_opts *o, const char *base, int with_key)
 {
 	char path[4096];
 
 	if (o->on_file == NULL)
 		return;
-	if (with_key && dp__path(path, sizeof(path), o->out_dir, base, "key") == 0)
+	if (with_key && file_path(path, sizeof(path), o->out_dir, base, "key") == 0)
 		o->on_file(path, o->arg);
-	if (dp__path(path, sizeof(path), o->out_dir, base, "crt") == 0)
+	if (file_path(path, sizeof(path), o->out_dir, base, "crt") == 0)
 		o->on_file(path, o->arg);
 }
 
 /* With a reused CA: 1 if out_dir/ca.crt is already this CA, 0 if absent. */
-static int dp__ca_present(const char *dir, X509 *ca, int force)
+static int ca_present(const char *dir, X509 *ca, int force)
 {
 	char path[4096];
 	X509 *have;
 	FILE *f;
 	int same, r;
 
-	if ((r = dp__path(path, sizeof(path), dir, "ca", "crt")) < 0)
+	r = file_path(path, sizeof(path), dir, "ca", "crt");
+	if (r < 0)
 		return r;
 	f = fopen(path, "r");
 	if (f == NULL)
@@ -520,8 +535,9 @@ int dp_certs_deploy(const dp_certs_opts *o)
 	static const char *const local_ip[] = { "127.0.0.1", "::1" };
 	EVP_PKEY *ca_key = NULL, *key = NULL;
 	X509 *ca = NULL, *cert = NULL;
-	int r, ca_have = 0;
+	int r = 0, ca_have = 0;
 
+	DP_REQUIRE(o != NULL && (o->owners != NULL || o->n_owners == 0));
 	if (o->out_dir == NULL || *o->out_dir == '\0')
 		return dp_error_set(DP_EINVAL, "no output directory");
 	if (reuse && (o->ca_cert_file == NULL || o->ca_key_file == NULL))
@@ -529,12 +545,15 @@ int dp_certs_deploy(const dp_certs_opts *o)
 				    "and its key");
 	if (!with_learner && o->n_owners == 0)
 		return dp_error_set(DP_EINVAL, "nothing to make (no owners, no learner)");
-	if (with_learner && (r = dp_tls_check_name(learner)) < 0)
+	if (with_learner)
+		r = dp_tls_check_name(learner);
+	if (r < 0)
 		return r;
 	for (size_t i = 0; i < o->n_owners; i++) {
 		const char *a = o->owners[i];
 
-		if ((r = dp_tls_check_name(a)) < 0)
+		r = dp_tls_check_name(a);
+		if (r < 0)
 			return r;
 		if (strcmp(a, "ca") == 0)
 			return dp_error_set(DP_EINVAL, "'ca' is reserved for the CA files");
@@ -546,34 +565,42 @@ int dp_certs_deploy(const dp_certs_opts *o)
 	}
 	if (with_learner && strcmp(learner, "ca") == 0)
 		return dp_error_set(DP_EINVAL, "'ca' is reserved for the CA files");
-	if ((r = dp__mkdir_p(o->out_dir)) < 0)
+	r = make_out_dir(o->out_dir);
+	if (r < 0)
 		return r;
 	if (reuse) {
-		if ((r = dp_certs_load_ca(o->ca_cert_file, o->ca_key_file, &ca, &ca_key)) < 0)
+		r = dp_certs_load_ca(o->ca_cert_file, o->ca_key_file, &ca, &ca_key);
+		if (r < 0)
 			return r;
-		if ((r = dp__ca_present(o->out_dir, ca, o->force)) < 0)
+		r = ca_present(o->out_dir, ca, o->force);
+		if (r < 0)
 			goto out;
 		ca_have = r;
+		r = 0;
 	}
 	if (!o->force) {
-		if (!reuse && (r = dp__exists_check(o->out_dir, "ca", 1)) < 0)
+		if (!reuse)
+			r = exists_check(o->out_dir, "ca", 1);
+		if (r == 0 && with_learner)
+			r = exists_check(o->out_dir, learner, 1);
+		for (size_t i = 0; r == 0 && i < o->n_owners; i++)
+			r = exists_check(o->out_dir, o->owners[i], 1);
+		if (r < 0)
 			goto out;
-		if (with_learner && (r = dp__exists_check(o->out_dir, learner, 1)) < 0)
-			goto out;
-		for (size_t i = 0; i < o->n_owners; i++)
-			if ((r = dp__exists_check(o->out_dir, o->owners[i], 1)) < 0)
-				goto out;
 	}
 	if (!reuse) {
-		if ((r = dp_certs_make_ca("dpasync deployment CA", -DP_CERTS_BACKDATE, ca_life,
-					  &ca_key, &ca)) < 0 ||
-		    (r = dp_certs_write(o->out_dir, "ca", ca_key, ca, o->force)) < 0)
+		r = dp_certs_make_ca("dpasync deployment CA", -DP_CERTS_BACKDATE, ca_life, &ca_key,
+				     &ca);
+		if (r == 0)
+			r = dp_certs_write(o->out_dir, "ca", ca_key, ca, o->force);
+		if (r < 0)
 			goto out;
-		dp__told(o, "ca", 1);
+		told(o, "ca", 1);
 	} else if (!ca_have) {
-		if ((r = dp_certs_write(o->out_dir, "ca", NULL, ca, o->force)) < 0)
+		r = dp_certs_write(o->out_dir, "ca", NULL, ca, o->force);
+		if (r < 0)
 			goto out;
-		dp__told(o, "ca", 0);
+		told(o, "ca", 0);
 	}
 	if (with_learner) {
 		dp_cert_spec s = {
@@ -584,10 +611,12 @@ int dp_certs_deploy(const dp_certs_opts *o)
 
 		if (strcmp(learner, "localhost") == 0)
 			s.n_dns = 0;
-		if ((r = dp_certs_make_leaf(&s, ca, ca_key, &key, &cert)) < 0 ||
-		    (r = dp_certs_write(o->out_dir, learner, key, cert, o->force)) < 0)
+		r = dp_certs_make_leaf(&s, ca, ca_key, &key, &cert);
+		if (r == 0)
+			r = dp_certs_write(o->out_dir, learner, key, cert, o->force);
+		if (r < 0)
 			goto out;
-		dp__told(o, learner, 1);
+		told(o, learner, 1);
 		EVP_PKEY_free(key);
 		X509_free(cert);
 		key = NULL;
@@ -600,10 +629,12 @@ int dp_certs_deploy(const dp_certs_opts *o)
 			.not_before = -DP_CERTS_BACKDATE, .lifetime = leaf_life,
 		};
 
-		if ((r = dp_certs_make_leaf(&s, ca, ca_key, &key, &cert)) < 0 ||
-		    (r = dp_certs_write(o->out_dir, o->owners[i], key, cert, o->force)) < 0)
+		r = dp_certs_make_leaf(&s, ca, ca_key, &key, &cert);
+		if (r == 0)
+			r = dp_certs_write(o->out_dir, o->owners[i], key, cert, o->force);
+		if (r < 0)
 			goto out;
-		dp__told(o, o->owners[i], 1);
+		told(o, o->owners[i], 1);
 		EVP_PKEY_free(key);
 		X509_free(cert);
 		key = NULL;

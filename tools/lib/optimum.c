@@ -44,37 +44,38 @@
 #include <lapacke.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/core/error.h"
 
-#define DP__NEWTON_GTOL 1e-12
-#define DP__NEWTON_DECR 1e-24
-#define DP__NEWTON_MAXIT 100
-#define DP__NEWTON_FRES 1e-14   /* predicted decrease below f's resolution */
-#define DP__FISTA_TOL 1e-10
-#define DP__FISTA_MAXIT 2000000
-#define DP__DCD_GAP 1e-10
-#define DP__DCD_MAXEPOCH 20000
-#define DP__DCD_MAXSWEEP 100000000
-#define DP__ROWS 256
-#define DP__RCOND_MIN 1e-12
+#define NEWTON_GTOL 1e-12
+#define NEWTON_DECR 1e-24
+#define NEWTON_MAXIT 100
+#define NEWTON_FRES 1e-14   /* predicted decrease below f's resolution */
+#define FISTA_TOL 1e-10
+#define FISTA_MAXIT 2000000
+#define DCD_GAP 1e-10
+#define DCD_MAXEPOCH 20000
+#define DCD_MAXSWEEP 100000000
+#define BLOCK_ROWS 256
+#define RCOND_MIN 1e-12
 
 /* All owners' data seen as one problem. */
-typedef struct dp__prob {
+typedef struct problem {
 	dp_model m;
 	const dp_dataset *const *ds;
 	size_t nds, n, p;
 	double lambda, tmax;
-} dp__prob;
+} problem;
 
-static double dp__clamp(double v, double tmax)
+static double clamp(double v, double tmax)
 {
 	return v > tmax ? tmax : (v < -tmax ? -tmax : v);
 }
 
-static double dp__norm_inf(const double *v, size_t p)
+static double norm_inf(const double *v, size_t p)
 {
 	double s = 0.0;
 
@@ -84,13 +85,13 @@ static double dp__norm_inf(const double *v, size_t p)
 	return s;
 }
 
-static double dp__f(const dp__prob *P, const double *theta)
+static double objective(const problem *P, const double *theta)
 {
 	return dp_model_fitness(P->m, P->ds, P->nds, P->lambda, theta);
 }
 
 /* grad f = 2 lambda theta + (1/n) sum over all rows of c x. */
-static void dp__grad(const dp__prob *P, const double *theta, double *g, double *tmp)
+static void gradient(const problem *P, const double *theta, double *g, double *tmp)
 {
 	for (size_t q = 0; q < P->p; q++)
 		g[q] = 2.0 * P->lambda * theta[q];
@@ -105,7 +106,7 @@ static void dp__grad(const dp__prob *P, const double *theta, double *g, double *
 }
 
 /* G = X^T X / n (full symmetric), b = X^T y / n, yy = y^T y / n. */
-static void dp__gram(const dp__prob *P, double *G, double *b, double *yy)
+static void gram(const problem *P, double *G, double *b, double *yy)
 {
 	size_t p = P->p;
 	double inv = 1.0 / (double)P->n;
@@ -134,7 +135,7 @@ static void dp__gram(const dp__prob *P, double *G, double *b, double *yy)
 }
 
 /* Largest eigenvalue of the symmetric p x p matrix A (A is overwritten). */
-static int dp__lambda_max(double *A, size_t p, double *out)
+static int lambda_max(double *A, size_t p, double *out)
 {
 	double *w = malloc(p * sizeof(double));
 	lapack_int info;
@@ -155,13 +156,13 @@ static int dp__lambda_max(double *A, size_t p, double *out)
 
 /* Gradient oracle: linear uses the p x p quadratic form (A = G + lambda I,
  * grad = 2 (A theta - b)); logistic passes over the data. */
-typedef struct dp__oracle {
-	const dp__prob *P;
+typedef struct oracle {
+	const problem *P;
 	const double *A, *b;    /* linear only */
 	double *tmp;
-} dp__oracle;
+} oracle;
 
-static void dp__oracle_grad(const dp__oracle *o, const double *theta, double *g)
+static void oracle_grad(const oracle *o, const double *theta, double *g)
 {
 	size_t p = o->P->p;
 
@@ -171,12 +172,12 @@ static void dp__oracle_grad(const dp__oracle *o, const double *theta, double *g)
 			    g, 1);
 		return;
 	}
-	dp__grad(o->P, theta, g, o->tmp);
+	gradient(o->P, theta, g, o->tmp);
 }
 
-static int dp__fista(const dp__oracle *o, double L, double *theta)
+static int fista(const oracle *o, double L, double *theta)
 {
-	const dp__prob *P = o->P;
+	const problem *P = o->P;
 	size_t p = P->p;
 	double *x = malloc(4 * p * sizeof(double)), *y, *xn, *g;
 	double t = 1.0;
@@ -188,13 +189,13 @@ static int dp__fista(const dp__oracle *o, double L, double *theta)
 	xn = y + p;
 	g = xn + p;
 	for (size_t q = 0; q < p; q++)
-		x[q] = y[q] = dp__clamp(theta[q], P->tmax);
-	for (long it = 0; it < DP__FISTA_MAXIT; it++) {
+		x[q] = y[q] = clamp(theta[q], P->tmax);
+	for (long it = 0; it < FISTA_MAXIT; it++) {
 		double gm = 0.0, dot = 0.0, tn, beta;
 
-		dp__oracle_grad(o, y, g);
+		oracle_grad(o, y, g);
 		for (size_t q = 0; q < p; q++) {
-			xn[q] = dp__clamp(y[q] - g[q] / L, P->tmax);
+			xn[q] = clamp(y[q] - g[q] / L, P->tmax);
 			double gmq = L * fabs(y[q] - xn[q]);
 			if (!(gmq <= gm))
 				gm = gmq;
@@ -204,7 +205,7 @@ static int dp__fista(const dp__oracle *o, double L, double *theta)
 		}
 		if (!isfinite(gm))
 			break;
-		if (gm <= DP__FISTA_TOL) {
+		if (gm <= FISTA_TOL) {
 			memcpy(theta, xn, p * sizeof(double));
 			err = 0;
 			break;
@@ -214,7 +215,7 @@ static int dp__fista(const dp__oracle *o, double L, double *theta)
 		tn = 0.5 * (1.0 + sqrt(1.0 + 4.0 * t * t));
 		beta = (t - 1.0) / tn;
 		for (size_t q = 0; q < p; q++) {
-			y[q] = dp__clamp(xn[q] + beta * (xn[q] - x[q]), P->tmax);
+			y[q] = clamp(xn[q] + beta * (xn[q] - x[q]), P->tmax);
 			x[q] = xn[q];
 		}
 		t = tn;
@@ -227,7 +228,7 @@ static int dp__fista(const dp__oracle *o, double L, double *theta)
 
 /* ---- linear ------------------------------------------------------------ */
 
-static int dp__linear(const dp__prob *P, double *theta)
+static int solve_linear(const problem *P, double *theta)
 {
 	size_t p = P->p;
 	double *G = malloc((2 * p * p + 2 * p) * sizeof(double)), *A, *b, *rhs;
@@ -239,7 +240,7 @@ static int dp__linear(const dp__prob *P, double *theta)
 	A = G + p * p;
 	b = A + p * p;
 	rhs = b + p;
-	dp__gram(P, G, b, NULL);
+	gram(P, G, b, NULL);
 	for (size_t q = 0; q < p; q++)
 		G[q * p + q] += P->lambda;
 	memcpy(A, G, p * p * sizeof(double));
@@ -253,7 +254,7 @@ static int dp__linear(const dp__prob *P, double *theta)
 
 		info = LAPACKE_dpocon(LAPACK_ROW_MAJOR, 'U', (lapack_int)p, A, (lapack_int)p, anorm,
 				      &rcond);
-		if (info == 0 && !(rcond >= DP__RCOND_MIN))
+		if (info == 0 && !(rcond >= RCOND_MIN))
 			info = -1000;
 	}
 	if (info == 0)
@@ -268,14 +269,14 @@ static int dp__linear(const dp__prob *P, double *theta)
 			err = dp_error_set(DP_ENUMERIC, "optimum: non-finite solution");
 			goto out;
 		}
-	if (dp__norm_inf(rhs, p) > P->tmax) {
+	if (norm_inf(rhs, p) > P->tmax) {
 		double lmax;
-		dp__oracle o = { .P = P, .A = G, .b = b };
+		oracle o = { .P = P, .A = G, .b = b };
 
 		memcpy(A, G, p * p * sizeof(double));
-		err = dp__lambda_max(A, p, &lmax);
+		err = lambda_max(A, p, &lmax);
 		if (err == 0)
-			err = dp__fista(&o, 2.0 * lmax, rhs);
+			err = fista(&o, 2.0 * lmax, rhs);
 		if (err != 0)
 			goto out;
 	}
@@ -288,7 +289,7 @@ out:
 /* ---- logistic ---------------------------------------------------------- */
 
 /* l''(t) = 1 / ((1 + e^t)(1 + e^-t)), the same for both labels. */
-static double dp__logistic_w(double t)
+static double logistic_w(double t)
 {
 	double e = exp(-fabs(t));
 
@@ -296,7 +297,7 @@ static double dp__logistic_w(double t)
 }
 
 /* H = (1/n) X^T D X + 2 lambda I (upper triangle, row-major). */
-static void dp__logistic_hess(const dp__prob *P, const double *theta, double *H, double *zb,
+static void logistic_hess(const problem *P, const double *theta, double *H, double *zb,
 			      double *t)
 {
 	size_t p = P->p;
@@ -306,13 +307,13 @@ static void dp__logistic_hess(const dp__prob *P, const double *theta, double *H,
 	for (size_t i = 0; i < P->nds; i++) {
 		const dp_dataset *d = P->ds[i];
 
-		for (size_t j0 = 0; j0 < d->n; j0 += DP__ROWS) {
-			size_t nb = d->n - j0 < DP__ROWS ? d->n - j0 : DP__ROWS;
+		for (size_t j0 = 0; j0 < d->n; j0 += BLOCK_ROWS) {
+			size_t nb = d->n - j0 < BLOCK_ROWS ? d->n - j0 : BLOCK_ROWS;
 
 			cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)nb, (int)p, 1.0, d->x + j0 * p,
 				    (int)p, theta, 1, 0.0, t, 1);
 			for (size_t r = 0; r < nb; r++) {
-				double s = sqrt(dp__logistic_w(t[r]) * inv);
+				double s = sqrt(logistic_w(t[r]) * inv);
 				for (size_t q = 0; q < p; q++)
 					zb[r * p + q] = s * d->x[(j0 + r) * p + q];
 			}
@@ -324,10 +325,10 @@ static void dp__logistic_hess(const dp__prob *P, const double *theta, double *H,
 		H[q * p + q] += 2.0 * P->lambda;
 }
 
-static int dp__logistic(const dp__prob *P, double *theta)
+static int solve_logistic(const problem *P, double *theta)
 {
 	size_t p = P->p;
-	double *buf = calloc(6 * p + p * p + DP__ROWS * p + DP__ROWS, sizeof(double));
+	double *buf = calloc(6 * p + p * p + BLOCK_ROWS * p + BLOCK_ROWS, sizeof(double));
 	double *th, *g, *d, *tn, *tmp, *H, *zb, *t, *gsave;
 	double f;
 	int err = DP_ENUMERIC, it;
@@ -342,21 +343,21 @@ static int dp__logistic(const dp__prob *P, double *theta)
 	gsave = tmp + p;
 	H = gsave + p;
 	zb = H + p * p;
-	t = zb + DP__ROWS * p;
+	t = zb + BLOCK_ROWS * p;
 
-	f = dp__f(P, th);
-	for (it = 0; it < DP__NEWTON_MAXIT; it++) {
+	f = objective(P, th);
+	for (it = 0; it < NEWTON_MAXIT; it++) {
 		double gd = 0.0, alpha = 1.0, fn = f;
 		lapack_int info;
 
-		dp__grad(P, th, g, tmp);
-		if (!isfinite(f) || !isfinite(dp__norm_inf(g, p)))
+		gradient(P, th, g, tmp);
+		if (!isfinite(f) || !isfinite(norm_inf(g, p)))
 			break;
-		if (dp__norm_inf(g, p) <= DP__NEWTON_GTOL * fmax(1.0, fabs(f))) {
+		if (norm_inf(g, p) <= NEWTON_GTOL * fmax(1.0, fabs(f))) {
 			err = 0;
 			break;
 		}
-		dp__logistic_hess(P, th, H, zb, t);
+		logistic_hess(P, th, H, zb, t);
 		for (size_t q = 0; q < p; q++)
 			d[q] = -g[q];
 		info = LAPACKE_dposv(LAPACK_ROW_MAJOR, 'U', (lapack_int)p, 1, H, (lapack_int)p, d, 1);
@@ -364,7 +365,7 @@ static int dp__logistic(const dp__prob *P, double *theta)
 			break;
 		for (size_t q = 0; q < p; q++)
 			gd += g[q] * d[q];
-		if (-gd / 2.0 <= DP__NEWTON_DECR * fmax(1.0, fabs(f))) {
+		if (-gd / 2.0 <= NEWTON_DECR * fmax(1.0, fabs(f))) {
 			err = 0;
 			break;
 		}
@@ -372,7 +373,7 @@ static int dp__logistic(const dp__prob *P, double *theta)
 		 * decrease any more and the line search would shrink the step to
 		 * nothing, stalling with |grad| ~ 1e-11.  The quadratic model is
 		 * exact to rounding here: take the full Newton step and stop. */
-		if (-gd / 2.0 <= DP__NEWTON_FRES * fmax(1.0, fabs(f))) {
+		if (-gd / 2.0 <= NEWTON_FRES * fmax(1.0, fabs(f))) {
 			for (size_t q = 0; q < p; q++)
 				th[q] += d[q];
 			err = 0;
@@ -381,7 +382,7 @@ static int dp__logistic(const dp__prob *P, double *theta)
 		for (int ls = 0; ls < 60; ls++) {
 			for (size_t q = 0; q < p; q++)
 				tn[q] = th[q] + alpha * d[q];
-			fn = dp__f(P, tn);
+			fn = objective(P, tn);
 			if (fn <= f + 1e-4 * alpha * gd)
 				break;
 			alpha *= 0.5;
@@ -399,14 +400,14 @@ static int dp__logistic(const dp__prob *P, double *theta)
 		return dp_error_set(DP_ENUMERIC, "optimum: Newton did not converge for logistic "
 				    "regression (%d iterations)", it);
 	}
-	if (dp__norm_inf(th, p) > P->tmax) {
+	if (norm_inf(th, p) > P->tmax) {
 		double lmax;
-		dp__oracle o = { .P = P, .tmp = tmp };
+		oracle o = { .P = P, .tmp = tmp };
 
-		dp__gram(P, H, NULL, NULL);
-		err = dp__lambda_max(H, p, &lmax);
+		gram(P, H, NULL, NULL);
+		err = lambda_max(H, p, &lmax);
 		if (err == 0)
-			err = dp__fista(&o, lmax / 4.0 + 2.0 * P->lambda, th);
+			err = fista(&o, lmax / 4.0 + 2.0 * P->lambda, th);
 		if (err != 0) {
 			free(buf);
 			return err;
@@ -427,32 +428,32 @@ static int dp__logistic(const dp__prob *P, double *theta)
  * derivative is r(delta) / n with r(delta) = 1 - y_j x_j.theta(v + delta u),
  * u = y_j x_j / n, non-increasing and piecewise linear in delta. */
 
-typedef struct dp__svm {
+typedef struct svm_state {
 	size_t n, p;
 	const double **x;
 	const double *y;
 	double *alpha, *v;
 	double lam2, vmax;  /* 2 lambda, 2 lambda M */
 	double tmax;
-} dp__svm;
+} svm_state;
 
-static double dp__svm_theta(const dp__svm *S, double vq)
+static double svm_theta(const svm_state *S, double vq)
 {
-	return dp__clamp(vq / S->lam2, S->tmax);
+	return clamp(vq / S->lam2, S->tmax);
 }
 
 /* r at v + delta u for row j */
-static double dp__svm_r(const dp__svm *S, size_t j, double delta)
+static double svm_r(const svm_state *S, size_t j, double delta)
 {
 	const double *x = S->x[j];
 	double yj = S->y[j], s = 0.0, c = delta * yj / (double)S->n;
 
 	for (size_t q = 0; q < S->p; q++)
-		s += x[q] * dp__svm_theta(S, S->v[q] + c * x[q]);
+		s += x[q] * svm_theta(S, S->v[q] + c * x[q]);
 	return 1.0 - yj * s;
 }
 
-static int dp__cmp_abs(const void *a, const void *b)
+static int cmp_abs(const void *a, const void *b)
 {
 	double x = fabs(*(const double *)a), y = fabs(*(const double *)b);
 
@@ -461,7 +462,7 @@ static int dp__cmp_abs(const void *a, const void *b)
 
 /* The exact coordinate step for row j given r0 = r(0) (bp: scratch of 2p
  * doubles). */
-static double dp__svm_step(const dp__svm *S, size_t j, double r0, double *bp)
+static double svm_step(const svm_state *S, size_t j, double r0, double *bp)
 {
 	const double *x = S->x[j];
 	double yj = S->y[j], aj = S->alpha[j], n = (double)S->n;
@@ -508,11 +509,11 @@ static double dp__svm_step(const dp__svm *S, size_t j, double r0, double *bp)
 			return delta;
 	}
 	/* walk the pieces */
-	qsort(bp, nb, sizeof(double), dp__cmp_abs);
+	qsort(bp, nb, sizeof(double), cmp_abs);
 	double prev = 0.0, rprev = r0;
 	for (size_t i = 0; i <= nb; i++) {
 		double b = i < nb ? bp[i] : end;
-		double rb = dp__svm_r(S, j, b);
+		double rb = svm_r(S, j, b);
 
 		if (rb * dir <= 0.0) {
 			if (rprev == rb)
@@ -525,7 +526,7 @@ static double dp__svm_step(const dp__svm *S, size_t j, double r0, double *bp)
 	return end;
 }
 
-static uint64_t dp__xs(uint64_t *s)
+static uint64_t xorshift(uint64_t *s)
 {
 	uint64_t x = *s;
 
@@ -536,7 +537,7 @@ static uint64_t dp__xs(uint64_t *s)
 }
 
 /* v = (1/n) sum alpha_j y_j x_j from scratch (no drift) */
-static void dp__svm_v(const dp__svm *S)
+static void svm_v(const svm_state *S)
 {
 	memset(S->v, 0, S->p * sizeof(double));
 	for (size_t j = 0; j < S->n; j++) {
@@ -548,31 +549,31 @@ static void dp__svm_v(const dp__svm *S)
 
 /* Duality gap at alpha (v recomputed from scratch, no drift); theta(v)
  * into th, the primal value into *primal. */
-static double dp__svm_gap(const dp__prob *P, const dp__svm *S, double *th, double *primal)
+static double svm_gap(const problem *P, const svm_state *S, double *th, double *primal)
 {
 	double dual = 0.0;
 
-	dp__svm_v(S);
+	svm_v(S);
 	for (size_t j = 0; j < S->n; j++)
 		dual += S->alpha[j];
 	dual /= (double)S->n;
 	for (size_t q = 0; q < S->p; q++) {
 		double vq = S->v[q];
 
-		th[q] = dp__svm_theta(S, vq);
+		th[q] = svm_theta(S, vq);
 		if (fabs(vq) <= S->vmax)
 			dual -= vq * vq / (2.0 * S->lam2);
 		else
 			dual -= P->tmax * fabs(vq) - P->lambda * P->tmax * P->tmax;
 	}
-	*primal = dp__f(P, th);
+	*primal = objective(P, th);
 	return *primal - dual;
 }
 
-static int dp__svm_solve(const dp__prob *P, double *theta)
+static int solve_svm(const problem *P, double *theta)
 {
 	size_t n = P->n, p = P->p, k = 0;
-	dp__svm S = { .n = n, .p = p, .lam2 = 2.0 * P->lambda, .tmax = P->tmax };
+	svm_state S = { .n = n, .p = p, .lam2 = 2.0 * P->lambda, .tmax = P->tmax };
 	size_t *perm = malloc(n * sizeof(size_t));
 	double *bp = malloc(2 * p * sizeof(double)), *th = malloc(p * sizeof(double));
 	double *yy = malloc(n * sizeof(double));
@@ -610,19 +611,19 @@ static int dp__svm_solve(const dp__prob *P, double *theta)
 	 * rows are cheap and may be many */
 	double work = 0.0;
 
-	for (epoch = 0; work < DP__DCD_MAXEPOCH && epoch < DP__DCD_MAXSWEEP; epoch++) {
+	for (epoch = 0; work < DCD_MAXEPOCH && epoch < DCD_MAXSWEEP; epoch++) {
 		double pgmax = -INFINITY, pgmin = INFINITY;
 
 		work += (double)nact / (double)n;
 
 		for (size_t i = nact - 1; i > 0; i--) {
-			size_t r = (size_t)(dp__xs(&rs) % (i + 1)), tmpi = perm[i];
+			size_t r = (size_t)(xorshift(&rs) % (i + 1)), tmpi = perm[i];
 			perm[i] = perm[r];
 			perm[r] = tmpi;
 		}
 		for (size_t i = 0; i < nact; i++) {
 			size_t j = perm[i];
-			double r0 = dp__svm_r(&S, j, 0.0), G = -r0, pg = 0.0, delta, na, dd;
+			double r0 = svm_r(&S, j, 0.0), G = -r0, pg = 0.0, delta, na, dd;
 
 			if (S.alpha[j] == 0.0) {
 				if (G > pgmax_old) {
@@ -647,7 +648,7 @@ static int dp__svm_solve(const dp__prob *P, double *theta)
 			pgmin = fmin(pgmin, pg);
 			if (pg == 0.0)
 				continue;
-			delta = dp__svm_step(&S, j, r0, bp);
+			delta = svm_step(&S, j, r0, bp);
 			if (delta == 0.0)
 				continue;
 			na = S.alpha[j] + delta;
@@ -670,10 +671,10 @@ static int dp__svm_solve(const dp__prob *P, double *theta)
 			continue;
 		}
 		/* a full sweep converged to eps: check the certificate */
-		gap = dp__svm_gap(P, &S, th, &primal);
+		gap = svm_gap(P, &S, th, &primal);
 		if (!isfinite(gap))
 			break;
-		if (gap <= DP__DCD_GAP * primal) {
+		if (gap <= DCD_GAP * primal) {
 			err = 0;
 			break;
 		}
@@ -682,7 +683,7 @@ static int dp__svm_solve(const dp__prob *P, double *theta)
 	if (err != 0) {
 		if (err == DP_ENUMERIC)
 			dp_error_set(DP_ENUMERIC, "optimum: svm dual coordinate descent did not reach "
-				     "gap %g (gap %g, f %g after %d sweeps, %.0f passes)", DP__DCD_GAP,
+				     "gap %g (gap %g, f %g after %d sweeps, %.0f passes)", DCD_GAP,
 				     gap, primal, epoch, work);
 		goto out;
 	}
@@ -703,10 +704,11 @@ out:
 int dp_optimum_solve(dp_model m, const dp_dataset *const *ds, size_t nds, double lambda,
 	       double theta_max, double *theta_star, double *f_star)
 {
-	dp__prob P = { .m = m, .ds = ds, .nds = nds, .lambda = lambda, .tmax = theta_max };
+	problem P = { .m = m, .ds = ds, .nds = nds, .lambda = lambda, .tmax = theta_max };
 	double *th;
 	int err;
 
+	DP_REQUIRE(theta_star != NULL);
 	if (ds == NULL || nds == 0)
 		return dp_error_set(DP_EINVAL, "optimum: no data");
 	P.p = ds[0]->p;
@@ -742,19 +744,19 @@ int dp_optimum_solve(dp_model m, const dp_dataset *const *ds, size_t nds, double
 		return dp_error_set(DP_ENOMEM, "optimum: out of memory");
 	switch (m) {
 	case DP_MODEL_LINEAR:
-		err = dp__linear(&P, th);
+		err = solve_linear(&P, th);
 		break;
 	case DP_MODEL_LOGISTIC:
-		err = dp__logistic(&P, th);
+		err = solve_logistic(&P, th);
 		break;
 	case DP_MODEL_SVM:
-		err = dp__svm_solve(&P, th);
+		err = solve_svm(&P, th);
 		break;
 	default:
 		err = dp_error_set(DP_EINVAL, "optimum: unknown model %d", (int)m);
 	}
 	if (err == 0) {
-		double f = dp__f(&P, th);
+		double f = objective(&P, th);
 
 		if (!isfinite(f)) {
 			err = dp_error_set(DP_ENUMERIC, "optimum: f(theta*) is not finite");
@@ -766,4 +768,31 @@ int dp_optimum_solve(dp_model m, const dp_dataset *const *ds, size_t nds, double
 	}
 	free(th);
 	return err;
+}
+
+int dp_optimum_compare(dp_model m, const double *theta, size_t p, const dp_dataset *const *ds,
+		       size_t nds, double lambda, double theta_max, double *f, double *f_star)
+{
+	double *theta_star, fv, fs;
+	int rc;
+
+	DP_REQUIRE(theta != NULL && ds != NULL && nds > 0 && f != NULL && f_star != NULL);
+	if (ds[0]->p != p)
+		return dp_error_set(DP_EFORMAT, "%s has %zu features but the model has %zu "
+				    "coefficients", ds[0]->source, ds[0]->p, p);
+	theta_star = calloc(p ? p : 1, sizeof(double));
+	if (theta_star == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	fv = dp_model_fitness(m, ds, nds, lambda, theta);
+	rc = dp_optimum_solve(m, ds, nds, lambda, theta_max, theta_star, &fs);
+	free(theta_star);
+	if (rc != 0) {
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s", dp_error_detail(rc));
+		return dp_error_set(rc, "computing the non-private optimum: %s", why);
+	}
+	*f = fv;
+	*f_star = fs;
+	return 0;
 }

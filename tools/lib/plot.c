@@ -1,4 +1,4 @@
-/* Figures for `dpasync plot` and `dpasync report` (plotting.h).  The data
+/* Figures for `dpasync plot` and `dpasync report` (plot.h).  The data
  * goes into the gnuplot script as inline datablocks, so one script file is
  * the whole input and nothing else is left in the temporary directory. */
 #include "tools/lib/plot.h"
@@ -15,27 +15,31 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <json-c/json.h>
 #include <libgen.h>
 
 #include "common/core/error.h"
+#include "common/core/json.h"
 #include "common/core/num.h"
 
 extern char **environ;
 
+/* Largest summary.json read (it holds p + 2 numbers per model coordinate
+ * and one per owner and repeat). */
+#define SUMMARY_MAX ((size_t)1 << 28)
+
 /* Series colours (colour-blind-safe order of the Tableau palette). */
-static const char *const dp__colors[] = {
+static const char *const colors[] = {
 	"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
 	"#e377c2", "#17becf", "#bcbd22", "#7f7f7f",
 };
-#define DP__NCOLORS (sizeof(dp__colors) / sizeof(dp__colors[0]))
+#define NCOLORS (sizeof(colors) / sizeof(colors[0]))
 /* Owners drawn as separate, labelled series up to this many; beyond, one series. */
-#define DP__MAX_LEGEND_OWNERS 12
+#define MAX_LEGEND_OWNERS 12
 
 /* ---- reading ---------------------------------------------------------- */
 
 /* Natural order: digit runs compare as numbers, so owner-2 < owner-10. */
-static int dp__natcmp(const char *a, const char *b)
+static int natcmp(const char *a, const char *b)
 {
 	while (*a && *b) {
 		if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
@@ -66,21 +70,21 @@ static int dp__natcmp(const char *a, const char *b)
 	return *a ? 1 : *b ? -1 : 0;
 }
 
-static int dp__natcmp_p(const void *a, const void *b)
+static int natcmp_p(const void *a, const void *b)
 {
-	return dp__natcmp(*(char *const *)a, *(char *const *)b);
+	return natcmp(*(char *const *)a, *(char *const *)b);
 }
 
 /* Growable arrays of the trace's columns. */
-typedef struct dp__cols {
+typedef struct cols {
 	size_t n, cap;
 	size_t *k, *owner;
 	double *t, *wait, *rtt, *eps;
 	size_t nnames, capnames;
 	char **names;
-} dp__cols;
+} cols;
 
-static void dp__cols_free(dp__cols *c)
+static void cols_free(cols *c)
 {
 	free(c->k);
 	free(c->owner);
@@ -94,7 +98,7 @@ static void dp__cols_free(dp__cols *c)
 	memset(c, 0, sizeof(*c));
 }
 
-static int dp__grow(void **p, size_t cap, size_t size)
+static int grow(void **p, size_t cap, size_t size)
 {
 	void *q = realloc(*p, cap * size);
 	if (q == NULL)
@@ -103,26 +107,26 @@ static int dp__grow(void **p, size_t cap, size_t size)
 	return 0;
 }
 
-static int dp__cols_reserve(dp__cols *c, int full)
+static int cols_reserve(cols *c, int full)
 {
 	size_t cap;
 
 	if (c->n < c->cap)
 		return 0;
 	cap = c->cap ? 2 * c->cap : 1024;
-	if (dp__grow((void **)&c->k, cap, sizeof(size_t)) || dp__grow((void **)&c->owner, cap, sizeof(size_t)))
+	if (grow((void **)&c->k, cap, sizeof(size_t)) || grow((void **)&c->owner, cap, sizeof(size_t)))
 		return dp_error_set(DP_ENOMEM, "out of memory");
-	if (full && (dp__grow((void **)&c->t, cap, sizeof(double)) ||
-		     dp__grow((void **)&c->wait, cap, sizeof(double)) ||
-		     dp__grow((void **)&c->rtt, cap, sizeof(double)) ||
-		     dp__grow((void **)&c->eps, cap, sizeof(double))))
+	if (full && (grow((void **)&c->t, cap, sizeof(double)) ||
+		     grow((void **)&c->wait, cap, sizeof(double)) ||
+		     grow((void **)&c->rtt, cap, sizeof(double)) ||
+		     grow((void **)&c->eps, cap, sizeof(double))))
 		return dp_error_set(DP_ENOMEM, "out of memory");
 	c->cap = cap;
 	return 0;
 }
 
 /* Index of `name` in c->names, added when new; SIZE_MAX on ENOMEM. */
-static size_t dp__cols_name(dp__cols *c, const char *name, size_t hint)
+static size_t cols_name(cols *c, const char *name, size_t hint)
 {
 	if (hint < c->nnames && strcmp(c->names[hint], name) == 0)
 		return hint;
@@ -131,7 +135,7 @@ static size_t dp__cols_name(dp__cols *c, const char *name, size_t hint)
 			return i;
 	if (c->nnames == c->capnames) {
 		size_t cap = c->capnames ? 2 * c->capnames : 16;
-		if (dp__grow((void **)&c->names, cap, sizeof(char *)))
+		if (grow((void **)&c->names, cap, sizeof(char *)))
 			return SIZE_MAX;
 		c->capnames = cap;
 	}
@@ -141,10 +145,10 @@ static size_t dp__cols_name(dp__cols *c, const char *name, size_t hint)
 	return c->nnames++;
 }
 
-static const char dp__trace_header[] = "k,time_unix,owner,wait_s,rtt_s,eps_spent";
+static const char trace_header[] = "k,time_unix,owner,wait_s,rtt_s,eps_spent";
 
 /* Parse one trace row (buf is modified).  0 or DP_EFORMAT with detail. */
-static int dp__trace_row(dp__cols *c, char *buf, const char *path, size_t line, size_t *hint)
+static int trace_row(cols *c, char *buf, const char *path, size_t line, size_t *hint)
 {
 	char *f[6], *p = buf;
 	size_t nf = 0, idx;
@@ -164,7 +168,7 @@ static int dp__trace_row(dp__cols *c, char *buf, const char *path, size_t line, 
 	}
 	if (nf != 6)
 		return dp_error_set(DP_EFORMAT, "%s:%zu: expected 6 fields (%s), got %zu", path, line,
-				    dp__trace_header, nf);
+				    trace_header, nf);
 	if (dp_num_parse_size("k", f[0], &c->k[c->n]) != 0 || c->k[c->n] == 0)
 		return dp_error_set(DP_EFORMAT, "%s:%zu: k: expected a positive integer, got '%s'", path, line,
 				    f[0]);
@@ -178,7 +182,7 @@ static int dp__trace_row(dp__cols *c, char *buf, const char *path, size_t line, 
 			return dp_error_set(DP_EFORMAT, "%s:%zu: %s: expected a finite number%s, got '%s'", path,
 					    line, what[i], i > 0 ? " >= 0" : "", f[col[i]]);
 	}
-	idx = dp__cols_name(c, f[2], *hint);
+	idx = cols_name(c, f[2], *hint);
 	if (idx == SIZE_MAX)
 		return dp_error_set(DP_ENOMEM, "out of memory");
 	*hint = idx;
@@ -192,7 +196,7 @@ static int dp__trace_row(dp__cols *c, char *buf, const char *path, size_t line, 
 }
 
 /* One owner number per line; owners are named owner-1..owner-max. */
-static int dp__sched_row(dp__cols *c, const char *buf, const char *path, size_t line, size_t *maxo)
+static int sched_row(cols *c, const char *buf, const char *path, size_t line, size_t *maxo)
 {
 	size_t v;
 
@@ -206,7 +210,7 @@ static int dp__sched_row(dp__cols *c, const char *buf, const char *path, size_t 
 	return 0;
 }
 
-static int dp__open(const char *path, FILE **f)
+static int open_read(const char *path, FILE **f)
 {
 	*f = fopen(path, "r");
 	if (*f == NULL)
@@ -217,37 +221,42 @@ static int dp__open(const char *path, FILE **f)
 
 int dp_plot_trace_read(const char *path, const char *const *extra, size_t nextra, dp_plot_trace *tr)
 {
-	dp__cols c = { 0 };
+	cols c = { 0 };
 	FILE *f;
 	char *buf = NULL;
 	size_t bufsz = 0, line = 0, hint = 0, maxo = 0, *map = NULL;
-	ssize_t len;
 	int rc, is_trace = -1;
 
-	rc = dp__open(path, &f);
+	DP_REQUIRE(path != NULL && tr != NULL && (extra != NULL || nextra == 0));
+	rc = open_read(path, &f);
 	if (rc != 0)
 		return rc;
-	while ((len = getline(&buf, &bufsz, f)) != -1) {
-		int torn = len == 0 || buf[len - 1] != '\n';
+	for (;;) {
+		ssize_t len = getline(&buf, &bufsz, f);
+		int torn;
+
+		if (len == -1)
+			break;
+		torn = len == 0 || buf[len - 1] != '\n';
 		line++;
 		buf[strcspn(buf, "\r\n")] = '\0';
 		if (is_trace < 0) {
-			is_trace = strcmp(buf, dp__trace_header) == 0;
+			is_trace = strcmp(buf, trace_header) == 0;
 			if (is_trace)
 				continue;
 			if (buf[0] < '0' || buf[0] > '9') {
 				rc = dp_error_set(DP_EFORMAT, "%s: neither a learnerd trace.csv (header %s) nor a "
-						  "schedule.txt (one owner number per line)", path, dp__trace_header);
+						  "schedule.txt (one owner number per line)", path, trace_header);
 				goto out;
 			}
 		}
 		if (buf[0] == '\0' && !is_trace)
 			continue;
-		rc = dp__cols_reserve(&c, is_trace);
+		rc = cols_reserve(&c, is_trace);
 		if (rc != 0)
 			goto out;
-		rc = is_trace ? dp__trace_row(&c, buf, path, line, &hint)
-			: dp__sched_row(&c, buf, path, line, &maxo);
+		rc = is_trace ? trace_row(&c, buf, path, line, &hint)
+			: sched_row(&c, buf, path, line, &maxo);
 		if (rc == DP_EFORMAT && torn) {
 			rc = 0;   /* the last row of a crashed learner */
 			break;
@@ -267,14 +276,14 @@ int dp_plot_trace_read(const char *path, const char *const *extra, size_t nextra
 		char name[32];
 		for (size_t i = 1; i <= maxo; i++) {
 			snprintf(name, sizeof(name), "owner-%zu", i);
-			if (dp__cols_name(&c, name, 0) == SIZE_MAX) {
+			if (cols_name(&c, name, 0) == SIZE_MAX) {
 				rc = dp_error_set(DP_ENOMEM, "out of memory");
 				goto out;
 			}
 		}
 	}
 	for (size_t i = 0; i < nextra; i++)
-		if (dp__cols_name(&c, extra[i], 0) == SIZE_MAX) {
+		if (cols_name(&c, extra[i], 0) == SIZE_MAX) {
 			rc = dp_error_set(DP_ENOMEM, "out of memory");
 			goto out;
 		}
@@ -288,7 +297,7 @@ int dp_plot_trace_read(const char *path, const char *const *extra, size_t nextra
 			goto out;
 		}
 		memcpy(sorted, c.names, c.nnames * sizeof(char *));
-		qsort(sorted, c.nnames, sizeof(char *), dp__natcmp_p);
+		qsort(sorted, c.nnames, sizeof(char *), natcmp_p);
 		for (size_t i = 0; i < c.nnames; i++)
 			for (size_t j = 0; j < c.nnames; j++)
 				if (sorted[j] == c.names[i])
@@ -314,7 +323,7 @@ out:
 	free(map);
 	free(buf);
 	fclose(f);
-	dp__cols_free(&c);
+	cols_free(&c);
 	return rc;
 }
 
@@ -336,6 +345,7 @@ void dp_plot_trace_free(dp_plot_trace *tr)
 
 double dp_plot_trace_start(const dp_plot_trace *tr)
 {
+	DP_REQUIRE(tr != NULL);
 	if (tr->t == NULL || tr->n == 0)
 		return NAN;
 	return tr->t[0] - tr->wait[0] - tr->rtt[0];
@@ -344,8 +354,10 @@ double dp_plot_trace_start(const dp_plot_trace *tr)
 int dp_plot_schedule_check(const char *path, const dp_plot_trace *tr)
 {
 	dp_plot_trace s;
-	int rc = dp_plot_trace_read(path, NULL, 0, &s);
+	int rc;
 
+	DP_REQUIRE(path != NULL && tr != NULL);
+	rc = dp_plot_trace_read(path, NULL, 0, &s);
 	if (rc != 0)
 		return rc;
 	if (s.t != NULL) {
@@ -365,7 +377,77 @@ int dp_plot_schedule_check(const char *path, const dp_plot_trace *tr)
 	return rc;
 }
 
-static const char dp__psi_header[] = "k,psi_p25,psi_median,psi_p75,psi_mean";
+static const char psi_header[] = "k,psi_p25,psi_median,psi_p75,psi_mean";
+
+int dp_plot_rates(const char *arg, const dp_plot_trace *tr, double **out)
+{
+	double *r = NULL;
+	char *copy, *tok, *next;
+	size_t n = 0;
+	int err = 0;
+
+	DP_REQUIRE(arg != NULL && tr != NULL && out != NULL);
+	if (strchr(arg, '=') == NULL) {
+		err = dp_num_parse_double_list("--rates", arg, 0, &r, &n);
+		if (err != 0)
+			return err == DP_ENOMEM ? dp_error_set(err, "out of memory") : err;
+		if (n != tr->N) {
+			free(r);
+			return dp_error_set(DP_EINVAL, "--rates has %zu values for the trace's %zu "
+					    "owners", n, tr->N);
+		}
+	} else {
+		r = malloc((tr->N ? tr->N : 1) * sizeof(double));
+		copy = strdup(arg);
+		if (r == NULL || copy == NULL) {
+			free(r);
+			free(copy);
+			return dp_error_set(DP_ENOMEM, "out of memory");
+		}
+		for (size_t i = 0; i < tr->N; i++)
+			r[i] = NAN;
+		for (tok = copy; tok != NULL && err == 0; tok = next, n++) {
+			char *eq;
+			size_t i = n;
+
+			next = strchr(tok, ',');
+			if (next != NULL)
+				*next++ = '\0';
+			eq = strchr(tok, '=');
+			if (eq != NULL) {
+				*eq = '\0';
+				for (i = 0; i < tr->N && strcmp(tr->names[i], tok) != 0; i++)
+					;
+				if (i == tr->N)
+					err = dp_error_set(DP_EINVAL, "--rates: '%s' is not an owner of "
+							   "the trace", tok);
+			} else if (i >= tr->N) {
+				err = dp_error_set(DP_EINVAL, "--rates has more values than the "
+						   "trace's %zu owners", tr->N);
+			}
+			if (err == 0)
+				err = dp_num_parse_double("--rates", eq ? eq + 1 : tok, 0, &r[i]);
+		}
+		for (size_t i = 0; err == 0 && i < tr->N; i++)
+			if (isnan(r[i]))
+				err = dp_error_set(DP_EINVAL, "--rates: no rate for owner '%s'",
+						   tr->names[i]);
+		free(copy);
+		if (err != 0) {
+			free(r);
+			return err;
+		}
+	}
+	for (size_t i = 0; i < tr->N; i++) {
+		if (!(r[i] > 0)) {
+			err = dp_error_set(DP_EINVAL, "--rates must be > 0 (got %g)", r[i]);
+			free(r);
+			return err;
+		}
+	}
+	*out = r;
+	return 0;
+}
 
 int dp_plot_psi_read(const char *path, dp_plot_psi *ps)
 {
@@ -375,7 +457,8 @@ int dp_plot_psi_read(const char *path, dp_plot_psi *ps)
 	size_t bufsz = 0, line = 0, cap = 0;
 	int rc;
 
-	rc = dp__open(path, &f);
+	DP_REQUIRE(path != NULL && ps != NULL);
+	rc = open_read(path, &f);
 	if (rc != 0)
 		return rc;
 	rc = DP_EFORMAT;
@@ -385,18 +468,18 @@ int dp_plot_psi_read(const char *path, dp_plot_psi *ps)
 		line++;
 		buf[strcspn(buf, "\r\n")] = '\0';
 		if (line == 1) {
-			if (strcmp(buf, dp__psi_header) != 0) {
+			if (strcmp(buf, psi_header) != 0) {
 				rc = dp_error_set(DP_EFORMAT, "%s: not a sim psi.csv (expected the header %s)", path,
-						  dp__psi_header);
+						  psi_header);
 				goto out;
 			}
 			continue;
 		}
 		if (p.n == cap) {
 			cap = cap ? 2 * cap : 256;
-			if (dp__grow((void **)&p.k, cap, sizeof(size_t)) || dp__grow((void **)&p.p25, cap, sizeof(double)) ||
-			    dp__grow((void **)&p.p50, cap, sizeof(double)) || dp__grow((void **)&p.p75, cap, sizeof(double)) ||
-			    dp__grow((void **)&p.mean, cap, sizeof(double))) {
+			if (grow((void **)&p.k, cap, sizeof(size_t)) || grow((void **)&p.p25, cap, sizeof(double)) ||
+			    grow((void **)&p.p50, cap, sizeof(double)) || grow((void **)&p.p75, cap, sizeof(double)) ||
+			    grow((void **)&p.mean, cap, sizeof(double))) {
 				rc = dp_error_set(DP_ENOMEM, "out of memory");
 				goto out;
 			}
@@ -412,7 +495,7 @@ int dp_plot_psi_read(const char *path, dp_plot_psi *ps)
 			q = comma + 1;
 		}
 		if (nf != 5 || strchr(fld[4], ',') != NULL) {
-			rc = dp_error_set(DP_EFORMAT, "%s:%zu: expected 5 fields (%s)", path, line, dp__psi_header);
+			rc = dp_error_set(DP_EFORMAT, "%s:%zu: expected 5 fields (%s)", path, line, psi_header);
 			goto out;
 		}
 		if (dp_num_parse_size("k", fld[0], &p.k[p.n]) != 0 || p.k[p.n] == 0 ||
@@ -469,51 +552,55 @@ void dp_plot_psi_free(dp_plot_psi *ps)
 void dp_plot_sim_note(const char *psi_path, char *note, size_t size, size_t *runs)
 {
 	char dir[4096], path[4200], eps[64] = "";
-	struct json_object *j, *v, *e;
-	size_t R = 0;
+	struct json_object *j = NULL, *e;
+	dp_json_reader r = { .path = path };
+	const char *mode, *model;
+	uint64_t R, N, T;
 
+	DP_REQUIRE(psi_path != NULL && note != NULL && size > 0 && runs != NULL);
 	note[0] = '\0';
 	*runs = 0;
 	snprintf(dir, sizeof(dir), "%s", psi_path);
 	snprintf(path, sizeof(path), "%s/summary.json", dirname(dir));
-	j = json_object_from_file(path);
-	if (j == NULL)
+	if (dp_json_read_file(path, SUMMARY_MAX, &j) != 0)
 		return;
-	if (json_object_object_get_ex(j, "repeats", &v))
-		R = (size_t)json_object_get_int64(v);
-	if (json_object_object_get_ex(j, "epsilon", &e) && json_object_is_type(e, json_type_array) &&
-	    json_object_array_length(e) > 0) {
-		size_t n = json_object_array_length(e), same = 1;
+	R = dp_json_get_u64(&r, j, "repeats", false, 0);
+	mode = dp_json_get_string(&r, j, "mode", false, "?");
+	model = dp_json_get_string(&r, j, "model", false, "?");
+	N = dp_json_get_u64(&r, j, "N", false, 0);
+	T = dp_json_get_u64(&r, j, "T", false, 0);
+	e = dp_json_get(&r, j, "epsilon", json_type_array, false);
+	if (e != NULL && json_object_array_length(e) > 0) {
+		size_t n = json_object_array_length(e);
+		bool same = true;
+		/* summary.json writes an unlimited budget as null. */
 		struct json_object *e0 = json_object_array_get_idx(e, 0);
+		double v0 = e0 ? dp_json_number(&r, e0, "epsilon", 0) : 0;
+
 		for (size_t i = 1; i < n; i++) {
 			struct json_object *ei = json_object_array_get_idx(e, i);
+
 			if ((ei == NULL) != (e0 == NULL) ||
-			    (ei && json_object_get_double(ei) != json_object_get_double(e0)))
-				same = 0;
+			    (ei && dp_json_number(&r, ei, "epsilon", 0) != v0))
+				same = false;
 		}
-		/* summary.json writes an unlimited budget as null. */
 		if (same && e0 == NULL)
 			snprintf(eps, sizeof(eps), ", ε = ∞");
 		else if (same)
-			snprintf(eps, sizeof(eps), ", ε = %g", json_object_get_double(e0));
+			snprintf(eps, sizeof(eps), ", ε = %g", v0);
 		else
 			snprintf(eps, sizeof(eps), ", ε differs per owner");
 	}
-	{
-		struct json_object *mode = NULL, *model = NULL, *N = NULL, *T = NULL;
-		json_object_object_get_ex(j, "mode", &mode);
-		json_object_object_get_ex(j, "model", &model);
-		json_object_object_get_ex(j, "N", &N);
-		json_object_object_get_ex(j, "T", &T);
-		snprintf(note, size, "%zu run%s, %s, %s, N = %lld, T = %lld%s", R, R == 1 ? "" : "s",
-			 mode ? json_object_get_string(mode) : "?", model ? json_object_get_string(model) : "?",
-			 (long long)(N ? json_object_get_int64(N) : 0), (long long)(T ? json_object_get_int64(T) : 0), eps);
+	if (r.rc == 0) {   /* a summary.json we did not write gives no note */
+		snprintf(note, size, "%llu run%s, %s, %s, N = %llu, T = %llu%s",
+			 (unsigned long long)R, R == 1 ? "" : "s", mode, model,
+			 (unsigned long long)N, (unsigned long long)T, eps);
+		*runs = (size_t)R;
 	}
-	*runs = R;
 	json_object_put(j);
 }
 
-static int dp__cmp_double(const void *a, const void *b)
+static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 	return (x > y) - (x < y);
@@ -524,9 +611,10 @@ double dp_plot_percentile(double *v, size_t n, double pct)
 	double pos, frac;
 	size_t lo;
 
+	DP_REQUIRE(v != NULL || n == 0);
 	if (n == 0)
 		return NAN;
-	qsort(v, n, sizeof(double), dp__cmp_double);
+	qsort(v, n, sizeof(double), cmp_double);
 	pos = pct / 100.0 * (double)(n - 1);
 	lo = (size_t)pos;
 	frac = pos - (double)lo;
@@ -539,7 +627,7 @@ double dp_plot_percentile(double *v, size_t n, double pct)
 
 /* A gnuplot double-quoted string: backslash and quote escaped, control
  * characters (other than newline, which becomes a line break) dropped. */
-static void dp__q(FILE *f, const char *s)
+static void put_quoted(FILE *f, const char *s)
 {
 	fputc('"', f);
 	for (; *s; s++) {
@@ -554,7 +642,7 @@ static void dp__q(FILE *f, const char *s)
 }
 
 /* A name as a field of a datablock: double-quoted, without quotes inside. */
-static void dp__qdata(FILE *f, const char *s)
+static void put_data_quoted(FILE *f, const char *s)
 {
 	fputc('"', f);
 	for (; *s; s++)
@@ -562,7 +650,7 @@ static void dp__qdata(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-static int dp__find_gnuplot(char *buf, size_t size)
+static int find_gnuplot(char *buf, size_t size)
 {
 	const char *path = getenv("PATH");
 	const char *p = path && *path ? path : "/usr/bin:/bin";
@@ -584,11 +672,11 @@ int dp_plot_gnuplot_check(void)
 {
 	char buf[4096];
 
-	return dp__find_gnuplot(buf, sizeof(buf));
+	return find_gnuplot(buf, sizeof(buf));
 }
 
 /* The last non-blank line of gnuplot's stderr, whitespace squeezed. */
-static void dp__last_line(const char *path, char *out, size_t size)
+static void last_line(const char *path, char *out, size_t size)
 {
 	FILE *f = fopen(path, "r");
 	char line[512];
@@ -609,7 +697,7 @@ static void dp__last_line(const char *path, char *out, size_t size)
 	fclose(f);
 }
 
-static int dp__mktemp(char *buf, size_t size, const char *suffix)
+static int make_temp(char *buf, size_t size, const char *suffix)
 {
 	const char *dir = getenv("TMPDIR");
 	int fd;
@@ -624,7 +712,7 @@ static int dp__mktemp(char *buf, size_t size, const char *suffix)
 
 /* Run gnuplot on prologue + body; the PNG goes to a temporary name next to
  * `out` and is renamed over it only when gnuplot succeeded. */
-static int dp__render(const char *body, size_t len, const dp_plot_opts *o, const char *out)
+static int render(const char *body, size_t len, const dp_plot_opts *o, const char *out)
 {
 	char gp[4096], script[4096], log[4096], tmp_out[4096], msg[400];
 	char *argv[3];
@@ -640,13 +728,13 @@ static int dp__render(const char *body, size_t len, const dp_plot_opts *o, const
 			return dp_error_set(DP_EINVAL, "output path contains a control character");
 	if ((size_t)snprintf(tmp_out, sizeof(tmp_out), "%s.tmp-%ld", out, (long)getpid()) >= sizeof(tmp_out))
 		return dp_error_set(DP_EINVAL, "output path too long");
-	rc = dp__find_gnuplot(gp, sizeof(gp));
+	rc = find_gnuplot(gp, sizeof(gp));
 	if (rc != 0)
 		return rc;
-	sfd = dp__mktemp(script, sizeof(script), ".gp");
+	sfd = make_temp(script, sizeof(script), ".gp");
 	if (sfd < 0)
 		return sfd;
-	lfd = dp__mktemp(log, sizeof(log), ".log");
+	lfd = make_temp(log, sizeof(log), ".log");
 	if (lfd < 0) {
 		close(sfd);
 		unlink(script);
@@ -693,13 +781,13 @@ static int dp__render(const char *body, size_t len, const dp_plot_opts *o, const
 			goto out;
 		}
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		dp__last_line(log, msg, sizeof(msg));
+		last_line(log, msg, sizeof(msg));
 		rc = dp_error_set(DP_EIO, "gnuplot failed (%s %d): %s", WIFEXITED(status) ? "exit" : "signal",
 				  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), msg);
 		goto out;
 	}
 	if (stat(tmp_out, &st) != 0 || st.st_size == 0) {
-		dp__last_line(log, msg, sizeof(msg));
+		last_line(log, msg, sizeof(msg));
 		rc = dp_error_set(DP_EIO, "gnuplot wrote no figure: %s", msg);
 		goto out;
 	}
@@ -718,7 +806,7 @@ out:
 }
 
 /* The script body is built in memory; this finishes it and renders. */
-static int dp__finish(FILE *f, char **body, size_t *len, const dp_plot_opts *o, const char *out)
+static int finish(FILE *f, char **body, size_t *len, const dp_plot_opts *o, const char *out)
 {
 	int rc;
 
@@ -726,15 +814,15 @@ static int dp__finish(FILE *f, char **body, size_t *len, const dp_plot_opts *o, 
 		free(*body);
 		return dp_error_set(DP_ENOMEM, "out of memory");
 	}
-	rc = dp__render(*body, *len, o, out);
+	rc = render(*body, *len, o, out);
 	free(*body);
 	return rc;
 }
 
-static void dp__title(FILE *f, const char *cmd, const dp_plot_opts *o, const char *deflt)
+static void put_title(FILE *f, const char *cmd, const dp_plot_opts *o, const char *deflt)
 {
 	fprintf(f, "%s ", cmd);
-	dp__q(f, o && o->title ? o->title : deflt);
+	put_quoted(f, o && o->title ? o->title : deflt);
 	fputc('\n', f);
 }
 
@@ -743,11 +831,14 @@ static void dp__title(FILE *f, const char *cmd, const dp_plot_opts *o, const cha
 int dp_plot_owners(const dp_plot_trace *tr, size_t kmax, const dp_plot_opts *o, const char *out)
 {
 	char *body = NULL, title[256];
-	size_t len = 0, n = 0, *count = calloc(tr->N ? tr->N : 1, sizeof(size_t));
+	size_t len = 0, n = 0, *count;
 	FILE *f;
-	int per_owner = tr->N <= DP__MAX_LEGEND_OWNERS;
+	int per_owner;
 	double ps;
 
+	DP_REQUIRE(tr != NULL && out != NULL);
+	count = calloc(tr->N ? tr->N : 1, sizeof(size_t));
+	per_owner = tr->N <= MAX_LEGEND_OWNERS;
 	if (count == NULL)
 		return dp_error_set(DP_ENOMEM, "out of memory");
 	for (size_t r = 0; r < tr->n && (kmax == 0 || tr->k[r] <= kmax); r++) {
@@ -765,14 +856,14 @@ int dp_plot_owners(const dp_plot_trace *tr, size_t kmax, const dp_plot_opts *o, 
 	}
 	snprintf(title, sizeof(title), "Owner of each iteration (%s: %zu owners, %zu iterations%s)",
 		 tr->t ? "learnerd trace" : "sim schedule", tr->N, n, kmax && n < tr->n ? " shown" : "");
-	dp__title(f, "set title", o, title);
+	put_title(f, "set title", o, title);
 	fprintf(f, "set xlabel \"iteration k\"\nset ylabel \"owner\"\n"
 		"set yrange [0.5:%zu.5]\nset autoscale xfix\nset offsets graph 0.01, graph 0.01, 0, 0\n", tr->N);
 	if (tr->N <= 40) {
 		fputs("set ytics (", f);
 		for (size_t i = 0; i < tr->N; i++) {
 			fprintf(f, "%s", i ? ", " : "");
-			dp__q(f, tr->names[i]);
+			put_quoted(f, tr->names[i]);
 			fprintf(f, " %zu", i + 1);
 		}
 		fputs(")\nset grid noytics\n", f);
@@ -791,19 +882,19 @@ int dp_plot_owners(const dp_plot_trace *tr, size_t kmax, const dp_plot_opts *o, 
 			char t[300];
 			snprintf(t, sizeof(t), "%s: %zu (%.1f %%)", tr->names[i], count[i], 100.0 * (double)count[i] / (double)n);
 			fprintf(f, "%s$d using 1:($2 == %zu ? $2 : NaN) with points pt 7 ps %.1f lc rgb \"%s\" title ",
-				i ? ", \\\n     " : "", i + 1, ps, dp__colors[i % DP__NCOLORS]);
-			dp__q(f, t);
+				i ? ", \\\n     " : "", i + 1, ps, colors[i % NCOLORS]);
+			put_quoted(f, t);
 		}
 		fputc('\n', f);
 	} else {
 		fprintf(f, "set key off\nplot $d using 1:2:2 with points pt 7 ps %.1f lc variable notitle\n", ps);
 	}
 	free(count);
-	return dp__finish(f, &body, &len, o, out);
+	return finish(f, &body, &len, o, out);
 }
 
 /* One psi series as a datablock: x p25 p50 p75. */
-static void dp__psi_block(FILE *f, int idx, const dp_plot_psi *ps, const double *x)
+static void psi_block(FILE *f, int idx, const dp_plot_psi *ps, const double *x)
 {
 	fprintf(f, "$s%d << EOD\n", idx);
 	for (size_t r = 0; r < ps->n; r++)
@@ -811,7 +902,7 @@ static void dp__psi_block(FILE *f, int idx, const dp_plot_psi *ps, const double 
 	fputs("EOD\n", f);
 }
 
-static int dp__psi_logy(const dp_plot_psi *ps, size_t ns, const dp_plot_opts *o)
+static int psi_logy(const dp_plot_psi *ps, size_t ns, const dp_plot_opts *o)
 {
 	if (o && o->linear)
 		return 0;
@@ -822,7 +913,7 @@ static int dp__psi_logy(const dp_plot_psi *ps, size_t ns, const dp_plot_opts *o)
 	return 0;   /* nothing positive: a log axis would have no points */
 }
 
-static void dp__psi_axes(FILE *f, int logy, int logx)
+static void psi_axes(FILE *f, int logy, int logx)
 {
 	fprintf(f, "set ylabel \"ψ = f(θ_L) / f(θ*) − 1%s\"\n", logy ? " (log scale)" : "");
 	if (logy)
@@ -832,18 +923,18 @@ static void dp__psi_axes(FILE *f, int logy, int logx)
 	fputs("set key top right\n", f);
 }
 
-static void dp__psi_plot(FILE *f, int idx, const char *label, int first)
+static void psi_plot(FILE *f, int idx, const char *label, int first)
 {
 	char t[300];
-	const char *c = dp__colors[idx % DP__NCOLORS];
+	const char *c = colors[idx % NCOLORS];
 
 	fprintf(f, "%s$s%d using 1:2:4 with filledcurves fs transparent solid 0.22 noborder lc rgb \"%s\" title ",
 		first ? "plot " : ", \\\n     ", idx, c);
 	snprintf(t, sizeof(t), "%s%s25–75 %% of runs", label ? label : "", label ? ": " : "");
-	dp__q(f, t);
+	put_quoted(f, t);
 	fprintf(f, ", \\\n     $s%d using 1:3 with lines lw 2 lc rgb \"%s\" title ", idx, c);
 	snprintf(t, sizeof(t), "%s%smedian", label ? label : "", label ? ": " : "");
-	dp__q(f, t);
+	put_quoted(f, t);
 }
 
 int dp_plot_psi_k(const dp_plot_psi *ps, const char *const *labels, size_t ns, const char *header_note,
@@ -852,8 +943,10 @@ int dp_plot_psi_k(const dp_plot_psi *ps, const char *const *labels, size_t ns, c
 	char *body = NULL, title[400];
 	size_t len = 0;
 	FILE *f;
-	int logy = dp__psi_logy(ps, ns, o);
+	int logy;
 
+	DP_REQUIRE(ps != NULL && labels != NULL && out != NULL);
+	logy = psi_logy(ps, ns, o);
 	if (ns == 0)
 		return dp_error_set(DP_EINVAL, "no psi series to plot");
 	f = open_memstream(&body, &len);
@@ -861,19 +954,19 @@ int dp_plot_psi_k(const dp_plot_psi *ps, const char *const *labels, size_t ns, c
 		return dp_error_set(DP_ENOMEM, "out of memory");
 	snprintf(title, sizeof(title), "ψ against iteration: median and 25–75 %% band over the runs%s%s%s",
 		 header_note ? " (" : "", header_note ? header_note : "", header_note ? ")" : "");
-	dp__title(f, "set title", o, title);
+	put_title(f, "set title", o, title);
 	fputs("set xlabel \"iteration k\"\n", f);
-	dp__psi_axes(f, logy, o && o->logx);
+	psi_axes(f, logy, o && o->logx);
 	for (size_t s = 0; s < ns; s++)
-		dp__psi_block(f, (int)s, &ps[s], NULL);
+		psi_block(f, (int)s, &ps[s], NULL);
 	for (size_t s = 0; s < ns; s++)
-		dp__psi_plot(f, (int)s, labels ? labels[s] : NULL, s == 0);
+		psi_plot(f, (int)s, labels ? labels[s] : NULL, s == 0);
 	fputc('\n', f);
-	return dp__finish(f, &body, &len, o, out);
+	return finish(f, &body, &len, o, out);
 }
 
 /* Row of iteration k in the trace (k strictly increasing), or SIZE_MAX. */
-static size_t dp__find_k(const dp_plot_trace *tr, size_t k)
+static size_t find_k(const dp_plot_trace *tr, size_t k)
 {
 	size_t lo = 0, hi = tr->n;
 
@@ -896,8 +989,10 @@ int dp_plot_psi_time(const dp_plot_psi *ps, const dp_plot_trace *tr, size_t runs
 	size_t len = 0;
 	double *x, t0;
 	FILE *f;
-	int logy = dp__psi_logy(ps, 1, o), rc;
+	int logy, rc;
 
+	DP_REQUIRE(ps != NULL && tr != NULL && out != NULL);
+	logy = psi_logy(ps, 1, o);
 	if (tr->t == NULL)
 		return dp_error_set(DP_EINVAL, "psi-time needs a learnerd trace.csv (with times), not a schedule");
 	x = malloc(ps->n * sizeof(double));
@@ -905,7 +1000,7 @@ int dp_plot_psi_time(const dp_plot_psi *ps, const dp_plot_trace *tr, size_t runs
 		return dp_error_set(DP_ENOMEM, "out of memory");
 	t0 = dp_plot_trace_start(tr);
 	for (size_t r = 0; r < ps->n; r++) {
-		size_t row = dp__find_k(tr, ps->k[r]);
+		size_t row = find_k(tr, ps->k[r]);
 		if (row == SIZE_MAX) {
 			free(x);
 			return dp_error_set(DP_EINVAL, "psi.csv has k = %zu but the trace has no such iteration "
@@ -924,19 +1019,19 @@ int dp_plot_psi_time(const dp_plot_psi *ps, const dp_plot_trace *tr, size_t runs
 	else
 		snprintf(title, sizeof(title), "ψ against wall-clock time\nψ: median and 25–75 %% of simulated "
 			 "runs on the trace's owner order; time: when the trace applied iteration k");
-	dp__title(f, "set title", o, title);
+	put_title(f, "set title", o, title);
 	fputs("set xlabel \"time since the first request reached the learner (s)\"\n", f);
-	dp__psi_axes(f, logy, o && o->logx);
-	dp__psi_block(f, 0, ps, x);
-	dp__psi_plot(f, 0, NULL, 1);
+	psi_axes(f, logy, o && o->logx);
+	psi_block(f, 0, ps, x);
+	psi_plot(f, 0, NULL, 1);
 	fputc('\n', f);
 	free(x);
-	rc = dp__finish(f, &body, &len, o, out);
+	rc = finish(f, &body, &len, o, out);
 	return rc;
 }
 
 /* Log axis when all values are positive and span a factor 10 or more. */
-static int dp__auto_log(const double *v, size_t n)
+static int auto_log(const double *v, size_t n)
 {
 	double lo = INFINITY, hi = 0;
 
@@ -953,14 +1048,21 @@ static int dp__auto_log(const double *v, size_t n)
 
 int dp_plot_shares(const dp_plot_trace *tr, const double *rates, const dp_plot_opts *o, const char *out)
 {
-	size_t N = tr->N, *count = calloc(N, sizeof(size_t)), *fill = calloc(N, sizeof(size_t));
-	double *med = calloc(N, sizeof(double)), *lo = calloc(N, sizeof(double)), *hi = calloc(N, sizeof(double));
-	double **v = calloc(N, sizeof(double *)), rsum = 0;
+	size_t N, *count, *fill;
+	double *med, *lo, *hi, **v, rsum = 0;
 	char *body = NULL, title[300];
 	size_t len = 0;
 	FILE *f = NULL;
 	int rc;
 
+	DP_REQUIRE(tr != NULL && out != NULL);
+	N = tr->N;
+	count = calloc(N, sizeof(size_t));
+	fill = calloc(N, sizeof(size_t));
+	med = calloc(N, sizeof(double));
+	lo = calloc(N, sizeof(double));
+	hi = calloc(N, sizeof(double));
+	v = calloc(N, sizeof(double *));
 	if (tr->rtt == NULL) {
 		rc = dp_error_set(DP_EINVAL, "shares needs a learnerd trace.csv (with round trips), not a schedule");
 		goto out;
@@ -993,7 +1095,7 @@ int dp_plot_shares(const dp_plot_trace *tr, const double *rates, const dp_plot_o
 	}
 	fputs("$o << EOD\n# name share_pct rtt_med_ms rtt_p25_ms rtt_p75_ms rate rate_share_pct\n", f);
 	for (size_t i = 0; i < N; i++) {
-		dp__qdata(f, tr->names[i]);
+		put_data_quoted(f, tr->names[i]);
 		fprintf(f, " %.10g %.10g %.10g %.10g %.10g %.10g\n", 100.0 * (double)count[i] / (double)tr->n,
 			med[i], lo[i], hi[i], rates ? rates[i] : NAN, rates ? 100.0 * rates[i] / rsum : NAN);
 	}
@@ -1005,32 +1107,32 @@ int dp_plot_shares(const dp_plot_trace *tr, const double *rates, const dp_plot_o
 		100.0 / (double)N, 100.0 / (double)N);
 	if (rates) {
 		/* Names next to the points only while they can stay legible. */
-		const char *labels = N <= DP__MAX_LEGEND_OWNERS
+		const char *labels = N <= MAX_LEGEND_OWNERS
 			? ", \\\n     $o using 6:2:1 with labels left offset 1,1 notitle" : "";
 		fputs("set multiplot layout 1,2 ", f);
-		dp__title(f, "title", o, title);
+		put_title(f, "title", o, title);
 		fputs("set title \"against the owner's clock rate\"\n"
 		      "set xlabel \"owner clock rate (requests/s)\"\n", f);
-		if (dp__auto_log(rates, N))
+		if (auto_log(rates, N))
 			fputs("set logscale x\n", f);
 		fprintf(f, "plot $o using 6:2 with points pt 7 ps 1.6 lc rgb \"%s\" title \"share of iterations\", \\\n"
 			"     $o using 6:7 with points pt 6 ps 1.6 lc rgb \"%s\" title \"clock-rate share r_i / Σr\", \\\n"
 			"     NaN with lines dt 2 lc rgb \"#808080\" title \"equal share 1/N\"%s\n",
-			dp__colors[0], dp__colors[1], labels);
+			colors[0], colors[1], labels);
 		fputs("unset logscale x\nset title \"against the owner's query round trip\"\n", f);
 	} else {
-		dp__title(f, "set title", o, title);
+		put_title(f, "set title", o, title);
 	}
 	fputs("set xlabel \"query round trip of the owner, median (ms)\"\n", f);
-	if (dp__auto_log(med, N))
+	if (auto_log(med, N))
 		fputs("set logscale x\n", f);
 	fprintf(f, "plot $o using 3:2:4:5 with xerrorbars pt 7 ps 1.6 lc rgb \"%s\" "
 		"title \"share against median round trip (bars: 25–75 %%)\", \\\n"
-		"     NaN with lines dt 2 lc rgb \"#808080\" title \"equal share 1/N\"%s\n", dp__colors[0],
-		N <= DP__MAX_LEGEND_OWNERS ? ", \\\n     $o using 3:2:1 with labels left offset 1,1 notitle" : "");
+		"     NaN with lines dt 2 lc rgb \"#808080\" title \"equal share 1/N\"%s\n", colors[0],
+		N <= MAX_LEGEND_OWNERS ? ", \\\n     $o using 3:2:1 with labels left offset 1,1 notitle" : "");
 	if (rates)
 		fputs("unset multiplot\n", f);
-	rc = dp__finish(f, &body, &len, o, out);
+	rc = finish(f, &body, &len, o, out);
 	f = NULL;
 out:
 	for (size_t i = 0; v && i < N; i++)
@@ -1045,10 +1147,10 @@ out:
 }
 
 /* One CDF panel: values (seconds) of column col per owner and overall. */
-static int dp__cdf_panel(FILE *f, const dp_plot_trace *tr, const double *col, const char *tag,
+static int cdf_panel(FILE *f, const dp_plot_trace *tr, const double *col, const char *tag,
 			 const char *what, const char *xlabel, int want_log)
 {
-	size_t n = tr->n, npos = 0, nseries = tr->N <= DP__MAX_LEGEND_OWNERS ? tr->N + 1 : 1;
+	size_t n = tr->n, npos = 0, nseries = tr->N <= MAX_LEGEND_OWNERS ? tr->N + 1 : 1;
 	double *v = malloc(n * sizeof(double));
 	int logx;
 
@@ -1058,7 +1160,7 @@ static int dp__cdf_panel(FILE *f, const dp_plot_trace *tr, const double *col, co
 		npos += col[r] > 0;
 	logx = want_log && npos > 0;
 	fprintf(f, "set title \"%s: empirical CDF\"\nset xlabel ", what);
-	dp__q(f, xlabel);
+	put_quoted(f, xlabel);
 	fputs("\nset ylabel \"fraction of iterations with value ≤ x\"\nset yrange [0:1.02]\n", f);
 	fputs(logx ? "set logscale x\nset format x \"%g\"\n" : "unset logscale x\nset format x \"%g\"\n", f);
 	fputs("unset label 1\n", f);
@@ -1074,7 +1176,7 @@ static int dp__cdf_panel(FILE *f, const dp_plot_trace *tr, const double *col, co
 				v[m++] = col[r] * 1e3;
 		fprintf(f, "$%s%zu << EOD\n", tag, s);
 		if (m > 0) {
-			qsort(v, m, sizeof(double), dp__cmp_double);
+			qsort(v, m, sizeof(double), cmp_double);
 			if (logx)
 				while (zeros < m && !(v[zeros] > 0))
 					zeros++;
@@ -1103,10 +1205,10 @@ static int dp__cdf_panel(FILE *f, const dp_plot_trace *tr, const double *col, co
 		else
 			snprintf(t, sizeof(t), "$%s%zu using 1:2", tag, s);
 		fprintf(f, "%s%s with steps lw %s lc rgb \"%s\" title ", first ? "" : ", \\\n     ", t,
-			s == 0 ? "2.5" : "1.5", s == 0 ? "#000000" : dp__colors[(s - 1) % DP__NCOLORS]);
+			s == 0 ? "2.5" : "1.5", s == 0 ? "#000000" : colors[(s - 1) % NCOLORS]);
 		snprintf(t, sizeof(t), "%s (%zu%s)", s == 0 ? "all owners" : tr->names[s - 1], m,
 			 logx && pos == 0 ? ", all 0 ms" : "");
-		dp__q(f, t);
+		put_quoted(f, t);
 		first = 0;
 	}
 	fputc('\n', f);
@@ -1121,6 +1223,7 @@ int dp_plot_cdf(const dp_plot_trace *tr, const dp_plot_opts *o, const char *out)
 	FILE *f;
 	int rc;
 
+	DP_REQUIRE(tr != NULL && out != NULL);
 	if (tr->rtt == NULL)
 		return dp_error_set(DP_EINVAL, "cdf needs a learnerd trace.csv (with waits and round trips), not a schedule");
 	f = open_memstream(&body, &len);
@@ -1128,12 +1231,12 @@ int dp_plot_cdf(const dp_plot_trace *tr, const dp_plot_opts *o, const char *out)
 		return dp_error_set(DP_ENOMEM, "out of memory");
 	snprintf(title, sizeof(title), "Request wait and query round trip (%zu owners, %zu iterations)", tr->N, tr->n);
 	fputs("set multiplot layout 1,2 ", f);
-	dp__title(f, "title", o, title);
+	put_title(f, "title", o, title);
 	fputs("set key bottom right\n", f);
-	rc = dp__cdf_panel(f, tr, tr->wait, "w", "Request wait", "request wait in the learner's queue (ms)",
+	rc = cdf_panel(f, tr, tr->wait, "w", "Request wait", "request wait in the learner's queue (ms)",
 			   !(o && o->linear));
 	if (rc == 0)
-		rc = dp__cdf_panel(f, tr, tr->rtt, "r", "Query round trip", "query round trip, learner to owner and back (ms)",
+		rc = cdf_panel(f, tr, tr->rtt, "r", "Query round trip", "query round trip, learner to owner and back (ms)",
 				   !(o && o->linear));
 	fputs("unset multiplot\n", f);
 	if (rc != 0) {
@@ -1141,5 +1244,5 @@ int dp_plot_cdf(const dp_plot_trace *tr, const dp_plot_opts *o, const char *out)
 		free(body);
 		return rc;
 	}
-	return dp__finish(f, &body, &len, o, out);
+	return finish(f, &body, &len, o, out);
 }

@@ -4,8 +4,8 @@
  * a subprocess (found on PATH) on a generated script; the pngcairo terminal
  * is used when gnuplot has it, png otherwise.  docs/plots.md describes
  * every figure. */
-#ifndef DP_TOOLS_PLOTTING_H
-#define DP_TOOLS_PLOTTING_H
+#ifndef DP_TOOLS_PLOT_H
+#define DP_TOOLS_PLOT_H
 
 #include <stddef.h>
 
@@ -45,6 +45,13 @@ double dp_plot_trace_start(const dp_plot_trace *tr);
  * names).  Errors: DP_ENOENT, DP_EIO, DP_EFORMAT, DP_EINVAL (they differ;
  * the detail gives the first k). */
 int dp_plot_schedule_check(const char *path, const dp_plot_trace *tr);
+
+/* Clock rates of the trace's owners from the text of a --rates option:
+ * "R1,R2,..." (owners in natural order), "NAME=R,NAME=R,..." or a mix (a
+ * bare value is for the owner at its position in the list).  Every owner
+ * needs exactly one positive rate.  On success *out holds tr->N rates
+ * (free() it).  Errors: DP_EINVAL (detail "--rates ..."), DP_ENOMEM. */
+int dp_plot_rates(const char *arg, const dp_plot_trace *tr, double **out);
 
 /* A sim psi.csv: k,psi_p25,psi_median,psi_p75,psi_mean. */
 typedef struct dp_plot_psi {

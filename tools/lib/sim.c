@@ -12,18 +12,22 @@
 
 size_t dp_sim_checkpoints(const dp_sim_setup *s)
 {
+	DP_REQUIRE(s != NULL && s->psi_every > 0);
 	return s->T / s->psi_every + (s->T % s->psi_every != 0);
 }
 
 size_t dp_sim_checkpoint_k(const dp_sim_setup *s, size_t c)
 {
-	size_t k = (c + 1) * s->psi_every;
+	size_t k;
+
+	DP_REQUIRE(s != NULL);
+	k = (c + 1) * s->psi_every;
 	return k > s->T ? s->T : k;
 }
 
 /* Owner of the next async iteration: the first clock of N independent
  * Poisson clocks to tick is owner i with probability rate_i / sum(rates). */
-static size_t dp__pick_owner(const dp_sim_setup *s, dp_simrng *r)
+static size_t pick_owner(const dp_sim_setup *s, dp_simrng *r)
 {
 	double total = 0.0, u, acc = 0.0;
 
@@ -40,7 +44,7 @@ static size_t dp__pick_owner(const dp_sim_setup *s, dp_simrng *r)
 
 /* Streams for owner choice and noise are separate so that a --schedule run
  * and a drawn run see the same noise for the same seed. */
-static void dp__seed_stream(dp_simrng *r, uint64_t seed, uint64_t stream)
+static void seed_stream(dp_simrng *r, uint64_t seed, uint64_t stream)
 {
 	dp_simrng_seed(r, seed ^ (stream * 0x9E3779B97F4A7C15ULL));
 }
@@ -48,14 +52,20 @@ static void dp__seed_stream(dp_simrng *r, uint64_t seed, uint64_t stream)
 int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *theta_out,
 	       size_t *owner_out)
 {
-	size_t p = s->p, N = s->N, cp = 0;
-	double *work = calloc(p * (N + 4), sizeof(double));
-	uint64_t *count = calloc(N, sizeof(uint64_t));
+	size_t p, N, cp = 0;
+	double *work;
+	uint64_t *count;
 	double *theta_L, *bar, *ans, *agg, *copies;
 	dp_simrng pick, noise;
 	dp_bitsource bits;
 	int rc = 0;
 
+	DP_REQUIRE(s != NULL && s->N > 0 && s->p > 0 && s->psi_every > 0 && s->ds != NULL &&
+		   psi_out != NULL && theta_out != NULL);
+	p = s->p;
+	N = s->N;
+	work = calloc(p * (N + 4), sizeof(double));
+	count = calloc(N, sizeof(uint64_t));
 	if (work == NULL || count == NULL) {
 		free(work);
 		free(count);
@@ -66,15 +76,15 @@ int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *th
 	ans = work + 2 * p;
 	agg = work + 3 * p;
 	copies = work + 4 * p;
-	dp__seed_stream(&pick, seed, 1);
-	dp__seed_stream(&noise, seed, 2);
+	seed_stream(&pick, seed, 1);
+	seed_stream(&noise, seed, 2);
 	bits = dp_simrng_bitsource(&noise);
 
 	if (s->mode == DP_SIM_ASYNC) {
 		dp_algo_async_params ap = { .p = p, .N = N, .eta = s->eta, .lambda = s->lambda,
 				       .theta_max = s->theta_max };
 		for (size_t k = 1; k <= s->T; k++) {
-			size_t i = s->schedule ? s->schedule[k - 1] : dp__pick_owner(s, &pick);
+			size_t i = s->schedule ? s->schedule[k - 1] : pick_owner(s, &pick);
 			double *theta_i = copies + i * p;
 			double w = s->weight[i];
 

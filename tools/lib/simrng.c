@@ -1,4 +1,4 @@
-/* Seeded xoshiro256** for offline simulation (libdpsim only).
+/* Seeded xoshiro256** for offline simulation (libdptool only).
  *
  * Reference algorithms: Blackman & Vigna, "Scrambled linear pseudorandom
  * number generators" (xoshiro256**, seeded through splitmix64 as the authors
@@ -8,7 +8,9 @@
 
 #include <string.h>
 
-static uint64_t dp__splitmix64(uint64_t *x)
+#include "common/core/error.h"
+
+static uint64_t splitmix64(uint64_t *x)
 {
 	uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
 
@@ -17,7 +19,7 @@ static uint64_t dp__splitmix64(uint64_t *x)
 	return z ^ (z >> 31);
 }
 
-static inline uint64_t dp__rotl(uint64_t x, int k)
+static inline uint64_t rotl(uint64_t x, int k)
 {
 	return (x << k) | (x >> (64 - k));
 }
@@ -26,16 +28,17 @@ void dp_simrng_seed(dp_simrng *r, uint64_t seed)
 {
 	uint64_t x = seed;
 
+	DP_REQUIRE(r != NULL);
 	/* splitmix64 is a bijection of its counter, so at most one of four
 	 * consecutive outputs is zero and the state is never all-zero. */
 	for (int i = 0; i < 4; i++)
-		r->s[i] = dp__splitmix64(&x);
+		r->s[i] = splitmix64(&x);
 }
 
 uint64_t dp_simrng_next(dp_simrng *r)
 {
 	uint64_t *s = r->s;
-	uint64_t result = dp__rotl(s[1] * 5, 7) * 9;
+	uint64_t result = rotl(s[1] * 5, 7) * 9;
 	uint64_t t = s[1] << 17;
 
 	s[2] ^= s[0];
@@ -43,7 +46,7 @@ uint64_t dp_simrng_next(dp_simrng *r)
 	s[1] ^= s[2];
 	s[0] ^= s[3];
 	s[2] ^= t;
-	s[3] = dp__rotl(s[3], 45);
+	s[3] = rotl(s[3], 45);
 	return result;
 }
 
@@ -51,7 +54,7 @@ uint64_t dp_simrng_next(dp_simrng *r)
  * seed reproduces the same stream everywhere.  Each call starts on a fresh
  * 64-bit output (the unused tail of the last word is dropped): the stream
  * depends on the sequence of request sizes, which is itself deterministic. */
-static int dp__simrng_fill(void *ctx, void *buf, size_t len)
+static int fill(void *ctx, void *buf, size_t len)
 {
 	dp_simrng *r = ctx;
 	unsigned char *p = buf;
@@ -73,7 +76,8 @@ static int dp__simrng_fill(void *ctx, void *buf, size_t len)
 
 dp_bitsource dp_simrng_bitsource(dp_simrng *r)
 {
-	dp_bitsource src = { .fill = dp__simrng_fill, .ctx = r };
+	dp_bitsource src = { .fill = fill, .ctx = r };
 
+	DP_REQUIRE(r != NULL);
 	return src;
 }

@@ -1,7 +1,8 @@
 /* Seeded, reproducible generator for offline simulation ONLY.
  *
- * Compiled into libdpsim, which dpasync and the tests link and the daemons
- * do not: no code path of ownerd can reach it. */
+ * Compiled into libdptool, which dpasync and the tests link and the daemons
+ * do not: no code path of ownerd can reach it.  dp_simrng_next is the hot
+ * path and does not check its argument. */
 #ifndef DP_SIMRNG_H
 #define DP_SIMRNG_H
 
