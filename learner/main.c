@@ -55,8 +55,8 @@ static const struct dp_config_entry entries[] = {
 	  .metavar = "NAME", .help = "job name sent in Welcome" },
 	{ .name = "model", DP_CFG_ENUM(&S.model, models), .def = "linear", .group = G_JOB,
 	  .help = "loss: linear regression, logistic regression, linear SVM" },
-	{ .name = "t", DP_CFG_U64(&S.T), .def = "1000", .min = 1, .max = 1e15, .group = G_JOB,
-	  .metavar = "N", .help = "iterations T (also --T)" },
+	{ .name = "t", .alias = "T", DP_CFG_U64(&S.T), .def = "1000", .min = 1, .max = 1e15,
+	  .group = G_JOB, .metavar = "N", .help = "iterations T" },
 	{ .name = "rho", DP_CFG_DOUBLE(&S.rho), .def = "0", .min = 0, .max = INFINITY,
 	  .group = G_JOB, .metavar = "R",
 	  .help = "the paper's rho: eta = N rho / (2 lambda T^2) (0: not given)" },
@@ -181,30 +181,6 @@ static int fail(int code, const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	return code;
-}
-
-/* The contract spells the iteration count --T; config keys are lower case. */
-static char **argv_aliases(int argc, char **argv)
-{
-	char **v = calloc((size_t)argc + 1, sizeof(*v));
-
-	if (v == NULL)
-		return NULL;
-	for (int i = 0; i < argc; i++) {
-		v[i] = argv[i];
-		if (strcmp(argv[i], "--") == 0) {
-			for (i++; i < argc; i++)
-				v[i] = argv[i];
-			break;
-		}
-		if (strcmp(argv[i], "--T") == 0 || strncmp(argv[i], "--T=", 4) == 0) {
-			v[i] = strdup(argv[i]);
-			if (v[i] == NULL)
-				return NULL;   /* a few bytes leak: we are about to exit */
-			v[i][2] = 't';
-		}
-	}
-	return v;
 }
 
 static int lock_out(struct lrn *L)
@@ -513,7 +489,7 @@ static int run(struct lrn *L)
 	return L->exit_code;
 }
 
-static void cleanup(struct lrn *L, char **av, char **argv)
+static void cleanup(struct lrn *L)
 {
 	if (L->loop != NULL) {
 		/* A startup failure: the server may hold its listener and
@@ -540,19 +516,12 @@ static void cleanup(struct lrn *L, char **av, char **argv)
 	if (L->lock_fd >= 0)
 		close(L->lock_fd);
 	dp_config_free(&spec);
-	if (av != NULL) {
-		for (int i = 0; av[i]; i++)
-			if (av[i] != argv[i])
-				free(av[i]);
-		free(av);
-	}
 }
 
 int main(int argc, char **argv)
 {
 	enum dp_config_action action;
 	struct lrn Lst, *L = &Lst;
-	char **av;
 	int rc;
 
 	signal(SIGPIPE, SIG_IGN);
@@ -560,10 +529,7 @@ int main(int argc, char **argv)
 	L->s = &S;
 	L->lock_fd = -1;
 	L->stall_since = -1;
-	av = argv_aliases(argc, argv);
-	if (av == NULL)
-		return fail(LRN_EXIT_FAIL, "out of memory");
-	rc = dp_config_load(&spec, argc, av, &action);
+	rc = dp_config_load(&spec, argc, argv, &action);
 	if (rc < 0) {
 		rc = fail(LRN_EXIT_CONFIG, "%s", dp_error_detail(rc));
 	} else if (action == DP_CONFIG_HELP) {
@@ -584,6 +550,6 @@ int main(int argc, char **argv)
 		else if (rc < 0)
 			rc = LRN_EXIT_OK;   /* --check-config */
 	}
-	cleanup(L, av, argv);
+	cleanup(L);
 	return rc;
 }
