@@ -1,0 +1,166 @@
+/* The planner: every setting of a job chosen from public information, and
+ * the utility it predicts (docs/planner.md).
+ *
+ * A private model is only worth its budget if it is useful.  The planner
+ * chooses the iterations T, the step, the clip bound Xi and every owner's
+ * answer cap K_i from what is public -- the owners' row counts n_i and
+ * budgets eps_i, the model, p, lambda, N, the clock rates, and either
+ * constants measured on a public sample or, without one, constants assumed
+ * from the data's shape -- and never from an owner's rows.  learnerd,
+ * `dpasync sim` and `dpasync forecast` all call dp_plan_make(), so the
+ * simulator never reports a utility the daemons would not plan for.
+ *
+ * The prediction is exact for the async algorithm (docs/design.md §4) on a
+ * quadratic objective with owners that hold alike data and are picked at
+ * random: per eigen-direction of the curvature, the first and second
+ * moments of (theta_L, theta_i) follow a linear recursion whose T-step map
+ * is taken by repeated squaring.  The sync algorithms (§5) get the same
+ * treatment with their own recursions.  Clipping enters through the
+ * constants: the clipped fixed point theta*_Xi, its curvature, and the
+ * cost f(theta*_Xi) - f* of the clip.  docs/planner.md derives it and
+ * measures it against the simulator. */
+#ifndef DP_PLAN_H
+#define DP_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "common/core/model.h"
+
+enum dp_plan_mode { DP_PLAN_ASYNC = 0, DP_PLAN_SYNC1 = 1, DP_PLAN_SYNC2 = 2 };
+
+/* "async" | "sync1" | "sync2"; DP_EINVAL otherwise. */
+int dp_plan_mode_parse(const char *s, enum dp_plan_mode *out);
+const char *dp_plan_mode_name(enum dp_plan_mode m);
+
+/* One candidate clip bound and what clipping there does to the problem. */
+typedef struct dp_plan_clip {
+	double clip;     /* Xi, L1 */
+	double f_clip;   /* f at the clipped fixed point theta*_Xi */
+	double *h;       /* p: eigenvalues of the curvature of the clipped mean
+			    loss gradient at theta*_Xi (regulariser excluded) */
+	double *t;       /* p: theta*_Xi in that eigenbasis */
+	double *hf;      /* p: curvature of the unclipped mean loss in the same
+			    basis (what the excess of f is measured with) */
+} dp_plan_clip;
+
+/* The public constants. */
+typedef struct dp_plan_public {
+	dp_model model;
+	size_t p;
+	double lambda;
+	double f_star;     /* f(theta*) */
+	double f_zero;     /* f(0) */
+	double alone;      /* tr(H^-1 G) / 2 at theta*: an owner's own
+			      non-private model on n_i rows is expected to lose
+			      alone / n_i over f* (the sandwich formula) */
+	double h_safe;     /* curvature no direction can exceed: bounds the
+			      step so that every update contracts */
+	size_t nclip;
+	dp_plan_clip *clips;
+	bool measured;     /* true: from a public sample; false: shape-only */
+	char source[256];  /* one line saying where the constants come from */
+} dp_plan_public;
+
+/* Constants assumed from the data's shape only, for runs without a public
+ * sample: standardised, independent features; regression explaining half
+ * of the target's variance; classification with a logistic link of
+ * moderate margin.  The step is still bounded by the worst curvature a
+ * standardised table can have (h_safe), so the plan is safe on any such
+ * data; its psi prediction is only as good as those assumptions
+ * (docs/planner.md "Without a public sample").  Errors: DP_EINVAL (p == 0,
+ * lambda < 0), DP_ENOMEM.  *out untouched on failure. */
+int dp_plan_public_shape(dp_model model, size_t p, double lambda, dp_plan_public *out);
+
+/* The constants as the JSON object {"model", "p", "lambda", "f_star",
+ * "f_zero", "alone", "h_safe", "measured", "source", "clips": [{"clip",
+ * "f_clip", "h", "t", "hf"}...]}; NULL on allocation failure. */
+struct json_object *dp_plan_public_json(const dp_plan_public *pub);
+
+/* Read them back from `o` (that object, or an object holding it under
+ * "public", as `dpasync forecast` writes).  `path` names the file in
+ * messages.  Errors: DP_EFORMAT with a detail, DP_ENOMEM.  *out untouched
+ * on failure. */
+int dp_plan_public_parse(const char *path, struct json_object *o, dp_plan_public *out);
+
+/* dp_plan_public_parse of a whole file (at most 64 MiB). */
+int dp_plan_public_read(const char *path, dp_plan_public *out);
+
+void dp_plan_public_free(dp_plan_public *pub);
+
+/* What the planner is asked.  Zero-initialise, then set.  A setting given
+ * here (non-zero) is kept; the planner chooses the others. */
+typedef struct dp_plan_request {
+	enum dp_plan_mode mode;
+	size_t N;
+	const uint64_t *n_rows;        /* N, each >= 1 */
+	const double *epsilon;         /* N, > 0 (INFINITY: no noise) */
+	const double *rate;            /* N clock rates, or NULL for equal */
+	size_t T;                      /* 0: choose */
+	double step;                   /* 0: choose (async eta, sync1 rho/T^2,
+					  sync2 c) */
+	double clip;                   /* 0: choose among the candidates */
+	const uint64_t *answers_cap;   /* N or NULL; an entry 0: choose */
+	double margin;                 /* K_i = ceil(T pi_i (1 + margin));
+					  0: DP_PLAN_MARGIN */
+	size_t T_max;                  /* largest T considered; 0: DP_PLAN_T_MAX */
+} dp_plan_request;
+
+#define DP_PLAN_MARGIN 0.1
+#define DP_PLAN_T_MAX  100000
+
+/* The plan and its forecast. */
+typedef struct dp_plan {
+	enum dp_plan_mode mode;
+	size_t N, T;
+	double step;             /* async eta; sync1 rho/T^2; sync2 c */
+	double clip;
+	uint64_t *answers_cap;   /* N: K_i (sync: T - 1) */
+	double *share;           /* N: pi_i, expected share of the iterations */
+	double psi;              /* predicted mean psi of the final model */
+	double psi_opt;          /* of which: optimisation left after T steps */
+	double psi_noise;        /* of which: the privacy noise */
+	double psi_clip;         /* of which: the clip bias */
+	double psi_zero;         /* f(0) / f* - 1 */
+	double *alone;           /* N: predicted psi of owner i's own
+				    non-private model */
+	bool *collaborate;       /* N: psi < alone[i] */
+	bool worse_than_zero;    /* psi >= psi_zero */
+	bool measured;           /* the constants came from a public sample */
+} dp_plan;
+
+/* Plan a job.  Every choice minimises the predicted psi: T over a
+ * geometric grid up to T_max (async) or a smaller one (sync), the step over
+ * (0, the largest step that keeps every update a contraction], Xi over
+ * pub's candidates; K_i = ceil(T pi_i (1 + margin)) with pi_i the owner's
+ * share of clock ticks (async; sync: T - 1).  `pub` must describe the same
+ * model and p as the job (DP_EINVAL otherwise).  Errors: DP_EINVAL (bad
+ * request), DP_ENOMEM.  On success the caller frees *out with
+ * dp_plan_free. */
+int dp_plan_make(const dp_plan_request *req, const dp_plan_public *pub, dp_plan *out);
+
+/* Predicted mean psi (and its three parts, each may be NULL) of fixed
+ * settings: T, step, clip candidate index, caps K (N values).  For the
+ * tests and for reporting a user's own settings. */
+double dp_plan_predict(const dp_plan_request *req, const dp_plan_public *pub, size_t T,
+		       double step, size_t clip_index, const uint64_t *K, double *opt,
+		       double *noise, double *clipbias);
+
+/* The plan's warnings, one line each, into buf (NUL-terminated, lines
+ * separated by '\n'; "" when there is nothing to say): the private model
+ * predicted worse than the all-zero model, owners for whom collaborating
+ * is predicted not to pay, and shape-only constants. */
+void dp_plan_warnings(const dp_plan *pl, const dp_plan_public *pub, char *buf, size_t size);
+
+/* The plan as JSON: {"mode", "T", "eta" | "rho_over_T2" | "c", "clip",
+ * "answers_cap": [...], "share": [...], "psi_mean", "psi_parts":
+ * {"optimisation", "noise", "clip"}, "psi_zero", "alone": [...],
+ * "collaborate": [...], "measured"}; NULL on allocation failure. */
+struct json_object *dp_plan_json(const dp_plan *pl);
+
+void dp_plan_free(dp_plan *pl);
+
+#endif

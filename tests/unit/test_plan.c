@@ -1,0 +1,364 @@
+/* Tests for common/core/plan.c: the planner's prediction against the real
+ * update rule (common/core/algo.c) run many times, its choices, and the
+ * public constants' file form. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/core/algo.h"
+#include "common/core/error.h"
+#include "common/core/plan.h"
+#include "tools/lib/simrng.h"
+
+/* A public description of a quadratic problem with diagonal curvature:
+ * mean loss gradient in direction q is h_q (theta_q - t_q) - 2 lambda t_q,
+ * so the optimum of f = lambda |theta|^2 + loss is t. */
+static void quad_public(dp_plan_public *pub, size_t p, const double *h, const double *t,
+			double lambda, double f_star)
+{
+	memset(pub, 0, sizeof(*pub));
+	pub->model = DP_MODEL_LINEAR;
+	pub->p = p;
+	pub->lambda = lambda;
+	pub->f_star = f_star;
+	pub->f_zero = f_star;
+	for (size_t q = 0; q < p; q++)
+		pub->f_zero += 0.5 * (h[q] + 2 * lambda) * t[q] * t[q];
+	pub->alone = 1.0;
+	pub->h_safe = 0;
+	for (size_t q = 0; q < p; q++)
+		if (h[q] > pub->h_safe)
+			pub->h_safe = h[q];
+	pub->measured = true;
+	pub->nclip = 1;
+	pub->clips = calloc(1, sizeof(*pub->clips));
+	pub->clips[0].clip = 1.0;
+	pub->clips[0].f_clip = f_star;
+	pub->clips[0].h = calloc(p, sizeof(double));
+	pub->clips[0].t = calloc(p, sizeof(double));
+	pub->clips[0].hf = calloc(p, sizeof(double));
+	memcpy(pub->clips[0].h, h, p * sizeof(double));
+	memcpy(pub->clips[0].t, t, p * sizeof(double));
+	memcpy(pub->clips[0].hf, h, p * sizeof(double));
+}
+
+static double uniform(dp_simrng *r)
+{
+	return ((double)(dp_simrng_next(r) >> 11) + 0.5) * 0x1.0p-53;
+}
+
+/* Laplace(0, b) by inversion: fine for a test of variances. */
+static double laplace(dp_simrng *r, double b)
+{
+	double u = uniform(r) - 0.5;
+
+	return -b * (u < 0 ? -1.0 : 1.0) * log(1.0 - 2.0 * fabs(u));
+}
+
+/* The planner's predicted excess of f against the mean excess of R runs of
+ * the real async update rule (dp_algo_async_update) on the same quadratic,
+ * owners picked uniformly at random, Laplace noise of scale b on every
+ * answer.  The recursion is exact for this problem, so the two must agree
+ * within the Monte-Carlo error: the test allows 5 standard errors (a
+ * correct model fails with probability below 1e-6). */
+static void check_async_against_update_rule(size_t N, size_t T, double eta, double b)
+{
+	enum { P = 3 };
+	const double h[P] = { 0.3, 2.0, 6.0 }, t[P] = { 1.0, -0.5, 0.25 }, lambda = 0.01;
+	const size_t R = 20000;
+	dp_plan_public pub;
+	uint64_t n[8], K[8];
+	double eps[8], sum = 0, sum2 = 0, pred, opt, noise, cb, mean, se;
+	dp_simrng rng;
+
+	assert_true(N <= 8);
+	quad_public(&pub, P, h, t, lambda, 1.0);
+	for (size_t i = 0; i < N; i++) {
+		n[i] = 1000;
+		K[i] = 10;
+		/* b = 2 clip K / (n eps) with clip 1  =>  eps = 2 K / (n b) */
+		eps[i] = b > 0 ? 2.0 * 10.0 / (1000.0 * b) : INFINITY;
+	}
+	dp_plan_request req = { .mode = DP_PLAN_ASYNC, .N = N, .n_rows = n, .epsilon = eps };
+	pred = dp_plan_predict(&req, &pub, T, eta, 0, K, &opt, &noise, &cb);
+	assert_true(fabs(opt + noise + cb - pred) <= 1e-12 * pred);
+	assert_true(b > 0 ? noise > 0 : noise == 0);
+
+	dp_simrng_seed(&rng, 12345 + N * 1000 + T);
+	for (size_t r = 0; r < R; r++) {
+		double L[P] = { 0 }, th[8][P] = { { 0 } }, bar[P], ans[P], ex = 0;
+		dp_algo_async_params ap = { .p = P, .N = N, .eta = eta, .lambda = lambda,
+					    .theta_max = 1e9 };
+
+		for (size_t k = 0; k < T; k++) {
+			size_t i = (size_t)(uniform(&rng) * (double)N);
+
+			dp_algo_midpoint(P, L, th[i], bar);
+			for (size_t q = 0; q < P; q++)
+				ans[q] = h[q] * (bar[q] - t[q]) - 2 * lambda * t[q] +
+					 (b > 0 ? laplace(&rng, b) : 0.0);
+			dp_algo_async_update(&ap, bar, ans, 1.0 / (double)N, th[i], L);
+		}
+		for (size_t q = 0; q < P; q++)
+			ex += 0.5 * (h[q] + 2 * lambda) * (L[q] - t[q]) * (L[q] - t[q]);
+		sum += ex;
+		sum2 += ex * ex;
+	}
+	mean = sum / (double)R;
+	se = sqrt((sum2 / (double)R - mean * mean) / (double)R);
+	/* f* = 1, so psi is the excess. */
+	if (!(fabs(pred - mean) <= 5 * se + 1e-12)) {
+		fprintf(stderr, "N=%zu T=%zu eta=%g b=%g: predicted %.6g, update rule %.6g +- %.3g\n",
+			N, T, eta, b, pred, mean, se);
+		fail();
+	}
+	dp_plan_public_free(&pub);
+}
+
+static void test_prediction_matches_update_rule(void **state)
+{
+	check_async_against_update_rule(4, 60, 0.3, 0.0);
+	check_async_against_update_rule(4, 60, 0.3, 0.5);
+	check_async_against_update_rule(2, 200, 0.8, 0.2);
+	check_async_against_update_rule(1, 50, 0.2, 0.3);
+	check_async_against_update_rule(7, 333, 0.05, 1.0);
+}
+
+/* Sync1 without noise is deterministic: e' = (1 - s_k H) e.  Closed form:
+ * the product of the factors. */
+static void test_sync1_deterministic(void **state)
+{
+	const double h[1] = { 1.5 }, t[1] = { 2.0 }, lambda = 0.25;
+	dp_plan_public pub;
+	uint64_t n[2] = { 10, 10 }, K[2] = { 9, 9 };
+	double eps[2] = { INFINITY, INFINITY }, e = -t[0], step = 0.3, pred;
+	size_t T = 10;
+
+	quad_public(&pub, 1, h, t, lambda, 1.0);
+	dp_plan_request req = { .mode = DP_PLAN_SYNC1, .N = 2, .n_rows = n, .epsilon = eps };
+	pred = dp_plan_predict(&req, &pub, T, step, 0, K, NULL, NULL, NULL);
+	for (size_t k = 1; k < T; k++)
+		e *= 1.0 - step / (double)k * (h[0] + 2 * lambda);
+	assert_true(fabs(pred - 0.5 * (h[0] + 2 * lambda) * e * e) <= 1e-12);
+	dp_plan_public_free(&pub);
+}
+
+/* Sync2: the output is the running average; check against iterating the
+ * real step function without noise. */
+static void test_sync2_deterministic(void **state)
+{
+	const double h[1] = { 0.8 }, t[1] = { -1.0 }, lambda = 0.1;
+	dp_plan_public pub;
+	uint64_t n[1] = { 10 }, K[1] = { 99 };
+	double eps[1] = { INFINITY }, c = 0.2, pred, th = 0, hat = 0, agg;
+	size_t T = 40;
+
+	quad_public(&pub, 1, h, t, lambda, 1.0);
+	dp_plan_request req = { .mode = DP_PLAN_SYNC2, .N = 1, .n_rows = n, .epsilon = eps };
+	pred = dp_plan_predict(&req, &pub, T, c, 0, K, NULL, NULL, NULL);
+	for (size_t k = 1; k < T; k++) {
+		agg = h[0] * (th - t[0]) - 2 * lambda * t[0];
+		dp_algo_sync2_step(1, c, k, T, lambda, 1e9, &agg, &th, &hat);
+	}
+	assert_true(fabs(pred - 0.5 * (h[0] + 2 * lambda) * (hat - t[0]) * (hat - t[0])) <= 1e-9);
+	dp_plan_public_free(&pub);
+}
+
+static void test_choices(void **state)
+{
+	dp_plan_public pub;
+	uint64_t n[3] = { 5000, 5000, 10000 }, fixed[3] = { 0, 77, 0 };
+	double eps[3] = { 1, 1, 2 }, rate[3] = { 1, 1, 2 };
+	dp_plan pl;
+
+	assert_int_equal(dp_plan_public_shape(DP_MODEL_LINEAR, 8, 0.01, &pub), 0);
+	dp_plan_request req = { .mode = DP_PLAN_ASYNC, .N = 3, .n_rows = n, .epsilon = eps,
+				.rate = rate };
+	assert_int_equal(dp_plan_make(&req, &pub, &pl), 0);
+	/* K_i = ceil(T pi_i 1.1), shares from the rates. */
+	assert_true(fabs(pl.share[2] - 0.5) < 1e-15);
+	for (size_t i = 0; i < 3; i++)
+		assert_int_equal(pl.answers_cap[i], (uint64_t)ceil((double)pl.T * pl.share[i] * 1.1));
+	/* The step never exceeds the contraction bound of the stiffest
+	 * direction a standardised table allows (h_safe = 2p). */
+	assert_true(pl.step <= 1.0 / (0.01 / 3 + 0.5 * 16.0) * (1 + 1e-12));
+	assert_true(pl.psi > 0 && isfinite(pl.psi));
+	assert_true(fabs(pl.psi - (pl.psi_opt + pl.psi_noise + pl.psi_clip)) <= 1e-12 * pl.psi);
+	assert_false(pl.measured);
+	/* More budget never predicts a worse model. */
+	{
+		double e2[3] = { 4, 4, 8 };
+		dp_plan_request r2 = req;
+		dp_plan p2;
+
+		r2.epsilon = e2;
+		assert_int_equal(dp_plan_make(&r2, &pub, &p2), 0);
+		assert_true(p2.psi <= pl.psi);
+		dp_plan_free(&p2);
+	}
+	dp_plan_free(&pl);
+
+	/* Settings the user gives are kept. */
+	req.T = 321;
+	req.step = 0.01;
+	req.clip = 3.5;
+	req.answers_cap = fixed;
+	assert_int_equal(dp_plan_make(&req, &pub, &pl), 0);
+	assert_int_equal(pl.T, 321);
+	assert_true(pl.step == 0.01);
+	assert_true(pl.clip == 3.5);
+	assert_int_equal(pl.answers_cap[1], 77);
+	assert_int_equal(pl.answers_cap[0], (uint64_t)ceil(321 * 0.25 * 1.1));
+	dp_plan_free(&pl);
+
+	/* Sync: every owner answers T - 1 rounds; a smaller cap is refused. */
+	req.mode = DP_PLAN_SYNC1;
+	req.step = 0;
+	req.clip = 0;
+	req.answers_cap = NULL;
+	req.T = 50;
+	assert_int_equal(dp_plan_make(&req, &pub, &pl), 0);
+	for (size_t i = 0; i < 3; i++)
+		assert_int_equal(pl.answers_cap[i], 49);
+	dp_plan_free(&pl);
+	req.answers_cap = fixed;
+	assert_int_equal(dp_plan_make(&req, &pub, &pl), DP_EINVAL);
+	dp_plan_public_free(&pub);
+}
+
+static void test_bad_requests(void **state)
+{
+	dp_plan_public pub;
+	uint64_t n[2] = { 10, 0 };
+	double eps[2] = { 1, 1 };
+	dp_plan pl;
+
+	assert_int_equal(dp_plan_public_shape(DP_MODEL_LOGISTIC, 4, 0.01, &pub), 0);
+	dp_plan_request req = { .mode = DP_PLAN_ASYNC, .N = 2, .n_rows = n, .epsilon = eps };
+	assert_int_equal(dp_plan_make(&req, &pub, &pl), DP_EINVAL);   /* no rows */
+	n[1] = 10;
+	eps[0] = 0;
+	assert_int_equal(dp_plan_make(&req, &pub, &pl), DP_EINVAL);   /* epsilon 0 */
+	eps[0] = 1;
+	req.T = 1;
+	assert_int_equal(dp_plan_make(&req, &pub, &pl), DP_EINVAL);   /* T 1 */
+	dp_plan_public_free(&pub);
+	assert_int_equal(dp_plan_public_shape(DP_MODEL_LINEAR, 0, 0.01, &pub), DP_EINVAL);
+}
+
+/* Tiny owners at a small budget: the planner must say the private model
+ * is worse than the zero model and that collaborating does not pay. */
+static void test_warnings(void **state)
+{
+	dp_plan_public pub;
+	uint64_t n[4] = { 30, 30, 30, 30 }, big[2] = { 1000000, 1000000 };
+	double eps[4] = { 0.1, 0.1, 0.1, 0.1 };
+	char buf[1024];
+	dp_plan pl;
+
+	assert_int_equal(dp_plan_public_shape(DP_MODEL_LINEAR, 20, 0.01, &pub), 0);
+	dp_plan_request req = { .mode = DP_PLAN_ASYNC, .N = 4, .n_rows = n, .epsilon = eps };
+	assert_int_equal(dp_plan_make(&req, &pub, &pl), 0);
+	assert_true(pl.worse_than_zero);
+	dp_plan_warnings(&pl, &pub, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "worse than the all-zero model"));
+	assert_non_null(strstr(buf, "no public sample"));
+	dp_plan_free(&pl);
+
+	/* Two huge owners with plenty of budget: the joint model wins, no
+	 * "worse than zero" line. */
+	eps[0] = eps[1] = 10;
+	req.N = 2;
+	req.n_rows = big;
+	assert_int_equal(dp_plan_make(&req, &pub, &pl), 0);
+	assert_false(pl.worse_than_zero);
+	dp_plan_warnings(&pl, &pub, buf, sizeof(buf));
+	assert_null(strstr(buf, "worse than the all-zero model"));
+	dp_plan_free(&pl);
+	dp_plan_public_free(&pub);
+}
+
+static void test_public_json_round_trip(void **state)
+{
+	dp_plan_public a, b;
+	struct json_object *o, *wrap;
+
+	for (int m = 0; m < 3; m++) {
+		assert_int_equal(dp_plan_public_shape((dp_model)m, 5, 0.02, &a), 0);
+		o = dp_plan_public_json(&a);
+		assert_non_null(o);
+		wrap = json_object_new_object();
+		json_object_object_add(wrap, "public", o);
+		/* Through text, as a file would be. */
+		{
+			struct json_object *back = json_tokener_parse(json_object_to_json_string(wrap));
+
+			assert_int_equal(dp_plan_public_parse("x.json", back, &b), 0);
+			json_object_put(back);
+		}
+		assert_int_equal(b.model, a.model);
+		assert_int_equal(b.p, a.p);
+		assert_true(b.f_star == a.f_star && b.h_safe == a.h_safe && b.alone == a.alone);
+		assert_int_equal(b.nclip, a.nclip);
+		for (size_t c = 0; c < a.nclip; c++)
+			for (size_t q = 0; q < a.p; q++)
+				assert_true(a.clips[c].h[q] == b.clips[c].h[q] &&
+					    a.clips[c].t[q] == b.clips[c].t[q]);
+		json_object_put(wrap);
+		dp_plan_public_free(&a);
+		dp_plan_public_free(&b);
+	}
+}
+
+static void test_public_parse_errors(void **state)
+{
+	static const struct {
+		const char *json, *want;
+	} cases[] = {
+		{ "{\"model\":\"x\"}", "unknown model" },
+		{ "{\"model\":\"linear\",\"p\":2,\"lambda\":0,\"f_star\":1,\"f_zero\":1,\"alone\":0,"
+		  "\"h_safe\":1,\"measured\":true,\"clips\":[]}", "1..64 candidates" },
+		{ "{\"model\":\"linear\",\"p\":2,\"lambda\":0,\"f_star\":1,\"f_zero\":1,\"alone\":0,"
+		  "\"h_safe\":1,\"measured\":true,\"clips\":[{\"clip\":1,\"f_clip\":1,\"h\":[1],"
+		  "\"t\":[1,1],\"hf\":[1,1]}]}", "'h' must have 2 numbers" },
+		{ "{\"model\":\"linear\",\"p\":1,\"lambda\":0,\"f_star\":0,\"f_zero\":1,\"alone\":0,"
+		  "\"h_safe\":1,\"measured\":true,\"clips\":[]}", "f_star and h_safe must be > 0" },
+		{ "{\"model\":\"linear\",\"p\":1,\"lambda\":0,\"f_star\":1,\"f_zero\":1,\"alone\":0,"
+		  "\"h_safe\":1,\"measured\":true,\"typo\":1,\"clips\":[]}", "unknown key 'typo'" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct json_object *o = json_tokener_parse(cases[i].json);
+		dp_plan_public pub;
+		int rc;
+
+		assert_non_null(o);
+		rc = dp_plan_public_parse("pub.json", o, &pub);
+		assert_int_equal(rc, DP_EFORMAT);
+		if (strstr(dp_error_detail(rc), cases[i].want) == NULL) {
+			fprintf(stderr, "case %zu: '%s' lacks '%s'\n", i, dp_error_detail(rc),
+				cases[i].want);
+			fail();
+		}
+		json_object_put(o);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_prediction_matches_update_rule),
+		cmocka_unit_test(test_sync1_deterministic),
+		cmocka_unit_test(test_sync2_deterministic),
+		cmocka_unit_test(test_choices),
+		cmocka_unit_test(test_bad_requests),
+		cmocka_unit_test(test_warnings),
+		cmocka_unit_test(test_public_json_round_trip),
+		cmocka_unit_test(test_public_parse_errors),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,359 @@
+#include "tools/lib/public.h"
+#include "common/core/error.h"
+#include "tools/lib/optimum.h"
+
+#include <cblas.h>
+#include <lapacke.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const double dp_public_quantiles[DP_PUBLIC_NQ] = { 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1.0 };
+
+/* The hinge has no curvature; the planner models it smoothed over this
+ * width of margin (docs/planner.md). */
+#define HINGE_WIDTH 0.5
+#define BLOCK 256
+#define FIXED_ITERS 100
+
+static double curvature(dp_model m, double t, double y)
+{
+	switch (m) {
+	case DP_MODEL_LINEAR:
+		return 2.0;
+	case DP_MODEL_LOGISTIC: {
+		double s = t >= 0 ? 1.0 / (1.0 + exp(-t)) : exp(t) / (1.0 + exp(t));
+
+		return s * (1.0 - s);
+	}
+	case DP_MODEL_SVM: {
+		double mg = y * t;
+
+		return mg > 1.0 - HINGE_WIDTH && mg < 1.0 ? 1.0 / HINGE_WIDTH : 0.0;
+	}
+	}
+	return 0.0;
+}
+
+/* Per-example gradient coefficient and L1 norm at theta. */
+static void row_coef(dp_model m, const dp_dataset *ds, const double *theta, size_t j,
+		     double *t, double *c, double *norm)
+{
+	*t = cblas_ddot((int)ds->p, ds->x + j * ds->p, 1, theta, 1);
+	*c = dp_model_coef(m, *t, ds->y[j]);
+	*norm = fabs(*c) * ds->row_l1[j];
+}
+
+/* H = (1/n) sum over the rows kept of curvature * x x^T (upper triangle
+ * filled, then mirrored): all rows when clip is INFINITY, else the rows
+ * whose gradient the clip leaves alone.  `hinge_bound` replaces the
+ * curvature by its largest value (for the step bound). */
+static int hessian(dp_model m, const dp_dataset *ds, const double *theta, double clip,
+		   int bound, double *H)
+{
+	size_t p = ds->p, n = ds->n;
+	double *buf = malloc(BLOCK * p * sizeof(double));
+
+	if (buf == NULL)
+		return DP_ENOMEM;
+	memset(H, 0, p * p * sizeof(double));
+	for (size_t j0 = 0; j0 < n; j0 += BLOCK) {
+		size_t nb = n - j0 < BLOCK ? n - j0 : BLOCK, used = 0;
+
+		for (size_t j = j0; j < j0 + nb; j++) {
+			double t, c, norm, k;
+
+			row_coef(m, ds, theta, j, &t, &c, &norm);
+			if (norm > clip)
+				continue;
+			if (bound)
+				k = m == DP_MODEL_LINEAR ? 2.0 : m == DP_MODEL_LOGISTIC ? 0.25
+									 : 1.0 / HINGE_WIDTH;
+			else
+				k = curvature(m, t, ds->y[j]);
+			if (k <= 0.0)
+				continue;
+			for (size_t q = 0; q < p; q++)
+				buf[used * p + q] = sqrt(k) * ds->x[j * p + q];
+			used++;
+		}
+		if (used > 0)
+			cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)p, (int)used,
+				    1.0 / (double)n, buf, (int)p, 1.0, H, (int)p);
+	}
+	for (size_t a = 0; a < p; a++)
+		for (size_t b = 0; b < a; b++)
+			H[a * p + b] = H[b * p + a];
+	free(buf);
+	return 0;
+}
+
+/* g = 2 lambda theta + mean clipped gradient. */
+static void clipped_grad(dp_model m, const dp_dataset *ds, const double *theta, double clip,
+			 double lambda, double *g)
+{
+	size_t p = ds->p;
+
+	for (size_t q = 0; q < p; q++)
+		g[q] = 0.0;
+	for (size_t j = 0; j < ds->n; j++) {
+		double t, c, norm, s;
+
+		row_coef(m, ds, theta, j, &t, &c, &norm);
+		s = norm > clip ? clip / norm : 1.0;
+		cblas_daxpy((int)p, c * s / (double)ds->n, ds->x + j * p, 1, g, 1);
+	}
+	for (size_t q = 0; q < p; q++)
+		g[q] += 2.0 * lambda * theta[q];
+}
+
+static double norm_inf(const double *v, size_t p)
+{
+	double mx = 0.0;
+
+	for (size_t q = 0; q < p; q++)
+		if (fabs(v[q]) > mx)
+			mx = fabs(v[q]);
+	return mx;
+}
+
+/* Solve (A + 2 lambda I) x = b for symmetric positive semi-definite A
+ * (copied; b overwritten with x). */
+static int solve_spd(const double *A, double lambda, size_t p, double *b, size_t nrhs,
+		     double *work)
+{
+	lapack_int info;
+
+	memcpy(work, A, p * p * sizeof(double));
+	for (size_t q = 0; q < p; q++)
+		work[q * p + q] += 2.0 * lambda + 1e-12;
+	info = LAPACKE_dposv(LAPACK_ROW_MAJOR, 'U', (lapack_int)p, (lapack_int)nrhs, work,
+			     (lapack_int)p, b, (lapack_int)nrhs);
+	return info == 0 ? 0 : dp_error_set(DP_ENUMERIC, "public sample: a curvature matrix is "
+					    "singular (give lambda > 0)");
+}
+
+/* The zero of the clipped gradient (plus regulariser) near theta: Newton
+ * steps with the curvature of the rows left unclipped, halved until the
+ * gradient shrinks.  Clipped gradients are piecewise smooth, so the best
+ * point found is kept. */
+static int clipped_fixed_point(dp_model m, const dp_dataset *ds, double lambda, double clip,
+			       double *theta, double *H, double *work, double *g, double *step,
+			       double *trial)
+{
+	size_t p = ds->p;
+	double gn;
+	int rc;
+
+	clipped_grad(m, ds, theta, clip, lambda, g);
+	gn = norm_inf(g, p);
+	for (int it = 0; it < FIXED_ITERS && gn > 1e-13; it++) {
+		double a = 1.0, gt = INFINITY;
+
+		rc = hessian(m, ds, theta, clip, 0, H);
+		if (rc != 0)
+			return rc;
+		memcpy(step, g, p * sizeof(double));
+		rc = solve_spd(H, lambda, p, step, 1, work);
+		if (rc != 0)
+			return rc;
+		for (int h = 0; h < 30; h++, a *= 0.5) {
+			for (size_t q = 0; q < p; q++)
+				trial[q] = theta[q] - a * step[q];
+			clipped_grad(m, ds, trial, clip, lambda, work);
+			gt = norm_inf(work, p);
+			if (gt < gn)
+				break;
+		}
+		if (!(gt < gn))
+			break;
+		memcpy(theta, trial, p * sizeof(double));
+		memcpy(g, work, p * sizeof(double));
+		gn = gt;
+		if (a * norm_inf(step, p) <= 1e-12 * (1.0 + norm_inf(theta, p)))
+			break;
+	}
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double max_eigen(double *A, size_t p, double *w)
+{
+	if (LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'N', 'U', (lapack_int)p, A, (lapack_int)p, w) != 0)
+		return NAN;
+	return w[p - 1];
+}
+
+int dp_public_measure(dp_model model, const dp_dataset *sample, double lambda,
+		      double theta_max, const char *source, dp_plan_public *out)
+{
+	const dp_dataset *view[1] = { sample };
+	dp_plan_public pub = { 0 };
+	size_t p, n;
+	double *th = NULL, *thc = NULL, *H = NULL, *Hf = NULL, *work = NULL, *g = NULL;
+	double *step = NULL, *trial = NULL, *norms = NULL, *w = NULL, *G = NULL;
+	int rc;
+
+	DP_REQUIRE(sample != NULL && out != NULL);
+	p = sample->p;
+	n = sample->n;
+	if (n == 0 || p == 0)
+		return dp_error_set(DP_EINVAL, "public sample %s has no rows", source);
+	rc = dp_model_check_data(model, sample);
+	if (rc != 0)
+		return rc;
+	th = calloc(p, sizeof(double));
+	thc = calloc(p, sizeof(double));
+	H = calloc(p * p, sizeof(double));
+	Hf = calloc(p * p, sizeof(double));
+	G = calloc(p * p, sizeof(double));
+	work = calloc(p * p + p, sizeof(double));
+	g = calloc(p, sizeof(double));
+	step = calloc(p, sizeof(double));
+	trial = calloc(p, sizeof(double));
+	w = calloc(p, sizeof(double));
+	norms = calloc(n, sizeof(double));
+	pub.clips = calloc(DP_PUBLIC_NQ, sizeof(*pub.clips));
+	if (!th || !thc || !H || !Hf || !G || !work || !g || !step || !trial || !w || !norms ||
+	    !pub.clips) {
+		rc = dp_error_set(DP_ENOMEM, "public sample: out of memory");
+		goto out;
+	}
+	pub.model = model;
+	pub.p = p;
+	pub.lambda = lambda;
+	pub.measured = true;
+	snprintf(pub.source, sizeof(pub.source), "public sample %s (%zu rows)", source, n);
+
+	rc = dp_optimum_solve(model, view, 1, lambda, theta_max, th, &pub.f_star);
+	if (rc != 0)
+		goto out;
+	if (!(pub.f_star > 0.0)) {
+		rc = dp_error_set(DP_EINVAL, "public sample %s: f(theta*) = %g, psi is undefined",
+				  source, pub.f_star);
+		goto out;
+	}
+	pub.f_zero = dp_model_fitness(model, view, 1, lambda, w /* zeros */);
+
+	/* The sandwich constant tr(H^-1 G)/2 at theta*: H the curvature of f,
+	 * G the covariance of the per-example gradients of f. */
+	rc = hessian(model, sample, th, INFINITY, 0, Hf);
+	if (rc != 0)
+		goto out;
+	for (size_t j = 0; j < n; j++) {
+		double t, c, nm;
+
+		row_coef(model, sample, th, j, &t, &c, &nm);
+		norms[j] = nm;
+		for (size_t q = 0; q < p; q++)
+			step[q] = c * sample->x[j * p + q] + 2.0 * lambda * th[q];
+		cblas_dsyr(CblasRowMajor, CblasUpper, (int)p, 1.0 / (double)n, step, 1, G, (int)p);
+	}
+	for (size_t a = 0; a < p; a++)
+		for (size_t b = 0; b < a; b++)
+			G[a * p + b] = G[b * p + a];
+	rc = solve_spd(Hf, lambda, p, G, p, work);
+	if (rc != 0)
+		goto out;
+	for (size_t q = 0; q < p; q++)
+		pub.alone += 0.5 * G[q * p + q];
+
+	/* The step bound: the largest curvature along the way from 0 to
+	 * theta* (logistic is stiffest at 0, the smoothed hinge anywhere). */
+	memcpy(work, Hf, p * p * sizeof(double));
+	pub.h_safe = max_eigen(work, p, w);
+	rc = hessian(model, sample, th, INFINITY, model != DP_MODEL_LINEAR, H);
+	if (rc != 0)
+		goto out;
+	{
+		double hb = max_eigen(H, p, w);
+
+		if (hb > pub.h_safe || !isfinite(pub.h_safe))
+			pub.h_safe = hb;
+	}
+	if (!(pub.h_safe > 0.0) || !isfinite(pub.h_safe)) {
+		rc = dp_error_set(DP_ENUMERIC, "public sample %s: no curvature", source);
+		goto out;
+	}
+
+	qsort(norms, n, sizeof(double), cmp_double);
+	for (size_t c = 0; c < DP_PUBLIC_NQ; c++) {
+		double q = dp_public_quantiles[c], clip;
+		size_t idx = (size_t)floor(q * (double)(n - 1) + 0.5);
+		dp_plan_clip *k;
+
+		clip = q >= 1.0 ? norms[n - 1] * (1.0 + 1e-9) : norms[idx];
+		if (!(clip > 0.0))
+			continue;   /* a quantile at 0: every gradient there is clipped away */
+		k = &pub.clips[pub.nclip++];
+		k->h = calloc(p, sizeof(double));
+		k->t = calloc(p, sizeof(double));
+		k->hf = calloc(p, sizeof(double));
+		if (k->h == NULL || k->t == NULL || k->hf == NULL) {
+			rc = dp_error_set(DP_ENOMEM, "public sample: out of memory");
+			goto out;
+		}
+		k->clip = clip;
+		memcpy(thc, th, p * sizeof(double));
+		rc = clipped_fixed_point(model, sample, lambda, clip, thc, H, work, g, step, trial);
+		if (rc != 0)
+			goto out;
+		k->f_clip = dp_model_fitness(model, view, 1, lambda, thc);
+		if (k->f_clip < pub.f_star)
+			k->f_clip = pub.f_star;
+		rc = hessian(model, sample, thc, clip, 0, H);
+		if (rc == 0)
+			rc = hessian(model, sample, thc, INFINITY, 0, Hf);
+		if (rc != 0)
+			goto out;
+		if (LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'U', (lapack_int)p, H, (lapack_int)p,
+				   k->h) != 0) {
+			rc = dp_error_set(DP_ENUMERIC, "public sample: eigen-decomposition failed");
+			goto out;
+		}
+		for (size_t e = 0; e < p; e++) {
+			double tt = 0.0, hf = 0.0;
+
+			if (k->h[e] < 0.0)
+				k->h[e] = 0.0;
+			for (size_t a = 0; a < p; a++) {
+				double ua = H[a * p + e];
+
+				tt += ua * thc[a];
+				for (size_t b = 0; b < p; b++)
+					hf += ua * Hf[a * p + b] * H[b * p + e];
+			}
+			k->t[e] = tt;
+			k->hf[e] = hf > 0.0 ? hf : 0.0;
+		}
+	}
+	if (pub.nclip == 0) {
+		rc = dp_error_set(DP_EINVAL, "public sample %s: every per-example gradient is 0 at "
+				  "the optimum", source);
+		goto out;
+	}
+	*out = pub;
+	memset(&pub, 0, sizeof(pub));
+	rc = 0;
+out:
+	dp_plan_public_free(&pub);
+	free(th);
+	free(thc);
+	free(H);
+	free(Hf);
+	free(G);
+	free(work);
+	free(g);
+	free(step);
+	free(trial);
+	free(w);
+	free(norms);
+	return rc;
+}
