@@ -226,7 +226,10 @@ static void test_choices(void **state)
 	for (size_t i = 0; i < 3; i++)
 		assert_int_equal(pl.answers_cap[i], 49);
 	dp_plan_free(&pl);
-	req.answers_cap = fixed;
+	req.answers_cap = fixed;      /* owner 2 caps at 77: fine for T = 50 ... */
+	assert_int_equal(dp_plan_make(&req, &pub, &pl), 0);
+	dp_plan_free(&pl);
+	req.T = 100;                  /* ... not for the 99 rounds of T = 100 */
 	assert_int_equal(dp_plan_make(&req, &pub, &pl), DP_EINVAL);
 	dp_plan_public_free(&pub);
 }
