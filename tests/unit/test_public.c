@@ -1,0 +1,216 @@
+/* Tests for tools/lib/public.c: the planner's constants measured on a
+ * sample, against values computed here independently (3x3 algebra by
+ * hand) on a small synthetic ridge regression. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/core/dataset.h"
+#include "common/core/error.h"
+#include "tools/lib/public.h"
+#include "tools/lib/simrng.h"
+
+#define NR 400
+#define P 3
+
+static double X[NR * P], Y[NR];
+
+static double gauss(dp_simrng *r)
+{
+	double u = ((double)(dp_simrng_next(r) >> 11) + 0.5) * 0x1.0p-53;
+	double v = ((double)(dp_simrng_next(r) >> 11) + 0.5) * 0x1.0p-53;
+
+	return sqrt(-2 * log(u)) * cos(2 * M_PI * v);
+}
+
+static void make_data(dp_dataset *ds, int classify)
+{
+	dp_simrng r;
+
+	dp_simrng_seed(&r, 7);
+	for (size_t j = 0; j < NR; j++) {
+		double a = gauss(&r), b = 0.5 * a + gauss(&r), z = 0.8 * a - 0.3 * b + 0.2;
+
+		X[j * P] = a;
+		X[j * P + 1] = b;
+		X[j * P + 2] = 1.0;
+		if (classify)
+			Y[j] = z + 0.7 * gauss(&r) > 0 ? 1.0 : -1.0;
+		else
+			Y[j] = z + 0.5 * gauss(&r) * (1 + fabs(a));  /* heteroscedastic */
+	}
+	assert_int_equal(dp_dataset_from_arrays(ds, NR, P, X, Y, NULL), 0);
+}
+
+static double det3(const double m[9])
+{
+	return m[0] * (m[4] * m[8] - m[5] * m[7]) - m[1] * (m[3] * m[8] - m[5] * m[6]) +
+	       m[2] * (m[3] * m[7] - m[4] * m[6]);
+}
+
+/* x = m^-1 b by Cramer's rule. */
+static void solve3(const double m[9], const double b[3], double x[3])
+{
+	double d = det3(m);
+
+	for (int c = 0; c < 3; c++) {
+		double t[9];
+
+		memcpy(t, m, sizeof(t));
+		for (int r = 0; r < 3; r++)
+			t[r * 3 + c] = b[r];
+		x[c] = det3(t) / d;
+	}
+}
+
+static void test_linear_constants(void **state)
+{
+	const double lambda = 0.1;
+	dp_dataset ds;
+	dp_plan_public pub;
+	double A[9] = { 0 }, c[3] = { 0 }, th[3], H[9], G[9] = { 0 }, f = 0, f0 = 0, tr = 0;
+	double *norms = malloc(NR * sizeof(double));
+
+	make_data(&ds, 0);
+	assert_int_equal(dp_public_measure(DP_MODEL_LINEAR, &ds, lambda, 100.0, "synthetic", &pub), 0);
+	assert_true(pub.measured);
+	assert_int_equal(pub.p, P);
+
+	/* Ridge optimum: (X^T X/n + lambda I) theta = X^T y / n. */
+	for (size_t j = 0; j < NR; j++)
+		for (int a = 0; a < 3; a++) {
+			c[a] += X[j * P + a] * Y[j] / NR;
+			for (int b = 0; b < 3; b++)
+				A[a * 3 + b] += X[j * P + a] * X[j * P + b] / NR;
+		}
+	for (int a = 0; a < 9; a++)
+		H[a] = 2 * A[a] + (a % 4 == 0 ? 2 * lambda : 0);
+	memcpy(G, A, sizeof(G));
+	for (int a = 0; a < 3; a++)
+		G[a * 4] += lambda;
+	solve3(G, c, th);
+	memset(G, 0, sizeof(G));
+	for (size_t j = 0; j < NR; j++) {
+		double t = 0, g[3];
+
+		for (int a = 0; a < 3; a++)
+			t += X[j * P + a] * th[a];
+		f += (Y[j] - t) * (Y[j] - t) / NR;
+		f0 += Y[j] * Y[j] / NR;
+		norms[j] = 2 * fabs(t - Y[j]) * (fabs(X[j * P]) + fabs(X[j * P + 1]) + 1.0);
+		for (int a = 0; a < 3; a++)
+			g[a] = 2 * (t - Y[j]) * X[j * P + a] + 2 * lambda * th[a];
+		for (int a = 0; a < 3; a++)
+			for (int b = 0; b < 3; b++)
+				G[a * 3 + b] += g[a] * g[b] / NR;
+	}
+	f += lambda * (th[0] * th[0] + th[1] * th[1] + th[2] * th[2]);
+	assert_true(fabs(pub.f_star - f) <= 1e-10 * f);
+	assert_true(fabs(pub.f_zero - f0) <= 1e-12 * f0);
+	/* Sandwich constant: tr(H^-1 G) / 2, column by column. */
+	for (int col = 0; col < 3; col++) {
+		double b[3] = { G[col], G[3 + col], G[6 + col] }, x[3];
+
+		solve3(H, b, x);
+		tr += x[col];
+	}
+	assert_true(fabs(pub.alone - tr / 2) <= 1e-9 * tr);
+
+	/* The last candidate clips nothing: its fixed point is theta*, its
+	 * curvature 2 X^T X / n (trace and determinant of the eigenvalues),
+	 * and t is theta* rotated (same norm, same energy sum h t^2). */
+	{
+		const dp_plan_clip *k = &pub.clips[pub.nclip - 1];
+		double sum = 0, prod = 1, n2 = 0, e = 0, ref = 0, H2[9];
+
+		for (int a = 0; a < 9; a++)
+			H2[a] = 2 * A[a];
+		for (int q = 0; q < 3; q++) {
+			sum += k->h[q];
+			prod *= k->h[q];
+			n2 += k->t[q] * k->t[q];
+			e += k->h[q] * k->t[q] * k->t[q];
+			assert_true(fabs(k->hf[q] - k->h[q]) <= 1e-10 * (1 + k->h[q]));
+		}
+		for (int a = 0; a < 3; a++)
+			for (int b = 0; b < 3; b++)
+				ref += th[a] * H2[a * 3 + b] * th[b];
+		assert_true(fabs(k->f_clip - pub.f_star) <= 1e-10 * pub.f_star);
+		assert_true(fabs(sum - (H2[0] + H2[4] + H2[8])) <= 1e-10 * sum);
+		assert_true(fabs(prod - det3(H2)) <= 1e-9 * fabs(prod));
+		assert_true(fabs(n2 - (th[0] * th[0] + th[1] * th[1] + th[2] * th[2])) <= 1e-9 * n2);
+		assert_true(fabs(e - ref) <= 1e-9 * ref);
+	}
+
+	/* Candidates are quantiles of the per-example gradient norms at
+	 * theta*; a smaller clip costs more (f_clip grows) and removes
+	 * curvature (clipped rows contribute none). */
+	{
+		size_t idx = (size_t)floor(0.5 * (NR - 1) + 0.5);
+		for (size_t i = 0; i < NR; i++)      /* insertion sort: NR is small */
+			for (size_t j = i; j > 0 && norms[j] < norms[j - 1]; j--) {
+				double t = norms[j];
+
+				norms[j] = norms[j - 1];
+				norms[j - 1] = t;
+			}
+		assert_int_equal(pub.nclip, DP_PUBLIC_NQ);
+		assert_true(fabs(pub.clips[1].clip - norms[idx]) <= 1e-9 * norms[idx]);
+		for (size_t k = 1; k < pub.nclip; k++) {
+			double s0 = 0, s1 = 0;
+
+			assert_true(pub.clips[k].clip > pub.clips[k - 1].clip);
+			assert_true(pub.clips[k].f_clip <= pub.clips[k - 1].f_clip * (1 + 1e-12));
+			for (int q = 0; q < 3; q++) {
+				s0 += pub.clips[k - 1].h[q];
+				s1 += pub.clips[k].h[q];
+			}
+			assert_true(s0 <= s1 * (1 + 1e-9));
+		}
+		assert_true(pub.clips[0].f_clip > pub.f_star);
+	}
+	/* The step bound is at least the largest curvature. */
+	assert_true(pub.h_safe >= pub.clips[pub.nclip - 1].h[2] * (1 - 1e-12));
+	free(norms);
+	dp_plan_public_free(&pub);
+	dp_dataset_free(&ds);
+}
+
+static void test_logistic_constants(void **state)
+{
+	dp_dataset ds;
+	dp_plan_public pub;
+	double m = 0;
+
+	make_data(&ds, 1);
+	assert_int_equal(dp_public_measure(DP_MODEL_LOGISTIC, &ds, 0.01, 100.0, "synthetic", &pub), 0);
+	assert_true(fabs(pub.f_zero - log(2.0)) <= 1e-12);
+	assert_true(pub.f_star < pub.f_zero && pub.f_star > 0);
+	assert_true(pub.alone > 0 && isfinite(pub.alone));
+	/* Logistic curvature is largest at 0: sigma'(0) = 1/4 of X^T X / n. */
+	for (int q = 0; q < 3; q++)
+		m = fmax(m, pub.clips[pub.nclip - 1].h[q]);
+	assert_true(pub.h_safe >= m);
+	dp_plan_public_free(&pub);
+
+	/* Labels must fit the model. */
+	dp_dataset_free(&ds);
+	Y[0] = 0.5;
+	assert_int_equal(dp_dataset_from_arrays(&ds, NR, P, X, Y, NULL), 0);
+	assert_int_equal(dp_public_measure(DP_MODEL_LOGISTIC, &ds, 0.01, 100.0, "bad", &pub),
+			 DP_EFORMAT);
+	dp_dataset_free(&ds);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_linear_constants),
+		cmocka_unit_test(test_logistic_constants),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
