@@ -14,8 +14,8 @@
 /* Geometric on {0,1,2,...}: P(X = j) = (1 - e^-lambda) e^(-lambda j).
  * Exact up to double rounding of per-bit probabilities (relative error
  * <= 2^-50 each) and a tail of mass < e^-700 that is never produced; see
- * docs/noise.md.  Consumes a number of random 64-bit words fixed by lambda
- * (plus one more per tie, probability 2^-64 each), not by the outcome.
+ * docs/noise.md.  Consumes a number of random 32-bit words fixed by lambda
+ * (plus more only on a tie, probability 2^-32 each), not by the outcome.
  * Errors: DP_EINVAL (lambda not finite or <= 0), DP_ERANGE (lambda below
  * DP_NOISE_LAMBDA_MIN: the tail cut would no longer be negligible), or the
  * source's error.  *out untouched on failure. */
