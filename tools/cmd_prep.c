@@ -779,7 +779,9 @@ int dp_cmd_prep(int argc, char **argv)
 		{ .name = "levels", DP_CFG_STRINGS(&a.levels),
 		  .flags = DP_CONFIG_APPEND | DP_CONFIG_WHOLE, .group = g_features,
 		  .metavar = "'COL=L1,L2,...'",
-		  .help = "COL is one-hot with exactly these levels;\nrepeatable" },
+		  .help = "COL is one-hot with exactly these levels\n"
+			  "(two levels: one 0/1 feature, 1 for the\n"
+			  "second); repeatable" },
 		{ .name = "onehot", DP_CFG_STRINGS(&a.onehot), .flags = DP_CONFIG_APPEND,
 		  .group = g_features, .help = "one-hot encode these columns even if they\n"
 		  "look numeric; repeatable" },
