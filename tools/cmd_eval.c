@@ -22,7 +22,8 @@ static int evaluate(struct eval_opts *o)
 {
 	dp_modelfile mf = { 0 };
 	dp_ownerdata od = { 0 };
-	double lambda = o->lambda, theta_max = o->theta_max, f, f_star;
+	double lambda = o->lambda, theta_max = o->theta_max, f, f_star, f_zero, *zero = NULL;
+	const char *target;
 	int rc;
 
 	rc = dp_modelfile_read(o->args.v[0], &mf);
@@ -44,9 +45,13 @@ static int evaluate(struct eval_opts *o)
 		dp_cmd_fail("eval", "lambda must be >= 0 and theta-max > 0");
 		goto out;
 	}
-	rc = dp_ownerdata_load(&od, o->args.v + 1, o->args.n - 1,
-			       o->schema ? NULL : (o->target ? o->target : "y"), mf.bias, o->schema,
+	/* The model file names its target (and features) when its writer knew
+	 * them: then the data need no --target, and must have those features. */
+	target = o->schema ? NULL : o->target ? o->target : mf.target ? mf.target : "y";
+	rc = dp_ownerdata_load(&od, o->args.v + 1, o->args.n - 1, target, mf.bias, o->schema,
 			       mf.model);
+	if (rc == 0)
+		rc = dp_modelfile_check_data(&mf, o->args.v[0], &od.ds[0]);
 	if (rc != 0) {
 		dp_cmd_fail("eval", "%s", dp_error_detail(rc));
 		rc = 2;
@@ -59,10 +64,21 @@ static int evaluate(struct eval_opts *o)
 		rc = rc == DP_EFORMAT ? 2 : 1;
 		goto out;
 	}
-	printf("{\"model\": \"%s\", \"f\": %.17g, \"f_star\": %.17g, \"psi\": %.17g}\n",
-	       dp_model_name(mf.model), f, f_star, f_star > 0 ? dp_model_psi(f, f_star) : NAN);
+	zero = calloc(mf.p, sizeof(*zero));
+	if (zero == NULL) {
+		dp_cmd_fail("eval", "out of memory");
+		rc = 1;
+		goto out;
+	}
+	f_zero = dp_model_fitness(mf.model, od.view, od.N, lambda, zero);
+	/* psi_zero: the all-zero model's psi, the bar a private model must beat. */
+	printf("{\"model\": \"%s\", \"f\": %.17g, \"f_star\": %.17g, \"psi\": %.17g, "
+	       "\"psi_zero\": %.17g}\n",
+	       dp_model_name(mf.model), f, f_star, f_star > 0 ? dp_model_psi(f, f_star) : NAN,
+	       f_star > 0 ? dp_model_psi(f_zero, f_star) : NAN);
 	rc = 0;
 out:
+	free(zero);
 	dp_ownerdata_free(&od);
 	dp_modelfile_free(&mf);
 	return rc;
@@ -79,7 +95,8 @@ int dp_cmd_eval(int argc, char **argv)
 		  .metavar = "M", .help = "linear | logistic | svm (default: the model\n"
 		  "file's; an explicit value must match it)" },
 		{ .name = "target", DP_CFG_STRING(&o.target), .metavar = "COL",
-		  .help = "target column (default y; with --schema:\nthe schema's)" },
+		  .help = "target column (default: the model file's,\n"
+			  "else y; with --schema: the schema's)" },
 		{ .name = "schema", DP_CFG_PATH(&o.schema), .metavar = "FILE",
 		  .help = "feature schema applied to raw FILEs" },
 		{ .name = "lambda", DP_CFG_DOUBLE(&o.lambda), .min = 0, .max = INFINITY,
@@ -95,8 +112,12 @@ int dp_cmd_eval(int argc, char **argv)
 		.command = true,
 		.summary = "Print, as one JSON line, the fitness f(theta) of a saved model on the\n"
 			   "union of the data files, f(theta*) of the non-private optimum over the\n"
-			   "box, and psi = f/f* - 1.",
-		.epilog = "The bias column is appended when the model file says \"bias\": true.",
+			   "box, psi = f/f* - 1, and psi_zero = f(0)/f* - 1, the psi of the\n"
+			   "all-zero model (a private model is useful only below it).",
+		.epilog = "The bias column is appended when the model file says \"bias\": true.\n"
+			  "When the model file names its features and target (dpasync sim and\n"
+			  "ownerd write them), the data must have those features, in that order,\n"
+			  "and --target is not needed.",
 		.entries = entries,
 		.args = &o.args,
 		.args_metavar = "MODEL.json FILE...",

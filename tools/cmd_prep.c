@@ -1,15 +1,18 @@
-/* dpasync prep: raw CSV files -> a feature schema and numeric owner files.
+/* dpasync prep: raw CSV files -> a feature schema, numeric owner files and
+ * the public sample the schema was built from, transformed the same way.
  *
  * Everything is read and transformed before anything is written, so a bad
  * cell anywhere leaves DIR as it was.  Row selection is deterministic for a
  * seed: the public sample (--sample-frac) and the split (--split) use two
  * independent streams of the seeded simulation generator. */
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tools/cmds.h"
 #include "common/core/csv.h"
@@ -33,21 +36,28 @@ static const char prep_summary[] =
 	"(header: the feature names, then the target).  Without --split each FILE\n"
 	"becomes one owner file, in the order given; with --split N the rows of the\n"
 	"single FILE are shuffled (by --seed) and dealt into N owner files whose sizes\n"
-	"differ by at most one.  Every row of the input goes to exactly one owner.";
+	"differ by at most one.  Every row of the input goes to exactly one owner\n"
+	"(unless --drop-missing drops it).  With --sample or --sample-frac, the sample\n"
+	"the schema was built from is written too, transformed like the owner files,\n"
+	"as DIR/sample.csv (for `dpasync sim --sample` and `dpasync forecast --sample`).";
 
 static const char prep_epilog[] =
 	"Features: every column but the target is used unless dropped.  A column whose\n"
 	"sample values are all numbers is numeric: centred on the sample mean and\n"
 	"divided by the sample standard deviation.  Any other column is one-hot, one\n"
-	"0/1 feature 'COL=level' per level (sorted).  In lists, write '\\,' for a comma\n"
-	"and '\\\\' for a backslash inside a name or level.\n"
+	"0/1 feature 'COL=level' per level (sorted); a column with two levels is one\n"
+	"0/1 feature 'COL=second level' (yes/no -> 'COL=yes'; with --levels the second\n"
+	"as listed).  In lists, write '\\,' for a comma and '\\\\' for a backslash\n"
+	"inside a name or level.\n"
 	"\n"
 	"The sample the schema is built from (the paper's public sample) is --sample,\n"
-	"or --sample-frac of the input rows, or with neither all input rows: fine for\n"
-	"simulations, not for a real deployment where owners' data must stay private.\n"
+	"or --sample-frac of the input rows (either is written to DIR/sample.csv), or\n"
+	"with neither all input rows: fine for simulations, not for a real deployment\n"
+	"where owners' data must stay private (and no sample.csv then).\n"
 	"\n"
 	"Input rules (docs/data.md): RFC 4180 quoting, the same number of fields on every\n"
-	"row, no empty cells in used columns (no imputation), numbers in plain decimal.\n"
+	"row, no empty cells in used columns (no imputation; --drop-missing drops such\n"
+	"rows and says how many), numbers in plain decimal.\n"
 	"Any problem stops prep with one line naming file:line and column; exit status 2\n"
 	"for bad usage or input, 1 for a runtime failure (memory, disk).\n"
 	"\n"
@@ -72,7 +82,7 @@ struct lvspec {
 struct prep {
 	char *target, *positive, *sample, *schema, *out;
 	int task;                      /* dp_task */
-	bool task_set, raw_target, all_levels, force;
+	bool task_set, raw_target, all_levels, force, drop_missing;
 	struct dp_config_strings drop, onehot, ordinal, levels;
 	size_t pca, max_levels, split;
 	double clamp, frac;
@@ -274,15 +284,45 @@ static int draw_sample(const struct prep *a, const dp_csv_table *tabs, size_t nt
 	return rc;
 }
 
-static int build_schema(const struct prep *a, const dp_csv_table *tabs, size_t ntabs,
-			    dp_schema **out)
+/* What run() reads, builds and transforms before it writes anything. */
+struct work {
+	dp_csv_table *tabs;            /* the inputs, a->inputs.n */
+	dp_csv_table sample;           /* --sample FILE, else zeroed */
+	dp_schema *s;
+	double **xs, **ys;             /* each input transformed */
+	dp_schema_build_pick *picks;   /* --sample-frac: the sample's rows */
+	size_t npicks;
+	double *sx, *sy;               /* the sample transformed (sn rows) */
+	size_t sn;
+	size_t dropped, total;         /* --drop-missing: input rows dropped, of total */
+	size_t sdropped, stotal;       /* the same for --sample FILE */
+};
+
+static void work_free(struct work *w, size_t ninputs)
 {
+	for (size_t i = 0; w->tabs != NULL && i < ninputs; i++)
+		dp_csv_table_free(&w->tabs[i]);
+	for (size_t i = 0; w->xs != NULL && i < ninputs; i++)
+		free(w->xs[i]);
+	for (size_t i = 0; w->ys != NULL && i < ninputs; i++)
+		free(w->ys[i]);
+	free(w->tabs);
+	free(w->xs);
+	free(w->ys);
+	dp_csv_table_free(&w->sample);
+	dp_schema_destroy(w->s);
+	free(w->picks);
+	free(w->sx);
+	free(w->sy);
+	memset(w, 0, sizeof(*w));
+}
+
+static int build_schema(const struct prep *a, struct work *w)
+{
+	size_t ntabs = a->inputs.n;
 	dp_schema_build_opts o = { 0 };
 	dp_schema_build_levels *lv = NULL;
 	const dp_csv_table **tp = NULL, **ltp = NULL;
-	dp_csv_table sample = { 0 };
-	dp_schema_build_pick *picks = NULL;
-	size_t npicks = 0;
 	int rc = DP_ENOMEM;
 
 	tp = malloc((ntabs + 1) * sizeof(*tp));
@@ -291,7 +331,7 @@ static int build_schema(const struct prep *a, const dp_csv_table *tabs, size_t n
 	if (tp == NULL || ltp == NULL || lv == NULL)
 		goto out;
 	for (size_t t = 0; t < ntabs; t++)
-		tp[t] = ltp[t] = &tabs[t];
+		tp[t] = ltp[t] = &w->tabs[t];
 	for (size_t i = 0; i < a->nlv; i++) {
 		lv[i].column = a->lv[i].column;
 		lv[i].ordered = a->lv[i].ordered;
@@ -313,22 +353,19 @@ static int build_schema(const struct prep *a, const dp_csv_table *tabs, size_t n
 	o.max_levels = a->max_levels;
 
 	if (a->sample != NULL) {
-		rc = dp_csv_table_load(&sample, a->sample, DP_CSV_ALLOW_EMPTY);
-		if (rc != 0)
-			goto out;
+		const dp_csv_table *sp = &w->sample;
+
 		if (a->all_levels) {
 			/* The sample's own levels count too. */
-			ltp[ntabs] = &sample;
+			ltp[ntabs] = &w->sample;
 			o.level_tables = ltp;
 			o.nlevel_tables = ntabs + 1;
 		}
-		const dp_csv_table *sp = &sample;
-
-		rc = dp_schema_build_tables(&sp, 1, NULL, 0, &o, out);
+		rc = dp_schema_build_tables(&sp, 1, NULL, 0, &o, &w->s);
 		goto out;
 	}
 	if (a->frac_set) {
-		rc = draw_sample(a, tabs, ntabs, &picks, &npicks);
+		rc = draw_sample(a, w->tabs, ntabs, &w->picks, &w->npicks);
 		if (rc != 0)
 			goto out;
 		if (a->all_levels) {
@@ -336,14 +373,69 @@ static int build_schema(const struct prep *a, const dp_csv_table *tabs, size_t n
 			o.nlevel_tables = ntabs;
 		}
 	}
-	rc = dp_schema_build_tables(tp, ntabs, picks, npicks, &o, out);
+	rc = dp_schema_build_tables(tp, ntabs, w->picks, w->npicks, &o, &w->s);
 out:
-	dp_csv_table_free(&sample);
-	free(picks);
 	free(tp);
 	free(ltp);
 	free(lv);
 	return rc;
+}
+
+/* Whether the schema reads a column: when it is being built, every column
+ * but the dropped ones (the target too); when it is given, dp_schema_uses. */
+static bool column_used(const struct prep *a, const dp_schema *s, const char *name)
+{
+	if (s != NULL)
+		return dp_schema_uses(s, name) != 0;
+	for (size_t i = 0; i < a->drop.n; i++)
+		if (strcmp(a->drop.v[i], name) == 0)
+			return false;
+	return true;
+}
+
+/* Rows of t with an empty cell in a used column.  Without --drop-missing
+ * the first one is an error naming file:line and column; with it they are
+ * taken out of t (compacted in place: t keeps its storage) and counted in
+ * *dropped.  A table left without rows is an error either way. */
+static int missing_cells(const struct prep *a, const dp_schema *s, dp_csv_table *t,
+			 size_t *dropped)
+{
+	bool *used = malloc((t->ncols ? t->ncols : 1) * sizeof(*used));
+	size_t keep = 0, n = t->nrows;
+
+	if (used == NULL)
+		return DP_ENOMEM;
+	for (size_t j = 0; j < t->ncols; j++)
+		used[j] = column_used(a, s, t->header[j]);
+	for (size_t i = 0; i < n; i++) {
+		char **row = &t->cells[i * t->ncols];
+		size_t j = 0;
+
+		while (j < t->ncols && !(used[j] && row[j][0] == '\0'))
+			j++;
+		if (j < t->ncols && !a->drop_missing) {
+			free(used);
+			return dp_error_set(DP_EFORMAT,
+					    "%s:%zu: column '%s': empty cell (missing value; dpasync "
+					    "does not impute: fill it, drop the column, or drop such "
+					    "rows with --drop-missing)",
+					    t->source, t->line[i], t->header[j]);
+		}
+		if (j < t->ncols)
+			continue;
+		if (keep != i) {
+			memmove(&t->cells[keep * t->ncols], row, t->ncols * sizeof(*row));
+			t->line[keep] = t->line[i];
+		}
+		keep++;
+	}
+	free(used);
+	t->nrows = keep;
+	*dropped = n - keep;
+	if (keep == 0 && n > 0)
+		return dp_error_set(DP_EFORMAT, "%s: every one of its %zu rows has a missing cell in "
+				    "a used column (--drop-missing leaves none)", t->source, n);
+	return 0;
 }
 
 /* One input through the schema: x (n*p) and y. */
@@ -384,6 +476,23 @@ fail:
 	return rc;
 }
 
+/* --sample-frac: the picked rows of the transformed inputs, in file order. */
+static int gather_sample(struct work *w, size_t p)
+{
+	w->sx = malloc((w->npicks ? w->npicks : 1) * p * sizeof(*w->sx));
+	w->sy = malloc((w->npicks ? w->npicks : 1) * sizeof(*w->sy));
+	if (w->sx == NULL || w->sy == NULL)
+		return DP_ENOMEM;
+	for (size_t i = 0; i < w->npicks; i++) {
+		const dp_schema_build_pick *pk = &w->picks[i];
+
+		memcpy(w->sx + i * p, w->xs[pk->table] + pk->row * p, p * sizeof(*w->sx));
+		w->sy[i] = w->ys[pk->table][pk->row];
+	}
+	w->sn = w->npicks;
+	return 0;
+}
+
 /* Refuse to overwrite outputs unless --force. */
 static int check_outputs(const struct prep *a, size_t nowners)
 {
@@ -392,25 +501,28 @@ static int check_outputs(const struct prep *a, size_t nowners)
 
 	if (a->force)
 		return 0;
-	for (size_t i = 0; i <= nowners; i++) {
+	for (size_t i = 0; i <= nowners + 1; i++) {
 		if (i == 0)
 			snprintf(path, sizeof(path), "%s/schema.json", a->out);
+		else if (i == 1)
+			snprintf(path, sizeof(path), "%s/sample.csv", a->out);
 		else
-			snprintf(path, sizeof(path), "%s/owner-%zu.csv", a->out, i);
+			snprintf(path, sizeof(path), "%s/owner-%zu.csv", a->out, i - 1);
 		if (stat(path, &st) == 0)
 			return dp_error_set(DP_EINVAL, "%s exists (use --force to overwrite)", path);
 	}
 	return 0;
 }
 
-static int write_owner(const struct prep *a, const dp_schema *s, size_t idx, size_t n,
-			   const double *x, const double *y, char *path, size_t pathsz)
+/* n transformed rows as DIR/NAME (path gets the file's path). */
+static int write_rows(const struct prep *a, const dp_schema *s, const char *name, size_t n,
+		      const double *x, const double *y, char *path, size_t pathsz)
 {
 	dp_dataset ds;
 	char *target;
 	int rc;
 
-	snprintf(path, pathsz, "%s/owner-%zu.csv", a->out, idx);
+	snprintf(path, pathsz, "%s/%s", a->out, name);
 	rc = dp_dataset_from_arrays(&ds, n, dp_schema_nfeatures(s), x, y,
 				    dp_schema_feature_names(s));
 	if (rc != 0)
@@ -427,72 +539,183 @@ static int write_owner(const struct prep *a, const dp_schema *s, size_t idx, siz
 	return rc;
 }
 
+/* Read the inputs (and --sample, and --schema), take out or refuse rows with
+ * missing cells, build the schema, transform every row: nothing is written. */
+static int read_and_transform(struct prep *a, struct work *w, char *msg, size_t msgsz)
+{
+	size_t n = a->inputs.n, p;
+	int rc;
+
+	w->tabs = calloc(n, sizeof(*w->tabs));
+	w->xs = calloc(n, sizeof(*w->xs));
+	w->ys = calloc(n, sizeof(*w->ys));
+	if (w->tabs == NULL || w->xs == NULL || w->ys == NULL)
+		return DP_ENOMEM;
+	/* Empty cells pass the reader so that dropped columns may have them;
+	 * missing_cells then deals with those in used columns. */
+	for (size_t i = 0; i < n; i++) {
+		rc = dp_csv_table_load(&w->tabs[i], a->inputs.v[i], DP_CSV_ALLOW_EMPTY);
+		if (rc != 0)
+			return rc;
+	}
+	if (a->sample != NULL) {
+		rc = dp_csv_table_load(&w->sample, a->sample, DP_CSV_ALLOW_EMPTY);
+		if (rc != 0)
+			return rc;
+	}
+	if (a->schema != NULL) {
+		rc = dp_schema_load(a->schema, &w->s);
+		if (rc != 0)
+			return rc;
+		if (a->target != NULL && strcmp(a->target, dp_schema_target(w->s)) != 0)
+			return dp_error_set(DP_EINVAL, "--target '%s' differs from the schema's "
+					    "target '%s'", dp_csv_show(a->target, msg, 64),
+					    dp_schema_target(w->s));
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t d = 0;
+
+		w->total += w->tabs[i].nrows;
+		rc = missing_cells(a, w->s, &w->tabs[i], &d);
+		if (rc != 0)
+			return rc;
+		w->dropped += d;
+	}
+	if (a->sample != NULL) {
+		w->stotal = w->sample.nrows;
+		rc = missing_cells(a, w->s, &w->sample, &w->sdropped);
+		if (rc != 0)
+			return rc;
+	}
+	if (a->schema == NULL) {
+		rc = build_schema(a, w);
+		if (rc != 0)
+			return rc;
+	}
+	p = dp_schema_nfeatures(w->s);
+	for (size_t i = 0; i < n; i++) {
+		rc = transform(w->s, &w->tabs[i], &w->xs[i], &w->ys[i]);
+		if (rc == DP_EFORMAT && a->schema == NULL && (a->sample || a->frac_set) &&
+		    !a->all_levels && strstr(dp_error_detail(rc), "is not in the schema's list")) {
+			/* The sample lacked a level the owners have: say how to fix it. */
+			snprintf(msg, msgsz, "%s; the sample lacks it: use --all-levels, or give "
+				 "the full list with --levels or --ordinal", dp_error_detail(rc));
+			return dp_error_set(DP_EFORMAT, "%s", msg);
+		}
+		if (rc != 0)
+			return rc;
+	}
+	if (a->sample != NULL) {
+		rc = transform(w->s, &w->sample, &w->sx, &w->sy);
+		if (rc != 0)
+			return rc;
+		w->sn = w->sample.nrows;
+	} else if (w->picks != NULL) {
+		rc = gather_sample(w, p);
+		if (rc != 0)
+			return rc;
+	}
+	if (a->split_set && a->split > w->tabs[0].nrows)
+		return dp_error_set(DP_EINVAL, "--split %zu: %s has only %zu rows%s", a->split,
+				    a->inputs.v[0], w->tabs[0].nrows,
+				    w->dropped ? " left after --drop-missing" : "");
+	return 0;
+}
+
+/* DIR/sample.csv when this run has a sample; otherwise a sample.csv left by
+ * an earlier run (only there with --force) goes, as it no longer matches
+ * DIR/schema.json. */
+static int write_sample(const struct prep *a, const struct work *w, char *path, size_t pathsz)
+{
+	int rc;
+
+	if (w->sx == NULL) {
+		snprintf(path, pathsz, "%s/sample.csv", a->out);
+		if (unlink(path) == 0) {
+			printf("%s: removed (from an earlier run; this one has no sample)\n", path);
+			return 0;
+		}
+		if (errno == ENOENT)
+			return 0;
+		return dp_error_set(DP_EIO, "%s: cannot remove: %s", path, strerror(errno));
+	}
+	rc = write_rows(a, w->s, "sample.csv", w->sn, w->sx, w->sy, path, pathsz);
+	if (rc == 0)
+		printf("%s: %zu rows, the sample the schema was built from (%s)\n", path, w->sn,
+		       a->sample ? a->sample : "--sample-frac");
+	return rc;
+}
+
+static int write_owners(const struct prep *a, const struct work *w, char *path, size_t pathsz)
+{
+	size_t p = dp_schema_nfeatures(w->s), n = w->tabs[0].nrows, *perm = NULL;
+	double *ox = NULL, *oy = NULL;
+	char name[64];
+	int rc = 0;
+
+	if (!a->split_set) {
+		for (size_t i = 0; i < a->inputs.n && rc == 0; i++) {
+			snprintf(name, sizeof(name), "owner-%zu.csv", i + 1);
+			rc = write_rows(a, w->s, name, w->tabs[i].nrows, w->xs[i], w->ys[i], path,
+					pathsz);
+			if (rc == 0)
+				printf("%s: %zu rows from %s\n", path, w->tabs[i].nrows, a->inputs.v[i]);
+		}
+		return rc;
+	}
+	perm = malloc(n * sizeof(*perm));
+	ox = malloc((n / a->split + 1) * p * sizeof(*ox));
+	oy = malloc((n / a->split + 1) * sizeof(*oy));
+	if (perm == NULL || ox == NULL || oy == NULL)
+		rc = DP_ENOMEM;
+	if (rc == 0)
+		rc = shuffle(perm, n, n, a->seed);
+	for (size_t o = 0; o < a->split && rc == 0; o++) {
+		size_t m = 0;
+
+		/* Round-robin over the shuffled order: sizes differ by <= 1. */
+		for (size_t k = o; k < n; k += a->split, m++) {
+			memcpy(ox + m * p, w->xs[0] + perm[k] * p, p * sizeof(*ox));
+			oy[m] = w->ys[0][perm[k]];
+		}
+		snprintf(name, sizeof(name), "owner-%zu.csv", o + 1);
+		rc = write_rows(a, w->s, name, m, ox, oy, path, pathsz);
+		if (rc == 0)
+			printf("%s: %zu rows\n", path, m);
+	}
+	free(perm);
+	free(ox);
+	free(oy);
+	return rc;
+}
+
 /* Everything after the options; the exit status. */
 static int run(struct prep *a)
 {
-	dp_csv_table *tabs = NULL;
-	dp_schema *s = NULL;
-	double **xs = NULL, **ys = NULL, *ox = NULL, *oy = NULL;
-	size_t *perm = NULL, nowners, p, total = 0;
+	struct work w = { 0 };
 	char path[4096];
 	int rc, status;
 
 	rc = parse_lvspecs(a);
 	if (rc != 0)
 		goto fail;
-	nowners = a->split_set ? a->split : a->inputs.n;
 	if (strlen(a->out) > sizeof(path) - 64) {
 		dp_cmd_fail(CMD_NAME, "--out: path too long");
 		status = 2;
 		goto done;
 	}
-	rc = check_outputs(a, nowners);
+	rc = check_outputs(a, a->split_set ? a->split : a->inputs.n);
+	if (rc == 0)
+		rc = read_and_transform(a, &w, path, sizeof(path));
 	if (rc != 0)
 		goto fail;
-
-	tabs = calloc(a->inputs.n, sizeof(*tabs));
-	xs = calloc(a->inputs.n, sizeof(*xs));
-	ys = calloc(a->inputs.n, sizeof(*ys));
-	if (tabs == NULL || xs == NULL || ys == NULL) {
-		rc = DP_ENOMEM;
-		goto fail;
-	}
-	/* Empty cells pass the reader so that dropped columns may have them;
-	 * the schema rejects them in every column it uses. */
-	for (size_t i = 0; i < a->inputs.n; i++) {
-		rc = dp_csv_table_load(&tabs[i], a->inputs.v[i], DP_CSV_ALLOW_EMPTY);
-		if (rc != 0)
-			goto fail;
-		total += tabs[i].nrows;
-	}
-	if (a->schema != NULL) {
-		rc = dp_schema_load(a->schema, &s);
-		if (rc == 0 && a->target != NULL && strcmp(a->target, dp_schema_target(s)) != 0)
-			rc = dp_error_set(DP_EINVAL, "--target '%s' differs from the schema's target "
-					  "'%s'", dp_csv_show(a->target, path, 64), dp_schema_target(s));
-	} else {
-		rc = build_schema(a, tabs, a->inputs.n, &s);
-	}
-	if (rc != 0)
-		goto fail;
-	p = dp_schema_nfeatures(s);
-	for (size_t i = 0; i < a->inputs.n; i++) {
-		rc = transform(s, &tabs[i], &xs[i], &ys[i]);
-		if (rc == DP_EFORMAT && a->schema == NULL && (a->sample || a->frac_set) &&
-		    !a->all_levels && strstr(dp_error_detail(rc), "is not in the schema's list")) {
-			/* The sample lacked a level the owners have: say how to fix it. */
-			dp_cmd_fail(CMD_NAME, "%s; the sample lacks it: use --all-levels, or give "
-				     "the full list with --levels or --ordinal", dp_error_detail(rc));
-			status = 2;
-			goto done;
-		}
-		if (rc != 0)
-			goto fail;
-	}
-	if (a->split_set && a->split > tabs[0].nrows) {
-		rc = dp_error_set(DP_EINVAL, "--split %zu: %s has only %zu rows", a->split,
-				  a->inputs.v[0], tabs[0].nrows);
-		goto fail;
+	if (a->drop_missing) {
+		fprintf(stderr, "dpasync %s: dropped %zu of %zu rows with a missing cell in a used "
+			"column", CMD_NAME, w.dropped, w.total);
+		if (a->sample != NULL)
+			fprintf(stderr, "; %zu of %zu rows of the sample %s", w.sdropped, w.stotal,
+				a->sample);
+		fputc('\n', stderr);
 	}
 
 	/* Everything is valid: now write. */
@@ -500,63 +723,23 @@ static int run(struct prep *a)
 	if (rc != 0)
 		goto fail;
 	snprintf(path, sizeof(path), "%s/schema.json", a->out);
-	rc = dp_schema_save(s, path);
+	rc = dp_schema_save(w.s, path);
 	if (rc != 0)
 		goto fail;
-	printf("%s: %zu features, target '%s' (%s)\n", path, p, dp_schema_target(s),
-	       dp_schema_target_binary(s) ? "binary, y in {-1,+1}" : "numeric");
-	if (!a->split_set) {
-		for (size_t i = 0; i < a->inputs.n; i++) {
-			rc = write_owner(a, s, i + 1, tabs[i].nrows, xs[i], ys[i], path,
-					     sizeof(path));
-			if (rc != 0)
-				goto fail;
-			printf("%s: %zu rows from %s\n", path, tabs[i].nrows, a->inputs.v[i]);
-		}
-	} else {
-		size_t n = tabs[0].nrows;
-
-		perm = malloc(n * sizeof(*perm));
-		ox = malloc((n / a->split + 1) * p * sizeof(*ox));
-		oy = malloc((n / a->split + 1) * sizeof(*oy));
-		if (perm == NULL || ox == NULL || oy == NULL) {
-			rc = DP_ENOMEM;
-			goto fail;
-		}
-		rc = shuffle(perm, n, n, a->seed);
-		if (rc != 0)
-			goto fail;
-		for (size_t o = 0; o < a->split; o++) {
-			size_t m = 0;
-
-			/* Round-robin over the shuffled order: sizes differ by <= 1. */
-			for (size_t k = o; k < n; k += a->split, m++) {
-				memcpy(ox + m * p, xs[0] + perm[k] * p, p * sizeof(*ox));
-				oy[m] = ys[0][perm[k]];
-			}
-			rc = write_owner(a, s, o + 1, m, ox, oy, path, sizeof(path));
-			if (rc != 0)
-				goto fail;
-			printf("%s: %zu rows\n", path, m);
-		}
-	}
+	printf("%s: %zu features, target '%s' (%s)\n", path, dp_schema_nfeatures(w.s),
+	       dp_schema_target(w.s),
+	       dp_schema_target_binary(w.s) ? "binary, y in {-1,+1}" : "numeric");
+	rc = write_sample(a, &w, path, sizeof(path));
+	if (rc == 0)
+		rc = write_owners(a, &w, path, sizeof(path));
+	if (rc != 0)
+		goto fail;
 	status = 0;
 	goto done;
 fail:
 	status = fail_rc(rc);
 done:
-	for (size_t i = 0; tabs != NULL && xs != NULL && ys != NULL && i < a->inputs.n; i++) {
-		dp_csv_table_free(&tabs[i]);
-		free(xs[i]);
-		free(ys[i]);
-	}
-	free(tabs);
-	free(xs);
-	free(ys);
-	free(perm);
-	free(ox);
-	free(oy);
-	dp_schema_destroy(s);
+	work_free(&w, a->inputs.n);
 	prep_free(a);
 	return status;
 }
@@ -583,6 +766,11 @@ int dp_cmd_prep(int argc, char **argv)
 		{ .name = "drop", DP_CFG_STRINGS(&a.drop), .flags = DP_CONFIG_APPEND,
 		  .group = g_features, .help = "ignore these columns (their cells may be\n"
 		  "empty); repeatable" },
+		{ .name = "drop-missing", DP_CFG_BOOL(&a.drop_missing), .group = g_features,
+		  .help = "drop every row (of the inputs and of\n"
+			  "--sample) with an empty cell in a used\n"
+			  "column, and say how many on stderr\n"
+			  "(default: such a cell is an error)" },
 		{ .name = "ordinal", DP_CFG_STRINGS(&a.ordinal),
 		  .flags = DP_CONFIG_APPEND | DP_CONFIG_WHOLE, .group = g_features,
 		  .metavar = "'COL=L1,L2,...'",
@@ -591,7 +779,9 @@ int dp_cmd_prep(int argc, char **argv)
 		{ .name = "levels", DP_CFG_STRINGS(&a.levels),
 		  .flags = DP_CONFIG_APPEND | DP_CONFIG_WHOLE, .group = g_features,
 		  .metavar = "'COL=L1,L2,...'",
-		  .help = "COL is one-hot with exactly these levels;\nrepeatable" },
+		  .help = "COL is one-hot with exactly these levels\n"
+			  "(two levels: one 0/1 feature, 1 for the\n"
+			  "second); repeatable" },
 		{ .name = "onehot", DP_CFG_STRINGS(&a.onehot), .flags = DP_CONFIG_APPEND,
 		  .group = g_features, .help = "one-hot encode these columns even if they\n"
 		  "look numeric; repeatable" },
@@ -631,9 +821,11 @@ int dp_cmd_prep(int argc, char **argv)
 		{ .name = "out", DP_CFG_PATH(&a.out), .flags = DP_CONFIG_REQUIRED, .group = g_out,
 		  .metavar = "DIR", .help = "output directory (created if missing)" },
 		{ .name = "force", DP_CFG_BOOL(&a.force), .group = g_out,
-		  .help = "overwrite DIR/schema.json and\n"
-			  "DIR/owner-*.csv if they exist (other files\n"
-			  "in DIR are left alone)" },
+		  .help = "overwrite DIR/schema.json, DIR/sample.csv\n"
+			  "and DIR/owner-*.csv if they exist, and\n"
+			  "remove a sample.csv an earlier run left when\n"
+			  "this one has no sample (other files in DIR\n"
+			  "are left alone)" },
 		DP_CONFIG_END,
 	};
 	const struct dp_config_spec spec = {

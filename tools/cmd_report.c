@@ -91,23 +91,42 @@ static void figs_md(FILE *f, const fig *figs, size_t n)
 			figs[i].file);
 }
 
-/* psi of DIR/model.json on the --data files (dpasync eval's computation);
- * 0, or the exit status after the error line. */
-static int psi_of_model(const struct report_opts *o, const dp_modelfile *mf, double *f_out,
-			double *fstar_out, double *psi_out)
+/* psi of the model file `path` (read into mf) on the --data files, and
+ * psi_zero, that of the all-zero model (dpasync eval's computation: the
+ * target and features are the model file's when it names them); 0, or the
+ * exit status after the error line. */
+static int psi_of_model(const struct report_opts *o, const dp_modelfile *mf, const char *path,
+			double *f_out, double *fstar_out, double *psi_out, double *psi_zero_out)
 {
+	const char *target = o->schema ? NULL : o->target ? o->target : mf->target ? mf->target : "y";
+	double *zero;
 	dp_ownerdata od;
 	int rc;
 
-	rc = dp_ownerdata_load(&od, o->data.v, o->data.n,
-			       o->schema ? NULL : (o->target ? o->target : "y"), mf->bias, o->schema,
-			       mf->model);
+	rc = dp_ownerdata_load(&od, o->data.v, o->data.n, target, mf->bias, o->schema, mf->model);
+	if (rc == 0) {
+		rc = dp_modelfile_check_data(mf, path, &od.ds[0]);
+		if (rc != 0)
+			dp_ownerdata_free(&od);
+	}
 	if (rc != 0) {
 		dp_cmd_fail("report", "%s", dp_error_detail(rc));
 		return 2;
 	}
+	zero = calloc(mf->p, sizeof(*zero));
+	if (zero == NULL) {
+		dp_ownerdata_free(&od);
+		dp_cmd_fail("report", "out of memory");
+		return 1;
+	}
 	rc = dp_optimum_compare(mf->model, mf->theta, mf->p, od.view, od.N, mf->lambda,
 				mf->theta_max > 0 ? mf->theta_max : INFINITY, f_out, fstar_out);
+	if (rc == 0)
+		*psi_zero_out = *fstar_out > 0
+			? dp_model_psi(dp_model_fitness(mf->model, od.view, od.N, mf->lambda, zero),
+				       *fstar_out)
+			: NAN;
+	free(zero);
 	dp_ownerdata_free(&od);
 	if (rc != 0) {
 		dp_cmd_fail("report", "%s", dp_error_detail(rc));
@@ -259,7 +278,8 @@ static int report_learner(const struct report_opts *o)
 	dp_plot_psi sps = { 0 };
 	dp_modelfile mf = { 0 };
 	int have_model = 0, have_psi = 0, rc = 2, err;
-	double f = 0, f_star = 0, psi = NAN, *rates = NULL, *all = NULL, *v = NULL, t0, dur;
+	double f = 0, f_star = 0, psi = NAN, psi_zero = NAN, *rates = NULL, *all = NULL, *v = NULL;
+	double t0, dur;
 	size_t *count = NULL, T = 0, runs = 0;
 	fig figs[4];
 	dp_plot_opts po = { 0 };
@@ -298,7 +318,8 @@ static int report_learner(const struct report_opts *o)
 				    o->dir);
 			goto out;
 		}
-		rc = psi_of_model(o, &mf, &f, &f_star, &psi);
+		join(path, sizeof(path), o->dir, "model.json");
+		rc = psi_of_model(o, &mf, path, &f, &f_star, &psi, &psi_zero);
 		if (rc != 0)
 			goto out;
 		rc = 2;
@@ -416,8 +437,8 @@ static int report_learner(const struct report_opts *o)
 	put_ms(m, dp_plot_percentile(all, tr.n, 95));
 	fputs(" ms |\n", m);
 	if (have_psi)
-		fprintf(m, "| ψ of model.json | %.6g (f = %.10g, f(θ*) = %.10g on %zu data file%s) |\n", psi, f, f_star,
-			o->data.n, o->data.n == 1 ? "" : "s");
+		fprintf(m, "| ψ of model.json | %.6g (f = %.10g, f(θ*) = %.10g on %zu data file%s; the all-zero "
+			"model has ψ = %.6g) |\n", psi, f, f_star, o->data.n, o->data.n == 1 ? "" : "s", psi_zero);
 	else
 		fputs("| ψ of model.json | not computed (give the owners' data files with `--data`) |\n", m);
 	if (o->sim)
@@ -722,7 +743,8 @@ int dp_cmd_report(int argc, char **argv)
 			  "DIR/model.json on their union, computed as\n"
 			  "`dpasync eval` does" },
 		{ .name = "target", DP_CFG_STRING(&o.target), .metavar = "COL",
-		  .help = "target column of the data files (default y)" },
+		  .help = "target column of the data files (default:\n"
+			  "model.json's, else y)" },
 		{ .name = "schema", DP_CFG_PATH(&o.schema), .metavar = "FILE",
 		  .help = "feature schema applied to raw data files" },
 		{ .name = "rates", DP_CFG_STRING(&o.rates), .metavar = "R1,..|NAME=R,..",

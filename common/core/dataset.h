@@ -3,7 +3,9 @@
  * Loaded from a CSV (optionally .csv.gz) with a header row.  Without a schema
  * every column must be numeric; with a schema (schema.h) the raw columns are
  * turned into features as the schema says.  Bad input is an error naming
- * file, line and column; no row is ever skipped. */
+ * file, line and column; no row is ever skipped (dropping rows with
+ * missing cells is `dpasync prep --drop-missing`'s job, done before the
+ * owner files exist). */
 #ifndef DP_DATASET_H
 #define DP_DATASET_H
 
@@ -42,7 +44,8 @@ typedef struct dp_load_opts {
  * Errors: DP_ENOENT (cannot open), DP_EIO, DP_EINVAL (no target given,
  * target differs from the schema's), DP_EFORMAT (malformed CSV, non-numeric
  * or missing cell, unknown target column, a feature already named "bias"
- * with bias set, no rows), DP_ENOMEM; dp_error_detail() has file:line and
+ * with bias set, no rows, or with a schema a file already prepared with it:
+ * dp_schema_bind_new), DP_ENOMEM; dp_error_detail() has file:line and
  * column.  On failure `ds` is left zeroed. */
 int dp_dataset_load(dp_dataset *ds, const char *path, const dp_load_opts *opts);
 

@@ -1,4 +1,7 @@
+/* The trained-model file: writing, reading with validation, and the check
+ * that data fits a model read from one. */
 #include "common/core/modelfile.h"
+#include "common/core/dataset.h"
 #include "common/core/error.h"
 #include "common/core/json.h"
 
@@ -41,6 +44,8 @@ int dp_modelfile_write(const char *path, const dp_modelfile *mf)
 	if (rc == 0 && mf->features)
 		rc = dp_json_add(o, "features",
 				 dp_json_string_array((const char *const *)mf->features, mf->p));
+	if (rc == 0 && mf->target)
+		rc = dp_json_add(o, "target", json_object_new_string(mf->target));
 	if (rc == 0)
 		rc = dp_json_add(o, "theta", dp_json_double_array(mf->theta, mf->p));
 	if (rc == 0)
@@ -106,6 +111,14 @@ int dp_modelfile_read(const char *path, dp_modelfile *mf)
 			}
 		}
 	}
+	s = dp_json_get_string(&r, o, "target", false, NULL);
+	if (r.rc == 0 && s != NULL) {
+		m.target = strdup(s);
+		if (m.target == NULL) {
+			rc = DP_ENOMEM;
+			goto out;
+		}
+	}
 	m.bias = dp_json_get_bool(&r, o, "bias", false, false);
 	m.T = (size_t)dp_json_get_u64(&r, o, "T", false, 0);
 	snprintf(m.mode, sizeof(m.mode), "%s", dp_json_get_string(&r, o, "mode", false, ""));
@@ -133,6 +146,23 @@ void dp_modelfile_free(dp_modelfile *mf)
 		for (size_t q = 0; q < mf->p; q++)
 			free(mf->features[q]);
 	free(mf->features);
+	free(mf->target);
 	free(mf->theta);
 	memset(mf, 0, sizeof(*mf));
+}
+
+int dp_modelfile_check_data(const dp_modelfile *mf, const char *path, const dp_dataset *ds)
+{
+	DP_REQUIRE(mf != NULL && path != NULL && ds != NULL);
+	if (ds->p != mf->p)
+		return dp_error_set(DP_EFORMAT, "%s has %zu features but the model %s has %zu "
+				    "coefficients", ds->source, ds->p, path, mf->p);
+	if (mf->features == NULL)
+		return 0;
+	for (size_t q = 0; q < mf->p; q++)
+		if (strcmp(ds->names[q], mf->features[q]) != 0)
+			return dp_error_set(DP_EFORMAT, "%s: feature %zu is '%s' but the model %s "
+					    "has '%s'", ds->source, q + 1, ds->names[q], path,
+					    mf->features[q]);
+	return 0;
 }

@@ -20,7 +20,8 @@
 #define SCHEMA_FORMAT "dpasync-schema"
 #define SCHEMA_MAX_FILE (64u << 20)
 
-static const char *const kind_names[] = { "numeric", "onehot", "ordinal", "drop" };
+static const char *const kind_names[DP__SCHEMA_NKINDS] = { "numeric", "onehot", "ordinal", "drop",
+							    "binary" };
 
 struct dp_schema_bind {
 	const dp_schema *s;
@@ -105,7 +106,8 @@ int dp__schema_layout(dp_schema *s)
 		struct dp__schema_col *col = &s->cols[c];
 
 		col->off = d;
-		if (col->kind == DP__SCHEMA_NUMERIC || col->kind == DP__SCHEMA_ORDINAL)
+		if (col->kind == DP__SCHEMA_NUMERIC || col->kind == DP__SCHEMA_ORDINAL ||
+		    col->kind == DP__SCHEMA_BINARY)
 			d += 1;
 		else if (col->kind == DP__SCHEMA_ONEHOT)
 			d += col->lv.n;
@@ -128,6 +130,12 @@ int dp__schema_layout(dp_schema *s)
 					s->znames[col->off + l] = NULL;
 					return DP_ENOMEM;
 				}
+			}
+		} else if (col->kind == DP__SCHEMA_BINARY) {
+			/* Named after the level that gives 1. */
+			if (asprintf(&s->znames[col->off], "%s=%s", col->name, col->lv.v[1]) < 0) {
+				s->znames[col->off] = NULL;
+				return DP_ENOMEM;
 			}
 		}
 	}
@@ -214,7 +222,40 @@ void dp_schema_target_scaling(const dp_schema *s, double *center, double *scale)
 	*scale = on ? s->tscale : 1.0;
 }
 
+int dp_schema_uses(const dp_schema *s, const char *column)
+{
+	DP_REQUIRE(s != NULL && column != NULL);
+	if (strcmp(column, s->target) == 0)
+		return 1;
+	for (size_t c = 0; c < s->ncols; c++)
+		if (strcmp(column, s->cols[c].name) == 0)
+			return s->cols[c].kind != DP__SCHEMA_DROP;
+	return 0;
+}
+
 /* ---- applying --------------------------------------------------------------- */
+
+/* A header that is exactly what applying s writes (its features, then the
+ * target) belongs to a file that is already prepared.  When every column
+ * is numeric or ordinal, without PCA, the features carry the columns' own
+ * names and such a header is also a valid raw one: nothing tells them
+ * apart, so only a schema that renames (onehot, binary, drop, PCA) can
+ * refuse.  Applying s twice would standardise twice and give a wrong model
+ * with no error: docs/data.md. */
+static int is_prepared(const dp_schema *s, const char *const *header, size_t ncols)
+{
+	int renames = s->k > 0;
+
+	if (ncols != s->p + 1 || strcmp(header[s->p], s->target) != 0)
+		return 0;
+	for (size_t j = 0; j < s->p; j++)
+		if (strcmp(header[j], s->names[j]) != 0)
+			return 0;
+	for (size_t c = 0; c < s->ncols && !renames; c++)
+		renames = s->cols[c].kind != DP__SCHEMA_NUMERIC &&
+			  s->cols[c].kind != DP__SCHEMA_ORDINAL;
+	return renames;
+}
 
 void dp_schema_bind_destroy(dp_schema_bind *b)
 {
@@ -235,6 +276,11 @@ int dp_schema_bind_new(const dp_schema *s, const char *source, const char *const
 
 	DP_REQUIRE(s != NULL && source != NULL && out != NULL);
 	DP_REQUIRE(header != NULL || ncols == 0);
+	if (is_prepared(s, header, ncols))
+		return dp_error_set(DP_EFORMAT,
+				    "%s is already prepared with this schema (its header is the "
+				    "schema's features and target): pass it without --schema",
+				    source);
 	b = calloc(1, sizeof(*b));
 	if (b == NULL)
 		return DP_ENOMEM;
@@ -355,6 +401,12 @@ int dp__schema_encode(const dp_schema_bind *b, const char *const *fields, size_t
 				return rc;
 			x = (double)l;
 			break;
+		case DP__SCHEMA_BINARY:
+			rc = level_of(b, line, col->name, &col->lv, v, "level", &l);
+			if (rc != 0)
+				return rc;
+			z[col->off] = l == 1 ? 1.0 : 0.0;
+			continue;
 		default: /* DP__SCHEMA_ONEHOT */
 			rc = level_of(b, line, col->name, &col->lv, v, "level", &l);
 			if (rc != 0)
@@ -437,7 +489,8 @@ static int column_to_json(const struct dp__schema_col *col, struct json_object *
 	rc = dp_json_add(jc, "name", json_object_new_string(col->name));
 	if (rc == 0)
 		rc = dp_json_add(jc, "kind", json_object_new_string(kind_names[col->kind]));
-	if (rc == 0 && (col->kind == DP__SCHEMA_ONEHOT || col->kind == DP__SCHEMA_ORDINAL))
+	if (rc == 0 && (col->kind == DP__SCHEMA_ONEHOT || col->kind == DP__SCHEMA_ORDINAL ||
+			col->kind == DP__SCHEMA_BINARY))
 		rc = dp_json_add(jc, "levels",
 				 dp_json_string_array((const char *const *)col->lv.v, col->lv.n));
 	if (col->kind != DP__SCHEMA_NUMERIC && col->kind != DP__SCHEMA_ORDINAL)
@@ -496,6 +549,16 @@ static int pca_to_json(const dp_schema *s, struct json_object *pca)
 	return rc;
 }
 
+/* The oldest version that holds everything in s, so that a schema without
+ * binary columns still reads in a dpasync that knows only version 1. */
+static int version_needed(const dp_schema *s)
+{
+	for (size_t c = 0; c < s->ncols; c++)
+		if (s->cols[c].kind == DP__SCHEMA_BINARY)
+			return 2;
+	return 1;
+}
+
 /* Each container is added to its parent as soon as it exists, so that on
  * any failure freeing root frees everything. */
 static int schema_to_json(const dp_schema *s, struct json_object *root)
@@ -505,7 +568,7 @@ static int schema_to_json(const dp_schema *s, struct json_object *root)
 
 	rc = dp_json_add(root, "format", json_object_new_string(SCHEMA_FORMAT));
 	if (rc == 0)
-		rc = dp_json_add(root, "version", json_object_new_int(DP_SCHEMA_VERSION));
+		rc = dp_json_add(root, "version", json_object_new_int(version_needed(s)));
 	if (rc == 0) {
 		cols = json_object_new_array();
 		rc = dp_json_add(root, "columns", cols);
@@ -677,9 +740,10 @@ static int read_center_scale(dp_json_reader *r, struct json_object *o, bool requ
 	return 0;
 }
 
-/* columns[idx]; `where` (size `size`) holds the reader's location and must
- * outlive every message made while r->where points at it. */
-static int read_column(dp_json_reader *r, struct json_object *jc, size_t idx,
+/* columns[idx] of a file of the given version; `where` (size `size`)
+ * holds the reader's location and must outlive every message made while
+ * r->where points at it. */
+static int read_column(dp_json_reader *r, struct json_object *jc, size_t idx, int version,
 		       struct dp__schema_col *col, char *where, size_t size)
 {
 	static const char *const keys[] = { "name", "kind", "levels", "center", "scale", "clamp" };
@@ -702,15 +766,23 @@ static int read_column(dp_json_reader *r, struct json_object *jc, size_t idx,
 	if (r->rc != 0)
 		return r->rc;
 	col->kind = -1;
-	for (int k = 0; k < 4; k++)
+	for (int k = 0; k < DP__SCHEMA_NKINDS; k++)
 		if (strcmp(kind, kind_names[k]) == 0)
 			col->kind = k;
 	if (col->kind < 0)
-		return dp_json_fail(r, "unknown kind '%s' (numeric, onehot, ordinal or drop)", kind);
-	if (col->kind == DP__SCHEMA_ONEHOT || col->kind == DP__SCHEMA_ORDINAL) {
+		return dp_json_fail(r, "unknown kind '%s' (numeric, onehot, binary, ordinal or drop)",
+				    kind);
+	if (col->kind == DP__SCHEMA_BINARY && version < 2)
+		return dp_json_fail(r, "kind 'binary' needs \"version\": 2 (the file says %d)",
+				    version);
+	if (col->kind == DP__SCHEMA_ONEHOT || col->kind == DP__SCHEMA_ORDINAL ||
+	    col->kind == DP__SCHEMA_BINARY) {
 		rc = read_levels(r, jc, "levels", &col->lv);
 		if (rc != 0)
 			return rc;
+		if (col->kind == DP__SCHEMA_BINARY && col->lv.n != 2)
+			return dp_json_fail(r, "kind 'binary' needs exactly two levels, got %zu",
+					    col->lv.n);
 	} else if (json_object_object_get_ex(jc, "levels", NULL)) {
 		return dp_json_fail(r, "'levels' does not apply to kind '%s'", kind);
 	}
@@ -868,8 +940,8 @@ static int read_pca(dp_json_reader *r, struct json_object *jp, dp_schema *s)
 }
 
 /* The version member by hand: it must be an integer, which json.h's number
- * getters do not insist on. */
-static int read_version(dp_json_reader *r, struct json_object *root)
+ * getters do not insist on.  *out: the version. */
+static int read_version(dp_json_reader *r, struct json_object *root, int *out)
 {
 	struct json_object *v;
 	int64_t version;
@@ -886,10 +958,11 @@ static int read_version(dp_json_reader *r, struct json_object *root)
 				    (long long)version, DP_SCHEMA_VERSION);
 	if (version < 1)
 		return dp_json_fail(r, "must be >= 1, got %lld", (long long)version);
+	*out = (int)version;
 	return 0;
 }
 
-static int read_columns(dp_json_reader *r, struct json_object *root, dp_schema *s)
+static int read_columns(dp_json_reader *r, struct json_object *root, int version, dp_schema *s)
 {
 	struct json_object *cols;
 	char where[96];
@@ -908,8 +981,8 @@ static int read_columns(dp_json_reader *r, struct json_object *root, dp_schema *
 		return DP_ENOMEM;
 	for (size_t c = 0; c < n; c++) {
 		s->ncols++;
-		rc = read_column(r, json_object_array_get_idx(cols, c), c, &s->cols[c], where,
-				 sizeof(where));
+		rc = read_column(r, json_object_array_get_idx(cols, c), c, version, &s->cols[c],
+				 where, sizeof(where));
 		r->where = "columns";
 		if (rc != 0)
 			return rc;
@@ -925,7 +998,7 @@ static int schema_from_json(dp_json_reader *r, struct json_object *root, dp_sche
 	static const char *const keys[] = { "format", "version", "columns", "target", "pca" };
 	struct json_object *v;
 	const char *fmt;
-	int rc;
+	int rc, version = 0;
 
 	r->where = "top level";
 	if (!json_object_is_type(root, json_type_object))
@@ -938,9 +1011,9 @@ static int schema_from_json(dp_json_reader *r, struct json_object *root, dp_sche
 		r->where = "format";
 		return dp_json_fail(r, "'%s' is not a dpasync schema", fmt);
 	}
-	rc = read_version(r, root);
+	rc = read_version(r, root, &version);
 	if (rc == 0)
-		rc = read_columns(r, root, s);
+		rc = read_columns(r, root, version, s);
 	if (rc != 0)
 		return rc;
 	r->where = "top level";

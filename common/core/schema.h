@@ -7,6 +7,10 @@
  *            when the column has a clamp;
  *   onehot   fixed list of levels -> one 0/1 feature per level (named
  *            "column=level"); a level not in the list is an error;
+ *   binary   exactly two levels -> ONE 0/1 feature, 1 for the second level
+ *            and named "column=second" (two one-hot columns would always
+ *            sum to 1: collinear, and one more coordinate to clip and
+ *            noise); schema version 2;
  *   ordinal  ordered list of levels -> index 0..L-1, then (index - center) /
  *            scale (and the optional clamp);
  *   drop     ignored (its cells may be empty).
@@ -27,7 +31,11 @@
 
 #include <stddef.h>
 
-#define DP_SCHEMA_VERSION 1
+/* The newest schema file version this code reads.  1: the original kinds;
+ * 2: adds kind binary.  A schema is saved with the oldest version that
+ * holds it (1 unless it has a binary column), so files without binary
+ * columns still read in older dpasync. */
+#define DP_SCHEMA_VERSION 2
 
 typedef struct dp_schema dp_schema;
 
@@ -38,8 +46,9 @@ int dp_schema_save(const dp_schema *s, const char *path);
 
 /* Read and validate a schema file.  Errors: DP_ENOENT (cannot open),
  * DP_EIO, DP_EFORMAT (invalid JSON, unknown or missing key, wrong type,
- * unknown kind, empty or duplicate levels, scale <= 0, non-finite number,
- * newer version, inconsistent PCA sizes; the detail names file and key),
+ * unknown kind, empty or duplicate levels, a binary column without exactly
+ * two levels or in a version 1 file, scale <= 0, non-finite number, newer
+ * version, inconsistent PCA sizes; the detail names file and key),
  * DP_ENOMEM.  *out untouched on failure. */
 int dp_schema_load(const char *path, dp_schema **out);
 
@@ -57,6 +66,10 @@ int dp_schema_target_binary(const dp_schema *s);
 /* How to map a model's y back to the raw target: raw = center + scale * y
  * (center 0, scale 1 when the target is not standardised or is binary). */
 void dp_schema_target_scaling(const dp_schema *s, double *center, double *scale);
+/* 1 when applying s reads the raw column named `column`: the target or a
+ * column of any kind but drop; 0 for a dropped column and for a name the
+ * schema does not list. */
+int dp_schema_uses(const dp_schema *s, const char *column);
 
 /* ---- applying a schema to CSV rows --------------------------------------- */
 
@@ -65,10 +78,16 @@ typedef struct dp_schema_bind dp_schema_bind;
 /* Match the columns of one input file against the schema.  Every column of
  * the schema except `drop` ones, and the target, must be in `header`; every
  * column of `header` must be in the schema (as any kind, or the target).
- * Column order may differ.  `source` names the file in messages.  The
- * binding copies what it needs and keeps a pointer to `s`, which must
- * outlive it.  Errors: DP_EFORMAT (detail names the file and column),
- * DP_ENOMEM.  *out untouched on failure. */
+ * Column order may differ.  A header that is exactly the schema's feature
+ * names then its target (what applying the schema writes) is refused when
+ * that differs from the raw columns: the file is already prepared, and
+ * applying the schema again would silently transform it twice.  (When the
+ * schema keeps every column's name, i.e. only numeric and ordinal columns
+ * and no PCA, the two cannot be told apart.)  `source` names the file in
+ * messages.  The binding copies what it needs and keeps a pointer to `s`,
+ * which must outlive it.  Errors: DP_EFORMAT (detail names the file and
+ * column, or says the file is already prepared), DP_ENOMEM.  *out
+ * untouched on failure. */
 int dp_schema_bind_new(const dp_schema *s, const char *source, const char *const *header,
 		       size_t ncols, dp_schema_bind **out);
 

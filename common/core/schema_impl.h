@@ -7,8 +7,9 @@
  *
  * Invariants of a complete dp_schema (what dp_schema_load checks and
  * dp_schema_build_tables produces): column names distinct and not the
- * target; levels non-empty and distinct; scale > 0; feature names distinct;
- * d >= 1; with PCA 1 <= k <= d and unit components. */
+ * target; levels non-empty and distinct (exactly two for binary); scale > 0;
+ * feature names distinct; d >= 1; with PCA 1 <= k <= d and unit
+ * components. */
 #ifndef DP_SCHEMA_IMPL_H
 #define DP_SCHEMA_IMPL_H
 
@@ -21,6 +22,9 @@ enum dp__schema_kind {
 	DP__SCHEMA_ONEHOT,
 	DP__SCHEMA_ORDINAL,
 	DP__SCHEMA_DROP,
+	DP__SCHEMA_BINARY,    /* two levels -> one 0/1 feature, 1 for the second
+			         (schema version 2) */
+	DP__SCHEMA_NKINDS
 };
 
 enum dp__schema_tkind {
@@ -87,7 +91,8 @@ int dp__schema_levels_set(struct dp__schema_levels *lv, char **v, size_t n, cons
 /* Position of s in the list, or -1. */
 long dp__schema_levels_find(const struct dp__schema_levels *lv, const char *s);
 
-/* Lay out z from the columns: offsets and names ("col" or "col=level"), d;
+/* Lay out z from the columns: offsets and names ("col", or "col=level" for
+ * each onehot level and for a binary column's second level), d;
  * p and names are set to z's (dp__schema_name_components replaces them).
  * DP_ENOMEM (what was allocated is freed by dp_schema_destroy). */
 int dp__schema_layout(dp_schema *s);

@@ -1,12 +1,15 @@
 #!/bin/sh
-# dpasync prep on the four shared datasets, plus its failure modes.
+# dpasync prep on the shared datasets, plus its failure modes.
 #   usage: prep_shared_data.sh DPASYNC SHARED_DATA_DIR
 # Checks, for every run: exit 0; the owner files' rows add up to the input's
 # records; every owner file has the same header; every data cell is a finite
 # number in plain decimal; classification targets are exactly -1/+1.  Then
-# that bad input (malformed CSV, unknown target, unreadable or invalid
-# schema) exits non-zero with exactly one line on stderr, and that a seed
-# reproduces its split byte for byte.
+# that a two-level column is one feature, that DIR/sample.csv is written
+# exactly when there is a sample (with the owners' header and the sample's
+# rows), that movielens' empty cells are an error without --drop-missing and
+# its 7 rows dropped with it; that bad input (malformed CSV, unknown target,
+# unreadable or invalid schema) exits non-zero with exactly one line on
+# stderr, and that a seed reproduces its split byte for byte.
 set -eu
 
 if [ $# -ne 2 ]; then
@@ -15,7 +18,7 @@ if [ $# -ne 2 ]; then
 fi
 DP=$1
 DATA=$2
-for f in lending_club.csv diamonds.csv diabetes.csv breast_cancer.csv; do
+for f in lending_club.csv diamonds.csv diabetes.csv breast_cancer.csv movielens_ratings.csv.gz; do
 	if [ ! -r "$DATA/$f" ]; then
 		echo "FAIL: $DATA/$f is missing or unreadable" >&2
 		exit 1
@@ -130,6 +133,52 @@ run diamonds 0 "$DATA/diamonds.csv" --target price \
 run diabetes 0 "$DATA/diabetes.csv" --target target --split 3
 run breast_cancer 1 "$DATA/breast_cancer.csv" --target target --task classification \
 	--positive 1 --sample-frac 0.25 --split 4
+
+# Two-level columns are one 0/1 feature named after the second level.
+h=$(head -n 1 "$TMP/lending_reg/owner-1.csv")
+case ",$h," in
+*,term=term_60,*,Class=good,*)
+	case ",$h," in
+	*,term=term_36,* | *,Class=bad,*) bad "two-level columns: both levels in the header" ;;
+	*) ok "two-level columns: one feature each (term=term_60, Class=good)" ;;
+	esac ;;
+*) bad "two-level columns: term=term_60 or Class=good missing from $h" ;;
+esac
+
+# DIR/sample.csv: the --sample-frac rows (round(0.1 * 9857) = 986), with the
+# owners' header; none without a sample option.
+if [ -s "$TMP/lending_cls/sample.csv" ] &&
+	[ "$(($(wc -l <"$TMP/lending_cls/sample.csv") - 1))" -eq 986 ] &&
+	[ "$(head -n 1 "$TMP/lending_cls/sample.csv")" = "$(head -n 1 "$TMP/lending_cls/owner-1.csv")" ]; then
+	ok "sample.csv: 986 rows with the owners' header"
+else
+	bad "sample.csv of lending_cls missing or wrong"
+fi
+if [ -e "$TMP/diabetes/sample.csv" ]; then
+	bad "sample.csv written without a sample option"
+fi
+
+# movielens: year is empty in 7 rows (title too, but it is dropped here).
+zcat "$DATA/movielens_ratings.csv.gz" >"$TMP/movielens.csv"
+if "$DP" prep --target rating --drop title,genres --split 4 --out "$TMP/ml_err" \
+	"$DATA/movielens_ratings.csv.gz" >/dev/null 2>"$TMP/ml_err.err"; then
+	bad "movielens: empty cells accepted without --drop-missing"
+elif [ "$(wc -l <"$TMP/ml_err.err")" -eq 1 ] && grep -q "movielens_ratings.csv.gz:[0-9]*: column 'year': empty cell" "$TMP/ml_err.err"; then
+	ok "movielens without --drop-missing: $(cat "$TMP/ml_err.err")"
+else
+	bad "movielens without --drop-missing: $(cat "$TMP/ml_err.err")"
+fi
+if "$DP" prep --target rating --drop title,genres --drop-missing --split 4 --out "$TMP/movielens" \
+	"$DATA/movielens_ratings.csv.gz" >/dev/null 2>"$TMP/movielens.err"; then
+	if [ "$(cat "$TMP/movielens.err")" = "dpasync prep: dropped 7 of 100004 rows with a missing cell in a used column" ]; then
+		ok "movielens: $(cat "$TMP/movielens.err")"
+	else
+		bad "movielens: stderr '$(cat "$TMP/movielens.err")'"
+	fi
+	check_owners movielens "$TMP/movielens" $(($(records "$TMP/movielens.csv") - 7)) 0
+else
+	bad "movielens --drop-missing: $(cat "$TMP/movielens.err")"
+fi
 
 # Without --split every input file is one owner: feed two owner files back
 # through the schema written above.

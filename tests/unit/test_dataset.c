@@ -138,8 +138,8 @@ static void test_load_errors(void **state)
 
 static void test_load_with_schema(void **state)
 {
-	/* Schema from the sample: a mean 2, sd 1 (values 1,2,3); c onehot p,q;
-	 * target standardised: mean 20, sd 10. */
+	/* Schema from the sample: a mean 2, sd 1 (values 1,2,3); c two levels
+	 * p,q: one 0/1 feature c=q; target standardised: mean 20, sd 10. */
 	const char *sample = put("s.csv", "a,c,note,y\n1,p,x,10\n2,q,,20\n3,p,z,30\n");
 	static const char *const drop[] = { "note" };
 	dp_schema_build_opts so = { 0 };
@@ -155,17 +155,36 @@ static void test_load_with_schema(void **state)
 	dp_load_opts o = { .bias = 1, .schema = s };
 
 	assert_int_equal(dp_dataset_load(&ds, put("o.csv", "y,c,a,note\n40,q,4,\n"), &o), 0);
-	assert_int_equal(ds.p, 4);
-	assert_string_equal(ds.names[1], "c=p");
-	assert_string_equal(ds.names[3], "bias");
+	assert_int_equal(ds.p, 3);
+	assert_string_equal(ds.names[1], "c=q");
+	assert_string_equal(ds.names[2], "bias");
 	assert_string_equal(ds.target, "y");
-	const double want[4] = { 2.0, 0.0, 1.0, 1.0 };
+	const double want[3] = { 2.0, 1.0, 1.0 };
 
-	for (size_t j = 0; j < 4; j++)
+	for (size_t j = 0; j < 3; j++)
 		assert_true(fabs(ds.x[j] - want[j]) < 1e-12);
 	assert_true(fabs(ds.y[0] - 2.0) < 1e-12);
 	assert_true(fabs(ds.row_l1[0] - 4.0) < 1e-12);
 	dp_dataset_free(&ds);
+
+	/* A file already prepared with this schema (what prep writes: the
+	 * features, then the target) is refused, not transformed twice. */
+	assert_int_equal(dp_dataset_write_csv(&(dp_dataset){ .n = 1, .p = 2, .x = (double[]){ 2, 1 },
+							      .y = (double[]){ 2 },
+							      .names = (char *[]){ "a", "c=q" },
+							      .target = "y" },
+					      path_of("prepared.csv")),
+			 0);
+	assert_int_equal(dp_dataset_load(&ds, path_of("prepared.csv"), &o), DP_EFORMAT);
+	assert_non_null(strstr(dp_error_detail(DP_EFORMAT),
+			       "prepared.csv is already prepared with this schema"));
+	o.schema = NULL;
+	o.target = "y";
+	assert_int_equal(dp_dataset_load(&ds, path_of("prepared.csv"), &o), 0);
+	assert_int_equal(ds.p, 3);
+	dp_dataset_free(&ds);
+	o.schema = s;
+	o.target = NULL;
 
 	/* an unseen level, and a target that contradicts the schema */
 	assert_int_equal(dp_dataset_load(&ds, put("o.csv", "y,c,a,note\n40,r,4,\n"), &o),

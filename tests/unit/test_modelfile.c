@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/core/dataset.h"
 #include "common/core/error.h"
 #include "common/core/file.h"
 #include "common/core/modelfile.h"
@@ -38,7 +39,8 @@ static void test_roundtrip_exact(void **state)
 	/* Values that need all 17 significant digits to round-trip. */
 	double theta[3] = { 0.1, -1.0 / 3.0, 6.02214076e23 };
 	dp_modelfile mf = { .model = DP_MODEL_LOGISTIC, .p = 3, .theta = theta, .features = names,
-			    .bias = 1, .T = 300, .lambda = 0.01, .theta_max = 5, .clip = 2 }, rd;
+			    .target = "Class", .bias = 1, .T = 300, .lambda = 0.01, .theta_max = 5,
+			    .clip = 2 }, rd;
 
 	strcpy(mf.mode, "async");
 	snprintf(path, sizeof(path), "%s/m.json", dir);
@@ -50,6 +52,7 @@ static void test_roundtrip_exact(void **state)
 		assert_true(rd.theta[q] == theta[q]);
 		assert_string_equal(rd.features[q], names[q]);
 	}
+	assert_string_equal(rd.target, "Class");
 	assert_int_equal(rd.bias, 1);
 	assert_int_equal(rd.T, 300);
 	assert_true(rd.lambda == 0.01 && rd.theta_max == 5 && rd.clip == 2);
@@ -68,6 +71,58 @@ static void test_roundtrip_exact(void **state)
 	}
 	closedir(d);
 	assert_int_equal(files, 1);
+}
+
+static void test_optional_names(void **state)
+{
+	/* A file without features and target (learnerd writes none; files
+	 * written before "target" existed have none) reads with both NULL, and
+	 * a writer that leaves them NULL writes neither. */
+	char path[128];
+	double theta[2] = { 1, 2 };
+	dp_modelfile mf = { .model = DP_MODEL_LINEAR, .p = 2, .theta = theta }, rd;
+
+	snprintf(path, sizeof(path), "%s/old.json", dir);
+	write_text(path, "{\"format\":\"dpasync-model\",\"version\":1,\"model\":\"linear\","
+			 "\"theta\":[1,2],\"features\":[\"a\",\"b\"]}");
+	assert_int_equal(dp_modelfile_read(path, &rd), 0);
+	assert_null(rd.target);
+	assert_string_equal(rd.features[1], "b");
+	dp_modelfile_free(&rd);
+	snprintf(path, sizeof(path), "%s/bare.json", dir);
+	strcpy(mf.mode, "sync1");
+	assert_int_equal(dp_modelfile_write(path, &mf), 0);
+	assert_int_equal(dp_modelfile_read(path, &rd), 0);
+	assert_null(rd.target);
+	assert_null(rd.features);
+	dp_modelfile_free(&rd);
+}
+
+static void test_check_data(void **state)
+{
+	/* Data fit a model when the column count matches and, if the file names
+	 * the features, the names match in order. */
+	static const char *const ab[] = { "a", "b" }, *const ba[] = { "b", "a" };
+	char *names[2] = { "a", "b" };
+	double theta[2] = { 1, 2 }, x[2] = { 0.5, 1 }, y[1] = { 1 };
+	dp_modelfile mf = { .model = DP_MODEL_LINEAR, .p = 2, .theta = theta, .features = names };
+	dp_dataset ds;
+
+	assert_int_equal(dp_dataset_from_arrays(&ds, 1, 2, x, y, ab), 0);
+	assert_int_equal(dp_modelfile_check_data(&mf, "m.json", &ds), 0);
+	dp_dataset_free(&ds);
+	assert_int_equal(dp_dataset_from_arrays(&ds, 1, 2, x, y, ba), 0);
+	assert_int_equal(dp_modelfile_check_data(&mf, "m.json", &ds), DP_EFORMAT);
+	assert_string_equal(dp_error_detail(DP_EFORMAT),
+			    "(arrays): feature 1 is 'b' but the model m.json has 'a'");
+	mf.features = NULL; /* nothing to compare but the count */
+	assert_int_equal(dp_modelfile_check_data(&mf, "m.json", &ds), 0);
+	dp_dataset_free(&ds);
+	assert_int_equal(dp_dataset_from_arrays(&ds, 2, 1, x, (double[]){ 1, 2 }, NULL), 0);
+	assert_int_equal(dp_modelfile_check_data(&mf, "m.json", &ds), DP_EFORMAT);
+	assert_string_equal(dp_error_detail(DP_EFORMAT),
+			    "(arrays) has 1 features but the model m.json has 2 coefficients");
+	dp_dataset_free(&ds);
 }
 
 static void test_rejects_nonfinite(void **state)
@@ -94,6 +149,8 @@ static void test_malformed(void **state)
 		"{\"format\":\"dpasync-model\",\"version\":1,\"model\":\"linear\",\"theta\":[1,\"x\"]}",
 		"{\"format\":\"dpasync-model\",\"version\":1,\"model\":\"linear\",\"theta\":[1],\"features\":[\"a\",\"b\"]}",
 		"{\"format\":\"dpasync-model\",\"version\":1,\"model\":\"linear\",\"theta\":[1],\"lambda\":\"x\"}",
+		"{\"format\":\"dpasync-model\",\"version\":1,\"model\":\"linear\",\"theta\":[1],\"target\":\"\"}",
+		"{\"format\":\"dpasync-model\",\"version\":1,\"model\":\"linear\",\"theta\":[1],\"target\":3}",
 	};
 	char path[128];
 	dp_modelfile rd = { 0 };
@@ -113,6 +170,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip_exact),
+		cmocka_unit_test(test_optional_names),
+		cmocka_unit_test(test_check_data),
 		cmocka_unit_test(test_rejects_nonfinite),
 		cmocka_unit_test(test_malformed),
 	};

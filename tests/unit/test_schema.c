@@ -284,8 +284,20 @@ static void test_bad_files(void **state)
 		  "'y' is also listed in 'columns'" },
 		{ "{\"columns\":[" NUM "],\"target\":{\"name\":\"y\",\"kind\":\"numeric\"}}",
 		  "missing key 'version'" },
-		{ "{\"version\":2,\"columns\":[" NUM "],\"target\":{\"name\":\"y\",\"kind\":\"numeric\"}}",
-		  "version: 2 is newer than this dpasync reads (1)" },
+		{ "{\"version\":3,\"columns\":[" NUM "],\"target\":{\"name\":\"y\",\"kind\":\"numeric\"}}",
+		  "version: 3 is newer than this dpasync reads (2)" },
+		{ COLS("{\"name\":\"x\",\"kind\":\"binary\",\"levels\":[\"a\",\"b\"]}"),
+		  "column 'x': kind 'binary' needs \"version\": 2 (the file says 1)" },
+		{ "{\"version\":2,\"columns\":[{\"name\":\"x\",\"kind\":\"binary\",\"levels\":"
+		  "[\"a\",\"b\",\"c\"]}],\"target\":{\"name\":\"y\",\"kind\":\"numeric\"}}",
+		  "column 'x': kind 'binary' needs exactly two levels, got 3" },
+		{ "{\"version\":2,\"columns\":[{\"name\":\"x\",\"kind\":\"binary\",\"levels\":"
+		  "[\"a\",\"b\"],\"center\":0,\"scale\":1}],\"target\":{\"name\":\"y\",\"kind\":"
+		  "\"numeric\"}}",
+		  "do not apply to kind 'binary'" },
+		{ "{\"version\":2,\"columns\":[{\"name\":\"x\",\"kind\":\"binary\"}],"
+		  "\"target\":{\"name\":\"y\",\"kind\":\"numeric\"}}",
+		  "column 'x': missing key 'levels'" },
 		{ "{\"version\":\"1\",\"columns\":[" NUM "],\"target\":{\"name\":\"y\",\"kind\":\"numeric\"}}",
 		  "version: must be an integer" },
 		{ "{\"version\":1,\"format\":\"other\",\"columns\":[" NUM "],\"target\":{\"name\":\"y\","
@@ -339,6 +351,132 @@ static void test_bad_files(void **state)
 	assert_null(s);
 }
 
+static void test_binary_column(void **state)
+{
+	/* Version 2: a two-level column is one 0/1 feature, 1 for the second
+	 * level as listed, named after it. */
+	const char *p = put("b.json",
+			    "{\"version\": 2, \"columns\": ["
+			    "{\"name\": \"x\", \"kind\": \"numeric\", \"center\": 0, \"scale\": 1},"
+			    "{\"name\": \"smoker\", \"kind\": \"binary\", \"levels\": [\"yes\", \"no\"]},"
+			    "{\"name\": \"c\", \"kind\": \"onehot\", \"levels\": [\"p\", \"q\"]}],"
+			    "\"target\": {\"name\": \"y\", \"kind\": \"numeric\"}}");
+	dp_schema *s = NULL, *s2 = NULL;
+	double x[3 * 4], y[3];
+	char *j;
+
+	assert_int_equal(dp_schema_load(p, &s), 0);
+	assert_int_equal(dp_schema_nfeatures(s), 4);
+	assert_string_equal(dp_schema_feature_names(s)[1], "smoker=no");
+	/* a two-level onehot stays two features: only kind binary is one */
+	assert_string_equal(dp_schema_feature_names(s)[2], "c=p");
+	assert_int_equal(apply_file(s, put("b.csv", "y,c,smoker,x\n1,p,yes,2\n2,q,no,3\n"), x, y,
+				    2, NULL),
+			 0);
+	const double want[8] = { 2, 0, 1, 0, 3, 1, 0, 1 };
+
+	for (size_t k = 0; k < 8; k++)
+		assert_true(x[k] == want[k]);
+	assert_int_equal(apply_file(s, put("b.csv", "y,c,smoker,x\n1,p,maybe,2\n"), x, y, 1, NULL),
+			 DP_EFORMAT);
+	assert_non_null(strstr(dp_error_detail(DP_EFORMAT),
+			       "b.csv:2: column 'smoker': level 'maybe' is not in the schema's list "
+			       "(yes, no)"));
+	/* saved as version 2 (it needs it), and read back the same */
+	assert_int_equal(dp_schema_save(s, path_of("b2.json")), 0);
+	j = slurp(path_of("b2.json"));
+	assert_non_null(strstr(j, "\"version\":2"));
+	assert_non_null(strstr(j, "\"binary\""));
+	free(j);
+	assert_int_equal(dp_schema_load(path_of("b2.json"), &s2), 0);
+	assert_string_equal(dp_schema_feature_names(s2)[1], "smoker=no");
+	dp_schema_destroy(s2);
+	dp_schema_destroy(s);
+
+	/* A version 1 schema (written before kind binary) loads and applies as
+	 * before, two-level onehot and all, and is saved as version 1 again. */
+	assert_int_equal(dp_schema_load(sample_schema(), &s), 0);
+	assert_int_equal(dp_schema_save(s, path_of("v1.json")), 0);
+	j = slurp(path_of("v1.json"));
+	assert_non_null(strstr(j, "\"version\":1"));
+	free(j);
+	dp_schema_destroy(s);
+}
+
+static void test_uses(void **state)
+{
+	dp_schema *s = NULL;
+
+	assert_int_equal(dp_schema_load(sample_schema(), &s), 0);
+	assert_int_equal(dp_schema_uses(s, "num"), 1);
+	assert_int_equal(dp_schema_uses(s, "cat"), 1);
+	assert_int_equal(dp_schema_uses(s, "y"), 1);
+	assert_int_equal(dp_schema_uses(s, "skip"), 0);   /* drop */
+	assert_int_equal(dp_schema_uses(s, "cat=a"), 0);  /* a feature, not a column */
+	assert_int_equal(dp_schema_uses(s, "nosuch"), 0);
+	dp_schema_destroy(s);
+}
+
+static void test_already_prepared(void **state)
+{
+	/* A file whose header is the schema's features then its target is what
+	 * applying the schema wrote: applying it again is refused (it would
+	 * standardise twice), also when only a dropped column tells them
+	 * apart. */
+	static const char *const prepared[] = { "num", "cat=a", "cat=b", "cat=c", "ord", "const",
+						"y" };
+	static const char *const num_only[] = { "a", "b", "y" };
+	dp_schema *s = NULL;
+	dp_schema_bind *b = NULL;
+	double x[8 * 6], y[8];
+
+	assert_int_equal(dp_schema_load(sample_schema(), &s), 0);
+	assert_int_equal(dp_schema_bind_new(s, "owner-1.csv", prepared, 7, &b), DP_EFORMAT);
+	assert_null(b);
+	assert_string_equal(dp_error_detail(DP_EFORMAT),
+			    "owner-1.csv is already prepared with this schema (its header is the "
+			    "schema's features and target): pass it without --schema");
+	/* the raw columns bind as before */
+	assert_int_equal(apply_file(s, put("raw.csv", "num,cat,ord,const,y\n1,b,lo,5,1\n"), x, y, 8,
+				    NULL),
+			 0);
+	dp_schema_destroy(s);
+
+	/* Numeric columns and a dropped one: the prepared header lacks only the
+	 * dropped column, which a raw file may also lack; in schema order with
+	 * the target last it is the prepared file. */
+	assert_int_equal(dp_schema_load(put("n.json",
+					    "{\"version\": 1, \"columns\": ["
+					    "{\"name\": \"a\", \"kind\": \"numeric\", \"center\": 1,"
+					    " \"scale\": 2},"
+					    "{\"name\": \"d\", \"kind\": \"drop\"},"
+					    "{\"name\": \"b\", \"kind\": \"numeric\", \"center\": 0,"
+					    " \"scale\": 1}],"
+					    "\"target\": {\"name\": \"y\", \"kind\": \"numeric\"}}"),
+					&s),
+			 0);
+	assert_int_equal(dp_schema_bind_new(s, "p.csv", num_only, 3, &b), DP_EFORMAT);
+	assert_non_null(strstr(dp_error_detail(DP_EFORMAT), "p.csv is already prepared"));
+	assert_int_equal(apply_file(s, put("r.csv", "y,a,b,d\n1,3,4,\n"), x, y, 8, NULL), 0);
+	assert_true(x[0] == 1.0 && x[1] == 4.0);
+	dp_schema_destroy(s);
+
+	/* Only numeric columns and no drop: the prepared header is the raw one,
+	 * and nothing tells them apart (docs/data.md). */
+	assert_int_equal(dp_schema_load(put("n2.json",
+					    "{\"version\": 1, \"columns\": ["
+					    "{\"name\": \"a\", \"kind\": \"numeric\", \"center\": 1,"
+					    " \"scale\": 2},"
+					    "{\"name\": \"b\", \"kind\": \"numeric\", \"center\": 0,"
+					    " \"scale\": 1}],"
+					    "\"target\": {\"name\": \"y\", \"kind\": \"numeric\"}}"),
+					&s),
+			 0);
+	assert_int_equal(dp_schema_bind_new(s, "p.csv", num_only, 3, &b), 0);
+	dp_schema_bind_destroy(b);
+	dp_schema_destroy(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -347,6 +485,9 @@ int main(void)
 		cmocka_unit_test(test_roundtrip_file),
 		cmocka_unit_test(test_hand_written),
 		cmocka_unit_test(test_bad_files),
+		cmocka_unit_test(test_binary_column),
+		cmocka_unit_test(test_uses),
+		cmocka_unit_test(test_already_prepared),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -292,15 +292,16 @@ static void test_build_errors(void **state)
 
 static void test_onehot_forced_and_fixed(void **state)
 {
-	/* A numeric-looking code column forced to onehot, and a fixed level list
-	 * that includes a level the sample lacks. */
+	/* A numeric-looking code column forced to onehot (two codes: one 0/1
+	 * feature), and a fixed level list that includes a level the sample
+	 * lacks. */
 	const char *p = put("c.csv", "zip,col,y\n10,red,1\n20,blue,2\n10,red,3\n");
 	static const char *const zip[] = { "zip" };
 	static const char *const colours[] = { "red", "green", "blue" };
 	dp_schema_build_levels lv = { "col", 0, colours, 3 };
 	dp_schema_build_opts o = { 0 };
 	dp_schema *s = NULL;
-	double x[3 * 5], y[3];
+	double x[3 * 4], y[3];
 
 	o.target = "y";
 	o.onehot = zip;
@@ -308,15 +309,53 @@ static void test_onehot_forced_and_fixed(void **state)
 	o.levels = &lv;
 	o.nlevels = 1;
 	assert_int_equal(dp_schema_build(p, &o, &s), 0);
-	assert_int_equal(dp_schema_nfeatures(s), 5);
-	assert_string_equal(dp_schema_feature_names(s)[1], "zip=20");
-	assert_string_equal(dp_schema_feature_names(s)[3], "col=green"); /* user order kept */
+	assert_int_equal(dp_schema_nfeatures(s), 4);
+	assert_string_equal(dp_schema_feature_names(s)[0], "zip=20");
+	assert_string_equal(dp_schema_feature_names(s)[2], "col=green"); /* user order kept */
 	assert_int_equal(apply_file(s, p, x, y, 3, NULL), 0);
-	const double want1[5] = { 0, 1, 0, 0, 1 }; /* zip=20, col=blue */
+	const double want1[4] = { 1, 0, 0, 1 }; /* zip=20, col=blue */
 
-	for (size_t j = 0; j < 5; j++)
-		assert_true(x[5 + j] == want1[j]);
+	for (size_t j = 0; j < 4; j++)
+		assert_true(x[4 + j] == want1[j]);
 	dp_schema_destroy(s);
+}
+
+static void test_two_levels(void **state)
+{
+	/* A detected column with two levels is ONE 0/1 feature, 1 for the
+	 * second level in sorted order; a given list of two, 1 for the second
+	 * as listed; three levels stay onehot.  The saved schema is version 2
+	 * and reads back the same. */
+	const char *p = put("t.csv", "sex,term,col,x,y\n"
+				     "male,term_60,red,1,1\n"
+				     "female,term_36,blue,2,2\n"
+				     "male,term_36,green,3,3\n");
+	static const char *const terms[] = { "term_60", "term_36" };
+	dp_schema_build_levels lv = { "term", 0, terms, 2 };
+	dp_schema_build_opts o = { 0 };
+	dp_schema *s = NULL, *s2 = NULL;
+	double x[3 * 6], y[3], x2[3 * 6], y2[3];
+	static const char *const want_names[] = { "sex=male", "term=term_36", "col=blue", "col=green",
+						   "col=red", "x" };
+	const double want[3][5] = { { 1, 0, 0, 0, 1 }, { 0, 1, 1, 0, 0 }, { 1, 1, 0, 1, 0 } };
+
+	o.target = "y";
+	o.levels = &lv;
+	o.nlevels = 1;
+	assert_int_equal(dp_schema_build(p, &o, &s), 0);
+	assert_int_equal(dp_schema_nfeatures(s), 6);
+	for (size_t j = 0; j < 6; j++)
+		assert_string_equal(dp_schema_feature_names(s)[j], want_names[j]);
+	assert_int_equal(apply_file(s, p, x, y, 3, NULL), 0);
+	for (size_t i = 0; i < 3; i++)
+		for (size_t j = 0; j < 5; j++)
+			assert_true(x[i * 6 + j] == want[i][j]);
+	assert_int_equal(dp_schema_save(s, path_of("t.json")), 0);
+	assert_int_equal(dp_schema_load(path_of("t.json"), &s2), 0);
+	assert_int_equal(apply_file(s2, p, x2, y2, 3, NULL), 0);
+	assert_memory_equal(x, x2, sizeof(x));
+	dp_schema_destroy(s);
+	dp_schema_destroy(s2);
 }
 
 static void test_multi_table_sample(void **state)
@@ -334,13 +373,13 @@ static void test_multi_table_sample(void **state)
 	assert_int_equal(dp_csv_table_load(&t2, put("m2.csv", "y,k,a\n0,z,9\n0,q,10\n"), 0), 0);
 	o.target = "y";
 	assert_int_equal(dp_schema_build_tables(tabs, 2, picks, 3, &o, &s), 0);
-	assert_int_equal(dp_schema_nfeatures(s), 3); /* a, k=p, k=q */
-	assert_string_equal(dp_schema_feature_names(s)[2], "k=q");
+	assert_int_equal(dp_schema_nfeatures(s), 2); /* a, k=q (two levels: one feature) */
+	assert_string_equal(dp_schema_feature_names(s)[1], "k=q");
 	{
 		dp_schema_bind *b = NULL;
 		/* t2's order: y, k, a; a = 14/3 maps to 0 */
 		const char *row[3] = { "0", "q", "4.666666666666667" };
-		double x[3], y;
+		double x[2], y;
 
 		assert_int_equal(dp_schema_bind_new(s, "m2.csv", (const char *const *)t2.header, 3,
 						    &b),
@@ -508,6 +547,7 @@ int main(void)
 		cmocka_unit_test(test_binary_target),
 		cmocka_unit_test(test_build_errors),
 		cmocka_unit_test(test_onehot_forced_and_fixed),
+		cmocka_unit_test(test_two_levels),
 		cmocka_unit_test(test_multi_table_sample),
 		cmocka_unit_test(test_pca_known),
 		cmocka_unit_test(test_roundtrip),

@@ -375,6 +375,8 @@ static int build_column(struct dp__schema_col *col, const struct sample *sm,
 				  given->ordered ? "ordinal order given" : "level list given");
 		if (rc != 0)
 			return rc;
+		if (col->kind == DP__SCHEMA_ONEHOT && col->lv.n == 2)
+			col->kind = DP__SCHEMA_BINARY;
 		if (col->kind == DP__SCHEMA_ORDINAL) {
 			for (size_t r = 0; r < sm->n; r++)
 				vals[r] = (double)dp__schema_levels_find(&col->lv, scell(sm, r, j));
@@ -415,6 +417,8 @@ static int build_column(struct dp__schema_col *col, const struct sample *sm,
 			dp__schema_strv_free(v, n);
 			return rc;
 		}
+		if (n == 2)
+			col->kind = DP__SCHEMA_BINARY;
 		if (lsm != NULL)
 			return check_levels(sm, j, &col->lv, col->name,
 					    "levels of the level tables");

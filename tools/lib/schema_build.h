@@ -24,7 +24,8 @@ typedef enum dp_task {
 typedef struct dp_schema_build_levels {
 	const char *column;
 	int ordered;                  /* 1: ordinal in this order; 0: onehot with exactly
-				         these levels */
+				         these levels (binary when there are two: 1
+				         for the second as listed) */
 	const char *const *levels;
 	size_t nlevels;
 } dp_schema_build_levels;
@@ -65,6 +66,9 @@ typedef struct dp_schema_build_opts {
  * strict number (csv.h); numeric otherwise, with center = sample mean and
  * scale = sample standard deviation (n - 1 denominator; 1 when it is 0 or
  * the sample has one row).  Ordinal indices are standardised the same way.
+ * A onehot column with exactly two levels (given or found) becomes kind
+ * binary: one 0/1 feature, 1 for the second level (in sorted order when
+ * found, as listed when given), named "column=second level".
  * With opts->pca = K, the components are the top K principal components of
  * the standardised features (tools/lib/pca.h).
  * On success *out owns the schema (dp_schema_destroy()).  Errors:
