@@ -180,16 +180,17 @@ static int make_plan(const struct lrn *L, dp_plan_request *req, const dp_plan_pu
 	return dp_plan_make(req, pub, pl);
 }
 
-static void log_warnings(const dp_plan *pl, const dp_plan_public *pub)
+/* One WARN line per line of dp_plan_warnings (buf is consumed). */
+static void log_warnings(char *buf)
 {
-	char buf[2048], *line, *save = NULL;
+	char *line, *save = NULL;
 
-	dp_plan_warnings(pl, pub, buf, sizeof(buf));
 	for (line = strtok_r(buf, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save))
 		DP_WARN("learner", "plan: %s", line);
 }
 
-static int plan(struct lrn *L)
+/* Plan the job into L; the plan's warnings into warn (size bytes). */
+static int plan(struct lrn *L, char *warn, size_t size)
 {
 	dp_plan_public shape, *pub = &L->pub;
 	dp_plan_request req;
@@ -227,7 +228,7 @@ static int plan(struct lrn *L)
 	L->measured = pl.measured;
 	for (size_t i = 0; i < L->N; i++)
 		L->owners[i].planned_cap = pl.answers_cap[i];
-	log_warnings(&pl, pub);
+	dp_plan_warnings(&pl, pub, warn, size);
 	dp_plan_free(&pl);
 out:
 	if (own_shape)
@@ -241,6 +242,7 @@ out:
 
 int lrn_state_start(struct lrn *L)
 {
+	char warn[2048];
 	uint64_t n = 0;
 	int rc;
 
@@ -251,7 +253,7 @@ int lrn_state_start(struct lrn *L)
 		n += L->owners[i].n_rows;
 	}
 	L->n_total = n;
-	rc = plan(L);
+	rc = plan(L, warn, sizeof(warn));
 	if (rc < 0)
 		return rc;
 	L->rho = dp_algo_rho_from_eta(L->N, L->T, L->s->lambda, L->eta);
@@ -261,6 +263,7 @@ int lrn_state_start(struct lrn *L)
 	L->started = true;
 	dp_metrics_set(L->st.T_gauge, (double)L->T);
 	lrn_state_log_plan(L, "hellos");
+	log_warnings(warn);
 	DP_INFO("learner", "training starts n=%llu N=%zu p=%zu T=%llu eta=%.17g rho=%.17g",
 		(unsigned long long)n, L->N, L->p, (unsigned long long)L->T, L->eta, L->rho);
 	return 0;
