@@ -298,8 +298,37 @@ def scenario_f(work, certs):
         check(w and int(w[0]['T']) == T and int(w[0]['K']) == kcap(T, [1, 1, 1], 0),
               'F3: Welcome of %s %r' % (o, w))
         check(p.wait(10) == 0, 'F3 owner exit %s' % p.returncode)
+
+    # F4: --public: constants of a public sample (here made by hand) are
+    # used and said to be measured; constants of another objective refused.
+    pub = {'model': 'linear', 'p': P, 'lambda': LAMBDA, 'f_star': 0.5, 'f_zero': 1.0,
+           'alone': 1.5, 'h_safe': 6.0, 'measured': True, 'source': 'hand-made constants',
+           'clips': [{'clip': c, 'f_clip': 0.5 + 0.01 / c, 'h': [2.0] * P, 't': [0.3] * P,
+                      'hf': [2.0] * P} for c in (0.5, 1.0, 2.0)]}
+    pf = os.path.join(work, 'public.json')
+    with open(pf, 'w') as f:
+        json.dump({'public': pub}, f)
+    out = os.path.join(work, 'f4')
+    L = Learner(work, out, certs, ['--public', pf, '--t-max', '60'], name='f4')
+    os_ = [owner(work, certs, L.port, o, tag='f4' + o) for o in OWNERS]
+    rc, _ = L.wait(60)
+    check(rc == 0, 'F4: learnerd exit %d: %s' % (rc, L.err()[-2000:]))
+    pl = plan_line(L.err())
+    check(pl['measured'] == 'true' and float(pl['clip']) in (0.5, 1.0, 2.0),
+          'F4: plan with public constants %r' % pl)
+    check('no public sample' not in L.err(), 'F4: the shape-only warning with --public')
+    for p in os_:
+        check(p.wait(10) == 0, 'F4 owner exit %s' % p.returncode)
+    with open(pf, 'w') as f:
+        json.dump(dict(pub, model='logistic'), f)
+    base = [LEARNERD, '--ca', certs + '/ca.crt', '--cert', certs + '/learner.crt', '--key',
+            certs + '/learner.key', '--owners', 'owner-1', '--out', os.path.join(work, 'f5')]
+    p = subprocess.run(base + ['--public', pf], capture_output=True, text=True, timeout=20)
+    check(p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
+          and 'model logistic' in p.stderr, 'F4: public of another model: %d %r'
+          % (p.returncode, p.stderr))
     print('F ok: Welcome after the last Hello, K_i from the rates, caps never exceeded, '
-          'planned T=%d' % T)
+          'planned T=%d, public constants' % T)
 
 
 def scenario_a(work, certs):
