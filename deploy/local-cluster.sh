@@ -2,7 +2,10 @@
 # The main job in one command: on a fresh Debian 12 machine, install what is
 # missing, build, generate data and certificates, start learnerd and N ownerd
 # processes on loopback, wait for the job, print psi of the trained model
-# against the non-private optimum, and stop everything it started.
+# against the non-private optimum next to psi of theta = 0 and the psi
+# learnerd's planner predicted, and stop everything it started.  learnerd
+# plans T, the step, the clip and every owner's answer cap (docs/planner.md);
+# --T fixes T instead.
 #
 #   deploy/local-cluster.sh [--owners N] [--T T] [--epsilon E] [--rate R]
 #                           [--rows R] [--mode request|broadcast] [--work DIR]
@@ -10,8 +13,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-OWNERS=3 T=300 EPS=1 RATE=10 ROWS=20000 MODE=request WORK=$ROOT/out/local-cluster
-usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; }
+OWNERS=3 T=0 EPS=1 RATE=10 ROWS=20000 MODE=request WORK=$ROOT/out/local-cluster
+usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case $1 in
     --owners) OWNERS=$2; shift 2 ;;
@@ -68,7 +71,8 @@ for i in $(seq "$OWNERS"); do
   pids+=("$!")
 done
 
-echo "learnerd on 127.0.0.1:$PORT, $OWNERS owners, T=$T, epsilon=$EPS each, clocks at $RATE/s"
+if [ "$T" = 0 ]; then Tdesc="T planned"; else Tdesc="T=$T"; fi
+echo "learnerd on 127.0.0.1:$PORT, $OWNERS owners, $Tdesc, epsilon=$EPS each, clocks at $RATE/s"
 start=$(date +%s.%N)
 if ! wait "$lpid"; then
   echo "learnerd failed; last lines of its log:"; tail -5 "$WORK/learnerd.log"; exit 1
@@ -77,12 +81,30 @@ end=$(date +%s.%N)
 files=$(for i in $(seq "$OWNERS"); do printf "%s " "$WORK/data/owner-$i.csv"; done)
 # shellcheck disable=SC2086
 "$DP" eval "$WORK/learner/model.json" $files > "$WORK/eval.json"
-python3 - "$WORK/eval.json" "$start" "$end" "$T" <<'PY'
+# theta = 0, the model that needs no data: a private model is only worth
+# its budget when it beats it.
+python3 - "$WORK/learner/model.json" "$WORK/zero-model.json" <<'PY'
 import json, sys
-e = json.load(open(sys.argv[1])); secs = float(sys.argv[3]) - float(sys.argv[2])
+m = json.load(open(sys.argv[1])); m["theta"] = [0.0] * len(m["theta"])
+json.dump(m, open(sys.argv[2], "w"))
+PY
+# shellcheck disable=SC2086
+"$DP" eval "$WORK/zero-model.json" $files > "$WORK/eval-zero.json"
+python3 - "$WORK/eval.json" "$WORK/eval-zero.json" "$WORK/learner/checkpoint.json" "$start" "$end" <<'PY'
+import json, sys
+e, z, ck = (json.load(open(f)) for f in sys.argv[1:4])
+job = ck["job"]; plan = job.get("plan", {})
+secs = float(sys.argv[5]) - float(sys.argv[4]); T = job["T"]
 print("trained %s model: f = %.6g, non-private optimum f* = %.6g, psi = f/f* - 1 = %.4g"
       % (e["model"], e["f"], e["f_star"], e["psi"]))
-print("%d iterations in %.1f s (%.1f it/s)" % (int(sys.argv[4]), secs, int(sys.argv[4]) / secs))
+print("psi of theta = 0: %.4g; predicted psi (learnerd's plan, %s constants): %.4g"
+      % (z["psi"], "measured" if plan.get("measured") else "shape-only", plan.get("psi", float("nan"))))
+print("%s: %s" % ("useful" if e["psi"] < z["psi"] else "NOT useful (worse than theta = 0)",
+                  "the private model beats theta = 0" if e["psi"] < z["psi"]
+                  else "more rows, a larger budget or fewer features are needed"))
+print("plan: T=%d eta=%.4g clip=%.4g answer caps K_i=%s" % (T, job["eta"], job["clip_l1"],
+      ",".join(str(k) for k in plan.get("answers_cap", []))))
+print("%d iterations in %.1f s (%.1f it/s)" % (T, secs, T / secs))
 PY
 echo "model:   $WORK/learner/model.json"
 echo "trace:   $WORK/learner/trace.csv"

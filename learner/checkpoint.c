@@ -8,11 +8,16 @@
  * Query ids must never repeat across a crash (an owner refuses a k it has
  * already charged).  Every checkpoint therefore reserves a block of ids:
  * ids below query_id_reserved may be sent before the next checkpoint, and
- * a resumed learner continues at query_id_reserved. */
+ * a resumed learner continues at query_id_reserved.
+ *
+ * The plan (T, eta, clip, every K_i and the psi it predicts) is part of
+ * the job: a resumed learner uses it and never plans again, so the owners'
+ * ledgers, bound with their K_i, keep matching. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/core/algo.h"
 #include "common/core/error.h"
 #include "common/core/json.h"
 #include "common/core/log.h"
@@ -49,6 +54,41 @@ static struct json_object *owner_ids(const struct lrn *L)
 	return ids;
 }
 
+/* The plan; K_i in the order of job.owners. */
+static struct json_object *plan_json(const struct lrn *L)
+{
+	struct json_object *pj = json_object_new_object(), *caps;
+	int rc;
+
+	if (pj == NULL)
+		return NULL;
+	rc = dp_json_add(pj, "T", json_object_new_uint64(L->T));
+	if (rc == 0)
+		rc = dp_json_add(pj, "eta", dp_json_double(L->eta));
+	if (rc == 0)
+		rc = dp_json_add(pj, "clip", dp_json_double(L->clip));
+	caps = rc == 0 ? json_object_new_array() : NULL;
+	for (size_t i = 0; caps != NULL && rc == 0 && i < L->N; i++)
+		rc = dp_json_push(caps, json_object_new_uint64(L->owners[i].planned_cap));
+	if (rc == 0)
+		rc = dp_json_add(pj, "answers_cap", caps);
+	else
+		json_object_put(caps);
+	/* Unknown after resuming a checkpoint written before plans existed. */
+	if (rc == 0 && isfinite(L->psi_pred) && isfinite(L->psi_zero)) {
+		rc = dp_json_add(pj, "psi", dp_json_double(L->psi_pred));
+		if (rc == 0)
+			rc = dp_json_add(pj, "psi_zero", dp_json_double(L->psi_zero));
+		if (rc == 0)
+			rc = dp_json_add(pj, "measured", json_object_new_boolean(L->measured));
+	}
+	if (rc != 0) {
+		json_object_put(pj);
+		return NULL;
+	}
+	return pj;
+}
+
 static struct json_object *job_json(const struct lrn *L)
 {
 	struct json_object *j = json_object_new_object();
@@ -70,7 +110,7 @@ static struct json_object *job_json(const struct lrn *L)
 	if (rc == 0)
 		rc = dp_json_add(j, "theta_max", dp_json_double(L->s->theta_max));
 	if (rc == 0)
-		rc = dp_json_add(j, "clip_l1", dp_json_double(lrn_state_clip(L)));
+		rc = dp_json_add(j, "clip_l1", dp_json_double(L->clip));
 	if (rc == 0)
 		rc = dp_json_add(j, "bias", json_object_new_boolean(L->s->bias));
 	if (rc == 0)
@@ -81,6 +121,8 @@ static struct json_object *job_json(const struct lrn *L)
 		rc = dp_json_add(j, "rho", dp_json_double(L->rho));
 	if (rc == 0)
 		rc = dp_json_add(j, "n_total", json_object_new_uint64(L->n_total));
+	if (rc == 0 && L->started)
+		rc = dp_json_add(j, "plan", plan_json(L));
 	if (rc != 0) {
 		json_object_put(j);
 		return NULL;
@@ -101,7 +143,9 @@ static struct json_object *owner_json(const struct lrn *L, const struct lrn_owne
 	if (rc == 0)
 		rc = dp_json_add(oj, "iterations", json_object_new_uint64(o->iterations));
 	if (rc == 0)
-		rc = dp_json_add(oj, "epsilon_spent", dp_json_double(o->eps_spent));
+		rc = dp_json_add(oj, "epsilon_spent", isinf(o->eps_spent)
+						      ? json_object_new_string("inf")
+						      : dp_json_double(o->eps_spent));
 	if (rc == 0)
 		rc = dp_json_add(oj, "exhausted", json_object_new_boolean(o->exhausted));
 	if (rc == 0)
@@ -196,7 +240,9 @@ static bool same(double a, double b)
 	dp_error_set(DP_EINVAL, "%s belongs to another job: %s is " fmt " in the checkpoint but " \
 		     fmt " now", L->ckpt_path, what, ckv, nowv)
 
-/* The settings that define the job, against the current configuration. */
+/* The settings that define the job, against the current configuration.
+ * T and the clip are the checkpoint's (its plan): a value given now must
+ * agree; they are set on L here. */
 static int check_job(struct lrn *L, dp_json_reader *r, struct json_object *job, size_t *p_out)
 {
 	struct json_object *ids;
@@ -221,8 +267,10 @@ static int check_job(struct lrn *L, dp_json_reader *r, struct json_object *job, 
 		return LRN_MISMATCH("job", "'%s'", name, L->s->job);
 	if (strcmp(model, dp_model_name(L->model)) != 0)
 		return LRN_MISMATCH("model", "%s", model, dp_model_name(L->model));
-	if (T != L->T)
-		return LRN_MISMATCH("T", "%llu", (unsigned long long)T, (unsigned long long)L->T);
+	if (L->s->T != 0 && T != L->s->T)
+		return LRN_MISMATCH("T", "%llu", (unsigned long long)T, (unsigned long long)L->s->T);
+	if (T < 1)
+		return dp_error_set(DP_EFORMAT, "%s: bad T 0", L->ckpt_path);
 	if (p == 0 || p > ((uint64_t)1 << 30))
 		return dp_error_set(DP_EFORMAT, "%s: bad p %llu", L->ckpt_path, (unsigned long long)p);
 	if (L->p != 0 && p != L->p)
@@ -232,8 +280,10 @@ static int check_job(struct lrn *L, dp_json_reader *r, struct json_object *job, 
 		return LRN_MISMATCH("lambda", "%.17g", lambda, L->s->lambda);
 	if (!same(tmax, L->s->theta_max))
 		return LRN_MISMATCH("theta-max", "%.17g", tmax, L->s->theta_max);
-	if (!same(clip, lrn_state_clip_for(L, p)))
-		return LRN_MISMATCH("clip", "%.17g", clip, lrn_state_clip_for(L, p));
+	if (L->s->clip > 0 && !same(clip, L->s->clip))
+		return LRN_MISMATCH("clip", "%.17g", clip, L->s->clip);
+	if (!(clip > 0))
+		return dp_error_set(DP_EFORMAT, "%s: bad clip_l1 %g", L->ckpt_path, clip);
 	if (bias != L->s->bias)
 		return LRN_MISMATCH("bias", "%s", bias ? "true" : "false",
 				    L->s->bias ? "true" : "false");
@@ -255,6 +305,44 @@ static int check_job(struct lrn *L, dp_json_reader *r, struct json_object *job, 
 					    "checkpoint is not in owners now", L->ckpt_path, id);
 	}
 	*p_out = (size_t)p;
+	L->T = T;
+	L->clip = clip;
+	return 0;
+}
+
+/* The plan's K_i (job.owners order) into the owners, and its forecast.
+ * Absent in a checkpoint written before plans existed: every K_i 0 (the
+ * owners' own caps, else T) and no forecast. */
+static int load_plan(struct lrn *L, dp_json_reader *r, struct json_object *job)
+{
+	struct json_object *pj, *ids, *caps;
+
+	pj = dp_json_get(r, job, "plan", json_type_object, false);
+	if (pj == NULL)
+		return r->rc;
+	r->where = "job.plan";
+	ids = dp_json_get(r, job, "owners", json_type_array, true);
+	caps = dp_json_get(r, pj, "answers_cap", json_type_array, true);
+	L->psi_pred = dp_json_get_double(r, pj, "psi", false, NAN);
+	L->psi_zero = dp_json_get_double(r, pj, "psi_zero", false, NAN);
+	L->measured = dp_json_get_bool(r, pj, "measured", false, false);
+	if (r->rc)
+		return r->rc;
+	if (json_object_array_length(caps) != L->N)
+		return dp_json_fail(r, "'answers_cap' must have %zu numbers", L->N);
+	for (size_t i = 0; i < L->N; i++) {
+		struct json_object *e = json_object_array_get_idx(caps, i);
+		const char *id = json_object_get_string(json_object_array_get_idx(ids, i));
+		double v = dp_json_number(r, e, "answers_cap", 0);
+
+		if (r->rc)
+			return r->rc;
+		if (!(v >= 0 && v <= 1e18 && v == floor(v)))
+			return dp_json_fail(r, "answers_cap[%zu] is not a count", i);
+		for (size_t j = 0; j < L->N; j++)
+			if (id != NULL && strcmp(L->owners[j].id, id) == 0)
+				L->owners[j].planned_cap = (uint64_t)v;
+	}
 	return 0;
 }
 
@@ -295,7 +383,14 @@ static int load_owners(struct lrn *L, dp_json_reader *r, struct json_object *own
 		dp_json_get_doubles(r, oj, "theta", thetas[o->idx], p);
 		o->n_rows = dp_json_get_u64(r, oj, "n_rows", true, 0);
 		o->iterations = dp_json_get_u64(r, oj, "iterations", true, 0);
-		o->eps_spent = dp_json_get_double(r, oj, "epsilon_spent", true, 0);
+		/* An owner without noise (epsilon inf) has spent "inf": JSON has no
+		 * such number. */
+		if (json_object_is_type(json_object_object_get(oj, "epsilon_spent"), json_type_string) &&
+		    strcmp(json_object_get_string(json_object_object_get(oj, "epsilon_spent")),
+			   "inf") == 0)
+			o->eps_spent = INFINITY;
+		else
+			o->eps_spent = dp_json_get_double(r, oj, "epsilon_spent", true, 0);
 		o->exhausted = dp_json_get_bool(r, oj, "exhausted", true, false);
 		if (r->rc == 0 && o->n_rows == 0)
 			r->rc = dp_error_set(DP_ECORRUPT, "%s: owner '%s' has n_rows 0", L->ckpt_path, id);
@@ -312,7 +407,7 @@ int lrn_checkpoint_load(struct lrn *L)
 	const char *fmt;
 	size_t p = 0;
 	uint64_t ver, k, next, reserved, n_total, nsum = 0;
-	double eta, rho, maxw = 0, want;
+	double eta, rho, want;
 	double *theta_L = NULL, **thetas = NULL;
 	int rc;
 
@@ -338,6 +433,10 @@ int lrn_checkpoint_load(struct lrn *L)
 	rc = check_job(L, &r, job, &p);
 	if (rc < 0)
 		goto out;
+	rc = load_plan(L, &r, job);
+	if (rc < 0)
+		goto out;
+	r.where = "job";
 	n_total = dp_json_get_u64(&r, job, "n_total", true, 0);
 	eta = dp_json_get_double(&r, job, "eta", true, 0);
 	rho = dp_json_get_double(&r, job, "rho", true, 0);
@@ -371,18 +470,12 @@ int lrn_checkpoint_load(struct lrn *L)
 				  L->ckpt_path, (unsigned long long)n_total, (unsigned long long)nsum);
 		goto out;
 	}
-	/* The step size: a given --eta/--rho must give the checkpoint's; with
-	 * neither, the default from the same weights gives it too. */
-	for (size_t i = 0; i < L->N; i++)
-		if ((double)L->owners[i].n_rows / (double)n_total > maxw)
-			maxw = (double)L->owners[i].n_rows / (double)n_total;
-	if (L->p == 0) {
-		L->p = p;    /* lrn_state_eta's default needs p */
-		want = lrn_state_eta(L, maxw);
-		L->p = 0;
-	} else {
-		want = lrn_state_eta(L, maxw);
-	}
+	/* The step size is the plan's: a given --eta/--rho must give it. */
+	want = eta;
+	if (L->s->eta > 0)
+		want = L->s->eta;
+	else if (L->s->rho > 0)
+		want = dp_algo_eta_from_rho(L->N, L->T, L->s->lambda, L->s->rho);
 	if (!same(want, eta)) {
 		rc = dp_error_set(DP_EINVAL, "%s belongs to another job: the step size eta is %.17g in "
 				  "the checkpoint but %.17g now (check --eta/--rho)", L->ckpt_path,

@@ -13,7 +13,8 @@
  *                 timeouts, broadcast round robin, stall and idle
  *                 detection, the end of the job; it never touches a
  *                 connection: it returns a struct lrn_decision
- *   state.c       theta_L, theta_i, k, n_i: starting training, updates
+ *   state.c       the plan (docs/planner.md) and theta_L, theta_i, k, n_i:
+ *                 starting training, updates
  *   checkpoint.c  crash-safe checkpoint.json (save, load, compare)
  *   trace.c       trace.csv
  *   stats.c       Prometheus metrics
@@ -35,6 +36,7 @@
 #include <uv.h>
 
 #include "common/core/model.h"
+#include "common/core/plan.h"
 #include "common/net/addr.h"
 #include "common/net/conn.h"
 #include "common/net/httpd.h"
@@ -55,9 +57,14 @@ struct lrn_settings {
 	char *ca, *cert, *key;
 	char *owners;              /* comma-separated identities */
 	int model;                 /* dp_model */
-	uint64_t T;
-	double rho, eta;           /* 0: not given */
-	double lambda, theta_max, clip;
+	uint64_t T;                /* 0: planned */
+	double rho, eta;           /* 0: not given (eta planned) */
+	double lambda, theta_max;
+	double clip;               /* 0: planned */
+	char *public_path;         /* public constants for the planner, or NULL
+				      (assumed from the data's shape) */
+	double answers_margin;     /* K_i = ceil(T pi_i (1 + margin)) */
+	uint64_t T_max;            /* largest T the planner considers (0: its own) */
 	int mode;                  /* enum lrn_mode */
 	double broadcast_interval;
 	size_t max_inflight;
@@ -82,12 +89,16 @@ struct lrn_owner {
 	size_t idx;
 	dp_conn *conn;             /* admitted connection, or NULL (away) */
 	bool hello;                /* conn has said Hello */
+	bool welcomed;             /* conn was sent its Welcome */
 	double conn_since;         /* monotonic time conn was admitted */
 	bool ever_hello;           /* said Hello at least once in this job */
 	uint64_t n_rows;           /* n_i (fixed once training started) */
 	double epsilon;
-	uint64_t answers_cap, answers_given;
-	bool exhausted;            /* refused, or no budget left per its Hello */
+	double rate;               /* clock rate from its Hello (the plan's pi_i) */
+	uint64_t answers_cap;      /* from its Hello: its own K_i, 0 = none */
+	uint64_t answers_given;    /* from its last Hello or Answer */
+	uint64_t planned_cap;      /* the plan's K_i, sent in its Welcome (0: none) */
+	bool exhausted;            /* refused, or no answers left (lrn_state_cap) */
 	bool queued;               /* in the request FIFO */
 	bool inflight;             /* a query of this owner is out */
 	double *theta;             /* theta_i, p values (NULL until p known) */
@@ -122,6 +133,7 @@ enum lrn_end {
 enum lrn_act {
 	LRN_ACT_NONE = 0,  /* nothing to do */
 	LRN_ACT_PUMP,      /* state changed: ask lrn_sched_next until NONE */
+	LRN_ACT_WELCOME,   /* send owner o its Welcome (the plan exists) */
 	LRN_ACT_QUERY,     /* send the query prepared in slot qr to owner o, then
 			    * lrn_sched_sent (on a failed send: drop o) */
 	LRN_ACT_DROP,      /* close owner o's connection; why: the reason */
@@ -131,7 +143,7 @@ enum lrn_act {
 
 struct lrn_decision {
 	enum lrn_act act;
-	struct lrn_owner *o;       /* QUERY, DROP */
+	struct lrn_owner *o;       /* WELCOME, QUERY, DROP */
 	struct lrn_query *qr;      /* QUERY */
 	char why[512];             /* DROP, STOP */
 };
@@ -170,11 +182,16 @@ struct lrn {
 	size_t N;
 	struct lrn_owner *owners;
 	size_t p;                  /* 0 until known */
-	uint64_t T;
-	bool started;              /* n_i and eta fixed (training may run) */
+	uint64_t T;                /* 0 until planned (or --T) */
+	bool started;              /* planned: n_i, T, eta, clip, K_i fixed
+				    * (Welcome may go out, training may run) */
 	bool gate_open;            /* min-owners reached: queries may go out */
 	uint64_t n_total;
-	double eta, rho;
+	double eta, rho, clip;
+	double psi_pred, psi_zero; /* the plan's forecast (NaN: unknown) */
+	bool measured;             /* its constants came from a public sample */
+	dp_plan_public pub;        /* --public, read at startup */
+	bool have_pub;
 	double *theta_L;
 	uint64_t k_done;
 	uint64_t next_qid;         /* the next query id to send */
@@ -252,29 +269,35 @@ int lrn_state_init(struct lrn *L, char **names, size_t count);
 void lrn_state_free(struct lrn *L);
 /* Fix the job's p (from settings, the first Hello or a checkpoint). */
 int lrn_state_set_p(struct lrn *L, size_t p);
-/* All owners said Hello: fix n_i, n, eta, rho.  0 or DP_EINVAL (detail). */
+/* Read --public (when given) into L->pub and check it describes this job's
+ * model and lambda.  DP_EINVAL/DP_EFORMAT/DP_ENOENT (detail). */
+int lrn_state_load_public(struct lrn *L);
+/* Every owner said Hello: fix n_i and n, and plan the job with
+ * dp_plan_make (n_i, eps_i, rate_i from the Hellos, an owner's own cap
+ * kept, the settings given kept): T, eta, rho, clip, every K_i.  Logs the
+ * plan and its warnings.  0 or DP_EINVAL/DP_ERANGE/DP_ENOMEM (detail). */
 int lrn_state_start(struct lrn *L);
-/* The rho and n_total a Welcome carries now (provisional before start). */
-void lrn_state_welcome_params(const struct lrn *L, uint64_t *n_total, double *rho);
+/* The plan's log line (also after a resume): from = "hellos" | "checkpoint". */
+void lrn_state_log_plan(const struct lrn *L, const char *from);
+/* The answers owner o gives at most, as far as the learner knows: its own
+ * cap from its Hello, else the plan's K_i, else T; 0 while unknown (no own
+ * cap, not planned yet). */
+uint64_t lrn_state_cap(const struct lrn *L, const struct lrn_owner *o);
 /* Apply the answer of query qr: theta_i, theta_L updated, k_done + 1. */
 void lrn_state_apply(struct lrn *L, const struct lrn_query *qr, const double *answer);
-/* The clip bound Xi sent to owners: --clip, or dp_defaults_clip(p) when it is
- * 0 (the default); the second form for a p not yet set on L. */
-double lrn_state_clip(const struct lrn *L);
-double lrn_state_clip_for(const struct lrn *L, size_t p);
-/* The effective eta for fixed weights (given --eta/--rho, else default). */
-double lrn_state_eta(const struct lrn *L, double max_weight);
 
 /* ---- checkpoint.c -------------------------------------------------------- */
 #define LRN_CHECKPOINT_FORMAT  "dpasync-learner-checkpoint"
 #define LRN_CHECKPOINT_VERSION 1
-/* Write L's state to L->ckpt_path atomically; reserves the next block of
+/* Write L's state (with the plan: a resumed job never re-plans) to L->ckpt_path atomically; reserves the next block of
  * query ids (final: the job is over or stopping, no block needed).
  * Flushes and fsyncs the trace first.  0 or DP_EIO/DP_ENOMEM. */
 int lrn_checkpoint_save(struct lrn *L, bool final);
 /* Load L->ckpt_path into L (after lrn_state_init), checking it belongs to
- * the configured job.  DP_ENOENT (no file), DP_EFORMAT/DP_ECORRUPT (bad
- * file), DP_EINVAL (another job: the detail names the setting).  On
+ * the configured job: T, eta, clip and every K_i are the checkpoint's
+ * plan, and a setting given now (T, eta or rho, clip) must agree with it.
+ * DP_ENOENT (no file), DP_EFORMAT/DP_ECORRUPT (bad file), DP_EINVAL
+ * (another job: the detail names the setting).  On
  * failure the owners' counters may be partly filled: the caller exits. */
 int lrn_checkpoint_load(struct lrn *L);
 

@@ -15,7 +15,6 @@
 
 #include <openssl/ssl.h>
 
-#include "common/core/defaults.h"
 #include "common/core/error.h"
 #include "common/core/file.h"
 #include "common/core/log.h"
@@ -55,14 +54,15 @@ static const struct dp_config_entry entries[] = {
 	  .metavar = "NAME", .help = "job name sent in Welcome" },
 	{ .name = "model", DP_CFG_ENUM(&S.model, models), .def = "linear", .group = G_JOB,
 	  .help = "loss: linear regression, logistic regression, linear SVM" },
-	{ .name = "t", .alias = "T", DP_CFG_U64(&S.T), .def = "1000", .min = 1, .max = 1e15,
-	  .group = G_JOB, .metavar = "N", .help = "iterations T" },
+	{ .name = "t", .alias = "T", DP_CFG_U64(&S.T), .def = "0", .min = 0, .max = 1e15,
+	  .group = G_JOB, .metavar = "N",
+	  .help = "iterations T (0: planned from the owners' Hellos; docs/planner.md)" },
 	{ .name = "rho", DP_CFG_DOUBLE(&S.rho), .def = "0", .min = 0, .max = INFINITY,
 	  .group = G_JOB, .metavar = "R",
 	  .help = "the paper's rho: eta = N rho / (2 lambda T^2) (0: not given)" },
 	{ .name = "eta", DP_CFG_DOUBLE(&S.eta), .def = "0", .min = 0, .max = INFINITY,
 	  .group = G_JOB, .metavar = "E",
-	  .help = "owner-copy step (0: rho, else 1/(L max_i n_i/n); docs/learnerd.md)" },
+	  .help = "owner-copy step (0: from rho, else planned; docs/learnerd.md)" },
 	{ .name = "lambda", DP_CFG_DOUBLE(&S.lambda), .def = "0.01", .min = 0, .max = INFINITY,
 	  .min_exclusive = true, .group = G_JOB, .metavar = "L",
 	  .help = "regulariser g = lambda ||theta||^2 (> 0)" },
@@ -71,7 +71,16 @@ static const struct dp_config_entry entries[] = {
 	  .help = "box bound on every coordinate" },
 	{ .name = "clip", DP_CFG_DOUBLE(&S.clip), .def = "0", .min = 0, .max = INFINITY,
 	  .group = G_JOB, .metavar = "X",
-	  .help = "L1 clip bound of per-example gradients, sent to owners (0: p)" },
+	  .help = "L1 clip bound of per-example gradients, sent to owners (0: planned)" },
+	{ .name = "public", DP_CFG_PATH(&S.public_path), .group = G_JOB, .metavar = "FILE",
+	  .help = "public constants for the planner (dpasync forecast, or prep's public.json; "
+		  "default: assumed from the data's shape)" },
+	{ .name = "answers-margin", DP_CFG_DOUBLE(&S.answers_margin), .def = "0.1", .min = 0,
+	  .max = 100, .min_exclusive = true, .group = G_JOB, .metavar = "M",
+	  .help = "planned answer caps K_i = ceil(T pi_i (1 + M)), pi_i = rate_i / sum of rates" },
+	{ .name = "t-max", DP_CFG_U64(&S.T_max), .def = "0", .min = 0, .max = 1e15,
+	  .group = G_JOB, .metavar = "N",
+	  .help = "largest T the planner may choose (0: its own, 100000)" },
 	{ .name = "features", DP_CFG_SIZE(&S.features), .def = "0", .min = 0,
 	  .max = DP_FRAME_MAX_P, .group = G_JOB, .metavar = "P",
 	  .help = "model dimension p incl. bias (0: from the first Hello)" },
@@ -136,6 +145,8 @@ static int validate(void *arg)
 				    s->min_owners, n);
 	if (s->rho > 0 && s->eta > 0)
 		return dp_error_set(DP_EINVAL, "give rho or eta, not both");
+	if (s->T == 1)
+		return dp_error_set(DP_EINVAL, "t: at least 2 iterations (0: planned)");
 	rc = dp_addr_split("listen", s->listen, DP_ADDR_PORT_ZERO, host, sizeof(host), &port);
 	if (rc < 0)
 		return rc;
@@ -258,7 +269,7 @@ static int write_outputs(struct lrn *L, char *msg, size_t size)
 {
 	dp_modelfile mf = { .model = L->model, .p = L->p, .theta = L->theta_L, .bias = S.bias,
 			    .T = L->T, .lambda = S.lambda, .theta_max = S.theta_max,
-			    .clip = lrn_state_clip(L) };
+			    .clip = L->clip };
 	int rc;
 
 	snprintf(mf.mode, sizeof(mf.mode), "async");
@@ -378,10 +389,12 @@ static int load_state(struct lrn *L, bool check_only)
 	rc = lrn_checkpoint_load(L);
 	if (rc < 0)
 		return fail(LRN_EXIT_CONFIG, "cannot resume: %s", dp_error_detail(rc));
-	if (!check_only)
+	if (!check_only) {
 		DP_INFO("learner", "resuming job=%s from %s k=%llu T=%llu next_query=%llu", S.job,
 			L->ckpt_path, (unsigned long long)L->k_done, (unsigned long long)L->T,
 			(unsigned long long)L->next_qid);
+		lrn_state_log_plan(L, "checkpoint");
+	}
 	return 0;
 }
 
@@ -410,6 +423,10 @@ static int prepare_job(struct lrn *L, enum dp_config_action action)
 		rc = out_paths(L);
 	if (rc < 0)
 		return fail(LRN_EXIT_FAIL, "%s", dp_error_detail(rc));
+	rc = lrn_state_load_public(L);
+	if (rc < 0)
+		return fail(rc == DP_ENOMEM ? LRN_EXIT_FAIL : LRN_EXIT_CONFIG, "%s",
+			    dp_error_detail(rc));
 	rc = dp_tls_ctx_new(1, &tf, &L->ctx);
 	if (rc < 0)
 		return fail(LRN_EXIT_CONFIG, "%s", dp_error_detail(rc));
@@ -529,6 +546,7 @@ int main(int argc, char **argv)
 	L->s = &S;
 	L->lock_fd = -1;
 	L->stall_since = -1;
+	L->psi_pred = L->psi_zero = NAN;
 	rc = dp_config_load(&spec, argc, argv, &action);
 	if (rc < 0) {
 		rc = fail(LRN_EXIT_CONFIG, "%s", dp_error_detail(rc));

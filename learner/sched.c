@@ -4,8 +4,12 @@
  * max-inflight queries are out, the oldest request is served.  Broadcast
  * mode: every broadcast-interval each idle owner is asked, up to
  * max-inflight in total.  A query that outlives query-timeout is abandoned
- * and its owner's connection closed.  The job ends at k == T, or stops when
- * no owner can be asked for idle-timeout or every owner is exhausted.
+ * and its owner's connection closed.  Nothing is asked before the plan
+ * exists (every owner has said Hello) and the owner has its Welcome; an
+ * owner that has given its K_i answers (lrn_state_cap) or refused is
+ * exhausted and never asked again, so no query is sent that its ledger
+ * would refuse.  The job ends at k == T, or stops when no owner can be
+ * asked for idle-timeout or every owner is exhausted.
  *
  * Nothing here touches a connection or ends the job: each function leaves
  * a decision (struct lrn_decision) that server.c carries out. */
@@ -82,9 +86,17 @@ static size_t connected(const struct lrn *L)
 	return n;
 }
 
-static bool usable(const struct lrn_owner *o)
+/* Not exhausted, and under its cap: a query it would refuse is never sent. */
+static bool has_answers(const struct lrn *L, const struct lrn_owner *o)
 {
-	return o->conn && o->hello && !o->exhausted;
+	uint64_t cap = lrn_state_cap(L, o);
+
+	return !o->exhausted && (cap == 0 || o->answers_given < cap);
+}
+
+static bool usable(const struct lrn *L, const struct lrn_owner *o)
+{
+	return o->conn && o->hello && o->welcomed && has_answers(L, o);
 }
 
 static size_t min_owners(const struct lrn *L)
@@ -203,9 +215,9 @@ void lrn_sched_request(struct lrn *L, struct lrn_owner *o, struct lrn_decision *
 		DP_DEBUG("learner", "update request from id=%s ignored in broadcast mode", o->id);
 		return;
 	}
-	if (o->queued || o->inflight || o->exhausted) {
+	if (o->queued || o->inflight || !has_answers(L, o)) {
 		DP_DEBUG("learner", "update request from id=%s ignored (%s)", o->id,
-			 o->exhausted ? "exhausted" : "already pending");
+			 !has_answers(L, o) ? "exhausted" : "already pending");
 		return;
 	}
 	L->fifo[L->fifo_len] = o->idx;
@@ -227,7 +239,7 @@ static void mark_exhausted(struct lrn *L, struct lrn_owner *o, const char *why,
 	fifo_remove(L, o);
 	for (size_t i = 0; i < L->N; i++)
 		n += L->owners[i].exhausted;
-	if (n == L->N && L->k_done < L->T) {
+	if (n == L->N && (!L->started || L->k_done < L->T)) {
 		stop(d, "every owner has exhausted its budget at k=%llu of T=%llu: the job cannot "
 		     "finish", (unsigned long long)L->k_done, (unsigned long long)L->T);
 		return;
@@ -278,7 +290,7 @@ void lrn_sched_answer(struct lrn *L, struct lrn_owner *o, uint64_t k, const doub
 	}
 	/* An owner that has given its last answer will not ask again: knowing
 	 * it now lets the stall and exhaustion checks see it. */
-	if (o->answers_given >= (o->answers_cap ? o->answers_cap : L->T)) {
+	if (!has_answers(L, o)) {
 		mark_exhausted(L, o, "its last answer was given", d);
 		return;
 	}
@@ -309,8 +321,8 @@ void lrn_sched_hello(struct lrn *L, struct lrn_owner *o, struct lrn_decision *d)
 	DP_REQUIRE(L != NULL && o != NULL && d != NULL);
 	/* The owner's ledger is the authority on its budget: a reconnecting
 	 * owner with answers left is usable again even after a Refuse. */
-	cap = o->answers_cap ? o->answers_cap : L->T;
-	if (o->answers_given >= cap) {
+	cap = lrn_state_cap(L, o);
+	if (cap != 0 && o->answers_given >= cap) {
 		mark_exhausted(L, o, "no answers left per its Hello", d);
 		return;   /* PUMP: it may still complete the start */
 	}
@@ -330,7 +342,7 @@ static void stall_check(struct lrn *L, double now, struct lrn_decision *d)
 	int w;
 
 	for (size_t i = 0; i < L->N; i++)
-		usable_n += usable(&L->owners[i]);
+		usable_n += usable(L, &L->owners[i]);
 	if (L->gate_open && (L->inflight > 0 || usable_n > 0)) {
 		L->stall_since = -1;
 		return;
@@ -373,7 +385,9 @@ void lrn_sched_next(struct lrn *L, double now, struct lrn_decision *d)
 
 	DP_REQUIRE(L != NULL && d != NULL);
 	decide(d, LRN_ACT_NONE, NULL);
-	if (!L->started && L->p > 0 && connected(L) >= min_owners(L) && all_said_hello(L)) {
+	/* The plan needs every owner's n_i, eps_i and rate_i: it is made at
+	 * the last first Hello, and no Welcome goes out before it. */
+	if (!L->started && L->p > 0 && all_said_hello(L)) {
 		rc = lrn_state_start(L);
 		if (rc == 0)
 			rc = lrn_checkpoint_save(L, false);
@@ -386,6 +400,14 @@ void lrn_sched_next(struct lrn *L, double now, struct lrn_decision *d)
 		decide(d, LRN_ACT_DONE, NULL);
 		return;
 	}
+	for (size_t i = 0; L->started && i < L->N; i++) {
+		struct lrn_owner *o = &L->owners[i];
+
+		if (o->conn && o->hello && !o->welcomed) {
+			decide(d, LRN_ACT_WELCOME, o);
+			return;
+		}
+	}
 	if (L->started && !L->gate_open && connected(L) >= min_owners(L)) {
 		L->gate_open = true;
 		DP_INFO("learner", "queries start k=%llu connected=%zu", (unsigned long long)L->k_done,
@@ -397,7 +419,7 @@ void lrn_sched_next(struct lrn *L, double now, struct lrn_decision *d)
 			double t = L->fifo_t[0];
 
 			fifo_remove(L, o);
-			if (!usable(o))
+			if (!usable(L, o))
 				continue;
 			prepare(L, o, now - t, d);
 			return;
@@ -408,7 +430,7 @@ void lrn_sched_next(struct lrn *L, double now, struct lrn_decision *d)
 			struct lrn_owner *o = &L->owners[(L->bcast_next + L->round_j) % L->N];
 
 			L->round_j++;
-			if (!usable(o) || o->inflight)
+			if (!usable(L, o) || o->inflight)
 				continue;
 			prepare(L, o, 0.0, d);
 			return;

@@ -108,6 +108,7 @@ static void drop(struct lrn *L, struct lrn_owner *o, const char *reason)
 	DP_WARN("conn", "closing peer=%s id=%s reason=\"%s\"", dp_conn_peer_addr(c), o->id, reason);
 	o->conn = NULL;
 	o->hello = false;
+	o->welcomed = false;
 	lrn_sched_owner_gone(L, o);
 	/* conn data stays o: on_close still counts the connection down. */
 	dp_conn_close(c);
@@ -143,6 +144,40 @@ static void send_query(struct lrn *L, const struct lrn_decision *d)
 	lrn_sched_sent(L, qr, sent);
 }
 
+static void send_welcome(struct lrn *L, struct lrn_owner *o)
+{
+	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
+	Dpasync__Welcome w = DPASYNC__WELCOME__INIT;
+	int rc;
+
+	DP_REQUIRE(L->started && o->conn != NULL);
+	w.job = L->s->job;
+	w.model = (char *)dp_model_name(L->model);
+	w.t = L->T;
+	w.n = (uint32_t)L->N;
+	w.n_total = L->n_total;
+	w.rho = L->rho;
+	w.lambda = L->s->lambda;
+	w.theta_max = L->s->theta_max;
+	w.clip_l1 = L->clip;
+	w.mode = L->s->mode == LRN_MODE_BROADCAST ? DPASYNC__MODE__MODE_BROADCAST
+						  : DPASYNC__MODE__MODE_REQUEST;
+	w.p = (uint32_t)L->p;
+	w.k_done = L->k_done;
+	w.answers_cap = o->planned_cap;
+	env.version = DP_PROTO_VERSION;
+	env.msg_case = DPASYNC__ENVELOPE__MSG_WELCOME;
+	env.welcome = &w;
+	/* Marked either way: a failed send closes the connection. */
+	o->welcomed = true;
+	rc = dp_conn_send(o->conn, &env);
+	if (rc < 0)
+		DP_WARN("conn", "welcome to id=%s failed: %s", o->id, dp_error_detail(rc));
+	else
+		DP_DEBUG("conn", "welcome sent id=%s T=%llu K=%llu", o->id, (unsigned long long)L->T,
+			 (unsigned long long)o->planned_cap);
+}
+
 static void pump_at(struct lrn *L, double now);
 
 static void carry_out(struct lrn *L, const struct lrn_decision *d)
@@ -152,6 +187,9 @@ static void carry_out(struct lrn *L, const struct lrn_decision *d)
 		break;
 	case LRN_ACT_PUMP:
 		pump_at(L, lrn_clock_mono());
+		break;
+	case LRN_ACT_WELCOME:
+		send_welcome(L, d->o);
 		break;
 	case LRN_ACT_QUERY:
 		send_query(L, d);
@@ -213,6 +251,7 @@ static int on_handshake(dp_conn *c, const char *peer_id)
 	}
 	o->conn = c;
 	o->hello = false;
+	o->welcomed = false;
 	o->conn_since = lrn_clock_mono();
 	dp_conn_set_data(c, o);
 	L->open_conns++;
@@ -258,38 +297,13 @@ static void on_close(dp_conn *c, int reason, const char *detail)
 			DP_INFO("conn", "owner disconnected id=%s peer=%s", o->id, dp_conn_peer_addr(c));
 		o->conn = NULL;
 		o->hello = false;
+		o->welcomed = false;
 		lrn_sched_owner_gone(L, o);
 		lrn_stats_gauges(L);
 		pump_at(L, lrn_clock_mono());
 	}
 	if (L->open_conns == 0 && L->phase != LRN_RUN)
 		close_timers(L);
-}
-
-static void send_welcome(struct lrn *L, struct lrn_owner *o)
-{
-	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
-	Dpasync__Welcome w = DPASYNC__WELCOME__INIT;
-	int rc;
-
-	w.job = L->s->job;
-	w.model = (char *)dp_model_name(L->model);
-	w.t = L->T;
-	w.n = (uint32_t)L->N;
-	lrn_state_welcome_params(L, &w.n_total, &w.rho);
-	w.lambda = L->s->lambda;
-	w.theta_max = L->s->theta_max;
-	w.clip_l1 = lrn_state_clip(L);
-	w.mode = L->s->mode == LRN_MODE_BROADCAST ? DPASYNC__MODE__MODE_BROADCAST
-						  : DPASYNC__MODE__MODE_REQUEST;
-	w.p = (uint32_t)L->p;
-	w.k_done = L->k_done;
-	env.version = DP_PROTO_VERSION;
-	env.msg_case = DPASYNC__ENVELOPE__MSG_WELCOME;
-	env.welcome = &w;
-	rc = dp_conn_send(o->conn, &env);
-	if (rc < 0)
-		DP_WARN("conn", "welcome to id=%s failed: %s", o->id, dp_error_detail(rc));
 }
 
 static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h)
@@ -329,6 +343,7 @@ static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h
 	}
 	o->n_rows = h->n_rows;
 	o->epsilon = h->epsilon;
+	o->rate = h->rate;
 	o->answers_cap = h->answers_cap;
 	o->answers_given = h->answers_given;
 	o->hello = true;
@@ -337,11 +352,12 @@ static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h
 	dp_conn_set_limits(o->conn, &lim);
 	if (isinf(h->epsilon))
 		DP_WARN("learner", "owner id=%s has epsilon=inf: its answers carry no noise", o->id);
-	DP_INFO("learner", "hello id=%s n_rows=%llu p=%u epsilon=%g answers_cap=%llu "
+	DP_INFO("learner", "hello id=%s n_rows=%llu p=%u epsilon=%g rate=%g answers_cap=%llu "
 		"answers_given=%llu", o->id, (unsigned long long)h->n_rows, h->n_features,
-		h->epsilon, (unsigned long long)h->answers_cap,
+		h->epsilon, h->rate, (unsigned long long)h->answers_cap,
 		(unsigned long long)h->answers_given);
-	send_welcome(L, o);
+	/* The Welcome follows from the pump once the plan exists: at once
+	 * when it does, else at the last owner's first Hello. */
 	lrn_stats_gauges(L);
 	lrn_sched_hello(L, o, &d);
 	carry_out(L, &d);
@@ -471,7 +487,7 @@ void lrn_server_close(struct lrn *L, bool done)
 
 		if (c == NULL)
 			continue;
-		if (done && o->hello) {
+		if (done && o->welcomed) {
 			int rc = dp_conn_send(c, &env);
 
 			if (rc < 0)
@@ -481,6 +497,7 @@ void lrn_server_close(struct lrn *L, bool done)
 		}
 		o->conn = NULL;
 		o->hello = false;
+		o->welcomed = false;
 		/* Graceful: Done and close_notify leave first, bounded by the
 		 * connection's close linger. */
 		dp_conn_close(c);

@@ -1,14 +1,16 @@
-/* learnerd: the state of Algorithm 1 (docs/design.md §4): theta_L, one theta_i
- * per owner, k, and the weights n_i/n fixed when training starts.  The
- * update itself is dp_algo_async_update (common/core/algo.h), as in dpasync sim. */
+/* learnerd: the state of Algorithm 1 (docs/design.md §4): the plan of the
+ * job (docs/planner.md: T, eta, clip, every K_i, made once every owner has
+ * said Hello), theta_L, one theta_i per owner, k, and the weights n_i/n
+ * fixed when training starts.  The update itself is dp_algo_async_update
+ * (common/core/algo.h), as in dpasync sim. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/core/algo.h"
-#include "common/core/defaults.h"
 #include "common/core/error.h"
 #include "common/core/log.h"
+#include "common/core/plan.h"
 #include "learner/lrn.h"
 
 int lrn_state_init(struct lrn *L, char **names, size_t count)
@@ -34,6 +36,9 @@ void lrn_state_free(struct lrn *L)
 		free(L->owners[i].theta);
 	free(L->owners);
 	free(L->theta_L);
+	if (L->have_pub)
+		dp_plan_public_free(&L->pub);
+	L->have_pub = false;
 	L->owners = NULL;
 	L->theta_L = NULL;
 	L->N = 0;
@@ -66,31 +71,180 @@ int lrn_state_set_p(struct lrn *L, size_t p)
 	return 0;
 }
 
-double lrn_state_clip_for(const struct lrn *L, size_t p)
+static bool same_double(double a, double b)
 {
-	DP_REQUIRE(L != NULL && L->s != NULL);
-	return L->s->clip > 0 ? L->s->clip : dp_defaults_clip(p);
+	return a == b || fabs(a - b) <= 1e-12 * fmax(fabs(a), fabs(b));
 }
 
-double lrn_state_clip(const struct lrn *L)
+int lrn_state_load_public(struct lrn *L)
 {
-	return lrn_state_clip_for(L, L->p);
+	dp_plan_public pub;
+	int rc;
+
+	DP_REQUIRE(L != NULL && L->s != NULL && !L->have_pub);
+	if (L->s->public_path == NULL || *L->s->public_path == '\0')
+		return 0;
+	rc = dp_plan_public_read(L->s->public_path, &pub);
+	if (rc < 0)
+		return rc;
+	/* Constants of another objective would plan for another problem. */
+	if (pub.model != L->model || !same_double(pub.lambda, L->s->lambda)) {
+		rc = dp_error_set(DP_EINVAL, "public %s: constants for model %s, lambda %g; the job "
+				  "has model %s, lambda %g", L->s->public_path,
+				  dp_model_name(pub.model), pub.lambda, dp_model_name(L->model),
+				  L->s->lambda);
+		dp_plan_public_free(&pub);
+		return rc;
+	}
+	L->pub = pub;
+	L->have_pub = true;
+	return 0;
 }
 
-double lrn_state_eta(const struct lrn *L, double max_weight)
+uint64_t lrn_state_cap(const struct lrn *L, const struct lrn_owner *o)
 {
-	DP_REQUIRE(L != NULL && L->s != NULL);
-	if (L->s->eta > 0)
-		return L->s->eta;
-	if (L->s->rho > 0)
-		return dp_algo_eta_from_rho(L->N, L->T, L->s->lambda, L->s->rho);
-	return dp_defaults_async_eta(L->model, L->p, L->s->lambda, max_weight, L->N, L->T);
+	DP_REQUIRE(L != NULL && o != NULL);
+	if (o->answers_cap != 0)
+		return o->answers_cap;
+	if (!L->started)
+		return 0;
+	return o->planned_cap != 0 ? o->planned_cap : L->T;
+}
+
+void lrn_state_log_plan(const struct lrn *L, const char *from)
+{
+	char caps[600];
+	size_t used = 0;
+
+	DP_REQUIRE(L != NULL && from != NULL && L->started);
+	caps[0] = '\0';
+	for (size_t i = 0; i < L->N; i++) {
+		const struct lrn_owner *o = &L->owners[i];
+		int n = snprintf(caps + used, sizeof(caps) - used, "%s%s:%llu", i ? "," : "", o->id,
+				 (unsigned long long)lrn_state_cap(L, o));
+
+		if (n < 0 || (size_t)n >= sizeof(caps) - used) {
+			snprintf(caps + (sizeof(caps) - 4), 4, "...");
+			break;
+		}
+		used += (size_t)n;
+	}
+	DP_INFO("learner", "plan from=%s T=%llu eta=%.17g clip=%.17g psi=%.6g psi_zero=%.6g "
+		"measured=%s K=%s", from, (unsigned long long)L->T, L->eta, L->clip, L->psi_pred,
+		L->psi_zero, L->measured ? "true" : "false", caps);
+}
+
+/* The planner's request from the Hellos and the settings; the arrays are
+ * the caller's (N each). */
+static void request(const struct lrn *L, uint64_t *n, double *eps, double *rate, uint64_t *caps,
+		    dp_plan_request *req)
+{
+	for (size_t i = 0; i < L->N; i++) {
+		n[i] = L->owners[i].n_rows;
+		eps[i] = L->owners[i].epsilon;
+		rate[i] = L->owners[i].rate;
+		/* An owner's own cap (its --answers-cap, or its ledger's after a
+		 * restart) is what it will enforce: plan with it. */
+		caps[i] = L->owners[i].answers_cap;
+	}
+	memset(req, 0, sizeof(*req));
+	req->mode = DP_PLAN_ASYNC;
+	req->N = L->N;
+	req->n_rows = n;
+	req->epsilon = eps;
+	req->rate = rate;
+	req->T = (size_t)L->s->T;
+	req->step = L->s->eta;
+	if (L->s->rho > 0 && L->s->T > 0)
+		req->step = dp_algo_eta_from_rho(L->N, L->s->T, L->s->lambda, L->s->rho);
+	req->clip = L->s->clip;
+	req->answers_cap = caps;
+	req->margin = L->s->answers_margin;
+	req->T_max = (size_t)L->s->T_max;
+}
+
+/* dp_plan_make with rho honoured: rho fixes eta only once T is known, so
+ * without --T the planner first chooses T, then the plan is made again
+ * with that T and eta from rho. */
+static int make_plan(const struct lrn *L, dp_plan_request *req, const dp_plan_public *pub,
+		     dp_plan *pl)
+{
+	int rc;
+
+	rc = dp_plan_make(req, pub, pl);
+	if (rc < 0 || !(L->s->rho > 0) || L->s->T > 0)
+		return rc;
+	req->T = pl->T;
+	req->step = dp_algo_eta_from_rho(L->N, pl->T, L->s->lambda, L->s->rho);
+	dp_plan_free(pl);
+	return dp_plan_make(req, pub, pl);
+}
+
+/* One WARN line per line of dp_plan_warnings (buf is consumed). */
+static void log_warnings(char *buf)
+{
+	char *line, *save = NULL;
+
+	for (line = strtok_r(buf, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save))
+		DP_WARN("learner", "plan: %s", line);
+}
+
+/* Plan the job into L; the plan's warnings into warn (size bytes). */
+static int plan(struct lrn *L, char *warn, size_t size)
+{
+	dp_plan_public shape, *pub = &L->pub;
+	dp_plan_request req;
+	dp_plan pl;
+	uint64_t *n = calloc(L->N, sizeof(uint64_t)), *caps = calloc(L->N, sizeof(uint64_t));
+	double *eps = calloc(L->N, sizeof(double)), *rate = calloc(L->N, sizeof(double));
+	bool own_shape = false;
+	int rc;
+
+	if (n == NULL || caps == NULL || eps == NULL || rate == NULL) {
+		rc = dp_error_set(DP_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (L->have_pub && L->pub.p != L->p) {
+		rc = dp_error_set(DP_EINVAL, "public %s: constants for p = %zu, the owners have p = %zu",
+				  L->s->public_path, L->pub.p, L->p);
+		goto out;
+	}
+	if (!L->have_pub) {
+		rc = dp_plan_public_shape(L->model, L->p, L->s->lambda, &shape);
+		if (rc < 0)
+			goto out;
+		pub = &shape;
+		own_shape = true;
+	}
+	request(L, n, eps, rate, caps, &req);
+	rc = make_plan(L, &req, pub, &pl);
+	if (rc < 0)
+		goto out;
+	L->T = pl.T;
+	L->eta = pl.step;
+	L->clip = pl.clip;
+	L->psi_pred = pl.psi;
+	L->psi_zero = pl.psi_zero;
+	L->measured = pl.measured;
+	for (size_t i = 0; i < L->N; i++)
+		L->owners[i].planned_cap = pl.answers_cap[i];
+	dp_plan_warnings(&pl, pub, warn, size);
+	dp_plan_free(&pl);
+out:
+	if (own_shape)
+		dp_plan_public_free(&shape);
+	free(n);
+	free(caps);
+	free(eps);
+	free(rate);
+	return rc;
 }
 
 int lrn_state_start(struct lrn *L)
 {
+	char warn[2048];
 	uint64_t n = 0;
-	double maxw = 0;
+	int rc;
 
 	DP_REQUIRE(L != NULL && L->p > 0 && !L->started);
 	for (size_t i = 0; i < L->N; i++) {
@@ -98,49 +252,21 @@ int lrn_state_start(struct lrn *L)
 			return dp_error_set(DP_ERANGE, "the owners' row counts overflow");
 		n += L->owners[i].n_rows;
 	}
-	for (size_t i = 0; i < L->N; i++) {
-		double w = (double)L->owners[i].n_rows / (double)n;
-
-		if (w > maxw)
-			maxw = w;
-	}
 	L->n_total = n;
-	L->eta = lrn_state_eta(L, maxw);
+	rc = plan(L, warn, sizeof(warn));
+	if (rc < 0)
+		return rc;
 	L->rho = dp_algo_rho_from_eta(L->N, L->T, L->s->lambda, L->eta);
 	if (!(L->eta > 0) || !isfinite(L->eta) || !(L->rho > 0) || !isfinite(L->rho))
 		return dp_error_set(DP_EINVAL, "step size eta=%g rho=%g is not a positive number",
 				    L->eta, L->rho);
 	L->started = true;
-	DP_INFO("learner", "training starts n=%llu N=%zu p=%zu eta=%.17g rho=%.17g max_weight=%g",
-		(unsigned long long)n, L->N, L->p, L->eta, L->rho, maxw);
+	dp_metrics_set(L->st.T_gauge, (double)L->T);
+	lrn_state_log_plan(L, "hellos");
+	log_warnings(warn);
+	DP_INFO("learner", "training starts n=%llu N=%zu p=%zu T=%llu eta=%.17g rho=%.17g",
+		(unsigned long long)n, L->N, L->p, (unsigned long long)L->T, L->eta, L->rho);
 	return 0;
-}
-
-void lrn_state_welcome_params(const struct lrn *L, uint64_t *n_total, double *rho)
-{
-	uint64_t n = 0;
-	double maxw = 0;
-
-	DP_REQUIRE(L != NULL && n_total != NULL && rho != NULL);
-	if (L->started) {
-		*n_total = L->n_total;
-		*rho = L->rho;
-		return;
-	}
-	/* Before the start: the owners heard from so far.  Never 0 (the
-	 * Welcome validator refuses it): the caller has said Hello. */
-	for (size_t i = 0; i < L->N; i++)
-		if (L->owners[i].ever_hello)
-			n += L->owners[i].n_rows;
-	if (n == 0)
-		n = 1;
-	for (size_t i = 0; i < L->N; i++)
-		if (L->owners[i].ever_hello && (double)L->owners[i].n_rows / (double)n > maxw)
-			maxw = (double)L->owners[i].n_rows / (double)n;
-	if (maxw <= 0)
-		maxw = 1;
-	*n_total = n;
-	*rho = dp_algo_rho_from_eta(L->N, L->T, L->s->lambda, lrn_state_eta(L, maxw));
 }
 
 void lrn_state_apply(struct lrn *L, const struct lrn_query *qr, const double *answer)

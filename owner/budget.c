@@ -167,7 +167,13 @@ void own_budget_close(struct own_budget *b)
 	b->ledger = NULL;
 }
 
-int own_budget_bind(struct own_budget *b, const char *job, uint64_t T)
+uint64_t own_budget_cap_for(const struct own_budget *b, uint64_t K)
+{
+	DP_REQUIRE(b != NULL);
+	return b->cfg.answers_cap ? b->cfg.answers_cap : K;
+}
+
+int own_budget_bind(struct own_budget *b, const char *job, uint64_t offered)
 {
 	struct own_budget_status st;
 	uint64_t K;
@@ -175,8 +181,10 @@ int own_budget_bind(struct own_budget *b, const char *job, uint64_t T)
 	double eps_q;
 	int r;
 
-	DP_REQUIRE(b != NULL && job != NULL && T >= 1);
-	K = b->cfg.answers_cap ? b->cfg.answers_cap : T;
+	DP_REQUIRE(b != NULL && job != NULL && offered >= 1);
+	/* Any K keeps epsilon: each answer is (epsilon/K)-DP and at most K are
+	 * given (docs/privacy.md), so the learner may propose it. */
+	K = own_budget_cap_for(b, offered);
 	identity(b, job, ident, sizeof(ident));
 	if (b->ledger) {
 		/* Opened at startup from an existing file: it must be this job's. */
@@ -187,10 +195,9 @@ int own_budget_bind(struct own_budget *b, const char *job, uint64_t T)
 			return DP_EINVAL;
 		}
 		if (b->K != K) {
-			DP_ERROR("ledger", "ledger %s has answers cap %llu but this job needs %llu "
-				 "(T=%llu); the caps of a ledger never change", b->cfg.path,
-				 (unsigned long long)b->K, (unsigned long long)K,
-				 (unsigned long long)T);
+			DP_ERROR("ledger", "ledger %s has answers cap %llu but this job needs %llu; "
+				 "the caps of a ledger never change", b->cfg.path,
+				 (unsigned long long)b->K, (unsigned long long)K);
 			return DP_EINVAL;
 		}
 		return 0;

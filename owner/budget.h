@@ -25,7 +25,7 @@
 struct own_budget_config {
 	const char *path;           /* --ledger */
 	double epsilon;             /* --epsilon; INFINITY only with allow_inf */
-	uint64_t answers_cap;       /* --answers-cap; 0 = T from the first Welcome */
+	uint64_t answers_cap;       /* --answers-cap; 0 = the K of the first Welcome */
 	bool allow_inf;             /* --allow-no-noise */
 	const char *owner_id;       /* CN of our certificate */
 	struct dp_metric *spent;    /* dpasync_owner_epsilon_spent (may be NULL) */
@@ -63,14 +63,19 @@ int own_budget_open(struct own_budget *b, const struct own_budget_config *cfg);
 void own_budget_close(struct own_budget *b);
 
 /* The first Welcome of the process: bind the ledger to the job.  K is
- * --answers-cap or T; the identity is "owner=<id> job=<job>" (or
+ * --answers-cap when given, else `K` (the caller's: the Welcome's
+ * answers_cap, or T when it carries none); the identity is "owner=<id> job=<job>" (or
  * "owner=<id> job-sha256=<hex>" for a long job name).  A ledger opened at
  * startup must carry this identity and K; a missing one is created with
  * them.  Logs the binding.
  * Errors, with a one-line detail: DP_EINVAL (another job or another K,
  * epsilon cannot be split over K) and DP_ECORRUPT -- configuration
  * problems; DP_ESTATE (locked by another process), DP_EIO, DP_ENOMEM. */
-int own_budget_bind(struct own_budget *b, const char *job, uint64_t T);
+int own_budget_bind(struct own_budget *b, const char *job, uint64_t K);
+
+/* The cap an answer cap K offered by the learner turns into: --answers-cap
+ * when given (the owner's own cap wins), else K. */
+uint64_t own_budget_cap_for(const struct own_budget *b, uint64_t K);
 
 /* Is there budget for one more answer (bound, not failed, under the answer
  * cap and under the epsilon cap after one more eps_q)? */

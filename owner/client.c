@@ -132,8 +132,12 @@ static void send_hello(struct own_client *c)
 	h.n_rows = c->cfg.ds->n;
 	h.n_features = (uint32_t)c->cfg.ds->p;
 	h.epsilon = c->cfg.set->epsilon;
-	h.answers_cap = c->cfg.set->answers_cap;
+	/* The cap in force: the ledger's once it exists (after a restart the
+	 * learner must plan with it), else our own --answers-cap (0: the
+	 * learner's plan decides). */
+	h.answers_cap = st.bound ? st.cap : c->cfg.set->answers_cap;
 	h.answers_given = st.answers;
+	h.rate = c->cfg.set->rate;
 	env.version = DP_PROTO_VERSION;
 	env.msg_case = DPASYNC__ENVELOPE__MSG_HELLO;
 	env.hello = &h;
@@ -144,13 +148,14 @@ static void on_welcome_timeout(uv_timer_t *t)
 {
 	struct own_client *c = t->data;
 
-	drop(c, "no Welcome within %u s", OWN_WELCOME_TIMEOUT_MS / 1000);
+	drop(c, "no Welcome within %g s (welcome-timeout)", c->cfg.set->welcome_timeout);
 }
 
 static void on_welcome(struct own_client *c, const Dpasync__Welcome *w)
 {
 	struct own_budget_status st;
 	size_t p = c->cfg.ds->p;
+	uint64_t offered, K;
 	dp_model model;
 	int r;
 
@@ -187,16 +192,25 @@ static void on_welcome(struct own_client *c, const Dpasync__Welcome *w)
 		stop(c, OWN_EXIT_CONFIG);
 		return;
 	}
-	if (c->job.have && c->cfg.set->answers_cap == 0 && w->t != st.cap) {
-		DP_ERROR("owner", "learner changed T from %llu to %llu; this owner's answer cap "
-			 "is bound to the first", (unsigned long long)st.cap,
-			 (unsigned long long)w->t);
+	/* The learner's planned K_i for us; an older learner sends none and
+	 * the cap is then T.  Our own --answers-cap wins over either. */
+	offered = w->answers_cap ? w->answers_cap : w->t;
+	K = own_budget_cap_for(c->cfg.budget, offered);
+	if (c->job.have && K != st.cap) {
+		DP_ERROR("owner", "learner changed the answer cap from %llu to %llu (T=%llu); this "
+			 "owner's answer cap is bound to the first", (unsigned long long)st.cap,
+			 (unsigned long long)K, (unsigned long long)w->t);
 		stop(c, OWN_EXIT_CONFIG);
 		return;
 	}
+	if (c->cfg.set->answers_cap != 0 && w->answers_cap != 0 &&
+	    w->answers_cap != c->cfg.set->answers_cap)
+		DP_INFO("owner", "keeping answers-cap %llu over the learner's planned %llu",
+			(unsigned long long)c->cfg.set->answers_cap,
+			(unsigned long long)w->answers_cap);
 	if (!c->job.have) {
 		/* The first Welcome binds the ledger to the job (logged either way). */
-		r = own_budget_bind(c->cfg.budget, w->job, w->t);
+		r = own_budget_bind(c->cfg.budget, w->job, offered);
 		if (r < 0) {
 			stop(c, r == DP_EINVAL || r == DP_ECORRUPT ? OWN_EXIT_CONFIG : OWN_EXIT_FAIL);
 			return;
@@ -221,10 +235,11 @@ static void on_welcome(struct own_client *c, const Dpasync__Welcome *w)
 	own_clock_resume(&c->clock);
 	c->attempt = 0;
 	own_budget_status(c->cfg.budget, &st);
-	DP_INFO("owner", "welcome job=%s model=%s T=%llu N=%u n_total=%llu p=%u clip=%g mode=%s "
-		"k_done=%llu answers=%llu/%llu spent=%.9g left=%.9g", w->job, w->model,
-		(unsigned long long)w->t, w->n, (unsigned long long)w->n_total, w->p,
-		w->clip_l1, c->job.broadcast ? "broadcast" : "request",
+	DP_INFO("owner", "welcome job=%s model=%s T=%llu K=%llu N=%u n_total=%llu p=%u clip=%g "
+		"mode=%s k_done=%llu answers=%llu/%llu spent=%.9g left=%.9g", w->job, w->model,
+		(unsigned long long)w->t, (unsigned long long)w->answers_cap, w->n,
+		(unsigned long long)w->n_total, w->p, w->clip_l1,
+		c->job.broadcast ? "broadcast" : "request",
 		(unsigned long long)w->k_done, (unsigned long long)st.answers,
 		(unsigned long long)st.cap, st.spent, st.left);
 	if (!own_budget_left(c->cfg.budget))
@@ -379,7 +394,8 @@ static int on_handshake(dp_conn *conn, const char *peer_id)
 	DP_INFO("conn", "connected peer=%s id=%s", dp_conn_peer_addr(conn), peer_id);
 	dp_metrics_set(c->cfg.m->connected, 1);
 	send_hello(c);
-	uv_timer_start(&c->welcome_timer, on_welcome_timeout, OWN_WELCOME_TIMEOUT_MS, 0);
+	uv_timer_start(&c->welcome_timer, on_welcome_timeout,
+		       (uint64_t)llround(c->cfg.set->welcome_timeout * 1000.0), 0);
 	return 0;
 }
 

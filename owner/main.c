@@ -86,7 +86,8 @@ static const struct dp_config_entry entries[] = {
 	  .max = INFINITY, .min_exclusive = true, .group = "Privacy",
 	  .help = "total privacy budget of this owner (inf only with --allow-no-noise)" },
 	{ .name = "answers-cap", DP_CFG_U64(&S.answers_cap), .def = "0", .group = "Privacy",
-	  .metavar = "K", .help = "most answers ever given (0 = T from the learner's Welcome)" },
+	  .metavar = "K",
+	  .help = "most answers ever given (0 = the K_i the learner plans, sent in its Welcome)" },
 	{ .name = "ledger", DP_CFG_PATH(&S.ledger), .flags = DP_CONFIG_REQUIRED,
 	  .group = "Privacy", .help = "budget ledger file (created on first use)" },
 	{ .name = "allow-no-noise", DP_CFG_BOOL(&S.allow_no_noise), .def = "false",
@@ -94,6 +95,10 @@ static const struct dp_config_entry entries[] = {
 	{ .name = "rate", DP_CFG_DOUBLE(&S.rate), .def = "1", .min = 0, .max = 1e6,
 	  .min_exclusive = true, .group = "Clock", .metavar = "R",
 	  .help = "Poisson clock rate (update requests per second)" },
+	{ .name = "welcome-timeout", DP_CFG_DURATION(&S.welcome_timeout), .def = "10m",
+	  .min = 0.01, .max = 1e6, .group = "Learner", .metavar = "SECONDS",
+	  .help = "reconnect when no Welcome arrives this long after the handshake (the learner "
+		  "sends it once every owner has said Hello)" },
 	{ .name = "model-out", DP_CFG_PATH(&S.model_out), .group = "Output",
 	  .help = "where the final model from Done is saved (default: model.json next to "
 		  "the ledger)" },

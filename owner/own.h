@@ -52,9 +52,6 @@
 /* Reconnection backoff: full jitter over [0, min(MAX, BASE * 2^attempt)]. */
 #define OWN_BACKOFF_BASE_S  0.1
 #define OWN_BACKOFF_MAX_S   10.0
-/* A learner that completed the TLS handshake but sends no Welcome within
- * this time is deemed stuck: the connection is closed and retried. */
-#define OWN_WELCOME_TIMEOUT_MS 30000u
 
 /* Settings filled by common/net/config.h (main.c holds the table); read-only
  * once the daemon runs. */
@@ -67,8 +64,12 @@ struct own_settings {
 	bool bias;
 	char *schema;
 	double epsilon;         /* total budget; +inf only with allow_no_noise */
-	uint64_t answers_cap;   /* K_i; 0 = T from Welcome */
-	double rate;            /* Poisson clock ticks per second */
+	uint64_t answers_cap;   /* K_i; 0 = the learner's K_i from the first
+				   Welcome (T when it carries none) */
+	double rate;            /* Poisson clock ticks per second (sent in Hello) */
+	double welcome_timeout; /* seconds from the handshake to the Welcome; the
+				   learner withholds it until every owner has
+				   said Hello, so it is long */
 	char *ledger;
 	char *model_out;        /* NULL: model.json next to the ledger */
 	char *metrics_listen;   /* "" or NULL: off */

@@ -309,9 +309,12 @@ static int check_hello(const Dpasync__Hello *h, const struct vlimits *l)
 	if (h->n_rows == 0)
 		return dp_error_set(DP_EPROTO, "hello.n_rows is 0");
 	r = check_dim("hello", "n_features", h->n_features, l);
+	if (r == 0)
+		r = check_num("hello", "epsilon", h->epsilon, 2, 1);
 	if (r < 0)
 		return r;
-	return check_num("hello", "epsilon", h->epsilon, 2, 1);
+	/* The learner divides by the sum of the rates (the shares pi_i). */
+	return check_num("hello", "rate", h->rate, 2, 0);
 }
 
 static int check_welcome(const Dpasync__Welcome *w, const struct vlimits *l)

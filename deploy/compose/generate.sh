@@ -58,11 +58,12 @@ cat <<EOF
 # The model stays in the volume learner-out (model.json, trace.csv,
 # checkpoint.json); each owner's ledger and copy of the model in its
 # <name>-state volume.  Prometheus: http://127.0.0.1:9090.
-# Settings (environment at \`up\` time, or in deploy/.env): DP_T (300),
-# DP_MODEL (linear), DP_MODE (request), DP_BIAS (true), DP_ROWS (20000 per
-# owner), DP_FEATURES (10), DP_SEED (1), DP_OWNER_<i>_RATE, DP_OWNER_<i>_EPSILON,
-# DP_LEARNER (learner:7800; an owner's learner, possibly on another host),
-# DP_SERVER_NAME (learner), DP_LEARNER_PUBLISH (7800: the host port of the
+# Settings (environment at \`up\` time, or in deploy/.env): DP_T (0: planned
+# by learnerd from the owners' Hellos), DP_MODEL (linear), DP_MODE (request),
+# DP_BIAS (true), DP_ROWS (20000 per owner), DP_FEATURES (10), DP_SEED (1),
+# DP_OWNER_<i>_RATE, DP_OWNER_<i>_EPSILON, DP_LEARNER (learner:7800; an
+# owner's learner, possibly on another host), DP_SERVER_NAME (learner),
+# DP_LEARNER_PUBLISH (7800: the host port of the
 # learner's TLS listener), DP_LEARNER_ARGS / DP_OWNER_ARGS (extra flags).
 # Scaling, real data and remote learners: docs/deploy.md.
 
@@ -129,7 +130,7 @@ cat <<EOF
     restart: on-failure:3
     environment:
       <<: *job
-      DP_T: \${DP_T:-300}
+      DP_T: \${DP_T:-0}
       DP_MODEL: \${DP_MODEL:-linear}
       DP_MODE: \${DP_MODE:-request}
       DP_METRICS_PORT: "9464"

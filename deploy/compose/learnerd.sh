@@ -4,9 +4,10 @@
 # (a finished job prints its done line again and exits 0).
 #
 # Environment: DP_OWNER_NAMES (a,b,c; required), DP_LEARNER_NAME (learner:
-# the certificate to use), DP_T (300), DP_MODEL (linear), DP_MODE (request),
-# DP_BIAS (true), DP_LISTEN (0.0.0.0:7800), DP_METRICS_PORT (9464),
-# DP_LEARNER_ARGS (more learnerd flags, e.g. "--eta 0.1 --max-inflight 2"),
+# the certificate to use), DP_T (0: planned, docs/planner.md), DP_MODEL
+# (linear), DP_MODE (request), DP_BIAS (true), DP_LISTEN (0.0.0.0:7800),
+# DP_METRICS_PORT (9464), DP_LEARNER_ARGS (more learnerd flags, e.g.
+# "--eta 0.1 --max-inflight 2" or "--public /path/public.json"),
 # DP_ROOT (/var/lib/dpasync; tests only).
 set -euo pipefail
 R=${DP_ROOT:-/var/lib/dpasync}
@@ -18,6 +19,6 @@ bias=()
 exec learnerd --listen "${DP_LISTEN:-0.0.0.0:7800}" \
   --ca "$c/ca.crt" --cert "$c/$name.crt" --key "$c/$name.key" \
   --owners "${DP_OWNER_NAMES:?DP_OWNER_NAMES is not set}" \
-  --T "${DP_T:-300}" --model "${DP_MODEL:-linear}" --mode "${DP_MODE:-request}" "${bias[@]}" \
+  --T "${DP_T:-0}" --model "${DP_MODEL:-linear}" --mode "${DP_MODE:-request}" "${bias[@]}" \
   --metrics-listen "${DP_METRICS_LISTEN:-0.0.0.0}:${DP_METRICS_PORT:-9464}" \
   --out "$R/out" --resume ${DP_LEARNER_ARGS:-}

@@ -1,7 +1,7 @@
 """A local dpasync deployment for integration tests: certificates, data,
 learnerd and ownerd processes on loopback ports chosen at run time.  Every
 process started is killed when the cluster is closed."""
-import os, signal, socket, ssl, struct, subprocess, time, urllib.request
+import json, os, signal, socket, ssl, struct, subprocess, time, urllib.request
 from harness import Fail, check, run
 
 class Cluster:
@@ -85,6 +85,28 @@ class Cluster:
                 pass
             time.sleep(0.05)
         raise Fail('%s did not reach %s' % (name, value))
+
+    def settings(self):
+        """The settings learnerd actually used (its plan, from checkpoint.json):
+        T, eta, clip and the answer caps K_i in the order of owner-1..N, and
+        the predicted psi with psi_zero when the plan has them."""
+        ck = json.load(open(self.path('learner', 'checkpoint.json')))
+        job, plan = ck['job'], ck['job']['plan']
+        K = dict(zip(job['owners'], plan['answers_cap']))
+        return {'T': job['T'], 'eta': job['eta'], 'clip': job['clip_l1'],
+                'K': [K[n] for n in self.names], 'psi': plan.get('psi'),
+                'psi_zero': plan.get('psi_zero')}
+
+    def sim_flags(self, K=None):
+        """`dpasync sim` flags that fix what learnerd used, so the simulator
+        does not plan on its own: --T --eta --clip --answers-cap (K, or the
+        one K every owner has)."""
+        s = self.settings()
+        if K is None:
+            check(len(set(s['K'])) == 1, 'owners have different caps %r: give K' % s['K'])
+            K = s['K'][0]
+        return ['--T', str(s['T']), '--eta', repr(s['eta']), '--clip', repr(s['clip']),
+                '--answers-cap', str(K)]
 
     def trace_rows(self):
         p = self.path('learner', 'trace.csv')

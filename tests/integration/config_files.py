@@ -2,7 +2,7 @@
 """The shipped example configurations (deploy/learnerd.conf, ownerd.conf)
 pass `--check-config` once their paths point at real files, flags override
 them, and a bad key is one stderr line with exit 2."""
-import os, sys
+import os, re, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import check, run, tmpdir, cleanup, main
 
@@ -26,7 +26,13 @@ def test(argv):
         localise('learnerd.conf', lc, d)
         localise('ownerd.conf', oc, d)
         p = run([learnerd, '--config', lc, '--check-config'])
-        check('1000' in p.stdout, 'effective T not printed: %s' % p.stdout)
+        # T is planned (0) unless given; the file's answers-margin is applied.
+        check(re.search(r'^t = 0$', p.stdout, re.M) and
+              re.search(r'^answers-margin = 0\.1$', p.stdout, re.M),
+              'effective T (planned: 0) or answers-margin not printed: %s' % p.stdout)
+        p = run([ownerd, '--config', oc, '--check-config'])
+        check(re.search(r'^welcome-timeout = (600|10m)$', p.stdout, re.M),
+              'effective welcome-timeout not printed: %s' % p.stdout)
         p = run([learnerd, '--config', lc, '--check-config', '--T', '77'])
         check('77' in p.stdout, 'flag did not override the file: %s' % p.stdout)
         run([ownerd, '--config', oc, '--check-config'])

@@ -2,12 +2,13 @@
 """Acceptance (real daemons on loopback):
 - kill -9 of an owner mid-job and restart: it resumes from its ledger (its
   Hello reports the answers already given), the ledger never shows more than
-  K answers or more than epsilon spent, every answer the learner used is in
+  K_i answers (the learner's planned K_i, or the owner's own cap) or more
+  than epsilon spent, every answer the learner used is in
   the ledger, and the job completes; an owner with a small answer cap stops
   at exactly K answers and the job still completes;
 - kill -9 of learnerd mid-job and restart with --resume: the job completes
   T iterations with a continuous trace."""
-import json, os, re, signal, sys, time
+import json, math, os, re, signal, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Fail, check, run, tmpdir, cleanup, main
 from cluster import Cluster, ledger_records
@@ -26,7 +27,11 @@ def owner_crash(bindir, d):
     T, K3 = 600, 50
     c = Cluster(bindir, d, owners=3, rows=300, features=4, T=T)
     try:
-        c.start_learner()
+        # owner-3 keeps its own cap K3, far below its share of T; the
+        # planned K_i = ceil(T pi_i (1 + margin)) of the others must then
+        # cover the rest (2 (1 + 0.5) T/3 + K3 >= T), or every owner would
+        # be exhausted before T.
+        c.start_learner(['--answers-margin', '0.5'])
         o1 = c.start_owner(1, rate='30')
         o2 = c.start_owner(2, rate='30')
         o3 = c.start_owner(3, rate='30', extra=['--answers-cap', str(K3)])
@@ -43,7 +48,10 @@ def owner_crash(bindir, d):
         given = [int(g) for g in re.findall(r'hello id=owner-2 .*answers_given=(\d+)', log)]
         check(len(given) >= 2 and given[-1] >= before,
               'restarted owner-2 did not resume from its ledger (Hellos: %s, ledger had %d)' % (given, before))
-        for i, cap in ((1, T), (2, T), (3, K3)):
+        K = c.settings()['K']
+        check(K[2] == K3 and K[0] == K[1] == math.ceil(T * (1 / 3) * 1.5),
+              'planned caps %r (owner-3 keeps its own %d)' % (K, K3))
+        for i, cap in ((1, K[0]), (2, K[1]), (3, K3)):
             n, nano = ledger_records(c.path('owner-%d' % i, 'ledger'))
             used = sum(1 for r in rows if r[2] == 'owner-%d' % i)
             check(n <= cap, 'owner-%d ledger has %d answers, cap %d' % (i, n, cap))

@@ -2,7 +2,9 @@
 """Acceptance (real learnerd + 3 ownerd on loopback, mutual TLS):
 - request mode and broadcast mode, T = 300: the job completes, every owner
   gets Done and saves the final model, and psi of the networked model lies in
-  the range the simulator gives for the same settings (between half the
+  the range the simulator gives for the same settings -- those learnerd
+  planned and used (T, eta, clip, K_i, read from its checkpoint and passed to
+  `dpasync sim` explicitly) -- (between half the
   smallest and twice the largest psi of 30 simulated runs: psi is a scaled
   chi-square-like variable with p = 6 degrees of freedom, for which falling
   outside that band has probability well below 1e-4);
@@ -29,11 +31,14 @@ def job(bindir, d, mode, eps, extra=(), rates=('50', '50', '50')):
         rows = c.trace_rows()
         check([int(r[0]) for r in rows] == list(range(1, T + 1)), 'trace is not k = 1..T')
         model = json.load(open(c.path('learner', 'model.json')))
+        used = c.settings()
+        check(used['T'] == T and model['T'] == T and model['clip_l1'] == used['clip'],
+              'model.json %r and checkpoint %r disagree' % (model, used))
         for i, p in enumerate(owners, 1):
             check(p.wait(timeout=30) == 0, 'ownerd %d exited %s' % (i, p.returncode))
             got = json.load(open(c.path('owner-%d' % i, 'ledger.model.json')))
             check(got['theta'] == model['theta'], 'owner %d saved a different model' % i)
-        return c, rows, model
+        return c, rows, model, used
     finally:
         c.close()
 
@@ -48,19 +53,24 @@ def test(argv):
     dp = os.path.join(bindir, 'tools', 'dpasync')
     d = tmpdir('e2e-modes')
     try:
-        sim_out = None
+        sims = {}
         for mode in ('request', 'broadcast'):
-            c, rows, model = job(bindir, os.path.join(d, mode), mode, '1')
-            if sim_out is None:
-                sim_out = os.path.join(d, 'sim')
-                run([dp, 'sim', '--bias', '--T', str(T), '--epsilon', '1', '--repeats', '30',
-                     '--seed', '4', '--psi-every', str(T), '--out', sim_out]
+            c, rows, model, used = job(bindir, os.path.join(d, mode), mode, '1')
+            # The simulator gets exactly what learnerd planned and used.
+            flags = c.sim_flags()
+            if tuple(flags) not in sims:
+                sim_out = os.path.join(d, 'sim-%d' % len(sims))
+                run([dp, 'sim', '--bias', '--epsilon', '1', '--repeats', '30', '--seed', '4',
+                     '--psi-every', str(T), '--out', sim_out] + flags
                     + [c.data(i) for i in (1, 2, 3)])
-                sim_psi = summary(sim_out)['psi']
+                sims[tuple(flags)] = summary(sim_out)['psi']
+            sim_psi = sims[tuple(flags)]
             psi = psi_of(c, bindir)
             lo, hi = min(sim_psi) / 2, max(sim_psi) * 2
-            print('%s mode: psi %.4g; simulator %.4g .. %.4g (median %.4g)' % (
-                mode, psi, min(sim_psi), max(sim_psi), sorted(sim_psi)[15]))
+            print('%s mode: psi %.4g; simulator %.4g .. %.4g (median %.4g); planned psi %.4g, '
+                  'psi of theta = 0 %.4g; %s' % (mode, psi, min(sim_psi), max(sim_psi),
+                                              sorted(sim_psi)[15], used['psi'],
+                                              used['psi_zero'], ' '.join(flags)))
             check(lo <= psi <= hi, '%s: psi %.4g outside [%.4g, %.4g]' % (mode, psi, lo, hi))
             if mode == 'request':
                 waits = [float(r[3]) for r in rows]
@@ -70,13 +80,16 @@ def test(argv):
         for tag, lflags, rates in (('parity', [], ('50', '50', '50')),
                                    ('parity-freq', ['--freq-correction'], ('150', '30', '30'))):
             pd = os.path.join(d, tag)
-            c, rows, model = job(bindir, pd, 'request', 'inf', lflags, rates)
+            c, rows, model, used = job(bindir, pd, 'request', 'inf', lflags, rates)
             sched = os.path.join(pd, 'schedule.txt')
             with open(sched, 'w') as f:
                 f.write(''.join(r[2].split('-')[1] + '\n' for r in rows))
             out = os.path.join(pd, 'sim')
-            run([dp, 'sim', '--bias', '--T', str(T), '--epsilon', 'inf', '--repeats', '1',
-                 '--schedule', sched, '--out', out] + lflags + [c.data(i) for i in (1, 2, 3)])
+            # No noise: the caps only bound the schedule, which learnerd's
+            # trace already obeys; the largest K keeps sim from cutting it.
+            run([dp, 'sim', '--bias', '--epsilon', 'inf', '--repeats', '1',
+                 '--schedule', sched, '--out', out] + c.sim_flags(max(used['K'])) + lflags
+                + [c.data(i) for i in (1, 2, 3)])
             want = np.array(summary(out)['theta'])
             got = np.array(model['theta'])
             err = np.abs(got - want).max() / np.abs(want).max()

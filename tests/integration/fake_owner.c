@@ -5,7 +5,7 @@
  *
  *   fake_owner --learner HOST:PORT --ca F --cert F --key F --id NAME
  *              --p P --rows N --grad-a A --grad-c C1,C2,...
- *              [--epsilon E] [--answers-cap K] [--answers-given G]
+ *              [--epsilon E] [--answers-cap K] [--answers-given G] [--rate R]
  *              [--interval S]   seconds between an answer and the next request
  *              [--nan-at M]     the M-th answer carries a NaN
  *              [--silent-at M]  the M-th query is never answered
@@ -13,10 +13,16 @@
  *              [--reconnect S]  reconnect for up to S seconds after a close
  *              [--done-file F]  write the final theta of Done here
  *              [--no-request]   never send UpdateRequest (broadcast mode)
+ *              [--welcome-file F]  append "T=.. K=.. time=.." for every Welcome
+ *
+ * Like ownerd, the answer cap K is --answers-cap, else the Welcome's
+ * answers_cap (else T), bound at the first Welcome; the Hello reports it
+ * once bound, and a later Welcome with another K is a bad Welcome.
  *
  * Exit: 0 after Done; 3 closed before any Welcome (refused); 4 closed
  * after a Welcome and not reconnecting; 5 a query id that did not
- * increase; 6 a bad Welcome or Done; 2 usage. */
+ * increase; 6 a bad Welcome or Done; 7 a query past the answer cap K
+ * (the learner must never send one); 2 usage. */
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
@@ -34,22 +40,22 @@
 
 static struct {
 	char host[DP_ADDR_HOST_MAX + 1];
-	const char *ca, *cert, *key, *id, *done_file;
+	const char *ca, *cert, *key, *id, *done_file, *welcome_file;
 	uint16_t port;
 	size_t p;
 	uint64_t rows, cap, given;
-	double eps, ga, *gc, interval, reconnect_for;
+	double eps, ga, *gc, interval, reconnect_for, rate;
 	size_t ngc;
 	uint64_t nan_at, silent_at, refuse_at;
 	int no_request;
-} A = { .eps = 1.0, .interval = 0.0 };
+} A = { .eps = 1.0, .interval = 0.0, .rate = 1.0 };
 
 static uv_loop_t *loop;
 static SSL_CTX *ctx;
 static dp_conn *conn;
 static uv_timer_t req_timer, re_timer;
 static int welcomed_now, welcomed_ever, done, exit_code = 4;
-static uint64_t T, max_k, queries, answers;
+static uint64_t T, K, max_k, queries, answers;
 static double deadline;
 
 static void connect_learner(void);
@@ -107,8 +113,9 @@ static int on_handshake(dp_conn *c, const char *peer_id)
 	h.n_rows = A.rows;
 	h.n_features = (uint32_t)A.p;
 	h.epsilon = A.eps;
-	h.answers_cap = A.cap;
+	h.answers_cap = A.cap ? A.cap : K;
 	h.answers_given = A.given + answers;
+	h.rate = A.rate;
 	env.msg_case = DPASYNC__ENVELOPE__MSG_HELLO;
 	env.hello = &h;
 	conn = c;
@@ -121,7 +128,6 @@ static void on_query(const Dpasync__Query *q)
 	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
 	Dpasync__Answer a = DPASYNC__ANSWER__INIT;
 	Dpasync__Refuse r = DPASYNC__REFUSE__INIT;
-	uint64_t K = A.cap ? A.cap : T;
 	double *g;
 
 	if (q->k <= max_k) {
@@ -131,6 +137,13 @@ static void on_query(const Dpasync__Query *q)
 		return;
 	}
 	max_k = q->k;
+	if (A.given + answers >= K) {
+		fprintf(stderr, "fake_owner %s: query k=%llu after %llu answers, cap %llu\n", A.id,
+			(unsigned long long)q->k, (unsigned long long)(A.given + answers),
+			(unsigned long long)K);
+		finish(7);
+		return;
+	}
 	queries++;
 	if (queries == A.silent_at)
 		return;
@@ -173,14 +186,27 @@ static void on_message(dp_conn *c, Dpasync__Envelope *m)
 	switch (m->msg_case) {
 	case DPASYNC__ENVELOPE__MSG_WELCOME: {
 		dp_frame_limits lim = { .p = A.p };
+		const Dpasync__Welcome *w = m->welcome;
+		uint64_t want = A.cap ? A.cap : w->answers_cap ? w->answers_cap : w->t;
 
-		if (m->welcome->p != A.p || m->welcome->n_total < A.rows) {
-			fprintf(stderr, "fake_owner %s: bad welcome p=%u n_total=%llu\n", A.id,
-				m->welcome->p, (unsigned long long)m->welcome->n_total);
+		if (w->p != A.p || w->n_total < A.rows || (K != 0 && want != K)) {
+			fprintf(stderr, "fake_owner %s: bad welcome p=%u n_total=%llu K=%llu (bound "
+				"%llu)\n", A.id, w->p, (unsigned long long)w->n_total,
+				(unsigned long long)want, (unsigned long long)K);
 			finish(6);
 			break;
 		}
-		T = m->welcome->t;
+		if (A.welcome_file) {
+			FILE *f = fopen(A.welcome_file, "a");
+
+			if (f) {
+				fprintf(f, "T=%llu K=%llu time=%.6f\n", (unsigned long long)w->t,
+					(unsigned long long)w->answers_cap, now_s());
+				fclose(f);
+			}
+		}
+		T = w->t;
+		K = want;
 		welcomed_now = welcomed_ever = 1;
 		dp_conn_set_limits(c, &lim);
 		send_request();
@@ -268,7 +294,9 @@ int main(int argc, char **argv)
 		{ "refuse-at", required_argument, NULL, 'R' },
 		{ "reconnect", required_argument, NULL, 'r' },
 		{ "done-file", required_argument, NULL, 'd' },
-		{ "no-request", no_argument, NULL, 'q' }, { NULL, 0, NULL, 0 },
+		{ "no-request", no_argument, NULL, 'q' },
+		{ "rate", required_argument, NULL, 'T' },
+		{ "welcome-file", required_argument, NULL, 'W' }, { NULL, 0, NULL, 0 },
 	};
 	dp_tls_files tf;
 	int o, rc = 0;
@@ -300,6 +328,8 @@ int main(int argc, char **argv)
 		case 'r': rc = dp_num_parse_double("--reconnect", optarg, 0, &A.reconnect_for); break;
 		case 'd': A.done_file = optarg; break;
 		case 'q': A.no_request = 1; break;
+		case 'T': rc = dp_num_parse_double("--rate", optarg, 0, &A.rate); break;
+		case 'W': A.welcome_file = optarg; break;
 		default: return 2;
 		}
 		if (rc < 0) {

@@ -22,6 +22,12 @@ Scenarios:
      checkpoint; idle-timeout: exit 1.
   E  startup errors: bad flag / unreadable certificate (2), port in use (1),
      --check-config (0).
+  F  planning: no Welcome before the last owner's first Hello; the Welcome
+     carries the plan's K_i = ceil(T pi_i 1.1), pi_i = rate_i / sum of rates
+     (equal rates, then 1,1,2); no owner is ever queried past its K_i (a fast
+     owner is exhausted and the others finish T); the plan is logged and
+     stored in the checkpoint; without --T the planner chooses T (<= --t-max)
+     and the Welcome, checkpoint and log agree on it.
 Dev convenience: LRN_TEST_CERTS=DIR uses existing certificates (ca.crt,
 learner.*, owner-1..4.*) instead of running `dpasync certs`.
 """
@@ -183,17 +189,162 @@ def check_outputs(out, T):
     return rows, model
 
 
+def kcap(T, rates, i, margin=0.1):
+    """K_i = ceil(T pi_i (1 + margin)), in the planner's order of operations."""
+    import math
+    return math.ceil(T * (rates[i] / sum(rates)) * (1.0 + margin))
+
+
+def plan_line(err, src='hellos'):
+    """The fields of learnerd's plan log line (from=SRC), without from=."""
+    for l in err.splitlines():
+        if ' plan from=%s ' % src in l:
+            f = dict(kv.split('=', 1) for kv in l.split(' plan ', 1)[1].split() if '=' in kv)
+            f.pop('from')
+            return f
+    raise Fail('no plan from=%s line in the log' % src)
+
+
+def welcomes(work, tag):
+    lines = read(os.path.join(work, tag + '.welcome')).splitlines()
+    return [dict(kv.split('=') for kv in l.split()) for l in lines]
+
+
+def scenario_f(work, certs):
+    # F1: equal rates, T given.  The Welcome waits for the last Hello.
+    out = os.path.join(work, 'f1')
+    T = 90
+    L = Learner(work, out, certs, ['--T', str(T), '--idle-timeout', '30'], name='f1')
+    # owner-1 is fast, the others slow: without caps it would take most of
+    # the iterations; with them it stops at K_1 and the others finish T.
+    ivl = {'owner-1': '0', 'owner-2': '0.02', 'owner-3': '0.02'}
+    first = [owner(work, certs, L.port, o, extra=['--interval', ivl[o], '--welcome-file',
+                                                  os.path.join(work, 'f1' + o + '.welcome')],
+                   tag='f1' + o) for o in OWNERS[:2]]
+    wait_for(lambda: L.err().count('hello id=') >= 2, 10, 'two Hellos')
+    time.sleep(1.0)
+    check(not welcomes(work, 'f1owner-1') and not welcomes(work, 'f1owner-2'),
+          'a Welcome was sent before every owner had said Hello')
+    check(not os.path.exists(os.path.join(out, 'trace.csv')) or not trace_rows(out),
+          'training started before every owner had said Hello')
+    last = owner(work, certs, L.port, 'owner-3', extra=['--interval', ivl['owner-3'],
+                                                        '--welcome-file',
+                                                        os.path.join(work, 'f1owner-3.welcome')],
+                 tag='f1owner-3')
+    rc, stdout = L.wait(60)
+    check(rc == 0, 'F1: learnerd exit %d: %s' % (rc, L.err()[-2000:]))
+    K = [kcap(T, [1, 1, 1], i) for i in range(3)]
+    for i, o in enumerate(OWNERS):
+        w = welcomes(work, 'f1' + o)
+        check(w and all(int(x['T']) == T and int(x['K']) == K[i] for x in w),
+              'F1: Welcome of %s %r, expected T=%d K=%d' % (o, w, T, K[i]))
+    rows = trace_rows(out)
+    check([r[0] for r in rows] == list(range(1, T + 1)), 'F1 trace k column')
+    used = {o: sum(1 for r in rows if r[2] == o) for o in OWNERS}
+    check(all(used[o] <= K[i] for i, o in enumerate(OWNERS)),
+          'F1: an owner was queried past its K_i: used %r, K %r' % (used, K))
+    check(used['owner-1'] == K[0], 'F1: the fast owner should have given all its K_1 = %d '
+          'answers, gave %d' % (K[0], used['owner-1']))
+    for p in first + [last]:
+        check(p.wait(10) == 0, 'F1 owner exit %s (7: a query past its cap)' % p.returncode)
+    pl = plan_line(L.err())
+    check(int(pl['T']) == T and pl['K'] == ','.join('%s:%d' % (o, K[i])
+                                                    for i, o in enumerate(OWNERS))
+          and float(pl['eta']) == ETA and 'psi' in pl and 'psi_zero' in pl
+          and pl['measured'] == 'false', 'F1 plan line %r' % pl)
+    with open(os.path.join(out, 'checkpoint.json')) as f:
+        ck = json.load(f)['job']
+    check(ck['plan']['answers_cap'] == K and ck['plan']['T'] == T and ck['plan']['eta'] == ETA
+          and ck['plan']['psi'] > 0 and ck['clip_l1'] == ck['plan']['clip'] > 0,
+          'F1 checkpoint plan %r' % ck['plan'])
+    check('exhausted: its last answer was given' in L.err(), 'F1: owner-1 not exhausted')
+
+    # F2: rates 1, 1, 2: the shares follow the rates.
+    out = os.path.join(work, 'f2')
+    T, rates = 80, [1, 1, 2]
+    L = Learner(work, out, certs, ['--T', str(T)], name='f2')
+    os_ = [owner(work, certs, L.port, o, extra=['--rate', str(rates[i]), '--welcome-file',
+                                                os.path.join(work, 'f2' + o + '.welcome')],
+                 tag='f2' + o) for i, o in enumerate(OWNERS)]
+    rc, _ = L.wait(60)
+    check(rc == 0, 'F2: learnerd exit %d: %s' % (rc, L.err()[-2000:]))
+    K = [kcap(T, rates, i) for i in range(3)]
+    check(K[2] > K[0], 'F2 self-check: K %r' % K)
+    for i, o in enumerate(OWNERS):
+        w = welcomes(work, 'f2' + o)
+        check(w and int(w[0]['K']) == K[i], 'F2: Welcome of %s %r, expected K=%d' % (o, w, K[i]))
+        check(os_[i].wait(10) == 0, 'F2 owner exit %s' % os_[i].returncode)
+    check('rate=2 ' in L.err(), 'F2: the Hello rate is not logged')
+
+    # F3: T planned (bounded by --t-max): Welcome, checkpoint and log agree.
+    out = os.path.join(work, 'f3')
+    L = Learner(work, out, certs, ['--t-max', '150', '--clip', '2'], name='f3')
+    os_ = [owner(work, certs, L.port, o, extra=['--welcome-file',
+                                                os.path.join(work, 'f3' + o + '.welcome')],
+                 tag='f3' + o) for o in OWNERS]
+    rc, stdout = L.wait(60)
+    check(rc == 0, 'F3: learnerd exit %d: %s' % (rc, L.err()[-2000:]))
+    pl = plan_line(L.err())
+    T = int(pl['T'])
+    check(6 <= T <= 150 and stdout.strip() == 'done k=%d out=%s' % (T, out),
+          'F3: planned T=%d, stdout %r' % (T, stdout))
+    with open(os.path.join(out, 'checkpoint.json')) as f:
+        ck = json.load(f)['job']
+    check(ck['T'] == T and ck['plan']['T'] == T and ck['clip_l1'] == 2.0
+          and ck['plan']['answers_cap'] == [kcap(T, [1, 1, 1], i) for i in range(3)],
+          'F3 checkpoint %r' % ck)
+    for o, p in zip(OWNERS, os_):
+        w = welcomes(work, 'f3' + o)
+        check(w and int(w[0]['T']) == T and int(w[0]['K']) == kcap(T, [1, 1, 1], 0),
+              'F3: Welcome of %s %r' % (o, w))
+        check(p.wait(10) == 0, 'F3 owner exit %s' % p.returncode)
+
+    # F4: --public: constants of a public sample (here made by hand) are
+    # used and said to be measured; constants of another objective refused.
+    pub = {'model': 'linear', 'p': P, 'lambda': LAMBDA, 'f_star': 0.5, 'f_zero': 1.0,
+           'alone': 1.5, 'h_safe': 6.0, 'measured': True, 'source': 'hand-made constants',
+           'clips': [{'clip': c, 'f_clip': 0.5 + 0.01 / c, 'h': [2.0] * P, 't': [0.3] * P,
+                      'hf': [2.0] * P} for c in (0.5, 1.0, 2.0)]}
+    pf = os.path.join(work, 'public.json')
+    with open(pf, 'w') as f:
+        json.dump({'public': pub}, f)
+    out = os.path.join(work, 'f4')
+    L = Learner(work, out, certs, ['--public', pf, '--t-max', '60'], name='f4')
+    os_ = [owner(work, certs, L.port, o, tag='f4' + o) for o in OWNERS]
+    rc, _ = L.wait(60)
+    check(rc == 0, 'F4: learnerd exit %d: %s' % (rc, L.err()[-2000:]))
+    pl = plan_line(L.err())
+    check(pl['measured'] == 'true' and float(pl['clip']) in (0.5, 1.0, 2.0),
+          'F4: plan with public constants %r' % pl)
+    check('no public sample' not in L.err(), 'F4: the shape-only warning with --public')
+    for p in os_:
+        check(p.wait(10) == 0, 'F4 owner exit %s' % p.returncode)
+    with open(pf, 'w') as f:
+        json.dump(dict(pub, model='logistic'), f)
+    base = [LEARNERD, '--ca', certs + '/ca.crt', '--cert', certs + '/learner.crt', '--key',
+            certs + '/learner.key', '--owners', 'owner-1', '--out', os.path.join(work, 'f5')]
+    p = subprocess.run(base + ['--public', pf], capture_output=True, text=True, timeout=20)
+    check(p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
+          and 'model logistic' in p.stderr, 'F4: public of another model: %d %r'
+          % (p.returncode, p.stderr))
+    print('F ok: Welcome after the last Hello, K_i from the rates, caps never exceeded, '
+          'planned T=%d, public constants' % T)
+
+
 def scenario_a(work, certs):
     out = os.path.join(work, 'a')
     T = 120
     L = Learner(work, out, certs, ['--T', str(T), '--checkpoint-every', '25', '--query-timeout',
                                    '1', '--idle-timeout', '30', '--metrics-listen',
                                    '127.0.0.1:0'], name='a')
-    o1 = owner(work, certs, L.port, 'owner-1', extra=['--interval', '0.005'], tag='a1')
+    # Their own caps (T): owner-3 leaves after its NaN, so the planned
+    # K_i = ceil(T/3 1.1) of the others could not cover T.
+    cap = ['--answers-cap', str(T)]
+    o1 = owner(work, certs, L.port, 'owner-1', extra=['--interval', '0.005'] + cap, tag='a1')
     o2 = owner(work, certs, L.port, 'owner-2', extra=['--interval', '0.005', '--silent-at', '6',
-                                                      '--reconnect', '20'], tag='a2')
-    o3 = owner(work, certs, L.port, 'owner-3', extra=['--interval', '0.005', '--nan-at', '3'],
-               tag='a3')
+                                                      '--reconnect', '20'] + cap, tag='a2')
+    o3 = owner(work, certs, L.port, 'owner-3', extra=['--interval', '0.005', '--nan-at', '3']
+               + cap, tag='a3')
     wait_for(lambda: len(trace_rows(out)) >= 3 if os.path.exists(out + '/trace.csv') else 0, 10,
              'the first iterations')
     # Intruders while the job runs (owner-2's silent query keeps it
@@ -254,6 +405,11 @@ def scenario_b(work, certs):
         k1 = json.load(f)['state']['k_done']
     check(k1 == len(trace_rows(out)) and k1 < T, 'SIGTERM checkpoint k=%d, trace %d rows' %
           (k1, len(trace_rows(out))))
+    with open(os.path.join(out, 'checkpoint.json')) as f:
+        plan1 = json.load(f)['job']['plan']
+    check(plan1['T'] == T and plan1['answers_cap'] == [kcap(T, [1, 1, 1], i) for i in range(3)],
+          'checkpoint plan %r' % plan1)
+    line1 = plan_line(L.err())
 
     L = Learner(work, out, certs, args + ['--resume'], port=port, name='b2')
     wait_for(lambda: len(trace_rows(out)) >= k1 + 60, 20, 'progress after the resume')
@@ -274,6 +430,10 @@ def scenario_b(work, certs):
     L = Learner(work, out, certs, args + ['--resume'], port=port, name='b3')
     rc, stdout = L.wait(60)
     check(rc == 0, 'resumed learnerd exit %d: %s' % (rc, L.err()[-2000:]))
+    # The resumed job used the checkpoint's plan (the fake owners exit 6 on
+    # a Welcome whose K differs from the one they bound).
+    line3 = plan_line(L.err(), 'checkpoint')
+    check(line3 == line1, 'resumed plan %r differs from %r' % (line3, line1))
     check(stdout.strip() == 'done k=%d out=%s' % (T, out), 'stdout %r' % stdout)
     check_outputs(out, T)
     for o in os_:
@@ -411,6 +571,7 @@ def main():
         scenario_b2(work, certs)
         scenario_c(work, certs)
         scenario_d(work, certs)
+        scenario_f(work, certs)
         ok = True
     except Fail as e:
         print('FAIL:', e)

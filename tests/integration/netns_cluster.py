@@ -306,8 +306,14 @@ def check_job(bindir, out, rate, T):
     with open(sched, 'w') as f:
         f.write(''.join('%d\n' % (r[2] + 1) for r in rows))
     sim_out = os.path.join(out, 'sim')
-    run([dp, 'sim', '--bias', '--T', str(T), '--epsilon', '1', '--repeats', '30', '--seed', '7',
-         '--schedule', sched, '--psi-every', str(T), '--out', sim_out] + files)
+    # The settings learnerd planned and used, given to the simulator
+    # explicitly (equal rates: one K for every owner).
+    ck = json.load(open(os.path.join(out, 'learner', 'checkpoint.json')))['job']
+    caps = ck['plan']['answers_cap']
+    check(ck['T'] == T and len(set(caps)) == 1, 'learnerd plan: T %d, caps %r' % (ck['T'], caps))
+    run([dp, 'sim', '--bias', '--T', str(T), '--eta', repr(ck['eta']), '--clip',
+         repr(ck['clip_l1']), '--answers-cap', str(caps[0]), '--epsilon', '1', '--repeats', '30',
+         '--seed', '7', '--schedule', sched, '--psi-every', str(T), '--out', sim_out] + files)
     sp = summary(sim_out)['psi']
     lo, hi = min(sp) / 2, max(sp) * 2
     print('psi %.4g; simulator on this schedule %.4g .. %.4g (median %.4g)' % (

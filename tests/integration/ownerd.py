@@ -12,7 +12,9 @@ accounting, exact value without noise, plausible noise with it), the
 ledger (one record per answer, refusal past the cap, repeated k refused,
 restart after kill -9 continues from it), that bad queries close the
 connection and the daemon reconnects, Done, signals, metrics and startup
-errors.
+errors; the answer cap K from the Welcome (the learner's plan), an owner's
+own --answers-cap kept over it, the rate and the cap in the Hello, and the
+Welcome timeout.
 """
 import json
 import math
@@ -50,11 +52,11 @@ def check(cond, msg):
 SCHEMA = {
     'hello': [(1, 'version', 'u'), (2, 'owner_id', 's'), (3, 'n_rows', 'u'),
               (4, 'n_features', 'u'), (5, 'epsilon', 'd'), (6, 'answers_cap', 'u'),
-              (7, 'answers_given', 'u')],
+              (7, 'answers_given', 'u'), (8, 'rate', 'd')],
     'welcome': [(1, 'job', 's'), (2, 'model', 's'), (3, 'T', 'u'), (4, 'N', 'u'),
                 (5, 'n_total', 'u'), (6, 'rho', 'd'), (7, 'lambda', 'd'),
                 (8, 'theta_max', 'd'), (9, 'clip_l1', 'd'), (10, 'mode', 'u'),
-                (11, 'p', 'u'), (12, 'k_done', 'u')],
+                (11, 'p', 'u'), (12, 'k_done', 'u'), (13, 'answers_cap', 'u')],
     'update_request': [],
     'query': [(1, 'k', 'u'), (2, 'theta', 'D')],
     'answer': [(1, 'k', 'u'), (2, 'gradient', 'D'), (3, 'epsilon_spent', 'd'),
@@ -347,12 +349,14 @@ def clipped_mean_grad_linear(X, y, theta, clip):
     return (G * scale[:, None]).mean(axis=0)
 
 
-def welcome(conn, p, job='test-job', model='linear', T=10, clip=1.0, mode=1):
-    # 'lambda' is a Python keyword: build the fields as a dict.
-    conn.send_raw(encode('welcome', {'job': job, 'model': model, 'T': T, 'N': 2,
-                                     'n_total': 120, 'rho': 1.0, 'lambda': 0.01,
-                                     'theta_max': 10.0, 'clip_l1': clip, 'mode': mode,
-                                     'p': p}))
+def welcome(conn, p, job='test-job', model='linear', T=10, clip=1.0, mode=1, K=None):
+    # 'lambda' is a Python keyword: build the fields as a dict.  K: the
+    # learner's planned answer cap (None: not sent, as an older learner).
+    f = {'job': job, 'model': model, 'T': T, 'N': 2, 'n_total': 120, 'rho': 1.0,
+         'lambda': 0.01, 'theta_max': 10.0, 'clip_l1': clip, 'mode': mode, 'p': p}
+    if K is not None:
+        f['answers_cap'] = K
+    conn.send_raw(encode('welcome', f))
 
 
 # ---- the tests ---------------------------------------------------------------
@@ -391,6 +395,8 @@ def main(ownerd, dpasync, shim=None):
         test_no_noise(ownerd, base, work, fl, Xb, y, p, log)
         fl.drain()
         test_broadcast(ownerd, base, work, fl, p, log)
+        fl.drain()
+        test_welcome_cap(ownerd, base, work, fl, p, log)
         fl.drain()
         test_reconnect_backoff(ownerd, base, work, log)
         test_bad_server_name(ownerd, base, work, fl, log)
@@ -483,7 +489,8 @@ def test_main_flow(ownerd, base, work, fl, Xb, y, n, p, log):
     check(c.peer_cn == 'owner-1', 'client certificate CN %r' % c.peer_cn)
     h = c.expect('hello')
     check(h == {'version': 1, 'owner_id': 'owner-1', 'n_rows': n, 'n_features': p,
-                'epsilon': 1.0, 'answers_cap': 3, 'answers_given': 0}, 'Hello %r' % h)
+                'epsilon': 1.0, 'answers_cap': 3, 'answers_given': 0, 'rate': 20.0},
+          'Hello %r' % h)
     check(not os.path.exists(led), 'ledger created before the Welcome')
     welcome(c, p)
     c.expect('update_request', timeout=5)
@@ -676,6 +683,98 @@ def test_broadcast(ownerd, base, work, fl, p, log):
     check(o.wait() == 0, 'SIGTERM exit code')
     c.close()
     print('ok broadcast')
+
+
+def test_welcome_cap(ownerd, base, work, fl, p, log):
+    # Without --answers-cap the ledger is bound with the Welcome's K (the
+    # learner's plan), not T; the Hello reports that K from then on.
+    d = os.path.join(work, 'wcap')
+    os.makedirs(d)
+    led = os.path.join(d, 'ledger')
+    args = base[1:] + ['--ledger', led, '--rate', '2.5']
+    o = Owner(ownerd, args, log)
+    c = fl.accept()
+    h = c.expect('hello')
+    check(h['answers_cap'] == 0 and h['rate'] == 2.5, 'Hello before any ledger %r' % h)
+    welcome(c, p, T=10, K=3)
+    theta = [0.1] * p
+    for k in (1, 2, 3):
+        c.send('query', k=k, theta=theta)
+        a = c.expect('answer')
+        check(a['answers_given'] == k, 'answer %r' % a)
+    # eps_q = epsilon / K = 1/3 (not 1/T = 0.1), rounded down to the nano-epsilon.
+    check(abs(a['epsilon_spent'] - 1.0) < 1e-8 and a['epsilon_spent'] <= 1.0,
+          'spent after K = 3 answers: %r' % a)
+    c.send('query', k=4, theta=theta)
+    r = c.expect('refuse')
+    check(r['reason'] == 'budget exhausted', 'past the Welcome K: %r' % r)
+    check(ledger_records(led) == 3, 'records with K from the Welcome')
+    c.send('query', k=5, theta=[float('nan')] * p)    # close: the daemon reconnects
+    c.expect_closed()
+    c.close()
+    c = fl.accept(timeout=15)
+    h = c.expect('hello')
+    check(h['answers_cap'] == 3 and h['answers_given'] == 3 and h['rate'] == 2.5,
+          'Hello after the ledger was bound %r' % h)
+    # Another K for the same job: the cap of a ledger never changes.
+    welcome(c, p, T=10, K=4)
+    check(o.wait() == 2, 'a changed K must stop ownerd with exit 2, got %s' % o.p.returncode)
+    c.close()
+    # A restarted process reports the ledger's K in its Hello.
+    o = Owner(ownerd, args, log)
+    c = fl.accept()
+    h = c.expect('hello')
+    check(h['answers_cap'] == 3 and h['answers_given'] == 3, 'Hello after restart %r' % h)
+    o.kill(signal.SIGTERM)
+    check(o.wait() == 0, 'SIGTERM exit code')
+    c.close()
+    fl.drain()
+
+    # An owner's own --answers-cap is kept over the learner's K.
+    led = os.path.join(d, 'own.ledger')
+    args = base[1:] + ['--ledger', led, '--answers-cap', '5']
+    o = Owner(ownerd, args, log)
+    c = fl.accept()
+    h = c.expect('hello')
+    check(h['answers_cap'] == 5 and h['rate'] == 1.0, 'Hello with an own cap %r' % h)
+    welcome(c, p, T=10, K=3)
+    c.send('query', k=1, theta=theta)
+    a = c.expect('answer')
+    check(abs(a['epsilon_spent'] - 0.2) < 2e-9, 'eps_q with the own cap 5: %r' % a)
+    for k in (2, 3, 4, 5):
+        c.send('query', k=k, theta=theta)
+        a = c.expect('answer')
+    check(a['answers_given'] == 5, 'fifth answer %r' % a)
+    o.kill(signal.SIGTERM)
+    check(o.wait() == 0, 'SIGTERM exit code')
+    c.close()
+    with open(log) as f:
+        check('keeping answers-cap 5 over the learner\'s planned 3' in f.read(),
+              'the kept cap is not logged')
+    fl.drain()
+
+    # The Welcome timeout is a setting: with 1 s, a learner that sends no
+    # Welcome is left and retried (the default is 10 minutes, since the
+    # learner withholds it until every owner has said Hello).
+    p2 = run([ownerd] + args + ['--check-config'])
+    check(p2.returncode == 0 and re.search(r'welcome-timeout = (600|10m)\b', p2.stdout),
+          'welcome-timeout default: %s%s' % (p2.stdout, p2.stderr))
+    o = Owner(ownerd, args + ['--welcome-timeout', '1'], log)
+    c = fl.accept()
+    c.expect('hello')
+    t0 = time.time()
+    c.expect_closed(timeout=5)
+    check(0.8 <= time.time() - t0 < 4, 'welcome-timeout 1 s closed after %.1f s' %
+          (time.time() - t0))
+    c.close()
+    c = fl.accept(timeout=15)
+    c.expect('hello')
+    o.kill(signal.SIGTERM)
+    check(o.wait() == 0, 'SIGTERM exit code')
+    c.close()
+    with open(log) as f:
+        check('no Welcome within 1 s (welcome-timeout)' in f.read(), 'welcome timeout not logged')
+    print('ok answer cap from the Welcome, own cap kept, welcome-timeout')
 
 
 def test_reconnect_backoff(ownerd, base, work, log):

@@ -14,7 +14,9 @@ one evaluation time during the job:
 - the per-owner iteration counters sum to iterations_total (same scrape);
 - each owner's epsilon as seen by the learner and by its ledger is in
   [0, epsilon], spent + left == epsilon (to the ledger's nano-epsilon), and
-  answers_total > 0 and <= T; each ownerd is connected;
+  answers_total > 0 and <= K_i <= T (K_i the learner's planned cap, read
+  from its checkpoint), spent == answers * epsilon / K_i; each ownerd is
+  connected;
 Then deploy/grafana-dashboard.json: valid JSON, every expression uses only
 metric names of the README's table, and each expression (with the Grafana
 variables substituted) is accepted by this Prometheus and returns data.
@@ -138,7 +140,7 @@ def wait_scraped(prom, c, timeout=60):
         time.sleep(0.5)
     raise Fail('prometheus never saw all four targets up with iterations and answers')
 
-def check_series(prom, at, doc):
+def check_series(prom, at, doc, caps):
     up = prom.values('up', at)
     jobs = sorted(l['job'] for l, _ in up)
     check(jobs == ['learnerd', 'ownerd', 'ownerd', 'ownerd'], 'up targets: %s' % up)
@@ -185,9 +187,12 @@ def check_series(prom, at, doc):
         check(0 <= left[o] <= EPS, '%s: epsilon_left %g not in [0, %g]' % (o, left[o], EPS))
         check(abs(spent[o] + left[o] - EPS) <= 1e-9, '%s: spent + left = %.12g, not epsilon' % (o, spent[o] + left[o]))
         check(0 < answers[o] <= T, '%s: answers_total %g not in (0, T]' % (o, answers[o]))
-        # Each answer costs eps/K with K = T: spent is answers * eps/T, rounded down to nano-eps.
-        check(abs(spent[o] - answers[o] * EPS / T) <= 1e-9 * (answers[o] + 1),
-              '%s: epsilon_spent %g for %g answers of %g each' % (o, spent[o], answers[o], EPS / T))
+        K = caps[o]
+        check(answers[o] <= K <= T, '%s: answers_total %g, planned cap %d, T %d' % (o, answers[o], K, T))
+        # Each answer costs eps/K with K the learner's planned K_i (sent in the
+        # Welcome): spent is answers * eps/K, rounded down to nano-eps.
+        check(abs(spent[o] - answers[o] * EPS / K) <= 1e-9 * (answers[o] + 1),
+              '%s: epsilon_spent %g for %g answers of %g each' % (o, spent[o], answers[o], EPS / K))
         check(connected[o] == 1, '%s: connected %g' % (o, connected[o]))
     print('at t=%.1f: iterations %g of %d, rate %.2f/s, owners connected %g, rtt count %g median %.2g s, '
           'answers %s' % (at, it, T, rate, conn, cnt, med, {o: int(v) for o, v in sorted(answers.items())}))
@@ -259,7 +264,7 @@ def test(argv):
         t_owners = time.time()
         at = wait_scraped(prom, c)
         print('checks at %.1f s after the owners started' % (at - t_owners))
-        check_series(prom, at, doc)
+        check_series(prom, at, doc, dict(zip(c.names, c.settings()['K'])))
         check_dashboard(prom, at, dash, exprs)
         out = c.wait_learner(timeout=120)
         check('done k=%d' % T in out, 'learnerd did not report done: %r' % out)

@@ -95,6 +95,8 @@ static uint8_t *build_stream(size_t *len)
 	h.n_rows = 10;
 	h.n_features = 3;
 	h.epsilon = 0.5;
+	h.rate = 2.5;
+	h.answers_cap = 40;
 	e.msg_case = DPASYNC__ENVELOPE__MSG_HELLO;
 	e.hello = &h;
 	assert_int_equal(dp_frame_encode(&e, 0, &b, &n), 0);
@@ -148,6 +150,8 @@ static void check_stream_msg(int i, const Dpasync__Envelope *m)
 		assert_int_equal(m->hello->n_rows, 10);
 		assert_int_equal(m->hello->n_features, 3);
 		assert_true(m->hello->epsilon == 0.5);
+		assert_true(m->hello->rate == 2.5);
+		assert_int_equal(m->hello->answers_cap, 40);
 		break;
 	case 3:
 		assert_int_equal(m->msg_case, DPASYNC__ENVELOPE__MSG_ANSWER);
@@ -374,6 +378,20 @@ static void test_validate_others(void **state)
 	h.n_rows = 5;
 	h.n_features = 3;
 	h.epsilon = INFINITY;             /* allowed: no noise */
+	h.rate = 0.25;
+	assert_int_equal(dp_frame_validate(&e, &lim), 0);
+	/* The rate is a share of the sum of rates: finite and > 0 (an owner
+	 * that does not send it, 0, is refused). */
+	h.rate = 0;
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
+	assert_non_null(strstr(dp_error_detail(DP_EPROTO), "hello.rate"));
+	h.rate = -1;
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
+	h.rate = INFINITY;
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
+	h.rate = NAN;
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
+	h.rate = 1e6;
 	assert_int_equal(dp_frame_validate(&e, &lim), 0);
 	h.epsilon = NAN;
 	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
@@ -416,6 +434,13 @@ static void test_validate_others(void **state)
 	w.p = 3;
 	w.k_done = 10;
 	assert_int_equal(dp_frame_validate(&e, &lim), 0);
+	/* answers_cap: 0 (none planned) or any K_i, also above T (one owner
+	 * with a margin); the owner's ledger is what bounds its answers. */
+	w.answers_cap = 12;
+	assert_int_equal(dp_frame_validate(&e, &lim), 0);
+	w.answers_cap = UINT64_MAX;
+	assert_int_equal(dp_frame_validate(&e, &lim), 0);
+	w.answers_cap = 0;
 	w.k_done = 11;
 	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	w.k_done = 0;
@@ -513,6 +538,29 @@ static void test_unknown_fields(void **state)
 	assert_null(m);
 }
 
+/* The fields issue 8 added, pinned to their numbers: Hello.rate = 8
+ * (double) and Welcome.answers_cap = 13 (varint). */
+static void test_new_field_numbers(void **state)
+{
+	/* 08 01 | 12 09 (hello) 41 <1.5 little-endian> */
+	static const uint8_t hello[] = { 0x08, 0x01, 0x12, 0x09, 0x41, 0x00, 0x00, 0x00,
+					 0x00, 0x00, 0x00, 0xf8, 0x3f };
+	/* 08 01 | 1a 03 (welcome) 68 ac 02 (answers_cap = 300) */
+	static const uint8_t welcome[] = { 0x08, 0x01, 0x1a, 0x03, 0x68, 0xac, 0x02 };
+	Dpasync__Envelope *m = NULL;
+
+	(void)state;
+	assert_int_equal(dp_frame_unpack(hello, sizeof(hello), &m), 0);
+	assert_int_equal(m->msg_case, DPASYNC__ENVELOPE__MSG_HELLO);
+	assert_true(m->hello->rate == 1.5);
+	dp_frame_msg_free(m);
+	m = NULL;
+	assert_int_equal(dp_frame_unpack(welcome, sizeof(welcome), &m), 0);
+	assert_int_equal(m->msg_case, DPASYNC__ENVELOPE__MSG_WELCOME);
+	assert_int_equal(m->welcome->answers_cap, 300);
+	dp_frame_msg_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -525,6 +573,7 @@ int main(void)
 		cmocka_unit_test(test_validate_others),
 		cmocka_unit_test(test_two_oneof_members),
 		cmocka_unit_test(test_unknown_fields),
+		cmocka_unit_test(test_new_field_numbers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
