@@ -142,7 +142,7 @@ static void request(const struct lrn *L, uint64_t *n, double *eps, double *rate,
 	for (size_t i = 0; i < L->N; i++) {
 		n[i] = L->owners[i].n_rows;
 		eps[i] = L->owners[i].epsilon;
-		rate[i] = L->owners[i].rate;
+		rate[i] = L->owners[i].rate > 0 ? L->owners[i].rate : 1.0;   /* 0: not said */
 		/* An owner's own cap (its --answers-cap, or its ledger's after a
 		 * restart) is what it will enforce: plan with it. */
 		caps[i] = L->owners[i].answers_cap;

@@ -363,6 +363,7 @@ static void on_done(struct own_client *c, const Dpasync__Done *m)
 	mf.p = p;
 	mf.theta = m->final_theta;
 	mf.features = c->cfg.ds->names;
+	mf.target = c->cfg.ds->target;
 	mf.bias = c->cfg.set->bias;
 	mf.T = (size_t)m->t;
 	mf.lambda = c->job.lambda;

@@ -313,8 +313,10 @@ static int check_hello(const Dpasync__Hello *h, const struct vlimits *l)
 		r = check_num("hello", "epsilon", h->epsilon, 2, 1);
 	if (r < 0)
 		return r;
-	/* The learner divides by the sum of the rates (the shares pi_i). */
-	return check_num("hello", "rate", h->rate, 2, 0);
+	/* The learner plans each owner's share of the iterations from the
+	 * rates; 0 means "not said" (an owner from before the field) and
+	 * counts as 1. */
+	return check_num("hello", "rate", h->rate, 1, 0);
 }
 
 static int check_welcome(const Dpasync__Welcome *w, const struct vlimits *l)

@@ -109,7 +109,7 @@ typedef struct dp_frame_limits {
  *  - strings at most max_str bytes of printable ASCII (0x20..0x7e);
  *    Hello.owner_id, Welcome.job and Welcome.model non-empty;
  *  - counts and parameters in range: Hello.version == 1, n_rows >= 1,
- *    1 <= n_features, rate > 0 (finite); Welcome T, N, n_total, p >= 1,
+ *    1 <= n_features, rate >= 0 (finite; 0 = not said); Welcome T, N, n_total, p >= 1,
  *    k_done <= T, rho > 0, lambda >= 0, theta_max > 0, clip_l1 > 0, mode a
  *    known value, answers_cap any value (0: none planned; the owner's
  *    ledger is what bounds its answers); Query/Answer k >= 1; Done.T >= 1.

@@ -84,6 +84,7 @@ static int on_handshake(dp_conn *c, const char *peer_id)
 	h.n_rows = A.rows;
 	h.n_features = (uint32_t)A.p;
 	h.epsilon = 1.0;
+	h.rate = 1.0;
 	env.msg_case = DPASYNC__ENVELOPE__MSG_HELLO;
 	env.hello = &h;
 	send_env(o, &env);

@@ -325,6 +325,7 @@ static int on_handshake(dp_conn *c, const char *id)
 		hello.n_rows = 100;
 		hello.n_features = BIG_P;
 		hello.epsilon = 1.0;
+	hello.rate = 1.0;
 		send_or_fail(c, &e);
 		/* Many small frames at once: several per TLS record and read. */
 		e.msg_case = DPASYNC__ENVELOPE__MSG_UPDATE_REQUEST;
