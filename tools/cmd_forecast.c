@@ -226,6 +226,11 @@ static int forecast(const struct forecast_opts *o)
 	req.margin = o->have_margin ? o->margin : 0.0;
 	req.T_max = o->T_max;
 	rc = dp_plan_make(&req, &pub, &plan);
+	if (rc == DP_EINVAL) {
+		dp_cmd_fail("forecast", "bad usage: %s (try dpasync forecast --help)",
+			    dp_error_detail(rc));
+		goto out;
+	}
 	if (rc != 0) {
 		dp_cmd_fail("forecast", "%s", dp_error_detail(rc));
 		status = rc == DP_ENOMEM ? 1 : 2;

@@ -545,6 +545,18 @@ static int simulate(const struct sim_opts *o)
 		rc = read_schedule(o->schedule, &T, N, &schedule);
 		if (rc != 0)
 			goto out;
+		/* The schedule says what share of the iterations each owner
+		 * gets: without --rates those are the planner's shares (half an
+		 * iteration for an owner it never names, as rates must be > 0). */
+		if (o->rates.n == 0) {
+			for (size_t i = 0; i < N; i++)
+				s.rate[i] = 0.0;
+			for (size_t k = 0; k < T; k++)
+				s.rate[schedule[k]] += 1.0;
+			for (size_t i = 0; i < N; i++)
+				if (s.rate[i] == 0.0)
+					s.rate[i] = 0.5;
+		}
 	}
 
 	/* The plan, from public information only. */
@@ -769,7 +781,8 @@ int dp_cmd_sim(int argc, char **argv)
 			  "paper's Remark 4)" },
 		{ .name = "schedule", DP_CFG_PATH(&o.schedule), .metavar = "FILE",
 		  .help = "async: owner (1-based) of each iteration,\n"
-			  "one per line (T: its length)" },
+			  "one per line (T: its length; without\n"
+			  "--rates, its shares are the planner's)" },
 		{ .name = "repeats", DP_CFG_SIZE(&o.repeats), .def = "10", .min = 1, .max = INFINITY,
 		  .metavar = "R", .help = "independent runs" },
 		{ .name = "seed", DP_CFG_U64(&o.seed), .def = "1", .metavar = "S", .help = "seed" },
