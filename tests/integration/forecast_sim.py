@@ -12,7 +12,7 @@
   was written: forecast/sim = 1.20 (linear, 4 x 2000 rows, eps 1, psi 0.046
   vs 0.038) and 1.17 (logistic, 4 x 500 rows, eps 1, psi 0.099 vs 0.084);
   over 24 other generator seeds, sizes and budgets the ratio stayed within
-  0.63-1.96 (docs/planner.md "Measured")."""
+  0.80-1.76 (docs/planner.md "Measured")."""
 import json, os, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import check, run, tmpdir, cleanup, summary, main
