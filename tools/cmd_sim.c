@@ -472,6 +472,37 @@ static int plan_job(const struct sim_opts *o, dp_plan_request *req, const dp_pla
 	return dp_plan_make(req, pub, pl);
 }
 
+/* A schedule is given, not planned: an owner it names more often than its
+ * planned cap gets that many answers as its cap, and the rest is planned
+ * again around it.  A schedule from a real run never needs this (learnerd
+ * planned the same caps and never exceeds them); one drawn by hand or by
+ * an older learnerd may.  Caps fixed with --answers-cap stay as given
+ * (check_schedule refuses a schedule that exceeds them). */
+static int fit_schedule(const struct sim_opts *o, const size_t *sched, dp_plan_request *req,
+			const dp_plan_public *pub, uint64_t *caps, dp_plan *pl)
+{
+	uint64_t *count = calloc(req->N, sizeof(uint64_t));
+	bool raise = false;
+	int rc = 0;
+
+	if (count == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	for (size_t k = 0; k < req->T; k++)
+		count[sched[k]]++;
+	for (size_t i = 0; i < req->N; i++) {
+		if (caps[i] == 0 && count[i] > pl->answers_cap[i]) {
+			caps[i] = count[i];
+			raise = true;
+		}
+	}
+	if (raise) {
+		dp_plan_free(pl);
+		rc = plan_job(o, req, pub, pl);
+	}
+	free(count);
+	return rc;
+}
+
 /* Print the warning lines, one "dpasync sim: warning: ..." each. */
 static void print_warnings(const char *text)
 {
@@ -545,18 +576,6 @@ static int simulate(const struct sim_opts *o)
 		rc = read_schedule(o->schedule, &T, N, &schedule);
 		if (rc != 0)
 			goto out;
-		/* The schedule says what share of the iterations each owner
-		 * gets: without --rates those are the planner's shares (half an
-		 * iteration for an owner it never names, as rates must be > 0). */
-		if (o->rates.n == 0) {
-			for (size_t i = 0; i < N; i++)
-				s.rate[i] = 0.0;
-			for (size_t k = 0; k < T; k++)
-				s.rate[schedule[k]] += 1.0;
-			for (size_t i = 0; i < N; i++)
-				if (s.rate[i] == 0.0)
-					s.rate[i] = 0.5;
-		}
 	}
 
 	/* The plan, from public information only. */
@@ -588,6 +607,8 @@ static int simulate(const struct sim_opts *o)
 	req.margin = o->have_margin ? o->margin : 0.0;
 	req.T_max = o->T_max;
 	rc = plan_job(o, &req, &pub, &plan);
+	if (rc == 0 && schedule != NULL)
+		rc = fit_schedule(o, schedule, &req, &pub, caps, &plan);
 	if (rc != 0) {
 		if (rc == DP_EINVAL)
 			dp_cmd_fail("sim", "bad usage: %s (try dpasync sim --help)",
@@ -781,8 +802,9 @@ int dp_cmd_sim(int argc, char **argv)
 			  "paper's Remark 4)" },
 		{ .name = "schedule", DP_CFG_PATH(&o.schedule), .metavar = "FILE",
 		  .help = "async: owner (1-based) of each iteration,\n"
-			  "one per line (T: its length; without\n"
-			  "--rates, its shares are the planner's)" },
+			  "one per line (T: its length; a planned cap\n"
+			  "below an owner's count there becomes the\n"
+			  "count)" },
 		{ .name = "repeats", DP_CFG_SIZE(&o.repeats), .def = "10", .min = 1, .max = INFINITY,
 		  .metavar = "R", .help = "independent runs" },
 		{ .name = "seed", DP_CFG_U64(&o.seed), .def = "1", .metavar = "S", .help = "seed" },

@@ -9,8 +9,9 @@ as ownerd's ledger does, and charges each answer the share eps_i/K_i.
 - caps so small that every owner is exhausted before T (4 x 10 < 200, and
   the old silent case K = 10, T = 1000): exit 1 and the one line
   "every owner has exhausted its budget at k=40 of T=...";
-- a --schedule naming an owner that has given its K_i answers: exit 2,
-  naming the file's line;
+- a --schedule naming an owner that has given the K_i answers fixed by
+  --answers-cap: exit 2, naming the file's line (a planned cap the
+  schedule exceeds becomes the owner's count there);
 - sync1/sync2 with K < T - 1: exit 2 (bad usage); with K = T - 1 every owner
   answers exactly T - 1 times."""
 import os, sys
@@ -77,6 +78,13 @@ def test(argv):
                        2, ['sched.txt:7', 'owner 1', '5'])
         run(base + ['--schedule', sf, '--answers-cap', '7,20,20,20', '--out', d + '/s'] + files)
         check(summary(d + '/s')['answers'] == [7, 1, 12, 0], 'schedule answers %s' % summary(d + '/s')['answers'])
+        # Without --answers-cap a schedule that asks more of an owner than
+        # its planned cap (T/4 * 1.1 = 6 here) makes that count the cap.
+        run(base + ['--schedule', sf, '--out', d + '/s'] + files)
+        s = summary(d + '/s')
+        check(s['answers'] == [7, 1, 12, 0] and s['answers_cap'][0] == 7 and s['answers_cap'][2] == 12
+              and s['answers_cap'][1] == 6, 'schedule with planned caps: answers %s, caps %s'
+              % (s['answers'], s['answers_cap']))
 
         # Sync: every owner answers each of the T-1 rounds.
         for mode in ('sync1', 'sync2'):
