@@ -1,5 +1,8 @@
 /* dpasync sim: in-process runs of async | sync1 | sync2 over owner CSVs,
- * R repeats, psi statistics (the data of the paper's Fig. 2). */
+ * R repeats, psi statistics (the data of the paper's Fig. 2), with the
+ * settings the planner chooses (docs/planner.md "Using it") and every
+ * owner held to its answer cap. */
+#include <errno.h>
 #include <json-c/json.h>
 #include <math.h>
 #include <stdio.h>
@@ -7,42 +10,44 @@
 #include <string.h>
 
 #include "common/core/algo.h"
-#include "common/core/defaults.h"
 #include "common/core/error.h"
 #include "common/core/file.h"
 #include "common/core/json.h"
 #include "common/core/ledger.h"
 #include "common/core/modelfile.h"
 #include "common/core/num.h"
+#include "common/core/plan.h"
 #include "common/net/config.h"
 #include "tools/cmds.h"
 #include "tools/lib/optimum.h"
 #include "tools/lib/ownerdata.h"
 #include "tools/lib/plot.h"
+#include "tools/lib/public.h"
 #include "tools/lib/sim.h"
-
-/* A default of defaults.h as the text the table wants. */
-#define STR_(x) #x
-#define STR(x) STR_(x)
 
 static const char sim_summary[] =
 	"Simulate training over owner datasets FILE... (one CSV per owner) in one\n"
 	"process, with the daemons' update and query code and a seeded generator.\n"
-	"Writes DIR/summary.json, DIR/psi.csv (percentiles of psi(theta,k) over the\n"
-	"repeats), DIR/model.json (the first repeat's model) and DIR/schedule.txt\n"
-	"(the first repeat's owner per async iteration, usable as --schedule).";
-
-static const char *const modes[] = { "async", "sync1", "sync2", NULL };
+	"The planner (docs/planner.md) chooses every setting not given -- T, the\n"
+	"step, the clip bound and each owner's answer cap K_i -- from public\n"
+	"information: the row counts, budgets and rates, and constants measured on\n"
+	"--sample, read from --public, or assumed from the data's shape.  Each\n"
+	"answer spends eps_i/K_i (as ownerd's ledger charges) and no owner answers\n"
+	"more than K_i times.  Writes DIR/summary.json, DIR/psi.csv (percentiles of\n"
+	"psi(theta,k) over the repeats), DIR/model.json (the first repeat's model)\n"
+	"and DIR/schedule.txt (the first repeat's owner per async iteration, usable\n"
+	"as --schedule).";
 
 struct sim_opts {
-	int mode;                      /* enum dp_sim_mode, index into modes[] */
+	int mode;                      /* enum dp_plan_mode */
 	int model;                     /* dp_model */
-	char *target, *schema, *schedule, *out;
-	bool bias, freq_correction, have_eta, have_rho, have_c, have_clip;
-	size_t T, answers_cap, repeats, psi_every;
+	char *target, *schema, *schedule, *out, *sample, *public_file;
+	bool bias, freq_correction, have_eta, have_rho, have_c, have_clip, have_margin;
+	size_t T, T_max, repeats, psi_every;
 	uint64_t seed;
-	double eta, rho, c, lambda, theta_max, clip;
+	double eta, rho, c, lambda, theta_max, clip, margin;
 	struct dp_config_doubles eps, rates;
+	struct dp_config_sizes caps;
 	struct dp_config_strings files;
 };
 
@@ -54,31 +59,45 @@ static int check_opts(void *arg)
 	if (!(o->lambda > 0) && o->model != DP_MODEL_LINEAR)
 		return dp_error_set(DP_EINVAL, "--lambda must be > 0 for logistic and svm "
 				    "(strong convexity)");
+	if (o->T == 1)
+		return dp_error_set(DP_EINVAL, "--T must be at least 2 (or 0: planned)");
 	if (o->have_eta && o->have_rho)
 		return dp_error_set(DP_EINVAL, "give --eta or --rho, not both");
-	if (o->have_rho && o->mode == DP_SIM_ASYNC && o->lambda <= 0)
+	if (o->have_eta && o->mode != DP_PLAN_ASYNC)
+		return dp_error_set(DP_EINVAL, "--eta applies to --mode async (sync1: --rho, "
+				    "sync2: --c)");
+	if (o->have_rho && o->mode == DP_PLAN_SYNC2)
+		return dp_error_set(DP_EINVAL, "--rho applies to --mode async and sync1 (sync2: "
+				    "--c)");
+	if (o->have_c && o->mode != DP_PLAN_SYNC2)
+		return dp_error_set(DP_EINVAL, "--c applies to --mode sync2");
+	if (o->have_rho && o->mode == DP_PLAN_ASYNC && o->lambda <= 0)
 		return dp_error_set(DP_EINVAL, "--rho needs --lambda > 0 (sigma = 2 lambda); use "
 				    "--eta");
+	if (o->sample && o->public_file)
+		return dp_error_set(DP_EINVAL, "give --sample or --public, not both");
 	return 0;
 }
 
-/* --schedule FILE: T owner numbers 1..N, one per line, into *out (0-based);
- * the exit status. */
-static int read_schedule(const char *path, size_t T, size_t N, size_t **out)
+/* Exit status for an error code: bad input 2, the rest (memory, a solver)
+ * 1. */
+static int status_of(int rc)
+{
+	return rc == DP_ENOMEM || rc == DP_ENUMERIC || rc == DP_EIO ? 1 : 2;
+}
+
+/* --schedule FILE: owner numbers 1..N, one per line, into *out (0-based)
+ * and their number into *T (which, when not 0, the file must match); the
+ * exit status. */
+static int read_schedule(const char *path, size_t *T, size_t N, size_t **out)
 {
 	FILE *f = fopen(path, "r");
-	size_t *s, k = 0, line = 0;
+	size_t *s = NULL, k = 0, cap = 0, line = 0;
 	char buf[64];
 
 	if (f == NULL) {
 		dp_cmd_fail("sim", "%s: cannot open: %s", path, strerror(errno));
 		return 2;
-	}
-	s = calloc(T, sizeof(size_t));
-	if (s == NULL) {
-		fclose(f);
-		dp_cmd_fail("sim", "out of memory");
-		return 1;
 	}
 	while (fgets(buf, sizeof(buf), f)) {
 		size_t v;
@@ -90,17 +109,35 @@ static int read_schedule(const char *path, size_t T, size_t N, size_t **out)
 				    line, N, buf);
 			goto fail;
 		}
-		if (k == T) {
-			dp_cmd_fail("sim", "%s:%zu: more than T = %zu lines", path, line, T);
+		if (*T != 0 && k == *T) {
+			dp_cmd_fail("sim", "%s:%zu: more than T = %zu lines", path, line, *T);
 			goto fail;
+		}
+		if (k == cap) {
+			size_t *g;
+
+			cap = cap ? 2 * cap : 1024;
+			g = realloc(s, cap * sizeof(size_t));
+			if (g == NULL) {
+				fclose(f);
+				free(s);
+				dp_cmd_fail("sim", "out of memory");
+				return 1;
+			}
+			s = g;
 		}
 		s[k++] = v - 1;
 	}
-	if (k < T) {
-		dp_cmd_fail("sim", "%s: %zu lines, expected T = %zu", path, k, T);
+	if (*T != 0 && k < *T) {
+		dp_cmd_fail("sim", "%s: %zu lines, expected T = %zu", path, k, *T);
+		goto fail;
+	}
+	if (k < 2) {
+		dp_cmd_fail("sim", "%s: %zu lines, a schedule needs at least 2", path, k);
 		goto fail;
 	}
 	fclose(f);
+	*T = k;
 	*out = s;
 	return 0;
 fail:
@@ -109,54 +146,144 @@ fail:
 	return 2;
 }
 
-/* Owner i's budget: one --epsilon value for all or one each. */
-static double eps_of(const struct sim_opts *o, size_t i)
+/* The daemons never send a query to an owner that has given its K_i
+ * answers: a schedule that does is refused, naming the line. */
+static int check_schedule(const char *path, const size_t *sched, size_t T, size_t N,
+			  const uint64_t *K)
 {
-	return o->eps.n == 1 ? o->eps.v[0] : o->eps.v[i];
+	uint64_t *count = calloc(N, sizeof(uint64_t));
+
+	if (count == NULL) {
+		dp_cmd_fail("sim", "out of memory");
+		return 1;
+	}
+	for (size_t k = 0; k < T; k++) {
+		size_t i = sched[k];
+
+		if (count[i] == K[i]) {
+			dp_cmd_fail("sim", "%s:%zu: owner %zu has already given its K = %llu answers "
+				    "(raise --answers-cap, or see summary.json \"answers_cap\")", path,
+				    k + 1, i + 1, (unsigned long long)K[i]);
+			free(count);
+			return 2;
+		}
+		count[i]++;
+	}
+	free(count);
+	return 0;
 }
 
-static double rate_of(const struct sim_opts *o, size_t i)
+/* One budget (or its part spent) as JSON: no infinity in JSON, so an
+ * unlimited budget is the string "inf". */
+static struct json_object *eps_json(double e)
 {
-	return o->rates.n == 0 ? 1.0 : o->rates.n == 1 ? o->rates.v[0] : o->rates.v[i];
+	return isinf(e) ? json_object_new_string("inf") : dp_json_double(e);
 }
 
-/* JSON has no infinity: an unlimited budget is written as null. */
-static int push_eps(struct json_object *arr, double e)
+/* Everything the run decided and measured, for the outputs. */
+struct sim_result {
+	const dp_plan *plan;
+	const dp_plan_public *pub;
+	const double *eps;          /* N budgets */
+	const uint64_t *answers;    /* N: answers in the first repeat */
+	double psi_zero;            /* f(0)/f* - 1 on the owners' data */
+	const char *warnings;       /* lines, '\n'-separated */
+};
+
+static int add_warnings(struct json_object *j, const char *text)
 {
-	if (!isinf(e))
-		return dp_json_push(arr, dp_json_double(e));
-	return json_object_array_add(arr, NULL) == 0 ? 0 : DP_ENOMEM;
+	struct json_object *a = json_object_new_array();
+	const char *p = text;
+	int rc = a ? 0 : DP_ENOMEM;
+
+	while (rc == 0 && *p) {
+		size_t n = strcspn(p, "\n");
+
+		rc = dp_json_push(a, json_object_new_string_len(p, (int)n));
+		p += n + (p[n] == '\n');
+	}
+	if (rc != 0) {
+		json_object_put(a);
+		return rc;
+	}
+	return dp_json_add(j, "warnings", a);
+}
+
+/* The per-owner arrays: epsilon, epsilon_spent (what the ledger charges:
+ * answers times the nano-rounded share), answers, answers_cap, n_rows. */
+static int add_owners(struct json_object *j, const dp_sim_setup *s, const dp_ownerdata *od,
+		      const struct sim_result *res)
+{
+	struct json_object *ea = json_object_new_array(), *sp = json_object_new_array();
+	struct json_object *an = json_object_new_array(), *ca = json_object_new_array();
+	struct json_object *rows = json_object_new_array();
+	int rc = ea && sp && an && ca && rows ? 0 : DP_ENOMEM;
+
+	for (size_t i = 0; i < s->N && rc == 0; i++) {
+		double spent = INFINITY;
+		uint64_t nano;
+
+		if (!isinf(s->eps_q[i]) && dp_ledger_nano_ceil(s->eps_q[i], &nano) == 0)
+			spent = (double)(nano * res->answers[i]) / 1e9;
+		rc = dp_json_push(ea, eps_json(res->eps[i]));
+		if (rc == 0)
+			rc = dp_json_push(sp, eps_json(spent));
+		if (rc == 0)
+			rc = dp_json_push(an, json_object_new_uint64(res->answers[i]));
+		if (rc == 0)
+			rc = dp_json_push(ca, json_object_new_uint64(s->answers_cap[i]));
+		if (rc == 0)
+			rc = dp_json_push(rows, json_object_new_uint64(od->ds[i].n));
+	}
+	if (rc == 0) {
+		rc = dp_json_add(j, "epsilon", ea);
+		ea = NULL;
+	}
+	if (rc == 0) {
+		rc = dp_json_add(j, "n_rows", rows);
+		rows = NULL;
+	}
+	if (rc == 0) {
+		rc = dp_json_add(j, "answers_cap", ca);
+		ca = NULL;
+	}
+	if (rc == 0) {
+		rc = dp_json_add(j, "answers", an);
+		an = NULL;
+	}
+	if (rc == 0) {
+		rc = dp_json_add(j, "epsilon_spent", sp);
+		sp = NULL;
+	}
+	json_object_put(ea);
+	json_object_put(sp);
+	json_object_put(an);
+	json_object_put(ca);
+	json_object_put(rows);
+	return rc;
 }
 
 /* DIR/summary.json.  final[R] (psi at k = T of each repeat) is sorted
  * here. */
 static int write_summary(const struct sim_opts *o, const dp_sim_setup *s,
-			 const dp_ownerdata *od, double *final, const double *theta1,
-			 const double *theta_star, const char *path)
+			 const dp_ownerdata *od, const struct sim_result *res, double *final,
+			 const double *theta1, const double *theta_star, const char *path)
 {
-	struct json_object *j = json_object_new_object(), *ea = NULL, *psi = NULL;
+	struct json_object *j = json_object_new_object(), *psi = NULL, *pj = NULL;
 	size_t R = o->repeats;
-	double mean = 0, *rows = NULL;
+	double mean = 0;
 	int rc = 0;
 
 	if (j == NULL)
-		return DP_ENOMEM;
+		return dp_error_set(DP_ENOMEM, "out of memory");
 	for (size_t r = 0; r < R; r++)
 		mean += final[r];
 	mean /= (double)R;
 	psi = dp_json_double_array(final, R);   /* in repeat order, before sorting */
-	rows = malloc(s->N * sizeof(double));
-	ea = json_object_new_array();
-	if (psi == NULL || rows == NULL || ea == NULL) {
-		rc = dp_error_set(DP_ENOMEM, "out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < s->N && rc == 0; i++) {
-		rc = push_eps(ea, eps_of(o, i));
-		rows[i] = (double)od->ds[i].n;
-	}
+	if (psi == NULL)
+		rc = DP_ENOMEM;
 	if (rc == 0)
-		rc = dp_json_add(j, "mode", json_object_new_string(modes[s->mode]));
+		rc = dp_json_add(j, "mode", json_object_new_string(dp_plan_mode_name(s->mode)));
 	if (rc == 0)
 		rc = dp_json_add(j, "model", json_object_new_string(dp_model_name(s->model)));
 	if (rc == 0)
@@ -177,23 +304,19 @@ static int write_summary(const struct sim_opts *o, const dp_sim_setup *s,
 		rc = dp_json_add(j, "clip_l1", dp_json_double(s->clip));
 	if (rc == 0)
 		rc = dp_json_add(j, "freq_correction", json_object_new_boolean(s->freq_correction));
-	if (rc == 0 && s->mode == DP_SIM_ASYNC) {
+	if (rc == 0 && s->mode == DP_PLAN_ASYNC) {
 		rc = dp_json_add(j, "eta", dp_json_double(s->eta));
 		if (rc == 0 && s->lambda > 0)
 			rc = dp_json_add(j, "rho", dp_json_double(
 				dp_algo_rho_from_eta(s->N, s->T, s->lambda, s->eta)));
-	} else if (rc == 0 && s->mode == DP_SIM_SYNC1) {
+	} else if (rc == 0 && s->mode == DP_PLAN_SYNC1) {
 		rc = dp_json_add(j, "rho", dp_json_double(s->rho_over_T2 * (double)s->T *
 							   (double)s->T));
 	} else if (rc == 0) {
 		rc = dp_json_add(j, "c", dp_json_double(s->c));
 	}
-	if (rc == 0) {
-		rc = dp_json_add(j, "epsilon", ea);
-		ea = NULL;
-	}
 	if (rc == 0)
-		rc = dp_json_add(j, "n_rows", dp_json_double_array(rows, s->N));
+		rc = add_owners(j, s, od, res);
 	if (rc == 0)
 		rc = dp_json_add(j, "f_star", dp_json_double(s->f_star));
 	if (rc == 0)
@@ -209,6 +332,20 @@ static int write_summary(const struct sim_opts *o, const dp_sim_setup *s,
 		psi = NULL;
 	}
 	if (rc == 0)
+		rc = dp_json_add(j, "psi_zero", dp_json_double(res->psi_zero));
+	if (rc == 0)
+		rc = dp_json_add(j, "plan", dp_plan_json(res->plan));
+	if (rc == 0)
+		rc = add_warnings(j, res->warnings);
+	if (rc == 0) {
+		pj = json_object_new_object();
+		rc = dp_json_add(j, "public", pj);
+	}
+	if (rc == 0)
+		rc = dp_json_add(pj, "source", json_object_new_string(res->pub->source));
+	if (rc == 0)
+		rc = dp_json_add(pj, "measured", json_object_new_boolean(res->pub->measured));
+	if (rc == 0)
 		rc = dp_json_add(j, "theta", dp_json_double_array(theta1, s->p));
 	if (rc == 0)
 		rc = dp_json_add(j, "theta_star", dp_json_double_array(theta_star, s->p));
@@ -216,19 +353,16 @@ static int write_summary(const struct sim_opts *o, const dp_sim_setup *s,
 		rc = dp_error_set(DP_ENOMEM, "out of memory");
 	else
 		rc = dp_json_write_file(path, j, 0644);
-out:
-	json_object_put(ea);
 	json_object_put(psi);
 	json_object_put(j);
-	free(rows);
 	return rc;
 }
 
 /* DIR/psi.csv, DIR/schedule.txt (async), DIR/summary.json, DIR/model.json;
  * the exit status. */
 static int write_outputs(const struct sim_opts *o, const dp_sim_setup *s, const dp_ownerdata *od,
-			 const double *psi, const double *theta1, const double *theta_star,
-			 const size_t *owners1)
+			 const struct sim_result *res, const double *psi, const double *theta1,
+			 const double *theta_star, const size_t *owners1)
 {
 	size_t ncp = dp_sim_checkpoints(s), R = o->repeats;
 	double *col = malloc(R * sizeof(double)), *final = malloc(R * sizeof(double));
@@ -279,7 +413,7 @@ static int write_outputs(const struct sim_opts *o, const dp_sim_setup *s, const 
 	for (size_t r = 0; r < R; r++)
 		final[r] = psi[r * ncp + ncp - 1];
 	snprintf(path, sizeof(path), "%s/summary.json", o->out);
-	err = write_summary(o, s, od, final, theta1, theta_star, path);
+	err = write_summary(o, s, od, res, final, theta1, theta_star, path);
 	if (err != 0) {
 		dp_cmd_fail("sim", "%s", dp_error_detail(err));
 		goto out;
@@ -289,7 +423,7 @@ static int write_outputs(const struct sim_opts *o, const dp_sim_setup *s, const 
 				    .features = od->ds[0].names, .bias = o->bias, .T = s->T,
 				    .lambda = s->lambda, .theta_max = s->theta_max, .clip = s->clip };
 
-		snprintf(mf.mode, sizeof(mf.mode), "%s", modes[s->mode]);
+		snprintf(mf.mode, sizeof(mf.mode), "%s", dp_plan_mode_name(s->mode));
 		snprintf(path, sizeof(path), "%s/model.json", o->out);
 		err = dp_modelfile_write(path, &mf);
 		if (err != 0) {
@@ -304,13 +438,97 @@ out:
 	return rc;
 }
 
+/* The step the user fixed for T iterations (0: none, the planner
+ * chooses): async --eta, or --rho through dp_algo_eta_from_rho; sync1
+ * --rho as rho/T^2; sync2 --c.  T may be 0 only without --rho. */
+static double user_step(const struct sim_opts *o, size_t N, size_t T)
+{
+	if (o->mode == DP_PLAN_ASYNC)
+		return o->have_eta ? o->eta
+		       : o->have_rho ? dp_algo_eta_from_rho(N, T, o->lambda, o->rho) : 0.0;
+	if (o->mode == DP_PLAN_SYNC1)
+		return o->have_rho ? o->rho / ((double)T * (double)T) : 0.0;
+	return o->have_c ? o->c : 0.0;
+}
+
+/* Plan the job.  --rho fixes a step that depends on T: without --T the
+ * planner first chooses T as if the step were free, then the rest around
+ * rho's step at that T.  Returns 0 or the planner's error. */
+static int plan_job(const struct sim_opts *o, dp_plan_request *req, const dp_plan_public *pub,
+		    dp_plan *pl)
+{
+	int rc;
+
+	if (o->have_rho && req->T == 0) {
+		dp_plan first;
+
+		rc = dp_plan_make(req, pub, &first);
+		if (rc != 0)
+			return rc;
+		req->T = first.T;
+		dp_plan_free(&first);
+	}
+	req->step = user_step(o, req->N, req->T);
+	return dp_plan_make(req, pub, pl);
+}
+
+/* A schedule is given, not planned: an owner it names more often than its
+ * planned cap gets that many answers as its cap, and the rest is planned
+ * again around it.  A schedule from a real run never needs this (learnerd
+ * planned the same caps and never exceeds them); one drawn by hand or by
+ * an older learnerd may.  Caps fixed with --answers-cap stay as given
+ * (check_schedule refuses a schedule that exceeds them). */
+static int fit_schedule(const struct sim_opts *o, const size_t *sched, dp_plan_request *req,
+			const dp_plan_public *pub, uint64_t *caps, dp_plan *pl)
+{
+	uint64_t *count = calloc(req->N, sizeof(uint64_t));
+	bool raise = false;
+	int rc = 0;
+
+	if (count == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	for (size_t k = 0; k < req->T; k++)
+		count[sched[k]]++;
+	for (size_t i = 0; i < req->N; i++) {
+		if (caps[i] == 0 && count[i] > pl->answers_cap[i]) {
+			caps[i] = count[i];
+			raise = true;
+		}
+	}
+	if (raise) {
+		dp_plan_free(pl);
+		rc = plan_job(o, req, pub, pl);
+	}
+	free(count);
+	return rc;
+}
+
+/* Print the warning lines, one "dpasync sim: warning: ..." each. */
+static void print_warnings(const char *text)
+{
+	const char *p = text;
+
+	while (*p) {
+		size_t n = strcspn(p, "\n");
+
+		fprintf(stderr, "dpasync sim: warning: %.*s\n", (int)n, p);
+		p += n + (p[n] == '\n');
+	}
+}
+
 /* Everything after the options; the exit status. */
 static int simulate(const struct sim_opts *o)
 {
 	dp_ownerdata od = { 0 };
 	dp_sim_setup s = { 0 };
-	size_t *schedule = NULL, *owners1 = NULL, ncp, N, nrows = 0;
-	double *psi = NULL, *theta = NULL, *theta1 = NULL, *theta_star = NULL, maxw = 0;
+	dp_plan_public pub = { 0 };
+	dp_plan plan = { 0 };
+	dp_plan_request req = { 0 };
+	size_t *schedule = NULL, *owners1 = NULL, ncp, N, nrows = 0, T;
+	double *psi = NULL, *theta = NULL, *theta1 = NULL, *theta_star = NULL;
+	double *eps = NULL, f_zero, psi_mean = 0;
+	uint64_t *n_rows = NULL, *caps = NULL, *answers = NULL;
+	char warnings[2048];
 	int rc;
 
 	rc = dp_ownerdata_load(&od, o->files.v, o->files.n,
@@ -318,85 +536,133 @@ static int simulate(const struct sim_opts *o)
 			       (dp_model)o->model);
 	if (rc != 0) {
 		dp_cmd_fail("sim", "%s", dp_error_detail(rc));
+		rc = status_of(rc);
+		goto out;
+	}
+	N = od.N;
+	eps = calloc(N, sizeof(double));
+	n_rows = calloc(N, sizeof(uint64_t));
+	caps = calloc(N, sizeof(uint64_t));
+	answers = calloc(N, sizeof(uint64_t));
+	s.weight = calloc(N, sizeof(double));
+	s.eps_q = calloc(N, sizeof(double));
+	s.rate = calloc(N, sizeof(double));
+	if (!eps || !n_rows || !caps || !answers || !s.weight || !s.eps_q || !s.rate) {
+		dp_cmd_fail("sim", "out of memory");
+		rc = 1;
+		goto out;
+	}
+	rc = dp_sim_per_owner("--epsilon", o->eps.v, o->eps.n, N, 1.0, eps);
+	if (rc == 0)
+		rc = dp_sim_per_owner("--rates", o->rates.v, o->rates.n, N, 1.0, s.rate);
+	if (rc == 0)
+		rc = dp_sim_per_owner_u64("--answers-cap", o->caps.v, o->caps.n, N, 0, caps);
+	if (rc != 0) {
+		dp_cmd_fail("sim", "%s", dp_error_detail(rc));
 		rc = 2;
 		goto out;
 	}
 	rc = 2;
-	N = od.N;
-	if (o->eps.n != 1 && o->eps.n != N) {
-		dp_cmd_fail("sim", "--epsilon has %zu values for %zu owners (give 1 or %zu)",
-			    o->eps.n, N, N);
-		goto out;
-	}
-	if (o->rates.n != 0 && o->rates.n != 1 && o->rates.n != N) {
-		dp_cmd_fail("sim", "--rates has %zu values for %zu owners (give 1 or %zu)",
-			    o->rates.n, N, N);
-		goto out;
-	}
-	if (o->freq_correction && o->mode != DP_SIM_ASYNC) {
+	if (o->freq_correction && o->mode != DP_PLAN_ASYNC) {
 		dp_cmd_fail("sim", "--freq-correction applies to --mode async only");
 		goto out;
 	}
-	if (o->schedule && o->mode != DP_SIM_ASYNC) {
+	if (o->schedule && o->mode != DP_PLAN_ASYNC) {
 		dp_cmd_fail("sim", "--schedule applies to --mode async only");
 		goto out;
 	}
+	T = o->T;
 	if (o->schedule) {
-		rc = read_schedule(o->schedule, o->T, N, &schedule);
+		rc = read_schedule(o->schedule, &T, N, &schedule);
 		if (rc != 0)
 			goto out;
 	}
+
+	/* The plan, from public information only. */
+	{
+		dp_public_from from = { .sample = o->sample, .file = o->public_file,
+					.target = o->schema ? NULL : (o->target ? o->target : "y"),
+					.bias = o->bias, .schema = o->schema };
+
+		rc = dp_public_obtain(&from, (dp_model)o->model, &od.ds[0], o->lambda,
+				      o->theta_max, &pub);
+		if (rc != 0) {
+			dp_cmd_fail("sim", "%s", dp_error_detail(rc));
+			rc = status_of(rc);
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < N; i++) {
+		n_rows[i] = od.ds[i].n;
+		nrows += od.ds[i].n;
+	}
+	req.mode = (enum dp_plan_mode)o->mode;
+	req.N = N;
+	req.n_rows = n_rows;
+	req.epsilon = eps;
+	req.rate = s.rate;
+	req.T = T;
+	req.clip = o->have_clip ? o->clip : 0.0;
+	req.answers_cap = caps;
+	req.margin = o->have_margin ? o->margin : 0.0;
+	req.T_max = o->T_max;
+	rc = plan_job(o, &req, &pub, &plan);
+	if (rc == 0 && schedule != NULL)
+		rc = fit_schedule(o, schedule, &req, &pub, caps, &plan);
+	if (rc != 0) {
+		if (rc == DP_EINVAL)
+			dp_cmd_fail("sim", "bad usage: %s (try dpasync sim --help)",
+				    dp_error_detail(rc));
+		else
+			dp_cmd_fail("sim", "%s", dp_error_detail(rc));
+		rc = status_of(rc);
+		goto out;
+	}
+	T = plan.T;
+	if (schedule) {
+		rc = check_schedule(o->schedule, schedule, T, N, plan.answers_cap);
+		if (rc != 0)
+			goto out;
+	}
+
 	rc = 1;
-	s.mode = (enum dp_sim_mode)o->mode;
+	s.mode = (enum dp_plan_mode)o->mode;
 	s.model = (dp_model)o->model;
 	s.N = N;
 	s.p = od.ds[0].p;
-	s.T = o->T;
+	s.T = T;
 	s.ds = od.view;
 	s.lambda = o->lambda;
 	s.theta_max = o->theta_max;
-	s.clip = o->have_clip ? o->clip : dp_defaults_clip(s.p);
+	s.clip = plan.clip;
+	s.answers_cap = plan.answers_cap;
 	s.schedule = schedule;
 	s.freq_correction = o->freq_correction;
-	s.psi_every = o->psi_every ? o->psi_every : (o->T / 200 ? o->T / 200 : 1);
-	s.weight = calloc(N, sizeof(double));
-	s.eps_q = calloc(N, sizeof(double));
-	s.rate = calloc(N, sizeof(double));
+	s.psi_every = o->psi_every ? o->psi_every : (T / 200 ? T / 200 : 1);
+	s.eta = plan.mode == DP_PLAN_ASYNC ? plan.step : 0.0;
+	s.rho_over_T2 = plan.mode == DP_PLAN_SYNC1 ? plan.step : 0.0;
+	s.c = plan.mode == DP_PLAN_SYNC2 ? plan.step : 0.0;
+	for (size_t i = 0; i < N; i++) {
+		s.weight[i] = (double)od.ds[i].n / (double)nrows;
+		/* The same per-answer share ownerd's ledger charges (nano-epsilon, rounded down). */
+		rc = dp_ledger_eps_share(eps[i], plan.answers_cap[i], &s.eps_q[i]);
+		if (rc != 0) {
+			dp_cmd_fail("sim", "owner %zu: %s", i + 1, dp_error_detail(rc));
+			rc = 2;
+			goto out;
+		}
+	}
+	rc = 1;
 	ncp = dp_sim_checkpoints(&s);
 	psi = calloc(ncp * o->repeats, sizeof(double));
 	theta = calloc(s.p, sizeof(double));
 	theta1 = calloc(s.p, sizeof(double));
 	theta_star = calloc(s.p, sizeof(double));
-	owners1 = calloc(o->T, sizeof(size_t));
-	if (!s.weight || !s.eps_q || !s.rate || !psi || !theta || !theta1 || !theta_star ||
-	    !owners1) {
+	owners1 = calloc(T, sizeof(size_t));
+	if (!psi || !theta || !theta1 || !theta_star || !owners1) {
 		dp_cmd_fail("sim", "out of memory");
 		goto out;
 	}
-	for (size_t i = 0; i < N; i++)
-		nrows += od.ds[i].n;
-	for (size_t i = 0; i < N; i++) {
-		size_t K = o->answers_cap ? o->answers_cap : o->T;
-
-		s.weight[i] = (double)od.ds[i].n / (double)nrows;
-		/* The same per-answer share ownerd's ledger charges (nano-epsilon, rounded down). */
-		if (dp_ledger_eps_share(eps_of(o, i), K, &s.eps_q[i]) != 0) {
-			dp_cmd_fail("sim", "%s", dp_error_detail(DP_EINVAL));
-			rc = 2;
-			goto out;
-		}
-		s.rate[i] = rate_of(o, i);
-		if (s.weight[i] > maxw)
-			maxw = s.weight[i];
-	}
-	if (o->mode == DP_SIM_ASYNC)
-		s.eta = o->have_eta ? o->eta
-			: o->have_rho ? dp_algo_eta_from_rho(N, o->T, o->lambda, o->rho)
-			: dp_defaults_async_eta(s.model, s.p, o->lambda, maxw, N, o->T);
-	s.rho_over_T2 = o->have_rho ? o->rho / ((double)o->T * (double)o->T)
-		: dp_defaults_sync_step(s.model, s.p, o->lambda);
-	s.c = o->have_c ? o->c : dp_defaults_sync_step(s.model, s.p, o->lambda);
-
 	rc = dp_optimum_solve(s.model, od.view, N, o->lambda, o->theta_max, theta_star, &s.f_star);
 	if (rc != 0) {
 		dp_cmd_fail("sim", "computing the non-private optimum: %s", dp_error_detail(rc));
@@ -409,6 +675,7 @@ static int simulate(const struct sim_opts *o)
 		rc = 1;
 		goto out;
 	}
+	f_zero = dp_model_fitness(s.model, od.view, N, o->lambda, theta /* zeros */);
 	if (dp_file_mkdir_p(o->out, 0) != 0) {
 		dp_cmd_fail("sim", "%s", dp_error_detail(DP_EIO));
 		rc = 1;
@@ -416,32 +683,53 @@ static int simulate(const struct sim_opts *o)
 	}
 	for (size_t r = 0; r < o->repeats; r++) {
 		rc = dp_sim_run(&s, o->seed + r, psi + r * ncp, r == 0 ? theta1 : theta,
-				r == 0 ? owners1 : NULL);
+				r == 0 ? owners1 : NULL, r == 0 ? answers : NULL);
 		if (rc != 0) {
-			dp_cmd_fail("sim", "repeat %zu: %s", r + 1, dp_error_detail(rc));
+			if (rc == DP_EBUDGET)
+				dp_cmd_fail("sim", "%s", dp_error_detail(rc));
+			else
+				dp_cmd_fail("sim", "repeat %zu: %s", r + 1, dp_error_detail(rc));
 			rc = 1;
 			goto out;
 		}
+		psi_mean += psi[r * ncp + ncp - 1] / (double)o->repeats;
 	}
-	rc = write_outputs(o, &s, &od, psi, theta1, theta_star,
-			   o->mode == DP_SIM_ASYNC ? owners1 : NULL);
-	if (rc == 0) {
-		double m = 0;
 
-		for (size_t r = 0; r < o->repeats; r++)
-			m += psi[r * ncp + ncp - 1];
-		printf("mode=%s model=%s N=%zu T=%zu repeats=%zu psi_mean=%.6g f_star=%.10g out=%s\n",
-		       modes[o->mode], dp_model_name(s.model), N, o->T, o->repeats,
-		       m / (double)o->repeats, s.f_star, o->out);
+	dp_plan_warnings(&plan, &pub, warnings, sizeof(warnings));
+	{
+		double pz = dp_model_psi(f_zero, s.f_star);
+		size_t used = strlen(warnings);
+		struct sim_result res = { .plan = &plan, .pub = &pub, .eps = eps,
+					  .answers = answers, .psi_zero = pz,
+					  .warnings = warnings };
+
+		if (psi_mean >= pz)
+			snprintf(warnings + used, sizeof(warnings) - used,
+				 "%sthe model is worse than theta = 0 on the owners' data: mean psi "
+				 "%.4g >= psi_zero %.4g", used ? "\n" : "", psi_mean, pz);
+		print_warnings(warnings);
+		rc = write_outputs(o, &s, &od, &res, psi, theta1, theta_star,
+				   o->mode == DP_PLAN_ASYNC ? owners1 : NULL);
+		if (rc == 0)
+			printf("mode=%s model=%s N=%zu T=%zu repeats=%zu psi_mean=%.6g "
+			       "psi_predicted=%.6g psi_zero=%.6g f_star=%.10g out=%s\n",
+			       dp_plan_mode_name(s.mode), dp_model_name(s.model), N, T, o->repeats,
+			       psi_mean, plan.psi, pz, s.f_star, o->out);
 	}
 out:
 	dp_ownerdata_free(&od);
+	dp_plan_public_free(&pub);
+	dp_plan_free(&plan);
 	free(schedule);
 	free(owners1);
 	free(psi);
 	free(theta);
 	free(theta1);
 	free(theta_star);
+	free(eps);
+	free(n_rows);
+	free(caps);
+	free(answers);
 	free(s.weight);
 	free(s.eps_q);
 	free(s.rate);
@@ -455,8 +743,8 @@ int dp_cmd_sim(int argc, char **argv)
 				       dp_model_name(DP_MODEL_LOGISTIC),
 				       dp_model_name(DP_MODEL_SVM), NULL };
 	const struct dp_config_entry entries[] = {
-		{ .name = "mode", DP_CFG_ENUM(&o.mode, modes), .def = "async", .metavar = "M",
-		  .help = "async | sync1 | sync2" },
+		{ .name = "mode", DP_CFG_ENUM(&o.mode, dp_plan_mode_names), .def = "async",
+		  .metavar = "M", .help = "async | sync1 | sync2" },
 		{ .name = "model", DP_CFG_ENUM(&o.model, models), .def = "linear", .metavar = "M",
 		  .help = "linear | logistic | svm" },
 		{ .name = "target", DP_CFG_STRING(&o.target), .metavar = "COL",
@@ -464,46 +752,59 @@ int dp_cmd_sim(int argc, char **argv)
 		{ .name = "bias", DP_CFG_BOOL(&o.bias), .help = "append a constant-1 feature" },
 		{ .name = "schema", DP_CFG_PATH(&o.schema), .metavar = "FILE",
 		  .help = "feature schema from dpasync prep, applied to\nraw FILEs" },
-		{ .name = "t", .alias = "T", DP_CFG_SIZE(&o.T), .def = STR(DP_DEFAULT_T), .min = 2,
-		  .max = INFINITY, .help = "iterations" },
+		{ .name = "t", .alias = "T", DP_CFG_SIZE(&o.T), .def = "0", .metavar = "N",
+		  .help = "iterations (0: planned)" },
+		{ .name = "t-max", DP_CFG_SIZE(&o.T_max), .min = 2, .max = INFINITY, .metavar = "N",
+		  .help = "largest T the planner considers (default\n100000 async, 2000 sync)" },
 		{ .name = "eta", DP_CFG_DOUBLE(&o.eta), .min = 0, .max = INFINITY,
 		  .min_exclusive = true, .given = &o.have_eta, .metavar = "E",
-		  .help = "async: owner-copy step N rho/(T^2 sigma)\n"
-			  "(default 1/(L max_i n_i/n) * min(1,\n"
-			  "sqrt(100N/T)), L = 2p+2lambda linear,\n"
-			  "p/4+2lambda logistic/svm)" },
+		  .help = "async: owner-copy step N rho/(T^2 sigma)\n(default: planned)" },
 		{ .name = "rho", DP_CFG_DOUBLE(&o.rho), .min = 0, .max = INFINITY,
 		  .min_exclusive = true, .given = &o.have_rho, .metavar = "R",
 		  .help = "async: the paper's rho instead of --eta;\n"
-			  "sync1: step rho/(T^2 k) (default rho/T^2 =\n"
-			  "min(1/L, 1/(2lambda)))" },
+			  "sync1: step rho/(T^2 k) (default: planned)" },
 		{ .name = "c", DP_CFG_DOUBLE(&o.c), .min = 0, .max = INFINITY, .min_exclusive = true,
 		  .given = &o.have_c, .metavar = "C",
-		  .help = "sync2: step c/sqrt(k) (default as sync1's\nrho/T^2)" },
-		{ .name = "lambda", DP_CFG_DOUBLE(&o.lambda), .def = STR(DP_DEFAULT_LAMBDA), .min = 0,
+		  .help = "sync2: step c/sqrt(k) (default: planned)" },
+		{ .name = "lambda", DP_CFG_DOUBLE(&o.lambda), .def = "0.01", .min = 0,
 		  .max = INFINITY, .metavar = "L", .help = "regulariser g = lambda ||theta||^2" },
-		{ .name = "theta-max", DP_CFG_DOUBLE(&o.theta_max), .def = STR(DP_DEFAULT_THETA_MAX),
+		{ .name = "theta-max", DP_CFG_DOUBLE(&o.theta_max), .def = "10",
 		  .min = 0, .max = INFINITY, .min_exclusive = true, .metavar = "M",
 		  .help = "box bound on every coordinate" },
 		{ .name = "clip", DP_CFG_DOUBLE(&o.clip), .min = 0, .max = INFINITY,
 		  .min_exclusive = true, .given = &o.have_clip, .metavar = "X",
-		  .help = "L1 clip bound on per-example gradients\n"
-			  "(default p, the number of model coordinates)" },
-		{ .name = "epsilon", DP_CFG_DOUBLES_INF(&o.eps), .def = STR(DP_DEFAULT_EPSILON),
+		  .help = "L1 clip bound on per-example gradients\n(default: planned)" },
+		{ .name = "epsilon", DP_CFG_DOUBLES_INF(&o.eps), .def = "1",
 		  .min = 0, .max = INFINITY, .min_exclusive = true, .metavar = "E[,..]",
 		  .help = "budget per owner, one value for all or one\n"
 			  "per owner; inf = no noise" },
-		{ .name = "answers-cap", DP_CFG_SIZE(&o.answers_cap), .metavar = "K",
-		  .help = "answers each owner's budget is split over\n(default T)" },
+		{ .name = "answers-cap", DP_CFG_SIZES(&o.caps), .min = 1, .max = INFINITY,
+		  .metavar = "K[,..]",
+		  .help = "answers each owner's budget is split over,\n"
+			  "one value for all or one per owner (default:\n"
+			  "planned, ceil(T pi_i (1 + margin)) async,\nT-1 sync)" },
+		{ .name = "margin", DP_CFG_DOUBLE(&o.margin), .min = 0, .max = INFINITY,
+		  .min_exclusive = true, .given = &o.have_margin, .metavar = "M",
+		  .help = "async: planned caps exceed an owner's\n"
+			  "expected answers by this fraction (default\n0.1)" },
 		{ .name = "rates", DP_CFG_DOUBLES(&o.rates), .min = 0, .max = INFINITY,
 		  .min_exclusive = true, .metavar = "R[,..]",
 		  .help = "async: owners' Poisson clock rates (default 1\neach)" },
+		{ .name = "sample", DP_CFG_PATH(&o.sample), .metavar = "FILE",
+		  .help = "a public sample (read like the FILEs) the\n"
+			  "planner's constants are measured on" },
+		{ .name = "public", DP_CFG_PATH(&o.public_file), .metavar = "FILE",
+		  .help = "the planner's constants from dpasync forecast\n"
+			  "(default without --sample: assumed from the\ndata's shape)" },
 		{ .name = "freq-correction", DP_CFG_BOOL(&o.freq_correction),
 		  .help = "async: scale owner i's weight by 1/(N pi_i),\n"
 			  "pi_i its observed share of iterations (the\n"
 			  "paper's Remark 4)" },
 		{ .name = "schedule", DP_CFG_PATH(&o.schedule), .metavar = "FILE",
-		  .help = "async: owner (1-based) of each iteration,\none per line" },
+		  .help = "async: owner (1-based) of each iteration,\n"
+			  "one per line (T: its length; a planned cap\n"
+			  "below an owner's count there becomes the\n"
+			  "count)" },
 		{ .name = "repeats", DP_CFG_SIZE(&o.repeats), .def = "10", .min = 1, .max = INFINITY,
 		  .metavar = "R", .help = "independent runs" },
 		{ .name = "seed", DP_CFG_U64(&o.seed), .def = "1", .metavar = "S", .help = "seed" },

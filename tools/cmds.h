@@ -16,6 +16,7 @@ struct dp_config_spec;
 int dp_cmd_gen(int argc, char **argv);
 int dp_cmd_prep(int argc, char **argv);
 int dp_cmd_sim(int argc, char **argv);
+int dp_cmd_forecast(int argc, char **argv);
 int dp_cmd_eval(int argc, char **argv);
 int dp_cmd_certs(int argc, char **argv);
 int dp_cmd_ledger(int argc, char **argv);

@@ -21,12 +21,12 @@
 #define STEP_GRID   12
 #define STEP_SPAN   100.0  /* smallest step tried: the largest / STEP_SPAN */
 
+const char *const dp_plan_mode_names[] = { "async", "sync1", "sync2", NULL };
+
 int dp_plan_mode_parse(const char *s, enum dp_plan_mode *out)
 {
-	static const char *const names[] = { "async", "sync1", "sync2" };
-
 	for (int i = 0; i < 3; i++) {
-		if (s != NULL && strcmp(s, names[i]) == 0) {
+		if (s != NULL && strcmp(s, dp_plan_mode_names[i]) == 0) {
 			*out = (enum dp_plan_mode)i;
 			return 0;
 		}
@@ -36,12 +36,7 @@ int dp_plan_mode_parse(const char *s, enum dp_plan_mode *out)
 
 const char *dp_plan_mode_name(enum dp_plan_mode m)
 {
-	switch (m) {
-	case DP_PLAN_ASYNC: return "async";
-	case DP_PLAN_SYNC1: return "sync1";
-	case DP_PLAN_SYNC2: return "sync2";
-	}
-	return "?";
+	return (unsigned)m < 3 ? dp_plan_mode_names[m] : "?";
 }
 
 /* ---- public constants ------------------------------------------------------ */
@@ -54,6 +49,7 @@ void dp_plan_public_free(dp_plan_public *pub)
 		free(pub->clips[c].h);
 		free(pub->clips[c].t);
 		free(pub->clips[c].hf);
+		free(pub->clips[c].hs);
 	}
 	free(pub->clips);
 	memset(pub, 0, sizeof(*pub));
@@ -275,6 +271,8 @@ struct json_object *dp_plan_public_json(const dp_plan_public *pub)
 			rc = dp_json_add(e, "t", dp_json_double_array(k->t, pub->p));
 		if (rc == 0)
 			rc = dp_json_add(e, "hf", dp_json_double_array(k->hf, pub->p));
+		if (rc == 0 && k->hs != NULL)
+			rc = dp_json_add(e, "hs", dp_json_double_array(k->hs, pub->p));
 	}
 	if (rc == 0)
 		rc = dp_json_add(o, "clips", clips);
@@ -291,7 +289,7 @@ int dp_plan_public_parse(const char *path, struct json_object *o, dp_plan_public
 {
 	static const char *const keys[] = { "model", "p", "lambda", "f_star", "f_zero", "alone",
 					    "h_safe", "measured", "source", "clips" };
-	static const char *const ckeys[] = { "clip", "f_clip", "h", "t", "hf" };
+	static const char *const ckeys[] = { "clip", "f_clip", "h", "t", "hf", "hs" };
 	dp_json_reader r = { .path = path };
 	dp_plan_public pub = { 0 };
 	struct json_object *inner = NULL, *clips;
@@ -351,6 +349,17 @@ int dp_plan_public_parse(const char *path, struct json_object *o, dp_plan_public
 		dp_json_get_doubles(&r, e, "h", k->h, pub.p);
 		dp_json_get_doubles(&r, e, "t", k->t, pub.p);
 		dp_json_get_doubles(&r, e, "hf", k->hf, pub.p);
+		if (r.rc == 0 && json_object_object_get_ex(e, "hs", NULL)) {
+			k->hs = calloc(pub.p, sizeof(double));
+			if (k->hs == NULL) {
+				dp_plan_public_free(&pub);
+				return dp_error_set(DP_ENOMEM, "%s: out of memory", path);
+			}
+			dp_json_get_doubles(&r, e, "hs", k->hs, pub.p);
+			for (size_t q = 0; r.rc == 0 && q < pub.p; q++)
+				if (!(k->hs[q] > 0.0))
+					dp_json_fail(&r, "secant curvatures 'hs' must be > 0");
+		}
 		if (r.rc == 0 && !(k->clip > 0.0 && k->f_clip >= pub.f_star * (1.0 - 1e-9)))
 			dp_json_fail(&r, "'clip' must be > 0 and 'f_clip' >= f_star");
 		for (size_t q = 0; r.rc == 0 && q < pub.p; q++)
@@ -483,9 +492,13 @@ static void async_excess(const dp_plan_clip *k, size_t p, double lambda, double 
 		async_matrix(k->h[q], t, lambda, N, eta, m);
 		mat_pow(m, T, mt);
 		/* From theta = 0: only the constants are non-zero. */
+		Pn = mt[P_][NU_];
+		if (k->hs != NULL && k->hs[q] != k->h[q]) {
+			async_matrix(k->hs[q], t, lambda, N, eta, m);
+			mat_pow(m, T, mt);
+		}
 		a = mt[A_][ONE_];
 		P = mt[P_][ONE_];
-		Pn = mt[P_][NU_];
 		*opt += cf * (P - 2.0 * t * a + t * t);
 		*gain += cf * Pn;
 	}
@@ -506,6 +519,7 @@ static void sync_excess(enum dp_plan_mode mode, const dp_plan_clip *k, size_t p,
 	*gain = 0.0;
 	for (size_t q = 0; q < p; q++) {
 		double H = k->h[q] + 2.0 * lambda, t = k->t[q], cf = 0.5 * (k->hf[q] + 2.0 * lambda);
+		double Hs = (k->hs != NULL ? k->hs[q] : k->h[q]) + 2.0 * lambda;
 		double me = -t, ve = 0.0;              /* iterate: mean error, noise variance / sigma2 */
 		double mh = 0.0, vh = 0.0, ch = 0.0;   /* average: mean, variance, covariance */
 		double out_m, out_v;
@@ -513,7 +527,7 @@ static void sync_excess(enum dp_plan_mode mode, const dp_plan_clip *k, size_t p,
 		mh = -t;   /* theta_hat starts at theta[1] = 0 */
 		for (size_t kk = 1; kk < T; kk++) {
 			double s = mode == DP_PLAN_SYNC1 ? step / (double)kk : step / sqrt((double)kk);
-			double g = 1.0 - s * H;
+			double g = 1.0 - s * H, gs = 1.0 - s * Hs;
 
 			if (mode == DP_PLAN_SYNC2) {
 				double wo = ((double)kk - 1.0) / (a_sq + (double)kk);
@@ -524,7 +538,7 @@ static void sync_excess(enum dp_plan_mode mode, const dp_plan_clip *k, size_t p,
 				mh = wo * mh + wn * me;
 				vh = nvh;
 			}
-			me = g * me;
+			me = gs * me;
 			ve = g * g * ve + s * s;
 		}
 		if (mode == DP_PLAN_SYNC2) {
@@ -614,9 +628,12 @@ static double step_max(const struct job *jb, size_t ci)
 	const dp_plan_public *pub = jb->pub;
 	double h = pub->h_safe, N = (double)jb->req->N;
 
-	for (size_t q = 0; q < pub->p; q++)
+	for (size_t q = 0; q < pub->p; q++) {
 		if (pub->clips[ci].h[q] > h)
 			h = pub->clips[ci].h[q];
+		if (pub->clips[ci].hs != NULL && pub->clips[ci].hs[q] > h)
+			h = pub->clips[ci].hs[q];
+	}
 	if (jb->req->mode == DP_PLAN_ASYNC)
 		return 1.0 / (pub->lambda / N + jb->wmax * h);
 	return 1.0 / (h + 2.0 * pub->lambda);
@@ -674,6 +691,32 @@ static int job_init(struct job *jb, const dp_plan_request *req, const dp_plan_pu
 			jb->wmax = w;
 	}
 	return 0;
+}
+
+/* The longest job the caps the user fixed allow: sync, T - 1 <= every
+ * fixed K_i; async, with every K_i fixed, T <= their sum (an exhausted
+ * owner drops out and the others go on, but no further). */
+static size_t caps_t_limit(const dp_plan_request *req, size_t tmax)
+{
+	uint64_t sum = 0;
+	bool all = true;
+
+	if (req->answers_cap == NULL)
+		return tmax;
+	for (size_t i = 0; i < req->N; i++) {
+		uint64_t k = req->answers_cap[i];
+
+		if (k == 0) {
+			all = false;
+			continue;
+		}
+		if (req->mode != DP_PLAN_ASYNC && k + 1 < tmax)
+			tmax = (size_t)k + 1;
+		sum += k;
+	}
+	if (req->mode == DP_PLAN_ASYNC && all && sum < tmax)
+		tmax = (size_t)sum;
+	return tmax < 2 ? 2 : tmax;
 }
 
 /* The candidate whose clip is nearest (in ratio) to a clip the user set. */
@@ -741,6 +784,7 @@ int dp_plan_make(const dp_plan_request *req, const dp_plan_public *pub, dp_plan 
 
 		if (req->mode != DP_PLAN_ASYNC && tmax > SYNC_T_MAX)
 			tmax = SYNC_T_MAX;
+		tmax = caps_t_limit(req, tmax);
 		if (tmin < 4)
 			tmin = 4;
 		if (tmin > tmax)
@@ -842,6 +886,7 @@ out:
 void dp_plan_warnings(const dp_plan *pl, const dp_plan_public *pub, char *buf, size_t size)
 {
 	size_t used = 0, nalone = 0;
+	double best_alone = 0.0;
 	int n;
 
 	DP_REQUIRE(pl != NULL && pub != NULL && buf != NULL && size > 0);
@@ -854,16 +899,18 @@ void dp_plan_warnings(const dp_plan *pl, const dp_plan_public *pub, char *buf, s
 		if (n > 0)
 			used += (size_t)n < size - used ? (size_t)n : size - used - 1;
 	}
-	for (size_t i = 0; i < pl->N; i++)
-		nalone += !pl->collaborate[i];
+	for (size_t i = 0; i < pl->N; i++) {
+		if (pl->collaborate[i])
+			continue;
+		if (nalone == 0 || pl->alone[i] < best_alone)
+			best_alone = pl->alone[i];
+		nalone++;
+	}
 	if (nalone > 0 && used < size) {
 		n = snprintf(buf + used, size - used,
 			     "%scollaborating is predicted not to pay for %zu of %zu owners: their own "
 			     "non-private models (psi %.3g at best) beat the private joint model "
-			     "(psi %.3g)", used ? "\n" : "", nalone, pl->N, pl->alone[0], pl->psi);
-		for (size_t i = 0; i < pl->N; i++)
-			if (!pl->collaborate[i] && pl->alone[i] < pl->alone[0])
-				(void)0;
+			     "(psi %.3g)", used ? "\n" : "", nalone, pl->N, best_alone, pl->psi);
 		if (n > 0)
 			used += (size_t)n < size - used ? (size_t)n : size - used - 1;
 	}

@@ -32,6 +32,10 @@
 
 enum dp_plan_mode { DP_PLAN_ASYNC = 0, DP_PLAN_SYNC1 = 1, DP_PLAN_SYNC2 = 2 };
 
+/* The mode names in enum order, NULL-terminated (a config table's ENUM
+ * values). */
+extern const char *const dp_plan_mode_names[];
+
 /* "async" | "sync1" | "sync2"; DP_EINVAL otherwise. */
 int dp_plan_mode_parse(const char *s, enum dp_plan_mode *out);
 const char *dp_plan_mode_name(enum dp_plan_mode m);
@@ -45,6 +49,14 @@ typedef struct dp_plan_clip {
 	double *t;       /* p: theta*_Xi in that eigenbasis */
 	double *hf;      /* p: curvature of the unclipped mean loss in the same
 			    basis (what the excess of f is measured with) */
+	double *hs;      /* p or NULL: the secant curvature from theta = 0 to
+			    theta*_Xi in the same basis, -(G(0))_e / t_e - 2
+			    lambda with G the clipped mean loss gradient: how
+			    hard the clipped gradient pulls on the way from 0,
+			    where large gradients are clipped more (linear) or
+			    the loss is stiffer (logistic).  It drives the
+			    optimisation part of the forecast; h the noise
+			    part.  NULL: h */
 } dp_plan_clip;
 
 /* The public constants. */
@@ -77,7 +89,8 @@ int dp_plan_public_shape(dp_model model, size_t p, double lambda, dp_plan_public
 
 /* The constants as the JSON object {"model", "p", "lambda", "f_star",
  * "f_zero", "alone", "h_safe", "measured", "source", "clips": [{"clip",
- * "f_clip", "h", "t", "hf"}...]}; NULL on allocation failure. */
+ * "f_clip", "h", "t", "hf", "hs" (when set)}...]}; NULL on allocation
+ * failure. */
 struct json_object *dp_plan_public_json(const dp_plan_public *pub);
 
 /* Read them back from `o` (that object, or an object holding it under
@@ -136,9 +149,12 @@ typedef struct dp_plan {
  * geometric grid up to T_max (async) or a smaller one (sync), the step over
  * (0, the largest step that keeps every update a contraction], Xi over
  * pub's candidates; K_i = ceil(T pi_i (1 + margin)) with pi_i the owner's
- * share of clock ticks (async; sync: T - 1).  `pub` must describe the same
- * model and p as the job (DP_EINVAL otherwise).  Errors: DP_EINVAL (bad
- * request), DP_ENOMEM.  On success the caller frees *out with
+ * share of clock ticks (async; sync: T - 1).  A T the planner chooses never
+ * outruns the caps the user fixed: sync T - 1 <= each fixed K_i; async,
+ * when every K_i is fixed, T <= their sum.  `pub` must describe the same
+ * model and p as the job: the request does not carry them, so the caller
+ * checks.  Errors: DP_EINVAL (bad request, including a sync cap below a
+ * fixed T - 1), DP_ENOMEM.  On success the caller frees *out with
  * dp_plan_free. */
 int dp_plan_make(const dp_plan_request *req, const dp_plan_public *pub, dp_plan *out);
 

@@ -11,6 +11,13 @@ import math, os, statistics, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import check, run, tmpdir, cleanup, summary, main
 
+# Fixed settings, so that both arms run the same job: T = 2000, the step
+# 1/(L max_i n_i/n) * min(1, sqrt(100 N / T)) with L = 2p + 2 lambda (p = 6
+# with the bias, lambda = 0.01), clip Xi = p, and caps that never bind
+# (K = T; with planned caps owner 1's extra answers would be cut).
+T, N, P = 2000, 4, 6
+ETA = 1 / ((2 * P + 2 * 0.01) / N) * min(1, (100 * N / T) ** 0.5)
+
 def test(argv):
     dp = argv[0]
     d = tmpdir('freq')
@@ -22,8 +29,8 @@ def test(argv):
             res = {}
             for fc in (False, True):
                 out = '%s/%s-%s' % (d, eps, fc)
-                run([dp, 'sim', '--bias', '--epsilon', eps, '--rates', '5,1,1,1', '--T', '2000',
-                     '--repeats', '40', '--seed', '7', '--psi-every', '2000', '--out', out]
+                run([dp, 'sim', '--bias', '--epsilon', eps, '--rates', '5,1,1,1', '--T', str(T),
+                     '--eta', repr(ETA), '--clip', str(P), '--answers-cap', str(T), '--repeats', '40', '--seed', '7', '--psi-every', '2000', '--out', out]
                     + (['--freq-correction'] if fc else []) + files)
                 v = summary(out)['psi']
                 res[fc] = (statistics.mean(v), statistics.stdev(v) / math.sqrt(len(v)))

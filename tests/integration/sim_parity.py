@@ -28,8 +28,10 @@ def test(argv):
             common = ['--rho', '2000', '--lambda', '0.05', '--theta-max', '0.3', '--clip', '0.5',
                       '--T', str(T), '--bias']
             out = os.path.join(d, model + '-sim')
+            # --answers-cap T: the schedule is drawn freely, so no cap may bind.
             run([dpasync, 'sim', '--mode', 'async', '--model', model, '--epsilon', 'inf',
-                 '--schedule', sched, '--repeats', '1', '--out', out] + common + files)
+                 '--schedule', sched, '--answers-cap', str(T), '--repeats', '1', '--out', out]
+                + common + files)
             ref = os.path.join(d, model + '-ref.json')
             run(['/usr/bin/python3', os.path.join(HERE, 'ref_async.py'), '--model', model,
                  '--schedule', sched, '--out', ref] + common + files)

@@ -16,6 +16,11 @@ from harness import check, run, tmpdir, cleanup, summary, main
 # CLIP 20 is above almost every per-example gradient norm here, so clipping
 # does not bias the optimum and the noise-free floor stays ~50x below the noise.
 T, R, N, D, CLIP = 1000, 40, 4, 5, 20
+# The theorem is about fixed settings: the step and the answer caps are given
+# (the planner would adapt them to epsilon and n_i).  ETA is the step
+# 1/(L max_i n_i/n) * min(1, sqrt(100 N / T)) with L = 2p + 2 lambda, p = D + 1
+# (bias), lambda = 0.01; every owner's budget is split over K = T answers.
+ETA = 1 / ((2 * (D + 1) + 2 * 0.01) / N) * min(1, (100 * N / T) ** 0.5)
 
 def slope(xs, ys):
     lx = [math.log(x) for x in xs]
@@ -31,7 +36,7 @@ def sim(dpasync, d, tag, rows, eps):
     files = [os.path.join(data, 'owner-%d.csv' % i) for i in range(1, N + 1)]
     out = os.path.join(d, tag)
     run([dpasync, 'sim', '--model', 'linear', '--epsilon', str(eps), '--clip', str(CLIP), '--bias',
-         '--T', str(T), '--repeats', str(R), '--seed', '9', '--psi-every', str(T), '--out', out]
+         '--T', str(T), '--eta', repr(ETA), '--answers-cap', str(T), '--repeats', str(R), '--seed', '9', '--psi-every', str(T), '--out', out]
         + files)
     return summary(out)['psi_mean']
 

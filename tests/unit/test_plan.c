@@ -293,6 +293,11 @@ static void test_public_json_round_trip(void **state)
 
 	for (int m = 0; m < 3; m++) {
 		assert_int_equal(dp_plan_public_shape((dp_model)m, 5, 0.02, &a), 0);
+		if (m == 1) {   /* measured constants carry secant curvatures */
+			a.clips[0].hs = calloc(a.p, sizeof(double));
+			for (size_t q = 0; q < a.p; q++)
+				a.clips[0].hs[q] = 0.1 + 0.01 * (double)q;
+		}
 		o = dp_plan_public_json(&a);
 		assert_non_null(o);
 		wrap = json_object_new_object();
@@ -308,10 +313,15 @@ static void test_public_json_round_trip(void **state)
 		assert_int_equal(b.p, a.p);
 		assert_true(b.f_star == a.f_star && b.h_safe == a.h_safe && b.alone == a.alone);
 		assert_int_equal(b.nclip, a.nclip);
-		for (size_t c = 0; c < a.nclip; c++)
-			for (size_t q = 0; q < a.p; q++)
+		for (size_t c = 0; c < a.nclip; c++) {
+			assert_true((a.clips[c].hs == NULL) == (b.clips[c].hs == NULL));
+			for (size_t q = 0; q < a.p; q++) {
 				assert_true(a.clips[c].h[q] == b.clips[c].h[q] &&
 					    a.clips[c].t[q] == b.clips[c].t[q]);
+				if (a.clips[c].hs != NULL)
+					assert_true(a.clips[c].hs[q] == b.clips[c].hs[q]);
+			}
+		}
 		json_object_put(wrap);
 		dp_plan_public_free(&a);
 		dp_plan_public_free(&b);
@@ -329,6 +339,9 @@ static void test_public_parse_errors(void **state)
 		{ "{\"model\":\"linear\",\"p\":2,\"lambda\":0,\"f_star\":1,\"f_zero\":1,\"alone\":0,"
 		  "\"h_safe\":1,\"measured\":true,\"clips\":[{\"clip\":1,\"f_clip\":1,\"h\":[1],"
 		  "\"t\":[1,1],\"hf\":[1,1]}]}", "'h' must have 2 numbers" },
+		{ "{\"model\":\"linear\",\"p\":2,\"lambda\":0,\"f_star\":1,\"f_zero\":1,\"alone\":0,"
+		  "\"h_safe\":1,\"measured\":true,\"clips\":[{\"clip\":1,\"f_clip\":1,\"h\":[1,1],"
+		  "\"t\":[1,1],\"hf\":[1,1],\"hs\":[0,1]}]}", "'hs' must be > 0" },
 		{ "{\"model\":\"linear\",\"p\":1,\"lambda\":0,\"f_star\":0,\"f_zero\":1,\"alone\":0,"
 		  "\"h_safe\":1,\"measured\":true,\"clips\":[]}", "f_star and h_safe must be > 0" },
 		{ "{\"model\":\"linear\",\"p\":1,\"lambda\":0,\"f_star\":1,\"f_zero\":1,\"alone\":0,"
@@ -351,6 +364,91 @@ static void test_public_parse_errors(void **state)
 	}
 }
 
+
+/* The secant curvatures drive the optimisation part and only it: with hs
+ * set, the optimisation part is that of a problem whose curvature is hs
+ * (excess still measured with hf), the noise part that of h. */
+static void test_secant_parts(void **state)
+{
+	enum { P = 3 };
+	const double h[P] = { 0.5, 2.0, 4.0 }, hs[P] = { 0.2, 2.0, 1.0 }, t[P] = { 1.0, -2.0, 0.5 };
+	const double lambda = 0.02;
+	dp_plan_public pub, ref;
+	uint64_t n[3] = { 500, 700, 900 }, K[3] = { 40, 40, 40 };
+	double eps[3] = { 1, 1, 2 };
+
+	quad_public(&pub, P, h, t, lambda, 1.0);
+	quad_public(&ref, P, hs, t, lambda, 1.0);
+	memcpy(ref.clips[0].hf, h, sizeof(h));
+	pub.clips[0].hs = malloc(sizeof(hs));
+	memcpy(pub.clips[0].hs, hs, sizeof(hs));
+	for (int m = 0; m < 3; m++) {
+		dp_plan_request req = { .mode = (enum dp_plan_mode)m, .N = 3, .n_rows = n,
+					.epsilon = eps };
+		double o1, n1, o2, n2, o3, n3, step = m == DP_PLAN_ASYNC ? 0.4 : 0.2;
+		size_t T = m == DP_PLAN_ASYNC ? 120 : 41;
+
+		dp_plan_predict(&req, &pub, T, step, 0, K, &o1, &n1, NULL);
+		dp_plan_predict(&req, &ref, T, step, 0, K, &o2, &n2, NULL);
+		free(pub.clips[0].hs);
+		pub.clips[0].hs = NULL;
+		dp_plan_predict(&req, &pub, T, step, 0, K, &o3, &n3, NULL);
+		pub.clips[0].hs = malloc(sizeof(hs));
+		memcpy(pub.clips[0].hs, hs, sizeof(hs));
+		assert_true(fabs(o1 - o2) <= 1e-12 * o2);
+		assert_true(fabs(n1 - n3) <= 1e-12 * n3);
+		/* A weaker pull leaves more of the way to go. */
+		assert_true(o1 > o3);
+	}
+	dp_plan_public_free(&pub);
+	dp_plan_public_free(&ref);
+}
+
+/* A T the planner chooses never outruns the caps the user fixed. */
+static void test_caps_limit_T(void **state)
+{
+	dp_plan_public pub;
+	uint64_t n[3] = { 100000, 100000, 100000 }, caps[3] = { 30, 40, 50 };
+	uint64_t some[3] = { 30, 0, 0 };
+	double eps[3] = { 10, 10, 10 };
+	dp_plan pl;
+
+	assert_int_equal(dp_plan_public_shape(DP_MODEL_LINEAR, 4, 0.01, &pub), 0);
+	dp_plan_request req = { .mode = DP_PLAN_SYNC1, .N = 3, .n_rows = n, .epsilon = eps,
+				.answers_cap = caps };
+	assert_int_equal(dp_plan_make(&req, &pub, &pl), 0);
+	assert_true(pl.T >= 2 && pl.T - 1 <= 30);
+	assert_int_equal(pl.answers_cap[0], 30);
+	assert_int_equal(pl.answers_cap[2], 50);
+	dp_plan_free(&pl);
+	req.mode = DP_PLAN_ASYNC;
+	assert_int_equal(dp_plan_make(&req, &pub, &pl), 0);
+	assert_true(pl.T <= 120);
+	dp_plan_free(&pl);
+	/* Big owners with a large budget want long jobs: with one cap fixed
+	 * and the others planned, T is not held to that cap. */
+	req.answers_cap = some;
+	assert_int_equal(dp_plan_make(&req, &pub, &pl), 0);
+	assert_true(pl.T > 120);
+	assert_int_equal(pl.answers_cap[0], 30);
+	dp_plan_free(&pl);
+	dp_plan_public_free(&pub);
+}
+
+/* The mode names table matches parse and name. */
+static void test_mode_names(void **state)
+{
+	enum dp_plan_mode m;
+
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(dp_plan_mode_parse(dp_plan_mode_names[i], &m), 0);
+		assert_int_equal(m, i);
+		assert_string_equal(dp_plan_mode_name(m), dp_plan_mode_names[i]);
+	}
+	assert_null(dp_plan_mode_names[3]);
+	assert_int_equal(dp_plan_mode_parse("sync3", &m), DP_EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -362,6 +460,9 @@ int main(void)
 		cmocka_unit_test(test_warnings),
 		cmocka_unit_test(test_public_json_round_trip),
 		cmocka_unit_test(test_public_parse_errors),
+		cmocka_unit_test(test_secant_parts),
+		cmocka_unit_test(test_caps_limit_T),
+		cmocka_unit_test(test_mode_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

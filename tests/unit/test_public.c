@@ -173,6 +173,39 @@ static void test_linear_constants(void **state)
 		}
 		assert_true(pub.clips[0].f_clip > pub.f_star);
 	}
+	/* Secant curvatures: G(0)_e = -(s_e + 2 lambda) t_e with G the
+	 * clipped mean loss gradient, so sum_e (s_e + 2 lambda) t_e^2 =
+	 * -G(0) . theta*_Xi, which for the candidate that clips nothing at
+	 * the optimum is theta* (computed here from the rows).  hs is s when
+	 * s <= h and sqrt(h s) above (docs/planner.md §2), so s is recovered
+	 * from hs; the rows with large targets are clipped at 0, so the pull
+	 * from 0 is weaker overall: sum hs t^2 < sum h t^2. */
+	{
+		const dp_plan_clip *k = &pub.clips[pub.nclip - 1];
+		double g0[3] = { 0 }, lhs = 0, rhs = 0, e = 0, es = 0;
+		size_t clipped = 0;
+
+		for (size_t j = 0; j < NR; j++) {
+			double cj = -2 * Y[j], l1 = fabs(X[j * P]) + fabs(X[j * P + 1]) + 1.0;
+			double sc = fabs(cj) * l1 > k->clip ? k->clip / (fabs(cj) * l1) : 1.0;
+
+			clipped += sc < 1.0;
+			for (int a = 0; a < 3; a++)
+				g0[a] += cj * sc * X[j * P + a] / NR;
+		}
+		assert_true(clipped > 0);
+		for (int q = 0; q < 3; q++) {
+			double sec = k->hs[q] <= k->h[q] ? k->hs[q] : k->hs[q] * k->hs[q] / k->h[q];
+
+			assert_true(k->hs[q] >= 0.1 * k->h[q]);
+			lhs += (sec + 2 * lambda) * k->t[q] * k->t[q];
+			rhs -= g0[q] * th[q];
+			e += k->h[q] * k->t[q] * k->t[q];
+			es += k->hs[q] * k->t[q] * k->t[q];
+		}
+		assert_true(fabs(lhs - rhs) <= 1e-8 * fabs(rhs));
+		assert_true(es < e);
+	}
 	/* The step bound is at least the largest curvature. */
 	assert_true(pub.h_safe >= pub.clips[pub.nclip - 1].h[2] * (1 - 1e-12));
 	free(norms);
@@ -195,6 +228,27 @@ static void test_logistic_constants(void **state)
 	for (int q = 0; q < 3; q++)
 		m = fmax(m, pub.clips[pub.nclip - 1].h[q]);
 	assert_true(pub.h_safe >= m);
+	/* ... so the pull from 0 is stronger than at the optimum: the secant
+	 * is taken half-way (the geometric mean), never below h nor above
+	 * sqrt(h h_safe). */
+	for (size_t c = 0; c < pub.nclip; c++)
+		for (int q = 0; q < 3; q++) {
+			const dp_plan_clip *k = &pub.clips[c];
+
+			assert_true(k->hs[q] > 0);
+			if (k->hs[q] > k->h[q])
+				assert_true(k->hs[q] <= sqrt(k->h[q] * pub.h_safe) * (1 + 1e-12));
+		}
+	{
+		const dp_plan_clip *k = &pub.clips[pub.nclip - 1];
+		double e = 0, es = 0;
+
+		for (int q = 0; q < 3; q++) {
+			e += k->h[q] * k->t[q] * k->t[q];
+			es += k->hs[q] * k->t[q] * k->t[q];
+		}
+		assert_true(es > e);
+	}
 	dp_plan_public_free(&pub);
 
 	/* Labels must fit the model. */

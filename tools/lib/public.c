@@ -1,6 +1,7 @@
 #include "tools/lib/public.h"
 #include "common/core/error.h"
 #include "tools/lib/optimum.h"
+#include "tools/lib/ownerdata.h"
 
 #include <cblas.h>
 #include <lapacke.h>
@@ -177,6 +178,26 @@ static int clipped_fixed_point(dp_model m, const dp_dataset *ds, double lambda, 
 	return 0;
 }
 
+/* Secant curvature of direction e from theta = 0 to theta*_Xi: G(0)_e =
+ * -(hs + 2 lambda) t_e, with G the clipped mean loss gradient (and
+ * G(theta*_Xi) = -2 lambda theta*_Xi).  A direction the optimum hardly
+ * moves along (t_e ~ 0) keeps the local curvature h; the value is kept
+ * within [h/10, max(h, h_safe)], where the quadratic picture still
+ * holds. */
+static double secant(double h, double t, double g0, double lambda, double tmax, double h_safe)
+{
+	double hs;
+
+	if (!(fabs(t) > 1e-6 * tmax) || !(h > 0.0))
+		return h > 0.0 ? h : h_safe * 1e-6;
+	hs = -g0 / t - 2.0 * lambda;
+	if (!(hs >= 0.1 * h))
+		hs = 0.1 * h;
+	if (hs > h)
+		hs = sqrt(h * (hs < h_safe ? hs : h_safe));
+	return hs;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -198,7 +219,7 @@ int dp_public_measure(dp_model model, const dp_dataset *sample, double lambda,
 	dp_plan_public pub = { 0 };
 	size_t p, n;
 	double *th = NULL, *thc = NULL, *H = NULL, *Hf = NULL, *work = NULL, *g = NULL;
-	double *step = NULL, *trial = NULL, *norms = NULL, *w = NULL, *G = NULL;
+	double *step = NULL, *trial = NULL, *norms = NULL, *w = NULL, *G = NULL, tmax;
 	int rc;
 
 	DP_REQUIRE(sample != NULL && out != NULL);
@@ -296,7 +317,8 @@ int dp_public_measure(dp_model model, const dp_dataset *sample, double lambda,
 		k->h = calloc(p, sizeof(double));
 		k->t = calloc(p, sizeof(double));
 		k->hf = calloc(p, sizeof(double));
-		if (k->h == NULL || k->t == NULL || k->hf == NULL) {
+		k->hs = calloc(p, sizeof(double));
+		if (k->h == NULL || k->t == NULL || k->hf == NULL || k->hs == NULL) {
 			rc = dp_error_set(DP_ENOMEM, "public sample: out of memory");
 			goto out;
 		}
@@ -318,8 +340,13 @@ int dp_public_measure(dp_model model, const dp_dataset *sample, double lambda,
 			rc = dp_error_set(DP_ENUMERIC, "public sample: eigen-decomposition failed");
 			goto out;
 		}
+		/* The clipped mean loss gradient at theta = 0, for the secant
+		 * curvatures (w holds zeros here). */
+		memset(trial, 0, p * sizeof(double));
+		clipped_grad(model, sample, trial, clip, 0.0, g);
+		tmax = norm_inf(thc, p);
 		for (size_t e = 0; e < p; e++) {
-			double tt = 0.0, hf = 0.0;
+			double tt = 0.0, hf = 0.0, g0 = 0.0;
 
 			if (k->h[e] < 0.0)
 				k->h[e] = 0.0;
@@ -327,11 +354,13 @@ int dp_public_measure(dp_model model, const dp_dataset *sample, double lambda,
 				double ua = H[a * p + e];
 
 				tt += ua * thc[a];
+				g0 += ua * g[a];
 				for (size_t b = 0; b < p; b++)
 					hf += ua * Hf[a * p + b] * H[b * p + e];
 			}
 			k->t[e] = tt;
 			k->hf[e] = hf > 0.0 ? hf : 0.0;
+			k->hs[e] = secant(k->h[e], tt, g0, lambda, tmax, pub.h_safe);
 		}
 	}
 	if (pub.nclip == 0) {
@@ -355,5 +384,68 @@ out:
 	free(trial);
 	free(w);
 	free(norms);
+	return rc;
+}
+
+/* A file's constants must be those of this job: the recursions use its
+ * lambda, and its curvatures have its p. */
+static int check_file(const char *path, const dp_plan_public *pub, dp_model model, size_t p,
+		      double lambda)
+{
+	if (pub->model != model)
+		return dp_error_set(DP_EINVAL, "%s: constants for model %s, the job is %s", path,
+				    dp_model_name(pub->model), dp_model_name(model));
+	if (pub->p != p)
+		return dp_error_set(DP_EINVAL, "%s: constants for p = %zu, the job has p = %zu "
+				    "(the bias counts)", path, pub->p, p);
+	if (fabs(pub->lambda - lambda) > 1e-12 * fabs(lambda))
+		return dp_error_set(DP_EINVAL, "%s: constants measured with lambda = %g, the job "
+				    "has lambda = %g", path, pub->lambda, lambda);
+	return 0;
+}
+
+int dp_public_obtain(const dp_public_from *from, dp_model model, const dp_dataset *like,
+		     double lambda, double theta_max, dp_plan_public *out)
+{
+	dp_ownerdata od = { 0 };
+	char *files[1];
+	int rc;
+
+	DP_REQUIRE(from != NULL && out != NULL);
+	if (from->sample != NULL && from->file != NULL)
+		return dp_error_set(DP_EINVAL, "give a public sample or a constants file, not both");
+	if (from->file != NULL) {
+		dp_plan_public pub;
+
+		if (like == NULL)
+			return dp_error_set(DP_EINVAL, "a constants file needs the job's data shape");
+		rc = dp_plan_public_read(from->file, &pub);
+		if (rc != 0)
+			return rc;
+		rc = check_file(from->file, &pub, model, like->p, lambda);
+		if (rc != 0) {
+			dp_plan_public_free(&pub);
+			return rc;
+		}
+		*out = pub;
+		return 0;
+	}
+	if (from->sample == NULL) {
+		if (like == NULL)
+			return dp_error_set(DP_EINVAL, "no public sample given");
+		return dp_plan_public_shape(model, like->p, lambda, out);
+	}
+	files[0] = (char *)from->sample;
+	rc = dp_ownerdata_load(&od, files, 1, from->target, from->bias, from->schema, model);
+	if (rc != 0)
+		return rc;
+	if (like != NULL) {
+		const dp_dataset *pair[2] = { like, &od.ds[0] };
+
+		rc = dp_dataset_check_compatible(pair, 2);
+	}
+	if (rc == 0)
+		rc = dp_public_measure(model, &od.ds[0], lambda, theta_max, from->sample, out);
+	dp_ownerdata_free(&od);
 	return rc;
 }

@@ -32,4 +32,28 @@ extern const double dp_public_quantiles[DP_PUBLIC_NQ];
 int dp_public_measure(dp_model model, const dp_dataset *sample, double lambda,
 		      double theta_max, const char *source, dp_plan_public *out);
 
+/* Where a tool command takes its constants from (`dpasync sim` and
+ * `dpasync forecast` flags). */
+typedef struct dp_public_from {
+	const char *sample;   /* a public CSV, loaded like the owners' files
+				 (target, bias, schema) and measured; or NULL */
+	const char *file;     /* constants saved by `dpasync forecast` (or prep's
+				 public.json): dp_plan_public_read; or NULL */
+	const char *target;   /* the sample's target column (NULL: the schema's) */
+	int bias;
+	const char *schema;   /* feature schema the sample goes through, or NULL */
+} dp_public_from;
+
+/* The constants for a job of `model` with `lambda`: measured on
+ * from->sample, read from from->file, or (neither given) assumed from the
+ * data's shape with dp_plan_public_shape.  `like` (may be NULL) is an
+ * owner's dataset: the sample must have its features, and its p is the
+ * job's; without it p comes from the sample (a sample is then required).
+ * A file must be for the same model, p and lambda.  Errors (one-line
+ * detail, *out untouched): DP_EINVAL (both or, without `like`, neither
+ * source; a sample or file that does not fit the job), those of
+ * dp_ownerdata_load, dp_plan_public_read and dp_public_measure. */
+int dp_public_obtain(const dp_public_from *from, dp_model model, const dp_dataset *like,
+		     double lambda, double theta_max, dp_plan_public *out);
+
 #endif

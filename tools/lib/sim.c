@@ -1,6 +1,7 @@
 #include "tools/lib/sim.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,21 +26,36 @@ size_t dp_sim_checkpoint_k(const dp_sim_setup *s, size_t c)
 	return k > s->T ? s->T : k;
 }
 
-/* Owner of the next async iteration: the first clock of N independent
- * Poisson clocks to tick is owner i with probability rate_i / sum(rates). */
-static size_t pick_owner(const dp_sim_setup *s, dp_simrng *r)
+static bool exhausted(const dp_sim_setup *s, const uint64_t *count, size_t i)
+{
+	return s->answers_cap != NULL && count[i] >= s->answers_cap[i];
+}
+
+/* Owner of the next async iteration among those with answers left: the
+ * first of their independent Poisson clocks to tick is owner i with
+ * probability rate_i / (sum of their rates).  N when none is left. */
+static size_t pick_owner(const dp_sim_setup *s, const uint64_t *count, dp_simrng *r)
 {
 	double total = 0.0, u, acc = 0.0;
+	size_t last = s->N;
 
-	for (size_t i = 0; i < s->N; i++)
+	for (size_t i = 0; i < s->N; i++) {
+		if (exhausted(s, count, i))
+			continue;
 		total += s->rate[i];
+		last = i;
+	}
+	if (last == s->N)
+		return s->N;
 	u = ((double)(dp_simrng_next(r) >> 11) + 0.5) * 0x1.0p-53 * total;
 	for (size_t i = 0; i < s->N; i++) {
+		if (exhausted(s, count, i))
+			continue;
 		acc += s->rate[i];
 		if (u < acc)
 			return i;
 	}
-	return s->N - 1;
+	return last;
 }
 
 /* Streams for owner choice and noise are separate so that a --schedule run
@@ -50,7 +66,7 @@ static void seed_stream(dp_simrng *r, uint64_t seed, uint64_t stream)
 }
 
 int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *theta_out,
-	       size_t *owner_out)
+	       size_t *owner_out, uint64_t *answers_out)
 {
 	size_t p, N, cp = 0;
 	double *work;
@@ -64,6 +80,14 @@ int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *th
 		   psi_out != NULL && theta_out != NULL);
 	p = s->p;
 	N = s->N;
+	if (s->mode != DP_PLAN_ASYNC && s->answers_cap != NULL) {
+		for (size_t i = 0; i < N; i++)
+			if (s->answers_cap[i] + 1 < s->T)
+				return dp_error_set(DP_EINVAL, "%s: owner %zu's cap %llu is below the "
+						    "T-1 = %zu rounds", dp_plan_mode_name(s->mode),
+						    i + 1, (unsigned long long)s->answers_cap[i],
+						    s->T - 1);
+	}
 	work = calloc(p * (N + 4), sizeof(double));
 	count = calloc(N, sizeof(uint64_t));
 	if (work == NULL || count == NULL) {
@@ -80,13 +104,26 @@ int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *th
 	seed_stream(&noise, seed, 2);
 	bits = dp_simrng_bitsource(&noise);
 
-	if (s->mode == DP_SIM_ASYNC) {
+	if (s->mode == DP_PLAN_ASYNC) {
 		dp_algo_async_params ap = { .p = p, .N = N, .eta = s->eta, .lambda = s->lambda,
 				       .theta_max = s->theta_max };
 		for (size_t k = 1; k <= s->T; k++) {
-			size_t i = s->schedule ? s->schedule[k - 1] : pick_owner(s, &pick);
-			double *theta_i = copies + i * p;
-			double w = s->weight[i];
+			size_t i = s->schedule ? s->schedule[k - 1] : pick_owner(s, count, &pick);
+			double *theta_i, w;
+
+			if (i == N) {
+				rc = dp_error_set(DP_EBUDGET, "every owner has exhausted its budget at "
+						  "k=%zu of T=%zu", k - 1, s->T);
+				goto out;
+			}
+			if (exhausted(s, count, i)) {
+				rc = dp_error_set(DP_EBUDGET, "iteration %zu: owner %zu has given its "
+						  "%llu answers", k, i + 1,
+						  (unsigned long long)s->answers_cap[i]);
+				goto out;
+			}
+			theta_i = copies + i * p;
+			w = s->weight[i];
 
 			if (owner_out)
 				owner_out[k - 1] = i;
@@ -107,7 +144,7 @@ int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *th
 		/* Sync: theta_L holds theta[k]; copies[0..p) holds theta_hat for sync2. */
 		double *theta_hat = copies;
 		for (size_t k = 1; k <= s->T; k++) {
-			const double *out = s->mode == DP_SIM_SYNC2 ? theta_hat : theta_L;
+			const double *out = s->mode == DP_PLAN_SYNC2 ? theta_hat : theta_L;
 			/* T-1 queries produce theta[T]; the k = T checkpoint reports it. */
 			if (k < s->T) {
 				memset(agg, 0, p * sizeof(double));
@@ -116,10 +153,11 @@ int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *th
 							     &bits, ans, NULL);
 					if (rc != 0)
 						goto out;
+					count[i]++;
 					for (size_t q = 0; q < p; q++)
 						agg[q] += s->weight[i] * ans[q];
 				}
-				if (s->mode == DP_SIM_SYNC1)
+				if (s->mode == DP_PLAN_SYNC1)
 					dp_algo_sync1_step(p, s->rho_over_T2, k, s->lambda, agg, theta_L);
 				else
 					dp_algo_sync2_step(p, s->c, k, s->T, s->lambda, s->theta_max, agg, theta_L,
@@ -129,10 +167,36 @@ int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *th
 				psi_out[cp++] = dp_model_psi(dp_model_fitness(s->model, s->ds, N, s->lambda, out),
 						       s->f_star);
 		}
-		memcpy(theta_out, s->mode == DP_SIM_SYNC2 ? theta_hat : theta_L, p * sizeof(double));
+		memcpy(theta_out, s->mode == DP_PLAN_SYNC2 ? theta_hat : theta_L, p * sizeof(double));
 	}
+	if (answers_out != NULL)
+		memcpy(answers_out, count, N * sizeof(uint64_t));
 out:
 	free(work);
 	free(count);
 	return rc;
+}
+
+int dp_sim_per_owner(const char *flag, const double *v, size_t n, size_t N, double def,
+		     double *out)
+{
+	DP_REQUIRE(flag != NULL && out != NULL && (v != NULL || n == 0));
+	if (n != 0 && n != 1 && n != N)
+		return dp_error_set(DP_EINVAL, "%s has %zu values for %zu owners (give 1 or %zu)",
+				    flag, n, N, N);
+	for (size_t i = 0; i < N; i++)
+		out[i] = n == 0 ? def : n == 1 ? v[0] : v[i];
+	return 0;
+}
+
+int dp_sim_per_owner_u64(const char *flag, const size_t *v, size_t n, size_t N, uint64_t def,
+			 uint64_t *out)
+{
+	DP_REQUIRE(flag != NULL && out != NULL && (v != NULL || n == 0));
+	if (n != 0 && n != 1 && n != N)
+		return dp_error_set(DP_EINVAL, "%s has %zu values for %zu owners (give 1 or %zu)",
+				    flag, n, N, N);
+	for (size_t i = 0; i < N; i++)
+		out[i] = n == 0 ? def : n == 1 ? v[0] : v[i];
+	return 0;
 }

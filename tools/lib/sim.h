@@ -1,6 +1,7 @@
 /* The in-process simulator behind `dpasync sim`: runs the same step
  * functions (algo.h) and the same query answer (query.h) as the daemons,
- * with the seeded generator instead of the CSPRNG. */
+ * with the seeded generator instead of the CSPRNG, and holds every owner
+ * to its answer cap K_i as ownerd's ledger does. */
 #ifndef DP_TOOLS_SIM_H
 #define DP_TOOLS_SIM_H
 
@@ -8,17 +9,20 @@
 #include <stdint.h>
 #include "common/core/dataset.h"
 #include "common/core/model.h"
-
-enum dp_sim_mode { DP_SIM_ASYNC, DP_SIM_SYNC1, DP_SIM_SYNC2 };
+#include "common/core/plan.h"
 
 typedef struct dp_sim_setup {
-	enum dp_sim_mode mode;
+	enum dp_plan_mode mode;
 	dp_model model;
 	size_t N, p, T;
 	const dp_dataset *const *ds;   /* N owners */
 	double *weight;                /* N: n_i / n */
-	double *eps_q;                 /* N: per-answer budget eps_i / K_i (inf: none) */
+	double *eps_q;                 /* N: per-answer budget, the share of eps_i
+					  the ledger charges for one of K_i
+					  answers (inf: none) */
 	double *rate;                  /* N: clock rates (async owner choice) */
+	const uint64_t *answers_cap;   /* N: K_i, the most answers owner i gives;
+					  sync: each >= T - 1 */
 	double eta;                    /* async: N rho/(T^2 sigma) */
 	double rho_over_T2;            /* sync1 */
 	double c;                      /* sync2 */
@@ -31,14 +35,32 @@ typedef struct dp_sim_setup {
 
 /* One repeat.  psi_out receives one value per checkpoint (k = psi_every,
  * 2 psi_every, ..., and T), theta_out[p] the final model, owner_out[T]
- * (may be NULL) the owner of each async iteration.  Errors from the query
- * (DP_EINVAL, DP_ENOMEM). */
+ * (may be NULL) the owner of each async iteration, answers_out[N] (may be
+ * NULL) the answers each owner gave.
+ *
+ * Async: an owner that has given its K_i answers drops out, and the owner
+ * of each later iteration is drawn among the others in proportion to their
+ * rates.  Errors: DP_EBUDGET when every owner is exhausted before k = T
+ * ("every owner has exhausted its budget at k=K of T=T", as learnerd
+ * stops) or when the schedule names an exhausted owner ("iteration K:
+ * owner I has given its K_I answers"); DP_EINVAL (a sync cap below T - 1,
+ * a bad query); DP_ENOMEM.  The outputs are undefined on failure. */
 int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *theta_out,
-	       size_t *owner_out);
+	       size_t *owner_out, uint64_t *answers_out);
 
 /* Number of psi checkpoints dp_sim_run writes. */
 size_t dp_sim_checkpoints(const dp_sim_setup *s);
 /* Iteration number of checkpoint c (0-based). */
 size_t dp_sim_checkpoint_k(const dp_sim_setup *s, size_t c);
+
+/* A per-owner setting given on the command line as one value for all
+ * owners or one each: n values v[0..n) (n = 1 or N; n = 0 gives `def` to
+ * all) into out[0..N).  `flag` ("--epsilon") names it in the error.
+ * Errors: DP_EINVAL ("--epsilon has 3 values for 2 owners (give 1 or 2)"),
+ * out untouched. */
+int dp_sim_per_owner(const char *flag, const double *v, size_t n, size_t N, double def,
+		     double *out);
+int dp_sim_per_owner_u64(const char *flag, const size_t *v, size_t n, size_t N, uint64_t def,
+			 uint64_t *out);
 
 #endif

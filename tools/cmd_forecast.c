@@ -1,0 +1,341 @@
+/* dpasync forecast: the settings learnerd and `dpasync sim` would plan for
+ * a job, and the psi they are predicted to give, from a public sample and
+ * the owners' public numbers only (docs/planner.md "Using it"). */
+#include <json-c/json.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/core/error.h"
+#include "common/core/json.h"
+#include "common/core/plan.h"
+#include "common/net/config.h"
+#include "tools/cmds.h"
+#include "tools/lib/public.h"
+#include "tools/lib/sim.h"
+
+static const char forecast_summary[] =
+	"Forecast a private training job without touching any owner's rows: the\n"
+	"planner (docs/planner.md) measures its constants on the public sample\n"
+	"PUBLIC.csv (read with --target, --bias and --schema like the owners'\n"
+	"files), takes each owner's row count (--rows) and budget (--epsilon), and\n"
+	"prints one JSON object on stdout: the settings learnerd and dpasync sim\n"
+	"would plan for the same inputs (\"settings\": T, the step, the clip bound,\n"
+	"the answer caps), the predicted mean psi of the private model\n"
+	"(\"psi_mean\", \"psi_parts\"), psi of theta = 0 on the sample (\"psi_zero\"),\n"
+	"each owner's predicted psi training alone without privacy (\"alone\") and\n"
+	"whether joining is predicted to beat that (\"collaborate\"), the planner's\n"
+	"\"warnings\", and the measured constants (\"public\"), which learnerd\n"
+	"--public and dpasync sim --public read back.";
+
+static const char forecast_synopsis[] =
+	"--sample PUBLIC.csv --rows N1,...,NN [--epsilon E | E1,...,EN] [options]";
+
+static const char *const tasks[] = { "regression", "classification", NULL };
+
+struct forecast_opts {
+	int mode, model, task;
+	bool have_model, bias, have_clip, have_margin;
+	char *sample, *target, *schema;
+	size_t T, T_max;
+	double lambda, theta_max, clip, margin;
+	struct dp_config_sizes rows, caps;
+	struct dp_config_doubles eps, rates;
+};
+
+static int check_opts(void *arg)
+{
+	const struct forecast_opts *o = arg;
+	dp_model m = o->have_model ? (dp_model)o->model
+		     : o->task == 1 ? DP_MODEL_LOGISTIC : DP_MODEL_LINEAR;
+
+	if (!(o->lambda > 0) && m != DP_MODEL_LINEAR)
+		return dp_error_set(DP_EINVAL, "--lambda must be > 0 for logistic and svm "
+				    "(strong convexity)");
+	if (o->T == 1)
+		return dp_error_set(DP_EINVAL, "--T must be at least 2 (or 0: planned)");
+	for (size_t i = 0; i < o->rows.n; i++)
+		if (o->rows.v[i] == 0)
+			return dp_error_set(DP_EINVAL, "--rows: owner %zu has no rows", i + 1);
+	return 0;
+}
+
+/* One value per owner: "inf" for an unlimited budget (JSON has no
+ * infinity). */
+static struct json_object *eps_array(const double *eps, size_t N)
+{
+	struct json_object *a = json_object_new_array();
+
+	for (size_t i = 0; a != NULL && i < N; i++) {
+		struct json_object *v = isinf(eps[i]) ? json_object_new_string("inf")
+						      : dp_json_double(eps[i]);
+
+		if (dp_json_push(a, v) != 0) {
+			json_object_put(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+static struct json_object *warnings_array(const char *text)
+{
+	struct json_object *a = json_object_new_array();
+	const char *p = text;
+
+	while (a != NULL && *p) {
+		size_t n = strcspn(p, "\n");
+
+		if (dp_json_push(a, json_object_new_string_len(p, (int)n)) != 0) {
+			json_object_put(a);
+			return NULL;
+		}
+		p += n + (p[n] == '\n');
+	}
+	return a;
+}
+
+/* Move member `key` of `from` into `to` (json-c shares by reference). */
+static int take(struct json_object *to, struct json_object *from, const char *key)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(from, key, &v))
+		return DP_ENOMEM;
+	return dp_json_add(to, key, json_object_get(v));
+}
+
+/* The output object: the plan's fields regrouped ("settings") plus the
+ * inputs and the constants. */
+static struct json_object *result(const struct forecast_opts *o, dp_model model,
+				  const dp_plan *pl, const dp_plan_public *pub, const double *eps,
+				  const char *warnings)
+{
+	struct json_object *pj = dp_plan_json(pl), *j = json_object_new_object();
+	struct json_object *set = json_object_new_object();
+	const char *stepkey = pl->mode == DP_PLAN_ASYNC ? "eta"
+			      : pl->mode == DP_PLAN_SYNC1 ? "rho_over_T2" : "c";
+	int rc = pj && j && set ? 0 : DP_ENOMEM;
+
+	if (rc == 0)
+		rc = dp_json_add(j, "mode", json_object_new_string(dp_plan_mode_name(pl->mode)));
+	if (rc == 0)
+		rc = dp_json_add(j, "model", json_object_new_string(dp_model_name(model)));
+	if (rc == 0)
+		rc = dp_json_add(j, "p", json_object_new_uint64(pub->p));
+	if (rc == 0)
+		rc = dp_json_add(j, "N", json_object_new_uint64(pl->N));
+	if (rc == 0) {
+		struct json_object *rows = json_object_new_array();
+
+		rc = dp_json_add(j, "n_rows", rows);
+		for (size_t i = 0; rc == 0 && i < pl->N; i++)
+			rc = dp_json_push(rows, json_object_new_uint64(o->rows.v[i]));
+	}
+	if (rc == 0)
+		rc = dp_json_add(j, "epsilon", eps_array(eps, pl->N));
+	if (rc == 0)
+		rc = dp_json_add(j, "lambda", dp_json_double(o->lambda));
+	if (rc == 0)
+		rc = dp_json_add(j, "theta_max", dp_json_double(o->theta_max));
+	if (rc == 0)
+		rc = take(j, pj, "psi_mean");
+	if (rc == 0)
+		rc = take(j, pj, "psi_parts");
+	if (rc == 0)
+		rc = take(j, pj, "psi_zero");
+	if (rc == 0)
+		rc = take(set, pj, "T");
+	if (rc == 0)
+		rc = take(set, pj, stepkey);
+	if (rc == 0)
+		rc = take(set, pj, "clip");
+	if (rc == 0)
+		rc = take(set, pj, "answers_cap");
+	if (rc == 0)
+		rc = take(set, pj, "share");
+	if (rc == 0) {
+		rc = dp_json_add(j, "settings", set);
+		set = NULL;
+	}
+	if (rc == 0)
+		rc = take(j, pj, "alone");
+	if (rc == 0)
+		rc = take(j, pj, "collaborate");
+	if (rc == 0)
+		rc = dp_json_add(j, "warnings", warnings_array(warnings));
+	if (rc == 0)
+		rc = dp_json_add(j, "public", dp_plan_public_json(pub));
+	json_object_put(pj);
+	json_object_put(set);
+	if (rc != 0) {
+		json_object_put(j);
+		return NULL;
+	}
+	return j;
+}
+
+static int forecast(const struct forecast_opts *o)
+{
+	dp_model model = o->have_model ? (dp_model)o->model
+			 : o->task == 1 ? DP_MODEL_LOGISTIC : DP_MODEL_LINEAR;
+	size_t N = o->rows.n;
+	dp_public_from from = { .sample = o->sample,
+				.target = o->schema ? NULL : (o->target ? o->target : "y"),
+				.bias = o->bias, .schema = o->schema };
+	dp_plan_public pub = { 0 };
+	dp_plan_request req = { 0 };
+	dp_plan plan = { 0 };
+	double *eps = calloc(N, sizeof(double)), *rates = calloc(N, sizeof(double));
+	uint64_t *rows = calloc(N, sizeof(uint64_t)), *caps = calloc(N, sizeof(uint64_t));
+	struct json_object *j = NULL;
+	char warnings[2048];
+	int rc, status = 2;
+
+	if (!eps || !rates || !rows || !caps) {
+		dp_cmd_fail("forecast", "out of memory");
+		status = 1;
+		goto out;
+	}
+	rc = dp_sim_per_owner("--epsilon", o->eps.v, o->eps.n, N, 1.0, eps);
+	if (rc == 0)
+		rc = dp_sim_per_owner("--rates", o->rates.v, o->rates.n, N, 1.0, rates);
+	if (rc == 0)
+		rc = dp_sim_per_owner_u64("--answers-cap", o->caps.v, o->caps.n, N, 0, caps);
+	if (rc != 0) {
+		dp_cmd_fail("forecast", "%s", dp_error_detail(rc));
+		goto out;
+	}
+	for (size_t i = 0; i < N; i++)
+		rows[i] = o->rows.v[i];
+	rc = dp_public_obtain(&from, model, NULL, o->lambda, o->theta_max, &pub);
+	if (rc != 0) {
+		dp_cmd_fail("forecast", "%s", dp_error_detail(rc));
+		status = rc == DP_ENOMEM || rc == DP_ENUMERIC || rc == DP_EIO ? 1 : 2;
+		goto out;
+	}
+	req.mode = (enum dp_plan_mode)o->mode;
+	req.N = N;
+	req.n_rows = rows;
+	req.epsilon = eps;
+	req.rate = rates;
+	req.T = o->T;
+	req.clip = o->have_clip ? o->clip : 0.0;
+	req.answers_cap = caps;
+	req.margin = o->have_margin ? o->margin : 0.0;
+	req.T_max = o->T_max;
+	rc = dp_plan_make(&req, &pub, &plan);
+	if (rc == DP_EINVAL) {
+		dp_cmd_fail("forecast", "bad usage: %s (try dpasync forecast --help)",
+			    dp_error_detail(rc));
+		goto out;
+	}
+	if (rc != 0) {
+		dp_cmd_fail("forecast", "%s", dp_error_detail(rc));
+		status = rc == DP_ENOMEM ? 1 : 2;
+		goto out;
+	}
+	dp_plan_warnings(&plan, &pub, warnings, sizeof(warnings));
+	j = result(o, model, &plan, &pub, eps, warnings);
+	if (j == NULL) {
+		dp_cmd_fail("forecast", "out of memory");
+		status = 1;
+		goto out;
+	}
+	if (puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY |
+					       JSON_C_TO_STRING_NOSLASHESCAPE)) == EOF ||
+	    fflush(stdout) != 0) {
+		dp_cmd_fail("forecast", "stdout: write failed");
+		status = 1;
+		goto out;
+	}
+	status = 0;
+out:
+	json_object_put(j);
+	dp_plan_free(&plan);
+	dp_plan_public_free(&pub);
+	free(eps);
+	free(rates);
+	free(rows);
+	free(caps);
+	return status;
+}
+
+int dp_cmd_forecast(int argc, char **argv)
+{
+	struct forecast_opts o = { 0 };
+	const char *const models[] = { dp_model_name(DP_MODEL_LINEAR),
+				       dp_model_name(DP_MODEL_LOGISTIC),
+				       dp_model_name(DP_MODEL_SVM), NULL };
+	const struct dp_config_entry entries[] = {
+		{ .name = "sample", DP_CFG_PATH(&o.sample), .flags = DP_CONFIG_REQUIRED,
+		  .metavar = "FILE", .group = "The job",
+		  .help = "the public sample the constants are measured\non" },
+		{ .name = "rows", DP_CFG_SIZES(&o.rows), .flags = DP_CONFIG_REQUIRED,
+		  .metavar = "N1,..", .group = "The job",
+		  .help = "each owner's row count (N owners)" },
+		{ .name = "epsilon", DP_CFG_DOUBLES_INF(&o.eps), .def = "1", .min = 0,
+		  .max = INFINITY, .min_exclusive = true, .metavar = "E[,..]", .group = "The job",
+		  .help = "budget per owner, one value for all or one\nper owner; inf = no noise" },
+		{ .name = "model", DP_CFG_ENUM(&o.model, models), .given = &o.have_model,
+		  .metavar = "M", .group = "The job",
+		  .help = "linear | logistic | svm (default: from --task)" },
+		{ .name = "task", DP_CFG_ENUM(&o.task, tasks), .def = "regression", .metavar = "T",
+		  .group = "The job",
+		  .help = "regression | classification: picks the\n"
+			  "model (linear | logistic) when --model is\nabsent" },
+		{ .name = "target", DP_CFG_STRING(&o.target), .metavar = "COL", .group = "The job",
+		  .help = "the sample's target column (default y; with\n--schema: the schema's)" },
+		{ .name = "bias", DP_CFG_BOOL(&o.bias), .group = "The job",
+		  .help = "append a constant-1 feature" },
+		{ .name = "schema", DP_CFG_PATH(&o.schema), .metavar = "FILE", .group = "The job",
+		  .help = "feature schema from dpasync prep, applied to\nthe sample" },
+		{ .name = "mode", DP_CFG_ENUM(&o.mode, dp_plan_mode_names), .def = "async",
+		  .metavar = "M", .group = "The job", .help = "async | sync1 | sync2" },
+		{ .name = "rates", DP_CFG_DOUBLES(&o.rates), .min = 0, .max = INFINITY,
+		  .min_exclusive = true, .metavar = "R[,..]", .group = "The job",
+		  .help = "async: owners' clock rates (default 1 each)" },
+		{ .name = "lambda", DP_CFG_DOUBLE(&o.lambda), .def = "0.01", .min = 0,
+		  .max = INFINITY, .metavar = "L", .group = "The job",
+		  .help = "regulariser g = lambda ||theta||^2" },
+		{ .name = "theta-max", DP_CFG_DOUBLE(&o.theta_max), .def = "10", .min = 0,
+		  .max = INFINITY, .min_exclusive = true, .metavar = "M", .group = "The job",
+		  .help = "box bound on every coordinate" },
+		{ .name = "t", .alias = "T", DP_CFG_SIZE(&o.T), .def = "0", .metavar = "N",
+		  .group = "Settings the planner would choose",
+		  .help = "iterations (0: planned)" },
+		{ .name = "t-max", DP_CFG_SIZE(&o.T_max), .min = 2, .max = INFINITY, .metavar = "N",
+		  .group = "Settings the planner would choose",
+		  .help = "largest T considered (default 100000 async,\n2000 sync)" },
+		{ .name = "clip", DP_CFG_DOUBLE(&o.clip), .min = 0, .max = INFINITY,
+		  .min_exclusive = true, .given = &o.have_clip, .metavar = "X",
+		  .group = "Settings the planner would choose",
+		  .help = "L1 clip bound on per-example gradients" },
+		{ .name = "answers-cap", DP_CFG_SIZES(&o.caps), .min = 1, .max = INFINITY,
+		  .metavar = "K[,..]", .group = "Settings the planner would choose",
+		  .help = "answers per owner, one value for all or one\nper owner" },
+		{ .name = "margin", DP_CFG_DOUBLE(&o.margin), .min = 0, .max = INFINITY,
+		  .min_exclusive = true, .given = &o.have_margin, .metavar = "M",
+		  .group = "Settings the planner would choose",
+		  .help = "async: planned caps exceed an owner's\n"
+			  "expected answers by this fraction (default\n0.1)" },
+		DP_CONFIG_END,
+	};
+	const struct dp_config_spec spec = {
+		.program = "dpasync forecast",
+		.command = true,
+		.summary = forecast_summary,
+		.synopsis = forecast_synopsis,
+		.entries = entries,
+		.validate = check_opts,
+		.validate_arg = &o,
+	};
+	int status;
+
+	if (!dp_cmd_args(&spec, argc, argv, &status))
+		return status;
+	status = forecast(&o);
+	dp_config_free(&spec);
+	return status;
+}
