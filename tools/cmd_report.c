@@ -535,8 +535,9 @@ static double get_opt(dp_json_reader *r, struct json_object *o, const char *key,
 	return dp_json_get_double(r, o, key, false, 0);
 }
 
-/* Every element of the array member `key` a number (or null, when
- * null_ok); the array, or NULL when absent. */
+/* Every element of the array member `key` a number (or, when null_ok, an
+ * unlimited budget: the string "inf", or null as older sims wrote it); the
+ * array, or NULL when absent. */
 static struct json_object *get_numbers(dp_json_reader *r, struct json_object *o, const char *key,
 				       bool null_ok)
 {
@@ -545,7 +546,10 @@ static struct json_object *get_numbers(dp_json_reader *r, struct json_object *o,
 	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
 		struct json_object *v = json_object_array_get_idx(a, i);
 
-		if (v != NULL || !null_ok)
+		bool unlimited = v == NULL || (json_object_is_type(v, json_type_string) &&
+					       strcmp(json_object_get_string(v), "inf") == 0);
+
+		if (!(null_ok && unlimited))
 			dp_json_number(r, v, key, 0);
 	}
 	return a;
@@ -671,12 +675,13 @@ static int report_sim(const struct report_opts *o)
 		fputs(" iterations (first run) | share |", m);
 	fputs(have_sched ? "\n|---|---|---|---|---|\n" : "\n|---|---|---|\n", m);
 	for (size_t i = 0; i < sum.N; i++) {
-		/* Both arrays were checked by summary_read; null is an unlimited budget. */
+		/* Both arrays were checked by summary_read; "inf" (or null) is an
+		 * unlimited budget. */
 		struct json_object *e = sum.eps ? json_object_array_get_idx(sum.eps, i) : NULL;
 		struct json_object *r = sum.rows ? json_object_array_get_idx(sum.rows, i) : NULL;
 
 		fprintf(m, "| owner-%zu | %.0f | ", i + 1, r ? json_object_get_double(r) : NAN);
-		if (e)
+		if (e != NULL && !json_object_is_type(e, json_type_string))
 			fprintf(m, "%g", json_object_get_double(e));
 		else
 			fputs("∞", m);

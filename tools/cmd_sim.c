@@ -420,7 +420,7 @@ static int write_outputs(const struct sim_opts *o, const dp_sim_setup *s, const 
 	}
 	{
 		dp_modelfile mf = { .model = s->model, .p = s->p, .theta = (double *)theta1,
-				    .features = od->ds[0].names, .bias = o->bias, .T = s->T,
+				    .features = od->ds[0].names, .target = od->ds[0].target, .bias = o->bias, .T = s->T,
 				    .lambda = s->lambda, .theta_max = s->theta_max, .clip = s->clip };
 
 		snprintf(mf.mode, sizeof(mf.mode), "%s", dp_plan_mode_name(s->mode));
