@@ -319,7 +319,8 @@ static const double *block_scores(const dp__kernel_job *K, size_t j0, size_t nb,
 
 static size_t blocked(const dp__kernel_job *K, const tail *tl)
 {
-	double abuf[DP_KERNEL_BLOCK_MAX], tbuf[DP_KERNEL_BLOCK_MAX];
+	/* the scores need a buffer only when BLAS computes them per block */
+	double abuf[DP_KERNEL_BLOCK_MAX], tbuf[BLAS_SCORES ? DP_KERNEL_BLOCK_MAX : 1];
 	unsigned char skip[DP_KERNEL_BLOCK_MAX / W];
 	size_t n = K->n, p = K->p, dropped = 0, rows = block_rows(p);
 	size_t nfull = n - n % W, nvec = p / W + (tl->rem != 0);

@@ -144,6 +144,33 @@ static void dyadic_theta(dp_simrng *r, double *theta, size_t p, double scale)
 		theta[q] = scale * ((double)rnd_below(r, 33) - 16.0) / 16.0;
 }
 
+/* One dyadic case: data, theta, a clip in the middle of the gradient norms
+ * (some rows clipped, some not) and the buffers for the sums. */
+struct kcase {
+	dp_dataset ds;
+	double *theta, *sum, clip;
+	struct ref ref;
+};
+
+static void kcase_init(struct kcase *c, dp_simrng *r, size_t n, size_t p, dp_model m)
+{
+	c->theta = malloc(p * sizeof(double));
+	c->sum = malloc(p * sizeof(double));
+	c->ref.sum = malloc(p * sizeof(int64_t));
+	assert_true(c->theta != NULL && c->sum != NULL && c->ref.sum != NULL);
+	c->clip = m == DP_MODEL_LINEAR ? 3.0 * (double)p : 0.6 * (double)p;
+	dyadic_ds(r, &c->ds, n, p, m);
+	dyadic_theta(r, c->theta, p, ldexp(1.0, -(int)ceil(0.5 * log2((double)p))));
+}
+
+static void kcase_free(struct kcase *c)
+{
+	dp_dataset_free(&c->ds);
+	free(c->theta);
+	free(c->sum);
+	free(c->ref.sum);
+}
+
 static void test_grid_sum_matches_reference(void **state)
 {
 	static const size_t ps[] = { 1, 3, 7, 8, 9, 10, 16, 17, 18, 25, 26, 31, 33, 40, 100 };
@@ -157,29 +184,19 @@ static void test_grid_sum_matches_reference(void **state)
 		for (size_t in = 0; in < sizeof(ns) / sizeof(ns[0]); in++) {
 			for (int m = 0; m < 3; m++) {
 				size_t n = ns[in], p = ps[ip];
-				dp_dataset ds;
-				double *theta = malloc(p * sizeof(double));
-				double *sum = malloc(p * sizeof(double));
-				struct ref ref = { .sum = malloc(p * sizeof(int64_t)) };
-				/* a clip in the middle of the gradient norms: some rows
-				 * clipped, some not */
-				double clip = m == DP_MODEL_LINEAR ? 3.0 * (double)p : 0.6 * (double)p;
+				struct kcase c;
 				int k;
 
-				dyadic_ds(&r, &ds, n, p, m);
-				dyadic_theta(&r, theta, p, ldexp(1.0, -(int)ceil(0.5 * log2((double)p))));
-				assert_int_equal(dp_noise_grid_exponent(n, clip, INFINITY, &k), 0);
-				reference(m, &ds, theta, clip, k, &ref);
-				total_clipped += ref.clipped;
-				total_unclipped += ref.unclipped;
-				expect_reference(m, &ds, theta, clip, k, &ref, sum);
+				kcase_init(&c, &r, n, p, m);
+				assert_int_equal(dp_noise_grid_exponent(n, c.clip, INFINITY, &k), 0);
+				reference(m, &c.ds, c.theta, c.clip, k, &c.ref);
+				total_clipped += c.ref.clipped;
+				total_unclipped += c.ref.unclipped;
+				expect_reference(m, &c.ds, c.theta, c.clip, k, &c.ref, c.sum);
 				/* a coarser grid too */
-				reference(m, &ds, theta, clip, 7, &ref);
-				expect_reference(m, &ds, theta, clip, 7, &ref, sum);
-				dp_dataset_free(&ds);
-				free(theta);
-				free(sum);
-				free(ref.sum);
+				reference(m, &c.ds, c.theta, c.clip, 7, &c.ref);
+				expect_reference(m, &c.ds, c.theta, c.clip, 7, &c.ref, c.sum);
+				kcase_free(&c);
 			}
 		}
 	}
@@ -373,35 +390,27 @@ static void test_grid_sum_drops_everywhere(void **state)
 		for (size_t in = 0; in < sizeof(ns) / sizeof(ns[0]); in++) {
 			for (int m = 0; m < 3; m++) {
 				size_t n = ns[in], p = ps[ip], ndrop = 0;
-				dp_dataset ds;
-				double *theta = malloc(p * sizeof(double));
-				double *sum = malloc(p * sizeof(double));
-				struct ref ref = { .sum = malloc(p * sizeof(int64_t)) };
-				double clip = m == DP_MODEL_LINEAR ? 3.0 * (double)p : 0.6 * (double)p;
+				struct kcase c;
 				int k;
 
-				dyadic_ds(&r, &ds, n, p, m);
-				dyadic_theta(&r, theta, p, ldexp(1.0, -(int)ceil(0.5 * log2((double)p))));
+				kcase_init(&c, &r, n, p, m);
 				for (size_t j = 0; j < n; j++) {
 					if (rnd_below(&r, 9) != 0 && j != n - 1)
 						continue;
 					double bad = rnd_below(&r, 2) ? NAN : -INFINITY;
 
-					ds.x[j * p + rnd_below(&r, p)] = bad;
-					ds.row_l1[j] = fabs(bad);
+					c.ds.x[j * p + rnd_below(&r, p)] = bad;
+					c.ds.row_l1[j] = fabs(bad);
 					ndrop++;
 				}
-				assert_int_equal(dp_noise_grid_exponent(n, clip, INFINITY, &k), 0);
+				assert_int_equal(dp_noise_grid_exponent(n, c.clip, INFINITY, &k), 0);
 				const int ks[3] = { k, 7, 0 };
 				for (int i = 0; i < 3; i++) {
-					reference(m, &ds, theta, clip, ks[i], &ref);
-					assert_int_equal(ref.dropped, ndrop);
-					expect_reference(m, &ds, theta, clip, ks[i], &ref, sum);
+					reference(m, &c.ds, c.theta, c.clip, ks[i], &c.ref);
+					assert_int_equal(c.ref.dropped, ndrop);
+					expect_reference(m, &c.ds, c.theta, c.clip, ks[i], &c.ref, c.sum);
 				}
-				dp_dataset_free(&ds);
-				free(theta);
-				free(sum);
-				free(ref.sum);
+				kcase_free(&c);
 			}
 		}
 	}
