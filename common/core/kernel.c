@@ -120,7 +120,7 @@ static const variant variants[] = {
 	{ "avx512", dp__kernel_avx512, has_avx512 },
 #endif
 };
-#define NVARIANTS (sizeof(variants) / sizeof(variants[0]))
+#define DP_NVARIANTS (sizeof(variants) / sizeof(variants[0]))
 
 static const variant *current = &variants[0];
 
@@ -138,7 +138,7 @@ __attribute__((constructor)) static void pick_at_start(void)
 #ifdef DP_KERNEL_X86
 	__builtin_cpu_init();
 #endif
-	for (size_t i = 0; i < NVARIANTS; i++) {
+	for (size_t i = 0; i < DP_NVARIANTS; i++) {
 		if (usable(&variants[i]))
 			current = &variants[i];
 		if (cap != NULL && strcmp(cap, variants[i].name) == 0)
@@ -158,7 +158,7 @@ int dp_kernel_select(const char *name)
 		pick_at_start();
 		return 0;
 	}
-	for (size_t i = 0; i < NVARIANTS; i++) {
+	for (size_t i = 0; i < DP_NVARIANTS; i++) {
 		if (strcmp(name, variants[i].name) != 0)
 			continue;
 		if (!usable(&variants[i]))

@@ -26,7 +26,7 @@
 #include "tools/lib/simrng.h"
 
 static const char *const variants[] = { "generic", "avx2", "avx512" };
-#define NVARIANTS (sizeof(variants) / sizeof(variants[0]))
+#define DP_NVARIANTS (sizeof(variants) / sizeof(variants[0]))
 
 /* Force variant v; 0 if this CPU cannot run it (skipped, not failed). */
 static int use_variant(size_t v)
@@ -100,7 +100,7 @@ static void reference(dp_model m, const dp_dataset *ds, const double *theta, dou
 static void expect_reference(dp_model m, const dp_dataset *ds, const double *theta, double clip,
 			     int k, const struct ref *ref, double *sum)
 {
-	for (size_t v = 0; v < NVARIANTS; v++) {
+	for (size_t v = 0; v < DP_NVARIANTS; v++) {
 		size_t dropped = 12345;
 
 		if (!use_variant(v))
@@ -246,7 +246,7 @@ static void test_grid_sum_close_to_exact_clipping(void **state)
 			for (size_t q = 0; q < p; q++)
 				ex[q] += ldexpl(s * c * x[j * p + q], k);
 		}
-		for (size_t v = 0; v < NVARIANTS; v++) {
+		for (size_t v = 0; v < DP_NVARIANTS; v++) {
 			if (!use_variant(v))
 				continue;
 			assert_int_equal(dp_kernel_clipped_grid_sum(m, &ds, theta, clip, k, sum, NULL), 0);
@@ -290,7 +290,7 @@ static void row_bound_case(dp_simrng *r, size_t copies, double clip, int k)
 	}
 	assert_int_equal(dp_dataset_from_arrays(&ds, copies, p, x, y, NULL), 0);
 	double bound = floor(ldexp(clip, k));
-	for (size_t v = 0; v < NVARIANTS; v++) {
+	for (size_t v = 0; v < DP_NVARIANTS; v++) {
 		if (!use_variant(v))
 			continue;
 		assert_int_equal(dp_kernel_clipped_grid_sum(m, &ds, theta, clip, k, sum, NULL), 0);
@@ -476,7 +476,7 @@ static void test_variant_choice(void **state)
 	assert_int_equal(dp_kernel_select("sse9"), DP_EINVAL);
 	assert_non_null(strstr(dp_error_detail(DP_EINVAL), "sse9"));
 	assert_string_equal(dp_kernel_variant(), start);
-	for (size_t v = 0; v < NVARIANTS; v++) {
+	for (size_t v = 0; v < DP_NVARIANTS; v++) {
 		if (!use_variant(v))
 			continue;
 		assert_string_equal(dp_kernel_variant(), variants[v]);
@@ -492,7 +492,7 @@ static void test_variant_choice(void **state)
 	unsetenv("DP_KERNEL_ISA");
 	assert_int_equal(dp_kernel_select(NULL), 0);
 	/* no cap: the best this CPU runs, the last one forcing accepted */
-	for (size_t v = NVARIANTS; v-- > 0;) {
+	for (size_t v = DP_NVARIANTS; v-- > 0;) {
 		if (dp_kernel_select(variants[v]) == 0) {
 			assert_string_equal(variants[v], start);
 			break;
