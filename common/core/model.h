@@ -1,4 +1,6 @@
-/* The three losses of docs/design.md §2 and the passes over an owner's rows.
+/* The three losses of docs/design.md §2 and the plain passes over an
+ * owner's rows (loss, fitness, mean gradient).  The privacy kernel, the
+ * clipped pass behind every answer, is kernel.h.
  *
  * For every model the per-example gradient is a multiple of the example:
  * grad l(theta; x, y) = c(theta^T x, y) * x, so its L1 norm is |c| * ||x||_1
@@ -44,14 +46,5 @@ double dp_model_psi(double f, double f_star);
  * solvers and tests. */
 void dp_model_mean_grad(dp_model m, const dp_dataset *ds, const double *theta,
 			double *grad);
-
-/* The privacy kernel, one streaming pass: for every row, c_j x_j clipped to
- * L1 norm `clip`, each coordinate truncated toward zero onto the grid
- * 2^-k, summed exactly.  sum[q] receives the sum in grid units (an integer
- * held in a double; |sum| <= n*clip*2^k <= 2^52 by dp_noise_grid_exponent).
- * Rows whose gradient is not finite are dropped and counted in *dropped.
- * Errors: DP_EINVAL (theta not finite, clip <= 0). */
-int dp_model_clipped_grid_sum(dp_model m, const dp_dataset *ds, const double *theta,
-			      double clip, int k, double *sum, size_t *dropped);
 
 #endif

@@ -7,6 +7,7 @@
 #include <openssl/crypto.h>
 
 #include "common/core/error.h"
+#include "common/core/kernel.h"
 #include "common/core/noise.h"
 
 double dp_query_scale(size_t n, double clip, double eps_q)
@@ -51,7 +52,7 @@ int dp_query_answer(dp_model m, const dp_dataset *ds, const double *theta, doubl
 		err = dp_error_set(DP_ENOMEM, "query: out of memory for %zu coordinates", p);
 		goto out;
 	}
-	err = dp_model_clipped_grid_sum(m, ds, theta, clip, k, sum, &dropped);
+	err = dp_kernel_clipped_grid_sum(m, ds, theta, clip, k, sum, &dropped);
 	if (err != 0)
 		goto out;
 	if (isfinite(eps_q)) {

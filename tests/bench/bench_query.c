@@ -1,13 +1,14 @@
-/* Throughput of the privacy kernel dp_model_clipped_grid_sum against a plain
+/* Throughput of the privacy kernel dp_kernel_clipped_grid_sum against a plain
  * vectorised streaming read of the same matrix (the memory-bandwidth limit),
  * both measured in this process, interleaved, single thread.
  *
  *   bench_query [--rows N] [--features D] [--repeats R] [--clip C]
  *               [--model linear|logistic|svm]
  *
- * Data as in /work/shared/bench/numpy_grad.py: X standard normal, y = X beta
- * + 0.1 noise, theta = 0.1 normal, row L1 norms precomputed (load time).
- * Prints one JSON line; bytes are rows*features*8 per gradient. */
+ * Data as in the numpy baseline (docs/bench.md): X standard normal, y =
+ * X beta + 0.1 noise, theta = 0.1 normal, row L1 norms precomputed (load
+ * time).  Prints one JSON line; bytes are rows*features*8 per gradient;
+ * DP_KERNEL_ISA caps the kernel variant (kernel.h). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 
 #include "common/core/dataset.h"
 #include "common/core/error.h"
+#include "common/core/kernel.h"
 #include "common/core/model.h"
 #include "common/core/noise.h"
 
@@ -223,7 +225,7 @@ int main(int argc, char **argv)
 	/* warm-up: page in, caches, frequency */
 	for (int w = 0; w < 3; w++) {
 		sink += stream_sum(ds.x, n * d);
-		if (dp_model_clipped_grid_sum(model, &ds, theta, clip, k, sum, &dropped) != 0) {
+		if (dp_kernel_clipped_grid_sum(model, &ds, theta, clip, k, sum, &dropped) != 0) {
 			fprintf(stderr, "bench_query: kernel failed\n");
 			return 1;
 		}
@@ -232,7 +234,7 @@ int main(int argc, char **argv)
 		double t0 = now();
 		sink += stream_sum(ds.x, n * d);
 		double t1 = now();
-		dp_model_clipped_grid_sum(model, &ds, theta, clip, k, sum, &dropped);
+		dp_kernel_clipped_grid_sum(model, &ds, theta, clip, k, sum, &dropped);
 		double t2 = now();
 		ts[r] = t1 - t0;
 		tk[r] = t2 - t1;
@@ -245,12 +247,13 @@ int main(int argc, char **argv)
 
 	const char *isa = getenv("DP_KERNEL_ISA");
 
-	printf("{\"impl\": \"c\", \"kernel_isa_cap\": \"%s\", \"model\": \"%s\", \"rows\": %zu, \"features\": %zu, "
+	printf("{\"impl\": \"c\", \"kernel_isa_cap\": \"%s\", \"kernel_variant\": \"%s\", "
+	       "\"model\": \"%s\", \"rows\": %zu, \"features\": %zu, "
 	       "\"repeats\": %zu, \"grid_k\": %d, "
 	       "\"kernel_seconds\": %.6g, \"kernel_gbytes_per_s\": %.4g, "
 	       "\"stream_seconds\": %.6g, \"stream_gbytes_per_s\": %.4g, "
 	       "\"kernel_over_stream\": %.4f, \"checksum\": %.17g, \"dropped\": %zu}\n",
-	       isa != NULL ? isa : "auto", dp_model_name(model), n, d, reps, k, mk, bytes / mk / 1e9, ms, bytes / ms / 1e9,
+	       isa != NULL ? isa : "auto", dp_kernel_variant(), dp_model_name(model), n, d, reps, k, mk, bytes / mk / 1e9, ms, bytes / ms / 1e9,
 	       ms / mk, checksum, dropped);
 	(void)sink;
 	dp_dataset_free(&ds);

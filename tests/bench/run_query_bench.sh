@@ -8,6 +8,11 @@
 # Prints each program's JSON line and a summary with the two ratios and the
 # targets (>= 0.6 of the streaming read, >= 3x numpy).  Exit status 0
 # unless a program fails; with BENCH_STRICT=1 also 1 when a target is missed.
+#
+# BENCH_BASELINE=/path/to/another/bench_query (built from an earlier commit)
+# adds, per size, BENCH_ROUNDS (default 5) runs of each program taken
+# alternately, and a line "baseline ... new/old=" with the median ratio of
+# kernel times (docs/bench.md).  DP_KERNEL_ISA applies to both.
 set -eu
 bench=$1
 numpy=$2
@@ -18,6 +23,8 @@ export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 [ -x "$bench" ] || { echo "run_query_bench: $bench is not executable" >&2; exit 2; }
 [ -r "$numpy" ] || { echo "run_query_bench: $numpy not found" >&2; exit 2; }
 "$py" -c 'import numpy' 2>/dev/null || { echo "run_query_bench: $py has no numpy" >&2; exit 2; }
+base=${BENCH_BASELINE:-}
+[ -z "$base" ] || [ -x "$base" ] || { echo "run_query_bench: $base is not executable" >&2; exit 2; }
 
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -srm)"
 echo "# cpu: $(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2- | sed "s/^ *//") x $(getconf _NPROCESSORS_ONLN)"
@@ -39,6 +46,25 @@ print('summary rows=%d features=%d kernel=%.1f GB/s stream=%.1f GB/s numpy=%.1f 
       % (c['rows'], c['features'], c['kernel_gbytes_per_s'], c['stream_gbytes_per_s'],
          n['gbytes_per_s'], r_stream, r_numpy, 'MET' if ok else 'MISSED'))
 sys.exit(0 if ok else 1)
+PY
+	[ -n "$base" ] || continue
+	"$py" - "$bench" "$base" "$1" "$2" "$reps" "${BENCH_ROUNDS:-5}" <<'PY'
+import json, statistics, subprocess, sys
+new, old, rows, feats, reps, rounds = sys.argv[1:7]
+def run(prog):
+    out = subprocess.run([prog, '--rows', rows, '--features', feats, '--repeats', reps],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)['kernel_seconds']
+ratios = []
+for r in range(int(rounds)):
+    # alternate which goes first: the caches and the clock see both alike
+    if r % 2 == 0:
+        tn, to = run(new), run(old)
+    else:
+        to, tn = run(old), run(new)
+    ratios.append(tn / to)
+print('baseline rows=%s features=%s new/old=%.3f (min %.3f, max %.3f, %d rounds)'
+      % (rows, feats, statistics.median(ratios), min(ratios), max(ratios), len(ratios)))
 PY
 done
 if [ "${BENCH_STRICT:-0}" = 1 ] && [ "$miss" = 1 ]; then
