@@ -604,18 +604,34 @@ static double predict(const struct job *jb, size_t T, double step, size_t ci, co
 	return (o + nu * g + cb) / pub->f_star;
 }
 
+/* Async: owner i is expected to serve T pi_i iterations.  An owner that
+ * fixed its own cap serves at most that many, and the iterations it leaves
+ * go to the owners whose caps are planned, in proportion to their rates;
+ * each of those gets its expected count plus the margin, so that its whole
+ * budget is spent and a few stragglers do not stop the job short of T. */
 static void caps_for(const struct job *jb, size_t T, uint64_t *K)
 {
 	const dp_plan_request *req = jb->req;
 	double margin = req->margin > 0 ? req->margin : DP_PLAN_MARGIN;
+	double left = (double)T, free_share = 0.0;
 
+	for (size_t i = 0; i < req->N; i++) {
+		bool fixed = req->answers_cap != NULL && req->answers_cap[i] != 0;
+
+		if (fixed)
+			left -= fmin((double)req->answers_cap[i], (double)T * jb->share[i]);
+		else
+			free_share += jb->share[i];
+	}
+	if (left < 0.0)
+		left = 0.0;
 	for (size_t i = 0; i < req->N; i++) {
 		if (req->answers_cap != NULL && req->answers_cap[i] != 0)
 			K[i] = req->answers_cap[i];
 		else if (req->mode != DP_PLAN_ASYNC)
 			K[i] = T > 1 ? T - 1 : 1;
 		else
-			K[i] = (uint64_t)ceil((double)T * jb->share[i] * (1.0 + margin));
+			K[i] = (uint64_t)ceil(left * jb->share[i] / free_share * (1.0 + margin));
 		if (K[i] == 0)
 			K[i] = 1;
 	}

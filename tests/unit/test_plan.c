@@ -213,7 +213,10 @@ static void test_choices(void **state)
 	assert_true(pl.step == 0.01);
 	assert_true(pl.clip == 3.5);
 	assert_int_equal(pl.answers_cap[1], 77);
-	assert_int_equal(pl.answers_cap[0], (uint64_t)ceil(321 * 0.25 * 1.1));
+	/* Owner 2 serves at most 77 of its expected 321/4: the iterations it
+	 * leaves go to owners 1 and 3 in proportion to their rates (1 : 2). */
+	assert_int_equal(pl.answers_cap[0], (uint64_t)ceil((321 - 77) * (1.0 / 3.0) * 1.1));
+	assert_int_equal(pl.answers_cap[2], (uint64_t)ceil((321 - 77) * (2.0 / 3.0) * 1.1));
 	dp_plan_free(&pl);
 
 	/* Sync: every owner answers T - 1 rounds; a smaller cap is refused. */
