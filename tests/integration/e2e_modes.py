@@ -10,7 +10,11 @@
   outside that band has probability well below 1e-4);
 - parity: with epsilon = inf, feeding learnerd's trace (owner per iteration)
   to `dpasync sim --schedule` reproduces the networked theta_L to 1e-12, also
-  with --freq-correction (Remark 4) and one owner ticking 5x faster."""
+  with --freq-correction (Remark 4) and one owner ticking 5x faster, and
+  with caps that bind: owner-1 keeps its own cap of 40 answers, far below
+  its share, so it drops out mid-job and the others finish T; the trace
+  holds exactly 40 of its answers, and `sim --schedule` with the same caps
+  reproduces theta_L to 1e-12."""
 import json, os, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import check, run, tmpdir, cleanup, summary, main
@@ -19,13 +23,14 @@ import numpy as np
 
 T = 300
 
-def job(bindir, d, mode, eps, extra=(), rates=('50', '50', '50')):
+def job(bindir, d, mode, eps, extra=(), rates=('50', '50', '50'), owner_extra=((), (), ())):
     c = Cluster(bindir, d, owners=3, rows=2000, features=5, T=T)
     try:
         extra = ['--mode', mode] + (['--broadcast-interval', '0.005'] if mode == 'broadcast' else []) \
             + list(extra)
         c.start_learner(extra)
-        owners = [c.start_owner(i, eps=eps, rate=rates[i - 1]) for i in (1, 2, 3)]
+        owners = [c.start_owner(i, eps=eps, rate=rates[i - 1], extra=owner_extra[i - 1])
+                  for i in (1, 2, 3)]
         out = c.wait_learner()
         check('done k=%d' % T in out, 'learnerd did not report done: %r' % out)
         rows = c.trace_rows()
@@ -77,19 +82,31 @@ def test(argv):
                 check(any(w > 0 for w in waits), 'request mode: no request ever waited')
         # Parity with the simulator, noise-free; then with the frequency
         # correction of Remark 4 and owner-1's clock 5x faster.
-        for tag, lflags, rates in (('parity', [], ('50', '50', '50')),
-                                   ('parity-freq', ['--freq-correction'], ('150', '30', '30'))):
+        K1 = 40
+        for tag, lflags, rates, oextra in (
+                ('parity', [], ('50', '50', '50'), ((), (), ())),
+                ('parity-freq', ['--freq-correction'], ('150', '30', '30'), ((), (), ())),
+                ('parity-caps', [], ('50', '50', '50'), (('--answers-cap', str(K1)), (), ()))):
             pd = os.path.join(d, tag)
-            c, rows, model, used = job(bindir, pd, 'request', 'inf', lflags, rates)
+            c, rows, model, used = job(bindir, pd, 'request', 'inf', lflags, rates, oextra)
             sched = os.path.join(pd, 'schedule.txt')
             with open(sched, 'w') as f:
                 f.write(''.join(r[2].split('-')[1] + '\n' for r in rows))
             out = os.path.join(pd, 'sim')
             # No noise: the caps only bound the schedule, which learnerd's
-            # trace already obeys; the largest K keeps sim from cutting it.
+            # trace obeys; sim gets every owner's cap as learnerd had it, so a
+            # schedule past one would be refused.
+            flags = c.sim_flags(max(used['K']))
+            flags[flags.index('--answers-cap') + 1] = ','.join(str(k) for k in used['K'])
             run([dp, 'sim', '--bias', '--epsilon', 'inf', '--repeats', '1',
-                 '--schedule', sched, '--out', out] + c.sim_flags(max(used['K'])) + lflags
+                 '--schedule', sched, '--out', out] + flags + lflags
                 + [c.data(i) for i in (1, 2, 3)])
+            if tag == 'parity-caps':
+                n1 = sum(1 for r in rows if r[2] == 'owner-1')
+                check(used['K'][0] == K1 and n1 == K1,
+                      'owner-1 (own cap %d) answered %d times; caps %r' % (K1, n1, used['K']))
+                check(summary(out)['answers'][0] == K1,
+                      'sim counted %r answers' % summary(out)['answers'])
             want = np.array(summary(out)['theta'])
             got = np.array(model['theta'])
             err = np.abs(got - want).max() / np.abs(want).max()
