@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Reproduce one of the measured experiments of docs/planner.md and
+# docs/collaboration.md:
+#
+#   scripts/reproduce.sh NAME OUTDIR     run experiment NAME, write OUTDIR/result.json
+#   scripts/reproduce.sh --list          the NAMEs, one line each
+#
+# Each experiment is scripts/reproduce/NAME.py (Python 3 + numpy from
+# Debian); it builds nothing itself: it runs the dpasync binaries of
+# BUILD_DIR (default build/, built with scripts/build.sh when missing) on
+# the shared data beside the repository (../shared/data) and writes
+# OUTDIR/result.json, plus the tables (.md) and figures (.png) it names
+# there.  Exit status: 0 done, 2 usage, otherwise the experiment's.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/.." && pwd)
+
+list() {
+  for f in "$here"/reproduce/*.py; do
+    [ -e "$f" ] || continue
+    name=$(basename "$f" .py)
+    [ "${name#_}" = "$name" ] || continue   # _helpers.py and the like
+    # The first line of the module docstring says what it measures.
+    what=$(sed -n '2,/^"""/{s/^"""//;p;q}' "$f" | head -1)
+    [ -n "$what" ] || what=$(sed -n '1s/^"""//p' "$f")
+    printf '%-12s %s\n' "$name" "$what"
+  done
+}
+
+case "${1:-}" in
+  --list|-l) list; exit 0 ;;
+  -h|--help|'') sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; [ -n "${1:-}" ]; exit $? ;;
+esac
+[ $# -eq 2 ] || { echo "reproduce.sh: usage: reproduce.sh NAME OUTDIR (or --list)" >&2; exit 2; }
+name=$1 out=$2
+script="$here/reproduce/$name.py"
+case $name in
+  */*|.*|_*|'') echo "reproduce.sh: no experiment named '$name' (see --list)" >&2; exit 2 ;;
+esac
+[ -f "$script" ] || { echo "reproduce.sh: no experiment named '$name' (see --list)" >&2; exit 2; }
+build=${BUILD_DIR:-$src/build}
+if [ ! -x "$build/tools/dpasync" ]; then
+  "$src/scripts/deps.sh"
+  "$src/scripts/build.sh" "$build" -Dbuildtype=release >/dev/null
+fi
+mkdir -p "$out"
+export OPENBLAS_NUM_THREADS=1
+exec /usr/bin/python3 "$script" --build "$build" --data "$src/../shared/data" --out "$out"

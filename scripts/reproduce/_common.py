@@ -1,0 +1,89 @@
+"""What the experiments of scripts/reproduce/ share: their command line,
+running the dpasync binaries, preparing the shared tables the way the
+README does, and writing OUTDIR/result.json."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+# The shared tables and how the README prepares each (dpasync prep flags,
+# then the sim/forecast flags that go with the prepared files).
+TABLES = {
+    'diamonds': dict(file='diamonds.csv', model='linear', target='price',
+                     prep=['--target', 'price',
+                           '--ordinal', 'cut=Fair,Good,Very Good,Premium,Ideal',
+                           '--ordinal', 'color=J,I,H,G,F,E,D',
+                           '--ordinal', 'clarity=I1,SI2,SI1,VS2,VS1,VVS2,VVS1,IF']),
+    'lending_club': dict(file='lending_club.csv', model='linear', target='int_rate',
+                         prep=['--target', 'int_rate', '--drop', 'sub_grade']),
+    'lending_club_class': dict(file='lending_club.csv', model='logistic', target='Class',
+                               prep=['--target', 'Class', '--task', 'classification',
+                                     '--positive', 'good', '--drop', 'sub_grade']),
+    'diabetes': dict(file='diabetes.csv', model='linear', target='target',
+                     prep=['--target', 'target']),
+    'breast_cancer': dict(file='breast_cancer.csv', model='logistic', target='target',
+                          prep=['--target', 'target', '--task', 'classification',
+                                '--positive', '1']),
+    'fertility': dict(file='fertility.csv.gz', model='linear', target='work',
+                      prep=['--target', 'work']),
+    'fertility_class': dict(file='fertility.csv.gz', model='logistic', target='morekids',
+                            prep=['--target', 'morekids', '--task', 'classification',
+                                  '--positive', 'yes']),
+    'movielens': dict(file='movielens_ratings.csv.gz', model='linear', target='rating',
+                      prep=['--target', 'rating', '--drop', 'title,genres,movieId,userId',
+                            '--drop-missing']),
+}
+
+
+def args(doc):
+    p = argparse.ArgumentParser(description=doc)
+    p.add_argument('--build', required=True, help='meson build directory with the binaries')
+    p.add_argument('--data', required=True, help='the shared data directory')
+    p.add_argument('--out', required=True, help='output directory')
+    p.add_argument('--quick', action='store_true',
+                   help='a small version for the test suite (fewer cells and repeats)')
+    return p.parse_args()
+
+
+class Tools:
+    def __init__(self, a):
+        self.build = a.build
+        self.data = a.data
+        self.out = a.out
+        self.dpasync = os.path.join(a.build, 'tools', 'dpasync')
+
+    def run(self, argv, **kw):
+        """Run dpasync with argv; its stdout.  A failure stops the
+        experiment with the command and its stderr."""
+        p = subprocess.run([self.dpasync] + argv, capture_output=True, text=True, **kw)
+        if p.returncode != 0:
+            sys.exit('dpasync %s failed (%d): %s' % (' '.join(argv), p.returncode,
+                                                     p.stderr.strip()))
+        return p.stdout
+
+    def prep(self, table, outdir, split, extra=()):
+        """Prepare one shared table into `split` owners in outdir (once)."""
+        t = TABLES[table]
+        if not os.path.exists(os.path.join(outdir, 'owner-1.csv')):
+            self.run(['prep'] + t['prep'] + ['--split', str(split), '--out', outdir,
+                                             '--force'] + list(extra) +
+                     [os.path.join(self.data, t['file'])])
+        return sorted(os.path.join(outdir, f) for f in os.listdir(outdir)
+                      if f.startswith('owner-') and f.endswith('.csv'))
+
+    def sim(self, files, outdir, flags):
+        self.run(['sim', '--out', outdir] + list(flags) + list(files))
+        with open(os.path.join(outdir, 'summary.json')) as f:
+            return json.load(f)
+
+    def forecast(self, flags):
+        return json.loads(self.run(['forecast'] + list(flags)))
+
+
+def write_result(out, result):
+    path = os.path.join(out, 'result.json')
+    with open(path, 'w') as f:
+        json.dump(result, f, indent=2, sort_keys=True)
+        f.write('\n')
+    print('wrote', path)
