@@ -239,6 +239,11 @@ int dp_dataset_load(dp_dataset *ds, const char *path, const dp_load_opts *opts)
 		goto fail;
 	}
 	fill_row_l1(&out);
+	if (schema != NULL) {
+		rc = dp_schema_check_applied(schema, path, out.x, out.y, out.n, out.p);
+		if (rc != 0)
+			goto fail;
+	}
 	dp_schema_bind_destroy(b);
 	dp_csv_close(r);
 	*ds = out;

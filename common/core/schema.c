@@ -257,6 +257,65 @@ static int is_prepared(const dp_schema *s, const char *const *header, size_t nco
 	return renames;
 }
 
+/* Votes of one standardised column: eligible when the raw values sit far
+ * from 0 on its own scale (|c/s| >= 3), and "applied twice" when its mean
+ * after the transform is nearer -c/s than 0. */
+static void vote(double center, double scale, double mean, size_t *eligible, size_t *twice)
+{
+	double away = center / scale;
+
+	if (fabs(away) < 3.0)
+		return;
+	(*eligible)++;
+	if (fabs(mean + away) < fabs(mean))
+		(*twice)++;
+}
+
+int dp_schema_check_applied(const dp_schema *s, const char *source, const double *x,
+			    const double *y, size_t n, size_t stride)
+{
+	size_t eligible = 0, twice = 0;
+	const char *name = NULL;
+	double shown = 0.0;
+
+	DP_REQUIRE(s != NULL && source != NULL && (n == 0 || (x != NULL && y != NULL)));
+	DP_REQUIRE(stride >= s->p);
+	if (n < 10 || s->k > 0)
+		return 0;
+	for (size_t c = 0; c < s->ncols; c++) {
+		const struct dp__schema_col *col = &s->cols[c];
+		double sum = 0.0;
+		size_t before = twice;
+
+		if (col->kind != DP__SCHEMA_NUMERIC)
+			continue;
+		for (size_t j = 0; j < n; j++)
+			sum += x[j * stride + col->off];
+		vote(col->center, col->scale, sum / (double)n, &eligible, &twice);
+		if (twice > before && name == NULL) {
+			name = col->name;
+			shown = sum / (double)n;
+		}
+	}
+	if (s->tkind == DP__SCHEMA_T_NUMERIC && s->tstd) {
+		double sum = 0.0;
+		size_t before = twice;
+
+		for (size_t j = 0; j < n; j++)
+			sum += y[j];
+		vote(s->tcenter, s->tscale, sum / (double)n, &eligible, &twice);
+		if (twice > before && name == NULL) {
+			name = s->target;
+			shown = sum / (double)n;
+		}
+	}
+	if (eligible == 0 || twice < eligible)
+		return 0;
+	return dp_error_set(DP_EFORMAT, "%s looks already prepared with this schema: column '%s' "
+			    "averages %.3g once transformed, where a raw file averages near 0; pass "
+			    "it without --schema", source, name, shown);
+}
+
 void dp_schema_bind_destroy(dp_schema_bind *b)
 {
 	if (b == NULL)

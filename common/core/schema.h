@@ -102,4 +102,19 @@ int dp_schema_bind_row(dp_schema_bind *b, const char *const *fields, size_t line
 /* Free; NULL is allowed. */
 void dp_schema_bind_destroy(dp_schema_bind *b);
 
+/* After a whole file went through a binding: refuse it if its values show
+ * the schema was applied to a file it had already prepared.  The header
+ * check of dp_schema_bind_new cannot see that when every column keeps its
+ * name (numeric and ordinal columns, no PCA); the values can: a column the
+ * schema centres on c with scale s, |c/s| >= 3, averages near 0 on a raw
+ * file and near -c/s on a prepared one.  When every such column (the
+ * standardised target included) averages closer to -c/s than to 0, the
+ * file was prepared already: DP_EFORMAT with a one-line detail naming
+ * `source` and a column.  Files of fewer than 10 rows, and schemas with no
+ * such column, are not judged.  x holds n rows of `stride` values whose
+ * first dp_schema_nfeatures() are the schema's features; y the n
+ * targets. */
+int dp_schema_check_applied(const dp_schema *s, const char *source, const double *x,
+			    const double *y, size_t n, size_t stride);
+
 #endif

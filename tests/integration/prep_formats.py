@@ -125,6 +125,17 @@ def test(argv):
              os.path.join(data, 'diabetes.csv')])
         expect_error([dp, 'sim', '--schema', os.path.join(dia, 'schema.json'), '--T', '10', '--repeats', '1',
                       '--out', os.path.join(d, 's2'), os.path.join(dia, 'owner-1.csv')], ['already prepared'])
+        # and where nothing in the header does (every column numeric, none
+        # dropped): the values show it (age is centred near 48, scale 13)
+        dia2 = os.path.join(d, 'dia2')
+        run([dp, 'prep', '--target', 'target', '--split', '2', '--out', dia2,
+             os.path.join(data, 'diabetes.csv')])
+        expect_error([dp, 'sim', '--schema', os.path.join(dia2, 'schema.json'), '--T', '10',
+                      '--repeats', '1', '--out', os.path.join(d, 's3'),
+                      os.path.join(dia2, 'owner-1.csv')], ['looks already prepared', 'without --schema'])
+        # while the raw table goes through that schema as before
+        run([dp, 'sim', '--schema', os.path.join(dia2, 'schema.json'), '--T', '10', '--repeats', '1',
+             '--out', os.path.join(d, 's4'), os.path.join(data, 'diabetes.csv')])
 
         # eval: the target from model.json, the features checked, psi_zero.
         files = [own, os.path.join(out, 'owner-2.csv')]

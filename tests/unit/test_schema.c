@@ -477,6 +477,45 @@ static void test_already_prepared(void **state)
 	dp_schema_destroy(s);
 }
 
+/* The values show a second application when the header cannot: columns
+ * centred far from 0 on their own scale (|c/s| >= 3) average near -c/s
+ * once a prepared file is transformed again. */
+static void test_applied_twice(void **state)
+{
+	dp_schema *s = NULL;
+	double x[20 * 2], y[20];
+	const char *path = put("twice.json",
+		"{\"version\": 1, \"columns\": ["
+		"{\"name\": \"age\", \"kind\": \"numeric\", \"center\": 50, \"scale\": 10},"
+		"{\"name\": \"z\", \"kind\": \"numeric\", \"center\": 0.5, \"scale\": 1}],"
+		"\"target\": {\"name\": \"y\", \"kind\": \"numeric\", \"center\": 200,"
+		" \"scale\": 40}}");
+
+	assert_int_equal(dp_schema_load(path, &s), 0);
+	/* A raw file: age around 50 -> transformed around 0; so is y. */
+	for (size_t j = 0; j < 20; j++) {
+		x[j * 2] = ((double)j - 9.5) / 6.0;
+		x[j * 2 + 1] = (double)(j % 3);
+		y[j] = ((double)j - 9.5) / 7.0;
+	}
+	assert_int_equal(dp_schema_check_applied(s, "raw.csv", x, y, 20, 2), 0);
+	/* A prepared file transformed again: age averages -5, y -5. */
+	for (size_t j = 0; j < 20; j++) {
+		x[j * 2] = (x[j * 2] - 50.0) / 10.0;
+		y[j] = (y[j] - 200.0) / 40.0;
+	}
+	assert_int_equal(dp_schema_check_applied(s, "prep.csv", x, y, 20, 2), DP_EFORMAT);
+	assert_non_null(strstr(dp_error_detail(DP_EFORMAT), "prep.csv looks already prepared"));
+	/* Too few rows to judge; a column near 0 on its scale (z) never votes;
+	 * one eligible column that looks raw (y back near 0) is enough to let
+	 * the file through. */
+	assert_int_equal(dp_schema_check_applied(s, "few.csv", x, y, 9, 2), 0);
+	for (size_t j = 0; j < 20; j++)
+		y[j] = ((double)j - 9.5) / 7.0;
+	assert_int_equal(dp_schema_check_applied(s, "mixed.csv", x, y, 20, 2), 0);
+	dp_schema_destroy(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -488,6 +527,7 @@ int main(void)
 		cmocka_unit_test(test_binary_column),
 		cmocka_unit_test(test_uses),
 		cmocka_unit_test(test_already_prepared),
+		cmocka_unit_test(test_applied_twice),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
