@@ -4,8 +4,10 @@
 # processes on loopback, wait for the job, print psi of the trained model
 # against the non-private optimum next to psi of theta = 0 and the psi
 # learnerd's planner predicted, and stop everything it started.  learnerd
-# plans T, the step, the clip and every owner's answer cap (docs/planner.md);
-# --T fixes T instead.
+# plans T, the step, the clip and every owner's answer cap (docs/planner.md)
+# with constants that `dpasync forecast` measures on a public sample drawn
+# from the same generator as the owners' rows (never from them); --T fixes
+# T instead.
 #
 #   deploy/local-cluster.sh [--owners N] [--T T] [--epsilon E] [--rate R]
 #                           [--rows R] [--mode request|broadcast] [--work DIR]
@@ -48,12 +50,17 @@ trap cleanup EXIT INT TERM
 
 rows=$(printf "$ROWS,%.0s" $(seq "$OWNERS")); rows=${rows%,}
 names=$(printf "owner-%s," $(seq "$OWNERS")); names=${names%,}
-"$DP" gen --rows "$rows" --features 10 --seed 1 --out "$WORK/data" >/dev/null
+# One more file from the same generator is the public sample.
+"$DP" gen --rows "$rows,2000" --features 10 --seed 1 --out "$WORK/data" >/dev/null
+mv "$WORK/data/owner-$((OWNERS + 1)).csv" "$WORK/data/public.csv"
+"$DP" forecast --sample "$WORK/data/public.csv" --rows "$rows" --epsilon "$EPS" --bias \
+  > "$WORK/forecast.json"
 "$DP" certs --out "$WORK/certs" --owners "$OWNERS" >/dev/null
 
 "$LEARNERD" --listen 127.0.0.1:0 --port-file "$WORK/learner.ports" \
   --ca "$WORK/certs/ca.crt" --cert "$WORK/certs/learner.crt" --key "$WORK/certs/learner.key" \
   --owners "$names" --T "$T" --mode "$MODE" --bias --out "$WORK/learner" \
+  --public "$WORK/forecast.json" \
   --metrics-listen 127.0.0.1:0 2>"$WORK/learnerd.log" &
 lpid=$!
 pids+=("$lpid")
@@ -81,26 +88,21 @@ end=$(date +%s.%N)
 files=$(for i in $(seq "$OWNERS"); do printf "%s " "$WORK/data/owner-$i.csv"; done)
 # shellcheck disable=SC2086
 "$DP" eval "$WORK/learner/model.json" $files > "$WORK/eval.json"
-# theta = 0, the model that needs no data: a private model is only worth
-# its budget when it beats it.
-python3 - "$WORK/learner/model.json" "$WORK/zero-model.json" <<'PY'
+# psi_zero is psi of theta = 0, the model that needs no data: a private
+# model is only worth its budget when it beats it.
+python3 - "$WORK/eval.json" "$WORK/learner/checkpoint.json" "$start" "$end" <<'PY'
 import json, sys
-m = json.load(open(sys.argv[1])); m["theta"] = [0.0] * len(m["theta"])
-json.dump(m, open(sys.argv[2], "w"))
-PY
-# shellcheck disable=SC2086
-"$DP" eval "$WORK/zero-model.json" $files > "$WORK/eval-zero.json"
-python3 - "$WORK/eval.json" "$WORK/eval-zero.json" "$WORK/learner/checkpoint.json" "$start" "$end" <<'PY'
-import json, sys
-e, z, ck = (json.load(open(f)) for f in sys.argv[1:4])
+e, ck = (json.load(open(f)) for f in sys.argv[1:3])
 job = ck["job"]; plan = job.get("plan", {})
-secs = float(sys.argv[5]) - float(sys.argv[4]); T = job["T"]
+secs = float(sys.argv[4]) - float(sys.argv[3]); T = job["T"]
 print("trained %s model: f = %.6g, non-private optimum f* = %.6g, psi = f/f* - 1 = %.4g"
       % (e["model"], e["f"], e["f_star"], e["psi"]))
-print("psi of theta = 0: %.4g; predicted psi (learnerd's plan, %s constants): %.4g"
-      % (z["psi"], "measured" if plan.get("measured") else "shape-only", plan.get("psi", float("nan"))))
-print("%s: %s" % ("useful" if e["psi"] < z["psi"] else "NOT useful (worse than theta = 0)",
-                  "the private model beats theta = 0" if e["psi"] < z["psi"]
+print("psi of theta = 0: %.4g; predicted psi (learnerd's plan, constants %s): %.4g"
+      % (e["psi_zero"], "measured on the public sample" if plan.get("measured")
+         else "assumed from the data's shape",
+         plan.get("psi", float("nan"))))
+print("%s: %s" % ("useful" if e["psi"] < e["psi_zero"] else "NOT useful (worse than theta = 0)",
+                  "the private model beats theta = 0" if e["psi"] < e["psi_zero"]
                   else "more rows, a larger budget or fewer features are needed"))
 print("plan: T=%d eta=%.4g clip=%.4g answer caps K_i=%s" % (T, job["eta"], job["clip_l1"],
       ",".join(str(k) for k in plan.get("answers_cap", []))))
