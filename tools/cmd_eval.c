@@ -18,8 +18,9 @@ struct eval_opts {
 	struct dp_config_strings args; /* MODEL.json FILE... */
 };
 
-static int evaluate(struct eval_opts *o)
+static int evaluate(void *arg)
 {
+	struct eval_opts *o = arg;
 	dp_modelfile mf = { 0 };
 	dp_ownerdata od = { 0 };
 	double lambda = o->lambda, theta_max = o->theta_max, f, f_star, f_zero, *zero = NULL;
@@ -123,11 +124,6 @@ int dp_cmd_eval(int argc, char **argv)
 		.args_metavar = "MODEL.json FILE...",
 		.args_min = 2,
 	};
-	int status;
 
-	if (!dp_cmd_args(&spec, argc, argv, &status))
-		return status;
-	status = evaluate(&o);
-	dp_config_free(&spec);
-	return status;
+	return dp_cmd_run(&spec, argc, argv, evaluate, &o);
 }

@@ -176,8 +176,9 @@ static struct json_object *result(const struct forecast_opts *o, dp_model model,
 	return j;
 }
 
-static int forecast(const struct forecast_opts *o)
+static int forecast(void *arg)
 {
+	const struct forecast_opts *o = arg;
 	dp_model model = o->have_model ? (dp_model)o->model
 			 : o->task == 1 ? DP_MODEL_LOGISTIC : DP_MODEL_LINEAR;
 	size_t N = o->rows.n;
@@ -331,11 +332,6 @@ int dp_cmd_forecast(int argc, char **argv)
 		.validate = check_opts,
 		.validate_arg = &o,
 	};
-	int status;
 
-	if (!dp_cmd_args(&spec, argc, argv, &status))
-		return status;
-	status = forecast(&o);
-	dp_config_free(&spec);
-	return status;
+	return dp_cmd_run(&spec, argc, argv, forecast, &o);
 }

@@ -517,8 +517,9 @@ static void print_warnings(const char *text)
 }
 
 /* Everything after the options; the exit status. */
-static int simulate(const struct sim_opts *o)
+static int simulate(void *arg)
 {
+	const struct sim_opts *o = arg;
 	dp_ownerdata od = { 0 };
 	dp_sim_setup s = { 0 };
 	dp_plan_public pub = { 0 };
@@ -825,11 +826,6 @@ int dp_cmd_sim(int argc, char **argv)
 		.args_metavar = "FILE...",
 		.args_min = 1,
 	};
-	int status;
 
-	if (!dp_cmd_args(&spec, argc, argv, &status))
-		return status;
-	status = simulate(&o);
-	dp_config_free(&spec);
-	return status;
+	return dp_cmd_run(&spec, argc, argv, simulate, &o);
 }

@@ -1,5 +1,6 @@
 /* dpasync: the offline tool.  Dispatches to one file per subcommand. */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,12 +35,12 @@ void dp_cmd_fail(const char *cmd, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-bool dp_cmd_args(const struct dp_config_spec *spec, int argc, char **argv, int *status)
+/* dp_cmd_run's loading: true to run, false to return *status at once. */
+static bool load_args(const struct dp_config_spec *spec, int argc, char **argv, int *status)
 {
 	enum dp_config_action action = DP_CONFIG_RUN;
 	int rc;
 
-	DP_REQUIRE(spec != NULL && spec->command && argc >= 1 && argv != NULL && status != NULL);
 	rc = dp_config_load(spec, argc, argv, &action);
 	if (rc == DP_ENOMEM) {
 		fprintf(stderr, "%s: out of memory\n", spec->program);
@@ -60,6 +61,19 @@ bool dp_cmd_args(const struct dp_config_spec *spec, int argc, char **argv, int *
 		return false;
 	}
 	return true;
+}
+
+int dp_cmd_run(const struct dp_config_spec *spec, int argc, char **argv, int (*run)(void *arg),
+	       void *arg)
+{
+	int status;
+
+	DP_REQUIRE(spec != NULL && spec->command && argc >= 1 && argv != NULL && run != NULL);
+	if (!load_args(spec, argc, argv, &status))
+		return status;
+	status = run(arg);
+	dp_config_free(spec);
+	return status;
 }
 
 static void usage(FILE *out)

@@ -23,16 +23,17 @@ struct json_object *dp_json_double(double v)
 	return json_object_new_double_s(v, buf);
 }
 
-struct json_object *dp_json_double_array(const double *v, size_t n)
+/* An array of n elements, element i made by item(v, i); NULL when any
+ * allocation fails. */
+static struct json_object *array_of(const void *v, size_t n,
+				    struct json_object *(*item)(const void *v, size_t i))
 {
-	struct json_object *arr;
+	struct json_object *arr = json_object_new_array_ext((int)n);
 
-	DP_REQUIRE(v != NULL || n == 0);
-	arr = json_object_new_array_ext((int)n);
 	if (arr == NULL)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
-		if (dp_json_push(arr, dp_json_double(v[i])) != 0) {
+		if (dp_json_push(arr, item(v, i)) != 0) {
 			json_object_put(arr);
 			return NULL;
 		}
@@ -40,21 +41,26 @@ struct json_object *dp_json_double_array(const double *v, size_t n)
 	return arr;
 }
 
+static struct json_object *double_item(const void *v, size_t i)
+{
+	return dp_json_double(((const double *)v)[i]);
+}
+
+static struct json_object *string_item(const void *v, size_t i)
+{
+	return json_object_new_string(((const char *const *)v)[i]);
+}
+
+struct json_object *dp_json_double_array(const double *v, size_t n)
+{
+	DP_REQUIRE(v != NULL || n == 0);
+	return array_of(v, n, double_item);
+}
+
 struct json_object *dp_json_string_array(const char *const *v, size_t n)
 {
-	struct json_object *arr;
-
 	DP_REQUIRE(v != NULL || n == 0);
-	arr = json_object_new_array_ext((int)n);
-	if (arr == NULL)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		if (dp_json_push(arr, json_object_new_string(v[i])) != 0) {
-			json_object_put(arr);
-			return NULL;
-		}
-	}
-	return arr;
+	return array_of(v, n, string_item);
 }
 
 int dp_json_add(struct json_object *obj, const char *key, struct json_object *val)
@@ -79,6 +85,13 @@ int dp_json_push(struct json_object *arr, struct json_object *val)
 		return DP_ENOMEM;
 	}
 	return 0;
+}
+
+int dp_json_add_null(struct json_object *obj, const char *key)
+{
+	DP_REQUIRE(obj != NULL && key != NULL);
+	/* json-c stores a NULL member as JSON null. */
+	return json_object_object_add(obj, key, NULL) == 0 ? 0 : DP_ENOMEM;
 }
 
 int dp_json_write_file(const char *path, struct json_object *root, int mode)

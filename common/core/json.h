@@ -36,6 +36,9 @@ struct json_object *dp_json_string_array(const char *const *v, size_t n);
  * to the container, or it is released on failure. */
 int dp_json_add(struct json_object *obj, const char *key, struct json_object *val);
 int dp_json_push(struct json_object *arr, struct json_object *val);
+/* Add JSON null under `key` (a value JSON cannot hold, such as infinity, or
+ * one that does not exist).  0 or DP_ENOMEM. */
+int dp_json_add_null(struct json_object *obj, const char *key);
 
 /* Write `root` as pretty-printed text, atomically (file.h), with `mode`.
  * Errors: DP_ENOMEM, DP_EIO (detail names the file). */

@@ -145,6 +145,11 @@ static void test_add_push(void **state)
 	assert_int_equal(json_object_array_length(a), 1);
 	assert_int_equal(dp_json_add(o, "a", a), 0);
 	assert_int_equal(json_object_object_length(o), 1);
+	/* null is a member whose value is JSON null. */
+	assert_int_equal(dp_json_add_null(o, "none"), 0);
+	assert_int_equal(json_object_object_length(o), 2);
+	assert_string_equal(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
+			    "{\"a\":[1.5],\"none\":null}");
 	json_object_put(o);
 }
 
