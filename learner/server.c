@@ -11,6 +11,7 @@
 
 #include "common/core/error.h"
 #include "common/core/log.h"
+#include "common/core/mem.h"
 #include "common/net/frame.h"
 #include "learner/lrn.h"
 
@@ -60,16 +61,9 @@ int lrn_server_parse_owners(const char *list, char ***names, size_t *count)
 				goto fail;
 			}
 		}
-		if (n == cap) {
-			size_t nc = cap ? 2 * cap : 8;
-			char **nv = realloc(v, nc * sizeof(*nv));
-
-			if (nv == NULL) {
-				rc = dp_error_set(DP_ENOMEM, "out of memory");
-				goto fail;
-			}
-			v = nv;
-			cap = nc;
+		if (dp_mem_reserve(&v, &cap, n + 1, sizeof(*v), 8) != 0) {
+			rc = dp_error_set(DP_ENOMEM, "out of memory");
+			goto fail;
 		}
 		v[n] = strdup(tok);
 		if (v[n] == NULL) {

@@ -184,11 +184,9 @@ static int die(int code, const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("ownerd: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	dp_log_vplain("ownerd", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	return code;
 }
 

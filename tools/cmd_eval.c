@@ -88,11 +88,8 @@ out:
 int dp_cmd_eval(int argc, char **argv)
 {
 	struct eval_opts o = { 0 };
-	const char *const models[] = { dp_model_name(DP_MODEL_LINEAR),
-				       dp_model_name(DP_MODEL_LOGISTIC),
-				       dp_model_name(DP_MODEL_SVM), NULL };
 	const struct dp_config_entry entries[] = {
-		{ .name = "model", DP_CFG_ENUM(&o.model, models), .given = &o.have_model,
+		{ .name = "model", DP_CFG_ENUM(&o.model, dp_model_names), .given = &o.have_model,
 		  .metavar = "M", .help = "linear | logistic | svm (default: the model\n"
 		  "file's; an explicit value must match it)" },
 		{ .name = "target", DP_CFG_STRING(&o.target), .metavar = "COL",

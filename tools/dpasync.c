@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/core/error.h"
+#include "common/core/log.h"
 #include "common/net/config.h"
 #include "tools/cmds.h"
 
@@ -26,13 +27,13 @@ static const struct {
 
 void dp_cmd_fail(const char *cmd, const char *fmt, ...)
 {
+	char program[64];
 	va_list ap;
 
-	fprintf(stderr, "dpasync %s: ", cmd);
+	snprintf(program, sizeof(program), "dpasync %s", cmd);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	dp_log_vplain(program, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 /* dp_cmd_run's loading: true to run, false to return *status at once. */
@@ -43,20 +44,20 @@ static bool load_args(const struct dp_config_spec *spec, int argc, char **argv, 
 
 	rc = dp_config_load(spec, argc, argv, &action);
 	if (rc == DP_ENOMEM) {
-		fprintf(stderr, "%s: out of memory\n", spec->program);
+		dp_log_plain(spec->program, "out of memory");
 		*status = 1;
 		return false;
 	}
 	if (rc != 0) {
-		fprintf(stderr, "%s: bad usage: %s (try %s --help)\n", spec->program,
-			dp_error_detail(rc), spec->program);
+		dp_log_plain(spec->program, "bad usage: %s (try %s --help)", dp_error_detail(rc),
+			     spec->program);
 		*status = 2;
 		return false;
 	}
 	if (action == DP_CONFIG_HELP) {
 		rc = dp_config_print_help(spec, stdout);
 		if (rc != 0)
-			fprintf(stderr, "%s: %s\n", spec->program, dp_error_detail(rc));
+			dp_log_plain(spec->program, "%s", dp_error_detail(rc));
 		*status = rc == 0 ? 0 : 1;
 		return false;
 	}

@@ -23,6 +23,11 @@ struct json_object *dp_json_double(double v)
 	return json_object_new_double_s(v, buf);
 }
 
+struct json_object *dp_json_double_inf(double v)
+{
+	return isinf(v) ? json_object_new_string("inf") : dp_json_double(v);
+}
+
 /* An array of n elements, element i made by item(v, i); NULL when any
  * allocation fails. */
 static struct json_object *array_of(const void *v, size_t n,
@@ -61,6 +66,24 @@ struct json_object *dp_json_string_array(const char *const *v, size_t n)
 {
 	DP_REQUIRE(v != NULL || n == 0);
 	return array_of(v, n, string_item);
+}
+
+struct json_object *dp_json_lines(const char *text)
+{
+	struct json_object *arr;
+
+	DP_REQUIRE(text != NULL);
+	arr = json_object_new_array();
+	while (arr != NULL && *text) {
+		size_t n = strcspn(text, "\n");
+
+		if (dp_json_push(arr, json_object_new_string_len(text, (int)n)) != 0) {
+			json_object_put(arr);
+			return NULL;
+		}
+		text += n + (text[n] == '\n');
+	}
+	return arr;
 }
 
 int dp_json_add(struct json_object *obj, const char *key, struct json_object *val)
@@ -253,6 +276,18 @@ double dp_json_get_double(dp_json_reader *r, struct json_object *o, const char *
 	struct json_object *v = dp_json_get(r, o, key, json_type_double, required);
 
 	return v ? dp_json_number(r, v, key, def) : def;
+}
+
+double dp_json_get_double_inf(dp_json_reader *r, struct json_object *o, const char *key,
+			      bool required, double def)
+{
+	struct json_object *v = NULL;
+
+	DP_REQUIRE(r != NULL && key != NULL);
+	if (r->rc == 0 && json_object_object_get_ex(o, key, &v) &&
+	    json_object_is_type(v, json_type_string) && strcmp(json_object_get_string(v), "inf") == 0)
+		return INFINITY;
+	return dp_json_get_double(r, o, key, required, def);
 }
 
 uint64_t dp_json_get_u64(dp_json_reader *r, struct json_object *o, const char *key,
