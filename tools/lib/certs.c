@@ -5,7 +5,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,60 +242,26 @@ int dp_certs_make_leaf(const dp_cert_spec *s, X509 *ca, EVP_PKEY *ca_key,
 
 /* ---- files ---------------------------------------------------------------- */
 
-/* Write data to path through a temporary file in the same directory.
- * Without force the final step is link(2), which fails if path exists,
- * so a file that appeared meanwhile is never replaced (which is why this
- * is not dp_file_write_atomic, whose rename replaces). */
+/* Write data to path atomically (common/core/file.h): with force over an
+ * existing file; without it never replacing one, not even one that appears
+ * meanwhile (dp_file_create_atomic links, where a rename would replace). */
 static int write_file(const char *path, const char *data, size_t len, mode_t mode, int force)
 {
-	char tmp[4096];
-	int fd, e;
-	size_t off = 0;
+	char detail[512];
+	int rc;
 
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= sizeof(tmp))
-		return dp_error_set(DP_EINVAL, "path too long: %s", path);
-	fd = mkstemp(tmp);      /* created 0600 */
-	if (fd < 0)
-		return dp_error_set(DP_EIO, "create '%s': %s", tmp, strerror(errno));
-	if (fchmod(fd, mode) != 0)
-		goto io_fail;
-	while (off < len) {
-		ssize_t n = write(fd, data + off, len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			goto io_fail;
-		off += (size_t)n;
+	if (force)
+		return dp_file_write_atomic(path, data, len, (int)mode);
+	rc = dp_file_create_atomic(path, data, len, (int)mode);
+	if (rc == DP_EEXIST)
+		return dp_error_set(DP_EEXIST, "'%s' already exists (use --force to replace it)",
+				    path);
+	if (rc == DP_ENOENT) {
+		/* A missing directory: for the caller, a write that failed. */
+		snprintf(detail, sizeof(detail), "%s", dp_error_detail(rc));
+		return dp_error_set(DP_EIO, "%s", detail);
 	}
-	if (fsync(fd) != 0)
-		goto io_fail;
-	if (close(fd) != 0) {
-		fd = -1;
-		goto io_fail;
-	}
-	fd = -1;
-	if (force) {
-		if (rename(tmp, path) != 0)
-			goto io_fail;
-	} else {
-		if (link(tmp, path) != 0) {
-			e = errno;
-			unlink(tmp);
-			if (e == EEXIST)
-				return dp_error_set(-EEXIST, "'%s' already exists "
-						    "(use --force to replace it)", path);
-			return dp_error_set(DP_EIO, "create '%s': %s", path, strerror(e));
-		}
-		unlink(tmp);
-	}
-	return dp_file_sync_dir(path);
-io_fail:
-	e = errno;
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
-	return dp_error_set(DP_EIO, "write '%s': %s", path, strerror(e));
+	return rc;
 }
 
 static int pem_key(EVP_PKEY *key, BIO **out)
@@ -364,7 +329,7 @@ int dp_certs_write(const char *dir, const char *base, EVP_PKEY *key, X509 *cert,
 		return r;
 	if (!force && access(cpath, F_OK) == 0) {
 		BIO_free(cb);
-		return dp_error_set(-EEXIST, "'%s' already exists (use --force to replace it)",
+		return dp_error_set(DP_EEXIST, "'%s' already exists (use --force to replace it)",
 				    cpath);
 	}
 	if (key != NULL) {
