@@ -269,8 +269,9 @@ static int finish_md(const char *dir, FILE *m, char **md, size_t *mdlen, size_t 
 	return 0;
 }
 
-/* The report of a learnerd out directory: its figures, and its text into m
- * (*nfig figures).  Returns the exit status. */
+/* The report of a learnerd out directory: the figures drawn, their number
+ * in *nfig_out and the page's text written to m.  Returns the exit
+ * status (report() writes the page when it is 0). */
 static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out)
 {
 	char path[4200];

@@ -673,7 +673,9 @@ int dp_schema_save(const dp_schema *s, const char *path)
 /* ---- loading and validation ------------------------------------------------- */
 
 /* Strict JSON (RFC 8259 plus NaN/Infinity, which the number checks then
- * refuse) with nothing after the document but whitespace. */
+ * refuse) with nothing after the document but whitespace.  Deliberately
+ * parallel to dp_json_read_file (json.c), which is lenient: a schema is
+ * parsed strictly and its errors keep the texts prep's users read. */
 static int parse_strict(const char *path, struct json_object **out)
 {
 	struct json_tokener *tok;
