@@ -143,9 +143,7 @@ static struct json_object *owner_json(const struct lrn *L, const struct lrn_owne
 	if (rc == 0)
 		rc = dp_json_add(oj, "iterations", json_object_new_uint64(o->iterations));
 	if (rc == 0)
-		rc = dp_json_add(oj, "epsilon_spent", isinf(o->eps_spent)
-						      ? json_object_new_string("inf")
-						      : dp_json_double(o->eps_spent));
+		rc = dp_json_add(oj, "epsilon_spent", dp_json_double_inf(o->eps_spent));
 	if (rc == 0)
 		rc = dp_json_add(oj, "exhausted", json_object_new_boolean(o->exhausted));
 	if (rc == 0)
@@ -383,14 +381,8 @@ static int load_owners(struct lrn *L, dp_json_reader *r, struct json_object *own
 		dp_json_get_doubles(r, oj, "theta", thetas[o->idx], p);
 		o->n_rows = dp_json_get_u64(r, oj, "n_rows", true, 0);
 		o->iterations = dp_json_get_u64(r, oj, "iterations", true, 0);
-		/* An owner without noise (epsilon inf) has spent "inf": JSON has no
-		 * such number. */
-		if (json_object_is_type(json_object_object_get(oj, "epsilon_spent"), json_type_string) &&
-		    strcmp(json_object_get_string(json_object_object_get(oj, "epsilon_spent")),
-			   "inf") == 0)
-			o->eps_spent = INFINITY;
-		else
-			o->eps_spent = dp_json_get_double(r, oj, "epsilon_spent", true, 0);
+		/* An owner without noise (epsilon inf) has spent "inf". */
+		o->eps_spent = dp_json_get_double_inf(r, oj, "epsilon_spent", true, 0);
 		o->exhausted = dp_json_get_bool(r, oj, "exhausted", true, false);
 		if (r->rc == 0 && o->n_rows == 0)
 			r->rc = dp_error_set(DP_ECORRUPT, "%s: owner '%s' has n_rows 0", L->ckpt_path, id);

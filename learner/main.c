@@ -26,7 +26,6 @@
 
 static struct lrn_settings S;
 
-static const char *const models[] = { "linear", "logistic", "svm", NULL };
 static const char *const modes[] = { "request", "broadcast", NULL };
 static const char *const levels[] = { "debug", "info", "warn", "error", NULL };
 
@@ -52,7 +51,7 @@ static const struct dp_config_entry entries[] = {
 
 	{ .name = "job", DP_CFG_STRING(&S.job), .def = "dpasync", .group = G_JOB,
 	  .metavar = "NAME", .help = "job name sent in Welcome" },
-	{ .name = "model", DP_CFG_ENUM(&S.model, models), .def = "linear", .group = G_JOB,
+	{ .name = "model", DP_CFG_ENUM(&S.model, dp_model_names), .def = "linear", .group = G_JOB,
 	  .help = "loss: linear regression, logistic regression, linear SVM" },
 	{ .name = "t", .alias = "T", DP_CFG_U64(&S.T), .def = "0", .min = 0, .max = 1e15,
 	  .group = G_JOB, .metavar = "N",
@@ -186,11 +185,9 @@ static int fail(int code, const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("learnerd: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	dp_log_vplain("learnerd", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	return code;
 }
 

@@ -11,6 +11,7 @@
 
 #include "common/core/error.h"
 #include "common/core/log.h"
+#include "common/core/mem.h"
 #include "common/net/frame.h"
 #include "learner/lrn.h"
 
@@ -60,16 +61,9 @@ int lrn_server_parse_owners(const char *list, char ***names, size_t *count)
 				goto fail;
 			}
 		}
-		if (n == cap) {
-			size_t nc = cap ? 2 * cap : 8;
-			char **nv = realloc(v, nc * sizeof(*nv));
-
-			if (nv == NULL) {
-				rc = dp_error_set(DP_ENOMEM, "out of memory");
-				goto fail;
-			}
-			v = nv;
-			cap = nc;
+		if (dp_mem_reserve(&v, &cap, n + 1, sizeof(*v), 8) != 0) {
+			rc = dp_error_set(DP_ENOMEM, "out of memory");
+			goto fail;
 		}
 		v[n] = strdup(tok);
 		if (v[n] == NULL) {
@@ -206,18 +200,25 @@ static void carry_out(struct lrn *L, const struct lrn_decision *d)
 	}
 }
 
-/* Everything sched.c finds to do at `now`, until it has nothing left or
- * the job ends. */
-static void pump_at(struct lrn *L, double now)
+/* Carry out what decide (a question to sched.c) finds to do at `now`,
+ * until it has nothing left or the job ends. */
+static void carry_all(struct lrn *L, double now,
+		      void (*decide)(struct lrn *L, double now, struct lrn_decision *d))
 {
 	struct lrn_decision d;
 
 	while (L->phase == LRN_RUN) {
-		lrn_sched_next(L, now, &d);
+		decide(L, now, &d);
 		if (d.act == LRN_ACT_NONE)
 			break;
 		carry_out(L, &d);
 	}
+}
+
+/* Everything sched.c finds to do at `now`. */
+static void pump_at(struct lrn *L, double now)
+{
+	carry_all(L, now, lrn_sched_next);
 }
 
 void lrn_server_pump(struct lrn *L)
@@ -409,15 +410,8 @@ static void on_message(dp_conn *c, Dpasync__Envelope *m)
 static void on_tick(uv_timer_t *t)
 {
 	struct lrn *L = t->data;
-	double now = lrn_clock_mono();
-	struct lrn_decision d;
 
-	while (L->phase == LRN_RUN) {
-		lrn_sched_expired(L, now, &d);
-		if (d.act == LRN_ACT_NONE)
-			break;
-		carry_out(L, &d);
-	}
+	carry_all(L, lrn_clock_mono(), lrn_sched_expired);
 	pump_at(L, lrn_clock_mono());
 }
 

@@ -13,53 +13,44 @@ int lrn_stats_init(struct lrn *L)
 {
 	struct lrn_stats *s = &L->st;
 	static const char *const owner_label[] = { "owner", NULL };
+	const struct dp_metrics_def defs[] = {
+		{ DP_METRIC_COUNTER, "dpasync_learner_iterations_total",
+		  "Iterations completed (k; includes those before a resume).",
+		  .series = &s->iterations },
+		{ DP_METRIC_GAUGE, "dpasync_learner_owners_connected",
+		  "Owners connected that have said Hello.", .series = &s->connected },
+		{ DP_METRIC_GAUGE, "dpasync_learner_queue_depth",
+		  "Update requests waiting in the FIFO.", .series = &s->queue_depth },
+		{ DP_METRIC_GAUGE, "dpasync_learner_inflight", "Queries sent and not yet answered.",
+		  .series = &s->inflight },
+		{ DP_METRIC_HISTOGRAM, "dpasync_learner_rtt_seconds",
+		  "Query to answer time of answered queries.", buckets, NBUCKETS,
+		  .series = &s->rtt },
+		{ DP_METRIC_HISTOGRAM, "dpasync_learner_wait_seconds",
+		  "Time an update request waited in the FIFO (0 in broadcast).", buckets, NBUCKETS,
+		  .series = &s->wait },
+		{ DP_METRIC_COUNTER, "dpasync_learner_owner_iterations_total",
+		  "Iterations done with each owner's answers.", .labels = owner_label,
+		  .family = &s->owner_iter },
+		{ DP_METRIC_GAUGE, "dpasync_learner_owner_epsilon_spent",
+		  "Privacy budget each owner reported spent.", .labels = owner_label,
+		  .family = &s->owner_eps },
+		{ DP_METRIC_COUNTER, "dpasync_learner_refusals_total", "Refuse messages received.",
+		  .series = &s->refusals },
+		{ DP_METRIC_COUNTER, "dpasync_learner_query_timeouts_total",
+		  "Queries abandoned after query-timeout.", .series = &s->timeouts },
+		{ DP_METRIC_COUNTER, "dpasync_learner_connections_rejected_total",
+		  "Connections refused: unknown identity or already connected.",
+		  .series = &s->rejected },
+		{ DP_METRIC_GAUGE, "dpasync_learner_iterations_target", "Iterations of the job (T).",
+		  .series = &s->T_gauge },
+	};
 	int rc;
 
 	DP_REQUIRE(L != NULL && s->reg == NULL);
 	rc = dp_metrics_new(&s->reg);
 	if (rc == 0)
-		rc = dp_metrics_counter(s->reg, "dpasync_learner_iterations_total",
-					"Iterations completed (k; includes those before a resume).",
-					&s->iterations);
-	if (rc == 0)
-		rc = dp_metrics_gauge(s->reg, "dpasync_learner_owners_connected",
-				      "Owners connected that have said Hello.", &s->connected);
-	if (rc == 0)
-		rc = dp_metrics_gauge(s->reg, "dpasync_learner_queue_depth",
-				      "Update requests waiting in the FIFO.", &s->queue_depth);
-	if (rc == 0)
-		rc = dp_metrics_gauge(s->reg, "dpasync_learner_inflight",
-				      "Queries sent and not yet answered.", &s->inflight);
-	if (rc == 0)
-		rc = dp_metrics_histogram(s->reg, "dpasync_learner_rtt_seconds",
-					  "Query to answer time of answered queries.", buckets,
-					  NBUCKETS, &s->rtt);
-	if (rc == 0)
-		rc = dp_metrics_histogram(s->reg, "dpasync_learner_wait_seconds",
-					  "Time an update request waited in the FIFO (0 in broadcast).",
-					  buckets, NBUCKETS, &s->wait);
-	if (rc == 0)
-		rc = dp_metrics_family(s->reg, DP_METRIC_COUNTER,
-				       "dpasync_learner_owner_iterations_total",
-				       "Iterations done with each owner's answers.", owner_label, NULL,
-				       0, &s->owner_iter);
-	if (rc == 0)
-		rc = dp_metrics_family(s->reg, DP_METRIC_GAUGE, "dpasync_learner_owner_epsilon_spent",
-				       "Privacy budget each owner reported spent.", owner_label, NULL,
-				       0, &s->owner_eps);
-	if (rc == 0)
-		rc = dp_metrics_counter(s->reg, "dpasync_learner_refusals_total",
-					"Refuse messages received.", &s->refusals);
-	if (rc == 0)
-		rc = dp_metrics_counter(s->reg, "dpasync_learner_query_timeouts_total",
-					"Queries abandoned after query-timeout.", &s->timeouts);
-	if (rc == 0)
-		rc = dp_metrics_counter(s->reg, "dpasync_learner_connections_rejected_total",
-					"Connections refused: unknown identity or already connected.",
-					&s->rejected);
-	if (rc == 0)
-		rc = dp_metrics_gauge(s->reg, "dpasync_learner_iterations_target",
-				      "Iterations of the job (T).", &s->T_gauge);
+		rc = dp_metrics_define(s->reg, defs, sizeof(defs) / sizeof(defs[0]));
 	for (size_t i = 0; rc == 0 && i < L->N; i++) {
 		struct lrn_owner *o = &L->owners[i];
 		const char *lv[] = { o->id };

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/core/error.h"
+#include "common/core/file.h"
 #include "common/core/log.h"
 #include "learner/lrn.h"
 
@@ -107,7 +108,7 @@ int lrn_trace_sync(struct lrn *L)
 	DP_REQUIRE(L != NULL);
 	if (L->trace == NULL)
 		return 0;
-	if (fflush(L->trace) != 0 || fsync(fileno(L->trace)) != 0)
+	if (fflush(L->trace) != 0 || dp_file_sync(fileno(L->trace), 0) != 0)
 		return dp_error_set(DP_EIO, "%s: %s", L->trace_path, strerror(errno));
 	return 0;
 }

@@ -184,11 +184,9 @@ static int die(int code, const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("ownerd: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	dp_log_vplain("ownerd", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	return code;
 }
 
@@ -261,34 +259,29 @@ static const double grad_buckets[] = {
 
 static int metrics_init(struct own_metrics *m)
 {
+	const struct dp_metrics_def defs[] = {
+		{ DP_METRIC_COUNTER, "dpasync_owner_answers_total",
+		  "Noisy answers sent to the learner (this process).", .series = &m->answers },
+		{ DP_METRIC_COUNTER, "dpasync_owner_refusals_total",
+		  "Queries refused (budget exhausted, repeated query, ledger failure).",
+		  .series = &m->refusals },
+		{ DP_METRIC_GAUGE, "dpasync_owner_epsilon_spent",
+		  "Privacy budget spent according to the ledger.", .series = &m->eps_spent },
+		{ DP_METRIC_GAUGE, "dpasync_owner_epsilon_left",
+		  "Privacy budget left according to the ledger.", .series = &m->eps_left },
+		{ DP_METRIC_HISTOGRAM, "dpasync_owner_gradient_seconds",
+		  "Time to compute one noisy answer.", grad_buckets,
+		  sizeof(grad_buckets) / sizeof(grad_buckets[0]), .series = &m->grad_secs },
+		{ DP_METRIC_GAUGE, "dpasync_owner_connected",
+		  "1 while a TLS connection to the learner is up.", .series = &m->connected },
+		{ DP_METRIC_COUNTER, "dpasync_owner_reconnects_total",
+		  "Connection attempts after the first one.", .series = &m->reconnects },
+	};
 	int r;
 
 	r = dp_metrics_new(&m->reg);
 	if (r == 0)
-		r = dp_metrics_counter(m->reg, "dpasync_owner_answers_total",
-				       "Noisy answers sent to the learner (this process).",
-				       &m->answers);
-	if (r == 0)
-		r = dp_metrics_counter(m->reg, "dpasync_owner_refusals_total",
-				       "Queries refused (budget exhausted, repeated query, ledger "
-				       "failure).", &m->refusals);
-	if (r == 0)
-		r = dp_metrics_gauge(m->reg, "dpasync_owner_epsilon_spent",
-				     "Privacy budget spent according to the ledger.", &m->eps_spent);
-	if (r == 0)
-		r = dp_metrics_gauge(m->reg, "dpasync_owner_epsilon_left",
-				     "Privacy budget left according to the ledger.", &m->eps_left);
-	if (r == 0)
-		r = dp_metrics_histogram(m->reg, "dpasync_owner_gradient_seconds",
-					 "Time to compute one noisy answer.", grad_buckets,
-					 sizeof(grad_buckets) / sizeof(grad_buckets[0]),
-					 &m->grad_secs);
-	if (r == 0)
-		r = dp_metrics_gauge(m->reg, "dpasync_owner_connected",
-				     "1 while a TLS connection to the learner is up.", &m->connected);
-	if (r == 0)
-		r = dp_metrics_counter(m->reg, "dpasync_owner_reconnects_total",
-				       "Connection attempts after the first one.", &m->reconnects);
+		r = dp_metrics_define(m->reg, defs, sizeof(defs) / sizeof(defs[0]));
 	return r;
 }
 

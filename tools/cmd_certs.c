@@ -38,8 +38,9 @@ static int check_opts(void *arg)
 	return 0;
 }
 
-static int deploy(const struct certs_opts *o)
+static int deploy(void *arg)
 {
+	const struct certs_opts *o = arg;
 	dp_certs_opts c = { .out_dir = o->out, .learner_name = o->learner_name,
 			    .with_learner = o->have_learner, .days = (unsigned)o->days,
 			    .ca_days = (unsigned)o->ca_days, .ca_cert_file = o->ca_cert,
@@ -116,11 +117,6 @@ int dp_cmd_certs(int argc, char **argv)
 		.validate = check_opts,
 		.validate_arg = &o,
 	};
-	int status;
 
-	if (!dp_cmd_args(&spec, argc, argv, &status))
-		return status;
-	status = deploy(&o);
-	dp_config_free(&spec);
-	return status;
+	return dp_cmd_run(&spec, argc, argv, deploy, &o);
 }

@@ -18,8 +18,9 @@ struct eval_opts {
 	struct dp_config_strings args; /* MODEL.json FILE... */
 };
 
-static int evaluate(struct eval_opts *o)
+static int evaluate(void *arg)
 {
+	struct eval_opts *o = arg;
 	dp_modelfile mf = { 0 };
 	dp_ownerdata od = { 0 };
 	double lambda = o->lambda, theta_max = o->theta_max, f, f_star, f_zero, *zero = NULL;
@@ -87,11 +88,8 @@ out:
 int dp_cmd_eval(int argc, char **argv)
 {
 	struct eval_opts o = { 0 };
-	const char *const models[] = { dp_model_name(DP_MODEL_LINEAR),
-				       dp_model_name(DP_MODEL_LOGISTIC),
-				       dp_model_name(DP_MODEL_SVM), NULL };
 	const struct dp_config_entry entries[] = {
-		{ .name = "model", DP_CFG_ENUM(&o.model, models), .given = &o.have_model,
+		{ .name = "model", DP_CFG_ENUM(&o.model, dp_model_names), .given = &o.have_model,
 		  .metavar = "M", .help = "linear | logistic | svm (default: the model\n"
 		  "file's; an explicit value must match it)" },
 		{ .name = "target", DP_CFG_STRING(&o.target), .metavar = "COL",
@@ -123,11 +121,6 @@ int dp_cmd_eval(int argc, char **argv)
 		.args_metavar = "MODEL.json FILE...",
 		.args_min = 2,
 	};
-	int status;
 
-	if (!dp_cmd_args(&spec, argc, argv, &status))
-		return status;
-	status = evaluate(&o);
-	dp_config_free(&spec);
-	return status;
+	return dp_cmd_run(&spec, argc, argv, evaluate, &o);
 }

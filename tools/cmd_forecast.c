@@ -61,49 +61,20 @@ static int check_opts(void *arg)
 	return 0;
 }
 
-/* One value per owner: "inf" for an unlimited budget (JSON has no
- * infinity). */
-static struct json_object *eps_array(const double *eps, size_t N)
+/* Move the members keys[0..] (NULL-terminated) of `from` into `to`, in
+ * that order (json-c shares them by reference). */
+static int take(struct json_object *to, struct json_object *from, const char *const *keys)
 {
-	struct json_object *a = json_object_new_array();
+	int rc = 0;
 
-	for (size_t i = 0; a != NULL && i < N; i++) {
-		struct json_object *v = isinf(eps[i]) ? json_object_new_string("inf")
-						      : dp_json_double(eps[i]);
+	for (size_t i = 0; rc == 0 && keys[i] != NULL; i++) {
+		struct json_object *v;
 
-		if (dp_json_push(a, v) != 0) {
-			json_object_put(a);
-			return NULL;
-		}
+		if (!json_object_object_get_ex(from, keys[i], &v))
+			return DP_ENOMEM;
+		rc = dp_json_add(to, keys[i], json_object_get(v));
 	}
-	return a;
-}
-
-static struct json_object *warnings_array(const char *text)
-{
-	struct json_object *a = json_object_new_array();
-	const char *p = text;
-
-	while (a != NULL && *p) {
-		size_t n = strcspn(p, "\n");
-
-		if (dp_json_push(a, json_object_new_string_len(p, (int)n)) != 0) {
-			json_object_put(a);
-			return NULL;
-		}
-		p += n + (p[n] == '\n');
-	}
-	return a;
-}
-
-/* Move member `key` of `from` into `to` (json-c shares by reference). */
-static int take(struct json_object *to, struct json_object *from, const char *key)
-{
-	struct json_object *v;
-
-	if (!json_object_object_get_ex(from, key, &v))
-		return DP_ENOMEM;
-	return dp_json_add(to, key, json_object_get(v));
+	return rc;
 }
 
 /* The output object: the plan's fields regrouped ("settings") plus the
@@ -133,38 +104,30 @@ static struct json_object *result(const struct forecast_opts *o, dp_model model,
 		for (size_t i = 0; rc == 0 && i < pl->N; i++)
 			rc = dp_json_push(rows, json_object_new_uint64(o->rows.v[i]));
 	}
-	if (rc == 0)
-		rc = dp_json_add(j, "epsilon", eps_array(eps, pl->N));
+	if (rc == 0) {
+		struct json_object *ea = json_object_new_array();
+
+		rc = dp_json_add(j, "epsilon", ea);
+		for (size_t i = 0; rc == 0 && i < pl->N; i++)
+			rc = dp_json_push(ea, dp_json_double_inf(eps[i]));
+	}
 	if (rc == 0)
 		rc = dp_json_add(j, "lambda", dp_json_double(o->lambda));
 	if (rc == 0)
 		rc = dp_json_add(j, "theta_max", dp_json_double(o->theta_max));
 	if (rc == 0)
-		rc = take(j, pj, "psi_mean");
+		rc = take(j, pj, (const char *const[]){ "psi_mean", "psi_parts", "psi_zero", NULL });
 	if (rc == 0)
-		rc = take(j, pj, "psi_parts");
-	if (rc == 0)
-		rc = take(j, pj, "psi_zero");
-	if (rc == 0)
-		rc = take(set, pj, "T");
-	if (rc == 0)
-		rc = take(set, pj, stepkey);
-	if (rc == 0)
-		rc = take(set, pj, "clip");
-	if (rc == 0)
-		rc = take(set, pj, "answers_cap");
-	if (rc == 0)
-		rc = take(set, pj, "share");
+		rc = take(set, pj, (const char *const[]){ "T", stepkey, "clip", "answers_cap", "share",
+							  NULL });
 	if (rc == 0) {
 		rc = dp_json_add(j, "settings", set);
 		set = NULL;
 	}
 	if (rc == 0)
-		rc = take(j, pj, "alone");
+		rc = take(j, pj, (const char *const[]){ "alone", "collaborate", NULL });
 	if (rc == 0)
-		rc = take(j, pj, "collaborate");
-	if (rc == 0)
-		rc = dp_json_add(j, "warnings", warnings_array(warnings));
+		rc = dp_json_add(j, "warnings", dp_json_lines(warnings));
 	if (rc == 0)
 		rc = dp_json_add(j, "public", dp_plan_public_json(pub));
 	json_object_put(pj);
@@ -176,8 +139,9 @@ static struct json_object *result(const struct forecast_opts *o, dp_model model,
 	return j;
 }
 
-static int forecast(const struct forecast_opts *o)
+static int forecast(void *arg)
 {
+	const struct forecast_opts *o = arg;
 	dp_model model = o->have_model ? (dp_model)o->model
 			 : o->task == 1 ? DP_MODEL_LOGISTIC : DP_MODEL_LINEAR;
 	size_t N = o->rows.n;
@@ -265,9 +229,6 @@ out:
 int dp_cmd_forecast(int argc, char **argv)
 {
 	struct forecast_opts o = { 0 };
-	const char *const models[] = { dp_model_name(DP_MODEL_LINEAR),
-				       dp_model_name(DP_MODEL_LOGISTIC),
-				       dp_model_name(DP_MODEL_SVM), NULL };
 	const struct dp_config_entry entries[] = {
 		{ .name = "sample", DP_CFG_PATH(&o.sample), .flags = DP_CONFIG_REQUIRED,
 		  .metavar = "FILE", .group = "The job",
@@ -278,7 +239,7 @@ int dp_cmd_forecast(int argc, char **argv)
 		{ .name = "epsilon", DP_CFG_DOUBLES_INF(&o.eps), .def = "1", .min = 0,
 		  .max = INFINITY, .min_exclusive = true, .metavar = "E[,..]", .group = "The job",
 		  .help = "budget per owner, one value for all or one\nper owner; inf = no noise" },
-		{ .name = "model", DP_CFG_ENUM(&o.model, models), .given = &o.have_model,
+		{ .name = "model", DP_CFG_ENUM(&o.model, dp_model_names), .given = &o.have_model,
 		  .metavar = "M", .group = "The job",
 		  .help = "linear | logistic | svm (default: from --task)" },
 		{ .name = "task", DP_CFG_ENUM(&o.task, tasks), .def = "regression", .metavar = "T",
@@ -331,11 +292,6 @@ int dp_cmd_forecast(int argc, char **argv)
 		.validate = check_opts,
 		.validate_arg = &o,
 	};
-	int status;
 
-	if (!dp_cmd_args(&spec, argc, argv, &status))
-		return status;
-	status = forecast(&o);
-	dp_config_free(&spec);
-	return status;
+	return dp_cmd_run(&spec, argc, argv, forecast, &o);
 }

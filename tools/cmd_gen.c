@@ -46,8 +46,9 @@ static double uniform(dp_simrng *r)
 }
 
 /* Writes DIR/owner-1.csv ...; the exit status. */
-static int generate(const struct gen_opts *o)
+static int generate(void *arg)
 {
+	const struct gen_opts *o = arg;
 	size_t nowners = o->rows.n, d = o->features;
 	const size_t *rows = o->rows.v;
 	double *theta = NULL, *x = NULL, *own = NULL;
@@ -153,11 +154,6 @@ int dp_cmd_gen(int argc, char **argv)
 		.summary = "Write synthetic owner datasets DIR/owner-1.csv ... (header x1..xD,y).",
 		.entries = entries,
 	};
-	int status;
 
-	if (!dp_cmd_args(&spec, argc, argv, &status))
-		return status;
-	status = generate(&o);
-	dp_config_free(&spec);
-	return status;
+	return dp_cmd_run(&spec, argc, argv, generate, &o);
 }

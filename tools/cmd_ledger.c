@@ -15,7 +15,7 @@ static int add_eps(struct json_object *j, const char *key, double v)
 {
 	if (!isinf(v))
 		return dp_json_add(j, key, dp_json_double(v));
-	return json_object_object_add(j, key, NULL) == 0 ? 0 : DP_ENOMEM;
+	return dp_json_add_null(j, key);
 }
 
 /* The summary of one open ledger as one JSON line on stdout. */
@@ -43,8 +43,8 @@ static int print_summary(const char *path, dp_ledger *l)
 		rc = dp_json_add(j, "answers_cap", json_object_new_uint64(dp_ledger_answers_cap(l)));
 	if (rc == 0 && has_last)
 		rc = dp_json_add(j, "last_k", json_object_new_uint64(last));
-	else if (rc == 0 && json_object_object_add(j, "last_k", NULL) != 0)
-		rc = DP_ENOMEM;
+	else if (rc == 0)
+		rc = dp_json_add_null(j, "last_k");
 	if (rc == 0)
 		rc = dp_json_add(j, "torn_bytes", json_object_new_uint64(dp_ledger_torn_bytes(l)));
 	if (rc == 0)
@@ -52,6 +52,34 @@ static int print_summary(const char *path, dp_ledger *l)
 						       JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(j);
 	return rc;
+}
+
+/* Each ledger named on the command line, in order, until one fails. */
+static int summarise(void *arg)
+{
+	const struct dp_config_strings *files = arg;
+	int status = 0;
+
+	/* The summary is the output; the ledger's own open/repair log lines are not. */
+	dp_log_set_level(DP_LOG_WARN);
+	for (size_t i = 0; i < files->n && status == 0; i++) {
+		dp_ledger *l;
+		int rc = dp_ledger_open(files->v[i], 0, 0, NULL,
+					DP_LEDGER_READONLY | DP_LEDGER_ALLOW_INF, &l);
+
+		if (rc != 0) {
+			dp_cmd_fail("ledger", "%s", dp_error_detail(rc));
+			status = rc == DP_ENOMEM || rc == DP_EIO ? 1 : 2;
+			break;
+		}
+		rc = print_summary(files->v[i], l);
+		dp_ledger_close(l);
+		if (rc != 0) {
+			dp_cmd_fail("ledger", "out of memory");
+			status = 1;
+		}
+	}
+	return status;
 }
 
 int dp_cmd_ledger(int argc, char **argv)
@@ -72,29 +100,6 @@ int dp_cmd_ledger(int argc, char **argv)
 		.args_metavar = "LEDGER...",
 		.args_min = 1,
 	};
-	int status = 0;
 
-	if (!dp_cmd_args(&spec, argc, argv, &status))
-		return status;
-	/* The summary is the output; the ledger's own open/repair log lines are not. */
-	dp_log_set_level(DP_LOG_WARN);
-	for (size_t i = 0; i < files.n && status == 0; i++) {
-		dp_ledger *l;
-		int rc = dp_ledger_open(files.v[i], 0, 0, NULL,
-					DP_LEDGER_READONLY | DP_LEDGER_ALLOW_INF, &l);
-
-		if (rc != 0) {
-			dp_cmd_fail("ledger", "%s", dp_error_detail(rc));
-			status = rc == DP_ENOMEM || rc == DP_EIO ? 1 : 2;
-			break;
-		}
-		rc = print_summary(files.v[i], l);
-		dp_ledger_close(l);
-		if (rc != 0) {
-			dp_cmd_fail("ledger", "out of memory");
-			status = 1;
-		}
-	}
-	dp_config_free(&spec);
-	return status;
+	return dp_cmd_run(&spec, argc, argv, summarise, &files);
 }

@@ -267,8 +267,9 @@ static int plot_trace(const struct plot_opts *o, const dp_plot_opts *po)
 	return err;
 }
 
-static int draw(const struct plot_opts *o)
+static int draw(void *arg)
 {
+	const struct plot_opts *o = arg;
 	dp_plot_opts po = { .title = o->title, .width = o->width, .height = o->height,
 			    .logx = o->logx, .linear = o->linear_y || o->linear_x };
 	int err;
@@ -333,11 +334,6 @@ int dp_cmd_plot(int argc, char **argv)
 		.args_metavar = "INPUT...",
 		.args_min = 1,
 	};
-	int status;
 
-	if (!dp_cmd_args(&spec, argc, argv, &status))
-		return status;
-	status = draw(&o);
-	dp_config_free(&spec);
-	return status;
+	return dp_cmd_run(&spec, argc, argv, draw, &o);
 }

@@ -690,8 +690,9 @@ static int write_owners(const struct prep *a, const struct work *w, char *path, 
 }
 
 /* Everything after the options; the exit status. */
-static int run(struct prep *a)
+static int run(void *arg)
 {
+	struct prep *a = arg;
 	struct work w = { 0 };
 	char path[4096];
 	int rc, status;
@@ -842,11 +843,6 @@ int dp_cmd_prep(int argc, char **argv)
 		.args_metavar = "FILE...",
 		.args_min = 1,
 	};
-	int status;
 
-	if (!dp_cmd_args(&spec, argc, argv, &status))
-		return status;
-	status = run(&a);
-	dp_config_free(&spec);
-	return status;
+	return dp_cmd_run(&spec, argc, argv, run, &a);
 }

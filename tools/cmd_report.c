@@ -269,10 +269,13 @@ static int finish_md(const char *dir, FILE *m, char **md, size_t *mdlen, size_t 
 	return 0;
 }
 
-static int report_learner(const struct report_opts *o)
+/* The report of a learnerd out directory: the figures drawn, their number
+ * in *nfig_out and the page's text written to m.  Returns the exit
+ * status (report() writes the page when it is 0). */
+static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out)
 {
-	char path[4200], *md = NULL;
-	size_t mdlen = 0, N, nfig = 0;
+	char path[4200];
+	size_t N, nfig = 0;
 	struct ckpt ck = { 0 };
 	dp_plot_trace tr = { 0 };
 	dp_plot_psi sps = { 0 };
@@ -283,7 +286,6 @@ static int report_learner(const struct report_opts *o)
 	size_t *count = NULL, T = 0, runs = 0;
 	fig figs[4];
 	dp_plot_opts po = { 0 };
-	FILE *m = NULL;
 
 	/* checkpoint.json names every configured owner, also those never served. */
 	err = ckpt_read(o->dir, &ck);
@@ -399,8 +401,7 @@ static int report_learner(const struct report_opts *o)
 	count = calloc(N, sizeof(size_t));
 	all = malloc(tr.n * sizeof(double));
 	v = malloc(tr.n * sizeof(double));
-	m = open_memstream(&md, &mdlen);
-	if (count == NULL || all == NULL || v == NULL || m == NULL) {
+	if (count == NULL || all == NULL || v == NULL) {
 		rc = 1;
 		dp_cmd_fail("report", "out of memory");
 		goto out;
@@ -500,12 +501,9 @@ static int report_learner(const struct report_opts *o)
 	fprintf(m, " --epsilon E --repeats 10 --out SIMDIR OWNER-FILES...\n"
 		"dpasync plot --kind psi-time --trace %s/trace.csv --out psi-time.png SIMDIR/psi.csv\n"
 		"dpasync report --sim SIMDIR --data OWNER-FILES... %s\n```\n", o->dir, o->dir);
-	rc = finish_md(o->dir, m, &md, &mdlen, nfig);
-	m = NULL;
+	*nfig_out = nfig;
+	rc = 0;
 out:
-	if (m)
-		fclose(m);
-	free(md);
 	free(count);
 	free(all);
 	free(v);
@@ -592,10 +590,11 @@ static int summary_read(const char *dir, struct sim_summary *s)
 	return 0;
 }
 
-static int report_sim(const struct report_opts *o)
+/* The report of a dpasync sim out directory, as report_learner. */
+static int report_sim(const struct report_opts *o, FILE *m, size_t *nfig_out)
 {
-	char path[4200], *md = NULL, note[300];
-	size_t mdlen = 0, nfig = 0, runs = 0;
+	char path[4200], note[300];
+	size_t nfig = 0, runs = 0;
 	struct sim_summary sum = { 0 };
 	dp_plot_psi ps = { 0 };
 	dp_plot_trace tr = { 0 };
@@ -603,7 +602,6 @@ static int report_sim(const struct report_opts *o)
 	bool have_sched;
 	struct fig figs[2];
 	dp_plot_opts po = { 0 };
-	FILE *m = NULL;
 	const char *label = NULL;
 
 	if (o->data.n || o->rates || o->sim || o->schema || o->target) {
@@ -648,12 +646,6 @@ static int report_sim(const struct report_opts *o)
 	}
 	if (err != 0) {
 		rc = fail(err);
-		goto out;
-	}
-	m = open_memstream(&md, &mdlen);
-	if (m == NULL) {
-		rc = 1;
-		dp_cmd_fail("report", "out of memory");
 		goto out;
 	}
 	fprintf(m, "# Run report: %s\n\ndpasync sim run · %s · seed %.0f\n\n", o->dir, note,
@@ -702,21 +694,24 @@ static int report_sim(const struct report_opts *o)
 		fprintf(m, "dpasync plot --kind owners --out %s/report-owners.png %s/schedule.txt\n",
 			o->dir, o->dir);
 	fputs("```\n", m);
-	rc = finish_md(o->dir, m, &md, &mdlen, nfig);
-	m = NULL;
+	*nfig_out = nfig;
+	rc = 0;
 out:
-	if (m)
-		fclose(m);
-	free(md);
 	dp_plot_psi_free(&ps);
 	dp_plot_trace_free(&tr);
 	json_object_put(sum.root);
 	return rc;
 }
 
-static int report(struct report_opts *o)
+static int report(void *arg)
 {
+	struct report_opts *o = arg;
+	int (*write_report)(const struct report_opts *o, FILE *m, size_t *nfig);
+	char *md = NULL;
+	size_t mdlen = 0, nfig = 0;
 	struct stat st;
+	FILE *m;
+	int status;
 
 	drawing = false;
 	o->dir = o->args.v[0];
@@ -729,13 +724,27 @@ static int report(struct report_opts *o)
 			    o->dir);
 		return 2;
 	}
-	if (exists(o->dir, "trace.csv"))
-		return report_learner(o);
-	if (exists(o->dir, "summary.json") && exists(o->dir, "psi.csv"))
-		return report_sim(o);
-	dp_cmd_fail("report", "%s: neither a learnerd out directory (trace.csv) nor a sim out "
-		    "directory (summary.json and psi.csv)", o->dir);
-	return 2;
+	if (exists(o->dir, "trace.csv")) {
+		write_report = report_learner;
+	} else if (exists(o->dir, "summary.json") && exists(o->dir, "psi.csv")) {
+		write_report = report_sim;
+	} else {
+		dp_cmd_fail("report", "%s: neither a learnerd out directory (trace.csv) nor a sim "
+			    "out directory (summary.json and psi.csv)", o->dir);
+		return 2;
+	}
+	m = open_memstream(&md, &mdlen);
+	if (m == NULL) {
+		dp_cmd_fail("report", "out of memory");
+		return 1;
+	}
+	status = write_report(o, m, &nfig);
+	if (status == 0)
+		status = finish_md(o->dir, m, &md, &mdlen, nfig);
+	else
+		fclose(m);
+	free(md);
+	return status;
 }
 
 int dp_cmd_report(int argc, char **argv)
@@ -773,11 +782,6 @@ int dp_cmd_report(int argc, char **argv)
 		.args_min = 1,
 		.args_max = 1,
 	};
-	int status;
 
-	if (!dp_cmd_args(&spec, argc, argv, &status))
-		return status;
-	status = report(&o);
-	dp_config_free(&spec);
-	return status;
+	return dp_cmd_run(&spec, argc, argv, report, &o);
 }

@@ -14,6 +14,7 @@
 #include "common/core/file.h"
 #include "common/core/json.h"
 #include "common/core/ledger.h"
+#include "common/core/mem.h"
 #include "common/core/modelfile.h"
 #include "common/core/num.h"
 #include "common/core/plan.h"
@@ -113,18 +114,11 @@ static int read_schedule(const char *path, size_t *T, size_t N, size_t **out)
 			dp_cmd_fail("sim", "%s:%zu: more than T = %zu lines", path, line, *T);
 			goto fail;
 		}
-		if (k == cap) {
-			size_t *g;
-
-			cap = cap ? 2 * cap : 1024;
-			g = realloc(s, cap * sizeof(size_t));
-			if (g == NULL) {
-				fclose(f);
-				free(s);
-				dp_cmd_fail("sim", "out of memory");
-				return 1;
-			}
-			s = g;
+		if (dp_mem_reserve(&s, &cap, k + 1, sizeof(*s), 1024) != 0) {
+			fclose(f);
+			free(s);
+			dp_cmd_fail("sim", "out of memory");
+			return 1;
 		}
 		s[k++] = v - 1;
 	}
@@ -173,13 +167,6 @@ static int check_schedule(const char *path, const size_t *sched, size_t T, size_
 	return 0;
 }
 
-/* One budget (or its part spent) as JSON: no infinity in JSON, so an
- * unlimited budget is the string "inf". */
-static struct json_object *eps_json(double e)
-{
-	return isinf(e) ? json_object_new_string("inf") : dp_json_double(e);
-}
-
 /* Everything the run decided and measured, for the outputs. */
 struct sim_result {
 	const dp_plan *plan;
@@ -190,76 +177,46 @@ struct sim_result {
 	const char *warnings;       /* lines, '\n'-separated */
 };
 
-static int add_warnings(struct json_object *j, const char *text)
-{
-	struct json_object *a = json_object_new_array();
-	const char *p = text;
-	int rc = a ? 0 : DP_ENOMEM;
-
-	while (rc == 0 && *p) {
-		size_t n = strcspn(p, "\n");
-
-		rc = dp_json_push(a, json_object_new_string_len(p, (int)n));
-		p += n + (p[n] == '\n');
-	}
-	if (rc != 0) {
-		json_object_put(a);
-		return rc;
-	}
-	return dp_json_add(j, "warnings", a);
-}
-
 /* The per-owner arrays: epsilon, epsilon_spent (what the ledger charges:
  * answers times the nano-rounded share), answers, answers_cap, n_rows. */
 static int add_owners(struct json_object *j, const dp_sim_setup *s, const dp_ownerdata *od,
 		      const struct sim_result *res)
 {
-	struct json_object *ea = json_object_new_array(), *sp = json_object_new_array();
-	struct json_object *an = json_object_new_array(), *ca = json_object_new_array();
-	struct json_object *rows = json_object_new_array();
-	int rc = ea && sp && an && ca && rows ? 0 : DP_ENOMEM;
+	enum { EPS, ROWS, CAP, ANSWERS, SPENT, NARRAYS };
+	static const char *const keys[NARRAYS] = { "epsilon", "n_rows", "answers_cap", "answers",
+						   "epsilon_spent" };
+	struct json_object *a[NARRAYS];
+	int rc = 0;
 
+	for (size_t k = 0; k < NARRAYS; k++) {
+		a[k] = json_object_new_array();
+		if (a[k] == NULL)
+			rc = DP_ENOMEM;
+	}
 	for (size_t i = 0; i < s->N && rc == 0; i++) {
 		double spent = INFINITY;
 		uint64_t nano;
 
 		if (!isinf(s->eps_q[i]) && dp_ledger_nano_ceil(s->eps_q[i], &nano) == 0)
 			spent = (double)(nano * res->answers[i]) / 1e9;
-		rc = dp_json_push(ea, eps_json(res->eps[i]));
+		rc = dp_json_push(a[EPS], dp_json_double_inf(res->eps[i]));
 		if (rc == 0)
-			rc = dp_json_push(sp, eps_json(spent));
+			rc = dp_json_push(a[SPENT], dp_json_double_inf(spent));
 		if (rc == 0)
-			rc = dp_json_push(an, json_object_new_uint64(res->answers[i]));
+			rc = dp_json_push(a[ANSWERS], json_object_new_uint64(res->answers[i]));
 		if (rc == 0)
-			rc = dp_json_push(ca, json_object_new_uint64(s->answers_cap[i]));
+			rc = dp_json_push(a[CAP], json_object_new_uint64(s->answers_cap[i]));
 		if (rc == 0)
-			rc = dp_json_push(rows, json_object_new_uint64(od->ds[i].n));
+			rc = dp_json_push(a[ROWS], json_object_new_uint64(od->ds[i].n));
 	}
-	if (rc == 0) {
-		rc = dp_json_add(j, "epsilon", ea);
-		ea = NULL;
+	/* dp_json_add takes each array, also when it fails; after a failure
+	 * the rest are released. */
+	for (size_t k = 0; k < NARRAYS; k++) {
+		if (rc == 0)
+			rc = dp_json_add(j, keys[k], a[k]);
+		else
+			json_object_put(a[k]);
 	}
-	if (rc == 0) {
-		rc = dp_json_add(j, "n_rows", rows);
-		rows = NULL;
-	}
-	if (rc == 0) {
-		rc = dp_json_add(j, "answers_cap", ca);
-		ca = NULL;
-	}
-	if (rc == 0) {
-		rc = dp_json_add(j, "answers", an);
-		an = NULL;
-	}
-	if (rc == 0) {
-		rc = dp_json_add(j, "epsilon_spent", sp);
-		sp = NULL;
-	}
-	json_object_put(ea);
-	json_object_put(sp);
-	json_object_put(an);
-	json_object_put(ca);
-	json_object_put(rows);
 	return rc;
 }
 
@@ -336,7 +293,7 @@ static int write_summary(const struct sim_opts *o, const dp_sim_setup *s,
 	if (rc == 0)
 		rc = dp_json_add(j, "plan", dp_plan_json(res->plan));
 	if (rc == 0)
-		rc = add_warnings(j, res->warnings);
+		rc = dp_json_add(j, "warnings", dp_json_lines(res->warnings));
 	if (rc == 0) {
 		pj = json_object_new_object();
 		rc = dp_json_add(j, "public", pj);
@@ -517,8 +474,9 @@ static void print_warnings(const char *text)
 }
 
 /* Everything after the options; the exit status. */
-static int simulate(const struct sim_opts *o)
+static int simulate(void *arg)
 {
+	const struct sim_opts *o = arg;
 	dp_ownerdata od = { 0 };
 	dp_sim_setup s = { 0 };
 	dp_plan_public pub = { 0 };
@@ -739,13 +697,10 @@ out:
 int dp_cmd_sim(int argc, char **argv)
 {
 	struct sim_opts o = { 0 };
-	const char *const models[] = { dp_model_name(DP_MODEL_LINEAR),
-				       dp_model_name(DP_MODEL_LOGISTIC),
-				       dp_model_name(DP_MODEL_SVM), NULL };
 	const struct dp_config_entry entries[] = {
 		{ .name = "mode", DP_CFG_ENUM(&o.mode, dp_plan_mode_names), .def = "async",
 		  .metavar = "M", .help = "async | sync1 | sync2" },
-		{ .name = "model", DP_CFG_ENUM(&o.model, models), .def = "linear", .metavar = "M",
+		{ .name = "model", DP_CFG_ENUM(&o.model, dp_model_names), .def = "linear", .metavar = "M",
 		  .help = "linear | logistic | svm" },
 		{ .name = "target", DP_CFG_STRING(&o.target), .metavar = "COL",
 		  .help = "target column (default y; with --schema:\nthe schema's)" },
@@ -825,11 +780,6 @@ int dp_cmd_sim(int argc, char **argv)
 		.args_metavar = "FILE...",
 		.args_min = 1,
 	};
-	int status;
 
-	if (!dp_cmd_args(&spec, argc, argv, &status))
-		return status;
-	status = simulate(&o);
-	dp_config_free(&spec);
-	return status;
+	return dp_cmd_run(&spec, argc, argv, simulate, &o);
 }

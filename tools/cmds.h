@@ -4,12 +4,11 @@
  * after "dpasync" (argv[0] is the subcommand's name) and returns the
  * process exit status: 0 success, 1 runtime failure, 2 bad usage or
  * input.  A subcommand declares its options as a table (a command spec of
- * common/net/config.h) and reads them with dp_cmd_args; the dispatcher,
- * tools/dpasync.c, implements the two helpers below. */
+ * common/net/config.h) and hands it to dp_cmd_run with the function that
+ * does the work; the dispatcher, tools/dpasync.c, implements the two
+ * helpers below. */
 #ifndef DP_TOOLS_CMDS_H
 #define DP_TOOLS_CMDS_H
-
-#include <stdbool.h>
 
 struct dp_config_spec;
 
@@ -24,13 +23,13 @@ int dp_cmd_plot(int argc, char **argv);
 int dp_cmd_report(int argc, char **argv);
 
 /* Load a subcommand's settings from argv with its table (spec->command
- * set; spec->program is "dpasync <name>").  true: the fields and
- * *spec->args hold the settings; run, then dp_config_free(spec).  false:
- * return *status at once, which is 0 after the help text went to stdout,
- * 2 after one line "dpasync <name>: bad usage: ... (try dpasync <name>
- * --help)" on stderr, or 1 (out of memory, stdout not writable); the
- * settings are untouched. */
-bool dp_cmd_args(const struct dp_config_spec *spec, int argc, char **argv, int *status);
+ * set; spec->program is "dpasync <name>"), call run(arg) with the fields
+ * and *spec->args holding them, free the settings (dp_config_free) and
+ * return run's exit status.  Without a run: 0 after the help text went to
+ * stdout, 2 after one line "dpasync <name>: bad usage: ... (try dpasync
+ * <name> --help)" on stderr, or 1 (out of memory, stdout not writable). */
+int dp_cmd_run(const struct dp_config_spec *spec, int argc, char **argv, int (*run)(void *arg),
+	       void *arg);
 
 /* Print "dpasync <cmd>: <message>" on stderr, one line. */
 void dp_cmd_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

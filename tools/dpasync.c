@@ -1,9 +1,11 @@
 /* dpasync: the offline tool.  Dispatches to one file per subcommand. */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/core/error.h"
+#include "common/core/log.h"
 #include "common/net/config.h"
 #include "tools/cmds.h"
 
@@ -25,41 +27,54 @@ static const struct {
 
 void dp_cmd_fail(const char *cmd, const char *fmt, ...)
 {
+	char program[64];
 	va_list ap;
 
-	fprintf(stderr, "dpasync %s: ", cmd);
+	snprintf(program, sizeof(program), "dpasync %s", cmd);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	dp_log_vplain(program, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
-bool dp_cmd_args(const struct dp_config_spec *spec, int argc, char **argv, int *status)
+/* dp_cmd_run's loading: true to run, false to return *status at once. */
+static bool load_args(const struct dp_config_spec *spec, int argc, char **argv, int *status)
 {
 	enum dp_config_action action = DP_CONFIG_RUN;
 	int rc;
 
-	DP_REQUIRE(spec != NULL && spec->command && argc >= 1 && argv != NULL && status != NULL);
 	rc = dp_config_load(spec, argc, argv, &action);
 	if (rc == DP_ENOMEM) {
-		fprintf(stderr, "%s: out of memory\n", spec->program);
+		dp_log_plain(spec->program, "out of memory");
 		*status = 1;
 		return false;
 	}
 	if (rc != 0) {
-		fprintf(stderr, "%s: bad usage: %s (try %s --help)\n", spec->program,
-			dp_error_detail(rc), spec->program);
+		dp_log_plain(spec->program, "bad usage: %s (try %s --help)", dp_error_detail(rc),
+			     spec->program);
 		*status = 2;
 		return false;
 	}
 	if (action == DP_CONFIG_HELP) {
 		rc = dp_config_print_help(spec, stdout);
 		if (rc != 0)
-			fprintf(stderr, "%s: %s\n", spec->program, dp_error_detail(rc));
+			dp_log_plain(spec->program, "%s", dp_error_detail(rc));
 		*status = rc == 0 ? 0 : 1;
 		return false;
 	}
 	return true;
+}
+
+int dp_cmd_run(const struct dp_config_spec *spec, int argc, char **argv, int (*run)(void *arg),
+	       void *arg)
+{
+	int status;
+
+	DP_REQUIRE(spec != NULL && spec->command && argc >= 1 && argv != NULL && run != NULL);
+	if (!load_args(spec, argc, argv, &status))
+		return status;
+	status = run(arg);
+	dp_config_free(spec);
+	return status;
 }
 
 static void usage(FILE *out)

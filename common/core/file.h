@@ -46,9 +46,9 @@ int dp_file_mkdir_p(const char *dir, int private_);
 int dp_file_sync(int fd, int data_only);
 
 /* TEST ONLY: make every dp_file_sync (hence the atomic writes, the directory
- * syncs and the ledger's syncs) call fn(fd) instead, which returns 0 or -1
- * with errno set.  NULL restores the real calls.  Process-wide, not
- * thread-safe; never used by the daemons. */
+ * syncs, the ledger's syncs and learnerd's trace) call fn(fd) instead,
+ * which returns 0 or -1 with errno set.  NULL restores the real calls.
+ * Process-wide, not thread-safe; never used by the daemons. */
 void dp_file_set_sync_hook(int (*fn)(int fd));
 
 #endif

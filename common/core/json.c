@@ -23,16 +23,22 @@ struct json_object *dp_json_double(double v)
 	return json_object_new_double_s(v, buf);
 }
 
-struct json_object *dp_json_double_array(const double *v, size_t n)
+struct json_object *dp_json_double_inf(double v)
 {
-	struct json_object *arr;
+	return isinf(v) ? json_object_new_string("inf") : dp_json_double(v);
+}
 
-	DP_REQUIRE(v != NULL || n == 0);
-	arr = json_object_new_array_ext((int)n);
+/* An array of n elements, element i made by item(v, i); NULL when any
+ * allocation fails. */
+static struct json_object *array_of(const void *v, size_t n,
+				    struct json_object *(*item)(const void *v, size_t i))
+{
+	struct json_object *arr = json_object_new_array_ext((int)n);
+
 	if (arr == NULL)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
-		if (dp_json_push(arr, dp_json_double(v[i])) != 0) {
+		if (dp_json_push(arr, item(v, i)) != 0) {
 			json_object_put(arr);
 			return NULL;
 		}
@@ -40,19 +46,42 @@ struct json_object *dp_json_double_array(const double *v, size_t n)
 	return arr;
 }
 
+static struct json_object *double_item(const void *v, size_t i)
+{
+	return dp_json_double(((const double *)v)[i]);
+}
+
+static struct json_object *string_item(const void *v, size_t i)
+{
+	return json_object_new_string(((const char *const *)v)[i]);
+}
+
+struct json_object *dp_json_double_array(const double *v, size_t n)
+{
+	DP_REQUIRE(v != NULL || n == 0);
+	return array_of(v, n, double_item);
+}
+
 struct json_object *dp_json_string_array(const char *const *v, size_t n)
+{
+	DP_REQUIRE(v != NULL || n == 0);
+	return array_of(v, n, string_item);
+}
+
+struct json_object *dp_json_lines(const char *text)
 {
 	struct json_object *arr;
 
-	DP_REQUIRE(v != NULL || n == 0);
-	arr = json_object_new_array_ext((int)n);
-	if (arr == NULL)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		if (dp_json_push(arr, json_object_new_string(v[i])) != 0) {
+	DP_REQUIRE(text != NULL);
+	arr = json_object_new_array();
+	while (arr != NULL && *text) {
+		size_t n = strcspn(text, "\n");
+
+		if (dp_json_push(arr, json_object_new_string_len(text, (int)n)) != 0) {
 			json_object_put(arr);
 			return NULL;
 		}
+		text += n + (text[n] == '\n');
 	}
 	return arr;
 }
@@ -81,6 +110,13 @@ int dp_json_push(struct json_object *arr, struct json_object *val)
 	return 0;
 }
 
+int dp_json_add_null(struct json_object *obj, const char *key)
+{
+	DP_REQUIRE(obj != NULL && key != NULL);
+	/* json-c stores a NULL member as JSON null. */
+	return json_object_object_add(obj, key, NULL) == 0 ? 0 : DP_ENOMEM;
+}
+
 int dp_json_write_file(const char *path, struct json_object *root, int mode)
 {
 	size_t len = 0;
@@ -94,6 +130,8 @@ int dp_json_write_file(const char *path, struct json_object *root, int mode)
 	return dp_file_write_atomic(path, text, len, mode);
 }
 
+/* Deliberately parallel to parse_strict in common/core/schema.c, which
+ * parses schemas in json-c's strict mode with their own error texts. */
 int dp_json_read_file(const char *path, size_t max, struct json_object **root)
 {
 	enum json_tokener_error jerr;
@@ -240,6 +278,18 @@ double dp_json_get_double(dp_json_reader *r, struct json_object *o, const char *
 	struct json_object *v = dp_json_get(r, o, key, json_type_double, required);
 
 	return v ? dp_json_number(r, v, key, def) : def;
+}
+
+double dp_json_get_double_inf(dp_json_reader *r, struct json_object *o, const char *key,
+			      bool required, double def)
+{
+	struct json_object *v = NULL;
+
+	DP_REQUIRE(r != NULL && key != NULL);
+	if (r->rc == 0 && json_object_object_get_ex(o, key, &v) &&
+	    json_object_is_type(v, json_type_string) && strcmp(json_object_get_string(v), "inf") == 0)
+		return INFINITY;
+	return dp_json_get_double(r, o, key, required, def);
 }
 
 uint64_t dp_json_get_u64(dp_json_reader *r, struct json_object *o, const char *key,

@@ -27,15 +27,26 @@
  * which no JSON reader accepts: check values first.  NULL on allocation
  * failure (dp_json_add/push turn that into DP_ENOMEM). */
 struct json_object *dp_json_double(double v);
+/* A number that may be infinite (an unlimited privacy budget): then the
+ * string "inf", since JSON has no infinity; else as dp_json_double.  NULL
+ * on allocation failure. */
+struct json_object *dp_json_double_inf(double v);
 /* Arrays of such numbers and of strings; NULL on allocation failure. */
 struct json_object *dp_json_double_array(const double *v, size_t n);
 struct json_object *dp_json_string_array(const char *const *v, size_t n);
+/* The '\n'-separated lines of `text` (a final '\n' ends the last line, it
+ * does not start an empty one) as an array of strings; NULL on allocation
+ * failure. */
+struct json_object *dp_json_lines(const char *text);
 
 /* Add `val` to an object under `key`, or append it to an array.  `val` may
  * be NULL (a constructor that failed): DP_ENOMEM.  Ownership of val passes
  * to the container, or it is released on failure. */
 int dp_json_add(struct json_object *obj, const char *key, struct json_object *val);
 int dp_json_push(struct json_object *arr, struct json_object *val);
+/* Add JSON null under `key` (a value JSON cannot hold, such as infinity, or
+ * one that does not exist).  0 or DP_ENOMEM. */
+int dp_json_add_null(struct json_object *obj, const char *key);
 
 /* Write `root` as pretty-printed text, atomically (file.h), with `mode`.
  * Errors: DP_ENOMEM, DP_EIO (detail names the file). */
@@ -75,6 +86,10 @@ struct json_object *dp_json_get(dp_json_reader *r, struct json_object *o, const 
  * r and key must not be NULL; o may be NULL (then every key is absent). */
 double dp_json_get_double(dp_json_reader *r, struct json_object *o, const char *key,
 			  bool required, double def);
+/* dp_json_get_double, but the string "inf" (dp_json_double_inf) reads as
+ * +infinity. */
+double dp_json_get_double_inf(dp_json_reader *r, struct json_object *o, const char *key,
+			      bool required, double def);
 uint64_t dp_json_get_u64(dp_json_reader *r, struct json_object *o, const char *key,
 			 bool required, uint64_t def);
 const char *dp_json_get_string(dp_json_reader *r, struct json_object *o, const char *key,

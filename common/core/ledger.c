@@ -795,8 +795,7 @@ uint64_t dp_ledger_spent_nano(const dp_ledger *l)
 
 double dp_ledger_spent(const dp_ledger *l)
 {
-	DP_REQUIRE(l != NULL);
-	return nano_to_double(l->total);
+	return nano_to_double(dp_ledger_spent_nano(l));
 }
 
 uint64_t dp_ledger_left_nano(const dp_ledger *l)
@@ -811,7 +810,6 @@ uint64_t dp_ledger_left_nano(const dp_ledger *l)
 
 double dp_ledger_left(const dp_ledger *l)
 {
-	DP_REQUIRE(l != NULL);
 	return nano_to_double(dp_ledger_left_nano(l));
 }
 
@@ -823,8 +821,7 @@ uint64_t dp_ledger_cap_nano(const dp_ledger *l)
 
 double dp_ledger_cap(const dp_ledger *l)
 {
-	DP_REQUIRE(l != NULL);
-	return nano_to_double(l->cap_nano);
+	return nano_to_double(dp_ledger_cap_nano(l));
 }
 
 uint64_t dp_ledger_answers(const dp_ledger *l)

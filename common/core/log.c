@@ -50,3 +50,20 @@ void dp_log(enum dp_log_level level, const char *subsys, const char *fmt, ...)
 	/* One call per line keeps lines whole when several processes share a tty. */
 	fprintf(stderr, "%s\n", line);
 }
+
+void dp_log_vplain(const char *program, const char *fmt, va_list ap)
+{
+	DP_REQUIRE(program != NULL && fmt != NULL);
+	fprintf(stderr, "%s: ", program);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void dp_log_plain(const char *program, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	dp_log_vplain(program, fmt, ap);
+	va_end(ap);
+}

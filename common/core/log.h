@@ -5,6 +5,8 @@
 #ifndef DP_LOG_H
 #define DP_LOG_H
 
+#include <stdarg.h>
+
 enum dp_log_level { DP_LOG_DEBUG, DP_LOG_INFO, DP_LOG_WARN, DP_LOG_ERROR };
 
 /* Messages below `level` are dropped. Default DP_LOG_INFO.  A level outside
@@ -16,6 +18,14 @@ int dp_log_parse_level(const char *s, enum dp_log_level *out);
 
 void dp_log(enum dp_log_level level, const char *subsys, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* One line "PROGRAM: message" on stderr, with no time or level: how a
+ * program says why it cannot start or why a command failed, where scripts
+ * and tests read it (the log format would bury it).  Not filtered by the
+ * level.  dp_log_vplain takes the arguments as a va_list. */
+void dp_log_plain(const char *program, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void dp_log_vplain(const char *program, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 
 #define DP_DEBUG(sub, ...) dp_log(DP_LOG_DEBUG, sub, __VA_ARGS__)
 #define DP_INFO(sub, ...)  dp_log(DP_LOG_INFO, sub, __VA_ARGS__)

@@ -1,6 +1,7 @@
 /* Arrays that grow while input streams in (CSV records and lines, the
- * ledger's index of request ids, whole-file reads): the one place where the
- * capacity is doubled, with the size arithmetic checked for overflow. */
+ * ledger's index of request ids, whole-file reads, frame bodies, registries
+ * and lists): the one place where the capacity is doubled, with the size
+ * arithmetic checked for overflow. */
 #ifndef DP_MEM_H
 #define DP_MEM_H
 
@@ -12,23 +13,23 @@
 
 /* Make the array `*arrp` (any T **, holding *cap elements of `size` bytes;
  * NULL with *cap 0 at first) hold at least `need` elements, by doubling
- * *cap from `first` (>= 1) and realloc.  Contents are kept.  0, or DP_ENOMEM
+ * *cap from `first` (>= 1), but never beyond `max` (>= need: a buffer whose
+ * final size is known), and realloc.  Contents are kept.  0, or DP_ENOMEM
  * (out of memory, or the byte size would overflow size_t) with the array
  * and *cap unchanged; no detail is recorded. */
-static inline int dp_mem_reserve(void *arrp, size_t *cap, size_t need, size_t size,
-				 size_t first)
+static inline int dp_mem_reserve_max(void *arrp, size_t *cap, size_t need, size_t size,
+				     size_t first, size_t max)
 {
 	size_t c = *cap ? *cap : first;
 	void *old, *p;
 
-	DP_REQUIRE(arrp != NULL && cap != NULL && size > 0 && first > 0);
+	DP_REQUIRE(arrp != NULL && cap != NULL && size > 0 && first > 0 && need <= max);
 	if (need <= *cap)
 		return 0;
-	while (c < need) {
-		if (c > SIZE_MAX / 2)
-			return DP_ENOMEM;
+	while (c < need && c <= max / 2)
 		c *= 2;
-	}
+	if (c < need || c > max)
+		c = max;
 	if (c > SIZE_MAX / size)
 		return DP_ENOMEM;
 	/* arrp is a T **: read and write the pointer through its bytes. */
@@ -39,6 +40,13 @@ static inline int dp_mem_reserve(void *arrp, size_t *cap, size_t need, size_t si
 	memcpy(arrp, &p, sizeof(p));
 	*cap = c;
 	return 0;
+}
+
+/* dp_mem_reserve_max with no bound but size_t's. */
+static inline int dp_mem_reserve(void *arrp, size_t *cap, size_t need, size_t size,
+				 size_t first)
+{
+	return dp_mem_reserve_max(arrp, cap, need, size, first, SIZE_MAX);
 }
 
 #endif

@@ -10,20 +10,14 @@
  * scores live on the stack. */
 #define DP_PASS_ROWS 256
 
+const char *const dp_model_names[] = { "linear", "logistic", "svm", NULL };
+
 int dp_model_parse(const char *s, dp_model *out)
 {
 	DP_REQUIRE(out != NULL);
-	if (s != NULL) {
-		if (strcmp(s, "linear") == 0) {
-			*out = DP_MODEL_LINEAR;
-			return 0;
-		}
-		if (strcmp(s, "logistic") == 0) {
-			*out = DP_MODEL_LOGISTIC;
-			return 0;
-		}
-		if (strcmp(s, "svm") == 0) {
-			*out = DP_MODEL_SVM;
+	for (int i = 0; s != NULL && dp_model_names[i] != NULL; i++) {
+		if (strcmp(s, dp_model_names[i]) == 0) {
+			*out = (dp_model)i;
 			return 0;
 		}
 	}
@@ -33,12 +27,7 @@ int dp_model_parse(const char *s, dp_model *out)
 
 const char *dp_model_name(dp_model m)
 {
-	switch (m) {
-	case DP_MODEL_LINEAR: return "linear";
-	case DP_MODEL_LOGISTIC: return "logistic";
-	case DP_MODEL_SVM: return "svm";
-	}
-	return "unknown";
+	return (unsigned)m <= DP_MODEL_SVM ? dp_model_names[m] : "unknown";
 }
 
 /* log(1 + exp(-m)) without overflow: for m < 0 the exponent is taken out,

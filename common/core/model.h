@@ -18,8 +18,12 @@ typedef enum dp_model {
 	DP_MODEL_SVM = 2,       /* max(0, 1 - y t),      c = -y if y t < 1     */
 } dp_model;
 
+/* The names, indexed by dp_model and ended by NULL (an option's choices). */
+extern const char *const dp_model_names[];
+
 /* "linear" | "logistic" | "svm" -> model; DP_EINVAL otherwise. */
 int dp_model_parse(const char *s, dp_model *out);
+/* The name of m; "unknown" for a value outside the enum. */
 const char *dp_model_name(dp_model m);
 
 /* Per-example loss and gradient coefficient at score t = theta^T x. */

@@ -673,7 +673,9 @@ int dp_schema_save(const dp_schema *s, const char *path)
 /* ---- loading and validation ------------------------------------------------- */
 
 /* Strict JSON (RFC 8259 plus NaN/Infinity, which the number checks then
- * refuse) with nothing after the document but whitespace. */
+ * refuse) with nothing after the document but whitespace.  Deliberately
+ * parallel to dp_json_read_file (json.c), which is lenient: a schema is
+ * parsed strictly and its errors keep the texts prep's users read. */
 static int parse_strict(const char *path, struct json_object **out)
 {
 	struct json_tokener *tok;
@@ -799,6 +801,16 @@ static int read_center_scale(dp_json_reader *r, struct json_object *o, bool requ
 	return 0;
 }
 
+/* The object o at r->where: an object with none but the keys keys[0..n).
+ * Returns r->rc. */
+static int read_object(dp_json_reader *r, struct json_object *o, const char *const *keys,
+		       size_t n)
+{
+	if (!json_object_is_type(o, json_type_object))
+		return dp_json_fail(r, "must be an object");
+	return dp_json_only_keys(r, o, keys, n);
+}
+
 /* columns[idx] of a file of the given version; `where` (size `size`)
  * holds the reader's location and must outlive every message made while
  * r->where points at it. */
@@ -811,9 +823,8 @@ static int read_column(dp_json_reader *r, struct json_object *jc, size_t idx, in
 
 	snprintf(where, size, "columns[%zu]", idx);
 	r->where = where;
-	if (!json_object_is_type(jc, json_type_object))
-		return dp_json_fail(r, "must be an object");
-	dp_json_only_keys(r, jc, keys, sizeof(keys) / sizeof(keys[0]));
+	if (read_object(r, jc, keys, sizeof(keys) / sizeof(keys[0])) != 0)
+		return r->rc;
 	name = dp_json_get_string(r, jc, "name", true, NULL);
 	if (r->rc != 0)
 		return r->rc;
@@ -879,9 +890,8 @@ static int read_target(dp_json_reader *r, struct json_object *jt, dp_schema *s)
 	long pos;
 
 	r->where = "target";
-	if (!json_object_is_type(jt, json_type_object))
-		return dp_json_fail(r, "must be an object");
-	dp_json_only_keys(r, jt, keys, sizeof(keys) / sizeof(keys[0]));
+	if (read_object(r, jt, keys, sizeof(keys) / sizeof(keys[0])) != 0)
+		return r->rc;
 	name = dp_json_get_string(r, jt, "name", true, NULL);
 	kind = dp_json_get_string(r, jt, "kind", true, NULL);
 	if (r->rc != 0)
@@ -949,9 +959,8 @@ static int read_pca(dp_json_reader *r, struct json_object *jp, dp_schema *s)
 	int rc;
 
 	r->where = "pca";
-	if (!json_object_is_type(jp, json_type_object))
-		return dp_json_fail(r, "must be an object");
-	dp_json_only_keys(r, jp, keys, sizeof(keys) / sizeof(keys[0]));
+	if (read_object(r, jp, keys, sizeof(keys) / sizeof(keys[0])) != 0)
+		return r->rc;
 	if (!json_object_object_get_ex(jp, "components", &comps))
 		return dp_json_fail(r, "missing key 'components'");
 	if (!json_object_is_type(comps, json_type_array) || json_object_array_length(comps) == 0)

@@ -556,6 +556,19 @@ int dp_config_split(const char *what, const char *text, struct dp_config_strings
 	return rc;
 }
 
+/* The end of parsing a list of numbers: after rc == 0 the n values v are
+ * the list *out, else v is freed and rc returned. */
+static int keep_list(const char *what, int rc, void *v, size_t n, union val *out)
+{
+	if (rc != 0) {
+		free(v);
+		return rc == DP_ENOMEM ? dp_error_set(rc, "%s: out of memory", what) : rc;
+	}
+	out->l.v = v;
+	out->l.n = n;
+	return 0;
+}
+
 static int parse_list(const struct dp_config_entry *e, const char *what, const char *text,
 		      union val *out)
 {
@@ -591,13 +604,7 @@ static int parse_list(const struct dp_config_entry *e, const char *what, const c
 			dp_num_format(item, sizeof(item), v[i]);
 			rc = check_range(e, what, item, v[i]);
 		}
-		if (rc != 0) {
-			free(v);
-			return rc == DP_ENOMEM ? dp_error_set(rc, "%s: out of memory", what) : rc;
-		}
-		out->l.v = v;
-		out->l.n = n;
-		return 0;
+		return keep_list(what, rc, v, n, out);
 	}
 	case DP_CONFIG_SIZES: {
 		size_t *v = NULL, n = 0;
@@ -607,13 +614,7 @@ static int parse_list(const struct dp_config_entry *e, const char *what, const c
 			snprintf(item, sizeof(item), "%zu", v[i]);
 			rc = check_range(e, what, item, (double)v[i]);
 		}
-		if (rc != 0) {
-			free(v);
-			return rc == DP_ENOMEM ? dp_error_set(rc, "%s: out of memory", what) : rc;
-		}
-		out->l.v = v;
-		out->l.n = n;
-		return 0;
+		return keep_list(what, rc, v, n, out);
 	}
 	default:
 		return dp_error_set(DP_EINVAL, "%s: not a list", what);

@@ -1,5 +1,6 @@
 #include "common/net/frame.h"
 #include "common/core/error.h"
+#include "common/core/mem.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -92,23 +93,14 @@ static void next_frame(dp_frame_decoder *d)
 	}
 }
 
+/* Room for `need` bytes of the body: doubling, but never beyond the
+ * frame's own length. */
 static int reserve_body(dp_frame_decoder *d, size_t need)
 {
-	size_t cap;
-	uint8_t *nb;
-
-	if (need <= d->body_cap)
-		return 0;
-	cap = d->body_cap ? d->body_cap : DP_FRAME_BODY_MIN_CAP;
-	while (cap < need)
-		cap *= 2;
-	if (cap > d->body_len)
-		cap = d->body_len;
-	nb = realloc(d->body, cap);
-	if (nb == NULL)
-		return dp_error_set(DP_ENOMEM, "frame decoder: cannot grow buffer to %zu bytes", cap);
-	d->body = nb;
-	d->body_cap = cap;
+	if (dp_mem_reserve_max(&d->body, &d->body_cap, need, 1, DP_FRAME_BODY_MIN_CAP,
+			       d->body_len) != 0)
+		return dp_error_set(DP_ENOMEM, "frame decoder: cannot grow buffer to %zu bytes",
+				    need);
 	return 0;
 }
 

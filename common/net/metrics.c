@@ -1,5 +1,6 @@
 #include "common/net/metrics.h"
 #include "common/core/error.h"
+#include "common/core/mem.h"
 #include "common/core/num.h"
 
 #include <math.h>
@@ -151,15 +152,8 @@ static int series_new(struct dp_metric_family *f, const char *const values[],
 {
 	struct dp_metric *m;
 
-	if (f->n_series == f->cap_series) {
-		size_t cap = f->cap_series ? 2 * f->cap_series : 4;
-		struct dp_metric **s = realloc(f->series, cap * sizeof(*s));
-
-		if (s == NULL)
-			return dp_error_set(DP_ENOMEM, "metrics: out of memory");
-		f->series = s;
-		f->cap_series = cap;
-	}
+	if (dp_mem_reserve(&f->series, &f->cap_series, f->n_series + 1, sizeof(*f->series), 4) != 0)
+		return dp_error_set(DP_ENOMEM, "metrics: out of memory");
 	m = calloc(1, sizeof(*m));
 	if (m == NULL)
 		return dp_error_set(DP_ENOMEM, "metrics: out of memory");
@@ -228,15 +222,8 @@ int dp_metrics_family(struct dp_metrics *reg, enum dp_metric_type type, const ch
 				return dp_error_set(DP_EINVAL, "histogram '%s': bucket bounds must "
 						    "be finite and strictly increasing", name);
 	}
-	if (reg->n == reg->cap) {
-		size_t cap = reg->cap ? 2 * reg->cap : 8;
-		struct dp_metric_family **fams = realloc(reg->fams, cap * sizeof(*fams));
-
-		if (fams == NULL)
-			return dp_error_set(DP_ENOMEM, "metrics: out of memory");
-		reg->fams = fams;
-		reg->cap = cap;
-	}
+	if (dp_mem_reserve(&reg->fams, &reg->cap, reg->n + 1, sizeof(*reg->fams), 8) != 0)
+		return dp_error_set(DP_ENOMEM, "metrics: out of memory");
 	f = calloc(1, sizeof(*f));
 	if (f == NULL)
 		return dp_error_set(DP_ENOMEM, "metrics: out of memory");
@@ -341,6 +328,28 @@ int dp_metrics_histogram(struct dp_metrics *reg, const char *name, const char *h
 			 const double *buckets, size_t n_buckets, struct dp_metric **out)
 {
 	return unlabelled(reg, DP_METRIC_HISTOGRAM, name, help, buckets, n_buckets, out);
+}
+
+int dp_metrics_define(struct dp_metrics *reg, const struct dp_metrics_def *defs, size_t n)
+{
+	DP_REQUIRE(reg != NULL && (defs != NULL || n == 0));
+	for (size_t i = 0; i < n; i++) {
+		const struct dp_metrics_def *d = &defs[i];
+		struct dp_metric_family *f;
+		int rc;
+
+		DP_REQUIRE(d->family != NULL ||
+			   (d->series != NULL && (d->labels == NULL || d->labels[0] == NULL)));
+		rc = dp_metrics_family(reg, d->type, d->name, d->help, d->labels, d->buckets,
+				       d->n_buckets, &f);
+		if (rc != 0)
+			return rc;
+		if (d->family != NULL)
+			*d->family = f;
+		else
+			*d->series = f->series[0];
+	}
+	return 0;
 }
 
 /* ---- updates ------------------------------------------------------------- */

@@ -93,6 +93,29 @@ int dp_metrics_gauge(struct dp_metrics *reg, const char *name, const char *help,
 int dp_metrics_histogram(struct dp_metrics *reg, const char *name, const char *help,
 			 const double *buckets, size_t n_buckets, struct dp_metric **out);
 
+/* One metric of a daemon's table, registered by dp_metrics_define: its
+ * type, name and help; its buckets (histograms only, as
+ * dp_metrics_family); and where it goes: a labelled family (labels, a
+ * NULL-terminated list of names) into *family, an unlabelled metric's one
+ * series into *series. */
+struct dp_metrics_def {
+	enum dp_metric_type type;
+	const char *name;
+	const char *help;
+	const double *buckets;
+	size_t n_buckets;
+	const char *const *labels;
+	struct dp_metric_family **family;
+	struct dp_metric **series;
+};
+
+/* Register defs[0..n) in order, each as dp_metrics_family would, and set
+ * its *family (when family is not NULL) or its *series.  Stops at the first
+ * error and returns it (the errors of dp_metrics_family); the metrics
+ * before it stay registered.  A def with neither family nor series, or
+ * with series and labels, is a caller bug. */
+int dp_metrics_define(struct dp_metrics *reg, const struct dp_metrics_def *defs, size_t n);
+
 /* Updates of a series (never NULL).  Each returns 0, or DP_EINVAL and
  * changes nothing when the call does not fit the metric:
  *   dp_metrics_inc      counter or gauge: += 1

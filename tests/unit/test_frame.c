@@ -282,6 +282,19 @@ static void test_memory_follows_bytes(void **state)
 	assert_null(m);
 	assert_true(d.body_cap <= 4096);
 	dp_frame_decoder_free(&d);
+
+	/* Past the first 4096 bytes the buffer doubles, but never beyond the
+	 * frame's length (5000 here, not 8192). */
+	{
+		static uint8_t body[4 + 5000] = { 0x00, 0x00, 0x13, 0x88 };
+
+		dp_frame_decoder_init(&d, 0);
+		assert_int_equal(dp_frame_decode(&d, body, 10, &used, &m), 0);
+		assert_int_equal(dp_frame_decode(&d, body + 10, 4500, &used, &m), 0);
+		assert_null(m);
+		assert_int_equal(d.body_cap, 5000);
+		dp_frame_decoder_free(&d);
+	}
 }
 
 static void test_garbage_body(void **state)

@@ -145,6 +145,11 @@ static void test_add_push(void **state)
 	assert_int_equal(json_object_array_length(a), 1);
 	assert_int_equal(dp_json_add(o, "a", a), 0);
 	assert_int_equal(json_object_object_length(o), 1);
+	/* null is a member whose value is JSON null. */
+	assert_int_equal(dp_json_add_null(o, "none"), 0);
+	assert_int_equal(json_object_object_length(o), 2);
+	assert_string_equal(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
+			    "{\"a\":[1.5],\"none\":null}");
 	json_object_put(o);
 }
 
@@ -316,6 +321,33 @@ static void test_get_doubles(void **state)
 	json_object_put(o);
 }
 
+/* Unlimited budgets are the string "inf" both ways; lines become strings. */
+static void test_inf_and_lines(void **state)
+{
+	const char *p;
+	struct json_object *o = json_object_new_object(), *back;
+	dp_json_reader r = { 0 };
+
+	(void)state;
+	assert_int_equal(dp_json_add(o, "e", dp_json_double_inf(INFINITY)), 0);
+	assert_int_equal(dp_json_add(o, "f", dp_json_double_inf(0.25)), 0);
+	assert_int_equal(dp_json_add(o, "w", dp_json_lines("one\ntwo\n")), 0);
+	assert_int_equal(dp_json_add(o, "none", dp_json_lines("")), 0);
+	assert_string_equal(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
+			    "{\"e\":\"inf\",\"f\":0.25,\"w\":[\"one\",\"two\"],\"none\":[]}");
+	back = parse(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), &p);
+	r.path = p;
+	assert_true(isinf(dp_json_get_double_inf(&r, back, "e", true, 0)));
+	assert_true(dp_json_get_double_inf(&r, back, "f", true, 0) == 0.25);
+	assert_true(dp_json_get_double_inf(&r, back, "absent", false, 7) == 7);
+	assert_int_equal(r.rc, 0);
+	/* Any other string is still not a number. */
+	assert_true(dp_json_get_double_inf(&r, back, "w", true, 3) == 3);
+	assert_int_equal(r.rc, DP_EFORMAT);
+	json_object_put(back);
+	json_object_put(o);
+}
+
 static void test_read_file(void **state)
 {
 	struct json_object *sentinel = (struct json_object *)(uintptr_t)0x1234, *o = sentinel;
@@ -368,6 +400,7 @@ int main(void)
 		cmocka_unit_test(test_u64),
 		cmocka_unit_test(test_strings),
 		cmocka_unit_test(test_get_doubles),
+		cmocka_unit_test(test_inf_and_lines),
 		cmocka_unit_test(test_read_file),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -130,6 +130,24 @@ static void test_long_line(void **state)
 	free(text);
 }
 
+static void log_plain(const void *arg)
+{
+	dp_log_plain("learnerd", "cannot listen on %s: %s", (const char *)arg, "in use");
+}
+
+static void test_plain(void **state)
+{
+	char *out;
+
+	(void)state;
+	/* No time or level, and not filtered. */
+	dp_log_set_level(DP_LOG_ERROR);
+	out = capture(log_plain, "[::1]:7000");
+	assert_string_equal(out, "learnerd: cannot listen on [::1]:7000: in use\n");
+	free(out);
+	dp_log_set_level(DP_LOG_INFO);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -137,6 +155,7 @@ int main(void)
 		cmocka_unit_test(test_format),
 		cmocka_unit_test(test_filter),
 		cmocka_unit_test(test_long_line),
+		cmocka_unit_test(test_plain),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

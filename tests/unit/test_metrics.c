@@ -348,6 +348,45 @@ static void test_many_series(void **state)
 	dp_metrics_destroy(reg);
 }
 
+/* A table registers as the calls one by one would, in its order, and stops
+ * at the first bad entry with what came before it kept. */
+static void test_define(void **state)
+{
+	static const char *const owner[] = { "owner", NULL };
+	static const double b[] = { 1, 2 };
+	struct dp_metrics *reg;
+	struct dp_metric *c = NULL, *h = NULL, *dup = NULL, *m;
+	struct dp_metric_family *f = NULL;
+	const struct dp_metrics_def defs[] = {
+		{ DP_METRIC_COUNTER, "a_total", "A.", .series = &c },
+		{ DP_METRIC_HISTOGRAM, "h_seconds", "H.", b, 2, .series = &h },
+		{ DP_METRIC_GAUGE, "per_owner", "P.", .labels = owner, .family = &f },
+		{ DP_METRIC_GAUGE, "a_total", "again", .series = &dup },
+	};
+	char *text;
+
+	(void)state;
+	assert_int_equal(dp_metrics_new(&reg), 0);
+	assert_int_equal(dp_metrics_define(reg, defs, 4), DP_EINVAL);
+	assert_non_null(strstr(dp_error_detail(DP_EINVAL), "registered twice"));
+	assert_non_null(c);
+	assert_non_null(h);
+	assert_non_null(f);
+	assert_null(dup);
+	assert_int_equal(dp_metrics_inc(c), 0);
+	assert_int_equal(dp_metrics_observe(h, 1.5), 0);
+	assert_int_equal(dp_metrics_series(f, (const char *[]){ "o1" }, &m), 0);
+	assert_int_equal(dp_metrics_set(m, 0.5), 0);
+	text = render(reg);
+	text_equal(text, "# HELP a_total A.\n# TYPE a_total counter\na_total 1\n"
+			 "# HELP h_seconds H.\n# TYPE h_seconds histogram\n"
+			 "h_seconds_bucket{le=\"1\"} 0\nh_seconds_bucket{le=\"2\"} 1\n"
+			 "h_seconds_bucket{le=\"+Inf\"} 1\nh_seconds_sum 1.5\nh_seconds_count 1\n"
+			 "# HELP per_owner P.\n# TYPE per_owner gauge\nper_owner{owner=\"o1\"} 0.5\n");
+	free(text);
+	dp_metrics_destroy(reg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -356,6 +395,7 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_empty_registry),
 		cmocka_unit_test(test_many_series),
+		cmocka_unit_test(test_define),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

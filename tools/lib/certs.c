@@ -5,7 +5,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,20 +109,18 @@ static int cert_base(X509 *x, const char *cn, int64_t not_before, int64_t lifeti
 	return 0;
 }
 
-int dp_certs_make_ca(const char *cn, int64_t not_before, int64_t lifetime,
-		     EVP_PKEY **key_out, X509 **cert_out)
+/* A new key and a certificate for it with these extensions, issued by
+ * ca with ca_key, or self-signed when ca is NULL (`what` names it in the
+ * signing error).  The steps shared by the CA and the leaves. */
+static int issue(const char *cn, int64_t not_before, int64_t lifetime, X509 *ca,
+		 EVP_PKEY *ca_key, const struct ext *exts, size_t n_exts, const char *what,
+		 EVP_PKEY **key_out, X509 **cert_out)
 {
 	EVP_PKEY *key = NULL;
 	X509 *x = NULL;
 	X509V3_CTX v3;
 	int r;
 
-	DP_REQUIRE(key_out != NULL && cert_out != NULL);
-	if (cn == NULL || *cn == '\0' || strlen(cn) > DP_CERTS_NAME_MAX)
-		return dp_error_set(DP_EINVAL, "CA name must have 1..%d bytes",
-				    DP_CERTS_NAME_MAX);
-	if (lifetime <= 0)
-		return dp_error_set(DP_EINVAL, "CA lifetime must be positive");
 	ERR_clear_error();
 	r = keygen(&key);
 	if (r < 0)
@@ -136,25 +133,20 @@ int dp_certs_make_ca(const char *cn, int64_t not_before, int64_t lifetime,
 	r = cert_base(x, cn, not_before, lifetime, key);
 	if (r < 0)
 		goto fail;
-	if (X509_set_issuer_name(x, X509_get_subject_name(x)) != 1) {
+	if (ca == NULL) {
+		ca = x;
+		ca_key = key;
+	}
+	if (X509_set_issuer_name(x, X509_get_subject_name(ca)) != 1) {
 		r = ossl_fail("issuer name");
 		goto fail;
 	}
-	X509V3_set_ctx(&v3, x, x, NULL, NULL, 0);
-	{
-		const struct ext exts[] = {
-			{ NID_basic_constraints, "critical,CA:TRUE,pathlen:0" },
-			{ NID_key_usage, "critical,keyCertSign,cRLSign" },
-			{ NID_subject_key_identifier, "hash" },
-			{ NID_authority_key_identifier, "keyid:always" },
-		};
-
-		r = add_exts(x, &v3, exts, sizeof(exts) / sizeof(exts[0]));
-		if (r < 0)
-			goto fail;
-	}
-	if (X509_sign(x, key, EVP_sha256()) <= 0) {
-		r = ossl_fail("signing the CA certificate");
+	X509V3_set_ctx(&v3, ca, x, NULL, NULL, 0);
+	r = add_exts(x, &v3, exts, n_exts);
+	if (r < 0)
+		goto fail;
+	if (X509_sign(x, ca_key, EVP_sha256()) <= 0) {
+		r = ossl_fail(what);
 		goto fail;
 	}
 	*key_out = key;
@@ -166,19 +158,37 @@ fail:
 	return r;
 }
 
+int dp_certs_make_ca(const char *cn, int64_t not_before, int64_t lifetime,
+		     EVP_PKEY **key_out, X509 **cert_out)
+{
+	const struct ext exts[] = {
+		{ NID_basic_constraints, "critical,CA:TRUE,pathlen:0" },
+		{ NID_key_usage, "critical,keyCertSign,cRLSign" },
+		{ NID_subject_key_identifier, "hash" },
+		{ NID_authority_key_identifier, "keyid:always" },
+	};
+
+	DP_REQUIRE(key_out != NULL && cert_out != NULL);
+	if (cn == NULL || *cn == '\0' || strlen(cn) > DP_CERTS_NAME_MAX)
+		return dp_error_set(DP_EINVAL, "CA name must have 1..%d bytes",
+				    DP_CERTS_NAME_MAX);
+	if (lifetime <= 0)
+		return dp_error_set(DP_EINVAL, "CA lifetime must be positive");
+	return issue(cn, not_before, lifetime, NULL, NULL, exts, sizeof(exts) / sizeof(exts[0]),
+		     "signing the CA certificate", key_out, cert_out);
+}
+
 int dp_certs_make_leaf(const dp_cert_spec *s, X509 *ca, EVP_PKEY *ca_key,
 		       EVP_PKEY **key_out, X509 **cert_out)
 {
-	EVP_PKEY *key = NULL;
-	X509 *x = NULL;
-	X509V3_CTX v3;
 	char *san = NULL;
 	size_t san_len, off;
-	unsigned eku = s->eku ? s->eku : (DP_CERT_EKU_SERVER | DP_CERT_EKU_CLIENT);
+	unsigned eku;
 	int r;
 
 	DP_REQUIRE(s != NULL && ca != NULL && ca_key != NULL && key_out != NULL &&
 		   cert_out != NULL);
+	eku = s->eku ? s->eku : (DP_CERT_EKU_SERVER | DP_CERT_EKU_CLIENT);
 	r = dp_tls_check_name(s->cn);
 	for (size_t i = 0; r == 0 && i < s->n_dns; i++)
 		r = dp_tls_check_name(s->dns[i]);
@@ -210,24 +220,6 @@ int dp_certs_make_leaf(const dp_cert_spec *s, X509 *ca, EVP_PKEY *ca_key,
 		off += (size_t)snprintf(san + off, san_len - off, ",DNS:%s", s->dns[i]);
 	for (size_t i = 0; i < s->n_ips; i++)
 		off += (size_t)snprintf(san + off, san_len - off, ",IP:%s", s->ips[i]);
-
-	ERR_clear_error();
-	r = keygen(&key);
-	if (r < 0)
-		goto fail;
-	x = X509_new();
-	if (x == NULL) {
-		r = ossl_fail("new certificate");
-		goto fail;
-	}
-	r = cert_base(x, s->cn, s->not_before, s->lifetime, key);
-	if (r < 0)
-		goto fail;
-	if (X509_set_issuer_name(x, X509_get_subject_name(ca)) != 1) {
-		r = ossl_fail("issuer name");
-		goto fail;
-	}
-	X509V3_set_ctx(&v3, ca, x, NULL, NULL, 0);
 	{
 		const struct ext exts[] = {
 			{ NID_basic_constraints, "critical,CA:FALSE" },
@@ -240,81 +232,36 @@ int dp_certs_make_leaf(const dp_cert_spec *s, X509 *ca, EVP_PKEY *ca_key,
 			{ NID_authority_key_identifier, "keyid:always" },
 		};
 
-		r = add_exts(x, &v3, exts, sizeof(exts) / sizeof(exts[0]));
-		if (r < 0)
-			goto fail;
-	}
-	if (X509_sign(x, ca_key, EVP_sha256()) <= 0) {
-		r = ossl_fail("signing the certificate");
-		goto fail;
+		r = issue(s->cn, s->not_before, s->lifetime, ca, ca_key, exts,
+			  sizeof(exts) / sizeof(exts[0]), "signing the certificate", key_out,
+			  cert_out);
 	}
 	free(san);
-	*key_out = key;
-	*cert_out = x;
-	return 0;
-fail:
-	free(san);
-	X509_free(x);
-	EVP_PKEY_free(key);
 	return r;
 }
 
 /* ---- files ---------------------------------------------------------------- */
 
-/* Write data to path through a temporary file in the same directory.
- * Without force the final step is link(2), which fails if path exists,
- * so a file that appeared meanwhile is never replaced (which is why this
- * is not dp_file_write_atomic, whose rename replaces). */
+/* Write data to path atomically (common/core/file.h): with force over an
+ * existing file; without it never replacing one, not even one that appears
+ * meanwhile (dp_file_create_atomic links, where a rename would replace). */
 static int write_file(const char *path, const char *data, size_t len, mode_t mode, int force)
 {
-	char tmp[4096];
-	int fd, e;
-	size_t off = 0;
+	char detail[512];
+	int rc;
 
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= sizeof(tmp))
-		return dp_error_set(DP_EINVAL, "path too long: %s", path);
-	fd = mkstemp(tmp);      /* created 0600 */
-	if (fd < 0)
-		return dp_error_set(DP_EIO, "create '%s': %s", tmp, strerror(errno));
-	if (fchmod(fd, mode) != 0)
-		goto io_fail;
-	while (off < len) {
-		ssize_t n = write(fd, data + off, len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			goto io_fail;
-		off += (size_t)n;
+	if (force)
+		return dp_file_write_atomic(path, data, len, (int)mode);
+	rc = dp_file_create_atomic(path, data, len, (int)mode);
+	if (rc == DP_EEXIST)
+		return dp_error_set(DP_EEXIST, "'%s' already exists (use --force to replace it)",
+				    path);
+	if (rc == DP_ENOENT) {
+		/* A missing directory: for the caller, a write that failed. */
+		snprintf(detail, sizeof(detail), "%s", dp_error_detail(rc));
+		return dp_error_set(DP_EIO, "%s", detail);
 	}
-	if (fsync(fd) != 0)
-		goto io_fail;
-	if (close(fd) != 0) {
-		fd = -1;
-		goto io_fail;
-	}
-	fd = -1;
-	if (force) {
-		if (rename(tmp, path) != 0)
-			goto io_fail;
-	} else {
-		if (link(tmp, path) != 0) {
-			e = errno;
-			unlink(tmp);
-			if (e == EEXIST)
-				return dp_error_set(-EEXIST, "'%s' already exists "
-						    "(use --force to replace it)", path);
-			return dp_error_set(DP_EIO, "create '%s': %s", path, strerror(e));
-		}
-		unlink(tmp);
-	}
-	return dp_file_sync_dir(path);
-io_fail:
-	e = errno;
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
-	return dp_error_set(DP_EIO, "write '%s': %s", path, strerror(e));
+	return rc;
 }
 
 static int pem_key(EVP_PKEY *key, BIO **out)
@@ -382,7 +329,7 @@ int dp_certs_write(const char *dir, const char *base, EVP_PKEY *key, X509 *cert,
 		return r;
 	if (!force && access(cpath, F_OK) == 0) {
 		BIO_free(cb);
-		return dp_error_set(-EEXIST, "'%s' already exists (use --force to replace it)",
+		return dp_error_set(DP_EEXIST, "'%s' already exists (use --force to replace it)",
 				    cpath);
 	}
 	if (key != NULL) {

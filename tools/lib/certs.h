@@ -67,7 +67,7 @@ int dp_certs_make_leaf(const dp_cert_spec *spec, X509 *ca_cert, EVP_PKEY *ca_key
  * nothing is replaced (the key, written first, is removed again if the
  * certificate cannot be placed).  Errors: DP_EINVAL (bad base), -EEXIST
  * (file exists and !force; detail names it), DP_EIO (write/sync/rename
- * failed, detail with strerror), DP_ETLS. */
+ * failed, detail with strerror), DP_ETLS, DP_ENOMEM. */
 int dp_certs_write(const char *dir, const char *base, EVP_PKEY *key, X509 *cert, int force);
 
 /* Read a CA certificate and its key (PEM) for signing more leaves: the

@@ -19,6 +19,7 @@
 
 #include "common/core/error.h"
 #include "common/core/json.h"
+#include "common/core/mem.h"
 #include "common/core/num.h"
 
 extern char **environ;
@@ -98,31 +99,31 @@ static void cols_free(cols *c)
 	memset(c, 0, sizeof(*c));
 }
 
-static int grow(void **p, size_t cap, size_t size)
+/* Room for `need` rows in each of the n parallel columns arrs[i] (each a
+ * T ** with elements of sizes[i] bytes), which share the capacity *cap:
+ * dp_mem_reserve on each, from the same capacity to the same one. */
+static int reserve_columns(void *const *arrs, const size_t *sizes, size_t n, size_t *cap,
+			   size_t need, size_t first)
 {
-	void *q = realloc(*p, cap * size);
-	if (q == NULL)
-		return DP_ENOMEM;
-	*p = q;
+	size_t c = *cap;
+
+	for (size_t i = 0; i < n; i++) {
+		c = *cap;
+		if (dp_mem_reserve(arrs[i], &c, need, sizes[i], first) != 0)
+			return dp_error_set(DP_ENOMEM, "out of memory");
+	}
+	*cap = c;
 	return 0;
 }
 
+/* Room for one more row: k and owner, and with `full` the timing columns. */
 static int cols_reserve(cols *c, int full)
 {
-	size_t cap;
+	void *const arrs[] = { &c->k, &c->owner, &c->t, &c->wait, &c->rtt, &c->eps };
+	const size_t sizes[] = { sizeof(*c->k), sizeof(*c->owner), sizeof(*c->t),
+				 sizeof(*c->wait), sizeof(*c->rtt), sizeof(*c->eps) };
 
-	if (c->n < c->cap)
-		return 0;
-	cap = c->cap ? 2 * c->cap : 1024;
-	if (grow((void **)&c->k, cap, sizeof(size_t)) || grow((void **)&c->owner, cap, sizeof(size_t)))
-		return dp_error_set(DP_ENOMEM, "out of memory");
-	if (full && (grow((void **)&c->t, cap, sizeof(double)) ||
-		     grow((void **)&c->wait, cap, sizeof(double)) ||
-		     grow((void **)&c->rtt, cap, sizeof(double)) ||
-		     grow((void **)&c->eps, cap, sizeof(double))))
-		return dp_error_set(DP_ENOMEM, "out of memory");
-	c->cap = cap;
-	return 0;
+	return reserve_columns(arrs, sizes, full ? 6 : 2, &c->cap, c->n + 1, 1024);
 }
 
 /* Index of `name` in c->names, added when new; SIZE_MAX on ENOMEM. */
@@ -133,12 +134,8 @@ static size_t cols_name(cols *c, const char *name, size_t hint)
 	for (size_t i = 0; i < c->nnames; i++)
 		if (strcmp(c->names[i], name) == 0)
 			return i;
-	if (c->nnames == c->capnames) {
-		size_t cap = c->capnames ? 2 * c->capnames : 16;
-		if (grow((void **)&c->names, cap, sizeof(char *)))
-			return SIZE_MAX;
-		c->capnames = cap;
-	}
+	if (dp_mem_reserve(&c->names, &c->capnames, c->nnames + 1, sizeof(*c->names), 16) != 0)
+		return SIZE_MAX;
 	c->names[c->nnames] = strdup(name);
 	if (c->names[c->nnames] == NULL)
 		return SIZE_MAX;
@@ -475,15 +472,12 @@ int dp_plot_psi_read(const char *path, dp_plot_psi *ps)
 			}
 			continue;
 		}
-		if (p.n == cap) {
-			cap = cap ? 2 * cap : 256;
-			if (grow((void **)&p.k, cap, sizeof(size_t)) || grow((void **)&p.p25, cap, sizeof(double)) ||
-			    grow((void **)&p.p50, cap, sizeof(double)) || grow((void **)&p.p75, cap, sizeof(double)) ||
-			    grow((void **)&p.mean, cap, sizeof(double))) {
-				rc = dp_error_set(DP_ENOMEM, "out of memory");
-				goto out;
-			}
-		}
+		rc = reserve_columns((void *const[]){ &p.k, &p.p25, &p.p50, &p.p75, &p.mean },
+				     (const size_t[]){ sizeof(*p.k), sizeof(*p.p25), sizeof(*p.p50),
+						       sizeof(*p.p75), sizeof(*p.mean) },
+				     5, &cap, p.n + 1, 256);
+		if (rc != 0)
+			goto out;
 		for (;;) {
 			char *comma = strchr(q, ',');
 			if (nf == 5)

@@ -212,11 +212,9 @@ static int check_opts(const dp_csv_table *t, long *tcol_out, const dp_schema_bui
 		return dp_error_set(DP_EINVAL, "schema: unknown task %d", (int)o->task);
 	if (o->task == DP_TASK_CLASSIFICATION && (o->positive == NULL || *o->positive == '\0'))
 		return dp_error_set(DP_EINVAL, "schema: classification needs a positive label");
-	for (const unsigned char *c = (const unsigned char *)(o->positive ? o->positive : "");
-	     *c; c++)
-		if (*c < 0x20 || *c == 0x7f)
-			return dp_error_set(DP_EINVAL,
-					    "schema: the positive label contains a control character");
+	if (o->positive != NULL && dp_csv_has_control(o->positive))
+		return dp_error_set(DP_EINVAL,
+				    "schema: the positive label contains a control character");
 	if (o->task == DP_TASK_REGRESSION && (o->positive != NULL || o->labels != NULL))
 		return dp_error_set(DP_EINVAL,
 				    "schema: a positive label or label list only applies to "

@@ -177,26 +177,21 @@ out:
 	return rc;
 }
 
-int dp_sim_per_owner(const char *flag, const double *v, size_t n, size_t N, double def,
-		     double *out)
-{
-	DP_REQUIRE(flag != NULL && out != NULL && (v != NULL || n == 0));
-	if (n != 0 && n != 1 && n != N)
-		return dp_error_set(DP_EINVAL, "%s has %zu values for %zu owners (give 1 or %zu)",
-				    flag, n, N, N);
-	for (size_t i = 0; i < N; i++)
-		out[i] = n == 0 ? def : n == 1 ? v[0] : v[i];
-	return 0;
-}
+/* dp_sim_per_owner for each element type: one body, written once. */
+#define DP_SIM_DEFINE_PER_OWNER(name, in_type, out_type)                                   \
+	int name(const char *flag, const in_type *v, size_t n, size_t N, out_type def,     \
+		 out_type *out)                                                             \
+	{                                                                                   \
+		DP_REQUIRE(flag != NULL && out != NULL && (v != NULL || n == 0));          \
+		if (n != 0 && n != 1 && n != N)                                             \
+			return dp_error_set(DP_EINVAL,                                      \
+					    "%s has %zu values for %zu owners (give 1 or %zu)", \
+					    flag, n, N, N);                                 \
+		for (size_t i = 0; i < N; i++)                                              \
+			out[i] = n == 0 ? def : n == 1 ? v[0] : v[i];                       \
+		return 0;                                                                   \
+	}
 
-int dp_sim_per_owner_u64(const char *flag, const size_t *v, size_t n, size_t N, uint64_t def,
-			 uint64_t *out)
-{
-	DP_REQUIRE(flag != NULL && out != NULL && (v != NULL || n == 0));
-	if (n != 0 && n != 1 && n != N)
-		return dp_error_set(DP_EINVAL, "%s has %zu values for %zu owners (give 1 or %zu)",
-				    flag, n, N, N);
-	for (size_t i = 0; i < N; i++)
-		out[i] = n == 0 ? def : n == 1 ? v[0] : v[i];
-	return 0;
-}
+DP_SIM_DEFINE_PER_OWNER(dp_sim_per_owner, double, double)
+DP_SIM_DEFINE_PER_OWNER(dp_sim_per_owner_u64, size_t, uint64_t)
+#undef DP_SIM_DEFINE_PER_OWNER
