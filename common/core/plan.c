@@ -244,11 +244,12 @@ static int path_json(struct json_object *e, const dp_plan_clip *k, size_t p)
 		json_object_put(rows);
 		return rc;
 	}
-	rc = dp_json_add(e, "path_h", rows);
-	if (rc == 0)
-		rc = dp_json_add(e, "tau", dp_json_double_array(k->tau, k->npath));
+	rc = dp_json_add(e, "tau", dp_json_double_array(k->tau, k->npath));
 	if (rc == 0)
 		rc = dp_json_add(e, "path_f", dp_json_double_array(k->path_f, k->npath));
+	if (rc == 0)
+		return dp_json_add(e, "path_h", rows);
+	json_object_put(rows);
 	return rc;
 }
 
@@ -627,11 +628,11 @@ static void sync_moments(enum dp_plan_mode mode, const dp_plan_clip *k, size_t p
 
 /* ---- the excess of f where a run ends ------------------------------------ */
 
-/* The quadratic excess left at time tau of the linear flow from 0:
- * sum_q cf_q t_q^2 exp(-2 (h_q + 2 lambda) tau). */
-static double flow_excess(const dp_plan_clip *k, size_t p, double lambda, double tau)
+double dp_plan_flow_excess(const dp_plan_clip *k, size_t p, double lambda, double tau)
 {
 	double s = 0.0;
+
+	DP_REQUIRE(k != NULL && (p == 0 || (k->h != NULL && k->t != NULL && k->hf != NULL)));
 
 	for (size_t q = 0; q < p; q++)
 		s += 0.5 * (k->hf[q] + 2.0 * lambda) * k->t[q] * k->t[q] *
@@ -648,7 +649,7 @@ static double flow_time(const dp_plan_clip *k, size_t p, double lambda, double M
 	for (int it = 0; it < 80 && (lo == 0.0 || hi > lo * (1.0 + 1e-9)); it++) {
 		double mid = lo > 0.0 ? sqrt(lo * hi) : hi * 1e-2;
 
-		if (flow_excess(k, p, lambda, mid) > M)
+		if (dp_plan_flow_excess(k, p, lambda, mid) > M)
 			lo = mid;
 		else
 			hi = mid;
@@ -669,7 +670,8 @@ static double path_ratio(const dp_plan_clip *k, size_t p, double lambda, double 
 			 size_t s)
 {
 	for (size_t j = 0; j <= s; j++) {
-		double lin = flow_excess(k, p, lambda, k->tau[j]), ex = k->path_f[j] - f_clip;
+		double lin = dp_plan_flow_excess(k, p, lambda, k->tau[j]);
+		double ex = k->path_f[j] - f_clip;
 
 		if (!(ex > 0.0) || !(lin > 1e-12 * f_clip))
 			return 1.0;
@@ -709,9 +711,9 @@ static void excess(const dp_plan_clip *k, size_t p, double lambda, double f_clip
 	}
 	for (size_t q = 0; q < p; q++)
 		M += 0.5 * (k->hf[q] + 2.0 * lambda) * m[q] * m[q];
-	if (M >= flow_excess(k, p, lambda, 0.0)) {
+	if (M >= dp_plan_flow_excess(k, p, lambda, 0.0)) {
 		w = 0.0;   /* no way made (or overshot): the start of the path */
-	} else if (M <= flow_excess(k, p, lambda, k->tau[last])) {
+	} else if (M <= dp_plan_flow_excess(k, p, lambda, k->tau[last])) {
 		s = last - 1;
 		w = 1.0;
 	} else {

@@ -77,6 +77,12 @@ typedef struct dp_plan_clip {
 /* Most points a path may have (dp_plan_public_parse refuses more). */
 #define DP_PLAN_PATH_MAX 64
 
+/* The excess of f over f(theta*_Xi) the linear flow from theta = 0 leaves
+ * at time tau in the quadratic picture of candidate k (p directions):
+ * sum_q (hf_q / 2 + lambda) t_q^2 exp(-2 (h_q + 2 lambda) tau).  The
+ * measured way is compared with it (docs/planner.md §2). */
+double dp_plan_flow_excess(const dp_plan_clip *k, size_t p, double lambda, double tau);
+
 /* The public constants. */
 typedef struct dp_plan_public {
 	dp_model model;

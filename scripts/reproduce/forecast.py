@@ -131,8 +131,10 @@ def synthetic(tools, out, repeats):
 def md(cases):
     rows = []
     for r in cases:
-        rows.append(['%s (%s, p=%d, %d rows)' % (r['table'], r['model'], r['p'], r['rows']),
-                     '%g' % r['epsilon'], '%s (%d rows)' % (r['sample'], r['sample_rows']),
+        rows.append(['%s (%s, p=%d, %s rows)' % (r['table'], r['model'], r['p'],
+                                                 '{:,}'.format(r['rows'])),
+                     '%g' % r['epsilon'], '%s (%s rows)' % (r['sample'],
+                                                           '{:,}'.format(r['sample_rows'])),
                      r['T'], C.g3(r['forecast']),
                      '%s (%s–%s)' % (C.g3(r['sim_mean']), C.g3(r['sim_p25']), C.g3(r['sim_p75'])),
                      '**%.2f**' % r['ratio'] if not r['within'] else '%.2f' % r['ratio']])
@@ -163,7 +165,7 @@ def main():
     text = ('Forecast against sim (%d repeats), 4 owners; sample rule max(%g %%, %d rows).\n\n'
             % (repeats, 100 * SAMPLE_FRAC, SAMPLE_ROWS) + md(cases))
     if small:
-        text += '\nSmall samples (10 %%, outside the criterion):\n\n' + md(small)
+        text += '\nSmall samples (10 %, outside the criterion):\n\n' + md(small)
     if syn:
         rs = sorted(r['ratio'] for r in syn)
         text += ('\nSynthetic (%d cases, outside the criterion): forecast/sim %.2f–%.2f, '

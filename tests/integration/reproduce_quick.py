@@ -8,7 +8,7 @@ build's binaries and write OUTDIR/result.json with their keys; the quick
 defaults run gives, on every table it covers, a private model that beats
 theta = 0 or a warning that it does not (its criterion passes); slopes
 writes its figure."""
-import json, os, sys
+import json, os, subprocess, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import check, run, tmpdir, cleanup, main
 
@@ -34,7 +34,6 @@ def test(argv):
                   '--list does not describe %r: %r' % (n, p.stdout))
         check(not any(n.startswith('_') for n in names), '--list shows a helper: %r' % p.stdout)
 
-        import subprocess
         for name in ('defaults', 'slopes'):
             out = os.path.join(d, name)
             q = subprocess.run([script, name, out], capture_output=True, text=True, env=env,

@@ -271,17 +271,6 @@ static void flow_step(const struct flow *fl, double *u, double d, double *w)
 		u[q] = a[q] + d * phi2(-fl->A[q] * d) * (ra[q] - rn[q]);
 }
 
-/* The quadratic excess the linear flow has left at tau (plan.c's model). */
-static double flow_quadratic(const dp_plan_clip *k, const double *A, size_t p, double lambda,
-			     double tau)
-{
-	double s = 0.0;
-
-	for (size_t q = 0; q < p; q++)
-		s += 0.5 * (k->hf[q] + 2.0 * lambda) * k->t[q] * k->t[q] * exp(-2.0 * A[q] * tau);
-	return s;
-}
-
 /* Record f and the unclipped curvature along each eigen-direction at the
  * flow's point u as path point s.  Hb, HU: p x p scratch. */
 static int path_point(const struct flow *fl, dp_plan_clip *k, size_t s, const double *u,
@@ -293,6 +282,8 @@ static int path_point(const struct flow *fl, dp_plan_clip *k, size_t s, const do
 
 	flow_theta(fl, u);
 	k->path_f[s] = dp_model_fitness(fl->model, view, 1, fl->lambda, fl->theta);
+	if (!isfinite(k->path_f[s]))
+		return DP_ENUMERIC;
 	rc = hessian(fl->model, fl->ds, fl->theta, INFINITY, 0, Hb);
 	if (rc != 0)
 		return rc;
@@ -310,8 +301,9 @@ static int path_point(const struct flow *fl, dp_plan_clip *k, size_t s, const do
 
 /* The way from theta = 0 to theta*_Xi of candidate k: its gradient flow
  * at tau = 0 and PATH_POINTS geometric times (docs/planner.md §2).  U the
- * eigenvectors, A = h + 2 lambda; h_max the largest curvature on the way
- * (sets the first time).  Fills k->npath, tau, path_f, path_h. */
+ * eigenvectors of the clipped curvature h; h_max the largest curvature on
+ * the way (h_safe), which with h + 2 lambda sets the first time.  Fills
+ * k->npath, tau, path_f, path_h. */
 static int flow_path(dp_model model, const dp_dataset *ds, double lambda, dp_plan_clip *k,
 		     const double *U, double h_max, double f_star)
 {
@@ -329,13 +321,14 @@ static int flow_path(dp_model model, const dp_dataset *ds, double lambda, dp_pla
 	k->path_h = calloc(n * p, sizeof(double));
 	if (!A || !u || !w || !theta || !g || !Hb || !HU || !k->tau || !k->path_f || !k->path_h)
 		goto out;
+	h_max += 2.0 * lambda;
 	for (size_t q = 0; q < p; q++) {
 		A[q] = k->h[q] + 2.0 * lambda;
 		u[q] = -k->t[q];    /* theta = 0 */
 		if (A[q] > h_max)
 			h_max = A[q];
 	}
-	tau1 = PATH_FIRST / (h_max + 2.0 * lambda);
+	tau1 = PATH_FIRST / h_max;
 	ratio = pow(PATH_SPAN, 1.0 / (PATH_POINTS - 1));
 	rc = path_point(&fl, k, 0, u, Hb, HU);
 	k->npath = 1;
@@ -353,7 +346,7 @@ static int flow_path(dp_model model, const dp_dataset *ds, double lambda, dp_pla
 		k->tau[s] = end;
 		rc = path_point(&fl, k, s, u, Hb, HU);
 		k->npath = s + 1;
-		if (flow_quadratic(k, A, p, lambda, end) < PATH_END * f_star)
+		if (dp_plan_flow_excess(k, p, lambda, end) < PATH_END * f_star)
 			break;
 	}
 out:
