@@ -50,6 +50,9 @@ void dp_plan_public_free(dp_plan_public *pub)
 		free(pub->clips[c].t);
 		free(pub->clips[c].hf);
 		free(pub->clips[c].hs);
+		free(pub->clips[c].tau);
+		free(pub->clips[c].path_f);
+		free(pub->clips[c].path_h);
 	}
 	free(pub->clips);
 	memset(pub, 0, sizeof(*pub));
@@ -229,6 +232,27 @@ int dp_plan_public_shape(dp_model model, size_t p, double lambda, dp_plan_public
 	return 0;
 }
 
+/* "tau", "path_f", "path_h" of one candidate into e. */
+static int path_json(struct json_object *e, const dp_plan_clip *k, size_t p)
+{
+	struct json_object *rows = json_object_new_array();
+	int rc = rows != NULL ? 0 : DP_ENOMEM;
+
+	for (size_t s = 0; rc == 0 && s < k->npath; s++)
+		rc = dp_json_push(rows, dp_json_double_array(k->path_h + s * p, p));
+	if (rc != 0) {
+		json_object_put(rows);
+		return rc;
+	}
+	rc = dp_json_add(e, "tau", dp_json_double_array(k->tau, k->npath));
+	if (rc == 0)
+		rc = dp_json_add(e, "path_f", dp_json_double_array(k->path_f, k->npath));
+	if (rc == 0)
+		return dp_json_add(e, "path_h", rows);
+	json_object_put(rows);
+	return rc;
+}
+
 struct json_object *dp_plan_public_json(const dp_plan_public *pub)
 {
 	struct json_object *o = json_object_new_object(), *clips = json_object_new_array();
@@ -273,6 +297,8 @@ struct json_object *dp_plan_public_json(const dp_plan_public *pub)
 			rc = dp_json_add(e, "hf", dp_json_double_array(k->hf, pub->p));
 		if (rc == 0 && k->hs != NULL)
 			rc = dp_json_add(e, "hs", dp_json_double_array(k->hs, pub->p));
+		if (rc == 0 && k->npath > 0)
+			rc = path_json(e, k, pub->p);
 	}
 	if (rc == 0)
 		rc = dp_json_add(o, "clips", clips);
@@ -285,11 +311,63 @@ struct json_object *dp_plan_public_json(const dp_plan_public *pub)
 	return o;
 }
 
+/* The path of one candidate, when "tau" is there: tau[0] = 0 and
+ * increasing, as many path_f, and as many path_h rows of p curvatures >=
+ * 0.  Errors through r; DP_ENOMEM returned. */
+static int path_parse(dp_json_reader *r, struct json_object *e, dp_plan_clip *k, size_t p)
+{
+	struct json_object *tau, *rows;
+	size_t n;
+
+	tau = dp_json_get(r, e, "tau", json_type_array, false);
+	if (tau == NULL || r->rc != 0)
+		return 0;
+	n = json_object_array_length(tau);
+	if (n < 2 || n > DP_PLAN_PATH_MAX) {
+		dp_json_fail(r, "'tau' must hold 2..%d times", DP_PLAN_PATH_MAX);
+		return 0;
+	}
+	k->tau = calloc(n, sizeof(double));
+	k->path_f = calloc(n, sizeof(double));
+	k->path_h = calloc(n * p, sizeof(double));
+	if (k->tau == NULL || k->path_f == NULL || k->path_h == NULL)
+		return DP_ENOMEM;
+	k->npath = n;
+	dp_json_get_doubles(r, e, "tau", k->tau, n);
+	dp_json_get_doubles(r, e, "path_f", k->path_f, n);
+	rows = dp_json_get(r, e, "path_h", json_type_array, true);
+	if (r->rc == 0 && json_object_array_length(rows) != n)
+		dp_json_fail(r, "'path_h' must have %zu rows, one per time", n);
+	for (size_t s = 0; r->rc == 0 && s < n; s++) {
+		struct json_object *row = json_object_array_get_idx(rows, s);
+
+		if (!json_object_is_type(row, json_type_array) ||
+		    json_object_array_length(row) != p) {
+			dp_json_fail(r, "'path_h' rows must be arrays of %zu numbers", p);
+			break;
+		}
+		for (size_t q = 0; r->rc == 0 && q < p; q++) {
+			double v = dp_json_number(r, json_object_array_get_idx(row, q), "path_h", 0);
+
+			if (r->rc == 0 && !(v >= 0.0))
+				dp_json_fail(r, "curvatures 'path_h' must be >= 0");
+			k->path_h[s * p + q] = v;
+		}
+	}
+	if (r->rc == 0 && k->tau[0] != 0.0)
+		dp_json_fail(r, "'tau' must start at 0");
+	for (size_t s = 1; r->rc == 0 && s < n; s++)
+		if (!(k->tau[s] > k->tau[s - 1]))
+			dp_json_fail(r, "'tau' must increase");
+	return 0;
+}
+
 int dp_plan_public_parse(const char *path, struct json_object *o, dp_plan_public *out)
 {
 	static const char *const keys[] = { "model", "p", "lambda", "f_star", "f_zero", "alone",
 					    "h_safe", "measured", "source", "clips" };
-	static const char *const ckeys[] = { "clip", "f_clip", "h", "t", "hf", "hs" };
+	static const char *const ckeys[] = { "clip", "f_clip", "h", "t", "hf", "hs", "tau",
+					     "path_f", "path_h" };
 	dp_json_reader r = { .path = path };
 	dp_plan_public pub = { 0 };
 	struct json_object *inner = NULL, *clips;
@@ -359,6 +437,10 @@ int dp_plan_public_parse(const char *path, struct json_object *o, dp_plan_public
 			for (size_t q = 0; r.rc == 0 && q < pub.p; q++)
 				if (!(k->hs[q] > 0.0))
 					dp_json_fail(&r, "secant curvatures 'hs' must be > 0");
+		}
+		if (r.rc == 0 && path_parse(&r, e, k, pub.p) != 0) {
+			dp_plan_public_free(&pub);
+			return dp_error_set(DP_ENOMEM, "%s: out of memory", path);
 		}
 		if (r.rc == 0 && !(k->clip > 0.0 && k->f_clip >= pub.f_star * (1.0 - 1e-9)))
 			dp_json_fail(&r, "'clip' must be > 0 and 'f_clip' >= f_star");
@@ -475,32 +557,31 @@ static void async_matrix(double h, double t, double lambda, double N, double eta
 	m[NU_][NU_] = 1.0;
 }
 
-/* Excess of f after T async iterations from theta = 0, split into the
- * deterministic part and the gain per unit of noise (excess = opt + nu *
- * gain). */
-static void async_excess(const dp_plan_clip *k, size_t p, double lambda, double N, size_t T,
-			 double eta, double *opt, double *gain)
+/* Where a run of T iterations from theta = 0 ends, per direction q: the
+ * mean error m[q] = E theta_L - t, the spread the run itself gives
+ * vd[q] (which owner each iteration picks), and the noise gain vn[q]
+ * (variance per unit of the noise input nu).  `secant`: the means and the
+ * spread with the secant curvatures hs (the model without a path), else
+ * with h. */
+static void async_moments(const dp_plan_clip *k, size_t p, double lambda, double N, size_t T,
+			  double eta, bool secant, double *m, double *vd, double *vn)
 {
-	mat8 m, mt;
+	mat8 mx, mt;
 
-	*opt = 0.0;
-	*gain = 0.0;
 	for (size_t q = 0; q < p; q++) {
-		double t = k->t[q], cf = 0.5 * (k->hf[q] + 2.0 * lambda);
-		double a, P, Pn;
+		double t = k->t[q], a;
 
-		async_matrix(k->h[q], t, lambda, N, eta, m);
-		mat_pow(m, T, mt);
+		async_matrix(k->h[q], t, lambda, N, eta, mx);
+		mat_pow(mx, T, mt);
 		/* From theta = 0: only the constants are non-zero. */
-		Pn = mt[P_][NU_];
-		if (k->hs != NULL && k->hs[q] != k->h[q]) {
-			async_matrix(k->hs[q], t, lambda, N, eta, m);
-			mat_pow(m, T, mt);
+		vn[q] = mt[P_][NU_];
+		if (secant && k->hs != NULL && k->hs[q] != k->h[q]) {
+			async_matrix(k->hs[q], t, lambda, N, eta, mx);
+			mat_pow(mx, T, mt);
 		}
 		a = mt[A_][ONE_];
-		P = mt[P_][ONE_];
-		*opt += cf * (P - 2.0 * t * a + t * t);
-		*gain += cf * Pn;
+		m[q] = a - t;
+		vd[q] = mt[P_][ONE_] - a * a;
 	}
 }
 
@@ -509,20 +590,18 @@ static void async_excess(const dp_plan_clip *k, size_t p, double lambda, double 
 /* Per direction, e = theta - t: sync1 e' = (1 - s_k H) e - s_k zeta with
  * s_k = step / k; sync2 the same with s_k = c / sqrt(k) and the output the
  * running average (docs/design.md §5).  Means and variances are tracked
- * with the noise variance factored out (var = det + sigma2 * gain). */
-static void sync_excess(enum dp_plan_mode mode, const dp_plan_clip *k, size_t p, double lambda,
-			size_t T, double step, double *opt, double *gain)
+ * with the noise variance factored out (var = sigma2 * gain); the run
+ * itself is deterministic (vd = 0). */
+static void sync_moments(enum dp_plan_mode mode, const dp_plan_clip *k, size_t p, double lambda,
+			 size_t T, double step, bool secant, double *m, double *vd, double *vn)
 {
 	double a_sq = 1.0 / sqrt((double)T);
 
-	*opt = 0.0;
-	*gain = 0.0;
 	for (size_t q = 0; q < p; q++) {
-		double H = k->h[q] + 2.0 * lambda, t = k->t[q], cf = 0.5 * (k->hf[q] + 2.0 * lambda);
-		double Hs = (k->hs != NULL ? k->hs[q] : k->h[q]) + 2.0 * lambda;
+		double H = k->h[q] + 2.0 * lambda, t = k->t[q];
+		double Hs = (secant && k->hs != NULL ? k->hs[q] : k->h[q]) + 2.0 * lambda;
 		double me = -t, ve = 0.0;              /* iterate: mean error, noise variance / sigma2 */
 		double mh = 0.0, vh = 0.0, ch = 0.0;   /* average: mean, variance, covariance */
-		double out_m, out_v;
 
 		mh = -t;   /* theta_hat starts at theta[1] = 0 */
 		for (size_t kk = 1; kk < T; kk++) {
@@ -541,15 +620,120 @@ static void sync_excess(enum dp_plan_mode mode, const dp_plan_clip *k, size_t p,
 			me = gs * me;
 			ve = g * g * ve + s * s;
 		}
-		if (mode == DP_PLAN_SYNC2) {
-			out_m = mh;
-			out_v = vh;
-		} else {
-			out_m = me;
-			out_v = ve;
+		m[q] = mode == DP_PLAN_SYNC2 ? mh : me;
+		vd[q] = 0.0;
+		vn[q] = mode == DP_PLAN_SYNC2 ? vh : ve;
+	}
+}
+
+/* ---- the excess of f where a run ends ------------------------------------ */
+
+double dp_plan_flow_excess(const dp_plan_clip *k, size_t p, double lambda, double tau)
+{
+	double s = 0.0;
+
+	DP_REQUIRE(k != NULL && (p == 0 || (k->h != NULL && k->t != NULL && k->hf != NULL)));
+
+	for (size_t q = 0; q < p; q++)
+		s += 0.5 * (k->hf[q] + 2.0 * lambda) * k->t[q] * k->t[q] *
+		     exp(-2.0 * (k->h[q] + 2.0 * lambda) * tau);
+	return s;
+}
+
+/* The time of the linear flow whose excess is M (M below its value at 0
+ * and above its value at tau_end): geometric bisection. */
+static double flow_time(const dp_plan_clip *k, size_t p, double lambda, double M, double tau_end)
+{
+	double lo = 0.0, hi = tau_end;
+
+	for (int it = 0; it < 80 && (lo == 0.0 || hi > lo * (1.0 + 1e-9)); it++) {
+		double mid = lo > 0.0 ? sqrt(lo * hi) : hi * 1e-2;
+
+		if (dp_plan_flow_excess(k, p, lambda, mid) > M)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo > 0.0 ? sqrt(lo * hi) : hi;
+}
+
+/* The measured excess along the path over the quadratic one at path point
+ * s: (f(theta(tau_s)) - f(theta*_Xi)) / the linear flow's excess; 1 on a
+ * quadratic problem.  The way may reach f(theta*_Xi) before theta*_Xi
+ * (which is not the minimiser of f: grad f there is not 0) and pass by
+ * lower f; from the first point where it does on, the ratio says nothing
+ * about the curvature the run sees, and the quadratic model is kept (1).
+ * A plan that counted on stopping in such a dip would bet on where exactly
+ * a noisy run stops, and the search would seek it out (measured: forecasts
+ * up to 50x too low on synthetic logistic data). */
+static double path_ratio(const dp_plan_clip *k, size_t p, double lambda, double f_clip,
+			 size_t s)
+{
+	for (size_t j = 0; j <= s; j++) {
+		double lin = dp_plan_flow_excess(k, p, lambda, k->tau[j]);
+		double ex = k->path_f[j] - f_clip;
+
+		if (!(ex > 0.0) || !(lin > 1e-12 * f_clip))
+			return 1.0;
+		if (j == s)
+			return ex / lin;
+	}
+	return 1.0;
+}
+
+/* Excess of f over f(theta*_Xi) where the run ends, split into the part
+ * without noise (*opt) and the gain per unit of noise input (*gain), from
+ * the moments of the recursion.  Without a path: the quadratic model with
+ * hf.  With one: the mean iterate is placed on the path at the time tau
+ * whose linear-flow excess equals the recursion's mean excess M, and the
+ * mean excess is M times the path's ratio there (path_ratio: so that on a
+ * quadratic problem the two models agree exactly); the spread and the
+ * noise are weighed with the curvatures along the path at tau.  Between
+ * path points the ratio and the curvatures are interpolated in log tau
+ * (linearly in tau before the first point); beyond the last point they
+ * keep its values. */
+static void excess(const dp_plan_clip *k, size_t p, double lambda, double f_clip,
+		   const double *m, const double *vd, const double *vn, double *opt, double *gain)
+{
+	double M = 0.0, tau, w = 0.0;
+	size_t s = 0, last = k->npath - 1;
+
+	*opt = 0.0;
+	*gain = 0.0;
+	if (k->npath < 2) {
+		for (size_t q = 0; q < p; q++) {
+			double cf = 0.5 * (k->hf[q] + 2.0 * lambda);
+
+			*opt += cf * (m[q] * m[q] + vd[q]);
+			*gain += cf * vn[q];
 		}
-		*opt += cf * out_m * out_m;
-		*gain += cf * out_v;
+		return;
+	}
+	for (size_t q = 0; q < p; q++)
+		M += 0.5 * (k->hf[q] + 2.0 * lambda) * m[q] * m[q];
+	if (M >= dp_plan_flow_excess(k, p, lambda, 0.0)) {
+		w = 0.0;   /* no way made (or overshot): the start of the path */
+	} else if (M <= dp_plan_flow_excess(k, p, lambda, k->tau[last])) {
+		s = last - 1;
+		w = 1.0;
+	} else {
+		tau = flow_time(k, p, lambda, M, k->tau[last]);
+		while (s + 1 < last && k->tau[s + 1] < tau)
+			s++;
+		if (s == 0)
+			w = tau / k->tau[1];
+		else
+			w = log(tau / k->tau[s]) / log(k->tau[s + 1] / k->tau[s]);
+		w = w < 0.0 ? 0.0 : w > 1.0 ? 1.0 : w;
+	}
+	*opt = M * ((1.0 - w) * path_ratio(k, p, lambda, f_clip, s) +
+		    w * path_ratio(k, p, lambda, f_clip, s + 1));
+	for (size_t q = 0; q < p; q++) {
+		double hq = (1.0 - w) * k->path_h[s * p + q] + w * k->path_h[(s + 1) * p + q];
+		double cf = 0.5 * (hq + 2.0 * lambda);
+
+		*opt += cf * vd[q];
+		*gain += cf * vn[q];
 	}
 }
 
@@ -561,6 +745,7 @@ struct job {
 	double n;          /* total rows */
 	double *share;     /* N: pi_i */
 	double wmax;
+	double *mom;       /* 3 p: scratch for the moments (m, vd, vn) */
 };
 
 /* Noise input: async E over the owner picked of (w_i b_i)^2 * 2, i.e.
@@ -588,11 +773,15 @@ static double predict(const struct job *jb, size_t T, double step, size_t ci, co
 	const dp_plan_clip *k = &pub->clips[ci];
 	double clip = jb->req->clip > 0 ? jb->req->clip : k->clip;
 	double o, g, nu = noise_input(jb, clip, K), cb = k->f_clip - pub->f_star;
+	double *m = jb->mom, *vd = jb->mom + pub->p, *vn = jb->mom + 2 * pub->p;
+	bool secant = k->npath < 2;
 
 	if (jb->req->mode == DP_PLAN_ASYNC)
-		async_excess(k, pub->p, pub->lambda, (double)jb->req->N, T, step, &o, &g);
+		async_moments(k, pub->p, pub->lambda, (double)jb->req->N, T, step, secant, m, vd,
+			      vn);
 	else
-		sync_excess(jb->req->mode, k, pub->p, pub->lambda, T, step, &o, &g);
+		sync_moments(jb->req->mode, k, pub->p, pub->lambda, T, step, secant, m, vd, vn);
+	excess(k, pub->p, pub->lambda, k->f_clip, m, vd, vn, &o, &g);
 	if (cb < 0.0)
 		cb = 0.0;
 	if (opt)
@@ -685,6 +874,14 @@ static int check(const dp_plan_request *req, const dp_plan_public *pub)
 	return 0;
 }
 
+static void job_free(struct job *jb)
+{
+	free(jb->share);
+	free(jb->mom);
+	jb->share = NULL;
+	jb->mom = NULL;
+}
+
 static int job_init(struct job *jb, const dp_plan_request *req, const dp_plan_public *pub)
 {
 	double rsum = 0.0;
@@ -693,8 +890,11 @@ static int job_init(struct job *jb, const dp_plan_request *req, const dp_plan_pu
 	jb->req = req;
 	jb->pub = pub;
 	jb->share = calloc(req->N, sizeof(double));
-	if (jb->share == NULL)
+	jb->mom = calloc(3 * pub->p, sizeof(double));
+	if (jb->share == NULL || jb->mom == NULL) {
+		job_free(jb);
 		return DP_ENOMEM;
+	}
 	for (size_t i = 0; i < req->N; i++) {
 		jb->n += (double)req->n_rows[i];
 		rsum += req->rate ? req->rate[i] : 1.0;
@@ -757,7 +957,7 @@ double dp_plan_predict(const dp_plan_request *req, const dp_plan_public *pub, si
 	if (job_init(&jb, req, pub) != 0)
 		return NAN;
 	psi = predict(&jb, T, step, clip_index, K, opt, noise, clipbias);
-	free(jb.share);
+	job_free(&jb);
 	return psi;
 }
 
@@ -895,7 +1095,7 @@ int dp_plan_make(const dp_plan_request *req, const dp_plan_public *pub, dp_plan 
 out:
 	dp_plan_free(&pl);
 	free(K);
-	free(jb.share);
+	job_free(&jb);
 	return rc;
 }
 

@@ -57,7 +57,31 @@ typedef struct dp_plan_clip {
 			    the loss is stiffer (logistic).  It drives the
 			    optimisation part of the forecast; h the noise
 			    part.  NULL: h */
+	/* The way from theta = 0, measured on the sample (docs/planner.md §2
+	 * "The way from theta = 0"): theta(tau), the gradient flow of the
+	 * clipped objective (mean clipped loss gradient plus 2 lambda theta)
+	 * from theta(0) = 0, at npath times tau[0] = 0 < tau[1] < ...  The
+	 * mean iterate of a run is placed on it at the time whose quadratic
+	 * excess equals the run's, and the excess of f is read off path_f
+	 * instead of the quadratic model; the noise and the run's own spread
+	 * are measured with the curvature there (path_h).  npath 0 (shape-only
+	 * constants, files from before): the secant model above. */
+	size_t npath;
+	double *tau;     /* npath */
+	double *path_f;  /* npath: f(theta(tau)) */
+	double *path_h;  /* npath x p, row by row: the unclipped curvature of
+			    the mean loss at theta(tau) along each
+			    eigen-direction (hf at the end of the way) */
 } dp_plan_clip;
+
+/* Most points a path may have (dp_plan_public_parse refuses more). */
+#define DP_PLAN_PATH_MAX 64
+
+/* The excess of f over f(theta*_Xi) the linear flow from theta = 0 leaves
+ * at time tau in the quadratic picture of candidate k (p directions):
+ * sum_q (hf_q / 2 + lambda) t_q^2 exp(-2 (h_q + 2 lambda) tau).  The
+ * measured way is compared with it (docs/planner.md §2). */
+double dp_plan_flow_excess(const dp_plan_clip *k, size_t p, double lambda, double tau);
 
 /* The public constants. */
 typedef struct dp_plan_public {
@@ -89,8 +113,9 @@ int dp_plan_public_shape(dp_model model, size_t p, double lambda, dp_plan_public
 
 /* The constants as the JSON object {"model", "p", "lambda", "f_star",
  * "f_zero", "alone", "h_safe", "measured", "source", "clips": [{"clip",
- * "f_clip", "h", "t", "hf", "hs" (when set)}...]}; NULL on allocation
- * failure. */
+ * "f_clip", "h", "t", "hf", "hs" (when set), "tau", "path_f", "path_h"
+ * (an array of npath arrays of p; the three when npath > 0)}...]}; NULL
+ * on allocation failure. */
 struct json_object *dp_plan_public_json(const dp_plan_public *pub);
 
 /* Read them back from `o` (that object, or an object holding it under

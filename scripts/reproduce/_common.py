@@ -87,3 +87,42 @@ def write_result(out, result):
         json.dump(result, f, indent=2, sort_keys=True)
         f.write('\n')
     print('wrote', path)
+
+
+# ---- added for defaults.py, forecast.py, slopes.py ---------------------------
+
+QUICK_ENV = 'REPRODUCE_QUICK'
+
+
+def quick(a):
+    """--quick, or REPRODUCE_QUICK=1 in the environment (the way to ask
+    for the small version through scripts/reproduce.sh, which passes no
+    flags of its own)."""
+    return bool(a.quick) or os.environ.get(QUICK_ENV, '') not in ('', '0')
+
+
+def count_rows(path):
+    """Data rows of a prepared CSV (dpasync prep writes one record a line,
+    after one header line)."""
+    with open(path) as f:
+        return sum(1 for _ in f) - 1
+
+
+def md_table(header, rows):
+    """A markdown table: header cells, then rows of cells (str())."""
+    out = ['| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
+    out += ['| ' + ' | '.join(str(c) for c in r) + ' |' for r in rows]
+    return '\n'.join(out) + '\n'
+
+
+def write_text(out, name, text):
+    path = os.path.join(out, name)
+    with open(path, 'w') as f:
+        f.write(text)
+    print('wrote', path)
+    return path
+
+
+def g3(x):
+    """A number for a table: three significant digits."""
+    return '%.3g' % x

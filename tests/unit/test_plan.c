@@ -47,6 +47,32 @@ static void quad_public(dp_plan_public *pub, size_t p, const double *h, const do
 	memcpy(pub->clips[0].hf, h, p * sizeof(double));
 }
 
+/* The way from 0 of that quadratic problem, as public.c would measure it:
+ * f along the linear flow, f_clip + sum_q (h_q/2 + lambda) t_q^2 exp(-2
+ * (h_q + 2 lambda) tau), times `stretch` (1: the quadratic itself), and
+ * the curvature along it, h times `hscale`. */
+static void quad_path(dp_plan_public *pub, double stretch, double hscale)
+{
+	dp_plan_clip *k = &pub->clips[0];
+	size_t n = 12, p = pub->p;
+
+	k->npath = n;
+	k->tau = calloc(n, sizeof(double));
+	k->path_f = calloc(n, sizeof(double));
+	k->path_h = calloc(n * p, sizeof(double));
+	for (size_t s = 0; s < n; s++) {
+		double ex = 0.0;
+
+		k->tau[s] = s == 0 ? 0.0 : 1e-3 * pow(4.0, (double)(s - 1));
+		for (size_t q = 0; q < p; q++) {
+			ex += 0.5 * (k->hf[q] + 2 * pub->lambda) * k->t[q] * k->t[q] *
+			      exp(-2.0 * (k->h[q] + 2 * pub->lambda) * k->tau[s]);
+			k->path_h[s * p + q] = hscale * k->hf[q];
+		}
+		k->path_f[s] = k->f_clip + stretch * ex;
+	}
+}
+
 static double uniform(dp_simrng *r)
 {
 	return ((double)(dp_simrng_next(r) >> 11) + 0.5) * 0x1.0p-53;
@@ -66,7 +92,8 @@ static double laplace(dp_simrng *r, double b)
  * answer.  The recursion is exact for this problem, so the two must agree
  * within the Monte-Carlo error: the test allows 5 standard errors (a
  * correct model fails with probability below 1e-6). */
-static void check_async_against_update_rule(size_t N, size_t T, double eta, double b)
+static void check_async_against_update_rule(size_t N, size_t T, double eta, double b,
+					    bool path)
 {
 	enum { P = 3 };
 	const double h[P] = { 0.3, 2.0, 6.0 }, t[P] = { 1.0, -0.5, 0.25 }, lambda = 0.01;
@@ -78,6 +105,8 @@ static void check_async_against_update_rule(size_t N, size_t T, double eta, doub
 
 	assert_true(N <= 8);
 	quad_public(&pub, P, h, t, lambda, 1.0);
+	if (path)     /* on a quadratic the path is the linear flow: same model */
+		quad_path(&pub, 1.0, 1.0);
 	for (size_t i = 0; i < N; i++) {
 		n[i] = 1000;
 		K[i] = 10;
@@ -122,11 +151,13 @@ static void check_async_against_update_rule(size_t N, size_t T, double eta, doub
 
 static void test_prediction_matches_update_rule(void **state)
 {
-	check_async_against_update_rule(4, 60, 0.3, 0.0);
-	check_async_against_update_rule(4, 60, 0.3, 0.5);
-	check_async_against_update_rule(2, 200, 0.8, 0.2);
-	check_async_against_update_rule(1, 50, 0.2, 0.3);
-	check_async_against_update_rule(7, 333, 0.05, 1.0);
+	for (int path = 0; path < 2; path++) {
+		check_async_against_update_rule(4, 60, 0.3, 0.0, path);
+		check_async_against_update_rule(4, 60, 0.3, 0.5, path);
+		check_async_against_update_rule(2, 200, 0.8, 0.2, path);
+		check_async_against_update_rule(1, 50, 0.2, 0.3, path);
+		check_async_against_update_rule(7, 333, 0.05, 1.0, path);
+	}
 }
 
 /* Sync1 without noise is deterministic: e' = (1 - s_k H) e.  Closed form:
@@ -296,10 +327,22 @@ static void test_public_json_round_trip(void **state)
 
 	for (int m = 0; m < 3; m++) {
 		assert_int_equal(dp_plan_public_shape((dp_model)m, 5, 0.02, &a), 0);
-		if (m == 1) {   /* measured constants carry secant curvatures */
-			a.clips[0].hs = calloc(a.p, sizeof(double));
+		if (m == 1) {   /* measured constants carry secant curvatures and a path */
+			dp_plan_clip *k = &a.clips[0];
+
+			k->hs = calloc(a.p, sizeof(double));
 			for (size_t q = 0; q < a.p; q++)
-				a.clips[0].hs[q] = 0.1 + 0.01 * (double)q;
+				k->hs[q] = 0.1 + 0.01 * (double)q;
+			k->npath = 3;
+			k->tau = calloc(3, sizeof(double));
+			k->path_f = calloc(3, sizeof(double));
+			k->path_h = calloc(3 * a.p, sizeof(double));
+			for (size_t s = 0; s < 3; s++) {
+				k->tau[s] = s == 0 ? 0.0 : 0.1 * (double)(s * s);
+				k->path_f[s] = 1.0 / (1.0 + (double)s);
+				for (size_t q = 0; q < a.p; q++)
+					k->path_h[s * a.p + q] = 0.3 * (double)(s + q);
+			}
 		}
 		o = dp_plan_public_json(&a);
 		assert_non_null(o);
@@ -318,6 +361,14 @@ static void test_public_json_round_trip(void **state)
 		assert_int_equal(b.nclip, a.nclip);
 		for (size_t c = 0; c < a.nclip; c++) {
 			assert_true((a.clips[c].hs == NULL) == (b.clips[c].hs == NULL));
+			assert_int_equal(a.clips[c].npath, b.clips[c].npath);
+			for (size_t s = 0; s < a.clips[c].npath; s++) {
+				assert_true(a.clips[c].tau[s] == b.clips[c].tau[s]);
+				assert_true(a.clips[c].path_f[s] == b.clips[c].path_f[s]);
+				for (size_t q = 0; q < a.p; q++)
+					assert_true(a.clips[c].path_h[s * a.p + q] ==
+						    b.clips[c].path_h[s * a.p + q]);
+			}
 			for (size_t q = 0; q < a.p; q++) {
 				assert_true(a.clips[c].h[q] == b.clips[c].h[q] &&
 					    a.clips[c].t[q] == b.clips[c].t[q]);
@@ -330,6 +381,11 @@ static void test_public_json_round_trip(void **state)
 		dp_plan_public_free(&b);
 	}
 }
+
+/* A constants file with one candidate carrying the path members `path`. */
+#define PATH_PUB(path) "{\"model\":\"linear\",\"p\":2,\"lambda\":0,\"f_star\":1,\"f_zero\":1," \
+	"\"alone\":0,\"h_safe\":1,\"measured\":true,\"clips\":[{\"clip\":1,\"f_clip\":1," \
+	"\"h\":[1,1],\"t\":[1,1],\"hf\":[1,1]," path "}]}"
 
 static void test_public_parse_errors(void **state)
 {
@@ -345,6 +401,20 @@ static void test_public_parse_errors(void **state)
 		{ "{\"model\":\"linear\",\"p\":2,\"lambda\":0,\"f_star\":1,\"f_zero\":1,\"alone\":0,"
 		  "\"h_safe\":1,\"measured\":true,\"clips\":[{\"clip\":1,\"f_clip\":1,\"h\":[1,1],"
 		  "\"t\":[1,1],\"hf\":[1,1],\"hs\":[0,1]}]}", "'hs' must be > 0" },
+		{ PATH_PUB("\"tau\":[0.1,1],\"path_f\":[1,1],\"path_h\":[[1,1],[1,1]]"),
+		  "'tau' must start at 0" },
+		{ PATH_PUB("\"tau\":[0,1,1],\"path_f\":[1,1,1],\"path_h\":[[1,1],[1,1],[1,1]]"),
+		  "'tau' must increase" },
+		{ PATH_PUB("\"tau\":[0,1],\"path_f\":[1],\"path_h\":[[1,1],[1,1]]"),
+		  "'path_f' must have 2 numbers" },
+		{ PATH_PUB("\"tau\":[0,1],\"path_f\":[1,1],\"path_h\":[[1,1]]"),
+		  "'path_h' must have 2 rows" },
+		{ PATH_PUB("\"tau\":[0,1],\"path_f\":[1,1],\"path_h\":[[1,1],[1]]"),
+		  "arrays of 2 numbers" },
+		{ PATH_PUB("\"tau\":[0,1],\"path_f\":[1,1],\"path_h\":[[1,1],[1,-1]]"),
+		  "'path_h' must be >= 0" },
+		{ PATH_PUB("\"tau\":[0,1],\"path_f\":[1,1]"), "missing key 'path_h'" },
+		{ PATH_PUB("\"tau\":[0],\"path_f\":[1],\"path_h\":[[1,1]]"), "2..64 times" },
 		{ "{\"model\":\"linear\",\"p\":1,\"lambda\":0,\"f_star\":0,\"f_zero\":1,\"alone\":0,"
 		  "\"h_safe\":1,\"measured\":true,\"clips\":[]}", "f_star and h_safe must be > 0" },
 		{ "{\"model\":\"linear\",\"p\":1,\"lambda\":0,\"f_star\":1,\"f_zero\":1,\"alone\":0,"
@@ -407,6 +477,76 @@ static void test_secant_parts(void **state)
 	dp_plan_public_free(&ref);
 }
 
+/* The way from 0: on a quadratic problem the path model is the quadratic
+ * model (every mode, with and without noise, runs that end on and beyond
+ * the path); an excess along the way twice the quadratic one doubles the
+ * optimisation part of a run with no spread of its own (one owner), until
+ * the way dips below f(theta*_Xi); curvatures three times hf triple the
+ * noise part (lambda 0). */
+static void test_path_model(void **state)
+{
+	enum { P = 3 };
+	const double h[P] = { 0.5, 2.0, 4.0 }, t[P] = { 1.0, -2.0, 0.5 };
+	const size_t Ts[3] = { 5, 60, 3000 };
+	dp_plan_public quad, path;
+	uint64_t n[3] = { 500, 700, 900 }, K[3] = { 40, 40, 40 };
+	double eps[3] = { 1, 1, 2 };
+
+	quad_public(&quad, P, h, t, 0.02, 0.7);
+	quad_public(&path, P, h, t, 0.02, 0.7);
+	quad_path(&path, 1.0, 1.0);
+	for (int m = 0; m < 3; m++) {
+		dp_plan_request req = { .mode = (enum dp_plan_mode)m, .N = 3, .n_rows = n,
+					.epsilon = eps };
+		double step = m == DP_PLAN_ASYNC ? 0.4 : 0.2;
+
+		for (size_t i = 0; i < 3; i++) {
+			double o1, n1, o2, n2;
+
+			dp_plan_predict(&req, &quad, Ts[i], step, 0, K, &o1, &n1, NULL);
+			dp_plan_predict(&req, &path, Ts[i], step, 0, K, &o2, &n2, NULL);
+			if (!(fabs(o1 - o2) <= 1e-9 * o1 + 1e-300 && fabs(n1 - n2) <= 1e-9 * n1)) {
+				fprintf(stderr, "mode %d T %zu: quadratic %.12g + %.12g, path %.12g + "
+					"%.12g\n", m, Ts[i], o1, n1, o2, n2);
+				fail();
+			}
+		}
+	}
+	dp_plan_public_free(&quad);
+	dp_plan_public_free(&path);
+
+	/* A stiffer way from 0, and more curvature along it. */
+	quad_public(&quad, P, h, t, 0.0, 0.7);
+	quad_public(&path, P, h, t, 0.0, 0.7);
+	quad_path(&path, 2.0, 3.0);
+	{
+		uint64_t n1[1] = { 1000 }, K1[1] = { 30 };
+		double e1[1] = { 1 }, o1, nz1, o2, nz2;
+		dp_plan_request req = { .mode = DP_PLAN_ASYNC, .N = 1, .n_rows = n1,
+					.epsilon = e1 };
+
+		dp_plan_predict(&req, &quad, 30, 0.2, 0, K1, &o1, &nz1, NULL);
+		dp_plan_predict(&req, &path, 30, 0.2, 0, K1, &o2, &nz2, NULL);
+		assert_true(o1 > 0 && nz1 > 0);
+		assert_true(fabs(o2 - 2.0 * o1) <= 1e-9 * o1);
+		assert_true(fabs(nz2 - 3.0 * nz1) <= 1e-9 * nz1);
+
+		/* A way that dips below f(theta*_Xi) from its 7th point on: a run
+		 * that ends there (or beyond) gets the quadratic model, one that
+		 * ends before the dip still the doubled excess. */
+		for (size_t s = 6; s < path.clips[0].npath; s++)
+			path.clips[0].path_f[s] = path.clips[0].f_clip - 1e-3;
+		dp_plan_predict(&req, &quad, 70, 0.2, 0, K1, &o1, NULL, NULL);
+		dp_plan_predict(&req, &path, 70, 0.2, 0, K1, &o2, NULL, NULL);
+		assert_true(o1 > 1e-6 && fabs(o2 - o1) <= 1e-9 * o1);
+		dp_plan_predict(&req, &quad, 3, 0.2, 0, K1, &o1, NULL, NULL);
+		dp_plan_predict(&req, &path, 3, 0.2, 0, K1, &o2, NULL, NULL);
+		assert_true(fabs(o2 - 2.0 * o1) <= 1e-9 * o1);
+	}
+	dp_plan_public_free(&quad);
+	dp_plan_public_free(&path);
+}
+
 /* A T the planner chooses never outruns the caps the user fixed. */
 static void test_caps_limit_T(void **state)
 {
@@ -464,6 +604,7 @@ int main(void)
 		cmocka_unit_test(test_public_json_round_trip),
 		cmocka_unit_test(test_public_parse_errors),
 		cmocka_unit_test(test_secant_parts),
+		cmocka_unit_test(test_path_model),
 		cmocka_unit_test(test_caps_limit_T),
 		cmocka_unit_test(test_mode_names),
 	};

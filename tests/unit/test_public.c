@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +65,87 @@ static void solve3(const double m[9], const double b[3], double x[3])
 		for (int r = 0; r < 3; r++)
 			t[r * 3 + c] = b[r];
 		x[c] = det3(t) / d;
+	}
+}
+
+/* The clipped mean gradient of the ridge loss plus 2 lambda theta on the
+ * rows above (L1 clip of every per-example gradient). */
+static void clipped_grad(const double *th, double clip, double lambda, double *g)
+{
+	for (int a = 0; a < P; a++)
+		g[a] = 2 * lambda * th[a];
+	for (size_t j = 0; j < NR; j++) {
+		double t = 0, c, l1 = 0, sc;
+
+		for (int a = 0; a < P; a++) {
+			t += X[j * P + a] * th[a];
+			l1 += fabs(X[j * P + a]);
+		}
+		c = 2 * (t - Y[j]);
+		sc = fabs(c) * l1 > clip ? clip / (fabs(c) * l1) : 1.0;
+		for (int a = 0; a < P; a++)
+			g[a] += c * sc * X[j * P + a] / NR;
+	}
+}
+
+static double ridge_f(const double *th, double lambda)
+{
+	double f = 0;
+
+	for (size_t j = 0; j < NR; j++) {
+		double t = 0;
+
+		for (int a = 0; a < P; a++)
+			t += X[j * P + a] * th[a];
+		f += (Y[j] - t) * (Y[j] - t) / NR;
+	}
+	for (int a = 0; a < P; a++)
+		f += lambda * th[a] * th[a];
+	return f;
+}
+
+/* The way from 0 of a candidate: tau from 0 and increasing, f at 0 is
+ * f(0), the end is theta*_Xi's f, the curvature along it is the constant
+ * one of a linear model (hf), and f along it is that of the gradient flow
+ * of the clipped gradient integrated here independently (classical RK4
+ * with small steps in the original coordinates). */
+static void check_linear_path(const dp_plan_public *pub, const dp_plan_clip *k, double lambda)
+{
+	double th[P] = { 0 }, tau = 0;
+
+	assert_true(k->npath >= 4 && k->tau[0] == 0.0);
+	for (size_t s = 1; s < k->npath; s++)
+		assert_true(k->tau[s] > k->tau[s - 1]);
+	assert_true(fabs(k->path_f[0] - pub->f_zero) <= 1e-12 * pub->f_zero);
+	assert_true(fabs(k->path_f[k->npath - 1] - k->f_clip) <= 1e-6 * pub->f_star);
+	for (size_t s = 0; s < k->npath; s++)
+		for (int q = 0; q < P; q++)
+			assert_true(fabs(k->path_h[s * P + q] - k->hf[q]) <= 1e-9 * (1 + k->hf[q]));
+	for (size_t s = 1; s < k->npath && s <= 8; s++) {
+		double dt = k->tau[1] / 50;
+
+		while (tau < k->tau[s] - 1e-15) {
+			double g1[P], g2[P], g3[P], g4[P], tmp[P], d = fmin(dt, k->tau[s] - tau);
+
+			clipped_grad(th, k->clip, lambda, g1);
+			for (int a = 0; a < P; a++)
+				tmp[a] = th[a] - 0.5 * d * g1[a];
+			clipped_grad(tmp, k->clip, lambda, g2);
+			for (int a = 0; a < P; a++)
+				tmp[a] = th[a] - 0.5 * d * g2[a];
+			clipped_grad(tmp, k->clip, lambda, g3);
+			for (int a = 0; a < P; a++)
+				tmp[a] = th[a] - d * g3[a];
+			clipped_grad(tmp, k->clip, lambda, g4);
+			for (int a = 0; a < P; a++)
+				th[a] -= d / 6 * (g1[a] + 2 * g2[a] + 2 * g3[a] + g4[a]);
+			tau += d;
+		}
+		if (!(fabs(ridge_f(th, lambda) - k->path_f[s]) <= 1e-5 * pub->f_star)) {
+			fprintf(stderr, "clip %g tau %g: path f %.10g, flow here %.10g\n", k->clip,
+				k->tau[s], k->path_f[s], ridge_f(th, lambda));
+			fail();
+		}
 	}
 }
 
@@ -208,6 +290,10 @@ static void test_linear_constants(void **state)
 	}
 	/* The step bound is at least the largest curvature. */
 	assert_true(pub.h_safe >= pub.clips[pub.nclip - 1].h[2] * (1 - 1e-12));
+	/* The way from 0: for the candidate that clips most and for the one
+	 * that clips nothing at the optimum (rows are clipped at 0). */
+	check_linear_path(&pub, &pub.clips[0], lambda);
+	check_linear_path(&pub, &pub.clips[pub.nclip - 1], lambda);
 	free(norms);
 	dp_plan_public_free(&pub);
 	dp_dataset_free(&ds);
@@ -248,6 +334,21 @@ static void test_logistic_constants(void **state)
 			es += k->hs[q] * k->t[q] * k->t[q];
 		}
 		assert_true(es > e);
+	}
+	/* The way from 0 starts at f(0) = log 2, where the curvature is
+	 * sigma'(0) = 1/4 of X^T X / n (its trace: the sum along any
+	 * orthonormal basis), and ends at theta*_Xi. */
+	for (size_t c = 0; c < pub.nclip; c++) {
+		const dp_plan_clip *k = &pub.clips[c];
+		double tr = 0, sum = 0;
+
+		for (size_t j = 0; j < NR * P; j++)
+			tr += 0.25 * X[j] * X[j] / NR;
+		for (int q = 0; q < 3; q++)
+			sum += k->path_h[q];
+		assert_true(k->npath >= 2 && fabs(k->path_f[0] - log(2.0)) <= 1e-12);
+		assert_true(fabs(sum - tr) <= 1e-9 * tr);
+		assert_true(fabs(k->path_f[k->npath - 1] - k->f_clip) <= 1e-6 * pub.f_star);
 	}
 	dp_plan_public_free(&pub);
 

@@ -18,6 +18,16 @@ const double dp_public_quantiles[DP_PUBLIC_NQ] = { 0.25, 0.5, 0.75, 0.9, 0.95, 0
 #define BLOCK 256
 #define FIXED_ITERS 100
 
+/* The way from theta = 0 (docs/planner.md §2): stored points after tau =
+ * 0, geometric from PATH_FIRST / (the largest curvature) over PATH_SPAN;
+ * integration steps between two of them; the path ends early where the
+ * quadratic excess left is below PATH_END f*. */
+#define PATH_POINTS 16
+#define PATH_FIRST 0.01
+#define PATH_SPAN 1e6
+#define PATH_SUB 12
+#define PATH_END 1e-9
+
 static double curvature(dp_model m, double t, double y)
 {
 	switch (m) {
@@ -198,6 +208,160 @@ static double secant(double h, double t, double g0, double lambda, double tmax, 
 	return hs;
 }
 
+/* phi1(x) = (e^x - 1)/x and phi2(x) = (e^x - 1 - x)/x^2, the weights of
+ * the exponential integrator, without cancellation near 0. */
+static double phi1(double x)
+{
+	return fabs(x) < 1e-5 ? 1.0 + 0.5 * x : expm1(x) / x;
+}
+
+static double phi2(double x)
+{
+	return fabs(x) < 1e-3 ? 0.5 + x / 6.0 + x * x / 24.0 : (expm1(x) - x) / (x * x);
+}
+
+/* The flow's state and scratch, in the eigenbasis U (p x p, row-major,
+ * eigenvectors in columns) of the clipped curvature at theta*_Xi: u = U^T
+ * theta - t, so u = 0 at theta*_Xi and the linear part of the flow is
+ * du/dtau = -A u, A_q = h_q + 2 lambda. */
+struct flow {
+	dp_model model;
+	const dp_dataset *ds;
+	double lambda, clip;
+	const double *U, *t, *A;
+	size_t p;
+	double *theta, *g;   /* p each */
+};
+
+static void flow_theta(const struct flow *fl, const double *u)
+{
+	for (size_t q = 0; q < fl->p; q++)
+		fl->g[q] = u[q] + fl->t[q];
+	cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)fl->p, (int)fl->p, 1.0, fl->U, (int)fl->p,
+		    fl->g, 1, 0.0, fl->theta, 1);
+}
+
+/* The non-linear rest of the flow's right side at u: -(U^T G(theta) - A u),
+ * G the clipped mean loss gradient plus 2 lambda theta. */
+static void flow_rest(const struct flow *fl, const double *u, double *out)
+{
+	flow_theta(fl, u);
+	clipped_grad(fl->model, fl->ds, fl->theta, fl->clip, fl->lambda, fl->g);
+	cblas_dgemv(CblasRowMajor, CblasTrans, (int)fl->p, (int)fl->p, 1.0, fl->U, (int)fl->p,
+		    fl->g, 1, 0.0, out, 1);
+	for (size_t q = 0; q < fl->p; q++)
+		out[q] = -(out[q] - fl->A[q] * u[q]);
+}
+
+/* One step of length d of the exponential Runge-Kutta method of order 2
+ * (Cox and Matthews): exact on the linear part, so the stiff directions
+ * cost no small steps; u advanced in place.  w: 3 p scratch. */
+static void flow_step(const struct flow *fl, double *u, double d, double *w)
+{
+	double *rn = w, *a = w + fl->p, *ra = w + 2 * fl->p;
+
+	flow_rest(fl, u, rn);
+	for (size_t q = 0; q < fl->p; q++) {
+		double x = -fl->A[q] * d;
+
+		a[q] = exp(x) * u[q] + d * phi1(x) * rn[q];
+	}
+	flow_rest(fl, a, ra);
+	for (size_t q = 0; q < fl->p; q++)
+		u[q] = a[q] + d * phi2(-fl->A[q] * d) * (ra[q] - rn[q]);
+}
+
+/* Record f and the unclipped curvature along each eigen-direction at the
+ * flow's point u as path point s.  Hb, HU: p x p scratch. */
+static int path_point(const struct flow *fl, dp_plan_clip *k, size_t s, const double *u,
+		      double *Hb, double *HU)
+{
+	const dp_dataset *view[1] = { fl->ds };
+	size_t p = fl->p;
+	int rc;
+
+	flow_theta(fl, u);
+	k->path_f[s] = dp_model_fitness(fl->model, view, 1, fl->lambda, fl->theta);
+	if (!isfinite(k->path_f[s]))
+		return DP_ENUMERIC;
+	rc = hessian(fl->model, fl->ds, fl->theta, INFINITY, 0, Hb);
+	if (rc != 0)
+		return rc;
+	cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)p, (int)p, (int)p, 1.0, Hb,
+		    (int)p, fl->U, (int)p, 0.0, HU, (int)p);
+	for (size_t e = 0; e < p; e++) {
+		double v = 0.0;
+
+		for (size_t a = 0; a < p; a++)
+			v += fl->U[a * p + e] * HU[a * p + e];
+		k->path_h[s * p + e] = v > 0.0 ? v : 0.0;
+	}
+	return 0;
+}
+
+/* The way from theta = 0 to theta*_Xi of candidate k: its gradient flow
+ * at tau = 0 and PATH_POINTS geometric times (docs/planner.md §2).  U the
+ * eigenvectors of the clipped curvature h; h_max the largest curvature on
+ * the way (h_safe), which with h + 2 lambda sets the first time.  Fills
+ * k->npath, tau, path_f, path_h. */
+static int flow_path(dp_model model, const dp_dataset *ds, double lambda, dp_plan_clip *k,
+		     const double *U, double h_max, double f_star)
+{
+	size_t p = ds->p, n = PATH_POINTS + 1;
+	double *A = calloc(p, sizeof(double)), *u = calloc(p, sizeof(double));
+	double *w = calloc(3 * p, sizeof(double)), *theta = calloc(p, sizeof(double));
+	double *g = calloc(p, sizeof(double)), *Hb = calloc(p * p, sizeof(double));
+	double *HU = calloc(p * p, sizeof(double)), tau = 0.0, tau1, ratio;
+	struct flow fl = { .model = model, .ds = ds, .lambda = lambda, .clip = k->clip, .U = U,
+			   .t = k->t, .A = A, .p = p, .theta = theta, .g = g };
+	int rc = DP_ENOMEM;
+
+	k->tau = calloc(n, sizeof(double));
+	k->path_f = calloc(n, sizeof(double));
+	k->path_h = calloc(n * p, sizeof(double));
+	if (!A || !u || !w || !theta || !g || !Hb || !HU || !k->tau || !k->path_f || !k->path_h)
+		goto out;
+	h_max += 2.0 * lambda;
+	for (size_t q = 0; q < p; q++) {
+		A[q] = k->h[q] + 2.0 * lambda;
+		u[q] = -k->t[q];    /* theta = 0 */
+		if (A[q] > h_max)
+			h_max = A[q];
+	}
+	tau1 = PATH_FIRST / h_max;
+	ratio = pow(PATH_SPAN, 1.0 / (PATH_POINTS - 1));
+	rc = path_point(&fl, k, 0, u, Hb, HU);
+	k->npath = 1;
+	for (size_t s = 1; rc == 0 && s < n; s++) {
+		double end = tau1 * pow(ratio, (double)(s - 1));
+
+		/* Uniform steps up to the first time, geometric after it. */
+		for (int j = 1; j <= PATH_SUB; j++) {
+			double next = s == 1 ? end * j / PATH_SUB
+					     : end / ratio * pow(ratio, (double)j / PATH_SUB);
+
+			flow_step(&fl, u, next - tau, w);
+			tau = next;
+		}
+		k->tau[s] = end;
+		rc = path_point(&fl, k, s, u, Hb, HU);
+		k->npath = s + 1;
+		if (dp_plan_flow_excess(k, p, lambda, end) < PATH_END * f_star)
+			break;
+	}
+out:
+	if (rc != 0)
+		rc = dp_error_set(rc, "public sample: measuring the way from 0 failed");
+	free(A);
+	free(u);
+	free(w);
+	free(theta);
+	free(g);
+	free(Hb);
+	free(HU);
+	return rc;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -362,6 +526,9 @@ int dp_public_measure(dp_model model, const dp_dataset *sample, double lambda,
 			k->hf[e] = hf > 0.0 ? hf : 0.0;
 			k->hs[e] = secant(k->h[e], tt, g0, lambda, tmax, pub.h_safe);
 		}
+		rc = flow_path(model, sample, lambda, k, H, pub.h_safe, pub.f_star);
+		if (rc != 0)
+			goto out;
 	}
 	if (pub.nclip == 0) {
 		rc = dp_error_set(DP_EINVAL, "public sample %s: every per-example gradient is 0 at "

@@ -7,8 +7,10 @@
  * the per-example gradients' L1 norms at theta*) the clipped fixed point
  * theta*_Xi, the eigenvalues of the clipped gradient's curvature there,
  * theta*_Xi in that eigenbasis, the unclipped curvature in the same basis,
- * and f(theta*_Xi).  The sample is public: nothing here touches an owner's
- * rows. */
+ * f(theta*_Xi), the secant curvatures from 0, and the way from 0: the
+ * gradient flow of the clipped objective from theta = 0, with f and the
+ * curvatures along it (docs/planner.md §2).  The sample is public: nothing
+ * here touches an owner's rows. */
 #ifndef DP_TOOLS_PUBLIC_H
 #define DP_TOOLS_PUBLIC_H
 
