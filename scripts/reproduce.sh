@@ -2,7 +2,9 @@
 # Reproduce one of the measured experiments of docs/planner.md and
 # docs/collaboration.md:
 #
-#   scripts/reproduce.sh NAME OUTDIR     run experiment NAME, write OUTDIR/result.json
+#   scripts/reproduce.sh NAME OUTDIR [--quick]
+#                                        run experiment NAME, write OUTDIR/result.json
+#                                        (--quick: a small version, seconds)
 #   scripts/reproduce.sh --list          the NAMEs, one line each
 #
 # Each experiment is scripts/reproduce/NAME.py (Python 3 + numpy from
@@ -29,9 +31,15 @@ list() {
 
 case "${1:-}" in
   --list|-l) list; exit 0 ;;
-  -h|--help|'') sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; [ -n "${1:-}" ]; exit $? ;;
+  -h|--help|'') sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; [ -n "${1:-}" ]; exit $? ;;
 esac
-[ $# -eq 2 ] || { echo "reproduce.sh: usage: reproduce.sh NAME OUTDIR (or --list)" >&2; exit 2; }
+if [ $# -eq 3 ] && [ "$3" = --quick ]; then
+  quick=--quick
+elif [ $# -eq 2 ]; then
+  quick=
+else
+  echo "reproduce.sh: usage: reproduce.sh NAME OUTDIR [--quick] (or --list)" >&2; exit 2
+fi
 name=$1 out=$2
 script="$here/reproduce/$name.py"
 case $name in
@@ -45,4 +53,4 @@ if [ ! -x "$build/tools/dpasync" ]; then
 fi
 mkdir -p "$out"
 export OPENBLAS_NUM_THREADS=1
-exec /usr/bin/python3 "$script" --build "$build" --data "$src/../shared/data" --out "$out"
+exec /usr/bin/python3 "$script" --build "$build" --data "$src/../shared/data" --out "$out" $quick
