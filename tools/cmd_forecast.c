@@ -24,8 +24,10 @@ static const char forecast_summary[] =
 	"would plan for the same inputs (\"settings\": T, the step, the clip bound,\n"
 	"the answer caps), the predicted mean psi of the private model\n"
 	"(\"psi_mean\", \"psi_parts\"), psi of theta = 0 on the sample (\"psi_zero\"),\n"
-	"each owner's predicted psi training alone without privacy (\"alone\") and\n"
-	"whether joining is predicted to beat that (\"collaborate\"), the planner's\n"
+	"each owner's predicted psi training alone without privacy (\"alone\",\n"
+	"judged on the union of the owners' rows like the joint model) and\n"
+	"whether joining is predicted to beat that (\"collaborate\"), the psi of a\n"
+	"model fitted on the public sample alone (\"public_only\"), the planner's\n"
 	"\"warnings\", and the measured constants (\"public\"), which learnerd\n"
 	"--public and dpasync sim --public read back.";
 
@@ -125,7 +127,7 @@ static struct json_object *result(const struct forecast_opts *o, dp_model model,
 		set = NULL;
 	}
 	if (rc == 0)
-		rc = take(j, pj, (const char *const[]){ "alone", "collaborate", NULL });
+		rc = take(j, pj, (const char *const[]){ "alone", "collaborate", "public_only", NULL });
 	if (rc == 0)
 		rc = dp_json_add(j, "warnings", dp_json_lines(warnings));
 	if (rc == 0)

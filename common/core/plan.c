@@ -275,6 +275,8 @@ struct json_object *dp_plan_public_json(const dp_plan_public *pub)
 	if (rc == 0)
 		rc = dp_json_add(o, "alone", dp_json_double(pub->alone));
 	if (rc == 0)
+		rc = dp_json_add(o, "rows", json_object_new_uint64(pub->rows));
+	if (rc == 0)
 		rc = dp_json_add(o, "h_safe", dp_json_double(pub->h_safe));
 	if (rc == 0)
 		rc = dp_json_add(o, "measured", json_object_new_boolean(pub->measured));
@@ -365,7 +367,7 @@ static int path_parse(dp_json_reader *r, struct json_object *e, dp_plan_clip *k,
 int dp_plan_public_parse(const char *path, struct json_object *o, dp_plan_public *out)
 {
 	static const char *const keys[] = { "model", "p", "lambda", "f_star", "f_zero", "alone",
-					    "h_safe", "measured", "source", "clips" };
+					    "rows", "h_safe", "measured", "source", "clips" };
 	static const char *const ckeys[] = { "clip", "f_clip", "h", "t", "hf", "hs", "tau",
 					     "path_f", "path_h" };
 	dp_json_reader r = { .path = path };
@@ -393,6 +395,7 @@ int dp_plan_public_parse(const char *path, struct json_object *o, dp_plan_public
 	pub.f_star = dp_json_get_double(&r, o, "f_star", true, 1.0);
 	pub.f_zero = dp_json_get_double(&r, o, "f_zero", true, 1.0);
 	pub.alone = dp_json_get_double(&r, o, "alone", true, 0.0);
+	pub.rows = (size_t)dp_json_get_u64(&r, o, "rows", false, 0);   /* older files: none */
 	pub.h_safe = dp_json_get_double(&r, o, "h_safe", true, 1.0);
 	pub.measured = dp_json_get_bool(&r, o, "measured", true, false);
 	s = dp_json_get_string(&r, o, "source", false, "");
@@ -1085,10 +1088,20 @@ int dp_plan_make(const dp_plan_request *req, const dp_plan_public *pub, dp_plan 
 	pl.psi_zero = pub->f_zero / pub->f_star - 1.0;
 	pl.worse_than_zero = pl.psi >= pl.psi_zero;
 	pl.measured = pub->measured;
+	/* An owner's own model is judged where the joint one is, on the union
+	 * of the owners' rows: on the n - n_i others it loses A/n_i (fresh
+	 * rows), on its own n_i it gains as much (in-sample optimism), so
+	 * (1 - 2 n_i/n) A/n_i in all; a single owner's model is the optimum. */
 	for (size_t i = 0; i < req->N; i++) {
-		pl.alone[i] = pub->alone / ((double)req->n_rows[i] * pub->f_star);
+		double ni = (double)req->n_rows[i], frac = 1.0 - 2.0 * ni / jb.n;
+
+		pl.alone[i] = (frac > 0.0 ? frac : 0.0) * pub->alone / (ni * pub->f_star);
 		pl.collaborate[i] = pl.psi < pl.alone[i];
 	}
+	/* The sample is public: a model fitted on it alone costs no budget,
+	 * and the private model is only worth its budget if it beats it. */
+	pl.public_only = pub->rows > 0 ? pub->alone / ((double)pub->rows * pub->f_star) : NAN;
+	pl.public_better = pub->rows > 0 && pl.public_only < pl.psi;
 	*out = pl;
 	memset(&pl, 0, sizeof(pl));
 	rc = 0;
@@ -1127,6 +1140,14 @@ void dp_plan_warnings(const dp_plan *pl, const dp_plan_public *pub, char *buf, s
 			     "%scollaborating is predicted not to pay for %zu of %zu owners: their own "
 			     "non-private models (psi %.3g at best) beat the private joint model "
 			     "(psi %.3g)", used ? "\n" : "", nalone, pl->N, best_alone, pl->psi);
+		if (n > 0)
+			used += (size_t)n < size - used ? (size_t)n : size - used - 1;
+	}
+	if (pl->public_better && used < size) {
+		n = snprintf(buf + used, size - used,
+			     "%sa non-private model fitted on the public sample alone (%zu rows) is "
+			     "predicted better (psi %.3g) than the private joint model (psi %.3g)",
+			     used ? "\n" : "", pub->rows, pl->public_only, pl->psi);
 		if (n > 0)
 			used += (size_t)n < size - used ? (size_t)n : size - used - 1;
 	}
@@ -1191,6 +1212,10 @@ struct json_object *dp_plan_json(const dp_plan *pl)
 		rc = dp_json_add(o, "collaborate", collab);
 		collab = NULL;
 	}
+	if (rc == 0 && isnan(pl->public_only))
+		rc = dp_json_add_null(o, "public_only");
+	else if (rc == 0)
+		rc = dp_json_add(o, "public_only", dp_json_double(pl->public_only));
 	if (rc == 0)
 		rc = dp_json_add(o, "measured", json_object_new_boolean(pl->measured));
 	json_object_put(parts);

@@ -90,9 +90,10 @@ typedef struct dp_plan_public {
 	double lambda;
 	double f_star;     /* f(theta*) */
 	double f_zero;     /* f(0) */
-	double alone;      /* tr(H^-1 G) / 2 at theta*: an owner's own
-			      non-private model on n_i rows is expected to lose
-			      alone / n_i over f* (the sandwich formula) */
+	double alone;      /* tr(H^-1 G) / 2 at theta*: a non-private model
+			      fitted on m rows is expected to lose alone / m
+			      over f* on fresh rows (the sandwich formula) */
+	size_t rows;       /* rows of the public sample (0: none) */
 	double h_safe;     /* curvature no direction can exceed: bounds the
 			      step so that every update contracts */
 	size_t nclip;
@@ -112,7 +113,7 @@ typedef struct dp_plan_public {
 int dp_plan_public_shape(dp_model model, size_t p, double lambda, dp_plan_public *out);
 
 /* The constants as the JSON object {"model", "p", "lambda", "f_star",
- * "f_zero", "alone", "h_safe", "measured", "source", "clips": [{"clip",
+ * "f_zero", "alone", "rows", "h_safe", "measured", "source", "clips": [{"clip",
  * "f_clip", "h", "t", "hf", "hs" (when set), "tau", "path_f", "path_h"
  * (an array of npath arrays of p; the three when npath > 0)}...]}; NULL
  * on allocation failure. */
@@ -164,8 +165,13 @@ typedef struct dp_plan {
 	double psi_clip;         /* of which: the clip bias */
 	double psi_zero;         /* f(0) / f* - 1 */
 	double *alone;           /* N: predicted psi of owner i's own
-				    non-private model */
+				    non-private model, judged like the joint
+				    model on the union of the owners' rows */
 	bool *collaborate;       /* N: psi < alone[i] */
+	double public_only;      /* predicted psi of a non-private model
+				    fitted on the public sample alone; NAN
+				    without a sample */
+	bool public_better;      /* public_only < psi */
 	bool worse_than_zero;    /* psi >= psi_zero */
 	bool measured;           /* the constants came from a public sample */
 } dp_plan;
@@ -199,7 +205,8 @@ void dp_plan_warnings(const dp_plan *pl, const dp_plan_public *pub, char *buf, s
 /* The plan as JSON: {"mode", "T", "eta" | "rho_over_T2" | "c", "clip",
  * "answers_cap": [...], "share": [...], "psi_mean", "psi_parts":
  * {"optimisation", "noise", "clip"}, "psi_zero", "alone": [...],
- * "collaborate": [...], "measured"}; NULL on allocation failure. */
+ * "collaborate": [...], "public_only" (null without a sample), "measured"};
+ * NULL on allocation failure. */
 struct json_object *dp_plan_json(const dp_plan *pl);
 
 void dp_plan_free(dp_plan *pl);

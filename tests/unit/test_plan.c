@@ -592,6 +592,64 @@ static void test_mode_names(void **state)
 	assert_int_equal(dp_plan_mode_parse("sync3", &m), DP_EINVAL);
 }
 
+/* An owner's own model is judged on the union, like the joint one: it
+ * loses A/n_i on the others' rows and gains as much on its own, so
+ * (1 - 2 n_i/n) A/(n_i f*); one owner alone holds the optimum.  With a
+ * public sample of m rows, a model fitted on it alone predicts A/(m f*),
+ * and a private model that does not beat it is flagged. */
+static void test_alone_and_public_baseline(void **state)
+{
+	const double h[2] = { 1, 2 }, t[2] = { 0.5, -0.5 };
+	dp_plan_public pub;
+	uint64_t n[4] = { 1000, 1000, 2000, 4000 }, one[1] = { 500 };
+	double eps[4] = { 1, 1, 1, 1 };
+	char buf[1024];
+	dp_plan pl;
+
+	quad_public(&pub, 2, h, t, 0.01, 0.5);
+	pub.alone = 3.0;
+	pub.rows = 0;
+	dp_plan_request req = { .mode = DP_PLAN_ASYNC, .N = 4, .n_rows = n, .epsilon = eps };
+	assert_int_equal(dp_plan_make(&req, &pub, &pl), 0);
+	for (size_t i = 0; i < 4; i++) {
+		double want = (1.0 - 2.0 * (double)n[i] / 8000.0) * 3.0 / ((double)n[i] * 0.5);
+
+		assert_true(fabs(pl.alone[i] - want) <= 1e-15 * want);
+		assert_true(pl.collaborate[i] == (pl.psi < pl.alone[i]));
+	}
+	assert_true(isnan(pl.public_only));
+	assert_false(pl.public_better);
+	dp_plan_free(&pl);
+
+	req.N = 1;
+	req.n_rows = one;
+	assert_int_equal(dp_plan_make(&req, &pub, &pl), 0);
+	assert_true(pl.alone[0] == 0.0);        /* its model is the optimum */
+	assert_false(pl.collaborate[0]);
+	dp_plan_free(&pl);
+
+	/* A public sample as large as the data: fitting on it beats any
+	 * private model, and the planner says so. */
+	pub.rows = 1000000;
+	req.N = 4;
+	req.n_rows = n;
+	assert_int_equal(dp_plan_make(&req, &pub, &pl), 0);
+	assert_true(fabs(pl.public_only - 3.0 / (1e6 * 0.5)) <= 1e-15);
+	assert_true(pl.public_better == (pl.public_only < pl.psi));
+	assert_true(pl.public_better);
+	dp_plan_warnings(&pl, &pub, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "public sample alone (1000000 rows) is predicted better"));
+	{
+		struct json_object *o = dp_plan_json(&pl), *v;
+
+		assert_true(json_object_object_get_ex(o, "public_only", &v));
+		assert_true(json_object_get_double(v) == pl.public_only);
+		json_object_put(o);
+	}
+	dp_plan_free(&pl);
+	dp_plan_public_free(&pub);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -601,6 +659,7 @@ int main(void)
 		cmocka_unit_test(test_choices),
 		cmocka_unit_test(test_bad_requests),
 		cmocka_unit_test(test_warnings),
+		cmocka_unit_test(test_alone_and_public_baseline),
 		cmocka_unit_test(test_public_json_round_trip),
 		cmocka_unit_test(test_public_parse_errors),
 		cmocka_unit_test(test_secant_parts),

@@ -415,6 +415,7 @@ int dp_public_measure(dp_model model, const dp_dataset *sample, double lambda,
 	pub.p = p;
 	pub.lambda = lambda;
 	pub.measured = true;
+	pub.rows = n;
 	snprintf(pub.source, sizeof(pub.source), "public sample %s (%zu rows)", source, n);
 
 	rc = dp_optimum_solve(model, view, 1, lambda, theta_max, th, &pub.f_star);
