@@ -98,7 +98,7 @@ static int group_teardown(void **state)
 static void expect_ctx_ok(int server, const char *ca, const char *base)
 {
 	char c[128], k[128];
-	dp_tls_files f = { ca, c, k };
+	dp_tls_files f = { .ca_file = ca, .cert_file = c, .key_file = k };
 	SSL_CTX *ctx = NULL;
 	int r;
 
@@ -118,7 +118,7 @@ static void expect_ctx_ok(int server, const char *ca, const char *base)
 static void expect_ctx_error(int server, const char *ca, const char *cert, const char *key,
 			     int code, const char *needle)
 {
-	dp_tls_files f = { ca, cert, key };
+	dp_tls_files f = { .ca_file = ca, .cert_file = cert, .key_file = key };
 	SSL_CTX *ctx = (SSL_CTX *)"untouched";
 	int r = dp_tls_ctx_new(server, &f, &ctx);
 
@@ -400,7 +400,7 @@ static void test_check_name(void **state)
 static void test_client_setup(void **state)
 {
 	char c[128], k[128];
-	dp_tls_files f = { p_ca, c, k };
+	dp_tls_files f = { .ca_file = p_ca, .cert_file = c, .key_file = k };
 	SSL_CTX *ctx = NULL;
 	SSL *ssl;
 	char buf[128];
