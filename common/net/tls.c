@@ -202,8 +202,15 @@ static int parse_pins(const char *text, struct pinset *ps)
 	ps->n = 0;
 	for (;;) {
 		const char *end = strchr(p, ';');
-		size_t len = end ? (size_t)(end - p) : strlen(p);
+		size_t len;
 		int r;
+
+		/* Blanks around an item are allowed ("A ; B"). */
+		while (*p == ' ' || *p == '\t')
+			p++;
+		len = end ? (size_t)(end - p) : strlen(p);
+		while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+			len--;
 
 		if (ps->n == PINS_MAX)
 			return dp_error_set(DP_EINVAL, "more than %d pins", PINS_MAX);

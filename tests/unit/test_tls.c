@@ -571,6 +571,8 @@ static void test_pins(void **state)
 	assert_int_equal(dp_tls_check_pins(pin), 0);
 	snprintf(two, sizeof(two), "%s;%s", pin2, pin);
 	assert_int_equal(dp_tls_check_pins(two), 0);
+	snprintf(two, sizeof(two), " %s ;\t%s ", pin2, pin);
+	assert_int_equal(dp_tls_check_pins(two), 0);
 	assert_int_equal(dp_tls_check_pins(""), DP_EINVAL);
 	assert_int_equal(dp_tls_check_pins("sha1//AAAA"), DP_EINVAL);
 	assert_int_equal(dp_tls_check_pins("sha256//AAAA"), DP_EINVAL);
