@@ -55,6 +55,7 @@ struct lrn_settings {
 	char *listen;              /* HOST:PORT */
 	char *port_file;
 	char *ca, *cert, *key;
+	char *crl;                 /* NULL: no revocation list */
 	char *owners;              /* comma-separated identities */
 	int model;                 /* dp_model */
 	uint64_t T;                /* 0: planned */

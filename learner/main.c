@@ -43,6 +43,9 @@ static const struct dp_config_entry entries[] = {
 	  .help = "learner certificate (PEM)" },
 	{ .name = "key", DP_CFG_PATH(&S.key), .flags = DP_CONFIG_REQUIRED, .group = G_NET,
 	  .help = "learner private key (PEM)" },
+	{ .name = "crl", DP_CFG_PATH(&S.crl), .group = G_NET, .metavar = "FILE",
+	  .help = "the CA's revocation list (PEM, from dpasync certs --crl): revoked owners "
+		  "are refused" },
 	{ .name = "owners", DP_CFG_STRING(&S.owners), .flags = DP_CONFIG_REQUIRED, .group = G_NET,
 	  .metavar = "A,B,...", .help = "admitted owner identities (certificate CNs)" },
 	{ .name = "max-frame", DP_CFG_SIZE(&S.max_frame), .def = "16777216", .min = 64,
@@ -399,7 +402,8 @@ static int load_state(struct lrn *L, bool check_only)
  * done) or the exit code (the line printed). */
 static int prepare_job(struct lrn *L, enum dp_config_action action)
 {
-	dp_tls_files tf = { .ca_file = S.ca, .cert_file = S.cert, .key_file = S.key };
+	dp_tls_files tf = { .ca_file = S.ca, .cert_file = S.cert, .key_file = S.key,
+			    .crl_file = S.crl };
 	char **names = NULL;
 	size_t n = 0;
 	int rc;

@@ -58,7 +58,9 @@
 struct own_settings {
 	char *learner;          /* HOST:PORT */
 	char *server_name;      /* expected name in the learner's certificate */
+	char *learner_pin;      /* accepted learner keys ("sha256//..;.."); NULL: any */
 	char *ca, *cert, *key;
+	char *crl;              /* NULL: no revocation list */
 	char *data;             /* CSV */
 	char *target;           /* NULL: "y", or the schema's target */
 	bool bias;

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
+
 #define X_ALIGN 64
 
 void dp_dataset_free(dp_dataset *ds)
@@ -349,7 +351,10 @@ int dp_dataset_write_csv(const dp_dataset *ds, const char *path)
 		free(buf);
 		return rc == DP_EIO ? DP_ENOMEM : rc;
 	}
-	rc = dp_file_write_atomic(path, buf, len, 0644);
+	/* Rows are an owner's private data (docs/privacy.md): 0600 whatever
+	 * the umask. */
+	rc = dp_file_write_atomic(path, buf, len, 0600);
+	OPENSSL_cleanse(buf, len);
 	free(buf);
 	return rc;
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/core/dataset.h"
@@ -214,7 +215,16 @@ static void test_arrays_and_roundtrip(void **state)
 	assert_true(ds.row_l1[0] == 0.1 + 1.0 / 3.0);
 	free(ds.target);
 	ds.target = strdup("my target");
-	assert_int_equal(dp_dataset_write_csv(&ds, path_of("rt.csv")), 0);
+	{
+		/* Rows are private: 0600 even under umask 000. */
+		mode_t old = umask(0);
+		struct stat st;
+
+		assert_int_equal(dp_dataset_write_csv(&ds, path_of("rt.csv")), 0);
+		umask(old);
+		assert_int_equal(stat(path_of("rt.csv"), &st), 0);
+		assert_int_equal(st.st_mode & 0777, 0600);
+	}
 	assert_int_equal(dp_dataset_load(&back, path_of("rt.csv"), &o), 0);
 	assert_int_equal(back.n, 3);
 	assert_int_equal(back.p, 2);
