@@ -81,6 +81,9 @@ struct lrn_settings {
 	char *metrics_listen;      /* empty or NULL: off */
 	char *job;
 	size_t max_frame;
+	double handshake_timeout;  /* seconds from accept to an admitted owner */
+	size_t max_pending;        /* connections not yet admitted, at most */
+	size_t max_pending_per_addr; /* the same from one address (0: no limit) */
 	int log_level;             /* enum dp_log_level */
 };
 
@@ -153,6 +156,7 @@ struct lrn_stats {
 	struct dp_metric *iterations, *connected, *queue_depth, *inflight;
 	struct dp_metric *rtt, *wait, *refusals, *timeouts, *rejected;
 	struct dp_metric *T_gauge;
+	struct dp_metric *pending, *evicted, *refused;  /* the TLS listener's */
 	struct dp_metric_family *owner_iter, *owner_eps;
 };
 

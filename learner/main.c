@@ -48,6 +48,16 @@ static const struct dp_config_entry entries[] = {
 	{ .name = "max-frame", DP_CFG_SIZE(&S.max_frame), .def = "16777216", .min = 64,
 	  .max = DP_FRAME_MAX_LIMIT, .group = G_NET, .metavar = "BYTES",
 	  .help = "largest frame sent or received" },
+	{ .name = "handshake-timeout", DP_CFG_DURATION(&S.handshake_timeout), .def = "3",
+	  .min = 0.1, .max = 3600, .group = G_NET, .metavar = "SECONDS",
+	  .help = "close a connection whose TLS handshake is not done in this time" },
+	{ .name = "max-pending", DP_CFG_SIZE(&S.max_pending), .def = "64", .min = 1, .max = 1e5,
+	  .group = G_NET, .metavar = "N",
+	  .help = "connections not yet admitted at most; a new one evicts the oldest "
+		  "(docs/protocol.md §6)" },
+	{ .name = "max-pending-per-addr", DP_CFG_SIZE(&S.max_pending_per_addr), .def = "16",
+	  .min = 0, .max = 1e5, .group = G_NET, .metavar = "N",
+	  .help = "the same from one peer address, evicting that address's oldest (0: no limit)" },
 
 	{ .name = "job", DP_CFG_STRING(&S.job), .def = "dpasync", .group = G_JOB,
 	  .metavar = "NAME", .help = "job name sent in Welcome" },

@@ -5,6 +5,7 @@
  * Whom to ask and whom to drop is sched.c's decision (struct
  * lrn_decision); this file carries it out.  It ends the job only through
  * L->on_end, the callback main.c registers. */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -284,7 +285,10 @@ static void on_close(dp_conn *c, int reason, const char *detail)
 		/* on_handshake refusals (DP_EPROTO) were logged there; a TLS
 		 * failure (another CA, no certificate, timeout) is logged here so
 		 * an operator sees who knocked. */
-		if (reason != 0 && reason != DP_EPROTO)
+		if (reason == -ECONNABORTED)   /* evicted: counted and summarised by the listener */
+			DP_DEBUG("conn", "handshake failed peer=%s reason=\"%s\"", dp_conn_peer_addr(c),
+				 detail);
+		else if (reason != 0 && reason != DP_EPROTO)
 			DP_WARN("conn", "handshake failed peer=%s reason=\"%s\"", dp_conn_peer_addr(c),
 				detail);
 		return;
@@ -438,9 +442,18 @@ int lrn_server_start(struct lrn *L)
 	cfg.cb.on_close = on_close;
 	cfg.data = NULL;
 	cfg.max_frame = (uint32_t)L->s->max_frame;
-	/* Owners plus a margin for reconnects racing old connections and for
-	 * strangers, so a flood of handshakes cannot exhaust descriptors. */
-	cfg.max_conns = 4 * L->N + 16;
+	/* Admission (docs/protocol.md §6): connections not yet admitted have
+	 * their own limits and evict the oldest among them, so a flood of
+	 * strangers holds few descriptors and never locks an owner out; on
+	 * top of those, room for every owner and for its reconnect racing its
+	 * old connection, which pending strangers cannot take. */
+	cfg.handshake_timeout_ms = (uint32_t)ceil(L->s->handshake_timeout * 1000.0);
+	cfg.max_pending = L->s->max_pending;
+	cfg.max_pending_per_addr = L->s->max_pending_per_addr;
+	cfg.max_conns = L->s->max_pending + 2 * L->N + 4;
+	cfg.m_pending = L->st.pending;
+	cfg.m_evicted = L->st.evicted;
+	cfg.m_refused = L->st.refused;
 	rc = dp_conn_listen(L->loop, &cfg, L->listen_host, L->listen_port, &L->listener);
 	if (rc < 0)
 		return rc;

@@ -41,6 +41,7 @@ struct hconn {
 	size_t n_lines;      /* complete lines seen, request line included */
 	bool line_ok;        /* request line complete and checked */
 	bool counted;        /* accepted: released from the listener when freed */
+	dp_listener_slot slot;  /* its record in the listener */
 	char *out;           /* response head (+ body), freed with the conn */
 	char *body;
 	char peer[DP_ADDR_TEXT_MAX];
@@ -107,7 +108,7 @@ static void on_conn_handle_closed(uv_handle_t *h)
 	if (c->open_handles > 0)
 		return;
 	if (c->counted && srv->lst != NULL)
-		dp_listener_release(srv->lst);
+		dp_listener_release(srv->lst, &c->slot);
 	free(c->out);
 	free(c->body);
 	free(c);
@@ -483,6 +484,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		conn_close(c);  /* EOF or error before a complete request */
 		return;
 	}
+	if (nread > 0 && c->counted && c->srv->lst != NULL)
+		dp_listener_progress(c->srv->lst, &c->slot);
 	from = c->used;
 	c->used += (size_t)nread;
 	if (memchr(c->buf + from, '\0', (size_t)nread)) {
@@ -540,7 +543,7 @@ static int on_connection(dp_listener *l, void *data)
 	if (c->next)
 		c->next->prev = c;
 	srv->conns = c;
-	if (dp_listener_accept(l, &c->tcp, c->peer, sizeof(c->peer)) != 0) {
+	if (dp_listener_accept(l, &c->tcp, &c->slot, c->peer, sizeof(c->peer)) != 0) {
 		conn_close(c);
 		return 0;
 	}

@@ -21,6 +21,7 @@
 
 struct peer {             /* the server's side of an accepted connection */
 	uv_tcp_t tcp;
+	dp_listener_slot slot;
 	int open;
 	char addr[DP_ADDR_TEXT_MAX];
 };
@@ -62,7 +63,7 @@ static int on_connection(dp_listener *l, void *data)
 	assert_true(f->accepted < MAXC);
 	p = &f->peer[f->accepted];
 	assert_int_equal(uv_tcp_init(&f->loop, &p->tcp), 0);
-	assert_int_equal(dp_listener_accept(l, &p->tcp, p->addr, sizeof(p->addr)), 0);
+	assert_int_equal(dp_listener_accept(l, &p->tcp, &p->slot, p->addr, sizeof(p->addr)), 0);
 	p->open = 1;
 	f->accepted++;
 	return 0;
@@ -246,7 +247,7 @@ static void test_cap(void **state)
 	/* One connection gone and released: room for the next. */
 	uv_close((uv_handle_t *)&f.peer[0].tcp, nothing_closed);
 	f.peer[0].open = 0;
-	dp_listener_release(f.l);
+	dp_listener_release(f.l, &f.peer[0].slot);
 	assert_int_equal(dp_listener_live(f.l), 1);
 	RUN_UNTIL(&f, a->ended);
 	d = cli_connect(&f, "127.0.0.1", port);
