@@ -92,7 +92,8 @@ static const struct dp_config_entry entries[] = {
 	  .help = "largest T the planner may choose (0: its own, 100000)" },
 	{ .name = "features", DP_CFG_SIZE(&S.features), .def = "0", .min = 0,
 	  .max = DP_FRAME_MAX_P, .group = G_JOB, .metavar = "P",
-	  .help = "model dimension p incl. bias (0: from the first Hello)" },
+	  .help = "model dimension p incl. bias (0: --public's, else the one all owners' "
+		  "Hellos agree on)" },
 	{ .name = "bias", DP_CFG_BOOL(&S.bias), .def = "false", .group = G_JOB,
 	  .help = "owners append a bias column (recorded in model.json)" },
 	{ .name = "freq-correction", DP_CFG_BOOL(&S.freq_correction), .def = "false",
@@ -431,6 +432,10 @@ static int prepare_job(struct lrn *L, enum dp_config_action action)
 	if (rc < 0)
 		return fail(LRN_EXIT_FAIL, "%s", dp_error_detail(rc));
 	rc = lrn_state_load_public(L);
+	/* The public constants are for one p: without `features`, that is the
+	 * job's, so no owner's Hello decides it. */
+	if (rc == 0 && L->have_pub && L->p == 0)
+		rc = lrn_state_set_p(L, L->pub.p);
 	if (rc < 0)
 		return fail(rc == DP_ENOMEM ? LRN_EXIT_FAIL : LRN_EXIT_CONFIG, "%s",
 			    dp_error_detail(rc));

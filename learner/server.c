@@ -143,6 +143,7 @@ static void send_welcome(struct lrn *L, struct lrn_owner *o)
 {
 	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
 	Dpasync__Welcome w = DPASYNC__WELCOME__INIT;
+	dp_frame_limits lim = { 0 };
 	int rc;
 
 	DP_REQUIRE(L->started && o->conn != NULL);
@@ -160,6 +161,10 @@ static void send_welcome(struct lrn *L, struct lrn_owner *o)
 	w.p = (uint32_t)L->p;
 	w.k_done = L->k_done;
 	w.answers_cap = o->planned_cap;
+	/* p is fixed now, perhaps after this owner's Hello: its vectors must
+	 * have that length from here on. */
+	lim.p = L->p;
+	dp_conn_set_limits(o->conn, &lim);
 	env.version = DP_PROTO_VERSION;
 	env.msg_case = DPASYNC__ENVELOPE__MSG_WELCOME;
 	env.welcome = &w;
@@ -327,15 +332,9 @@ static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h
 		drop(L, o, why);
 		return;
 	}
-	if (L->p == 0) {
-		if (lrn_state_set_p(L, h->n_features) < 0) {
-			drop(L, o, dp_error_detail(DP_EINVAL));
-			return;
-		}
-		DP_INFO("learner", "p=%zu from the Hello of id=%s", L->p, o->id);
-	} else if (h->n_features != L->p) {
-		snprintf(why, sizeof(why), "Hello n_features %u differs from the job's p %zu",
-			 h->n_features, L->p);
+	/* Claims out of range are this owner's problem, not the job's: its
+	 * connection is closed with the reason and the others go on. */
+	if (lrn_state_check_hello(L, o, h->n_rows, h->n_features, why, sizeof(why)) < 0) {
 		drop(L, o, why);
 		return;
 	}
@@ -347,6 +346,7 @@ static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h
 		return;
 	}
 	o->n_rows = h->n_rows;
+	o->n_features = h->n_features;
 	o->epsilon = h->epsilon;
 	o->rate = h->rate;
 	o->answers_cap = h->answers_cap;
