@@ -18,7 +18,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Fail, check, tmpdir, cleanup, main
 from cluster import Cluster
 
-STRANGERS = 1000
+# E2E_LOCKOUT_STRANGERS=0 measures the join time without a flood.
+STRANGERS = int(os.environ.get('E2E_LOCKOUT_STRANGERS', '1000'))
 JOIN_LIMIT = 2.0      # seconds from starting an ownerd to its Hello in learnerd's log
 
 
@@ -108,8 +109,9 @@ def test(argv):
         check('done k=200' in out, 'job did not complete under the flood: %r' % out)
         for i, p in enumerate(owners, 1):
             check(p.wait(timeout=30) == 0, 'ownerd %d exited %s' % (i, p.returncode))
-        check(evicted > 0, 'no stranger was ever evicted: the flood did not reach learnerd')
-        print('joined in %s s under a flood of %d strangers (%d connections opened, %d closed '
+        check(evicted > 0 or STRANGERS == 0,
+              'no stranger was ever evicted: the flood did not reach learnerd')
+        print('joined in %s s under a flood of %d strangers (%d connections opened, %d closed or reset '
               'by learnerd; pending=%d evicted=%d at the last join); job completed'
               % (', '.join('%.3f' % j for j in joins), STRANGERS, flood.opened, flood.dropped,
                  pending, evicted))
