@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +133,16 @@ static void conn_close(struct hconn *c)
 	c->prev = c->next = NULL;
 	uv_close((uv_handle_t *)&c->timer, on_conn_handle_closed);
 	uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
+}
+
+/* The listener needs room for a newer connection (every HTTP connection
+ * counts as pending: there is no authentication to wait for). */
+static void on_evict(dp_listener *l, dp_listener_slot *s, void *data)
+{
+	struct hconn *c = (struct hconn *)((char *)s - offsetof(struct hconn, slot));
+
+	DP_DEBUG("httpd", "evicted peer=%s state=%d bytes=%zu", c->peer, (int)c->state, c->used);
+	conn_close(c);
 }
 
 /* ---- responses ------------------------------------------------------------ */
@@ -620,6 +631,10 @@ int dp_httpd_new(uv_loop_t *loop, const struct dp_httpd_options *opt, struct dp_
 	}
 	lc.tag = "httpd";
 	lc.max_conns = opt->max_connections ? opt->max_connections : DP_HTTPD_MAX_CONN_DEFAULT;
+	/* At the cap a new connection evicts the oldest one (idle before
+	 * active), so idle connections cannot keep a scraper out. */
+	lc.max_pending = lc.max_conns;
+	lc.on_evict = on_evict;
 	lc.on_connection = on_connection;
 	lc.on_closed = on_listener_closed;
 	lc.data = srv;
