@@ -12,7 +12,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BACKLOG 128
+/* The kernel's accept queue.  When it is full, Linux drops new SYNs and
+ * the peer retries after 1 s, then 3 s: a flood of idle connections that
+ * keeps a short queue full delays an owner's connect by seconds however
+ * fast we accept and evict.  A long queue (the kernel caps it at
+ * net.core.somaxconn, 4096 by default since Linux 5.4) lets every such
+ * connection wait in it and be accepted, and evicted, in turn. */
+#define BACKLOG 4096
+/* Accepts in a row before the loop gets a turn.  libuv accepts until the
+ * kernel's queue is empty; a flood that refills it as fast as we evict
+ * would keep the loop from ever reading an owner's handshake. */
+#define ACCEPT_BURST 32
 /* At most one warning per this many ms about evictions and refusals: a
  * flood of strangers must not become a flood of log lines. */
 #define WARN_EVERY_MS 10000
@@ -25,6 +35,10 @@ struct list {
 
 struct dp_listener {
 	uv_tcp_t tcp;
+	uv_idle_t resume;       /* the next accept, after a turn of the loop */
+	int handles;            /* handles whose close callback is still due */
+	unsigned burst;         /* accepts since the loop last had a turn */
+	int deferred;           /* a connection waits in libuv for resume */
 	dp_listener_config cfg;
 	size_t live;
 	size_t pending;
@@ -230,6 +244,19 @@ static void refuse(dp_listener *l, const char *why)
 	uv_close((uv_handle_t *)t, free_handle);
 }
 
+static void on_connection(uv_stream_t *server, int status);
+
+static void on_resume(uv_idle_t *h)
+{
+	dp_listener *l = h->data;
+
+	uv_idle_stop(h);
+	l->deferred = 0;
+	l->burst = 0;
+	if (!l->closing)
+		on_connection((uv_stream_t *)&l->tcp, 0);
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
 	dp_listener *l = server->data;
@@ -241,6 +268,16 @@ static void on_connection(uv_stream_t *server, int status)
 			uv_strerror(status));
 		return;
 	}
+	if (l->burst >= ACCEPT_BURST) {
+		/* Not taking it makes libuv hold it and stop watching the socket
+		 * until it is accepted: in on_resume, after this turn's reads. */
+		if (!l->deferred) {
+			l->deferred = 1;
+			uv_idle_start(&l->resume, on_resume);
+		}
+		return;
+	}
+	l->burst++;
 	/* Full of settled connections (or no eviction): refuse before any
 	 * allocation.  With pending ones, dp_listener_accept evicts. */
 	if (l->cfg.max_conns != 0 && l->live >= l->cfg.max_conns &&
@@ -263,6 +300,8 @@ static void on_socket_closed(uv_handle_t *h)
 {
 	dp_listener *l = h->data;
 
+	if (--l->handles > 0)
+		return;
 	if (l->started && l->cfg.on_closed)
 		l->cfg.on_closed(l->cfg.data);
 	free(l);
@@ -294,6 +333,9 @@ int dp_listener_start_addr(uv_loop_t *loop, const dp_listener_config *cfg,
 		return r;
 	}
 	l->tcp.data = l;
+	uv_idle_init(loop, &l->resume);
+	l->resume.data = l;
+	l->handles = 2;
 	r = uv_tcp_bind(&l->tcp, sa, 0);
 	if (r == 0)
 		r = uv_listen((uv_stream_t *)&l->tcp, BACKLOG, on_connection);
@@ -301,6 +343,7 @@ int dp_listener_start_addr(uv_loop_t *loop, const dp_listener_config *cfg,
 		r = uv_tcp_getsockname(&l->tcp, (struct sockaddr *)&ss, &len);
 	if (r < 0) {
 		dp_error_set(r, "listen on %s: %s", l->addr, uv_strerror(r));
+		uv_close((uv_handle_t *)&l->resume, on_socket_closed);
 		uv_close((uv_handle_t *)&l->tcp, on_socket_closed);
 		return r;
 	}
@@ -509,5 +552,6 @@ void dp_listener_close(dp_listener *l)
 	l->closing = 1;
 	if (l->cfg.on_close)
 		l->cfg.on_close(l, l->cfg.data);
+	uv_close((uv_handle_t *)&l->resume, on_socket_closed);
 	uv_close((uv_handle_t *)&l->tcp, on_socket_closed);
 }

@@ -19,7 +19,7 @@
 #include "common/net/addr.h"
 #include "common/net/listener.h"
 
-#define MAXC 8
+#define MAXC 48
 
 struct peer {             /* the server's side of an accepted connection */
 	uv_tcp_t tcp;
@@ -404,6 +404,48 @@ static void test_evict_pending_and_cap(void **state)
 	fix_done(&f);
 }
 
+/* 40 connections waiting at once: 32 are accepted in a row, then the loop
+ * gets a turn and the rest follow; closing the listener while one waits
+ * in libuv closes it too. */
+static void test_accept_burst(void **state)
+{
+	struct fix f;
+	dp_listener_config c;
+	uint16_t port;
+	int i, ended;
+
+	fix_init(&f);
+	c = config(&f, 0);
+	assert_int_equal(dp_listener_start(&f.loop, &c, "127.0.0.1", 0, &f.l), 0);
+	port = dp_listener_port(f.l);
+	for (i = 0; i < 40; i++)
+		cli_connect(&f, "127.0.0.1", port);
+	RUN_UNTIL(&f, f.accepted == 40);
+	assert_int_equal(dp_listener_live(f.l), 40);
+	fix_done(&f);
+
+	fix_init(&f);
+	c = config(&f, 0);
+	assert_int_equal(dp_listener_start(&f.loop, &c, "127.0.0.1", 0, &f.l), 0);
+	port = dp_listener_port(f.l);
+	for (i = 0; i < 40; i++)
+		cli_connect(&f, "127.0.0.1", port);
+	RUN_UNTIL(&f, f.accepted >= 32);
+	assert_int_equal(f.accepted, 32);
+	dp_listener_close(f.l);
+	f.l = NULL;
+	RUN_UNTIL(&f, f.on_closed_calls == 1);
+	/* The ones never accepted end (reset or EOF); the accepted stay. */
+	for (ended = 0, i = 32; i < 40; i++) {
+		RUN_UNTIL(&f, f.cli[i].ended || f.cli[i].connected < 0);
+		ended++;
+	}
+	assert_int_equal(ended, 8);
+	for (i = 0; i < 32; i++)
+		assert_false(f.cli[i].ended);
+	fix_done(&f);
+}
+
 /* Every address ("*"): reachable over IPv4 and, where the host has it,
  * IPv6 loopback. */
 static void test_any_address(void **state)
@@ -510,6 +552,7 @@ int main(void)
 		cmocka_unit_test(test_refused_by_user),
 		cmocka_unit_test(test_evict_per_addr),
 		cmocka_unit_test(test_evict_pending_and_cap),
+		cmocka_unit_test(test_accept_burst),
 		cmocka_unit_test(test_any_address),
 		cmocka_unit_test(test_start_errors),
 		cmocka_unit_test(test_close_in_callback),
