@@ -111,8 +111,8 @@ def test(argv):
             check(p.wait(timeout=30) == 0, 'ownerd %d exited %s' % (i, p.returncode))
         check(evicted > 0 or STRANGERS == 0,
               'no stranger was ever evicted: the flood did not reach learnerd')
-        print('joined in %s s under a flood of %d strangers (%d connections opened, %d closed or reset '
-              'by learnerd; pending=%d evicted=%d at the last join); job completed'
+        print('joined in %s s under a flood of %d strangers (%d connections opened, %d closed '
+              'or reset by learnerd; pending=%d evicted=%d at the last join); job completed'
               % (', '.join('%.3f' % j for j in joins), STRANGERS, flood.opened, flood.dropped,
                  pending, evicted))
     finally:
