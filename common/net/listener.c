@@ -123,8 +123,9 @@ static void addr_key(uv_tcp_t *tcp, unsigned char key[17])
 	}
 }
 
-/* Bytes (or the end of the stream) already waiting on the socket of an
- * idle slot: its peer has spoken even if the loop has not read it yet. */
+/* Bytes already waiting on the socket of an idle slot: its peer has
+ * spoken even if the loop has not read it yet.  A peer that has closed
+ * (end of stream) has not: it is evicted first. */
 static int has_input(dp_listener_slot *s)
 {
 	uv_os_fd_t fd;
