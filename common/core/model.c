@@ -133,11 +133,12 @@ int dp_model_check_data(dp_model m, const dp_dataset *ds)
 
 		if (m == DP_MODEL_LINEAR) {
 			if (!isfinite(y))
-				return dp_error_set(DP_EFORMAT, "%s: row %zu: target '%s' is %g, not a finite number",
-						    src, j + 1, ds->target != NULL ? ds->target : "y", y);
+				return dp_error_set(DP_EFORMAT, "%s: row %zu: target '%s' is not a finite number",
+						    src, j + 1, ds->target != NULL ? ds->target : "y");
 		} else if (y != 1.0 && y != -1.0) {
-			return dp_error_set(DP_EFORMAT, "%s: row %zu: target '%s' is %g; %s needs -1 or +1",
-					    src, j + 1, ds->target != NULL ? ds->target : "y", y,
+			/* position and kind only: a daemon logs this (docs/privacy.md §8) */
+			return dp_error_set(DP_EFORMAT, "%s: row %zu: target '%s' is not -1 or +1, as %s needs",
+					    src, j + 1, ds->target != NULL ? ds->target : "y",
 					    dp_model_name(m));
 		}
 	}
