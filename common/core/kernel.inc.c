@@ -216,7 +216,7 @@ DP_KERNEL_INLINE vec coef_lanes(dp_model m, vec t, vec y)
  * whichever they are (docs/privacy.md §7).  Returns the lanes fit for the
  * vector path: all but a row whose norm is not finite (its x may hold a
  * NaN or an infinity, which a zero scale would not cancel) and a slow row
- * (norm below 2^-848: kernel.c); both are properties of the data alone,
+ * (norm below 2^-848, docs/privacy.md §7); both are properties of the data,
  * and their groups go to redo_group. */
 DP_KERNEL_INLINE vmask group_scale(const dp__kernel_job *K, dp_model m, size_t j, vec t, vec *a,
 				   size_t *drop)

@@ -19,9 +19,10 @@ double dp_query_scale(size_t n, double clip, double eps_q)
 	if (isinf(eps_q) && eps_q > 0)
 		return 0.0;
 	/* n eps_q rounded down (n < 2^53 is exact), so the quotient of the
-	 * two roundings still lies above the exact b */
+	 * two roundings still lies above the exact b; the residual's sign as
+	 * in dp_noise_div_up */
 	den = (double)n * eps_q;
-	if (fma((double)n, eps_q, -den) < 0.0)
+	if (signbit(fma((double)n, eps_q, -den)))
 		den = nextafter(den, 0.0);
 	if (!(den > 0.0))
 		return INFINITY;
