@@ -99,6 +99,10 @@ static const struct dp_config_entry entries[] = {
 	  .group = "Privacy", .help = "budget ledger file (created on first use)" },
 	{ .name = "allow-no-noise", DP_CFG_BOOL(&S.allow_no_noise), .def = "false",
 	  .group = "Privacy", .help = "permit --epsilon inf (exact answers; testing only)" },
+	{ .name = "theta-max", DP_CFG_DOUBLE_INF(&S.theta_max), .def = "1e6", .min = 0,
+	  .max = INFINITY, .min_exclusive = true, .group = "Privacy", .metavar = "X",
+	  .help = "refuse a query with some |theta_j| above X (inf: no bound; docs/privacy.md "
+		  "§7)" },
 	{ .name = "rate", DP_CFG_DOUBLE(&S.rate), .def = "1", .min = 0, .max = 1e6,
 	  .min_exclusive = true, .group = "Clock", .metavar = "R",
 	  .help = "Poisson clock rate (update requests per second)" },
@@ -424,7 +428,8 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 	if (r < 0)
 		return die(OWN_EXIT_FAIL, "random generator: %s", dp_error_detail(r));
 	d->bits = dp_rng_csprng_bits(d->rng);
-	r = own_answer_init(&d->answer, &d->ds, &d->bits, &d->budget, d->m.grad_secs);
+	r = own_answer_init(&d->answer, &d->ds, &d->bits, &d->budget, d->m.grad_secs,
+			    d->set.theta_max);
 	if (r < 0)
 		return die(OWN_EXIT_FAIL, "out of memory");
 

@@ -102,16 +102,15 @@ static void test_load_errors(void **state)
 	dp_load_opts o = { .target = "y" };
 	dp_load_opts ob = { .target = "y", .bias = 1 };
 
+	/* the cell's position, never its text (docs/privacy.md §8): the whole
+	 * detail is compared */
 	expect_load_error("a,y\n1,2\n1.5abc,3\n", &o, DP_EFORMAT,
-			  ":3: column 'a': not a finite number: '1.5abc'");
-	expect_load_error("a,y\nnan,2\n", &o, DP_EFORMAT,
-			  ":2: column 'a': not a finite number: 'nan'");
-	expect_load_error("a,y\n1,inf\n", &o, DP_EFORMAT,
-			  ":2: column 'y': not a finite number: 'inf'");
-	expect_load_error("a,y\n 1,2\n", &o, DP_EFORMAT,
-			  ":2: column 'a': not a finite number: ' 1'");
+			  ":3: column 'a': not a finite number");
+	expect_load_error("a,y\nnan,2\n", &o, DP_EFORMAT, ":2: column 'a': not a finite number");
+	expect_load_error("a,y\n1,inf\n", &o, DP_EFORMAT, ":2: column 'y': not a finite number");
+	expect_load_error("a,y\n 1,2\n", &o, DP_EFORMAT, ":2: column 'a': not a finite number");
 	expect_load_error("a,y\n1e400,2\n", &o, DP_EFORMAT,
-			  ":2: column 'a': not a finite number: '1e400'");
+			  ":2: column 'a': not a finite number");
 	expect_load_error("a,y\n1,\n", &o, DP_EFORMAT,
 			  ":2: column 'y': empty cell (missing value; dpasync does not impute)");
 	expect_load_error("a,b\n1,2\n", &o, DP_EFORMAT,
@@ -190,7 +189,8 @@ static void test_load_with_schema(void **state)
 	/* an unseen level, and a target that contradicts the schema */
 	assert_int_equal(dp_dataset_load(&ds, put("o.csv", "y,c,a,note\n40,r,4,\n"), &o),
 			 DP_EFORMAT);
-	assert_non_null(strstr(dp_error_detail(DP_EFORMAT), "o.csv:2: column 'c': level 'r'"));
+	assert_non_null(strstr(dp_error_detail(DP_EFORMAT), "o.csv:2: column 'c': the level is not"));
+	assert_null(strstr(dp_error_detail(DP_EFORMAT), "'r'"));
 	o.target = "a";
 	assert_int_equal(dp_dataset_load(&ds, put("o.csv", "y,c,a,note\n40,p,4,\n"), &o),
 			 DP_EINVAL);
