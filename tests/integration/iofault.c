@@ -114,12 +114,12 @@ static int hit(const char *kind)
 	if (!wanted(kind))
 		return 0;
 	counted++;
+	h = at != 0 && (counted == at || (sticky && counted > at));
 	if (log_fd >= 0) {
-		len = snprintf(line, sizeof(line), "%lu %s\n", counted, kind);
+		len = snprintf(line, sizeof(line), "%lu %s%s\n", counted, kind, h ? " fault" : "");
 		if (len > 0)
 			(void)syscall(SYS_write, log_fd, line, (size_t)len);
 	}
-	h = at != 0 && (counted == at || (sticky && counted > at));
 	if (!h)
 		return 0;
 	if (action == ACT_KILL_BEFORE)
@@ -300,6 +300,27 @@ int openat(int dirfd, const char *path, int flags, ...)
 	return open_call(dirfd, path, flags, m);
 }
 
+/* A failed flush exactly as glibc has one: its write(2) fails, the
+ * buffered bytes are dropped and the stream's error flag is set (a later
+ * fflush then returns 0).  The stream's descriptor points at /dev/full for
+ * the one call (ENOSPC; errno is then set to the chosen error). */
+static int failed_flush(FILE *f, int fd, int (*real)(FILE *))
+{
+	int saved = (int)syscall(SYS_dup, fd);
+	int full = (int)syscall(SYS_openat, AT_FDCWD, "/dev/full", O_WRONLY | O_CLOEXEC, 0);
+
+	if (saved >= 0 && full >= 0 && syscall(SYS_dup2, full, fd) >= 0) {
+		(void)real(f);
+		(void)syscall(SYS_dup2, saved, fd);
+	}
+	if (saved >= 0)
+		(void)syscall(SYS_close, saved);
+	if (full >= 0)
+		(void)syscall(SYS_close, full);
+	errno = fault_errno;
+	return EOF;
+}
+
 int fflush(FILE *f)
 {
 	static int (*real)(FILE *);
@@ -311,7 +332,7 @@ int fflush(FILE *f)
 	if (f == NULL || fd <= 2 || !regular_fd(fd))
 		return real(f);
 	if (hit("fflush"))
-		return EOF;
+		return failed_flush(f, fd, real);
 	r = real(f);
 	after();
 	return r;
