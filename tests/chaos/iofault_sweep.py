@@ -6,8 +6,8 @@ pwrite, fdatasync, fsync, rename, link, ftruncate, open for writing,
 fflush of a stream, on regular files only), then once per call index with
 that call failing (EIO or ENOSPC; once, or from that call on: a disk that
 stays broken).  For every run:
-- the daemon either carries on and the job completes, or it exits 1 and its
-  error line names the failure (the errno's text);
+- the daemon either carries on and the job completes, or it exits 1 with
+  exactly one error line, which names the failure (the errno's text);
 - the invariants of tests/integration/cluster.py check_invariants hold on
   the files it left (no answer applied without a synced ledger record, no
   ledger past its caps, no query id answered twice);
@@ -178,8 +178,8 @@ def main():
                     r['call'] = hits[0] if hits else None
                     r['faults'] = len(hits)
                     if r['outcome'] == 'stopped':
-                        check(any(TEXT[err] in l for l in r['lines']),
-                              'no error line names %s: %r' % (TEXT[err], r['lines'][-3:]))
+                        check(len(r['lines']) == 1 and TEXT[err] in r['lines'][0],
+                              'not one error line naming %s: %r' % (TEXT[err], r['lines']))
                     cleanup(run_d)
                 except Fail as ex:
                     r['error'] = str(ex)
