@@ -82,7 +82,7 @@ static int wanted(const char *kind)
 
 	if (strcmp(kinds, "all") == 0)
 		return 1;
-	for (const char *p = kinds; (p = strstr(p, kind)) != NULL; p += n)
+	for (const char *p = strstr(kinds, kind); p != NULL; p = strstr(p + n, kind))
 		if ((p == kinds || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
 			return 1;
 	return 0;
