@@ -196,6 +196,13 @@ int lrn_checkpoint_save(struct lrn *L, bool final)
 	int rc;
 
 	DP_REQUIRE(L != NULL && L->s != NULL && L->ckpt_path != NULL);
+	/* Fail-stop, as the owner's ledger: after a failed write the state on
+	 * disk and in memory may disagree (a lost trace row, pages a failed
+	 * fsync dropped), and a later checkpoint that succeeds would make that
+	 * durable.  The last good checkpoint stays (docs/reliability.md §4). */
+	if (L->io_failed)
+		return dp_error_set(DP_EIO, "%s: not written after an earlier write failure; the "
+				    "last good checkpoint is kept", L->ckpt_path);
 	reserved = final ? L->next_qid : L->next_qid + id_block(L);
 	rc = lrn_trace_sync(L);
 	if (rc < 0)
@@ -218,8 +225,11 @@ int lrn_checkpoint_save(struct lrn *L, bool final)
 	}
 	rc = dp_json_write_file(L->ckpt_path, root, 0644);
 	json_object_put(root);
-	if (rc < 0)
+	if (rc < 0) {
+		if (rc != DP_ENOMEM)
+			L->io_failed = true;
 		return rc;
+	}
 	L->qid_reserved = reserved;
 	DP_DEBUG("learner", "checkpoint k=%llu next_query=%llu reserved=%llu",
 		 (unsigned long long)L->k_done, (unsigned long long)L->next_qid,

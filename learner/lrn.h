@@ -226,6 +226,8 @@ struct lrn {
 	FILE *trace;
 	char *trace_path, *ckpt_path, *model_path;
 	int lock_fd;
+	bool io_failed;            /* a trace or checkpoint write failed: nothing
+	                            * more is written (docs/reliability.md §4) */
 
 	enum lrn_phase phase;      /* main.c's */
 	int exit_code;
@@ -310,7 +312,9 @@ void lrn_state_apply(struct lrn *L, const struct lrn_query *qr, const double *an
 #define LRN_CHECKPOINT_VERSION 1
 /* Write L's state (with the plan: a resumed job never re-plans) to L->ckpt_path atomically; reserves the next block of
  * query ids (final: the job is over or stopping, no block needed).
- * Flushes and fsyncs the trace first.  0 or DP_EIO/DP_ENOMEM. */
+ * Flushes and fsyncs the trace first.  0 or DP_EIO/DP_ENOMEM.  After a
+ * failed write of the trace or of a checkpoint (L->io_failed) it writes
+ * nothing and returns DP_EIO: the last good checkpoint stays. */
 int lrn_checkpoint_save(struct lrn *L, bool final);
 /* Load L->ckpt_path into L (after lrn_state_init), checking it belongs to
  * the configured job: T, eta, clip and every K_i are the checkpoint's
@@ -323,9 +327,11 @@ int lrn_checkpoint_load(struct lrn *L);
 /* ---- trace.c ------------------------------------------------------------- */
 /* Open trace.csv: new (header) or, on resume, truncated to k_done rows. */
 int lrn_trace_open(struct lrn *L, bool resume);
+/* Append one row.  0, or DP_EIO with L->io_failed set. */
 int lrn_trace_row(struct lrn *L, uint64_t k, double wall, const char *owner, double wait,
 		  double rtt, double eps);
-/* fflush + fsync.  0 or DP_EIO. */
+/* fflush + fsync.  0, or DP_EIO with L->io_failed set (also when an
+ * earlier write of the stream failed: its rows are lost). */
 int lrn_trace_sync(struct lrn *L);
 void lrn_trace_close(struct lrn *L);
 

@@ -326,9 +326,16 @@ static void end_job(struct lrn *L, enum lrn_end how, const char *why)
 	L->exit_code = how == LRN_END_FAIL ? LRN_EXIT_FAIL : LRN_EXIT_OK;
 	if (why)
 		DP_ERROR("learner", "stopping: %s", why);
-	if (L->started) {
+	if (L->io_failed) {
+		DP_WARN("learner", "no final checkpoint after a write failure: --resume continues "
+			"from the last good one path=%s", L->ckpt_path);
+	} else if (L->started) {
 		rc = lrn_checkpoint_save(L, true);
-		if (rc < 0) {
+		if (rc < 0 && how == LRN_END_FAIL && why) {
+			/* The error line above is the cause (a disk that
+			 * stays full fails this too): one error line. */
+			DP_WARN("learner", "final checkpoint failed: %s", dp_error_detail(rc));
+		} else if (rc < 0) {
 			DP_ERROR("learner", "final checkpoint failed: %s", dp_error_detail(rc));
 			L->exit_code = LRN_EXIT_FAIL;
 		} else {

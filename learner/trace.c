@@ -89,6 +89,14 @@ int lrn_trace_open(struct lrn *L, bool resume)
 	return resume ? trace_cut(L) : trace_new(L);
 }
 
+/* A write of the trace failed: its rows may be lost, so no checkpoint may
+ * be written after it (one would count iterations the trace lacks). */
+static int failed(struct lrn *L, int err)
+{
+	L->io_failed = true;
+	return dp_error_set(DP_EIO, "%s: %s", L->trace_path, strerror(err));
+}
+
 int lrn_trace_row(struct lrn *L, uint64_t k, double wall, const char *owner, double wait,
 		  double rtt, double eps)
 {
@@ -99,7 +107,7 @@ int lrn_trace_row(struct lrn *L, uint64_t k, double wall, const char *owner, dou
 	 * runs; durability comes from the fsync before each checkpoint. */
 	if (fprintf(L->trace, "%llu,%.6f,%s,%.6f,%.6f,%.9g\n", (unsigned long long)k, wall, owner,
 		    wait, rtt, eps) < 0 || fflush(L->trace) != 0)
-		return dp_error_set(DP_EIO, "%s: %s", L->trace_path, strerror(errno));
+		return failed(L, errno);
 	return 0;
 }
 
@@ -108,8 +116,12 @@ int lrn_trace_sync(struct lrn *L)
 	DP_REQUIRE(L != NULL);
 	if (L->trace == NULL)
 		return 0;
+	/* A failed write drops the stream's buffered rows and a later fflush
+	 * reports success: the error flag is what remembers it. */
+	if (ferror(L->trace))
+		return failed(L, EIO);
 	if (fflush(L->trace) != 0 || dp_file_sync(fileno(L->trace), 0) != 0)
-		return dp_error_set(DP_EIO, "%s: %s", L->trace_path, strerror(errno));
+		return failed(L, errno);
 	return 0;
 }
 

@@ -729,7 +729,6 @@ int dp_ledger_charge(dp_ledger *l, uint64_t k, double charge_eps, dp_ledger_entr
 		rc = dp_error_set(DP_EIO, "ledger %s: write of record k=%llu failed (%s); "
 				  "ledger stopped", l->path, (unsigned long long)k,
 				  w < 0 ? strerror(saved) : "short write");
-		DP_ERROR("ledger", "%s", dp_error_detail(rc));
 		return rc;
 	}
 	/* Never retried: after a failed fsync the kernel may have dropped the
@@ -740,7 +739,6 @@ int dp_ledger_charge(dp_ledger *l, uint64_t k, double charge_eps, dp_ledger_entr
 		rc = dp_error_set(DP_EIO, "ledger %s: fdatasync of record k=%llu failed (%s); "
 				  "ledger stopped", l->path, (unsigned long long)k,
 				  strerror(saved));
-		DP_ERROR("ledger", "%s", dp_error_detail(rc));
 		return rc;
 	}
 	DP_DEBUG("ledger", "charged k=%llu charge=%llu total=%llu answers=%llu",

@@ -148,7 +148,9 @@ int dp_ledger_check(const dp_ledger *l, uint64_t k, double charge_eps);
  *   DP_EIO      the ledger is in the failed state, or this write/sync failed:
  *               the record may have reached the file and counts as spent
  *               (the counters below include it); the ledger is now failed
- *               for good and the caller must stop answering. */
+ *               for good and the caller must stop answering.  The detail
+ *               names the file, k and the errno; nothing is logged here,
+ *               the caller's one line says it. */
 int dp_ledger_charge(dp_ledger *l, uint64_t k, double charge_eps, dp_ledger_entry *out);
 
 /* Was request k already answered?  0 and *out filled (out may be NULL) when

@@ -1,11 +1,13 @@
 """A local dpasync deployment for integration tests: certificates, data,
 learnerd and ownerd processes on loopback ports chosen at run time.  Every
 process started is killed when the cluster is closed."""
-import json, os, signal, socket, ssl, struct, subprocess, time, urllib.request
+import json, os, signal, socket, ssl, struct, subprocess, time, urllib.request, zlib
 from harness import Fail, check, run
 
 class Cluster:
-    def __init__(self, bindir, d, owners=3, rows=400, features=5, T=300, seed=1):
+    def __init__(self, bindir, d, owners=3, rows=400, features=5, T=300, seed=1, shared=None):
+        """shared: the directory of an earlier Cluster whose data and
+        certificates this one reuses (many short jobs on the same data)."""
         self.dp = os.path.join(bindir, 'tools', 'dpasync')
         self.learnerd = os.path.join(bindir, 'learner', 'learnerd')
         self.ownerd = os.path.join(bindir, 'owner', 'ownerd')
@@ -13,6 +15,10 @@ class Cluster:
         self.names = ['owner-%d' % i for i in range(1, owners + 1)]
         self.procs = []
         self.learner = None
+        self.shared = shared or d
+        os.makedirs(d, exist_ok=True)
+        if shared:
+            return
         run([self.dp, 'gen', '--rows', ','.join([str(rows)] * owners), '--features', str(features),
              '--seed', str(seed), '--out', self.path('data')])
         run([self.dp, 'certs', '--out', self.path('certs'), '--owners', str(owners)])
@@ -21,13 +27,19 @@ class Cluster:
         return os.path.join(self.d, *p)
 
     def data(self, i):
-        return self.path('data', 'owner-%d.csv' % i)
+        return os.path.join(self.shared, 'data', 'owner-%d.csv' % i)
 
-    def start_learner(self, extra=(), resume=False):
+    def certs(self):
+        return os.path.join(self.shared, 'certs')
+
+    def start_learner(self, extra=(), resume=False, env=None, wait_port=True):
+        """env: the environment of learnerd (e.g. an LD_PRELOAD fault shim);
+        wait_port=False returns at once (a learnerd expected to fail at
+        start)."""
         pf = self.path('learner.ports')
         if os.path.exists(pf):
             os.unlink(pf)
-        c = self.path('certs')
+        c = self.certs()
         # A resumed learner comes back on the same port: owners keep its address.
         listen = '127.0.0.1:%d' % (self.port if resume else 0)
         cmd = [self.learnerd, '--listen', listen, '--port-file', pf,
@@ -38,8 +50,11 @@ class Cluster:
         if resume:
             cmd.append('--resume')
         self.learner_log = open(self.path('learnerd.log'), 'a')
-        self.learner = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.learner_log, text=True)
+        self.learner = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.learner_log, text=True,
+                                        env=env)
         self.procs.append(self.learner)
+        if not wait_port:
+            return
         for _ in range(200):
             if os.path.exists(pf):
                 ports = dict(l.split('=') for l in open(pf).read().split())
@@ -50,9 +65,10 @@ class Cluster:
             time.sleep(0.05)
         raise Fail('learnerd did not write its port file')
 
-    def start_owner(self, i, name=None, certdir=None, ledger=None, extra=(), eps='1', rate='50'):
+    def start_owner(self, i, name=None, certdir=None, ledger=None, extra=(), eps='1', rate='50',
+                    env=None):
         name = name or 'owner-%d' % i
-        c = certdir or self.path('certs')
+        c = certdir or self.certs()
         ledger = ledger or self.path('owner-%d' % i, 'ledger')
         os.makedirs(os.path.dirname(ledger), exist_ok=True)
         cmd = [self.ownerd, '--learner', '127.0.0.1:%d' % self.port, '--ca', c + '/ca.crt',
@@ -62,9 +78,12 @@ class Cluster:
         if eps == 'inf':
             cmd.append('--allow-no-noise')
         log = open(ledger + '.log', 'a')
-        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, env=env)
         self.procs.append(p)
         return p
+
+    def ledger(self, i):
+        return self.path('owner-%d' % i, 'ledger')
 
     def metric(self, name):
         """The value of an unlabelled series from learnerd's /metrics."""
@@ -115,6 +134,17 @@ class Cluster:
         lines = open(p).read().splitlines()[1:]
         return [l.split(',') for l in lines if l.count(',') == 5]
 
+    def wait_rows(self, n, timeout=60):
+        """Wait until trace.csv has n rows; Fail if learnerd exits first."""
+        end = time.time() + timeout
+        while time.time() < end:
+            if len(self.trace_rows()) >= n:
+                return
+            if self.learner.poll() is not None:
+                break
+            time.sleep(0.02)
+        raise Fail('trace did not reach %d rows' % n)
+
     def wait_learner(self, timeout=120):
         try:
             out, _ = self.learner.communicate(timeout=timeout)
@@ -136,7 +166,7 @@ class Cluster:
 
 def tls_client(cluster, name, certdir=None):
     """A raw TLS 1.3 client with an owner's certificate (for protocol abuse)."""
-    c = certdir or cluster.path('certs')
+    c = certdir or cluster.certs()
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_3
     ctx.load_verify_locations(c + '/ca.crt')
@@ -165,3 +195,87 @@ def ledger_records(path):
     n = (len(b) - 256) // 64
     total = struct.unpack_from('<Q', b, 256 + 64 * (n - 1) + 32)[0] if n else 0
     return n, total
+
+def ledger_entries(path):
+    """Every record of a ledger file as dicts {seq, k, charge, total, count}
+    (nano-epsilon), and the header's caps (cap_nano, cap_answers), read
+    independently of the C code (docs/ledger.md §3).  A torn final record
+    (a partial one, or a final one whose checksum fails) is left out, as
+    ownerd does at its next start; any other damage fails."""
+    if not os.path.exists(path):
+        return [], None
+    b = open(path, 'rb').read()
+    check(len(b) >= 256 and b[:8] == b'DPLEDGER', '%s: not a ledger' % path)
+    check(zlib.crc32(b[:252]) == struct.unpack_from('<I', b, 252)[0], '%s: header CRC' % path)
+    cap_nano, cap_answers = struct.unpack_from('<QQ', b, 24)
+    n = (len(b) - 256) // 64
+    out = []
+    for i in range(n):
+        r = b[256 + 64 * i: 256 + 64 * (i + 1)]
+        ok = (struct.unpack_from('<I', r, 0)[0] == 0x524c5044 and
+              zlib.crc32(r[:60]) == struct.unpack_from('<I', r, 60)[0])
+        if not ok and i == n - 1 and (len(b) - 256) % 64 == 0:
+            break
+        check(ok, '%s: record %d of %d damaged' % (path, i + 1, n))
+        seq, k, charge, total, count = struct.unpack_from('<QQQQQ', r, 8)
+        out.append({'seq': seq, 'k': k, 'charge': charge, 'total': total, 'count': count})
+    return out, (cap_nano, cap_answers)
+
+def check_invariants(c, eps_cap_nano=10 ** 9, complete=True, settled=True):
+    """The crash and I/O-fault invariants of docs/reliability.md on a
+    cluster's files (read after the processes stopped):
+    - each ledger: answers <= K_i and epsilon <= epsilon_i (the caps learnerd
+      planned, and the header's), records consecutive, k strictly rising;
+    - `dpasync ledger` reads the same counts and totals;
+    - every row of trace.csv (an answer learnerd applied) is a record of
+      that owner's ledger: the row's eps_spent is the owner's spent total
+      after that answer, so (owner, total) names exactly one record, and no
+      record is used by two rows;
+    - no query id appears in two records (of one ledger or of two owners);
+    - complete: the trace is k = 1..T.
+    settled=False: other processes may still be appending (the trace is read
+    before the ledgers, so a row's record is always there already), and
+    `dpasync ledger` may see more records than were read here.
+    Returns {owner: (answers, nano)}."""
+    rows = c.trace_rows()
+    K = c.settings()['K'] if os.path.exists(c.path('learner', 'checkpoint.json')) else None
+    seen_k, out = {}, {}
+    for i, name in enumerate(c.names, 1):
+        recs, caps = ledger_entries(c.ledger(i))
+        nano = recs[-1]['total'] if recs else 0
+        out[name] = (len(recs), nano)
+        if caps is None:
+            check(not any(r[2] == name for r in rows), '%s: trace rows but no ledger' % name)
+            continue
+        check(caps[0] <= eps_cap_nano, '%s: ledger cap %d > epsilon_i' % (name, caps[0]))
+        check(len(recs) <= caps[1], '%s: %d answers > cap %d' % (name, len(recs), caps[1]))
+        if K is not None:
+            check(caps[1] == K[i - 1], '%s: ledger K %d, plan %d' % (name, caps[1], K[i - 1]))
+        check(nano <= caps[0], '%s: spent %d > cap %d nano' % (name, nano, caps[0]))
+        prev_total, prev_k = 0, 0
+        for j, r in enumerate(recs, 1):
+            check(r['seq'] == j and r['count'] == j and r['k'] > prev_k and
+                  r['total'] == prev_total + r['charge'], '%s: record %d inconsistent' % (name, j))
+            check(r['k'] not in seen_k, 'query id %d answered by %s and %s' % (
+                r['k'], seen_k.get(r['k']), name))
+            seen_k[r['k']] = name
+            prev_total, prev_k = r['total'], r['k']
+        info = json.loads(run([c.dp, 'ledger', c.ledger(i)]).stdout)
+        check(info['answers'] == len(recs) and abs(info['epsilon_spent'] - nano / 1e9) < 1e-9
+              or (not settled and info['answers'] >= len(recs)),
+              '%s: dpasync ledger %s, file %d answers %d nano' % (name, info, len(recs), nano))
+        by_total = {'%.9g' % (r['total'] / 1e9): r for r in recs}
+        used = set()
+        for row in rows:
+            if row[2] != name:
+                continue
+            r = by_total.get(row[5])
+            check(r is not None, 'trace row k=%s of %s (eps_spent %s) has no ledger record'
+                  % (row[0], name, row[5]))
+            check(r['seq'] not in used, 'ledger record %d of %s applied twice (trace k=%s)'
+                  % (r['seq'], name, row[0]))
+            used.add(r['seq'])
+    if complete:
+        ks = [int(r[0]) for r in rows]
+        check(ks == list(range(1, c.T + 1)), 'trace is not k = 1..%d (%d rows)' % (c.T, len(ks)))
+    return out

@@ -11,17 +11,7 @@
 import json, math, os, re, signal, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Fail, check, run, tmpdir, cleanup, main
-from cluster import Cluster, ledger_records
-
-def wait_rows(c, n, timeout=60):
-    end = time.time() + timeout
-    while time.time() < end:
-        if len(c.trace_rows()) >= n:
-            return
-        if c.learner.poll() is not None:
-            break
-        time.sleep(0.02)
-    raise Fail('trace did not reach %d rows' % n)
+from cluster import Cluster, ledger_records, check_invariants
 
 def owner_crash(bindir, d):
     T, K3 = 600, 50
@@ -35,7 +25,7 @@ def owner_crash(bindir, d):
         o1 = c.start_owner(1, rate='30')
         o2 = c.start_owner(2, rate='30')
         o3 = c.start_owner(3, rate='30', extra=['--answers-cap', str(K3)])
-        wait_rows(c, 150)
+        c.wait_rows(150)
         o2.send_signal(signal.SIGKILL)
         o2.wait()
         before, _ = ledger_records(c.path('owner-2', 'ledger'))
@@ -79,6 +69,7 @@ def owner_crash(bindir, d):
               'damaged ledger: exit %d, stderr %r' % (p.returncode, p.stderr))
         for p in (o1, o2, o3):
             check(p.wait(timeout=30) == 0, 'an ownerd exited %s' % p.returncode)
+        check_invariants(c)
     finally:
         c.close()
 
@@ -88,7 +79,7 @@ def learner_crash(bindir, d):
     try:
         c.start_learner(['--checkpoint-every', '50'])
         owners = [c.start_owner(i, rate='30') for i in (1, 2, 3)]
-        wait_rows(c, 220)
+        c.wait_rows(220)
         c.learner.send_signal(signal.SIGKILL)
         c.learner.wait()
         killed_at = len(c.trace_rows())
@@ -100,6 +91,7 @@ def learner_crash(bindir, d):
         check(ks == list(range(1, T + 1)), 'trace after resume is not k = 1..T')
         for p in owners:
             check(p.wait(timeout=30) == 0, 'an ownerd exited %s' % p.returncode)
+        check_invariants(c)
         print('learnerd killed at k=%d, resumed and completed T=%d' % (killed_at, T))
     finally:
         c.close()

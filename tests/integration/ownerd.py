@@ -931,7 +931,8 @@ def test_ledger_failure(ownerd, base, work, fl, p, log, shim):
     os.makedirs(d)
     led = os.path.join(d, 'ledger')
     args = base[1:] + ['--ledger', led, '--answers-cap', '5', '--rate', '2']
-    env = dict(os.environ, LD_PRELOAD=os.path.abspath(shim), OWN_TEST_FAIL_FDATASYNC='2')
+    env = dict(os.environ, LD_PRELOAD=os.path.abspath(shim), DP_FAULT_CALLS='fdatasync',
+               DP_FAULT_AT='2', DP_FAULT_STICKY='1')
     o = Owner(ownerd, args, log, env=env)
     c = fl.accept()
     c.expect('hello')
