@@ -269,8 +269,8 @@ bool own_answer_query(struct own_answer *a, const struct own_job *job,
 void own_answer_cancel(struct own_answer *a)
 {
 	DP_REQUIRE(a != NULL);
-	if (!a->busy)
-		return;
+	if (!a->busy || a->cancelled)
+		return;   /* uv_cancel once: a second call would requeue it */
 	a->cancelled = true;
 	/* Succeeds only before a worker picked it up; computed() then runs
 	 * with UV_ECANCELED.  Once it runs it finishes (it is bounded by one

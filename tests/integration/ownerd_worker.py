@@ -1,0 +1,194 @@
+"""ownerd computes an answer off its event loop (docs/ownerd.md "Threads").
+
+A real ownerd against the fake learner of ownerd.py.  One answer is made to
+take 2 s: DP_KERNEL_ISA=generic selects the kernel variant whose scores come
+from cblas_dgemv, and the preloaded shim slowblas.c sleeps in every
+cblas_dgemv call, as a dataset of gigabytes would (at ~1.2e9 cells/s, 1 s of
+kernel is ~10 GB of doubles, more than this machine holds).  Checked:
+
+- while the answer is computed, /metrics answers: the median of 5 probes
+  is at most 200 ms (a probe takes ~2 ms on a quiet machine; an ownerd that
+  computes on its loop thread answers the first probe only after the
+  answer, ~1.8 s later), and every probe completes before the Answer arrives,
+  which comes >= 1 s after the Query (so the computation was running);
+- the Poisson clock (--rate 50) sends no UpdateRequest while the answer is
+  computed: the next message after the Query is the Answer;
+- a second Query while one is computed closes the connection (one query
+  at a time); the answer in flight is discarded, uncharged, and the owner
+  reconnects once it has ended;
+- SIGTERM while an answer is computed: ownerd waits for the worker, sends
+  nothing, charges nothing and exits 0.
+Timed assertions are the issue's demand; the margins are stated above.
+Run: ownerd_worker.py OWNERD DPASYNC SLOWBLAS_SO
+"""
+import os
+import re
+import shutil
+import signal
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ownerd as fake   # the fake learner (ownerd.py)
+
+from ownerd import Fail, check
+
+DELAY_MS = 2000
+PROBES = 5
+
+
+def probe(port):
+    t0 = time.monotonic()
+    urllib.request.urlopen('http://127.0.0.1:%d/metrics' % port, timeout=10).read()
+    return t0, time.monotonic()
+
+
+def slow_answer(c, k, p, mport):
+    """Query k, probe /metrics while it is computed; returns the answer.
+    The Answer is read by a thread, so its arrival time is known however
+    long a probe takes."""
+    got = {}
+
+    def reader():
+        try:
+            got['m'] = c.recv(timeout=15)
+        except Fail as e:
+            got['err'] = str(e)
+        got['t'] = time.monotonic()
+
+    t_query = time.monotonic()
+    c.send('query', k=k, theta=[0.1] * p)
+    th = threading.Thread(target=reader)
+    th.start()
+    time.sleep(0.2)
+    lat, ends = [], []
+    for _ in range(PROBES):
+        t0, t1 = probe(mport)
+        lat.append(t1 - t0)
+        ends.append(t1)
+        time.sleep(0.1)
+    th.join()
+    check('err' not in got, got.get('err', ''))
+    m, t_answer = got['m'], got['t']
+    check(m is not None and m[0] == 'answer',
+          'expected the Answer next (no UpdateRequest while computing), got %r' % (m,))
+    a = m[1]
+    med = statistics.median(lat)
+    print('answer k=%d after %.3f s; /metrics probes %s s (median %.3f s), the last '
+          'ending %.3f s after the Query' % (k, t_answer - t_query,
+                                            ' '.join('%.3f' % x for x in lat), med,
+                                            max(ends) - t_query))
+    check(t_answer - t_query >= 1.0, 'the answer took %.3f s, the shim did not slow it'
+          % (t_answer - t_query))
+    check(max(ends) < t_answer, '/metrics answered only after the Answer arrived')
+    check(med <= 0.2, '/metrics median %.3f s while an answer is computed (> 0.2 s)' % med)
+    check(a['k'] == k and len(a['gradient']) == p, 'answer %r' % a)
+    return a
+
+
+def main(ownerd, dpasync, shim):
+    work = tempfile.mkdtemp(prefix='dp-ownerd-worker-')
+    ok = False
+    log = os.path.join(work, 'ownerd.log')
+    try:
+        certs = os.path.join(work, 'certs')
+        r = fake.run([dpasync, 'certs', '--out', certs, '--owners', '1'])
+        check(r.returncode == 0, 'dpasync certs failed: %s' % r.stderr)
+        r = fake.run([dpasync, 'gen', '--rows', '64', '--features', '9', '--out', work])
+        check(r.returncode == 0, 'dpasync gen failed: %s' % r.stderr)
+        p = 10   # 9 features + bias
+        fl = fake.FakeLearner(certs)
+        led = os.path.join(work, 'owner-1.ledger')
+        pf = os.path.join(work, 'ports')
+        args = ['--learner', '127.0.0.1:%d' % fl.port, '--ca', os.path.join(certs, 'ca.crt'),
+                '--cert', os.path.join(certs, 'owner-1.crt'),
+                '--key', os.path.join(certs, 'owner-1.key'),
+                '--data', os.path.join(work, 'owner-1.csv'), '--bias',
+                '--ledger', led, '--epsilon', '1', '--answers-cap', '10', '--rate', '50',
+                '--metrics-listen', '127.0.0.1:0', '--port-file', pf, '--log-level', 'debug']
+        env = dict(os.environ, DP_KERNEL_ISA='generic', LD_PRELOAD=shim,
+                   OWN_TEST_DGEMV_DELAY_MS=str(DELAY_MS))
+        o = fake.Owner(ownerd, args, log, env=env)
+        c = fl.accept()
+        c.expect('hello')
+        fake.welcome(c, p, T=10, K=10)
+        c.expect('update_request')
+        with open(pf) as f:
+            mport = int(re.search(r'^metrics=(\d+)$', f.read(), re.M).group(1))
+
+        # 1. /metrics answers while the answer is computed; the clock sleeps.
+        a = slow_answer(c, 1, p, mport)
+        check(a['answers_given'] == 1, 'answers_given %r' % a)
+        check(fake.ledger_records(led) == 1, 'one ledger record per answer')
+        print('ok /metrics during a computation')
+
+        # 2. A second Query while one is computed closes the connection; the
+        #    first is discarded uncharged and the owner comes back after it.
+        c.expect('update_request')
+        t0 = time.monotonic()
+        c.send('query', k=2, theta=[0.1] * p)
+        c.send('query', k=3, theta=[0.1] * p)
+        c.expect_closed(timeout=5)
+        check(time.monotonic() - t0 < 1.0, 'the second Query did not close the connection '
+              'at once')
+        c.close()
+        c = fl.accept(timeout=15)
+        check(time.monotonic() - t0 >= DELAY_MS / 1000.0 - 0.1,
+              'reconnected before the discarded answer ended')
+        h = c.expect('hello')
+        check(h['answers_given'] == 1, 'the discarded answer was charged: %r' % h)
+        check(fake.ledger_records(led) == 1, 'the discarded answer reached the ledger')
+        with open(log) as f:
+            text = f.read()
+        check('discarded k=2' in text, 'no "discarded k=2" line in the log')
+        print('ok second query while computing')
+
+        # 3. SIGTERM while an answer is computed: nothing sent, nothing
+        #    charged, exit 0 once the worker is done.
+        fake.welcome(c, p, T=10, K=10)
+        c.expect('update_request')
+        c.send('query', k=4, theta=[0.1] * p)
+        time.sleep(0.3)
+        o.kill(signal.SIGTERM)
+        while True:
+            m = c.recv(timeout=15)
+            if m is None:
+                break
+            check(m[0] != 'answer', 'an Answer was sent after SIGTERM: %r' % (m,))
+        rc = o.wait(timeout=15)
+        check(rc == 0, 'exit code %d after SIGTERM while computing' % rc)
+        check(fake.ledger_records(led) == 1, 'the answer cut short by SIGTERM was charged')
+        with open(log) as f:
+            text = f.read()
+        check('discarded k=4' in text, 'no "discarded k=4" line in the log')
+        for bad in ('ERROR: AddressSanitizer', 'runtime error:', 'LeakSanitizer'):
+            check(bad not in text, 'sanitizer report in the log: %s' % bad)
+        print('ok SIGTERM while computing')
+        c.close()
+        fl.close()
+        ok = True
+    except Fail as e:
+        print('FAIL:', e)
+    finally:
+        for o in fake.Owner.all:
+            o.kill()
+            try:
+                o.p.wait(5)
+            except Exception:
+                pass
+        if not ok and os.path.exists(log):
+            print('---- ownerd log (last 40 lines) ----')
+            with open(log) as f:
+                print(''.join(f.readlines()[-40:]))
+        shutil.rmtree(work, ignore_errors=True)
+    if ok:
+        print('PASS')
+    return 0 if ok else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3]))
