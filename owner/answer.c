@@ -4,7 +4,8 @@
  * validating the query and refusing a theta beyond --theta-max, is here;
  * step 2, the check, is own_budget_begin(); step 3, the computation with
  * its noise, runs on a worker thread of libuv's pool so that the loop (the
- * clock, TLS, /metrics) keeps running; step 4, the durable charge, is
+ * clock, TLS, /metrics) keeps running (on the loop itself when the data
+ * is so small that the hand-over would cost more than the pass); step 4, the durable charge, is
  * own_budget_commit(), back on the loop thread once the worker is done;
  * step 5, releasing the answer, is the client's and happens only for an
  * OWN_REPLY_ANSWER, which exists only after the charge succeeded.  The
@@ -176,22 +177,21 @@ static void compute(uv_work_t *req)
 		snprintf(a->detail, sizeof(a->detail), "%s", dp_error_detail(r));
 }
 
-/* Back on the loop thread: step 4, or nothing charged. */
-static void computed(uv_work_t *req, int status)
+/* On the loop thread once compute() has run (or was cancelled, status
+ * < 0): step 4, or nothing charged; the decision goes to *out. */
+static void finish(struct own_answer *a, int status, struct own_reply *out)
 {
-	struct own_answer *a = req->data;
-	struct own_reply out;
 	uint64_t k = a->ticket.k;
 	int r;
 
-	memset(&out, 0, sizeof(out));
-	out.k = k;
+	memset(out, 0, sizeof(*out));
+	out->k = k;
 	a->busy = false;
 	if (a->cancelled || status < 0) {
 		/* Nobody to send it to: not charged, never released. */
 		own_budget_abandon(a->budget, &a->ticket);
 		own_answer_wipe(a);
-		out.kind = OWN_REPLY_DISCARD;
+		out->kind = OWN_REPLY_DISCARD;
 	} else if (a->err < 0) {
 		own_budget_abandon(a->budget, &a->ticket);
 		own_answer_wipe(a);   /* nothing computed may leave */
@@ -199,28 +199,37 @@ static void computed(uv_work_t *req, int status)
 		if (a->err == DP_ERNG) {
 			DP_ERROR("answer", "random generator failed k=%llu: %s; stopping",
 				 (unsigned long long)k, a->detail);
-			out.kind = OWN_REPLY_STOP;
-			out.exit_code = OWN_EXIT_FAIL;
+			out->kind = OWN_REPLY_STOP;
+			out->exit_code = OWN_EXIT_FAIL;
 		} else {
-			drop(&out, "cannot answer query k=%llu: %s", (unsigned long long)k,
+			drop(out, "cannot answer query k=%llu: %s", (unsigned long long)k,
 			     a->detail);
 		}
 	} else {
 		dp_metrics_observe(a->grad_secs, a->secs);
-		r = own_budget_commit(a->budget, &a->ticket, &out.after);
+		r = own_budget_commit(a->budget, &a->ticket, &out->after);
 		if (r == 0) {
-			out.kind = OWN_REPLY_ANSWER;
-			out.gradient = a->grad;
-			out.p = a->ds->p;
-			out.info = a->info;
-			out.secs = a->secs;
+			out->kind = OWN_REPLY_ANSWER;
+			out->gradient = a->grad;
+			out->p = a->ds->p;
+			out->info = a->info;
+			out->secs = a->secs;
 		} else {
 			own_answer_wipe(a);
-			refusal(r, k, &out);
+			refusal(r, k, out);
 		}
 	}
 	OPENSSL_cleanse(a->theta, a->ds->p * sizeof(double));
 	a->cancelled = false;
+}
+
+/* libuv's after-work callback. */
+static void computed(uv_work_t *req, int status)
+{
+	struct own_answer *a = req->data;
+	struct own_reply out;
+
+	finish(a, status, &out);
 	a->done(a->done_arg, &out);
 }
 
@@ -254,6 +263,13 @@ bool own_answer_query(struct own_answer *a, const struct own_job *job,
 	a->secs = 0;
 	memset(&a->info, 0, sizeof(a->info));
 	a->cancelled = false;
+	if ((uint64_t)a->ds->n * a->ds->p <= OWN_ANSWER_INLINE_CELLS) {
+		/* Small data: handing it to a worker and back would cost more
+		 * than the pass itself (docs/ownerd.md "Threads"). */
+		compute(&a->req);
+		finish(a, 0, out);
+		return false;
+	}
 	r = uv_queue_work(a->loop, &a->req, compute, computed);
 	if (r < 0) {
 		own_budget_abandon(a->budget, &a->ticket);

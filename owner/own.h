@@ -164,6 +164,15 @@ struct own_reply {
 	double secs;            /* time to compute */
 };
 
+/* Datasets of at most this many cells (n * p, 16 MiB of doubles) are
+ * computed on the loop thread: a pass over them takes about 1-2 ms, and
+ * below that the hand-over to a worker and back is a visible part of an
+ * answer's latency (+30-60 us at 11,000 cells, +0.2 ms at 1.1 million,
+ * within this machine's noise at 2.2 million: docs/ownerd.md "Threads").
+ * The choice depends on n and p alone, which the learner knows from the
+ * Hello. */
+#define OWN_ANSWER_INLINE_CELLS (1u << 21)
+
 /* A decision that needed the worker, delivered on the loop thread. */
 typedef void (*own_answer_done_fn)(void *arg, const struct own_reply *rep);
 
@@ -198,7 +207,7 @@ struct own_answer {
  * answerer; bits is used by the worker thread only.  theta_max > 0 (may be
  * INFINITY): the bound on |theta_j| of the queries answered.  done is
  * called on the loop thread with the decision of every query that
- * own_answer_query() started.  0 or DP_ENOMEM. */
+ * own_answer_query() queued.  0 or DP_ENOMEM. */
 int own_answer_init(struct own_answer *a, uv_loop_t *loop, const dp_dataset *ds,
 		    dp_bitsource *bits, struct own_budget *budget, struct dp_metric *grad_secs,
 		    double theta_max, own_answer_done_fn done, void *done_arg);
@@ -207,10 +216,11 @@ int own_answer_init(struct own_answer *a, uv_loop_t *loop, const dp_dataset *ds,
 void own_answer_free(struct own_answer *a);
 /* Decide on Query q of the welcomed job (q and job stay the caller's; what
  * the computation needs is copied).  Returns false with the decision in
- * *out when it was made at once (a refusal, a drop, a stop: nothing was
- * computed).  Returns true when the budget's check passed and the answer
- * is being computed on the worker: *out is untouched and the decision
- * reaches done() later, on the loop thread.  Nothing is sent, dropped or
+ * *out when it was made at once: a refusal, a drop or a stop, or any
+ * decision on a dataset of at most OWN_ANSWER_INLINE_CELLS cells, which is
+ * computed right here.  Returns true when the budget's check passed and
+ * the answer is being computed on the worker: *out is untouched and the
+ * decision reaches done() later, on the loop thread.  Nothing is sent, dropped or
  * stopped here.  An OWN_REPLY_ANSWER was charged durably and may be
  * released; the caller calls own_answer_wipe() once it has been sent.
  * Loop thread only; not while busy (one answer in flight). */

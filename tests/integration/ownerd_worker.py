@@ -1,10 +1,12 @@
 """ownerd computes an answer off its event loop (docs/ownerd.md "Threads").
 
-A real ownerd against the fake learner of ownerd.py.  One answer is made to
-take 2 s: DP_KERNEL_ISA=generic selects the kernel variant whose scores come
-from cblas_dgemv, and the preloaded shim slowblas.c sleeps in every
-cblas_dgemv call, as a dataset of gigabytes would (at ~1.2e9 cells/s, 1 s of
-kernel is ~10 GB of doubles, more than this machine holds).  Checked:
+A real ownerd against the fake learner of ownerd.py, on 110,000 rows x 20
+columns (2.2e6 cells, above OWN_ANSWER_INLINE_CELLS = 2^21, so the answer
+goes to the worker).  Each answer is made to take 2.2 s: DP_KERNEL_ISA=generic
+selects the kernel variant whose scores come from cblas_dgemv, and the
+preloaded shim slowblas.c sleeps 20 us per row in every cblas_dgemv call, as
+a dataset of gigabytes would (at ~1.2e9 cells/s, 1 s of kernel is ~10 GB of
+doubles, more than this machine holds).  Checked:
 
 - while the answer is computed, /metrics answers: the median of 5 probes
   is at most 200 ms (a probe takes ~2 ms on a quiet machine; an ownerd that
@@ -12,7 +14,8 @@ kernel is ~10 GB of doubles, more than this machine holds).  Checked:
   answer, ~1.8 s later), and every probe completes before the Answer arrives,
   which comes >= 1 s after the Query (so the computation was running);
 - the Poisson clock (--rate 50) sends no UpdateRequest while the answer is
-  computed: the next message after the Query is the Answer;
+  computed: the next message after the Query is the Answer (the answer
+  itself is checked against numpy's clipped gradient within 40 noise scales);
 - a second Query while one is computed closes the connection (one query
   at a time); the answer in flight (started 0.3 s before, so it cannot be
   cancelled) is discarded, uncharged, and the owner reconnects only once it
@@ -33,12 +36,16 @@ import threading
 import time
 import urllib.request
 
+import numpy as np
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ownerd as fake   # the fake learner (ownerd.py)
 
 from ownerd import Fail, check
 
-DELAY_MS = 2000
+ROWS = 110000
+US_PER_ROW = 20
+DELAY_MS = ROWS * US_PER_ROW // 1000
 PROBES = 5
 
 
@@ -99,9 +106,10 @@ def main(ownerd, dpasync, shim):
         certs = os.path.join(work, 'certs')
         r = fake.run([dpasync, 'certs', '--out', certs, '--owners', '1'])
         check(r.returncode == 0, 'dpasync certs failed: %s' % r.stderr)
-        r = fake.run([dpasync, 'gen', '--rows', '64', '--features', '9', '--out', work])
+        r = fake.run([dpasync, 'gen', '--rows', str(ROWS), '--features', '19',
+                      '--out', work])
         check(r.returncode == 0, 'dpasync gen failed: %s' % r.stderr)
-        p = 10   # 9 features + bias
+        p = 20   # 19 features + bias
         fl = fake.FakeLearner(certs)
         led = os.path.join(work, 'owner-1.ledger')
         pf = os.path.join(work, 'ports')
@@ -112,7 +120,7 @@ def main(ownerd, dpasync, shim):
                 '--ledger', led, '--epsilon', '1', '--answers-cap', '10', '--rate', '50',
                 '--metrics-listen', '127.0.0.1:0', '--port-file', pf, '--log-level', 'debug']
         env = dict(os.environ, DP_KERNEL_ISA='generic', LD_PRELOAD=shim,
-                   OWN_TEST_DGEMV_DELAY_MS=str(DELAY_MS))
+                   OWN_TEST_DGEMV_US_PER_ROW=str(US_PER_ROW))
         o = fake.Owner(ownerd, args, log, env=env)
         c = fl.accept()
         c.expect('hello')
@@ -124,6 +132,16 @@ def main(ownerd, dpasync, shim):
         # 1. /metrics answers while the answer is computed; the clock sleeps.
         a = slow_answer(c, 1, p, mport)
         check(a['answers_given'] == 1, 'answers_given %r' % a)
+        # The worker's answer is the clipped mean gradient plus Laplace noise
+        # of scale b = 2 clip K / (n eps) (docs/design.md §3): within 40 b
+        # in every coordinate (P(|Lap(b)| > 40 b) = e^-40 each), not exact.
+        D = np.loadtxt(os.path.join(work, 'owner-1.csv'), delimiter=',', skiprows=1)
+        Xb = np.hstack([D[:, :-1], np.ones((ROWS, 1))])
+        exact = fake.clipped_mean_grad_linear(Xb, D[:, -1], np.full(p, 0.1), 1.0)
+        b = 2 * 1.0 * 10 / (ROWS * 1.0)
+        diff = np.abs(np.array(a['gradient']) - exact)
+        check(np.all(diff < 40 * b), 'answer off by %r (b=%g)' % (diff, b))
+        check(np.any(diff > 0), 'answer carries no noise')
         check(fake.ledger_records(led) == 1, 'one ledger record per answer')
         print('ok /metrics during a computation')
 
