@@ -357,13 +357,14 @@ void own_client_answered(void *arg, const struct own_reply *rep)
 {
 	struct own_client *c = arg;
 
-	/* The answer is out (or discarded): the request is over, the clock
-	 * runs again. */
-	own_clock_resume(&c->clock);
-	if (rep->kind != OWN_REPLY_DISCARD && c->closed)
-		return;   /* the clock failed: the daemon is stopping */
+	/* Sent first (the charge is already durable; a send on a closed
+	 * connection only wipes the scratch), then the request is over and
+	 * the clock runs again. */
 	deliver(c, rep);
-	if (c->retry_deferred && !c->closed) {
+	if (c->closed)
+		return;   /* stopping (deliver's STOP, or a signal meanwhile) */
+	own_clock_resume(&c->clock);
+	if (c->retry_deferred) {
 		c->retry_deferred = false;
 		schedule_retry(c);
 	}
