@@ -4,9 +4,10 @@
  * validating the query and refusing a theta beyond --theta-max, is here;
  * step 2, the check, is own_budget_begin(); step 3, the computation with
  * its noise, runs on a worker thread of libuv's pool so that the loop (the
- * clock, TLS, /metrics) keeps running (on the loop itself when the data
- * is so small that the hand-over would cost more than the pass); step 4, the durable charge, is
- * own_budget_commit(), back on the loop thread once the worker is done;
+ * clock, TLS, /metrics) keeps running -- on the loop itself when the data
+ * is so small that the hand-over would cost more than the pass; step 4,
+ * the durable charge, is own_budget_commit(), back on the loop thread once
+ * the worker is done;
  * step 5, releasing the answer, is the client's and happens only for an
  * OWN_REPLY_ANSWER, which exists only after the charge succeeded.  The
  * worker touches the dataset (read only), its copy of theta, the gradient
