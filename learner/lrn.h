@@ -19,6 +19,7 @@
  *   trace.c       trace.csv
  *   stats.c       Prometheus metrics
  *   clock.c       monotonic and wall time
+ *   fdlimit.c     open files: RLIMIT_NOFILE raised to what the job needs
  *
  * Events come back up without calls: sched.c answers with a decision that
  * server.c executes, and server.c reaches main.c only through the on_end
@@ -168,6 +169,18 @@ struct lrn_stats {
 	struct dp_metric_family *owner_iter, *owner_eps;
 };
 
+/* Open files at start (fdlimit.c, docs/learnerd.md "Descriptors"). */
+struct lrn_fdlimit {
+	uint64_t need;             /* descriptors the configured job can use */
+	uint64_t least;            /* one per owner and the rest: below, refuse */
+	uint64_t before, soft, hard;   /* RLIMIT_NOFILE (UINT64_MAX: unlimited) */
+};
+
+/* Descriptors besides connections: stdio, the TLS listener, the output
+ * lock, trace.csv, a checkpoint or model being written, libuv's epoll,
+ * eventfd and signal pipe, OpenSSL's files at start; with room to spare. */
+#define LRN_FD_OTHER 32
+
 struct lrn {
 	struct lrn_settings *s;
 	uv_loop_t *loop;
@@ -233,6 +246,8 @@ struct lrn {
 	int exit_code;
 	bool finished;             /* k reached T and the outputs are written */
 	size_t open_conns;         /* admitted connections not yet closed */
+
+	struct lrn_fdlimit fd;     /* fdlimit.c, at start */
 };
 
 /* ---- server.c: the network ---------------------------------------------- */
@@ -344,5 +359,17 @@ void lrn_stats_gauges(struct lrn *L);
 /* ---- clock.c ------------------------------------------------------------- */
 double lrn_clock_mono(void);   /* monotonic seconds */
 double lrn_clock_wall(void);   /* Unix time, seconds */
+
+/* ---- fdlimit.c: open files ------------------------------------------------ */
+/* What the configured job needs (*need) and the least it can run with. */
+void lrn_fdlimit_need(const struct lrn *L, uint64_t *need, uint64_t *least);
+/* Raise the soft RLIMIT_NOFILE to L->fd.need, or as far as the hard limit
+ * goes; fills L->fd.  0, or (detail set) DP_EINVAL when the hard limit is
+ * below L->fd.least, a negative errno when getrlimit/setrlimit fail.
+ * Logs nothing: lrn_fdlimit_log() does, once logging has started. */
+int lrn_fdlimit_raise(struct lrn *L);
+/* One line: debug when nothing changed, info when raised, warn when the
+ * hard limit left it short of what the job needs. */
+void lrn_fdlimit_log(const struct lrn *L);
 
 #endif

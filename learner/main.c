@@ -453,6 +453,11 @@ static int prepare_job(struct lrn *L, enum dp_config_action action)
 	rc = dp_tls_ctx_new(1, &tf, &L->ctx);
 	if (rc < 0)
 		return fail(LRN_EXIT_CONFIG, "%s", dp_error_detail(rc));
+	/* Before any socket or output file; logged once the loop runs. */
+	rc = lrn_fdlimit_raise(L);
+	if (rc < 0)
+		return fail(rc == DP_EINVAL ? LRN_EXIT_CONFIG : LRN_EXIT_FAIL, "%s",
+			    dp_error_detail(rc));
 
 	if (action == DP_CONFIG_CHECK) {
 		if (S.resume) {
@@ -509,6 +514,7 @@ static int start_loop(struct lrn *L)
 	rc = write_port_file(L);
 	if (rc < 0)
 		return fail(LRN_EXIT_FAIL, "port file: %s", dp_error_detail(rc));
+	lrn_fdlimit_log(L);
 	DP_INFO("learner", "listening tls=%s:%u metrics_port=%u job=%s model=%s T=%llu N=%zu "
 		"mode=%s max_inflight=%zu k=%llu", L->listen_host, L->tls_port,
 		L->metrics_port, S.job, dp_model_name(L->model),

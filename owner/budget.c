@@ -1,14 +1,15 @@
 /* ownerd: the privacy budget (docs/privacy.md §5, docs/ownerd.md §2).
  *
- * The privacy order of one answer, enforced by own_budget_spend():
+ * The privacy order of one answer, enforced by own_budget_begin() and
+ * own_budget_commit() (one ticket open at a time):
  *   1. validate the query (dimension, finite theta, k >= 1) -- answer.c,
  *      before it calls here; a malformed query closes the connection;
  *   2. check -- a repeated k is refused (never fresh noise), a k below the
  *      last one that was never answered is a protocol error, and
  *      dp_ledger_check refuses an exhausted budget, all before anything is
  *      sampled;
- *   3. compute -- the caller's dp_query_answer with the CSPRNG, called
- *      from here with the same eps_q that step 4 charges;
+ *   3. compute -- the caller's dp_query_answer with the CSPRNG, on a
+ *      worker thread, with the eps_q of the ticket that step 4 charges;
  *   4. dp_ledger_charge -- returns only after fdatasync;
  *   5. release -- the client sends the Answer, never before 4 succeeded.
  * A ledger I/O failure is final: `failed` is set and nothing is answered
@@ -274,13 +275,12 @@ static int ledger_error(struct own_budget *b, uint64_t k, int r)
 	return r;
 }
 
-int own_budget_spend(struct own_budget *b, uint64_t k, own_budget_compute_fn compute,
-		     void *arg, struct own_budget_status *after)
+int own_budget_begin(struct own_budget *b, uint64_t k, struct own_budget_ticket *t)
 {
 	uint64_t last = 0;
 	int r;
 
-	DP_REQUIRE(b != NULL && b->ledger != NULL && k >= 1 && compute != NULL && after != NULL);
+	DP_REQUIRE(b != NULL && b->ledger != NULL && k >= 1 && t != NULL && !b->ticket_open);
 	if (b->failed)
 		return DP_EIO;
 
@@ -300,17 +300,36 @@ int own_budget_spend(struct own_budget *b, uint64_t k, own_budget_compute_fn com
 	if (r < 0)
 		return ledger_error(b, k, r);
 
-	/* 3. compute, with exactly the share that step 4 charges */
-	r = compute(arg, b->eps_q);
-	if (r < 0)
-		return r;
+	/* 3. is the caller's, with exactly the share that step 4 charges */
+	t->k = k;
+	t->eps_q = b->eps_q;
+	b->ticket_open = true;
+	return 0;
+}
+
+int own_budget_commit(struct own_budget *b, struct own_budget_ticket *t,
+		      struct own_budget_status *after)
+{
+	int r;
+
+	DP_REQUIRE(b != NULL && b->ledger != NULL && t != NULL && after != NULL &&
+		   b->ticket_open && t->eps_q == b->eps_q);
+	b->ticket_open = false;
+	if (b->failed)
+		return DP_EIO;
 
 	/* 4. durable charge (fdatasync'ed before it returns) */
-	r = dp_ledger_charge(b->ledger, k, b->eps_q, NULL);
+	r = dp_ledger_charge(b->ledger, t->k, t->eps_q, NULL);
 	if (r < 0)
-		return ledger_error(b, k, r);
+		return ledger_error(b, t->k, r);
 
 	/* 5. is the caller's: only now may the answer be released */
 	refresh_gauges(b, after);
 	return 0;
+}
+
+void own_budget_abandon(struct own_budget *b, struct own_budget_ticket *t)
+{
+	DP_REQUIRE(b != NULL && t != NULL && b->ticket_open);
+	b->ticket_open = false;
 }

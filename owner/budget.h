@@ -6,8 +6,8 @@
  * here: the ledger is opened and verified here (at startup when the file
  * exists, else at the first Welcome), the per-answer share eps_q is
  * computed here and only here, and an answer is charged only inside
- * own_budget_spend(), which also runs the computation so that the privacy
- * order cannot be broken by a caller.  The gauges
+ * own_budget_commit(), for a ticket own_budget_begin() opened after its
+ * checks, with the share that ticket fixed.  The gauges
  * dpasync_owner_epsilon_spent/left are kept current from here.
  *
  * A ledger failure (a write or sync that failed, a record that no longer
@@ -38,6 +38,7 @@ struct own_budget {
 	uint64_t K;                 /* answer cap in force (0 while unbound) */
 	double eps_q;               /* per-answer share: charged AND calibrates the noise */
 	bool failed;                /* the ledger failed: nothing more, ever */
+	bool ticket_open;           /* own_budget_begin'ed, not yet committed/abandoned */
 };
 
 /* The ledger as it stands, for the Hello, the logs and an Answer. */
@@ -83,32 +84,48 @@ bool own_budget_left(const struct own_budget *b);
 
 void own_budget_status(const struct own_budget *b, struct own_budget_status *out);
 
-/* The answer's computation, run by own_budget_spend() between the check and
- * the charge with exactly the eps_q that will be charged.  0, or a negative
- * code: nothing is charged then and spend returns that code. */
-typedef int (*own_budget_compute_fn)(void *arg, double eps_q);
+/* One answer being spent: what own_budget_begin() checked, to be committed
+ * or abandoned.  At most one is open at a time (one answer in flight per
+ * owner, docs/ownerd.md "Threads"). */
+struct own_budget_ticket {
+	uint64_t k;
+	double eps_q;               /* calibrates the noise AND is what commit charges */
+};
 
 /* Spend one answer for request k, in this order (docs/privacy.md §5):
- *   2. check before anything is computed or sampled: a k already answered
- *      is refused (never fresh noise), a k below the last answered one is
- *      a protocol error, no budget left is refused;
- *   3. compute(arg, eps_q) -- the only place where noise is sampled;
- *   4. dp_ledger_charge(k, eps_q): returns only after fdatasync;
- * and only after 0 is returned may the answer be released (step 5, the
- * caller's).  Step 1, validating the query, is the caller's too.
- * Returns 0 with *after filled; otherwise nothing was charged (but see
- * DP_EIO) and the caller must release nothing:
+ *   2. own_budget_begin: check before anything is computed or sampled: a k
+ *      already answered is refused (never fresh noise), a k below the last
+ *      answered one is a protocol error, no budget left is refused; on 0
+ *      *t holds the share eps_q the answer must be computed with;
+ *   3. the caller computes with t->eps_q -- the only place where noise is
+ *      sampled (answer.c, on a worker thread);
+ *   4. own_budget_commit: dp_ledger_charge(k, eps_q), which returns only
+ *      after fdatasync;
+ * and only after commit returned 0 may the answer be released (step 5, the
+ * caller's).  A computation that fails or is not wanted any more is closed
+ * with own_budget_abandon (nothing is charged; nothing may be released).
+ * Step 1, validating the query, is the caller's too.  Loop thread only: the
+ * ledger is never touched from the worker.  Needs a bound ledger
+ * (own_budget_bind), k >= 1 and no ticket open.
+ * begin returns 0 with *t filled (a ticket is then open); otherwise nothing
+ * was charged and no ticket is open:
  *   DP_ESTATE   k was answered before: refuse "repeated query"
  *   DP_EPROTO   k is below the last answered k and was never answered
  *               (detail: "query k=.. is not above the last answered k=..")
  *   DP_EBUDGET  the budget or the answer cap is used up
- *   DP_EIO      the ledger failed (logged here): for good; the failed
- *               charge may count as spent; the daemon must stop answering
- *   compute's own code when compute failed
- *   other codes (DP_EINVAL, DP_ERANGE, DP_ENOMEM): the ledger refused the
- *               charge, with a detail.
- * Needs a bound ledger (own_budget_bind) and k >= 1. */
-int own_budget_spend(struct own_budget *b, uint64_t k, own_budget_compute_fn compute,
-		     void *arg, struct own_budget_status *after);
+ *   DP_EIO      the ledger failed (logged here): for good; the daemon must
+ *               stop answering
+ *   other codes (DP_EINVAL, DP_ERANGE, DP_ENOMEM), with a detail. */
+int own_budget_begin(struct own_budget *b, uint64_t k, struct own_budget_ticket *t);
+/* Step 4 for the open ticket t, which is closed whatever the outcome.
+ * 0 with *after filled: the charge is durable and the answer may leave.
+ * Otherwise the caller must release nothing: DP_EIO (the ledger failed,
+ * logged here, for good; the failed charge may count as spent), or
+ * DP_EINVAL / DP_ERANGE / DP_EBUDGET / DP_ENOMEM (the ledger refused the
+ * charge, with a detail; nothing written). */
+int own_budget_commit(struct own_budget *b, struct own_budget_ticket *t,
+		      struct own_budget_status *after);
+/* Close the open ticket t without charging (its answer is never released). */
+void own_budget_abandon(struct own_budget *b, struct own_budget_ticket *t);
 
 #endif

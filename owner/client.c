@@ -54,6 +54,7 @@ static void drop(struct own_client *c, const char *fmt, ...)
 	va_end(ap);
 	DP_WARN("conn", "closing peer=%s reason=%s", dp_conn_peer_addr(c->conn), why);
 	c->welcomed = false;    /* nothing more is handled on this connection */
+	own_answer_cancel(c->cfg.answer);   /* an answer in flight is not sent */
 	dp_conn_close(c->conn);
 }
 
@@ -97,6 +98,10 @@ static bool on_tick(void *arg)
 	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
 	Dpasync__UpdateRequest ur = DPASYNC__UPDATE_REQUEST__INIT;
 
+	/* While an answer is computed the clock sleeps (the request it
+	 * answers is still outstanding, docs/ownerd.md "Threads"). */
+	if (own_answer_busy(c->cfg.answer))
+		return true;
 	/* A tick sends only when connected, welcomed in request mode, with
 	 * budget left, and with no request outstanding. */
 	if (c->conn == NULL || !c->welcomed || c->job.broadcast || c->request_pending ||
@@ -300,6 +305,31 @@ static void send_answer(struct own_client *c, const struct own_reply *rep)
 		DP_INFO("owner", "budget exhausted: staying connected (refusing) until Done");
 }
 
+/* Send, refuse, drop or stop as answer.c decided. */
+static void deliver(struct own_client *c, const struct own_reply *rep)
+{
+	switch (rep->kind) {
+	case OWN_REPLY_ANSWER:
+		send_answer(c, rep);
+		break;
+	case OWN_REPLY_REFUSE:
+		send_refuse(c, rep->k, rep->refuse);
+		break;
+	case OWN_REPLY_DROP:
+		drop(c, "%s", rep->drop);
+		break;
+	case OWN_REPLY_STOP:
+		if (rep->refuse)
+			send_refuse(c, rep->k, rep->refuse);   /* queued: stopping flushes it */
+		stop(c, rep->exit_code);
+		break;
+	case OWN_REPLY_DISCARD:
+		DP_INFO("answer", "discarded k=%llu: the connection closed while it was computed "
+			"(nothing charged, nothing sent)", (unsigned long long)rep->k);
+		break;
+	}
+}
+
 static void on_query(struct own_client *c, const Dpasync__Query *q)
 {
 	struct own_reply rep;
@@ -308,27 +338,35 @@ static void on_query(struct own_client *c, const Dpasync__Query *q)
 		drop(c, "Query before Welcome");
 		return;
 	}
-	/* A Query ends the outstanding request: the clock runs again. */
+	if (own_answer_busy(c->cfg.answer)) {
+		drop(c, "Query k=%llu while the previous one is being answered (one query at a "
+		     "time)", (unsigned long long)q->k);
+		return;
+	}
 	c->request_pending = false;
+	if (own_answer_query(c->cfg.answer, &c->job, q, &rep))
+		return;   /* computing; own_client_answered() takes it from here */
+	/* Decided at once: the request is over and the clock runs again. */
 	own_clock_resume(&c->clock);
 	if (c->closed)
 		return;   /* the clock failed: the daemon is stopping */
-	own_answer_query(c->cfg.answer, &c->job, q, &rep);
-	switch (rep.kind) {
-	case OWN_REPLY_ANSWER:
-		send_answer(c, &rep);
-		break;
-	case OWN_REPLY_REFUSE:
-		send_refuse(c, rep.k, rep.refuse);
-		break;
-	case OWN_REPLY_DROP:
-		drop(c, "%s", rep.drop);
-		break;
-	case OWN_REPLY_STOP:
-		if (rep.refuse)
-			send_refuse(c, rep.k, rep.refuse);   /* queued: stopping flushes it */
-		stop(c, rep.exit_code);
-		break;
+	deliver(c, &rep);
+}
+
+void own_client_answered(void *arg, const struct own_reply *rep)
+{
+	struct own_client *c = arg;
+
+	/* Sent first (the charge is already durable; a send on a closed
+	 * connection only wipes the scratch), then the request is over and
+	 * the clock runs again. */
+	deliver(c, rep);
+	if (c->closed)
+		return;   /* stopping (deliver's STOP, or a signal meanwhile) */
+	own_clock_resume(&c->clock);
+	if (c->retry_deferred) {
+		c->retry_deferred = false;
+		schedule_retry(c);
 	}
 }
 
@@ -435,6 +473,7 @@ static void on_close(dp_conn *conn, int reason, const char *detail)
 	c->conn = NULL;
 	c->welcomed = false;
 	c->request_pending = false;
+	own_answer_cancel(c->cfg.answer);
 	own_clock_resume(&c->clock);
 	dp_metrics_set(c->cfg.m->connected, 0);
 	if (!uv_is_closing((uv_handle_t *)&c->welcome_timer))
@@ -448,6 +487,12 @@ static void on_close(dp_conn *conn, int reason, const char *detail)
 	else
 		DP_WARN("conn", "connection to the learner failed reason=%s detail=%s",
 			dp_strerror(reason), detail ? detail : "");
+	if (own_answer_busy(c->cfg.answer)) {
+		/* Reconnect once the discarded answer has ended, so that a new
+		 * connection never meets an answer in flight. */
+		c->retry_deferred = true;
+		return;
+	}
 	schedule_retry(c);
 }
 
@@ -512,6 +557,7 @@ void own_client_close(struct own_client *c)
 	if (c->closed)
 		return;
 	c->closed = true;
+	own_answer_cancel(c->cfg.answer);   /* the loop runs until it has ended */
 	own_clock_close(&c->clock);
 	close_timer(&c->retry_timer);
 	close_timer(&c->welcome_timer);

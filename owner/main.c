@@ -42,7 +42,9 @@ struct own_daemon {
 	dp_dataset ds;
 	SSL_CTX *ctx;
 	dp_csprng *rng;
-	dp_bitsource bits;
+	dp_bitsource bits;              /* the loop thread's: clock gaps, backoff */
+	dp_csprng *answer_rng;
+	dp_bitsource answer_bits;       /* the answer worker's: the noise */
 	struct own_metrics m;
 
 	struct own_budget budget;
@@ -428,12 +430,18 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 	if (r < 0)
 		return die(OWN_EXIT_FAIL, "random generator: %s", dp_error_detail(r));
 	d->bits = dp_rng_csprng_bits(d->rng);
-	r = own_answer_init(&d->answer, &d->ds, &d->bits, &d->budget, d->m.grad_secs,
-			    d->set.theta_max);
+	/* The worker's own: a dp_csprng hands out a buffer and is used by one
+	 * thread only (docs/ownerd.md "Threads"). */
+	r = dp_rng_csprng_new(&d->answer_rng);
 	if (r < 0)
-		return die(OWN_EXIT_FAIL, "out of memory");
+		return die(OWN_EXIT_FAIL, "random generator: %s", dp_error_detail(r));
+	d->answer_bits = dp_rng_csprng_bits(d->answer_rng);
 
 	d->loop = uv_default_loop();
+	r = own_answer_init(&d->answer, d->loop, &d->ds, &d->answer_bits, &d->budget,
+			    d->m.grad_secs, d->set.theta_max, own_client_answered, &d->client);
+	if (r < 0)
+		return die(OWN_EXIT_FAIL, "out of memory");
 	uv_signal_init(d->loop, &d->sigterm);
 	uv_signal_init(d->loop, &d->sigint);
 	d->sigterm.data = d->sigint.data = d;
@@ -485,6 +493,7 @@ static void cleanup(struct own_daemon *d)
 	own_answer_free(&d->answer);
 	dp_metrics_destroy(d->m.reg);
 	dp_rng_csprng_destroy(d->rng);
+	dp_rng_csprng_destroy(d->answer_rng);
 	if (d->ctx)
 		SSL_CTX_free(d->ctx);
 	dp_dataset_free(&d->ds);

@@ -1,6 +1,7 @@
 /* ownerd: the data owner's daemon (docs/design.md §7, docs/ownerd.md).
  *
- * One libuv loop, one thread.  Roles, one file each, calls going one way:
+ * One libuv loop thread, and one worker computing an answer at a time off
+ * it (answer.c, docs/ownerd.md "Threads").  Roles, one file each, calls going one way:
  *
  *   main.c    lifecycle: settings (config table, flags), startup checks,
  *      |      signals, metrics/health endpoint, THE one way to stop, the
@@ -141,20 +142,12 @@ void own_clock_close(struct own_clock *c);
 
 /* ---- answer.c: the decision for one Query -------------------------------- */
 
-struct own_answer {
-	const dp_dataset *ds;
-	dp_bitsource *bits;
-	struct own_budget *budget;
-	struct dp_metric *grad_secs;
-	double theta_max;           /* refuse a Query with some |theta_j| above */
-	double *grad;               /* p doubles, owned; wiped after every query */
-};
-
 enum own_reply_kind {
 	OWN_REPLY_ANSWER,       /* send the Answer */
 	OWN_REPLY_REFUSE,       /* send Refuse{k, refuse} */
 	OWN_REPLY_DROP,         /* close the connection, logging `drop` */
 	OWN_REPLY_STOP,         /* send Refuse{k, refuse} if refuse != NULL, then stop */
+	OWN_REPLY_DISCARD,      /* own_answer_cancel'ed: nothing charged, nothing to send */
 };
 
 struct own_reply {
@@ -171,19 +164,75 @@ struct own_reply {
 	double secs;            /* time to compute */
 };
 
+/* Datasets of at most this many cells (n * p, 16 MiB of doubles) are
+ * computed on the loop thread: a pass over them takes about 1-2 ms, and
+ * below that the hand-over to a worker and back is a visible part of an
+ * answer's latency (+30-60 us at 11,000 cells, +0.2 ms at 1.1 million,
+ * within this machine's noise at 2.2 million: docs/ownerd.md "Threads").
+ * The choice depends on n and p alone, which the learner knows from the
+ * Hello. */
+#define OWN_ANSWER_INLINE_CELLS (1u << 21)
+
+/* A decision that needed the worker, delivered on the loop thread. */
+typedef void (*own_answer_done_fn)(void *arg, const struct own_reply *rep);
+
+/* The answerer.  Its computation runs on libuv's thread pool; everything
+ * else, the ledger included, on the loop thread (docs/ownerd.md "Threads"). */
+struct own_answer {
+	uv_loop_t *loop;
+	const dp_dataset *ds;
+	dp_bitsource *bits;         /* the worker's own: a dp_csprng is not shared */
+	struct own_budget *budget;
+	struct dp_metric *grad_secs;
+	double theta_max;           /* refuse a Query with some |theta_j| above */
+	own_answer_done_fn done;
+	void *done_arg;
+	double *grad;               /* p doubles, owned; wiped after every query */
+	double *theta;              /* p doubles, owned: the query's theta, copied */
+	/* The answer in flight: written on the loop thread before the work is
+	 * queued, by the worker while it runs, read back after it. */
+	uv_work_t req;
+	bool busy;                  /* queued or running; done not yet called */
+	bool cancelled;             /* own_answer_cancel: its reply is not wanted */
+	struct own_budget_ticket ticket;
+	dp_model model;
+	double clip;
+	dp_query_info info;
+	double secs;
+	int err;                    /* the computation's failure (0: none) */
+	char detail[256];           /* its detail (error details are per thread) */
+};
+
 /* Allocate the scratch for p = ds->p.  Everything given must outlive the
- * answerer.  theta_max > 0 (may be INFINITY): the bound on |theta_j| of
- * the queries answered.  0 or DP_ENOMEM. */
-int own_answer_init(struct own_answer *a, const dp_dataset *ds, dp_bitsource *bits,
-		    struct own_budget *budget, struct dp_metric *grad_secs, double theta_max);
-/* Wipe and free the scratch.  Idempotent. */
+ * answerer; bits is used by the worker thread only.  theta_max > 0 (may be
+ * INFINITY): the bound on |theta_j| of the queries answered.  done is
+ * called on the loop thread with the decision of every query that
+ * own_answer_query() queued.  0 or DP_ENOMEM. */
+int own_answer_init(struct own_answer *a, uv_loop_t *loop, const dp_dataset *ds,
+		    dp_bitsource *bits, struct own_budget *budget, struct dp_metric *grad_secs,
+		    double theta_max, own_answer_done_fn done, void *done_arg);
+/* Wipe and free the scratch.  Idempotent.  Not while busy (the loop has
+ * run out, so the work has ended, when main calls it). */
 void own_answer_free(struct own_answer *a);
-/* Decide on Query q of the welcomed job (q stays the caller's).  The
- * decision is returned in *out; nothing is sent, dropped or stopped here.
- * An OWN_REPLY_ANSWER was charged durably and may be released; the caller
- * calls own_answer_wipe() once it has been sent. */
-void own_answer_query(struct own_answer *a, const struct own_job *job,
+/* Decide on Query q of the welcomed job (q and job stay the caller's; what
+ * the computation needs is copied).  Returns false with the decision in
+ * *out when it was made at once: a refusal, a drop or a stop, or any
+ * decision on a dataset of at most OWN_ANSWER_INLINE_CELLS cells, which is
+ * computed right here.  Returns true when the budget's check passed and
+ * the answer is being computed on the worker: *out is untouched and the
+ * decision reaches done() later, on the loop thread.  Nothing is sent, dropped or
+ * stopped here.  An OWN_REPLY_ANSWER was charged durably and may be
+ * released; the caller calls own_answer_wipe() once it has been sent.
+ * Loop thread only; not while busy (one answer in flight). */
+bool own_answer_query(struct own_answer *a, const struct own_job *job,
 		      const Dpasync__Query *q, struct own_reply *out);
+/* Is an answer queued or being computed? */
+bool own_answer_busy(const struct own_answer *a);
+/* The answer in flight is not wanted any more (connection closed, daemon
+ * stopping): it is cancelled if it has not started, else left to finish;
+ * either way done() later receives OWN_REPLY_DISCARD, nothing is charged
+ * and the gradient is wiped.  A no-op when not busy.  Loop thread only. */
+void own_answer_cancel(struct own_answer *a);
 void own_answer_wipe(struct own_answer *a);
 
 /* ---- client.c: the connection to the learner ------------------------------ */
@@ -214,6 +263,7 @@ struct own_client {
 	bool welcomed;              /* Welcome accepted on this connection */
 	bool request_pending;       /* UpdateRequest sent, no Query yet */
 	bool closed;                /* own_client_close was called */
+	bool retry_deferred;        /* reconnect once the answer in flight has ended */
 	unsigned attempt;           /* backoff exponent */
 	uv_timer_t retry_timer;
 	uv_timer_t welcome_timer;
@@ -222,6 +272,9 @@ struct own_client {
 /* Initialise the timers and start the clock (nothing is connected yet).
  * 0, or a DP_E... code with the detail "clock: ...". */
 int own_client_init(struct own_client *c, const struct own_client_config *cfg);
+/* The answer's own_answer_done_fn (arg: the client), which main gives
+ * own_answer_init: sends what the worker's answer turned into. */
+void own_client_answered(void *arg, const struct own_reply *rep);
 /* Start a connection attempt now (no-op while one exists or closed). */
 void own_client_start(struct own_client *c);
 /* For good: stop the clock and timers and close the connection (what is

@@ -43,12 +43,13 @@ build build-test -Dbuildtype=debugoptimized &&
 
 # Sanitizers: every unit test, and the integration tests that run the daemons
 # and the tool for real (a leak or undefined behaviour in learnerd, ownerd or
-# dpasync makes them exit non-zero).  ownerd's test preloads a failing
-# fdatasync shim, hence verify_asan_link_order=0.
+# dpasync makes them exit non-zero).  ownerd's tests preload shims (a failing
+# fdatasync, a slow cblas_dgemv), hence verify_asan_link_order=0.
 if build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false; then
   run_tests build-asan --suite unit --num-processes 2
   ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0 run_tests build-asan --num-processes 2 \
-    e2e_modes e2e_admission e2e_identity e2e_crash learnerd ownerd cli_errors sim_parity sim_converges \
+    e2e_modes e2e_admission e2e_identity e2e_crash learnerd learnerd_fdlimit ownerd ownerd_worker \
+    cli_errors sim_parity sim_converges \
     sim_freq_correction sim_caps sim_summary forecast_sim prep_shared_data prep_formats \
     config_files plot_report e2e_lockout e2e_claims chaos iofault
 fi
