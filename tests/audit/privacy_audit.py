@@ -12,7 +12,7 @@ differ by eps_q * b, the worst case of the mechanism.
 The distinguishing test is a threshold on that coordinate (for two Laplace
 laws of equal scale the likelihood ratio is monotone in x, so a threshold
 test is the likelihood-ratio test).  The threshold and its direction are
-chosen on the first half of each sample (even-numbered answers); on the
+chosen on one half of each sample (answers 1, 3, 5, ...); on the
 other half the false-positive rate (an answer from D called D') and the
 true-positive rate get 95 % Clopper-Pearson intervals, and
 
