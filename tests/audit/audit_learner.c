@@ -263,7 +263,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	loop = uv_default_loop();
-	tf = (dp_tls_files){ A.ca, A.cert, A.key };
+	tf = (dp_tls_files){ .ca_file = A.ca, .cert_file = A.cert, .key_file = A.key };
 	rc = dp_tls_ctx_new(1, &tf, &ctx);
 	if (rc == 0) {
 		memset(&cfg, 0, sizeof(cfg));

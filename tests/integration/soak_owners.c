@@ -310,7 +310,7 @@ static void on_signal(uv_signal_t *s, int signum)
 static int init_owner(struct owner *o, size_t i)
 {
 	char cert[4096], key[4096];
-	dp_tls_files tf = { A.ca, cert, key };
+	dp_tls_files tf = { .ca_file = A.ca, .cert_file = cert, .key_file = key };
 	int rc;
 
 	snprintf(o->id, sizeof(o->id), "owner-%zu", A.first + i);
