@@ -48,6 +48,11 @@
 #define LRN_EXIT_FAIL    1   /* runtime failure: bind, I/O, job cannot finish */
 #define LRN_EXIT_CONFIG  2   /* bad flags, config, certificates, checkpoint */
 
+/* The most rows an owner may claim in its Hello (2^40, about 1.1e12): a
+ * larger claim is refused (docs/protocol.md §5).  It keeps n = sum of n_i
+ * far from overflowing and every weight n_i / n exact enough in a double. */
+#define LRN_MAX_ROWS (UINT64_C(1) << 40)
+
 enum lrn_mode { LRN_MODE_REQUEST = 0, LRN_MODE_BROADCAST = 1 };
 
 /* The settings table of main.c fills this.  Durations are seconds. */
@@ -55,6 +60,7 @@ struct lrn_settings {
 	char *listen;              /* HOST:PORT */
 	char *port_file;
 	char *ca, *cert, *key;
+	char *crl;                 /* NULL: no revocation list */
 	char *owners;              /* comma-separated identities */
 	int model;                 /* dp_model */
 	uint64_t T;                /* 0: planned */
@@ -81,6 +87,9 @@ struct lrn_settings {
 	char *metrics_listen;      /* empty or NULL: off */
 	char *job;
 	size_t max_frame;
+	double handshake_timeout;  /* seconds from accept to an admitted owner */
+	size_t max_pending;        /* connections not yet admitted, at most */
+	size_t max_pending_per_addr; /* the same from one address (0: no limit) */
 	int log_level;             /* enum dp_log_level */
 };
 
@@ -93,6 +102,8 @@ struct lrn_owner {
 	double conn_since;         /* monotonic time conn was admitted */
 	bool ever_hello;           /* said Hello at least once in this job */
 	uint64_t n_rows;           /* n_i (fixed once training started) */
+	uint32_t n_features;       /* its last Hello's p (agreed on when p is
+				    * not configured) */
 	double epsilon;
 	double rate;               /* clock rate from its Hello (the plan's pi_i) */
 	uint64_t answers_cap;      /* from its Hello: its own K_i, 0 = none */
@@ -153,6 +164,7 @@ struct lrn_stats {
 	struct dp_metric *iterations, *connected, *queue_depth, *inflight;
 	struct dp_metric *rtt, *wait, *refusals, *timeouts, *rejected;
 	struct dp_metric *T_gauge;
+	struct dp_metric *pending, *evicted, *refused;  /* the TLS listener's */
 	struct dp_metric_family *owner_iter, *owner_eps;
 };
 
@@ -267,8 +279,15 @@ void lrn_sched_owner_gone(struct lrn *L, struct lrn_owner *o);
 /* Allocate the owner table from the names; theta vectors come with p. */
 int lrn_state_init(struct lrn *L, char **names, size_t count);
 void lrn_state_free(struct lrn *L);
-/* Fix the job's p (from settings, the first Hello or a checkpoint). */
+/* Fix the job's p (from settings, --public, a checkpoint, or the value the
+ * owners' Hellos agree on).  DP_EINVAL (does not fit max-frame), DP_ENOMEM. */
 int lrn_state_set_p(struct lrn *L, size_t p);
+/* Whether a Hello of owner o claiming n_rows and n_features can be taken:
+ * n_rows at most LRN_MAX_ROWS, the sum with the other owners' n_i without
+ * overflow, n_features the job's p (or, while p is not fixed, fitting
+ * max-frame).  0, or DP_ERANGE / DP_EINVAL with why (size bytes) filled. */
+int lrn_state_check_hello(const struct lrn *L, const struct lrn_owner *o, uint64_t n_rows,
+			  uint32_t n_features, char *why, size_t size);
 /* Read --public (when given) into L->pub and check it describes this job's
  * model and lambda.  DP_EINVAL/DP_EFORMAT/DP_ENOENT (detail). */
 int lrn_state_load_public(struct lrn *L);

@@ -43,11 +43,24 @@ static const struct dp_config_entry entries[] = {
 	  .help = "learner certificate (PEM)" },
 	{ .name = "key", DP_CFG_PATH(&S.key), .flags = DP_CONFIG_REQUIRED, .group = G_NET,
 	  .help = "learner private key (PEM)" },
+	{ .name = "crl", DP_CFG_PATH(&S.crl), .group = G_NET, .metavar = "FILE",
+	  .help = "the CA's revocation list (PEM, from dpasync certs --crl): revoked owners "
+		  "are refused" },
 	{ .name = "owners", DP_CFG_STRING(&S.owners), .flags = DP_CONFIG_REQUIRED, .group = G_NET,
 	  .metavar = "A,B,...", .help = "admitted owner identities (certificate CNs)" },
 	{ .name = "max-frame", DP_CFG_SIZE(&S.max_frame), .def = "16777216", .min = 64,
 	  .max = DP_FRAME_MAX_LIMIT, .group = G_NET, .metavar = "BYTES",
 	  .help = "largest frame sent or received" },
+	{ .name = "handshake-timeout", DP_CFG_DURATION(&S.handshake_timeout), .def = "3",
+	  .min = 0.1, .max = 3600, .group = G_NET, .metavar = "SECONDS",
+	  .help = "close a connection whose TLS handshake is not done in this time" },
+	{ .name = "max-pending", DP_CFG_SIZE(&S.max_pending), .def = "64", .min = 1, .max = 1e5,
+	  .group = G_NET, .metavar = "N",
+	  .help = "connections not yet admitted at most; a new one evicts the oldest "
+		  "(docs/protocol.md §6)" },
+	{ .name = "max-pending-per-addr", DP_CFG_SIZE(&S.max_pending_per_addr), .def = "16",
+	  .min = 0, .max = 1e5, .group = G_NET, .metavar = "N",
+	  .help = "the same from one peer address, evicting that address's oldest (0: no limit)" },
 
 	{ .name = "job", DP_CFG_STRING(&S.job), .def = "dpasync", .group = G_JOB,
 	  .metavar = "NAME", .help = "job name sent in Welcome" },
@@ -82,7 +95,8 @@ static const struct dp_config_entry entries[] = {
 	  .help = "largest T the planner may choose (0: its own, 100000)" },
 	{ .name = "features", DP_CFG_SIZE(&S.features), .def = "0", .min = 0,
 	  .max = DP_FRAME_MAX_P, .group = G_JOB, .metavar = "P",
-	  .help = "model dimension p incl. bias (0: from the first Hello)" },
+	  .help = "model dimension p incl. bias (0: --public's, else the one all owners' "
+		  "Hellos agree on)" },
 	{ .name = "bias", DP_CFG_BOOL(&S.bias), .def = "false", .group = G_JOB,
 	  .help = "owners append a bias column (recorded in model.json)" },
 	{ .name = "freq-correction", DP_CFG_BOOL(&S.freq_correction), .def = "false",
@@ -399,7 +413,8 @@ static int load_state(struct lrn *L, bool check_only)
  * done) or the exit code (the line printed). */
 static int prepare_job(struct lrn *L, enum dp_config_action action)
 {
-	dp_tls_files tf = { .ca_file = S.ca, .cert_file = S.cert, .key_file = S.key };
+	dp_tls_files tf = { .ca_file = S.ca, .cert_file = S.cert, .key_file = S.key,
+			    .crl_file = S.crl };
 	char **names = NULL;
 	size_t n = 0;
 	int rc;
@@ -421,6 +436,10 @@ static int prepare_job(struct lrn *L, enum dp_config_action action)
 	if (rc < 0)
 		return fail(LRN_EXIT_FAIL, "%s", dp_error_detail(rc));
 	rc = lrn_state_load_public(L);
+	/* The public constants are for one p: without `features`, that is the
+	 * job's, so no owner's Hello decides it. */
+	if (rc == 0 && L->have_pub && L->p == 0)
+		rc = lrn_state_set_p(L, L->pub.p);
 	if (rc < 0)
 		return fail(rc == DP_ENOMEM ? LRN_EXIT_FAIL : LRN_EXIT_CONFIG, "%s",
 			    dp_error_detail(rc));

@@ -379,6 +379,52 @@ static bool all_said_hello(const struct lrn *L)
 	return true;
 }
 
+/* p not configured: every owner has said Hello; fix p at the n_features
+ * most of them said (ties: the first owner in `owners` among the tied
+ * values), or, while some disagree, forget their Hellos (the plan waits
+ * for them again) and DROP the first of them still connected.  NONE when
+ * nothing is left to do; STOP if p cannot be allocated. */
+static void agree_on_p(struct lrn *L, struct lrn_decision *d)
+{
+	size_t best = 0, best_n = 0, n;
+	uint32_t p;
+	int rc;
+
+	decide(d, LRN_ACT_NONE, NULL);
+	for (size_t i = 0; i < L->N; i++) {
+		n = 0;
+		for (size_t j = 0; j < L->N; j++)
+			n += L->owners[j].n_features == L->owners[i].n_features;
+		if (n > best_n) {
+			best_n = n;
+			best = i;
+		}
+	}
+	p = L->owners[best].n_features;
+	if (best_n == L->N) {
+		rc = lrn_state_set_p(L, p);
+		if (rc < 0) {
+			stop(d, "fixing p = %u: %s", p, dp_error_detail(rc));
+			return;
+		}
+		DP_INFO("learner", "p=%zu from the Hellos of all %zu owners", L->p, L->N);
+		return;
+	}
+	for (size_t i = 0; i < L->N; i++) {
+		struct lrn_owner *o = &L->owners[i];
+
+		if (o->n_features == p)
+			continue;
+		o->ever_hello = false;
+		if (o->conn != NULL && o->hello) {
+			decide(d, LRN_ACT_DROP, o);
+			snprintf(d->why, sizeof(d->why), "Hello n_features %u differs from p = %u said "
+				 "by %zu of the %zu owners", o->n_features, p, best_n, L->N);
+			return;
+		}
+	}
+}
+
 void lrn_sched_next(struct lrn *L, double now, struct lrn_decision *d)
 {
 	int rc;
@@ -387,6 +433,11 @@ void lrn_sched_next(struct lrn *L, double now, struct lrn_decision *d)
 	decide(d, LRN_ACT_NONE, NULL);
 	/* The plan needs every owner's n_i, eps_i and rate_i: it is made at
 	 * the last first Hello, and no Welcome goes out before it. */
+	if (!L->started && L->p == 0 && all_said_hello(L)) {
+		agree_on_p(L, d);
+		if (d->act != LRN_ACT_NONE)
+			return;
+	}
 	if (!L->started && L->p > 0 && all_said_hello(L)) {
 		rc = lrn_state_start(L);
 		if (rc == 0)

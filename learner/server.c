@@ -5,6 +5,7 @@
  * Whom to ask and whom to drop is sched.c's decision (struct
  * lrn_decision); this file carries it out.  It ends the job only through
  * L->on_end, the callback main.c registers. */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +143,7 @@ static void send_welcome(struct lrn *L, struct lrn_owner *o)
 {
 	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
 	Dpasync__Welcome w = DPASYNC__WELCOME__INIT;
+	dp_frame_limits lim = { 0 };
 	int rc;
 
 	DP_REQUIRE(L->started && o->conn != NULL);
@@ -159,6 +161,10 @@ static void send_welcome(struct lrn *L, struct lrn_owner *o)
 	w.p = (uint32_t)L->p;
 	w.k_done = L->k_done;
 	w.answers_cap = o->planned_cap;
+	/* p is fixed now, perhaps after this owner's Hello: its vectors must
+	 * have that length from here on. */
+	lim.p = L->p;
+	dp_conn_set_limits(o->conn, &lim);
 	env.version = DP_PROTO_VERSION;
 	env.msg_case = DPASYNC__ENVELOPE__MSG_WELCOME;
 	env.welcome = &w;
@@ -284,7 +290,10 @@ static void on_close(dp_conn *c, int reason, const char *detail)
 		/* on_handshake refusals (DP_EPROTO) were logged there; a TLS
 		 * failure (another CA, no certificate, timeout) is logged here so
 		 * an operator sees who knocked. */
-		if (reason != 0 && reason != DP_EPROTO)
+		if (reason == -ECONNABORTED)   /* evicted: counted and summarised by the listener */
+			DP_DEBUG("conn", "handshake failed peer=%s reason=\"%s\"", dp_conn_peer_addr(c),
+				 detail);
+		else if (reason != 0 && reason != DP_EPROTO)
 			DP_WARN("conn", "handshake failed peer=%s reason=\"%s\"", dp_conn_peer_addr(c),
 				detail);
 		return;
@@ -323,15 +332,9 @@ static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h
 		drop(L, o, why);
 		return;
 	}
-	if (L->p == 0) {
-		if (lrn_state_set_p(L, h->n_features) < 0) {
-			drop(L, o, dp_error_detail(DP_EINVAL));
-			return;
-		}
-		DP_INFO("learner", "p=%zu from the Hello of id=%s", L->p, o->id);
-	} else if (h->n_features != L->p) {
-		snprintf(why, sizeof(why), "Hello n_features %u differs from the job's p %zu",
-			 h->n_features, L->p);
+	/* Claims out of range are this owner's problem, not the job's: its
+	 * connection is closed with the reason and the others go on. */
+	if (lrn_state_check_hello(L, o, h->n_rows, h->n_features, why, sizeof(why)) < 0) {
 		drop(L, o, why);
 		return;
 	}
@@ -343,6 +346,7 @@ static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h
 		return;
 	}
 	o->n_rows = h->n_rows;
+	o->n_features = h->n_features;
 	o->epsilon = h->epsilon;
 	o->rate = h->rate;
 	o->answers_cap = h->answers_cap;
@@ -438,9 +442,18 @@ int lrn_server_start(struct lrn *L)
 	cfg.cb.on_close = on_close;
 	cfg.data = NULL;
 	cfg.max_frame = (uint32_t)L->s->max_frame;
-	/* Owners plus a margin for reconnects racing old connections and for
-	 * strangers, so a flood of handshakes cannot exhaust descriptors. */
-	cfg.max_conns = 4 * L->N + 16;
+	/* Admission (docs/protocol.md §6): connections not yet admitted have
+	 * their own limits and evict the oldest among them, so a flood of
+	 * strangers holds few descriptors and never locks an owner out; on
+	 * top of those, room for every owner and for its reconnect racing its
+	 * old connection, which pending strangers cannot take. */
+	cfg.handshake_timeout_ms = (uint32_t)ceil(L->s->handshake_timeout * 1000.0);
+	cfg.max_pending = L->s->max_pending;
+	cfg.max_pending_per_addr = L->s->max_pending_per_addr;
+	cfg.max_conns = L->s->max_pending + 2 * L->N + 4;
+	cfg.m_pending = L->st.pending;
+	cfg.m_evicted = L->st.evicted;
+	cfg.m_refused = L->st.refused;
 	rc = dp_conn_listen(L->loop, &cfg, L->listen_host, L->listen_port, &L->listener);
 	if (rc < 0)
 		return rc;

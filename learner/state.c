@@ -71,6 +71,38 @@ int lrn_state_set_p(struct lrn *L, size_t p)
 	return 0;
 }
 
+int lrn_state_check_hello(const struct lrn *L, const struct lrn_owner *o, uint64_t n_rows,
+			  uint32_t n_features, char *why, size_t size)
+{
+	uint64_t others = 0;
+
+	DP_REQUIRE(L != NULL && o != NULL && why != NULL && size > 0);
+	if (n_rows > LRN_MAX_ROWS) {
+		snprintf(why, size, "Hello n_rows %llu exceeds the maximum %llu rows per owner",
+			 (unsigned long long)n_rows, (unsigned long long)LRN_MAX_ROWS);
+		return DP_ERANGE;
+	}
+	for (size_t i = 0; i < L->N; i++)
+		if (&L->owners[i] != o && L->owners[i].ever_hello)
+			others += L->owners[i].n_rows;   /* each <= 2^40: no overflow below 2^24 owners */
+	if (others > UINT64_MAX - n_rows) {
+		snprintf(why, size, "Hello n_rows %llu: the owners' row counts would overflow",
+			 (unsigned long long)n_rows);
+		return DP_ERANGE;
+	}
+	if (L->p != 0 && n_features != L->p) {
+		snprintf(why, size, "Hello n_features %u differs from the job's p %zu", n_features,
+			 L->p);
+		return DP_EINVAL;
+	}
+	if (L->p == 0 && 8 * (uint64_t)n_features + 64 > L->s->max_frame) {
+		snprintf(why, size, "Hello n_features %u does not fit in max-frame %zu bytes",
+			 n_features, L->s->max_frame);
+		return DP_EINVAL;
+	}
+	return 0;
+}
+
 static bool same_double(double a, double b)
 {
 	return a == b || fabs(a - b) <= 1e-12 * fmax(fabs(a), fabs(b));

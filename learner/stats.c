@@ -44,6 +44,14 @@ int lrn_stats_init(struct lrn *L)
 		  .series = &s->rejected },
 		{ DP_METRIC_GAUGE, "dpasync_learner_iterations_target", "Iterations of the job (T).",
 		  .series = &s->T_gauge },
+		{ DP_METRIC_GAUGE, "dpasync_learner_connections_pending",
+		  "TLS connections accepted and not yet admitted (handshake or identity check).",
+		  .series = &s->pending },
+		{ DP_METRIC_COUNTER, "dpasync_learner_connections_evicted_total",
+		  "Pending connections closed to make room for newer ones (max-pending).",
+		  .series = &s->evicted },
+		{ DP_METRIC_COUNTER, "dpasync_learner_connections_refused_total",
+		  "Connections closed at accept: no room left for them.", .series = &s->refused },
 	};
 	int rc;
 

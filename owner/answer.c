@@ -1,7 +1,7 @@
 /* ownerd: the decision for one Query (docs/design.md §3, docs/privacy.md §5).
  *
  * The privacy order (numbered in budget.c, where it is enforced): step 1,
- * validating the query, is here; steps 2-4 (check, compute, durable charge)
+ * validating the query and refusing a theta beyond --theta-max, is here; steps 2-4 (check, compute, durable charge)
  * run inside own_budget_spend(), which calls compute() below; step 5,
  * releasing the answer, is the client's and happens only for an
  * OWN_REPLY_ANSWER, which exists only after the charge succeeded.  This
@@ -22,9 +22,10 @@
 #include "owner/own.h"
 
 int own_answer_init(struct own_answer *a, const dp_dataset *ds, dp_bitsource *bits,
-		    struct own_budget *budget, struct dp_metric *grad_secs)
+		    struct own_budget *budget, struct dp_metric *grad_secs, double theta_max)
 {
-	DP_REQUIRE(a != NULL && ds != NULL && ds->p >= 1 && bits != NULL && budget != NULL);
+	DP_REQUIRE(a != NULL && ds != NULL && ds->p >= 1 && bits != NULL && budget != NULL &&
+		   theta_max > 0);
 	memset(a, 0, sizeof(*a));
 	a->grad = calloc(ds->p, sizeof(double));
 	if (a->grad == NULL)
@@ -33,6 +34,7 @@ int own_answer_init(struct own_answer *a, const dp_dataset *ds, dp_bitsource *bi
 	a->bits = bits;
 	a->budget = budget;
 	a->grad_secs = grad_secs;
+	a->theta_max = theta_max;
 	return 0;
 }
 
@@ -121,6 +123,21 @@ static bool valid(const struct own_answer *a, const Dpasync__Query *q, struct ow
 	return true;
 }
 
+/* Still step 1: a well-formed theta beyond the owner's bound is refused
+ * (nothing is computed or charged; the learner may go on).  Far outside
+ * any model a job fits, such a theta only pushes rows' scores towards
+ * overflow, where the answer's time once told which rows dropped out
+ * (docs/privacy.md §7).  The decision depends on theta and the setting
+ * alone, never on the data. */
+static bool within_bound(const struct own_answer *a, const Dpasync__Query *q)
+{
+	bool ok = true;
+
+	for (size_t i = 0; i < q->n_theta; i++)
+		ok &= fabs(q->theta[i]) <= a->theta_max;
+	return ok;
+}
+
 void own_answer_query(struct own_answer *a, const struct own_job *job,
 		      const Dpasync__Query *q, struct own_reply *out)
 {
@@ -135,6 +152,10 @@ void own_answer_query(struct own_answer *a, const struct own_job *job,
 	out->k = k;
 	if (!valid(a, q, out))
 		return;
+	if (!within_bound(a, q)) {
+		refuse(out, "theta outside the owner's bound (theta-max)");
+		return;
+	}
 
 	memset(&w, 0, sizeof(w));
 	w.a = a;

@@ -288,13 +288,14 @@ static void send_answer(struct own_client *c, const struct own_reply *rep)
 	own_answer_wipe(c->cfg.answer);
 	if (r == 0)
 		dp_metrics_inc(c->cfg.m->answers);
-	if (rep->info.dropped)
-		DP_WARN("answer", "k=%llu rows_dropped=%zu (non-finite gradient)",
-			(unsigned long long)rep->k, rep->info.dropped);
+	/* One line whether or not rows were dropped: an extra line only when
+	 * some were would make the loop's work after an answer depend on the
+	 * rows theta pushed out (docs/privacy.md §7). */
 	DP_INFO("answer", "answered k=%llu answers=%llu/%llu spent=%.9g left=%.9g b=%.6g "
-		"secs=%.6f%s", (unsigned long long)rep->k, (unsigned long long)rep->after.answers,
-		(unsigned long long)rep->after.cap, rep->after.spent, rep->after.left,
-		rep->info.scale_b, rep->secs, r < 0 ? " (not delivered: connection lost)" : "");
+		"secs=%.6f rows_dropped=%zu%s", (unsigned long long)rep->k,
+		(unsigned long long)rep->after.answers, (unsigned long long)rep->after.cap,
+		rep->after.spent, rep->after.left, rep->info.scale_b, rep->secs, rep->info.dropped,
+		r < 0 ? " (not delivered: connection lost)" : "");
 	if (!own_budget_left(c->cfg.budget))
 		DP_INFO("owner", "budget exhausted: staying connected (refusing) until Done");
 }

@@ -68,12 +68,19 @@ static const struct dp_config_entry entries[] = {
 	{ .name = "server-name", DP_CFG_STRING(&S.server_name), .def = "learner",
 	  .group = "Learner", .metavar = "NAME",
 	  .help = "name the learner's certificate must carry" },
+	{ .name = "learner-pin", DP_CFG_STRING(&S.learner_pin), .group = "Learner",
+	  .metavar = "sha256//B64[;...]",
+	  .help = "accept only a learner whose public key has this pin (dpasync certs --pin "
+		  "learner.crt); ';' separates the pins of a key rotation" },
 	{ .name = "ca", DP_CFG_PATH(&S.ca), .flags = DP_CONFIG_REQUIRED, .group = "TLS",
 	  .help = "deployment CA certificate (PEM)" },
 	{ .name = "cert", DP_CFG_PATH(&S.cert), .flags = DP_CONFIG_REQUIRED, .group = "TLS",
 	  .help = "this owner's certificate (PEM); its CN is the owner's identity" },
 	{ .name = "key", DP_CFG_PATH(&S.key), .flags = DP_CONFIG_REQUIRED, .group = "TLS",
 	  .help = "this owner's private key (PEM)" },
+	{ .name = "crl", DP_CFG_PATH(&S.crl), .group = "TLS", .metavar = "FILE",
+	  .help = "the CA's revocation list (PEM, from dpasync certs --crl): a revoked learner "
+		  "is refused" },
 	{ .name = "data", DP_CFG_PATH(&S.data), .flags = DP_CONFIG_REQUIRED, .group = "Data",
 	  .metavar = "CSV", .help = "the owner's rows (CSV with a header, optionally .gz)" },
 	{ .name = "target", DP_CFG_STRING(&S.target), .group = "Data", .metavar = "COL",
@@ -92,6 +99,10 @@ static const struct dp_config_entry entries[] = {
 	  .group = "Privacy", .help = "budget ledger file (created on first use)" },
 	{ .name = "allow-no-noise", DP_CFG_BOOL(&S.allow_no_noise), .def = "false",
 	  .group = "Privacy", .help = "permit --epsilon inf (exact answers; testing only)" },
+	{ .name = "theta-max", DP_CFG_DOUBLE_INF(&S.theta_max), .def = "1e6", .min = 0,
+	  .max = INFINITY, .min_exclusive = true, .group = "Privacy", .metavar = "X",
+	  .help = "refuse a query with some |theta_j| above X (inf: no bound; docs/privacy.md "
+		  "§7)" },
 	{ .name = "rate", DP_CFG_DOUBLE(&S.rate), .def = "1", .min = 0, .max = 1e6,
 	  .min_exclusive = true, .group = "Clock", .metavar = "R",
 	  .help = "Poisson clock rate (update requests per second)" },
@@ -138,6 +149,15 @@ static int validate(void *arg)
 		return r;
 	if (d->set.server_name == NULL || d->set.server_name[0] == '\0')
 		return dp_error_set(DP_EINVAL, "--server-name must not be empty");
+	if (d->set.learner_pin != NULL && d->set.learner_pin[0] != '\0') {
+		r = dp_tls_check_pins(d->set.learner_pin);
+		if (r < 0) {
+			char buf[256];
+
+			snprintf(buf, sizeof(buf), "%s", dp_error_detail(r));
+			return dp_error_set(r, "--learner-pin: %s", buf);
+		}
+	}
 	if (isinf(d->set.epsilon) && !d->set.allow_no_noise)
 		return dp_error_set(DP_EINVAL, "--epsilon inf releases exact answers; it needs "
 				    "--allow-no-noise");
@@ -366,9 +386,12 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 	dp_log_set_level(d->set.log_level > DP_LOG_WARN ? (enum dp_log_level)d->set.log_level
 			 : DP_LOG_WARN);
 
+	memset(&tf, 0, sizeof(tf));
 	tf.ca_file = d->set.ca;
 	tf.cert_file = d->set.cert;
 	tf.key_file = d->set.key;
+	tf.crl_file = d->set.crl;
+	tf.pins = d->set.learner_pin;
 	r = dp_tls_ctx_new(0, &tf, &d->ctx);
 	if (r < 0)
 		return die(exit_for(r), "TLS: %s", dp_error_detail(r));
@@ -405,7 +428,8 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 	if (r < 0)
 		return die(OWN_EXIT_FAIL, "random generator: %s", dp_error_detail(r));
 	d->bits = dp_rng_csprng_bits(d->rng);
-	r = own_answer_init(&d->answer, &d->ds, &d->bits, &d->budget, d->m.grad_secs);
+	r = own_answer_init(&d->answer, &d->ds, &d->bits, &d->budget, d->m.grad_secs,
+			    d->set.theta_max);
 	if (r < 0)
 		return die(OWN_EXIT_FAIL, "out of memory");
 

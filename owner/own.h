@@ -58,7 +58,9 @@
 struct own_settings {
 	char *learner;          /* HOST:PORT */
 	char *server_name;      /* expected name in the learner's certificate */
+	char *learner_pin;      /* accepted learner keys ("sha256//..;.."); NULL: any */
 	char *ca, *cert, *key;
+	char *crl;              /* NULL: no revocation list */
 	char *data;             /* CSV */
 	char *target;           /* NULL: "y", or the schema's target */
 	bool bias;
@@ -67,6 +69,7 @@ struct own_settings {
 	uint64_t answers_cap;   /* K_i; 0 = the learner's K_i from the first
 				   Welcome (T when it carries none) */
 	double rate;            /* Poisson clock ticks per second (sent in Hello) */
+	double theta_max;       /* a Query with some |theta_j| above is refused */
 	double welcome_timeout; /* seconds from the handshake to the Welcome; the
 				   learner withholds it until every owner has
 				   said Hello, so it is long */
@@ -143,6 +146,7 @@ struct own_answer {
 	dp_bitsource *bits;
 	struct own_budget *budget;
 	struct dp_metric *grad_secs;
+	double theta_max;           /* refuse a Query with some |theta_j| above */
 	double *grad;               /* p doubles, owned; wiped after every query */
 };
 
@@ -168,9 +172,10 @@ struct own_reply {
 };
 
 /* Allocate the scratch for p = ds->p.  Everything given must outlive the
- * answerer.  0 or DP_ENOMEM. */
+ * answerer.  theta_max > 0 (may be INFINITY): the bound on |theta_j| of
+ * the queries answered.  0 or DP_ENOMEM. */
 int own_answer_init(struct own_answer *a, const dp_dataset *ds, dp_bitsource *bits,
-		    struct own_budget *budget, struct dp_metric *grad_secs);
+		    struct own_budget *budget, struct dp_metric *grad_secs, double theta_max);
 /* Wipe and free the scratch.  Idempotent. */
 void own_answer_free(struct own_answer *a);
 /* Decide on Query q of the welcomed job (q stays the caller's).  The

@@ -3,16 +3,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <openssl/err.h>
+#include <openssl/pem.h>
+
 #include "common/core/error.h"
 #include "common/net/config.h"
+#include "common/net/tls.h"
 #include "tools/cmds.h"
 #include "tools/lib/certs.h"
+#include "tools/lib/crl.h"
 
 struct certs_opts {
-	char *out, *learner_name, *ca_cert, *ca_key;
+	char *out, *learner_name, *ca_cert, *ca_key, *pin, *crl;
 	uint64_t owners, days, ca_days;
-	struct dp_config_strings names;
-	bool force, have_owners, have_learner;
+	struct dp_config_strings names, revoke;
+	bool force, have_owners, have_learner, have_days, have_ca_days;
 };
 
 static void print_path(const char *path, void *arg)
@@ -25,7 +30,26 @@ static void print_path(const char *path, void *arg)
 static int check_opts(void *arg)
 {
 	const struct certs_opts *o = arg;
+	int deploying = o->out || o->have_owners || o->names.n || o->have_learner ||
+			o->have_ca_days || o->force;
 
+	if (o->pin != NULL) {
+		if (deploying || o->crl || o->revoke.n || o->ca_cert || o->ca_key || o->have_days)
+			return dp_error_set(DP_EINVAL, "--pin FILE goes alone");
+		return 0;
+	}
+	if (o->revoke.n && o->crl == NULL)
+		return dp_error_set(DP_EINVAL, "--revoke needs --crl FILE (the list to update)");
+	if (o->crl != NULL) {
+		if (deploying)
+			return dp_error_set(DP_EINVAL, "--crl updates a revocation list: give it with "
+					    "--ca-cert, --ca-key, [--revoke] and [--days] only");
+		if (o->ca_cert == NULL || o->ca_key == NULL)
+			return dp_error_set(DP_EINVAL, "--crl needs --ca-cert and --ca-key");
+		return 0;
+	}
+	if (o->out == NULL)
+		return dp_error_set(DP_EINVAL, "--out DIR is required");
 	if (o->have_owners && o->names.n)
 		return dp_error_set(DP_EINVAL, "give either --owners or --names, not both");
 	if ((o->ca_cert == NULL) != (o->ca_key == NULL))
@@ -35,6 +59,60 @@ static int check_opts(void *arg)
 	if (!o->ca_cert && o->ca_days < o->days)
 		return dp_error_set(DP_EINVAL, "--ca-days (%llu) is shorter than --days (%llu)",
 				    (unsigned long long)o->ca_days, (unsigned long long)o->days);
+	return 0;
+}
+
+static void print_revoked(const char *file, const char *cn, const char *serial, int already,
+			  void *arg)
+{
+	(void)arg;
+	printf("%s: cn=%s serial=%s %s\n", file, cn, serial,
+	       already ? "already revoked" : "revoked");
+}
+
+static int update_crl(const struct certs_opts *o)
+{
+	dp_crl_opts c = { .ca_cert_file = o->ca_cert, .ca_key_file = o->ca_key,
+			  .crl_file = o->crl, .revoke = (const char *const *)o->revoke.v,
+			  .n_revoke = o->revoke.n, .days = (unsigned)o->days,
+			  .on_cert = print_revoked };
+	size_t n = 0;
+	int rc = dp_crl_update(&c, &n);
+
+	if (rc != 0) {
+		dp_cmd_fail("certs", "%s", dp_error_detail(rc));
+		return rc == DP_EINVAL ? 2 : 1;
+	}
+	printf("%s: %zu revoked, valid %llu days\n", o->crl, n, (unsigned long long)o->days);
+	return 0;
+}
+
+/* The pin ownerd's --learner-pin takes, from a certificate file. */
+static int print_pin(const char *path)
+{
+	char pin[DP_TLS_PIN_LEN + 1];
+	FILE *f = fopen(path, "r");
+	X509 *x;
+	int rc;
+
+	if (f == NULL) {
+		dp_cmd_fail("certs", "cannot read '%s'", path);
+		return 2;
+	}
+	x = PEM_read_X509(f, NULL, NULL, NULL);
+	fclose(f);
+	ERR_clear_error();
+	if (x == NULL) {
+		dp_cmd_fail("certs", "'%s' holds no PEM certificate", path);
+		return 2;
+	}
+	rc = dp_tls_cert_pin(x, pin, sizeof(pin));
+	X509_free(x);
+	if (rc != 0) {
+		dp_cmd_fail("certs", "%s: %s", path, dp_error_detail(rc));
+		return 1;
+	}
+	printf("%s\n", pin);
 	return 0;
 }
 
@@ -48,6 +126,10 @@ static int deploy(void *arg)
 	char (*gen)[32] = NULL, **names = NULL;
 	int rc;
 
+	if (o->pin != NULL)
+		return print_pin(o->pin);
+	if (o->crl != NULL)
+		return update_crl(o);
 	if (o->names.n) {
 		c.owners = (const char *const *)o->names.v;
 		c.n_owners = o->names.n;
@@ -81,7 +163,7 @@ int dp_cmd_certs(int argc, char **argv)
 {
 	struct certs_opts o = { 0 };
 	const struct dp_config_entry entries[] = {
-		{ .name = "out", DP_CFG_PATH(&o.out), .flags = DP_CONFIG_REQUIRED, .metavar = "DIR",
+		{ .name = "out", DP_CFG_PATH(&o.out), .metavar = "DIR",
 		  .help = "output directory (created if missing)" },
 		{ .name = "owners", DP_CFG_U64(&o.owners), .min = 1, .max = 100000,
 		  .given = &o.have_owners, .help = "owners named owner-1 ... owner-N" },
@@ -90,9 +172,11 @@ int dp_cmd_certs(int argc, char **argv)
 		{ .name = "learner-name", DP_CFG_STRING(&o.learner_name), .given = &o.have_learner,
 		  .metavar = "NAME", .help = "learner certificate name (default learner)" },
 		{ .name = "days", DP_CFG_U64(&o.days), .def = "365", .min = 1, .max = 36500,
-		  .metavar = "D", .help = "validity of learner and owner certificates" },
+		  .given = &o.have_days, .metavar = "D",
+		  .help = "validity of learner and owner certificates\n"
+			  "(with --crl: of the revocation list)" },
 		{ .name = "ca-days", DP_CFG_U64(&o.ca_days), .def = "3650", .min = 1, .max = 36500,
-		  .metavar = "D", .help = "validity of a new CA" },
+		  .given = &o.have_ca_days, .metavar = "D", .help = "validity of a new CA" },
 		{ .name = "ca-cert", DP_CFG_PATH(&o.ca_cert), .metavar = "FILE",
 		  .help = "reuse this CA certificate (with --ca-key) to\n"
 			  "add owners; the learner certificate is then\n"
@@ -100,19 +184,36 @@ int dp_cmd_certs(int argc, char **argv)
 		{ .name = "ca-key", DP_CFG_PATH(&o.ca_key), .metavar = "FILE",
 		  .help = "the key of --ca-cert" },
 		{ .name = "force", DP_CFG_BOOL(&o.force), .help = "replace existing files" },
+		{ .name = "crl", DP_CFG_PATH(&o.crl), .metavar = "FILE",
+		  .help = "write the CA's revocation list here (with\n"
+			  "--ca-cert, --ca-key): the entries of an\n"
+			  "existing FILE are kept, --revoke adds more;\n"
+			  "run again before it expires (--days)" },
+		{ .name = "revoke", DP_CFG_STRINGS(&o.revoke), .metavar = "CRT,...",
+		  .help = "certificate files to add to --crl" },
+		{ .name = "pin", DP_CFG_PATH(&o.pin), .metavar = "FILE",
+		  .help = "print the public-key pin of the certificate\n"
+			  "in FILE (sha256//BASE64, for ownerd's\n"
+			  "--learner-pin) and exit" },
 		DP_CONFIG_END,
 	};
 	const struct dp_config_spec spec = {
 		.program = "dpasync certs",
 		.command = true,
-		.synopsis = "--out DIR (--owners N | --names A,B,...) [options]",
+		.synopsis = "--out DIR (--owners N | --names A,B,...) [options]\n"
+			    "--ca-cert F --ca-key K --crl FILE [--revoke CRT,...] [--days D]\n"
+			    "--pin FILE.crt",
 		.summary = "Make a deployment CA and the TLS certificates of the learner and the owners\n"
 			   "(EC P-256, TLS 1.3, mutual authentication).  Files in DIR:\n"
 			   "  ca.crt ca.key              the CA (keep ca.key off the daemons' machines)\n"
 			   "  learner.crt learner.key    the learner (SAN: its name, localhost, 127.0.0.1, ::1)\n"
 			   "  <owner>.crt <owner>.key    one pair per owner; the certificate's CN is the\n"
 			   "                             owner's identity on the wire\n"
-			   "Keys are written with mode 0600.",
+			   "Keys are written with mode 0600.  The learner's certificate has\n"
+			   "extendedKeyUsage serverAuth only, an owner's clientAuth only; owner names\n"
+			   "may not be the learner's name, localhost or an IP address.\n"
+			   "--crl writes the CA's revocation list (daemons' --crl); --pin prints the\n"
+			   "pin of a certificate's public key (ownerd's --learner-pin).",
 		.entries = entries,
 		.validate = check_opts,
 		.validate_arg = &o,

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
+
 #define X_ALIGN 64
 
 void dp_dataset_free(dp_dataset *ds)
@@ -94,12 +96,12 @@ static int rows_add(struct rows *g, double **xrow, double **yrow)
 	return 0;
 }
 
-static int bad_number(const char *source, size_t line, const char *col, const char *v)
+/* The cell's position, never its text: ownerd logs this line, and no cell
+ * value may reach a log (docs/privacy.md §8). */
+static int bad_number(const char *source, size_t line, const char *col)
 {
-	char shown[64];
-
-	return dp_error_set(DP_EFORMAT, "%s:%zu: column '%s': not a finite number: '%s'", source,
-			    line, col, dp_csv_show(v, shown, sizeof(shown)));
+	return dp_error_set(DP_EFORMAT, "%s:%zu: column '%s': not a finite number", source, line,
+			    col);
 }
 
 int dp_dataset_load(dp_dataset *ds, const char *path, const dp_load_opts *opts)
@@ -217,7 +219,7 @@ int dp_dataset_load(dp_dataset *ds, const char *path, const dp_load_opts *opts)
 				double *dst = (long)k == tcol ? yr : &xr[j++];
 
 				if (dp_csv_parse_number(f[k], dst) != 0) {
-					rc = bad_number(path, line, hdr[k], f[k]);
+					rc = bad_number(path, line, hdr[k]);
 					goto fail;
 				}
 			}
@@ -349,7 +351,10 @@ int dp_dataset_write_csv(const dp_dataset *ds, const char *path)
 		free(buf);
 		return rc == DP_EIO ? DP_ENOMEM : rc;
 	}
-	rc = dp_file_write_atomic(path, buf, len, 0644);
+	/* Rows are an owner's private data (docs/privacy.md): 0600 whatever
+	 * the umask. */
+	rc = dp_file_write_atomic(path, buf, len, 0600);
+	OPENSSL_cleanse(buf, len);
 	free(buf);
 	return rc;
 }

@@ -58,7 +58,8 @@ int dp_dataset_from_arrays(dp_dataset *ds, size_t n, size_t p, const double *x,
 
 /* Write as CSV with header names...,target (full double precision: the
  * shortest decimal form that reads back to the same double), atomically
- * (temporary file, fsync, rename).  Names are quoted as RFC 4180 needs.
+ * (temporary file, fsync, rename) with mode 0600: rows are an owner's
+ * private data.  Names are quoted as RFC 4180 needs.
  * Errors: DP_EIO (detail names the file), DP_ENOMEM. */
 int dp_dataset_write_csv(const dp_dataset *ds, const char *path);
 

@@ -64,6 +64,24 @@ static int write_all(int fd, const char *p, size_t len)
 	return 0;
 }
 
+/* The process umask, read without changing it: umask(2) can only set it,
+ * which would race with another thread creating a file.  Linux reports it
+ * in /proc/self/status (since 4.7); unknown, it is taken as 0. */
+static mode_t process_umask(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+	unsigned m = 0;
+
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "Umask: %o", &m) == 1)
+			break;
+	fclose(f);
+	return (mode_t)(m & 0777);
+}
+
 /* The common first half of both atomic writes: a synced temporary file
  * next to `path` holding the data, whose name is returned in *tmp (the
  * caller renames or links it, then unlinks and frees the name).  A missing
@@ -85,7 +103,9 @@ static int write_temp(const char *path, const void *data, size_t len, int mode,
 		free(name);
 		return rc;
 	}
-	if (fchmod(fd, (mode_t)mode) != 0 || write_all(fd, data, len) != 0 ||
+	/* mkostemp made it 0600; the mode asked for, less the umask, as
+	 * open(2) would give a new file. */
+	if (fchmod(fd, (mode_t)mode & ~process_umask()) != 0 || write_all(fd, data, len) != 0 ||
 	    dp_file_sync(fd, 0) != 0) {
 		rc = dp_error_set(DP_EIO, "%s: cannot write: %s", path, strerror(errno));
 		close(fd);

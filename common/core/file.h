@@ -8,7 +8,8 @@
 #include <stddef.h>
 
 /* Write `len` bytes to `path` atomically: a temporary file in the same
- * directory (path.tmp.XXXXXX) with `mode`, fsync, rename over `path`, fsync
+ * directory (path.tmp.XXXXXX) with `mode` less the process umask (as for
+ * open(2); private files pass 0600, never more), fsync, rename over `path`, fsync
  * of the directory.  After a crash `path` holds either the old or the new
  * content, never a mix.  path non-NULL; data may be NULL when len is 0.
  * Errors: DP_EIO (detail names the step and errno; also when the directory

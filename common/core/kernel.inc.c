@@ -16,6 +16,7 @@
  *   vlt vle vge          ordered compares (false with a NaN) -> vmask
  *   vblend(m, a, b)      b in the lanes of m, a elsewhere
  *   vmask_and vmask_all vmask_full vmask_first(k) vmask_last(k)
+ *   vmask_count(m)       the number of lanes in m, without a branch
  *   vhsum(d)             W vectors -> one whose lane r sums the lanes of d[r]
  *   vpack_half(x, p, pt) with DP_KERNEL_FUSED: columns [0, pt) (pt = 1, 2)
  *                        of the W/2 rows at x (stride p) as lanes (2r, 2r+1)
@@ -28,8 +29,9 @@
  *   TAIL_OVERLAP         a row's ragged end is read as its last full vector
  *                        (else: a masked load)
  *   BLAS_SCORES          a block's scores come from one cblas_dgemv
- *   RESCORE              rows of a group that failed the vector test are
- *                        scored again one by one (else: the group's scores)
+ *   RESCORE              rows of a group that failed the vector test (a
+ *                        norm that is not finite, a slow row) are scored
+ *                        again one by one (else: the group's scores)
  * and the macro DP_KERNEL_FUSED: the software-pipelined path for p <= 4 W.
  *
  * TAIL_OVERLAP, BLAS_SCORES and RESCORE keep each variant's scores rounded
@@ -100,10 +102,10 @@ static inline double row_dot(const dp__kernel_job *K, size_t j)
 	return s;
 }
 
-/* A group that failed the vector test (a dropped or slow row in it) is
+/* A group that failed the vector test (group_scale: a row whose norm is
+ * not finite, or a slow row; properties of the data, never of theta) is
  * done row by row by the scalar rule; tv: the group's scores, NULL to
- * score the rows again.  (Masking such rows inside the vector loops
- * instead would start from group_scale's mask.) */
+ * score the rows again. */
 static size_t redo_group(const dp__kernel_job *K, size_t j, const double *tv)
 {
 	size_t dropped = 0;
@@ -207,19 +209,29 @@ DP_KERNEL_INLINE vec coef_lanes(dp_model m, vec t, vec y)
 }
 
 /* The scale rule (kernel.c) for the W rows at j given their scores t:
- * a_j 2^k into *a; returns the lanes fit for the vector path (finite
- * gradient, not slow). */
-DP_KERNEL_INLINE vmask group_scale(const dp__kernel_job *K, dp_model m, size_t j, vec t, vec *a)
+ * a_j 2^k into *a.  A row whose coefficient is not finite is dropped by
+ * masking: its scale is 0 (its terms are trunc(0 x) = 0) and it is counted
+ * into *drop, with no branch.  Theta decides which rows those are, and the
+ * learner times the answer: every row takes the same instructions
+ * whichever they are (docs/privacy.md §7).  Returns the lanes fit for the
+ * vector path: all but a row whose norm is not finite (its x may hold a
+ * NaN or an infinity, which a zero scale would not cancel) and a slow row
+ * (norm below 2^-848, docs/privacy.md §7); both are properties of the data,
+ * and their groups go to redo_group. */
+DP_KERNEL_INLINE vmask group_scale(const dp__kernel_job *K, dp_model m, size_t j, vec t, vec *a,
+				   size_t *drop)
 {
 	const vec inf = vset1(INFINITY), clipm = vset1(K->clipm);
 	vec l = vload(K->l1 + j);
 	vec c = coef_lanes(m, t, vload(K->y + j));
 	vec ac = vabs(c);
-	vmask fin = vmask_and(vlt(ac, inf), vlt(vabs(l), inf));
+	vmask finc = vlt(ac, inf);
 	vmask unc = vle(vmul(ac, l), clipm);
+	vec s = vmul(vblend(unc, vcopysign(vdiv(clipm, l), c), c), vset1(K->two_k));
 
-	*a = vmul(vblend(unc, vcopysign(vdiv(clipm, l), c), c), vset1(K->two_k));
-	return vmask_and(fin, vle(vabs(*a), vset1(DP_KERNEL_A_BIG)));
+	*a = vblend(finc, vzero(), s);
+	*drop = (size_t)(W - vmask_count(finc));
+	return vmask_and(vlt(vabs(l), inf), vle(vabs(*a), vset1(DP_KERNEL_A_BIG)));
 }
 
 /* sum[col[v] ..] += s[v] for v < nv; the last vector only in the lanes of
@@ -330,19 +342,20 @@ static size_t blocked(const dp__kernel_job *K, const tail *tl)
 		const double *tb = block_scores(K, j0, nb, tbuf);
 
 		for (size_t g = 0; g < ng; g++) {
-			size_t j = j0 + W * g;
+			size_t j = j0 + W * g, nd;
 			vec t, a;
 
 			prefetch_ahead(K->x + j * p, W * p, PF_BLOCK);
 			t = tb != NULL ? vload(tb + W * g) : group_dot(K, j, *tl, p / W, tail_read(tl));
-			skip[g] = !vmask_all(group_scale(K, K->m, j, t, &a));
+			skip[g] = !vmask_all(group_scale(K, K->m, j, t, &a, &nd));
 			vstore(abuf + W * g, a);
 			if (skip[g]) {
 				double tv[W];
 
 				vstore(tv, t);
-				dropped += redo_group(K, j, RESCORE ? NULL : tv);
+				nd = redo_group(K, j, RESCORE ? NULL : tv);
 			}
+			dropped += nd;
 		}
 		for (size_t v0 = 0; v0 < nvec; v0 += 4) {
 			size_t nv = nvec - v0 < 4 ? nvec - v0 : 4;
@@ -366,8 +379,9 @@ static size_t blocked(const dp__kernel_job *K, const tail *tl)
  * computed in the iteration that accumulates group g, so the core always
  * has independent work.  Nothing in the loop calls a function (every
  * vector register is call-clobbered, so a call, even on a cold path, made
- * GCC keep the accumulators on the stack): groups with a dropped or slow
- * row are listed and redone after each run of DP_FUSED_GROUPS groups.
+ * GCC keep the accumulators on the stack): groups that fail group_scale's
+ * test (data only: a norm not finite, a slow row; dropped rows are masked
+ * there) are listed and redone after each run of DP_FUSED_GROUPS groups.
  * The shape of a row's end, a constant of each specialisation: */
 enum {
 	END_FULL = 0,   /* p a multiple of W */
@@ -401,8 +415,9 @@ DP_KERNEL_INLINE size_t fused(const dp__kernel_job *K, const tail *tlp, size_t l
 	}
 	for (size_t g0 = 0; g0 < ng; g0 += DP_FUSED_GROUPS) {
 		size_t g1 = ng - g0 < DP_FUSED_GROUPS ? ng : g0 + DP_FUSED_GROUPS, nbad = 0;
+		size_t nd, nd_next = 0;
 		vec a, a_next = vzero();
-		vmask ok = group_scale(K, m, W * g0, group_dot(K, W * g0, tl, nq, how), &a);
+		vmask ok = group_scale(K, m, W * g0, group_dot(K, W * g0, tl, nq, how), &a, &nd);
 		vmask ok_next = ok;
 
 		for (size_t g = g0; g < g1; g++) {
@@ -411,7 +426,8 @@ DP_KERNEL_INLINE size_t fused(const dp__kernel_job *K, const tail *tlp, size_t l
 			prefetch_ahead(xb, W * p, PF_FUSED);
 			if (g + 1 < g1)
 				ok_next = group_scale(K, m, W * g + W,
-						      group_dot(K, W * g + W, tl, nq, how), &a_next);
+						      group_dot(K, W * g + W, tl, nq, how), &a_next,
+						      &nd_next);
 			if (vmask_all(ok)) {
 				vec b[W];
 
@@ -432,11 +448,13 @@ DP_KERNEL_INLINE size_t fused(const dp__kernel_job *K, const tail *tlp, size_t l
 					st = vadd(st, vadd(vtrunc(vmul(vdup_lo(a), lo)),
 							   vtrunc(vmul(vdup_hi(a), hi))));
 				}
+				dropped += nd;
 			} else {
 				bad[nbad++] = g;
 			}
 			a = a_next;
 			ok = ok_next;
+			nd = nd_next;
 		}
 		for (size_t i = 0; i < nbad; i++)
 			dropped += redo_group(K, W * bad[i], NULL);

@@ -18,6 +18,7 @@ DP_KERNEL_INLINE vec vtrunc(vec v) { return _mm256_round_pd(v, _MM_FROUND_TO_ZER
 DP_KERNEL_INLINE vec vblend(vmask m, vec a, vec b) { return _mm256_blendv_pd(a, b, m); }
 DP_KERNEL_INLINE vmask vmask_and(vmask a, vmask b) { return _mm256_and_pd(a, b); }
 DP_KERNEL_INLINE int vmask_all(vmask m) { return _mm256_movemask_pd(m) == 0xf; }
+DP_KERNEL_INLINE int vmask_count(vmask m) { return __builtin_popcount((unsigned)_mm256_movemask_pd(m)); }
 
 /* Lanes lo..hi-1 set. */
 DP_KERNEL_INLINE vmask lane_range(size_t lo, size_t hi)

@@ -22,6 +22,7 @@ DP_KERNEL_INLINE vec vtrunc(vec v)
 DP_KERNEL_INLINE vec vblend(vmask m, vec a, vec b) { return _mm512_mask_blend_pd(m, a, b); }
 DP_KERNEL_INLINE vmask vmask_and(vmask a, vmask b) { return a & b; }
 DP_KERNEL_INLINE int vmask_all(vmask m) { return m == 0xff; }
+DP_KERNEL_INLINE int vmask_count(vmask m) { return __builtin_popcount(m); }
 DP_KERNEL_INLINE vmask vmask_full(void) { return 0xff; }
 DP_KERNEL_INLINE vmask vmask_first(size_t k) { return (vmask)((1u << k) - 1); }
 DP_KERNEL_INLINE vmask vmask_last(size_t k) { return (vmask)(0xffu << (8 - k)); }

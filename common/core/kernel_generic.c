@@ -3,6 +3,7 @@
  * body. */
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "common/core/kernel_isa.h"
 
@@ -38,10 +39,23 @@ DP_KERNEL_INLINE vec vcopysign(vec m, vec s) { return copysign(m, s); }
 DP_KERNEL_INLINE vmask vlt(vec a, vec b) { return a < b; }
 DP_KERNEL_INLINE vmask vle(vec a, vec b) { return a <= b; }
 DP_KERNEL_INLINE vmask vge(vec a, vec b) { return a >= b; }
-DP_KERNEL_INLINE vec vblend(vmask m, vec a, vec b) { return m ? b : a; }
-DP_KERNEL_INLINE vmask vmask_and(vmask a, vmask b) { return a && b; }
+/* In bit operations, not ?: (which the compiler may turn into a jump):
+ * the choice depends on the data, and its time must not (kernel.inc.c,
+ * group_scale). */
+DP_KERNEL_INLINE vec vblend(vmask m, vec a, vec b)
+{
+	uint64_t ua, ub, mask = (uint64_t)0 - (uint64_t)(m != 0);
+
+	memcpy(&ua, &a, sizeof(ua));
+	memcpy(&ub, &b, sizeof(ub));
+	ua = (ua & ~mask) | (ub & mask);
+	memcpy(&a, &ua, sizeof(a));
+	return a;
+}
+DP_KERNEL_INLINE vmask vmask_and(vmask a, vmask b) { return a & b; }
 DP_KERNEL_INLINE int vmask_all(vmask m) { return m; }
 DP_KERNEL_INLINE vmask vmask_full(void) { return 1; }
+DP_KERNEL_INLINE int vmask_count(vmask m) { return m; }
 DP_KERNEL_INLINE vmask vmask_first(size_t k) { return k > 0; }
 DP_KERNEL_INLINE vmask vmask_last(size_t k) { return k > 0; }
 DP_KERNEL_INLINE vec vhsum(const vec *d) { return d[0]; }

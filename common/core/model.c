@@ -2,6 +2,7 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "common/core/error.h"
@@ -39,18 +40,45 @@ static inline double logistic_loss(double m)
 	return -m + log1p(exp(m));
 }
 
-/* -y / (1 + exp(y t)) with m = y t: exp only of a non-positive number. */
+/* Above this |y t| the logistic coefficient's exp is taken as 0: exp(-500)
+ * is below 1e-217, and libm's exp leaves its usual path from |x| >= 512
+ * (and returns at once below 2^-54, where e^-|m| rounds to 1: taken as
+ * 1 here without calling it). */
+#define LOGISTIC_EXP_MAX 500.0
+
+/* cond ? a : b in bit operations: a compiler turns a plain ?: into a jump
+ * when it likes, and the jump's cost would depend on the data. */
+static inline double pick(int cond, double a, double b)
+{
+	uint64_t ua, ub, mask = (uint64_t)0 - (uint64_t)(cond != 0);
+
+	memcpy(&ua, &a, sizeof(ua));
+	memcpy(&ub, &b, sizeof(ub));
+	ua = (ua & mask) | (ub & ~mask);
+	memcpy(&a, &ua, sizeof(a));
+	return a;
+}
+
+/* -y / (1 + exp(y t)) with m = y t, with no branch on the data.  The
+ * owner's kernel computes this for every row of every answer, and the
+ * learner, who chooses theta and times the answer, must not learn from
+ * the time which rows have which sign of m, a large |m| or a NaN
+ * (docs/privacy.md §7): one exp, always of an argument in [-500, -2^-54]
+ * (its usual path), and selections in bit operations.  The value is
+ * -y e^-m / (1 + e^-m) for m > 0 and -y / (1 + e^m) otherwise, as the two
+ * branches computed it before, except for m > 500, where the coefficient,
+ * below 1e-217 in size, is now 0.  A NaN m gives NaN: the row is dropped. */
 static inline double logistic_coef(double t, double y)
 {
-	double m = y * t;
+	double m = y * t, am = fabs(m);
+	int small = am <= LOGISTIC_EXP_MAX;     /* false for a NaN */
+	int tiny = am < 0x1p-54;                /* e^-|m| rounds to 1 */
+	double e = exp(-pick(small && !tiny, am, 1.0));
+	double c;
 
-	if (m > 0.0) {
-		double e = exp(-m);
-		return -y * e / (1.0 + e);
-	}
-	if (m <= 0.0)
-		return -y / (1.0 + exp(m));
-	return NAN;     /* m is NaN: keep it visible so the row is dropped */
+	e = pick(small, pick(tiny, 1.0, e), 0.0);
+	c = -y * pick(m > 0.0, e, 1.0) / (1.0 + e);
+	return pick(m == m, c, NAN);
 }
 
 static inline double svm_coef(double t, double y)
@@ -105,11 +133,12 @@ int dp_model_check_data(dp_model m, const dp_dataset *ds)
 
 		if (m == DP_MODEL_LINEAR) {
 			if (!isfinite(y))
-				return dp_error_set(DP_EFORMAT, "%s: row %zu: target '%s' is %g, not a finite number",
-						    src, j + 1, ds->target != NULL ? ds->target : "y", y);
+				return dp_error_set(DP_EFORMAT, "%s: row %zu: target '%s' is not a finite number",
+						    src, j + 1, ds->target != NULL ? ds->target : "y");
 		} else if (y != 1.0 && y != -1.0) {
-			return dp_error_set(DP_EFORMAT, "%s: row %zu: target '%s' is %g; %s needs -1 or +1",
-					    src, j + 1, ds->target != NULL ? ds->target : "y", y,
+			/* position and kind only: a daemon logs this (docs/privacy.md §8) */
+			return dp_error_set(DP_EFORMAT, "%s: row %zu: target '%s' is not -1 or +1, as %s needs",
+					    src, j + 1, ds->target != NULL ? ds->target : "y",
 					    dp_model_name(m));
 		}
 	}

@@ -183,6 +183,23 @@ int dp_noise_discrete_laplace(dp_bitsource *src, double t, int64_t *out)
 	return rc;
 }
 
+/* q = num/den rounded to nearest is at most half an ulp below the exact
+ * quotient, so one step up suffices when it is below.  Whether it is:
+ * the sign of q den - num, from one fma (the residual of a correctly
+ * rounded quotient is exactly representable; should it underflow, it
+ * becomes -0, whose sign bit still says "below", while an exact quotient
+ * gives +0). */
+double dp_noise_div_up(double num, double den)
+{
+	double q;
+
+	DP_REQUIRE(num >= 0.0 && den > 0.0);
+	q = num / den;
+	if (isfinite(q) && signbit(fma(q, den, -num)))
+		q = nextafter(q, INFINITY);
+	return q;
+}
+
 static int bitlen128(unsigned __int128 v)
 {
 	uint64_t hi = (uint64_t)(v >> 64), lo = (uint64_t)v;

@@ -32,6 +32,13 @@ int dp_noise_geometric(dp_bitsource *src, double lambda, int64_t *out);
 #define DP_NOISE_TMAX 0x1p53
 int dp_noise_discrete_laplace(dp_bitsource *src, double t, int64_t *out);
 
+/* num / den rounded *up*: the smallest double >= the exact quotient, for
+ * num >= 0 and den > 0 (a quotient above DBL_MAX gives INFINITY).
+ * A noise scale is computed with it, never with a plain division, which
+ * rounds to nearest and so can return a scale below the exact one
+ * (docs/privacy.md §2 step 4). */
+double dp_noise_div_up(double num, double den);
+
 /* Grid exponent k for the lattice u = 2^-k used by an answer over n rows with
  * L1 clip bound `clip` and per-answer budget eps_q (INFINITY: no noise).
  * *k is the largest integer k <= DP_NOISE_GRID_KMAX such that, in exact

@@ -10,11 +10,31 @@
 #include "common/core/kernel.h"
 #include "common/core/noise.h"
 
+/* Both scales are rounded up (docs/privacy.md §2 step 4): a scale one
+ * ulp below Delta/eps would spend slightly more than eps_q. */
 double dp_query_scale(size_t n, double clip, double eps_q)
+{
+	double den;
+
+	if (isinf(eps_q) && eps_q > 0)
+		return 0.0;
+	/* n eps_q rounded down (n < 2^53 is exact), so the quotient of the
+	 * two roundings still lies above the exact b; the residual's sign as
+	 * in dp_noise_div_up */
+	den = (double)n * eps_q;
+	if (signbit(fma((double)n, eps_q, -den)))
+		den = nextafter(den, 0.0);
+	if (!(den > 0.0))
+		return INFINITY;
+	return dp_noise_div_up(2.0 * clip, den);
+}
+
+double dp_query_grid_scale(double clip, int k, double eps_q)
 {
 	if (isinf(eps_q) && eps_q > 0)
 		return 0.0;
-	return 2.0 * clip / ((double)n * eps_q);
+	/* 2 clip 2^k is exact: a power-of-two scaling of a normal double */
+	return dp_noise_div_up(ldexp(clip, k + 1), eps_q);
 }
 
 /* Order of work, so that nothing partial can leave: validate, exact grid
@@ -56,9 +76,9 @@ int dp_query_answer(dp_model m, const dp_dataset *ds, const double *theta, doubl
 	if (err != 0)
 		goto out;
 	if (isfinite(eps_q)) {
-		/* scale in grid units: sensitivity 2 clip 2^k over eps_q;
-		 * dp_noise_grid_exponent keeps it <= 2^52 */
-		double t = ldexp(2.0 * clip, k) / eps_q;
+		/* scale in grid units: sensitivity 2 clip 2^k over eps_q,
+		 * rounded up; dp_noise_grid_exponent keeps it <= 2^52 */
+		double t = dp_query_grid_scale(clip, k, eps_q);
 
 		for (size_t q = 0; q < p; q++) {
 			err = dp_noise_discrete_laplace(src, t, &noise[q]);

@@ -30,7 +30,13 @@ int dp_query_answer(dp_model m, const dp_dataset *ds, const double *theta,
 		    double clip, double eps_q, dp_bitsource *src, double *grad,
 		    dp_query_info *info);
 
-/* Laplace scale b = 2 clip / (n eps_q) of an answer (0 for eps_q = inf). */
+/* Laplace scale b = 2 clip / (n eps_q) of an answer (0 for eps_q = inf),
+ * rounded up: never below the exact quotient (docs/privacy.md §2). */
 double dp_query_scale(size_t n, double clip, double eps_q);
+
+/* The noise scale in grid units, t = 2 clip 2^k / eps_q, rounded up: the
+ * smallest double >= the exact value (0 for eps_q = inf).  clip > 0 and
+ * finite, eps_q > 0; dp_query_answer draws its noise with this scale. */
+double dp_query_grid_scale(double clip, int k, double eps_q);
 
 #endif

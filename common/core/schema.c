@@ -276,7 +276,6 @@ int dp_schema_check_applied(const dp_schema *s, const char *source, const double
 {
 	size_t eligible = 0, twice = 0;
 	const char *name = NULL;
-	double shown = 0.0;
 
 	DP_REQUIRE(s != NULL && source != NULL && (n == 0 || (x != NULL && y != NULL)));
 	DP_REQUIRE(stride >= s->p);
@@ -292,10 +291,8 @@ int dp_schema_check_applied(const dp_schema *s, const char *source, const double
 		for (size_t j = 0; j < n; j++)
 			sum += x[j * stride + col->off];
 		vote(col->center, col->scale, sum / (double)n, &eligible, &twice);
-		if (twice > before && name == NULL) {
+		if (twice > before && name == NULL)
 			name = col->name;
-			shown = sum / (double)n;
-		}
 	}
 	if (s->tkind == DP__SCHEMA_T_NUMERIC && s->tstd) {
 		double sum = 0.0;
@@ -304,16 +301,16 @@ int dp_schema_check_applied(const dp_schema *s, const char *source, const double
 		for (size_t j = 0; j < n; j++)
 			sum += y[j];
 		vote(s->tcenter, s->tscale, sum / (double)n, &eligible, &twice);
-		if (twice > before && name == NULL) {
+		if (twice > before && name == NULL)
 			name = s->target;
-			shown = sum / (double)n;
-		}
 	}
 	if (eligible == 0 || twice < eligible)
 		return 0;
+	/* no average in the message: a statistic of the rows, and ownerd
+	 * logs this (docs/privacy.md §8) */
 	return dp_error_set(DP_EFORMAT, "%s looks already prepared with this schema: column '%s' "
-			    "averages %.3g once transformed, where a raw file averages near 0; pass "
-			    "it without --schema", source, name, shown);
+			    "averages far from 0 once transformed, where a raw file averages near 0; "
+			    "pass it without --schema", source, name);
 }
 
 void dp_schema_bind_destroy(dp_schema_bind *b)
@@ -402,12 +399,17 @@ static int cell_fail(const dp_schema_bind *b, size_t line, const char *col, cons
 	return dp_error_set(DP_EFORMAT, "%s:%zu: column '%s': %s", b->source, line, col, what);
 }
 
-/* Level lookup with the error the user needs: the value and the list. */
+/* The errors of a cell name its position (file, line, column) and what is
+ * wrong, never its text: ownerd binds its rows with this code and logs the
+ * error, and no cell value may reach a log (docs/privacy.md §8).  The
+ * schema's own lists are public and may be shown. */
+
+/* Level lookup with the error the user needs: the position and the list. */
 static int level_of(const dp_schema_bind *b, size_t line, const char *col,
 		    const struct dp__schema_levels *lv, const char *v, const char *what,
 		    size_t *idx)
 {
-	char shown[64], list[200];
+	char list[200];
 	long i = dp__schema_levels_find(lv, v);
 
 	if (i >= 0) {
@@ -415,18 +417,14 @@ static int level_of(const dp_schema_bind *b, size_t line, const char *col,
 		return 0;
 	}
 	dp_csv_format_names(list, sizeof(list), (const char *const *)lv->v, lv->n);
-	return cell_fail(b, line, col, "%s '%s' is not in the schema's list (%s)", what,
-			 dp_csv_show(v, shown, sizeof(shown)), list);
+	return cell_fail(b, line, col, "the %s is not in the schema's list (%s)", what, list);
 }
 
 static int number_of(const dp_schema_bind *b, size_t line, const char *col, const char *v,
 		     double *out)
 {
-	char shown[64];
-
 	if (dp_csv_parse_number(v, out) != 0)
-		return cell_fail(b, line, col, "not a finite number: '%s'",
-				 dp_csv_show(v, shown, sizeof(shown)));
+		return cell_fail(b, line, col, "not a finite number");
 	return 0;
 }
 
@@ -478,8 +476,7 @@ int dp__schema_encode(const dp_schema_bind *b, const char *const *fields, size_t
 		if (col->has_clamp)
 			x = x < col->lo ? col->lo : x > col->hi ? col->hi : x;
 		if (!isfinite(x))
-			return cell_fail(b, line, col->name,
-					 "value '%s' overflows after standardising", v);
+			return cell_fail(b, line, col->name, "the value overflows after standardising");
 		z[col->off] = x;
 	}
 	return 0;
@@ -507,7 +504,7 @@ static int target_of(const dp_schema_bind *b, const char *v, size_t line, double
 	if (s->tstd)
 		*y = (*y - s->tcenter) / s->tscale;
 	if (!isfinite(*y))
-		return cell_fail(b, line, s->target, "value '%s' overflows after standardising", v);
+		return cell_fail(b, line, s->target, "the value overflows after standardising");
 	return 0;
 }
 

@@ -5,6 +5,7 @@
 #include "common/net/tls.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,7 @@ struct dp_conn {
 
 	struct server *srv;     /* accepting listener's state, until it closes */
 	dp_listener *listener;  /* counts this connection, until it closes */
+	dp_listener_slot slot;  /* its record there */
 	dp_conn *lprev, *lnext; /* in srv->conns */
 };
 
@@ -111,7 +113,7 @@ static void maybe_finish(dp_conn *c)
 	c->finished = 1;
 	server_unlink(c);
 	if (c->listener != NULL)
-		dp_listener_release(c->listener);
+		dp_listener_release(c->listener, &c->slot);
 	c->listener = NULL;
 	if (c->cb.on_close)
 		c->cb.on_close(c, c->reason, c->detail);
@@ -334,6 +336,9 @@ static int handshake_done(dp_conn *c)
 	DP_DEBUG("conn", "handshake done peer=%s id=%s", c->peer_addr, c->peer_id);
 	if (c->cb.on_handshake && c->cb.on_handshake(c, c->peer_id) != 0)
 		begin_close(c, DP_EPROTO, 1, "peer '%s' at %s not admitted", c->peer_id, c->peer_addr);
+	/* Admitted: it leaves the pending limits and can no longer be evicted. */
+	if (c->state == ST_OPEN && c->listener != NULL)
+		dp_listener_settle(c->listener, &c->slot);
 	return c->state == ST_OPEN ? 0 : -1;
 }
 
@@ -397,6 +402,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	if (c->state == ST_CLOSING || nread == 0)
 		return;
 	if (nread > 0) {
+		if (c->state == ST_HANDSHAKE && c->listener != NULL)
+			dp_listener_progress(c->listener, &c->slot);
 		if (BIO_write(c->rbio, buf->base, (int)nread) != (int)nread) {
 			ERR_clear_error();
 			begin_close(c, DP_ENOMEM, 0, "out of memory buffering %zd bytes", nread);
@@ -690,14 +697,27 @@ static int on_connection(dp_listener *l, void *data)
 		srv->conns->lprev = c;
 	srv->conns = c;
 	c->state = ST_HANDSHAKE;
-	r = dp_listener_accept(l, &c->tcp, c->peer_addr, sizeof(c->peer_addr));
+	r = dp_listener_accept(l, &c->tcp, &c->slot, c->peer_addr, sizeof(c->peer_addr));
 	if (r < 0) {
-		begin_close(c, r, 0, "accept: %s", uv_strerror(r));
+		begin_close(c, r, 0, "accept: %s", dp_error_detail(r));
 		return 0;
 	}
 	c->listener = l;
 	start_handshake(c);
 	return 0;
+}
+
+/* The listener needs the slot of c, still in its handshake, for a newer
+ * connection: close it at once, without waiting on the peer. */
+static void on_evict(dp_listener *l, dp_listener_slot *s, void *data)
+{
+	dp_conn *c = (dp_conn *)((char *)s - offsetof(dp_conn, slot));
+
+	if (c->state != ST_CLOSING)
+		begin_close(c, -ECONNABORTED, 0, "%s evicted during the TLS handshake to make room "
+			  "for a newer connection", c->peer_addr);
+	else if (!c->final)
+		final_close(c);
 }
 
 /* From dp_listener_close: the connections forget the listener; those
@@ -740,6 +760,13 @@ int dp_conn_listen(uv_loop_t *loop, const dp_conn_config *cfg, const char *addr,
 	}
 	lc.tag = "conn";
 	lc.max_conns = cfg->max_conns;
+	lc.max_pending = cfg->max_pending;
+	lc.max_pending_per_addr = cfg->max_pending_per_addr;
+	if (cfg->max_pending != 0 || cfg->max_pending_per_addr != 0)
+		lc.on_evict = on_evict;
+	lc.m_pending = cfg->m_pending;
+	lc.m_evicted = cfg->m_evicted;
+	lc.m_refused = cfg->m_refused;
 	lc.on_connection = on_connection;
 	lc.on_close = on_listener_close;
 	lc.data = srv;

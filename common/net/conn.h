@@ -89,7 +89,9 @@ typedef struct dp_conn_callbacks {
 	 * peer refused by on_handshake), -ETIMEDOUT (handshake timeout),
 	 * -ENOBUFS (write queue over its cap), DP_ENOENT (name not
 	 * resolved), -ECONNREFUSED and other -errno from the socket,
-	 * -ECANCELED (listener closed during the handshake).  detail is a
+	 * -ECANCELED (listener closed during the handshake), -ECONNABORTED
+	 * (evicted during the handshake for a newer connection: max_pending),
+	 * -EAGAIN (refused at accept: max_conns).  detail is a
 	 * one-line human reason, valid during the call.  c is freed when the
 	 * callback returns; only dp_conn_data/peer_id/peer_addr may be called
 	 * on it inside.  NULL: no notification. */
@@ -121,8 +123,21 @@ typedef struct dp_conn_config {
 	const dp_frame_limits *limits; /* copied; NULL = defaults (p unknown) */
 	size_t max_conns;           /* dp_conn_listen only: live connections
 				     * (handshaking or open) at most; more are
-				     * accepted and closed at once (listener.h);
+				     * accepted and closed at once (listener.h),
+				     * unless a pending one can be evicted;
 				     * 0 = no limit */
+	size_t max_pending;         /* dp_conn_listen only: connections whose
+				     * handshake is not done or whose peer
+				     * on_handshake has not admitted, at most; a
+				     * new one evicts the oldest (idle before
+				     * active; on_close -ECONNABORTED); 0 = no
+				     * separate limit */
+	size_t max_pending_per_addr;/* dp_conn_listen only: the same per peer
+				     * address, evicting that address's
+				     * oldest; 0 = no limit */
+	struct dp_metric *m_pending, *m_evicted, *m_refused; /* dp_conn_listen
+				     * only, optional: listener.h's gauge and
+				     * counters */
 } dp_conn_config;
 
 /* ---- Client -------------------------------------------------------------- */
@@ -150,7 +165,10 @@ int dp_conn_connect(uv_loop_t *loop, const dp_conn_config *cfg, const char *host
  * dp_listener_port).  Each accepted socket becomes a server-side dp_conn
  * with a copy of cfg (cfg->ctx must be a server context; the listener
  * takes its own reference); it reaches the caller through
- * cfg->cb.on_handshake.  At most cfg->max_conns connections live at once.
+ * cfg->cb.on_handshake.  At most cfg->max_conns connections live at once,
+ * and at most cfg->max_pending (cfg->max_pending_per_addr from one
+ * address) that are not yet admitted: a connection counts as pending
+ * from accept until its on_handshake returns 0.
  * *out receives the listener: dp_listener_port gives the port bound, and
  * dp_listener_close stops it and closes the connections of this listener
  * that have not finished their handshake (on_close with -ECANCELED);

@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,7 @@ struct hconn {
 	size_t n_lines;      /* complete lines seen, request line included */
 	bool line_ok;        /* request line complete and checked */
 	bool counted;        /* accepted: released from the listener when freed */
+	dp_listener_slot slot;  /* its record in the listener */
 	char *out;           /* response head (+ body), freed with the conn */
 	char *body;
 	char peer[DP_ADDR_TEXT_MAX];
@@ -107,7 +109,7 @@ static void on_conn_handle_closed(uv_handle_t *h)
 	if (c->open_handles > 0)
 		return;
 	if (c->counted && srv->lst != NULL)
-		dp_listener_release(srv->lst);
+		dp_listener_release(srv->lst, &c->slot);
 	free(c->out);
 	free(c->body);
 	free(c);
@@ -131,6 +133,16 @@ static void conn_close(struct hconn *c)
 	c->prev = c->next = NULL;
 	uv_close((uv_handle_t *)&c->timer, on_conn_handle_closed);
 	uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
+}
+
+/* The listener needs room for a newer connection (every HTTP connection
+ * counts as pending: there is no authentication to wait for). */
+static void on_evict(dp_listener *l, dp_listener_slot *s, void *data)
+{
+	struct hconn *c = (struct hconn *)((char *)s - offsetof(struct hconn, slot));
+
+	DP_DEBUG("httpd", "evicted peer=%s state=%d bytes=%zu", c->peer, (int)c->state, c->used);
+	conn_close(c);
 }
 
 /* ---- responses ------------------------------------------------------------ */
@@ -483,6 +495,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		conn_close(c);  /* EOF or error before a complete request */
 		return;
 	}
+	if (nread > 0 && c->counted && c->srv->lst != NULL)
+		dp_listener_progress(c->srv->lst, &c->slot);
 	from = c->used;
 	c->used += (size_t)nread;
 	if (memchr(c->buf + from, '\0', (size_t)nread)) {
@@ -540,7 +554,7 @@ static int on_connection(dp_listener *l, void *data)
 	if (c->next)
 		c->next->prev = c;
 	srv->conns = c;
-	if (dp_listener_accept(l, &c->tcp, c->peer, sizeof(c->peer)) != 0) {
+	if (dp_listener_accept(l, &c->tcp, &c->slot, c->peer, sizeof(c->peer)) != 0) {
 		conn_close(c);
 		return 0;
 	}
@@ -617,6 +631,10 @@ int dp_httpd_new(uv_loop_t *loop, const struct dp_httpd_options *opt, struct dp_
 	}
 	lc.tag = "httpd";
 	lc.max_conns = opt->max_connections ? opt->max_connections : DP_HTTPD_MAX_CONN_DEFAULT;
+	/* At the cap a new connection evicts the oldest one (idle before
+	 * active), so idle connections cannot keep a scraper out. */
+	lc.max_pending = lc.max_conns;
+	lc.on_evict = on_evict;
 	lc.on_connection = on_connection;
 	lc.on_closed = on_listener_closed;
 	lc.data = srv;

@@ -19,9 +19,10 @@
  *   - every connection has a deadline (timeout_ms from accept until the
  *     response is written): a client that sends nothing, or too slowly, or
  *     does not read its answer, is closed when it passes;
- *   - at most max_connections at once; beyond that new connections are
- *     accepted and closed at once (the daemons' one accept path,
- *     listener.h).
+ *   - at most max_connections at once (the daemons' one accept path,
+ *     listener.h); beyond that a new connection evicts the oldest one,
+ *     one that has sent nothing before one that has, so idle or slow
+ *     clients cannot keep a scraper out.
  * After the response the socket is shut down for writing and what the
  * client still sends is read and dropped until it closes (or 2 s), so a
  * client that was still sending receives the error instead of a reset.

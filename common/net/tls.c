@@ -4,15 +4,29 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
 
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+
+/* The verify errors verify_cb sets, in words that say what to fix. */
+static const char *verify_hint(SSL *ssl, long v)
+{
+	if (v == X509_V_ERR_INVALID_PURPOSE)
+		return SSL_is_server(ssl) ? " (a client needs extendedKeyUsage clientAuth)"
+					  : " (a server needs extendedKeyUsage serverAuth)";
+	if (v == X509_V_ERR_APPLICATION_VERIFICATION)
+		return " (public key not pinned)";
+	return "";
+}
 
 const char *dp_tls_error_string(SSL *ssl, char *buf, size_t size)
 {
@@ -31,8 +45,9 @@ const char *dp_tls_error_string(SSL *ssl, char *buf, size_t size)
 		long v = SSL_get_verify_result(ssl);
 
 		if (v != X509_V_OK && off + 1 < size)
-			snprintf(buf + off, size - off, "%scertificate verify: %s",
-				 off ? "; " : "", X509_verify_cert_error_string(v));
+			snprintf(buf + off, size - off, "%scertificate verify: %s%s",
+				 off ? "; " : "", X509_verify_cert_error_string(v),
+				 verify_hint(ssl, v));
 	}
 	if (buf[0] == '\0')
 		snprintf(buf, size, "unspecified TLS error");
@@ -94,6 +109,271 @@ static EVP_PKEY *read_key(const char *path)
 	return k;
 }
 
+/* ---- roles, pins and revocation (docs/protocol.md §1) ------------------- */
+
+/* 1 when cert carries extendedKeyUsage with `xku` (XKU_SSL_*).  Unlike
+ * OpenSSL's purpose check, a certificate without the extension has no role. */
+static int has_eku(X509 *cert, uint32_t xku)
+{
+	return (X509_get_extension_flags(cert) & EXFLAG_XKUSAGE) != 0 &&
+	       (X509_get_extended_key_usage(cert) & xku) != 0;
+}
+
+#define PIN_PREFIX "sha256//"
+#define PINS_MAX   16
+
+/* The pins of a context, kept in its ex_data and freed with it. */
+struct pinset {
+	size_t n;
+	char pin[PINS_MAX][DP_TLS_PIN_LEN + 1];
+};
+
+static int pin_idx = -1;
+static pthread_once_t pin_once = PTHREAD_ONCE_INIT;
+
+static void pins_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl,
+		      void *argp)
+{
+	(void)parent;
+	(void)ad;
+	(void)idx;
+	(void)argl;
+	(void)argp;
+	free(ptr);
+}
+
+static void pin_index_init(void)
+{
+	pin_idx = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, pins_free);
+}
+
+int dp_tls_cert_pin(X509 *cert, char *out, size_t out_size)
+{
+	unsigned char *der = NULL, md[32];
+	unsigned char b64[45];
+	int n, ok;
+
+	DP_REQUIRE(out != NULL && out_size > DP_TLS_PIN_LEN);
+	if (cert == NULL)
+		return dp_error_set(DP_ETLS, "no certificate");
+	n = i2d_X509_PUBKEY(X509_get_X509_PUBKEY(cert), &der);
+	if (n <= 0) {
+		ERR_clear_error();
+		return dp_error_set(DP_ETLS, "cannot encode the certificate's public key");
+	}
+	ok = EVP_Digest(der, (size_t)n, md, NULL, EVP_sha256(), NULL);
+	OPENSSL_free(der);
+	if (ok != 1) {
+		ERR_clear_error();
+		return dp_error_set(DP_ETLS, "cannot hash the certificate's public key");
+	}
+	EVP_EncodeBlock(b64, md, (int)sizeof(md));
+	snprintf(out, out_size, PIN_PREFIX "%s", (const char *)b64);
+	return 0;
+}
+
+/* One pin of a list (len bytes at p) into out, in its canonical text. */
+static int parse_pin(const char *p, size_t len, char *out)
+{
+	const size_t plen = sizeof(PIN_PREFIX) - 1;
+	unsigned char raw[36], b64[45];
+
+	if (len < plen || strncmp(p, PIN_PREFIX, plen) != 0)
+		return dp_error_set(DP_EINVAL, "pin '%.*s' does not start with " PIN_PREFIX,
+				    (int)(len > 60 ? 60 : len), p);
+	if (len - plen != 44 ||
+	    EVP_DecodeBlock(raw, (const unsigned char *)p + plen, 44) != 33)
+		return dp_error_set(DP_EINVAL, "pin '%.*s' is not " PIN_PREFIX "followed by the "
+				    "base64 of a SHA-256 hash (44 characters)",
+				    (int)(len > 60 ? 60 : len), p);
+	/* Re-encoding must give the same text: no stray bits, padding right. */
+	EVP_EncodeBlock(b64, raw, 32);
+	if (memcmp(b64, p + plen, 44) != 0)
+		return dp_error_set(DP_EINVAL, "pin '%.*s' is not canonical base64", (int)len, p);
+	memcpy(out, p, len);
+	out[len] = '\0';
+	return 0;
+}
+
+static int parse_pins(const char *text, struct pinset *ps)
+{
+	const char *p = text;
+
+	ps->n = 0;
+	for (;;) {
+		const char *end = strchr(p, ';');
+		size_t len;
+		int r;
+
+		/* Blanks around an item are allowed ("A ; B"). */
+		while (*p == ' ' || *p == '\t')
+			p++;
+		len = end ? (size_t)(end - p) : strlen(p);
+		while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+			len--;
+
+		if (ps->n == PINS_MAX)
+			return dp_error_set(DP_EINVAL, "more than %d pins", PINS_MAX);
+		r = parse_pin(p, len, ps->pin[ps->n]);
+		if (r < 0)
+			return r;
+		ps->n++;
+		if (end == NULL)
+			return 0;
+		p = end + 1;
+	}
+}
+
+int dp_tls_check_pins(const char *pins)
+{
+	struct pinset ps;
+
+	if (pins == NULL || *pins == '\0')
+		return dp_error_set(DP_EINVAL, "no pin given");
+	return parse_pins(pins, &ps);
+}
+
+static int pinned(const struct pinset *ps, X509 *cert)
+{
+	char pin[DP_TLS_PIN_LEN + 1], cn[DP_TLS_ID_MAX + 1] = "?";
+
+	if (dp_tls_cert_pin(cert, pin, sizeof(pin)) < 0)
+		return 0;
+	for (size_t i = 0; i < ps->n; i++)
+		if (strcmp(pin, ps->pin[i]) == 0)
+			return 1;
+	X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, cn, sizeof(cn));
+	ERR_clear_error();
+	DP_WARN("tls", "refusing peer certificate cn=%s: its public key %s is not pinned "
+		"(%zu pin%s configured)", cn, pin, ps->n, ps->n == 1 ? "" : "s");
+	return 0;
+}
+
+/* Runs for each certificate of the peer's chain after OpenSSL's own checks
+ * (chain, validity, revocation); on the leaf, the role and the pins. */
+static int verify_cb(int ok, X509_STORE_CTX *sc)
+{
+	SSL *ssl;
+	X509 *cert;
+	const struct pinset *ps;
+
+	if (ok != 1 || X509_STORE_CTX_get_error_depth(sc) != 0)
+		return ok;
+	ssl = X509_STORE_CTX_get_ex_data(sc, SSL_get_ex_data_X509_STORE_CTX_idx());
+	cert = X509_STORE_CTX_get_current_cert(sc);
+	if (ssl == NULL || cert == NULL)
+		return ok;
+	if (!has_eku(cert, SSL_is_server(ssl) ? XKU_SSL_CLIENT : XKU_SSL_SERVER)) {
+		X509_STORE_CTX_set_error(sc, X509_V_ERR_INVALID_PURPOSE);
+		return 0;
+	}
+	ps = pin_idx >= 0 ? SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), pin_idx) : NULL;
+	if (ps != NULL && !pinned(ps, cert)) {
+		X509_STORE_CTX_set_error(sc, X509_V_ERR_APPLICATION_VERIFICATION);
+		return 0;
+	}
+	return 1;
+}
+
+static int set_pins(SSL_CTX *ctx, const char *text)
+{
+	struct pinset *ps;
+	int r;
+
+	pthread_once(&pin_once, pin_index_init);
+	if (pin_idx < 0)
+		return dp_error_set(DP_ETLS, "tls: no ex_data index for the pins");
+	ps = malloc(sizeof(*ps));
+	if (ps == NULL)
+		return dp_error_set(DP_ENOMEM, "tls: out of memory");
+	r = parse_pins(text, ps);
+	if (r == 0 && SSL_CTX_set_ex_data(ctx, pin_idx, ps) != 1)
+		r = dp_error_set(DP_ETLS, "tls: cannot attach the pins");
+	if (r < 0)
+		free(ps);
+	return r;
+}
+
+/* A CRL must come from a CA of the store and be current when loaded. */
+static int check_crl(X509_CRL *crl, STACK_OF(X509) *cas, const char *path, int i)
+{
+	const ASN1_TIME *next = X509_CRL_get0_nextUpdate(crl);
+	int signed_ok = 0;
+	char tb[64];
+
+	for (int j = 0; j < sk_X509_num(cas) && !signed_ok; j++) {
+		X509 *ca = sk_X509_value(cas, j);
+
+		signed_ok = X509_NAME_cmp(X509_get_subject_name(ca), X509_CRL_get_issuer(crl)) == 0 &&
+			    X509_CRL_verify(crl, X509_get0_pubkey(ca)) == 1;
+	}
+	ERR_clear_error();
+	if (!signed_ok)
+		return dp_error_set(DP_ETLS, "tls: CRL %d in '%s' is not signed by a CA of the CA "
+				    "file", i, path);
+	if (X509_cmp_current_time(X509_CRL_get0_lastUpdate(crl)) >= 0) {
+		asn1_time_text(X509_CRL_get0_lastUpdate(crl), tb, sizeof(tb));
+		return dp_error_set(DP_ETLS, "tls: CRL %d in '%s' is not valid before %s", i, path,
+				    tb);
+	}
+	if (next != NULL && X509_cmp_current_time(next) <= 0) {
+		asn1_time_text(next, tb, sizeof(tb));
+		return dp_error_set(DP_ETLS, "tls: CRL %d in '%s' expired on %s (issue a new one: "
+				    "dpasync certs --crl)", i, path, tb);
+	}
+	return 0;
+}
+
+static int load_crls(SSL_CTX *ctx, const char *path)
+{
+	X509_STORE *st = SSL_CTX_get_cert_store(ctx);
+	STACK_OF(X509) *cas = X509_STORE_get1_all_certs(st);
+	BIO *b = NULL;
+	X509_CRL *crl;
+	int r, n = 0;
+
+	if (cas == NULL)
+		return dp_error_set(DP_ENOMEM, "tls: out of memory");
+	r = readable("CRL", path);
+	if (r < 0)
+		goto out;
+	ERR_clear_error();
+	b = BIO_new_file(path, "r");
+	if (b == NULL) {
+		r = tls_fail("cannot read CRL file", path);
+		goto out;
+	}
+	for (;;) {
+		crl = PEM_read_bio_X509_CRL(b, NULL, NULL, NULL);
+		if (crl == NULL)
+			break;
+		n++;
+		r = check_crl(crl, cas, path, n);
+		if (r == 0 && X509_STORE_add_crl(st, crl) != 1)
+			r = tls_fail("cannot use CRL from", path);
+		X509_CRL_free(crl);
+		if (r < 0)
+			goto out;
+	}
+	/* The loop ends at the end of the file (no start line) or at a block
+	 * that does not parse. */
+	if (ERR_GET_REASON(ERR_peek_last_error()) != PEM_R_NO_START_LINE) {
+		r = tls_fail("malformed CRL in", path);
+		goto out;
+	}
+	ERR_clear_error();
+	if (n == 0) {
+		r = dp_error_set(DP_ETLS, "tls: no PEM CRL in '%s'", path);
+		goto out;
+	}
+	X509_STORE_set_flags(st, X509_V_FLAG_CRL_CHECK);
+	r = 0;
+out:
+	BIO_free(b);
+	sk_X509_pop_free(cas, X509_free);
+	return r;
+}
+
 /* The own certificate is checked at load time against the same store that
  * will verify peers, with the purpose of this side's role. */
 static int check_own(SSL_CTX *ctx, int is_server, const dp_tls_files *fl)
@@ -130,6 +410,11 @@ static int check_own(SSL_CTX *ctx, int is_server, const dp_tls_files *fl)
 		return dp_error_set(DP_ETLS, "tls: certificate '%s' does not verify against CA '%s' "
 				    "for a %s: %s", fl->cert_file, fl->ca_file,
 				    is_server ? "server" : "client", X509_verify_cert_error_string(err));
+	if (!has_eku(cert, is_server ? XKU_SSL_SERVER : XKU_SSL_CLIENT))
+		return dp_error_set(DP_ETLS, "tls: certificate '%s' has no extendedKeyUsage %s, "
+				    "which a %s needs", fl->cert_file,
+				    is_server ? "serverAuth" : "clientAuth",
+				    is_server ? "server" : "client");
 	return 0;
 }
 
@@ -190,6 +475,16 @@ int dp_tls_ctx_new(int is_server, const dp_tls_files *fl, SSL_CTX **out)
 	}
 	EVP_PKEY_free(key);
 	key = NULL;
+	if (fl->crl_file != NULL && *fl->crl_file != '\0') {
+		r = load_crls(ctx, fl->crl_file);
+		if (r < 0)
+			goto fail;
+	}
+	if (fl->pins != NULL && *fl->pins != '\0') {
+		r = set_pins(ctx, fl->pins);
+		if (r < 0)
+			goto fail;
+	}
 	r = check_own(ctx, is_server, fl);
 	if (r < 0)
 		goto fail;
@@ -201,7 +496,7 @@ int dp_tls_ctx_new(int is_server, const dp_tls_files *fl, SSL_CTX **out)
 		r = dp_error_set(DP_ETLS, "tls: certificate '%s': %s", fl->cert_file, d);
 		goto fail;
 	}
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, verify_cb);
 	SSL_CTX_set_verify_depth(ctx, 4);
 	/* Full handshake every time: no tickets, no session cache. */
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);

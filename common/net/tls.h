@@ -23,10 +23,16 @@
 /* Longest identity (X.509 ub-common-name). */
 #define DP_TLS_ID_MAX 64
 
+/* Text of a public-key pin: "sha256//" and the base64 of 32 bytes. */
+#define DP_TLS_PIN_LEN 52
+
 typedef struct dp_tls_files {
 	const char *ca_file;    /* PEM: the deployment CA certificate(s) */
 	const char *cert_file;  /* PEM: own certificate (optionally followed by a chain) */
 	const char *key_file;   /* PEM: own private key (unencrypted) */
+	const char *crl_file;   /* PEM: revocation lists of the CA; NULL or "": none */
+	const char *pins;       /* accepted peer keys, "sha256//B64[;sha256//B64...]";
+				 * NULL or "": any key the CA vouches for */
 } dp_tls_files;
 
 /* Build an SSL_CTX for the server (is_server != 0) or client side: TLS 1.3
@@ -36,14 +42,28 @@ typedef struct dp_tls_files {
  * clientAuth for a client), so a wrong CA, an expired or not-yet-valid
  * certificate or a key that does not match fails at startup with a clear
  * detail rather than at the first handshake.
+ *
+ * Roles (docs/protocol.md §1): the peer's leaf certificate must carry an
+ * extendedKeyUsage with the peer's role -- clientAuth when this side is the
+ * server, serverAuth when it is the client; a certificate without the
+ * extension is refused (OpenSSL alone would accept it for any role).  The
+ * own certificate must carry its own role's usage too.
+ * With crl_file, every CRL in it must be signed by a CA of ca_file, be
+ * current (thisUpdate passed, nextUpdate ahead), and peers are checked
+ * against it (X509_V_FLAG_CRL_CHECK); a revoked own certificate fails here.
+ * With pins, the peer's leaf public key (SHA-256 of its DER
+ * SubjectPublicKeyInfo, as curl's --pinnedpubkey) must be one of them; a
+ * mismatch fails the handshake and logs the key the peer presented.
  * On success *out receives a new context (free with SSL_CTX_free); files
  * and out must not be NULL.
  * Errors (all with a one-line detail naming the file; *out untouched):
- *   DP_EINVAL  a path is NULL or empty;
+ *   DP_EINVAL  a path is NULL or empty, pins malformed;
  *   DP_ETLS    a file is unreadable or not PEM, key/cert mismatch, own
  *              certificate expired / not yet valid / not issued by the CA /
- *              lacking the needed extendedKeyUsage, or an OpenSSL failure
- *              (detail includes the OpenSSL error string). */
+ *              lacking the needed extendedKeyUsage, revoked, a CRL file
+ *              unreadable / without a CRL / not signed by the CA / expired
+ *              / not yet valid, or an OpenSSL failure (detail includes the
+ *              OpenSSL error string). */
 int dp_tls_ctx_new(int is_server, const dp_tls_files *files, SSL_CTX **out);
 
 /* Prepare a client SSL object (not NULL) to accept only a server whose
@@ -65,6 +85,16 @@ int dp_tls_check_name(const char *name);
  * every rule broken give DP_ETLS with a detail; out untouched then. */
 int dp_tls_cert_identity(X509 *cert, char *out, size_t out_size);
 
+/* The pin of a certificate's public key: "sha256//" + base64(SHA-256 of
+ * the DER SubjectPublicKeyInfo), NUL-terminated; out_size must be >
+ * DP_TLS_PIN_LEN.  DP_ETLS (NULL cert, OpenSSL failure) with a detail;
+ * out untouched then. */
+int dp_tls_cert_pin(X509 *cert, char *out, size_t out_size);
+
+/* Check the syntax of a pin list ("sha256//B64[;sha256//B64...]", each
+ * base64 text decoding to 32 bytes).  DP_EINVAL with a detail otherwise. */
+int dp_tls_check_pins(const char *pins);
+
 /* Identity of the verified peer of an SSL object after the handshake:
  * checks that a peer certificate was presented and verified (X509_V_OK),
  * then dp_tls_cert_identity.  DP_ETLS otherwise. */
@@ -72,7 +102,8 @@ int dp_tls_peer_identity(SSL *ssl, char *out, size_t out_size);
 
 /* Format the reason of a failed TLS operation into buf: the first OpenSSL
  * error on this thread's queue (ERR_error_string_n), plus the certificate
- * verification result of ssl when it is not X509_V_OK (ssl may be NULL),
+ * verification result of ssl when it is not X509_V_OK (ssl may be NULL;
+ * a missing extendedKeyUsage and a key that is not pinned are named),
  * or "unspecified TLS error" when there is neither.  Clears the error
  * queue.  Returns buf (untouched when size is 0). */
 const char *dp_tls_error_string(SSL *ssl, char *buf, size_t size);

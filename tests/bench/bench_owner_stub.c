@@ -177,7 +177,7 @@ static void on_close(dp_conn *c, int reason, const char *detail)
 static int connect_owner(struct stub_owner *o, size_t i)
 {
 	char cert[4096], key[4096];
-	dp_tls_files tf = { A.ca, cert, key };
+	dp_tls_files tf = { .ca_file = A.ca, .cert_file = cert, .key_file = key };
 	dp_conn_config cfg;
 	SSL_CTX *ctx;
 	dp_conn *c;

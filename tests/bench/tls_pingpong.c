@@ -315,7 +315,7 @@ static void client_on_close(dp_conn *c, int reason, const char *detail)
 
 static int client_start(uv_loop_t *loop, uint16_t port)
 {
-	dp_tls_files tf = { A.ca, A.ccert, A.ckey };
+	dp_tls_files tf = { .ca_file = A.ca, .cert_file = A.ccert, .key_file = A.ckey };
 	dp_conn_config cfg;
 	SSL_CTX *ctx;
 	dp_conn *c;
@@ -442,7 +442,7 @@ int main(int argc, char **argv)
 
 	S.theta = calloc(A.p, sizeof(double));
 	S.loop = uv_default_loop();
-	tf = (dp_tls_files){ A.ca, A.scert, A.skey };
+	tf = (dp_tls_files){ .ca_file = A.ca, .cert_file = A.scert, .key_file = A.skey };
 	rc = dp_tls_ctx_new(1, &tf, &ctx);
 	if (rc == 0) {
 		memset(&cfg, 0, sizeof(cfg));

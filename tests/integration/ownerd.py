@@ -398,6 +398,10 @@ def main(ownerd, dpasync, shim=None):
         fl.drain()
         test_welcome_cap(ownerd, base, work, fl, p, log)
         fl.drain()
+        test_theta_cap(ownerd, base, work, fl, p, log)
+        fl.drain()
+        test_no_values_logged(ownerd, base, work, fl, certs)
+        fl.drain()
         test_reconnect_backoff(ownerd, base, work, log)
         test_bad_server_name(ownerd, base, work, fl, log)
         fl.drain()
@@ -775,6 +779,104 @@ def test_welcome_cap(ownerd, base, work, fl, p, log):
     with open(log) as f:
         check('no Welcome within 1 s (welcome-timeout)' in f.read(), 'welcome timeout not logged')
     print('ok answer cap from the Welcome, own cap kept, welcome-timeout')
+
+
+def test_theta_cap(ownerd, base, work, fl, p, log):
+    # --theta-max (docs/privacy.md §7): a theta with some |theta_j| above it
+    # is refused with a reason, nothing charged or written; at the bound it
+    # is answered.  Set here through the config file key; the default is
+    # printed by --check-config, a bound <= 0 is a startup error.
+    d = os.path.join(work, 'thcap')
+    os.makedirs(d)
+    led = os.path.join(d, 'ledger')
+    args = base[1:] + ['--ledger', led, '--answers-cap', '3', '--rate', '5']
+    pr = run([ownerd] + args + ['--check-config'])
+    check(pr.returncode == 0 and re.search(r'^theta-max = (1e\+?0?6|1000000)$', pr.stdout, re.M),
+          'default theta-max not printed: %s%s' % (pr.stdout, pr.stderr))
+    expect_error([ownerd] + args + ['--theta-max', '0'], ['theta-max'])
+    expect_error([ownerd] + args + ['--theta-max', 'nan'], ['theta-max'])
+    cfg = os.path.join(d, 'ownerd.ini')
+    with open(cfg, 'w') as f:
+        f.write('[ownerd]\ntheta-max = 100\n')
+    o = Owner(ownerd, ['--config', cfg] + args, log)
+    c = fl.accept()
+    c.expect('hello')
+    welcome(c, p)
+    for k, theta in ((1, [0.0, 100.5, 0.0, 0.0]), (2, [0.0, 0.0, -1e300, 0.0]),
+                     (3, [-float.fromhex('0x1.fffffffffffffp+1023')] + [0.0] * (p - 1))):
+        c.send('query', k=k, theta=theta)
+        r = c.expect('refuse')
+        check(r['k'] == k and 'theta-max' in r['reason'], 'theta beyond the bound: %r' % r)
+    check(ledger_records(led) == 0, 'a refused theta wrote to the ledger')
+    c.send('query', k=4, theta=[100.0, -100.0, 0.5, 0.0])
+    a = c.expect('answer')
+    check(a['k'] == 4 and a['answers_given'] == 1, 'theta at the bound answered: %r' % a)
+    check(abs(a['epsilon_spent'] - 1 / 3) < 2e-9, 'one share spent: %r' % a)
+    check(ledger_records(led) == 1, 'records after the answer')
+    o.kill(signal.SIGTERM)
+    check(o.wait() == 0, 'SIGTERM exit')
+    c.close()
+    print('ok theta-max')
+
+
+def test_no_values_logged(ownerd, base, work, fl, certs):
+    # No cell value reaches ownerd's output (docs/privacy.md §8): a
+    # regression target under a logistic Welcome (it hangs up: "not -1 or
+    # +1"), a bad number at startup, a level the schema does not list.
+    # Every cell is written with 6 significant digits, the way %g would
+    # print it too, and searched for in all the daemon printed.
+    d = os.path.join(work, 'values')
+    os.makedirs(d)
+    rng = np.random.default_rng(7)
+    rows = [[float('%.6g' % v) for v in rng.normal(size=4) * [1, 1, 1, 3.7]]
+            for _ in range(20)]
+    cells = set()
+    data = os.path.join(d, 'reg.csv')
+    with open(data, 'w') as f:
+        f.write('x1,x2,x3,y\n')
+        for r in rows:
+            f.write(','.join('%.6g' % v for v in r) + '\n')
+            cells.update('%.6g' % v for v in r)
+            cells.update('%g' % v for v in r)
+    cells = {s for s in cells if len(s.lstrip('-').replace('.', '')) >= 4}
+    check(len(cells) > 60, 'too few distinctive cells: %d' % len(cells))
+    vlog = os.path.join(d, 'ownerd.log')
+    i = base.index('--data')
+    args = base[1:i] + base[i + 2:] + ['--ledger', os.path.join(d, 'ledger'), '--rate', '5']
+    o = Owner(ownerd, args + ['--data', data], vlog)
+    c = fl.accept()
+    c.expect('hello')
+    welcome(c, 4, model='logistic')
+    c.expect_closed()
+    c.close()
+    o.kill(signal.SIGTERM)
+    o.wait()
+    # startup: a bad number, and a level outside the schema's list
+    bad = os.path.join(d, 'bad.csv')
+    with open(bad, 'w') as f:
+        f.write('x1,x2,x3,y\n1,2,3,4\n1,2,7.31e2q,4\n')
+    pr = run([ownerd] + args + ['--data', bad])
+    schema = os.path.join(d, 'schema.json')
+    with open(schema, 'w') as f:
+        json.dump({'format': 'dpasync-schema', 'version': 1,
+                   'target': {'name': 'y', 'kind': 'numeric'},
+                   'columns': [{'name': 'x1', 'kind': 'onehot', 'levels': ['a', 'b']}]}, f)
+    lv = os.path.join(d, 'levels.csv')
+    with open(lv, 'w') as f:
+        f.write('x1,y\na,1\nsecretlevel,2\n')
+    ps = run([ownerd] + [a for a in args if a != '--bias'] + ['--data', lv, '--schema', schema])
+    with open(vlog) as f:
+        out = f.read() + pr.stderr + pr.stdout + ps.stderr + ps.stdout
+    leaked = sorted(s for s in cells | {'7.31e2q', 'secretlevel'} if s in out)
+    check(not leaked, 'cell values in ownerd output: %s\n%s' % (leaked[:10], out))
+    # ... while each failure still names where it is
+    check('row 1: target' in out and 'not -1 or +1' in out,
+          'the logistic refusal is not logged:\n%s' % out)
+    check(pr.returncode == 2 and 'bad.csv:3' in pr.stderr and 'x3' in pr.stderr,
+          'bad number at startup: %d %s' % (pr.returncode, pr.stderr))
+    check(ps.returncode == 2 and 'levels.csv:3' in ps.stderr,
+          'unknown level at startup: %d %s' % (ps.returncode, ps.stderr))
+    print('ok no cell values in the logs (%d cells searched)' % (len(cells) + 2))
 
 
 def test_reconnect_backoff(ownerd, base, work, log):

@@ -12,7 +12,9 @@
 - a file prep already transformed is refused by every user of the schema
   (sim, eval, prep --schema) with exit 2 and one line, not transformed twice;
 - eval takes the target from model.json, checks the data's features against
-  the model's, and prints psi_zero = f(0)/f* - 1."""
+  the model's, and prints psi_zero = f(0)/f* - 1;
+- the files of rows (owner-N.csv, sample.csv) are written 0600 whatever the
+  umask (even 000), schema.json 0644 less the umask (0600 under 077)."""
 import json, math, os, random, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import check, run, tmpdir, cleanup, main
@@ -44,6 +46,23 @@ def raw_table(path, n, seed, empties):
             note = '' if rng.random() < 0.5 else 'n%d' % i
             price = 3 + (float(x1) if x1 else 0) + (2 if smoker == 'yes' else 0) + rng.gauss(0, 1)
             f.write('%s,%s,%s,%s,%.4f\n' % (x1, smoker, region, note, price))
+
+def prep_modes(dp, raw, d):
+    """Modes of what prep writes under umask 000 and 077."""
+    for mask, schema_mode in ((0o000, 0o644), (0o077, 0o600)):
+        out = os.path.join(d, 'modes-%03o' % mask)
+        old = os.umask(mask)
+        try:
+            run([dp, 'prep', '--target', 'price', '--drop', 'note', '--drop-missing',
+                 '--sample-frac', '0.25', '--split', '2', '--out', out, raw])
+        finally:
+            os.umask(old)
+        want = {'owner-1.csv': 0o600, 'owner-2.csv': 0o600, 'sample.csv': 0o600,
+                'schema.json': schema_mode}
+        got = {f: os.stat(os.path.join(out, f)).st_mode & 0o777 for f in want}
+        check(got == want, 'umask %03o: modes %s, want %s' % (
+            mask, {f: oct(m) for f, m in got.items()}, {f: oct(m) for f, m in want.items()}))
+    print('ok: rows written 0600 under umask 000 and 077, schema.json 0644 less the umask')
 
 def test(argv):
     dp, data = argv[0], argv[1]
@@ -81,6 +100,7 @@ def test(argv):
         kinds = {c['name']: c['kind'] for c in schema['columns']}
         check(kinds == {'x1': 'numeric', 'smoker': 'binary', 'region': 'onehot', 'note': 'drop'}, 'kinds %s' % kinds)
         print('ok: two levels -> one feature, sample.csv = %d owner rows' % len(sm))
+        prep_modes(dp, raw, d)
 
         # --levels with two levels: the second as listed; 0 dropped is said.
         clean = os.path.join(d, 'clean.csv')

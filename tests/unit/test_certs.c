@@ -313,6 +313,9 @@ static void test_deploy(void **state)
 	snprintf(path, sizeof(path), "%s/learner.crt", dir);
 	x = read_cert(path);
 	assert_int_equal(verify(ca, x, X509_PURPOSE_SSL_SERVER), X509_V_OK);
+	/* serverAuth only: the learner's certificate is no owner's. */
+	assert_int_equal(verify(ca, x, X509_PURPOSE_SSL_CLIENT), X509_V_ERR_INVALID_PURPOSE);
+	assert_int_equal(X509_get_extended_key_usage(x), XKU_SSL_SERVER);
 	assert_cn(x, "learner");
 	san_string(x, san, sizeof(san));
 	assert_string_equal(san, "DNS:learner,DNS:localhost,IP:7f000001,"
@@ -327,8 +330,10 @@ static void test_deploy(void **state)
 	for (int i = 0; i < 2; i++) {
 		snprintf(path, sizeof(path), "%s/%s.crt", dir, owners[i]);
 		x = read_cert(path);
+		/* clientAuth only: an owner's certificate cannot serve. */
 		assert_int_equal(verify(ca, x, X509_PURPOSE_SSL_CLIENT), X509_V_OK);
-		assert_int_equal(verify(ca, x, X509_PURPOSE_SSL_SERVER), X509_V_OK);
+		assert_int_equal(verify(ca, x, X509_PURPOSE_SSL_SERVER), X509_V_ERR_INVALID_PURPOSE);
+		assert_int_equal(X509_get_extended_key_usage(x), XKU_SSL_CLIENT);
 		assert_cn(x, owners[i]);
 		san_string(x, san, sizeof(san));
 		snprintf(path2, sizeof(path2), "DNS:%s", owners[i]);
@@ -405,6 +410,29 @@ static void test_deploy(void **state)
 		assert_int_equal(dp_certs_deploy(&b), DP_EINVAL);
 		b.owners = lrn;
 		assert_int_equal(dp_certs_deploy(&b), DP_EINVAL);
+		/* Nothing that could pass for the learner, also when adding owners
+		 * with a reused CA (the learner is then "learner" unless named). */
+		{
+			static const char *const bad[] = { "learner", "LEARNER", "localhost",
+							   "LocalHost", "127.0.0.1", "10.1",
+							   "srv" };
+			char cac[512], cak[512];
+
+			snprintf(cac, sizeof(cac), "%s/ca.crt", dir);
+			snprintf(cak, sizeof(cak), "%s/ca.key", dir);
+			b.ca_cert_file = cac;
+			b.ca_key_file = cak;
+			for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+				b.owners = &bad[i];
+				b.learner_name = i + 1 == sizeof(bad) / sizeof(bad[0]) ? "SRV" : NULL;
+				assert_int_equal(dp_certs_deploy(&b), DP_EINVAL);
+				snprintf(path, sizeof(path), "%s/%s.crt", dir2, bad[i]);
+				assert_int_equal(access(path, F_OK), -1);
+			}
+			b.learner_name = NULL;
+			b.ca_cert_file = NULL;
+			b.ca_key_file = NULL;
+		}
 		b.owners = NULL;
 		b.n_owners = 0;
 		b.ca_cert_file = "x";

@@ -61,7 +61,7 @@ static void make_leaf(const char *base, const char *cn, X509 *ca, EVP_PKEY *cak,
 static SSL_CTX *ctx_for(int server, const char *ca, const char *base)
 {
 	char c[128], k[128];
-	dp_tls_files f = { ca, c, k };
+	dp_tls_files f = { .ca_file = ca, .cert_file = c, .key_file = k };
 	SSL_CTX *ctx = NULL;
 	int r;
 

@@ -104,6 +104,15 @@ static void test_write_atomic(void **state)
 	free(text);
 	assert_int_equal(count_entries("w.txt"), 1);
 
+	/* The umask applies, as for open(2): 0644 under 077 is 0600. */
+	{
+		mode_t old = umask(077);
+
+		assert_int_equal(dp_file_write_atomic(p, "x", 1, 0644), 0);
+		umask(old);
+		assert_int_equal(mode_of(p), 0600);
+	}
+
 	/* An empty file; data may be NULL then. */
 	assert_int_equal(dp_file_write_atomic(p, NULL, 0, 0644), 0);
 	text = read_text(p);

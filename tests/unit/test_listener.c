@@ -1,6 +1,8 @@
 /* The TCP listener on its own: port 0, every address, the cap on live
  * connections (accept-and-close beyond it, room again after a release),
- * refusals, the close hooks, bind errors.  Plain libuv clients on
+ * the pending limits (eviction of the oldest pending connection of the
+ * same address, idle before active, never a settled one), refusals, the
+ * close hooks, bind errors.  Plain libuv clients on
  * loopback in the same loop as the listener. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,10 +19,11 @@
 #include "common/net/addr.h"
 #include "common/net/listener.h"
 
-#define MAXC 8
+#define MAXC 48
 
 struct peer {             /* the server's side of an accepted connection */
 	uv_tcp_t tcp;
+	dp_listener_slot slot;
 	int open;
 	char addr[DP_ADDR_TEXT_MAX];
 };
@@ -42,6 +45,8 @@ struct fix {
 	int closed_in_callback;
 	int accepted;
 	int on_close_calls, on_closed_calls;
+	int evicted[MAXC];    /* peer indices, in the order evicted */
+	int n_evicted;
 	struct peer peer[MAXC];
 	struct client cli[MAXC];
 	int n_cli;
@@ -62,10 +67,28 @@ static int on_connection(dp_listener *l, void *data)
 	assert_true(f->accepted < MAXC);
 	p = &f->peer[f->accepted];
 	assert_int_equal(uv_tcp_init(&f->loop, &p->tcp), 0);
-	assert_int_equal(dp_listener_accept(l, &p->tcp, p->addr, sizeof(p->addr)), 0);
+	assert_int_equal(dp_listener_accept(l, &p->tcp, &p->slot, p->addr, sizeof(p->addr)), 0);
 	p->open = 1;
 	f->accepted++;
 	return 0;
+}
+
+static void nothing_closed(uv_handle_t *h);
+
+/* As a user must: close the evicted connection at once. */
+static void on_evict(dp_listener *l, dp_listener_slot *s, void *data)
+{
+	struct fix *f = data;
+	struct peer *p = (struct peer *)((char *)s - offsetof(struct peer, slot));
+
+	assert_ptr_equal(l, f->l);
+	assert_true(p->open);
+	uv_close((uv_handle_t *)&p->tcp, nothing_closed);
+	p->open = 0;
+	f->evicted[f->n_evicted++] = (int)(p - f->peer);
+	/* Released later, as a connection would be from its close callback:
+	 * a no-op for an evicted slot. */
+	dp_listener_release(l, s);
 }
 
 static void on_close(dp_listener *l, void *data)
@@ -246,7 +269,7 @@ static void test_cap(void **state)
 	/* One connection gone and released: room for the next. */
 	uv_close((uv_handle_t *)&f.peer[0].tcp, nothing_closed);
 	f.peer[0].open = 0;
-	dp_listener_release(f.l);
+	dp_listener_release(f.l, &f.peer[0].slot);
 	assert_int_equal(dp_listener_live(f.l), 1);
 	RUN_UNTIL(&f, a->ended);
 	d = cli_connect(&f, "127.0.0.1", port);
@@ -278,6 +301,148 @@ static void test_refused_by_user(void **state)
 	y = cli_connect(&f, "127.0.0.1", port);
 	RUN_UNTIL(&f, f.accepted == 1 && y->connected == 1);
 	assert_int_equal(dp_listener_live(f.l), 1);
+	fix_done(&f);
+}
+
+static void cli_send_byte(struct client *c)
+{
+	uv_buf_t b = uv_buf_init("x", 1);
+
+	assert_int_equal(uv_try_write((uv_stream_t *)&c->tcp, &b, 1), 1);
+}
+
+/* Two pending connections at most from one address: a third evicts the
+ * oldest idle one (b), not the older one that has sent a byte (a), even
+ * though nobody read it yet.  A settled connection is never evicted. */
+static void test_evict_per_addr(void **state)
+{
+	struct fix f;
+	dp_listener_config c;
+	struct client *a, *b, *x, *d, *e;
+	uint16_t port;
+
+	fix_init(&f);
+	c = config(&f, 0);
+	c.max_pending_per_addr = 2;
+	c.on_evict = on_evict;
+	assert_int_equal(dp_listener_start(&f.loop, &c, "127.0.0.1", 0, &f.l), 0);
+	port = dp_listener_port(f.l);
+
+	a = cli_connect(&f, "127.0.0.1", port);
+	RUN_UNTIL(&f, f.accepted == 1 && a->connected == 1);
+	b = cli_connect(&f, "127.0.0.1", port);
+	RUN_UNTIL(&f, f.accepted == 2 && b->connected == 1);
+	cli_send_byte(a);
+	assert_int_equal(dp_listener_pending(f.l), 2);
+
+	x = cli_connect(&f, "127.0.0.1", port);
+	RUN_UNTIL(&f, f.accepted == 3 && b->ended);
+	assert_int_equal(f.n_evicted, 1);
+	assert_int_equal(f.evicted[0], 1);
+	assert_false(a->ended);
+	assert_false(x->ended);
+	assert_int_equal(dp_listener_pending(f.l), 2);
+	assert_int_equal(dp_listener_live(f.l), 2);
+	assert_int_equal(dp_listener_evicted(f.l), 1);
+
+	/* a is admitted: it leaves the pending count and stays for good. */
+	dp_listener_settle(f.l, &f.peer[0].slot);
+	assert_int_equal(dp_listener_pending(f.l), 1);
+	d = cli_connect(&f, "127.0.0.1", port);
+	RUN_UNTIL(&f, f.accepted == 4 && d->connected == 1);
+	assert_int_equal(f.n_evicted, 1);
+	e = cli_connect(&f, "127.0.0.1", port);
+	RUN_UNTIL(&f, f.accepted == 5 && x->ended);
+	assert_int_equal(f.n_evicted, 2);
+	assert_int_equal(f.evicted[1], 2);
+	assert_false(a->ended);
+	assert_false(d->ended);
+	assert_false(e->ended);
+	assert_int_equal(dp_listener_live(f.l), 3);
+	assert_int_equal(dp_listener_pending(f.l), 2);
+	assert_int_equal(dp_listener_refused(f.l), 0);
+	fix_done(&f);
+}
+
+/* The overall pending limit evicts the oldest pending connection; with
+ * max_conns filled by settled connections only, a new one is refused. */
+static void test_evict_pending_and_cap(void **state)
+{
+	struct fix f;
+	dp_listener_config c;
+	struct client *a, *b, *x, *y;
+	uint16_t port;
+
+	fix_init(&f);
+	c = config(&f, 2);
+	c.max_pending = 1;
+	c.on_evict = on_evict;
+	assert_int_equal(dp_listener_start(&f.loop, &c, "127.0.0.1", 0, &f.l), 0);
+	port = dp_listener_port(f.l);
+
+	a = cli_connect(&f, "127.0.0.1", port);
+	RUN_UNTIL(&f, f.accepted == 1 && a->connected == 1);
+	b = cli_connect(&f, "127.0.0.1", port);
+	RUN_UNTIL(&f, f.accepted == 2 && a->ended);
+	assert_int_equal(f.n_evicted, 1);
+	assert_int_equal(f.evicted[0], 0);
+	dp_listener_settle(f.l, &f.peer[1].slot);
+	x = cli_connect(&f, "127.0.0.1", port);
+	RUN_UNTIL(&f, f.accepted == 3 && x->connected == 1);
+	dp_listener_settle(f.l, &f.peer[2].slot);
+	assert_int_equal(dp_listener_live(f.l), 2);
+	assert_int_equal(dp_listener_pending(f.l), 0);
+
+	/* Two settled connections fill max_conns: nothing to evict. */
+	y = cli_connect(&f, "127.0.0.1", port);
+	RUN_UNTIL(&f, y->ended);
+	assert_int_equal(f.accepted, 3);
+	assert_int_equal(dp_listener_refused(f.l), 1);
+	assert_int_equal(f.n_evicted, 1);
+	assert_false(b->ended);
+	assert_false(x->ended);
+	fix_done(&f);
+}
+
+/* 40 connections waiting at once: 32 are accepted in a row, then the loop
+ * gets a turn and the rest follow; closing the listener while one waits
+ * in libuv closes it too. */
+static void test_accept_burst(void **state)
+{
+	struct fix f;
+	dp_listener_config c;
+	uint16_t port;
+	int i, ended;
+
+	fix_init(&f);
+	c = config(&f, 0);
+	assert_int_equal(dp_listener_start(&f.loop, &c, "127.0.0.1", 0, &f.l), 0);
+	port = dp_listener_port(f.l);
+	for (i = 0; i < 40; i++)
+		cli_connect(&f, "127.0.0.1", port);
+	RUN_UNTIL(&f, f.accepted == 40);
+	assert_int_equal(dp_listener_live(f.l), 40);
+	fix_done(&f);
+
+	fix_init(&f);
+	c = config(&f, 0);
+	assert_int_equal(dp_listener_start(&f.loop, &c, "127.0.0.1", 0, &f.l), 0);
+	port = dp_listener_port(f.l);
+	for (i = 0; i < 40; i++)
+		cli_connect(&f, "127.0.0.1", port);
+	RUN_UNTIL(&f, f.accepted >= 32);
+	assert_int_equal(f.accepted, 32);
+	dp_listener_close(f.l);
+	f.l = NULL;
+	RUN_UNTIL(&f, f.on_closed_calls == 1);
+	/* The ones never accepted end (reset or EOF); the accepted stay. */
+	for (ended = 0, i = 32; i < 40; i++) {
+		RUN_UNTIL(&f, f.cli[i].ended || f.cli[i].connected < 0);
+		ended++;
+	}
+	assert_int_equal(ended, 8);
+	for (i = 0; i < 32; i++)
+		assert_false(f.cli[i].ended);
 	fix_done(&f);
 }
 
@@ -385,6 +550,9 @@ int main(void)
 		cmocka_unit_test(test_port0_and_close),
 		cmocka_unit_test(test_cap),
 		cmocka_unit_test(test_refused_by_user),
+		cmocka_unit_test(test_evict_per_addr),
+		cmocka_unit_test(test_evict_pending_and_cap),
+		cmocka_unit_test(test_accept_burst),
 		cmocka_unit_test(test_any_address),
 		cmocka_unit_test(test_start_errors),
 		cmocka_unit_test(test_close_in_callback),

@@ -84,6 +84,112 @@ static void test_scale(void **state)
 	assert_float_equal(dp_query_scale(100, 1.0, INFINITY), 0.0, 0);
 }
 
+/* ---- rounding of the scales (docs/privacy.md §2 step 4) ------------------
+ *
+ * The exact comparison: the sign of f1 f2 f3 - num for positive doubles,
+ * in integer arithmetic (three 53-bit significands make at most 159 bits,
+ * so f3 is an integer below 2^20 here, read as itself: 126 bits). */
+static int bits128(unsigned __int128 v)
+{
+	int b = 0;
+
+	while (v != 0) {
+		v >>= 1;
+		b++;
+	}
+	return b;
+}
+
+static void split(double v, uint64_t *m, int *e)
+{
+	int ex;
+
+	*m = (uint64_t)ldexp(frexp(v, &ex), 53);
+	*e = ex - 53;
+}
+
+/* sign(a * b * n - num), exactly; n a positive integer below 2^20. */
+static int cmp_exact(double a, double b, uint64_t n, double num)
+{
+	uint64_t ma, mb, mn;
+	int ea, eb, en, el, er, ll, lr;
+	unsigned __int128 L, R;
+
+	split(a, &ma, &ea);
+	split(b, &mb, &eb);
+	split(num, &mn, &en);
+	L = (unsigned __int128)ma * mb * n;
+	R = mn;
+	el = ea + eb;
+	er = en;
+	ll = bits128(L) + el;
+	lr = bits128(R) + er;
+	if (ll != lr)
+		return ll < lr ? -1 : 1;
+	if (el >= er)
+		L <<= el - er;   /* bits128(L) + el - er = bits128(R) <= 53 */
+	else
+		R <<= er - el;   /* bits128(R) + er - el = bits128(L) <= 126 */
+	return L < R ? -1 : L > R;
+}
+
+static double rnd_pos(dp_simrng *r, int lo, int hi)
+{
+	return ldexp(0.5 + 0.5 * rnd_unif(r), lo + (int)(dp_simrng_next(r) % (uint64_t)(hi - lo)));
+}
+
+/* Both scales are never below the exact quotient, and at most one (grid
+ * scale) or three (b: n eps_q rounded down first, a relative 2^-52 that is
+ * up to two ulps of b, then the quotient up) ulps above it, on random settings that
+ * include cases where a division rounded to nearest falls below: the test
+ * first checks it met enough of those, so that it fails for the plain
+ * division (it did, before the scales were rounded up). */
+static void test_scale_rounds_up(void **state)
+{
+	dp_simrng r;
+	size_t below_b = 0, below_t = 0;
+
+	(void)state;
+	dp_simrng_seed(&r, seed ^ 0x5ca1e);
+	for (int i = 0; i < 20000; i++) {
+		uint64_t n = 1 + dp_simrng_next(&r) % 100000;
+		double clip = rnd_pos(&r, -20, 20), eps = rnd_pos(&r, -30, 4);
+		int k = -20 + (int)(dp_simrng_next(&r) % 60);
+		double b = dp_query_scale(n, clip, eps), t = dp_query_grid_scale(clip, k, eps);
+		double delta_t = ldexp(clip, k + 1);
+
+		/* how often the plain roundings fall below the exact value */
+		below_b += cmp_exact(2.0 * clip / ((double)n * eps), eps, n, 2.0 * clip) < 0;
+		below_t += cmp_exact(delta_t / eps, eps, 1, delta_t) < 0;
+
+		if (cmp_exact(b, eps, n, 2.0 * clip) < 0)
+			fail_msg("b = %a below 2 clip/(n eps) for n=%llu clip=%a eps=%a", b,
+				 (unsigned long long)n, clip, eps);
+		if (cmp_exact(nextafter(nextafter(nextafter(b, 0), 0), 0), eps, n, 2.0 * clip) >= 0)
+			fail_msg("b = %a more than 3 ulps above for n=%llu clip=%a eps=%a", b,
+				 (unsigned long long)n, clip, eps);
+		if (cmp_exact(t, eps, 1, delta_t) < 0)
+			fail_msg("t = %a below 2 clip 2^k/eps for clip=%a k=%d eps=%a", t, clip, k, eps);
+		if (cmp_exact(nextafter(t, 0), eps, 1, delta_t) >= 0)
+			fail_msg("t = %a not the smallest double above, clip=%a k=%d eps=%a", t, clip,
+				 k, eps);
+	}
+	printf("test_query: rounding to nearest fell below the exact b in %zu and t in %zu of "
+	       "20000 cases\n", below_b, below_t);
+	assert_true(below_b > 1000 && below_t > 1000);
+	/* exact quotients stay exact; eps = inf gives no noise */
+	assert_true(dp_query_grid_scale(1.0, 3, 0.5) == 32.0);
+	assert_true(dp_query_grid_scale(1.0, 3, INFINITY) == 0.0);
+	assert_true(dp_noise_div_up(0.0, 3.0) == 0.0);
+	assert_true(dp_noise_div_up(6.0, 3.0) == 2.0);
+	for (double num = 1.0; num < 20.0; num += 1.0) {
+		double q = dp_noise_div_up(num, 3.0);
+
+		assert_true(cmp_exact(q, 3.0, 1, num) >= 0);
+		assert_true(cmp_exact(nextafter(q, 0), 3.0, 1, num) < 0);
+	}
+}
+
 /* eps = inf: the clipped mean, to the grid.  Each row loses less than one
  * grid unit per coordinate to truncation, so after dividing by n the
  * answer is within 2^-k of the exact mean (plus the kernel's relative
@@ -306,6 +412,7 @@ int main(void)
 	const char *s = getenv("DP_TEST_SEED");
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_scale),
+		cmocka_unit_test(test_scale_rounds_up),
 		cmocka_unit_test(test_noiseless_is_clipped_mean),
 		cmocka_unit_test(test_noise_moments),
 		cmocka_unit_test(test_invalid_untouched),

@@ -1,5 +1,6 @@
 /* TLS contexts and identities: dp_tls_ctx_new's checks at load time (files,
- * key/certificate match, validity, issuer, extendedKeyUsage), the identity
+ * key/certificate match, validity, issuer, extendedKeyUsage, revocation
+ * lists, pins), the public-key pin, the identity
  * rules of dp_tls_cert_identity, dp_tls_check_name, dp_tls_client_setup.
  * Certificates are made with tools/lib/certs.c, or by hand below when a
  * test needs one that tool would refuse to make. */
@@ -21,6 +22,7 @@
 #include "common/core/error.h"
 #include "common/net/tls.h"
 #include "tools/lib/certs.h"
+#include "tools/lib/crl.h"
 
 static char g_dir[64];
 static char p_ca[128], p_cab[128], p_junk[128];
@@ -98,7 +100,7 @@ static int group_teardown(void **state)
 static void expect_ctx_ok(int server, const char *ca, const char *base)
 {
 	char c[128], k[128];
-	dp_tls_files f = { ca, c, k };
+	dp_tls_files f = { .ca_file = ca, .cert_file = c, .key_file = k };
 	SSL_CTX *ctx = NULL;
 	int r;
 
@@ -118,7 +120,7 @@ static void expect_ctx_ok(int server, const char *ca, const char *base)
 static void expect_ctx_error(int server, const char *ca, const char *cert, const char *key,
 			     int code, const char *needle)
 {
-	dp_tls_files f = { ca, cert, key };
+	dp_tls_files f = { .ca_file = ca, .cert_file = cert, .key_file = key };
 	SSL_CTX *ctx = (SSL_CTX *)"untouched";
 	int r = dp_tls_ctx_new(server, &f, &ctx);
 
@@ -400,7 +402,7 @@ static void test_check_name(void **state)
 static void test_client_setup(void **state)
 {
 	char c[128], k[128];
-	dp_tls_files f = { p_ca, c, k };
+	dp_tls_files f = { .ca_file = p_ca, .cert_file = c, .key_file = k };
 	SSL_CTX *ctx = NULL;
 	SSL *ssl;
 	char buf[128];
@@ -435,6 +437,217 @@ static void test_client_setup(void **state)
 	assert_string_equal(dp_tls_error_string(NULL, buf, sizeof(buf)), "unspecified TLS error");
 }
 
+/* ---- roles, pins, revocation lists --------------------------------------- */
+
+static void expect_ctx_extra_error(int server, const char *base, const char *crl,
+				   const char *pins, int code, const char *needle)
+{
+	char c[128], k[128];
+	dp_tls_files f = { .ca_file = p_ca, .cert_file = c, .key_file = k, .crl_file = crl,
+			   .pins = pins };
+	SSL_CTX *ctx = (SSL_CTX *)"untouched";
+	int r;
+
+	path_of(c, sizeof(c), base, "crt");
+	path_of(k, sizeof(k), base, "key");
+	r = dp_tls_ctx_new(server, &f, &ctx);
+	if (r != code || (code != 0 && strstr(dp_error_detail(r), needle) == NULL))
+		fail_msg("%s crl=%s pins=%s: expected %d '%s', got %d '%s'", base,
+			 crl ? crl : "-", pins ? pins : "-", code, needle, r,
+			 r ? dp_error_detail(r) : "");
+	if (code == 0)
+		SSL_CTX_free(ctx);
+	else
+		assert_string_equal((char *)ctx, "untouched");
+	assert_int_equal(ERR_peek_error(), 0);
+}
+
+/* A CRL of CA A signed by hand, valid from now+from to now+to seconds. */
+static void crl_at(const char *path, long from, long to)
+{
+	char cac[128], cak[128];
+	X509 *ca;
+	EVP_PKEY *k;
+	X509_CRL *c = X509_CRL_new();
+	ASN1_TIME *t1 = X509_gmtime_adj(NULL, from), *t2 = X509_gmtime_adj(NULL, to);
+	FILE *f;
+
+	path_of(cac, sizeof(cac), "ca", "crt");
+	path_of(cak, sizeof(cak), "ca", "key");
+	assert_int_equal(dp_certs_load_ca(cac, cak, &ca, &k), 0);
+	assert_int_equal(X509_CRL_set_version(c, 1), 1);
+	assert_int_equal(X509_CRL_set_issuer_name(c, X509_get_subject_name(ca)), 1);
+	assert_int_equal(X509_CRL_set1_lastUpdate(c, t1), 1);
+	assert_int_equal(X509_CRL_set1_nextUpdate(c, t2), 1);
+	assert_true(X509_CRL_sign(c, k, EVP_sha256()) > 0);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(PEM_write_X509_CRL(f, c), 1);
+	fclose(f);
+	ASN1_TIME_free(t1);
+	ASN1_TIME_free(t2);
+	X509_CRL_free(c);
+	X509_free(ca);
+	EVP_PKEY_free(k);
+}
+
+/* A leaf of CA A without extendedKeyUsage (dpasync certs never makes one). */
+static void noeku_leaf(const char *base, const char *cn)
+{
+	char cac[128], cak[128], p[128];
+	X509 *ca, *x = X509_new();
+	EVP_PKEY *k, *key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+	X509V3_CTX v3;
+	X509_EXTENSION *e;
+	FILE *f;
+
+	path_of(cac, sizeof(cac), "ca", "crt");
+	path_of(cak, sizeof(cak), "ca", "key");
+	assert_int_equal(dp_certs_load_ca(cac, cak, &ca, &k), 0);
+	assert_non_null(key);
+	X509_set_version(x, 2);
+	ASN1_INTEGER_set(X509_get_serialNumber(x), 4242);
+	X509_gmtime_adj(X509_getm_notBefore(x), -300);
+	X509_gmtime_adj(X509_getm_notAfter(x), 86400);
+	X509_set_pubkey(x, key);
+	X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
+				   (const unsigned char *)cn, -1, -1, 0);
+	X509_set_issuer_name(x, X509_get_subject_name(ca));
+	X509V3_set_ctx(&v3, ca, x, NULL, NULL, 0);
+	e = X509V3_EXT_conf_nid(NULL, &v3, NID_basic_constraints, "critical,CA:FALSE");
+	X509_add_ext(x, e, -1);
+	X509_EXTENSION_free(e);
+	assert_true(X509_sign(x, k, EVP_sha256()) > 0);
+	path_of(p, sizeof(p), base, "crt");
+	f = fopen(p, "w");
+	assert_non_null(f);
+	PEM_write_X509(f, x);
+	fclose(f);
+	path_of(p, sizeof(p), base, "key");
+	f = fopen(p, "w");
+	assert_non_null(f);
+	PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL, NULL);
+	fclose(f);
+	chmod(p, 0600);
+	X509_free(x);
+	X509_free(ca);
+	EVP_PKEY_free(k);
+	EVP_PKEY_free(key);
+}
+
+static void test_ctx_roles(void **state)
+{
+	(void)state;
+	/* OpenSSL's purpose check takes a certificate without the extension
+	 * for any role; the daemons do not (docs/protocol.md §1). */
+	noeku_leaf("noeku", "owner-5");
+	expect_ctx_extra_error(0, "noeku", NULL, NULL, DP_ETLS, "no extendedKeyUsage clientAuth");
+	expect_ctx_extra_error(1, "noeku", NULL, NULL, DP_ETLS, "no extendedKeyUsage serverAuth");
+}
+
+static void test_pins(void **state)
+{
+	char lc[128], pin[DP_TLS_PIN_LEN + 1], pin2[DP_TLS_PIN_LEN + 1], two[256], bad[128];
+	X509 *a, *b;
+	FILE *f;
+
+	(void)state;
+	path_of(lc, sizeof(lc), "learner", "crt");
+	f = fopen(lc, "r");
+	a = PEM_read_X509(f, NULL, NULL, NULL);
+	fclose(f);
+	path_of(lc, sizeof(lc), "owner-1", "crt");
+	f = fopen(lc, "r");
+	b = PEM_read_X509(f, NULL, NULL, NULL);
+	fclose(f);
+	assert_int_equal(dp_tls_cert_pin(a, pin, sizeof(pin)), 0);
+	assert_int_equal(dp_tls_cert_pin(b, pin2, sizeof(pin2)), 0);
+	assert_int_equal(strlen(pin), DP_TLS_PIN_LEN);
+	assert_memory_equal(pin, "sha256//", 8);
+	assert_int_equal(pin[DP_TLS_PIN_LEN - 1], '=');
+	assert_string_not_equal(pin, pin2);
+	assert_int_equal(dp_tls_cert_pin(NULL, pin2, sizeof(pin2)), DP_ETLS);
+
+	assert_int_equal(dp_tls_check_pins(pin), 0);
+	snprintf(two, sizeof(two), "%s;%s", pin2, pin);
+	assert_int_equal(dp_tls_check_pins(two), 0);
+	snprintf(two, sizeof(two), " %s ;\t%s ", pin2, pin);
+	assert_int_equal(dp_tls_check_pins(two), 0);
+	assert_int_equal(dp_tls_check_pins(""), DP_EINVAL);
+	assert_int_equal(dp_tls_check_pins("sha1//AAAA"), DP_EINVAL);
+	assert_int_equal(dp_tls_check_pins("sha256//AAAA"), DP_EINVAL);
+	snprintf(two, sizeof(two), "%s;", pin);
+	assert_int_equal(dp_tls_check_pins(two), DP_EINVAL);
+	/* Same length, not base64 / stray bits before the padding. */
+	snprintf(bad, sizeof(bad), "%s", pin);
+	bad[10] = '*';
+	assert_int_equal(dp_tls_check_pins(bad), DP_EINVAL);
+	snprintf(bad, sizeof(bad), "%s", pin);
+	bad[DP_TLS_PIN_LEN - 2] = bad[DP_TLS_PIN_LEN - 2] == 'B' ? 'C' : 'B';
+	assert_int_equal(dp_tls_check_pins(bad), DP_EINVAL);
+
+	/* In a context: checked at load, malformed is DP_EINVAL. */
+	expect_ctx_extra_error(0, "owner-1", NULL, pin, 0, "");
+	expect_ctx_extra_error(0, "owner-1", NULL, "sha256//nope", DP_EINVAL, "sha256//");
+	X509_free(a);
+	X509_free(b);
+}
+
+static void test_crl_load(void **state)
+{
+	char crl[128], crl_b[128], revoked[128], expired[128], future[128], lc[128], empty[128];
+	const char *rv[1];
+	dp_crl_opts o = { 0 };
+	FILE *f;
+
+	(void)state;
+	path_of(crl, sizeof(crl), "ca", "crl");
+	path_of(crl_b, sizeof(crl_b), "cab", "crl");
+	path_of(revoked, sizeof(revoked), "revoked", "crl");
+	path_of(expired, sizeof(expired), "expired", "crl");
+	path_of(future, sizeof(future), "future", "crl");
+	path_of(empty, sizeof(empty), "empty", "crl");
+	path_of(lc, sizeof(lc), "learner", "crt");
+	o.ca_cert_file = p_ca;
+	o.crl_file = crl;
+	{
+		char cak[128], cbc[128], cbk[128];
+
+		path_of(cak, sizeof(cak), "ca", "key");
+		o.ca_key_file = cak;
+		assert_int_equal(dp_crl_update(&o, NULL), 0);
+		rv[0] = lc;
+		o.crl_file = revoked;
+		o.revoke = rv;
+		o.n_revoke = 1;
+		assert_int_equal(dp_crl_update(&o, NULL), 0);
+		path_of(cbc, sizeof(cbc), "cab", "crt");
+		path_of(cbk, sizeof(cbk), "cab", "key");
+		o = (dp_crl_opts){ .ca_cert_file = cbc, .ca_key_file = cbk, .crl_file = crl_b };
+		assert_int_equal(dp_crl_update(&o, NULL), 0);
+	}
+	crl_at(expired, -2 * 86400, -60);
+	crl_at(future, 3600, 2 * 86400);
+	f = fopen(empty, "w");
+	assert_non_null(f);
+	fclose(f);
+
+	/* A current list of the CA: the context loads, a revoked own
+	 * certificate does not. */
+	expect_ctx_extra_error(1, "learner", crl, NULL, 0, "");
+	expect_ctx_extra_error(0, "owner-1", crl, NULL, 0, "");
+	expect_ctx_extra_error(0, "owner-1", revoked, NULL, 0, "");
+	expect_ctx_extra_error(1, "learner", revoked, NULL, DP_ETLS, "certificate revoked");
+	/* Bad lists: one clear line each. */
+	expect_ctx_extra_error(1, "learner", crl_b, NULL, DP_ETLS, "not signed by a CA");
+	expect_ctx_extra_error(1, "learner", expired, NULL, DP_ETLS, "expired on");
+	expect_ctx_extra_error(1, "learner", future, NULL, DP_ETLS, "not valid before");
+	expect_ctx_extra_error(1, "learner", empty, NULL, DP_ETLS, "no PEM CRL");
+	expect_ctx_extra_error(1, "learner", p_junk, NULL, DP_ETLS, "malformed CRL");
+	expect_ctx_extra_error(1, "learner", "/nonexistent/x.crl", NULL, DP_ETLS,
+			       "cannot read CRL file");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -444,6 +657,9 @@ int main(void)
 		cmocka_unit_test(test_cert_identity),
 		cmocka_unit_test(test_check_name),
 		cmocka_unit_test(test_client_setup),
+		cmocka_unit_test(test_ctx_roles),
+		cmocka_unit_test(test_pins),
+		cmocka_unit_test(test_crl_load),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -4,10 +4,12 @@
 #include "common/net/tls.h"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -471,6 +473,32 @@ static int ca_present(const char *dir, X509 *ca, int force)
 			    "replace it)", path);
 }
 
+/* An owner's name must not be one a client could mistake for the learner:
+ * the learner's name (server names match without regard to case, and with
+ * a reused CA the learner's is "learner" unless --learner-name says
+ * otherwise), localhost, or an address literal (docs/protocol.md §2). */
+static int owner_name_ok(const char *a, const char *learner)
+{
+	struct in_addr v4;
+	int r = dp_tls_check_name(a);
+
+	if (r < 0)
+		return r;
+	if (strcmp(a, "ca") == 0)
+		return dp_error_set(DP_EINVAL, "'ca' is reserved for the CA files");
+	if (strcasecmp(a, learner) == 0)
+		return dp_error_set(DP_EINVAL, "owner name '%s' is the learner's name: an owner "
+				    "certificate must never pass for the learner", a);
+	if (strcasecmp(a, "localhost") == 0)
+		return dp_error_set(DP_EINVAL, "owner name '%s' is refused: it names the local "
+				    "host, not an owner", a);
+	/* inet_aton also takes the short forms ("127.1", "0x7f.1"). */
+	if (inet_aton(a, &v4) != 0)
+		return dp_error_set(DP_EINVAL, "owner name '%s' is an IP address literal; give "
+				    "owners names", a);
+	return 0;
+}
+
 int dp_certs_deploy(const dp_certs_opts *o)
 {
 	const char *learner = o->learner_name ? o->learner_name : "learner";
@@ -499,13 +527,9 @@ int dp_certs_deploy(const dp_certs_opts *o)
 	for (size_t i = 0; i < o->n_owners; i++) {
 		const char *a = o->owners[i];
 
-		r = dp_tls_check_name(a);
+		r = owner_name_ok(a, learner);
 		if (r < 0)
 			return r;
-		if (strcmp(a, "ca") == 0)
-			return dp_error_set(DP_EINVAL, "'ca' is reserved for the CA files");
-		if (with_learner && strcmp(a, learner) == 0)
-			return dp_error_set(DP_EINVAL, "owner '%s' has the learner's name", a);
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(a, o->owners[j]) == 0)
 				return dp_error_set(DP_EINVAL, "owner name '%s' given twice", a);
@@ -552,7 +576,7 @@ int dp_certs_deploy(const dp_certs_opts *o)
 	if (with_learner) {
 		dp_cert_spec s = {
 			.cn = learner, .dns = local_dns, .n_dns = 1, .ips = local_ip, .n_ips = 2,
-			.eku = DP_CERT_EKU_SERVER | DP_CERT_EKU_CLIENT,
+			.eku = DP_CERT_EKU_SERVER,
 			.not_before = -DP_CERTS_BACKDATE, .lifetime = leaf_life,
 		};
 
@@ -570,9 +594,10 @@ int dp_certs_deploy(const dp_certs_opts *o)
 		cert = NULL;
 	}
 	for (size_t i = 0; i < o->n_owners; i++) {
-		/* Owners also serve (peer mode): serverAuth as well as clientAuth. */
+		/* clientAuth only: an owner's certificate can never serve as the
+		 * learner's (docs/protocol.md §2). */
 		dp_cert_spec s = {
-			.cn = o->owners[i], .eku = DP_CERT_EKU_SERVER | DP_CERT_EKU_CLIENT,
+			.cn = o->owners[i], .eku = DP_CERT_EKU_CLIENT,
 			.not_before = -DP_CERTS_BACKDATE, .lifetime = leaf_life,
 		};
 

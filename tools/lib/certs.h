@@ -14,7 +14,9 @@
  *          the learner DNS:localhost, IP:127.0.0.1 and IP:::1 as well.
  *
  * The CN is the identity the peer sees (tls.h); it is always also the
- * first SAN DNS entry so that both checks agree.
+ * first SAN DNS entry so that both checks agree.  dp_certs_deploy gives the
+ * learner serverAuth only and owners clientAuth only, so that no owner
+ * certificate can serve as the learner's (docs/protocol.md §2).
  *
  * Files are PEM.  Keys (unencrypted PKCS#8) are created 0600, certificates
  * 0644, each written to a temporary file, fsync'ed and then moved into
@@ -97,6 +99,8 @@ typedef struct dp_certs_opts {
  * out_dir: ca.crt, ca.key (new CA only), <learner>.crt/.key, <owner>.crt/.key.
  * With a reused CA, out_dir/ca.crt is written if missing and must otherwise
  * be that same CA.  All names are checked, must be distinct and not "ca";
+ * an owner name must not be the learner's (learner_name, else "learner",
+ * compared without case), "localhost" or an IPv4 literal;
  * without force every target is checked before anything is generated, so
  * an existing file leaves the directory as it was.
  * Errors: DP_EINVAL (bad options or names), -EEXIST (a target exists; use
