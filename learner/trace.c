@@ -2,7 +2,12 @@
  *   k,time_unix,owner,wait_s,rtt_s,eps_spent
  * Rows are written as they happen; checkpoints fsync them first, so after
  * a crash the file holds at least the checkpoint's k_done rows and resume
- * cuts it back to exactly k_done. */
+ * cuts it back to exactly k_done.
+ *
+ * Sync modes add rounds.csv, one row per round (docs/learnerd.md §4):
+ *   round,time_unix,round_s,answers,first_k,last_k,slowest,slowest_rtt_s
+ * where trace.csv rows first_k..last_k are the round's answers (k counts
+ * answers there) and slowest is the owner whose answer took longest. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +108,24 @@ int lrn_trace_row(struct lrn *L, uint64_t k, double wall, const char *owner, dou
 	return 0;
 }
 
+#define ROUNDS_HEADER "round,time_unix,round_s,answers,first_k,last_k,slowest,slowest_rtt_s\n"
+
+int lrn_trace_round(struct lrn *L, uint64_t round, double wall, double secs, size_t answers,
+		    uint64_t first_k, uint64_t last_k, const char *slowest, double slowest_rtt)
+{
+	DP_REQUIRE(L != NULL && slowest != NULL && L->rounds_path != NULL);
+	if (L->rounds == NULL) {
+		L->rounds = fopen(L->rounds_path, "w");
+		if (L->rounds == NULL || fputs(ROUNDS_HEADER, L->rounds) == EOF)
+			return dp_error_set(DP_EIO, "%s: %s", L->rounds_path, strerror(errno));
+	}
+	if (fprintf(L->rounds, "%llu,%.6f,%.6f,%zu,%llu,%llu,%s,%.6f\n", (unsigned long long)round,
+		    wall, secs, answers, (unsigned long long)first_k, (unsigned long long)last_k,
+		    slowest, slowest_rtt) < 0 || fflush(L->rounds) != 0)
+		return dp_error_set(DP_EIO, "%s: %s", L->rounds_path, strerror(errno));
+	return 0;
+}
+
 int lrn_trace_sync(struct lrn *L)
 {
 	DP_REQUIRE(L != NULL);
@@ -116,6 +139,9 @@ int lrn_trace_sync(struct lrn *L)
 void lrn_trace_close(struct lrn *L)
 {
 	DP_REQUIRE(L != NULL);
+	if (L->rounds != NULL && fclose(L->rounds) != 0)
+		DP_ERROR("learner", "%s: %s", L->rounds_path, strerror(errno));
+	L->rounds = NULL;
 	if (L->trace == NULL)
 		return;
 	if (fclose(L->trace) != 0)
