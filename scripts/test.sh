@@ -50,7 +50,7 @@ if build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=
   ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0 run_tests build-asan --num-processes 2 \
     e2e_modes e2e_admission e2e_identity e2e_crash learnerd ownerd cli_errors sim_parity sim_converges \
     sim_freq_correction sim_caps sim_summary forecast_sim prep_shared_data prep_formats \
-    config_files plot_report e2e_lockout e2e_claims
+    config_files plot_report e2e_lockout e2e_claims sync_rounds
 fi
 
 echo "$passed passed, $failed failed"
