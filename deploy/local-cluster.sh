@@ -10,13 +10,16 @@
 # T instead.
 #
 #   deploy/local-cluster.sh [--owners N] [--T T] [--epsilon E] [--rate R]
-#                           [--rows R] [--mode request|broadcast] [--work DIR]
+#                           [--rows R] [--mode request|broadcast|sync1|sync2] [--work DIR]
+#
+# --mode sync1|sync2 runs synchronous rounds (docs/learnerd.md §9); so does
+# DP_MODE=sync1 in the environment (--mode wins).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-OWNERS=3 T=0 EPS=1 RATE=10 ROWS=20000 MODE=request WORK=$ROOT/out/local-cluster
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
+OWNERS=3 T=0 EPS=1 RATE=10 ROWS=20000 MODE=${DP_MODE:-request} WORK=$ROOT/out/local-cluster
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case $1 in
     --owners) OWNERS=$2; shift 2 ;;

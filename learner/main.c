@@ -180,9 +180,6 @@ static int validate(void *arg)
 					    "(sync2: c)");
 		if (s->freq_correction)
 			return dp_error_set(DP_EINVAL, "freq-correction applies to the async modes");
-		if (s->resume)
-			return dp_error_set(DP_EINVAL, "resume: a sync job cannot be resumed yet "
-					    "(docs/learnerd.md \"Sync rounds\")");
 		if (s->round_quorum > n)
 			return dp_error_set(DP_EINVAL, "round-quorum %zu exceeds the %zu configured "
 					    "owners", s->round_quorum, n);
@@ -432,6 +429,10 @@ static int load_state(struct lrn *L, bool check_only)
 		return fail(LRN_EXIT_CONFIG,
 			    "%s exists: use --resume to continue that job, or choose another --out",
 			    L->ckpt_path);
+	/* θ̂ and a half-served round are not in the checkpoint (docs/learnerd.md §9). */
+	if (LRN_SYNC(L))
+		return fail(LRN_EXIT_CONFIG, "cannot resume: %s exists and a %s job cannot be "
+			    "resumed; choose another --out", L->ckpt_path, modes[S.mode]);
 	rc = lrn_checkpoint_load(L);
 	if (rc < 0)
 		return fail(LRN_EXIT_CONFIG, "cannot resume: %s", dp_error_detail(rc));

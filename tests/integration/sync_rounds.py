@@ -3,12 +3,13 @@
 ownerd on loopback, mutual TLS, T = 400 rounds, epsilon = 1):
 - strict (no quorum): owner-3 is frozen (SIGSTOP) mid-job; the round it
   misses outlives --round-timeout 2 s and learnerd exits 1 with one line
-  naming the round and owner-3;
+  naming the round and owner-3; learnerd --resume on its out directory
+  fails at startup with one line (exit 2): sync jobs are not resumed;
 - --round-quorum 2: the same freeze does not stop the job; every round of
   rounds.csv closes with at least 2 answers, the rounds after the freeze
   with 2, owner-3 gave fewer than T - 1 answers and no owner more than its
   cap T - 1 (its ledger's answers), and the model is written."""
-import json, os, signal, sys, time
+import json, os, signal, subprocess, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import check, tmpdir, cleanup, main
 from cluster import Cluster
@@ -46,6 +47,15 @@ def test(argv):
             check(line and 'missing: owner-3' in line[-1], 'strict: no round-timeout line naming owner-3')
             check(not os.path.exists(c.path('learner', 'model.json')), 'strict: a model was written')
             owners[2].send_signal(signal.SIGCONT)
+            # A sync job is not resumed: one line, exit 2.
+            r = subprocess.run([c.learnerd, '--owners', ','.join(c.names), '--mode', 'sync1',
+                                '--ca', c.path('certs', 'ca.crt'), '--cert', c.path('certs', 'learner.crt'),
+                                '--key', c.path('certs', 'learner.key'), '--out', c.path('learner'),
+                                '--resume'], capture_output=True, text=True, timeout=30)
+            print('resume:', r.stderr.strip())
+            check(r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and
+                  'cannot be resumed' in r.stderr, 'resume of a sync job: exit %d %r'
+                  % (r.returncode, r.stderr))
         finally:
             c.close()
 
