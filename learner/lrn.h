@@ -239,7 +239,6 @@ struct lrn {
 	double step;               /* the plan's sync1 rho/T^2 or sync2 c */
 	uint64_t sync_round;       /* the round being served, 0: none */
 	double round_start;        /* its monotonic start */
-	double round_wall;         /* its Unix start */
 	size_t round_got;          /* answers of it so far */
 	double *round_ans;         /* N x p: each owner's answer in it, then p: agg */
 	double *theta_hat;         /* sync2's running average (the output) */

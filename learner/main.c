@@ -429,7 +429,7 @@ static int load_state(struct lrn *L, bool check_only)
 		return fail(LRN_EXIT_CONFIG,
 			    "%s exists: use --resume to continue that job, or choose another --out",
 			    L->ckpt_path);
-	/* θ̂ and a half-served round are not in the checkpoint (docs/learnerd.md §9). */
+	/* theta_hat and a half-served round are not restored (docs/learnerd.md §9). */
 	if (LRN_SYNC(L))
 		return fail(LRN_EXIT_CONFIG, "cannot resume: %s exists and a %s job cannot be "
 			    "resumed; choose another --out", L->ckpt_path, modes[S.mode]);

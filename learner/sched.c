@@ -542,7 +542,6 @@ static void sync_next(struct lrn *L, double now, struct lrn_decision *d)
 	if (L->sync_round == 0) {
 		L->sync_round = L->k_done + 1;
 		L->round_start = now;
-		L->round_wall = lrn_clock_wall();
 		L->round_got = 0;
 		for (size_t i = 0; i < L->N; i++)
 			L->owners[i].round_has = false;
