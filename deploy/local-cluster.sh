@@ -109,7 +109,11 @@ print("%s: %s" % ("useful" if e["psi"] < e["psi_zero"] else "NOT useful (worse t
                   else "more rows, a larger budget or fewer features are needed"))
 print("plan: T=%d eta=%.4g clip=%.4g answer caps K_i=%s" % (T, job["eta"], job["clip_l1"],
       ",".join(str(k) for k in plan.get("answers_cap", []))))
-print("%d iterations in %.1f s (%.1f it/s)" % (T, secs, T / secs))
+mode = ck["state"].get("mode", "request")
+if mode.startswith("sync"):   # T - 1 rounds of every owner (docs/learnerd.md §9)
+    print("%d %s rounds in %.1f s (%.1f rounds/s)" % (T - 1, mode, secs, (T - 1) / secs))
+else:
+    print("%d iterations in %.1f s (%.1f it/s)" % (T, secs, T / secs))
 PY
 echo "model:   $WORK/learner/model.json"
 echo "trace:   $WORK/learner/trace.csv"
