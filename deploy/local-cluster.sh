@@ -10,13 +10,16 @@
 # T instead.
 #
 #   deploy/local-cluster.sh [--owners N] [--T T] [--epsilon E] [--rate R]
-#                           [--rows R] [--mode request|broadcast] [--work DIR]
+#                           [--rows R] [--mode request|broadcast|sync1|sync2] [--work DIR]
+#
+# --mode sync1|sync2 runs synchronous rounds (docs/learnerd.md §9); so does
+# DP_MODE=sync1 in the environment (--mode wins).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-OWNERS=3 T=0 EPS=1 RATE=10 ROWS=20000 MODE=request WORK=$ROOT/out/local-cluster
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
+OWNERS=3 T=0 EPS=1 RATE=10 ROWS=20000 MODE=${DP_MODE:-request} WORK=$ROOT/out/local-cluster
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case $1 in
     --owners) OWNERS=$2; shift 2 ;;
@@ -106,7 +109,11 @@ print("%s: %s" % ("useful" if e["psi"] < e["psi_zero"] else "NOT useful (worse t
                   else "more rows, a larger budget or fewer features are needed"))
 print("plan: T=%d eta=%.4g clip=%.4g answer caps K_i=%s" % (T, job["eta"], job["clip_l1"],
       ",".join(str(k) for k in plan.get("answers_cap", []))))
-print("%d iterations in %.1f s (%.1f it/s)" % (T, secs, T / secs))
+mode = ck["state"].get("mode", "request")
+if mode.startswith("sync"):   # T - 1 rounds of every owner (docs/learnerd.md §9)
+    print("%d %s rounds in %.1f s (%.1f rounds/s)" % (T - 1, mode, secs, (T - 1) / secs))
+else:
+    print("%d iterations in %.1f s (%.1f it/s)" % (T, secs, T / secs))
 PY
 echo "model:   $WORK/learner/model.json"
 echo "trace:   $WORK/learner/trace.csv"

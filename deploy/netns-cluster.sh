@@ -6,10 +6,14 @@
 # removes every namespace and process it created (docs/netns.md).
 #
 #   deploy/netns-cluster.sh [--owners N] [--delays MS,...] [--jitter MS,...]
-#       [--loss PCT,...] [--T T] [--rate R[,...]] [--epsilon E] [--rows R]
-#       [--features D] [--mode request|broadcast] [--link auto|netem|user]
+#       [--loss PCT,...] [--T T] [--rate R[,...]] [--epsilon E] [--rows R[,...]]
+#       [--features D] [--mode request|broadcast|sync1|sync2] [--link auto|netem|user]
 #       [--bindir DIR] [--out DIR] [--id ID] [--timeout S] [--seed S]
+#       [--learner-args 'FLAGS'] [--bounce I:AT:DOWN]
 #
+# --learner-args: more learnerd flags (e.g. '--max-inflight 4').  --bounce:
+# kill owner I (SIGKILL) AT seconds after the owners start and start it
+# again, with its ledger, DOWN seconds later.
 # Per-owner lists are cycled (owner i takes entry (i-1) mod length).
 # Defaults: 5 owners, delays 1,20,80,200,20 ms, jitter 0, loss 0,0,0,0,2 %,
 # T 300, clock rate 10/s, epsilon 1, 2000 rows x 5 features per owner.
@@ -21,7 +25,8 @@ ROOT=$PWD
 
 OWNERS=5 DELAYS=1,20,80,200,20 JITTER=0 LOSS=0,0,0,0,2 T=300 RATE=10 EPS=1
 ROWS=2000 FEATURES=5 MODE=request LINK=auto BINDIR='' OUT='' ID=dpa-$$ TIMEOUT=600 SEED=1
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
+LARGS='' BOUNCE=''
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "netns-cluster: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || case $1 in -h|--help) ;; *) die "option '$1' needs a value" ;; esac
@@ -42,6 +47,8 @@ while [ $# -gt 0 ]; do
     --id) ID=$2; shift 2 ;;
     --timeout) TIMEOUT=$2; shift 2 ;;
     --seed) SEED=$2; shift 2 ;;
+    --learner-args) LARGS=$2; shift 2 ;;
+    --bounce) BOUNCE=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown option '$1' (try --help)" ;;
   esac
@@ -55,17 +62,27 @@ fi
 if ! [[ $T =~ ^[0-9]+$ ]] || [ "$T" -lt 1 ]; then die "--T must be a positive integer, not '$T'"; fi
 [[ $TIMEOUT =~ ^[0-9]+$ ]] || die "--timeout must be whole seconds, not '$TIMEOUT'"
 [[ $ID =~ ^[a-zA-Z0-9][a-zA-Z0-9_-]{0,30}$ ]] || die "--id must be 1-31 letters, digits, - or _"
-case $MODE in request|broadcast) ;; *) die "--mode must be request or broadcast" ;; esac
+case $MODE in request|broadcast|sync1|sync2) ;; *) die "--mode must be request, broadcast, sync1 or sync2" ;; esac
+if [ -n "$BOUNCE" ]; then
+  [[ $BOUNCE =~ ^([0-9]+):([0-9]+([.][0-9]+)?):([0-9]+([.][0-9]+)?)$ ]] ||
+    die "--bounce must be I:AT:DOWN (owner, seconds, seconds), not '$BOUNCE'"
+  B_I=${BASH_REMATCH[1]} B_AT=${BASH_REMATCH[2]} B_DOWN=${BASH_REMATCH[4]}
+  { [ "$B_I" -ge 1 ] && [ "$B_I" -le "$OWNERS" ]; } || die "--bounce: no owner $B_I"
+fi
 case $LINK in auto|netem|user) ;; *) die "--link must be auto, netem or user" ;; esac
 IFS=, read -r -a DL <<<"$DELAYS"; IFS=, read -r -a JL <<<"$JITTER"
 IFS=, read -r -a LL <<<"$LOSS"; IFS=, read -r -a RL <<<"$RATE"
+IFS=, read -r -a NL <<<"$ROWS"
 for v in "${DL[@]}" "${JL[@]}" "${LL[@]}" "${RL[@]}"; do
   isnum "$v" || die "delays, jitter, loss and rates must be non-negative numbers, not '$v'"
 done
-D=() J=() L=() R=()
+for v in "${NL[@]}"; do
+  [[ $v =~ ^[1-9][0-9]*$ ]] || die "--rows must be positive integers, not '$v'"
+done
+D=() J=() L=() R=() N=()
 for i in $(seq 0 $((OWNERS - 1))); do
   D+=("${DL[i % ${#DL[@]}]}"); J+=("${JL[i % ${#JL[@]}]}")
-  L+=("${LL[i % ${#LL[@]}]}"); R+=("${RL[i % ${#RL[@]}]}")
+  L+=("${LL[i % ${#LL[@]}]}"); R+=("${RL[i % ${#RL[@]}]}"); N+=("${NL[i % ${#NL[@]}]}")
   awk -v d="${D[i]}" -v j="${J[i]}" -v l="${L[i]}" -v r="${R[i]}" \
     'BEGIN { exit !(j <= d && l < 100 && r > 0) }' ||
     die "owner $((i + 1)): need jitter <= delay, loss < 100 and rate > 0"
@@ -264,7 +281,7 @@ for i in $(seq "$OWNERS"); do
 done
 
 # ---- data, certificates ----
-rows=$(printf "$ROWS,%.0s" $(seq "$OWNERS")); rows=${rows%,}
+rows=$(IFS=,; echo "${N[*]}")
 names=$(printf "owner-%s," $(seq "$OWNERS")); names=${names%,}
 "$DP" gen --rows "$rows" --features "$FEATURES" --seed "$SEED" --out "$OUT/data" >/dev/null
 "$DP" certs --out "$OUT/certs" --owners "$OWNERS" >/dev/null
@@ -272,10 +289,11 @@ C=$OUT/certs
 
 # ---- learnerd ----
 export OPENBLAS_NUM_THREADS=1
+# shellcheck disable=SC2086   # LARGS is a list of flags
 ip netns exec "$NSL" "$LEARNERD" --listen "$LEARNER_IP:$PORT" --port-file "$OUT/learner.ports" \
   --ca "$C/ca.crt" --cert "$C/learner.crt" --key "$C/learner.key" \
   --owners "$names" --T "$T" --mode "$MODE" --bias --out "$OUT/learner" \
-  --metrics-listen 127.0.0.1:9464 --idle-timeout 120 \
+  --metrics-listen 127.0.0.1:9464 --idle-timeout 120 $LARGS \
   >"$OUT/learnerd.out" 2>"$OUT/learnerd.log" &
 LPID=$!
 PIDS+=("$LPID")
@@ -284,30 +302,43 @@ for _ in $(seq 100); do [ -s "$OUT/learner.ports" ] && break; sleep 0.1; done
 
 # ---- ownerd, one per namespace; the learner's certificate is checked
 # against the name "learner" (its SAN), not the IP we connect to ----
-for i in $(seq "$OWNERS"); do
+start_owner() {   # i: start ownerd i (again: same ledger, log appended)
+  local i=$1
   mkdir -p "$OUT/owner-$i"
   ip netns exec "${NSO[i-1]}" "$OWNERD" --learner "$LEARNER_IP:$PORT" --server-name learner \
     --ca "$C/ca.crt" --cert "$C/owner-$i.crt" --key "$C/owner-$i.key" \
     --data "$OUT/data/owner-$i.csv" --bias --epsilon "$EPS" --rate "${R[i-1]}" \
     --ledger "$OUT/owner-$i/ledger" --model-out "$OUT/owner-$i/model.json" \
-    --metrics-listen 127.0.0.1:9465 >/dev/null 2>"$OUT/owner-$i/ownerd.log" &
-  PIDS+=("$!") OPIDS+=("$!")
-done
+    --metrics-listen 127.0.0.1:9465 >/dev/null 2>>"$OUT/owner-$i/ownerd.log" &
+  PIDS+=("$!") OPIDS[i-1]=$!
+}
+for i in $(seq "$OWNERS"); do start_owner "$i"; done
 
 echo "netns-cluster $ID: learnerd at $LEARNER_IP:$PORT ($NSL), $OWNERS owners, T=$T," \
      "mode $MODE, links: $LINK; output in $OUT"
 sed 1d "$OUT/links.txt"
 
-# ---- wait for the job, scraping /metrics inside the namespaces ----
+# ---- wait for the job, scraping /metrics inside the namespaces (and
+# bouncing an owner when asked) ----
 scrape() {   # namespace port file: keep the last successful scrape
   if ip netns exec "$1" "$PY" -c 'import sys, urllib.request
 sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=2).read().decode())' \
      "$2" >"$3.tmp" 2>/dev/null; then mv "$3.tmp" "$3"; else rm -f "$3.tmp"; fi
 }
 mkdir -p "$OUT/metrics"
-start=$(date +%s.%N) tick=0
+start=$(date +%s.%N) tick=0 bounced=0
 while kill -0 "$LPID" 2>/dev/null; do
   now=$(date +%s.%N)
+  if [ -n "$BOUNCE" ] && [ $bounced = 0 ] &&
+     awk -v a="$start" -v b="$now" -v t="$B_AT" 'BEGIN { exit !(b - a >= t) }'; then
+    kill -9 "${OPIDS[B_I-1]}" 2>/dev/null || true
+    echo "$now killed" >"$OUT/bounce.txt"; bounced=1
+  fi
+  if [ $bounced = 1 ] &&
+     awk -v a="$start" -v b="$now" -v t="$B_AT" -v d="$B_DOWN" 'BEGIN { exit !(b - a >= t + d) }'; then
+    start_owner "$B_I"
+    echo "$now restarted" >>"$OUT/bounce.txt"; bounced=2
+  fi
   if awk -v a="$start" -v b="$now" -v t="$TIMEOUT" 'BEGIN { exit !(b - a > t) }'; then
     echo "netns-cluster: job not done after $TIMEOUT s; learnerd log tail:"; tail -5 "$OUT/learnerd.log"
     exit 1
@@ -321,7 +352,9 @@ while kill -0 "$LPID" 2>/dev/null; do
 done
 end=$(date +%s.%N)
 rc=0; wait "$LPID" || rc=$?
-if [ $rc -ne 0 ] || ! grep -q "^done k=$T " "$OUT/learnerd.out"; then
+# Sync modes are done after T - 1 rounds.
+case $MODE in sync*) KDONE=$((T - 1)) ;; *) KDONE=$T ;; esac
+if [ $rc -ne 0 ] || ! grep -q "^done k=$KDONE " "$OUT/learnerd.out"; then
   echo "netns-cluster: learnerd failed (exit $rc); last lines of its log:"; tail -5 "$OUT/learnerd.log"
   exit 1
 fi

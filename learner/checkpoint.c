@@ -155,6 +155,13 @@ static struct json_object *owner_json(const struct lrn *L, const struct lrn_owne
 	return oj;
 }
 
+static const char *mode_name(int mode)
+{
+	static const char *const names[] = { "request", "broadcast", "sync1", "sync2" };
+
+	return mode >= 0 && mode <= LRN_MODE_SYNC2 ? names[mode] : "?";
+}
+
 static struct json_object *state_json(const struct lrn *L, uint64_t reserved)
 {
 	struct json_object *st = json_object_new_object(), *owners;
@@ -168,12 +175,15 @@ static struct json_object *state_json(const struct lrn *L, uint64_t reserved)
 	if (rc == 0)
 		rc = dp_json_add(st, "query_id_reserved", json_object_new_uint64(reserved));
 	if (rc == 0)
-		rc = dp_json_add(st, "mode", json_object_new_string(
-					 L->s->mode == LRN_MODE_BROADCAST ? "broadcast" : "request"));
+		rc = dp_json_add(st, "mode", json_object_new_string(mode_name(L->s->mode)));
 	if (rc == 0)
 		rc = dp_json_add(st, "max_inflight", json_object_new_uint64(L->s->max_inflight));
 	if (rc == 0)
 		rc = dp_json_add(st, "theta_L", dp_json_double_array(L->theta_L, L->p));
+	/* sync2 publishes the running average (never read back: a sync job is
+	 * not resumed, docs/learnerd.md §9). */
+	if (rc == 0 && L->theta_hat != NULL)
+		rc = dp_json_add(st, "theta_hat", dp_json_double_array(L->theta_hat, L->p));
 	owners = rc == 0 ? json_object_new_array() : NULL;
 	for (size_t i = 0; owners != NULL && rc == 0 && i < L->N; i++)
 		rc = dp_json_push(owners, owner_json(L, &L->owners[i]));

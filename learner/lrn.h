@@ -54,7 +54,13 @@
  * far from overflowing and every weight n_i / n exact enough in a double. */
 #define LRN_MAX_ROWS (UINT64_C(1) << 40)
 
-enum lrn_mode { LRN_MODE_REQUEST = 0, LRN_MODE_BROADCAST = 1 };
+/* request and broadcast run the async algorithm; sync1 and sync2 run the
+ * synchronous rounds of docs/design.md §5 (every owner answers at theta[k],
+ * then one dp_algo_sync1_step / dp_algo_sync2_step). */
+enum lrn_mode { LRN_MODE_REQUEST = 0, LRN_MODE_BROADCAST = 1, LRN_MODE_SYNC1 = 2,
+		LRN_MODE_SYNC2 = 3 };
+
+#define LRN_SYNC(L) ((L)->s->mode == LRN_MODE_SYNC1 || (L)->s->mode == LRN_MODE_SYNC2)
 
 /* The settings table of main.c fills this.  Durations are seconds. */
 struct lrn_settings {
@@ -66,6 +72,7 @@ struct lrn_settings {
 	int model;                 /* dp_model */
 	uint64_t T;                /* 0: planned */
 	double rho, eta;           /* 0: not given (eta planned) */
+	double c;                  /* sync2 step c/sqrt(k); 0: planned */
 	double lambda, theta_max;
 	double clip;               /* 0: planned */
 	char *public_path;         /* public constants for the planner, or NULL
@@ -75,6 +82,8 @@ struct lrn_settings {
 	int mode;                  /* enum lrn_mode */
 	double broadcast_interval;
 	size_t max_inflight;
+	double round_timeout;      /* sync: a round longer than this stops the job (0: never) */
+	size_t round_quorum;       /* sync: answers that close a round (0: every owner) */
 	size_t min_owners;         /* 0: N */
 	double query_timeout;
 	double hello_timeout;
@@ -113,6 +122,8 @@ struct lrn_owner {
 	bool exhausted;            /* refused, or no answers left (lrn_state_cap) */
 	bool queued;               /* in the request FIFO */
 	bool inflight;             /* a query of this owner is out */
+	bool round_has;            /* sync: answered the current round */
+	double round_rtt;          /* sync: its answer's round trip this round */
 	double *theta;             /* theta_i, p values (NULL until p known) */
 	uint64_t iterations;       /* answers used */
 	double eps_spent;          /* as last reported by the owner */
@@ -126,6 +137,7 @@ struct lrn_query {
 	double sent;               /* monotonic send time */
 	double wait;               /* seconds the request waited in the FIFO */
 	double *bar;               /* p values: the point the owner evaluates */
+	uint64_t round;            /* sync: the round it belongs to */
 };
 
 enum lrn_phase {
@@ -235,9 +247,20 @@ struct lrn {
 	size_t round_last;         /* last owner asked in it, or SIZE_MAX */
 	double stall_since;        /* monotonic; < 0 when not stalled */
 
+	/* Sync rounds (sched.c, state.c).  k_done counts finished rounds and
+	 * the job is done at T - 1 of them (theta[T]). */
+	double step;               /* the plan's sync1 rho/T^2 or sync2 c */
+	uint64_t sync_round;       /* the round being served, 0: none */
+	double round_start;        /* its monotonic start */
+	size_t round_got;          /* answers of it so far */
+	double *round_ans;         /* N x p: each owner's answer in it, then p: agg */
+	double *theta_hat;         /* sync2's running average (the output) */
+	uint64_t answers;          /* answers used, over all rounds */
+
 	/* Output. */
 	FILE *trace;
-	char *trace_path, *ckpt_path, *model_path;
+	FILE *rounds;              /* sync: rounds.csv */
+	char *trace_path, *ckpt_path, *model_path, *rounds_path;
 	int lock_fd;
 	bool io_failed;            /* a trace or checkpoint write failed: nothing
 	                            * more is written (docs/reliability.md §4) */
@@ -321,6 +344,16 @@ void lrn_state_log_plan(const struct lrn *L, const char *from);
 uint64_t lrn_state_cap(const struct lrn *L, const struct lrn_owner *o);
 /* Apply the answer of query qr: theta_i, theta_L updated, k_done + 1. */
 void lrn_state_apply(struct lrn *L, const struct lrn_query *qr, const double *answer);
+/* The iterations that end the job: T (async), or the T - 1 rounds that
+ * make theta[T] (sync). */
+uint64_t lrn_state_goal(const struct lrn *L);
+/* Sync: close the current round with the answers of the owners that gave
+ * one (round_has): agg = sum of (n_i / n_answered) answer_i in owner order,
+ * then the mode's step; k_done + 1.  With every owner this is exactly
+ * dpasync sim's round (docs/learnerd.md "Sync rounds"). */
+void lrn_state_round(struct lrn *L);
+/* The model the job publishes: theta_L, or sync2's running average. */
+const double *lrn_state_output(const struct lrn *L);
 
 /* ---- checkpoint.c -------------------------------------------------------- */
 #define LRN_CHECKPOINT_FORMAT  "dpasync-learner-checkpoint"
@@ -345,6 +378,10 @@ int lrn_trace_open(struct lrn *L, bool resume);
 /* Append one row.  0, or DP_EIO with L->io_failed set. */
 int lrn_trace_row(struct lrn *L, uint64_t k, double wall, const char *owner, double wait,
 		  double rtt, double eps);
+/* Sync: one row of rounds.csv (opened on first use).  0, or DP_EIO with
+ * L->io_failed set. */
+int lrn_trace_round(struct lrn *L, uint64_t round, double wall, double secs, size_t answers,
+		    uint64_t first_k, uint64_t last_k, const char *slowest, double slowest_rtt);
 /* fflush + fsync.  0, or DP_EIO with L->io_failed set (also when an
  * earlier write of the stream failed: its rows are lost). */
 int lrn_trace_sync(struct lrn *L);

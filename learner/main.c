@@ -26,7 +26,7 @@
 
 static struct lrn_settings S;
 
-static const char *const modes[] = { "request", "broadcast", NULL };
+static const char *const modes[] = { "request", "broadcast", "sync1", "sync2", NULL };
 static const char *const levels[] = { "debug", "info", "warn", "error", NULL };
 
 #define G_NET "Network and TLS"
@@ -71,10 +71,13 @@ static const struct dp_config_entry entries[] = {
 	  .help = "iterations T (0: planned from the owners' Hellos; docs/planner.md)" },
 	{ .name = "rho", DP_CFG_DOUBLE(&S.rho), .def = "0", .min = 0, .max = INFINITY,
 	  .group = G_JOB, .metavar = "R",
-	  .help = "the paper's rho: eta = N rho / (2 lambda T^2) (0: not given)" },
+	  .help = "the paper's rho: eta = N rho / (2 lambda T^2); sync1: step rho/(T^2 k)\n"
+		  "(0: not given)" },
 	{ .name = "eta", DP_CFG_DOUBLE(&S.eta), .def = "0", .min = 0, .max = INFINITY,
 	  .group = G_JOB, .metavar = "E",
 	  .help = "owner-copy step (0: from rho, else planned; docs/learnerd.md)" },
+	{ .name = "c", DP_CFG_DOUBLE(&S.c), .def = "0", .min = 0, .max = INFINITY, .group = G_JOB,
+	  .metavar = "C", .help = "sync2: step c/sqrt(k) (0: planned)" },
 	{ .name = "lambda", DP_CFG_DOUBLE(&S.lambda), .def = "0.01", .min = 0, .max = INFINITY,
 	  .min_exclusive = true, .group = G_JOB, .metavar = "L",
 	  .help = "regulariser g = lambda ||theta||^2 (> 0)" },
@@ -104,7 +107,15 @@ static const struct dp_config_entry entries[] = {
 	  .help = "scale owner i's weight by 1/(N pi_i), pi_i its share of iterations (Remark 4)" },
 
 	{ .name = "mode", DP_CFG_ENUM(&S.mode, modes), .def = "request", .group = G_RUN,
-	  .help = "iterations start on owner requests or learner broadcasts" },
+	  .help = "async: iterations start on owner requests or learner broadcasts;\n"
+		  "sync1|sync2: rounds that ask every owner (docs/learnerd.md)" },
+	{ .name = "round-timeout", DP_CFG_DURATION(&S.round_timeout), .def = "60", .min = 0,
+	  .max = 86400, .group = G_RUN, .metavar = "SECONDS",
+	  .help = "sync: stop (exit 1) when a round is not complete after this (0: never)" },
+	{ .name = "round-quorum", DP_CFG_SIZE(&S.round_quorum), .def = "0", .min = 0, .max = 1e6,
+	  .group = G_RUN, .metavar = "Q",
+	  .help = "sync: close a round at the first Q answers, reweighted by their n_i\n"
+		  "(0: every owner, the paper's algorithm)" },
 	{ .name = "broadcast-interval", DP_CFG_DURATION(&S.broadcast_interval), .def = "0.1",
 	  .min = 0.001, .max = 86400, .group = G_RUN, .metavar = "SECONDS",
 	  .help = "broadcast mode: time between rounds of queries" },
@@ -160,6 +171,21 @@ static int validate(void *arg)
 		return dp_error_set(DP_EINVAL, "give rho or eta, not both");
 	if (s->T == 1)
 		return dp_error_set(DP_EINVAL, "t: at least 2 iterations (0: planned)");
+	if (s->mode >= LRN_MODE_SYNC1) {
+		if (s->eta > 0)
+			return dp_error_set(DP_EINVAL, "eta applies to the async modes (sync1: rho, "
+					    "sync2: c)");
+		if (s->rho > 0 && s->mode == LRN_MODE_SYNC2)
+			return dp_error_set(DP_EINVAL, "rho applies to the async modes and sync1 "
+					    "(sync2: c)");
+		if (s->freq_correction)
+			return dp_error_set(DP_EINVAL, "freq-correction applies to the async modes");
+		if (s->round_quorum > n)
+			return dp_error_set(DP_EINVAL, "round-quorum %zu exceeds the %zu configured "
+					    "owners", s->round_quorum, n);
+	} else if (s->c > 0) {
+		return dp_error_set(DP_EINVAL, "c applies to --mode sync2");
+	}
 	rc = dp_addr_split("listen", s->listen, DP_ADDR_PORT_ZERO, host, sizeof(host), &port);
 	if (rc < 0)
 		return rc;
@@ -249,6 +275,10 @@ static int out_paths(struct lrn *L)
 		L->model_path = NULL;
 		return dp_error_set(DP_ENOMEM, "out of memory");
 	}
+	if (asprintf(&L->rounds_path, "%s/rounds.csv", S.out) < 0) {
+		L->rounds_path = NULL;
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	}
 	return 0;
 }
 
@@ -278,12 +308,14 @@ static void close_httpd(struct lrn *L)
  * its message in msg. */
 static int write_outputs(struct lrn *L, char *msg, size_t size)
 {
-	dp_modelfile mf = { .model = L->model, .p = L->p, .theta = L->theta_L, .bias = S.bias,
+	dp_modelfile mf = { .model = L->model, .p = L->p, .theta = (double *)lrn_state_output(L),
+			    .bias = S.bias,
 			    .T = L->T, .lambda = S.lambda, .theta_max = S.theta_max,
 			    .clip = L->clip };
 	int rc;
 
-	snprintf(mf.mode, sizeof(mf.mode), "async");
+	snprintf(mf.mode, sizeof(mf.mode), "%s",
+		 LRN_SYNC(L) ? modes[S.mode] : "async");
 	rc = dp_modelfile_write(L->model_path, &mf);
 	if (rc < 0) {
 		snprintf(msg, size, "model: %s", dp_error_detail(rc));
@@ -404,6 +436,10 @@ static int load_state(struct lrn *L, bool check_only)
 		return fail(LRN_EXIT_CONFIG,
 			    "%s exists: use --resume to continue that job, or choose another --out",
 			    L->ckpt_path);
+	/* theta_hat and a half-served round are not restored (docs/learnerd.md §9). */
+	if (LRN_SYNC(L))
+		return fail(LRN_EXIT_CONFIG, "cannot resume: %s exists and a %s job cannot be "
+			    "resumed; choose another --out", L->ckpt_path, modes[S.mode]);
 	rc = lrn_checkpoint_load(L);
 	if (rc < 0)
 		return fail(LRN_EXIT_CONFIG, "cannot resume: %s", dp_error_detail(rc));
@@ -557,6 +593,7 @@ static void cleanup(struct lrn *L)
 	lrn_state_free(L);
 	SSL_CTX_free(L->ctx);
 	free(L->trace_path);
+	free(L->rounds_path);
 	free(L->ckpt_path);
 	free(L->model_path);
 	if (L->lock_fd >= 0)

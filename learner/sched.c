@@ -11,6 +11,14 @@
  * would refuse.  The job ends at k == T, or stops when no owner can be
  * asked for idle-timeout or every owner is exhausted.
  *
+ * Sync modes: round k asks every owner at theta[k] (one query each), and
+ * closes once every owner, or round-quorum of them, has answered; then the
+ * step is taken and round k + 1 starts.  An answer to an older round (a
+ * quorum round closed without it) is dropped; an owner that is away is
+ * asked again when it is back; a round longer than round-timeout stops the
+ * job, naming the owners that did not answer (docs/learnerd.md "Sync
+ * rounds").
+ *
  * Nothing here touches a connection or ends the job: each function leaves
  * a decision (struct lrn_decision) that server.c carries out. */
 #include <stdarg.h>
@@ -46,6 +54,8 @@ static void stop(struct lrn_decision *d, const char *fmt, ...)
 
 static size_t slots(const struct lrn *L)
 {
+	if (LRN_SYNC(L))
+		return L->N;   /* a round asks every owner at once */
 	/* An owner has at most one query out, so more slots than owners
 	 * would never fill. */
 	return L->s->max_inflight < L->N ? L->s->max_inflight : L->N;
@@ -178,7 +188,11 @@ static void prepare(struct lrn *L, struct lrn_owner *o, double wait, struct lrn_
 			return;
 		}
 	}
-	dp_algo_midpoint(L->p, L->theta_L, o->theta, qr->bar);
+	if (LRN_SYNC(L))
+		memcpy(qr->bar, L->theta_L, L->p * sizeof(double));
+	else
+		dp_algo_midpoint(L->p, L->theta_L, o->theta, qr->bar);
+	qr->round = L->sync_round;
 	qr->owner = o->idx;
 	qr->qid = L->next_qid++;
 	qr->wait = wait;
@@ -211,8 +225,8 @@ void lrn_sched_request(struct lrn *L, struct lrn_owner *o, struct lrn_decision *
 {
 	DP_REQUIRE(L != NULL && o != NULL && d != NULL);
 	decide(d, LRN_ACT_NONE, NULL);
-	if (L->s->mode == LRN_MODE_BROADCAST) {
-		DP_DEBUG("learner", "update request from id=%s ignored in broadcast mode", o->id);
+	if (L->s->mode != LRN_MODE_REQUEST) {
+		DP_DEBUG("learner", "update request from id=%s ignored: the learner asks", o->id);
 		return;
 	}
 	if (o->queued || o->inflight || !has_answers(L, o)) {
@@ -239,12 +253,100 @@ static void mark_exhausted(struct lrn *L, struct lrn_owner *o, const char *why,
 	fifo_remove(L, o);
 	for (size_t i = 0; i < L->N; i++)
 		n += L->owners[i].exhausted;
-	if (n == L->N && (!L->started || L->k_done < L->T)) {
+	if (n == L->N && (!L->started || L->k_done < lrn_state_goal(L))) {
 		stop(d, "every owner has exhausted its budget at k=%llu of T=%llu: the job cannot "
 		     "finish", (unsigned long long)L->k_done, (unsigned long long)L->T);
 		return;
 	}
 	lrn_stats_gauges(L);
+	decide(d, LRN_ACT_PUMP, NULL);
+}
+
+/* Sync: the current round has its answers; take the step, write the round's
+ * summary and end it.  d: STOP on a failed write, else PUMP. */
+static void round_close(struct lrn *L, struct lrn_decision *d)
+{
+	const struct lrn_owner *slow = NULL;
+	double now = lrn_clock_mono();
+	uint64_t r = L->sync_round;
+	int rc;
+
+	for (size_t i = 0; i < L->N; i++) {
+		const struct lrn_owner *o = &L->owners[i];
+
+		if (o->round_has && (slow == NULL || o->round_rtt > slow->round_rtt))
+			slow = o;
+	}
+	DP_REQUIRE(slow != NULL);   /* round_got > 0 */
+	lrn_state_round(L);
+	DP_DEBUG("learner", "round k=%llu answers=%zu secs=%.6f slowest=%s",
+		 (unsigned long long)r, L->round_got, now - L->round_start, slow->id);
+	rc = lrn_trace_round(L, r, lrn_clock_wall(), now - L->round_start, L->round_got,
+			     L->answers - L->round_got + 1, L->answers, slow->id, slow->round_rtt);
+	L->sync_round = 0;
+	if (rc < 0) {
+		stop(d, "rounds: %s", dp_error_detail(rc));
+		return;
+	}
+	if (L->s->checkpoint_every > 0 && L->k_done % L->s->checkpoint_every == 0 &&
+	    L->k_done < lrn_state_goal(L)) {
+		rc = lrn_checkpoint_save(L, false);
+		if (rc < 0) {
+			stop(d, "checkpoint: %s", dp_error_detail(rc));
+			return;
+		}
+	}
+	decide(d, LRN_ACT_PUMP, NULL);
+}
+
+static size_t quorum(const struct lrn *L)
+{
+	return L->s->round_quorum > 0 && L->s->round_quorum < L->N ? L->s->round_quorum : L->N;
+}
+
+/* Sync: the answer of query qr from o.  One of an older round (closed by
+ * a quorum without it) is dropped: its owner has spent the budget, but the
+ * round's step is taken. */
+static void sync_answer(struct lrn *L, struct lrn_owner *o, struct lrn_query *qr,
+			const double *grad, double eps_spent, double rtt, struct lrn_decision *d)
+{
+	int rc;
+
+	o->eps_spent = eps_spent;
+	dp_metrics_set(o->m_eps, eps_spent);
+	if (qr->round != L->sync_round || o->round_has) {
+		DP_INFO("learner", "answer from id=%s for round %llu dropped: round %llu is being "
+			"served", o->id, (unsigned long long)qr->round,
+			(unsigned long long)L->sync_round);
+		slot_free(L, qr);
+		decide(d, LRN_ACT_PUMP, NULL);
+		return;
+	}
+	memcpy(L->round_ans + o->idx * L->p, grad, L->p * sizeof(double));
+	o->round_has = true;
+	o->round_rtt = rtt;
+	o->iterations++;
+	L->round_got++;
+	L->answers++;
+	dp_metrics_inc(L->st.iterations);
+	dp_metrics_inc(o->m_iter);
+	dp_metrics_observe(L->st.rtt, rtt);
+	dp_metrics_observe(L->st.wait, qr->wait);
+	rc = lrn_trace_row(L, L->answers, lrn_clock_wall(), o->id, qr->wait, rtt, eps_spent);
+	slot_free(L, qr);
+	if (rc < 0) {
+		stop(d, "trace: %s", dp_error_detail(rc));
+		return;
+	}
+	if (L->round_got >= quorum(L)) {
+		round_close(L, d);
+		if (d->act == LRN_ACT_STOP)
+			return;
+	}
+	if (!has_answers(L, o) && L->k_done < lrn_state_goal(L)) {
+		mark_exhausted(L, o, "its last answer was given", d);
+		return;
+	}
 	decide(d, LRN_ACT_PUMP, NULL);
 }
 
@@ -265,6 +367,10 @@ void lrn_sched_answer(struct lrn *L, struct lrn_owner *o, uint64_t k, const doub
 	}
 	now = lrn_clock_mono();
 	rtt = now - qr->sent;
+	if (LRN_SYNC(L)) {
+		sync_answer(L, o, qr, grad, eps_spent, rtt, d);
+		return;
+	}
 	lrn_state_apply(L, qr, grad);
 	o->eps_spent = eps_spent;
 	dp_metrics_inc(L->st.iterations);
@@ -312,6 +418,10 @@ void lrn_sched_refuse(struct lrn *L, struct lrn_owner *o, uint64_t k, const char
 		slot_free(L, qr);
 	snprintf(why, sizeof(why), "refused: %s", reason);
 	mark_exhausted(L, o, why, d);
+	/* Strict sync needs every owner in every round. */
+	if (LRN_SYNC(L) && quorum(L) == L->N && d->act != LRN_ACT_STOP)
+		stop(d, "owner %s refused round %llu (%s): a sync round needs every owner",
+		     o->id, (unsigned long long)L->sync_round, reason);
 }
 
 void lrn_sched_hello(struct lrn *L, struct lrn_owner *o, struct lrn_decision *d)
@@ -425,6 +535,27 @@ static void agree_on_p(struct lrn *L, struct lrn_decision *d)
 	}
 }
 
+/* Sync: start the next round when none is served, then ask every owner
+ * of it that has not answered, is connected and has no query out. */
+static void sync_next(struct lrn *L, double now, struct lrn_decision *d)
+{
+	if (L->sync_round == 0) {
+		L->sync_round = L->k_done + 1;
+		L->round_start = now;
+		L->round_got = 0;
+		for (size_t i = 0; i < L->N; i++)
+			L->owners[i].round_has = false;
+	}
+	for (size_t i = 0; i < L->N; i++) {
+		struct lrn_owner *o = &L->owners[i];
+
+		if (o->round_has || o->inflight || !usable(L, o))
+			continue;
+		prepare(L, o, 0.0, d);
+		return;
+	}
+}
+
 void lrn_sched_next(struct lrn *L, double now, struct lrn_decision *d)
 {
 	int rc;
@@ -447,7 +578,7 @@ void lrn_sched_next(struct lrn *L, double now, struct lrn_decision *d)
 			return;
 		}
 	}
-	if (L->started && L->k_done >= L->T) {
+	if (L->started && L->k_done >= lrn_state_goal(L)) {
 		decide(d, LRN_ACT_DONE, NULL);
 		return;
 	}
@@ -463,6 +594,11 @@ void lrn_sched_next(struct lrn *L, double now, struct lrn_decision *d)
 		L->gate_open = true;
 		DP_INFO("learner", "queries start k=%llu connected=%zu", (unsigned long long)L->k_done,
 			connected(L));
+	}
+	if (L->gate_open && LRN_SYNC(L)) {
+		sync_next(L, now, d);
+		if (d->act != LRN_ACT_NONE)
+			return;
 	}
 	if (L->gate_open && L->s->mode == LRN_MODE_REQUEST) {
 		while (room(L) && L->fifo_len > 0) {
@@ -507,10 +643,40 @@ bool lrn_sched_round(struct lrn *L)
 	return true;
 }
 
+/* Sync: the round outlived round-timeout: STOP naming who did not answer. */
+static void round_overdue(struct lrn *L, double now, struct lrn_decision *d)
+{
+	char names[400];
+	size_t used = 0;
+
+	names[0] = '\0';
+	for (size_t i = 0; i < L->N; i++) {
+		const struct lrn_owner *o = &L->owners[i];
+		int n;
+
+		if (o->round_has)
+			continue;
+		if (used >= sizeof(names))
+			continue;
+		n = snprintf(names + used, sizeof(names) - used, "%s%s%s", used ? " " : "", o->id,
+			     o->conn == NULL ? "(away)" : "");
+		used += n > 0 ? (size_t)n : 0;
+	}
+	stop(d, "round %llu of %llu not complete after %.1fs (round-timeout): %zu of %zu owners "
+	     "answered, %zu needed; missing: %s", (unsigned long long)L->sync_round,
+	     (unsigned long long)lrn_state_goal(L), now - L->round_start, L->round_got, L->N,
+	     quorum(L), names);
+}
+
 void lrn_sched_expired(struct lrn *L, double now, struct lrn_decision *d)
 {
 	DP_REQUIRE(L != NULL && d != NULL);
 	decide(d, LRN_ACT_NONE, NULL);
+	if (LRN_SYNC(L) && L->sync_round > 0 && L->s->round_timeout > 0 &&
+	    now - L->round_start >= L->s->round_timeout) {
+		round_overdue(L, now, d);
+		return;
+	}
 	/* Only owners still connected: the drop clears the query, so each is
 	 * reported once. */
 	for (size_t i = 0; i < slots(L); i++) {

@@ -156,8 +156,10 @@ static void send_welcome(struct lrn *L, struct lrn_owner *o)
 	w.lambda = L->s->lambda;
 	w.theta_max = L->s->theta_max;
 	w.clip_l1 = L->clip;
-	w.mode = L->s->mode == LRN_MODE_BROADCAST ? DPASYNC__MODE__MODE_BROADCAST
-						  : DPASYNC__MODE__MODE_REQUEST;
+	/* Sync rounds are pushed by the learner like broadcasts: the owner
+	 * answers each Query and never asks (docs/learnerd.md "Sync rounds"). */
+	w.mode = L->s->mode == LRN_MODE_REQUEST ? DPASYNC__MODE__MODE_REQUEST
+						: DPASYNC__MODE__MODE_BROADCAST;
 	w.p = (uint32_t)L->p;
 	w.k_done = L->k_done;
 	w.answers_cap = o->planned_cap;
@@ -486,7 +488,7 @@ void lrn_server_close(struct lrn *L, bool done)
 	env.msg_case = DPASYNC__ENVELOPE__MSG_DONE;
 	env.done = &dm;
 	dm.n_final_theta = L->p;
-	dm.final_theta = L->theta_L;
+	dm.final_theta = (double *)lrn_state_output(L);
 	dm.t = L->T;
 	for (size_t i = 0; i < L->N; i++) {
 		struct lrn_owner *o = &L->owners[i];

@@ -36,6 +36,10 @@ void lrn_state_free(struct lrn *L)
 		free(L->owners[i].theta);
 	free(L->owners);
 	free(L->theta_L);
+	free(L->theta_hat);
+	free(L->round_ans);
+	L->theta_hat = NULL;
+	L->round_ans = NULL;
 	if (L->have_pub)
 		dp_plan_public_free(&L->pub);
 	L->have_pub = false;
@@ -180,7 +184,9 @@ static void request(const struct lrn *L, uint64_t *n, double *eps, double *rate,
 		caps[i] = L->owners[i].answers_cap;
 	}
 	memset(req, 0, sizeof(*req));
-	req->mode = DP_PLAN_ASYNC;
+	req->mode = L->s->mode == LRN_MODE_SYNC1   ? DP_PLAN_SYNC1
+		    : L->s->mode == LRN_MODE_SYNC2 ? DP_PLAN_SYNC2
+						   : DP_PLAN_ASYNC;
 	req->N = L->N;
 	req->n_rows = n;
 	req->epsilon = eps;
@@ -189,6 +195,12 @@ static void request(const struct lrn *L, uint64_t *n, double *eps, double *rate,
 	req->step = L->s->eta;
 	if (L->s->rho > 0 && L->s->T > 0)
 		req->step = dp_algo_eta_from_rho(L->N, L->s->T, L->s->lambda, L->s->rho);
+	/* The sync steps as dpasync sim takes them: sync1 rho/T^2, sync2 c. */
+	if (L->s->mode == LRN_MODE_SYNC1)
+		req->step = L->s->rho > 0 && L->s->T > 0
+				    ? L->s->rho / ((double)L->s->T * (double)L->s->T) : 0.0;
+	if (L->s->mode == LRN_MODE_SYNC2)
+		req->step = L->s->c;
 	req->clip = L->s->clip;
 	req->answers_cap = caps;
 	req->margin = L->s->answers_margin;
@@ -204,10 +216,11 @@ static int make_plan(const struct lrn *L, dp_plan_request *req, const dp_plan_pu
 	int rc;
 
 	rc = dp_plan_make(req, pub, pl);
-	if (rc < 0 || !(L->s->rho > 0) || L->s->T > 0)
+	if (rc < 0 || !(L->s->rho > 0) || L->s->T > 0 || L->s->mode == LRN_MODE_SYNC2)
 		return rc;
 	req->T = pl->T;
-	req->step = dp_algo_eta_from_rho(L->N, pl->T, L->s->lambda, L->s->rho);
+	req->step = L->s->mode == LRN_MODE_SYNC1 ? L->s->rho / ((double)pl->T * (double)pl->T)
+			 : dp_algo_eta_from_rho(L->N, pl->T, L->s->lambda, L->s->rho);
 	dp_plan_free(pl);
 	return dp_plan_make(req, pub, pl);
 }
@@ -254,6 +267,7 @@ static int plan(struct lrn *L, char *warn, size_t size)
 		goto out;
 	L->T = pl.T;
 	L->eta = pl.step;
+	L->step = pl.step;
 	L->clip = pl.clip;
 	L->psi_pred = pl.psi;
 	L->psi_zero = pl.psi_zero;
@@ -289,6 +303,17 @@ int lrn_state_start(struct lrn *L)
 	if (rc < 0)
 		return rc;
 	L->rho = dp_algo_rho_from_eta(L->N, L->T, L->s->lambda, L->eta);
+	if (LRN_SYNC(L)) {
+		/* Sync has no owner-copy step: eta holds the mode's step (the
+		 * checkpoint's "eta"), rho the paper's rho of sync1 (sync2: c),
+		 * which the Welcome carries for information only. */
+		L->rho = L->s->mode == LRN_MODE_SYNC1 ? L->step * (double)L->T * (double)L->T
+						      : L->step;
+		L->theta_hat = calloc(L->p, sizeof(double));
+		L->round_ans = calloc((L->N + 1) * L->p, sizeof(double));   /* + agg */
+		if (L->theta_hat == NULL || L->round_ans == NULL)
+			return dp_error_set(DP_ENOMEM, "out of memory");
+	}
 	if (!(L->eta > 0) || !isfinite(L->eta) || !(L->rho > 0) || !isfinite(L->rho))
 		return dp_error_set(DP_EINVAL, "step size eta=%g rho=%g is not a positive number",
 				    L->eta, L->rho);
@@ -320,4 +345,49 @@ void lrn_state_apply(struct lrn *L, const struct lrn_query *qr, const double *an
 	if (L->s->freq_correction)
 		weight = dp_algo_freq_weight(weight, L->N, o->iterations, L->k_done);
 	dp_algo_async_update(&ap, qr->bar, answer, weight, o->theta, L->theta_L);
+}
+
+uint64_t lrn_state_goal(const struct lrn *L)
+{
+	DP_REQUIRE(L != NULL);
+	return LRN_SYNC(L) ? L->T - 1 : L->T;
+}
+
+void lrn_state_round(struct lrn *L)
+{
+	double *agg, n_ans = 0.0;
+	size_t k;
+
+	DP_REQUIRE(L != NULL && LRN_SYNC(L) && L->started && L->round_got > 0);
+	agg = L->round_ans + L->N * L->p;
+	for (size_t i = 0; i < L->N; i++)
+		if (L->owners[i].round_has)
+			n_ans += (double)L->owners[i].n_rows;
+	memset(agg, 0, L->p * sizeof(double));
+	for (size_t i = 0; i < L->N; i++) {
+		const double *a = L->round_ans + i * L->p;
+		double w;
+
+		if (!L->owners[i].round_has)
+			continue;
+		/* Every owner answered: n_i / n, as dpasync sim computes it;
+		 * a quorum round reweights by the rows that answered. */
+		w = L->round_got == L->N ? (double)L->owners[i].n_rows / (double)L->n_total
+					 : (double)L->owners[i].n_rows / n_ans;
+		for (size_t q = 0; q < L->p; q++)
+			agg[q] += w * a[q];
+	}
+	k = (size_t)L->k_done + 1;
+	if (L->s->mode == LRN_MODE_SYNC1)
+		dp_algo_sync1_step(L->p, L->step, k, L->s->lambda, agg, L->theta_L);
+	else
+		dp_algo_sync2_step(L->p, L->step, k, (size_t)L->T, L->s->lambda, L->s->theta_max,
+				   agg, L->theta_L, L->theta_hat);
+	L->k_done++;
+}
+
+const double *lrn_state_output(const struct lrn *L)
+{
+	DP_REQUIRE(L != NULL);
+	return L->s->mode == LRN_MODE_SYNC2 && L->theta_hat != NULL ? L->theta_hat : L->theta_L;
 }

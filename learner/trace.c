@@ -2,7 +2,12 @@
  *   k,time_unix,owner,wait_s,rtt_s,eps_spent
  * Rows are written as they happen; checkpoints fsync them first, so after
  * a crash the file holds at least the checkpoint's k_done rows and resume
- * cuts it back to exactly k_done. */
+ * cuts it back to exactly k_done.
+ *
+ * Sync modes add rounds.csv, one row per round (docs/learnerd.md §4):
+ *   round,time_unix,round_s,answers,first_k,last_k,slowest,slowest_rtt_s
+ * where trace.csv rows first_k..last_k are the round's answers (k counts
+ * answers there) and slowest is the owner whose answer took longest. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,12 +94,13 @@ int lrn_trace_open(struct lrn *L, bool resume)
 	return resume ? trace_cut(L) : trace_new(L);
 }
 
-/* A write of the trace failed: its rows may be lost, so no checkpoint may
- * be written after it (one would count iterations the trace lacks). */
-static int failed(struct lrn *L, int err)
+/* A write of the trace (or of rounds.csv) failed: its rows may be lost, so
+ * no checkpoint may be written after it (one would count iterations the
+ * trace lacks). */
+static int failed(struct lrn *L, const char *path, int err)
 {
 	L->io_failed = true;
-	return dp_error_set(DP_EIO, "%s: %s", L->trace_path, strerror(err));
+	return dp_error_set(DP_EIO, "%s: %s", path, strerror(err));
 }
 
 int lrn_trace_row(struct lrn *L, uint64_t k, double wall, const char *owner, double wait,
@@ -107,7 +113,25 @@ int lrn_trace_row(struct lrn *L, uint64_t k, double wall, const char *owner, dou
 	 * runs; durability comes from the fsync before each checkpoint. */
 	if (fprintf(L->trace, "%llu,%.6f,%s,%.6f,%.6f,%.9g\n", (unsigned long long)k, wall, owner,
 		    wait, rtt, eps) < 0 || fflush(L->trace) != 0)
-		return failed(L, errno);
+		return failed(L, L->trace_path, errno);
+	return 0;
+}
+
+#define ROUNDS_HEADER "round,time_unix,round_s,answers,first_k,last_k,slowest,slowest_rtt_s\n"
+
+int lrn_trace_round(struct lrn *L, uint64_t round, double wall, double secs, size_t answers,
+		    uint64_t first_k, uint64_t last_k, const char *slowest, double slowest_rtt)
+{
+	DP_REQUIRE(L != NULL && slowest != NULL && L->rounds_path != NULL);
+	if (L->rounds == NULL) {
+		L->rounds = fopen(L->rounds_path, "w");
+		if (L->rounds == NULL || fputs(ROUNDS_HEADER, L->rounds) == EOF)
+			return failed(L, L->rounds_path, errno);
+	}
+	if (fprintf(L->rounds, "%llu,%.6f,%.6f,%zu,%llu,%llu,%s,%.6f\n", (unsigned long long)round,
+		    wall, secs, answers, (unsigned long long)first_k, (unsigned long long)last_k,
+		    slowest, slowest_rtt) < 0 || fflush(L->rounds) != 0)
+		return failed(L, L->rounds_path, errno);
 	return 0;
 }
 
@@ -119,15 +143,18 @@ int lrn_trace_sync(struct lrn *L)
 	/* A failed write drops the stream's buffered rows and a later fflush
 	 * reports success: the error flag is what remembers it. */
 	if (ferror(L->trace))
-		return failed(L, EIO);
+		return failed(L, L->trace_path, EIO);
 	if (fflush(L->trace) != 0 || dp_file_sync(fileno(L->trace), 0) != 0)
-		return failed(L, errno);
+		return failed(L, L->trace_path, errno);
 	return 0;
 }
 
 void lrn_trace_close(struct lrn *L)
 {
 	DP_REQUIRE(L != NULL);
+	if (L->rounds != NULL && fclose(L->rounds) != 0)
+		DP_ERROR("learner", "%s: %s", L->rounds_path, strerror(errno));
+	L->rounds = NULL;
 	if (L->trace == NULL)
 		return;
 	if (fclose(L->trace) != 0)

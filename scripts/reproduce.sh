@@ -25,7 +25,7 @@ list() {
     # The first line of the module docstring says what it measures.
     what=$(sed -n '2,/^"""/{s/^"""//;p;q}' "$f" | head -1)
     [ -n "$what" ] || what=$(sed -n '1s/^"""//p' "$f")
-    printf '%-12s %s\n' "$name" "$what"
+    printf '%-14s %s\n' "${name//_/-}" "$what"
   done
 }
 
@@ -41,7 +41,7 @@ else
   echo "reproduce.sh: usage: reproduce.sh NAME OUTDIR [--quick] (or --list)" >&2; exit 2
 fi
 name=$1 out=$2
-script="$here/reproduce/$name.py"
+script="$here/reproduce/${name//-/_}.py"   # async-vs-sync: async_vs_sync.py
 case $name in
   */*|.*|_*|'') echo "reproduce.sh: no experiment named '$name' (see --list)" >&2; exit 2 ;;
 esac

@@ -38,11 +38,16 @@ static const char plot_summary[] =
 	"            --rates, against its clock rate.\n"
 	"  cdf       INPUT = a learnerd trace.csv.  Empirical CDFs of the request\n"
 	"            wait in the learner's queue and of the query round trip, per\n"
-	"            owner and overall (log time axis).";
+	"            owner and overall (log time axis).\n"
+	"  psi-wall  INPUT... = one or more measured psi curves (time_s,k,psi: psi\n"
+	"            of a learnerd model at seconds since training started, as\n"
+	"            scripts/reproduce.sh async-vs-sync writes them).  psi against\n"
+	"            wall-clock time, one line per INPUT; --labels names them.";
 
-enum kind { OWNERS, PSI, PSI_TIME, SHARES, CDF };
+enum kind { OWNERS, PSI, PSI_TIME, SHARES, CDF, PSI_WALL };
 
-static const char *const kinds[] = { "owners", "psi", "psi-time", "shares", "cdf", NULL };
+static const char *const kinds[] = { "owners", "psi", "psi-time", "shares", "cdf", "psi-wall",
+				      NULL };
 
 struct plot_opts {
 	int kind;                       /* enum kind */
@@ -100,23 +105,24 @@ static int check_opts(void *arg)
 	const char *k = kinds[o->kind];
 
 	if (!o->have_kind)
-		return dp_error_set(DP_EINVAL, "--kind is required: owners, psi, psi-time, shares "
-				    "or cdf");
-	if (o->kind != PSI && o->inputs.n != 1)
+		return dp_error_set(DP_EINVAL, "--kind is required: owners, psi, psi-time, shares, "
+				    "cdf or psi-wall");
+	if (o->kind != PSI && o->kind != PSI_WALL && o->inputs.n != 1)
 		return dp_error_set(DP_EINVAL, "--kind %s takes one INPUT, got %zu", k, o->inputs.n);
 	if (o->have_kmax && o->kind != OWNERS)
 		return dp_error_set(DP_EINVAL, "--kmax applies to --kind owners only");
-	if (o->labels.n && o->kind != PSI)
-		return dp_error_set(DP_EINVAL, "--labels applies to --kind psi only");
+	if (o->labels.n && o->kind != PSI && o->kind != PSI_WALL)
+		return dp_error_set(DP_EINVAL, "--labels applies to --kind psi and psi-wall only");
 	if (o->rates && o->kind != SHARES)
 		return dp_error_set(DP_EINVAL, "--rates applies to --kind shares only");
 	if (o->trace && o->kind != PSI_TIME)
 		return dp_error_set(DP_EINVAL, "--trace applies to --kind psi-time only");
 	if (!o->trace && o->kind == PSI_TIME)
 		return dp_error_set(DP_EINVAL, "--kind psi-time needs --trace trace.csv");
-	if ((o->logx || o->linear_y) && o->kind != PSI && o->kind != PSI_TIME)
-		return dp_error_set(DP_EINVAL, "--logx and --linear-y apply to --kind psi and "
-				    "psi-time only");
+	if ((o->logx || o->linear_y) && o->kind != PSI && o->kind != PSI_TIME &&
+	    o->kind != PSI_WALL)
+		return dp_error_set(DP_EINVAL, "--logx and --linear-y apply to --kind psi, psi-time "
+				    "and psi-wall only");
 	if (o->linear_x && o->kind != CDF)
 		return dp_error_set(DP_EINVAL, "--linear-x applies to --kind cdf only");
 	if (o->labels.n && o->labels.n != o->inputs.n)
@@ -267,6 +273,41 @@ static int plot_trace(const struct plot_opts *o, const dp_plot_opts *po)
 	return err;
 }
 
+static int plot_wall(char *const *in, size_t nin, const struct dp_config_strings *given,
+		     const dp_plot_opts *po, const char *out)
+{
+	dp_plot_wall *w = calloc(nin, sizeof(dp_plot_wall));
+	char **labels = calloc(nin, sizeof(char *));
+	int err = 0;
+
+	if (w == NULL || labels == NULL) {
+		err = dp_error_set(DP_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < nin && err == 0; i++) {
+		err = dp_plot_wall_read(in[i], &w[i]);
+		if (err == 0) {
+			labels[i] = given->n ? strdup(given->v[i]) : dir_label(in[i]);
+			if (labels[i] == NULL)
+				err = dp_error_set(DP_ENOMEM, "out of memory");
+		}
+	}
+	if (err == 0)
+		err = start_drawing();
+	if (err == 0)
+		err = dp_plot_psi_wall(w, (const char *const *)labels, nin, po, out);
+out:
+	for (size_t i = 0; i < nin; i++) {
+		if (w)
+			dp_plot_wall_free(&w[i]);
+		if (labels)
+			free(labels[i]);
+	}
+	free(w);
+	free(labels);
+	return err;
+}
+
 static int draw(void *arg)
 {
 	const struct plot_opts *o = arg;
@@ -280,6 +321,8 @@ static int draw(void *arg)
 		err = plot_psi(o->inputs.v, o->inputs.n, &o->labels, &po, o->out);
 	else if (err == 0 && o->kind == PSI_TIME)
 		err = plot_psi_time(o->inputs.v[0], o->trace, &po, o->out);
+	else if (err == 0 && o->kind == PSI_WALL)
+		err = plot_wall(o->inputs.v, o->inputs.n, &o->labels, &po, o->out);
 	else if (err == 0)
 		err = plot_trace(o, &po);
 	if (err != 0) {
@@ -295,7 +338,7 @@ int dp_cmd_plot(int argc, char **argv)
 	struct plot_opts o = { 0 };
 	const struct dp_config_entry entries[] = {
 		{ .name = "kind", DP_CFG_ENUM(&o.kind, kinds), .given = &o.have_kind,
-		  .metavar = "KIND", .help = "owners | psi | psi-time | shares | cdf\n(required)" },
+		  .metavar = "KIND", .help = "owners | psi | psi-time | shares | cdf | psi-wall\n(required)" },
 		{ .name = "out", DP_CFG_PATH(&o.out), .flags = DP_CONFIG_REQUIRED,
 		  .metavar = "FILE.png", .help = "the figure (replaced only on success)" },
 		{ .name = "trace", DP_CFG_PATH(&o.trace), .metavar = "FILE",

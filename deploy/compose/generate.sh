@@ -64,7 +64,8 @@ cat <<EOF
 # checkpoint.json); each owner's ledger and copy of the model in its
 # <name>-state volume.  Prometheus: http://127.0.0.1:9090.
 # Settings (environment at \`up\` time, or in deploy/.env): DP_T (0: planned
-# by learnerd from the owners' Hellos), DP_MODEL (linear), DP_MODE (request),
+# by learnerd from the owners' Hellos), DP_MODEL (linear), DP_MODE (request; or
+# broadcast, sync1, sync2),
 # DP_BIAS (true), DP_ROWS (20000 per owner), DP_FEATURES (10), DP_SEED (1),
 # DP_OWNER_<i>_RATE, DP_OWNER_<i>_EPSILON, DP_LEARNER (learner:7800; an
 # owner's learner, possibly on another host), DP_SERVER_NAME (learner),

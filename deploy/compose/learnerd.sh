@@ -5,7 +5,7 @@
 #
 # Environment: DP_OWNER_NAMES (a,b,c; required), DP_LEARNER_NAME (learner:
 # the certificate to use), DP_T (0: planned, docs/planner.md), DP_MODEL
-# (linear), DP_MODE (request), DP_BIAS (true), DP_LISTEN (0.0.0.0:7800),
+# (linear), DP_MODE (request | broadcast | sync1 | sync2), DP_BIAS (true), DP_LISTEN (0.0.0.0:7800),
 # DP_METRICS_PORT (9464), DP_LEARNER_ARGS (more learnerd flags, e.g.
 # "--eta 0.1 --max-inflight 2" or "--public /path/public.json"),
 # DP_ROOT (/var/lib/dpasync; tests only).

@@ -14,7 +14,11 @@
   with caps that bind: owner-1 keeps its own cap of 40 answers, far below
   its share, so it drops out mid-job and the others finish T; the trace
   holds exactly 40 of its answers, and `sim --schedule` with the same caps
-  reproduces theta_L to 1e-12."""
+  reproduces theta_L to 1e-12;
+- sync parity: `learnerd --mode sync1|sync2` (T = 60 rounds, epsilon = inf)
+  ends with the model `dpasync sim --mode sync1|sync2` computes with the
+  same plan (T, step, clip) to 1e-12; the trace holds N (T - 1) answers,
+  each owner T - 1 of them, and rounds.csv one row per round with N answers."""
 import json, os, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import check, run, tmpdir, cleanup, summary, main
@@ -47,6 +51,44 @@ def job(bindir, d, mode, eps, extra=(), rates=('50', '50', '50'), owner_extra=((
     finally:
         c.close()
 
+def sync_parity(bindir, d, mode):
+    dp = os.path.join(bindir, 'tools', 'dpasync')
+    Ts = 60
+    c = Cluster(bindir, d, owners=3, rows=2000, features=5, T=Ts)
+    try:
+        c.start_learner(['--mode', mode, '--round-timeout', '60'])
+        owners = [c.start_owner(i, eps='inf', rate='50') for i in (1, 2, 3)]
+        out = c.wait_learner()
+        check('done k=%d' % (Ts - 1) in out, '%s: learnerd did not report done: %r' % (mode, out))
+        for i, p in enumerate(owners, 1):
+            check(p.wait(timeout=30) == 0, 'ownerd %d exited %s' % (i, p.returncode))
+        rows = c.trace_rows()
+        check([int(r[0]) for r in rows] == list(range(1, 3 * (Ts - 1) + 1)),
+              '%s: trace is not k = 1..N(T-1)' % mode)
+        for n in c.names:
+            check(sum(1 for r in rows if r[2] == n) == Ts - 1, '%s: %s did not answer T-1 times'
+                  % (mode, n))
+        rounds = open(c.path('learner', 'rounds.csv')).read().splitlines()
+        check(rounds[0].startswith('round,') and len(rounds) == Ts,
+              '%s: rounds.csv has %d lines' % (mode, len(rounds)))
+        check(all(l.split(',')[3] == '3' for l in rounds[1:]), '%s: a round without 3 answers' % mode)
+        model = json.load(open(c.path('learner', 'model.json')))
+        ck = json.load(open(c.path('learner', 'checkpoint.json')))['job']
+        check(model['mode'] == mode, 'model.json mode %r' % model['mode'])
+        step = ['--rho', repr(ck['rho'])] if mode == 'sync1' else ['--c', repr(ck['eta'])]
+        so = os.path.join(d, 'sim')
+        run([dp, 'sim', '--bias', '--mode', mode, '--epsilon', 'inf', '--repeats', '1',
+             '--T', str(Ts), '--clip', repr(ck['clip_l1']), '--out', so] + step
+            + [c.data(i) for i in (1, 2, 3)])
+        want = np.array(summary(so)['theta'])
+        got = np.array(model['theta'])
+        err = np.abs(got - want).max() / np.abs(want).max()
+        print('%s parity: max relative difference %.3g over %d coordinates, |theta| %.3g'
+              % (mode, err, len(got), np.abs(want).max()))
+        check(err <= 1e-12, '%s: networked model differs from sim by %.3g' % (mode, err))
+    finally:
+        c.close()
+
 def psi_of(c, bindir):
     files = [c.data(i) for i in (1, 2, 3)]
     e = json.loads(run([os.path.join(bindir, 'tools', 'dpasync'), 'eval',
@@ -58,6 +100,8 @@ def test(argv):
     dp = os.path.join(bindir, 'tools', 'dpasync')
     d = tmpdir('e2e-modes')
     try:
+        for mode in ('sync1', 'sync2'):
+            sync_parity(bindir, os.path.join(d, mode), mode)
         sims = {}
         for mode in ('request', 'broadcast'):
             c, rows, model, used = job(bindir, os.path.join(d, mode), mode, '1')

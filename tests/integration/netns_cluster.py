@@ -95,6 +95,15 @@ What the mechanism implies, and what is asserted from learnerd's trace:
    uses (psi is a scaled chi-square-like variable with p = 6 degrees of
    freedom; outside the band has probability well below 1e-4).
 
+6. Sync rounds over the same links (`--mode sync1`, T = 15, a cycled
+   `--rows 20000,2000` list: owners 1, 3, 5 hold 10x the rows of 2 and 4;
+   `--learner-args '--round-timeout 60'`):
+   the job ends after T - 1 rounds with every owner answering each round;
+   a round cannot close before the 200 ms owner's answer is back, so every
+   round lasts >= 2(200 - 20) ms, and the slowest owner of every round is
+   the 200 ms owner or the lossy one (a dropped frame waits >= 200 ms for
+   TCP's retransmission), the 200 ms owner in most rounds.
+
 Only if the script cannot create network namespaces (exit 77: not root, no
 iproute2, no netns support) is the test skipped, with meson's code 77.
 """
@@ -131,11 +140,11 @@ def remove_namespaces(ident):
                 pass
         subprocess.run(['ip', 'netns', 'del', ns], capture_output=True)
 
-def cluster(bindir, out, ident, rate, T):
+def cluster(bindir, out, ident, rate, T, extra=()):
     cmd = ['bash', SCRIPT, '--bindir', bindir, '--out', out, '--id', ident,
            '--owners', str(N), '--delays', ','.join(map(str, DELAY)),
            '--jitter', ','.join(map(str, JITTER)), '--loss', ','.join(map(str, LOSS)),
-           '--T', str(T), '--rate', str(rate), '--timeout', '200']
+           '--T', str(T), '--rate', str(rate), '--timeout', '200'] + list(extra)
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         text, _ = p.communicate(timeout=260)
@@ -320,6 +329,23 @@ def check_job(bindir, out, rate, T):
         psi, min(sp), max(sp), statistics.median(sp)))
     check(lo <= psi <= hi, 'psi %.4g outside [%.4g, %.4g]' % (psi, lo, hi))
 
+def check_sync(out, T):
+    rounds = [l.split(',') for l in open(os.path.join(out, 'learner', 'rounds.csv')).read().splitlines()[1:]]
+    check(len(rounds) == T - 1, 'sync: %d rounds, expected %d' % (len(rounds), T - 1))
+    check(all(r[3] == str(N) for r in rounds), 'sync: a round without %d answers' % N)
+    rows = trace(out)
+    per = [sum(1 for r in rows if r[2] == i) for i in range(N)]
+    check(per == [T - 1] * N, 'sync: answers per owner %r' % per)
+    far = 2 * (DELAY[3] - JITTER[3]) / 1e3
+    secs = [float(r[2]) for r in rounds]
+    slow = collections.Counter(r[6] for r in rounds)
+    print('sync: %d rounds, round time median %.3f s, min %.3f s; slowest owners %s'
+          % (len(rounds), statistics.median(secs), min(secs), dict(slow)))
+    check(min(secs) >= far, 'sync: a round of %.3f s, shorter than 2(d-J) = %.3f s of the far owner'
+          % (min(secs), far))
+    check(set(slow) <= {'owner-4', 'owner-5'} and slow['owner-4'] > len(rounds) / 2,
+          'sync: slowest owners %r' % dict(slow))
+
 def test(argv):
     bindir = os.path.abspath(argv[0])
     d = tmpdir('netns')
@@ -332,6 +358,13 @@ def test(argv):
             cluster(bindir, out, ident, rate, T)
             print('job at %g/s took %.0f s' % (rate, time.time() - t0))
             check_job(bindir, out, rate, T)
+        ident = 'dpat%d-s' % os.getpid()
+        out = os.path.join(d, 'sync1')
+        t0 = time.time()
+        cluster(bindir, out, ident, 10, 15, ['--mode', 'sync1', '--rows', '20000,2000',
+                                             '--learner-args', '--round-timeout 60'])
+        print('sync1 job took %.0f s' % (time.time() - t0))
+        check_sync(out, 15)
         ok = True
     except Skip as e:
         cleanup(d)

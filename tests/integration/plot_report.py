@@ -15,6 +15,9 @@
   exists and is valid;
 - `dpasync report` on a sim directory: psi statistics from summary.json and
   per-owner iterations counted here from schedule.txt;
+- `plot --kind psi-wall` draws two measured psi(t) curves (time_s,k,psi)
+  as a valid PNG, and refuses a trace, a curve whose time goes back and a
+  wrong number of labels;
 - bad input to plot and report: exit 2, exactly one line on stderr, the
   output file untouched; gnuplot missing from PATH: exit 1, one line."""
 import json, os, re, struct, sys, zlib
@@ -148,10 +151,22 @@ def test(argv):
             p = run([dp, 'plot', '--out', out] + args)
             check(p.stdout.strip() == 'wrote ' + out, 'plot %s: stdout %r' % (name, p.stdout))
             png_info(out)
+        # psi-wall: measured psi(t) curves (time_s,k,psi), two of them.
+        walls = []
+        for i, scale in enumerate((1.0, 3.0)):
+            w = os.path.join(d, 'wall-%d.csv' % i)
+            with open(w, 'w') as f:
+                f.write('time_s,k,psi\n' + ''.join('%.3f,%d,%.6g\n' % (scale * k / 10, k, 5 / (1 + k))
+                                                   for k in range(0, 60, 3)))
+            walls.append(w)
+        out = os.path.join(figs, 'psi-wall.png')
+        p = run([dp, 'plot', '--kind', 'psi-wall', '--labels', 'fast,slow', '--out', out] + walls)
+        check(p.stdout.strip() == 'wrote ' + out, 'plot psi-wall: stdout %r' % p.stdout)
+        png_info(out)
         out = os.path.join(figs, 'small.png')
         run([dp, 'plot', '--kind', 'cdf', '--size', '640x400', '--out', out, tcsv])
         png_info(out, (640, 400))
-        print('plot: %d figures, all valid PNG' % (len(kinds) + 1))
+        print('plot: %d figures, all valid PNG' % (len(kinds) + 2))
 
         # The report of the real run, against numbers computed here.
         r = run([dp, 'report', '--data', ','.join(files[:2]), '--data', files[2],
@@ -206,7 +221,8 @@ def test(argv):
                 i, own['owner-%d' % i][2], sch.count(i)))
         print('report (sim): psi mean %.4g; iterations %s' % (s['psi_mean'], [sch.count(i) for i in (1, 2, 3)]))
 
-        for sub, words in (('plot', ['owners', 'psi', 'psi-time', 'shares', 'cdf', '--rates', '--trace']),
+        for sub, words in (('plot', ['owners', 'psi', 'psi-time', 'shares', 'cdf', 'psi-wall',
+                                     '--rates', '--trace']),
                            ('report', ['--data', '--sim', '--rates', 'report.md'])):
             h = run([dp, sub, '--help']).stdout
             check(h.startswith('usage: dpasync ' + sub), '%s --help: %r' % (sub, h[:60]))
@@ -218,6 +234,8 @@ def test(argv):
         open(keep, 'wb').write(b'not touched')
         bad = os.path.join(d, 'bad.csv')
         open(bad, 'w').write('a,b\n1,2\n')
+        badwall = os.path.join(d, 'badwall.csv')
+        open(badwall, 'w').write('time_s,k,psi\n2,1,0.5\n1,2,0.4\n')   # time goes back
         badrow = os.path.join(d, 'badrow.csv')
         open(badrow, 'w').write('k,time_unix,owner,wait_s,rtt_s,eps_spent\n1,5,o,0,x,1\n2,6,o,0,1,1\n')
         for args in (['--kind', 'owners', '--out', keep, os.path.join(d, 'missing.csv')],
@@ -236,9 +254,12 @@ def test(argv):
                      ['--kind', 'owners', '--size', '5x5', '--out', keep, tcsv],
                      ['--kind', 'psi', '--labels', 'a,b', '--out', keep, os.path.join(sim_a, 'psi.csv')],
                      ['--kind', 'owners', '--out', os.path.join(d, 'no', 'dir.png'), tcsv],
-                     ['--kind', 'owners', '--bogus', '--out', keep, tcsv]):
+                     ['--kind', 'owners', '--bogus', '--out', keep, tcsv],
+                     ['--kind', 'psi-wall', '--out', keep, tcsv],
+                     ['--kind', 'psi-wall', '--out', keep, badwall],
+                     ['--kind', 'psi-wall', '--labels', 'a', '--out', keep, walls[0], walls[1]]):
             expect_fail(dp, ['plot'] + args, out=keep)
-        ncases = 17
+        ncases = 20
         md_before = open(os.path.join(L, 'report.md')).read()
         for args in ([], [d], [os.path.join(d, 'missing')], ['--sim', sim_a, L], ['--rates', '1', L],
                      ['--data', os.path.join(d, 'missing.csv'), L], ['--data', files[0], sim_a], [L, L]):

@@ -1024,6 +1024,131 @@ int dp_plot_psi_time(const dp_plot_psi *ps, const dp_plot_trace *tr, size_t runs
 	return rc;
 }
 
+static const char wall_header[] = "time_s,k,psi";
+
+void dp_plot_wall_free(dp_plot_wall *w)
+{
+	DP_REQUIRE(w != NULL);
+	free(w->t);
+	free(w->k);
+	free(w->psi);
+	memset(w, 0, sizeof(*w));
+}
+
+int dp_plot_wall_read(const char *path, dp_plot_wall *w)
+{
+	dp_plot_wall p = { 0 };
+	FILE *f;
+	char *buf = NULL;
+	size_t bufsz = 0, line = 0, cap = 0;
+	int rc;
+
+	DP_REQUIRE(path != NULL && w != NULL);
+	rc = open_read(path, &f);
+	if (rc != 0)
+		return rc;
+	rc = DP_EFORMAT;
+	while (getline(&buf, &bufsz, f) != -1) {
+		char *fld[3], *q = buf;
+		size_t nf = 0;
+
+		line++;
+		buf[strcspn(buf, "\r\n")] = '\0';
+		if (line == 1) {
+			if (strcmp(buf, wall_header) != 0) {
+				rc = dp_error_set(DP_EFORMAT, "%s: not a measured psi curve (expected the "
+						  "header %s)", path, wall_header);
+				goto out;
+			}
+			continue;
+		}
+		rc = reserve_columns((void *const[]){ &p.t, &p.k, &p.psi },
+				     (const size_t[]){ sizeof(*p.t), sizeof(*p.k), sizeof(*p.psi) },
+				     3, &cap, p.n + 1, 64);
+		if (rc != 0)
+			goto out;
+		for (;;) {
+			char *comma = strchr(q, ',');
+
+			fld[nf++] = q;
+			if (comma == NULL || nf == 3)
+				break;
+			*comma = '\0';
+			q = comma + 1;
+		}
+		if (nf != 3 || strchr(fld[2], ',') != NULL) {
+			rc = dp_error_set(DP_EFORMAT, "%s:%zu: expected 3 fields (%s)", path, line,
+					  wall_header);
+			goto out;
+		}
+		if (dp_num_parse_double("time_s", fld[0], 0, &p.t[p.n]) != 0 || p.t[p.n] < 0 ||
+		    (p.n > 0 && p.t[p.n] < p.t[p.n - 1])) {
+			rc = dp_error_set(DP_EFORMAT, "%s:%zu: time_s: expected a number >= 0 and >= the "
+					  "previous row's", path, line);
+			goto out;
+		}
+		if (dp_num_parse_size("k", fld[1], &p.k[p.n]) != 0 ||
+		    dp_num_parse_double("psi", fld[2], 0, &p.psi[p.n]) != 0 || p.psi[p.n] < 0) {
+			rc = dp_error_set(DP_EFORMAT, "%s:%zu: expected k >= 0 and psi >= 0", path, line);
+			goto out;
+		}
+		p.n++;
+	}
+	if (ferror(f)) {
+		rc = dp_error_set(DP_EIO, "%s: read error", path);
+		goto out;
+	}
+	if (p.n == 0) {
+		rc = dp_error_set(DP_EFORMAT, "%s: no rows after the header", path);
+		goto out;
+	}
+	*w = p;
+	memset(&p, 0, sizeof(p));
+	rc = 0;
+out:
+	free(buf);
+	fclose(f);
+	dp_plot_wall_free(&p);
+	return rc;
+}
+
+int dp_plot_psi_wall(const dp_plot_wall *w, const char *const *labels, size_t ns,
+		     const dp_plot_opts *o, const char *out)
+{
+	char *body = NULL;
+	size_t len = 0;
+	FILE *f;
+	int logy = !(o && o->linear);
+
+	DP_REQUIRE(w != NULL && out != NULL);
+	if (ns == 0)
+		return dp_error_set(DP_EINVAL, "no psi curve to plot");
+	for (size_t s = 0; s < ns; s++)
+		for (size_t r = 0; r < w[s].n; r++)
+			if (!(w[s].psi[r] > 0))
+				logy = 0;   /* a log axis cannot show psi = 0 */
+	f = open_memstream(&body, &len);
+	if (f == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	put_title(f, "set title", o, "ψ against wall-clock time (measured: ψ of the learner's "
+		  "checkpointed model)");
+	fputs("set xlabel \"seconds since training started\"\n", f);
+	psi_axes(f, logy, o && o->logx);
+	for (size_t s = 0; s < ns; s++) {
+		fprintf(f, "$w%zu << EOD\n", s);
+		for (size_t r = 0; r < w[s].n; r++)
+			fprintf(f, "%.10g %.10g\n", w[s].t[r], w[s].psi[r]);
+		fputs("EOD\n", f);
+	}
+	for (size_t s = 0; s < ns; s++) {
+		fprintf(f, "%s$w%zu using 1:2 with linespoints lw 2 pt 7 ps 0.5 lc rgb \"%s\" title ",
+			s == 0 ? "plot " : ", \\\n     ", s, colors[s % NCOLORS]);
+		put_quoted(f, labels && labels[s] ? labels[s] : "");
+	}
+	fputc('\n', f);
+	return finish(f, &body, &len, o, out);
+}
+
 /* Log axis when all values are positive and span a factor 10 or more. */
 static int auto_log(const double *v, size_t n)
 {

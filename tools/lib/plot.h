@@ -102,6 +102,21 @@ int dp_plot_owners(const dp_plot_trace *tr, size_t kmax, const dp_plot_opts *o, 
 int dp_plot_psi_k(const dp_plot_psi *ps, const char *const *labels, size_t ns,
 		  const char *header_note, const dp_plot_opts *o, const char *out);
 
+/* A measured psi curve: psi of a learnerd model at seconds since training
+ * started, as scripts/reproduce/async_vs_sync.py writes it (header
+ * time_s,k,psi; time non-decreasing, psi finite and >= 0).  Errors:
+ * DP_ENOENT, DP_EIO, DP_EFORMAT, DP_ENOMEM.  Free with dp_plot_wall_free. */
+typedef struct dp_plot_wall {
+	size_t n;
+	double *t, *psi;
+	size_t *k;
+} dp_plot_wall;
+int dp_plot_wall_read(const char *path, dp_plot_wall *w);
+void dp_plot_wall_free(dp_plot_wall *w);
+/* Measured curves w[ns] on one figure, psi against seconds, one label each. */
+int dp_plot_psi_wall(const dp_plot_wall *w, const char *const *labels, size_t ns,
+		     const dp_plot_opts *o, const char *out);
+
 /* psi of ps (sim --schedule of tr's owner order) against the wall-clock
  * time of iteration k in trace tr, seconds since dp_plot_trace_start.
  * Needs every k of ps in tr.  runs (0 = unknown) goes into the title. */
