@@ -1435,6 +1435,13 @@ static int format_list(const struct dp_config_entry *e, char *buf, size_t len)
 	for (size_t i = 0; i < v.l.n; i++) {
 		if (i > 0 && !put(buf, len, &off, ","))
 			return DP_ERANGE;
+		/* A WHOLE value is read as written, so it is printed so too
+		 * (escapes would come back as part of the text). */
+		if (e->type == DP_CONFIG_STRINGS && (e->flags & DP_CONFIG_WHOLE)) {
+			if (!put(buf, len, &off, ((char **)v.l.v)[i]))
+				return DP_ERANGE;
+			continue;
+		}
 		if (e->type == DP_CONFIG_STRINGS) {
 			for (const char *c = ((char **)v.l.v)[i]; *c; c++) {
 				char one[3] = { '\\', *c, '\0' };

@@ -955,6 +955,37 @@ static void test_lists_in_file(void **state)
 	assert_true(ds.n == 0 && ds.v == NULL && ss.n == 0 && ss.v == NULL);
 }
 
+/* A WHOLE list item is taken as written, so the printed file must hold it
+ * as written: escaping it made every print-and-reload add backslashes
+ * (found by fuzz_config, docs/fuzz.md). */
+static void test_whole_print_reload(void **state)
+{
+	struct dp_config_strings w = { 0 };
+	const struct dp_config_entry t[] = {
+		{ .name = "whole", DP_CFG_STRINGS(&w), .flags = DP_CONFIG_WHOLE },
+		DP_CONFIG_END,
+	};
+	const struct dp_config_spec sp = { .program = "learnerd", .entries = t };
+	char text[256], *printed = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	assert_int_equal(dp_config_load_file(&sp, write_file("whole = x, a=b\\c\n")), 0);
+	assert_true(w.n == 1);
+	assert_string_equal(w.v[0], "x, a=b\\c");
+	f = open_memstream(&printed, &len);
+	assert_non_null(f);
+	assert_int_equal(dp_config_print(&sp, f), 0);
+	fclose(f);
+	snprintf(text, sizeof(text), "%s", printed);
+	free(printed);
+	assert_non_null(strstr(text, "whole = x, a=b\\c\n"));
+	assert_int_equal(dp_config_load_file(&sp, write_file(text)), 0);
+	assert_true(w.n == 1);
+	assert_string_equal(w.v[0], "x, a=b\\c");
+	dp_config_free(&sp);
+}
+
 static void test_split(void **state)
 {
 	struct dp_config_strings l = { 0 };
@@ -1032,6 +1063,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cmd_help_text, cmd_setup, cmd_teardown),
 		cmocka_unit_test_setup_teardown(test_cmd_print_lists, cmd_setup, cmd_teardown),
 		cmocka_unit_test_setup_teardown(test_lists_in_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_whole_print_reload, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_split, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_command_tables, setup, teardown),
 	};
