@@ -364,6 +364,19 @@ static int load_plan(struct lrn *L, dp_json_reader *r, struct json_object *job)
 	return 0;
 }
 
+/* The array `key` of o must hold n values: checked before n doubles are
+ * allocated for it, so that a file claiming a huge p fails on its own
+ * numbers instead of allocating for them. */
+static int check_len(dp_json_reader *r, struct json_object *o, const char *key, size_t n)
+{
+	struct json_object *a = dp_json_get(r, o, key, json_type_array, true);
+
+	if (a != NULL && json_object_array_length(a) != n)
+		return dp_json_fail(r, "'%s' must have %zu numbers, has %zu", key, n,
+				    json_object_array_length(a));
+	return r->rc;
+}
+
 /* The owners' entries of the state into their counters and thetas[]
  * (p values each, allocated here).  0 or the error. */
 static int load_owners(struct lrn *L, dp_json_reader *r, struct json_object *owners, size_t p,
@@ -393,6 +406,8 @@ static int load_owners(struct lrn *L, dp_json_reader *r, struct json_object *own
 					     L->ckpt_path, i, id);
 			break;
 		}
+		if (check_len(r, oj, "theta", p) != 0)
+			break;
 		thetas[o->idx] = calloc(p, sizeof(double));
 		if (thetas[o->idx] == NULL) {
 			r->rc = dp_error_set(DP_ENOMEM, "out of memory");
@@ -467,6 +482,10 @@ int lrn_checkpoint_load(struct lrn *L)
 				  "owners)", L->ckpt_path);
 		goto out;
 	}
+	r.where = "state";
+	rc = check_len(&r, st, "theta_L", p);
+	if (rc < 0)
+		goto out;
 	theta_L = calloc(p, sizeof(double));
 	thetas = calloc(L->N, sizeof(*thetas));
 	if (theta_L == NULL || thetas == NULL) {

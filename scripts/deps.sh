@@ -12,9 +12,12 @@ PKGS=(
   python3-numpy
   gnuplot-nox fonts-dejavu-core prometheus
 )
-# Only the test suite needs these (deployment checks, netns cluster); the
+# Only the test suite needs these (deployment checks, netns cluster, and
+# clang for the fuzz targets: libFuzzer is in libclang-rt-14-dev, which
+# clang-14 only recommends); the
 # Dockerfile's build stage sets DP_NO_TEST_PKGS=1 to leave them out.
-TEST_PKGS=(docker-compose systemd shellcheck strace python3-yaml iproute2 curl)
+TEST_PKGS=(docker-compose systemd shellcheck strace python3-yaml iproute2 curl
+  clang libclang-rt-14-dev)
 [ -z "${DP_NO_TEST_PKGS:-}" ] && PKGS+=("${TEST_PKGS[@]}")
 [ "${DP_EXTRA_PKGS:-}" ] && PKGS+=(${DP_EXTRA_PKGS})
 

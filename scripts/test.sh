@@ -2,8 +2,8 @@
 # The test command of the README and of .ci/run: installs what is missing,
 # builds from scratch, runs the unit and integration suites, then the unit
 # suite and the daemon integration tests again under AddressSanitizer +
-# UndefinedBehaviorSanitizer.  The last line is "N passed, N failed" over all
-# of it.
+# UndefinedBehaviorSanitizer, then a short run of every fuzz target (clang).
+# The last line is "N passed, N failed" over all of it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -52,6 +52,23 @@ if build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=
     cli_errors sim_parity sim_converges \
     sim_freq_correction sim_caps sim_summary forecast_sim prep_shared_data prep_formats \
     config_files plot_report e2e_lockout e2e_claims chaos iofault privacy_audit soak sync_rounds
+fi
+
+# Fuzzing (docs/fuzz.md): every libFuzzer target of tests/fuzz, one test
+# each, over its seed corpus and then 10 s of mutations, in a clang
+# ASan+UBSan build of the targets alone (not the whole tree).
+fuzz_targets=()
+for f in tests/fuzz/fuzz_*.c; do
+  n=$(basename "$f" .c)
+  [ "$n" = fuzz_util ] || fuzz_targets+=("tests/fuzz/$n")
+done
+rm -rf build-fuzz
+if CC=clang meson setup build-fuzz -Dfuzz=true -Dtests=disabled -Dbuildtype=debugoptimized \
+     -Db_sanitize=address,undefined -Db_lundef=false >build-fuzz.build.log 2>&1 &&
+   ninja -C build-fuzz "${fuzz_targets[@]}" >>build-fuzz.build.log 2>&1; then
+  run_tests build-fuzz --no-rebuild --suite fuzz --num-processes 2
+else
+  tail -50 build-fuzz.build.log; failed=$((failed + 1))
 fi
 
 echo "$passed passed, $failed failed"

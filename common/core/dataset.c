@@ -165,6 +165,13 @@ int dp_dataset_load(dp_dataset *ds, const char *path, const dp_load_opts *opts)
 		rc = dp_error_set(DP_EFORMAT, "%s: no feature columns besides the target", path);
 		goto fail;
 	}
+	/* The bias column and the target would share a name: the dataset could
+	 * not be written as a CSV that reads back. */
+	if (opts->bias && strcmp(out.target, "bias") == 0) {
+		rc = dp_error_set(DP_EFORMAT, "%s: the target is named 'bias'; cannot append the "
+				  "bias column", path);
+		goto fail;
+	}
 	out.names = calloc(out.p, sizeof(*out.names));
 	if (out.names == NULL) {
 		rc = DP_ENOMEM;

@@ -43,8 +43,8 @@ typedef struct dp_load_opts {
  * target.  opts == NULL means no target, no bias, no schema.
  * Errors: DP_ENOENT (cannot open), DP_EIO, DP_EINVAL (no target given,
  * target differs from the schema's), DP_EFORMAT (malformed CSV, non-numeric
- * or missing cell, unknown target column, a feature already named "bias"
- * with bias set, no rows, or with a schema a file already prepared with it:
+ * or missing cell, unknown target column, a feature or the target already
+ * named "bias" with bias set, no rows, or with a schema a file already prepared with it:
  * dp_schema_bind_new), DP_ENOMEM; dp_error_detail() has file:line and
  * column.  On failure `ds` is left zeroed. */
 int dp_dataset_load(dp_dataset *ds, const char *path, const dp_load_opts *opts);

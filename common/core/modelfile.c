@@ -29,7 +29,8 @@ int dp_modelfile_write(const char *path, const dp_modelfile *mf)
 		rc = dp_json_add(o, "version", json_object_new_int(1));
 	if (rc == 0)
 		rc = dp_json_add(o, "model", json_object_new_string(dp_model_name(mf->model)));
-	if (rc == 0)
+	/* The reader takes an absent mode as "" and refuses an empty one. */
+	if (rc == 0 && mf->mode[0] != '\0')
 		rc = dp_json_add(o, "mode", json_object_new_string(mf->mode));
 	if (rc == 0)
 		rc = dp_json_add(o, "T", json_object_new_uint64(mf->T));

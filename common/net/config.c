@@ -1435,6 +1435,13 @@ static int format_list(const struct dp_config_entry *e, char *buf, size_t len)
 	for (size_t i = 0; i < v.l.n; i++) {
 		if (i > 0 && !put(buf, len, &off, ","))
 			return DP_ERANGE;
+		/* A WHOLE value is read as written, so it is printed so too
+		 * (escapes would come back as part of the text). */
+		if (e->type == DP_CONFIG_STRINGS && (e->flags & DP_CONFIG_WHOLE)) {
+			if (!put(buf, len, &off, ((char **)v.l.v)[i]))
+				return DP_ERANGE;
+			continue;
+		}
 		if (e->type == DP_CONFIG_STRINGS) {
 			for (const char *c = ((char **)v.l.v)[i]; *c; c++) {
 				char one[3] = { '\\', *c, '\0' };
@@ -1517,6 +1524,21 @@ int dp_config_format(const struct dp_config_spec *spec, const char *name, char *
 	return format_entry(&spec->entries[i], buf, len);
 }
 
+/* "name = value", the value in double quotes when the reader would
+ * otherwise strip or misread it: empty, surrounding whitespace, a leading
+ * quote (taken off, or an unbalanced one), or a leading ';' or '#' (a
+ * comment after " = "). */
+static void print_value(FILE *out, const char *name, const char *v)
+{
+	size_t l = strlen(v);
+
+	if (l == 0 || isspace((unsigned char)v[0]) || isspace((unsigned char)v[l - 1]) ||
+	    v[0] == '"' || v[0] == ';' || v[0] == '#')
+		fprintf(out, "%s = \"%s\"\n", name, v);
+	else
+		fprintf(out, "%s = %s\n", name, v);
+}
+
 int dp_config_print(const struct dp_config_spec *spec, FILE *out)
 {
 	size_t n;
@@ -1529,18 +1551,17 @@ int dp_config_print(const struct dp_config_spec *spec, FILE *out)
 	for (size_t i = 0; i < n; i++) {
 		const struct dp_config_entry *e = &spec->entries[i];
 		const char *s;
-		size_t l;
 
 		if (is_list(e->type)) {
 			if (format_entry(e, buf, sizeof(buf)) == DP_ENOENT)
 				fprintf(out, "# %s is not set\n", e->name);
 			else
-				fprintf(out, "%s = %s\n", e->name, buf);
+				print_value(out, e->name, buf);
 			continue;
 		}
 		if (!is_string(e->type)) {
 			format_entry(e, buf, sizeof(buf));
-			fprintf(out, "%s = %s\n", e->name, buf);
+			print_value(out, e->name, buf);
 			continue;
 		}
 		s = *(char **)e->field;
@@ -1548,13 +1569,7 @@ int dp_config_print(const struct dp_config_spec *spec, FILE *out)
 			fprintf(out, "# %s is not set\n", e->name);
 			continue;
 		}
-		l = strlen(s);
-		/* Quote what the reader would otherwise strip or misread. */
-		if (l == 0 || isspace((unsigned char)s[0]) || isspace((unsigned char)s[l - 1]) ||
-		    (s[0] == '"' && s[l - 1] == '"'))
-			fprintf(out, "%s = \"%s\"\n", e->name, s);
-		else
-			fprintf(out, "%s = %s\n", e->name, s);
+		print_value(out, e->name, s);
 	}
 	if (fflush(out) != 0 || ferror(out))
 		return dp_error_set(DP_EIO, "cannot write the configuration: %s", strerror(errno));

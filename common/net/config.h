@@ -266,7 +266,11 @@ int dp_config_print_help(const struct dp_config_spec *spec, FILE *out);
 
 /* The effective settings as a config file this module reads back
  * ("[program]" then "key = value" in table order; an unset string or an
- * empty list is a "# key is not set" comment).  Paths are printed, never
+ * empty list is a "# key is not set" comment).  Limits of the read-back:
+ * a line longer than DP_CONFIG_MAX_LINE is printed whole and refused when
+ * read (escapes, number formatting and " = " can lengthen a value that
+ * fitted in the file it came from), and a DP_CONFIG_WHOLE list of several
+ * items (from repeated flags) reads back as one item.  Paths are printed, never
  * their contents.  Returns 0 or DP_EIO. */
 int dp_config_print(const struct dp_config_spec *spec, FILE *out);
 

@@ -1,16 +1,15 @@
 #include "common/net/httpd.h"
+#include "common/net/httpreq.h"
 #include "common/core/error.h"
 #include "common/core/log.h"
 #include "common/net/addr.h"
 #include "common/net/listener.h"
 
-#include <ctype.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #define DP_HTTPD_LINGER_MS 2000u
 #define DP_HTTPD_TEXT "text/plain; charset=utf-8"
@@ -38,9 +37,7 @@ struct hconn {
 	enum state state;
 	int open_handles;
 	size_t used;         /* bytes in buf */
-	size_t line_start;   /* start of the line being scanned */
-	size_t n_lines;      /* complete lines seen, request line included */
-	bool line_ok;        /* request line complete and checked */
+	struct dp_httpreq_scan scan;  /* how far the head has been scanned */
 	bool counted;        /* accepted: released from the listener when freed */
 	dp_listener_slot slot;  /* its record in the listener */
 	char *out;           /* response head (+ body), freed with the conn */
@@ -306,83 +303,7 @@ static void send_error(struct hconn *c, int status)
 	send_response(c, status, DP_HTTPD_TEXT, body, (size_t)n, false, NULL, NULL);
 }
 
-/* ---- request parsing -------------------------------------------------------- */
-
-static bool is_tchar(char ch)
-{
-	return isalnum((unsigned char)ch) || (ch != '\0' && strchr("!#$%&'*+-.^_`|~", ch));
-}
-
-/* Check the request line [s, e) (CR already dropped).  Returns 0 when it
- * can be served, else the status to answer with.  *method_len and *target
- * describe the parts on success. */
-static int check_request_line(const char *s, const char *e, size_t *method_len,
-				  const char **target, size_t *target_len, int *minor)
-{
-	const char *sp1, *sp2, *v;
-	size_t ml;
-
-	sp1 = memchr(s, ' ', (size_t)(e - s));
-	if (sp1 == NULL)
-		return 400;
-	sp2 = memchr(sp1 + 1, ' ', (size_t)(e - sp1 - 1));
-	if (sp2 == NULL)
-		return 400;
-	ml = (size_t)(sp1 - s);
-	if (ml == 0 || ml > 20)
-		return 400;
-	for (const char *p = s; p < sp1; p++)
-		if (!is_tchar(*p))
-			return 400;
-	if (sp2 == sp1 + 1)
-		return 400;
-	for (const char *p = sp1 + 1; p < sp2; p++)
-		if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f)
-			return 400;
-	v = sp2 + 1;
-	if (e - v != 8 || memcmp(v, "HTTP/", 5) != 0 || !isdigit((unsigned char)v[5]) ||
-	    v[6] != '.' || !isdigit((unsigned char)v[7]))
-		return 400;
-	if (v[5] != '1' || (v[7] != '0' && v[7] != '1'))
-		return 505;
-	if (!((ml == 3 && memcmp(s, "GET", 3) == 0) || (ml == 4 && memcmp(s, "HEAD", 4) == 0)))
-		return 405;
-	if (sp1[1] != '/')
-		return 400;
-	*method_len = ml;
-	*target = sp1 + 1;
-	*target_len = (size_t)(sp2 - sp1 - 1);
-	*minor = v[7] - '0';
-	return 0;
-}
-
-/* Check one header line [s, e).  Returns 1 for a Host header, 0 for
- * another valid one, -1 when malformed. */
-static int check_header(const char *s, const char *e)
-{
-	const char *colon = memchr(s, ':', (size_t)(e - s));
-
-	if (colon == NULL || colon == s)
-		return -1;
-	for (const char *p = s; p < colon; p++)
-		if (!is_tchar(*p))
-			return -1;  /* also whitespace before ':' and obs-fold */
-	for (const char *p = colon + 1; p < e; p++) {
-		unsigned char ch = (unsigned char)*p;
-
-		if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
-			return -1;
-	}
-	return (colon - s == 4 && strncasecmp(s, "host", 4) == 0) ? 1 : 0;
-}
-
-/* Line [start, nl) without its CR; a CR anywhere else is malformed. */
-static const char *line_end(const char *start, const char *nl)
-{
-	if (nl > start && nl[-1] == '\r')
-		nl--;
-	return memchr(start, '\r', (size_t)(nl - start)) ? NULL : nl;
-}
+/* ---- serving ---------------------------------------------------------------- */
 
 static int builtin_healthz(void *arg, const struct dp_httpd_request *req,
 			       struct dp_httpd_response *resp)
@@ -413,81 +334,42 @@ static void dispatch(struct hconn *c, size_t head_end)
 	struct dp_httpd *srv = c->srv;
 	struct dp_httpd_response resp = { .status = 200, .content_type = DP_HTTPD_TEXT };
 	struct dp_httpd_request req;
-	const char *target, *q, *end, *s = c->buf;
-	char *nl, method[8], *path;
-	size_t ml, tl, n_host = 0;
-	int minor, status, rc;
+	struct dp_httpreq_head head;
 	struct route *route = NULL;
+	int status, rc;
 
-	c->buf[head_end] = '\0';
-	nl = memchr(s, '\n', head_end);
-	end = line_end(s, nl);
-	status = end ? check_request_line(s, end, &ml, &target, &tl, &minor) : 400;
+	status = dp_httpreq_parse(c->buf, head_end, &head);
 	if (status != 0) {
 		send_error(c, status);
 		return;
 	}
-	memcpy(method, s, ml);
-	method[ml] = '\0';
-	for (const char *ls = nl + 1; ls < c->buf + head_end;) {
-		char *lnl = memchr(ls, '\n', (size_t)(c->buf + head_end - ls));
-		const char *le = line_end(ls, lnl);
-		int h;
-
-		if (le == NULL) {
-			send_error(c, 400);
-			return;
-		}
-		if (le == ls)
-			break;  /* the blank line */
-		h = check_header(ls, le);
-		if (h < 0) {
-			send_error(c, 400);
-			return;
-		}
-		n_host += (size_t)h;
-		ls = lnl + 1;
-	}
-	if (n_host > 1 || (minor == 1 && n_host == 0)) {
-		send_error(c, 400);
-		return;
-	}
-	/* The target is split in place: the head buffer is ours until the
-	 * connection closes. */
-	path = (char *)target;
-	path[tl] = '\0';
-	q = strchr(path, '?');
-	if (q) {
-		*(char *)q = '\0';
-		q++;
-	}
 	for (size_t i = 0; i < srv->n_routes; i++)
-		if (strcmp(srv->routes[i].path, path) == 0)
+		if (strcmp(srv->routes[i].path, head.path) == 0)
 			route = &srv->routes[i];
 	if (route == NULL) {
 		send_error(c, 404);
 		return;
 	}
-	req = (struct dp_httpd_request){ method, path, q ? q : "", c->peer };
+	req = (struct dp_httpd_request){ head.method, head.path, head.query, c->peer };
 	rc = route->fn(route->arg, &req, &resp);
 	if (rc != 0 || resp.status < 200 || resp.status > 599 || (resp.len && !resp.body)) {
-		DP_WARN("httpd", "handler failed path=%s err=\"%s\"", path,
+		DP_WARN("httpd", "handler failed path=%s err=\"%s\"", head.path,
 			rc ? dp_error_detail(rc) : "bad response");
 		free(resp.body);
 		send_error(c, 500);
 		return;
 	}
 	send_response(c, resp.status, resp.content_type ? resp.content_type : DP_HTTPD_TEXT, resp.body,
-		 resp.len, ml == 4, method, path);
+		 resp.len, strcmp(head.method, "HEAD") == 0, head.method, head.path);
 }
 
-/* Scan the bytes that just arrived, line by line, for the end of the head.
- * The request line is checked as soon as it is complete so that garbage
- * and unsupported methods are answered without waiting for more. */
+/* Scan the bytes that just arrived for the end of the head
+ * (dp_httpreq_scan); answer an error at once, dispatch a complete head. */
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
 	struct hconn *c = s->data;
-	size_t from;
+	size_t from, head_end = 0;
+	int st;
 
 	if (c->state != ST_READING)
 		return;
@@ -499,38 +381,11 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		dp_listener_progress(c->srv->lst, &c->slot);
 	from = c->used;
 	c->used += (size_t)nread;
-	if (memchr(c->buf + from, '\0', (size_t)nread)) {
-		send_error(c, 400);
-		return;
-	}
-	for (size_t i = from; i < c->used; i++) {
-		if (c->buf[i] != '\n')
-			continue;
-		if (!c->line_ok) {
-			const char *end = line_end(c->buf, c->buf + i), *t;
-			size_t ml, tl;
-			int minor, st;
-
-			st = end ? check_request_line(c->buf, end, &ml, &t, &tl, &minor) : 400;
-			if (st != 0) {
-				send_error(c, st);
-				return;
-			}
-			c->line_ok = true;
-		} else if (i == c->line_start || (i == c->line_start + 1 &&
-						  c->buf[c->line_start] == '\r')) {
-			dispatch(c, i + 1);
-			return;
-		}
-		c->line_start = i + 1;
-		c->n_lines++;
-		if (c->n_lines > DP_HTTPD_MAX_HEADERS + 1) {
-			send_error(c, 431);
-			return;
-		}
-	}
-	if (c->used >= DP_HTTPD_MAX_HEADER)
-		send_error(c, c->line_ok ? 431 : 414);
+	st = dp_httpreq_scan(&c->scan, c->buf, from, c->used, &head_end);
+	if (st == DP_HTTPREQ_DONE)
+		dispatch(c, head_end);
+	else if (st != DP_HTTPREQ_MORE)
+		send_error(c, st);
 }
 
 /* ---- accepting ---------------------------------------------------------------- */

@@ -119,6 +119,14 @@ static void test_load_errors(void **state)
 	expect_load_error("y\n1\n", &o, DP_EFORMAT, ": no feature columns besides the target");
 	expect_load_error("bias,y\n1,2\n", &ob, DP_EFORMAT,
 			  ": a feature is already named 'bias'; cannot append the bias column");
+	/* A target named 'bias' next to the bias column would be written as two
+	 * columns of one name (found by fuzz_csv, docs/fuzz.md). */
+	{
+		dp_load_opts obias = { .target = "bias", .bias = 1 };
+
+		expect_load_error("a,bias\n1,2\n", &obias, DP_EFORMAT,
+				  ": the target is named 'bias'; cannot append the bias column");
+	}
 	expect_load_error("a,y\n1,2\n", NULL, DP_EINVAL, ": no target column given");
 	/* a bias-only dataset is fine */
 	{

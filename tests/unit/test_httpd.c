@@ -370,6 +370,14 @@ static void test_bad_requests(void **state)
 	get(s->port, "get /healthz HTTP/1.1\r\nHost: x\r\n\r\n", r);  /* methods are case-sensitive */
 	assert_int_equal(r->status, 405);
 
+	/* Bytes after the head are never looked at, a NUL among them included:
+	 * the answer must not depend on whether they came in the same read
+	 * (found by fuzz_httpreq, docs/fuzz.md). */
+	exchange(s->port, "GET /healthz HTTP/1.0\r\n\r\n\0body", 30, r);
+	assert_int_equal(r->status, 200);
+	exchange(s->port, "GET /healthz HTTP/1.0\r\n\0\r\n", 26, r);  /* inside the head */
+	assert_int_equal(r->status, 400);
+
 	get(s->port, "hello\r\n\r\n", r);
 	assert_int_equal(r->status, 400);
 	check_common_headers(r);

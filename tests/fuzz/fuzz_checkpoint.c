@@ -1,0 +1,110 @@
+/* libFuzzer target for learnerd's checkpoint loader (learner/checkpoint.c),
+ * linked with the learner files it needs (state.c, trace.c, clock.c) and
+ * not the rest of the daemon.
+ *
+ * The input is checkpoint.json, loaded as by a fresh `learnerd --resume`
+ * of the job its seeds come from (job "fuzz-job", linear, owners owner-1
+ * and owner-2, lambda 0.01, theta-max 10, bias; T, clip and the step size
+ * not given, so the file's are taken).  A checkpoint that loads must hold
+ * together (k_done <= T, every theta finite, n_total the sum of n_rows),
+ * save as the final checkpoint and load again into a second fresh learner
+ * to the same job and state, bit for bit.  Aborts on any inconsistency;
+ * the sanitizers catch memory errors. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "learner/lrn.h"
+#include "tests/fuzz/fuzz_util.h"
+
+static char *names[] = { "owner-1", "owner-2" };
+
+static struct lrn_settings settings(void)
+{
+	return (struct lrn_settings){
+		.job = "fuzz-job", .model = DP_MODEL_LINEAR, .lambda = 0.01, .theta_max = 10,
+		.bias = true, .max_frame = 16u << 20, .checkpoint_every = 20, .max_inflight = 1,
+	};
+}
+
+static void init(struct lrn *L, struct lrn_settings *s, const char *path)
+{
+	memset(L, 0, sizeof(*L));
+	L->s = s;
+	L->model = (dp_model)s->model;
+	L->ckpt_path = (char *)path;
+	L->psi_pred = NAN;
+	L->psi_zero = NAN;
+	FUZZ_CHECK(lrn_state_init(L, names, 2) == 0);
+}
+
+static int same_bits(double a, double b)
+{
+	return memcmp(&a, &b, sizeof(double)) == 0;
+}
+
+static void check_consistent(const struct lrn *L)
+{
+	uint64_t nsum = 0;
+
+	FUZZ_CHECK(L->started && L->p >= 1 && L->T >= 1 && L->k_done <= L->T);
+	FUZZ_CHECK(L->next_qid >= 1 && L->next_qid == L->qid_reserved);
+	FUZZ_CHECK(L->clip > 0 && L->eta > 0 && L->rho > 0);
+	for (size_t q = 0; q < L->p; q++)
+		FUZZ_CHECK(isfinite(L->theta_L[q]));
+	for (size_t i = 0; i < L->N; i++) {
+		FUZZ_CHECK(L->owners[i].n_rows > 0 && L->owners[i].ever_hello);
+		for (size_t q = 0; q < L->p; q++)
+			FUZZ_CHECK(isfinite(L->owners[i].theta[q]));
+		nsum += L->owners[i].n_rows;
+	}
+	FUZZ_CHECK(nsum == L->n_total);
+}
+
+static void check_same(const struct lrn *a, const struct lrn *b)
+{
+	FUZZ_CHECK(a->p == b->p && a->T == b->T && a->k_done == b->k_done &&
+		   a->next_qid == b->next_qid && a->n_total == b->n_total);
+	FUZZ_CHECK(same_bits(a->clip, b->clip) && same_bits(a->eta, b->eta) &&
+		   same_bits(a->rho, b->rho));
+	/* The forecast is kept when the plan has both numbers. */
+	if (isfinite(a->psi_pred) && isfinite(a->psi_zero))
+		FUZZ_CHECK(same_bits(a->psi_pred, b->psi_pred) &&
+			   same_bits(a->psi_zero, b->psi_zero) && a->measured == b->measured);
+	FUZZ_CHECK(memcmp(a->theta_L, b->theta_L, a->p * sizeof(double)) == 0);
+	for (size_t i = 0; i < a->N; i++) {
+		const struct lrn_owner *x = &a->owners[i], *y = &b->owners[i];
+
+		FUZZ_CHECK(x->n_rows == y->n_rows && x->iterations == y->iterations &&
+			   x->exhausted == y->exhausted && x->planned_cap == y->planned_cap);
+		FUZZ_CHECK(same_bits(x->eps_spent, y->eps_spent));
+		FUZZ_CHECK(memcmp(x->theta, y->theta, a->p * sizeof(double)) == 0);
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *in = fuzz_util_path("checkpoint.json"), *out = fuzz_util_path("saved.json");
+	struct lrn_settings s = settings();
+	struct lrn a, b;
+
+	fuzz_util_write(in, data, size);
+	init(&a, &s, in);
+	if (lrn_checkpoint_load(&a) != 0) {
+		/* Nothing is set up by a failed load. */
+		FUZZ_CHECK(a.p == 0 && a.theta_L == NULL && !a.started);
+		lrn_state_free(&a);
+		return 0;
+	}
+	check_consistent(&a);
+	a.ckpt_path = (char *)out;
+	FUZZ_CHECK(lrn_checkpoint_save(&a, true) == 0);
+	init(&b, &s, out);
+	FUZZ_CHECK(lrn_checkpoint_load(&b) == 0);
+	check_consistent(&b);
+	check_same(&a, &b);
+	lrn_state_free(&a);
+	lrn_state_free(&b);
+	return 0;
+}

@@ -1,0 +1,110 @@
+/* libFuzzer target for the privacy ledger's file format (ledger.h):
+ * opening and replaying a ledger from its bytes.
+ *
+ * The input is the ledger file.  When it opens read-only (verified, a torn
+ * tail reported), then:
+ *   - the counters hold together: answers <= answer cap, spent <= cap,
+ *     the last answer looks up with seq == answers and total == spent;
+ *   - it opens read-write with the caps and identity of its header (the
+ *     cap may come back one nano-epsilon lower through the double, hence
+ *     ALLOW_LOWER), with the same counters; the torn tail is cut, so a
+ *     second read-only open finds none;
+ *   - a charge that dp_ledger_check accepts succeeds, and the ledger
+ *     then reopens with one more answer.
+ * Aborts on any inconsistency; the sanitizers catch memory errors. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/core/error.h"
+#include "common/core/ledger.h"
+#include "tests/fuzz/fuzz_util.h"
+
+struct counts {
+	uint64_t answers, spent, last_k;
+	int has_last;
+};
+
+static struct counts counts_of(const dp_ledger *l)
+{
+	struct counts c = { dp_ledger_answers(l), dp_ledger_spent_nano(l), 0, 0 };
+	dp_ledger_entry e;
+
+	c.has_last = dp_ledger_last_k(l, &c.last_k) == 0;
+	FUZZ_CHECK(c.has_last == (c.answers > 0));
+	FUZZ_CHECK(c.answers <= dp_ledger_answers_cap(l));
+	if (c.has_last) {
+		FUZZ_CHECK(dp_ledger_lookup(l, c.last_k, &e) == 0);
+		FUZZ_CHECK(e.seq == c.answers && e.count == c.answers && e.total_nano == c.spent &&
+			   e.k == c.last_k);
+		if (c.last_k > 0)
+			FUZZ_CHECK(dp_ledger_lookup(l, c.last_k - 1, NULL) != DP_EIO);
+	}
+	if (c.last_k < UINT64_MAX)
+		FUZZ_CHECK(dp_ledger_lookup(l, c.last_k + 1, NULL) == DP_ENOENT);
+	return c;
+}
+
+static void check_same(struct counts a, struct counts b)
+{
+	FUZZ_CHECK(a.answers == b.answers && a.spent == b.spent && a.last_k == b.last_k &&
+		   a.has_last == b.has_last);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const unsigned rw_flags = DP_LEDGER_ALLOW_INF | DP_LEDGER_ALLOW_LOWER | DP_LEDGER_NO_CREATE;
+	const char *path = fuzz_util_path("ledger");
+	dp_ledger *ro = NULL, *rw = NULL;
+	struct counts c, c2;
+	double cap;
+	uint64_t capk, cap_floor, k;
+	char identity[DP_LEDGER_IDENTITY_MAX + 1];
+	size_t torn;
+	int rc;
+
+	fuzz_util_write(path, data, size);
+	if (dp_ledger_open(path, 0, 0, NULL, DP_LEDGER_READONLY, &ro) != 0)
+		return 0;
+	c = counts_of(ro);
+	if (dp_ledger_cap_nano(ro) != DP_LEDGER_INF)
+		FUZZ_CHECK(c.spent <= dp_ledger_cap_nano(ro));
+	FUZZ_CHECK(dp_ledger_check(ro, c.last_k + 1, 1e-9) == DP_ESTATE);  /* read-only */
+	cap = dp_ledger_cap(ro);
+	capk = dp_ledger_answers_cap(ro);
+	torn = dp_ledger_torn_bytes(ro);
+	FUZZ_CHECK(strlen(dp_ledger_identity(ro)) <= DP_LEDGER_IDENTITY_MAX);
+	strcpy(identity, dp_ledger_identity(ro));
+	dp_ledger_close(ro);
+
+	rc = dp_ledger_open(path, cap, capk, identity, rw_flags, &rw);
+	if (rc != 0) {
+		/* Only a cap that rounds below one nano-epsilon may fail. */
+		FUZZ_CHECK(rc == DP_EINVAL && dp_ledger_nano_floor(cap, &cap_floor) == 0 &&
+			   cap_floor == 0);
+		return 0;
+	}
+	check_same(c, counts_of(rw));
+	FUZZ_CHECK(dp_ledger_torn_bytes(rw) == torn);
+	k = c.last_k + 1;
+	if (c.last_k < UINT64_MAX && dp_ledger_check(rw, k, 1e-9) == 0) {
+		dp_ledger_entry e;
+
+		FUZZ_CHECK(dp_ledger_charge(rw, k, 1e-9, &e) == 0);
+		FUZZ_CHECK(e.k == k && e.seq == c.answers + 1);
+		FUZZ_CHECK(dp_ledger_lookup(rw, k, NULL) == 0);
+		FUZZ_CHECK(dp_ledger_charge(rw, k, 1e-9, NULL) == DP_ESTATE);  /* a repeat */
+		c.answers++;
+		c.last_k = k;
+		c.has_last = 1;
+		c.spent = e.total_nano;
+	}
+	dp_ledger_close(rw);
+
+	FUZZ_CHECK(dp_ledger_open(path, 0, 0, NULL, DP_LEDGER_READONLY, &ro) == 0);
+	c2 = counts_of(ro);
+	check_same(c, c2);
+	FUZZ_CHECK(dp_ledger_torn_bytes(ro) == 0);
+	dp_ledger_close(ro);
+	return 0;
+}
