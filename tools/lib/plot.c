@@ -446,89 +446,119 @@ int dp_plot_rates(const char *arg, const dp_plot_trace *tr, double **out)
 	return 0;
 }
 
-int dp_plot_psi_read(const char *path, dp_plot_psi *ps)
+/* One row of a small CSV table whose header read_table has checked: its nf
+ * fields, split at the commas; the callback stores them or says why not. */
+typedef int (*table_row_fn)(void *ctx, char **fld, const char *path, size_t line);
+
+/* Read a CSV table of nf numeric columns under exactly the header `header`
+ * (what: the file's name in messages), calling row() for each row.  At
+ * least one row is required. */
+static int read_table(const char *path, const char *header, const char *what, size_t nf,
+		      table_row_fn row, void *ctx)
 {
-	dp_plot_psi p = { 0 };
 	FILE *f;
-	char *buf = NULL;
-	size_t bufsz = 0, line = 0, cap = 0;
+	char *buf = NULL, *fld[8];
+	size_t bufsz = 0, line = 0, rows = 0;
 	int rc;
 
-	DP_REQUIRE(path != NULL && ps != NULL);
+	DP_REQUIRE(nf > 0 && nf <= sizeof(fld) / sizeof(fld[0]));
 	rc = open_read(path, &f);
 	if (rc != 0)
 		return rc;
-	rc = DP_EFORMAT;
 	while (getline(&buf, &bufsz, f) != -1) {
-		char *fld[5], *q = buf;
-		size_t nf = 0;
+		char *q = buf;
+		size_t n = 0;
+
 		line++;
 		buf[strcspn(buf, "\r\n")] = '\0';
 		if (line == 1) {
-			if (strcmp(buf, psi_header) != 0) {
-				rc = dp_error_set(DP_EFORMAT, "%s: not a sim psi.csv (expected the header %s)", path,
-						  psi_header);
+			if (strcmp(buf, header) != 0) {
+				rc = dp_error_set(DP_EFORMAT, "%s: not %s (expected the header %s)", path,
+						  what, header);
 				goto out;
 			}
 			continue;
 		}
-		rc = reserve_columns((void *const[]){ &p.k, &p.p25, &p.p50, &p.p75, &p.mean },
-				     (const size_t[]){ sizeof(*p.k), sizeof(*p.p25), sizeof(*p.p50),
-						       sizeof(*p.p75), sizeof(*p.mean) },
-				     5, &cap, p.n + 1, 256);
-		if (rc != 0)
-			goto out;
 		for (;;) {
 			char *comma = strchr(q, ',');
-			if (nf == 5)
-				break;
-			fld[nf++] = q;
-			if (comma == NULL)
+
+			fld[n++] = q;
+			if (comma == NULL || n == nf)
 				break;
 			*comma = '\0';
 			q = comma + 1;
 		}
-		if (nf != 5 || strchr(fld[4], ',') != NULL) {
-			rc = dp_error_set(DP_EFORMAT, "%s:%zu: expected 5 fields (%s)", path, line, psi_header);
+		if (n != nf || strchr(fld[nf - 1], ',') != NULL) {
+			rc = dp_error_set(DP_EFORMAT, "%s:%zu: expected %zu fields (%s)", path, line, nf,
+					  header);
 			goto out;
 		}
-		if (dp_num_parse_size("k", fld[0], &p.k[p.n]) != 0 || p.k[p.n] == 0 ||
-		    (p.n > 0 && p.k[p.n] <= p.k[p.n - 1])) {
-			rc = dp_error_set(DP_EFORMAT, "%s:%zu: k: expected a positive integer larger than the "
-					  "previous row's, got '%s'", path, line, fld[0]);
+		rc = row(ctx, fld, path, line);
+		if (rc != 0)
 			goto out;
-		}
-		{
-			double *dst[4] = { &p.p25[p.n], &p.p50[p.n], &p.p75[p.n], &p.mean[p.n] };
-			for (int i = 0; i < 4; i++)
-				if (dp_num_parse_double("psi", fld[i + 1], 0, dst[i]) != 0) {
-					rc = dp_error_set(DP_EFORMAT, "%s:%zu: column %d: expected a finite number, "
-							  "got '%s'", path, line, i + 2, fld[i + 1]);
-					goto out;
-				}
-		}
-		p.n++;
+		rows++;
 	}
-	if (ferror(f)) {
+	if (ferror(f))
 		rc = dp_error_set(DP_EIO, "%s: read error", path);
-		goto out;
-	}
-	if (line == 0) {
+	else if (line == 0)
 		rc = dp_error_set(DP_EFORMAT, "%s: empty file", path);
-		goto out;
-	}
-	if (p.n == 0) {
+	else if (rows == 0)
 		rc = dp_error_set(DP_EFORMAT, "%s: no rows after the header", path);
-		goto out;
-	}
-	*ps = p;
-	memset(&p, 0, sizeof(p));
-	rc = 0;
+	else
+		rc = 0;
 out:
 	free(buf);
 	fclose(f);
-	dp_plot_psi_free(&p);
 	return rc;
+}
+
+struct psi_rows {
+	dp_plot_psi p;
+	size_t cap;
+};
+
+static int psi_row(void *ctx, char **fld, const char *path, size_t line)
+{
+	struct psi_rows *r = ctx;
+	dp_plot_psi *p = &r->p;
+	double *dst[4];
+	int rc;
+
+	rc = reserve_columns((void *const[]){ &p->k, &p->p25, &p->p50, &p->p75, &p->mean },
+			     (const size_t[]){ sizeof(*p->k), sizeof(*p->p25), sizeof(*p->p50),
+					       sizeof(*p->p75), sizeof(*p->mean) },
+			     5, &r->cap, p->n + 1, 256);
+	if (rc != 0)
+		return rc;
+	if (dp_num_parse_size("k", fld[0], &p->k[p->n]) != 0 || p->k[p->n] == 0 ||
+	    (p->n > 0 && p->k[p->n] <= p->k[p->n - 1]))
+		return dp_error_set(DP_EFORMAT, "%s:%zu: k: expected a positive integer larger than "
+				    "the previous row's, got '%s'", path, line, fld[0]);
+	dst[0] = &p->p25[p->n];
+	dst[1] = &p->p50[p->n];
+	dst[2] = &p->p75[p->n];
+	dst[3] = &p->mean[p->n];
+	for (int i = 0; i < 4; i++)
+		if (dp_num_parse_double("psi", fld[i + 1], 0, dst[i]) != 0)
+			return dp_error_set(DP_EFORMAT, "%s:%zu: column %d: expected a finite number, "
+					    "got '%s'", path, line, i + 2, fld[i + 1]);
+	p->n++;
+	return 0;
+}
+
+int dp_plot_psi_read(const char *path, dp_plot_psi *ps)
+{
+	struct psi_rows r = { 0 };
+	int rc;
+
+	DP_REQUIRE(path != NULL && ps != NULL);
+	rc = read_table(path, psi_header, "a sim psi.csv", 5, psi_row, &r);
+	if (rc != 0) {
+		dp_plot_psi_free(&r.p);
+		return rc;
+	}
+	*ps = r.p;
+	return 0;
 }
 
 void dp_plot_psi_free(dp_plot_psi *ps)
@@ -1035,81 +1065,46 @@ void dp_plot_wall_free(dp_plot_wall *w)
 	memset(w, 0, sizeof(*w));
 }
 
+struct wall_rows {
+	dp_plot_wall p;
+	size_t cap;
+};
+
+static int wall_row(void *ctx, char **fld, const char *path, size_t line)
+{
+	struct wall_rows *r = ctx;
+	dp_plot_wall *p = &r->p;
+	int rc;
+
+	rc = reserve_columns((void *const[]){ &p->t, &p->k, &p->psi },
+			     (const size_t[]){ sizeof(*p->t), sizeof(*p->k), sizeof(*p->psi) },
+			     3, &r->cap, p->n + 1, 64);
+	if (rc != 0)
+		return rc;
+	if (dp_num_parse_double("time_s", fld[0], 0, &p->t[p->n]) != 0 || p->t[p->n] < 0 ||
+	    (p->n > 0 && p->t[p->n] < p->t[p->n - 1]))
+		return dp_error_set(DP_EFORMAT, "%s:%zu: time_s: expected a number >= 0 and >= the "
+				    "previous row's", path, line);
+	if (dp_num_parse_size("k", fld[1], &p->k[p->n]) != 0 ||
+	    dp_num_parse_double("psi", fld[2], 0, &p->psi[p->n]) != 0 || p->psi[p->n] < 0)
+		return dp_error_set(DP_EFORMAT, "%s:%zu: expected k >= 0 and psi >= 0", path, line);
+	p->n++;
+	return 0;
+}
+
 int dp_plot_wall_read(const char *path, dp_plot_wall *w)
 {
-	dp_plot_wall p = { 0 };
-	FILE *f;
-	char *buf = NULL;
-	size_t bufsz = 0, line = 0, cap = 0;
+	struct wall_rows r = { 0 };
 	int rc;
 
 	DP_REQUIRE(path != NULL && w != NULL);
-	rc = open_read(path, &f);
-	if (rc != 0)
+	rc = read_table(path, wall_header, "a measured psi curve", 3, wall_row, &r);
+	if (rc != 0) {
+		dp_plot_wall_free(&r.p);
 		return rc;
-	rc = DP_EFORMAT;
-	while (getline(&buf, &bufsz, f) != -1) {
-		char *fld[3], *q = buf;
-		size_t nf = 0;
-
-		line++;
-		buf[strcspn(buf, "\r\n")] = '\0';
-		if (line == 1) {
-			if (strcmp(buf, wall_header) != 0) {
-				rc = dp_error_set(DP_EFORMAT, "%s: not a measured psi curve (expected the "
-						  "header %s)", path, wall_header);
-				goto out;
-			}
-			continue;
-		}
-		rc = reserve_columns((void *const[]){ &p.t, &p.k, &p.psi },
-				     (const size_t[]){ sizeof(*p.t), sizeof(*p.k), sizeof(*p.psi) },
-				     3, &cap, p.n + 1, 64);
-		if (rc != 0)
-			goto out;
-		for (;;) {
-			char *comma = strchr(q, ',');
-
-			fld[nf++] = q;
-			if (comma == NULL || nf == 3)
-				break;
-			*comma = '\0';
-			q = comma + 1;
-		}
-		if (nf != 3 || strchr(fld[2], ',') != NULL) {
-			rc = dp_error_set(DP_EFORMAT, "%s:%zu: expected 3 fields (%s)", path, line,
-					  wall_header);
-			goto out;
-		}
-		if (dp_num_parse_double("time_s", fld[0], 0, &p.t[p.n]) != 0 || p.t[p.n] < 0 ||
-		    (p.n > 0 && p.t[p.n] < p.t[p.n - 1])) {
-			rc = dp_error_set(DP_EFORMAT, "%s:%zu: time_s: expected a number >= 0 and >= the "
-					  "previous row's", path, line);
-			goto out;
-		}
-		if (dp_num_parse_size("k", fld[1], &p.k[p.n]) != 0 ||
-		    dp_num_parse_double("psi", fld[2], 0, &p.psi[p.n]) != 0 || p.psi[p.n] < 0) {
-			rc = dp_error_set(DP_EFORMAT, "%s:%zu: expected k >= 0 and psi >= 0", path, line);
-			goto out;
-		}
-		p.n++;
 	}
-	if (ferror(f)) {
-		rc = dp_error_set(DP_EIO, "%s: read error", path);
-		goto out;
-	}
-	if (p.n == 0) {
-		rc = dp_error_set(DP_EFORMAT, "%s: no rows after the header", path);
-		goto out;
-	}
-	*w = p;
-	memset(&p, 0, sizeof(p));
-	rc = 0;
-out:
-	free(buf);
-	fclose(f);
-	dp_plot_wall_free(&p);
-	return rc;
+	*w = r.p;
+	return 0;
 }
 
 int dp_plot_psi_wall(const dp_plot_wall *w, const char *const *labels, size_t ns,
