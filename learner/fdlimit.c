@@ -16,10 +16,12 @@
 
 void lrn_fdlimit_need(const struct lrn *L, uint64_t *need, uint64_t *least)
 {
-	uint64_t conns = (uint64_t)L->s->max_pending + 2 * (uint64_t)L->N + 4;
-	bool metrics = L->s->metrics_listen && *L->s->metrics_listen;
+	uint64_t conns;
+	bool metrics;
 
 	DP_REQUIRE(L != NULL && need != NULL && least != NULL);
+	conns = (uint64_t)L->s->max_pending + 2 * (uint64_t)L->N + 4;
+	metrics = L->s->metrics_listen && *L->s->metrics_listen;
 	/* The TLS listener's cap on live connections (server.c: pending
 	 * strangers, every owner and its reconnect racing the old
 	 * connection), the metrics server's cap and its listener, and the
