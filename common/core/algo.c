@@ -1,5 +1,6 @@
 #include "common/core/algo.h"
 #include "common/core/error.h"
+#include "common/core/model.h"
 
 #include <math.h>
 
@@ -88,4 +89,51 @@ void dp_algo_sync2_step(size_t p, double c, size_t k, size_t T, double lambda, d
 		theta[q] = prev - step * (2.0 * lambda * prev + agg[q]);
 	}
 	dp_algo_project_box(p, theta_max, theta);
+}
+
+double dp_algo_p2p_alpha(double mu, double c, double L_loc)
+{
+	DP_REQUIRE(mu > 0 && c > 0 && c <= 1 && L_loc >= 0);
+	return 1.0 / (1.0 + mu * c * L_loc);
+}
+
+double dp_algo_p2p_smoothness(int model, double x2max, double lambda)
+{
+	DP_REQUIRE(x2max >= 0 && lambda >= 0);
+	switch (model) {
+	case DP_MODEL_LINEAR:
+		return 2.0 * x2max + 2.0 * lambda;
+	case DP_MODEL_LOGISTIC:
+		return x2max / 4.0 + 2.0 * lambda;
+	default:
+		return NAN;
+	}
+}
+
+void dp_algo_p2p_update(const dp_algo_p2p_params *a, size_t n_nb, const double *const *theta_nb,
+			const double *w, const double *g, double *theta_i)
+{
+	double alpha, D = 0.0, mc;
+
+	DP_REQUIRE(a != NULL && a->mu > 0 && a->c > 0 && a->c <= 1 && a->L_loc >= 0);
+	DP_REQUIRE((g != NULL && theta_i != NULL) || a->p == 0);
+	DP_REQUIRE(n_nb == 0 || (theta_nb != NULL && w != NULL));
+	alpha = dp_algo_p2p_alpha(a->mu, a->c, a->L_loc);
+	mc = a->mu * a->c;
+	for (size_t j = 0; j < n_nb; j++) {
+		DP_REQUIRE(w[j] >= 0 && (theta_nb[j] != NULL || a->p == 0));
+		D += w[j];
+	}
+	for (size_t q = 0; q < a->p; q++) {
+		double smooth = 0.0;
+
+		if (D > 0) {
+			for (size_t j = 0; j < n_nb; j++)
+				smooth += (w[j] / D) * theta_nb[j][q];
+		} else {
+			smooth = theta_i[q];
+		}
+		theta_i[q] = (1.0 - alpha) * theta_i[q] +
+			     alpha * (smooth - mc * (g[q] + 2.0 * a->lambda * theta_i[q]));
+	}
 }

@@ -56,4 +56,35 @@ void dp_algo_sync1_step(size_t p, double rho_over_T2, size_t k, double lambda,
 void dp_algo_sync2_step(size_t p, double c, size_t k, size_t T, double lambda, double theta_max,
 		   const double *agg, double *theta, double *theta_hat);
 
+/* ---- Peer mode (Personalized and Private P2P ML, docs/design.md §6) */
+
+/* alpha = 1 / (1 + mu c L_loc): the agent's step, mu > 0 the trade-off,
+ * c in (0, 1] its confidence, L_loc >= 0 the Lipschitz constant of the
+ * gradient of its local loss L_i (regulariser included). */
+double dp_algo_p2p_alpha(double mu, double c, double L_loc);
+
+/* Public smoothness of the local loss L_i(theta) = (1/m) sum l + lambda ||theta||^2
+ * for rows with ||x||_2^2 <= x2max: 2 x2max (linear), x2max/4 (logistic),
+ * plus 2 lambda.  The hinge loss is not smooth: NAN for svm. */
+double dp_algo_p2p_smoothness(int model, double x2max, double lambda);
+
+typedef struct dp_algo_p2p_params {
+	size_t p;
+	double mu;
+	double c;          /* the agent's confidence c_i */
+	double L_loc;      /* dp_algo_p2p_smoothness of its loss */
+	double lambda;     /* its lambda_i */
+} dp_algo_p2p_params;
+
+/* One wake-up of agent i (block coordinate descent):
+ *   theta_i <- (1-alpha) theta_i
+ *              + alpha ( sum_j (W_ij / D_ii) theta_j - mu c (g + 2 lambda theta_i) )
+ * with D_ii = sum_j W_ij over the n_nb neighbours, theta_nb[j] their last
+ * models, w[j] = W_ij > 0, and g the agent's noisy mean loss gradient
+ * (dp_query_answer at theta_i: the regulariser's gradient is public and
+ * added here).  With no neighbour (or D_ii = 0) the smoothing term is
+ * theta_i itself, so the agent descends its own loss. */
+void dp_algo_p2p_update(const dp_algo_p2p_params *a, size_t n_nb, const double *const *theta_nb,
+			const double *w, const double *g, double *theta_i);
+
 #endif

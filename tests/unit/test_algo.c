@@ -75,6 +75,44 @@ static void test_sync2_by_hand(void **state)
 	NEAR(th[1], 1.0);
 }
 
+static void test_p2p_by_hand(void **state)
+{
+	/* mu=1, c=0.5, L_loc=2: alpha = 1/(1+1) = 0.5.  theta_i=(1,-1);
+	 * neighbours (2,0) with W=1 and (0,4) with W=3: D=4, smoothing term
+	 * (0.5,3).  g=(0.2,-0.4), lambda=0.5: g + 2 lambda theta_i = (1.2,-1.4),
+	 * times mu c = (0.6,-0.7).  theta_i = 0.5 (1,-1) + 0.5 (-0.1,3.7)
+	 * = (0.45, 1.35). */
+	dp_algo_p2p_params a = { .p = 2, .mu = 1, .c = 0.5, .L_loc = 2, .lambda = 0.5 };
+	double ti[2] = { 1, -1 }, t1[2] = { 2, 0 }, t2[2] = { 0, 4 }, g[2] = { 0.2, -0.4 };
+	const double *nb[2] = { t1, t2 };
+	double w[2] = { 1, 3 };
+
+	NEAR(dp_algo_p2p_alpha(1, 0.5, 2), 0.5);
+	dp_algo_p2p_update(&a, 2, nb, w, g, ti);
+	NEAR(ti[0], 0.45);
+	NEAR(ti[1], 1.35);
+}
+
+static void test_p2p_alone(void **state)
+{
+	/* No neighbour: a plain gradient step of size alpha mu c = 0.25,
+	 * (1,-1) - 0.25 (1.2,-1.4) = (0.7,-0.65). */
+	dp_algo_p2p_params a = { .p = 2, .mu = 1, .c = 0.5, .L_loc = 2, .lambda = 0.5 };
+	double ti[2] = { 1, -1 }, g[2] = { 0.2, -0.4 };
+
+	dp_algo_p2p_update(&a, 0, NULL, NULL, g, ti);
+	NEAR(ti[0], 0.7);
+	NEAR(ti[1], -0.65);
+}
+
+static void test_p2p_smoothness(void **state)
+{
+	/* ||x||^2 <= 3, lambda = 0.5: linear 2*3 + 1 = 7, logistic 3/4 + 1. */
+	NEAR(dp_algo_p2p_smoothness(0, 3, 0.5), 7.0);
+	NEAR(dp_algo_p2p_smoothness(1, 3, 0.5), 1.75);
+	assert_true(isnan(dp_algo_p2p_smoothness(2, 3, 0.5)));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -83,6 +121,9 @@ int main(void)
 		cmocka_unit_test(test_rho_eta),
 		cmocka_unit_test(test_sync1_by_hand),
 		cmocka_unit_test(test_sync2_by_hand),
+		cmocka_unit_test(test_p2p_by_hand),
+		cmocka_unit_test(test_p2p_alone),
+		cmocka_unit_test(test_p2p_smoothness),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
