@@ -306,13 +306,14 @@ int own_budget_begin_eps(struct own_budget *b, uint64_t k, double eps,
 					    (unsigned long long)last);
 		return fail(b, k, r);
 	}
-	r = dp_ledger_check(b->ledger, k, b->eps_q);
+	r = dp_ledger_check(b->ledger, k, eps);
 	if (r < 0)
 		return ledger_error(b, k, r);
 
 	/* 3. is the caller's, with exactly the share that step 4 charges */
 	t->k = k;
-	t->eps_q = b->eps_q;
+	t->eps_q = eps;
+	b->ticket_eps = eps;
 	b->ticket_open = true;
 	return 0;
 }

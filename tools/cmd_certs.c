@@ -17,7 +17,7 @@ struct certs_opts {
 	char *out, *learner_name, *ca_cert, *ca_key, *pin, *crl;
 	uint64_t owners, days, ca_days;
 	struct dp_config_strings names, revoke;
-	bool force, have_owners, have_learner, have_days, have_ca_days;
+	bool force, peer, have_owners, have_learner, have_days, have_ca_days;
 };
 
 static void print_path(const char *path, void *arg)
@@ -122,7 +122,8 @@ static int deploy(void *arg)
 	dp_certs_opts c = { .out_dir = o->out, .learner_name = o->learner_name,
 			    .with_learner = o->have_learner, .days = (unsigned)o->days,
 			    .ca_days = (unsigned)o->ca_days, .ca_cert_file = o->ca_cert,
-			    .ca_key_file = o->ca_key, .force = o->force, .on_file = print_path };
+			    .ca_key_file = o->ca_key, .force = o->force, .peer = o->peer,
+			    .on_file = print_path };
 	char (*gen)[32] = NULL, **names = NULL;
 	int rc;
 
@@ -184,6 +185,9 @@ int dp_cmd_certs(int argc, char **argv)
 		{ .name = "ca-key", DP_CFG_PATH(&o.ca_key), .metavar = "FILE",
 		  .help = "the key of --ca-cert" },
 		{ .name = "force", DP_CFG_BOOL(&o.force), .help = "replace existing files" },
+		{ .name = "peer", DP_CFG_BOOL(&o.peer),
+		  .help = "certificates for peer-mode agents (ownerd --peer):\nserverAuth and "
+			  "clientAuth" },
 		{ .name = "crl", DP_CFG_PATH(&o.crl), .metavar = "FILE",
 		  .help = "write the CA's revocation list here (with\n"
 			  "--ca-cert, --ca-key): the entries of an\n"
