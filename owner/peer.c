@@ -730,8 +730,6 @@ static int restore(struct own_peer *p)
 		p->step = p->my_steps[p->done - 1];
 	else
 		p->step = p->done;
-	DP_INFO("peer", "resuming wakeups=%llu of %llu from the ledger",
-		(unsigned long long)p->done, (unsigned long long)p->T);
 	return 0;
 }
 
@@ -897,6 +895,10 @@ void own_peer_start(struct own_peer *p)
 	DP_INFO("peer", "starting id=%s port=%u neighbours=%zu wakeups=%llu done=%llu "
 		"eps_step=%.9g", p->cfg.id, (unsigned)p->port, p->n_nb,
 		(unsigned long long)p->T, (unsigned long long)p->done, p->cfg.budget->eps_q);
+	if (st.answers > 0)
+		DP_INFO("peer", "resuming wakeups=%llu of %llu from the ledger (%llu charges)",
+			(unsigned long long)p->done, (unsigned long long)p->T,
+			(unsigned long long)st.answers);
 	warm_start(p);
 	if (p->closed)
 		return;
