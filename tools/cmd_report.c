@@ -16,6 +16,7 @@
 #include "tools/cmds.h"
 #include "tools/lib/optimum.h"
 #include "tools/lib/ownerdata.h"
+#include "tools/lib/peerreport.h"
 #include "tools/lib/plot.h"
 
 /* Largest checkpoint.json or summary.json read. */
@@ -35,7 +36,9 @@ static const char report_summary[] =
 	"    owner in natural order of names, so pass the data files in that order);\n"
 	"  - a sim out directory (summary.json, psi.csv, schedule.txt): psi\n"
 	"    statistics, per-owner iterations of the first run; figures: psi\n"
-	"    against k and the owner of each iteration.";
+	"    against k and the owner of each iteration;\n"
+	"  - a peer-mode run (a directory of ownerd --peer state directories, each\n"
+	"    with its trace.csv): per-agent wake-ups, timing and epsilon.";
 
 struct report_opts {
 	char *target, *schema, *rates, *sim;
@@ -703,6 +706,15 @@ out:
 	return rc;
 }
 
+/* A peer-mode run: a directory of agents' state directories. */
+static int report_peer(const struct report_opts *o, FILE *m, size_t *nfig)
+{
+	int err = dp_peerreport_write(o->dir, m);
+
+	*nfig = 0;
+	return err < 0 ? fail(err) : 0;
+}
+
 static int report(void *arg)
 {
 	struct report_opts *o = arg;
@@ -728,9 +740,12 @@ static int report(void *arg)
 		write_report = report_learner;
 	} else if (exists(o->dir, "summary.json") && exists(o->dir, "psi.csv")) {
 		write_report = report_sim;
+	} else if (dp_peerreport_detect(o->dir)) {
+		write_report = report_peer;
 	} else {
-		dp_cmd_fail("report", "%s: neither a learnerd out directory (trace.csv) nor a sim "
-			    "out directory (summary.json and psi.csv)", o->dir);
+		dp_cmd_fail("report", "%s: neither a learnerd out directory (trace.csv), a sim "
+			    "out directory (summary.json and psi.csv) nor a peer run (agents' "
+			    "directories with trace.csv)", o->dir);
 		return 2;
 	}
 	m = open_memstream(&md, &mdlen);

@@ -268,6 +268,12 @@ def case_cluster(root):
         th = theta(os.path.join(root, 'state-' + i, 'model.json'))
         check(len(th) == 4 and all(abs(v) < 1e6 for v in th), '%s: model %r' % (i, th))
         check(agents[i].trace_rows() == T, '%s: trace has %d rows' % (i, agents[i].trace_rows()))
+    # dpasync report on the run's directory (the agents' state directories)
+    run([DPASYNC, 'report', root])
+    md = open(os.path.join(root, 'report.md')).read()
+    check('20 agents, %d wake-ups' % (n * T) in md, 'report: %s' % md[:300])
+    for i in ids:
+        check('| state-%s | %d |' % (i, T) in md, 'report lacks agent %s:\n%s' % (i, md))
     print('20 agents completed in %.1f s' % secs)
 
 
