@@ -133,7 +133,7 @@ static const struct dp_config_entry entries[] = {
 	{ .name = "schedule", DP_CFG_PATH(&S.schedule), .group = "Peer", .metavar = "CSV",
 	  .help = "step,agent: wake exactly at our listed steps (reproducible runs) instead of "
 		  "the Poisson clock" },
-	{ .name = "model", DP_CFG_ENUM(&S.model, dp_model_names), .def = "logistic",
+	{ .name = "model", DP_CFG_ENUM(&S.model, dp_model_names), .def = "linear",
 	  .group = "Peer", .help = "the local loss" },
 	{ .name = "mu", DP_CFG_DOUBLE(&S.mu), .def = "1", .min = 0, .min_exclusive = true,
 	  .max = 1e12, .group = "Peer", .help = "trade-off mu between smoothing and the local loss" },

@@ -336,12 +336,8 @@ void own_peer_start(struct own_peer *p);
 void own_peer_close(struct own_peer *p);
 void own_peer_free(struct own_peer *p);
 
-/* ---- peerfile.c: the agent's input files ----------------------------------- */
+/* ---- peerfile.c: the address book ------------------------------------------- */
 
-/* The schedule (step,agent CSV, steps strictly increasing): the steps of
- * agent `id` in order, *n of them (may be 0; *steps NULL then).  Errors
- * DP_ENOENT, DP_EFORMAT ("file:line: ..."), DP_ENOMEM. */
-int own_peerfile_schedule(const char *path, const char *id, uint64_t **steps, size_t *n);
 /* The address of `id` in the address book (id,addr CSV): 0 with host and
  * port filled, DP_ENOENT when the file or the id is missing, DP_EFORMAT. */
 int own_peerfile_addr(const char *path, const char *id, char *host, size_t host_size,

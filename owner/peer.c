@@ -44,6 +44,7 @@
 #include "common/core/ledger.h"
 #include "common/core/log.h"
 #include "common/core/modelfile.h"
+#include "common/core/schedule.h"
 #include "common/net/addr.h"
 #include "common/net/tls.h"
 
@@ -610,26 +611,61 @@ static int load_graph(struct own_peer *p)
 	return 0;
 }
 
+/* The steps of node `who` in the schedule agent[steps] (1-based steps). */
+static int steps_of(const size_t *agent, size_t steps, size_t who, uint64_t **out, size_t *n)
+{
+	size_t k = 0;
+	uint64_t *v;
+
+	for (size_t i = 0; i < steps; i++)
+		k += agent[i] == who;
+	*n = k;
+	*out = NULL;
+	if (k == 0)
+		return 0;
+	v = malloc(k * sizeof(*v));
+	if (v == NULL)
+		return DP_ENOMEM;
+	k = 0;
+	for (size_t i = 0; i < steps; i++)
+		if (agent[i] == who)
+			v[k++] = (uint64_t)i + 1;
+	*out = v;
+	return 0;
+}
+
+/* --schedule (common/core/schedule.h, the simulator's file): our steps and
+ * each neighbour's. */
 static int load_schedule(struct own_peer *p)
 {
 	const struct own_settings *s = p->cfg.set;
+	size_t n = dp_graph_nodes(p->graph), *agent = NULL, steps = 0;
+	const char **ids;
 	int r;
 
 	if (s->schedule == NULL)
 		return 0;
-	r = own_peerfile_schedule(s->schedule, p->cfg.id, &p->my_steps, &p->n_my);
+	ids = calloc(n, sizeof(*ids));
+	if (ids == NULL)
+		return DP_ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		ids[i] = dp_graph_id(p->graph, i);
+	r = dp_schedule_load(s->schedule, ids, n, &agent, &steps);
+	free(ids);
 	if (r < 0)
 		return wrapf(r, "--schedule %s: %s", s->schedule);
+	r = steps_of(agent, steps, (size_t)dp_graph_find(p->graph, p->cfg.id), &p->my_steps,
+		     &p->n_my);
+	for (size_t i = 0; r == 0 && i < p->n_nb; i++)
+		r = steps_of(agent, steps, (size_t)dp_graph_find(p->graph, p->nb[i].id),
+			     &p->nb[i].steps, &p->nb[i].n_steps);
+	free(agent);
+	if (r < 0)
+		return r;
 	if (p->n_my != p->T)
 		return dp_error_set(DP_EINVAL, "--schedule %s lists %zu steps of '%s' but "
 				    "--wakeups is %llu", s->schedule, p->n_my, p->cfg.id,
 				    (unsigned long long)p->T);
-	for (size_t i = 0; i < p->n_nb; i++) {
-		r = own_peerfile_schedule(s->schedule, p->nb[i].id, &p->nb[i].steps,
-					  &p->nb[i].n_steps);
-		if (r < 0)
-			return r;
-	}
 	return 0;
 }
 

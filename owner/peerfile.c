@@ -1,14 +1,12 @@
-/* ownerd --peer: the agent's input files besides its data and the graph
- * (docs/peer-agents.md "Files"): the schedule of a reproducible run and the
- * address book of the neighbours.  Read through the CSV reader; the address
- * book is read again at every dial, so that a restarted neighbour on a new
- * port is found without restarting the others. */
+/* ownerd --peer: the address book of the neighbours (docs/peer-agents.md
+ * "Files"), id,addr CSV read through the CSV reader, again at every dial,
+ * so that a restarted neighbour on a new port is found without restarting
+ * the others. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/core/csv.h"
 #include "common/core/error.h"
-#include "common/core/num.h"
 #include "common/net/addr.h"
 
 #include "owner/own.h"
@@ -20,50 +18,6 @@ static int columns(const dp_csv_table *t, const char *a, const char *b, long *ia
 	*ib = dp_csv_find((const char *const *)t->header, t->ncols, b);
 	if (*ia < 0 || *ib < 0 || t->ncols != 2)
 		return dp_error_set(DP_EFORMAT, "%s: header must be '%s,%s'", t->source, a, b);
-	return 0;
-}
-
-int own_peerfile_schedule(const char *path, const char *id, uint64_t **steps, size_t *n)
-{
-	dp_csv_table t;
-	uint64_t *v = NULL, prev = 0, s;
-	size_t k = 0;
-	long is, ia;
-	int r;
-
-	r = dp_csv_table_load(&t, path, 0);
-	if (r < 0)
-		return r;
-	r = columns(&t, "step", "agent", &is, &ia);
-	if (r == 0 && t.nrows > 0) {
-		v = malloc(t.nrows * sizeof(*v));
-		if (v == NULL)
-			r = DP_ENOMEM;
-	}
-	for (size_t i = 0; r == 0 && i < t.nrows; i++) {
-		const char *cell = dp_csv_cell(&t, i, (size_t)is);
-
-		r = dp_num_parse_u64("step", cell, &s);
-		if (r < 0 || s == 0 || s <= prev) {
-			r = dp_error_set(DP_EFORMAT, "%s:%zu: step must be an integer >= 1 above the "
-					 "previous one", path, t.line[i]);
-			break;
-		}
-		prev = s;
-		if (strcmp(dp_csv_cell(&t, i, (size_t)ia), id) == 0)
-			v[k++] = s;
-	}
-	dp_csv_table_free(&t);
-	if (r < 0) {
-		free(v);
-		return r;
-	}
-	if (k == 0) {
-		free(v);
-		v = NULL;
-	}
-	*steps = v;
-	*n = k;
 	return 0;
 }
 
