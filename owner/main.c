@@ -571,6 +571,11 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 			return die(exit_for(r), "--metrics-listen %s: %s", d->set.metrics_listen,
 				   dp_error_detail(r));
 	}
+	if (d->peer) {
+		r = own_peer_listen(d->peer);
+		if (r < 0)
+			return die(exit_for(r), "%s", dp_error_detail(r));
+	}
 	if (d->set.port_file) {
 		char line[32];
 		int n = snprintf(line, sizeof(line), "metrics=%u\npeer=%u\n",

@@ -323,10 +323,13 @@ struct own_peer_config {
 struct own_peer;
 
 /* Load the graph, the schedule and our last model (after a restart), bind
- * the ledger, listen.  Startup only: 0 or a DP_E... code with a one-line
+ * the ledger.  Startup only: 0 or a DP_E... code with a one-line
  * detail (DP_EINVAL / DP_EFORMAT / DP_ENOENT: bad configuration or input).
  * *out receives the agent. */
 int own_peer_new(const struct own_peer_config *cfg, struct own_peer **out);
+/* Listen for the neighbours that dial us (--listen).  Startup only, after
+ * --check-config: 0 or a DP_E... code with a one-line detail. */
+int own_peer_listen(struct own_peer *p);
 /* The port we listen on. */
 uint16_t own_peer_port(const struct own_peer *p);
 /* Start the clock (or the schedule), the warm start and the dialling. */

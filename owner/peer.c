@@ -799,11 +799,7 @@ int own_peer_new(const struct own_peer_config *cfg, struct own_peer **out)
 {
 	const struct own_settings *s = cfg->set;
 	struct own_budget_config bc;
-	dp_conn_config sc;
-	dp_frame_limits lim;
 	struct own_peer *p;
-	char host[DP_ADDR_HOST_MAX + 1];
-	uint16_t port;
 	int r;
 
 	p = calloc(1, sizeof(*p));
@@ -859,27 +855,6 @@ int own_peer_new(const struct own_peer_config *cfg, struct own_peer **out)
 	if (r < 0)
 		goto fail;
 
-	r = dp_addr_split("--listen", s->listen, DP_ADDR_PORT_ZERO, host, sizeof(host), &port);
-	if (r < 0)
-		goto fail;
-	memset(&sc, 0, sizeof(sc));
-	memset(&lim, 0, sizeof(lim));
-	lim.p = p->p;
-	sc.ctx = cfg->server_ctx;
-	sc.cb.on_handshake = on_accept_hs;
-	sc.cb.on_message = on_message;
-	sc.cb.on_close = on_accept_close;
-	sc.data = p;
-	sc.max_frame = (uint32_t)s->max_frame;
-	sc.limits = &lim;
-	sc.max_conns = 2 * p->n_nb + 16;
-	sc.max_pending = 16;
-	r = dp_conn_listen(cfg->loop, &sc, host, port, &p->lst);
-	if (r < 0) {
-		r = wrapf(r, "--listen %s: %s", s->listen);
-		goto fail;
-	}
-	p->port = dp_listener_port(p->lst);
 	uv_timer_init(cfg->loop, &p->linger);
 	p->linger.data = p;
 	for (size_t i = 0; i < p->n_nb; i++) {
@@ -892,6 +867,37 @@ int own_peer_new(const struct own_peer_config *cfg, struct own_peer **out)
 fail:
 	own_peer_free(p);
 	return r;
+}
+
+int own_peer_listen(struct own_peer *p)
+{
+	dp_conn_config sc;
+	dp_frame_limits lim;
+	char host[DP_ADDR_HOST_MAX + 1];
+	uint16_t port;
+	int r;
+
+	r = dp_addr_split("--listen", p->cfg.set->listen, DP_ADDR_PORT_ZERO, host, sizeof(host),
+			  &port);
+	if (r < 0)
+		return r;
+	memset(&sc, 0, sizeof(sc));
+	memset(&lim, 0, sizeof(lim));
+	lim.p = p->p;
+	sc.ctx = p->cfg.server_ctx;
+	sc.cb.on_handshake = on_accept_hs;
+	sc.cb.on_message = on_message;
+	sc.cb.on_close = on_accept_close;
+	sc.data = p;
+	sc.max_frame = (uint32_t)p->cfg.set->max_frame;
+	sc.limits = &lim;
+	sc.max_conns = 2 * p->n_nb + 16;
+	sc.max_pending = 16;
+	r = dp_conn_listen(p->cfg.loop, &sc, host, port, &p->lst);
+	if (r < 0)
+		return wrapf(r, "--listen %s: %s", p->cfg.set->listen);
+	p->port = dp_listener_port(p->lst);
+	return 0;
 }
 
 uint16_t own_peer_port(const struct own_peer *p)
