@@ -41,7 +41,8 @@ fi
 bias=()
 [ "${DP_BIAS:-true}" = true ] && bias=(--bias)
 if [ "${DP_PEER:-}" = true ]; then
-  # A restarted agent resumes from its ledger; one that is done exits at once.
+  # A restarted agent resumes from its ledger (and one that is done only
+  # serves its final model, for at most --linger).
   # shellcheck disable=SC2086
   exec ownerd --peer --graph "$c/graph.csv" --peers "${DP_PEERS:-$c/peers.csv}" \
     --listen "${DP_PEER_LISTEN:-0.0.0.0:7900}" \
