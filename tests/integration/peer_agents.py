@@ -190,6 +190,21 @@ def case_refuse(root):
              os.path.join(st, 'ledger')] + base, ok=False, timeout=30)
     check(p.returncode == 2 and 'exclude' in p.stderr, 'flag clash: %r' % p.stderr)
 
+    # Advanced composition where it wins: epsilon 1, delta e^-5 over 400
+    # wake-ups (its neighbour never comes: it lingers 0.5 s and exits).
+    st = os.path.join(root, 'st-advanced')
+    os.makedirs(st)
+    import math
+    T, d = 400, math.exp(-5)
+    p = run([OWNERD, '--peer', '--graph', good, '--ledger', os.path.join(st, 'ledger'),
+             '--epsilon', 1, '--delta', repr(d), '--wakeups', T, '--rate', 2000,
+             '--linger', 0.5] + base, timeout=60)
+    led = ledger(os.path.join(st, 'ledger'))
+    e = led['epsilon_spent'] / T
+    adv = math.sqrt(2 * T * math.log(1 / d)) * e + T * e * math.expm1(e)
+    check(led['answers'] == T and led['epsilon_cap'] > 1.5 and adv <= 1 + 1e-9 and e > 2.0 / T,
+          'advanced composition: ledger %r, eps_t %g, composed %g' % (led, e, adv))
+
     # a stranger: a0 (certificate of the same CA, so TLS alone would admit
     # it) lists b1 as its neighbour and dials it (a0 sorts first); b1's
     # graph does not name a0.
@@ -234,9 +249,12 @@ def case_cluster(root):
     T = 8
     eps = {i: [0.5, 1.0, 2.0][k % 3] for k, i in enumerate(ids)}
     delta = {i: (1e-3 if k % 4 == 0 else 0) for k, i in enumerate(ids)}
+    # a private warm start for a fifth of them: 10 more charges, same budget
+    warm = {i: (0.1 if k % 5 == 1 else 0) for k, i in enumerate(ids)}
     mx = max(rows)
     extra = lambda i: ['--wakeups', T, '--rate', 8, '--epsilon', eps[i], '--delta', delta[i],
-                       '--confidence', rows[ids.index(i)] / mx, '--mu', 2]
+                       '--confidence', rows[ids.index(i)] / mx, '--mu', 2,
+                       '--warm-start', warm[i]]
     t0 = time.time()
     agents, _ = launch(root, ids, certs, graph, data, extra)
     try:
@@ -247,9 +265,10 @@ def case_cluster(root):
     secs = time.time() - t0
     for i in ids:
         led = ledger(os.path.join(root, 'state-' + i, 'ledger'))
-        check(led['answers'] == T and led['answers_cap'] == T,
+        want = T + (10 if warm[i] else 0)
+        check(led['answers'] == want and led['answers_cap'] == want,
               '%s: ledger has %s charges of cap %s, expected %d' % (i, led['answers'],
-                                                                   led['answers_cap'], T))
+                                                                   led['answers_cap'], want))
         check(led['epsilon_spent'] <= led['epsilon_cap'] + 1e-12,
               '%s: spent %r above cap %r' % (i, led['epsilon_spent'], led['epsilon_cap']))
         if delta[i] == 0:
@@ -261,8 +280,8 @@ def case_cluster(root):
             # advanced composition: T charges of eps_t with
             # sqrt(2T ln 1/delta) eps_t + T eps_t (e^eps_t - 1) <= eps
             import math
-            e = led['epsilon_spent'] / T
-            adv = math.sqrt(2 * T * math.log(1 / delta[i])) * e + T * e * math.expm1(e)
+            e = (led['epsilon_spent'] - warm[i]) / T
+            adv = warm[i] + math.sqrt(2 * T * math.log(1 / delta[i])) * e + T * e * math.expm1(e)
             check(min(adv, led['epsilon_spent']) <= eps[i] + 1e-9,
                   '%s: (eps, delta) = (%g, %g) exceeded: %r' % (i, eps[i], delta[i], led))
         th = theta(os.path.join(root, 'state-' + i, 'model.json'))
