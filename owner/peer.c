@@ -103,7 +103,6 @@ struct own_peer {
 	dp_listener *lst;
 	uint16_t port;
 	FILE *trace;
-	double t0;
 };
 
 static double now_unix(void)
@@ -247,9 +246,10 @@ static void trace_row(struct own_peer *p, uint64_t k, double secs)
 	fflush(p->trace);
 }
 
-/* Charge, compute and adopt one noisy step (steps 1-5 above).  grad_only:
- * the warm start's plain gradient step on the local loss.  0, or the
- * budget's code (DP_EBUDGET: spent), after logging. */
+/* Charge, compute and adopt one noisy step (steps 1-5 above) for ledger
+ * request k at share eps.  warm: the warm start's plain gradient step on
+ * the local loss instead of the peer update.  0, or the budget's code
+ * (DP_EBUDGET: spent; the others logged here or by the budget). */
 static int noisy_step(struct own_peer *p, uint64_t k, double eps, bool warm)
 {
 	struct own_budget_ticket t;
@@ -861,7 +861,6 @@ int own_peer_new(const struct own_peer_config *cfg, struct own_peer **out)
 		uv_timer_init(cfg->loop, &p->nb[i].retry);
 		p->nb[i].retry.data = &p->nb[i];
 	}
-	p->t0 = now_unix();
 	*out = p;
 	return 0;
 fail:

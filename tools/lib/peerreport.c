@@ -57,7 +57,7 @@ bool dp_peerreport_detect(const char *dir)
 
 	if (d == NULL)
 		return false;
-	while (!found && (e = readdir(d)) != NULL) {
+	for (e = readdir(d); !found && e != NULL; e = readdir(d)) {
 		if (e->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/trace.csv", dir, e->d_name);
@@ -135,7 +135,7 @@ int dp_peerreport_write(const char *dir, FILE *m)
 
 	if (d == NULL)
 		return dp_error_set(DP_ENOENT, "%s: cannot open", dir);
-	while (r == 0 && (e = readdir(d)) != NULL) {
+	for (e = readdir(d); r == 0 && e != NULL; e = readdir(d)) {
 		if (e->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/trace.csv", dir, e->d_name);
