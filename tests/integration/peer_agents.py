@@ -313,9 +313,10 @@ def case_restart(root):
         b.kill()
         before = {i: agents[i].trace_rows() for i in 'ac'}
         spent_at_kill = ledger(os.path.join(b.dir, 'ledger'))['answers']
-        time.sleep(1.0)
+        # 2 s at 10 wake-ups/s: no tick at all has probability e^-20
+        time.sleep(2.0)
         for i in 'ac':
-            check(agents[i].trace_rows() > before[i] or agents[i].proc.poll() is not None,
+            check(agents[i].trace_rows() > before[i] or agents[i].trace_rows() == T,
                   '%s stopped waking while b was down' % i)
             check('neighbour=b disconnected' in agents[i].logtext(),
                   '%s did not notice b going down' % i)
