@@ -572,12 +572,6 @@ def check_compose_run(t, bindir):
     print('ok: compose re-runs are idempotent; an added owner is issued by the same CA')
     check_compose_peer(t, bindir)
 
-def free_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
 def check_compose_peer(t, bindir):
     """generate.sh --peer (docs/peer-agents.md): no learner; certs.sh issues
     peer certificates and writes a ring graph and an address book; the
@@ -599,19 +593,24 @@ def check_compose_peer(t, bindir):
           'a,b,w\nowner-1,owner-2,1\nowner-2,owner-3,1\nowner-3,owner-1,1\n',
           'peer graph: %r' % open(vol('certs', 'graph.csv')).read())
     # the services' addresses (owner-i:7900) exist only on a compose
-    # network: here each agent listens on a port of loopback
-    ports = {i: free_port() for i in (1, 2, 3)}
+    # network: here each agent listens on a port of loopback (port 0, its
+    # port file), and the address book is written once all are known (the
+    # agents read it again at every dial)
     book = os.path.join(tt, 'tmp', 'peers.csv')
-    open(book, 'w').write('id,addr\n' + ''.join('owner-%d,127.0.0.1:%d\n' % (i, ports[i])
-                                                 for i in (1, 2, 3)))
-    os.chmod(book, 0o644)
-    ops = []
+    ops, pfs = [], {}
     for i in (1, 2, 3):
+        pfs[i] = os.path.join(tt, 'tmp', 'owner-%d.port' % i)
         ocmd, oenv, _ = compose_service(cfg, 'owner-%d' % i, tt, bindir, {
-            'DP_PEERS': book, 'DP_PEER_LISTEN': '127.0.0.1:%d' % ports[i],
+            'DP_PEERS': book, 'DP_PEER_LISTEN': '127.0.0.1:0', 'DP_OWNER_ARGS': '--port-file ' + pfs[i],
             'DP_METRICS_LISTEN': '127.0.0.1', 'DP_METRICS_PORT': '0', 'DP_RATE': '10'})
         check(oenv['DP_PEER'] == 'true' and oenv['DP_WAKEUPS'] == '6', 'peer env %s' % oenv)
         ops.append(start(ocmd, oenv, os.path.join(tt, 'owner-%d.log' % i)))
+    for i, op in enumerate(ops, 1):
+        wait_file(pfs[i], op, 'peer compose owner-%d' % i, 30)
+    lines = ['owner-%d,127.0.0.1:%s\n' % (i, ports(pfs[i])['peer']) for i in (1, 2, 3)]
+    open(book + '.tmp', 'w').write('id,addr\n' + ''.join(lines))
+    os.chmod(book + '.tmp', 0o644)
+    os.replace(book + '.tmp', book)
     for i, op in enumerate(ops, 1):
         rc, _ = finish(op, 60, 'peer compose owner-%d' % i, os.path.join(tt, 'owner-%d.log' % i))
         check(rc == 0, 'peer compose owner-%d exit %d' % (i, rc))
