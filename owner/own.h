@@ -19,6 +19,12 @@
  *   budget.c  state: the ledger, the per-answer share, the privacy order
  *             (budget.h)
  *
+ * With --peer (docs/peer-agents.md) main builds peer.c instead of client.c
+ * and answer.c: the agent's connections to its neighbours, its wake-ups
+ * (the decisions and the update) and their order against the ledger, with
+ * clock.c and budget.c below it and peerfile.c (the address book) beside
+ * it.
+ *
  * Calls go down only.  Events go back up by return value (answer.c's
  * struct own_reply, budget.c's codes) or by a callback the upper layer
  * registers: the clock's ticks and its failure reach the client through
