@@ -114,8 +114,13 @@ static int build_angles(const struct graph_opts *o, dp_graph **g)
 		}
 	}
 	rc = dp_graphbuild_angles(ids, t.nrows, v, p, o->gamma, o->min_w, o->keep, g);
-	if (rc == DP_EINVAL)
-		rc = dp_error_set(DP_EFORMAT, "%s: %s", o->angles, dp_error_detail(rc));
+	if (rc == DP_EINVAL) {
+		/* The detail is copied: dp_error_set writes where it lives. */
+		char was[512];
+
+		snprintf(was, sizeof(was), "%s", dp_error_detail(rc));
+		rc = dp_error_set(DP_EFORMAT, "%s: %s", o->angles, was);
+	}
 out:
 	free(ids);
 	free(v);
