@@ -74,6 +74,16 @@ static int check_opts(void *arg)
 	return 0;
 }
 
+/* dp_error_set with the current detail inside the new one: the detail is
+ * copied first, as it lives in the buffer dp_error_set writes. */
+static int prefix_detail(int rc, const char *prefix)
+{
+	char was[512];
+
+	snprintf(was, sizeof(was), "%s", dp_error_detail(rc));
+	return dp_error_set(rc, "%s%s", prefix, was);
+}
+
 static int status_of(int rc)
 {
 	return rc == DP_ENOMEM || rc == DP_ENUMERIC || rc == DP_EIO ? 1 : 2;
@@ -125,6 +135,15 @@ static void run_free(struct p2p_run *r)
 	free(r->order);
 }
 
+/* rc's detail prefixed with the agent's id. */
+static int agent_error(int rc, const char *id)
+{
+	char prefix[300];
+
+	snprintf(prefix, sizeof(prefix), "agent '%s': ", id);
+	return prefix_detail(rc, prefix);
+}
+
 /* The per-agent parameters of the epilog. */
 static int agent_params(const struct p2p_opts *o, struct p2p_run *r, size_t p)
 {
@@ -155,7 +174,7 @@ static int agent_params(const struct p2p_opts *o, struct p2p_run *r, size_t p)
 		r->L_loc[i] = dp_algo_p2p_smoothness(o->model, x2max, r->lambda[i]);
 		rc = dp_p2psim_eps_split(r->eps[i], o->delta, r->wakeups[i], &r->eps_t[i]);
 		if (rc != 0)
-			return dp_error_set(rc, "agent '%s': %s", r->ids[i], dp_error_detail(rc));
+			return agent_error(rc, r->ids[i]);
 	}
 	return 0;
 }
@@ -169,7 +188,7 @@ static int local_models(const struct p2p_opts *o, struct p2p_run *r, size_t p)
 					  r->theta + i * p, &f);
 
 		if (rc != 0)
-			return dp_error_set(rc, "agent '%s': %s", r->ids[i], dp_error_detail(rc));
+			return agent_error(rc, r->ids[i]);
 	}
 	return 0;
 }
@@ -312,7 +331,7 @@ static int simulate(void *arg)
 	else   /* --local: every agent alone */
 		rc = dp_graph_new((const char *const *)r.ids, N, NULL, NULL, NULL, 0, &r.graph);
 	if (rc == DP_EINVAL)   /* the ids themselves: two files with one name */
-		rc = dp_error_set(DP_EINVAL, "agent data files: %s", dp_error_detail(rc));
+		rc = prefix_detail(rc, "agent data files: ");
 	if (rc == 0)
 		rc = agent_params(o, &r, p);
 	if (rc == 0 && o->schedule) {

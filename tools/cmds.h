@@ -19,6 +19,7 @@ int dp_cmd_sim(int argc, char **argv);
 int dp_cmd_sim_p2p(int argc, char **argv);
 int dp_cmd_forecast(int argc, char **argv);
 int dp_cmd_eval(int argc, char **argv);
+int dp_cmd_graph(int argc, char **argv);
 int dp_cmd_certs(int argc, char **argv);
 int dp_cmd_ledger(int argc, char **argv);
 int dp_cmd_plot(int argc, char **argv);
