@@ -189,6 +189,10 @@ def case_refuse(root):
     p = run([OWNERD, '--peer', '--learner', '127.0.0.1:1', '--graph', good, '--ledger',
              os.path.join(st, 'ledger')] + base, ok=False, timeout=30)
     check(p.returncode == 2 and 'exclude' in p.stderr, 'flag clash: %r' % p.stderr)
+    # exact (unnoised) models leave only with the explicit flag, as for owners
+    p = run([OWNERD, '--peer', '--graph', good, '--epsilon', 'inf', '--ledger',
+             os.path.join(st, 'ledger')] + base, ok=False, timeout=30)
+    check(p.returncode == 2 and 'allow-no-noise' in p.stderr, 'epsilon inf: %r' % p.stderr)
 
     # Advanced composition where it wins: epsilon 1, delta e^-5 over 400
     # wake-ups (its neighbour never comes: it lingers 0.5 s and exits).
