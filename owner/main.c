@@ -140,9 +140,9 @@ static const struct dp_config_entry entries[] = {
 	{ .name = "confidence", DP_CFG_DOUBLE(&S.confidence), .def = "1", .min = 0,
 	  .min_exclusive = true, .max = 1, .group = "Peer",
 	  .help = "confidence c_i = m_i / max_j m_j" },
-	{ .name = "lambda", DP_CFG_DOUBLE(&S.lambda), .def = "0", .min = 0, .max = 1e12,
-	  .given = &S.lambda_given, .group = "Peer",
-	  .help = "lambda_i of the local loss (default: --lambda-per-row / m_i)" },
+	{ .name = "lambda", DP_CFG_DOUBLE(&S.lambda), .def = "-1", .min = -1, .max = 1e12,
+	  .group = "Peer",
+	  .help = "lambda_i of the local loss (-1: --lambda-per-row / m_i)" },
 	{ .name = "lambda-per-row", DP_CFG_DOUBLE(&S.lambda_per_row), .def = "1", .min = 0,
 	  .max = 1e12, .group = "Peer", .help = "lambda_i = this / m_i unless --lambda" },
 	{ .name = "clip", DP_CFG_DOUBLE(&S.clip), .def = "1", .min = 0, .min_exclusive = true,
@@ -212,6 +212,8 @@ static int validate(void *arg)
 			return dp_error_set(r, "--learner-pin: %s", buf);
 		}
 	}
+	if (d->set.lambda < 0 && d->set.lambda != -1)
+		return dp_error_set(DP_EINVAL, "--lambda must be >= 0, or -1 for --lambda-per-row");
 	if (isinf(d->set.epsilon) && !d->set.allow_no_noise)
 		return dp_error_set(DP_EINVAL, "--epsilon inf releases exact answers; it needs "
 				    "--allow-no-noise");

@@ -97,7 +97,7 @@ struct own_settings {
 	char *trace;            /* per-agent wall-clock trace (CSV); NULL: next to ledger */
 	int model;              /* enum dp_model: linear | logistic */
 	double mu, confidence, lambda, lambda_per_row, delta, clip, x2max, warm_start;
-	bool lambda_given;
+				/* lambda -1: lambda_per_row / m_i */
 	uint64_t wakeups;       /* T_i */
 	double linger;          /* seconds to wait, once done, for the neighbours */
 };

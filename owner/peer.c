@@ -817,7 +817,7 @@ int own_peer_new(const struct own_peer_config *cfg, struct own_peer **out)
 		r = DP_ENOMEM;
 		goto fail;
 	}
-	p->lambda = s->lambda_given ? s->lambda : s->lambda_per_row / (double)cfg->ds->n;
+	p->lambda = s->lambda >= 0 ? s->lambda : s->lambda_per_row / (double)cfg->ds->n;
 	p->ap.p = p->p;
 	p->ap.mu = s->mu;
 	p->ap.c = s->confidence;
