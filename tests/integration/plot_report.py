@@ -165,7 +165,9 @@ def check_json(L, md_key, own, tr):
     return j
 
 def check_gap(dp, L, d):
-    """A copy of the run with every update after k = 100 moved 30 s later."""
+    """A copy of the run with every update after k = 100 moved 30 s later,
+    and the first request waiting 5 s for the gate (owners connecting): that
+    wait is before the first query, so it is not part of the run."""
     g = os.path.join(d, 'gap')
     os.makedirs(g)
     lines = open(os.path.join(L, 'trace.csv')).read().splitlines()
@@ -174,10 +176,18 @@ def check_gap(dp, L, d):
         f = l.split(',')
         if int(f[0]) > 100:
             f[1] = '%.6f' % (float(f[1]) + 30)
+        if int(f[0]) == 1:
+            f[3] = '5.000000'
         out.append(','.join(f))
     open(os.path.join(g, 'trace.csv'), 'w').write('\n'.join(out) + '\n')
     run([dp, 'report', g])
     j = json.load(open(os.path.join(g, 'report.json')))
+    rows = [l.split(',') for l in out[1:]]
+    first_query = min(float(r[1]) - float(r[4]) for r in rows)
+    check(abs(j['start_unix'] - first_query) < 1e-6 and
+          abs(j['duration_s'] - (float(rows[-1][1]) - first_query)) < 1e-6,
+          'gap copy: start %r duration %r, first query at %r' % (j['start_unix'], j['duration_s'],
+                                                                 first_query))
     check(len(j['gaps']) == 1 and j['gaps'][0]['after_k'] == 100 and 30 < j['gaps'][0]['seconds'] < 40,
           'gap: %r' % j['gaps'])
     md = open(os.path.join(g, 'report.md')).read()
