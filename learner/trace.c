@@ -21,6 +21,8 @@
 #include "learner/lrn.h"
 
 #define TRACE_HEADER "k,time_unix,owner,wait_s,rtt_s,eps_spent,staleness\n"
+/* The header before the staleness column: its rows cannot be continued. */
+#define TRACE_HEADER_6 "k,time_unix,owner,wait_s,rtt_s,eps_spent\n"
 
 static int trace_new(struct lrn *L)
 {
@@ -59,8 +61,14 @@ static int trace_cut(struct lrn *L)
 			break;   /* torn by a crash */
 		if (!header) {
 			if (strcmp(line, TRACE_HEADER) != 0) {
+				bool older = strcmp(line, TRACE_HEADER_6) == 0;
+
 				free(line);
 				fclose(f);
+				if (older)
+					return dp_error_set(DP_EFORMAT, "%s: written by a learnerd before "
+							    "the staleness column: finish this job "
+							    "with that version", L->trace_path);
 				return dp_error_set(DP_EFORMAT, "%s: not a learnerd trace (header)",
 						    L->trace_path);
 			}

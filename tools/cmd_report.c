@@ -323,7 +323,7 @@ static int finish_md(const char *dir, FILE *m, char **md, size_t *mdlen, size_t 
 	err = write_md(dir, *md, *mdlen);
 	if (err != 0)
 		return fail(err);
-	printf("wrote %s/report.md (%zu figures)\n", dir, nfig);
+	printf("wrote %s/report.md (%zu figures) and %s/report.json\n", dir, nfig, dir);
 	return 0;
 }
 
@@ -560,8 +560,10 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 		gaps++;
 		gap_sum += dt;
 		g = json_object_new_object();
-		if (g == NULL || (jerr = dp_json_push(jg, g)) != 0)
-			break;
+		if (jerr == 0)
+			jerr = dp_json_push(jg, g);   /* takes g, also on failure */
+		else
+			json_object_put(g);
 		jint(g, "after_k", tr.k[r - 1], &jerr);
 		jnum(g, "from_unix", tr.t[r - 1], &jerr);
 		jnum(g, "seconds", dt, &jerr);
@@ -848,6 +850,11 @@ static int report_sim(const struct report_opts *o, FILE *m, size_t *nfig_out)
 	struct fig figs[2];
 	dp_plot_opts po = { 0 };
 	const char *label = NULL;
+	struct json_object *js = NULL, *jo = NULL;
+	char *repro = NULL;
+	size_t repro_len = 0;
+	FILE *rf = NULL;
+	int jerr = 0;
 
 	if (o->data.n || o->rates || o->sim || o->schema || o->target) {
 		dp_cmd_fail("report", "--data, --target, --schema, --rates and --sim apply to "
@@ -893,6 +900,33 @@ static int report_sim(const struct report_opts *o, FILE *m, size_t *nfig_out)
 		rc = fail(err);
 		goto out;
 	}
+	js = json_object_new_object();
+	jo = json_object_new_array();
+	rf = open_memstream(&repro, &repro_len);
+	if (js == NULL || jo == NULL || rf == NULL) {
+		rc = 1;
+		dp_cmd_fail("report", "out of memory");
+		goto out;
+	}
+	jstr(js, "format", "dpasync-report", &jerr);
+	jint(js, "version", 1, &jerr);
+	jstr(js, "kind", "sim", &jerr);
+	jstr(js, "dir", o->dir, &jerr);
+	jint(js, "seed", sum.seed, &jerr);
+	jint(js, "runs", runs, &jerr);
+	jnum(js, "psi_mean", sum.psi_mean, &jerr);
+	jnum(js, "psi_median", sum.psi_median, &jerr);
+	jnum(js, "psi_p25", sum.psi_p25, &jerr);
+	jnum(js, "psi_p75", sum.psi_p75, &jerr);
+	jnum(js, "f_star", sum.f_star, &jerr);
+	jnum(js, "eta", sum.have_eta ? sum.eta : NAN, &jerr);
+	jnum(js, "rho", sum.have_rho ? sum.rho : NAN, &jerr);
+	jnum(js, "c", sum.have_c ? sum.c : NAN, &jerr);
+	jnum(js, "lambda", sum.lambda, &jerr);
+	jnum(js, "theta_max", sum.theta_max, &jerr);
+	jnum(js, "clip_l1", sum.clip, &jerr);
+	if (jerr == 0)
+		jerr = dp_json_add(js, "owners", json_object_get(jo));
 	fprintf(m, "# Run report: %s\n\ndpasync sim run · %s · seed %.0f\n\n", o->dir, note,
 		(double)sum.seed);
 	fputs("## Key numbers\n\n| quantity | value |\n|---|---|\n", m);
@@ -916,32 +950,65 @@ static int report_sim(const struct report_opts *o, FILE *m, size_t *nfig_out)
 		 * unlimited budget. */
 		struct json_object *e = sum.eps ? json_object_array_get_idx(sum.eps, i) : NULL;
 		struct json_object *r = sum.rows ? json_object_array_get_idx(sum.rows, i) : NULL;
+		struct json_object *oj = json_object_new_object();
+		char name[32];
 
-		fprintf(m, "| owner-%zu | %.0f | ", i + 1, r ? json_object_get_double(r) : NAN);
-		if (e != NULL && !json_object_is_type(e, json_type_string))
-			fprintf(m, "%g", json_object_get_double(e));
+		snprintf(name, sizeof(name), "owner-%zu", i + 1);
+		if (jerr == 0)
+			jerr = dp_json_push(jo, oj);
 		else
+			json_object_put(oj);
+		jstr(oj, "owner", name, &jerr);
+		jnum(oj, "rows", r ? json_object_get_double(r) : NAN, &jerr);
+		fprintf(m, "| owner-%zu | %.0f | ", i + 1, r ? json_object_get_double(r) : NAN);
+		if (e != NULL && !json_object_is_type(e, json_type_string)) {
+			fprintf(m, "%g", json_object_get_double(e));
+			jnum(oj, "epsilon", json_object_get_double(e), &jerr);
+		} else {
 			fputs("∞", m);
+			jstr(oj, "epsilon", "inf", &jerr);
+		}
 		if (have_sched) {
 			size_t c = 0;
 
 			for (size_t k = 0; k < tr.n; k++)
 				c += tr.owner[k] == i;
 			fprintf(m, " | %zu | %.1f %%", c, 100.0 * (double)c / (double)tr.n);
+			jint(oj, "iterations", c, &jerr);
+			jnum(oj, "share", (double)c / (double)tr.n, &jerr);
 		}
 		fputs(" |\n", m);
 	}
 	fputs("\nowner-j is the j-th data file given to `dpasync sim`.\n", m);
 	figs_md(m, figs, nfig);
-	fprintf(m, "\n## Reproduce\n\n```\ndpasync plot --kind psi --out %s/report-psi.png "
-		"%s/psi.csv\n", o->dir, o->dir);
+	fprintf(rf, "dpasync plot --kind psi --out %s/report-psi.png %s/psi.csv\n", o->dir, o->dir);
 	if (have_sched)
-		fprintf(m, "dpasync plot --kind owners --out %s/report-owners.png %s/schedule.txt\n",
+		fprintf(rf, "dpasync plot --kind owners --out %s/report-owners.png %s/schedule.txt\n",
 			o->dir, o->dir);
-	fputs("```\n", m);
+	if (fclose(rf) != 0 || repro == NULL) {
+		rf = NULL;
+		rc = 1;
+		dp_cmd_fail("report", "out of memory");
+		goto out;
+	}
+	rf = NULL;
+	fprintf(m, "\n## Reproduce\n\n```\n%s```\n", repro);
+	if (jerr == 0)
+		jerr = dp_json_add(js, "reproduce", dp_json_lines(repro));
+	err = write_json(o->dir, js, jerr);
+	js = NULL;
+	if (err != 0) {
+		rc = fail(err);
+		goto out;
+	}
 	*nfig_out = nfig;
 	rc = 0;
 out:
+	if (rf != NULL)
+		fclose(rf);
+	free(repro);
+	json_object_put(js);
+	json_object_put(jo);
 	dp_plot_psi_free(&ps);
 	dp_plot_trace_free(&tr);
 	json_object_put(sum.root);

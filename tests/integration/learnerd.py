@@ -13,7 +13,8 @@ Scenarios:
      refused while the job runs; a NaN answer closes that owner; a silent
      owner is timed out, reconnects and rejoins; /metrics and /healthz.
   B  SIGTERM (checkpoint, exit 0), --resume, kill -9, a refused resume
-     without --resume and with another T, --resume again: T rows, replay
+     without --resume, with another T and on a trace of the older
+     six-column format, --resume again: T rows, replay
      exact, no query id ever repeated (the fake owners exit 5 otherwise).
   B2 --checkpoint-every 0: the query-id reservation alone checkpoints;
      kill -9 past it and --resume.
@@ -478,6 +479,18 @@ def scenario_b(work, certs):
     p = subprocess.run(bad, capture_output=True, text=True, timeout=20)
     check(p.returncode == 2 and 'T is %d in the checkpoint but %d now' % (T, T + 1) in p.stderr,
           'resume with another T: %d %r' % (p.returncode, p.stderr))
+    # A trace of the format before the staleness column cannot be continued.
+    tpath = os.path.join(out, 'trace.csv')
+    text = read(tpath)
+    with open(tpath, 'w') as f:
+        f.write(text.replace(',staleness\n', '\n', 1))
+    p = subprocess.run(L.cmd, capture_output=True, text=True, timeout=20)
+    last = p.stderr.splitlines()[-1:] or ['']
+    check(p.returncode == 1 and last[0].startswith('learnerd: ') and
+          'before the staleness column' in last[0], 'resume of a six-column trace: %d %r' %
+          (p.returncode, p.stderr))
+    with open(tpath, 'w') as f:
+        f.write(text)
 
     L = Learner(work, out, certs, args + ['--resume'], port=port, name='b3')
     rc, stdout = L.wait(60)

@@ -313,6 +313,10 @@ def test(argv):
         # The report of a sim directory.
         run([dp, 'report', sim_a])
         md = open(os.path.join(sim_a, 'report.md')).read()
+        js = json.load(open(os.path.join(sim_a, 'report.json')))
+        check(js['kind'] == 'sim' and js['psi_mean'] == summary(sim_a)['psi_mean']
+              and [o['owner'] for o in js['owners']] == ['owner-1', 'owner-2', 'owner-3']
+              and all(cmd in md for cmd in js['reproduce']), 'sim report.json %r' % js)
         for img in ('report-psi.png', 'report-owners.png'):
             check('(%s)' % img in md, 'sim report does not link %s' % img)
             png_info(os.path.join(sim_a, img))
@@ -325,6 +329,7 @@ def test(argv):
         for i in (1, 2, 3):
             check(int(own['owner-%d' % i][2]) == sch.count(i), 'sim owner-%d: %s, schedule has %d' % (
                 i, own['owner-%d' % i][2], sch.count(i)))
+            check(js['owners'][i - 1]['iterations'] == sch.count(i), 'sim report.json owner-%d' % i)
         print('report (sim): psi mean %.4g; iterations %s' % (s['psi_mean'], [sch.count(i) for i in (1, 2, 3)]))
 
         for sub, words in (('plot', ['owners', 'psi', 'psi-time', 'shares', 'cdf', 'psi-wall',
