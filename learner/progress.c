@@ -19,11 +19,12 @@ static void on_timer(uv_timer_t *t)
 
 int lrn_progress_start(struct lrn *L)
 {
-	double every = L->s->progress_every;
+	double every;
 	uint64_t ms;
 	int rc;
 
 	DP_REQUIRE(L != NULL && L->loop != NULL);
+	every = L->s->progress_every;
 	L->prog_t = lrn_clock_mono();
 	L->prog_k = L->k_done;
 	if (every == 0)
@@ -42,11 +43,12 @@ int lrn_progress_start(struct lrn *L)
 void lrn_progress_line(struct lrn *L, const char *end)
 {
 	double now = lrn_clock_mono(), eps = 0, avg = NAN, recent = NAN, secs = 0;
-	uint64_t goal = L->T > 0 ? lrn_state_goal(L) : 0;
+	uint64_t goal;
 	size_t owners = 0;
 	char goal_s[32], eta_s[32];
 
 	DP_REQUIRE(L != NULL);
+	goal = L->T > 0 ? lrn_state_goal(L) : 0;
 	for (size_t i = 0; i < L->N; i++) {
 		owners += L->owners[i].conn != NULL && L->owners[i].hello;
 		eps += L->owners[i].eps_spent;

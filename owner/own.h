@@ -14,7 +14,8 @@
  *      |      Answer / Refuse / drop the connection / stop) -- it never
  *      |      sends, drops or stops by itself
  *   clock.c   the Poisson clock (owned by the client)
- *      |
+ *   progress.c  the summary line every few seconds and at exit (main's; it
+ *      |        reads the metrics and the budget, calls nothing above)
  *      v
  *   budget.c  state: the ledger, the per-answer share, the privacy order
  *             (budget.h)

@@ -573,6 +573,7 @@ static bool read_stat(double *cpu, double *rss, double *start)
 	return true;
 }
 
+/* Entries of /proc/self/fd, or -1 when it cannot be read. */
 static double count_fds(void)
 {
 	DIR *d = opendir("/proc/self/fd");
@@ -580,7 +581,7 @@ static double count_fds(void)
 	double n = 0;
 
 	if (d == NULL)
-		return NAN;
+		return -1;
 	for (e = readdir(d); e != NULL; e = readdir(d))
 		n += e->d_name[0] != '.';
 	closedir(d);
@@ -591,7 +592,7 @@ static double count_fds(void)
  * time through the stored series is what keeps one source for them. */
 static void proc_refresh(const struct dp_metrics *reg)
 {
-	double cpu, rss, start;
+	double cpu, rss, start, fds;
 
 	if (reg->proc[PROC_CPU] == NULL)
 		return;
@@ -600,7 +601,9 @@ static void proc_refresh(const struct dp_metrics *reg)
 		reg->proc[PROC_RSS]->value = rss;
 		reg->proc[PROC_START]->value = start;
 	}
-	reg->proc[PROC_FDS]->value = count_fds();
+	fds = count_fds();
+	if (fds >= 0)
+		reg->proc[PROC_FDS]->value = fds;
 }
 
 int dp_metrics_render(const struct dp_metrics *reg, char **out, size_t *len)
