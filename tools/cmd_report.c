@@ -345,14 +345,18 @@ static int reproduce(const struct report_opts *o, const dp_plot_trace *tr, const
 	const char *target = o->target ? o->target : mf && mf->target ? mf->target : NULL;
 	size_t len;
 	FILE *f;
-	char data[8192] = "OWNER-FILES...";
+	/* The files as sim's arguments, and as report's one --data value. */
+	char data[8192] = "OWNER-FILES...", data_opt[8192] = "OWNER-FILES,...";
 
 	if (o->data.n) {
-		size_t at = 0;
+		size_t at = 0, at2 = 0;
 
-		for (size_t i = 0; i < o->data.n && at < sizeof(data); i++)
+		for (size_t i = 0; i < o->data.n && at < sizeof(data) && at2 < sizeof(data_opt); i++) {
 			at += (size_t)snprintf(data + at, sizeof(data) - at, "%s%s", i ? " " : "",
 					       o->data.v[i]);
+			at2 += (size_t)snprintf(data_opt + at2, sizeof(data_opt) - at2, "%s%s",
+						i ? "," : "", o->data.v[i]);
+		}
 	}
 	f = open_memstream(&out->plots, &len);
 	if (f == NULL)
@@ -385,7 +389,7 @@ static int reproduce(const struct report_opts *o, const dp_plot_trace *tr, const
 	fprintf(f, " --epsilon E --repeats 10 --out SIMDIR %s\n", data);
 	fprintf(f, "dpasync plot --kind psi-time --trace %s/trace.csv --out psi-time.png "
 		"SIMDIR/psi.csv\n", o->dir);
-	fprintf(f, "dpasync report --sim SIMDIR --data %s", data);
+	fprintf(f, "dpasync report --sim SIMDIR --data %s", data_opt);
 	if (o->target)
 		fprintf(f, " --target %s", o->target);
 	if (o->schema)

@@ -14,7 +14,8 @@
   equals `dpasync eval` of model.json (the report calls the library);
   report-schedule.txt is the trace's owner order; every figure it links
   exists and is valid; report.json parses and holds the same numbers; the
-  reproduce commands carry --target; a trace with a 30 s hole (a resume's
+  reproduce commands carry --target and run as printed (placeholders
+  filled, 2 repeats); a trace with a 30 s hole (a resume's
   downtime) gets exactly that gap marked; a trace of the older six-column
   format still reads;
 - the logs of the real run: learnerd wrote progress lines with sane fields
@@ -164,6 +165,22 @@ def check_json(L, md_key, own, tr):
           and ' --model linear ' in sims[0] and ' --eta ' in sims[0], 'sim command %r' % sims)
     return j
 
+def run_reproduce(dp, j, d):
+    """The reproduce commands run as printed, with the placeholders filled
+    (E = 1, SIMDIR, psi-time.png in d) and 2 repeats instead of 10."""
+    simdir = os.path.join(d, 'repro-sim')
+    for cmd in j['reproduce']:
+        args = cmd.split()
+        check(args[0] == 'dpasync', 'reproduce line %r' % cmd)
+        args = [simdir if a == 'SIMDIR' else '1' if a == 'E' else
+                os.path.join(d, a) if a == 'psi-time.png' else
+                a.replace('SIMDIR/', simdir + '/') for a in args[1:]]
+        if args[0] == 'sim':
+            args[args.index('--repeats') + 1] = '2'
+        run([dp] + args)
+    check(os.path.exists(os.path.join(d, 'psi-time.png')), 'reproduced psi-time.png')
+    return len(j['reproduce'])
+
 def check_gap(dp, L, d):
     """A copy of the run with every update after k = 100 moved 30 s later,
     and the first request waiting 5 s for the gate (owners connecting): that
@@ -305,10 +322,11 @@ def test(argv):
                 close(float(cells[3 + j]), np.percentile(tr[col][sel], q) * 1e3, 1e-3, '%s %s p%d' % (o, col, q))
         print('report (learnerd): %d iterations, %s, psi %.4g = eval, iterations/s %s' % (
             n, {o: own[o][0] for o in owners}, ev['psi'], key['iterations/s'][0]))
-        check_json(L, key, own, tr)
+        j = check_json(L, key, own, tr)
+        nrep = run_reproduce(dp, j, d)
         gap = check_gap(dp, L, d)
-        print('report.json agrees with report.md; --target carried over; a %.1f s gap marked; '
-              '%d progress lines, owner summaries' % (gap, nprog))
+        print('report.json agrees with report.md; --target carried over; its %d reproduce commands '
+              'run; a %.1f s gap marked; %d progress lines, owner summaries' % (nrep, gap, nprog))
 
         # The report of a sim directory.
         run([dp, 'report', sim_a])
