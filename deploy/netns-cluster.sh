@@ -442,7 +442,11 @@ cfg = [l.split() for l in open(os.path.join(out, 'links.txt')).read().splitlines
 rows = [l.split(',') for l in open(os.path.join(out, 'learner', 'trace.csv')).read().splitlines()[1:]]
 T = len(rows)
 ev = json.load(open(os.path.join(out, 'eval.json')))
-secs = float(rows[-1][1]) - float(rows[0][1]) if T > 1 else 0.0
+# it/s as dpasync report and local-cluster.sh count it (docs/plots.md
+# "Throughput"): trace rows over the time from the first query (the earliest
+# time_unix - rtt_s) to the last update.
+first = min(float(r[1]) - float(r[4]) for r in rows) if T else 0.0
+secs = float(rows[-1][1]) - first if T else 0.0
 res = {'T': T, 'link': link, 'seconds': end - start, 'psi': ev['psi'], 'owners': []}
 print('%-9s %8s %7s %6s %5s %6s %6s %9s %9s %9s %9s' % (
     'owner', 'delay_ms', 'jit_ms', 'loss%', 'rate', 'iters', 'share', 'rtt_p50ms',
@@ -463,8 +467,8 @@ for c in cfg:
     print('%-9s %8g %7g %6g %5g %6d %6.3f %s %s %s %s' % (
         name, o['delay_ms'], o['jitter_ms'], o['loss_pct'], o['rate'], len(mine), o['share'],
         f(o['rtt_median_ms']), f(o['rtt_p90_ms']), f(o['rtt_max_ms']), f(o['wait_median_ms'])))
-print('%d iterations in %.1f s (%.2f it/s from first to last); psi = f/f* - 1 = %.4g'
-      % (T, secs, (T - 1) / secs if secs > 0 else 0.0, ev['psi']))
+print('%d iterations in %.1f s (%.2f it/s from the first query); psi = f/f* - 1 = %.4g'
+      % (T, secs, T / secs if secs > 0 else 0.0, ev['psi']))
 json.dump(res, open(os.path.join(out, 'summary.json'), 'w'), indent=1)
 PY
 echo "trace:   $OUT/learner/trace.csv    model: $OUT/learner/model.json"

@@ -52,6 +52,7 @@ struct own_daemon {
 	struct own_client client;
 	struct own_peer *peer;          /* --peer: the agent instead of the client */
 	SSL_CTX *server_ctx;            /* --peer: for the neighbours that dial us */
+	struct own_progress progress;
 
 	uv_loop_t *loop;
 	uv_signal_t sigterm, sigint;
@@ -164,6 +165,10 @@ static const struct dp_config_entry entries[] = {
 	  .help = "once done, wait at most this long for the neighbours to be done" },
 	{ .name = "log-level", DP_CFG_ENUM(&S.log_level, log_levels), .def = "info",
 	  .group = "Operations", .help = "least severe log level printed" },
+	{ .name = "progress-every", DP_CFG_DURATION(&S.progress_every), .def = "10", .min = 0,
+	  .max = 1e6, .group = "Operations", .metavar = "SECONDS",
+	  .help = "one summary line (answers, ticks, epsilon) this often, and one at exit "
+		  "(0 = only at exit)" },
 	{ .name = "max-frame", DP_CFG_SIZE(&S.max_frame), .def = "16777216", .min = 64,
 	  .max = (double)DP_FRAME_MAX_LIMIT, .group = "Operations", .metavar = "BYTES",
 	  .help = "largest wire frame accepted or sent" },
@@ -360,12 +365,19 @@ static int metrics_init(struct own_metrics *m)
 		  "Peer mode: models sent to neighbours.", .series = &m->models_out },
 		{ DP_METRIC_GAUGE, "dpasync_peer_neighbours_connected",
 		  "Peer mode: neighbours with a live connection.", .series = &m->nb_up },
+		{ DP_METRIC_COUNTER, "dpasync_owner_clock_ticks_total",
+		  "Ticks of the Poisson clock.", .series = &m->ticks },
+		{ DP_METRIC_COUNTER, "dpasync_owner_clock_ticks_skipped_total",
+		  "Ticks that sent no update request: one pending, not welcomed, broadcast, "
+		  "no budget left.", .series = &m->ticks_skipped },
 	};
 	int r;
 
 	r = dp_metrics_new(&m->reg);
 	if (r == 0)
 		r = dp_metrics_define(m->reg, defs, sizeof(defs) / sizeof(defs[0]));
+	if (r == 0)
+		r = dp_metrics_process(m->reg, "ownerd");
 	return r;
 }
 
@@ -592,6 +604,10 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 		r = start_roles(d);
 		if (r < 0)
 			return die(OWN_EXIT_FAIL, "clock: %s", dp_error_detail(r));
+		r = own_progress_start(&d->progress, d->loop, d->set.progress_every, &d->budget,
+				       &d->m);
+		if (r < 0)
+			return die(OWN_EXIT_FAIL, "%s", dp_error_detail(r));
 	}
 	dp_log_set_level((enum dp_log_level)d->set.log_level);
 	return 0;
@@ -679,6 +695,7 @@ int main(int argc, char **argv)
 	uv_run(d->loop, UV_RUN_DEFAULT);
 
 	r = d->exit_code;
+	own_progress_line(&d->progress, true);
 	own_budget_status(&d->budget, &st);
 	if (st.bound)
 		DP_INFO("owner", "exit code=%d answers=%llu spent=%.9g left=%.9g", r,

@@ -14,7 +14,8 @@
  *      |      Answer / Refuse / drop the connection / stop) -- it never
  *      |      sends, drops or stops by itself
  *   clock.c   the Poisson clock (owned by the client)
- *      |
+ *   progress.c  the summary line every few seconds and at exit (main's; it
+ *      |        reads the metrics and the budget, calls nothing above)
  *      v
  *   budget.c  state: the ledger, the per-answer share, the privacy order
  *             (budget.h)
@@ -100,6 +101,7 @@ struct own_settings {
 				/* lambda -1: lambda_per_row / m_i */
 	uint64_t wakeups;       /* T_i */
 	double linger;          /* seconds to wait, once done, for the neighbours */
+	double progress_every;  /* seconds between summary lines (0: none) */
 };
 
 /* The registry and its series; main.c creates them, the roles update them. */
@@ -117,6 +119,8 @@ struct own_metrics {
 	struct dp_metric *models_in;   /* dpasync_peer_models_received_total */
 	struct dp_metric *models_out;  /* dpasync_peer_models_sent_total */
 	struct dp_metric *nb_up;       /* dpasync_peer_neighbours_connected */
+	struct dp_metric *ticks;       /* dpasync_owner_clock_ticks_total (client) */
+	struct dp_metric *ticks_skipped; /* ..._clock_ticks_skipped_total (client) */
 };
 
 /* How a lower layer asks main to stop the daemon with an exit code (the
@@ -258,6 +262,23 @@ bool own_answer_busy(const struct own_answer *a);
  * and the gradient is wiped.  A no-op when not busy.  Loop thread only. */
 void own_answer_cancel(struct own_answer *a);
 void own_answer_wipe(struct own_answer *a);
+
+/* ---- progress.c: the periodic summary line -------------------------------- */
+
+struct own_progress {
+	uv_timer_t timer;           /* unreferenced; closed by the shutdown's walk */
+	const struct own_budget *budget;
+	const struct own_metrics *m;
+};
+
+/* Log own_progress_line every `every` seconds (0: never).  budget and m
+ * outlive the loop.  0, or a negative libuv code (detail set). */
+int own_progress_start(struct own_progress *p, uv_loop_t *loop, double every,
+		       const struct own_budget *budget, const struct own_metrics *m);
+/* One info line: answers, refusals, clock ticks and ticks skipped in this
+ * process, the ledger's answers, epsilon spent and left, connected;
+ * final marks the one written at exit. */
+void own_progress_line(const struct own_progress *p, bool final);
 
 /* ---- client.c: the connection to the learner ------------------------------ */
 

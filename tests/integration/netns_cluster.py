@@ -174,7 +174,7 @@ def cluster(bindir, out, ident, rate, T, extra=()):
 def trace(out):
     rows = []
     for l in open(os.path.join(out, 'learner', 'trace.csv')).read().splitlines()[1:]:
-        k, t, owner, wait, rtt, eps = l.split(',')
+        k, t, owner, wait, rtt, eps = l.split(',')[:6]
         rows.append((int(k), float(t), int(owner.split('-')[1]) - 1, float(wait), float(rtt)))
     return rows
 

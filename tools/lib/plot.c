@@ -80,7 +80,7 @@ static int natcmp_p(const void *a, const void *b)
 typedef struct cols {
 	size_t n, cap;
 	size_t *k, *owner;
-	double *t, *wait, *rtt, *eps;
+	double *t, *wait, *rtt, *eps, *stale;
 	size_t nnames, capnames;
 	char **names;
 } cols;
@@ -93,6 +93,7 @@ static void cols_free(cols *c)
 	free(c->wait);
 	free(c->rtt);
 	free(c->eps);
+	free(c->stale);
 	for (size_t i = 0; i < c->nnames; i++)
 		free(c->names[i]);
 	free(c->names);
@@ -119,11 +120,12 @@ static int reserve_columns(void *const *arrs, const size_t *sizes, size_t n, siz
 /* Room for one more row: k and owner, and with `full` the timing columns. */
 static int cols_reserve(cols *c, int full)
 {
-	void *const arrs[] = { &c->k, &c->owner, &c->t, &c->wait, &c->rtt, &c->eps };
+	void *const arrs[] = { &c->k, &c->owner, &c->t, &c->wait, &c->rtt, &c->eps, &c->stale };
 	const size_t sizes[] = { sizeof(*c->k), sizeof(*c->owner), sizeof(*c->t),
-				 sizeof(*c->wait), sizeof(*c->rtt), sizeof(*c->eps) };
+				 sizeof(*c->wait), sizeof(*c->rtt), sizeof(*c->eps),
+				 sizeof(*c->stale) };
 
-	return reserve_columns(arrs, sizes, full ? 6 : 2, &c->cap, c->n + 1, 1024);
+	return reserve_columns(arrs, sizes, full == 2 ? 7 : full ? 6 : 2, &c->cap, c->n + 1, 1024);
 }
 
 /* Index of `name` in c->names, added when new; SIZE_MAX on ENOMEM. */
@@ -142,30 +144,38 @@ static size_t cols_name(cols *c, const char *name, size_t hint)
 	return c->nnames++;
 }
 
-static const char trace_header[] = "k,time_unix,owner,wait_s,rtt_s,eps_spent";
+/* learnerd's trace.csv; before the staleness column it had six. */
+static const char trace_header[] = "k,time_unix,owner,wait_s,rtt_s,eps_spent,staleness";
+static const char trace_header6[] = "k,time_unix,owner,wait_s,rtt_s,eps_spent";
 
-/* Parse one trace row (buf is modified).  0 or DP_EFORMAT with detail. */
-static int trace_row(cols *c, char *buf, const char *path, size_t line, size_t *hint)
+/* Parse one trace row of nfields (6 or 7) fields (buf is modified).  0 or
+ * DP_EFORMAT with detail. */
+static int trace_row(cols *c, char *buf, const char *path, size_t line, size_t *hint,
+		     size_t nfields)
 {
-	char *f[6], *p = buf;
-	size_t nf = 0, idx;
+	char *f[7], *p = buf;
+	size_t nf = 0, idx, stale = 0;
 	double v[4];
 	static const char *const what[4] = { "time_unix", "wait_s", "rtt_s", "eps_spent" };
 	static const int col[4] = { 1, 3, 4, 5 };
 
 	for (;;) {
 		char *comma = strchr(p, ',');
-		if (nf == 6)
-			return dp_error_set(DP_EFORMAT, "%s:%zu: more than 6 fields", path, line);
+		if (nf == nfields)
+			return dp_error_set(DP_EFORMAT, "%s:%zu: more than %zu fields", path, line,
+					    nfields);
 		f[nf++] = p;
 		if (comma == NULL)
 			break;
 		*comma = '\0';
 		p = comma + 1;
 	}
-	if (nf != 6)
-		return dp_error_set(DP_EFORMAT, "%s:%zu: expected 6 fields (%s), got %zu", path, line,
-				    trace_header, nf);
+	if (nf != nfields)
+		return dp_error_set(DP_EFORMAT, "%s:%zu: expected %zu fields (%s), got %zu", path,
+				    line, nfields, nfields == 7 ? trace_header : trace_header6, nf);
+	if (nfields == 7 && dp_num_parse_size("staleness", f[6], &stale) != 0)
+		return dp_error_set(DP_EFORMAT, "%s:%zu: staleness: expected an integer >= 0, got '%s'",
+				    path, line, f[6]);
 	if (dp_num_parse_size("k", f[0], &c->k[c->n]) != 0 || c->k[c->n] == 0)
 		return dp_error_set(DP_EFORMAT, "%s:%zu: k: expected a positive integer, got '%s'", path, line,
 				    f[0]);
@@ -188,6 +198,8 @@ static int trace_row(cols *c, char *buf, const char *path, size_t line, size_t *
 	c->wait[c->n] = v[1];
 	c->rtt[c->n] = v[2];
 	c->eps[c->n] = v[3];
+	if (nfields == 7)
+		c->stale[c->n] = (double)stale;
 	c->n++;
 	return 0;
 }
@@ -238,7 +250,8 @@ int dp_plot_trace_read(const char *path, const char *const *extra, size_t nextra
 		line++;
 		buf[strcspn(buf, "\r\n")] = '\0';
 		if (is_trace < 0) {
-			is_trace = strcmp(buf, trace_header) == 0;
+			is_trace = strcmp(buf, trace_header) == 0 ? 2
+				: strcmp(buf, trace_header6) == 0 ? 1 : 0;
 			if (is_trace)
 				continue;
 			if (buf[0] < '0' || buf[0] > '9') {
@@ -252,7 +265,7 @@ int dp_plot_trace_read(const char *path, const char *const *extra, size_t nextra
 		rc = cols_reserve(&c, is_trace);
 		if (rc != 0)
 			goto out;
-		rc = is_trace ? trace_row(&c, buf, path, line, &hint)
+		rc = is_trace ? trace_row(&c, buf, path, line, &hint, is_trace == 2 ? 7 : 6)
 			: sched_row(&c, buf, path, line, &maxo);
 		if (rc == DP_EFORMAT && torn) {
 			rc = 0;   /* the last row of a crashed learner */
@@ -312,6 +325,7 @@ int dp_plot_trace_read(const char *path, const char *const *extra, size_t nextra
 	tr->wait = c.wait;
 	tr->rtt = c.rtt;
 	tr->eps = c.eps;
+	tr->stale = c.stale;
 	tr->N = c.nnames;
 	tr->names = c.names;
 	memset(&c, 0, sizeof(c));
@@ -334,6 +348,7 @@ void dp_plot_trace_free(dp_plot_trace *tr)
 	free(tr->wait);
 	free(tr->rtt);
 	free(tr->eps);
+	free(tr->stale);
 	for (size_t i = 0; i < tr->N; i++)
 		free(tr->names[i]);
 	free(tr->names);
@@ -343,9 +358,17 @@ void dp_plot_trace_free(dp_plot_trace *tr)
 double dp_plot_trace_start(const dp_plot_trace *tr)
 {
 	DP_REQUIRE(tr != NULL);
+	double t0;
+
 	if (tr->t == NULL || tr->n == 0)
 		return NAN;
-	return tr->t[0] - tr->wait[0] - tr->rtt[0];
+	/* With several queries in flight the first one sent need not be the
+	 * first answered: the earliest send time over every row. */
+	t0 = tr->t[0] - tr->rtt[0];
+	for (size_t r = 1; r < tr->n; r++)
+		if (tr->t[r] - tr->rtt[r] < t0)
+			t0 = tr->t[r] - tr->rtt[r];
+	return t0;
 }
 
 int dp_plot_schedule_check(const char *path, const dp_plot_trace *tr)

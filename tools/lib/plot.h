@@ -21,6 +21,8 @@ typedef struct dp_plot_trace {
 	double *wait;       /* n seconds in the learner's queue, or NULL */
 	double *rtt;        /* n query round trips (s), or NULL */
 	double *eps;        /* n epsilon the owner reported spent, or NULL */
+	double *stale;      /* n staleness values, or NULL (a trace written
+			     * before the column existed, or a schedule) */
 	size_t N;           /* owners */
 	char **names;       /* N owner names in natural order ("owner-2" < "owner-10") */
 } dp_plot_trace;
@@ -36,8 +38,9 @@ int dp_plot_trace_read(const char *path, const char *const *extra, size_t nextra
 		       dp_plot_trace *tr);
 void dp_plot_trace_free(dp_plot_trace *tr);
 
-/* Start of the run: time of the first update minus its wait and round
- * trip, i.e. when the first request reached the learner (trace only). */
+/* Start of the run: the first query, the earliest time_unix - rtt_s of
+ * the trace (trace only; docs/plots.md "Throughput").  Waiting for owners
+ * and for the first request is not counted. */
 double dp_plot_trace_start(const dp_plot_trace *tr);
 
 /* Compare the owner sequence in the schedule file `path` with the trace's
