@@ -96,6 +96,7 @@ struct lrn_settings {
 	bool resume;
 	char *metrics_listen;      /* empty or NULL: off */
 	char *job;
+	bool job_auto;             /* job was made here (no --job): a checkpoint's wins */
 	size_t max_frame;
 	double handshake_timeout;  /* seconds from accept to an admitted owner */
 	size_t max_pending;        /* connections not yet admitted, at most */
@@ -214,6 +215,10 @@ struct lrn {
 	uv_signal_t sigterm, sigint;   /* main.c */
 	bool signals_init;
 
+	/* Schema agreement (docs/protocol.md §4): the fingerprint of the first
+	 * owner that sent one, and who that was. */
+	char schema_fp[DP_FRAME_MAX_STR + 1];
+	char schema_from[DP_TLS_ID_MAX + 1];
 	/* The job. */
 	dp_model model;
 	size_t N;
