@@ -238,6 +238,20 @@ bool own_budget_left(const struct own_budget *b)
 	       lifetime_allows(b, b->eps_q);
 }
 
+bool own_budget_lifetime_blocks(const struct own_budget *b)
+{
+	uint64_t last = 0;
+
+	DP_REQUIRE(b != NULL);
+	if (b->ledger == NULL || b->K == 0 || b->failed || dp_ledger_failed(b->ledger) ||
+	    dp_ledger_answers(b->ledger) >= b->K)
+		return false;
+	dp_ledger_last_k(b->ledger, &last);
+	if (last == UINT64_MAX || dp_ledger_check(b->ledger, last + 1, b->eps_q) != 0)
+		return false;
+	return !lifetime_allows(b, b->eps_q);
+}
+
 bool own_budget_lifetime_hit(const struct own_budget *b)
 {
 	DP_REQUIRE(b != NULL);

@@ -102,6 +102,9 @@ uint64_t own_budget_cap_for(const struct own_budget *b, uint64_t K);
 bool own_budget_left(const struct own_budget *b);
 /* Was the last refusal of own_budget_begin (DP_EBUDGET) the lifetime cap's? */
 bool own_budget_lifetime_hit(const struct own_budget *b);
+/* Does the lifetime cap, and not the job's own caps, keep the bound job
+ * from one more answer? */
+bool own_budget_lifetime_blocks(const struct own_budget *b);
 /* Is the lifetime budget spent to the last nano-epsilon (no job can ever be
  * answered again)? */
 bool own_budget_lifetime_spent(const struct own_budget *b);

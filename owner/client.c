@@ -20,6 +20,7 @@
 #include "owner/own.h"
 
 static void on_retry(uv_timer_t *t);
+static void tell_lifetime(struct own_client *c);
 
 static void stop(struct own_client *c, int code)
 {
@@ -335,6 +336,8 @@ static void on_welcome(struct own_client *c, const Dpasync__Welcome *w)
 		(unsigned long long)st.cap, st.spent, st.left);
 	if (!own_budget_left(c->cfg.budget))
 		DP_INFO("owner", "budget exhausted: staying connected (refusing) until Done");
+	c->lifetime_told = false;
+	tell_lifetime(c);
 }
 
 /* ---- Goodbye: the learner says why it closes ---------------------------- */
@@ -388,6 +391,18 @@ static void send_refuse(struct own_client *c, uint64_t k, const char *reason)
 	send_msg(c, &env);
 }
 
+/* The lifetime budget, not the job's, stops this owner: say so once, with
+ * a Refuse that answers no query (k = 0), so that the learner logs the
+ * reason instead of waiting for requests that will not come. */
+static void tell_lifetime(struct own_client *c)
+{
+	if (!c->welcomed || c->lifetime_told || !own_budget_lifetime_blocks(c->cfg.budget))
+		return;
+	c->lifetime_told = true;
+	DP_INFO("owner", "lifetime budget spent: refusing the rest of job %s", c->job.name);
+	send_refuse(c, 0, OWN_REFUSE_LIFETIME);
+}
+
 /* Step 5 of the privacy order (budget.c): the reply exists only after the
  * charge was made durable. */
 static void send_answer(struct own_client *c, const struct own_reply *rep)
@@ -419,6 +434,7 @@ static void send_answer(struct own_client *c, const struct own_reply *rep)
 		r < 0 ? " (not delivered: connection lost)" : "");
 	if (!own_budget_left(c->cfg.budget))
 		DP_INFO("owner", "budget exhausted: staying connected (refusing) until Done");
+	tell_lifetime(c);
 }
 
 /* Send, refuse, drop or stop as answer.c decided. */
