@@ -211,10 +211,15 @@ int dp_ledgerset_open(const char *dir, const char *owner_id, unsigned flags,
 			dp_error_set(DP_EINVAL, "--ledger %s is not a directory", dir);
 	if (ro && stat(dir, &st) != 0)
 		return dp_error_set(DP_ENOENT, "ledger %s: no such directory", dir);
-	if (!ro) {
-		r = dp_file_mkdir_p(dir, 1);
+	/* Only the directory itself is made (0700, like a ledger file's
+	 * 0600): a missing parent is a mistyped path, not something to create. */
+	if (!ro && mkdir(dir, 0700) == 0) {
+		r = dp_file_sync_dir(dir);
 		if (r < 0)
 			return r;
+	} else if (!ro && errno != EEXIST) {
+		return dp_error_set(DP_EINVAL, "--ledger %s: cannot create the directory: %s", dir,
+				    strerror(errno));
 	}
 	s = calloc(1, sizeof(*s));
 	if (s == NULL)
@@ -225,6 +230,18 @@ int dp_ledgerset_open(const char *dir, const char *owner_id, unsigned flags,
 		r = dp_error_set(DP_ENOMEM, "ledger: out of memory");
 		goto fail;
 	}
+	if (owner_id != NULL) {
+		s->owner = strdup(owner_id);
+		if (s->owner == NULL) {
+			r = dp_error_set(DP_ENOMEM, "ledger: out of memory");
+			goto fail;
+		}
+	}
+	/* Whose files these are is checked before the lock, so that another
+	 * owner's daemon is told so even while this one runs. */
+	r = scan(s, owner_id);
+	if (r < 0)
+		goto fail;
 	if (!ro) {
 		/* One process per dataset: two daemons on one lifetime budget
 		 * would double it. */
@@ -245,16 +262,13 @@ int dp_ledgerset_open(const char *dir, const char *owner_id, unsigned flags,
 			goto fail;
 		}
 	}
-	if (owner_id != NULL) {
-		s->owner = strdup(owner_id);
-		if (s->owner == NULL) {
-			r = dp_error_set(DP_ENOMEM, "ledger: out of memory");
+	if (!ro) {
+		/* Read again under the lock: what another process wrote before
+		 * it let go counts. */
+		r = dp_ledgerset_rescan(s);
+		if (r < 0)
 			goto fail;
-		}
 	}
-	r = scan(s, owner_id);
-	if (r < 0)
-		goto fail;
 	free(lock);
 	*out = s;
 	return 0;

@@ -220,8 +220,12 @@ def test(argv):
         check(o1.poll() is None and o2.poll() is None, 'an ownerd exited')
         c.close()
         for p in (c.path('owner-1', 'ledger'), c.path('owner-2', 'ledger')):
-            if os.path.exists(p):
-                check(os.stat(p).st_mode & 0o777 == 0o600, '%s is not 0600' % p)
+            if os.path.exists(p):   # a ledger directory of per-job files (docs/ledger.md §7)
+                check(os.stat(p).st_mode & 0o777 == 0o700, '%s is not 0700' % p)
+                for f in os.listdir(p):
+                    if f.endswith('.ledger'):
+                        q = os.path.join(p, f)
+                        check(os.stat(q).st_mode & 0o777 == 0o600, '%s is not 0600' % q)
 
         # --- bad CRLs and pins stop the daemons at start (finding 9).
         base = [c.learnerd, '--listen', '127.0.0.1:0', '--ca', certs + '/ca.crt', '--cert', lcrt,
