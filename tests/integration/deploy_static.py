@@ -352,7 +352,7 @@ def check_csr(t, bins):
     op = start([bins['ownerd'], '--learner', '127.0.0.1:' + ports(pf)['tls'], '--ca', ca + '/ca.crt',
                 '--cert', os.path.join(ca, 'hospital-d.crt'), '--key', os.path.join(own, 'hospital-d.key'),
                 '--data', os.path.join(d, 'g', 'owner-1.csv'), '--rate', '50',
-                '--ledger', os.path.join(d, 'ledger')], log=olog)
+                '--ledger', os.path.join(d, 'ledger'), '--once'], log=olog)
     watch(lp, llog, [(op, olog)], 60)
     rc, out = finish(lp, 10, 'learnerd', llog)
     check(rc == 0 and 'done k=5' in out, 'job with a CSR-issued owner: exit %d %r' % (rc, out))
