@@ -80,7 +80,8 @@ static int add_job(dp_ledgerset *s, const char *path, const char *owner_id)
 	uint64_t last = 0;
 	int r;
 
-	r = dp_ledger_open(path, 0, 0, NULL, DP_LEDGER_READONLY | DP_LEDGER_ALLOW_INF, &l);
+	r = dp_ledger_open(path, 0, 0, NULL,
+			   DP_LEDGER_READONLY | DP_LEDGER_ALLOW_INF | DP_LEDGER_QUIET, &l);
 	if (r < 0)
 		return r;
 	ident = dp_ledger_identity(l);
@@ -181,7 +182,8 @@ static int old_file(const char *dir)
 	char name[DP_LEDGER_IDENTITY_MAX + 1];
 	int r;
 
-	r = dp_ledger_open(dir, 0, 0, NULL, DP_LEDGER_READONLY | DP_LEDGER_ALLOW_INF, &l);
+	r = dp_ledger_open(dir, 0, 0, NULL, DP_LEDGER_READONLY | DP_LEDGER_ALLOW_INF | DP_LEDGER_QUIET,
+			   &l);
 	if (r < 0)
 		return dp_error_set(DP_EINVAL, "--ledger %s is a file, not a ledger directory", dir);
 	snprintf(name, sizeof(name), "%s", dp_ledger_identity(l));

@@ -45,7 +45,9 @@ typedef struct dp_ledgerset_job {
 
 /* Open the directory `dir` of owner `owner_id` (NULL: any owner, for
  * inspection), creating it (mode 0700) unless READONLY.  Every job file in it
- * is verified completely (dp_ledger_open read-only, with DP_LEDGER_ALLOW_INF)
+ * is verified completely (dp_ledger_open read-only and quiet, with
+ * DP_LEDGER_ALLOW_INF: nothing is logged, so a daemon's failed start stays
+ * one line; a torn tail shows in the entry's `torn`)
  * and must belong to owner_id; the set then holds their summaries.
  * A regular file at `dir` is a format-1 single-job ledger from before jobs:
  * DP_EINVAL, with a detail saying how to move it into a directory.

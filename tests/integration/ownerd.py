@@ -602,16 +602,16 @@ def test_main_flow(ownerd, base, work, fl, Xb, y, n, p, log):
     c = fl.accept()
     h = c.expect('hello')
     check(h['answers_given'] == 3, 'Hello after restart %r' % h)
-    welcome(c, p)
-    c.send('query', k=5, theta=list(theta))     # below the last k, never answered
-    c.expect_closed()
-    # The job's ledger was opened for writing at the Welcome: the tail is gone.
-    check(ledger_records(led) == 3, 'torn tail not dropped')
     # One process per ledger; a ledger belongs to one owner.
     expect_error([ownerd] + args, ['in use'], code=1)
     other = [a.replace('owner-1.crt', 'owner-2.crt').replace('owner-1.key', 'owner-2.key')
              for a in args]
     expect_error([ownerd] + other, ['owner-2'])
+    welcome(c, p)
+    c.send('query', k=5, theta=list(theta))     # below the last k, never answered
+    c.expect_closed()
+    # The job's ledger was opened for writing at the Welcome: the tail is gone.
+    check(ledger_records(led) == 3, 'torn tail not dropped')
     c.close()
     c = fl.accept(timeout=15)
     c.expect('hello')
