@@ -115,8 +115,11 @@ static void job_over(struct own_client *c, int code)
 		stop(c, code);
 		return;
 	}
+	/* Already waiting (a finished learner that is still closing said
+	 * JOB_OVER again): the backoff goes on growing. */
+	if (!c->idle)
+		c->idle_step = 0;
 	c->idle = true;
-	c->idle_step = 0;
 }
 
 /* Tell the learner why we leave, then stop with exit 2: what is wrong

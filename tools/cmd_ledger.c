@@ -2,6 +2,7 @@
 #include <json-c/json.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "common/core/error.h"
@@ -84,7 +85,9 @@ static int print_set(const char *path, const dp_ledgerset *s)
 			break;
 		}
 		answers += e->answers;
-		rc = dp_json_add(o, "job", json_object_new_string(e->job));
+		/* "job=ID" from the header, or "job-sha256=HEX" for a long id. */
+		rc = dp_json_add(o, "job", json_object_new_string(strncmp(e->job, "job=", 4) == 0 ?
+								  e->job + 4 : e->job));
 		if (rc == 0)
 			rc = dp_json_add(o, "path", json_object_new_string(e->path));
 		if (rc == 0)

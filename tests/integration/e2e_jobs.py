@@ -137,9 +137,9 @@ def two_jobs(c, D):
 
     info = json.loads(run([c.dp, 'ledger', c.path('o1', 'ledger')]).stdout)
     jobs = {j['job']: j for j in info['jobs']}
-    check(info['jobs_count'] == 2 and set(jobs) == {'job=' + m1['job'], 'job=' + m2['job']},
+    check(info['jobs_count'] == 2 and set(jobs) == {m1['job'], m2['job']},
           'dpasync ledger: jobs %r' % info)
-    a1, a2 = jobs['job=' + m1['job']], jobs['job=' + m2['job']]
+    a1, a2 = jobs[m1['job']], jobs[m2['job']]
     check(a1['answers'] == 40 and abs(a1['epsilon_spent'] - 1.0) < 1e-9,
           'owner-1 job 1: %r' % a1)
     check(a2['answers'] == 20 and abs(a2['epsilon_spent'] - 0.5) < 1e-9,
