@@ -115,6 +115,8 @@ struct lrn_owner {
 	uint64_t n_rows;           /* n_i (fixed once training started) */
 	uint32_t n_features;       /* its last Hello's p (agreed on when p is
 				    * not configured) */
+	char schema[DP_FRAME_MAX_STR + 1]; /* its last Hello's fingerprint ("": none
+				    * sent, an owner that predates it) */
 	double epsilon;
 	double rate;               /* clock rate from its Hello (the plan's pi_i) */
 	uint64_t answers_cap;      /* from its Hello: its own K_i, 0 = none */
@@ -171,6 +173,7 @@ struct lrn_decision {
 	struct lrn_owner *o;       /* WELCOME, QUERY, DROP */
 	struct lrn_query *qr;      /* QUERY */
 	char why[512];             /* DROP, STOP */
+	int goodbye;               /* DROP: a Dpasync__GoodbyeCode to send first (0: none) */
 };
 
 struct lrn_stats {
@@ -215,8 +218,9 @@ struct lrn {
 	uv_signal_t sigterm, sigint;   /* main.c */
 	bool signals_init;
 
-	/* Schema agreement (docs/protocol.md §4): the fingerprint of the first
-	 * owner that sent one, and who that was. */
+	/* Schema agreement (docs/protocol.md §5): the job's fingerprint, once
+	 * the owners' Hellos agreed on it (or, resumed, the first one's), and
+	 * where it came from. */
 	char schema_fp[DP_FRAME_MAX_STR + 1];
 	char schema_from[DP_TLS_ID_MAX + 1];
 	/* The job. */

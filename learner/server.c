@@ -93,7 +93,7 @@ static struct lrn_owner *find_owner(struct lrn *L, const char *id)
 	return NULL;
 }
 
-/* Tell the peer on c why it is closed (docs/protocol.md §4 "Goodbye");
+/* Tell the peer on c why it is closed (docs/protocol.md §5 "Goodbye");
  * the close that follows flushes it. */
 static void say_goodbye(dp_conn *c, Dpasync__GoodbyeCode code, const char *text)
 {
@@ -232,6 +232,10 @@ static void carry_out(struct lrn *L, const struct lrn_decision *d)
 		send_query(L, d);
 		break;
 	case LRN_ACT_DROP:
+		if (d->goodbye != 0) {
+			refuse_owner(L, d->o, (Dpasync__GoodbyeCode)d->goodbye, d->why);
+			break;
+		}
 		drop(L, d->o, d->why);
 		break;
 	case LRN_ACT_DONE:
@@ -376,29 +380,33 @@ static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h
 		drop(L, o, why);
 		return;
 	}
+	/* The bias setting is the job's: checked first, since a bias column
+	 * also changes p and the reason should say which setting differs. */
+	if (h->schema != NULL && h->schema[0] != '\0' && h->bias != L->s->bias) {
+		snprintf(why, sizeof(why), "schema mismatch: the job has bias=%s but owner %s has "
+			 "bias=%s", L->s->bias ? "true" : "false", o->id, h->bias ? "true" : "false");
+		refuse_owner(L, o, DPASYNC__GOODBYE_CODE__GOODBYE_SCHEMA_MISMATCH, why);
+		return;
+	}
 	/* Claims out of range are this owner's problem, not the job's: its
 	 * connection is closed with the reason and the others go on. */
 	if (lrn_state_check_hello(L, o, h->n_rows, h->n_features, why, sizeof(why)) < 0) {
 		drop(L, o, why);
 		return;
 	}
-	/* What a row means (docs/protocol.md §4 "Schema agreement"): the
+	/* What a row means (docs/protocol.md §5 "Schema agreement"): the
 	 * bias setting is the job's, and every owner's fingerprint must be
 	 * the first one's.  An owner that predates the fingerprint sends none
 	 * and is checked on p alone, as before. */
 	if (h->schema != NULL && h->schema[0] != '\0') {
-		if (h->bias != L->s->bias) {
-			snprintf(why, sizeof(why), "schema mismatch: the job has bias=%s but owner %s "
-				 "has bias=%s", L->s->bias ? "true" : "false", o->id,
-				 h->bias ? "true" : "false");
-			refuse_owner(L, o, DPASYNC__GOODBYE_CODE__GOODBYE_SCHEMA_MISMATCH, why);
-			return;
-		}
-		if (L->schema_fp[0] == '\0' && strlen(h->schema) < sizeof(L->schema_fp)) {
+		if (L->schema_fp[0] == '\0' && L->started &&
+		    strlen(h->schema) < sizeof(L->schema_fp)) {
+			/* A resumed job: the plan exists, the owners' Hellos are
+			 * not all awaited again; the first one's is the job's. */
 			memcpy(L->schema_fp, h->schema, strlen(h->schema) + 1);
 			memcpy(L->schema_from, o->id, strlen(o->id) + 1);
 			DP_INFO("learner", "schema=%s from the first owner id=%s", h->schema, o->id);
-		} else if (strcmp(L->schema_fp, h->schema) != 0) {
+		} else if (L->schema_fp[0] != '\0' && strcmp(L->schema_fp, h->schema) != 0) {
 			snprintf(why, sizeof(why), "schema mismatch: owner %s has schema %.23s... but "
 				 "the job's (from owner %s) is %.23s...: feature names, their order, "
 				 "the target or the schema file differ", o->id, h->schema,
@@ -416,13 +424,14 @@ static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h
 	}
 	o->n_rows = h->n_rows;
 	o->n_features = h->n_features;
+	snprintf(o->schema, sizeof(o->schema), "%s", h->schema != NULL ? h->schema : "");
 	o->epsilon = h->epsilon;
 	o->rate = h->rate;
 	o->answers_cap = h->answers_cap;
 	o->answers_given = h->answers_given;
 	/* An owner names the job its ledger counters belong to: this job's
 	 * are its own plan's (a restarted owner), another job's say nothing
-	 * about this one (docs/protocol.md §4). */
+	 * about this one (docs/protocol.md §5 "Jobs"). */
 	if (h->job != NULL && h->job[0] != '\0') {
 		if (strcmp(h->job, L->s->job) == 0) {
 			if (h->job_answers_cap != 0)

@@ -1,4 +1,4 @@
-/* The fingerprint of what a row means (docs/protocol.md §4 "Schema
+/* The fingerprint of what a row means (docs/protocol.md §5 "Schema
  * agreement"): owners of one job must agree on it, and the learner refuses
  * one that does not.
  *
