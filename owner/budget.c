@@ -358,7 +358,7 @@ int own_budget_begin(struct own_budget *b, uint64_t k, struct own_budget_ticket 
 	r = dp_ledger_check(b->ledger, k, b->eps_q);
 	if (r < 0)
 		return ledger_error(b, k, r);
-	/* The dataset's lifetime cap, over every job (docs/ledger.md §7): the
+	/* The dataset's lifetime cap, over every job (docs/ledger.md §8): the
 	 * other jobs' totals are fixed while this one is bound. */
 	if (!lifetime_allows(b, b->eps_q)) {
 		b->lifetime_hit = true;

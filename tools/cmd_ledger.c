@@ -63,7 +63,7 @@ static double nano_eps(uint64_t v)
 }
 
 /* One JSON line for a ledger directory: the lifetime totals and one entry
- * per job (docs/ledger.md §7). */
+ * per job (docs/ledger.md §8). */
 static int print_set(const char *path, const dp_ledgerset *s)
 {
 	struct json_object *j = json_object_new_object(), *jobs = json_object_new_array();

@@ -1,4 +1,4 @@
-/* An owner's ledgers across jobs.  See ledgerset.h and docs/ledger.md §7. */
+/* An owner's ledgers across jobs.  See ledgerset.h and docs/ledger.md §8. */
 #include "common/core/ledgerset.h"
 #include "common/core/error.h"
 #include "common/core/file.h"
@@ -192,7 +192,7 @@ static int old_file(const char *dir)
 		job = strstr(name, " job=") + 5;
 	return dp_error_set(DP_EINVAL, "--ledger %s is a single-job ledger from before jobs; "
 			    "--ledger now names a directory of per-job ledgers: run `mv %s %s.1 && "
-			    "mkdir -m 700 %s && mv %s.1 %s/job-%s.ledger` (docs/ledger.md §7)",
+			    "mkdir -m 700 %s && mv %s.1 %s/job-%s.ledger` (docs/ledger.md §8)",
 			    dir, dir, dir, dir, dir, dir, plain_name(job) ? job : "JOB");
 }
 

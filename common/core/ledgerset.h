@@ -1,5 +1,5 @@
 /* An owner's ledgers across jobs: one directory, one ledger file per job
- * (docs/ledger.md §7 "Jobs and the lifetime budget").
+ * (docs/ledger.md §8 "Jobs and the lifetime budget").
  *
  * Each job keeps its own dp_ledger (ledger.h, format 1, unchanged): its
  * header binds "owner=<id> job=<job>", the job's epsilon cap and its answer

@@ -189,7 +189,7 @@ def closed_by_peer(s, timeout=10):
         return False
 
 def job_file(path):
-    """The job ledger of an ownerd ledger directory (docs/ledger.md §7):
+    """The job ledger of an ownerd ledger directory (docs/ledger.md §8):
     the one job's file, or the newest when there are several; a file is
     itself."""
     if not os.path.isdir(path):

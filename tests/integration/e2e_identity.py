@@ -220,7 +220,7 @@ def test(argv):
         check(o1.poll() is None and o2.poll() is None, 'an ownerd exited')
         c.close()
         for p in (c.path('owner-1', 'ledger'), c.path('owner-2', 'ledger')):
-            if os.path.exists(p):   # a ledger directory of per-job files (docs/ledger.md §7)
+            if os.path.exists(p):   # a ledger directory of per-job files (docs/ledger.md §8)
                 check(os.stat(p).st_mode & 0o777 == 0o700, '%s is not 0700' % p)
                 for f in os.listdir(p):
                     if f.endswith('.ledger'):

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Long-lived owners, jobs and the lifetime budget (docs/ownerd.md "Serving
-successive jobs", docs/ledger.md §7), real learnerd and ownerd on loopback:
+successive jobs", docs/ledger.md §8), real learnerd and ownerd on loopback:
 
 - two jobs in a row against the same two running ownerd (never restarted):
   each learnerd makes its own job id (in model.json and the owners'

@@ -329,7 +329,7 @@ def expect_error(cmd, must_contain, code=2):
 
 
 def job_file(path):
-    """The job ledger in an ownerd ledger directory (docs/ledger.md §7): the
+    """The job ledger in an ownerd ledger directory (docs/ledger.md §8): the
     newest job's file (DIR/none when there is none)."""
     if not os.path.isdir(path):
         return path
@@ -637,7 +637,7 @@ def test_main_flow(ownerd, base, work, fl, Xb, y, n, p, log):
 
     # A job's caps are bound for good: the same job with another epsilon stops
     # ownerd (exit 2).  Another job gets a ledger of its own, and its request
-    # ids start again at 1 (docs/ledger.md §7).
+    # ids start again at 1 (docs/ledger.md §8).
     o = Owner(ownerd, args[:-4] + ['--epsilon', '2'] + args[-4:], log)
     c = fl.accept()
     h = c.expect('hello')

@@ -1,5 +1,5 @@
 /* Tests for common/core/ledgerset.c: an owner's per-job ledgers in one
- * directory and the lifetime total over them (docs/ledger.md §7).
+ * directory and the lifetime total over them (docs/ledger.md §8).
  *
  * Charges are multiples of 0.25 epsilon, exact in binary and in
  * nano-epsilon (250,000,000 each), so the expected totals are exact. */
