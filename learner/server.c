@@ -282,7 +282,13 @@ static int on_handshake(dp_conn *c, const char *peer_id)
 	if (L->phase != LRN_RUN) {
 		DP_INFO("conn", "closing peer=%s id=%s reason=\"learner is shutting down\"",
 			dp_conn_peer_addr(c), peer_id);
-		say_goodbye(c, DPASYNC__GOODBYE_CODE__GOODBYE_JOB_OVER, "the learner's job has ended");
+		/* Done: the job is over for good; a stop may be resumed. */
+		if (L->finished)
+			say_goodbye(c, DPASYNC__GOODBYE_CODE__GOODBYE_JOB_OVER,
+				    "the learner's job has ended");
+		else
+			say_goodbye(c, DPASYNC__GOODBYE_CODE__GOODBYE_RESTARTING,
+				    "the learner is stopping (the job may be resumed)");
 		return 1;
 	}
 	o = find_owner(L, peer_id);
@@ -601,14 +607,13 @@ void lrn_server_close(struct lrn *L, bool done)
 			else
 				DP_INFO("conn", "done sent id=%s", o->id);
 		} else if (!done) {
-			/* A stop, not a finish: a failed job is over for the owners
-			 * (they wait for the next); a signal may be a restart. */
-			if (L->exit_code == LRN_EXIT_FAIL)
-				say_goodbye(c, DPASYNC__GOODBYE_CODE__GOODBYE_JOB_OVER,
-					    "the learner stopped the job");
-			else
-				say_goodbye(c, DPASYNC__GOODBYE_CODE__GOODBYE_RESTARTING,
-					    "the learner is stopping (it may be resumed)");
+			/* A stop, not a finish: whether it failed or was signalled,
+			 * `--resume` may continue the job, so the owners keep
+			 * reconnecting (docs/protocol.md §5 "Goodbye"). */
+			say_goodbye(c, DPASYNC__GOODBYE_CODE__GOODBYE_RESTARTING,
+				    L->exit_code == LRN_EXIT_FAIL ?
+				    "the learner stopped the job (it may be resumed)" :
+				    "the learner is stopping (the job may be resumed)");
 		}
 		o->conn = NULL;
 		o->hello = false;
