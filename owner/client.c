@@ -329,6 +329,7 @@ static void on_welcome(struct own_client *c, const Dpasync__Welcome *w)
 	c->attempt = 0;
 	c->idle = false;
 	c->idle_step = 0;
+	c->welcomed_once = true;
 	own_budget_status(c->cfg.budget, &st);
 	DP_INFO("owner", "welcome job=%s model=%s T=%llu K=%llu N=%u n_total=%llu p=%u clip=%g "
 		"mode=%s k_done=%llu answers=%llu/%llu spent=%.9g left=%.9g", w->job, w->model,
@@ -635,6 +636,20 @@ static bool tls_permanent(struct own_client *c, const char *detail)
 	return true;
 }
 
+/* TLS 1.3: our handshake completes before the learner has checked our
+ * certificate, so its refusal arrives as an alert afterwards, before any
+ * Welcome.  A certificate alert is permanent too. */
+static bool cert_refused(struct own_client *c, const char *detail)
+{
+	if (strstr(detail, "alert") == NULL ||
+	    (strstr(detail, "certificate") == NULL && strstr(detail, "unknown ca") == NULL))
+		return false;
+	DP_ERROR("owner", "the learner refused this owner's certificate: fix --cert/--key (issued "
+		 "by the deployment CA, for client use, not revoked or expired); %s", detail);
+	stop(c, OWN_EXIT_CONFIG);
+	return true;
+}
+
 static void on_close(dp_conn *conn, int reason, const char *detail)
 {
 	struct own_client *c = dp_conn_data(conn);
@@ -658,7 +673,10 @@ static void on_close(dp_conn *conn, int reason, const char *detail)
 	else
 		DP_WARN("conn", "connection to the learner failed reason=%s detail=%s",
 			dp_strerror(reason), detail ? detail : "");
-	if (!c->handshaken && reason == DP_ETLS && tls_permanent(c, detail ? detail : ""))
+	if (reason == DP_ETLS && !c->handshaken && tls_permanent(c, detail ? detail : ""))
+		return;
+	if (reason == DP_ETLS && c->handshaken && !c->welcomed_once &&
+	    cert_refused(c, detail ? detail : ""))
 		return;
 	if (own_answer_busy(c->cfg.answer)) {
 		/* Reconnect once the discarded answer has ended, so that a new
@@ -700,6 +718,7 @@ void own_client_start(struct own_client *c)
 	memset(&lim, 0, sizeof(lim));
 	lim.p = c->cfg.ds->p;
 	c->handshaken = false;
+	c->welcomed_once = false;
 	c->goodbye = false;
 	cfg.ctx = c->cfg.ctx;
 	cfg.cb.on_handshake = on_handshake;

@@ -277,6 +277,8 @@ struct own_client {
 	unsigned idle_step;         /* its exponent */
 	bool goodbye;               /* the learner said why it closes (logged) */
 	bool handshaken;            /* this connection's TLS handshake completed */
+	bool welcomed_once;         /* this connection got a Welcome (welcomed is
+				       cleared before on_close runs) */
 	bool lifetime_told;         /* the learner was told the lifetime budget is spent */
 	uv_timer_t retry_timer;
 	uv_timer_t welcome_timer;
