@@ -76,7 +76,7 @@ for i in $(seq "$OWNERS"); do
   "$OWNERD" --learner "127.0.0.1:$PORT" --ca "$WORK/certs/ca.crt" \
     --cert "$WORK/certs/owner-$i.crt" --key "$WORK/certs/owner-$i.key" \
     --data "$WORK/data/owner-$i.csv" --bias --epsilon "$EPS" --rate "$RATE" \
-    --ledger "$WORK/owner-$i/ledger" --model-out "$WORK/owner-$i/model.json" \
+    --ledger "$WORK/owner-$i/ledger" --model-out "$WORK/owner-$i/model.json" --once \
     2>"$WORK/owner-$i/ownerd.log" &
   pids+=("$!")
 done

@@ -376,7 +376,7 @@ start_owner() {   # i: start ownerd i (again: same ledger, log appended)
   ip netns exec "${NSO[i-1]}" "$OWNERD" --learner "$LEARNER_IP:$PORT" --server-name learner \
     --ca "$C/ca.crt" --cert "$C/owner-$i.crt" --key "$C/owner-$i.key" \
     --data "$OUT/data/owner-$i.csv" --bias --epsilon "$EPS" --rate "${R[i-1]}" \
-    --ledger "$OUT/owner-$i/ledger" --model-out "$OUT/owner-$i/model.json" \
+    --ledger "$OUT/owner-$i/ledger" --model-out "$OUT/owner-$i/model.json" --once \
     --metrics-listen 127.0.0.1:9465 >/dev/null 2>>"$OUT/owner-$i/ownerd.log" &
   PIDS+=("$!") OPIDS[i-1]=$!
 }

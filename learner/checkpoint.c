@@ -281,6 +281,16 @@ static int check_job(struct lrn *L, dp_json_reader *r, struct json_object *job, 
 	fc = dp_json_get_bool(r, job, "freq_correction", true, false);
 	if (r->rc)
 		return r->rc;
+	if (L->s->job_auto) {
+		/* No --job given: the resumed job keeps its id. */
+		char *copy = strdup(name);
+
+		if (copy == NULL)
+			return dp_error_set(DP_ENOMEM, "out of memory");
+		free(L->s->job);
+		L->s->job = copy;
+		L->s->job_auto = false;
+	}
 	if (strcmp(name, L->s->job) != 0)
 		return LRN_MISMATCH("job", "'%s'", name, L->s->job);
 	if (strcmp(model, dp_model_name(L->model)) != 0)

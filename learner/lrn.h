@@ -97,6 +97,7 @@ struct lrn_settings {
 	bool resume;
 	char *metrics_listen;      /* empty or NULL: off */
 	char *job;
+	bool job_auto;             /* job was made here (no --job): a checkpoint's wins */
 	size_t max_frame;
 	double handshake_timeout;  /* seconds from accept to an admitted owner */
 	size_t max_pending;        /* connections not yet admitted, at most */
@@ -116,6 +117,8 @@ struct lrn_owner {
 	uint64_t n_rows;           /* n_i (fixed once training started) */
 	uint32_t n_features;       /* its last Hello's p (agreed on when p is
 				    * not configured) */
+	char schema[DP_FRAME_MAX_STR + 1]; /* its last Hello's fingerprint ("": none
+				    * sent, an owner that predates it) */
 	double epsilon;
 	double rate;               /* clock rate from its Hello (the plan's pi_i) */
 	uint64_t answers_cap;      /* from its Hello: its own K_i, 0 = none */
@@ -173,6 +176,7 @@ struct lrn_decision {
 	struct lrn_owner *o;       /* WELCOME, QUERY, DROP */
 	struct lrn_query *qr;      /* QUERY */
 	char why[512];             /* DROP, STOP */
+	int goodbye;               /* DROP: a Dpasync__GoodbyeCode to send first (0: none) */
 };
 
 struct lrn_stats {
@@ -224,6 +228,11 @@ struct lrn {
 				    * query; < 0 before it */
 	uint64_t first_k;          /* k_done then (0, or a resume's k) */
 
+	/* Schema agreement (docs/protocol.md §5): the job's fingerprint, once
+	 * the owners' Hellos agreed on it (or, resumed, the first one's), and
+	 * where it came from. */
+	char schema_fp[DP_FRAME_MAX_STR + 1];
+	char schema_from[DP_TLS_ID_MAX + 1];
 	/* The job. */
 	dp_model model;
 	size_t N;

@@ -13,7 +13,9 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <openssl/rand.h>
 #include <openssl/ssl.h>
+#include <time.h>
 
 #include "common/core/error.h"
 #include "common/core/file.h"
@@ -62,8 +64,9 @@ static const struct dp_config_entry entries[] = {
 	  .min = 0, .max = 1e5, .group = G_NET, .metavar = "N",
 	  .help = "the same from one peer address, evicting that address's oldest (0: no limit)" },
 
-	{ .name = "job", DP_CFG_STRING(&S.job), .def = "dpasync", .group = G_JOB,
-	  .metavar = "NAME", .help = "job name sent in Welcome" },
+	{ .name = "job", DP_CFG_STRING(&S.job), .def = "", .group = G_JOB,
+	  .metavar = "ID", .help = "job id sent in Welcome, model.json and the owners' ledgers "
+		  "(empty: a new unique id, or the checkpoint's with --resume)" },
 	{ .name = "model", DP_CFG_ENUM(&S.model, dp_model_names), .def = "linear", .group = G_JOB,
 	  .help = "loss: linear regression, logistic regression, linear SVM" },
 	{ .name = "t", .alias = "T", DP_CFG_U64(&S.T), .def = "0", .min = 0, .max = 1e15,
@@ -201,9 +204,9 @@ static int validate(void *arg)
 		if (rc < 0)
 			return rc;
 	}
-	if (s->job == NULL || *s->job == '\0' || strlen(s->job) > DP_FRAME_MAX_STR)
+	if (s->job != NULL && strlen(s->job) > DP_FRAME_MAX_STR)
 		return dp_error_set(DP_EINVAL, "job: 1..%u characters", DP_FRAME_MAX_STR);
-	for (const char *c = s->job; *c; c++)
+	for (const char *c = s->job; c != NULL && *c; c++)
 		if (*c < 0x20 || *c > 0x7e)
 			return dp_error_set(DP_EINVAL, "job: printable ASCII only");
 	/* A Query carries p doubles (9 bytes each with its tag, packed: 8). */
@@ -315,7 +318,7 @@ static int write_outputs(struct lrn *L, char *msg, size_t size)
 	dp_modelfile mf = { .model = L->model, .p = L->p, .theta = (double *)lrn_state_output(L),
 			    .bias = S.bias,
 			    .T = L->T, .lambda = S.lambda, .theta_max = S.theta_max,
-			    .clip = L->clip };
+			    .clip = L->clip, .job = S.job };
 	int rc;
 
 	snprintf(mf.mode, sizeof(mf.mode), "%s",
@@ -458,6 +461,32 @@ static int load_state(struct lrn *L, bool check_only)
 	return 0;
 }
 
+/* Without --job: a new id, unique across learners (the time and 32 random
+ * bits), e.g. job-20261124T111500Z-3f2a9c1e; a resumed job takes the
+ * checkpoint's instead (lrn_checkpoint_load). */
+static int make_job_id(void)
+{
+	unsigned char rnd[4];
+	char buf[64];
+	struct tm tm;
+	time_t now = time(NULL);
+
+	if (S.job != NULL && S.job[0] != '\0')
+		return 0;
+	if (RAND_bytes(rnd, sizeof(rnd)) != 1)
+		return dp_error_set(DP_ERNG, "job id: random generator failed");
+	gmtime_r(&now, &tm);
+	snprintf(buf, sizeof(buf), "job-%04d%02d%02dT%02d%02d%02dZ-%02x%02x%02x%02x",
+		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+		 rnd[0], rnd[1], rnd[2], rnd[3]);
+	free(S.job);
+	S.job = strdup(buf);
+	if (S.job == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	S.job_auto = true;
+	return 0;
+}
+
 /* The job's tables and files, before any socket.  0, -1 (--check-config
  * done) or the exit code (the line printed). */
 static int prepare_job(struct lrn *L, enum dp_config_action action)
@@ -468,6 +497,9 @@ static int prepare_job(struct lrn *L, enum dp_config_action action)
 	size_t n = 0;
 	int rc;
 
+	rc = make_job_id();
+	if (rc < 0)
+		return fail(LRN_EXIT_FAIL, "%s", dp_error_detail(rc));
 	rc = lrn_server_parse_owners(S.owners, &names, &n);
 	if (rc < 0)
 		return fail(LRN_EXIT_CONFIG, "%s", dp_error_detail(rc));

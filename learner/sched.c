@@ -37,6 +37,7 @@ static void decide(struct lrn_decision *d, enum lrn_act act, struct lrn_owner *o
 	d->o = o;
 	d->qr = NULL;
 	d->why[0] = '\0';
+	d->goodbye = 0;
 }
 
 static void stop(struct lrn_decision *d, const char *fmt, ...)
@@ -543,6 +544,57 @@ static void agree_on_p(struct lrn *L, struct lrn_decision *d)
 	}
 }
 
+/* Every owner has said Hello: fix the job's schema fingerprint at the one
+ * most of them sent (ties: the first owner in `owners`), as for p, so that
+ * one misconfigured owner that came first cannot turn the others away.
+ * While some differ, forget their Hellos and DROP the first of them still
+ * connected with a Goodbye SCHEMA_MISMATCH (the owner exits 2).  Owners
+ * that sent no fingerprint are left out.  NONE when nothing is left. */
+static void agree_on_schema(struct lrn *L, struct lrn_decision *d)
+{
+	size_t best = L->N, best_n = 0, n, with = 0;
+
+	decide(d, LRN_ACT_NONE, NULL);
+	if (L->schema_fp[0] != '\0')
+		return;
+	for (size_t i = 0; i < L->N; i++) {
+		if (L->owners[i].schema[0] == '\0')
+			continue;
+		with++;
+		n = 0;
+		for (size_t j = 0; j < L->N; j++)
+			n += strcmp(L->owners[j].schema, L->owners[i].schema) == 0;
+		if (n > best_n) {
+			best_n = n;
+			best = i;
+		}
+	}
+	if (best == L->N)
+		return;   /* no owner sent one */
+	if (best_n == with) {
+		memcpy(L->schema_fp, L->owners[best].schema, sizeof(L->schema_fp));
+		snprintf(L->schema_from, sizeof(L->schema_from), "%s", L->owners[best].id);
+		DP_INFO("learner", "schema=%s from the Hellos of %zu owners", L->schema_fp, best_n);
+		return;
+	}
+	for (size_t i = 0; i < L->N; i++) {
+		struct lrn_owner *o = &L->owners[i];
+
+		if (o->schema[0] == '\0' || strcmp(o->schema, L->owners[best].schema) == 0)
+			continue;
+		o->ever_hello = false;
+		if (o->conn != NULL && o->hello) {
+			decide(d, LRN_ACT_DROP, o);
+			d->goodbye = DPASYNC__GOODBYE_CODE__GOODBYE_SCHEMA_MISMATCH;
+			snprintf(d->why, sizeof(d->why), "schema mismatch: owner %s has schema %.23s... "
+				 "but %zu of the %zu owners (first %s) have %.23s...: feature names, "
+				 "their order, the target or the schema file differ", o->id, o->schema,
+				 best_n, L->N, L->owners[best].id, L->owners[best].schema);
+			return;
+		}
+	}
+}
+
 /* Sync: start the next round when none is served, then ask every owner
  * of it that has not answered, is connected and has no query out. */
 static void sync_next(struct lrn *L, double now, struct lrn_decision *d)
@@ -574,6 +626,11 @@ void lrn_sched_next(struct lrn *L, double now, struct lrn_decision *d)
 	 * the last first Hello, and no Welcome goes out before it. */
 	if (!L->started && L->p == 0 && all_said_hello(L)) {
 		agree_on_p(L, d);
+		if (d->act != LRN_ACT_NONE)
+			return;
+	}
+	if (!L->started && all_said_hello(L)) {
+		agree_on_schema(L, d);
 		if (d->act != LRN_ACT_NONE)
 			return;
 	}

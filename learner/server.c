@@ -93,6 +93,40 @@ static struct lrn_owner *find_owner(struct lrn *L, const char *id)
 	return NULL;
 }
 
+/* Tell the peer on c why it is closed (docs/protocol.md §5 "Goodbye");
+ * the close that follows flushes it. */
+static void say_goodbye(dp_conn *c, Dpasync__GoodbyeCode code, const char *text)
+{
+	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
+	Dpasync__Goodbye g = DPASYNC__GOODBYE__INIT;
+	char t[DP_FRAME_MAX_STR + 1];
+
+	snprintf(t, sizeof(t), "%s", text);
+	for (char *q = t; *q; q++)
+		if ((unsigned char)*q < 0x20 || (unsigned char)*q > 0x7e)
+			*q = ' ';
+	g.code = code;
+	g.text = t;
+	env.version = DP_PROTO_VERSION;
+	env.msg_case = DPASYNC__ENVELOPE__MSG_GOODBYE;
+	env.goodbye = &g;
+	if (dp_conn_send(c, &env) < 0)
+		DP_DEBUG("conn", "goodbye to peer=%s not sent", dp_conn_peer_addr(c));
+}
+
+static void drop(struct lrn *L, struct lrn_owner *o, const char *reason);
+
+/* Refuse owner o for good with a reason both sides log: the owner exits 2
+ * (docs/ownerd.md "Exit codes"). */
+static void refuse_owner(struct lrn *L, struct lrn_owner *o, Dpasync__GoodbyeCode code,
+			 const char *reason)
+{
+	if (o->conn != NULL)
+		say_goodbye(o->conn, code, reason);
+	dp_metrics_inc(L->st.rejected);
+	drop(L, o, reason);
+}
+
 /* Forget owner o's connection and close it (a reason for the log). */
 static void drop(struct lrn *L, struct lrn_owner *o, const char *reason)
 {
@@ -163,6 +197,7 @@ static void send_welcome(struct lrn *L, struct lrn_owner *o)
 	w.p = (uint32_t)L->p;
 	w.k_done = L->k_done;
 	w.answers_cap = o->planned_cap;
+	w.bias = L->s->bias ? 2 : 1;
 	/* p is fixed now, perhaps after this owner's Hello: its vectors must
 	 * have that length from here on. */
 	lim.p = L->p;
@@ -197,6 +232,10 @@ static void carry_out(struct lrn *L, const struct lrn_decision *d)
 		send_query(L, d);
 		break;
 	case LRN_ACT_DROP:
+		if (d->goodbye != 0) {
+			refuse_owner(L, d->o, (Dpasync__GoodbyeCode)d->goodbye, d->why);
+			break;
+		}
 		drop(L, d->o, d->why);
 		break;
 	case LRN_ACT_DONE:
@@ -243,18 +282,31 @@ static int on_handshake(dp_conn *c, const char *peer_id)
 	if (L->phase != LRN_RUN) {
 		DP_INFO("conn", "closing peer=%s id=%s reason=\"learner is shutting down\"",
 			dp_conn_peer_addr(c), peer_id);
+		/* Done: the job is over for good; a stop may be resumed. */
+		if (L->finished)
+			say_goodbye(c, DPASYNC__GOODBYE_CODE__GOODBYE_JOB_OVER,
+				    "the learner's job has ended");
+		else
+			say_goodbye(c, DPASYNC__GOODBYE_CODE__GOODBYE_RESTARTING,
+				    "the learner is stopping (the job may be resumed)");
 		return 1;
 	}
 	o = find_owner(L, peer_id);
 	if (o == NULL) {
+		char why[300];
+
 		DP_WARN("conn", "closing peer=%s id=%s reason=\"identity not in owners\"",
 			dp_conn_peer_addr(c), peer_id);
+		snprintf(why, sizeof(why), "identity '%s' is not one of this job's owners", peer_id);
+		say_goodbye(c, DPASYNC__GOODBYE_CODE__GOODBYE_UNKNOWN_IDENTITY, why);
 		dp_metrics_inc(L->st.rejected);
 		return 1;
 	}
 	if (o->conn != NULL) {
 		DP_WARN("conn", "closing peer=%s id=%s reason=\"identity already connected from %s\"",
 			dp_conn_peer_addr(c), peer_id, dp_conn_peer_addr(o->conn));
+		say_goodbye(c, DPASYNC__GOODBYE_CODE__GOODBYE_RESTARTING,
+			    "this identity is already connected");
 		dp_metrics_inc(L->st.rejected);
 		return 1;
 	}
@@ -322,7 +374,7 @@ static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h
 {
 	struct lrn_decision d;
 	dp_frame_limits lim = { 0 };
-	char why[256];
+	char why[512];
 
 	if (o->hello) {
 		drop(L, o, "second Hello on one connection");
@@ -334,11 +386,40 @@ static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h
 		drop(L, o, why);
 		return;
 	}
+	/* The bias setting is the job's: checked first, since a bias column
+	 * also changes p and the reason should say which setting differs. */
+	if (h->schema != NULL && h->schema[0] != '\0' && h->bias != L->s->bias) {
+		snprintf(why, sizeof(why), "schema mismatch: the job has bias=%s but owner %s has "
+			 "bias=%s", L->s->bias ? "true" : "false", o->id, h->bias ? "true" : "false");
+		refuse_owner(L, o, DPASYNC__GOODBYE_CODE__GOODBYE_SCHEMA_MISMATCH, why);
+		return;
+	}
 	/* Claims out of range are this owner's problem, not the job's: its
 	 * connection is closed with the reason and the others go on. */
 	if (lrn_state_check_hello(L, o, h->n_rows, h->n_features, why, sizeof(why)) < 0) {
 		drop(L, o, why);
 		return;
+	}
+	/* What a row means (docs/protocol.md §5 "Schema agreement"): the
+	 * bias setting is the job's, and every owner's fingerprint must be
+	 * the first one's.  An owner that predates the fingerprint sends none
+	 * and is checked on p alone, as before. */
+	if (h->schema != NULL && h->schema[0] != '\0') {
+		if (L->schema_fp[0] == '\0' && L->started &&
+		    strlen(h->schema) < sizeof(L->schema_fp)) {
+			/* A resumed job: the plan exists, the owners' Hellos are
+			 * not all awaited again; the first one's is the job's. */
+			memcpy(L->schema_fp, h->schema, strlen(h->schema) + 1);
+			memcpy(L->schema_from, o->id, strlen(o->id) + 1);
+			DP_INFO("learner", "schema=%s from the first owner id=%s", h->schema, o->id);
+		} else if (L->schema_fp[0] != '\0' && strcmp(L->schema_fp, h->schema) != 0) {
+			snprintf(why, sizeof(why), "schema mismatch: owner %s has schema %.23s... but "
+				 "the job's (from owner %s) is %.23s...: feature names, their order, "
+				 "the target or the schema file differ", o->id, h->schema,
+				 L->schema_from, L->schema_fp);
+			refuse_owner(L, o, DPASYNC__GOODBYE_CODE__GOODBYE_SCHEMA_MISMATCH, why);
+			return;
+		}
 	}
 	if (L->started && h->n_rows != o->n_rows) {
 		snprintf(why, sizeof(why), "Hello n_rows %llu differs from n_i %llu fixed when "
@@ -349,10 +430,22 @@ static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h
 	}
 	o->n_rows = h->n_rows;
 	o->n_features = h->n_features;
+	snprintf(o->schema, sizeof(o->schema), "%s", h->schema != NULL ? h->schema : "");
 	o->epsilon = h->epsilon;
 	o->rate = h->rate;
 	o->answers_cap = h->answers_cap;
 	o->answers_given = h->answers_given;
+	/* An owner names the job its ledger counters belong to: this job's
+	 * are its own plan's (a restarted owner), another job's say nothing
+	 * about this one (docs/protocol.md §5 "Jobs"). */
+	if (h->job != NULL && h->job[0] != '\0') {
+		if (strcmp(h->job, L->s->job) == 0) {
+			if (h->job_answers_cap != 0)
+				o->answers_cap = h->job_answers_cap;
+		} else {
+			o->answers_given = 0;
+		}
+	}
 	o->hello = true;
 	o->ever_hello = true;
 	lim.p = L->p;
@@ -404,6 +497,16 @@ static void on_message(dp_conn *c, Dpasync__Envelope *m)
 	case DPASYNC__ENVELOPE__MSG_REFUSE:
 		lrn_sched_refuse(L, o, m->refuse->k, m->refuse->reason, &d);
 		carry_out(L, &d);
+		break;
+	case DPASYNC__ENVELOPE__MSG_GOODBYE:
+		/* The owner leaves and says why (it exits 2 when the cause is
+		 * its configuration, docs/ownerd.md "Exit codes"). */
+		DP_ERROR("learner", "owner id=%s left code=%d reason=\"%s\"", o->id,
+			 (int)m->goodbye->code, m->goodbye->text ? m->goodbye->text : "");
+		dp_metrics_inc(L->st.rejected);
+		snprintf(why, sizeof(why), "owner left: %.100s",
+			 m->goodbye->text ? m->goodbye->text : "");
+		drop(L, o, why);
 		break;
 	default:
 		snprintf(why, sizeof(why), "unexpected %s message from an owner", dp_frame_kind(m));
@@ -503,6 +606,14 @@ void lrn_server_close(struct lrn *L, bool done)
 				DP_WARN("conn", "done to id=%s failed: %s", o->id, dp_error_detail(rc));
 			else
 				DP_INFO("conn", "done sent id=%s", o->id);
+		} else if (!done) {
+			/* A stop, not a finish: whether it failed or was signalled,
+			 * `--resume` may continue the job, so the owners keep
+			 * reconnecting (docs/protocol.md §5 "Goodbye"). */
+			say_goodbye(c, DPASYNC__GOODBYE_CODE__GOODBYE_RESTARTING,
+				    L->exit_code == LRN_EXIT_FAIL ?
+				    "the learner stopped the job (it may be resumed)" :
+				    "the learner is stopping (the job may be resumed)");
 		}
 		o->conn = NULL;
 		o->hello = false;

@@ -133,11 +133,13 @@ static bool within_bound(const struct own_answer *a, const Dpasync__Query *q)
 }
 
 /* What a failed check or charge means for the learner. */
-static void refusal(int r, uint64_t k, struct own_reply *out)
+static void refusal(const struct own_budget *b, int r, uint64_t k, struct own_reply *out)
 {
 	switch (r) {
 	case DP_EBUDGET:
-		refuse(out, "budget exhausted");
+		/* The reason the learner logs names which cap was reached
+		 * (docs/ownerd.md "Jobs and the lifetime budget"). */
+		refuse(out, own_budget_lifetime_hit(b) ? OWN_REFUSE_LIFETIME : "budget exhausted");
 		break;
 	case DP_ESTATE:
 		refuse(out, "repeated query");
@@ -217,7 +219,7 @@ static void finish(struct own_answer *a, int status, struct own_reply *out)
 			out->secs = a->secs;
 		} else {
 			own_answer_wipe(a);
-			refusal(r, k, out);
+			refusal(a->budget, r, k, out);
 		}
 	}
 	OPENSSL_cleanse(a->theta, a->ds->p * sizeof(double));
@@ -252,7 +254,7 @@ bool own_answer_query(struct own_answer *a, const struct own_job *job,
 
 	r = own_budget_begin(a->budget, q->k, &a->ticket);
 	if (r < 0) {
-		refusal(r, q->k, out);
+		refusal(a->budget, r, q->k, out);
 		return false;
 	}
 	/* The message and the job may change before the worker is done (the

@@ -28,6 +28,8 @@
 
 #include "owner/budget.h"
 
+static int fail(struct own_budget *b, uint64_t k, int err);
+
 /* The ledger header binds owner and job.  A long job name is bound by its
  * hash (the header holds DP_LEDGER_IDENTITY_MAX bytes). */
 static void identity(const struct own_budget *b, const char *job, char *out, size_t size)
@@ -73,95 +75,60 @@ static void refresh_gauges(const struct own_budget *b, struct own_budget_status 
 		dp_metrics_set(b->cfg.left, st->left);
 }
 
-static int check_directory(const char *path)
+/* Lifetime spent: the other jobs' totals and the bound job's. */
+static uint64_t lifetime_spent_nano(const struct own_budget *b)
 {
-	char *dirbuf;
-	int r = 0;
+	uint64_t job = b->ledger ? dp_ledger_spent_nano(b->ledger) : 0;
 
-	dirbuf = strdup(path);
-	if (dirbuf == NULL)
-		return DP_ENOMEM;
-	if (access(dirname(dirbuf), W_OK | X_OK) != 0)
-		r = dp_error_set(DP_EINVAL, "--ledger %s: directory not writable: %s", path,
-				 strerror(errno));
-	free(dirbuf);
-	return r;
+	if (b->others_nano == DP_LEDGER_INF || job == DP_LEDGER_INF ||
+	    job > DP_LEDGER_NANO_MAX - b->others_nano)
+		return DP_LEDGER_INF;
+	return b->others_nano + job;
 }
 
-/* An existing ledger must be this owner's and carry our caps.  Returns the
- * answer cap K from its header. */
-static int verify_existing(const struct own_budget *b, const dp_ledger *ro, uint64_t *K)
+/* Does one more charge of eps_q fit under the lifetime cap? */
+static bool lifetime_allows(const struct own_budget *b, double eps_q)
 {
-	const char *path = b->cfg.path, *ident = dp_ledger_identity(ro);
-	char prefix[DP_LEDGER_IDENTITY_MAX + 1];
-	uint64_t cap_nano;
-	int r;
+	uint64_t spent, c;
 
-	snprintf(prefix, sizeof(prefix), "owner=%s job", b->cfg.owner_id);
-	if (strncmp(ident, prefix, strlen(prefix)) != 0)
-		return dp_error_set(DP_EINVAL, "ledger %s belongs to '%s', not to owner %s", path,
-				    ident, b->cfg.owner_id);
-	cap_nano = DP_LEDGER_INF;
-	if (!isinf(b->cfg.epsilon)) {
-		r = dp_ledger_nano_floor(b->cfg.epsilon, &cap_nano);
-		if (r < 0)
-			return r;
-	}
-	if (dp_ledger_cap_nano(ro) != cap_nano)
-		return dp_error_set(DP_EINVAL, "ledger %s was created with epsilon %.9g, not %.9g "
-				    "(the caps of a ledger never change)", path, dp_ledger_cap(ro),
-				    b->cfg.epsilon);
-	if (b->cfg.answers_cap != 0 && dp_ledger_answers_cap(ro) != b->cfg.answers_cap)
-		return dp_error_set(DP_EINVAL, "ledger %s was created with answers-cap %llu, not "
-				    "%llu (the caps of a ledger never change)", path,
-				    (unsigned long long)dp_ledger_answers_cap(ro),
-				    (unsigned long long)b->cfg.answers_cap);
-	*K = dp_ledger_answers_cap(ro);
-	return 0;
+	if (b->lifetime_nano == DP_LEDGER_INF)
+		return true;
+	spent = lifetime_spent_nano(b);
+	if (spent == DP_LEDGER_INF || spent > b->lifetime_nano)
+		return false;
+	if (isinf(eps_q) || dp_ledger_nano_ceil(eps_q, &c) < 0)
+		return false;
+	return c <= b->lifetime_nano - spent;
 }
 
 int own_budget_open(struct own_budget *b, const struct own_budget_config *cfg)
 {
 	struct own_budget_status st;
-	char ident[DP_LEDGER_IDENTITY_MAX + 1];
-	dp_ledger *ro = NULL, *l = NULL;
-	uint64_t K = 0;
-	double eps_q;
 	int r;
 
 	DP_REQUIRE(b != NULL && cfg != NULL && cfg->path != NULL && cfg->owner_id != NULL);
 	memset(b, 0, sizeof(*b));
 	b->cfg = *cfg;
-	r = check_directory(cfg->path);
-	if (r < 0)
-		return r;
-
-	/* Verify read-only first: the caps to open with come from the header. */
-	r = dp_ledger_open(cfg->path, 1.0, 1, NULL, open_flags(b) | DP_LEDGER_READONLY, &ro);
-	if (r == DP_ENOENT) {
-		refresh_gauges(b, &st);   /* nothing spent yet */
-		return 0;   /* created at the first Welcome, when K is known */
+	b->lifetime_nano = DP_LEDGER_INF;
+	if (!isinf(cfg->lifetime)) {
+		r = dp_ledger_nano_floor(cfg->lifetime, &b->lifetime_nano);
+		if (r < 0)
+			return r;
+	}
+	if (cfg->check_only) {
+		/* Verify what exists, create nothing, take no lock. */
+		if (access(cfg->path, F_OK) != 0)
+			return 0;
+		r = dp_ledgerset_open(cfg->path, cfg->owner_id, DP_LEDGERSET_READONLY, &b->set);
+	} else {
+		r = dp_ledgerset_open(cfg->path, cfg->owner_id, 0, &b->set);
 	}
 	if (r < 0)
 		return r;   /* the detail names the file */
-	r = verify_existing(b, ro, &K);
-	if (r == 0)
-		r = share(b, K, &eps_q);
-	if (r == 0)
-		snprintf(ident, sizeof(ident), "%s", dp_ledger_identity(ro));
-	dp_ledger_close(ro);
-	if (r < 0)
-		return r;
-
-	r = dp_ledger_open(cfg->path, cfg->epsilon, K, ident, open_flags(b), &l);
-	if (r == DP_ESTATE)
-		return dp_error_set(r, "ledger %s is in use by another process", cfg->path);
-	if (r < 0)
-		return r;
-	b->ledger = l;
-	b->K = K;
-	b->eps_q = eps_q;
+	b->others_nano = dp_ledgerset_spent_except(b->set, NULL);
 	refresh_gauges(b, &st);
+	DP_INFO("ledger", "opened dir=%s jobs=%zu lifetime_spent=%.9g lifetime_cap=%g", cfg->path,
+		dp_ledgerset_count(b->set), st.lifetime_spent, cfg->lifetime);
 	return 0;
 }
 
@@ -170,6 +137,8 @@ void own_budget_close(struct own_budget *b)
 	DP_REQUIRE(b != NULL);
 	dp_ledger_close(b->ledger);
 	b->ledger = NULL;
+	dp_ledgerset_close(b->set);
+	b->set = NULL;
 }
 
 uint64_t own_budget_cap_for(const struct own_budget *b, uint64_t K)
@@ -178,34 +147,54 @@ uint64_t own_budget_cap_for(const struct own_budget *b, uint64_t K)
 	return b->cfg.answers_cap ? b->cfg.answers_cap : K;
 }
 
+/* Close the bound job's ledger (every record is durable) and take what it
+ * spent into the other jobs' total. */
+static int unbind(struct own_budget *b)
+{
+	int r;
+
+	DP_INFO("ledger", "job %s closed answers=%llu spent=%.9g", b->job,
+		(unsigned long long)dp_ledger_answers(b->ledger), dp_ledger_spent(b->ledger));
+	dp_ledger_close(b->ledger);
+	b->ledger = NULL;
+	b->job[0] = '\0';
+	b->K = 0;
+	r = dp_ledgerset_rescan(b->set);
+	if (r < 0)
+		return r;
+	b->others_nano = dp_ledgerset_spent_except(b->set, NULL);
+	return 0;
+}
+
 int own_budget_bind(struct own_budget *b, const char *job, uint64_t offered)
 {
 	struct own_budget_status st;
 	uint64_t K;
-	char ident[DP_LEDGER_IDENTITY_MAX + 1];
+	char ident[DP_LEDGER_IDENTITY_MAX + 1], *path;
 	double eps_q;
 	int r;
 
-	DP_REQUIRE(b != NULL && job != NULL && offered >= 1);
+	DP_REQUIRE(b != NULL && job != NULL && offered >= 1 && !b->ticket_open);
 	/* Any K keeps epsilon: each answer is (epsilon/K)-DP and at most K are
 	 * given (docs/privacy.md), so the learner may propose it. */
 	K = own_budget_cap_for(b, offered);
 	identity(b, job, ident, sizeof(ident));
-	if (b->ledger) {
-		/* Opened at startup from an existing file: it must be this job's. */
-		if (strcmp(dp_ledger_identity(b->ledger), ident) != 0) {
-			DP_ERROR("ledger", "ledger %s is bound to '%s' but the learner runs job '%s'; "
-				 "use a new ledger file for a new job", b->cfg.path,
-				 dp_ledger_identity(b->ledger), job);
-			return DP_EINVAL;
-		}
+	if (b->ledger && strcmp(b->job, job) == 0) {
 		if (b->K != K) {
-			DP_ERROR("ledger", "ledger %s has answers cap %llu but this job needs %llu; "
-				 "the caps of a ledger never change", b->cfg.path,
+			DP_ERROR("ledger", "ledger of job %s has answers cap %llu but the learner "
+				 "now asks %llu; the caps of a job never change", job,
 				 (unsigned long long)b->K, (unsigned long long)K);
 			return DP_EINVAL;
 		}
 		return 0;
+	}
+	if (b->ledger) {
+		r = unbind(b);
+		if (r < 0) {
+			DP_ERROR("ledger", "cannot read the ledger directory %s: %s", b->cfg.path,
+				 dp_error_detail(r));
+			return fail(b, 0, r);
+		}
 	}
 	r = share(b, K, &eps_q);
 	if (r < 0) {
@@ -213,17 +202,27 @@ int own_budget_bind(struct own_budget *b, const char *job, uint64_t offered)
 			 b->cfg.epsilon, (unsigned long long)K, dp_error_detail(r));
 		return r;
 	}
-	r = dp_ledger_open(b->cfg.path, b->cfg.epsilon, K, ident, open_flags(b), &b->ledger);
+	path = dp_ledgerset_job_path(b->set, job);
+	if (path == NULL)
+		return DP_ENOMEM;
+	r = dp_ledger_open(path, b->cfg.epsilon, K, ident, open_flags(b), &b->ledger);
 	if (r < 0) {
-		DP_ERROR("ledger", "cannot open ledger %s: %s", b->cfg.path,
+		DP_ERROR("ledger", "cannot open the ledger of job %s: %s", job,
 			 r == DP_ESTATE ? "in use by another process" : dp_error_detail(r));
+		free(path);
 		return r;
 	}
+	/* What this job spent before (a resumed job) is in its own ledger. */
+	b->others_nano = dp_ledgerset_spent_except(b->set, path);
+	snprintf(b->job, sizeof(b->job), "%s", job);
 	b->K = K;
 	b->eps_q = eps_q;
 	refresh_gauges(b, &st);
-	DP_INFO("ledger", "bound path=%s identity=\"%s\" epsilon=%g K=%llu eps_q=%.9g",
-		b->cfg.path, ident, b->cfg.epsilon, (unsigned long long)K, eps_q);
+	DP_INFO("ledger", "bound path=%s identity=\"%s\" epsilon=%g K=%llu eps_q=%.9g "
+		"answers=%llu lifetime_spent=%.9g lifetime_left=%.9g", path, ident, b->cfg.epsilon,
+		(unsigned long long)K, eps_q, (unsigned long long)st.answers, st.lifetime_spent,
+		st.lifetime_left);
+	free(path);
 	return 0;
 }
 
@@ -239,17 +238,76 @@ bool own_budget_left(const struct own_budget *b)
 	dp_ledger_last_k(b->ledger, &last);
 	if (last == UINT64_MAX)
 		return false;
-	return dp_ledger_check(b->ledger, last + 1, b->eps_q) == 0;
+	return dp_ledger_check(b->ledger, last + 1, b->eps_q) == 0 &&
+	       lifetime_allows(b, b->eps_q);
+}
+
+bool own_budget_lifetime_blocks(const struct own_budget *b)
+{
+	uint64_t last = 0;
+
+	DP_REQUIRE(b != NULL);
+	if (b->ledger == NULL || b->K == 0 || b->failed || dp_ledger_failed(b->ledger) ||
+	    dp_ledger_answers(b->ledger) >= b->K)
+		return false;
+	dp_ledger_last_k(b->ledger, &last);
+	if (last == UINT64_MAX || dp_ledger_check(b->ledger, last + 1, b->eps_q) != 0)
+		return false;
+	return !lifetime_allows(b, b->eps_q);
+}
+
+bool own_budget_lifetime_hit(const struct own_budget *b)
+{
+	DP_REQUIRE(b != NULL);
+	return b->lifetime_hit;
+}
+
+bool own_budget_lifetime_spent(const struct own_budget *b)
+{
+	uint64_t spent;
+
+	DP_REQUIRE(b != NULL);
+	if (b->lifetime_nano == DP_LEDGER_INF)
+		return false;
+	spent = lifetime_spent_nano(b);
+	return spent == DP_LEDGER_INF || spent >= b->lifetime_nano;
+}
+
+static double nano_eps(uint64_t v)
+{
+	return v == DP_LEDGER_INF ? INFINITY : (double)v / 1e9;
 }
 
 void own_budget_status(const struct own_budget *b, struct own_budget_status *out)
 {
+	uint64_t spent;
+
 	DP_REQUIRE(b != NULL && out != NULL);
 	memset(out, 0, sizeof(*out));
+	spent = lifetime_spent_nano(b);
+	out->lifetime_spent = nano_eps(spent);
+	out->lifetime_left = b->lifetime_nano == DP_LEDGER_INF ? INFINITY :
+		spent == DP_LEDGER_INF || spent >= b->lifetime_nano ? 0.0 :
+		nano_eps(b->lifetime_nano - spent);
+	out->job = "";
 	if (b->ledger == NULL) {
+		size_t n = b->set ? dp_ledgerset_count(b->set) : 0;
+
 		out->left = b->cfg.epsilon;
+		/* The newest job of the directory: after a restart the learner
+		 * of that job plans with what its ledger says (the Hello). */
+		if (n > 0) {
+			const dp_ledgerset_job *j = dp_ledgerset_at(b->set, n - 1);
+
+			if (strncmp(j->job, "job=", 4) == 0) {
+				out->job = j->job + 4;
+				out->answers = j->answers;
+				out->cap = j->answers_cap;
+			}
+		}
 		return;
 	}
+	out->job = b->job;
 	out->bound = true;
 	out->answers = dp_ledger_answers(b->ledger);
 	out->cap = b->K;
@@ -306,9 +364,16 @@ int own_budget_begin_eps(struct own_budget *b, uint64_t k, double eps,
 					    (unsigned long long)last);
 		return fail(b, k, r);
 	}
+	b->lifetime_hit = false;
 	r = dp_ledger_check(b->ledger, k, eps);
 	if (r < 0)
 		return ledger_error(b, k, r);
+	/* The dataset's lifetime cap, over every job (docs/ledger.md §8): the
+	 * other jobs' totals are fixed while this one is bound. */
+	if (!lifetime_allows(b, eps)) {
+		b->lifetime_hit = true;
+		return dp_error_set(DP_EBUDGET, "lifetime budget %g spent", b->cfg.lifetime);
+	}
 
 	/* 3. is the caller's, with exactly the share that step 4 charges */
 	t->k = k;
@@ -329,6 +394,10 @@ int own_budget_commit(struct own_budget *b, struct own_budget_ticket *t,
 	if (b->failed)
 		return DP_EIO;
 
+	if (!lifetime_allows(b, t->eps_q)) {
+		b->lifetime_hit = true;
+		return dp_error_set(DP_EBUDGET, "lifetime budget %g spent", b->cfg.lifetime);
+	}
 	/* 4. durable charge (fdatasync'ed before it returns) */
 	r = dp_ledger_charge(b->ledger, t->k, t->eps_q, NULL);
 	if (r < 0)

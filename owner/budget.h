@@ -19,14 +19,22 @@
 #include <stdint.h>
 
 #include "common/core/ledger.h"
+#include "common/core/ledgerset.h"
 #include "common/net/metrics.h"
+
+/* The refusal reason when the lifetime budget, not the job's, is spent. */
+#define OWN_REFUSE_LIFETIME "lifetime budget spent"
+/* Longest job name kept (the protocol's string limit). */
+#define OWN_JOB_MAX 256
 
 /* What the budget is made of; the strings must outlive the budget. */
 struct own_budget_config {
-	const char *path;           /* --ledger */
-	double epsilon;             /* --epsilon; INFINITY only with allow_inf */
+	const char *path;           /* --ledger: the directory of per-job ledgers */
+	double epsilon;             /* --epsilon, the cap of each job; INFINITY only with allow_inf */
+	double lifetime;            /* --lifetime-epsilon, the cap over all jobs of the dataset */
 	uint64_t answers_cap;       /* --answers-cap; 0 = the K of the first Welcome */
 	bool allow_inf;             /* --allow-no-noise */
+	bool check_only;            /* --check-config: read only, create nothing */
 	const char *owner_id;       /* CN of our certificate */
 	double eps_step;            /* 0: the share is epsilon split equally over K
 				       (dp_ledger_eps_share); > 0: peer mode's
@@ -38,12 +46,17 @@ struct own_budget_config {
 
 struct own_budget {
 	struct own_budget_config cfg;
-	dp_ledger *ledger;          /* NULL until opened or bound */
+	dp_ledgerset *set;          /* the directory, locked while the daemon runs */
+	dp_ledger *ledger;          /* the bound job's; NULL until bound */
+	char job[OWN_JOB_MAX + 1];  /* the bound job ("" while unbound) */
 	uint64_t K;                 /* answer cap in force (0 while unbound) */
 	double eps_q;               /* per-answer share: charged AND calibrates the noise */
+	uint64_t others_nano;       /* spent by the dataset's other jobs (DP_LEDGER_INF: unlimited) */
+	uint64_t lifetime_nano;     /* lifetime cap (DP_LEDGER_INF: none) */
 	bool failed;                /* the ledger failed: nothing more, ever */
 	bool ticket_open;           /* own_budget_begin'ed, not yet committed/abandoned */
 	double ticket_eps;          /* the open ticket's share */
+	bool lifetime_hit;          /* the last DP_EBUDGET was the lifetime cap's */
 };
 
 /* The ledger as it stands, for the Hello, the logs and an Answer. */
@@ -53,29 +66,35 @@ struct own_budget_status {
 	uint64_t cap;               /* K (0 while unbound) */
 	double spent;               /* epsilon spent (0 while unbound) */
 	double left;                /* epsilon left (--epsilon while unbound) */
+	double lifetime_spent;      /* over every job of the dataset */
+	double lifetime_left;       /* INFINITY without a lifetime cap */
+	const char *job;            /* the job these counters belong to ("" none);
+				       while unbound, the newest job in the directory */
 };
 
-/* Startup: keep cfg, check that the ledger's directory is writable, and if
- * the file exists verify it completely (dp_ledger_open), check that it is
- * this owner's ("owner=<id> job..." in its header) and carries --epsilon and
- * (when given) --answers-cap, then open and lock it for good.  A missing
- * file is fine: it is created by own_budget_bind() when K is known.
- * Errors (detail names the file): DP_EINVAL (directory, owner or caps do
- * not match), DP_ECORRUPT, DP_ESTATE ("in use by another process"),
- * DP_EIO, DP_ENOMEM, DP_ERANGE.  On failure nothing is open. */
+/* Startup: keep cfg, open the ledger directory (created if missing, locked
+ * for the daemon's life) and verify every job ledger in it completely
+ * (dp_ledgerset_open): they must be this owner's.  Nothing is bound yet;
+ * the first Welcome binds a job (own_budget_bind).
+ * Errors (detail names the file): DP_EINVAL (not a directory -- a format-1
+ * single-job file says how to move it --, another owner's file),
+ * DP_ECORRUPT, DP_ESTATE ("in use by another process"), DP_EIO, DP_ENOMEM,
+ * DP_ERANGE.  On failure nothing is open. */
 int own_budget_open(struct own_budget *b, const struct own_budget_config *cfg);
 
 /* Close the ledger (every charge is already durable).  Idempotent. */
 void own_budget_close(struct own_budget *b);
 
-/* The first Welcome of the process: bind the ledger to the job.  K is
- * --answers-cap when given, else `K` (the caller's: the Welcome's
- * answers_cap, or T when it carries none); the identity is "owner=<id> job=<job>" (or
- * "owner=<id> job-sha256=<hex>" for a long job name).  A ledger opened at
- * startup must carry this identity and K; a missing one is created with
- * them.  Logs the binding.
- * Errors, with a one-line detail: DP_EINVAL (another job or another K,
- * epsilon cannot be split over K) and DP_ECORRUPT -- configuration
+/* A Welcome: bind the budget to job `job`.  K is --answers-cap when given,
+ * else `K` (the caller's: the Welcome's answers_cap, or T when it carries
+ * none).  The job's ledger is the directory's file for that job, with the
+ * identity "owner=<id> job=<job>" (or "owner=<id> job-sha256=<hex>" for a
+ * long job name): an existing one is reopened (the job resumes: its caps
+ * must be --epsilon and K), a missing one is created.  Binding another job
+ * than the bound one closes the bound one first (its records are durable)
+ * and counts what it spent towards the lifetime.  Logs the binding.
+ * Errors, with a one-line detail: DP_EINVAL (the job's ledger has other
+ * caps, epsilon cannot be split over K) and DP_ECORRUPT -- configuration
  * problems; DP_ESTATE (locked by another process), DP_EIO, DP_ENOMEM. */
 int own_budget_bind(struct own_budget *b, const char *job, uint64_t K);
 
@@ -86,6 +105,14 @@ uint64_t own_budget_cap_for(const struct own_budget *b, uint64_t K);
 /* Is there budget for one more answer (bound, not failed, under the answer
  * cap and under the epsilon cap after one more eps_q)? */
 bool own_budget_left(const struct own_budget *b);
+/* Was the last refusal of own_budget_begin (DP_EBUDGET) the lifetime cap's? */
+bool own_budget_lifetime_hit(const struct own_budget *b);
+/* Does the lifetime cap, and not the job's own caps, keep the bound job
+ * from one more answer? */
+bool own_budget_lifetime_blocks(const struct own_budget *b);
+/* Is the lifetime budget spent to the last nano-epsilon (no job can ever be
+ * answered again)? */
+bool own_budget_lifetime_spent(const struct own_budget *b);
 
 void own_budget_status(const struct own_budget *b, struct own_budget_status *out);
 
@@ -117,7 +144,8 @@ struct own_budget_ticket {
  *   DP_ESTATE   k was answered before: refuse "repeated query"
  *   DP_EPROTO   k is below the last answered k and was never answered
  *               (detail: "query k=.. is not above the last answered k=..")
- *   DP_EBUDGET  the budget or the answer cap is used up
+ *   DP_EBUDGET  the budget, the answer cap or the lifetime budget is used
+ *               up (own_budget_lifetime_hit says which)
  *   DP_EIO      the ledger failed (logged here): for good; the daemon must
  *               stop answering
  *   other codes (DP_EINVAL, DP_ERANGE, DP_ENOMEM), with a detail. */

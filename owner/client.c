@@ -20,6 +20,7 @@
 #include "owner/own.h"
 
 static void on_retry(uv_timer_t *t);
+static void tell_lifetime(struct own_client *c);
 
 static void stop(struct own_client *c, int code)
 {
@@ -80,6 +81,72 @@ static void schedule_retry(struct own_client *c)
 	delay = u * cap;   /* full jitter */
 	DP_INFO("conn", "reconnecting in=%.3fs attempt=%u", delay, c->attempt);
 	uv_timer_start(&c->retry_timer, on_retry, (uint64_t)llround(delay * 1000.0), 0);
+}
+
+/* Between jobs: 1 s doubling to 60 s, one line per step, so an owner
+ * whose learner has finished polls at most once a minute. */
+static void schedule_idle(struct own_client *c)
+{
+	double delay = OWN_IDLE_BASE_S;
+
+	for (unsigned i = 0; i < c->idle_step && delay < OWN_IDLE_MAX_S; i++)
+		delay *= 2;
+	if (delay >= OWN_IDLE_MAX_S)
+		delay = OWN_IDLE_MAX_S;
+	else
+		c->idle_step++;
+	DP_INFO("conn", "waiting for the next job: polling the learner in=%gs", delay);
+	uv_timer_start(&c->retry_timer, on_retry, (uint64_t)llround(delay * 1000.0), 0);
+}
+
+static void schedule_next(struct own_client *c)
+{
+	if (c->idle)
+		schedule_idle(c);
+	else
+		schedule_retry(c);
+}
+
+/* The job is over for this owner: with --once the daemon ends (code),
+ * else it waits for the next job. */
+static void job_over(struct own_client *c, int code)
+{
+	if (c->cfg.set->once) {
+		stop(c, code);
+		return;
+	}
+	/* Already waiting (a finished learner that is still closing said
+	 * JOB_OVER again): the backoff goes on growing. */
+	if (!c->idle)
+		c->idle_step = 0;
+	c->idle = true;
+}
+
+/* Tell the learner why we leave, then stop with exit 2: what is wrong
+ * cannot be fixed by trying again (docs/ownerd.md "Exit codes"). */
+static void leave(struct own_client *c, Dpasync__GoodbyeCode code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void leave(struct own_client *c, Dpasync__GoodbyeCode code, const char *fmt, ...)
+{
+	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
+	Dpasync__Goodbye g = DPASYNC__GOODBYE__INIT;
+	char why[DP_FRAME_MAX_STR + 1];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	for (char *q = why; *q; q++)
+		if ((unsigned char)*q < 0x20 || (unsigned char)*q > 0x7e)
+			*q = ' ';
+	g.code = code;
+	g.text = why;
+	env.version = DP_PROTO_VERSION;
+	env.msg_case = DPASYNC__ENVELOPE__MSG_GOODBYE;
+	env.goodbye = &g;
+	send_msg(c, &env);   /* queued: stopping flushes it */
+	DP_ERROR("owner", "leaving for good: %s", why);
+	stop(c, OWN_EXIT_CONFIG);
 }
 
 static void on_retry(uv_timer_t *t)
@@ -144,12 +211,16 @@ static void send_hello(struct own_client *c)
 	h.n_rows = c->cfg.ds->n;
 	h.n_features = (uint32_t)c->cfg.ds->p;
 	h.epsilon = c->cfg.set->epsilon;
-	/* The cap in force: the ledger's once it exists (after a restart the
-	 * learner must plan with it), else our own --answers-cap (0: the
-	 * learner's plan decides). */
-	h.answers_cap = st.bound ? st.cap : c->cfg.set->answers_cap;
+	/* Our own --answers-cap (0: the learner's plan decides), and the
+	 * counters of the job our ledger knows last: after a restart that
+	 * job's learner must plan with them, another job's ignores them. */
+	h.answers_cap = c->cfg.set->answers_cap;
+	h.job = (char *)st.job;
+	h.job_answers_cap = st.cap;
 	h.answers_given = st.answers;
 	h.rate = c->cfg.set->rate;
+	h.schema = (char *)c->cfg.schema_fp;
+	h.bias = c->cfg.set->bias;
 	env.version = DP_PROTO_VERSION;
 	env.msg_case = DPASYNC__ENVELOPE__MSG_HELLO;
 	env.hello = &h;
@@ -192,17 +263,34 @@ static void on_welcome(struct own_client *c, const Dpasync__Welcome *w)
 		drop(c, "Welcome has out-of-range parameters");
 		return;
 	}
+	/* What a row means is the job's: the bias setting comes with it, and
+	 * an owner set up otherwise cannot take part until it is fixed. */
+	if (w->bias != 0 && (w->bias == 2) != c->cfg.set->bias) {
+		leave(c, DPASYNC__GOODBYE_CODE__GOODBYE_SCHEMA_MISMATCH, "job %s has bias=%s but "
+		      "this owner has bias=%s: set bias=%s in ownerd's configuration", w->job,
+		      w->bias == 2 ? "true" : "false", c->cfg.set->bias ? "true" : "false",
+		      w->bias == 2 ? "true" : "false");
+		return;
+	}
 	r = dp_model_check_data(model, c->cfg.ds);
 	if (r < 0) {
-		drop(c, "data does not fit model %s: %s", w->model, dp_error_detail(r));
+		leave(c, DPASYNC__GOODBYE_CODE__GOODBYE_BAD_DATA, "data does not fit model %s: %s",
+		      w->model, dp_error_detail(r));
+		return;
+	}
+	if (own_budget_lifetime_spent(c->cfg.budget)) {
+		own_budget_status(c->cfg.budget, &st);
+		leave(c, DPASYNC__GOODBYE_CODE__GOODBYE_BUDGET_SPENT, "the lifetime budget of this "
+		      "dataset is spent (%.9g of lifetime-epsilon); no job can be answered",
+		      st.lifetime_spent);
 		return;
 	}
 	own_budget_status(c->cfg.budget, &st);
 	if (c->job.have && strcmp(c->job.name, w->job) != 0) {
-		DP_ERROR("owner", "learner switched from job '%s' to '%s'; this owner's ledger "
-			 "is bound to the first", c->job.name, w->job);
-		stop(c, OWN_EXIT_CONFIG);
-		return;
+		/* A new job: its own ledger, its own K (docs/ownerd.md
+		 * "Serving successive jobs"). */
+		DP_INFO("owner", "new job %s (previous %s)", w->job, c->job.name);
+		c->job.have = false;
 	}
 	/* The learner's planned K_i for us; an older learner sends none and
 	 * the cap is then T.  Our own --answers-cap wins over either. */
@@ -246,6 +334,9 @@ static void on_welcome(struct own_client *c, const Dpasync__Welcome *w)
 	c->request_pending = false;
 	own_clock_resume(&c->clock);
 	c->attempt = 0;
+	c->idle = false;
+	c->idle_step = 0;
+	c->welcomed_once = true;
 	own_budget_status(c->cfg.budget, &st);
 	DP_INFO("owner", "welcome job=%s model=%s T=%llu K=%llu N=%u n_total=%llu p=%u clip=%g "
 		"mode=%s k_done=%llu answers=%llu/%llu spent=%.9g left=%.9g", w->job, w->model,
@@ -256,6 +347,38 @@ static void on_welcome(struct own_client *c, const Dpasync__Welcome *w)
 		(unsigned long long)st.cap, st.spent, st.left);
 	if (!own_budget_left(c->cfg.budget))
 		DP_INFO("owner", "budget exhausted: staying connected (refusing) until Done");
+	c->lifetime_told = false;
+	tell_lifetime(c);
+}
+
+/* ---- Goodbye: the learner says why it closes ---------------------------- */
+
+static void on_goodbye(struct own_client *c, const Dpasync__Goodbye *g)
+{
+	const char *text = g->text ? g->text : "";
+
+	c->goodbye = true;
+	switch (g->code) {
+	case DPASYNC__GOODBYE_CODE__GOODBYE_UNKNOWN_IDENTITY:
+		DP_ERROR("owner", "the learner refused this owner: %s; add '%s' to learnerd's "
+			 "owners, or use the certificate it expects", text, c->cfg.id);
+		stop(c, OWN_EXIT_CONFIG);
+		return;
+	case DPASYNC__GOODBYE_CODE__GOODBYE_SCHEMA_MISMATCH:
+	case DPASYNC__GOODBYE_CODE__GOODBYE_BAD_DATA:
+	case DPASYNC__GOODBYE_CODE__GOODBYE_BUDGET_SPENT:
+		DP_ERROR("owner", "the learner refused this owner: %s", text);
+		stop(c, OWN_EXIT_CONFIG);
+		return;
+	case DPASYNC__GOODBYE_CODE__GOODBYE_JOB_OVER:
+		DP_INFO("owner", "the learner ended job %s: %s", c->job.have ? c->job.name : "-",
+			text);
+		job_over(c, OWN_EXIT_FAIL);
+		return;
+	default:
+		DP_INFO("owner", "the learner closes the connection: %s", text);
+		return;
+	}
 }
 
 /* ---- Query: send what answer.c decided ------------------------------------- */
@@ -277,6 +400,18 @@ static void send_refuse(struct own_client *c, uint64_t k, const char *reason)
 		(unsigned long long)k, reason, (unsigned long long)st.answers,
 		(unsigned long long)st.cap, st.spent);
 	send_msg(c, &env);
+}
+
+/* The lifetime budget, not the job's, stops this owner: say so once, with
+ * a Refuse that answers no query (k = 0), so that the learner logs the
+ * reason instead of waiting for requests that will not come. */
+static void tell_lifetime(struct own_client *c)
+{
+	if (!c->welcomed || c->lifetime_told || !own_budget_lifetime_blocks(c->cfg.budget))
+		return;
+	c->lifetime_told = true;
+	DP_INFO("owner", "lifetime budget spent: refusing the rest of job %s", c->job.name);
+	send_refuse(c, 0, OWN_REFUSE_LIFETIME);
 }
 
 /* Step 5 of the privacy order (budget.c): the reply exists only after the
@@ -310,6 +445,7 @@ static void send_answer(struct own_client *c, const struct own_reply *rep)
 		r < 0 ? " (not delivered: connection lost)" : "");
 	if (!own_budget_left(c->cfg.budget))
 		DP_INFO("owner", "budget exhausted: staying connected (refusing) until Done");
+	tell_lifetime(c);
 }
 
 /* Send, refuse, drop or stop as answer.c decided. */
@@ -373,7 +509,7 @@ void own_client_answered(void *arg, const struct own_reply *rep)
 	own_clock_resume(&c->clock);
 	if (c->retry_deferred) {
 		c->retry_deferred = false;
-		schedule_retry(c);
+		schedule_next(c);
 	}
 }
 
@@ -415,6 +551,7 @@ static void on_done(struct own_client *c, const Dpasync__Done *m)
 	mf.lambda = c->job.lambda;
 	mf.theta_max = c->job.theta_max;
 	mf.clip = c->job.clip;
+	mf.job = c->job.name;
 	snprintf(mf.mode, sizeof(mf.mode), "async");
 	r = dp_modelfile_write(c->cfg.model_out, &mf);
 	if (r < 0) {
@@ -424,10 +561,13 @@ static void on_done(struct own_client *c, const Dpasync__Done *m)
 		return;
 	}
 	own_budget_status(c->cfg.budget, &st);
-	DP_INFO("owner", "done job=%s T=%llu model=%s answers=%llu spent=%.9g", c->job.name,
-		(unsigned long long)m->t, c->cfg.model_out, (unsigned long long)st.answers,
-		st.spent);
-	stop(c, OWN_EXIT_OK);
+	DP_INFO("owner", "done job=%s T=%llu model=%s answers=%llu spent=%.9g "
+		"lifetime_spent=%.9g lifetime_left=%.9g", c->job.name, (unsigned long long)m->t,
+		c->cfg.model_out, (unsigned long long)st.answers, st.spent, st.lifetime_spent,
+		st.lifetime_left);
+	job_over(c, OWN_EXIT_OK);
+	if (!c->closed)
+		dp_conn_close(c->conn);   /* the learner closes too; the next job is polled for */
 }
 
 /* ---- the connection's callbacks ---------------------------------------------- */
@@ -438,6 +578,7 @@ static int on_handshake(dp_conn *conn, const char *peer_id)
 
 	if (c->closed)
 		return 1;
+	c->handshaken = true;
 	DP_INFO("conn", "connected peer=%s id=%s", dp_conn_peer_addr(conn), peer_id);
 	dp_metrics_set(c->cfg.m->connected, 1);
 	send_hello(c);
@@ -464,11 +605,56 @@ static void on_message(dp_conn *conn, Dpasync__Envelope *m)
 	case DPASYNC__ENVELOPE__MSG_DONE:
 		on_done(c, m->done);
 		break;
+	case DPASYNC__ENVELOPE__MSG_GOODBYE:
+		on_goodbye(c, m->goodbye);
+		break;
 	default:
 		drop(c, "unexpected %s message from the learner", dp_frame_kind(m));
 		break;
 	}
 	dp_frame_msg_free(m);
+}
+
+/* A handshake that failed for a reason no retry can change: one line
+ * saying what to fix, exit 2 (docs/ownerd.md "Exit codes").  A peer that
+ * closed or reset during the handshake (a learner restarting, or
+ * shedding load) is transient. */
+static bool tls_permanent(struct own_client *c, const char *detail)
+{
+	const char *addr = c->cfg.set->learner;
+
+	if (strstr(detail, "closed the connection") != NULL || strstr(detail, "eof") != NULL ||
+	    strstr(detail, "reset") != NULL)
+		return false;
+	if (strstr(detail, "wrong version number") != NULL ||
+	    strstr(detail, "packet length too long") != NULL ||
+	    strstr(detail, "http request") != NULL || strstr(detail, "record layer") != NULL)
+		DP_ERROR("owner", "%s does not speak TLS (is it learnerd's metrics port?): fix "
+			 "--learner; %s", addr, detail);
+	else if (strstr(detail, "hostname mismatch") != NULL)
+		DP_ERROR("owner", "the learner's certificate does not carry the name '%s': fix "
+			 "--server-name (it must be a name in the learner's certificate); %s",
+			 c->cfg.set->server_name, detail);
+	else
+		DP_ERROR("owner", "TLS handshake with %s refused: fix the certificates or their "
+			 "settings (--ca, --cert, --key, --crl, --learner-pin, --server-name); %s",
+			 addr, detail);
+	stop(c, OWN_EXIT_CONFIG);
+	return true;
+}
+
+/* TLS 1.3: our handshake completes before the learner has checked our
+ * certificate, so its refusal arrives as an alert afterwards, before any
+ * Welcome.  A certificate alert is permanent too. */
+static bool cert_refused(struct own_client *c, const char *detail)
+{
+	if (strstr(detail, "alert") == NULL ||
+	    (strstr(detail, "certificate") == NULL && strstr(detail, "unknown ca") == NULL))
+		return false;
+	DP_ERROR("owner", "the learner refused this owner's certificate: fix --cert/--key (issued "
+		 "by the deployment CA, for client use, not revoked or expired); %s", detail);
+	stop(c, OWN_EXIT_CONFIG);
+	return true;
 }
 
 static void on_close(dp_conn *conn, int reason, const char *detail)
@@ -494,13 +680,18 @@ static void on_close(dp_conn *conn, int reason, const char *detail)
 	else
 		DP_WARN("conn", "connection to the learner failed reason=%s detail=%s",
 			dp_strerror(reason), detail ? detail : "");
+	if (reason == DP_ETLS && !c->handshaken && tls_permanent(c, detail ? detail : ""))
+		return;
+	if (reason == DP_ETLS && c->handshaken && !c->welcomed_once &&
+	    cert_refused(c, detail ? detail : ""))
+		return;
 	if (own_answer_busy(c->cfg.answer)) {
 		/* Reconnect once the discarded answer has ended, so that a new
 		 * connection never meets an answer in flight. */
 		c->retry_deferred = true;
 		return;
 	}
-	schedule_retry(c);
+	schedule_next(c);
 }
 
 /* ---- entry points ------------------------------------------------------------ */
@@ -533,6 +724,9 @@ void own_client_start(struct own_client *c)
 	memset(&cfg, 0, sizeof(cfg));
 	memset(&lim, 0, sizeof(lim));
 	lim.p = c->cfg.ds->p;
+	c->handshaken = false;
+	c->welcomed_once = false;
+	c->goodbye = false;
 	cfg.ctx = c->cfg.ctx;
 	cfg.cb.on_handshake = on_handshake;
 	cfg.cb.on_message = on_message;
@@ -548,7 +742,7 @@ void own_client_start(struct own_client *c)
 		c->conn = NULL;
 		DP_WARN("conn", "cannot start connecting to %s:%u: %s", c->cfg.host,
 			(unsigned)c->cfg.port, dp_error_detail(r));
-		schedule_retry(c);
+		schedule_next(c);
 	}
 }
 

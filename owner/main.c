@@ -30,6 +30,7 @@
 #include "common/net/httpd.h"
 #include "common/net/tls.h"
 
+#include "common/core/fingerprint.h"
 #include "owner/own.h"
 
 /* The daemon: the settings and what startup makes, and the three roles. */
@@ -39,6 +40,7 @@ struct own_daemon {
 	char host[DP_ADDR_HOST_MAX + 1]; /* from --learner */
 	uint16_t port;
 	char *model_out;                /* resolved path (owned) */
+	char schema_fp[DP_FINGERPRINT_SIZE]; /* of our rows (Hello.schema) */
 	dp_dataset ds;
 	SSL_CTX *ctx;
 	dp_csprng *rng;
@@ -91,17 +93,23 @@ static const struct dp_config_entry entries[] = {
 	{ .name = "target", DP_CFG_STRING(&S.target), .group = "Data", .metavar = "COL",
 	  .help = "target column (default y, or the schema's target)" },
 	{ .name = "bias", DP_CFG_BOOL(&S.bias), .def = "false", .group = "Data",
-	  .help = "append a constant-1 bias column" },
+	  .help = "append a constant-1 bias column; must equal the job's bias (Welcome), "
+		  "else this owner leaves with exit 2" },
 	{ .name = "schema", DP_CFG_PATH(&S.schema), .group = "Data",
 	  .help = "feature schema (JSON) shared by all owners" },
 	{ .name = "epsilon", DP_CFG_DOUBLE_INF(&S.epsilon), .def = "1", .min = 0,
 	  .max = INFINITY, .min_exclusive = true, .group = "Privacy",
-	  .help = "total privacy budget of this owner (inf only with --allow-no-noise)" },
+	  .help = "privacy budget of each job (inf only with --allow-no-noise)" },
+	{ .name = "lifetime-epsilon", DP_CFG_DOUBLE_INF(&S.lifetime_epsilon), .def = "0",
+	  .min = 0, .max = INFINITY, .group = "Privacy",
+	  .help = "privacy budget of the dataset over all jobs (0: --epsilon, one job's worth; "
+		  "inf: no lifetime cap)" },
 	{ .name = "answers-cap", DP_CFG_U64(&S.answers_cap), .def = "0", .group = "Privacy",
 	  .metavar = "K",
 	  .help = "most answers ever given (0 = the K_i the learner plans, sent in its Welcome)" },
 	{ .name = "ledger", DP_CFG_PATH(&S.ledger), .flags = DP_CONFIG_REQUIRED,
-	  .group = "Privacy", .help = "budget ledger file (created on first use)" },
+	  .group = "Privacy", .metavar = "DIR",
+	  .help = "budget ledger directory, one ledger file per job (created on first use)" },
 	{ .name = "allow-no-noise", DP_CFG_BOOL(&S.allow_no_noise), .def = "false",
 	  .group = "Privacy", .help = "permit --epsilon inf (exact answers; testing only)" },
 	{ .name = "theta-max", DP_CFG_DOUBLE_INF(&S.theta_max), .def = "1e6", .min = 0,
@@ -115,6 +123,8 @@ static const struct dp_config_entry entries[] = {
 	  .min = 0.01, .max = 1e6, .group = "Learner", .metavar = "SECONDS",
 	  .help = "reconnect when no Welcome arrives this long after the handshake (the learner "
 		  "sends it once every owner has said Hello)" },
+	{ .name = "once", DP_CFG_BOOL(&S.once), .def = "false", .group = "Learner",
+	  .help = "exit after one job (0 after Done) instead of waiting for the next job" },
 	{ .name = "model-out", DP_CFG_PATH(&S.model_out), .group = "Output",
 	  .help = "where the final model from Done is saved (default: model.json next to "
 		  "the ledger)" },
@@ -219,6 +229,10 @@ static int validate(void *arg)
 	}
 	if (d->set.lambda < 0 && d->set.lambda != -1)
 		return dp_error_set(DP_EINVAL, "--lambda must be >= 0, or -1 for --lambda-per-row");
+	if (d->set.lifetime_epsilon != 0 && d->set.lifetime_epsilon < d->set.epsilon)
+		return dp_error_set(DP_EINVAL, "--lifetime-epsilon %g is below --epsilon %g (a job "
+				    "could never spend its budget)", d->set.lifetime_epsilon,
+				    d->set.epsilon);
 	if (isinf(d->set.epsilon) && !d->set.allow_no_noise)
 		return dp_error_set(DP_EINVAL, "--epsilon inf releases exact answers; it needs "
 				    "--allow-no-noise");
@@ -309,6 +323,8 @@ static int load_data(struct own_daemon *d)
 	o.bias = d->set.bias;
 	r = dp_dataset_load(&d->ds, d->set.data, &o);
 	dp_schema_destroy(schema);
+	if (r == 0)
+		r = dp_fingerprint_schema(&d->ds, d->set.bias, d->set.schema, d->schema_fp);
 	return r;
 }
 
@@ -443,6 +459,7 @@ static int start_roles(struct own_daemon *d)
 		.port = d->port,
 		.model_out = d->model_out,
 		.ds = &d->ds,
+		.schema_fp = d->schema_fp,
 		.bits = &d->bits,
 		.budget = &d->budget,
 		.answer = &d->answer,
@@ -531,6 +548,8 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 	memset(&bc, 0, sizeof(bc));
 	bc.path = d->set.ledger;
 	bc.epsilon = d->set.epsilon;
+	bc.lifetime = d->set.lifetime_epsilon != 0 ? d->set.lifetime_epsilon : d->set.epsilon;
+	bc.check_only = action == DP_CONFIG_CHECK;
 	bc.answers_cap = d->set.answers_cap;
 	bc.allow_inf = d->set.allow_no_noise;
 	bc.owner_id = d->id;

@@ -60,6 +60,11 @@
 /* Reconnection backoff: full jitter over [0, min(MAX, BASE * 2^attempt)]. */
 #define OWN_BACKOFF_BASE_S  0.1
 #define OWN_BACKOFF_MAX_S   10.0
+/* Waiting for the next job (after Done, or once the job's learner is
+ * gone): 1 s doubling to 60 s, no jitter, one log line per step
+ * (docs/ownerd.md "Serving successive jobs"). */
+#define OWN_IDLE_BASE_S     1.0
+#define OWN_IDLE_MAX_S      60.0
 
 /* Settings filled by common/net/config.h (main.c holds the table); read-only
  * once the daemon runs. */
@@ -73,7 +78,9 @@ struct own_settings {
 	char *target;           /* NULL: "y", or the schema's target */
 	bool bias;
 	char *schema;
-	double epsilon;         /* total budget; +inf only with allow_no_noise */
+	double epsilon;         /* each job's budget; +inf only with allow_no_noise */
+	double lifetime_epsilon; /* the dataset's over all jobs; 0: epsilon */
+	bool once;              /* exit after one job */
 	uint64_t answers_cap;   /* K_i; 0 = the learner's K_i from the first
 				   Welcome (T when it carries none) */
 	double rate;            /* Poisson clock ticks per second (sent in Hello) */
@@ -292,6 +299,7 @@ struct own_client_config {
 	uint16_t port;
 	const char *model_out;      /* where Done's model is saved */
 	const dp_dataset *ds;
+	const char *schema_fp;      /* fingerprint of our rows (Hello.schema) */
 	dp_bitsource *bits;         /* backoff jitter and clock gaps */
 	struct own_budget *budget;
 	struct own_answer *answer;
@@ -310,6 +318,13 @@ struct own_client {
 	bool closed;                /* own_client_close was called */
 	bool retry_deferred;        /* reconnect once the answer in flight has ended */
 	unsigned attempt;           /* backoff exponent */
+	bool idle;                  /* between jobs: polling with the idle backoff */
+	unsigned idle_step;         /* its exponent */
+	bool goodbye;               /* the learner said why it closes (logged) */
+	bool handshaken;            /* this connection's TLS handshake completed */
+	bool welcomed_once;         /* this connection got a Welcome (welcomed is
+				       cleared before on_close runs) */
+	bool lifetime_told;         /* the learner was told the lifetime budget is spent */
 	uv_timer_t retry_timer;
 	uv_timer_t welcome_timer;
 };

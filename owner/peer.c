@@ -726,22 +726,6 @@ static int plan_budget(struct own_peer *p, struct own_budget_config *bc)
 			    s->epsilon, (unsigned long long)p->T);
 }
 
-/* A ledger of another job (an owner's for a learner) is not ours to spend. */
-static int check_ledger_identity(struct own_peer *p)
-{
-	char want[DP_LEDGER_IDENTITY_MAX + 1];
-	const dp_ledger *l = p->cfg.budget->ledger;
-
-	if (l == NULL)
-		return 0;
-	snprintf(want, sizeof(want), "owner=%s job=peer", p->cfg.id);
-	if (strcmp(dp_ledger_identity(l), want) != 0)
-		return dp_error_set(DP_EINVAL, "ledger %s is bound to '%s', not to peer mode; use "
-				    "a new ledger file", p->cfg.budget->cfg.path,
-				    dp_ledger_identity(l));
-	return 0;
-}
-
 static int restore(struct own_peer *p)
 {
 	struct own_budget_status st;
@@ -842,9 +826,13 @@ int own_peer_new(const struct own_peer_config *cfg, struct own_peer **out)
 	if (r < 0)
 		goto fail;
 	bc.answers_cap = p->T + p->warm;
+	/* The lifetime cap counts ledger charges: by default one run's worth,
+	 * which under advanced composition is above --epsilon. */
+	if (s->lifetime_epsilon == 0)
+		bc.lifetime = bc.epsilon;
+	/* The ledger of job "peer" (its identity names the agent and the job,
+	 * checked by dp_ledger_open): a learner's job is never spent here. */
 	r = own_budget_open(cfg->budget, &bc);
-	if (r == 0)
-		r = check_ledger_identity(p);
 	if (r == 0)
 		r = own_budget_bind(cfg->budget, "peer", bc.answers_cap);
 	if (r < 0)

@@ -465,10 +465,11 @@ static int load_records(dp_ledger *l, off_t size, uint64_t hdr_cap, uint64_t hdr
 	l->torn = (size_t)rem;
 	if (rem == 0)
 		goto out;
-	DP_WARN("ledger", "torn final record path=%s bytes=%llu offset=%llu%s", l->path,
-		(unsigned long long)rem,
-		(unsigned long long)(DP_LEDGER_HEADER_SIZE + nfull * R),
-		(l->flags & DP_LEDGER_READONLY) ? " (read-only: kept)" : " dropped");
+	if (!(l->flags & DP_LEDGER_QUIET))
+		DP_WARN("ledger", "torn final record path=%s bytes=%llu offset=%llu%s", l->path,
+			(unsigned long long)rem,
+			(unsigned long long)(DP_LEDGER_HEADER_SIZE + nfull * R),
+			(l->flags & DP_LEDGER_READONLY) ? " (read-only: kept)" : " dropped");
 	if (l->flags & DP_LEDGER_READONLY)
 		goto out;
 	if (ftruncate(l->fd, (off_t)(DP_LEDGER_HEADER_SIZE + nfull * R)) != 0) {
@@ -509,7 +510,7 @@ int dp_ledger_open(const char *path, double cap_eps, uint64_t cap_answers,
 		   const char *identity, unsigned flags, dp_ledger **out)
 {
 	const unsigned known = DP_LEDGER_ALLOW_INF | DP_LEDGER_ALLOW_LOWER |
-			       DP_LEDGER_NO_CREATE | DP_LEDGER_READONLY;
+			       DP_LEDGER_NO_CREATE | DP_LEDGER_READONLY | DP_LEDGER_QUIET;
 	bool ro = flags & DP_LEDGER_READONLY;
 	unsigned char h[DP_LEDGER_HEADER_SIZE];
 	uint64_t cap = 0, hdr_cap = 0, hdr_capk = 0;
@@ -621,9 +622,10 @@ int dp_ledger_open(const char *path, double cap_eps, uint64_t cap_answers,
 		rc = dp_error_set(DP_EIO, "ledger %s: fsync: %s", path, strerror(saved));
 		goto fail;
 	}
-	DP_INFO("ledger", "opened path=%s answers=%llu/%llu spent=%.9f cap=%.9f", path,
-		(unsigned long long)l->count, (unsigned long long)l->cap_answers,
-		nano_to_double(l->total), nano_to_double(l->cap_nano));
+	if (!(flags & DP_LEDGER_QUIET))
+		DP_INFO("ledger", "opened path=%s answers=%llu/%llu spent=%.9f cap=%.9f", path,
+			(unsigned long long)l->count, (unsigned long long)l->cap_answers,
+			nano_to_double(l->total), nano_to_double(l->cap_nano));
 	*out = l;
 	return 0;
 fail:

@@ -69,6 +69,10 @@ enum {
 	 * identity are ignored and taken from the header; dp_ledger_charge()
 	 * returns DP_ESTATE. */
 	DP_LEDGER_READONLY    = 1u << 3,
+	/* No log line from the open (the torn-tail warning, "opened"): for a
+	 * caller that verifies many files before its own first line and
+	 * reports what matters itself (ledgerset.h). */
+	DP_LEDGER_QUIET       = 1u << 4,
 };
 
 /* One answer as recorded in the ledger. */

@@ -32,6 +32,8 @@ int dp_modelfile_write(const char *path, const dp_modelfile *mf)
 	/* The reader takes an absent mode as "" and refuses an empty one. */
 	if (rc == 0 && mf->mode[0] != '\0')
 		rc = dp_json_add(o, "mode", json_object_new_string(mf->mode));
+	if (rc == 0 && mf->job)
+		rc = dp_json_add(o, "job", json_object_new_string(mf->job));
 	if (rc == 0)
 		rc = dp_json_add(o, "T", json_object_new_uint64(mf->T));
 	if (rc == 0)

@@ -2,7 +2,7 @@
  *   {"format": "dpasync-model", "version": 1, "model": "linear",
  *    "theta": [...], "features": [...], "target": "price", "bias": true,
  *    "T": 1000, "lambda": ..., "theta_max": ..., "clip_l1": ...,
- *    "mode": "async"}
+ *    "mode": "async", "job": "job-20261124T111500Z-3f2a9c1e"}
  * "features" and "target" are optional (a writer that does not know them
  * leaves them out, and files written before "target" existed still read):
  * with them the file says which data it fits, and `dpasync eval` needs no
@@ -25,6 +25,9 @@ typedef struct dp_modelfile {
 	double theta_max;
 	double clip;
 	char mode[16];      /* async | sync1 | sync2 | peer */
+	const char *job;    /* the job that trained it, written when not NULL;
+			     * the reader leaves it NULL (the file's "job" is
+			     * for people and scripts) */
 } dp_modelfile;
 
 struct dp_dataset;

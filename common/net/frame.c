@@ -56,6 +56,7 @@ static const ProtobufCMessage *submessage(const Dpasync__Envelope *m)
 	case DPASYNC__ENVELOPE__MSG_REFUSE: return &m->refuse->base;
 	case DPASYNC__ENVELOPE__MSG_DONE: return &m->done->base;
 	case DPASYNC__ENVELOPE__MSG_PEER_MODEL: return &m->peer_model->base;
+	case DPASYNC__ENVELOPE__MSG_GOODBYE: return &m->goodbye->base;
 	default: return NULL;
 	}
 }
@@ -218,6 +219,7 @@ const char *dp_frame_kind(const Dpasync__Envelope *m)
 	case DPASYNC__ENVELOPE__MSG_REFUSE: return "refuse";
 	case DPASYNC__ENVELOPE__MSG_DONE: return "done";
 	case DPASYNC__ENVELOPE__MSG_PEER_MODEL: return "peer_model";
+	case DPASYNC__ENVELOPE__MSG_GOODBYE: return "goodbye";
 	default: return "none";
 	}
 }
@@ -310,7 +312,12 @@ static int check_hello(const Dpasync__Hello *h, const struct vlimits *l)
 	/* The learner plans each owner's share of the iterations from the
 	 * rates; 0 means "not said" (an owner from before the field) and
 	 * counts as 1. */
-	return check_num("hello", "rate", h->rate, 1, 0);
+	r = check_num("hello", "rate", h->rate, 1, 0);
+	if (r == 0)
+		r = check_str("hello", "schema", h->schema, 0, l);
+	if (r == 0)
+		r = check_str("hello", "job", h->job, 0, l);
+	return r;
 }
 
 static int check_welcome(const Dpasync__Welcome *w, const struct vlimits *l)
@@ -419,6 +426,10 @@ int dp_frame_validate(const Dpasync__Envelope *m, const dp_frame_limits *lim)
 			return DP_EPROTO;
 		return check_vec("peer_model", "theta", m->peer_model->theta,
 				 m->peer_model->n_theta, &l);
+	case DPASYNC__ENVELOPE__MSG_GOODBYE:
+		if (m->goodbye == NULL)
+			break;
+		return check_str("goodbye", "text", m->goodbye->text, 0, &l);
 	default:
 		return dp_error_set(DP_EPROTO, "envelope carries no message");
 	}

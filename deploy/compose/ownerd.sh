@@ -21,9 +21,11 @@ c=$R/certs
 name=${DP_OWNER:?DP_OWNER is not set}
 port=${DP_METRICS_PORT:-9465}
 
-# Done already received for the job in this state volume: ownerd would
-# reconnect for ever to a learner that has finished.  A new job needs new
-# state volumes (docker compose down -v).
+# The compose stack runs one job (its learner service ends with it), so
+# ownerd runs with --once and exits 0 after Done.  Done already received
+# in this state volume: nothing to do.  A new job needs new state volumes
+# (docker compose down -v); a long-lived owner serving successive jobs is
+# the systemd unit's way (docs/ownerd.md "Serving successive jobs").
 if [ "${DP_PEER:-}" != true ] && [ -f "$R/state/model.json" ]; then
   echo "ownerd.sh: $name already finished this job (model at $R/state/model.json);" \
        "remove the volumes for a new job" >&2
@@ -57,5 +59,5 @@ exec ownerd --learner "${DP_LEARNER:-learner:7800}" --server-name "${DP_SERVER_N
   --ca "$c/ca.crt" --cert "$c/$name.crt" --key "$c/$name.key" \
   --data "$R/data/data.csv" "${bias[@]}" \
   --epsilon "${DP_EPSILON:-1}" --rate "${DP_RATE:-1}" \
-  --ledger "$R/state/ledger" --model-out "$R/state/model.json" \
+  --ledger "$R/state/ledger" --model-out "$R/state/model.json" --once \
   --metrics-listen "${DP_METRICS_LISTEN:-0.0.0.0}:$port" ${DP_OWNER_ARGS:-}

@@ -199,7 +199,7 @@ def collect(d, build, ownerd, tag, data, K, eps):
                             '--ca', certs + '/ca.crt', '--cert', certs + '/owner-1.crt',
                             '--key', certs + '/owner-1.key', '--data', data,
                             '--epsilon', repr(K * eps), '--ledger', os.path.join(d, tag + '.ledger'),
-                            '--log-level', 'warn'],
+                            '--log-level', 'warn', '--once'],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     return aud, own, ans
 

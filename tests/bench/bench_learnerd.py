@@ -280,7 +280,7 @@ class Bench:
                          "--data", "%s/owner-%d.csv" % (self.data, i), "--bias",
                          "--rate", "%g" % rate_for(a, n),
                          "--ledger", os.path.join(od, "ledger"),
-                         "--model-out", os.path.join(od, "model.json")],
+                         "--model-out", os.path.join(od, "model.json"), "--once"],
                         subprocess.DEVNULL, oe))
         limit = 60 + 20 * a.seconds
         lru = reap(lp, limit)

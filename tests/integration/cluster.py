@@ -66,7 +66,7 @@ class Cluster:
         raise Fail('learnerd did not write its port file')
 
     def start_owner(self, i, name=None, certdir=None, ledger=None, extra=(), eps='1', rate='50',
-                    env=None):
+                    env=None, once=True):
         name = name or 'owner-%d' % i
         c = certdir or self.certs()
         ledger = ledger or self.path('owner-%d' % i, 'ledger')
@@ -75,6 +75,8 @@ class Cluster:
                '--cert', '%s/%s.crt' % (c, name), '--key', '%s/%s.key' % (c, name),
                '--data', self.data(i), '--bias', '--epsilon', eps, '--rate', rate,
                '--ledger', ledger, '--model-out', ledger + '.model.json'] + list(extra)
+        if once:   # these tests run one job: the owner ends with it
+            cmd.append('--once')
         if eps == 'inf':
             cmd.append('--allow-no-noise')
         log = open(ledger + '.log', 'a')
@@ -188,8 +190,20 @@ def closed_by_peer(s, timeout=10):
     except socket.timeout:
         return False
 
+def job_file(path):
+    """The job ledger of an ownerd ledger directory (docs/ledger.md §8):
+    the one job's file, or the newest when there are several; a file is
+    itself."""
+    if not os.path.isdir(path):
+        return path
+    files = sorted((os.path.getmtime(os.path.join(path, f)), f) for f in os.listdir(path)
+                   if f.startswith('job-') and f.endswith('.ledger'))
+    return os.path.join(path, files[-1][1]) if files else os.path.join(path, 'none')
+
 def ledger_records(path):
-    """(answers, total nano-epsilon) of a ledger file (docs/ledger.md §3)."""
+    """(answers, total nano-epsilon) of a ledger file (docs/ledger.md §3),
+    or of the job ledger in an ownerd ledger directory."""
+    path = job_file(path)
     if not os.path.exists(path):
         return 0, 0
     b = open(path, 'rb').read()
@@ -204,6 +218,7 @@ def ledger_entries(path):
     independently of the C code (docs/ledger.md §3).  A torn final record
     (a partial one, or a final one whose checksum fails) is left out, as
     ownerd does at its next start; any other damage fails."""
+    path = job_file(path)
     if not os.path.exists(path):
         return [], None
     b = open(path, 'rb').read()
@@ -262,7 +277,7 @@ def check_invariants(c, eps_cap_nano=10 ** 9, complete=True, settled=True):
                 r['k'], seen_k.get(r['k']), name))
             seen_k[r['k']] = name
             prev_total, prev_k = r['total'], r['k']
-        info = json.loads(run([c.dp, 'ledger', c.ledger(i)]).stdout)
+        info = json.loads(run([c.dp, 'ledger', job_file(c.ledger(i))]).stdout)
         check(info['answers'] == len(recs) and abs(info['epsilon_spent'] - nano / 1e9) < 1e-9
               or (not settled and info['answers'] >= len(recs)),
               '%s: dpasync ledger %s, file %d answers %d nano' % (name, info, len(recs), nano))

@@ -352,7 +352,7 @@ def check_csr(t, bins):
     op = start([bins['ownerd'], '--learner', '127.0.0.1:' + ports(pf)['tls'], '--ca', ca + '/ca.crt',
                 '--cert', os.path.join(ca, 'hospital-d.crt'), '--key', os.path.join(own, 'hospital-d.key'),
                 '--data', os.path.join(d, 'g', 'owner-1.csv'), '--rate', '50',
-                '--ledger', os.path.join(d, 'ledger')], log=olog)
+                '--ledger', os.path.join(d, 'ledger'), '--once'], log=olog)
     watch(lp, llog, [(op, olog)], 60)
     rc, out = finish(lp, 10, 'learnerd', llog)
     check(rc == 0 and 'done k=5' in out, 'job with a CSR-issued owner: exit %d %r' % (rc, out))
@@ -538,7 +538,8 @@ def check_compose_run(t, bindir):
     check(len(trace) == 41, 'trace.csv has %d lines, want 41' % len(trace))
     for i in (1, 2, 3):
         st = vol('owner-%d-state' % i)
-        check(os.path.getsize(os.path.join(st, 'ledger')) >= 256, 'owner-%d: no ledger' % i)
+        check(any(f.endswith('.ledger') and os.path.getsize(os.path.join(st, 'ledger', f)) >= 256
+                  for f in os.listdir(os.path.join(st, 'ledger'))), 'owner-%d: no job ledger' % i)
         check(os.path.exists(os.path.join(st, 'model.json')), 'owner-%d: no model from Done' % i)
         tg = json.load(open(vol('targets', 'owner-%d.json' % i)))
         check(tg == [{'targets': ['owner-%d:0' % i], 'labels': {'owner': 'owner-%d' % i}}],
@@ -696,7 +697,8 @@ def check_sandbox_job(t, bins):
     op = start(['strace', '-f', '-qq', '-o', d + '/ownerd.trace', bins['ownerd'],
                 '--learner', 'localhost:' + ports(pf)['tls'], '--ca', d + '/c/ca.crt',
                 '--cert', d + '/c/owner-1.crt', '--key', d + '/c/owner-1.key', '--data', d + '/g/owner-1.csv',
-                '--bias', '--rate', '50', '--ledger', d + '/ledger', '--metrics-listen', '127.0.0.1:0'], log=olog)
+                '--bias', '--rate', '50', '--ledger', d + '/ledger', '--metrics-listen', '127.0.0.1:0',
+                '--once'], log=olog)
     watch(lp, llog, [(op, olog)], 120)
     rc, out = finish(lp, 10, 'learnerd (strace)', llog)
     check(rc == 0 and 'done k=20' in out, 'job under strace: exit %d %r' % (rc, out))

@@ -11,7 +11,7 @@
 import json, math, os, re, signal, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Fail, check, run, tmpdir, cleanup, main
-from cluster import Cluster, ledger_records, check_invariants
+from cluster import Cluster, ledger_records, check_invariants, job_file
 
 def owner_crash(bindir, d):
     T, K3 = 600, 50
@@ -53,14 +53,14 @@ def owner_crash(bindir, d):
         check(n3 == K3, 'owner-3 should stop at exactly K = %d answers, has %d' % (K3, n3))
         # `dpasync ledger` reads the same totals, and refuses a damaged copy.
         for i in (1, 2, 3):
-            led = c.path('owner-%d' % i, 'ledger')
+            led = job_file(c.path('owner-%d' % i, 'ledger'))
             info = json.loads(run([c.dp, 'ledger', led]).stdout)
             n, nano = ledger_records(led)
             check(info['answers'] == n and abs(info['epsilon_spent'] - nano / 1e9) < 1e-9
                   and info['identity'].startswith('owner=owner-%d ' % i),
                   'dpasync ledger disagrees with the file: %s vs %d answers, %d nano' % (info, n, nano))
         bad = c.path('owner-1', 'ledger.damaged')
-        b = bytearray(open(c.path('owner-1', 'ledger'), 'rb').read())
+        b = bytearray(open(job_file(c.path('owner-1', 'ledger')), 'rb').read())
         b[256 + 64 * 5 + 20] ^= 0xff     # inside the 6th record, not the last
         open(bad, 'wb').write(bytes(b))
         p = run([c.dp, 'ledger', bad], ok=False)

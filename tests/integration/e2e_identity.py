@@ -19,7 +19,7 @@ certificate's usage, as an attacker's would not); the odd certificates are
 made with the openssl CLI, signed by the deployment CA."""
 import os, shutil, socket, ssl, subprocess, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import check, run, tmpdir, cleanup, main
+from harness import Fail, check, run, tmpdir, cleanup, main
 from cluster import Cluster, tls_client, closed_by_peer, ledger_records
 
 EXT = {
@@ -217,11 +217,24 @@ def test(argv):
               'learnerd counts more than owner-1 as connected')
         n, _ = ledger_records(c.path('owner-2', 'ledger'))
         check(n == 0, 'revoked owner-2 answered %d queries' % n)
-        check(o1.poll() is None and o2.poll() is None, 'an ownerd exited')
+        check(o1.poll() is None, 'ownerd owner-1 exited')
+        # The revoked owner is told by a TLS alert after its handshake: it
+        # cannot be fixed by retrying, so it exits 2 naming its certificate.
+        try:
+            o2.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            raise Fail('revoked owner-2 still running after 20 s (it must exit 2)')
+        olog = open(c.ledger(2) + '.log').read()
+        check(o2.returncode == 2 and "refused this owner's certificate" in olog,
+              'revoked owner-2: exit %s\n%s' % (o2.returncode, olog[-1500:]))
         c.close()
         for p in (c.path('owner-1', 'ledger'), c.path('owner-2', 'ledger')):
-            if os.path.exists(p):
-                check(os.stat(p).st_mode & 0o777 == 0o600, '%s is not 0600' % p)
+            if os.path.exists(p):   # a ledger directory of per-job files (docs/ledger.md §8)
+                check(os.stat(p).st_mode & 0o777 == 0o700, '%s is not 0700' % p)
+                for f in os.listdir(p):
+                    if f.endswith('.ledger'):
+                        q = os.path.join(p, f)
+                        check(os.stat(q).st_mode & 0o777 == 0o600, '%s is not 0600' % q)
 
         # --- bad CRLs and pins stop the daemons at start (finding 9).
         base = [c.learnerd, '--listen', '127.0.0.1:0', '--ca', certs + '/ca.crt', '--cert', lcrt,

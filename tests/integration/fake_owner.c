@@ -233,6 +233,11 @@ static void on_message(dp_conn *c, Dpasync__Envelope *m)
 		done = 1;
 		finish(0);
 		break;
+	case DPASYNC__ENVELOPE__MSG_GOODBYE:
+		/* The learner's reason; the close that follows ends us (3). */
+		fprintf(stderr, "fake_owner %s: goodbye code=%d: %s\n", A.id, (int)m->goodbye->code,
+			m->goodbye->text ? m->goodbye->text : "");
+		break;
 	default:
 		fprintf(stderr, "fake_owner %s: unexpected %s\n", A.id, dp_frame_kind(m));
 		finish(6);

@@ -52,20 +52,22 @@ def check(cond, msg):
 SCHEMA = {
     'hello': [(1, 'version', 'u'), (2, 'owner_id', 's'), (3, 'n_rows', 'u'),
               (4, 'n_features', 'u'), (5, 'epsilon', 'd'), (6, 'answers_cap', 'u'),
-              (7, 'answers_given', 'u'), (8, 'rate', 'd')],
+              (7, 'answers_given', 'u'), (8, 'rate', 'd'), (9, 'schema', 's'), (10, 'job', 's'),
+              (11, 'bias', 'u'), (12, 'job_answers_cap', 'u')],
     'welcome': [(1, 'job', 's'), (2, 'model', 's'), (3, 'T', 'u'), (4, 'N', 'u'),
                 (5, 'n_total', 'u'), (6, 'rho', 'd'), (7, 'lambda', 'd'),
                 (8, 'theta_max', 'd'), (9, 'clip_l1', 'd'), (10, 'mode', 'u'),
-                (11, 'p', 'u'), (12, 'k_done', 'u'), (13, 'answers_cap', 'u')],
+                (11, 'p', 'u'), (12, 'k_done', 'u'), (13, 'answers_cap', 'u'), (14, 'bias', 'u')],
     'update_request': [],
     'query': [(1, 'k', 'u'), (2, 'theta', 'D')],
     'answer': [(1, 'k', 'u'), (2, 'gradient', 'D'), (3, 'epsilon_spent', 'd'),
                (4, 'epsilon_left', 'd'), (5, 'answers_given', 'u')],
     'refuse': [(1, 'k', 'u'), (2, 'reason', 's')],
     'done': [(1, 'final_theta', 'D'), (2, 'T', 'u')],
+    'goodbye': [(1, 'code', 'u'), (2, 'text', 's')],
 }
 KINDS = {2: 'hello', 3: 'welcome', 4: 'update_request', 5: 'query', 6: 'answer',
-         7: 'refuse', 8: 'done'}
+         7: 'refuse', 8: 'done', 9: 'goodbye'}
 KIND_NO = {v: k for k, v in KINDS.items()}
 
 
@@ -326,7 +328,18 @@ def expect_error(cmd, must_contain, code=2):
     print('ok error:', lines[0])
 
 
+def job_file(path):
+    """The job ledger in an ownerd ledger directory (docs/ledger.md §8): the
+    newest job's file (DIR/none when there is none)."""
+    if not os.path.isdir(path):
+        return path
+    files = sorted((os.path.getmtime(os.path.join(path, f)), f) for f in os.listdir(path)
+                   if f.startswith('job-') and f.endswith('.ledger'))
+    return os.path.join(path, files[-1][1]) if files else os.path.join(path, 'none')
+
+
 def ledger_records(path):
+    path = job_file(path)
     size = os.path.getsize(path)
     check((size - HEADER) % RECORD == 0, 'ledger size %d is not header + records' % size)
     return (size - HEADER) // RECORD
@@ -386,7 +399,7 @@ def main(ownerd, dpasync, shim=None):
                 '--ca', os.path.join(certs, 'ca.crt'),
                 '--cert', os.path.join(certs, 'owner-1.crt'),
                 '--key', os.path.join(certs, 'owner-1.key'),
-                '--data', data, '--bias', '--log-level', 'debug']
+                '--data', data, '--bias', '--log-level', 'debug', '--once']
         log = os.path.join(work, 'ownerd.log')
 
         test_cli(base, work, data)
@@ -492,10 +505,13 @@ def test_main_flow(ownerd, base, work, fl, Xb, y, n, p, log):
     c = fl.accept()
     check(c.peer_cn == 'owner-1', 'client certificate CN %r' % c.peer_cn)
     h = c.expect('hello')
+    fp = h.pop('schema', '')
+    check(h.pop('job', '') == '' and h.pop('job_answers_cap', 0) == 0, 'Hello names a job %r' % h)
     check(h == {'version': 1, 'owner_id': 'owner-1', 'n_rows': n, 'n_features': p,
-                'epsilon': 1.0, 'answers_cap': 3, 'answers_given': 0, 'rate': 20.0},
+                'epsilon': 1.0, 'answers_cap': 3, 'answers_given': 0, 'rate': 20.0, 'bias': 1},
           'Hello %r' % h)
-    check(not os.path.exists(led), 'ledger created before the Welcome')
+    check(re.fullmatch('sha256:[0-9a-f]{64}', fp), 'Hello.schema %r' % fp)
+    check(not os.path.exists(job_file(led)), 'ledger created before the Welcome')
     welcome(c, p)
     c.expect('update_request', timeout=5)
     check(ledger_records(led) == 0, 'ledger not created empty at Welcome')
@@ -591,13 +607,12 @@ def test_main_flow(ownerd, base, work, fl, Xb, y, n, p, log):
     # the end (a crash inside write()) is dropped: no answer left for it.
     o.kill()
     o.wait()
-    with open(led, 'ab') as f:
+    with open(job_file(led), 'ab') as f:
         f.write(b'\x00torn-record\xff' * 2)
     o = Owner(ownerd, args, log)
     c = fl.accept()
     h = c.expect('hello')
     check(h['answers_given'] == 3, 'Hello after restart %r' % h)
-    check(ledger_records(led) == 3, 'torn tail not dropped')
     # One process per ledger; a ledger belongs to one owner.
     expect_error([ownerd] + args, ['in use'], code=1)
     other = [a.replace('owner-1.crt', 'owner-2.crt').replace('owner-1.key', 'owner-2.key')
@@ -606,6 +621,8 @@ def test_main_flow(ownerd, base, work, fl, Xb, y, n, p, log):
     welcome(c, p)
     c.send('query', k=5, theta=list(theta))     # below the last k, never answered
     c.expect_closed()
+    # The job's ledger was opened for writing at the Welcome: the tail is gone.
+    check(ledger_records(led) == 3, 'torn tail not dropped')
     c.close()
     c = fl.accept(timeout=15)
     c.expect('hello')
@@ -637,14 +654,29 @@ def test_main_flow(ownerd, base, work, fl, Xb, y, n, p, log):
     check(re.search(r' info owner: summary final answers=0 refusals=2 ticks=\d+ skipped=\d+ '
                     r'ledger_answers=3/3 spent=', text), 'final summary of the restarted ownerd')
 
-    # The ledger's caps and job are bound for good.
-    expect_error([ownerd] + args[:-4] + ['--epsilon', '2'], ['epsilon'])
-    o = Owner(ownerd, args, log)
+    # A job's caps are bound for good: the same job with another epsilon stops
+    # ownerd (exit 2).  Another job gets a ledger of its own, and its request
+    # ids start again at 1 (docs/ledger.md §8).
+    o = Owner(ownerd, args[:-4] + ['--epsilon', '2'] + args[-4:], log)
+    c = fl.accept()
+    h = c.expect('hello')
+    check(h.get('job') == 'test-job' and h.get('job_answers_cap') == 3 and
+          h['answers_given'] == 3, 'Hello names the job of its ledger %r' % h)
+    welcome(c, p)
+    rc = o.wait()
+    check(rc == 2, 'same job with another epsilon: exit %d, expected 2' % rc)
+    c.close()
+    o = Owner(ownerd, args + ['--lifetime-epsilon', '10'], log)
     c = fl.accept()
     c.expect('hello')
     welcome(c, p, job='another-job')
-    rc = o.wait()
-    check(rc == 2, 'ledger of another job: exit %d, expected 2' % rc)
+    c.send('query', k=1, theta=list(theta))
+    a = c.expect('answer')
+    check(a['answers_given'] == 1, 'another job: its own ledger from k=1 %r' % a)
+    check(len([f for f in os.listdir(led) if f.endswith('.ledger')]) == 2,
+          'two jobs, two ledger files: %r' % os.listdir(led))
+    o.kill(signal.SIGTERM)
+    check(o.wait() == 0, 'SIGTERM exit code')
     c.close()
     print('ok main flow')
 
@@ -659,10 +691,15 @@ def test_no_noise(ownerd, base, work, fl, Xb, y, p, log):
     c = fl.accept()
     h = c.expect('hello')
     check(math.isinf(h['epsilon']) and h['answers_cap'] == 0, 'Hello %r' % h)
-    # Regression targets do not fit a logistic job: the owner hangs up.
+    # Regression targets do not fit a logistic job: the owner says why
+    # (Goodbye BAD_DATA) and exits 2 (docs/ownerd.md "Exit codes").
     welcome(c, p, model='logistic', T=4)
+    g = c.expect('goodbye')
+    check(g['code'] == 3 and 'not -1 or +1' in g['text'], 'Goodbye %r' % g)
     c.expect_closed()
     c.close()
+    check(o.wait() == 2, 'labels that do not fit the model: exit %s, expected 2' % o.p.returncode)
+    o = Owner(ownerd, args, log)
     c = fl.accept(timeout=15)
     c.expect('hello')
     welcome(c, p, T=4, clip=0.7)   # K = T = 4
@@ -737,7 +774,8 @@ def test_welcome_cap(ownerd, base, work, fl, p, log):
     c.close()
     c = fl.accept(timeout=15)
     h = c.expect('hello')
-    check(h['answers_cap'] == 3 and h['answers_given'] == 3 and h['rate'] == 2.5,
+    check(h['job_answers_cap'] == 3 and h['job'] == 'test-job' and h['answers_given'] == 3
+          and h['rate'] == 2.5 and h.get('answers_cap', 0) == 0,
           'Hello after the ledger was bound %r' % h)
     # Another K for the same job: the cap of a ledger never changes.
     welcome(c, p, T=10, K=4)
@@ -747,7 +785,7 @@ def test_welcome_cap(ownerd, base, work, fl, p, log):
     o = Owner(ownerd, args, log)
     c = fl.accept()
     h = c.expect('hello')
-    check(h['answers_cap'] == 3 and h['answers_given'] == 3, 'Hello after restart %r' % h)
+    check(h['job_answers_cap'] == 3 and h['answers_given'] == 3, 'Hello after restart %r' % h)
     o.kill(signal.SIGTERM)
     check(o.wait() == 0, 'SIGTERM exit code')
     c.close()
@@ -866,6 +904,7 @@ def test_no_values_logged(ownerd, base, work, fl, certs):
     c = fl.accept()
     c.expect('hello')
     welcome(c, 4, model='logistic')
+    c.expect('goodbye')
     c.expect_closed()
     c.close()
     o.kill(signal.SIGTERM)
@@ -924,7 +963,8 @@ def test_reconnect_backoff(ownerd, base, work, log):
 
 
 def test_bad_server_name(ownerd, base, work, fl, log):
-    # The learner's certificate does not carry this name: no Hello is sent.
+    # The learner's certificate does not carry this name: no Hello is sent,
+    # and ownerd exits 2 saying to fix --server-name (no retry can help).
     d = os.path.join(work, 'sname')
     os.makedirs(d)
     args = base[1:] + ['--server-name', 'someone-else', '--ledger', os.path.join(d, 'l')]
@@ -935,9 +975,9 @@ def test_bad_server_name(ownerd, base, work, fl, log):
         check(m is None, 'owner talked to a learner with the wrong name: %r' % (m,))
     except ssl.SSLError:
         pass
-    check(o.alive(), 'ownerd exited')
-    o.kill(signal.SIGTERM)
-    check(o.wait() == 0, 'SIGTERM exit code')
+    check(o.wait() == 2, 'wrong server name: exit %s, expected 2' % o.p.returncode)
+    with open(log) as f:
+        check('fix --server-name' in f.read(), 'the log does not say to fix --server-name')
     print('ok server name')
 
 

@@ -139,8 +139,13 @@ def wait_all(agents, timeout):
 
 
 def ledger(path):
+    """The agent's ledger: job "peer" of its ledger directory (docs/ledger.md §8)."""
     p = run([DPASYNC, 'ledger', path])
-    return json.loads(p.stdout.splitlines()[0])
+    info = json.loads(p.stdout.splitlines()[0])
+    jobs = [j for j in info.get('jobs', []) if j.get('job') == 'peer']
+    check(len(jobs) == 1 and info.get('jobs_count') == 1,
+          '%s: expected the one job "peer", got %r' % (path, info))
+    return jobs[0]
 
 
 def theta(path):

@@ -610,6 +610,44 @@ static void test_new_field_numbers(void **state)
 	dp_frame_msg_free(m);
 }
 
+/* The fields issue 10 added, pinned to their numbers: Goodbye = Envelope
+ * field 9 {code 1, text 2}, Hello.schema = 9 and Hello.job = 10 (strings),
+ * Welcome.bias = 14 (varint); a Goodbye's text is checked like any string. */
+static void test_goodbye_and_job_fields(void **state)
+{
+	/* 08 01 | 4a 05 (goodbye) 08 01 12 01 'x' */
+	static const uint8_t bye[] = { 0x08, 0x01, 0x4a, 0x05, 0x08, 0x01, 0x12, 0x01, 'x' };
+	/* the same with text "\x01" */
+	static const uint8_t bad[] = { 0x08, 0x01, 0x4a, 0x05, 0x08, 0x02, 0x12, 0x01, 0x01 };
+	/* 08 01 | 12 06 (hello) 4a 01 'A' 52 01 'B' */
+	static const uint8_t hello[] = { 0x08, 0x01, 0x12, 0x06, 0x4a, 0x01, 'A', 0x52, 0x01, 'B' };
+	/* 08 01 | 1a 02 (welcome) 70 02 (bias = 2) */
+	static const uint8_t welcome[] = { 0x08, 0x01, 0x1a, 0x02, 0x70, 0x02 };
+	Dpasync__Envelope *m = NULL;
+
+	(void)state;
+	assert_int_equal(dp_frame_unpack(bye, sizeof(bye), &m), 0);
+	assert_int_equal(m->msg_case, DPASYNC__ENVELOPE__MSG_GOODBYE);
+	assert_int_equal(m->goodbye->code, DPASYNC__GOODBYE_CODE__GOODBYE_UNKNOWN_IDENTITY);
+	assert_string_equal(m->goodbye->text, "x");
+	assert_string_equal(dp_frame_kind(m), "goodbye");
+	assert_int_equal(dp_frame_validate(m, NULL), 0);
+	dp_frame_msg_free(m);
+	m = NULL;
+	assert_int_equal(dp_frame_unpack(bad, sizeof(bad), &m), 0);
+	assert_int_equal(dp_frame_validate(m, NULL), DP_EPROTO);
+	dp_frame_msg_free(m);
+	m = NULL;
+	assert_int_equal(dp_frame_unpack(hello, sizeof(hello), &m), 0);
+	assert_string_equal(m->hello->schema, "A");
+	assert_string_equal(m->hello->job, "B");
+	dp_frame_msg_free(m);
+	m = NULL;
+	assert_int_equal(dp_frame_unpack(welcome, sizeof(welcome), &m), 0);
+	assert_int_equal(m->welcome->bias, 2);
+	dp_frame_msg_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -624,6 +662,7 @@ int main(void)
 		cmocka_unit_test(test_two_oneof_members),
 		cmocka_unit_test(test_unknown_fields),
 		cmocka_unit_test(test_new_field_numbers),
+		cmocka_unit_test(test_goodbye_and_job_fields),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,68 @@
+/* The schema fingerprint.  See fingerprint.h. */
+#include "common/core/fingerprint.h"
+#include "common/core/error.h"
+#include "common/core/file.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+/* Schema files are small JSON documents; this bounds what is read. */
+#define SCHEMA_MAX (16u << 20)
+
+static void hex(const unsigned char *md, unsigned n, char *out)
+{
+	for (unsigned i = 0; i < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+static int line(EVP_MD_CTX *c, const char *key, const char *val)
+{
+	return EVP_DigestUpdate(c, key, strlen(key)) == 1 && EVP_DigestUpdate(c, " ", 1) == 1 &&
+	       EVP_DigestUpdate(c, val, strlen(val)) == 1 && EVP_DigestUpdate(c, "\n", 1) == 1;
+}
+
+int dp_fingerprint_schema(const dp_dataset *ds, int bias, const char *schema_path,
+			  char out[DP_FINGERPRINT_SIZE])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	char schema_hex[2 * 32 + 1] = "none";
+	unsigned int mdlen = 0;
+	EVP_MD_CTX *c;
+	bool ok;
+	int r;
+
+	DP_REQUIRE(ds != NULL && out != NULL);
+	if (schema_path != NULL) {
+		char *buf = NULL;
+		size_t len = 0;
+
+		r = dp_file_read_all(schema_path, SCHEMA_MAX, &buf, &len);
+		if (r < 0)
+			return r;
+		ok = EVP_Digest(buf, len, md, &mdlen, EVP_sha256(), NULL) == 1;
+		free(buf);
+		if (!ok)
+			return dp_error_set(DP_ENOMEM, "fingerprint: SHA-256 failed");
+		hex(md, 32, schema_hex);
+	}
+	c = EVP_MD_CTX_new();
+	if (c == NULL)
+		return dp_error_set(DP_ENOMEM, "fingerprint: out of memory");
+	ok = EVP_DigestInit_ex(c, EVP_sha256(), NULL) == 1 &&
+	     EVP_DigestUpdate(c, "dpasync-schema 1\n", 17) == 1;
+	for (size_t j = 0; ok && j < ds->p; j++)
+		ok = line(c, "feature", ds->names != NULL && ds->names[j] != NULL ? ds->names[j] : "");
+	ok = ok && line(c, "target", ds->target != NULL ? ds->target : "y") &&
+	     line(c, "bias", bias ? "1" : "0") && line(c, "schema", schema_hex) &&
+	     EVP_DigestFinal_ex(c, md, &mdlen) == 1;
+	EVP_MD_CTX_free(c);
+	if (!ok)
+		return dp_error_set(DP_ENOMEM, "fingerprint: SHA-256 failed");
+	memcpy(out, "sha256:", 7);
+	hex(md, 32, out + 7);
+	return 0;
+}

@@ -1,0 +1,339 @@
+/* An owner's ledgers across jobs.  See ledgerset.h and docs/ledger.md §8. */
+#include "common/core/ledgerset.h"
+#include "common/core/error.h"
+#include "common/core/file.h"
+#include "common/core/mem.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#define JOB_PREFIX "job-"
+#define JOB_SUFFIX ".ledger"
+#define PLAIN_MAX  100
+
+struct dp_ledgerset {
+	char *dir;
+	char *owner;     /* NULL: any */
+	int lock_fd;
+	dp_ledgerset_job *jobs;
+	size_t n, cap;
+};
+
+static bool plain_name(const char *job)
+{
+	size_t n = strlen(job);
+
+	if (n == 0 || n > PLAIN_MAX || job[0] == '.')
+		return false;
+	for (const char *c = job; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (*c >= '0' && *c <= '9') || *c == '.' || *c == '_' || *c == '-'))
+			return false;
+	return true;
+}
+
+char *dp_ledgerset_job_path(const dp_ledgerset *s, const char *job)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	char hex[33], *p = NULL;
+
+	DP_REQUIRE(s != NULL && job != NULL);
+	if (plain_name(job)) {
+		if (asprintf(&p, "%s/" JOB_PREFIX "%s" JOB_SUFFIX, s->dir, job) < 0)
+			return NULL;
+		return p;
+	}
+	EVP_Digest(job, strlen(job), md, &mdlen, EVP_sha256(), NULL);
+	for (unsigned i = 0; i < 16; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	if (asprintf(&p, "%s/" JOB_PREFIX "sha256-%s" JOB_SUFFIX, s->dir, hex) < 0)
+		return NULL;
+	return p;
+}
+
+static bool is_job_file(const char *name)
+{
+	size_t n = strlen(name), ls = strlen(JOB_SUFFIX), lp = strlen(JOB_PREFIX);
+
+	return n > lp + ls && strncmp(name, JOB_PREFIX, lp) == 0 &&
+	       strcmp(name + n - ls, JOB_SUFFIX) == 0;
+}
+
+/* Read one job file's summary (verified completely, read-only). */
+static int add_job(dp_ledgerset *s, const char *path, const char *owner_id)
+{
+	dp_ledgerset_job *j;
+	dp_ledger_entry e;
+	dp_ledger *l = NULL;
+	const char *ident, *sp;
+	uint64_t last = 0;
+	int r;
+
+	r = dp_ledger_open(path, 0, 0, NULL,
+			   DP_LEDGER_READONLY | DP_LEDGER_ALLOW_INF | DP_LEDGER_QUIET, &l);
+	if (r < 0)
+		return r;
+	ident = dp_ledger_identity(l);
+	if (owner_id != NULL) {
+		char prefix[DP_LEDGER_IDENTITY_MAX + 16];
+
+		snprintf(prefix, sizeof(prefix), "owner=%s job", owner_id);
+		if (strncmp(ident, prefix, strlen(prefix)) != 0) {
+			r = dp_error_set(DP_EINVAL, "ledger %s belongs to '%s', not to owner %s",
+					 path, ident, owner_id);
+			goto out;
+		}
+	}
+	if (dp_mem_reserve(&s->jobs, &s->cap, s->n + 1, sizeof(*s->jobs), 8) != 0) {
+		r = dp_error_set(DP_ENOMEM, "ledger: out of memory");
+		goto out;
+	}
+	j = &s->jobs[s->n];
+	memset(j, 0, sizeof(*j));
+	j->path = strdup(path);
+	if (j->path == NULL) {
+		r = dp_error_set(DP_ENOMEM, "ledger: out of memory");
+		goto out;
+	}
+	sp = strchr(ident, ' ');
+	snprintf(j->job, sizeof(j->job), "%s", sp ? sp + 1 : ident);
+	j->answers = dp_ledger_answers(l);
+	j->answers_cap = dp_ledger_answers_cap(l);
+	j->spent_nano = dp_ledger_spent_nano(l);
+	j->cap_nano = dp_ledger_cap_nano(l);
+	j->torn = dp_ledger_torn_bytes(l);
+	if (dp_ledger_last_k(l, &last) == 0 && dp_ledger_lookup(l, last, &e) == 0)
+		j->last_time_ns = e.time_ns;
+	s->n++;
+out:
+	dp_ledger_close(l);
+	return r;
+}
+
+static int by_time(const void *a, const void *b)
+{
+	const dp_ledgerset_job *x = a, *y = b;
+
+	if (x->last_time_ns != y->last_time_ns)
+		return x->last_time_ns < y->last_time_ns ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+static void forget(dp_ledgerset *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->jobs[i].path);
+	s->n = 0;
+}
+
+static int scan(dp_ledgerset *s, const char *owner_id)
+{
+	struct dirent *de;
+	DIR *d;
+	int r = 0;
+
+	d = opendir(s->dir);
+	if (d == NULL)
+		return dp_error_set(DP_EIO, "ledger %s: opendir: %s", s->dir, strerror(errno));
+	for (;;) {
+		char *path = NULL;
+
+		errno = 0;
+		de = readdir(d);
+		if (de == NULL) {
+			if (errno != 0)
+				r = dp_error_set(DP_EIO, "ledger %s: readdir: %s", s->dir,
+						 strerror(errno));
+			break;
+		}
+		if (!is_job_file(de->d_name))
+			continue;
+		if (asprintf(&path, "%s/%s", s->dir, de->d_name) < 0) {
+			r = dp_error_set(DP_ENOMEM, "ledger: out of memory");
+			break;
+		}
+		r = add_job(s, path, owner_id);
+		free(path);
+		if (r < 0)
+			break;
+	}
+	closedir(d);
+	if (r == 0 && s->n > 1)
+		qsort(s->jobs, s->n, sizeof(*s->jobs), by_time);
+	return r;
+}
+
+/* A format-1 ledger file where the directory should be: say how to move it. */
+static int old_file(const char *dir)
+{
+	dp_ledger *l = NULL;
+	const char *job = "JOB";
+	char name[DP_LEDGER_IDENTITY_MAX + 1];
+	int r;
+
+	r = dp_ledger_open(dir, 0, 0, NULL, DP_LEDGER_READONLY | DP_LEDGER_ALLOW_INF | DP_LEDGER_QUIET,
+			   &l);
+	if (r < 0)
+		return dp_error_set(DP_EINVAL, "--ledger %s is a file, not a ledger directory", dir);
+	snprintf(name, sizeof(name), "%s", dp_ledger_identity(l));
+	dp_ledger_close(l);
+	if (strstr(name, " job=") != NULL)
+		job = strstr(name, " job=") + 5;
+	return dp_error_set(DP_EINVAL, "--ledger %s is a single-job ledger from before jobs; "
+			    "--ledger now names a directory of per-job ledgers: run `mv %s %s.1 && "
+			    "mkdir -m 700 %s && mv %s.1 %s/job-%s.ledger` (docs/ledger.md §8)",
+			    dir, dir, dir, dir, dir, dir, plain_name(job) ? job : "JOB");
+}
+
+int dp_ledgerset_open(const char *dir, const char *owner_id, unsigned flags,
+		      dp_ledgerset **out)
+{
+	bool ro = flags & DP_LEDGERSET_READONLY;
+	dp_ledgerset *s;
+	struct stat st;
+	char *lock = NULL;
+	int r;
+
+	DP_REQUIRE(dir != NULL && out != NULL);
+	if (*dir == '\0' || (flags & ~(unsigned)DP_LEDGERSET_READONLY))
+		return dp_error_set(DP_EINVAL, "ledger: open: bad arguments");
+	if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+		return S_ISREG(st.st_mode) ? old_file(dir) :
+			dp_error_set(DP_EINVAL, "--ledger %s is not a directory", dir);
+	if (ro && stat(dir, &st) != 0)
+		return dp_error_set(DP_ENOENT, "ledger %s: no such directory", dir);
+	/* Only the directory itself is made (0700, like a ledger file's
+	 * 0600): a missing parent is a mistyped path, not something to create. */
+	if (!ro && mkdir(dir, 0700) == 0) {
+		r = dp_file_sync_dir(dir);
+		if (r < 0)
+			return r;
+	} else if (!ro && errno != EEXIST) {
+		return dp_error_set(DP_EINVAL, "--ledger %s: cannot create the directory: %s", dir,
+				    strerror(errno));
+	}
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return dp_error_set(DP_ENOMEM, "ledger: out of memory");
+	s->lock_fd = -1;
+	s->dir = strdup(dir);
+	if (s->dir == NULL) {
+		r = dp_error_set(DP_ENOMEM, "ledger: out of memory");
+		goto fail;
+	}
+	if (owner_id != NULL) {
+		s->owner = strdup(owner_id);
+		if (s->owner == NULL) {
+			r = dp_error_set(DP_ENOMEM, "ledger: out of memory");
+			goto fail;
+		}
+	}
+	/* Whose files these are is checked before the lock, so that another
+	 * owner's daemon is told so even while this one runs. */
+	r = scan(s, owner_id);
+	if (r < 0)
+		goto fail;
+	if (!ro) {
+		/* One process per dataset: two daemons on one lifetime budget
+		 * would double it. */
+		if (asprintf(&lock, "%s/lock", dir) < 0) {
+			r = dp_error_set(DP_ENOMEM, "ledger: out of memory");
+			goto fail;
+		}
+		s->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (s->lock_fd < 0) {
+			r = dp_error_set(DP_EIO, "ledger %s: open: %s", lock, strerror(errno));
+			goto fail;
+		}
+		if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+			if (errno == EWOULDBLOCK)
+				r = dp_error_set(DP_ESTATE, "ledger %s: in use by another process", dir);
+			else
+				r = dp_error_set(DP_EIO, "ledger %s: flock: %s", lock, strerror(errno));
+			goto fail;
+		}
+	}
+	if (!ro) {
+		/* Read again under the lock: what another process wrote before
+		 * it let go counts. */
+		r = dp_ledgerset_rescan(s);
+		if (r < 0)
+			goto fail;
+	}
+	free(lock);
+	*out = s;
+	return 0;
+fail:
+	free(lock);
+	dp_ledgerset_close(s);
+	return r;
+}
+
+void dp_ledgerset_close(dp_ledgerset *s)
+{
+	if (s == NULL)
+		return;
+	if (s->lock_fd >= 0)
+		close(s->lock_fd);
+	forget(s);
+	free(s->jobs);
+	free(s->owner);
+	free(s->dir);
+	free(s);
+}
+
+int dp_ledgerset_rescan(dp_ledgerset *s)
+{
+	DP_REQUIRE(s != NULL);
+	forget(s);
+	return scan(s, s->owner);
+}
+
+size_t dp_ledgerset_count(const dp_ledgerset *s)
+{
+	DP_REQUIRE(s != NULL);
+	return s->n;
+}
+
+const dp_ledgerset_job *dp_ledgerset_at(const dp_ledgerset *s, size_t i)
+{
+	DP_REQUIRE(s != NULL && i < s->n);
+	return &s->jobs[i];
+}
+
+const dp_ledgerset_job *dp_ledgerset_find(const dp_ledgerset *s, const char *path)
+{
+	DP_REQUIRE(s != NULL && path != NULL);
+	for (size_t i = 0; i < s->n; i++)
+		if (strcmp(s->jobs[i].path, path) == 0)
+			return &s->jobs[i];
+	return NULL;
+}
+
+uint64_t dp_ledgerset_spent_except(const dp_ledgerset *s, const char *path)
+{
+	uint64_t sum = 0;
+
+	DP_REQUIRE(s != NULL);
+	for (size_t i = 0; i < s->n; i++) {
+		uint64_t v = s->jobs[i].spent_nano;
+
+		if (path != NULL && strcmp(s->jobs[i].path, path) == 0)
+			continue;
+		if (v == DP_LEDGER_INF || v > DP_LEDGER_NANO_MAX - sum)
+			return DP_LEDGER_INF;
+		sum += v;
+	}
+	return sum;
+}

@@ -1,0 +1,247 @@
+#!/usr/bin/python3
+"""Long-lived owners, jobs and the lifetime budget (docs/ownerd.md "Serving
+successive jobs", docs/ledger.md §8), real learnerd and ownerd on loopback:
+
+- two jobs in a row against the same two running ownerd (never restarted):
+  each learnerd makes its own job id (in model.json and the owners'
+  ledgers); owner-1 (--epsilon 1 --answers-cap 40 --lifetime-epsilon 1.5)
+  gives all 40 answers in job 1, then exactly 20 in job 2 and refuses the
+  rest with "lifetime budget spent", which learnerd logs; owner-2 finishes
+  both jobs; `dpasync ledger DIR` prints both jobs' totals and the lifetime
+  total (1.5 for owner-1);
+- after the last job the owners wait for the next one without spinning:
+  over 6 s with no learner, an owner logs at most 4 polls (1 s doubling:
+  3 expected) and uses under 0.5 s of CPU (it idles in a timer: a few ms);
+- bad input gives exit 2 and a reason on both sides (docs/ownerd.md "Exit
+  codes"): a renamed column (x3 -> x3b; that owner says Hello first, and
+  the job still takes the other's schema), an owner without the job's bias,
+  an identity that is not one of the job's owners, a wrong --server-name,
+  the metrics port given as the learner's address, and 0/1 labels in a
+  logistic job.  Each owner must exit 2 within 20 s (the old ownerd retried
+  for ever) with one error line naming the cause; learnerd's log names it
+  too (for the metrics port learnerd's HTTP side has nothing to say)."""
+import json, os, shutil, subprocess, sys, time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Fail, check, run, tmpdir, cleanup, main
+from cluster import Cluster
+
+T = 100
+
+
+class Daemons:
+    """learnerd and ownerd started by hand (other flags than Cluster's)."""
+
+    def __init__(self, c):
+        self.c, self.procs = c, []
+
+    def learner(self, tag, owners, extra=(), port=0):
+        c = self.c
+        pf = c.path(tag + '.ports')
+        log = open(c.path(tag + '.log'), 'a')
+        cmd = [c.learnerd, '--listen', '127.0.0.1:%d' % port, '--port-file', pf,
+               '--ca', c.certs() + '/ca.crt', '--cert', c.certs() + '/learner.crt',
+               '--key', c.certs() + '/learner.key', '--owners', owners,
+               '--out', c.path(tag), '--metrics-listen', '127.0.0.1:0',
+               '--query-timeout', '5'] + list(extra)
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
+        self.procs.append(p)
+        for _ in range(400):
+            if os.path.exists(pf):
+                ports = dict(l.split('=') for l in open(pf).read().split())
+                return p, int(ports['tls']), int(ports.get('metrics', 0))
+            if p.poll() is not None:
+                raise Fail('learnerd %s exited at start:\n%s' % (tag, open(c.path(tag + '.log')).read()))
+            time.sleep(0.05)
+        raise Fail('learnerd %s did not write its port file' % tag)
+
+    def owner(self, tag, name, port, data, extra=()):
+        c = self.c
+        d = c.path(tag)
+        os.makedirs(d, exist_ok=True)
+        cmd = [c.ownerd, '--learner', '127.0.0.1:%d' % port, '--ca', c.certs() + '/ca.crt',
+               '--cert', '%s/%s.crt' % (c.certs(), name), '--key', '%s/%s.key' % (c.certs(), name),
+               '--data', data, '--ledger', os.path.join(d, 'ledger'),
+               '--model-out', os.path.join(d, 'model.json')] + list(extra)
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                             stderr=open(os.path.join(d, 'ownerd.log'), 'a'))
+        self.procs.append(p)
+        return p
+
+    def log(self, tag):
+        for p in (self.c.path(tag + '.log'), self.c.path(tag, 'ownerd.log')):
+            if os.path.exists(p):
+                return open(p).read()
+        return ''
+
+    def close(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+        for p in self.procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+def wait_log(text_fn, needle, timeout=20):
+    end = time.time() + timeout
+    while time.time() < end:
+        if needle in text_fn():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def finish(p, tag, D, timeout=120):
+    try:
+        out, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise Fail('learnerd %s did not finish:\n%s' % (tag, D.log(tag)[-3000:]))
+    check(p.returncode == 0, 'learnerd %s exited %d:\n%s' % (tag, p.returncode, D.log(tag)[-3000:]))
+    return out
+
+
+def cpu_seconds(pid):
+    f = open('/proc/%d/stat' % pid).read().rsplit(')', 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf('SC_CLK_TCK')
+
+
+def two_jobs(c, D):
+    lext = ['--T', str(T), '--bias']
+    l1, port, _ = D.learner('learner-1', 'owner-1,owner-2', lext)
+    o1 = D.owner('o1', 'owner-1', port, c.data(1),
+                 ['--bias', '--epsilon', '1', '--answers-cap', '40', '--lifetime-epsilon', '1.5',
+                  '--rate', '400'])
+    o2 = D.owner('o2', 'owner-2', port, c.data(2),
+                 ['--bias', '--epsilon', '1', '--answers-cap', str(T), '--lifetime-epsilon', '10',
+                  '--rate', '100'])
+    finish(l1, 'learner-1', D)
+    time.sleep(0.5)
+    check(o1.poll() is None and o2.poll() is None,
+          'an ownerd ended with job 1 (exit %s, %s); it must wait for the next job'
+          % (o1.poll(), o2.poll()))
+    m1 = json.load(open(c.path('learner-1', 'model.json')))
+    check(m1.get('job', '').startswith('job-'), 'model.json of job 1 has no job id: %r' % m1.get('job'))
+
+    # Job 2 on the same address, against the same processes.
+    l2, _, _ = D.learner('learner-2', 'owner-1,owner-2', lext, port=port)
+    finish(l2, 'learner-2', D)
+    m2 = json.load(open(c.path('learner-2', 'model.json')))
+    check(m2.get('job') and m2['job'] != m1['job'], 'job ids %r, %r' % (m1.get('job'), m2.get('job')))
+    check(o1.poll() is None and o2.poll() is None, 'an ownerd exited during job 2')
+    o2model = json.load(open(c.path('o2', 'model.json')))
+    check(o2model.get('job') == m2['job'], 'owner-2 saved model of job %r' % o2model.get('job'))
+    log2 = D.log('learner-2')
+    check('refused' in log2 and 'lifetime budget spent' in log2 and 'owner-1' in log2,
+          'learnerd did not log owner-1 refusing at its lifetime budget:\n' + log2[-3000:])
+
+    info = json.loads(run([c.dp, 'ledger', c.path('o1', 'ledger')]).stdout)
+    jobs = {j['job']: j for j in info['jobs']}
+    check(info['jobs_count'] == 2 and set(jobs) == {m1['job'], m2['job']},
+          'dpasync ledger: jobs %r' % info)
+    a1, a2 = jobs[m1['job']], jobs[m2['job']]
+    check(a1['answers'] == 40 and abs(a1['epsilon_spent'] - 1.0) < 1e-9,
+          'owner-1 job 1: %r' % a1)
+    check(a2['answers'] == 20 and abs(a2['epsilon_spent'] - 0.5) < 1e-9,
+          'owner-1 job 2 must stop at the lifetime cap after 20 answers: %r' % a2)
+    check(abs(info['lifetime_epsilon_spent'] - 1.5) < 1e-9 and info['lifetime_answers'] == 60,
+          'owner-1 lifetime: %r' % info)
+    info2 = json.loads(run([c.dp, 'ledger', c.path('o2', 'ledger')]).stdout)
+    check(info2['jobs_count'] == 2 and
+          info2['lifetime_answers'] == sum(j['answers'] for j in info2['jobs']),
+          'owner-2 ledger: %r' % info2)
+    print('jobs %s, %s: owner-1 answered 40 + 20 (lifetime 1.5 spent), owner-2 %s'
+          % (m1['job'], m2['job'], [j['answers'] for j in info2['jobs']]))
+
+    # No learner any more: polls back off, no busy loop.
+    polls0 = D.log('o2').count('waiting for the next job')
+    cpu0, t0 = cpu_seconds(o2.pid), time.time()
+    time.sleep(6)
+    polls = D.log('o2').count('waiting for the next job') - polls0
+    cpu = cpu_seconds(o2.pid) - cpu0
+    check(o2.poll() is None, 'owner-2 exited while waiting for a job')
+    check(polls <= 4 and cpu < 0.5, 'owner-2 spins without a learner: %d polls, %.2f s CPU in %.1f s'
+          % (polls, cpu, time.time() - t0))
+    print('idle owner over %.1f s: %d polls, %.3f s CPU' % (time.time() - t0, polls, cpu))
+
+
+def expect_exit2(D, p, tag, needles, lneedles, ltag, what):
+    try:
+        p.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        raise Fail('%s: ownerd still running after 20 s (it must exit 2):\n%s'
+                   % (what, D.log(tag)[-2000:]))
+    olog = D.log(tag)
+    errors = [l for l in olog.splitlines() if ' error ' in l]
+    check(p.returncode == 2, '%s: ownerd exit %s, expected 2:\n%s' % (what, p.returncode, olog[-2000:]))
+    check(errors and all(any(n in l for l in errors) for n in needles),
+          '%s: ownerd error line lacks %r:\n%s' % (what, needles, olog[-2000:]))
+    if ltag:
+        check(wait_log(lambda: D.log(ltag), lneedles, 10),
+              '%s: learnerd log lacks %r:\n%s' % (what, lneedles, D.log(ltag)[-2000:]))
+    print('%s: exit 2, "%s"' % (what, errors[-1].split(' owner: ', 1)[-1][:150]))
+
+
+def bad_inputs(c, D):
+    # Owner data with x3 renamed, and 0/1 labels.
+    src = open(c.data(2)).read().splitlines()
+    check(src[0].split(',')[2] == 'x3', 'unexpected header %r' % src[0])
+    renamed = c.path('renamed.csv')
+    open(renamed, 'w').write('\n'.join([src[0].replace('x3', 'x3b', 1)] + src[1:]) + '\n')
+    labels = c.path('labels01.csv')
+    rows = open(c.data(1)).read().splitlines()
+    with open(labels, 'w') as f:
+        f.write(rows[0] + '\n')
+        for i, r in enumerate(rows[1:]):
+            f.write(','.join(r.split(',')[:-1] + [str(i % 2)]) + '\n')
+
+    lb, port, mport = D.learner('learner-bad', 'owner-1,owner-2', ['--T', '50', '--bias'])
+    # The misconfigured owner says Hello first: the job's schema is still
+    # the one most owners send (ties: the first in --owners), not the first.
+    p = D.owner('renamed', 'owner-2', port, renamed, ['--bias'])
+    check(wait_log(lambda: D.log('learner-bad'), 'hello id=owner-2'),
+          'owner-2 did not say Hello:\n' + D.log('learner-bad'))
+    D.owner('ok1', 'owner-1', port, c.data(1), ['--bias', '--once'])
+    expect_exit2(D, p, 'renamed', ['schema mismatch'], 'schema mismatch: owner owner-2',
+                 'learner-bad', 'renamed column x3 -> x3b')
+    p = D.owner('nobias', 'owner-2', port, c.data(2))
+    expect_exit2(D, p, 'nobias', ['bias=false'], 'has bias=false', 'learner-bad',
+                 'owner without the job bias')
+    p = D.owner('stranger', 'owner-3', port, c.data(3), ['--bias'])
+    expect_exit2(D, p, 'stranger', ['not one of this job', 'owner-3'], 'identity not in owners',
+                 'learner-bad', 'unknown identity owner-3')
+    p = D.owner('name', 'owner-2', port, c.data(2), ['--bias', '--server-name', 'other.example'])
+    expect_exit2(D, p, 'name', ['--server-name'], 'handshake failed', 'learner-bad',
+                 'wrong --server-name')
+    p = D.owner('metrics', 'owner-2', mport, c.data(2), ['--bias'])
+    expect_exit2(D, p, 'metrics', ['does not speak TLS'], None, None,
+                 'metrics port as the learner address')
+    lb.kill()
+
+    ll, port, _ = D.learner('learner-logit', 'owner-1', ['--T', '20', '--bias', '--model', 'logistic'])
+    p = D.owner('labels', 'owner-1', port, labels, ['--bias'])
+    expect_exit2(D, p, 'labels', ['not -1 or +1'], 'not -1 or +1', 'learner-logit',
+                 '0/1 labels in a logistic job')
+    ll.kill()
+
+
+def test(argv):
+    d = tmpdir('jobs')
+    c = Cluster(argv[0], d, owners=3, rows=400, features=4, T=T)
+    D = Daemons(c)
+    ok = False
+    try:
+        two_jobs(c, D)
+        bad_inputs(c, D)
+        ok = True
+    finally:
+        D.close()
+        if ok:
+            cleanup(d)
+        else:
+            print('work directory kept:', d)
+
+
+if __name__ == '__main__':
+    main(test)
