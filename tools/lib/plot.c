@@ -488,12 +488,12 @@ int dp_plot_rates(const char *arg, const dp_plot_trace *tr, double **out)
 
 	DP_REQUIRE(arg != NULL && tr != NULL && out != NULL);
 	if (strchr(arg, '=') == NULL) {
-		err = dp_num_parse_double_list("--rates", arg, 0, &r, &n);
+		err = dp_num_parse_double_list("--rate", arg, 0, &r, &n);
 		if (err != 0)
 			return err == DP_ENOMEM ? dp_error_set(err, "out of memory") : err;
 		if (n != tr->N) {
 			free(r);
-			return dp_error_set(DP_EINVAL, "--rates has %zu values for the trace's %zu "
+			return dp_error_set(DP_EINVAL, "--rate has %zu values for the trace's %zu "
 					    "owners", n, tr->N);
 		}
 	} else {
@@ -519,18 +519,18 @@ int dp_plot_rates(const char *arg, const dp_plot_trace *tr, double **out)
 				for (i = 0; i < tr->N && strcmp(tr->names[i], tok) != 0; i++)
 					;
 				if (i == tr->N)
-					err = dp_error_set(DP_EINVAL, "--rates: '%s' is not an owner of "
+					err = dp_error_set(DP_EINVAL, "--rate: '%s' is not an owner of "
 							   "the trace", tok);
 			} else if (i >= tr->N) {
-				err = dp_error_set(DP_EINVAL, "--rates has more values than the "
+				err = dp_error_set(DP_EINVAL, "--rate has more values than the "
 						   "trace's %zu owners", tr->N);
 			}
 			if (err == 0)
-				err = dp_num_parse_double("--rates", eq ? eq + 1 : tok, 0, &r[i]);
+				err = dp_num_parse_double("--rate", eq ? eq + 1 : tok, 0, &r[i]);
 		}
 		for (size_t i = 0; err == 0 && i < tr->N; i++)
 			if (isnan(r[i]))
-				err = dp_error_set(DP_EINVAL, "--rates: no rate for owner '%s'",
+				err = dp_error_set(DP_EINVAL, "--rate: no rate for owner '%s'",
 						   tr->names[i]);
 		free(copy);
 		if (err != 0) {
@@ -540,7 +540,7 @@ int dp_plot_rates(const char *arg, const dp_plot_trace *tr, double **out)
 	}
 	for (size_t i = 0; i < tr->N; i++) {
 		if (!(r[i] > 0)) {
-			err = dp_error_set(DP_EINVAL, "--rates must be > 0 (got %g)", r[i]);
+			err = dp_error_set(DP_EINVAL, "--rate must be > 0 (got %g)", r[i]);
 			free(r);
 			return err;
 		}
