@@ -133,21 +133,23 @@ if [ "$T" = 0 ]; then Tdesc="T planned"; else Tdesc="T=$T"; fi
 # The owners' clocks only ask in request mode; otherwise the learner does.
 if [ "$MODE" = request ]; then how="clocks at $RATE/s"; else how="$MODE mode"; fi
 echo "learnerd on 127.0.0.1:$PORT, $OWNERS owners, $Tdesc, epsilon=$EPS each, $how"
-start=$(date +%s.%N)
 if ! wait "$lpid"; then
   echo "learnerd failed; last lines of its log:"; tail -5 "$WORK/learnerd.log"; exit 1
 fi
-end=$(date +%s.%N)
 files=$(for i in $(seq "$OWNERS"); do printf "%s " "$WORK/data/owner-$i.csv"; done)
 # shellcheck disable=SC2086
 "$DP" eval "$WORK/learner/model.json" $files > "$WORK/eval.json"
 # psi_zero is psi of theta = 0, the model that needs no data: a private
 # model is only worth its budget when it beats it.
-python3 - "$WORK/eval.json" "$WORK/learner/checkpoint.json" "$start" "$end" <<'PY'
+python3 - "$WORK/eval.json" "$WORK/learner/checkpoint.json" "$WORK/learner/trace.csv" <<'PY'
 import json, sys
 e, ck = (json.load(open(f)) for f in sys.argv[1:3])
-job = ck["job"]; plan = job.get("plan", {})
-secs = float(sys.argv[4]) - float(sys.argv[3]); T = job["T"]
+job = ck["job"]; plan = job.get("plan", {}); T = job["T"]
+# From the first query (the earliest time_unix - rtt_s of trace.csv) to the
+# last update, as dpasync report and netns-cluster.sh count (docs/plots.md
+# "Throughput"); not from this script's start, which includes startup.
+rows = [l.split(",") for l in open(sys.argv[3]).read().splitlines()[1:]]
+secs = float(rows[-1][1]) - min(float(r[1]) - float(r[4]) for r in rows)
 print("trained %s model: f = %.6g, non-private optimum f* = %.6g, psi = f/f* - 1 = %.4g"
       % (e["model"], e["f"], e["f_star"], e["psi"]))
 print("psi of theta = 0: %.4g; predicted psi (learnerd's plan, constants %s): %.4g"

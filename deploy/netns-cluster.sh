@@ -9,11 +9,14 @@
 #       [--loss PCT,...] [--T T] [--rate R[,...]] [--epsilon E] [--rows R[,...]]
 #       [--features D] [--mode request|broadcast|sync1|sync2] [--link auto|netem|user]
 #       [--bindir DIR] [--out DIR] [--id ID] [--timeout S] [--seed S]
-#       [--learner-args 'FLAGS'] [--bounce I:AT:DOWN]
+#       [--learner-args 'FLAGS'] [--bounce I:AT:DOWN] [--peer ring|GRAPH.csv]
 #
 # --learner-args: more learnerd flags (e.g. '--max-inflight 4').  --bounce:
 # kill owner I (SIGKILL) AT seconds after the owners start and start it
-# again, with its ledger, DOWN seconds later.
+# again, with its ledger, DOWN seconds later.  --peer: no learner; the
+# owners are ownerd --peer agents (docs/peer-agents.md) over a ring or the
+# graph file given (ids owner-1..N), each waking --T times; a pair's one-way
+# delay is the sum of its two links' (report: DIR/report.md, ledgers checked).
 # Per-owner lists are cycled (owner i takes entry (i-1) mod length).
 # Defaults: 5 owners, delays 1,20,80,200,20 ms, jitter 0, loss 0,0,0,0,2 %,
 # T 300, clock rate 10/s, epsilon 1, 2000 rows x 5 features per owner.
@@ -25,8 +28,8 @@ ROOT=$PWD
 
 OWNERS=5 DELAYS=1,20,80,200,20 JITTER=0 LOSS=0,0,0,0,2 T=300 RATE=10 EPS=1
 ROWS=2000 FEATURES=5 MODE=request LINK=auto BINDIR='' OUT='' ID=dpa-$$ TIMEOUT=600 SEED=1
-LARGS='' BOUNCE=''
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+LARGS='' BOUNCE='' PEER=''
+usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "netns-cluster: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || case $1 in -h|--help) ;; *) die "option '$1' needs a value" ;; esac
@@ -49,6 +52,7 @@ while [ $# -gt 0 ]; do
     --seed) SEED=$2; shift 2 ;;
     --learner-args) LARGS=$2; shift 2 ;;
     --bounce) BOUNCE=$2; shift 2 ;;
+    --peer) PEER=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown option '$1' (try --help)" ;;
   esac
@@ -70,6 +74,11 @@ if [ -n "$BOUNCE" ]; then
   { [ "$B_I" -ge 1 ] && [ "$B_I" -le "$OWNERS" ]; } || die "--bounce: no owner $B_I"
 fi
 case $LINK in auto|netem|user) ;; *) die "--link must be auto, netem or user" ;; esac
+if [ -n "$PEER" ] && [ "$PEER" != ring ]; then
+  [ -r "$PEER" ] || die "--peer: '$PEER' is neither 'ring' nor a readable graph file"
+  PEER=$(cd "$(dirname "$PEER")" && pwd)/$(basename "$PEER")
+fi
+if [ -n "$PEER" ] && [ -n "$BOUNCE" ]; then die "--bounce is for learner jobs, not with --peer"; fi
 IFS=, read -r -a DL <<<"$DELAYS"; IFS=, read -r -a JL <<<"$JITTER"
 IFS=, read -r -a LL <<<"$LOSS"; IFS=, read -r -a RL <<<"$RATE"
 IFS=, read -r -a NL <<<"$ROWS"
@@ -283,12 +292,71 @@ done
 # ---- data, certificates ----
 rows=$(IFS=,; echo "${N[*]}")
 names=$(printf "owner-%s," $(seq "$OWNERS")); names=${names%,}
+export OPENBLAS_NUM_THREADS=1
+
+# ---- peer mode: agents in the owners' namespaces, no learner ----
+if [ -n "$PEER" ]; then
+  "$DP" gen --rows "$rows" --features "$FEATURES" --seed "$SEED" --task classification \
+    --out "$OUT/data" >/dev/null
+  "$DP" certs --out "$OUT/certs" --names "$names" --peer >/dev/null
+  C=$OUT/certs
+  if [ "$PEER" = ring ]; then
+    { echo a,b,w
+      if [ "$OWNERS" -gt 1 ]; then echo "owner-1,owner-2,1"; fi
+      for i in $(seq 2 $((OWNERS - 1))); do echo "owner-$i,owner-$((i + 1)),1"; done
+      if [ "$OWNERS" -gt 2 ]; then echo "owner-$OWNERS,owner-1,1"; fi
+    } >"$OUT/graph.csv"
+  else
+    cp "$PEER" "$OUT/graph.csv"
+  fi
+  { echo id,addr; for i in $(seq "$OWNERS"); do echo "owner-$i,$NET.$((10 + i)):7900"; done; } \
+    >"$OUT/peers.csv"
+  maxrows=$(printf '%s\n' "${N[@]}" | sort -n | tail -1)
+  for i in $(seq "$OWNERS"); do
+    mkdir -p "$OUT/agents/owner-$i"
+    conf=$(awk -v a="${N[i-1]}" -v b="$maxrows" 'BEGIN { printf "%.17g", a / b }')
+    ip netns exec "${NSO[i-1]}" "$OWNERD" --peer --graph "$OUT/graph.csv" --peers "$OUT/peers.csv" \
+      --listen "$NET.$((10 + i)):7900" --ca "$C/ca.crt" --cert "$C/owner-$i.crt" \
+      --key "$C/owner-$i.key" --data "$OUT/data/owner-$i.csv" --bias --model logistic \
+      --confidence "$conf" --epsilon "$EPS" --wakeups "$T" --rate "${R[i-1]}" \
+      --ledger "$OUT/agents/owner-$i/ledger" --metrics-listen 127.0.0.1:9465 --linger 60 \
+      >/dev/null 2>>"$OUT/agents/owner-$i/ownerd.log" &
+    PIDS+=("$!") OPIDS[i-1]=$!
+  done
+  echo "netns-cluster $ID: $OWNERS peer agents ($(basename "$PEER")), $T wake-ups each," \
+       "links: $LINK; output in $OUT"
+  sed 1d "$OUT/links.txt"
+  start=$(date +%s.%N) rc=0
+  for i in $(seq "$OWNERS"); do
+    left=$(awk -v a="$start" -v b="$(date +%s.%N)" -v t="$TIMEOUT" 'BEGIN { printf "%d", t - (b - a) + 1 }')
+    if [ "$left" -le 0 ]; then rc=1; break; fi
+    for _ in $(seq $((left * 10))); do kill -0 "${OPIDS[i-1]}" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "${OPIDS[i-1]}" 2>/dev/null; then rc=1; break; fi
+    wait "${OPIDS[i-1]}" || { echo "netns-cluster: agent owner-$i failed:"; tail -3 "$OUT/agents/owner-$i/ownerd.log"; rc=1; }
+  done
+  end=$(date +%s.%N)
+  [ $rc = 0 ] || { echo "netns-cluster: the agents did not all finish within $TIMEOUT s"; exit 1; }
+  "$DP" ledger "$OUT"/agents/owner-*/ledger >"$OUT/ledgers.jsonl"
+  "$DP" report "$OUT/agents" >/dev/null
+  "$PY" - "$OUT" "$start" "$end" "$T" "$EPS" <<'PY'
+import json, os, sys
+out, start, end, T, eps = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+bad = [l for l in map(json.loads, open(os.path.join(out, 'ledgers.jsonl')))
+       if l['answers'] != T or l['epsilon_spent'] > eps + 1e-12]
+print('%d agents done in %.1f s; ledgers within budget: %s' % (
+    len(open(os.path.join(out, 'ledgers.jsonl')).readlines()), end - start, 'yes' if not bad else bad))
+sys.exit(1 if bad else 0)
+PY
+  sed -n '3,$p' "$OUT/agents/report.md"
+  echo "report: $OUT/agents/report.md   logs: $OUT/agents/owner-*/ownerd.log"
+  exit 0
+fi
+
 "$DP" gen --rows "$rows" --features "$FEATURES" --seed "$SEED" --out "$OUT/data" >/dev/null
 "$DP" certs --out "$OUT/certs" --owners "$OWNERS" >/dev/null
 C=$OUT/certs
 
 # ---- learnerd ----
-export OPENBLAS_NUM_THREADS=1
 # shellcheck disable=SC2086   # LARGS is a list of flags
 ip netns exec "$NSL" "$LEARNERD" --listen "$LEARNER_IP:$PORT" --port-file "$OUT/learner.ports" \
   --ca "$C/ca.crt" --cert "$C/learner.crt" --key "$C/learner.key" \
@@ -374,7 +442,11 @@ cfg = [l.split() for l in open(os.path.join(out, 'links.txt')).read().splitlines
 rows = [l.split(',') for l in open(os.path.join(out, 'learner', 'trace.csv')).read().splitlines()[1:]]
 T = len(rows)
 ev = json.load(open(os.path.join(out, 'eval.json')))
-secs = float(rows[-1][1]) - float(rows[0][1]) if T > 1 else 0.0
+# it/s as dpasync report and local-cluster.sh count it (docs/plots.md
+# "Throughput"): trace rows over the time from the first query (the earliest
+# time_unix - rtt_s) to the last update.
+first = min(float(r[1]) - float(r[4]) for r in rows) if T else 0.0
+secs = float(rows[-1][1]) - first if T else 0.0
 res = {'T': T, 'link': link, 'seconds': end - start, 'psi': ev['psi'], 'owners': []}
 print('%-9s %8s %7s %6s %5s %6s %6s %9s %9s %9s %9s' % (
     'owner', 'delay_ms', 'jit_ms', 'loss%', 'rate', 'iters', 'share', 'rtt_p50ms',
@@ -395,8 +467,8 @@ for c in cfg:
     print('%-9s %8g %7g %6g %5g %6d %6.3f %s %s %s %s' % (
         name, o['delay_ms'], o['jitter_ms'], o['loss_pct'], o['rate'], len(mine), o['share'],
         f(o['rtt_median_ms']), f(o['rtt_p90_ms']), f(o['rtt_max_ms']), f(o['wait_median_ms'])))
-print('%d iterations in %.1f s (%.2f it/s from first to last); psi = f/f* - 1 = %.4g'
-      % (T, secs, (T - 1) / secs if secs > 0 else 0.0, ev['psi']))
+print('%d iterations in %.1f s (%.2f it/s from the first query); psi = f/f* - 1 = %.4g'
+      % (T, secs, T / secs if secs > 0 else 0.0, ev['psi']))
 json.dump(res, open(os.path.join(out, 'summary.json'), 'w'), indent=1)
 PY
 echo "trace:   $OUT/learner/trace.csv    model: $OUT/learner/model.json"

@@ -18,6 +18,7 @@
  *   checkpoint.c  crash-safe checkpoint.json (save, load, compare)
  *   trace.c       trace.csv
  *   stats.c       Prometheus metrics
+ *   progress.c    the progress line every few seconds and the final summary
  *   clock.c       monotonic and wall time
  *   fdlimit.c     open files: RLIMIT_NOFILE raised to what the job needs
  *
@@ -101,6 +102,7 @@ struct lrn_settings {
 	size_t max_pending;        /* connections not yet admitted, at most */
 	size_t max_pending_per_addr; /* the same from one address (0: no limit) */
 	int log_level;             /* enum dp_log_level */
+	double progress_every;     /* seconds between progress lines (0: none) */
 };
 
 struct lrn_owner {
@@ -138,6 +140,7 @@ struct lrn_query {
 	double wait;               /* seconds the request waited in the FIFO */
 	double *bar;               /* p values: the point the owner evaluates */
 	uint64_t round;            /* sync: the round it belongs to */
+	uint64_t built_k;          /* k_done when bar was taken from theta_L */
 };
 
 enum lrn_phase {
@@ -213,6 +216,13 @@ struct lrn {
 	bool timers_init;
 	uv_signal_t sigterm, sigint;   /* main.c */
 	bool signals_init;
+	uv_timer_t progress;       /* progress.c (unreferenced) */
+	bool progress_init;
+	double prog_t;             /* monotonic time of the last progress line */
+	uint64_t prog_k;           /* k_done then */
+	double first_query;        /* monotonic time of this process's first
+				    * query; < 0 before it */
+	uint64_t first_k;          /* k_done then (0, or a resume's k) */
 
 	/* The job. */
 	dp_model model;
@@ -377,7 +387,7 @@ int lrn_checkpoint_load(struct lrn *L);
 int lrn_trace_open(struct lrn *L, bool resume);
 /* Append one row.  0, or DP_EIO with L->io_failed set. */
 int lrn_trace_row(struct lrn *L, uint64_t k, double wall, const char *owner, double wait,
-		  double rtt, double eps);
+		  double rtt, double eps, uint64_t staleness);
 /* Sync: one row of rounds.csv (opened on first use).  0, or DP_EIO with
  * L->io_failed set. */
 int lrn_trace_round(struct lrn *L, uint64_t round, double wall, double secs, size_t answers,
@@ -392,6 +402,18 @@ int lrn_stats_init(struct lrn *L);
 void lrn_stats_free(struct lrn *L);
 /* Refresh the gauges (connected, queue depth, in flight). */
 void lrn_stats_gauges(struct lrn *L);
+
+/* ---- progress.c ---------------------------------------------------------- */
+/* Start the progress timer (every settings' progress_every seconds; 0:
+ * none).  0, or a negative libuv code (detail set). */
+int lrn_progress_start(struct lrn *L);
+/* One info line: end NULL, the progress line ("progress k=K/T it_s=
+ * it_s_avg= eta_s= owners= eps_spent="); else the summary ("summary end=
+ * k= secs= it_s_avg= owners= eps_spent="), end naming how the job ended.
+ * Rates count from the first query of this process. */
+void lrn_progress_line(struct lrn *L, const char *end);
+/* The job ends: stop the timer and write the summary line. */
+void lrn_progress_end(struct lrn *L, const char *end);
 
 /* ---- clock.c ------------------------------------------------------------- */
 double lrn_clock_mono(void);   /* monotonic seconds */

@@ -147,6 +147,10 @@ static const struct dp_config_entry entries[] = {
 	  .metavar = "HOST:PORT", .help = "Prometheus /metrics and /healthz (empty: off)" },
 	{ .name = "log-level", DP_CFG_ENUM(&S.log_level, levels), .def = "info",
 	  .group = G_OUT, .help = "least severe log messages written (stderr)" },
+	{ .name = "progress-every", DP_CFG_DURATION(&S.progress_every), .def = "5", .min = 0,
+	  .max = 1e6, .group = G_OUT, .metavar = "SECONDS",
+	  .help = "a progress line (k/T, it/s, ETA, owners, epsilon) this often (0: none; "
+		  "the summary at the end is always written)" },
 	{ .name = NULL },
 };
 
@@ -344,6 +348,7 @@ static void end_job(struct lrn *L, enum lrn_end how, const char *why)
 		if (rc == 0) {
 			DP_INFO("learner", "job done k=%llu model=%s", (unsigned long long)L->k_done,
 				L->model_path);
+			lrn_progress_end(L, "done");
 			L->phase = LRN_FINISHING;
 			L->finished = true;
 			L->exit_code = LRN_EXIT_OK;
@@ -358,6 +363,7 @@ static void end_job(struct lrn *L, enum lrn_end how, const char *why)
 	L->exit_code = how == LRN_END_FAIL ? LRN_EXIT_FAIL : LRN_EXIT_OK;
 	if (why)
 		DP_ERROR("learner", "stopping: %s", why);
+	lrn_progress_end(L, how == LRN_END_FAIL ? "failed" : "signal");
 	if (L->io_failed) {
 		DP_WARN("learner", "no final checkpoint after a write failure: --resume continues "
 			"from the last good one path=%s", L->ckpt_path);
@@ -545,6 +551,8 @@ static int start_loop(struct lrn *L)
 		L->metrics_port = dp_httpd_port(L->httpd);
 	}
 	rc = start_signals(L);
+	if (rc == 0)
+		rc = lrn_progress_start(L);
 	if (rc < 0)
 		return fail(LRN_EXIT_FAIL, "%s", dp_error_detail(rc));
 	rc = write_port_file(L);
@@ -612,6 +620,7 @@ int main(int argc, char **argv)
 	L->s = &S;
 	L->lock_fd = -1;
 	L->stall_since = -1;
+	L->first_query = -1;
 	L->psi_pred = L->psi_zero = NAN;
 	rc = dp_config_load(&spec, argc, argv, &action);
 	if (rc < 0) {

@@ -193,6 +193,7 @@ static void prepare(struct lrn *L, struct lrn_owner *o, double wait, struct lrn_
 	else
 		dp_algo_midpoint(L->p, L->theta_L, o->theta, qr->bar);
 	qr->round = L->sync_round;
+	qr->built_k = L->k_done;
 	qr->owner = o->idx;
 	qr->qid = L->next_qid++;
 	qr->wait = wait;
@@ -208,6 +209,10 @@ void lrn_sched_sent(struct lrn *L, struct lrn_query *qr, double sent)
 	o = &L->owners[qr->owner];
 	qr->used = true;
 	qr->sent = sent;
+	if (L->first_query < 0) {
+		L->first_query = sent;
+		L->first_k = L->k_done;
+	}
 	o->inflight = true;
 	L->inflight++;
 	if (L->round)
@@ -332,7 +337,7 @@ static void sync_answer(struct lrn *L, struct lrn_owner *o, struct lrn_query *qr
 	dp_metrics_inc(o->m_iter);
 	dp_metrics_observe(L->st.rtt, rtt);
 	dp_metrics_observe(L->st.wait, qr->wait);
-	rc = lrn_trace_row(L, L->answers, lrn_clock_wall(), o->id, qr->wait, rtt, eps_spent);
+	rc = lrn_trace_row(L, L->answers, lrn_clock_wall(), o->id, qr->wait, rtt, eps_spent, 0);
 	slot_free(L, qr);
 	if (rc < 0) {
 		stop(d, "trace: %s", dp_error_detail(rc));
@@ -355,6 +360,7 @@ void lrn_sched_answer(struct lrn *L, struct lrn_owner *o, uint64_t k, const doub
 {
 	struct lrn_query *qr;
 	double now, rtt;
+	uint64_t stale;
 	int rc;
 
 	DP_REQUIRE(L != NULL && o != NULL && d != NULL);
@@ -371,6 +377,8 @@ void lrn_sched_answer(struct lrn *L, struct lrn_owner *o, uint64_t k, const doub
 		sync_answer(L, o, qr, grad, eps_spent, rtt, d);
 		return;
 	}
+	/* Updates applied since bar was taken (docs/learnerd.md §4). */
+	stale = L->k_done - qr->built_k;
 	lrn_state_apply(L, qr, grad);
 	o->eps_spent = eps_spent;
 	dp_metrics_inc(L->st.iterations);
@@ -380,7 +388,7 @@ void lrn_sched_answer(struct lrn *L, struct lrn_owner *o, uint64_t k, const doub
 	dp_metrics_observe(L->st.wait, qr->wait);
 	DP_DEBUG("learner", "iteration k=%llu id=%s query=%llu rtt=%.6f", (unsigned long long)L->k_done,
 		 o->id, (unsigned long long)k, rtt);
-	rc = lrn_trace_row(L, L->k_done, lrn_clock_wall(), o->id, qr->wait, rtt, eps_spent);
+	rc = lrn_trace_row(L, L->k_done, lrn_clock_wall(), o->id, qr->wait, rtt, eps_spent, stale);
 	slot_free(L, qr);
 	if (rc < 0) {
 		stop(d, "trace: %s", dp_error_detail(rc));

@@ -59,6 +59,8 @@ int lrn_stats_init(struct lrn *L)
 	rc = dp_metrics_new(&s->reg);
 	if (rc == 0)
 		rc = dp_metrics_define(s->reg, defs, sizeof(defs) / sizeof(defs[0]));
+	if (rc == 0)
+		rc = dp_metrics_process(s->reg, "learnerd");
 	for (size_t i = 0; rc == 0 && i < L->N; i++) {
 		struct lrn_owner *o = &L->owners[i];
 		const char *lv[] = { o->id };

@@ -50,6 +50,10 @@ static void identity(const struct own_budget *b, const char *job, char *out, siz
  * calibrated with this share and the ledger charges exactly it. */
 static int share(const struct own_budget *b, uint64_t K, double *eps_q)
 {
+	if (b->cfg.eps_step > 0) {
+		*eps_q = b->cfg.eps_step;
+		return 0;
+	}
 	return dp_ledger_eps_share(b->cfg.epsilon, K, eps_q);
 }
 
@@ -277,6 +281,12 @@ static int ledger_error(struct own_budget *b, uint64_t k, int r)
 
 int own_budget_begin(struct own_budget *b, uint64_t k, struct own_budget_ticket *t)
 {
+	return own_budget_begin_eps(b, k, b->eps_q, t);
+}
+
+int own_budget_begin_eps(struct own_budget *b, uint64_t k, double eps,
+			 struct own_budget_ticket *t)
+{
 	uint64_t last = 0;
 	int r;
 
@@ -296,13 +306,14 @@ int own_budget_begin(struct own_budget *b, uint64_t k, struct own_budget_ticket 
 					    (unsigned long long)last);
 		return fail(b, k, r);
 	}
-	r = dp_ledger_check(b->ledger, k, b->eps_q);
+	r = dp_ledger_check(b->ledger, k, eps);
 	if (r < 0)
 		return ledger_error(b, k, r);
 
 	/* 3. is the caller's, with exactly the share that step 4 charges */
 	t->k = k;
-	t->eps_q = b->eps_q;
+	t->eps_q = eps;
+	b->ticket_eps = eps;
 	b->ticket_open = true;
 	return 0;
 }
@@ -313,7 +324,7 @@ int own_budget_commit(struct own_budget *b, struct own_budget_ticket *t,
 	int r;
 
 	DP_REQUIRE(b != NULL && b->ledger != NULL && t != NULL && after != NULL &&
-		   b->ticket_open && t->eps_q == b->eps_q);
+		   b->ticket_open && t->eps_q == b->ticket_eps);
 	b->ticket_open = false;
 	if (b->failed)
 		return DP_EIO;

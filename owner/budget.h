@@ -28,6 +28,10 @@ struct own_budget_config {
 	uint64_t answers_cap;       /* --answers-cap; 0 = the K of the first Welcome */
 	bool allow_inf;             /* --allow-no-noise */
 	const char *owner_id;       /* CN of our certificate */
+	double eps_step;            /* 0: the share is epsilon split equally over K
+				       (dp_ledger_eps_share); > 0: peer mode's
+				       per-wake-up share, fixed by the caller
+				       (docs/peer-agents.md "Privacy") */
 	struct dp_metric *spent;    /* dpasync_owner_epsilon_spent (may be NULL) */
 	struct dp_metric *left;     /* dpasync_owner_epsilon_left (may be NULL) */
 };
@@ -39,6 +43,7 @@ struct own_budget {
 	double eps_q;               /* per-answer share: charged AND calibrates the noise */
 	bool failed;                /* the ledger failed: nothing more, ever */
 	bool ticket_open;           /* own_budget_begin'ed, not yet committed/abandoned */
+	double ticket_eps;          /* the open ticket's share */
 };
 
 /* The ledger as it stands, for the Hello, the logs and an Answer. */
@@ -117,6 +122,11 @@ struct own_budget_ticket {
  *               stop answering
  *   other codes (DP_EINVAL, DP_ERANGE, DP_ENOMEM), with a detail. */
 int own_budget_begin(struct own_budget *b, uint64_t k, struct own_budget_ticket *t);
+/* The same with a share of the caller's instead of eps_q (> 0, not above
+ * the ledger's cap): peer mode's private warm start (docs/peer-agents.md),
+ * charged in the same ledger under the same order. */
+int own_budget_begin_eps(struct own_budget *b, uint64_t k, double eps,
+			 struct own_budget_ticket *t);
 /* Step 4 for the open ticket t, which is closed whatever the outcome.
  * 0 with *after filled: the charge is durable and the answer may leave.
  * Otherwise the caller must release nothing: DP_EIO (the ledger failed,

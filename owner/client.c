@@ -98,21 +98,28 @@ static bool on_tick(void *arg)
 	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
 	Dpasync__UpdateRequest ur = DPASYNC__UPDATE_REQUEST__INIT;
 
+	dp_metrics_inc(c->cfg.m->ticks);
 	/* While an answer is computed the clock sleeps (the request it
 	 * answers is still outstanding, docs/ownerd.md "Threads"). */
-	if (own_answer_busy(c->cfg.answer))
+	if (own_answer_busy(c->cfg.answer)) {
+		dp_metrics_inc(c->cfg.m->ticks_skipped);
 		return true;
+	}
 	/* A tick sends only when connected, welcomed in request mode, with
 	 * budget left, and with no request outstanding. */
 	if (c->conn == NULL || !c->welcomed || c->job.broadcast || c->request_pending ||
-	    !own_budget_left(c->cfg.budget))
+	    !own_budget_left(c->cfg.budget)) {
+		dp_metrics_inc(c->cfg.m->ticks_skipped);
 		return c->request_pending;
+	}
 	env.version = DP_PROTO_VERSION;
 	env.msg_case = DPASYNC__ENVELOPE__MSG_UPDATE_REQUEST;
 	env.update_request = &ur;
 	if (send_msg(c, &env) == 0) {
 		c->request_pending = true;
 		DP_DEBUG("clock", "update request sent");
+	} else {
+		dp_metrics_inc(c->cfg.m->ticks_skipped);
 	}
 	return c->request_pending;
 }
@@ -296,7 +303,7 @@ static void send_answer(struct own_client *c, const struct own_reply *rep)
 	/* One line whether or not rows were dropped: an extra line only when
 	 * some were would make the loop's work after an answer depend on the
 	 * rows theta pushed out (docs/privacy.md §7). */
-	DP_INFO("answer", "answered k=%llu answers=%llu/%llu spent=%.9g left=%.9g b=%.6g "
+	DP_DEBUG("answer", "answered k=%llu answers=%llu/%llu spent=%.9g left=%.9g b=%.6g "
 		"secs=%.6f rows_dropped=%zu%s", (unsigned long long)rep->k,
 		(unsigned long long)rep->after.answers, (unsigned long long)rep->after.cap,
 		rep->after.spent, rep->after.left, rep->info.scale_b, rep->secs, rep->info.dropped,

@@ -50,6 +50,9 @@ struct own_daemon {
 	struct own_budget budget;
 	struct own_answer answer;
 	struct own_client client;
+	struct own_peer *peer;          /* --peer: the agent instead of the client */
+	SSL_CTX *server_ctx;            /* --peer: for the neighbours that dial us */
+	struct own_progress progress;
 
 	uv_loop_t *loop;
 	uv_signal_t sigterm, sigint;
@@ -64,9 +67,9 @@ static const char *const log_levels[] = { "debug", "info", "warn", "error", NULL
 
 #define S (ownerd.set)
 static const struct dp_config_entry entries[] = {
-	{ .name = "learner", DP_CFG_STRING(&S.learner), .flags = DP_CONFIG_REQUIRED,
+	{ .name = "learner", DP_CFG_STRING(&S.learner),
 	  .group = "Learner", .metavar = "HOST:PORT",
-	  .help = "address of learnerd ([v6]:port for IPv6 literals)" },
+	  .help = "address of learnerd ([v6]:port for IPv6 literals); required unless --peer" },
 	{ .name = "server-name", DP_CFG_STRING(&S.server_name), .def = "learner",
 	  .group = "Learner", .metavar = "NAME",
 	  .help = "name the learner's certificate must carry" },
@@ -120,8 +123,52 @@ static const struct dp_config_entry entries[] = {
 	  .help = "Prometheus /metrics and /healthz (empty = off; port 0 = any)" },
 	{ .name = "port-file", DP_CFG_PATH(&S.port_file), .group = "Operations",
 	  .help = "written once running: 'metrics=PORT' (0 when metrics are off)" },
+	{ .name = "peer", DP_CFG_BOOL(&S.peer), .def = "false", .group = "Peer",
+	  .help = "peer mode: an agent of docs/peer-agents.md, no learner" },
+	{ .name = "graph", DP_CFG_PATH(&S.graph), .group = "Peer", .metavar = "CSV",
+	  .help = "the graph (a,b,w); our neighbours are those of our certificate's CN" },
+	{ .name = "peers", DP_CFG_PATH(&S.peers), .group = "Peer", .metavar = "CSV",
+	  .help = "address book id,addr of the neighbours (read again at every dial)" },
+	{ .name = "listen", DP_CFG_STRING(&S.listen), .def = "127.0.0.1:0", .group = "Peer",
+	  .metavar = "HOST:PORT", .help = "where the neighbours that dial us connect (port 0: any)" },
+	{ .name = "schedule", DP_CFG_PATH(&S.schedule), .group = "Peer", .metavar = "CSV",
+	  .help = "step,agent: wake exactly at our listed steps (reproducible runs) instead of "
+		  "the Poisson clock" },
+	{ .name = "model", DP_CFG_ENUM(&S.model, dp_model_names), .def = "linear",
+	  .group = "Peer", .help = "the local loss" },
+	{ .name = "mu", DP_CFG_DOUBLE(&S.mu), .def = "1", .min = 0, .min_exclusive = true,
+	  .max = 1e12, .group = "Peer", .help = "trade-off mu between smoothing and the local loss" },
+	{ .name = "confidence", DP_CFG_DOUBLE(&S.confidence), .def = "1", .min = 0,
+	  .min_exclusive = true, .max = 1, .group = "Peer",
+	  .help = "confidence c_i = m_i / max_j m_j" },
+	{ .name = "lambda", DP_CFG_DOUBLE(&S.lambda), .def = "-1", .min = -1, .max = 1e12,
+	  .group = "Peer",
+	  .help = "lambda_i of the local loss (-1: --lambda-per-row / m_i)" },
+	{ .name = "lambda-per-row", DP_CFG_DOUBLE(&S.lambda_per_row), .def = "1", .min = 0,
+	  .max = 1e12, .group = "Peer", .help = "lambda_i = this / m_i unless --lambda" },
+	{ .name = "clip", DP_CFG_DOUBLE(&S.clip), .def = "1", .min = 0, .min_exclusive = true,
+	  .max = 1e12, .group = "Peer", .help = "L1 clip of each row's gradient (the sensitivity)" },
+	{ .name = "x2max", DP_CFG_DOUBLE(&S.x2max), .def = "0", .min = 0, .max = 1e12,
+	  .group = "Peer", .help = "public bound on ||x||_2^2 for the smoothness (0: p)" },
+	{ .name = "delta", DP_CFG_DOUBLE(&S.delta), .def = "0", .min = 0, .max = 0.5,
+	  .group = "Peer",
+	  .help = "delta of the agent's (epsilon, delta); > 0: advanced composition" },
+	{ .name = "wakeups", DP_CFG_U64(&S.wakeups), .def = "10", .min = 1, .max = 1e9,
+	  .group = "Peer", .metavar = "T", .help = "wake-ups T_i the budget is split over" },
+	{ .name = "warm-start", DP_CFG_DOUBLE(&S.warm_start), .def = "0", .min = 0,
+	  .max = 1e12, .group = "Peer", .metavar = "EPS",
+	  .help = "private local warm start spending EPS of --epsilon (0: none)" },
+	{ .name = "trace", DP_CFG_PATH(&S.trace), .group = "Peer", .metavar = "CSV",
+	  .help = "per-wake-up wall-clock trace (default: trace.csv next to the ledger)" },
+	{ .name = "linger", DP_CFG_DURATION(&S.linger), .def = "60", .min = 0, .max = 1e6,
+	  .group = "Peer", .metavar = "SECONDS",
+	  .help = "once done, wait at most this long for the neighbours to be done" },
 	{ .name = "log-level", DP_CFG_ENUM(&S.log_level, log_levels), .def = "info",
 	  .group = "Operations", .help = "least severe log level printed" },
+	{ .name = "progress-every", DP_CFG_DURATION(&S.progress_every), .def = "10", .min = 0,
+	  .max = 1e6, .group = "Operations", .metavar = "SECONDS",
+	  .help = "one summary line (answers, ticks, epsilon) this often, and one at exit "
+		  "(0 = only at exit)" },
 	{ .name = "max-frame", DP_CFG_SIZE(&S.max_frame), .def = "16777216", .min = 64,
 	  .max = (double)DP_FRAME_MAX_LIMIT, .group = "Operations", .metavar = "BYTES",
 	  .help = "largest wire frame accepted or sent" },
@@ -146,9 +193,19 @@ static int validate(void *arg)
 	struct own_daemon *d = arg;
 	int r;
 
-	r = dp_addr_split("--learner", d->set.learner, 0, d->host, sizeof(d->host), &d->port);
-	if (r < 0)
-		return r;
+	if (d->set.peer) {
+		if (d->set.learner != NULL)
+			return dp_error_set(DP_EINVAL, "--learner and --peer exclude each other");
+		if (d->set.graph == NULL || d->set.peers == NULL)
+			return dp_error_set(DP_EINVAL, "--peer needs --graph and --peers");
+	} else {
+		if (d->set.learner == NULL)
+			return dp_error_set(DP_EINVAL, "--learner is required (or --peer)");
+		r = dp_addr_split("--learner", d->set.learner, 0, d->host, sizeof(d->host),
+				  &d->port);
+		if (r < 0)
+			return r;
+	}
 	if (d->set.server_name == NULL || d->set.server_name[0] == '\0')
 		return dp_error_set(DP_EINVAL, "--server-name must not be empty");
 	if (d->set.learner_pin != NULL && d->set.learner_pin[0] != '\0') {
@@ -160,6 +217,8 @@ static int validate(void *arg)
 			return dp_error_set(r, "--learner-pin: %s", buf);
 		}
 	}
+	if (d->set.lambda < 0 && d->set.lambda != -1)
+		return dp_error_set(DP_EINVAL, "--lambda must be >= 0, or -1 for --lambda-per-row");
 	if (isinf(d->set.epsilon) && !d->set.allow_no_noise)
 		return dp_error_set(DP_EINVAL, "--epsilon inf releases exact answers; it needs "
 				    "--allow-no-noise");
@@ -298,12 +357,27 @@ static int metrics_init(struct own_metrics *m)
 		  "1 while a TLS connection to the learner is up.", .series = &m->connected },
 		{ DP_METRIC_COUNTER, "dpasync_owner_reconnects_total",
 		  "Connection attempts after the first one.", .series = &m->reconnects },
+		{ DP_METRIC_COUNTER, "dpasync_peer_wakeups_total",
+		  "Peer mode: wake-ups done (this process).", .series = &m->wakeups },
+		{ DP_METRIC_COUNTER, "dpasync_peer_models_received_total",
+		  "Peer mode: models received from neighbours.", .series = &m->models_in },
+		{ DP_METRIC_COUNTER, "dpasync_peer_models_sent_total",
+		  "Peer mode: models sent to neighbours.", .series = &m->models_out },
+		{ DP_METRIC_GAUGE, "dpasync_peer_neighbours_connected",
+		  "Peer mode: neighbours with a live connection.", .series = &m->nb_up },
+		{ DP_METRIC_COUNTER, "dpasync_owner_clock_ticks_total",
+		  "Ticks of the Poisson clock.", .series = &m->ticks },
+		{ DP_METRIC_COUNTER, "dpasync_owner_clock_ticks_skipped_total",
+		  "Ticks that sent no update request: one pending, not welcomed, broadcast, "
+		  "no budget left.", .series = &m->ticks_skipped },
 	};
 	int r;
 
 	r = dp_metrics_new(&m->reg);
 	if (r == 0)
 		r = dp_metrics_define(m->reg, defs, sizeof(defs) / sizeof(defs[0]));
+	if (r == 0)
+		r = dp_metrics_process(m->reg, "ownerd");
 	return r;
 }
 
@@ -330,7 +404,10 @@ static void stop(struct own_daemon *d, int code)
 		return;
 	d->stopping = true;
 	d->exit_code = code;
-	own_client_close(&d->client);
+	if (d->set.peer)
+		own_peer_close(d->peer);
+	else
+		own_client_close(&d->client);
 	close_handle((uv_handle_t *)&d->sigterm);
 	close_handle((uv_handle_t *)&d->sigint);
 	if (d->httpd) {
@@ -377,6 +454,43 @@ static int start_roles(struct own_daemon *d)
 	return own_client_init(&d->client, &cc);
 }
 
+/* Peer mode's startup: the randomness and the loop first (the agent
+ * listens at once), then the agent, which opens the ledger with its own
+ * plan.  0, or the exit code after the one line. */
+static int start_peer(struct own_daemon *d, const struct own_budget_config *bc)
+{
+	struct own_peer_config pc;
+	int r;
+
+	r = dp_rng_csprng_new(&d->rng);
+	if (r == 0)
+		r = dp_rng_csprng_new(&d->answer_rng);
+	if (r < 0)
+		return die(OWN_EXIT_FAIL, "random generator: %s", dp_error_detail(r));
+	d->bits = dp_rng_csprng_bits(d->rng);
+	d->answer_bits = dp_rng_csprng_bits(d->answer_rng);
+	d->loop = uv_default_loop();
+	memset(&pc, 0, sizeof(pc));
+	pc.loop = d->loop;
+	pc.set = &d->set;
+	pc.server_ctx = d->server_ctx;
+	pc.client_ctx = d->ctx;
+	pc.id = d->id;
+	pc.ds = &d->ds;
+	pc.bits = &d->bits;
+	pc.noise = &d->answer_bits;
+	pc.budget = &d->budget;
+	pc.budget_cfg = *bc;
+	pc.m = &d->m;
+	pc.model_out = d->model_out;
+	pc.stop = on_stop;
+	pc.stop_arg = d;
+	r = own_peer_new(&pc, &d->peer);
+	if (r < 0)
+		return die(exit_for(r), "%s", dp_error_detail(r));
+	return 0;
+}
+
 static int startup(struct own_daemon *d, enum dp_config_action action)
 {
 	struct own_budget_config bc;
@@ -393,10 +507,14 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 	tf.cert_file = d->set.cert;
 	tf.key_file = d->set.key;
 	tf.crl_file = d->set.crl;
-	tf.pins = d->set.learner_pin;
+	tf.pins = d->set.peer ? NULL : d->set.learner_pin;
 	r = dp_tls_ctx_new(0, &tf, &d->ctx);
+	if (r == 0 && d->set.peer)
+		r = dp_tls_ctx_new(1, &tf, &d->server_ctx);
 	if (r < 0)
-		return die(exit_for(r), "TLS: %s", dp_error_detail(r));
+		return die(exit_for(r), "TLS: %s%s", dp_error_detail(r),
+			   d->set.peer ? " (an agent both dials and listens: make its certificate "
+					 "with dpasync certs --peer)" : "");
 	r = load_identity(d);
 	if (r < 0)
 		return die(exit_for(r), "TLS: %s", dp_error_detail(r));
@@ -418,25 +536,32 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 	bc.owner_id = d->id;
 	bc.spent = d->m.eps_spent;
 	bc.left = d->m.eps_left;
-	r = own_budget_open(&d->budget, &bc);
-	if (r < 0)
-		return die(exit_for(r), "%s", dp_error_detail(r));
+	if (d->set.peer) {
+		r = start_peer(d, &bc);
+		if (r != 0)
+			return r;
+	} else {
+		r = own_budget_open(&d->budget, &bc);
+		if (r < 0)
+			return die(exit_for(r), "%s", dp_error_detail(r));
+	}
 	if (action == DP_CONFIG_CHECK) {
 		if (dp_config_print(&spec, stdout) < 0 || fflush(stdout) != 0)
 			return die(OWN_EXIT_FAIL, "cannot write to stdout");
 		return -1;
 	}
-	r = dp_rng_csprng_new(&d->rng);
-	if (r < 0)
-		return die(OWN_EXIT_FAIL, "random generator: %s", dp_error_detail(r));
-	d->bits = dp_rng_csprng_bits(d->rng);
-	/* The worker's own: a dp_csprng hands out a buffer and is used by one
-	 * thread only (docs/ownerd.md "Threads"). */
-	r = dp_rng_csprng_new(&d->answer_rng);
-	if (r < 0)
-		return die(OWN_EXIT_FAIL, "random generator: %s", dp_error_detail(r));
-	d->answer_bits = dp_rng_csprng_bits(d->answer_rng);
-
+	if (d->rng == NULL) {
+		r = dp_rng_csprng_new(&d->rng);
+		if (r < 0)
+			return die(OWN_EXIT_FAIL, "random generator: %s", dp_error_detail(r));
+		d->bits = dp_rng_csprng_bits(d->rng);
+		/* The worker's own: a dp_csprng hands out a buffer and is used by
+		 * one thread only (docs/ownerd.md "Threads"). */
+		r = dp_rng_csprng_new(&d->answer_rng);
+		if (r < 0)
+			return die(OWN_EXIT_FAIL, "random generator: %s", dp_error_detail(r));
+		d->answer_bits = dp_rng_csprng_bits(d->answer_rng);
+	}
 	d->loop = uv_default_loop();
 	r = own_answer_init(&d->answer, d->loop, &d->ds, &d->answer_bits, &d->budget,
 			    d->m.grad_secs, d->set.theta_max, own_client_answered, &d->client);
@@ -460,18 +585,30 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 			return die(exit_for(r), "--metrics-listen %s: %s", d->set.metrics_listen,
 				   dp_error_detail(r));
 	}
+	if (d->peer) {
+		r = own_peer_listen(d->peer);
+		if (r < 0)
+			return die(exit_for(r), "%s", dp_error_detail(r));
+	}
 	if (d->set.port_file) {
 		char line[32];
-		int n = snprintf(line, sizeof(line), "metrics=%u\n",
-				 d->httpd ? (unsigned)dp_httpd_port(d->httpd) : 0u);
+		int n = snprintf(line, sizeof(line), "metrics=%u\npeer=%u\n",
+				 d->httpd ? (unsigned)dp_httpd_port(d->httpd) : 0u,
+				 d->peer ? (unsigned)own_peer_port(d->peer) : 0u);
 
 		r = dp_file_write_atomic(d->set.port_file, line, (size_t)n, 0644);
 		if (r < 0)
 			return die(OWN_EXIT_FAIL, "--port-file: %s", dp_error_detail(r));
 	}
-	r = start_roles(d);
-	if (r < 0)
-		return die(OWN_EXIT_FAIL, "clock: %s", dp_error_detail(r));
+	if (!d->set.peer) {
+		r = start_roles(d);
+		if (r < 0)
+			return die(OWN_EXIT_FAIL, "clock: %s", dp_error_detail(r));
+		r = own_progress_start(&d->progress, d->loop, d->set.progress_every, &d->budget,
+				       &d->m);
+		if (r < 0)
+			return die(OWN_EXIT_FAIL, "%s", dp_error_detail(r));
+	}
 	dp_log_set_level((enum dp_log_level)d->set.log_level);
 	return 0;
 }
@@ -490,12 +627,15 @@ static void cleanup(struct own_daemon *d)
 		uv_loop_close(d->loop);
 	}
 	own_budget_close(&d->budget);
+	own_peer_free(d->peer);
 	own_answer_free(&d->answer);
 	dp_metrics_destroy(d->m.reg);
 	dp_rng_csprng_destroy(d->rng);
 	dp_rng_csprng_destroy(d->answer_rng);
 	if (d->ctx)
 		SSL_CTX_free(d->ctx);
+	if (d->server_ctx)
+		SSL_CTX_free(d->server_ctx);
 	dp_dataset_free(&d->ds);
 	free(d->model_out);
 	dp_config_free(&spec);
@@ -530,6 +670,19 @@ int main(int argc, char **argv)
 		return r < 0 ? OWN_EXIT_OK : r;   /* -1: --check-config passed */
 	}
 
+	if (d->set.peer) {
+		if (d->httpd)
+			DP_INFO("owner", "metrics listening port=%u",
+				(unsigned)dp_httpd_port(d->httpd));
+		own_peer_start(d->peer);
+		uv_run(d->loop, UV_RUN_DEFAULT);
+		r = d->exit_code;
+		own_budget_status(&d->budget, &st);
+		DP_INFO("owner", "exit code=%d wakeups+warm=%llu spent=%.9g left=%.9g", r,
+			(unsigned long long)st.answers, st.spent, st.left);
+		cleanup(d);
+		return r;
+	}
 	own_budget_status(&d->budget, &st);
 	DP_INFO("owner", "starting id=%s learner=%s:%u rows=%zu p=%zu epsilon=%g "
 		"answers_cap=%llu rate=%g ledger=%s answers=%llu", d->id, d->host,
@@ -542,6 +695,7 @@ int main(int argc, char **argv)
 	uv_run(d->loop, UV_RUN_DEFAULT);
 
 	r = d->exit_code;
+	own_progress_line(&d->progress, true);
 	own_budget_status(&d->budget, &st);
 	if (st.bound)
 		DP_INFO("owner", "exit code=%d answers=%llu spent=%.9g left=%.9g", r,

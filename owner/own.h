@@ -14,10 +14,17 @@
  *      |      Answer / Refuse / drop the connection / stop) -- it never
  *      |      sends, drops or stops by itself
  *   clock.c   the Poisson clock (owned by the client)
- *      |
+ *   progress.c  the summary line every few seconds and at exit (main's; it
+ *      |        reads the metrics and the budget, calls nothing above)
  *      v
  *   budget.c  state: the ledger, the per-answer share, the privacy order
  *             (budget.h)
+ *
+ * With --peer (docs/peer-agents.md) main builds peer.c instead of client.c
+ * and answer.c: the agent's connections to its neighbours, its wake-ups
+ * (the decisions and the update) and their order against the ledger, with
+ * clock.c and budget.c below it and peerfile.c (the address book) beside
+ * it.
  *
  * Calls go down only.  Events go back up by return value (answer.c's
  * struct own_reply, budget.c's codes) or by a callback the upper layer
@@ -81,6 +88,20 @@ struct own_settings {
 	bool allow_no_noise;
 	int log_level;          /* enum dp_log_level */
 	size_t max_frame;
+	/* Peer mode (docs/peer-agents.md): no learner; the agent runs the
+	 * update of docs/design.md §6 with its neighbours. */
+	bool peer;
+	char *graph;            /* a,b,w CSV (docs/p2p.md "Graph file") */
+	char *peers;            /* address book: id,addr CSV, re-read at every dial */
+	char *listen;           /* HOST:PORT for the neighbours that dial us */
+	char *schedule;         /* step,agent CSV: wake exactly at the listed steps */
+	char *trace;            /* per-agent wall-clock trace (CSV); NULL: next to ledger */
+	int model;              /* enum dp_model: linear | logistic */
+	double mu, confidence, lambda, lambda_per_row, delta, clip, x2max, warm_start;
+				/* lambda -1: lambda_per_row / m_i */
+	uint64_t wakeups;       /* T_i */
+	double linger;          /* seconds to wait, once done, for the neighbours */
+	double progress_every;  /* seconds between summary lines (0: none) */
 };
 
 /* The registry and its series; main.c creates them, the roles update them. */
@@ -93,6 +114,13 @@ struct own_metrics {
 	struct dp_metric *grad_secs;   /* dpasync_owner_gradient_seconds (answer) */
 	struct dp_metric *connected;   /* dpasync_owner_connected (client) */
 	struct dp_metric *reconnects;  /* dpasync_owner_reconnects_total (client) */
+	/* peer mode (peer.c) */
+	struct dp_metric *wakeups;     /* dpasync_peer_wakeups_total */
+	struct dp_metric *models_in;   /* dpasync_peer_models_received_total */
+	struct dp_metric *models_out;  /* dpasync_peer_models_sent_total */
+	struct dp_metric *nb_up;       /* dpasync_peer_neighbours_connected */
+	struct dp_metric *ticks;       /* dpasync_owner_clock_ticks_total (client) */
+	struct dp_metric *ticks_skipped; /* ..._clock_ticks_skipped_total (client) */
 };
 
 /* How a lower layer asks main to stop the daemon with an exit code (the
@@ -235,6 +263,23 @@ bool own_answer_busy(const struct own_answer *a);
 void own_answer_cancel(struct own_answer *a);
 void own_answer_wipe(struct own_answer *a);
 
+/* ---- progress.c: the periodic summary line -------------------------------- */
+
+struct own_progress {
+	uv_timer_t timer;           /* unreferenced; closed by the shutdown's walk */
+	const struct own_budget *budget;
+	const struct own_metrics *m;
+};
+
+/* Log own_progress_line every `every` seconds (0: never).  budget and m
+ * outlive the loop.  0, or a negative libuv code (detail set). */
+int own_progress_start(struct own_progress *p, uv_loop_t *loop, double every,
+		       const struct own_budget *budget, const struct own_metrics *m);
+/* One info line: answers, refusals, clock ticks and ticks skipped in this
+ * process, the ledger's answers, epsilon spent and left, connected;
+ * final marks the one written at exit. */
+void own_progress_line(const struct own_progress *p, bool final);
+
 /* ---- client.c: the connection to the learner ------------------------------ */
 
 /* What the client works with; everything pointed to outlives the client. */
@@ -281,5 +326,51 @@ void own_client_start(struct own_client *c);
  * queued, a final Refuse, is flushed).  Handles are freed when the loop
  * runs.  Called by main when the daemon stops. */
 void own_client_close(struct own_client *c);
+
+/* ---- peer.c: an agent of peer mode (docs/peer-agents.md) ------------------ */
+
+/* What the agent works with; everything pointed to outlives it. */
+struct own_peer_config {
+	uv_loop_t *loop;
+	const struct own_settings *set;
+	SSL_CTX *server_ctx, *client_ctx;
+	const char *id;             /* our identity (certificate CN) */
+	const dp_dataset *ds;
+	dp_bitsource *bits;         /* loop thread: clock gaps, backoff jitter */
+	dp_bitsource *noise;        /* the noise of the wake-ups (loop thread too) */
+	struct own_budget *budget;  /* not open: own_peer_new opens it */
+	struct own_budget_config budget_cfg; /* path, identity, metrics; the caps
+				       are the peer plan's */
+	const struct own_metrics *m;
+	const char *model_out;      /* <state>/model.json */
+	own_stop_fn stop;
+	void *stop_arg;
+};
+
+struct own_peer;
+
+/* Load the graph, the schedule and our last model (after a restart), bind
+ * the ledger.  Startup only: 0 or a DP_E... code with a one-line
+ * detail (DP_EINVAL / DP_EFORMAT / DP_ENOENT: bad configuration or input).
+ * *out receives the agent. */
+int own_peer_new(const struct own_peer_config *cfg, struct own_peer **out);
+/* Listen for the neighbours that dial us (--listen).  Startup only, after
+ * --check-config: 0 or a DP_E... code with a one-line detail. */
+int own_peer_listen(struct own_peer *p);
+/* The port we listen on. */
+uint16_t own_peer_port(const struct own_peer *p);
+/* Start the clock (or the schedule), the warm start and the dialling. */
+void own_peer_start(struct own_peer *p);
+/* For good: close the clock, timers, listener and connections (freed when
+ * the loop runs; the memory itself with own_peer_free after the loop). */
+void own_peer_close(struct own_peer *p);
+void own_peer_free(struct own_peer *p);
+
+/* ---- peerfile.c: the address book ------------------------------------------- */
+
+/* The address of `id` in the address book (id,addr CSV): 0 with host and
+ * port filled, DP_ENOENT when the file or the id is missing, DP_EFORMAT. */
+int own_peerfile_addr(const char *path, const char *id, char *host, size_t host_size,
+		      uint16_t *port);
 
 #endif

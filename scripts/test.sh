@@ -51,7 +51,9 @@ if build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=
     e2e_modes e2e_admission e2e_identity e2e_crash learnerd learnerd_fdlimit ownerd ownerd_worker \
     cli_errors sim_parity sim_converges \
     sim_freq_correction sim_caps sim_summary forecast_sim prep_shared_data prep_formats \
-    config_files plot_report e2e_lockout e2e_claims chaos iofault privacy_audit soak sync_rounds
+    sim_p2p peer_tools \
+    config_files plot_report e2e_lockout e2e_claims chaos iofault privacy_audit soak sync_rounds \
+    peer_refuse peer_cluster peer_restart peer_parity
 fi
 
 # Fuzzing (docs/fuzz.md): every libFuzzer target of tests/fuzz, one test

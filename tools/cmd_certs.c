@@ -19,7 +19,7 @@ struct certs_opts {
 	char *out, *learner_name, *ca_cert, *ca_key, *pin, *crl, *kit, *learner_addr;
 	uint64_t owners, days, ca_days;
 	struct dp_config_strings names, revoke;
-	bool force, have_owners, have_learner, have_days, have_ca_days;
+	bool force, peer, have_owners, have_learner, have_days, have_ca_days;
 };
 
 static void print_path(const char *path, void *arg)
@@ -54,6 +54,9 @@ static int check_opts(void *arg)
 		return dp_error_set(DP_EINVAL, "--learner-addr applies to --kit only");
 	if (o->kit && o->out)
 		return dp_error_set(DP_EINVAL, "give either --out or --kit, not both");
+	if (o->kit && o->peer)
+		return dp_error_set(DP_EINVAL, "--kit makes a learner's and owners' folders; peer "
+				    "agents (--peer) take --out");
 	if (o->kit && o->ca_cert && !o->have_learner)
 		return dp_error_set(DP_EINVAL, "--kit with --ca-cert needs --learner-name (the "
 				    "owners' configs name the learner)");
@@ -146,7 +149,8 @@ static int deploy(void *arg)
 	dp_certs_opts c = { .out_dir = o->out, .learner_name = o->learner_name,
 			    .with_learner = o->have_learner, .days = (unsigned)o->days,
 			    .ca_days = (unsigned)o->ca_days, .ca_cert_file = o->ca_cert,
-			    .ca_key_file = o->ca_key, .force = o->force, .on_file = print_path };
+			    .ca_key_file = o->ca_key, .force = o->force, .peer = o->peer,
+			    .on_file = print_path };
 	char (*gen)[32] = NULL, **names = NULL, cadir[4096];
 	int rc = 0;
 
@@ -236,6 +240,9 @@ int dp_cmd_certs(int argc, char **argv)
 		{ .name = "ca-key", DP_CFG_PATH(&o.ca_key), .metavar = "FILE",
 		  .help = "the key of --ca-cert" },
 		{ .name = "force", DP_CFG_BOOL(&o.force), .help = "replace existing files" },
+		{ .name = "peer", DP_CFG_BOOL(&o.peer),
+		  .help = "certificates for peer-mode agents (ownerd --peer):\nserverAuth and "
+			  "clientAuth" },
 		{ .name = "crl", DP_CFG_PATH(&o.crl), .metavar = "FILE",
 		  .help = "write the CA's revocation list here (with\n"
 			  "--ca-cert, --ca-key): the entries of an\n"

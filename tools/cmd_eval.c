@@ -1,9 +1,13 @@
-/* dpasync eval: f and psi of a saved model against owner data files. */
+/* dpasync eval: f and psi of a saved model against owner data files; with
+ * --peer, each agent's model against its own test file. */
+#include <json-c/json.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/core/error.h"
+#include "common/core/json.h"
 #include "common/core/modelfile.h"
 #include "common/net/config.h"
 #include "tools/cmds.h"
@@ -14,9 +18,151 @@ struct eval_opts {
 	int model;                     /* dp_model */
 	char *target, *schema;
 	double lambda, theta_max;
-	bool have_model, have_lambda, have_tmax;
-	struct dp_config_strings args; /* MODEL.json FILE... */
+	bool have_model, have_lambda, have_tmax, peer;
+	char *models;                  /* --peer: DIR of ID.json */
+	struct dp_config_strings args; /* MODEL.json FILE... (--peer: FILE...) */
 };
+
+/* The agent id of a test file: its base name without .csv.gz or .csv. */
+static char *agent_id(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	size_t n;
+
+	base = base ? base + 1 : path;
+	n = strlen(base);
+	if (n > 7 && strcmp(base + n - 7, ".csv.gz") == 0)
+		n -= 7;
+	else if (n > 4 && strcmp(base + n - 4, ".csv") == 0)
+		n -= 4;
+	return strndup(base, n);
+}
+
+/* Sum over the rows of ds of the squared error (linear) or of the correct
+ * signs, y t > 0 (logistic, svm; a score of 0 counts as wrong). */
+static double error_sum(dp_model m, const dp_dataset *ds, const double *theta)
+{
+	double sum = 0;
+
+	for (size_t r = 0; r < ds->n; r++) {
+		double t = 0;
+
+		for (size_t q = 0; q < ds->p; q++)
+			t += theta[q] * ds->x[r * ds->p + q];
+		if (m == DP_MODEL_LINEAR)
+			sum += (ds->y[r] - t) * (ds->y[r] - t);
+		else
+			sum += ds->y[r] * t > 0;
+	}
+	return sum;
+}
+
+/* One agent's metric into the JSON array and the running totals. */
+static int peer_agent(const struct eval_opts *o, const char *file, dp_model *kind,
+		      struct json_object *arr, double *mean, double *pooled, size_t *rows)
+{
+	char *id = agent_id(file), path[4096];
+	dp_modelfile mf = { 0 };
+	dp_ownerdata od = { 0 };
+	struct json_object *a = NULL;
+	char *files[1] = { (char *)file };
+	double sum, v;
+	int rc;
+
+	if (id == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	snprintf(path, sizeof(path), "%s/%s.json", o->models, id);
+	rc = dp_modelfile_read(path, &mf);
+	if (rc == 0 && *kind != (dp_model)-1 && mf.model != *kind)
+		rc = dp_error_set(DP_EFORMAT, "%s: model '%s', but the first agent's is '%s'", path,
+				  dp_model_name(mf.model), dp_model_name(*kind));
+	if (rc == 0 && o->have_model && mf.model != (dp_model)o->model)
+		rc = dp_error_set(DP_EFORMAT, "--model %s does not match %s ('%s')",
+				  dp_model_name((dp_model)o->model), path, dp_model_name(mf.model));
+	if (rc == 0)
+		rc = dp_ownerdata_load(&od, files, 1, o->schema ? NULL : o->target ? o->target :
+				       mf.target ? mf.target : "y", mf.bias, o->schema, mf.model);
+	if (rc == 0)
+		rc = dp_modelfile_check_data(&mf, path, &od.ds[0]);
+	if (rc != 0)
+		goto out;
+	*kind = mf.model;
+	sum = error_sum(mf.model, &od.ds[0], mf.theta);
+	v = mf.model == DP_MODEL_LINEAR ? sqrt(sum / (double)od.ds[0].n) : sum / (double)od.ds[0].n;
+	*mean += v;
+	*pooled += sum;
+	*rows += od.ds[0].n;
+	a = json_object_new_object();
+	rc = dp_json_push(arr, a);
+	if (rc == 0)
+		rc = dp_json_add(a, "id", json_object_new_string(id));
+	if (rc == 0)
+		rc = dp_json_add(a, "rows", json_object_new_uint64(od.ds[0].n));
+	if (rc == 0)
+		rc = dp_json_add(a, mf.model == DP_MODEL_LINEAR ? "rmse" : "accuracy",
+				 dp_json_double(v));
+	if (rc != 0)
+		rc = dp_error_set(DP_ENOMEM, "out of memory");
+out:
+	free(id);
+	dp_modelfile_free(&mf);
+	dp_ownerdata_free(&od);
+	return rc;
+}
+
+/* --peer: every agent's test metric, their mean and the pooled value, as
+ * one JSON line. */
+static int evaluate_peer(struct eval_opts *o)
+{
+	struct json_object *j = json_object_new_object(), *arr = json_object_new_array();
+	dp_model kind = (dp_model)-1;
+	double mean = 0, pooled = 0;
+	size_t rows = 0, n = o->args.n;
+	const char *metric;
+	int rc = j && arr ? 0 : DP_ENOMEM;
+
+	if (o->models == NULL) {
+		json_object_put(j);
+		json_object_put(arr);
+		dp_cmd_fail("eval", "bad usage: --peer needs --models DIR (try dpasync eval --help)");
+		return 2;
+	}
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = peer_agent(o, o->args.v[i], &kind, arr, &mean, &pooled, &rows);
+	if (rc != 0) {
+		json_object_put(j);
+		json_object_put(arr);
+		dp_cmd_fail("eval", "%s", rc == DP_ENOMEM ? "out of memory" : dp_error_detail(rc));
+		return rc == DP_ENOMEM || rc == DP_EIO ? 1 : 2;
+	}
+	metric = kind == DP_MODEL_LINEAR ? "rmse" : "accuracy";
+	mean /= (double)n;
+	pooled = kind == DP_MODEL_LINEAR ? sqrt(pooled / (double)rows) : pooled / (double)rows;
+	rc = dp_json_add(j, "model", json_object_new_string(dp_model_name(kind)));
+	if (rc == 0)
+		rc = dp_json_add(j, "metric", json_object_new_string(metric));
+	if (rc == 0)
+		rc = dp_json_add(j, "agents", json_object_new_uint64(n));
+	if (rc == 0)
+		rc = dp_json_add(j, "rows", json_object_new_uint64(rows));
+	if (rc == 0)
+		rc = dp_json_add(j, "mean", dp_json_double(mean));
+	if (rc == 0)
+		rc = dp_json_add(j, "pooled", dp_json_double(pooled));
+	if (rc == 0)
+		rc = dp_json_add(j, "per_agent", arr);
+	else
+		json_object_put(arr);
+	if (rc == 0)
+		puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_SPACED |
+						       JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(j);
+	if (rc != 0) {
+		dp_cmd_fail("eval", "out of memory");
+		return 1;
+	}
+	return 0;
+}
 
 static int evaluate(void *arg)
 {
@@ -27,6 +173,17 @@ static int evaluate(void *arg)
 	const char *target;
 	int rc;
 
+	if (o->peer)
+		return evaluate_peer(o);
+	if (o->models != NULL) {
+		dp_cmd_fail("eval", "bad usage: --models applies to --peer (try dpasync eval --help)");
+		return 2;
+	}
+	if (o->args.n < 2) {
+		dp_cmd_fail("eval", "bad usage: give MODEL.json and at least one data FILE (try "
+			    "dpasync eval --help)");
+		return 2;
+	}
 	rc = dp_modelfile_read(o->args.v[0], &mf);
 	if (rc != 0) {
 		dp_cmd_fail("eval", "%s", dp_error_detail(rc));
@@ -103,6 +260,13 @@ int dp_cmd_eval(int argc, char **argv)
 		{ .name = "theta-max", DP_CFG_DOUBLE(&o.theta_max), .min = 0, .max = INFINITY,
 		  .min_exclusive = true, .given = &o.have_tmax, .metavar = "M",
 		  .help = "box bound for theta* (default: the model\nfile's)" },
+		{ .name = "peer", DP_CFG_BOOL(&o.peer),
+		  .help = "per-agent test error of a peer run: FILE...\n"
+			  "are the agents' test files, ID.csv, and\n"
+			  "each is scored with --models DIR/ID.json" },
+		{ .name = "models", DP_CFG_PATH(&o.models), .metavar = "DIR",
+		  .help = "--peer: the agents' model files (a sim's\n"
+			  "OUT/agents)" },
 		DP_CONFIG_END,
 	};
 	const struct dp_config_spec spec = {
@@ -115,11 +279,16 @@ int dp_cmd_eval(int argc, char **argv)
 		.epilog = "The bias column is appended when the model file says \"bias\": true.\n"
 			  "When the model file names its features and target (dpasync sim and\n"
 			  "ownerd write them), the data must have those features, in that order,\n"
-			  "and --target is not needed.",
+			  "and --target is not needed.\n"
+			  "\n"
+			  "With --peer (docs/p2p.md) it prints instead, as one JSON line, each\n"
+			  "agent's test RMSE (linear) or accuracy (logistic, svm: the share of rows\n"
+			  "with y t > 0), their unweighted mean over the agents (\"mean\"), and the\n"
+			  "value over all rows together (\"pooled\").",
 		.entries = entries,
 		.args = &o.args,
-		.args_metavar = "MODEL.json FILE...",
-		.args_min = 2,
+		.args_metavar = "MODEL.json FILE... | --peer --models DIR FILE...",
+		.args_min = 1,
 	};
 
 	return dp_cmd_run(&spec, argc, argv, evaluate, &o);

@@ -33,10 +33,13 @@
 static const char prep_summary[] =
 	"Turn raw CSV files (plain or .gz, header row required) into a feature schema\n"
 	"DIR/schema.json and numeric owner files DIR/owner-1.csv, DIR/owner-2.csv, ...\n"
-	"(or the names given with --names; header: the feature names, then the target).  Without --split each FILE\n"
+	"(or the names given with --names; header: the feature names, then the\n"
+	"target).  Without --split each FILE\n"
 	"becomes one owner file, in the order given; with --split N the rows of the\n"
 	"single FILE are shuffled (by --seed) and dealt into N owner files whose sizes\n"
-	"differ by at most one.  Every row of the input goes to exactly one owner\n"
+	"differ by at most one; with --split-by COL they are grouped by the value of\n"
+	"COL into DIR/VALUE.csv, one owner file per value (COL is not a feature).\n"
+	"Every row of the input goes to exactly one owner\n"
 	"(unless --drop-missing drops it).  With --sample or --sample-frac, the sample\n"
 	"the schema was built from is written too, transformed like the owner files,\n"
 	"as DIR/sample.csv (for `dpasync sim --sample` and `dpasync forecast --sample`).";
@@ -80,7 +83,7 @@ struct lvspec {
 };
 
 struct prep {
-	char *target, *positive, *sample, *schema, *out;
+	char *target, *positive, *sample, *schema, *out, *split_by;
 	int task;                      /* dp_task */
 	bool task_set, raw_target, all_levels, force, drop_missing;
 	struct dp_config_strings drop, onehot, ordinal, levels, names;
@@ -214,6 +217,16 @@ static int check_opts(void *arg)
 	if (a->split_set && a->inputs.n != 1)
 		return dp_error_set(DP_EINVAL, "--split deals the rows of one FILE; %zu files given",
 				    a->inputs.n);
+	if (a->split_by && a->split_set)
+		return dp_error_set(DP_EINVAL, "give --split N or --split-by COL, not both");
+	if (a->split_by && a->inputs.n != 1)
+		return dp_error_set(DP_EINVAL, "--split-by splits the rows of one FILE; %zu files "
+				    "given", a->inputs.n);
+	if (a->split_by && a->target && strcmp(a->split_by, a->target) == 0)
+		return dp_error_set(DP_EINVAL, "--split-by: '%s' is the target", a->split_by);
+	if (a->names.n && a->split_by)
+		return dp_error_set(DP_EINVAL, "--names and --split-by exclude each other (--split-by "
+				    "names the files after the values)");
 	rc = check_names(a);
 	if (rc != 0)
 		return rc;
@@ -337,6 +350,9 @@ struct work {
 	size_t sn;
 	size_t dropped, total;         /* --drop-missing: input rows dropped, of total */
 	size_t sdropped, stotal;       /* the same for --sample FILE */
+	size_t *by;                    /* --split-by: the rows of the one input, grouped
+					  by value (sorted), file order within a group */
+	size_t by_col;                 /* its column */
 };
 
 static void work_free(struct work *w, size_t ninputs)
@@ -355,6 +371,7 @@ static void work_free(struct work *w, size_t ninputs)
 	free(w->picks);
 	free(w->sx);
 	free(w->sy);
+	free(w->by);
 	memset(w, 0, sizeof(*w));
 }
 
@@ -364,6 +381,7 @@ static int build_schema(const struct prep *a, struct work *w)
 	dp_schema_build_opts o = { 0 };
 	dp_schema_build_levels *lv = NULL;
 	const dp_csv_table **tp = NULL, **ltp = NULL;
+	const char **drop = NULL;
 	int rc = DP_ENOMEM;
 
 	tp = malloc((ntabs + 1) * sizeof(*tp));
@@ -382,8 +400,16 @@ static int build_schema(const struct prep *a, struct work *w)
 	o.target = a->target;
 	o.task = a->task;
 	o.positive = a->positive;
-	o.drop = (const char *const *)a->drop.v;
-	o.ndrop = a->drop.n;
+	/* The --split-by column names the owner: never a feature. */
+	drop = malloc((a->drop.n + 1) * sizeof(*drop));
+	if (drop == NULL)
+		goto out;
+	for (size_t i = 0; i < a->drop.n; i++)
+		drop[i] = a->drop.v[i];
+	if (a->split_by)
+		drop[a->drop.n] = a->split_by;
+	o.drop = drop;
+	o.ndrop = a->drop.n + (a->split_by != NULL);
 	o.onehot = (const char *const *)a->onehot.v;
 	o.nonehot = a->onehot.n;
 	o.levels = lv;
@@ -419,6 +445,7 @@ out:
 	free(tp);
 	free(ltp);
 	free(lv);
+	free(drop);
 	return rc;
 }
 
@@ -426,6 +453,8 @@ out:
  * but the dropped ones (the target too); when it is given, dp_schema_uses. */
 static bool column_used(const struct prep *a, const dp_schema *s, const char *name)
 {
+	if (a->split_by != NULL && strcmp(a->split_by, name) == 0)
+		return true;   /* every row needs an owner */
 	if (s != NULL)
 		return dp_schema_uses(s, name) != 0;
 	for (size_t i = 0; i < a->drop.n; i++)
@@ -534,6 +563,88 @@ static int gather_sample(struct work *w, size_t p)
 	return 0;
 }
 
+/* --split-by: a value names its owner file VALUE.csv, so it must be a
+ * plain file name.  The detail never shows the value (docs/privacy.md
+ * §8: an error about a cell names its place, not its content). */
+static bool file_name_ok(const char *v)
+{
+	size_t n = strlen(v);
+
+	if (n == 0 || n > 128 || v[0] == '.' || v[0] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = v[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+static const dp_csv_table *by_table;
+static size_t by_column;
+
+static int by_cmp(const void *x, const void *y)
+{
+	size_t a = *(const size_t *)x, b = *(const size_t *)y;
+	int c = strcmp(dp_csv_cell(by_table, a, by_column), dp_csv_cell(by_table, b, by_column));
+
+	if (c != 0)
+		return c;
+	return a < b ? -1 : a > b;
+}
+
+/* Group the rows of the one input by the --split-by column (w->by). */
+static int group_rows(const struct prep *a, struct work *w)
+{
+	const dp_csv_table *t = &w->tabs[0];
+	long col = dp_csv_find((const char *const *)t->header, t->ncols, a->split_by);
+
+	if (col < 0)
+		return dp_error_set(DP_EFORMAT, "%s:1: no column '%s' (--split-by)", t->source,
+				    a->split_by);
+	for (size_t i = 0; i < t->nrows; i++) {
+		if (!file_name_ok(dp_csv_cell(t, i, (size_t)col)))
+			return dp_error_set(DP_EFORMAT, "%s:%zu: column '%s': the value cannot name "
+					    "an owner file (--split-by takes 1 to 128 letters, "
+					    "digits, '.', '_' or '-', not starting with '.' or "
+					    "'-')", t->source, t->line[i], a->split_by);
+	}
+	w->by = malloc((t->nrows ? t->nrows : 1) * sizeof(size_t));
+	if (w->by == NULL)
+		return DP_ENOMEM;
+	for (size_t i = 0; i < t->nrows; i++)
+		w->by[i] = i;
+	by_table = t;
+	by_column = (size_t)col;
+	qsort(w->by, t->nrows, sizeof(size_t), by_cmp);
+	by_table = NULL;
+	w->by_col = (size_t)col;
+	return 0;
+}
+
+/* --split-by without --force: no VALUE.csv may exist yet. */
+static int check_split_outputs(const struct prep *a, const struct work *w)
+{
+	const dp_csv_table *t = &w->tabs[0];
+	struct stat st;
+	char path[4096];
+
+	if (a->force)
+		return 0;
+	for (size_t k = 0; k < t->nrows; k++) {
+		const char *v = dp_csv_cell(t, w->by[k], w->by_col);
+
+		if (k > 0 && strcmp(v, dp_csv_cell(t, w->by[k - 1], w->by_col)) == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s.csv", a->out, v);
+		if (stat(path, &st) == 0)
+			return dp_error_set(DP_EINVAL, "%s exists (use --force to overwrite)", path);
+	}
+	return 0;
+}
+
 /* Refuse to overwrite outputs unless --force. */
 static int check_outputs(const struct prep *a, size_t nowners)
 {
@@ -615,6 +726,10 @@ static int read_and_transform(struct prep *a, struct work *w, char *msg, size_t 
 					    "target '%s'", dp_csv_show(a->target, msg, 64),
 					    dp_schema_target(w->s));
 	}
+	if (a->split_by != NULL &&
+	    dp_csv_find((const char *const *)w->tabs[0].header, w->tabs[0].ncols, a->split_by) < 0)
+		return dp_error_set(DP_EFORMAT, "%s:1: no column '%s' (--split-by)", w->tabs[0].source,
+				    a->split_by);
 	for (size_t i = 0; i < n; i++) {
 		size_t d = 0;
 
@@ -658,6 +773,13 @@ static int read_and_transform(struct prep *a, struct work *w, char *msg, size_t 
 		if (rc != 0)
 			return rc;
 	}
+	if (a->split_by != NULL) {
+		rc = group_rows(a, w);
+		if (rc == 0)
+			rc = check_split_outputs(a, w);
+		if (rc != 0)
+			return rc;
+	}
 	if (a->split_set && a->split > w->tabs[0].nrows)
 		return dp_error_set(DP_EINVAL, "--split %zu: %s has only %zu rows%s", a->split,
 				    a->inputs.v[0], w->tabs[0].nrows,
@@ -686,6 +808,39 @@ static int write_sample(const struct prep *a, const struct work *w, char *path, 
 	if (rc == 0)
 		printf("%s: %zu rows, the sample the schema was built from (%s)\n", path, w->sn,
 		       a->sample ? a->sample : "--sample-frac");
+	return rc;
+}
+
+/* --split-by: one owner file VALUE.csv per value, rows in file order. */
+static int write_split(const struct prep *a, const struct work *w, char *path, size_t pathsz)
+{
+	const dp_csv_table *t = &w->tabs[0];
+	size_t p = dp_schema_nfeatures(w->s), n = t->nrows, files = 0, least = n, most = 0;
+	double *ox = malloc((n ? n : 1) * p * sizeof(*ox)), *oy = malloc((n ? n : 1) * sizeof(*oy));
+	char name[160];
+	int rc = 0;
+
+	if (ox == NULL || oy == NULL)
+		rc = DP_ENOMEM;
+	for (size_t k = 0; k < n && rc == 0;) {
+		const char *v = dp_csv_cell(t, w->by[k], w->by_col);
+		size_t m = 0;
+
+		for (; k < n && strcmp(dp_csv_cell(t, w->by[k], w->by_col), v) == 0; k++, m++) {
+			memcpy(ox + m * p, w->xs[0] + w->by[k] * p, p * sizeof(*ox));
+			oy[m] = w->ys[0][w->by[k]];
+		}
+		snprintf(name, sizeof(name), "%s.csv", v);
+		rc = write_rows(a, w->s, name, m, ox, oy, path, pathsz);
+		files++;
+		least = m < least ? m : least;
+		most = m > most ? m : most;
+	}
+	if (rc == 0)
+		printf("%s: %zu owner files VALUE.csv by column '%s', %zu to %zu rows each\n", a->out,
+		       files, a->split_by, least, most);
+	free(ox);
+	free(oy);
 	return rc;
 }
 
@@ -748,7 +903,7 @@ static int run(void *arg)
 		status = 2;
 		goto done;
 	}
-	rc = check_outputs(a, a->split_set ? a->split : a->inputs.n);
+	rc = check_outputs(a, a->split_by ? 0 : a->split_set ? a->split : a->inputs.n);
 	if (rc == 0)
 		rc = read_and_transform(a, &w, path, sizeof(path));
 	if (rc != 0)
@@ -774,7 +929,9 @@ static int run(void *arg)
 	       dp_schema_target(w.s),
 	       dp_schema_target_binary(w.s) ? "binary, y in {-1,+1}" : "numeric");
 	rc = write_sample(a, &w, path, sizeof(path));
-	if (rc == 0)
+	if (rc == 0 && a->split_by != NULL)
+		rc = write_split(a, &w, path, sizeof(path));
+	else if (rc == 0)
 		rc = write_owners(a, &w, path, sizeof(path));
 	if (rc != 0)
 		goto fail;
@@ -860,6 +1017,10 @@ int dp_cmd_prep(int argc, char **argv)
 		{ .name = "split", DP_CFG_SIZE(&a.split), .min = 1, .max = INFINITY,
 		  .given = &a.split_set, .group = g_out, .metavar = "N",
 		  .help = "deal the rows of the one FILE into N owner\nfiles" },
+		{ .name = "split-by", DP_CFG_STRING(&a.split_by), .group = g_out, .metavar = "COL",
+		  .help = "one owner file DIR/VALUE.csv per value of\n"
+			  "COL in the one FILE (e.g. a user id: the\n"
+			  "peer mode's agents); COL is not a feature" },
 		{ .name = "seed", DP_CFG_U64(&a.seed), .def = "1", .group = g_out, .metavar = "S",
 		  .help = "seed for --split and --sample-frac" },
 		{ .name = "out", DP_CFG_PATH(&a.out), .flags = DP_CONFIG_REQUIRED, .group = g_out,
@@ -870,7 +1031,8 @@ int dp_cmd_prep(int argc, char **argv)
 			  "DIR/owner-1.csv, ..." },
 		{ .name = "force", DP_CFG_BOOL(&a.force), .group = g_out,
 		  .help = "overwrite DIR/schema.json, DIR/sample.csv\n"
-			  "and DIR/owner-*.csv if they exist, and\n"
+			  "and DIR/owner-*.csv (or the --split-by\n"
+			  "files) if they exist, and\n"
 			  "remove a sample.csv an earlier run left when\n"
 			  "this one has no sample (other files in DIR\n"
 			  "are left alone)" },
@@ -880,7 +1042,7 @@ int dp_cmd_prep(int argc, char **argv)
 		.program = "dpasync prep",
 		.command = true,
 		.synopsis = "--target COL --out DIR [options] FILE...\n"
-			    "--schema SCHEMA --out DIR [--split N --seed S] FILE...",
+			    "--schema SCHEMA --out DIR [--split N --seed S | --split-by COL] FILE...",
 		.summary = prep_summary,
 		.epilog = prep_epilog,
 		.entries = entries,

@@ -16,26 +16,38 @@
 #include "tools/cmds.h"
 #include "tools/lib/optimum.h"
 #include "tools/lib/ownerdata.h"
+#include "tools/lib/peerreport.h"
 #include "tools/lib/plot.h"
 
 /* Largest checkpoint.json or summary.json read. */
 #define JSON_MAX ((size_t)1 << 28)
 
+/* A gap between two successive updates is marked (a resume's downtime, a
+ * stall) when it is over GAP_FACTOR times the median gap and over GAP_MIN_S
+ * seconds (docs/plots.md "Throughput"). */
+#define GAP_FACTOR 20.0
+#define GAP_MIN_S 1.0
+
 static const char report_summary[] =
 	"Write DIR/report.md, a Markdown page with the key numbers of one run and\n"
-	"its figures (PNG files DIR/report-*.png next to it, drawn with gnuplot).\n"
+	"its figures (PNG files DIR/report-*.png next to it, drawn with gnuplot),\n"
+	"and DIR/report.json, the same numbers for programs.\n"
 	"DIR is either\n"
 	"  - a learnerd out directory (trace.csv; model.json and checkpoint.json\n"
 	"    when present): iterations/s, per-owner iterations and share, median\n"
 	"    and p95 query round trip and request wait, epsilon spent per owner\n"
-	"    (the last eps_spent of the owner in the trace), psi with --data;\n"
+	"    (the last eps_spent of the owner in the trace), staleness, gaps much\n"
+	"    longer than the typical time between updates (a resume's downtime),\n"
+	"    psi with --data; rates count from the first query;\n"
 	"    figures: owner of each iteration, wait/round-trip CDFs, shares, and\n"
 	"    psi against time with --sim.  Also writes DIR/report-schedule.txt, the\n"
 	"    trace's owner order for `dpasync sim --schedule` (owner j = the j-th\n"
 	"    owner in natural order of names, so pass the data files in that order);\n"
 	"  - a sim out directory (summary.json, psi.csv, schedule.txt): psi\n"
 	"    statistics, per-owner iterations of the first run; figures: psi\n"
-	"    against k and the owner of each iteration.";
+	"    against k and the owner of each iteration;\n"
+	"  - a peer-mode run (a directory of ownerd --peer state directories, each\n"
+	"    with its trace.csv): per-agent wake-ups, timing and epsilon.";
 
 struct report_opts {
 	char *target, *schema, *rates, *sim;
@@ -76,6 +88,55 @@ static void put_ms(FILE *f, double s)
 		fputs("—", f);
 	else
 		fprintf(f, "%.4g", s * 1e3);
+}
+
+/* key: v, or null when v is not finite (JSON has no NaN).  Adds nothing
+ * once *rc is set; sets it on failure. */
+static void jnum(struct json_object *o, const char *key, double v, int *rc)
+{
+	if (*rc == 0)
+		*rc = isfinite(v) ? dp_json_add(o, key, dp_json_double(v)) : dp_json_add_null(o, key);
+}
+
+static void jint(struct json_object *o, const char *key, uint64_t v, int *rc)
+{
+	if (*rc == 0)
+		*rc = dp_json_add(o, key, json_object_new_uint64(v));
+}
+
+static void jstr(struct json_object *o, const char *key, const char *v, int *rc)
+{
+	if (*rc == 0)
+		*rc = dp_json_add(o, key, json_object_new_string(v));
+}
+
+/* DIR/report.json (takes root).  0 or the error of dp_json_write_file;
+ * err (an earlier failure building root) is returned as it is. */
+static int write_json(const char *dir, struct json_object *root, int err)
+{
+	char path[4200];
+
+	join(path, sizeof(path), dir, "report.json");
+	if (err == 0 && root == NULL)
+		err = dp_error_set(DP_ENOMEM, "out of memory");
+	if (err == 0)
+		err = dp_json_write_file(path, root, 0644);
+	else if (err == DP_ENOMEM)
+		dp_error_set(DP_ENOMEM, "out of memory");
+	json_object_put(root);
+	return err;
+}
+
+/* Percentiles 50 and 95 of v (n values, sorted in place) as key_median and
+ * key_p95 in o, in milliseconds. */
+static void jms(struct json_object *o, const char *key, double *v, size_t n, int *rc)
+{
+	char k[64];
+
+	snprintf(k, sizeof(k), "%s_median_ms", key);
+	jnum(o, k, dp_plot_percentile(v, n, 50) * 1e3, rc);
+	snprintf(k, sizeof(k), "%s_p95_ms", key);
+	jnum(o, k, dp_plot_percentile(v, n, 95) * 1e3, rc);
 }
 
 /* A figure of the report: its file (next to report.md), heading, caption. */
@@ -265,7 +326,82 @@ static int finish_md(const char *dir, FILE *m, char **md, size_t *mdlen, size_t 
 	err = write_md(dir, *md, *mdlen);
 	if (err != 0)
 		return fail(err);
-	printf("wrote %s/report.md (%zu figures)\n", dir, nfig);
+	printf("wrote %s/report.md (%zu figures) and %s/report.json\n", dir, nfig, dir);
+	return 0;
+}
+
+/* The reproduce commands of a learnerd report: the figures (plots) and the
+ * simulation of its owner order (sim); heap strings of whole lines. */
+struct repro {
+	char *plots, *sim;
+};
+
+/* Every flag that changes what the commands compute is carried over: the
+ * model file's model, lambda, theta-max, clip, bias and target, the
+ * checkpoint's eta and freq-correction, and the report's own --target,
+ * --schema, --rates and --data.  What the run directory cannot know is a
+ * placeholder in capitals (E: the owners' --epsilon; SIMDIR).
+ * mf may be NULL.  0 or DP_ENOMEM. */
+static int reproduce(const struct report_opts *o, const dp_plot_trace *tr, const struct ckpt *ck,
+		     const dp_modelfile *mf, size_t T, struct repro *out)
+{
+	const char *target = o->target ? o->target : mf && mf->target ? mf->target : NULL;
+	size_t len;
+	FILE *f;
+	/* The files as sim's arguments, and as report's one --data value. */
+	char data[8192] = "OWNER-FILES...", data_opt[8192] = "OWNER-FILES,...";
+
+	if (o->data.n) {
+		size_t at = 0, at2 = 0;
+
+		for (size_t i = 0; i < o->data.n && at < sizeof(data) && at2 < sizeof(data_opt); i++) {
+			at += (size_t)snprintf(data + at, sizeof(data) - at, "%s%s", i ? " " : "",
+					       o->data.v[i]);
+			at2 += (size_t)snprintf(data_opt + at2, sizeof(data_opt) - at2, "%s%s",
+						i ? "," : "", o->data.v[i]);
+		}
+	}
+	f = open_memstream(&out->plots, &len);
+	if (f == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	fprintf(f, "dpasync plot --kind owners --out %s/report-owners.png %s/trace.csv\n", o->dir,
+		o->dir);
+	fprintf(f, "dpasync plot --kind cdf --out %s/report-cdf.png %s/trace.csv\n", o->dir, o->dir);
+	fprintf(f, "dpasync plot --kind shares%s%s --out %s/report-shares.png %s/trace.csv\n",
+		o->rates ? " --rates " : "", o->rates ? o->rates : "", o->dir, o->dir);
+	if (fclose(f) != 0 || out->plots == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	f = open_memstream(&out->sim, &len);
+	if (f == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	fprintf(f, "dpasync sim --schedule %s/report-schedule.txt --T %zu", o->dir, tr->n);
+	if (ck->have_eta)
+		fprintf(f, " --eta %.17g", ck->eta);
+	if (mf)
+		fprintf(f, " --model %s --lambda %.17g --theta-max %.17g --clip %.17g%s",
+			dp_model_name(mf->model), mf->lambda, mf->theta_max, mf->clip,
+			mf->bias ? " --bias" : "");
+	if (target && !o->schema)
+		fprintf(f, " --target %s", target);
+	if (o->schema)
+		fprintf(f, " --schema %s", o->schema);
+	if (T && T != tr->n)
+		fprintf(f, " --answers-cap %zu", T);
+	if (ck->freq_correction)
+		fputs(" --freq-correction", f);
+	fprintf(f, " --epsilon E --repeats 10 --out SIMDIR %s\n", data);
+	fprintf(f, "dpasync plot --kind psi-time --trace %s/trace.csv --out psi-time.png "
+		"SIMDIR/psi.csv\n", o->dir);
+	fprintf(f, "dpasync report --sim SIMDIR --data %s", data_opt);
+	if (o->target)
+		fprintf(f, " --target %s", o->target);
+	if (o->schema)
+		fprintf(f, " --schema %s", o->schema);
+	if (o->rates)
+		fprintf(f, " --rates %s", o->rates);
+	fprintf(f, " %s\n", o->dir);
+	if (fclose(f) != 0 || out->sim == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
 	return 0;
 }
 
@@ -282,8 +418,11 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 	dp_modelfile mf = { 0 };
 	int have_model = 0, have_psi = 0, rc = 2, err;
 	double f = 0, f_star = 0, psi = NAN, psi_zero = NAN, *rates = NULL, *all = NULL, *v = NULL;
-	double t0, dur;
-	size_t *count = NULL, T = 0, runs = 0;
+	double t0, dur, gap_med, gap_min, gap_sum = 0, stale_med = NAN, stale_max = NAN;
+	size_t *count = NULL, T = 0, runs = 0, gaps = 0;
+	struct json_object *js = NULL, *jo = NULL, *jg = NULL;
+	struct repro repro = { 0 };
+	int jerr = 0;
 	fig figs[4];
 	dp_plot_opts po = { 0 };
 
@@ -397,11 +536,15 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 		goto out;
 	}
 
-	/* Numbers. */
+	/* Numbers: each goes to report.md and to report.json (js) from the same
+	 * variable, so the two agree. */
 	count = calloc(N, sizeof(size_t));
 	all = malloc(tr.n * sizeof(double));
 	v = malloc(tr.n * sizeof(double));
-	if (count == NULL || all == NULL || v == NULL) {
+	js = json_object_new_object();
+	jo = json_object_new_array();
+	jg = json_object_new_array();
+	if (count == NULL || all == NULL || v == NULL || js == NULL || jo == NULL || jg == NULL) {
 		rc = 1;
 		dp_cmd_fail("report", "out of memory");
 		goto out;
@@ -410,52 +553,144 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 		count[tr.owner[r]]++;
 	t0 = dp_plot_trace_start(&tr);
 	dur = tr.t[tr.n - 1] - t0;
+	/* Gaps: the median time between updates, then those far above it. */
+	for (size_t r = 1; r < tr.n; r++)
+		all[r - 1] = tr.t[r] - tr.t[r - 1];
+	gap_med = tr.n > 1 ? dp_plot_percentile(all, tr.n - 1, 50) : NAN;
+	gap_min = fmax(GAP_FACTOR * (isnan(gap_med) ? 0 : gap_med), GAP_MIN_S);
+	for (size_t r = 1; r < tr.n; r++) {
+		double dt = tr.t[r] - tr.t[r - 1];
+		struct json_object *g;
+
+		if (dt <= gap_min)
+			continue;
+		gaps++;
+		gap_sum += dt;
+		g = json_object_new_object();
+		if (jerr == 0)
+			jerr = dp_json_push(jg, g);   /* takes g, also on failure */
+		else
+			json_object_put(g);
+		jint(g, "after_k", tr.k[r - 1], &jerr);
+		jnum(g, "from_unix", tr.t[r - 1], &jerr);
+		jnum(g, "seconds", dt, &jerr);
+	}
+	if (tr.stale != NULL) {
+		memcpy(all, tr.stale, tr.n * sizeof(double));
+		stale_med = dp_plot_percentile(all, tr.n, 50);
+		stale_max = all[tr.n - 1];
+	}
 	fprintf(m, "# Run report: %s\n\nlearnerd run", o->dir);
-	if (have_model)
+	jstr(js, "format", "dpasync-report", &jerr);
+	jint(js, "version", 1, &jerr);
+	jstr(js, "kind", "learnerd", &jerr);
+	jstr(js, "dir", o->dir, &jerr);
+	if (have_model) {
 		fprintf(m, " · model %s", dp_model_name(mf.model));
-	if (ck.have_state)
+		jstr(js, "model", dp_model_name(mf.model), &jerr);
+	}
+	if (ck.have_state) {
 		fprintf(m, " · mode %s · max-inflight %g", ck.mode, ck.max_inflight);
+		jstr(js, "mode", ck.mode, &jerr);
+		jnum(js, "max_inflight", ck.max_inflight, &jerr);
+	}
 	fprintf(m, " · N = %zu owners", N);
+	jint(js, "N", N, &jerr);
 	if (T)
 		fprintf(m, " · T = %zu", T);
-	if (ck.have_eta)
+	if (T)
+		jint(js, "T", T, &jerr);
+	if (ck.have_eta) {
 		fprintf(m, " · η = %.6g", ck.eta);
+		jnum(js, "eta", ck.eta, &jerr);
+	}
 	fputs("\n\n## Key numbers\n\n| quantity | value |\n|---|---|\n", m);
 	fprintf(m, "| iterations | %zu", tr.n);
 	if (T)
 		fprintf(m, " of T = %zu", T);
-	fprintf(m, " |\n| duration | %.3f s (from the first request reaching the learner to the last update) |\n", dur);
+	jint(js, "iterations", tr.n, &jerr);
+	fprintf(m, " |\n| duration | %.3f s (from the first query to the last update) |\n", dur);
+	jnum(js, "start_unix", t0, &jerr);
+	jnum(js, "end_unix", tr.t[tr.n - 1], &jerr);
+	jnum(js, "duration_s", dur, &jerr);
 	fprintf(m, "| iterations/s | %.4g |\n", dur > 0 ? (double)tr.n / dur : NAN);
+	jnum(js, "iterations_per_s", dur > 0 ? (double)tr.n / dur : NAN, &jerr);
+	fprintf(m, "| gaps | %zu (over %.3g s between two updates, %g × the median %.3g ms)", gaps,
+		gap_min, GAP_FACTOR, gap_med * 1e3);
+	if (gaps) {
+		fprintf(m, ": %.3f s in all; %.4g iterations/s without them", gap_sum,
+			dur - gap_sum > 0 ? (double)tr.n / (dur - gap_sum) : NAN);
+		for (size_t r = 1; r < tr.n; r++)
+			if (tr.t[r] - tr.t[r - 1] > gap_min)
+				fprintf(m, "; after k = %zu: %.3f s", tr.k[r - 1], tr.t[r] - tr.t[r - 1]);
+	}
+	fputs(" |\n", m);
+	jnum(js, "gap_threshold_s", gap_min, &jerr);
+	jnum(js, "gap_median_s", gap_med, &jerr);
+	jnum(js, "gaps_s", gap_sum, &jerr);
+	jnum(js, "iterations_per_s_without_gaps",
+	     dur - gap_sum > 0 ? (double)tr.n / (dur - gap_sum) : NAN, &jerr);
+	if (jerr == 0)
+		jerr = dp_json_add(js, "gaps", json_object_get(jg));
 	memcpy(all, tr.rtt, tr.n * sizeof(double));
 	fputs("| query round trip, median / p95 | ", m);
 	put_ms(m, dp_plot_percentile(all, tr.n, 50));
 	fputs(" / ", m);
 	put_ms(m, dp_plot_percentile(all, tr.n, 95));
+	jms(js, "rtt", all, tr.n, &jerr);
 	fputs(" ms |\n| request wait, median / p95 | ", m);
 	memcpy(all, tr.wait, tr.n * sizeof(double));
 	put_ms(m, dp_plot_percentile(all, tr.n, 50));
 	fputs(" / ", m);
 	put_ms(m, dp_plot_percentile(all, tr.n, 95));
+	jms(js, "wait", all, tr.n, &jerr);
 	fputs(" ms |\n", m);
+	if (tr.stale != NULL)
+		fprintf(m, "| staleness, median / max | %g / %g (updates of θ_L between a query's point "
+			"and its answer's update) |\n", stale_med, stale_max);
+	else
+		fputs("| staleness | not in this trace (written before the column existed) |\n", m);
+	jnum(js, "staleness_median", stale_med, &jerr);
+	jnum(js, "staleness_max", stale_max, &jerr);
 	if (have_psi)
 		fprintf(m, "| ψ of model.json | %.6g (f = %.10g, f(θ*) = %.10g on %zu data file%s; the all-zero "
 			"model has ψ = %.6g) |\n", psi, f, f_star, o->data.n, o->data.n == 1 ? "" : "s", psi_zero);
 	else
 		fputs("| ψ of model.json | not computed (give the owners' data files with `--data`) |\n", m);
-	if (o->sim)
+	jnum(js, "psi", psi, &jerr);
+	if (have_psi) {
+		jnum(js, "f", f, &jerr);
+		jnum(js, "f_star", f_star, &jerr);
+		jnum(js, "psi_zero", psi_zero, &jerr);
+	}
+	if (o->sim) {
 		fprintf(m, "| ψ simulated on this owner order | median %.6g, 25–75 %%: %.6g – %.6g at k = %zu over %zu runs (%s) |\n",
 			sps.p50[sps.n - 1], sps.p25[sps.n - 1], sps.p75[sps.n - 1], sps.k[sps.n - 1], runs, o->sim);
+		jnum(js, "psi_sim_median", sps.p50[sps.n - 1], &jerr);
+	}
 
 	fputs("\n## Owners\n\n| owner | iterations | share | ε spent | RTT median (ms) | RTT p95 (ms) "
 	      "| wait median (ms) | wait p95 (ms) |\n|---|---|---|---|---|---|---|---|\n", m);
+	if (jerr == 0)
+		jerr = dp_json_add(js, "owners", json_object_get(jo));
 	for (size_t i = 0; i < N; i++) {
 		size_t c = 0;
 		double eps = NAN;
+		struct json_object *oj = json_object_new_object();
+
+		if (jerr == 0)
+			jerr = dp_json_push(jo, oj);
+		else
+			json_object_put(oj);
+		jstr(oj, "owner", tr.names[i], &jerr);
+		jint(oj, "iterations", count[i], &jerr);
+		jnum(oj, "share", (double)count[i] / (double)tr.n, &jerr);
 		for (size_t r = 0; r < tr.n; r++)
 			if (tr.owner[r] == i) {
 				v[c++] = tr.rtt[r];
 				eps = tr.eps[r];
 			}
+		jnum(oj, "epsilon_spent", eps, &jerr);
 		fprintf(m, "| %s | %zu | %.1f %% | ", tr.names[i], count[i], 100.0 * (double)count[i] / (double)tr.n);
 		if (isnan(eps))
 			fputs("—", m);
@@ -465,6 +700,7 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 		put_ms(m, dp_plot_percentile(v, c, 50));
 		fputs(" | ", m);
 		put_ms(m, dp_plot_percentile(v, c, 95));
+		jms(oj, "rtt", v, c, &jerr);
 		c = 0;
 		for (size_t r = 0; r < tr.n; r++)
 			if (tr.owner[r] == i)
@@ -473,37 +709,55 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 		put_ms(m, dp_plot_percentile(v, c, 50));
 		fputs(" | ", m);
 		put_ms(m, dp_plot_percentile(v, c, 95));
+		jms(oj, "wait", v, c, &jerr);
 		fputs(" |\n", m);
 	}
 	fputs("\nε spent is the last `eps_spent` the owner reported in the trace (— when it served no "
-	      "iteration); percentiles interpolate linearly between order statistics.\n", m);
+	      "iteration); percentiles interpolate linearly between order statistics. "
+	      "Rates count from the first query (the earliest `time_unix − rtt_s`), not from "
+	      "the first request; `report.json` holds the same numbers.\n", m);
 	figs_md(m, figs, nfig);
+	err = reproduce(o, &tr, &ck, have_model ? &mf : NULL, T, &repro);
+	if (err != 0) {
+		rc = fail(err);
+		goto out;
+	}
 	fputs("\n## Reproduce\n\n```\n", m);
-	fprintf(m, "dpasync plot --kind owners --out %s/report-owners.png %s/trace.csv\n", o->dir, o->dir);
-	fprintf(m, "dpasync plot --kind cdf --out %s/report-cdf.png %s/trace.csv\n", o->dir, o->dir);
-	fprintf(m, "dpasync plot --kind shares%s%s --out %s/report-shares.png %s/trace.csv\n",
-		o->rates ? " --rates " : "", o->rates ? o->rates : "", o->dir, o->dir);
+	fputs(repro.plots, m);
 	fputs("```\n\nψ against wall-clock time: simulate this run's owner order (data files in the owners' "
 	      "natural order", m);
 	if (N > 0)
 		fprintf(m, ", %s first", tr.names[0]);
 	fputs(") and plot it against the trace:\n\n```\n", m);
-	fprintf(m, "dpasync sim --schedule %s/report-schedule.txt --T %zu", o->dir, tr.n);
-	if (ck.have_eta)
-		fprintf(m, " --eta %.17g", ck.eta);
-	if (have_model)
-		fprintf(m, " --model %s --lambda %.17g --theta-max %.17g --clip %.17g%s", dp_model_name(mf.model),
-			mf.lambda, mf.theta_max, mf.clip, mf.bias ? " --bias" : "");
-	if (T && T != tr.n)
-		fprintf(m, " --answers-cap %zu", T);
-	if (ck.freq_correction)
-		fputs(" --freq-correction", m);
-	fprintf(m, " --epsilon E --repeats 10 --out SIMDIR OWNER-FILES...\n"
-		"dpasync plot --kind psi-time --trace %s/trace.csv --out psi-time.png SIMDIR/psi.csv\n"
-		"dpasync report --sim SIMDIR --data OWNER-FILES... %s\n```\n", o->dir, o->dir);
+	fputs(repro.sim, m);
+	fputs("```\n", m);
+	if (jerr == 0) {
+		size_t lp = strlen(repro.plots);
+		char *both = malloc(lp + strlen(repro.sim) + 1);
+
+		if (both == NULL) {
+			jerr = DP_ENOMEM;
+		} else {
+			memcpy(both, repro.plots, lp);
+			memcpy(both + lp, repro.sim, strlen(repro.sim) + 1);
+			jerr = dp_json_add(js, "reproduce", dp_json_lines(both));
+			free(both);
+		}
+	}
+	err = write_json(o->dir, js, jerr);
+	js = NULL;
+	if (err != 0) {
+		rc = fail(err);
+		goto out;
+	}
 	*nfig_out = nfig;
 	rc = 0;
 out:
+	json_object_put(js);
+	json_object_put(jo);
+	json_object_put(jg);
+	free(repro.plots);
+	free(repro.sim);
 	free(count);
 	free(all);
 	free(v);
@@ -603,6 +857,11 @@ static int report_sim(const struct report_opts *o, FILE *m, size_t *nfig_out)
 	struct fig figs[2];
 	dp_plot_opts po = { 0 };
 	const char *label = NULL;
+	struct json_object *js = NULL, *jo = NULL;
+	char *repro = NULL;
+	size_t repro_len = 0;
+	FILE *rf = NULL;
+	int jerr = 0;
 
 	if (o->data.n || o->rates || o->sim || o->schema || o->target) {
 		dp_cmd_fail("report", "--data, --target, --schema, --rates and --sim apply to "
@@ -648,6 +907,33 @@ static int report_sim(const struct report_opts *o, FILE *m, size_t *nfig_out)
 		rc = fail(err);
 		goto out;
 	}
+	js = json_object_new_object();
+	jo = json_object_new_array();
+	rf = open_memstream(&repro, &repro_len);
+	if (js == NULL || jo == NULL || rf == NULL) {
+		rc = 1;
+		dp_cmd_fail("report", "out of memory");
+		goto out;
+	}
+	jstr(js, "format", "dpasync-report", &jerr);
+	jint(js, "version", 1, &jerr);
+	jstr(js, "kind", "sim", &jerr);
+	jstr(js, "dir", o->dir, &jerr);
+	jint(js, "seed", sum.seed, &jerr);
+	jint(js, "runs", runs, &jerr);
+	jnum(js, "psi_mean", sum.psi_mean, &jerr);
+	jnum(js, "psi_median", sum.psi_median, &jerr);
+	jnum(js, "psi_p25", sum.psi_p25, &jerr);
+	jnum(js, "psi_p75", sum.psi_p75, &jerr);
+	jnum(js, "f_star", sum.f_star, &jerr);
+	jnum(js, "eta", sum.have_eta ? sum.eta : NAN, &jerr);
+	jnum(js, "rho", sum.have_rho ? sum.rho : NAN, &jerr);
+	jnum(js, "c", sum.have_c ? sum.c : NAN, &jerr);
+	jnum(js, "lambda", sum.lambda, &jerr);
+	jnum(js, "theta_max", sum.theta_max, &jerr);
+	jnum(js, "clip_l1", sum.clip, &jerr);
+	if (jerr == 0)
+		jerr = dp_json_add(js, "owners", json_object_get(jo));
 	fprintf(m, "# Run report: %s\n\ndpasync sim run · %s · seed %.0f\n\n", o->dir, note,
 		(double)sum.seed);
 	fputs("## Key numbers\n\n| quantity | value |\n|---|---|\n", m);
@@ -671,36 +957,78 @@ static int report_sim(const struct report_opts *o, FILE *m, size_t *nfig_out)
 		 * unlimited budget. */
 		struct json_object *e = sum.eps ? json_object_array_get_idx(sum.eps, i) : NULL;
 		struct json_object *r = sum.rows ? json_object_array_get_idx(sum.rows, i) : NULL;
+		struct json_object *oj = json_object_new_object();
+		char name[32];
 
-		fprintf(m, "| owner-%zu | %.0f | ", i + 1, r ? json_object_get_double(r) : NAN);
-		if (e != NULL && !json_object_is_type(e, json_type_string))
-			fprintf(m, "%g", json_object_get_double(e));
+		snprintf(name, sizeof(name), "owner-%zu", i + 1);
+		if (jerr == 0)
+			jerr = dp_json_push(jo, oj);
 		else
+			json_object_put(oj);
+		jstr(oj, "owner", name, &jerr);
+		jnum(oj, "rows", r ? json_object_get_double(r) : NAN, &jerr);
+		fprintf(m, "| owner-%zu | %.0f | ", i + 1, r ? json_object_get_double(r) : NAN);
+		if (e != NULL && !json_object_is_type(e, json_type_string)) {
+			fprintf(m, "%g", json_object_get_double(e));
+			jnum(oj, "epsilon", json_object_get_double(e), &jerr);
+		} else {
 			fputs("∞", m);
+			jstr(oj, "epsilon", "inf", &jerr);
+		}
 		if (have_sched) {
 			size_t c = 0;
 
 			for (size_t k = 0; k < tr.n; k++)
 				c += tr.owner[k] == i;
 			fprintf(m, " | %zu | %.1f %%", c, 100.0 * (double)c / (double)tr.n);
+			jint(oj, "iterations", c, &jerr);
+			jnum(oj, "share", (double)c / (double)tr.n, &jerr);
 		}
 		fputs(" |\n", m);
 	}
 	fputs("\nowner-j is the j-th data file given to `dpasync sim`.\n", m);
 	figs_md(m, figs, nfig);
-	fprintf(m, "\n## Reproduce\n\n```\ndpasync plot --kind psi --out %s/report-psi.png "
-		"%s/psi.csv\n", o->dir, o->dir);
+	fprintf(rf, "dpasync plot --kind psi --out %s/report-psi.png %s/psi.csv\n", o->dir, o->dir);
 	if (have_sched)
-		fprintf(m, "dpasync plot --kind owners --out %s/report-owners.png %s/schedule.txt\n",
+		fprintf(rf, "dpasync plot --kind owners --out %s/report-owners.png %s/schedule.txt\n",
 			o->dir, o->dir);
-	fputs("```\n", m);
+	if (fclose(rf) != 0 || repro == NULL) {
+		rf = NULL;
+		rc = 1;
+		dp_cmd_fail("report", "out of memory");
+		goto out;
+	}
+	rf = NULL;
+	fprintf(m, "\n## Reproduce\n\n```\n%s```\n", repro);
+	if (jerr == 0)
+		jerr = dp_json_add(js, "reproduce", dp_json_lines(repro));
+	err = write_json(o->dir, js, jerr);
+	js = NULL;
+	if (err != 0) {
+		rc = fail(err);
+		goto out;
+	}
 	*nfig_out = nfig;
 	rc = 0;
 out:
+	if (rf != NULL)
+		fclose(rf);
+	free(repro);
+	json_object_put(js);
+	json_object_put(jo);
 	dp_plot_psi_free(&ps);
 	dp_plot_trace_free(&tr);
 	json_object_put(sum.root);
 	return rc;
+}
+
+/* A peer-mode run: a directory of agents' state directories. */
+static int report_peer(const struct report_opts *o, FILE *m, size_t *nfig)
+{
+	int err = dp_peerreport_write(o->dir, m);
+
+	*nfig = 0;
+	return err < 0 ? fail(err) : 0;
 }
 
 static int report(void *arg)
@@ -728,9 +1056,12 @@ static int report(void *arg)
 		write_report = report_learner;
 	} else if (exists(o->dir, "summary.json") && exists(o->dir, "psi.csv")) {
 		write_report = report_sim;
+	} else if (dp_peerreport_detect(o->dir)) {
+		write_report = report_peer;
 	} else {
-		dp_cmd_fail("report", "%s: neither a learnerd out directory (trace.csv) nor a sim "
-			    "out directory (summary.json and psi.csv)", o->dir);
+		dp_cmd_fail("report", "%s: neither a learnerd out directory (trace.csv), a sim "
+			    "out directory (summary.json and psi.csv) nor a peer run (agents' "
+			    "directories with trace.csv)", o->dir);
 		return 2;
 	}
 	m = open_memstream(&md, &mdlen);

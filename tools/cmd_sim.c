@@ -694,12 +694,28 @@ out:
 	return rc;
 }
 
+/* Whether argv asks for --mode p2p, which has its own options
+ * (tools/cmd_sim_p2p.c). */
+static bool wants_p2p(int argc, char **argv)
+{
+	for (int k = 1; k < argc; k++) {
+		if (strcmp(argv[k], "--") == 0)
+			break;
+		if (strcmp(argv[k], "--mode=p2p") == 0)
+			return true;
+		if (strcmp(argv[k], "--mode") == 0 && k + 1 < argc)
+			return strcmp(argv[k + 1], "p2p") == 0;
+	}
+	return false;
+}
+
 int dp_cmd_sim(int argc, char **argv)
 {
 	struct sim_opts o = { 0 };
 	const struct dp_config_entry entries[] = {
 		{ .name = "mode", DP_CFG_ENUM(&o.mode, dp_plan_mode_names), .def = "async",
-		  .metavar = "M", .help = "async | sync1 | sync2" },
+		  .metavar = "M", .help = "async | sync1 | sync2 | p2p (peer mode, its own\n"
+			  "options: dpasync sim --mode p2p --help)" },
 		{ .name = "model", DP_CFG_ENUM(&o.model, dp_model_names), .def = "linear", .metavar = "M",
 		  .help = "linear | logistic | svm" },
 		{ .name = "target", DP_CFG_STRING(&o.target), .metavar = "COL",
@@ -783,5 +799,7 @@ int dp_cmd_sim(int argc, char **argv)
 		.args_min = 1,
 	};
 
+	if (wants_p2p(argc, argv))
+		return dp_cmd_sim_p2p(argc, argv);
 	return dp_cmd_run(&spec, argc, argv, simulate, &o);
 }

@@ -15,8 +15,11 @@ struct dp_config_spec;
 int dp_cmd_gen(int argc, char **argv);
 int dp_cmd_prep(int argc, char **argv);
 int dp_cmd_sim(int argc, char **argv);
+/* dpasync sim --mode p2p (tools/cmd_sim_p2p.c), called by dp_cmd_sim. */
+int dp_cmd_sim_p2p(int argc, char **argv);
 int dp_cmd_forecast(int argc, char **argv);
 int dp_cmd_eval(int argc, char **argv);
+int dp_cmd_graph(int argc, char **argv);
 int dp_cmd_certs(int argc, char **argv);
 int dp_cmd_ledger(int argc, char **argv);
 int dp_cmd_plot(int argc, char **argv);

@@ -16,9 +16,10 @@ static const struct {
 } cmds[] = {
 	{ "gen", dp_cmd_gen, "generate synthetic data split into owner CSVs" },
 	{ "prep", dp_cmd_prep, "build a feature schema from a public sample and apply it to owner files" },
-	{ "sim", dp_cmd_sim, "in-process run of async | sync1 | sync2, R repeats, psi statistics" },
+	{ "sim", dp_cmd_sim, "in-process run of async | sync1 | sync2 (R repeats, psi statistics) or p2p" },
 	{ "forecast", dp_cmd_forecast, "settings and predicted psi of a job from a public sample" },
-	{ "eval", dp_cmd_eval, "f and psi of a saved model against data files" },
+	{ "eval", dp_cmd_eval, "f and psi of a saved model against data files; --peer: per-agent test error" },
+	{ "graph", dp_cmd_graph, "peer graph file from target-model angles or k-NN on ratings" },
 	{ "certs", dp_cmd_certs, "CA, learner and owner certificates for a deployment" },
 	{ "ledger", dp_cmd_ledger, "verify and summarise owners' privacy ledgers (read-only)" },
 	{ "plot", dp_cmd_plot, "PNG figures of a trace, schedule or psi.csv (gnuplot)" },

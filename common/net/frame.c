@@ -55,6 +55,7 @@ static const ProtobufCMessage *submessage(const Dpasync__Envelope *m)
 	case DPASYNC__ENVELOPE__MSG_ANSWER: return &m->answer->base;
 	case DPASYNC__ENVELOPE__MSG_REFUSE: return &m->refuse->base;
 	case DPASYNC__ENVELOPE__MSG_DONE: return &m->done->base;
+	case DPASYNC__ENVELOPE__MSG_PEER_MODEL: return &m->peer_model->base;
 	default: return NULL;
 	}
 }
@@ -216,6 +217,7 @@ const char *dp_frame_kind(const Dpasync__Envelope *m)
 	case DPASYNC__ENVELOPE__MSG_ANSWER: return "answer";
 	case DPASYNC__ENVELOPE__MSG_REFUSE: return "refuse";
 	case DPASYNC__ENVELOPE__MSG_DONE: return "done";
+	case DPASYNC__ENVELOPE__MSG_PEER_MODEL: return "peer_model";
 	default: return "none";
 	}
 }
@@ -410,6 +412,13 @@ int dp_frame_validate(const Dpasync__Envelope *m, const dp_frame_limits *lim)
 			return dp_error_set(DP_EPROTO, "done.T is 0");
 		return check_vec("done", "final_theta", m->done->final_theta,
 				 m->done->n_final_theta, &l);
+	case DPASYNC__ENVELOPE__MSG_PEER_MODEL:
+		if (m->peer_model == NULL)
+			break;
+		if (check_str("peer_model", "agent_id", m->peer_model->agent_id, 1, &l) < 0)
+			return DP_EPROTO;
+		return check_vec("peer_model", "theta", m->peer_model->theta,
+				 m->peer_model->n_theta, &l);
 	default:
 		return dp_error_set(DP_EPROTO, "envelope carries no message");
 	}

@@ -3,12 +3,17 @@
 #include "common/core/mem.h"
 #include "common/core/num.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+#include <uv.h>
 
 const double dp_metrics_default_buckets[DP_METRICS_DEFAULT_BUCKETS] = {
 	0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
@@ -36,9 +41,14 @@ struct dp_metric_family {
 	size_t n_series, cap_series;
 };
 
+/* The process metrics of dp_metrics_process, read from /proc/self at each
+ * render. */
+enum { PROC_CPU, PROC_RSS, PROC_FDS, PROC_START, PROC_N };
+
 struct dp_metrics {
 	struct dp_metric_family **fams;
 	size_t n, cap;
+	struct dp_metric *proc[PROC_N];   /* NULL until dp_metrics_process */
 };
 
 int dp_metrics_new(struct dp_metrics **out)
@@ -478,6 +488,124 @@ static void render_series(FILE *f, const struct dp_metric *m)
 	fprintf(f, " %llu\n", (unsigned long long)m->count);
 }
 
+/* ---- build and process metrics -------------------------------------------- */
+
+int dp_metrics_process(struct dp_metrics *reg, const char *program)
+{
+	static const char *const labels[] = { "program", "version", "openssl", "libuv", NULL };
+	const char *values[] = { program, DP_VERSION, OpenSSL_version(OPENSSL_VERSION),
+				 uv_version_string() };
+	const struct dp_metrics_def defs[] = {
+		{ DP_METRIC_COUNTER, "process_cpu_seconds_total",
+		  "Total user and system CPU time spent in seconds.", .series = &reg->proc[PROC_CPU] },
+		{ DP_METRIC_GAUGE, "process_resident_memory_bytes", "Resident memory size in bytes.",
+		  .series = &reg->proc[PROC_RSS] },
+		{ DP_METRIC_GAUGE, "process_open_fds", "Number of open file descriptors.",
+		  .series = &reg->proc[PROC_FDS] },
+		{ DP_METRIC_GAUGE, "process_start_time_seconds",
+		  "Start time of the process since unix epoch in seconds.",
+		  .series = &reg->proc[PROC_START] },
+	};
+	struct dp_metric_family *fam;
+	struct dp_metric *info;
+	int rc;
+
+	DP_REQUIRE(reg != NULL && program != NULL && reg->proc[PROC_CPU] == NULL);
+	rc = dp_metrics_family(reg, DP_METRIC_GAUGE, "dpasync_build_info",
+			       "Always 1; the labels name the program, its version and the "
+			       "OpenSSL and libuv it runs with.", labels, NULL, 0, &fam);
+	if (rc == 0)
+		rc = dp_metrics_series(fam, values, &info);
+	if (rc == 0)
+		rc = dp_metrics_set(info, 1);
+	if (rc == 0)
+		rc = dp_metrics_define(reg, defs, sizeof(defs) / sizeof(defs[0]));
+	return rc;
+}
+
+/* Fields 14 (utime), 15 (stime), 22 (starttime, ticks after boot) and 24
+ * (rss, pages) of /proc/self/stat (proc(5)); field 2 may hold spaces and
+ * parentheses, so parsing starts after its last ')'.  false when unreadable. */
+static bool read_stat(double *cpu, double *rss, double *start)
+{
+	char buf[2048], *p;
+	unsigned long long v[24] = { 0 };
+	long tck = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+	double btime = NAN;
+	FILE *f = fopen("/proc/self/stat", "r");
+	size_t n;
+
+	if (f == NULL)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (p == NULL || tck <= 0 || page <= 0)
+		return false;
+	p++;
+	/* After ')': field 3 (state) then numbers; v[i] is field i + 4. */
+	while (*p == ' ')
+		p++;
+	if (*p == '\0')
+		return false;
+	p++;
+	for (int i = 0; i < 21; i++) {
+		char *end;
+
+		v[i] = strtoull(p, &end, 10);
+		if (end == p)
+			return false;
+		p = end;
+	}
+	f = fopen("/proc/stat", "r");
+	if (f != NULL) {
+		char line[256];
+
+		while (fgets(line, sizeof(line), f) != NULL)
+			if (strncmp(line, "btime ", 6) == 0)
+				btime = strtod(line + 6, NULL);
+		fclose(f);
+	}
+	*cpu = (double)(v[10] + v[11]) / (double)tck;
+	*start = btime + (double)v[18] / (double)tck;
+	*rss = (double)v[20] * (double)page;
+	return true;
+}
+
+/* Entries of /proc/self/fd, or -1 when it cannot be read. */
+static double count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	double n = 0;
+
+	if (d == NULL)
+		return -1;
+	for (e = readdir(d); e != NULL; e = readdir(d))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n - 1;   /* the directory stream's own descriptor */
+}
+
+/* The values are the process's, not the registry's: writing them at render
+ * time through the stored series is what keeps one source for them. */
+static void proc_refresh(const struct dp_metrics *reg)
+{
+	double cpu, rss, start, fds;
+
+	if (reg->proc[PROC_CPU] == NULL)
+		return;
+	if (read_stat(&cpu, &rss, &start)) {
+		reg->proc[PROC_CPU]->value = cpu;
+		reg->proc[PROC_RSS]->value = rss;
+		reg->proc[PROC_START]->value = start;
+	}
+	fds = count_fds();
+	if (fds >= 0)
+		reg->proc[PROC_FDS]->value = fds;
+}
+
 int dp_metrics_render(const struct dp_metrics *reg, char **out, size_t *len)
 {
 	static const char *const type_names[] = { "counter", "gauge", "histogram" };
@@ -487,6 +615,7 @@ int dp_metrics_render(const struct dp_metrics *reg, char **out, size_t *len)
 
 	if (reg == NULL || out == NULL || len == NULL)
 		return dp_error_set(DP_EINVAL, "metrics: render needs a registry and outputs");
+	proc_refresh(reg);
 	f = open_memstream(&buf, &n);
 	if (f == NULL)
 		return dp_error_set(DP_ENOMEM, "metrics: out of memory");

@@ -116,6 +116,15 @@ struct dp_metrics_def {
  * with series and labels, is a caller bug. */
 int dp_metrics_define(struct dp_metrics *reg, const struct dp_metrics_def *defs, size_t n);
 
+/* Register dpasync_build_info{program,version,openssl,libuv} (always 1)
+ * and the process metrics under their conventional Prometheus names:
+ * process_cpu_seconds_total, process_resident_memory_bytes,
+ * process_open_fds, process_start_time_seconds.  Their values are read
+ * from /proc/self (proc(5)) each time the registry is rendered; where
+ * /proc is not mounted they stay 0.  Once per registry.
+ * Errors: those of dp_metrics_family (DP_EINVAL: a name taken), DP_ENOMEM. */
+int dp_metrics_process(struct dp_metrics *reg, const char *program);
+
 /* Updates of a series (never NULL).  Each returns 0, or DP_EINVAL and
  * changes nothing when the call does not fit the metric:
  *   dp_metrics_inc      counter or gauge: += 1

@@ -6,7 +6,11 @@
 # owner added to DP_OWNER_NAMES gets its certificate).
 #
 # Environment: DP_OWNER_NAMES (a,b,c; required), DP_LEARNER_NAME (learner),
-# DP_CERT_DAYS (365), DP_ROOT (/var/lib/dpasync; tests only).
+# DP_CERT_DAYS (365), DP_ROOT (/var/lib/dpasync; tests only).  DP_PEER=true:
+# the owners are ownerd --peer agents: their certificates get serverAuth
+# too (dpasync certs --peer), and a ring graph over them (graph.csv) and
+# their address book (peers.csv, service name:7900) are written beside the
+# certificates when missing (docs/peer-agents.md).
 set -euo pipefail
 R=${DP_ROOT:-/var/lib/dpasync}
 out=$R/certs cadir=$R/ca
@@ -14,9 +18,30 @@ names=${DP_OWNER_NAMES:?DP_OWNER_NAMES is not set}
 learner=${DP_LEARNER_NAME:-learner}
 days=${DP_CERT_DAYS:-365}
 umask 077
+peer=()
+[ "${DP_PEER:-}" = true ] && peer=(--peer)
+
+if [ "${DP_PEER:-}" = true ]; then
+  IFS=, read -r -a ring <<<"$names"
+  if [ ! -f "$out/graph.csv" ]; then
+    { echo a,b,w
+      n=${#ring[@]}
+      for i in $(seq 0 $((n - 1))); do
+        j=$(((i + 1) % n))
+        { [ "$n" -gt 2 ] || [ "$j" -gt "$i" ]; } && echo "${ring[i]},${ring[j]},1"
+      done
+    } >"$out/graph.csv.tmp"
+    chmod 0644 "$out/graph.csv.tmp"; mv "$out/graph.csv.tmp" "$out/graph.csv"
+  fi
+  if [ ! -f "$out/peers.csv" ]; then
+    { echo id,addr; for n in "${ring[@]}"; do echo "$n,$n:7900"; done; } >"$out/peers.csv.tmp"
+    chmod 0644 "$out/peers.csv.tmp"; mv "$out/peers.csv.tmp" "$out/peers.csv"
+  fi
+fi
 
 if [ ! -f "$out/ca.crt" ]; then
-  dpasync certs --out "$out" --names "$names" --learner-name "$learner" --days "$days" >/dev/null
+  dpasync certs --out "$out" --names "$names" --learner-name "$learner" --days "$days" \
+    "${peer[@]}" >/dev/null
   mv "$out/ca.key" "$cadir/ca.key"
   echo "certs: new CA; learner '$learner' and owners $names issued (valid $days days)"
   exit 0
@@ -40,5 +65,5 @@ if [ ! -f "$cadir/ca.key" ]; then
   exit 2
 fi
 dpasync certs --out "$out" --ca-cert "$out/ca.crt" --ca-key "$cadir/ca.key" --days "$days" \
-  "${args[@]}" >/dev/null
+  "${args[@]}" "${peer[@]}" >/dev/null
 echo "certs: issued with the existing CA: ${args[*]}"

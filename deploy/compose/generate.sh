@@ -4,24 +4,30 @@
 # tests/integration/deploy_static.py checks that they agree).
 #
 #   deploy/compose/generate.sh [--owners N] [--rates R1,R2,...] [--epsilons E1,E2,...]
-#                              [--names A,B,...]  > deploy/docker-compose.N.yml
+#                              [--names A,B,...] [--peer [--wakeups T]]
+#                              > deploy/docker-compose.N.yml
 #
 # The file must be in deploy/ (it refers to ./compose/ and to the repository
 # root as build context):  docker compose -f deploy/docker-compose.N.yml up
 # Owner i's clock rate and epsilon default to the i-th list entry (the lists
 # repeat when shorter; default rates 10,5,2 ticks/s and epsilon 1) and can be
 # overridden at `up` time with DP_OWNER_<i>_RATE and DP_OWNER_<i>_EPSILON.
+# --peer: no learner; the owners are ownerd --peer agents on a ring
+# (docs/peer-agents.md), each waking T times (DP_WAKEUPS, default 20).
 set -euo pipefail
 
 N=3 RATES=10,5,2 EPSILONS=1 NAMES=
 cmdline=${*:-(no options: the defaults)}
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+PEER='' WAKEUPS=20
 while [ $# -gt 0 ]; do
   case $1 in
     --owners) N=$2; shift 2 ;;
     --rates) RATES=$2; shift 2 ;;
     --epsilons) EPSILONS=$2; shift 2 ;;
     --names) NAMES=$2; shift 2 ;;
+    --peer) PEER=1; shift ;;
+    --wakeups) WAKEUPS=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "generate.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -41,6 +47,7 @@ for n in "${names[@]}"; do
     *[!A-Za-z0-9._-]*) echo "generate.sh: owner name '$n': letters, digits, . _ - only" >&2; exit 2 ;;
   esac
 done
+case $WAKEUPS in ''|*[!0-9]*|0) echo "generate.sh: --wakeups must be a positive integer" >&2; exit 2 ;; esac
 IFS=, read -r -a rates <<<"$RATES"
 IFS=, read -r -a epss <<<"$EPSILONS"
 all=$(IFS=,; echo "${names[*]}")
@@ -90,6 +97,14 @@ x-job: &job
   DP_OWNER_NAMES: ${all}
   DP_LEARNER_NAME: learner
   DP_BIAS: \${DP_BIAS:-true}
+EOF
+if [ -n "$PEER" ]; then
+  cat <<EOF
+  DP_PEER: "true"
+  DP_TASK: classification
+EOF
+fi
+cat <<EOF
 
 x-oneshot: &oneshot
   restart: "no"
@@ -127,6 +142,8 @@ EOF
 per_owner "      - @-data:/var/lib/dpasync/owners/@"
 cat <<EOF
       - ./compose:/opt/dpasync/compose:ro
+EOF
+[ -n "$PEER" ] || cat <<EOF
 
   learner:
     <<: *dpasync
@@ -168,6 +185,12 @@ for n in "${names[@]}"; do
       DP_SERVER_NAME: \${DP_SERVER_NAME:-learner}
       DP_METRICS_PORT: "9465"
       DP_OWNER_ARGS: \${DP_OWNER_ARGS:-}
+EOF
+  [ -z "$PEER" ] || cat <<EOF
+      DP_WAKEUPS: \${DP_WAKEUPS:-$WAKEUPS}
+      DP_MODEL: \${DP_MODEL:-logistic}
+EOF
+  cat <<EOF
     volumes:
       - certs:/var/lib/dpasync/certs:ro
       - $n-data:/var/lib/dpasync/data:ro
@@ -197,10 +220,10 @@ cat <<EOF
     # Started after the daemons, so that an owner (user dpasync) is the
     # first to mount the shared targets volume and gives it its ownership.
     depends_on:
-      - learner
 EOF
+[ -n "$PEER" ] || echo "      - learner"
 per_owner "      - @"
-cat <<EOF
+[ -n "$PEER" ] || cat <<EOF
 
   eval:
     <<: [*dpasync, *oneshot]
@@ -212,14 +235,16 @@ cat <<EOF
     volumes:
       - learner-out:/var/lib/dpasync/out:ro
 EOF
-per_owner "      - @-data:/var/lib/dpasync/owners/@:ro"
+[ -n "$PEER" ] || per_owner "      - @-data:/var/lib/dpasync/owners/@:ro"
+[ -n "$PEER" ] || echo "      - ./compose:/opt/dpasync/compose:ro"
 cat <<EOF
-      - ./compose:/opt/dpasync/compose:ro
 
 volumes:
   certs:
   ca:
-  learner-out:
+EOF
+[ -n "$PEER" ] || echo "  learner-out:"
+cat <<EOF
   targets:
   prometheus:
 EOF

@@ -10,7 +10,11 @@
 # learner's certificate), DP_BIAS (true), DP_METRICS_PORT (9465),
 # DP_SCRAPE_HOST (DP_OWNER: the name Prometheus reaches it by),
 # DP_OWNER_ARGS (more ownerd flags, e.g. "--target price --answers-cap 200"),
-# DP_ROOT (/var/lib/dpasync; tests only).
+# DP_ROOT (/var/lib/dpasync; tests only).  DP_PEER=true: an ownerd --peer
+# agent instead (docs/peer-agents.md), with the graph and address book that
+# certs.sh wrote into the certs volume, DP_WAKEUPS (20) and DP_MODEL
+# (logistic); it listens on DP_PEER_LISTEN (0.0.0.0:7900) and reads the
+# address book DP_PEERS (the certs volume's peers.csv).
 set -euo pipefail
 R=${DP_ROOT:-/var/lib/dpasync}
 c=$R/certs
@@ -20,7 +24,7 @@ port=${DP_METRICS_PORT:-9465}
 # Done already received for the job in this state volume: ownerd would
 # reconnect for ever to a learner that has finished.  A new job needs new
 # state volumes (docker compose down -v).
-if [ -f "$R/state/model.json" ]; then
+if [ "${DP_PEER:-}" != true ] && [ -f "$R/state/model.json" ]; then
   echo "ownerd.sh: $name already finished this job (model at $R/state/model.json);" \
        "remove the volumes for a new job" >&2
   exit 0
@@ -36,6 +40,18 @@ fi
 
 bias=()
 [ "${DP_BIAS:-true}" = true ] && bias=(--bias)
+if [ "${DP_PEER:-}" = true ]; then
+  # A restarted agent resumes from its ledger (and one that is done only
+  # serves its final model, for at most --linger).
+  # shellcheck disable=SC2086
+  exec ownerd --peer --graph "$c/graph.csv" --peers "${DP_PEERS:-$c/peers.csv}" \
+    --listen "${DP_PEER_LISTEN:-0.0.0.0:7900}" \
+    --ca "$c/ca.crt" --cert "$c/$name.crt" --key "$c/$name.key" \
+    --data "$R/data/data.csv" "${bias[@]}" --model "${DP_MODEL:-logistic}" \
+    --epsilon "${DP_EPSILON:-1}" --rate "${DP_RATE:-1}" --wakeups "${DP_WAKEUPS:-20}" \
+    --ledger "$R/state/ledger" \
+    --metrics-listen "${DP_METRICS_LISTEN:-0.0.0.0}:$port" ${DP_OWNER_ARGS:-}
+fi
 # shellcheck disable=SC2086
 exec ownerd --learner "${DP_LEARNER:-learner:7800}" --server-name "${DP_SERVER_NAME:-learner}" \
   --ca "$c/ca.crt" --cert "$c/$name.crt" --key "$c/$name.key" \

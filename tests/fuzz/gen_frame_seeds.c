@@ -40,7 +40,7 @@ static void one(const char *dir, const char *name, const Dpasync__Envelope *cons
 
 int main(int argc, char **argv)
 {
-	Dpasync__Envelope e[7];
+	Dpasync__Envelope e[8];
 	Dpasync__Hello hello = DPASYNC__HELLO__INIT;
 	Dpasync__Welcome welcome = DPASYNC__WELCOME__INIT;
 	Dpasync__UpdateRequest req = DPASYNC__UPDATE_REQUEST__INIT;
@@ -48,13 +48,14 @@ int main(int argc, char **argv)
 	Dpasync__Answer answer = DPASYNC__ANSWER__INIT;
 	Dpasync__Refuse refuse = DPASYNC__REFUSE__INIT;
 	Dpasync__Done done = DPASYNC__DONE__INIT;
-	const Dpasync__Envelope *all[7];
-	const char *names[7] = { "hello", "welcome", "update_request", "query", "answer",
-				 "refuse", "done" };
+	Dpasync__PeerModel pm = DPASYNC__PEER_MODEL__INIT;
+	const Dpasync__Envelope *all[8];
+	const char *names[8] = { "hello", "welcome", "update_request", "query", "answer",
+				 "refuse", "done", "peer_model" };
 
 	if (argc != 2)
 		return 2;
-	for (int i = 0; i < 7; i++) {
+	for (int i = 0; i < 8; i++) {
 		dpasync__envelope__init(&e[i]);
 		e[i].version = 1;
 		all[i] = &e[i];
@@ -106,7 +107,17 @@ int main(int argc, char **argv)
 	done.t = 60;
 	e[6].msg_case = DPASYNC__ENVELOPE__MSG_DONE;
 	e[6].done = &done;
-	for (int i = 0; i < 7; i++)
+	/* peer mode (docs/peer-agents.md); not part of the learner exchange */
+	pm.agent_id = "agent-2";
+	pm.step = 12;
+	pm.n_theta = 4;
+	pm.theta = theta;
+	pm.final = 1;
+	pm.wakeups = 5;
+	pm.seen_final = 1;
+	e[7].msg_case = DPASYNC__ENVELOPE__MSG_PEER_MODEL;
+	e[7].peer_model = &pm;
+	for (int i = 0; i < 8; i++)
 		one(argv[1], names[i], &all[i], 1, (unsigned char)(17 * i));
 	one(argv[1], "exchange", all, 7, 0x5a);
 	return 0;

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""The shipped example configurations (deploy/learnerd.conf, ownerd.conf)
+"""The shipped example configurations (deploy/learnerd.conf, ownerd.conf,
+ownerd-peer.conf)
 pass `--check-config` once their paths point at real files, flags override
 them, and a bad key is one stderr line with exit 2.
 
@@ -46,6 +47,24 @@ def test(argv):
         p = run([learnerd, '--config', lc, '--check-config', '--T', '77'])
         check('77' in p.stdout, 'flag did not override the file: %s' % p.stdout)
         run([ownerd, '--config', oc, '--check-config'])
+        # the peer-mode example (docs/peer-agents.md), with peer certificates
+        run([dp, 'certs', '--out', d + '/pcerts', '--names', 'agent-1,agent-2', '--peer'])
+        pc = d + '/ownerd-peer.conf'
+        localise('ownerd-peer.conf', pc, d)
+        text = open(pc).read().replace(d + '/certs/agent-', d + '/pcerts/agent-')
+        text = text.replace(d + '/certs/ca.crt', d + '/pcerts/ca.crt')
+        open(pc, 'w').write(text)
+        with open(d + '/certs/graph.csv', 'w') as f:
+            f.write('a,b,w\nagent-1,agent-2,1\n')
+        with open(d + '/certs/peers.csv', 'w') as f:
+            f.write('id,addr\nagent-2,127.0.0.1:7901\n')
+        run([dp, 'gen', '--rows', '20', '--features', '3', '--task', 'classification',
+             '--out', d + '/pg'])
+        os.rename(d + '/pg/owner-1.csv', d + '/state/agent-1.csv')
+        p = run([ownerd, '--config', pc, '--check-config'])
+        check(re.search(r'^peer = true$', p.stdout, re.M) and
+              re.search(r'^wakeups = 20$', p.stdout, re.M),
+              'peer settings not printed: %s' % p.stdout)
         with open(lc, 'a') as f:
             f.write('no-such-key = 1\n')
         p = run([learnerd, '--config', lc, '--check-config'], ok=False)

@@ -570,6 +570,54 @@ def check_compose_run(t, bindir):
     p = oneshot('data', {'DP_OWNER_NAMES': 'owner-1,owner-9'}, want=2)
     check('owner-9' in p.stderr, 'data without a volume: %r' % p.stderr)
     print('ok: compose re-runs are idempotent; an added owner is issued by the same CA')
+    check_compose_peer(t, bindir)
+
+def check_compose_peer(t, bindir):
+    """generate.sh --peer (docs/peer-agents.md): no learner; certs.sh issues
+    peer certificates and writes a ring graph and an address book; the
+    three agents run from their compose services to the end, each ledger
+    with DP_WAKEUPS charges."""
+    gen = os.path.join(DEPLOY, 'compose', 'generate.sh')
+    f = os.path.join(t, 'docker-compose.peer.yml')
+    open(f, 'w').write(run([gen, '--peer', '--wakeups', '6']).stdout)
+    cfg = compose_config(f, {'DP_ROWS': '300'})
+    check('learner' not in cfg['services'] and 'eval' not in cfg['services'],
+          'peer compose still has a learner: %s' % sorted(cfg['services']))
+    tt = os.path.join(t, 'compose-peer')
+    vol = lambda *p: os.path.join(tt, 'vol', *p)
+    for name in ('certs', 'data'):
+        cmd, env, _ = compose_service(cfg, name, tt, bindir)
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+        check(p.returncode == 0, 'peer compose %s: exit %d %s' % (name, p.returncode, p.stderr))
+    check(open(vol('certs', 'graph.csv')).read() ==
+          'a,b,w\nowner-1,owner-2,1\nowner-2,owner-3,1\nowner-3,owner-1,1\n',
+          'peer graph: %r' % open(vol('certs', 'graph.csv')).read())
+    # the services' addresses (owner-i:7900) exist only on a compose
+    # network: here each agent listens on a port of loopback (port 0, its
+    # port file), and the address book is written once all are known (the
+    # agents read it again at every dial)
+    book = os.path.join(tt, 'tmp', 'peers.csv')
+    ops, pfs = [], {}
+    for i in (1, 2, 3):
+        pfs[i] = os.path.join(tt, 'tmp', 'owner-%d.port' % i)
+        ocmd, oenv, _ = compose_service(cfg, 'owner-%d' % i, tt, bindir, {
+            'DP_PEERS': book, 'DP_PEER_LISTEN': '127.0.0.1:0', 'DP_OWNER_ARGS': '--port-file ' + pfs[i],
+            'DP_METRICS_LISTEN': '127.0.0.1', 'DP_METRICS_PORT': '0', 'DP_RATE': '10'})
+        check(oenv['DP_PEER'] == 'true' and oenv['DP_WAKEUPS'] == '6', 'peer env %s' % oenv)
+        ops.append(start(ocmd, oenv, os.path.join(tt, 'owner-%d.log' % i)))
+    for i, op in enumerate(ops, 1):
+        wait_file(pfs[i], op, 'peer compose owner-%d' % i, 30)
+    lines = ['owner-%d,127.0.0.1:%s\n' % (i, ports(pfs[i])['peer']) for i in (1, 2, 3)]
+    open(book + '.tmp', 'w').write('id,addr\n' + ''.join(lines))
+    os.chmod(book + '.tmp', 0o644)
+    os.replace(book + '.tmp', book)
+    for i, op in enumerate(ops, 1):
+        rc, _ = finish(op, 60, 'peer compose owner-%d' % i, os.path.join(tt, 'owner-%d.log' % i))
+        check(rc == 0, 'peer compose owner-%d exit %d' % (i, rc))
+        led = json.loads(run([os.path.join(bindir, 'dpasync'), 'ledger',
+                              vol('owner-%d-state' % i, 'ledger')]).stdout)
+        check(led['answers'] == 6 and led['epsilon_spent'] <= 1 + 1e-12, 'ledger %s' % led)
+    print('ok: generate.sh --peer: three agents ran from their compose services, 6 wake-ups each')
 
 # ---------------------------------------------------------------- systemd
 

@@ -13,7 +13,8 @@ Scenarios:
      refused while the job runs; a NaN answer closes that owner; a silent
      owner is timed out, reconnects and rejoins; /metrics and /healthz.
   B  SIGTERM (checkpoint, exit 0), --resume, kill -9, a refused resume
-     without --resume and with another T, --resume again: T rows, replay
+     without --resume, with another T and on a trace of the older
+     six-column format, --resume again: T rows, replay
      exact, no query id ever repeated (the fake owners exit 5 otherwise).
   B2 --checkpoint-every 0: the query-id reservation alone checkpoints;
      kill -9 past it and --resume.
@@ -31,7 +32,7 @@ Scenarios:
 Dev convenience: LRN_TEST_CERTS=DIR uses existing certificates (ca.crt,
 learner.*, owner-1..4.*) instead of running `dpasync certs`.
 """
-import json, os, shutil, signal, socket, subprocess, sys, tempfile, time, urllib.request
+import json, os, re, shutil, signal, socket, subprocess, sys, tempfile, time, urllib.request
 
 LEARNERD, FAKE, DPASYNC = sys.argv[1:4]
 P = 3
@@ -124,14 +125,54 @@ def owner(work, certs, port, oid, cert=None, extra=(), tag=None):
 
 def trace_rows(out):
     lines = read(os.path.join(out, 'trace.csv')).splitlines()
-    check(lines and lines[0] == 'k,time_unix,owner,wait_s,rtt_s,eps_spent',
+    check(lines and lines[0] == 'k,time_unix,owner,wait_s,rtt_s,eps_spent,staleness',
           'trace.csv header: %r' % (lines[:1],))
     rows = []
     for l in lines[1:]:
         f = l.split(',')
-        check(len(f) == 6, 'trace row %r' % l)
-        rows.append((int(f[0]), float(f[1]), f[2], float(f[3]), float(f[4]), float(f[5])))
+        check(len(f) == 7 and f[6].isdigit(), 'trace row %r' % l)
+        rows.append((int(f[0]), float(f[1]), f[2], float(f[3]), float(f[4]), float(f[5]),
+                     int(f[6])))
     return rows
+
+
+def progress_lines(err, T, N=3):
+    """learnerd's progress lines (docs/learnerd.md "Progress"), each checked
+    for sane fields; returns their k values."""
+    ks = []
+    for l in err.splitlines():
+        m = re.search(r' progress k=(\d+)/(\S+) it_s=(\S+) it_s_avg=(\S+) eta_s=(\S+) '
+                      r'owners=(\d+)/(\d+) eps_spent=(\S+)$', l)
+        if not m:
+            check(' progress ' not in l, 'malformed progress line %r' % l)
+            continue
+        k, goal = int(m.group(1)), m.group(2)
+        check(goal in (str(T), '?') and k <= T, 'progress k/T %r' % l)
+        check(float(m.group(3)) >= 0 and float(m.group(4)) >= 0, 'progress rates %r' % l)
+        check(m.group(5) == '-' or float(m.group(5)) >= 0, 'progress eta %r' % l)
+        check(int(m.group(6)) <= int(m.group(7)) == N, 'progress owners %r' % l)
+        check(float(m.group(8)) >= 0, 'progress eps %r' % l)
+        ks.append(k)
+    check(ks == sorted(ks), 'progress k goes back: %r' % ks)
+    return ks
+
+
+def process_metrics(text, program):
+    """dpasync_build_info and the process metrics: present and plausible."""
+    m = re.search(r'^dpasync_build_info\{program="%s",version="([^"]+)",openssl="[^"]+",'
+                  r'libuv="[^"]+"\} 1$' % program, text, re.M)
+    check(m is not None, '%s: no dpasync_build_info line' % program)
+    vals = {}
+    for name in ('process_cpu_seconds_total', 'process_resident_memory_bytes',
+                 'process_open_fds', 'process_start_time_seconds'):
+        mm = re.search(r'^%s (\S+)$' % name, text, re.M)
+        check(mm is not None, '%s: %s missing' % (program, name))
+        vals[name] = float(mm.group(1))
+    check(0 <= vals['process_cpu_seconds_total'] < 3600, 'cpu seconds %r' % vals)
+    check(1e6 < vals['process_resident_memory_bytes'] < 1e11, 'rss %r' % vals)
+    check(3 <= vals['process_open_fds'] < 10000, 'open fds %r' % vals)
+    check(abs(vals['process_start_time_seconds'] - time.time()) < 600, 'start time %r' % vals)
+    return m.group(1), vals
 
 
 def clamp(v):
@@ -336,7 +377,7 @@ def scenario_a(work, certs):
     T = 120
     L = Learner(work, out, certs, ['--T', str(T), '--checkpoint-every', '25', '--query-timeout',
                                    '1', '--idle-timeout', '30', '--metrics-listen',
-                                   '127.0.0.1:0'], name='a')
+                                   '127.0.0.1:0', '--progress-every', '0.2'], name='a')
     # Their own caps (T): owner-3 leaves after its NaN, so the planned
     # K_i = ceil(T/3 1.1) of the others could not cover T.
     cap = ['--answers-cap', str(T)]
@@ -367,6 +408,7 @@ def scenario_a(work, certs):
         check(name in metrics, 'metric %s missing' % name)
     check('dpasync_learner_connections_rejected_total 2' in metrics,
           'rejected connections not counted')
+    process_metrics(metrics, 'learnerd')
     rc, stdout = L.wait()
     err = L.err()
     check(rc == 0, 'learnerd exit %d: %s' % (rc, err[-2000:]))
@@ -375,6 +417,17 @@ def scenario_a(work, certs):
     check(sum(1 for r in rows if r[2] == 'owner-3') == 2,
           'owner-3 should count exactly its 2 answers before the NaN')
     check(all(r[3] >= 0 and r[4] >= 0 and r[5] > 0 for r in rows), 'trace wait/rtt/eps')
+    # Strict mode (one query in flight): every answer updates the theta_L
+    # its query was built on.
+    check(all(r[6] == 0 for r in rows), 'strict mode: staleness %r' % sorted({r[6] for r in rows}))
+    # The job lasts at least the 1 s query timeout: with a line every 0.2 s
+    # there is at least one (a 5x margin), then the summary at the end.
+    ks = progress_lines(err, T)
+    check(len(ks) >= 1, 'no progress line in %s' % err[-2000:])
+    summ = [l for l in err.splitlines() if ' summary end=' in l]
+    check(len(summ) == 1 and re.search(r' summary end=done k=%d/%d secs=\S+ it_s_avg=\S+ '
+                                       r'owners=\d/3 eps_spent=\S+$' % (T, T), summ[0]),
+          'summary line %r' % summ)
     check('identity not in owners' in err and 'already connected' in err,
           'refusals not logged')
     check('invalid answer' in err, 'NaN answer not logged as invalid')
@@ -426,6 +479,18 @@ def scenario_b(work, certs):
     p = subprocess.run(bad, capture_output=True, text=True, timeout=20)
     check(p.returncode == 2 and 'T is %d in the checkpoint but %d now' % (T, T + 1) in p.stderr,
           'resume with another T: %d %r' % (p.returncode, p.stderr))
+    # A trace of the format before the staleness column cannot be continued.
+    tpath = os.path.join(out, 'trace.csv')
+    text = read(tpath)
+    with open(tpath, 'w') as f:
+        f.write(text.replace(',staleness\n', '\n', 1))
+    p = subprocess.run(L.cmd, capture_output=True, text=True, timeout=20)
+    last = p.stderr.splitlines()[-1:] or ['']
+    check(p.returncode == 1 and last[0].startswith('learnerd: ') and
+          'before the staleness column' in last[0], 'resume of a six-column trace: %d %r' %
+          (p.returncode, p.stderr))
+    with open(tpath, 'w') as f:
+        f.write(text)
 
     L = Learner(work, out, certs, args + ['--resume'], port=port, name='b3')
     rc, stdout = L.wait(60)
@@ -482,6 +547,10 @@ def scenario_c(work, certs):
     check([r[0] for r in rows] == list(range(1, T + 1)), 'broadcast trace k column')
     check(all(r[3] == 0 for r in rows), 'broadcast wait_s must be 0')
     check(len(set(r[2] for r in rows)) == 3, 'broadcast: not every owner was asked')
+    # A round's queries are all built in one pass of the loop before any
+    # answer is read, so the round's later answers meet a newer theta_L.
+    check(all(r[6] >= 0 for r in rows) and max(r[6] for r in rows) > 0,
+          'broadcast, max-inflight 3: staleness %r' % sorted({r[6] for r in rows}))
     for o in os_:
         check(o.wait(10) == 0, 'broadcast owner exit %s' % o.returncode)
     out = os.path.join(work, 'c2')
@@ -489,7 +558,10 @@ def scenario_c(work, certs):
     os_ = [owner(work, certs, L.port, o, tag='c2' + o) for o in OWNERS]
     rc, stdout = L.wait(60)
     check(rc == 0, 'request, max-inflight 3: exit %d %s' % (rc, L.err()[-2000:]))
-    check([r[0] for r in trace_rows(out)] == list(range(1, T + 1)), 'c2 trace k column')
+    rows = trace_rows(out)
+    check([r[0] for r in rows] == list(range(1, T + 1)), 'c2 trace k column')
+    # Whether queries overlap depends on timing here: only the range.
+    check(all(0 <= r[6] < T for r in rows), 'c2 staleness %r' % sorted({r[6] for r in rows}))
     for o in os_:
         check(o.wait(10) == 0, 'c2 owner exit %s' % o.returncode)
     print('C ok: broadcast and request mode with max-inflight 3')

@@ -104,6 +104,11 @@ What the mechanism implies, and what is asserted from learnerd's trace:
    the 200 ms owner or the lossy one (a dropped frame waits >= 200 ms for
    TCP's retransmission), the 200 ms owner in most rounds.
 
+A peer-mode run (`--peer ring`, docs/peer-agents.md), 10 wake-ups per
+agent: every agent finishes within its budget (`dpasync ledger`), the
+report lists them, and the pair owner-3/owner-4 connects no sooner than one
+round trip of its two links (0.56 s less jitter) after owner-3 starts.
+
 Only if the script cannot create network namespaces (exit 77: not root, no
 iproute2, no netns support) is the test skipped, with meson's code 77.
 """
@@ -169,7 +174,7 @@ def cluster(bindir, out, ident, rate, T, extra=()):
 def trace(out):
     rows = []
     for l in open(os.path.join(out, 'learner', 'trace.csv')).read().splitlines()[1:]:
-        k, t, owner, wait, rtt, eps = l.split(',')
+        k, t, owner, wait, rtt, eps = l.split(',')[:6]
         rows.append((int(k), float(t), int(owner.split('-')[1]) - 1, float(wait), float(rtt)))
     return rows
 
@@ -346,6 +351,30 @@ def check_sync(out, T):
     check(set(slow) <= {'owner-4', 'owner-5'} and slow['owner-4'] > len(rounds) / 2,
           'sync: slowest owners %r' % dict(slow))
 
+def log_time(line):
+    # 2026-11-24T11:20:54.783Z ...
+    t = line.split()[0]
+    h, m, sec = t.split('T')[1].rstrip('Z').split(':')
+    return int(h) * 3600 + int(m) * 60 + float(sec)
+
+def check_peer(out, T):
+    """Peer mode (docs/peer-agents.md): every agent's ledger has T charges
+    within its budget (the script checks with dpasync ledger), the report
+    lists them, and the per-link delays show in the connections: the pair
+    owner-3/owner-4 (one-way 80 + 200 ms) cannot finish its TCP and TLS
+    handshakes in less than one round trip, 0.56 s, after owner-3 starts
+    dialling -- a lower bound that a slow machine cannot break."""
+    md = open(os.path.join(out, 'agents', 'report.md')).read()
+    check('%d agents, %d wake-ups' % (N, N * T) in md, 'peer report: %s' % md[:300])
+    log = open(os.path.join(out, 'agents', 'owner-3', 'ownerd.log')).read().splitlines()
+    start = [log_time(l) for l in log if 'peer: starting' in l]
+    conn = [log_time(l) for l in log if 'neighbour=owner-4 connected' in l]
+    check(start and conn, 'owner-3 never connected to owner-4')
+    rtt = 2 * (DELAY[2] + DELAY[3] - JITTER[2] - JITTER[3]) / 1e3
+    print('peer: owner-3 connected to owner-4 %.3f s after its start (one round trip: %.3f s)'
+          % (conn[0] - start[0], rtt))
+    check(conn[0] - start[0] >= rtt, 'owner-3/owner-4 handshake faster than the links allow')
+
 def test(argv):
     bindir = os.path.abspath(argv[0])
     d = tmpdir('netns')
@@ -365,6 +394,12 @@ def test(argv):
                                              '--learner-args', '--round-timeout 60'])
         print('sync1 job took %.0f s' % (time.time() - t0))
         check_sync(out, 15)
+        ident = 'dpat%d-p' % os.getpid()
+        out = os.path.join(d, 'peer')
+        t0 = time.time()
+        cluster(bindir, out, ident, 10, 10, ['--peer', 'ring', '--rows', '200'])
+        print('peer run took %.0f s' % (time.time() - t0))
+        check_peer(out, 10)
         ok = True
     except Skip as e:
         cleanup(d)

@@ -548,6 +548,17 @@ def test_main_flow(ownerd, base, work, fl, Xb, y, n, p, log):
     check(abs(metric(mport, 'dpasync_owner_epsilon_spent') - a['epsilon_spent']) < 1e-12,
           'epsilon_spent gauge')
     check(metric(mport, 'dpasync_owner_gradient_seconds_count') == 3, 'gradient histogram')
+    # The clock: every request came from a tick; here the learner also sent
+    # queries no request asked for, so only the ticks' own invariants hold.
+    ticks = metric(mport, 'dpasync_owner_clock_ticks_total')
+    skipped = metric(mport, 'dpasync_owner_clock_ticks_skipped_total')
+    check(ticks >= 2 and 0 <= skipped <= ticks, 'clock ticks %g skipped %g' % (ticks, skipped))
+    body = urllib.request.urlopen('http://127.0.0.1:%d/metrics' % mport, timeout=5).read().decode()
+    check(re.search(r'^dpasync_build_info\{program="ownerd",version="[^"]+",openssl="OpenSSL [^"]+",'
+                    r'libuv="1\.[^"]+"\} 1$', body, re.M), 'dpasync_build_info of ownerd')
+    check(metric(mport, 'process_resident_memory_bytes') > 1e6 and
+          metric(mport, 'process_open_fds') >= 3 and metric(mport, 'process_cpu_seconds_total') >= 0 and
+          abs(metric(mport, 'process_start_time_seconds') - time.time()) < 600, 'process metrics')
 
     # A NaN in theta closes the connection; the daemon reconnects.
     c.send('query', k=9, theta=[0.1, float('nan'), 0.0, 0.0])
@@ -617,6 +628,14 @@ def test_main_flow(ownerd, base, work, fl, Xb, y, n, p, log):
     check(mf['theta'] == final and mf['model'] == 'linear' and mf['T'] == 10,
           'model.json %r' % mf)
     c.close()
+    # --log-level debug: the per-answer lines are there (debug), and the
+    # restarted process wrote its final summary with the ledger's totals.
+    with open(log) as f:
+        text = f.read()
+    check(re.search(r' debug answer: answered k=7 answers=3/3 ', text), 'per-answer debug line')
+    check(not re.search(r' info answer: answered ', text), 'per-answer line at info')
+    check(re.search(r' info owner: summary final answers=0 refusals=2 ticks=\d+ skipped=\d+ '
+                    r'ledger_answers=3/3 spent=', text), 'final summary of the restarted ownerd')
 
     # The ledger's caps and job are bound for good.
     expect_error([ownerd] + args[:-4] + ['--epsilon', '2'], ['epsilon'])

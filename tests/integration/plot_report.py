@@ -9,10 +9,19 @@
 - `dpasync report` on the learnerd directory writes report.md whose numbers
   equal those computed here from trace.csv with numpy: iterations, per-owner
   iterations (exact), shares, last eps_spent per owner, median/p95 round
-  trip and wait (to the printed 4 significant digits), iterations/s; psi
+  trip and wait (to the printed 4 significant digits), iterations/s counted
+  from the first query (the earliest time_unix - rtt_s), staleness; psi
   equals `dpasync eval` of model.json (the report calls the library);
   report-schedule.txt is the trace's owner order; every figure it links
-  exists and is valid;
+  exists and is valid; report.json parses and holds the same numbers; the
+  reproduce commands carry --target and run as printed (placeholders
+  filled, 2 repeats); a trace with a 30 s hole (a resume's
+  downtime) gets exactly that gap marked; a trace of the older six-column
+  format still reads;
+- the logs of the real run: learnerd wrote progress lines with sane fields
+  and one summary; no ownerd wrote a per-answer line at the default level,
+  each wrote a final summary, and owner-1 (--progress-every 0.5) periodic
+  ones;
 - `dpasync report` on a sim directory: psi statistics from summary.json and
   per-owner iterations counted here from schedule.txt;
 - `plot --kind psi-wall` draws two measured psi(t) curves (time_s,k,psi)
@@ -72,7 +81,8 @@ def trace(path):
     rows = [l.split(',') for l in open(path).read().splitlines()[1:]]
     return {'k': np.array([int(r[0]) for r in rows]), 't': np.array([float(r[1]) for r in rows]),
             'owner': [r[2] for r in rows], 'wait': np.array([float(r[3]) for r in rows]),
-            'rtt': np.array([float(r[4]) for r in rows]), 'eps': np.array([float(r[5]) for r in rows])}
+            'rtt': np.array([float(r[4]) for r in rows]), 'eps': np.array([float(r[5]) for r in rows]),
+            'stale': np.array([int(r[6]) for r in rows])}
 
 def close(got, want, rel, what):
     check(abs(got - want) <= rel * abs(want) + 1e-12, '%s: report says %r, computed %r' % (what, got, want))
@@ -104,14 +114,119 @@ def expect_fail(dp, args, code=2, out=None, env=None):
 def real_run(bindir, d):
     c = Cluster(bindir, d, owners=3, rows=2000, features=5, T=T)
     try:
-        c.start_learner()
-        for i in (1, 2, 3):
-            c.start_owner(i, rate=str(RATES['owner-%d' % i]))
+        c.start_learner(extra=['--progress-every', '0.5'])
+        owners = [c.start_owner(i, rate=str(RATES['owner-%d' % i]),
+                                extra=['--progress-every', '0.5'] if i == 1 else [])
+                  for i in (1, 2, 3)]
         out = c.wait_learner()
         check('done k=%d' % T in out, 'learnerd did not finish: %r' % out)
+        for p in owners:   # they exit on Done, after their final summary
+            check(p.wait(timeout=30) == 0, 'ownerd exit %s' % p.returncode)
     finally:
         c.close()
     return c
+
+def check_logs(c):
+    """Progress and summary lines of the real run (T = 200 at 75 requests/s
+    in all lasts over 2 s: a line every 0.5 s gives at least one)."""
+    log = open(c.path('learnerd.log')).read()
+    prog = re.findall(r' progress k=(\d+)/%d it_s=([\d.e+-]+) it_s_avg=([\d.e+-]+) eta_s=(\S+) '
+                      r'owners=(\d)/3 eps_spent=([\d.e+-]+)\n' % T, log)
+    check(len(prog) >= 1 and all(int(p[0]) <= T for p in prog), 'learnerd progress lines: %r' % prog)
+    check(len(re.findall(r' summary end=done k=%d/%d ' % (T, T), log)) == 1, 'learnerd summary line')
+    for i in (1, 2, 3):
+        log = open(c.ledger(i) + '.log').read()
+        check(' answered k=' not in log, 'owner-%d logs every answer at info' % i)
+        fin = re.findall(r' summary final answers=(\d+) refusals=\d+ ticks=(\d+) skipped=(\d+) ', log)
+        check(len(fin) == 1, 'owner-%d: final summary %r' % (i, fin))
+        answers, ticks, skipped = map(int, fin[0])
+        check(answers >= 1 and ticks >= answers and skipped <= ticks,
+              'owner-%d: answers %d ticks %d skipped %d' % (i, answers, ticks, skipped))
+        periodic = re.findall(r' summary answers=', log)
+        check(len(periodic) >= 1 if i == 1 else not periodic,
+              'owner-%d: %d periodic summaries' % (i, len(periodic)))
+    return len(prog)
+
+def check_json(L, md_key, own, tr):
+    """report.json against report.md and the trace."""
+    j = json.load(open(os.path.join(L, 'report.json')))
+    check(j['format'] == 'dpasync-report' and j['kind'] == 'learnerd', 'report.json header')
+    n = len(tr['k'])
+    check(j['iterations'] == n and j['T'] == T, 'report.json iterations %r' % j['iterations'])
+    close(j['iterations_per_s'], num(md_key['iterations/s'][0]), 1e-3, 'report.json iterations/s')
+    close(j['duration_s'], num(md_key['duration'][0]), 1e-3, 'report.json duration')
+    close(j['start_unix'], float(np.min(tr['t'] - tr['rtt'])), 1e-12, 'report.json start')
+    med_p95 = md_key['query round trip, median / p95'][0].split()
+    close(j['rtt_median_ms'], float(med_p95[0]), 1e-3, 'report.json rtt median')
+    close(j['rtt_p95_ms'], float(med_p95[2]), 1e-3, 'report.json rtt p95')
+    check(j['staleness_max'] == tr['stale'].max(), 'report.json staleness max')
+    close(j['psi'], num(md_key['ψ of model.json'][0]), 1e-5, 'report.json psi')
+    check([o['owner'] for o in j['owners']] == sorted(own), 'report.json owners')
+    for o in j['owners']:
+        cells = own[o['owner']]
+        check(o['iterations'] == int(cells[0]), 'report.json %s iterations' % o['owner'])
+        close(o['epsilon_spent'], float(cells[2]), 1e-5, 'report.json %s eps' % o['owner'])
+        close(o['rtt_median_ms'], float(cells[3]), 1e-3, 'report.json %s rtt' % o['owner'])
+    md = open(os.path.join(L, 'report.md')).read()
+    block = md.split('## Reproduce', 1)[1]
+    for cmd in j['reproduce']:
+        check(cmd in block, 'report.json reproduce line %r not in report.md' % cmd)
+    sims = [cmd for cmd in j['reproduce'] if cmd.startswith('dpasync sim ')]
+    check(len(sims) == 1 and ' --target y ' in sims[0] and ' --bias ' in sims[0]
+          and ' --model linear ' in sims[0] and ' --eta ' in sims[0], 'sim command %r' % sims)
+    return j
+
+def run_reproduce(dp, j, d):
+    """The reproduce commands run as printed, with the placeholders filled
+    (E = 1, SIMDIR, psi-time.png in d) and 2 repeats instead of 10."""
+    simdir = os.path.join(d, 'repro-sim')
+    for cmd in j['reproduce']:
+        args = cmd.split()
+        check(args[0] == 'dpasync', 'reproduce line %r' % cmd)
+        args = [simdir if a == 'SIMDIR' else '1' if a == 'E' else
+                os.path.join(d, a) if a == 'psi-time.png' else
+                a.replace('SIMDIR/', simdir + '/') for a in args[1:]]
+        if args[0] == 'sim':
+            args[args.index('--repeats') + 1] = '2'
+        run([dp] + args)
+    check(os.path.exists(os.path.join(d, 'psi-time.png')), 'reproduced psi-time.png')
+    return len(j['reproduce'])
+
+def check_gap(dp, L, d):
+    """A copy of the run with every update after k = 100 moved 30 s later,
+    and the first request waiting 5 s for the gate (owners connecting): that
+    wait is before the first query, so it is not part of the run."""
+    g = os.path.join(d, 'gap')
+    os.makedirs(g)
+    lines = open(os.path.join(L, 'trace.csv')).read().splitlines()
+    out = [lines[0]]
+    for l in lines[1:]:
+        f = l.split(',')
+        if int(f[0]) > 100:
+            f[1] = '%.6f' % (float(f[1]) + 30)
+        if int(f[0]) == 1:
+            f[3] = '5.000000'
+        out.append(','.join(f))
+    open(os.path.join(g, 'trace.csv'), 'w').write('\n'.join(out) + '\n')
+    run([dp, 'report', g])
+    j = json.load(open(os.path.join(g, 'report.json')))
+    rows = [l.split(',') for l in out[1:]]
+    first_query = min(float(r[1]) - float(r[4]) for r in rows)
+    check(abs(j['start_unix'] - first_query) < 1e-6 and
+          abs(j['duration_s'] - (float(rows[-1][1]) - first_query)) < 1e-6,
+          'gap copy: start %r duration %r, first query at %r' % (j['start_unix'], j['duration_s'],
+                                                                 first_query))
+    check(len(j['gaps']) == 1 and j['gaps'][0]['after_k'] == 100 and 30 < j['gaps'][0]['seconds'] < 40,
+          'gap: %r' % j['gaps'])
+    md = open(os.path.join(g, 'report.md')).read()
+    check(re.search(r'\| gaps \| 1 .*after k = 100: 3\d\.\d+ s', md), 'gap row of report.md')
+    close(j['iterations_per_s_without_gaps'], T / (j['duration_s'] - j['gaps_s']), 1e-9, 'rate without gaps')
+    # The older trace format (no staleness column) still reads.
+    open(os.path.join(g, 'trace.csv'), 'w').write(
+        '\n'.join(','.join(l.split(',')[:6]) for l in out) + '\n')
+    run([dp, 'report', g])
+    check(json.load(open(os.path.join(g, 'report.json')))['staleness_max'] is None, 'six-column trace')
+    return j['gaps'][0]['seconds']
 
 def test(argv):
     bindir = argv[0]
@@ -182,7 +297,8 @@ def test(argv):
                                os.path.join(sim_sched, 'psi.csv'))
 
         # The report of the real run, against numbers computed here.
-        r = run([dp, 'report', '--data', ','.join(files[:2]), '--data', files[2],
+        nprog = check_logs(c)
+        r = run([dp, 'report', '--data', ','.join(files[:2]), '--data', files[2], '--target', 'y',
                  '--rates', '50,20,5', '--sim', sim_sched, L])
         check('report.md (4 figures)' in r.stdout, 'report: %r' % r.stdout)
         md = open(os.path.join(L, 'report.md')).read()
@@ -193,8 +309,11 @@ def test(argv):
         check(got == [o.split('-')[1] for o in tr['owner']], 'report-schedule.txt is not the trace order')
         key = table_rows(md, r'[a-zψ].*')
         check(key['iterations'][0] == '%d of T = %d' % (n, T), 'iterations: %s' % key['iterations'])
-        start = tr['t'][0] - tr['wait'][0] - tr['rtt'][0]
+        start = np.min(tr['t'] - tr['rtt'])   # the first query (docs/plots.md "Throughput")
         close(num(key['iterations/s'][0]), n / (tr['t'][-1] - start), 1e-3, 'iterations/s')
+        stale = key['staleness, median / max'][0].split()
+        check(float(stale[0]) == np.median(tr['stale']) and float(stale[2]) == tr['stale'].max(),
+              'staleness: %s' % stale)
         med_p95 = key['query round trip, median / p95'][0].split()
         close(float(med_p95[0]), np.percentile(tr['rtt'], 50) * 1e3, 1e-3, 'median rtt')
         close(float(med_p95[2]), np.percentile(tr['rtt'], 95) * 1e3, 1e-3, 'p95 rtt')
@@ -216,10 +335,19 @@ def test(argv):
                 close(float(cells[3 + j]), np.percentile(tr[col][sel], q) * 1e3, 1e-3, '%s %s p%d' % (o, col, q))
         print('report (learnerd): %d iterations, %s, psi %.4g = eval, iterations/s %s' % (
             n, {o: own[o][0] for o in owners}, ev['psi'], key['iterations/s'][0]))
+        j = check_json(L, key, own, tr)
+        nrep = run_reproduce(dp, j, d)
+        gap = check_gap(dp, L, d)
+        print('report.json agrees with report.md; --target carried over; its %d reproduce commands '
+              'run; a %.1f s gap marked; %d progress lines, owner summaries' % (nrep, gap, nprog))
 
         # The report of a sim directory.
         run([dp, 'report', sim_a])
         md = open(os.path.join(sim_a, 'report.md')).read()
+        js = json.load(open(os.path.join(sim_a, 'report.json')))
+        check(js['kind'] == 'sim' and js['psi_mean'] == summary(sim_a)['psi_mean']
+              and [o['owner'] for o in js['owners']] == ['owner-1', 'owner-2', 'owner-3']
+              and all(cmd in md for cmd in js['reproduce']), 'sim report.json %r' % js)
         for img in ('report-psi.png', 'report-owners.png'):
             check('(%s)' % img in md, 'sim report does not link %s' % img)
             png_info(os.path.join(sim_a, img))
@@ -232,6 +360,7 @@ def test(argv):
         for i in (1, 2, 3):
             check(int(own['owner-%d' % i][2]) == sch.count(i), 'sim owner-%d: %s, schedule has %d' % (
                 i, own['owner-%d' % i][2], sch.count(i)))
+            check(js['owners'][i - 1]['iterations'] == sch.count(i), 'sim report.json owner-%d' % i)
         print('report (sim): psi mean %.4g; iterations %s' % (s['psi_mean'], [sch.count(i) for i in (1, 2, 3)]))
 
         for sub, words in (('plot', ['owners', 'psi', 'psi-time', 'shares', 'cdf', 'psi-wall',

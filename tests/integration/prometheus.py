@@ -16,7 +16,12 @@ one evaluation time during the job:
   [0, epsilon], spent + left == epsilon (to the ledger's nano-epsilon), and
   answers_total > 0 and <= K_i <= T (K_i the learner's planned cap, read
   from its checkpoint), spent == answers * epsilon / K_i; each ownerd is
-  connected;
+  connected; each ownerd's clock ticks >= its answers and its ticks skipped
+  <= its ticks;
+- dpasync_build_info is 1 for each target with its program and version,
+  and the process metrics of every target are plausible (resident memory
+  over 1 MB, 3 or more open descriptors, CPU seconds >= 0, started within
+  the last 10 minutes);
 Then deploy/grafana-dashboard.json: valid JSON, every expression uses only
 metric names of the README's table, and each expression (with the Grafana
 variables substituted) is accepted by this Prometheus and returns data.
@@ -39,8 +44,8 @@ def documented_metrics():
     """{name: type} from the Metrics table of the README."""
     text = open(os.path.join(ROOT, 'README.md')).read()
     got = {}
-    for m in re.finditer(r'^\| `(dpasync_[a-z_]+)(?:\{[a-z_]+\})?` \| (learnerd|ownerd) \| (counter|gauge|histogram) \|',
-                         text, re.M):
+    for m in re.finditer(r'^\| `((?:dpasync|process)_[a-z_]+)(?:\{[a-z_,]+\})?` \| (learnerd|ownerd|both) '
+                         r'\| (counter|gauge|histogram) \|', text, re.M):
         got[m.group(1)] = m.group(3)
     check(len(got) >= 19, 'README metrics table: found only %d metrics' % len(got))
     return got
@@ -145,7 +150,8 @@ def check_series(prom, at, doc, caps):
     jobs = sorted(l['job'] for l, _ in up)
     check(jobs == ['learnerd', 'ownerd', 'ownerd', 'ownerd'], 'up targets: %s' % up)
     check(all(v == 1 for _, v in up), 'a target is down: %s' % up)
-    present = {l['__name__'] for l, _ in prom.values('count by (__name__) ({__name__=~"dpasync_.+"})', at)}
+    present = {l['__name__'] for l, _ in prom.values(
+        'count by (__name__) ({__name__=~"dpasync_.+|process_.+"})', at)}
     missing = sorted(series_names(doc) - present)
     check(not missing, 'documented series missing in prometheus: %s' % missing)
     undocumented = sorted(present - series_names(doc))
@@ -194,8 +200,25 @@ def check_series(prom, at, doc, caps):
         check(abs(spent[o] - answers[o] * EPS / K) <= 1e-9 * (answers[o] + 1),
               '%s: epsilon_spent %g for %g answers of %g each' % (o, spent[o], answers[o], EPS / K))
         check(connected[o] == 1, '%s: connected %g' % (o, connected[o]))
+    # One scrape of each owner: its clock ticked at least once per answer.
+    ticks = {l['owner']: v for l, v in prom.values('dpasync_owner_clock_ticks_total', at)}
+    skipped = {l['owner']: v for l, v in prom.values('dpasync_owner_clock_ticks_skipped_total', at)}
+    for o in ('owner-1', 'owner-2', 'owner-3'):
+        check(ticks[o] >= answers[o] and 0 <= skipped[o] <= ticks[o],
+              '%s: ticks %g, skipped %g, answers %g' % (o, ticks[o], skipped[o], answers[o]))
+    info = prom.values('dpasync_build_info', at)
+    check(sorted(l['program'] for l, _ in info) == ['learnerd', 'ownerd', 'ownerd', 'ownerd']
+          and all(v == 1 and l['version'] and l['openssl'] and l['libuv'] for l, v in info),
+          'dpasync_build_info: %s' % info)
+    for name, lo, hi in (('process_resident_memory_bytes', 1e6, 1e11), ('process_open_fds', 3, 1e5),
+                         ('process_cpu_seconds_total', 0, 3600),
+                         ('process_start_time_seconds', time.time() - 600, time.time() + 60)):
+        vals = prom.values(name, at)
+        check(len(vals) == 4 and all(lo <= v <= hi for _, v in vals), '%s: %s' % (name, vals))
     print('at t=%.1f: iterations %g of %d, rate %.2f/s, owners connected %g, rtt count %g median %.2g s, '
-          'answers %s' % (at, it, T, rate, conn, cnt, med, {o: int(v) for o, v in sorted(answers.items())}))
+          'answers %s, clock ticks %s' % (at, it, T, rate, conn, cnt, med,
+                                          {o: int(v) for o, v in sorted(answers.items())},
+                                          {o: int(v) for o, v in sorted(ticks.items())}))
 
 METRIC_TOKEN = re.compile(r'\b(dpasync_[a-z_]+|[a-z_]+)\b')
 PROMQL_WORDS = {'rate', 'increase', 'sum', 'by', 'on', 'ignoring', 'group_left', 'group_right',

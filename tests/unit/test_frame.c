@@ -515,6 +515,42 @@ static void test_validate_others(void **state)
 
 /* Two oneof members on the wire: protobuf keeps the last one, so the
  * unpacked message has exactly one case set. */
+/* Peer mode's PeerModel (docs/protocol.md §4): an agent id and a model of
+ * dimension p, finite. */
+static void test_validate_peer_model(void **state)
+{
+	Dpasync__Envelope e = DPASYNC__ENVELOPE__INIT;
+	Dpasync__PeerModel pm = DPASYNC__PEER_MODEL__INIT;
+	double th[3] = { 0.25, -1, 3 };
+	dp_frame_limits lim = { .p = 3 };
+
+	(void)state;
+	e.version = 1;
+	e.msg_case = DPASYNC__ENVELOPE__MSG_PEER_MODEL;
+	e.peer_model = &pm;
+	pm.agent_id = "agent-1";
+	pm.step = 0;   /* the warm start */
+	pm.n_theta = 3;
+	pm.theta = th;
+	assert_int_equal(dp_frame_validate(&e, &lim), 0);
+	assert_string_equal(dp_frame_kind(&e), "peer_model");
+	pm.agent_id = "";
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
+	assert_non_null(strstr(dp_error_detail(DP_EPROTO), "peer_model.agent_id"));
+	pm.agent_id = "agent\x01";
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
+	pm.agent_id = "agent-1";
+	lim.p = 4;
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
+	lim.p = 3;
+	th[2] = NAN;
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
+	assert_non_null(strstr(dp_error_detail(DP_EPROTO), "peer_model.theta"));
+	th[2] = 3;
+	e.peer_model = NULL;
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
+}
+
 static void test_two_oneof_members(void **state)
 {
 	/* 08 01 | 22 00 (update_request) | 2a 02 08 05 (query{k=5}) */
@@ -584,6 +620,7 @@ int main(void)
 		cmocka_unit_test(test_garbage_body),
 		cmocka_unit_test(test_validate_query),
 		cmocka_unit_test(test_validate_others),
+		cmocka_unit_test(test_validate_peer_model),
 		cmocka_unit_test(test_two_oneof_members),
 		cmocka_unit_test(test_unknown_fields),
 		cmocka_unit_test(test_new_field_numbers),

@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <fcntl.h>
 
 #include "common/core/error.h"
 #include "common/net/metrics.h"
@@ -387,6 +390,49 @@ static void test_define(void **state)
 	dp_metrics_destroy(reg);
 }
 
+/* The value of the unlabelled series `name` in text (NAN when absent). */
+static double value_of(const char *text, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (strncmp(l, name, n) == 0 && l[n] == ' ')
+			return strtod(l + n + 1, NULL);
+	return NAN;
+}
+
+/* build_info and the process metrics: present, plausible, and read afresh
+ * at each render (a descriptor opened in between is counted). */
+static void test_process(void **state)
+{
+	struct dp_metrics *reg;
+	char *text;
+	double fds, now = (double)time(NULL);
+	int fd;
+
+	assert_int_equal(dp_metrics_new(&reg), 0);
+	assert_int_equal(dp_metrics_process(reg, "test"), 0);
+	text = render(reg);
+	assert_non_null(strstr(text, "# TYPE dpasync_build_info gauge\n"
+				     "dpasync_build_info{program=\"test\",version=\"" DP_VERSION
+				     "\",openssl=\"OpenSSL "));
+	assert_non_null(strstr(text, "# TYPE process_cpu_seconds_total counter\n"));
+	assert_true(value_of(text, "process_cpu_seconds_total") >= 0);
+	assert_true(value_of(text, "process_resident_memory_bytes") > 1e5);
+	assert_true(value_of(text, "process_start_time_seconds") > now - 3600);
+	assert_true(value_of(text, "process_start_time_seconds") < now + 60);
+	fds = value_of(text, "process_open_fds");
+	assert_true(fds >= 3);
+	free(text);
+	fd = open("/dev/null", O_RDONLY);
+	assert_true(fd >= 0);
+	text = render(reg);
+	assert_true(value_of(text, "process_open_fds") == fds + 1);
+	free(text);
+	close(fd);
+	dp_metrics_destroy(reg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -396,6 +442,7 @@ int main(void)
 		cmocka_unit_test(test_empty_registry),
 		cmocka_unit_test(test_many_series),
 		cmocka_unit_test(test_define),
+		cmocka_unit_test(test_process),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -595,9 +595,10 @@ int dp_certs_deploy(const dp_certs_opts *o)
 	}
 	for (size_t i = 0; i < o->n_owners; i++) {
 		/* clientAuth only: an owner's certificate can never serve as the
-		 * learner's (docs/protocol.md §2). */
+		 * learner's (docs/protocol.md §2).  A peer-mode agent serves its
+		 * neighbours too (docs/peer-agents.md "Certificates"). */
 		dp_cert_spec s = {
-			.cn = o->owners[i], .eku = DP_CERT_EKU_CLIENT,
+			.cn = o->owners[i], .eku = o->peer ? 0 : DP_CERT_EKU_CLIENT,
 			.not_before = -DP_CERTS_BACKDATE, .lifetime = leaf_life,
 		};
 

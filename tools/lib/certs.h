@@ -16,7 +16,8 @@
  * The CN is the identity the peer sees (tls.h); it is always also the
  * first SAN DNS entry so that both checks agree.  dp_certs_deploy gives the
  * learner serverAuth only and owners clientAuth only, so that no owner
- * certificate can serve as the learner's (docs/protocol.md §2).
+ * certificate can serve as the learner's (docs/protocol.md §2); with
+ * `peer` the owners are peer-mode agents and get both.
  *
  * Files are PEM.  Keys (unencrypted PKCS#8) are created 0600, certificates
  * 0644, each written to a temporary file, fsync'ed and then moved into
@@ -91,6 +92,10 @@ typedef struct dp_certs_opts {
 	const char *ca_cert_file;     /* both set: reuse this CA instead of a new one */
 	const char *ca_key_file;
 	int force;                    /* replace existing files */
+	int peer;                     /* owners are peer-mode agents: serverAuth and
+				       * clientAuth, since an agent both dials its
+				       * neighbours and accepts them
+				       * (docs/peer-agents.md "Certificates") */
 	void (*on_file)(const char *path, void *arg);  /* told each file written; may be NULL */
 	void *arg;
 } dp_certs_opts;

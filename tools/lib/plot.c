@@ -83,7 +83,7 @@ static int natcmp_p(const void *a, const void *b)
 typedef struct cols {
 	size_t n, cap;
 	size_t *k, *owner;
-	double *t, *wait, *rtt, *eps;
+	double *t, *wait, *rtt, *eps, *stale;
 	size_t nnames, capnames;
 	char **names;
 } cols;
@@ -96,6 +96,7 @@ static void cols_free(cols *c)
 	free(c->wait);
 	free(c->rtt);
 	free(c->eps);
+	free(c->stale);
 	for (size_t i = 0; i < c->nnames; i++)
 		free(c->names[i]);
 	free(c->names);
@@ -122,11 +123,12 @@ static int reserve_columns(void *const *arrs, const size_t *sizes, size_t n, siz
 /* Room for one more row: k and owner, and with `full` the timing columns. */
 static int cols_reserve(cols *c, int full)
 {
-	void *const arrs[] = { &c->k, &c->owner, &c->t, &c->wait, &c->rtt, &c->eps };
+	void *const arrs[] = { &c->k, &c->owner, &c->t, &c->wait, &c->rtt, &c->eps, &c->stale };
 	const size_t sizes[] = { sizeof(*c->k), sizeof(*c->owner), sizeof(*c->t),
-				 sizeof(*c->wait), sizeof(*c->rtt), sizeof(*c->eps) };
+				 sizeof(*c->wait), sizeof(*c->rtt), sizeof(*c->eps),
+				 sizeof(*c->stale) };
 
-	return reserve_columns(arrs, sizes, full ? 6 : 2, &c->cap, c->n + 1, 1024);
+	return reserve_columns(arrs, sizes, full == 2 ? 7 : full ? 6 : 2, &c->cap, c->n + 1, 1024);
 }
 
 /* Index of `name` in c->names, added when new; SIZE_MAX on ENOMEM. */
@@ -145,30 +147,38 @@ static size_t cols_name(cols *c, const char *name, size_t hint)
 	return c->nnames++;
 }
 
-static const char trace_header[] = "k,time_unix,owner,wait_s,rtt_s,eps_spent";
+/* learnerd's trace.csv; before the staleness column it had six. */
+static const char trace_header[] = "k,time_unix,owner,wait_s,rtt_s,eps_spent,staleness";
+static const char trace_header6[] = "k,time_unix,owner,wait_s,rtt_s,eps_spent";
 
-/* Parse one trace row (buf is modified).  0 or DP_EFORMAT with detail. */
-static int trace_row(cols *c, char *buf, const char *path, size_t line, size_t *hint)
+/* Parse one trace row of nfields (6 or 7) fields (buf is modified).  0 or
+ * DP_EFORMAT with detail. */
+static int trace_row(cols *c, char *buf, const char *path, size_t line, size_t *hint,
+		     size_t nfields)
 {
-	char *f[6], *p = buf;
-	size_t nf = 0, idx;
+	char *f[7], *p = buf;
+	size_t nf = 0, idx, stale = 0;
 	double v[4];
 	static const char *const what[4] = { "time_unix", "wait_s", "rtt_s", "eps_spent" };
 	static const int col[4] = { 1, 3, 4, 5 };
 
 	for (;;) {
 		char *comma = strchr(p, ',');
-		if (nf == 6)
-			return dp_error_set(DP_EFORMAT, "%s:%zu: more than 6 fields", path, line);
+		if (nf == nfields)
+			return dp_error_set(DP_EFORMAT, "%s:%zu: more than %zu fields", path, line,
+					    nfields);
 		f[nf++] = p;
 		if (comma == NULL)
 			break;
 		*comma = '\0';
 		p = comma + 1;
 	}
-	if (nf != 6)
-		return dp_error_set(DP_EFORMAT, "%s:%zu: expected 6 fields (%s), got %zu", path, line,
-				    trace_header, nf);
+	if (nf != nfields)
+		return dp_error_set(DP_EFORMAT, "%s:%zu: expected %zu fields (%s), got %zu", path,
+				    line, nfields, nfields == 7 ? trace_header : trace_header6, nf);
+	if (nfields == 7 && dp_num_parse_size("staleness", f[6], &stale) != 0)
+		return dp_error_set(DP_EFORMAT, "%s:%zu: staleness: expected an integer >= 0, got '%s'",
+				    path, line, f[6]);
 	if (dp_num_parse_size("k", f[0], &c->k[c->n]) != 0 || c->k[c->n] == 0)
 		return dp_error_set(DP_EFORMAT, "%s:%zu: k: expected a positive integer, got '%s'", path, line,
 				    f[0]);
@@ -191,6 +201,8 @@ static int trace_row(cols *c, char *buf, const char *path, size_t line, size_t *
 	c->wait[c->n] = v[1];
 	c->rtt[c->n] = v[2];
 	c->eps[c->n] = v[3];
+	if (nfields == 7)
+		c->stale[c->n] = (double)stale;
 	c->n++;
 	return 0;
 }
@@ -241,7 +253,8 @@ int dp_plot_trace_read(const char *path, const char *const *extra, size_t nextra
 		line++;
 		buf[strcspn(buf, "\r\n")] = '\0';
 		if (is_trace < 0) {
-			is_trace = strcmp(buf, trace_header) == 0;
+			is_trace = strcmp(buf, trace_header) == 0 ? 2
+				: strcmp(buf, trace_header6) == 0 ? 1 : 0;
 			if (is_trace)
 				continue;
 			if (buf[0] < '0' || buf[0] > '9') {
@@ -255,7 +268,7 @@ int dp_plot_trace_read(const char *path, const char *const *extra, size_t nextra
 		rc = cols_reserve(&c, is_trace);
 		if (rc != 0)
 			goto out;
-		rc = is_trace ? trace_row(&c, buf, path, line, &hint)
+		rc = is_trace ? trace_row(&c, buf, path, line, &hint, is_trace == 2 ? 7 : 6)
 			: sched_row(&c, buf, path, line, &maxo);
 		if (rc == DP_EFORMAT && torn) {
 			rc = 0;   /* the last row of a crashed learner */
@@ -315,6 +328,7 @@ int dp_plot_trace_read(const char *path, const char *const *extra, size_t nextra
 	tr->wait = c.wait;
 	tr->rtt = c.rtt;
 	tr->eps = c.eps;
+	tr->stale = c.stale;
 	tr->N = c.nnames;
 	tr->names = c.names;
 	memset(&c, 0, sizeof(c));
@@ -337,6 +351,7 @@ void dp_plot_trace_free(dp_plot_trace *tr)
 	free(tr->wait);
 	free(tr->rtt);
 	free(tr->eps);
+	free(tr->stale);
 	for (size_t i = 0; i < tr->N; i++)
 		free(tr->names[i]);
 	free(tr->names);
@@ -346,21 +361,16 @@ void dp_plot_trace_free(dp_plot_trace *tr)
 double dp_plot_trace_start(const dp_plot_trace *tr)
 {
 	DP_REQUIRE(tr != NULL);
+	double t0;
+
 	if (tr->t == NULL || tr->n == 0)
 		return NAN;
-	return tr->t[0] - tr->wait[0] - tr->rtt[0];
-}
-
-double dp_plot_trace_first_query(const dp_plot_trace *tr)
-{
-	double t0 = INFINITY;
-
-	DP_REQUIRE(tr != NULL);
-	if (tr->t == NULL || tr->n == 0)
-		return NAN;
-	/* With several queries in flight a later row's query may be the first. */
-	for (size_t r = 0; r < tr->n; r++)
-		t0 = fmin(t0, tr->t[r] - tr->rtt[r]);
+	/* With several queries in flight the first one sent need not be the
+	 * first answered: the earliest send time over every row. */
+	t0 = tr->t[0] - tr->rtt[0];
+	for (size_t r = 1; r < tr->n; r++)
+		if (tr->t[r] - tr->rtt[r] < t0)
+			t0 = tr->t[r] - tr->rtt[r];
 	return t0;
 }
 
@@ -1064,7 +1074,7 @@ static void put_logscale(FILE *f, const char *axis)
 /* ---- figures ---------------------------------------------------------- */
 
 /* owners and owners-wall: the owner of each iteration against k, or
- * against seconds since the first query (wall). */
+ * against seconds since the first query (wall, dp_plot_trace_start). */
 static int owners_fig(const dp_plot_trace *tr, size_t kmax, int wall, const dp_plot_opts *o,
 		      const char *out)
 {
@@ -1072,7 +1082,7 @@ static int owners_fig(const dp_plot_trace *tr, size_t kmax, int wall, const dp_p
 	size_t len = 0, n = 0, *count;
 	FILE *f;
 	int per_owner, rc;
-	double ps, t0 = wall ? dp_plot_trace_first_query(tr) : 0;
+	double ps, t0 = wall ? dp_plot_trace_start(tr) : 0;
 	csvbuf c;
 
 	count = calloc(tr->N ? tr->N : 1, sizeof(size_t));
@@ -1297,7 +1307,7 @@ int dp_plot_psi_time(const dp_plot_psi *ps, const dp_plot_trace *tr, size_t runs
 	x = malloc(ps->n * sizeof(double));
 	if (x == NULL)
 		return dp_error_set(DP_ENOMEM, "out of memory");
-	t0 = dp_plot_trace_first_query(tr);
+	t0 = dp_plot_trace_start(tr);
 	for (size_t r = 0; r < ps->n; r++) {
 		size_t row = find_k(tr, ps->k[r]);
 		if (row == SIZE_MAX) {

@@ -23,6 +23,8 @@ typedef struct dp_plot_trace {
 	double *wait;       /* n seconds in the learner's queue, or NULL */
 	double *rtt;        /* n query round trips (s), or NULL */
 	double *eps;        /* n epsilon the owner reported spent, or NULL */
+	double *stale;      /* n staleness values, or NULL (a trace written
+			     * before the column existed, or a schedule) */
 	size_t N;           /* owners */
 	char **names;       /* N owner names in natural order ("owner-2" < "owner-10") */
 } dp_plot_trace;
@@ -38,15 +40,10 @@ int dp_plot_trace_read(const char *path, const char *const *extra, size_t nextra
 		       dp_plot_trace *tr);
 void dp_plot_trace_free(dp_plot_trace *tr);
 
-/* Start of the run: time of the first update minus its wait and round
- * trip, i.e. when the first request reached the learner (trace only). */
+/* Start of the run: the first query, the earliest time_unix - rtt_s of
+ * the trace (trace only; docs/plots.md "Throughput").  Waiting for owners
+ * and for the first request is not counted. */
 double dp_plot_trace_start(const dp_plot_trace *tr);
-
-/* When the learner sent its first query: the smallest time_unix - rtt_s
- * over the rows (trace only; NaN for a schedule).  Wall-clock figures
- * start here, so the wait for the first owners is not drawn as training
- * time. */
-double dp_plot_trace_first_query(const dp_plot_trace *tr);
 
 /* The line that names a run in the default titles: "job J, dataset D".
  * J is `job`, else the "job" of model.json (or checkpoint.json) beside
@@ -152,7 +149,7 @@ int dp_plot_psi_time(const dp_plot_psi *ps, const dp_plot_trace *tr, size_t runs
 		     const dp_plot_opts *o, const char *out);
 
 /* The owner of each iteration against the time its update was applied,
- * in seconds since dp_plot_trace_first_query (trace only). */
+ * in seconds since dp_plot_trace_start, the first query (trace only). */
 int dp_plot_owners_wall(const dp_plot_trace *tr, const dp_plot_opts *o, const char *out);
 
 /* Each owner's share of iterations against its median query round trip

@@ -1,0 +1,32 @@
+/* Splitting an agent's budget (eps, delta) over its T wake-ups
+ * (docs/peer-agents.md "Privacy"; Theorem 1 of the peer-to-peer paper,
+ * docs/design.md §6).
+ *
+ * Each wake-up releases one model computed from one noisy gradient, an
+ * eps_t-DP mechanism.  T of them compose:
+ *   - basic (pure) composition: T eps_t-DP answers are (T eps_t, 0)-DP;
+ *   - advanced composition (Dwork, Rothblum, Vadhan 2010), for delta > 0:
+ *     they are (eps', delta)-DP with
+ *         eps' = sqrt(2 T ln(1/delta)) eps_t + T eps_t (e^eps_t - 1).
+ * The equal split gives every wake-up the largest eps_t that either
+ * composition keeps within (eps, delta); for few wake-ups or a tiny delta
+ * that is the basic one, eps / T. */
+#ifndef DP_COMPOSE_H
+#define DP_COMPOSE_H
+
+#include <stdint.h>
+
+/* The eps' of T-fold advanced composition of eps_t-DP steps at delta
+ * (the formula above).  eps_t >= 0, 0 < delta < 1, T >= 1 (DP_REQUIRE). */
+double dp_compose_advanced(double eps_t, double delta, uint64_t T);
+
+/* The per-wake-up epsilon of the equal split of (eps, delta) over T
+ * wake-ups: eps / T when delta is 0, else the larger of eps / T and the
+ * largest eps_t with dp_compose_advanced(eps_t, delta, T) <= eps (found by
+ * bisection and rounded down, so the guarantee holds for the value
+ * returned).  eps = INFINITY gives INFINITY.
+ * Errors: DP_EINVAL (eps not > 0 or NaN, delta not in [0, 1), T = 0), with
+ * a detail; *eps_t untouched then. */
+int dp_compose_split(double eps, double delta, uint64_t T, double *eps_t);
+
+#endif

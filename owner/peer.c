@@ -1,0 +1,1019 @@
+/* ownerd --peer: one agent of peer mode (docs/peer-agents.md, the rule of
+ * docs/design.md §6).
+ *
+ * No learner: the agent keeps its own model theta_i and the last model it
+ * received from each neighbour of the graph.  On each wake-up (a tick of
+ * its Poisson clock, or its next step of a --schedule once it holds every
+ * neighbour's model from that neighbour's last step before) it
+ *   1. opens a ticket for the wake-up's share in the ledger (budget.c),
+ *   2. computes the noisy gradient of its local loss at theta_i
+ *      (dp_query_answer: clipped, discrete Laplace at the share),
+ *   3. applies dp_algo_p2p_update, the function the simulator calls,
+ *      into a candidate,
+ *   4. commits the charge (fdatasync'ed), and only then
+ *   5. adopts the candidate, saves it to model.json and sends it to every
+ *      connected neighbour.
+ * So only noised models leave an agent, each after its charge is durable.
+ *
+ * Connections: one mutual-TLS connection per pair of neighbours; the agent
+ * whose id sorts first dials (with jittered backoff, the address read from
+ * the address book at every attempt), the other listens.  The listener
+ * admits only the neighbours of the graph that are due to dial it; the
+ * dialer accepts only a server whose certificate names the neighbour.  On
+ * every new connection both sides send their current model, so a neighbour
+ * that was down catches up, and a neighbour that is down keeps the model it
+ * last sent.
+ *
+ * The end: when its wake-ups are spent the agent sends its model marked
+ * final, and it exits once every neighbour has sent its own final model and
+ * confirmed (seen_final) ours, or after --linger seconds. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/crypto.h>
+
+#include "common/core/algo.h"
+#include "common/core/compose.h"
+#include "common/core/error.h"
+#include "common/core/graph.h"
+#include "common/core/ledger.h"
+#include "common/core/log.h"
+#include "common/core/modelfile.h"
+#include "common/core/schedule.h"
+#include "common/net/addr.h"
+#include "common/net/tls.h"
+
+#include "owner/own.h"
+
+/* Noisy gradient steps of the private warm start (docs/peer-agents.md). */
+#define WARM_STEPS 10u
+
+/* What a connection's data points at: a neighbour once admitted, the agent
+ * before (the listener's connections), NULL once replaced. */
+enum { KIND_NB = 1, KIND_AGENT = 2 };
+
+struct nb {
+	int kind;               /* KIND_NB */
+	struct own_peer *peer;
+	char id[DP_TLS_ID_MAX + 1];
+	double w;
+	bool dialer;            /* we dial it: our id sorts first */
+	dp_conn *conn;          /* the pair's live connection, or NULL */
+	bool connecting;
+	double *theta;          /* its last model (zeros until heard from) */
+	uint64_t step;          /* the step of theta; 0: none (or warm start) */
+	bool have;              /* a model was received */
+	bool final;             /* theta is its final model */
+	bool seen_final;        /* it has confirmed holding our final model */
+	uint64_t *steps;        /* --schedule: its steps */
+	size_t n_steps;
+	unsigned attempt;
+	uv_timer_t retry;
+};
+
+struct own_peer {
+	int kind;                   /* KIND_AGENT */
+	struct own_peer_config cfg;
+	dp_graph *graph;
+	size_t n_nb;
+	struct nb *nb;
+	const double **nb_theta;    /* n_nb pointers into nb[].theta, for the update */
+	double *nb_w;               /* n_nb weights */
+	size_t p;
+	double *theta, *cand, *grad;
+	dp_algo_p2p_params ap;
+	double lambda;
+	uint64_t T;                 /* wake-ups */
+	uint64_t done;              /* wake-ups done (from the ledger after a restart) */
+	uint64_t step;              /* step of theta (0: none yet, or warm start) */
+	uint64_t warm;              /* ledger records of the warm start (0 or WARM_STEPS) */
+	double eps_warm_step;
+	bool released;              /* theta has left (or may leave): it is noised */
+	uint64_t *my_steps;         /* --schedule */
+	size_t n_my;
+	bool finished, closed;
+	struct own_clock clock;
+	bool clock_on;
+	uv_timer_t linger;
+	dp_listener *lst;
+	uint16_t port;
+	FILE *trace;
+};
+
+static double now_unix(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void stop(struct own_peer *p, int code)
+{
+	p->cfg.stop(p->cfg.stop_arg, code);
+}
+
+static size_t connected(const struct own_peer *p)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < p->n_nb; i++)
+		n += p->nb[i].conn != NULL;
+	return n;
+}
+
+static void gauge_connected(struct own_peer *p)
+{
+	if (p->cfg.m->nb_up)
+		dp_metrics_set(p->cfg.m->nb_up, (double)connected(p));
+}
+
+/* ---- sending --------------------------------------------------------------- */
+
+/* Our current model (with the flags of this pair) to one neighbour.
+ * Nothing before the first release: an unreleased theta was never noised. */
+static void send_model(struct own_peer *p, struct nb *n)
+{
+	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
+	Dpasync__PeerModel pm = DPASYNC__PEER_MODEL__INIT;
+	int r;
+
+	if (n->conn == NULL || !dp_conn_is_open(n->conn))
+		return;
+	if (!p->released && !p->finished && !n->final)
+		return;
+	pm.agent_id = (char *)p->cfg.id;
+	pm.step = p->step;
+	pm.wakeups = p->done;
+	pm.final = p->finished;
+	pm.seen_final = n->final;
+	/* Before any release (finished at once, no budget) we say so without a
+	 * model: a vector of zeros is public. */
+	pm.n_theta = p->p;
+	pm.theta = p->released ? p->theta : p->cand;
+	if (!p->released)
+		memset(p->cand, 0, p->p * sizeof(double));
+	env.version = DP_PROTO_VERSION;
+	env.msg_case = DPASYNC__ENVELOPE__MSG_PEER_MODEL;
+	env.peer_model = &pm;
+	r = dp_conn_send(n->conn, &env);
+	if (r < 0)
+		DP_WARN("peer", "send to %s failed: %s", n->id, dp_error_detail(r));
+	else if (p->cfg.m->models_out)
+		dp_metrics_inc(p->cfg.m->models_out);
+}
+
+static void send_all(struct own_peer *p)
+{
+	for (size_t i = 0; i < p->n_nb; i++)
+		send_model(p, &p->nb[i]);
+}
+
+/* ---- the end --------------------------------------------------------------- */
+
+static void check_exit(struct own_peer *p)
+{
+	if (!p->finished || p->closed)
+		return;
+	for (size_t i = 0; i < p->n_nb; i++)
+		if (!p->nb[i].final || !p->nb[i].seen_final)
+			return;
+	DP_INFO("peer", "done wakeups=%llu every neighbour done",
+		(unsigned long long)p->done);
+	stop(p, OWN_EXIT_OK);
+}
+
+static void on_linger(uv_timer_t *t)
+{
+	struct own_peer *p = t->data;
+
+	DP_WARN("peer", "linger of %g s over with neighbours not done; exiting",
+		p->cfg.set->linger);
+	stop(p, OWN_EXIT_OK);
+}
+
+static void finish(struct own_peer *p, const char *why)
+{
+	if (p->finished)
+		return;
+	p->finished = true;
+	if (p->clock_on) {
+		own_clock_close(&p->clock);
+		p->clock_on = false;
+	}
+	DP_INFO("peer", "finished reason=%s wakeups=%llu step=%llu", why,
+		(unsigned long long)p->done, (unsigned long long)p->step);
+	send_all(p);
+	uv_timer_start(&p->linger, on_linger, (uint64_t)llround(p->cfg.set->linger * 1000.0), 0);
+	check_exit(p);
+}
+
+/* ---- state ------------------------------------------------------------------ */
+
+static int save_model(struct own_peer *p)
+{
+	dp_modelfile mf;
+
+	memset(&mf, 0, sizeof(mf));
+	mf.model = (dp_model)p->cfg.set->model;
+	mf.p = p->p;
+	mf.theta = p->theta;
+	mf.features = p->cfg.ds->names;
+	mf.target = p->cfg.ds->target;
+	mf.bias = p->cfg.set->bias;
+	mf.T = (size_t)p->T;
+	mf.lambda = p->lambda;
+	mf.theta_max = p->cfg.set->theta_max;
+	mf.clip = p->cfg.set->clip;
+	snprintf(mf.mode, sizeof(mf.mode), "peer");
+	return dp_modelfile_write(p->cfg.model_out, &mf);
+}
+
+static void trace_row(struct own_peer *p, uint64_t k, double secs)
+{
+	struct own_budget_status st;
+
+	if (p->trace == NULL)
+		return;
+	own_budget_status(p->cfg.budget, &st);
+	fprintf(p->trace, "%llu,%llu,%.6f,%.6f,%.9g,%.9g,%zu\n", (unsigned long long)p->done,
+		(unsigned long long)k, now_unix(), secs, st.spent, st.left, connected(p));
+	fflush(p->trace);
+}
+
+/* Charge, compute and adopt one noisy step (steps 1-5 above) for ledger
+ * request k at share eps.  warm: the warm start's plain gradient step on
+ * the local loss instead of the peer update.  0, or the budget's code
+ * (DP_EBUDGET: spent; the others logged here or by the budget). */
+static int noisy_step(struct own_peer *p, uint64_t k, double eps, bool warm)
+{
+	struct own_budget_ticket t;
+	struct own_budget_status after;
+	dp_query_info info;
+	int r;
+
+	r = own_budget_begin_eps(p->cfg.budget, k, eps, &t);
+	if (r < 0)
+		return r;
+	r = dp_query_answer((dp_model)p->cfg.set->model, p->cfg.ds, p->theta, p->cfg.set->clip,
+			    t.eps_q, p->cfg.noise, p->grad, &info);
+	if (r < 0) {
+		own_budget_abandon(p->cfg.budget, &t);
+		DP_ERROR("peer", "gradient failed: %s", dp_error_detail(r));
+		return r;
+	}
+	memcpy(p->cand, p->theta, p->p * sizeof(double));
+	if (warm) {
+		/* gradient descent on L_i with step 1/L_loc */
+		for (size_t q = 0; q < p->p; q++)
+			p->cand[q] -= (p->grad[q] + 2.0 * p->lambda * p->cand[q]) / p->ap.L_loc;
+	} else {
+		dp_algo_p2p_update(&p->ap, p->n_nb, p->nb_theta, p->nb_w, p->grad, p->cand);
+	}
+	OPENSSL_cleanse(p->grad, p->p * sizeof(double));
+	r = own_budget_commit(p->cfg.budget, &t, &after);
+	if (r < 0) {
+		OPENSSL_cleanse(p->cand, p->p * sizeof(double));
+		DP_ERROR("peer", "charge k=%llu failed: %s", (unsigned long long)k,
+			 dp_error_detail(r));
+		return r;
+	}
+	/* 5. durable: the candidate may leave */
+	memcpy(p->theta, p->cand, p->p * sizeof(double));
+	p->released = true;
+	return 0;
+}
+
+/* One wake-up at `step`. */
+static void wake(struct own_peer *p, uint64_t step)
+{
+	double t0 = now_unix();
+	uint64_t k = p->warm + p->done + 1;
+	int r;
+
+	if (p->finished)
+		return;
+	r = noisy_step(p, k, p->cfg.budget->eps_q, false);
+	if (r == DP_EBUDGET) {
+		finish(p, "budget spent");
+		return;
+	}
+	if (r < 0) {
+		stop(p, OWN_EXIT_FAIL);
+		return;
+	}
+	p->done++;
+	p->step = step;
+	if (p->cfg.m->wakeups)
+		dp_metrics_inc(p->cfg.m->wakeups);
+	r = save_model(p);
+	if (r < 0)
+		DP_WARN("peer", "cannot save %s: %s", p->cfg.model_out, dp_error_detail(r));
+	trace_row(p, step, now_unix() - t0);
+	DP_DEBUG("peer", "wakeup=%llu step=%llu", (unsigned long long)p->done,
+		 (unsigned long long)step);
+	if (p->done >= p->T) {
+		finish(p, "wake-ups spent");
+		return;
+	}
+	send_all(p);
+}
+
+/* --schedule: wake for every step whose neighbours' models are here. */
+static void progress(struct own_peer *p)
+{
+	while (!p->finished && !p->closed && p->cfg.set->schedule && p->done < p->n_my) {
+		uint64_t s = p->my_steps[p->done];
+
+		for (size_t i = 0; i < p->n_nb; i++) {
+			struct nb *n = &p->nb[i];
+			uint64_t need = 0;
+
+			for (size_t j = 0; j < n->n_steps && n->steps[j] < s; j++)
+				need = n->steps[j];
+			if (need > n->step)
+				return;   /* wait for its model of step `need` */
+		}
+		wake(p, s);
+	}
+	if (!p->finished && p->cfg.set->schedule && p->done >= p->n_my)
+		finish(p, "schedule done");
+}
+
+static bool on_tick(void *arg)
+{
+	struct own_peer *p = arg;
+
+	wake(p, p->done + 1);
+	return p->finished;
+}
+
+static void on_clock_fail(void *arg, int err)
+{
+	(void)err;
+	stop(arg, OWN_EXIT_FAIL);
+}
+
+/* ---- connections -------------------------------------------------------------- */
+
+static void dial(struct nb *n);
+
+static void on_retry(uv_timer_t *t)
+{
+	dial(t->data);
+}
+
+static void schedule_retry(struct nb *n)
+{
+	double cap = OWN_BACKOFF_BASE_S, u = 0.5;
+
+	if (n->peer->closed)
+		return;
+	for (unsigned i = 0; i < n->attempt && cap < OWN_BACKOFF_MAX_S; i++)
+		cap *= 2;
+	if (cap > OWN_BACKOFF_MAX_S)
+		cap = OWN_BACKOFF_MAX_S;
+	if (n->attempt < 64)
+		n->attempt++;
+	if (dp_rng_uniform(n->peer->cfg.bits, &u) < 0)
+		u = 0.5;
+	uv_timer_start(&n->retry, on_retry, (uint64_t)llround(u * cap * 1000.0), 0);
+}
+
+static void on_message(dp_conn *c, Dpasync__Envelope *m)
+{
+	struct nb *n = dp_conn_data(c);
+	struct own_peer *p;
+	const Dpasync__PeerModel *pm;
+
+	if (n == NULL || n->conn != c) {
+		dp_frame_msg_free(m);
+		return;
+	}
+	p = n->peer;
+	if (m->msg_case != DPASYNC__ENVELOPE__MSG_PEER_MODEL) {
+		DP_WARN("peer", "closing peer=%s id=%s reason=unexpected %s", dp_conn_peer_addr(c),
+			n->id, dp_frame_kind(m));
+		dp_frame_msg_free(m);
+		dp_conn_close(c);
+		return;
+	}
+	pm = m->peer_model;
+	if (strcmp(pm->agent_id, n->id) != 0) {
+		DP_WARN("peer", "closing peer=%s id=%s reason=model names agent '%s'",
+			dp_conn_peer_addr(c), n->id, pm->agent_id);
+		dp_frame_msg_free(m);
+		dp_conn_close(c);
+		return;
+	}
+	if (p->cfg.m->models_in)
+		dp_metrics_inc(p->cfg.m->models_in);
+	if (!n->have || pm->step > n->step) {
+		memcpy(n->theta, pm->theta, p->p * sizeof(double));
+		n->step = pm->step;
+		n->have = true;
+	}
+	if (pm->final && !n->final) {
+		n->final = true;
+		send_model(p, n);   /* confirms seen_final */
+	}
+	if (pm->seen_final)
+		n->seen_final = true;
+	dp_frame_msg_free(m);
+	progress(p);
+	check_exit(p);
+}
+
+static void on_close(dp_conn *c, int reason, const char *detail)
+{
+	struct nb *n = dp_conn_data(c);
+
+	if (n == NULL || n->conn != c) {
+		if (reason != 0 && n != NULL)
+			DP_INFO("peer", "connection to %s closed: %s", n->id, detail);
+		if (n != NULL && n->dialer && n->connecting && n->conn == NULL) {
+			n->connecting = false;
+			schedule_retry(n);
+		}
+		return;
+	}
+	n->conn = NULL;
+	n->connecting = false;
+	DP_INFO("peer", "neighbour=%s disconnected reason=%s", n->id,
+		reason == 0 ? "closed" : detail);
+	gauge_connected(n->peer);
+	if (n->dialer && !n->peer->closed)
+		schedule_retry(n);
+}
+
+static void adopt(struct nb *n, dp_conn *c)
+{
+	if (n->conn != NULL && n->conn != c) {
+		dp_conn *old = n->conn;
+
+		/* A newer connection of the same neighbour wins (it restarted). */
+		dp_conn_set_data(old, NULL);
+		dp_conn_close(old);
+	}
+	n->conn = c;
+	n->connecting = false;
+	n->attempt = 0;
+	dp_conn_set_data(c, n);
+	DP_INFO("peer", "neighbour=%s connected peer=%s", n->id, dp_conn_peer_addr(c));
+	gauge_connected(n->peer);
+	send_model(n->peer, n);
+}
+
+static struct nb *find(struct own_peer *p, const char *id)
+{
+	for (size_t i = 0; i < p->n_nb; i++)
+		if (strcmp(p->nb[i].id, id) == 0)
+			return &p->nb[i];
+	return NULL;
+}
+
+/* Server side: only a neighbour that is due to dial us. */
+static int on_accept_hs(dp_conn *c, const char *peer_id)
+{
+	struct own_peer *p = dp_conn_data(c);
+	struct nb *n;
+
+	if (p == NULL || p->kind != KIND_AGENT)
+		return -1;
+	n = find(p, peer_id);
+	if (p->closed)
+		return -1;
+	if (n == NULL) {
+		DP_WARN("peer", "refused peer=%s id=%s reason=not a neighbour in the graph",
+			dp_conn_peer_addr(c), peer_id);
+		return -1;
+	}
+	if (n->dialer) {
+		DP_WARN("peer", "refused peer=%s id=%s reason=this agent dials %s, not the reverse",
+			dp_conn_peer_addr(c), peer_id, peer_id);
+		return -1;
+	}
+	adopt(n, c);
+	return 0;
+}
+
+/* The listener's connections: before admission their data is the agent. */
+static void on_accept_close(dp_conn *c, int reason, const char *detail)
+{
+	int *kind = dp_conn_data(c);
+
+	if (kind != NULL && *kind == KIND_AGENT)
+		return;
+	on_close(c, reason, detail);
+}
+
+static int on_dial_hs(dp_conn *c, const char *peer_id)
+{
+	struct nb *n = dp_conn_data(c);
+
+	if (n == NULL || strcmp(peer_id, n->id) != 0 || n->peer->closed) {
+		DP_WARN("peer", "refused server id=%s reason=not the neighbour dialled", peer_id);
+		return -1;
+	}
+	adopt(n, c);
+	return 0;
+}
+
+static void dial(struct nb *n)
+{
+	struct own_peer *p = n->peer;
+	dp_conn_config cc;
+	dp_frame_limits lim = { .p = p->p };
+	char host[DP_ADDR_HOST_MAX + 1];
+	uint16_t port;
+	dp_conn *c;
+	int r;
+
+	if (p->closed || n->conn != NULL || n->connecting)
+		return;
+	r = own_peerfile_addr(p->cfg.set->peers, n->id, host, sizeof(host), &port);
+	if (r < 0) {
+		DP_DEBUG("peer", "no address for %s yet: %s", n->id, dp_error_detail(r));
+		schedule_retry(n);
+		return;
+	}
+	memset(&cc, 0, sizeof(cc));
+	cc.ctx = p->cfg.client_ctx;
+	cc.cb.on_handshake = on_dial_hs;
+	cc.cb.on_message = on_message;
+	cc.cb.on_close = on_close;
+	cc.data = n;
+	cc.max_frame = (uint32_t)p->cfg.set->max_frame;
+	cc.limits = &lim;
+	n->connecting = true;
+	r = dp_conn_connect(p->cfg.loop, &cc, host, port, n->id, &c);
+	if (r < 0) {
+		n->connecting = false;
+		DP_WARN("peer", "dial %s at %s:%u failed: %s", n->id, host, (unsigned)port,
+			dp_error_detail(r));
+		schedule_retry(n);
+	}
+}
+
+/* ---- setup ------------------------------------------------------------------------ */
+
+static int wrapf(int r, const char *fmt, const char *arg)
+{
+	char buf[512];
+
+	snprintf(buf, sizeof(buf), "%s", dp_error_detail(r));
+	return dp_error_set(r, fmt, arg, buf);
+}
+
+static int load_graph(struct own_peer *p)
+{
+	const struct own_settings *s = p->cfg.set;
+	const char *const *ids;
+	const double *w;
+	size_t n;
+	int r;
+
+	r = dp_graph_load(s->graph, NULL, 0, &p->graph);
+	if (r < 0)
+		return wrapf(r, "--graph %s: %s", s->graph);
+	if (dp_graph_find(p->graph, p->cfg.id) < 0)
+		return dp_error_set(DP_EINVAL, "--graph %s: this agent '%s' is not in the graph",
+				    s->graph, p->cfg.id);
+	n = dp_graph_neighbours(p->graph, p->cfg.id, &ids, &w);
+	p->n_nb = n;
+	p->nb = calloc(n ? n : 1, sizeof(*p->nb));
+	p->nb_theta = calloc(n ? n : 1, sizeof(*p->nb_theta));
+	p->nb_w = calloc(n ? n : 1, sizeof(*p->nb_w));
+	if (p->nb == NULL || p->nb_theta == NULL || p->nb_w == NULL)
+		return DP_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct nb *b = &p->nb[i];
+
+		if (dp_tls_check_name(ids[i]) < 0)
+			return dp_error_set(DP_EINVAL, "--graph %s: neighbour id '%s' cannot be a "
+					    "certificate identity", s->graph, ids[i]);
+		snprintf(b->id, sizeof(b->id), "%s", ids[i]);
+		b->kind = KIND_NB;
+		b->peer = p;
+		b->w = w[i];
+		b->dialer = strcmp(p->cfg.id, ids[i]) < 0;
+		b->theta = calloc(p->p ? p->p : 1, sizeof(double));
+		if (b->theta == NULL)
+			return DP_ENOMEM;
+		p->nb_theta[i] = b->theta;
+		p->nb_w[i] = w[i];
+	}
+	return 0;
+}
+
+/* The steps of node `who` in the schedule agent[steps] (1-based steps). */
+static int steps_of(const size_t *agent, size_t steps, size_t who, uint64_t **out, size_t *n)
+{
+	size_t k = 0;
+	uint64_t *v;
+
+	for (size_t i = 0; i < steps; i++)
+		k += agent[i] == who;
+	*n = k;
+	*out = NULL;
+	if (k == 0)
+		return 0;
+	v = malloc(k * sizeof(*v));
+	if (v == NULL)
+		return DP_ENOMEM;
+	k = 0;
+	for (size_t i = 0; i < steps; i++)
+		if (agent[i] == who)
+			v[k++] = (uint64_t)i + 1;
+	*out = v;
+	return 0;
+}
+
+/* --schedule (common/core/schedule.h, the simulator's file): our steps and
+ * each neighbour's. */
+static int load_schedule(struct own_peer *p)
+{
+	const struct own_settings *s = p->cfg.set;
+	size_t n = dp_graph_nodes(p->graph), *agent = NULL, steps = 0;
+	const char **ids;
+	int r;
+
+	if (s->schedule == NULL)
+		return 0;
+	ids = calloc(n, sizeof(*ids));
+	if (ids == NULL)
+		return DP_ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		ids[i] = dp_graph_id(p->graph, i);
+	r = dp_schedule_load(s->schedule, ids, n, &agent, &steps);
+	free(ids);
+	if (r < 0)
+		return wrapf(r, "--schedule %s: %s", s->schedule);
+	r = steps_of(agent, steps, (size_t)dp_graph_find(p->graph, p->cfg.id), &p->my_steps,
+		     &p->n_my);
+	for (size_t i = 0; r == 0 && i < p->n_nb; i++)
+		r = steps_of(agent, steps, (size_t)dp_graph_find(p->graph, p->nb[i].id),
+			     &p->nb[i].steps, &p->nb[i].n_steps);
+	free(agent);
+	if (r < 0)
+		return r;
+	if (p->n_my != p->T)
+		return dp_error_set(DP_EINVAL, "--schedule %s lists %zu steps of '%s' but "
+				    "--wakeups is %llu", s->schedule, p->n_my, p->cfg.id,
+				    (unsigned long long)p->T);
+	return 0;
+}
+
+/* The ledger: cap and shares (docs/peer-agents.md "Privacy").  Wake-ups
+ * get the equal split of what the warm start leaves, under the composition
+ * of dp_compose_split; the ledger counts pure-epsilon charges, so its cap is
+ * their sum: epsilon itself under basic composition, more under advanced
+ * composition (where (epsilon, delta) is the guarantee). */
+static int plan_budget(struct own_peer *p, struct own_budget_config *bc)
+{
+	const struct own_settings *s = p->cfg.set;
+	double avail, eps_t, E, C, step_q = 0, warm_q = 0;
+	uint64_t capn, wn, tn;
+	int r;
+
+	if (isinf(s->epsilon)) {
+		bc->epsilon = INFINITY;
+		bc->eps_step = INFINITY;
+		p->eps_warm_step = INFINITY;
+		return 0;
+	}
+	avail = s->epsilon - s->warm_start;
+	if (!(avail > 0))
+		return dp_error_set(DP_EINVAL, "--warm-start %g leaves nothing of --epsilon %g "
+				    "for the wake-ups", s->warm_start, s->epsilon);
+	r = dp_compose_split(avail, s->delta, p->T, &eps_t);
+	if (r < 0)
+		return r;
+	E = eps_t * (double)p->T;
+	if (E < avail)
+		E = avail;
+	C = s->warm_start + E;
+	/* Shares whose rounded-up charges fit the rounded-down cap (ledger.h),
+	 * shaving a nano-epsilon at a time when the two parts' roundings
+	 * collide. */
+	for (int tries = 0; tries < 8; tries++) {
+		r = dp_ledger_eps_share(E - tries * 1e-9, p->T, &step_q);
+		if (r == 0 && p->warm)
+			r = dp_ledger_eps_share(s->warm_start, p->warm, &warm_q);
+		if (r < 0)
+			return wrapf(r, "%s%s", "--epsilon cannot be split over the wake-ups: ");
+		r = dp_ledger_nano_floor(C, &capn);
+		if (r == 0)
+			r = dp_ledger_nano_ceil(step_q, &tn);
+		wn = 0;
+		if (r == 0 && p->warm)
+			r = dp_ledger_nano_ceil(warm_q, &wn);
+		if (r < 0)
+			return r;
+		if (wn * p->warm + tn * p->T <= capn) {
+			bc->epsilon = C;
+			bc->eps_step = step_q;
+			p->eps_warm_step = warm_q;
+			return 0;
+		}
+	}
+	return dp_error_set(DP_EINVAL, "--epsilon %g cannot be split over %llu wake-ups",
+			    s->epsilon, (unsigned long long)p->T);
+}
+
+/* A ledger of another job (an owner's for a learner) is not ours to spend. */
+static int check_ledger_identity(struct own_peer *p)
+{
+	char want[DP_LEDGER_IDENTITY_MAX + 1];
+	const dp_ledger *l = p->cfg.budget->ledger;
+
+	if (l == NULL)
+		return 0;
+	snprintf(want, sizeof(want), "owner=%s job=peer", p->cfg.id);
+	if (strcmp(dp_ledger_identity(l), want) != 0)
+		return dp_error_set(DP_EINVAL, "ledger %s is bound to '%s', not to peer mode; use "
+				    "a new ledger file", p->cfg.budget->cfg.path,
+				    dp_ledger_identity(l));
+	return 0;
+}
+
+static int restore(struct own_peer *p)
+{
+	struct own_budget_status st;
+	dp_modelfile mf;
+	int r;
+
+	own_budget_status(p->cfg.budget, &st);
+	if (st.answers == 0)
+		return 0;
+	/* A restart: the ledger says how far we got; the model saved after
+	 * the last adopted wake-up is where we resume (a charge whose model
+	 * was never saved was never released either). */
+	p->done = st.answers > p->warm ? st.answers - p->warm : 0;
+	r = dp_modelfile_read(p->cfg.model_out, &mf);
+	if (r == 0 && mf.p == p->p) {
+		memcpy(p->theta, mf.theta, p->p * sizeof(double));
+		p->released = true;
+	}
+	if (r == 0)
+		dp_modelfile_free(&mf);
+	if (p->cfg.set->schedule && p->done > 0 && p->done <= p->n_my)
+		p->step = p->my_steps[p->done - 1];
+	else
+		p->step = p->done;
+	return 0;
+}
+
+static int open_trace(struct own_peer *p)
+{
+	const char *path = p->cfg.set->trace;
+	char buf[4096];
+	bool fresh;
+	FILE *f;
+
+	if (path == NULL) {
+		const char *slash = strrchr(p->cfg.model_out, '/');
+		int len = slash ? (int)(slash - p->cfg.model_out) : 1;
+
+		snprintf(buf, sizeof(buf), "%.*s/trace.csv", len, slash ? p->cfg.model_out : ".");
+		path = buf;
+	}
+	f = fopen(path, "r");
+	fresh = f == NULL;
+	if (f)
+		fclose(f);
+	p->trace = fopen(path, "a");
+	if (p->trace == NULL)
+		return dp_error_set(DP_EIO, "--trace %s: %s", path, strerror(errno));
+	if (fresh)
+		fprintf(p->trace, "wakeup,step,time_unix,secs,eps_spent,eps_left,connected\n");
+	return 0;
+}
+
+int own_peer_new(const struct own_peer_config *cfg, struct own_peer **out)
+{
+	const struct own_settings *s = cfg->set;
+	struct own_budget_config bc;
+	struct own_peer *p;
+	int r;
+
+	p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return DP_ENOMEM;
+	p->kind = KIND_AGENT;
+	p->cfg = *cfg;
+	p->p = cfg->ds->p;
+	p->T = s->wakeups;
+	p->warm = s->warm_start > 0 ? WARM_STEPS : 0;
+	p->theta = calloc(p->p, sizeof(double));
+	p->cand = calloc(p->p, sizeof(double));
+	p->grad = calloc(p->p, sizeof(double));
+	if (p->theta == NULL || p->cand == NULL || p->grad == NULL) {
+		r = DP_ENOMEM;
+		goto fail;
+	}
+	p->lambda = s->lambda >= 0 ? s->lambda : s->lambda_per_row / (double)cfg->ds->n;
+	p->ap.p = p->p;
+	p->ap.mu = s->mu;
+	p->ap.c = s->confidence;
+	p->ap.lambda = p->lambda;
+	p->ap.L_loc = dp_algo_p2p_smoothness(s->model, s->x2max > 0 ? s->x2max : (double)p->p,
+					     p->lambda);
+	if (!(p->ap.L_loc > 0)) {
+		r = dp_error_set(DP_EINVAL, "--model must be linear or logistic in peer mode "
+				 "(the update needs a smooth loss)");
+		goto fail;
+	}
+	r = dp_model_check_data((dp_model)s->model, cfg->ds);
+	if (r < 0)
+		goto fail;
+	r = load_graph(p);
+	if (r == 0)
+		r = load_schedule(p);
+	if (r < 0)
+		goto fail;
+	bc = cfg->budget_cfg;
+	r = plan_budget(p, &bc);
+	if (r < 0)
+		goto fail;
+	bc.answers_cap = p->T + p->warm;
+	r = own_budget_open(cfg->budget, &bc);
+	if (r == 0)
+		r = check_ledger_identity(p);
+	if (r == 0)
+		r = own_budget_bind(cfg->budget, "peer", bc.answers_cap);
+	if (r < 0)
+		goto fail;
+	r = restore(p);
+	if (r == 0)
+		r = open_trace(p);
+	if (r < 0)
+		goto fail;
+
+	uv_timer_init(cfg->loop, &p->linger);
+	p->linger.data = p;
+	for (size_t i = 0; i < p->n_nb; i++) {
+		uv_timer_init(cfg->loop, &p->nb[i].retry);
+		p->nb[i].retry.data = &p->nb[i];
+	}
+	*out = p;
+	return 0;
+fail:
+	own_peer_free(p);
+	return r;
+}
+
+int own_peer_listen(struct own_peer *p)
+{
+	dp_conn_config sc;
+	dp_frame_limits lim;
+	char host[DP_ADDR_HOST_MAX + 1];
+	uint16_t port;
+	int r;
+
+	r = dp_addr_split("--listen", p->cfg.set->listen, DP_ADDR_PORT_ZERO, host, sizeof(host),
+			  &port);
+	if (r < 0)
+		return r;
+	memset(&sc, 0, sizeof(sc));
+	memset(&lim, 0, sizeof(lim));
+	lim.p = p->p;
+	sc.ctx = p->cfg.server_ctx;
+	sc.cb.on_handshake = on_accept_hs;
+	sc.cb.on_message = on_message;
+	sc.cb.on_close = on_accept_close;
+	sc.data = p;
+	sc.max_frame = (uint32_t)p->cfg.set->max_frame;
+	sc.limits = &lim;
+	sc.max_conns = 2 * p->n_nb + 16;
+	sc.max_pending = 16;
+	r = dp_conn_listen(p->cfg.loop, &sc, host, port, &p->lst);
+	if (r < 0)
+		return wrapf(r, "--listen %s: %s", p->cfg.set->listen);
+	p->port = dp_listener_port(p->lst);
+	return 0;
+}
+
+uint16_t own_peer_port(const struct own_peer *p)
+{
+	return p->port;
+}
+
+static void warm_start(struct own_peer *p)
+{
+	struct own_budget_status st;
+	int r;
+
+	own_budget_status(p->cfg.budget, &st);
+	if (p->warm == 0 || st.answers > 0)
+		return;   /* none, or already done before a restart */
+	for (uint64_t k = 1; k <= p->warm; k++) {
+		r = noisy_step(p, k, p->eps_warm_step, true);
+		if (r < 0) {
+			stop(p, OWN_EXIT_FAIL);
+			return;
+		}
+	}
+	p->step = 0;
+	r = save_model(p);
+	if (r < 0)
+		DP_WARN("peer", "cannot save %s: %s", p->cfg.model_out, dp_error_detail(r));
+	DP_INFO("peer", "warm start done steps=%llu epsilon=%g", (unsigned long long)p->warm,
+		p->cfg.set->warm_start);
+}
+
+void own_peer_start(struct own_peer *p)
+{
+	struct own_budget_status st;
+	int r;
+
+	own_budget_status(p->cfg.budget, &st);
+	DP_INFO("peer", "starting id=%s port=%u neighbours=%zu wakeups=%llu done=%llu "
+		"eps_step=%.9g", p->cfg.id, (unsigned)p->port, p->n_nb,
+		(unsigned long long)p->T, (unsigned long long)p->done, p->cfg.budget->eps_q);
+	if (st.answers > 0)
+		DP_INFO("peer", "resuming wakeups=%llu of %llu from the ledger (%llu charges)",
+			(unsigned long long)p->done, (unsigned long long)p->T,
+			(unsigned long long)st.answers);
+	warm_start(p);
+	if (p->closed)
+		return;
+	for (size_t i = 0; i < p->n_nb; i++)
+		if (p->nb[i].dialer)
+			dial(&p->nb[i]);
+	if (p->done >= p->T) {
+		finish(p, "wake-ups spent");
+		return;
+	}
+	if (p->cfg.set->schedule) {
+		progress(p);
+		return;
+	}
+	r = own_clock_start(&p->clock, p->cfg.loop, p->cfg.bits, p->cfg.set->rate, on_tick,
+			    on_clock_fail, p);
+	if (r < 0) {
+		DP_ERROR("peer", "clock: %s", dp_error_detail(r));
+		stop(p, OWN_EXIT_FAIL);
+		return;
+	}
+	p->clock_on = true;
+}
+
+static void close_timer(uv_timer_t *t)
+{
+	if (t->loop != NULL && !uv_is_closing((uv_handle_t *)t))
+		uv_close((uv_handle_t *)t, NULL);
+}
+
+void own_peer_close(struct own_peer *p)
+{
+	if (p == NULL || p->closed)
+		return;
+	p->closed = true;
+	if (p->clock_on) {
+		own_clock_close(&p->clock);
+		p->clock_on = false;
+	}
+	close_timer(&p->linger);
+	for (size_t i = 0; i < p->n_nb; i++) {
+		close_timer(&p->nb[i].retry);
+		if (p->nb[i].conn)
+			dp_conn_close(p->nb[i].conn);
+	}
+	if (p->lst) {
+		dp_listener_close(p->lst);
+		p->lst = NULL;
+	}
+}
+
+void own_peer_free(struct own_peer *p)
+{
+	if (p == NULL)
+		return;
+	for (size_t i = 0; p->nb && i < p->n_nb; i++) {
+		free(p->nb[i].theta);
+		free(p->nb[i].steps);
+	}
+	free(p->nb);
+	free(p->nb_theta);
+	free(p->nb_w);
+	if (p->theta)
+		OPENSSL_cleanse(p->theta, p->p * sizeof(double));
+	free(p->theta);
+	if (p->cand)
+		OPENSSL_cleanse(p->cand, p->p * sizeof(double));
+	free(p->cand);
+	if (p->grad)
+		OPENSSL_cleanse(p->grad, p->p * sizeof(double));
+	free(p->grad);
+	free(p->my_steps);
+	dp_graph_free(p->graph);
+	if (p->trace)
+		fclose(p->trace);
+	free(p);
+}

@@ -1,0 +1,473 @@
+/* dpasync sim --mode p2p: the peer mode of docs/design.md §6 in one
+ * process (tools/lib/p2psim.h), one agent per data file, the graph from a
+ * graph file; writes every agent's model as ownerd --peer would.  Reached
+ * from dp_cmd_sim when --mode is p2p (its options differ from the learner
+ * modes', so it has its own table). */
+#include <json-c/json.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/core/algo.h"
+#include "common/core/error.h"
+#include "common/core/file.h"
+#include "common/core/graph.h"
+#include "common/core/json.h"
+#include "common/core/modelfile.h"
+#include "common/core/schedule.h"
+#include "common/net/config.h"
+#include "tools/cmds.h"
+#include "tools/lib/optimum.h"
+#include "tools/lib/ownerdata.h"
+#include "tools/lib/p2psim.h"
+#include "tools/lib/sim.h"
+
+static const char p2p_summary[] =
+	"Simulate the peer mode (docs/p2p.md) over agent datasets FILE... (one CSV\n"
+	"per agent; the agent's id is the file name without .csv or .csv.gz) in one\n"
+	"process: agent i wakes on its own Poisson clock, answers its own noisy\n"
+	"gradient query at its model (clipped, lattice Laplace noise at its\n"
+	"per-wake-up epsilon, as ownerd) and smooths its model with its neighbours'\n"
+	"(dp_algo_p2p_update), T_i times.  Writes DIR/agents/ID.json (each agent's\n"
+	"model, the model file format), DIR/schedule.csv (the order of wake-ups,\n"
+	"usable as --schedule) and DIR/summary.json.";
+
+static const char p2p_epilog[] =
+	"Per agent i: confidence c_i = m_i / max_j m_j (m_i its rows), lambda_i =\n"
+	"--lambda or --lambda-per-row / m_i, smoothness L_i = 2 x2max + 2 lambda_i\n"
+	"(linear) or x2max/4 + 2 lambda_i (logistic), step alpha_i = 1/(1 + mu c_i\n"
+	"L_i); its budget (--epsilon, --delta) is split equally over its --wakeups.\n"
+	"--local instead writes each agent's own minimiser of its regularised loss\n"
+	"(no graph, no noise): the purely local baseline.\n"
+	"\n"
+	"Example: dpasync sim --mode p2p --model logistic --graph graph.csv \\\n"
+	"    --mu 1 --epsilon 0.5 --wakeups 20 --out run agents/*.csv";
+
+static const char *const p2p_modes[] = { "p2p", NULL };
+
+struct p2p_opts {
+	int mode, model;
+	char *target, *schema, *graph, *schedule, *out;
+	bool bias, local, have_lambda, have_lpr, have_x2max;
+	double mu, lambda_per_row, delta, clip, x2max, theta_max;
+	uint64_t seed;
+	struct dp_config_doubles eps, rates, lambda;
+	struct dp_config_sizes wakeups;
+	struct dp_config_strings files;
+};
+
+static int check_opts(void *arg)
+{
+	const struct p2p_opts *o = arg;
+
+	if (o->model == DP_MODEL_SVM)
+		return dp_error_set(DP_EINVAL, "--model svm: the hinge loss is not smooth; the peer "
+				    "update needs linear or logistic");
+	if (o->have_lambda && o->have_lpr)
+		return dp_error_set(DP_EINVAL, "give --lambda or --lambda-per-row, not both");
+	if (!o->local && o->graph == NULL)
+		return dp_error_set(DP_EINVAL, "--graph FILE is required (but for --local)");
+	if (o->local && o->schedule)
+		return dp_error_set(DP_EINVAL, "--local trains no peer model: --schedule does not "
+				    "apply");
+	return 0;
+}
+
+/* dp_error_set with the current detail inside the new one: the detail is
+ * copied first, as it lives in the buffer dp_error_set writes. */
+static int prefix_detail(int rc, const char *prefix)
+{
+	char was[512];
+
+	snprintf(was, sizeof(was), "%s", dp_error_detail(rc));
+	return dp_error_set(rc, "%s%s", prefix, was);
+}
+
+static int status_of(int rc)
+{
+	return rc == DP_ENOMEM || rc == DP_ENUMERIC || rc == DP_EIO ? 1 : 2;
+}
+
+/* The agent id of a data file: its base name without .csv.gz or .csv. */
+static char *agent_id(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	size_t n;
+
+	base = base ? base + 1 : path;
+	n = strlen(base);
+	if (n > 7 && strcmp(base + n - 7, ".csv.gz") == 0)
+		n -= 7;
+	else if (n > 4 && strcmp(base + n - 4, ".csv") == 0)
+		n -= 4;
+	return strndup(base, n);
+}
+
+/* Everything the command allocates, freed in one place. */
+struct p2p_run {
+	dp_ownerdata od;
+	dp_graph *graph;
+	char **ids;
+	double *c, *lambda, *L_loc, *eps, *eps_t, *rate, *theta;
+	uint64_t *wakeups, *done;
+	size_t *schedule, *order;
+	size_t steps;
+};
+
+static void run_free(struct p2p_run *r)
+{
+	for (size_t i = 0; r->ids && i < r->od.N; i++)
+		free(r->ids[i]);
+	free(r->ids);
+	dp_ownerdata_free(&r->od);
+	dp_graph_free(r->graph);
+	free(r->c);
+	free(r->lambda);
+	free(r->L_loc);
+	free(r->eps);
+	free(r->eps_t);
+	free(r->rate);
+	free(r->theta);
+	free(r->wakeups);
+	free(r->done);
+	free(r->schedule);
+	free(r->order);
+}
+
+/* rc's detail prefixed with the agent's id. */
+static int agent_error(int rc, const char *id)
+{
+	char prefix[300];
+
+	snprintf(prefix, sizeof(prefix), "agent '%s': ", id);
+	return prefix_detail(rc, prefix);
+}
+
+/* The per-agent parameters of the epilog. */
+static int agent_params(const struct p2p_opts *o, struct p2p_run *r, size_t p)
+{
+	size_t N = r->od.N, mmax = 0;
+	double x2max = o->have_x2max ? o->x2max : (double)p;
+	int rc;
+
+	rc = dp_sim_per_owner("--epsilon", o->eps.v, o->eps.n, N, 1.0, r->eps);
+	if (rc == 0)
+		rc = dp_sim_per_owner("--rate", o->rates.v, o->rates.n, N, 1.0, r->rate);
+	if (rc == 0 && o->have_lambda)
+		rc = dp_sim_per_owner("--lambda", o->lambda.v, o->lambda.n, N, 0.0, r->lambda);
+	if (rc == 0)
+		rc = dp_sim_per_owner_u64("--wakeups", o->wakeups.v, o->wakeups.n, N, 10, r->wakeups);
+	if (rc != 0)
+		return rc;
+	for (size_t i = 0; i < N; i++)
+		mmax = r->od.ds[i].n > mmax ? r->od.ds[i].n : mmax;
+	for (size_t i = 0; i < N; i++) {
+		double m = (double)r->od.ds[i].n;
+
+		r->c[i] = m / (double)mmax;
+		if (!o->have_lambda)
+			r->lambda[i] = o->lambda_per_row / m;
+		if (!(r->lambda[i] > 0) && o->model != DP_MODEL_LINEAR)
+			return dp_error_set(DP_EINVAL, "agent '%s': lambda must be > 0 for logistic",
+					    r->ids[i]);
+		r->L_loc[i] = dp_algo_p2p_smoothness(o->model, x2max, r->lambda[i]);
+		rc = dp_p2psim_eps_split(r->eps[i], o->delta, r->wakeups[i], &r->eps_t[i]);
+		if (rc != 0)
+			return agent_error(rc, r->ids[i]);
+	}
+	return 0;
+}
+
+/* --local: each agent's own minimiser of L_i into r->theta. */
+static int local_models(const struct p2p_opts *o, struct p2p_run *r, size_t p)
+{
+	for (size_t i = 0; i < r->od.N; i++) {
+		double f;
+		int rc = dp_optimum_solve(o->model, &r->od.view[i], 1, r->lambda[i], o->theta_max,
+					  r->theta + i * p, &f);
+
+		if (rc != 0)
+			return agent_error(rc, r->ids[i]);
+	}
+	return 0;
+}
+
+static int write_summary(const struct p2p_opts *o, const struct p2p_run *r, size_t p,
+			 const char *path)
+{
+	struct json_object *j = json_object_new_object(), *agents;
+	int rc;
+
+	if (j == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	agents = json_object_new_array();
+	rc = dp_json_add(j, "mode", json_object_new_string(o->local ? "local" : "p2p"));
+	if (rc == 0)
+		rc = dp_json_add(j, "model", json_object_new_string(dp_model_name(o->model)));
+	if (rc == 0)
+		rc = dp_json_add(j, "N", json_object_new_uint64(r->od.N));
+	if (rc == 0)
+		rc = dp_json_add(j, "p", json_object_new_uint64(p));
+	if (rc == 0)
+		rc = dp_json_add(j, "mu", dp_json_double(o->mu));
+	if (rc == 0)
+		rc = dp_json_add(j, "clip_l1", dp_json_double(o->clip));
+	if (rc == 0)
+		rc = dp_json_add(j, "delta", dp_json_double(o->delta));
+	if (rc == 0)
+		rc = dp_json_add(j, "seed", json_object_new_uint64(o->seed));
+	if (rc == 0)
+		rc = dp_json_add(j, "steps", json_object_new_uint64(r->steps));
+	if (rc == 0)
+		rc = dp_json_add(j, "edges", json_object_new_uint64(dp_graph_edges(r->graph)));
+	if (rc == 0)
+		rc = dp_json_add(j, "agents", agents);
+	for (size_t i = 0; i < r->od.N && rc == 0; i++) {
+		struct json_object *a = json_object_new_object();
+
+		rc = dp_json_push(agents, a);
+		if (rc == 0)
+			rc = dp_json_add(a, "id", json_object_new_string(r->ids[i]));
+		if (rc == 0)
+			rc = dp_json_add(a, "rows", json_object_new_uint64(r->od.ds[i].n));
+		if (rc == 0)
+			rc = dp_json_add(a, "neighbours", json_object_new_uint64(
+				dp_graph_adj(r->graph, i, NULL, NULL)));
+		if (rc == 0)
+			rc = dp_json_add(a, "confidence", dp_json_double(r->c[i]));
+		if (rc == 0)
+			rc = dp_json_add(a, "lambda", dp_json_double(r->lambda[i]));
+		if (rc == 0)
+			rc = dp_json_add(a, "smoothness", dp_json_double(r->L_loc[i]));
+		if (rc == 0)
+			rc = dp_json_add(a, "alpha", dp_json_double(
+				dp_algo_p2p_alpha(o->mu, r->c[i], r->L_loc[i])));
+		if (rc == 0)
+			rc = dp_json_add(a, "epsilon", dp_json_double_inf(r->eps[i]));
+		if (rc == 0)
+			rc = dp_json_add(a, "wakeups_cap", json_object_new_uint64(r->wakeups[i]));
+		if (rc == 0)
+			rc = dp_json_add(a, "wakeups", json_object_new_uint64(r->done[i]));
+		if (rc == 0)
+			rc = dp_json_add(a, "epsilon_per_wakeup", dp_json_double_inf(r->eps_t[i]));
+	}
+	if (rc != 0)
+		rc = dp_error_set(DP_ENOMEM, "out of memory");
+	else
+		rc = dp_json_write_file(path, j, 0644);
+	json_object_put(j);
+	return rc;
+}
+
+/* DIR/agents/ID.json, DIR/schedule.csv, DIR/summary.json. */
+static int write_outputs(const struct p2p_opts *o, const struct p2p_run *r, size_t p)
+{
+	char path[4096];
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/agents", o->out);
+	rc = dp_file_mkdir_p(path, 0);
+	for (size_t i = 0; i < r->od.N && rc == 0; i++) {
+		dp_modelfile mf = { .model = o->model, .p = p, .theta = r->theta + i * p,
+				    .features = r->od.ds[i].names, .target = r->od.ds[i].target,
+				    .bias = o->bias, .T = r->done[i], .lambda = r->lambda[i],
+				    .theta_max = o->theta_max, .clip = o->clip };
+
+		snprintf(mf.mode, sizeof(mf.mode), "%s", o->local ? "local" : "peer");
+		snprintf(path, sizeof(path), "%s/agents/%s.json", o->out, r->ids[i]);
+		rc = dp_modelfile_write(path, &mf);
+	}
+	if (rc == 0 && !o->local) {
+		snprintf(path, sizeof(path), "%s/schedule.csv", o->out);
+		rc = dp_schedule_write(path, (const char *const *)r->ids, r->order, r->steps);
+	}
+	if (rc == 0) {
+		snprintf(path, sizeof(path), "%s/summary.json", o->out);
+		rc = write_summary(o, r, p, path);
+	}
+	return rc;
+}
+
+static int simulate(void *arg)
+{
+	const struct p2p_opts *o = arg;
+	struct p2p_run r = { 0 };
+	dp_p2psim_setup s = { 0 };
+	size_t N, p;
+	int rc, status = 2;
+
+	rc = dp_ownerdata_load(&r.od, o->files.v, o->files.n,
+			       o->schema ? NULL : (o->target ? o->target : "y"), o->bias, o->schema,
+			       (dp_model)o->model);
+	if (rc != 0)
+		goto fail;
+	N = r.od.N;
+	p = r.od.ds[0].p;
+	r.ids = calloc(N, sizeof(char *));
+	r.c = calloc(N, sizeof(double));
+	r.lambda = calloc(N, sizeof(double));
+	r.L_loc = calloc(N, sizeof(double));
+	r.eps = calloc(N, sizeof(double));
+	r.eps_t = calloc(N, sizeof(double));
+	r.rate = calloc(N, sizeof(double));
+	r.theta = calloc(N * p, sizeof(double));
+	r.wakeups = calloc(N, sizeof(uint64_t));
+	r.done = calloc(N, sizeof(uint64_t));
+	if (!r.ids || !r.c || !r.lambda || !r.L_loc || !r.eps || !r.eps_t || !r.rate || !r.theta ||
+	    !r.wakeups || !r.done) {
+		rc = DP_ENOMEM;
+		goto fail;
+	}
+	for (size_t i = 0; i < N; i++) {
+		r.ids[i] = agent_id(o->files.v[i]);
+		if (r.ids[i] == NULL) {
+			rc = DP_ENOMEM;
+			goto fail;
+		}
+	}
+	if (o->graph)
+		rc = dp_graph_load(o->graph, (const char *const *)r.ids, N, &r.graph);
+	else   /* --local: every agent alone */
+		rc = dp_graph_new((const char *const *)r.ids, N, NULL, NULL, NULL, 0, &r.graph);
+	if (rc == DP_EINVAL)   /* the ids themselves: two files with one name */
+		rc = prefix_detail(rc, "agent data files: ");
+	if (rc == 0)
+		rc = agent_params(o, &r, p);
+	if (rc == 0 && o->schedule) {
+		rc = dp_schedule_load(o->schedule, (const char *const *)r.ids, N, &r.schedule,
+				      &r.steps);
+		if (rc == 0 && o->wakeups.n == 0) {
+			/* T_i defaults to the agent's count in the schedule. */
+			memset(r.wakeups, 0, N * sizeof(uint64_t));
+			for (size_t k = 0; k < r.steps; k++)
+				r.wakeups[r.schedule[k]]++;
+			for (size_t i = 0; i < N && rc == 0; i++) {
+				if (r.wakeups[i] == 0)
+					r.wakeups[i] = 1;   /* never woken: no budget used */
+				rc = dp_p2psim_eps_split(r.eps[i], o->delta, r.wakeups[i],
+							 &r.eps_t[i]);
+			}
+		}
+	}
+	if (rc != 0)
+		goto fail;
+	status = 1;
+	if (o->local) {
+		rc = local_models(o, &r, p);
+	} else {
+		s.model = o->model;
+		s.N = N;
+		s.p = p;
+		s.ds = r.od.view;
+		s.graph = r.graph;
+		s.mu = o->mu;
+		s.c = r.c;
+		s.lambda = r.lambda;
+		s.L_loc = r.L_loc;
+		s.eps_t = r.eps_t;
+		s.clip = o->clip;
+		s.wakeups = r.wakeups;
+		s.rate = r.rate;
+		s.schedule = r.schedule;
+		s.steps = r.steps;
+		r.steps = dp_p2psim_steps(&s);
+		r.order = calloc(r.steps ? r.steps : 1, sizeof(size_t));
+		if (r.order == NULL) {
+			rc = DP_ENOMEM;
+			goto fail;
+		}
+		rc = dp_p2psim_run(&s, o->seed, r.theta, r.order, r.done);
+		if (rc == DP_EBUDGET)
+			status = 2;
+	}
+	if (rc == 0)
+		rc = write_outputs(o, &r, p);
+	if (rc != 0)
+		goto fail;
+	printf("mode=p2p model=%s N=%zu p=%zu edges=%zu steps=%zu%s out=%s\n",
+	       dp_model_name(o->model), N, p, dp_graph_edges(r.graph), r.steps,
+	       o->local ? " local=1" : "", o->out);
+	status = 0;
+	goto done;
+fail:
+	dp_cmd_fail("sim", "%s", rc == DP_ENOMEM ? "out of memory" : dp_error_detail(rc));
+	if (status == 2)
+		status = status_of(rc);
+done:
+	run_free(&r);
+	return status;
+}
+
+int dp_cmd_sim_p2p(int argc, char **argv)
+{
+	struct p2p_opts o = { 0 };
+	const struct dp_config_entry entries[] = {
+		{ .name = "mode", DP_CFG_ENUM(&o.mode, p2p_modes), .def = "p2p", .metavar = "M",
+		  .help = "p2p (for async | sync1 | sync2 see dpasync\nsim --help)" },
+		{ .name = "model", DP_CFG_ENUM(&o.model, dp_model_names), .def = "linear",
+		  .metavar = "M", .help = "linear | logistic" },
+		{ .name = "target", DP_CFG_STRING(&o.target), .metavar = "COL",
+		  .help = "target column (default y; with --schema:\nthe schema's)" },
+		{ .name = "bias", DP_CFG_BOOL(&o.bias), .help = "append a constant-1 feature" },
+		{ .name = "schema", DP_CFG_PATH(&o.schema), .metavar = "FILE",
+		  .help = "feature schema from dpasync prep, applied to\nraw FILEs" },
+		{ .name = "graph", DP_CFG_PATH(&o.graph), .metavar = "FILE", .help = "graph file a,b,w over the agents' ids\n(docs/p2p.md)" },
+		{ .name = "mu", DP_CFG_DOUBLE(&o.mu), .def = "1", .min = 0, .max = INFINITY,
+		  .min_exclusive = true, .metavar = "MU",
+		  .help = "trade-off between smoothness over the graph\nand the local losses" },
+		{ .name = "lambda", DP_CFG_DOUBLES(&o.lambda), .min = 0, .max = INFINITY,
+		  .given = &o.have_lambda, .metavar = "L[,..]",
+		  .help = "lambda_i, one for all or one per agent" },
+		{ .name = "lambda-per-row", DP_CFG_DOUBLE(&o.lambda_per_row), .def = "1", .min = 0,
+		  .max = INFINITY, .min_exclusive = true, .given = &o.have_lpr, .metavar = "V",
+		  .help = "lambda_i = V / m_i (when --lambda is not\ngiven)" },
+		{ .name = "epsilon", DP_CFG_DOUBLES_INF(&o.eps), .def = "1", .min = 0,
+		  .max = INFINITY, .min_exclusive = true, .metavar = "E[,..]",
+		  .help = "each agent's budget, one for all or one per\nagent; inf = no noise" },
+		{ .name = "delta", DP_CFG_DOUBLE(&o.delta), .def = "0", .min = 0, .max = 1,
+		  .metavar = "D",
+		  .help = "each agent's delta: > 0 allows the advanced\ncomposition over its wake-ups" },
+		{ .name = "wakeups", DP_CFG_SIZES(&o.wakeups), .min = 1, .max = INFINITY,
+		  .metavar = "T[,..]",
+		  .help = "T_i, the wake-ups the budget is split over,\none for all or one per "
+			  "agent (default 10;\nwith --schedule: the agent's count there)" },
+		{ .name = "rate", .alias = "rates", DP_CFG_DOUBLES(&o.rates),
+		  .min = 0, .max = INFINITY,
+		  .min_exclusive = true, .metavar = "R[,..]",
+		  .help = "agents' Poisson clock rates (default 1 each)" },
+		{ .name = "clip", DP_CFG_DOUBLE(&o.clip), .def = "1", .min = 0, .max = INFINITY,
+		  .min_exclusive = true, .metavar = "X",
+		  .help = "L1 clip bound on per-row gradients (the\npaper's L0)" },
+		{ .name = "x2max", DP_CFG_DOUBLE(&o.x2max), .min = 0, .max = INFINITY,
+		  .given = &o.have_x2max, .metavar = "B",
+		  .help = "public bound on ||x||_2^2 for the smoothness\n(default p: features in "
+			  "[-1, 1])" },
+		{ .name = "schedule", DP_CFG_PATH(&o.schedule), .metavar = "FILE",
+		  .help = "follow this order of wake-ups (step,agent;\ndocs/p2p.md) instead of "
+			  "the clocks" },
+		{ .name = "local", DP_CFG_BOOL(&o.local),
+		  .help = "write each agent's own minimiser instead\n(the local baseline)" },
+		{ .name = "theta-max", DP_CFG_DOUBLE(&o.theta_max), .def = "100", .min = 0,
+		  .max = INFINITY, .min_exclusive = true, .metavar = "M",
+		  .help = "--local: box bound of the minimiser" },
+		{ .name = "seed", DP_CFG_U64(&o.seed), .def = "1", .metavar = "S", .help = "seed" },
+		{ .name = "out", DP_CFG_PATH(&o.out), .flags = DP_CONFIG_REQUIRED, .metavar = "DIR",
+		  .help = "output directory" },
+		DP_CONFIG_END,
+	};
+	const struct dp_config_spec spec = {
+		.program = "dpasync sim",
+		.command = true,
+		.summary = p2p_summary,
+		.epilog = p2p_epilog,
+		.entries = entries,
+		.validate = check_opts,
+		.validate_arg = &o,
+		.args = &o.files,
+		.args_metavar = "FILE...",
+		.args_min = 1,
+	};
+
+	return dp_cmd_run(&spec, argc, argv, simulate, &o);
+}

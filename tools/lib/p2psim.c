@@ -1,0 +1,194 @@
+/* The peer-mode simulator (p2psim.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/core/algo.h"
+#include "common/core/error.h"
+#include "common/core/ledger.h"
+#include "common/core/query.h"
+#include "tools/lib/p2psim.h"
+#include "tools/lib/simrng.h"
+
+/* Streams for the clocks and the noise are separate, so that a run that
+ * follows a schedule sees the same noise as the drawn run with that seed
+ * (as tools/lib/sim.c does). */
+static void seed_stream(dp_simrng *r, uint64_t seed, uint64_t stream)
+{
+	dp_simrng_seed(r, seed ^ (stream * 0x9E3779B97F4A7C15ULL));
+}
+
+size_t dp_p2psim_steps(const dp_p2psim_setup *s)
+{
+	size_t total = 0;
+
+	DP_REQUIRE(s != NULL);
+	if (s->schedule != NULL)
+		return s->steps;
+	for (size_t i = 0; i < s->N; i++)
+		total += (size_t)s->wakeups[i];
+	return total;
+}
+
+/* The agent whose clock ticks first among those with wake-ups left: agent
+ * i with probability rate_i / (sum of their rates).  N when none is left. */
+static size_t pick_agent(const dp_p2psim_setup *s, const uint64_t *done, dp_simrng *r)
+{
+	double total = 0.0, u, acc = 0.0;
+	size_t last = s->N;
+
+	for (size_t i = 0; i < s->N; i++) {
+		if (done[i] >= s->wakeups[i])
+			continue;
+		total += s->rate[i];
+		last = i;
+	}
+	if (last == s->N)
+		return s->N;
+	u = ((double)(dp_simrng_next(r) >> 11) + 0.5) * 0x1.0p-53 * total;
+	for (size_t i = 0; i < s->N; i++) {
+		if (done[i] >= s->wakeups[i])
+			continue;
+		acc += s->rate[i];
+		if (u < acc)
+			return i;
+	}
+	return last;
+}
+
+/* A schedule that wakes an agent more often than its T_i would spend more
+ * than its budget: refused before the first step. */
+static int check_schedule(const dp_p2psim_setup *s)
+{
+	uint64_t *count = calloc(s->N, sizeof(uint64_t));
+
+	if (count == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	for (size_t k = 0; k < s->steps; k++) {
+		size_t i = s->schedule[k];
+
+		DP_REQUIRE(i < s->N);
+		if (count[i] == s->wakeups[i]) {
+			free(count);
+			return dp_error_set(DP_EBUDGET, "step %zu: agent '%s' has already woken %llu "
+					    "times (its budget is split over --wakeups %llu)",
+					    k + 1, dp_graph_id(s->graph, i),
+					    (unsigned long long)s->wakeups[i],
+					    (unsigned long long)s->wakeups[i]);
+		}
+		count[i]++;
+	}
+	free(count);
+	return 0;
+}
+
+int dp_p2psim_run(const dp_p2psim_setup *s, uint64_t seed, double *theta, size_t *order_out,
+		  uint64_t *done_out)
+{
+	size_t p, N, steps, maxdeg = 0;
+	uint64_t *done = NULL;
+	double *g = NULL;
+	const double **nbt = NULL;
+	dp_simrng clock, noise;
+	dp_bitsource bits;
+	int rc = 0;
+
+	DP_REQUIRE(s != NULL && s->N > 0 && s->ds != NULL && s->graph != NULL && theta != NULL);
+	DP_REQUIRE(dp_graph_nodes(s->graph) == s->N && s->mu > 0 && s->clip > 0);
+	p = s->p;
+	N = s->N;
+	steps = dp_p2psim_steps(s);
+	if (s->schedule != NULL) {
+		rc = check_schedule(s);
+		if (rc != 0)
+			return rc;
+	}
+	for (size_t i = 0; i < N; i++) {
+		size_t d = dp_graph_adj(s->graph, i, NULL, NULL);
+
+		maxdeg = d > maxdeg ? d : maxdeg;
+	}
+	done = calloc(N, sizeof(uint64_t));
+	g = calloc(p ? p : 1, sizeof(double));
+	nbt = calloc(maxdeg ? maxdeg : 1, sizeof(double *));
+	if (done == NULL || g == NULL || nbt == NULL) {
+		rc = dp_error_set(DP_ENOMEM, "out of memory");
+		goto out;
+	}
+	memset(theta, 0, N * p * sizeof(double));
+	seed_stream(&clock, seed, 1);
+	seed_stream(&noise, seed, 2);
+	bits = dp_simrng_bitsource(&noise);
+	for (size_t k = 0; k < steps; k++) {
+		size_t i = s->schedule ? s->schedule[k] : pick_agent(s, done, &clock), n_nb;
+		const size_t *nb;
+		const double *w;
+		dp_algo_p2p_params a = { .p = p, .mu = s->mu, .c = s->c[i], .L_loc = s->L_loc[i],
+					 .lambda = s->lambda[i] };
+
+		DP_REQUIRE(i < N);
+		rc = dp_query_answer(s->model, s->ds[i], theta + i * p, s->clip, s->eps_t[i], &bits,
+				     g, NULL);
+		if (rc != 0)
+			goto out;
+		n_nb = dp_graph_adj(s->graph, i, &nb, &w);
+		for (size_t j = 0; j < n_nb; j++)
+			nbt[j] = theta + nb[j] * p;
+		dp_algo_p2p_update(&a, n_nb, nbt, w, g, theta + i * p);
+		done[i]++;
+		if (order_out)
+			order_out[k] = i;
+	}
+	if (done_out)
+		memcpy(done_out, done, N * sizeof(uint64_t));
+out:
+	free(done);
+	free(g);
+	free(nbt);
+	return rc;
+}
+
+/* eps' of the T-fold advanced composition of eps_t-DP steps at delta. */
+static double advanced(double eps_t, double delta, uint64_t T)
+{
+	double t = (double)T;
+
+	return sqrt(2.0 * t * log(1.0 / delta)) * eps_t + t * eps_t * expm1(eps_t);
+}
+
+int dp_p2psim_eps_split(double eps, double delta, uint64_t T, double *out)
+{
+	double basic, lo, hi;
+	int rc;
+
+	if (!(eps > 0) || !(delta >= 0 && delta < 1) || T == 0)
+		return dp_error_set(DP_EINVAL, "epsilon must be > 0, delta in [0, 1) and wake-ups "
+				    ">= 1 (got %g, %g, %llu)", eps, delta, (unsigned long long)T);
+	if (isinf(eps)) {
+		*out = INFINITY;
+		return 0;
+	}
+	rc = dp_ledger_eps_share(eps, T, &basic);
+	if (rc != 0)
+		return rc;
+	if (delta == 0 || advanced(basic, delta, T) > eps) {
+		/* advanced is increasing in eps_t: if the basic share already
+		 * exceeds eps under it, no larger eps_t can fit. */
+		*out = basic;
+		return 0;
+	}
+	/* Bisection for the largest eps_t with advanced(eps_t) <= eps; lo
+	 * always satisfies it, so the result keeps the guarantee. */
+	lo = basic;
+	hi = eps;
+	for (int it = 0; it < 200 && hi - lo > 1e-15 * hi; it++) {
+		double mid = 0.5 * (lo + hi);
+
+		if (advanced(mid, delta, T) <= eps)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	*out = lo;
+	return 0;
+}

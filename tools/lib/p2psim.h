@@ -1,0 +1,63 @@
+/* The in-process peer-mode simulator behind `dpasync sim --mode p2p`
+ * (docs/design.md §6, docs/p2p.md): N agents with their own rows, a graph
+ * of weights W_ij, and one wake-up at a time.  Each wake-up of agent i
+ * answers its own noisy gradient query at Theta_i with dp_query_answer
+ * (the owner's clipping and lattice Laplace noise at the agent's
+ * per-wake-up epsilon) and applies dp_algo_p2p_update with the current
+ * models of its neighbours, exactly what an agent does on loopback when it
+ * holds every neighbour's latest model.  The seeded generator replaces the
+ * CSPRNG, so a run is a function of its seed. */
+#ifndef DP_TOOLS_P2PSIM_H
+#define DP_TOOLS_P2PSIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "common/core/dataset.h"
+#include "common/core/graph.h"
+#include "common/core/model.h"
+
+typedef struct dp_p2psim_setup {
+	dp_model model;
+	size_t N, p;
+	const dp_dataset *const *ds;   /* N agents' rows, all with p columns */
+	const dp_graph *graph;         /* N nodes, node i = agent i */
+	double mu;                     /* the trade-off, > 0 */
+	const double *c;               /* N confidences in (0, 1] */
+	const double *lambda;          /* N: lambda_i >= 0 */
+	const double *L_loc;           /* N: public smoothness of L_i */
+	const double *eps_t;           /* N: epsilon of one wake-up (inf: exact) */
+	double clip;                   /* L1 clip bound of a per-row gradient */
+	const uint64_t *wakeups;       /* N: T_i, the most wake-ups of agent i */
+	const double *rate;            /* N: Poisson clock rates (drawn order) */
+	const size_t *schedule;        /* steps agent indices to follow, or NULL */
+	size_t steps;                  /* its length (schedule only) */
+} dp_p2psim_setup;
+
+/* Number of steps a run makes: the schedule's length, else sum T_i. */
+size_t dp_p2psim_steps(const dp_p2psim_setup *s);
+
+/* One run from Theta_i = 0 for every agent.  Without a schedule the agent
+ * of each step is drawn in proportion to the rates of the agents with
+ * wake-ups left (the first of independent Poisson clocks to tick; an agent
+ * stops after T_i wake-ups, its budget spent), until none is left.  With a
+ * schedule it is followed as given; an agent named more than T_i times is
+ * refused before anything runs.  theta[N*p] receives the final models
+ * (row i = agent i), order_out[steps] (may be NULL) the agent of each
+ * step, done_out[N] (may be NULL) each agent's wake-ups.
+ * Errors: DP_EBUDGET ("step K: agent ID has already woken T times"),
+ * dp_query_answer's (DP_EINVAL for a model that became non-finite),
+ * DP_ENOMEM; the outputs are undefined on failure. */
+int dp_p2psim_run(const dp_p2psim_setup *s, uint64_t seed, double *theta, size_t *order_out,
+		  uint64_t *done_out);
+
+/* The per-wake-up epsilon of an agent with budget (eps, delta) over T
+ * wake-ups, the equal split (docs/p2p.md "Privacy"): with delta = 0 the
+ * share ownerd's ledger charges, dp_ledger_eps_share(eps, T); with
+ * delta > 0 the larger of that and the largest eps_t whose T-fold advanced
+ * composition (Dwork, Rothblum and Vadhan) stays within (eps, delta),
+ *   sqrt(2 T ln(1/delta)) eps_t + T eps_t (e^eps_t - 1) <= eps.
+ * eps = inf gives inf.  Errors: DP_EINVAL (eps not > 0, delta not in
+ * [0, 1), T = 0) with a detail; *out untouched then. */
+int dp_p2psim_eps_split(double eps, double delta, uint64_t T, double *out);
+
+#endif

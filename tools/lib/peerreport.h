@@ -1,0 +1,22 @@
+/* `dpasync report` for a peer-mode run (docs/peer-agents.md "Report"): a
+ * directory holding one state directory per agent (ownerd --peer's ledger,
+ * trace.csv and model.json, named after the agent), summarised as Markdown
+ * from the agents' wall-clock traces. */
+#ifndef DP_TOOLS_PEERREPORT_H
+#define DP_TOOLS_PEERREPORT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* Does dir hold at least one subdirectory with a peer trace (a trace.csv
+ * whose header starts with "wakeup,")? */
+bool dp_peerreport_detect(const char *dir);
+
+/* The page for dir into m: per agent its wake-ups, first and last wake-up,
+ * median gap between wake-ups, epsilon spent and left (the trace's last
+ * row) and neighbours connected at its last wake-up; then the run's span
+ * and wake-ups per second.  0, or DP_ENOENT / DP_EFORMAT / DP_ENOMEM with
+ * a detail naming the file. */
+int dp_peerreport_write(const char *dir, FILE *m);
+
+#endif
