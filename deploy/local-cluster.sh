@@ -39,8 +39,10 @@ value() { [ "$2" -ge 2 ] || die "$1 needs a value (try --help)"; }
 uint() { [[ $2 =~ ^[0-9]+$ ]] || die "$1: expected a whole number, got '$2'"; }
 posint() { uint "$1" "$2"; [ "$2" -gt 0 ] || die "$1: expected a number > 0, got '$2'"; }
 posnum() {
-  [[ $2 =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$ ]] && awk -v v="$2" 'BEGIN { exit !(v + 0 > 0) }' ||
+  if ! [[ $2 =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$ ]] ||
+     ! awk -v v="$2" 'BEGIN { exit !(v + 0 > 0) }'; then
     die "$1: expected a number > 0, got '$2'"
+  fi
 }
 while [ $# -gt 0 ]; do
   case $1 in
