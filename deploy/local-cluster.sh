@@ -10,37 +10,87 @@
 # T instead.
 #
 #   deploy/local-cluster.sh [--owners N] [--T T] [--epsilon E] [--rate R]
-#                           [--rows R] [--mode request|broadcast|sync1|sync2] [--work DIR]
+#                           [--rows R] [--mode request|broadcast|sync1|sync2]
+#                           [--out DIR] [--bindir DIR]
+#                           [--learnerd-args 'ARGS'] [--ownerd-args 'ARGS']
 #
 # --mode sync1|sync2 runs synchronous rounds (docs/learnerd.md §9); so does
-# DP_MODE=sync1 in the environment (--mode wins).
+# DP_MODE=sync1 in the environment (--mode wins).  --rate is the owners'
+# clock rate (requests/s), used in request mode only.  --out is where
+# everything goes (default out/local-cluster; --work is an older spelling).
+# --bindir DIR uses the binaries in DIR (a build directory, or a directory
+# holding dpasync, learnerd and ownerd such as /usr/bin) and skips the
+# dependency check and the build.  --learnerd-args and --ownerd-args add
+# flags to every learnerd or ownerd (split on spaces, e.g.
+# --ownerd-args '--log-level debug'); they come last, so they win.
+# Bad usage (an unknown option, a missing or non-numeric value) is one line
+# and exit 2, before anything is built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
 OWNERS=3 T=0 EPS=1 RATE=10 ROWS=20000 MODE=${DP_MODE:-request} WORK=$ROOT/out/local-cluster
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
+BINDIR='' LEARNERD_ARGS='' OWNERD_ARGS=''
+# The comment block at the top, without the first line.
+usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"; }
+die() { echo "local-cluster: $*" >&2; exit 2; }
+# value OPTION ARGC VALUE: the option's value, or exit 2 when it is missing.
+value() { [ "$2" -ge 2 ] || die "$1 needs a value (try --help)"; }
+uint() { [[ $2 =~ ^[0-9]+$ ]] || die "$1: expected a whole number, got '$2'"; }
+posint() { uint "$1" "$2"; [ "$2" -gt 0 ] || die "$1: expected a number > 0, got '$2'"; }
+posnum() {
+  if ! [[ $2 =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$ ]] ||
+     ! awk -v v="$2" 'BEGIN { exit !(v + 0 > 0) }'; then
+    die "$1: expected a number > 0, got '$2'"
+  fi
+}
 while [ $# -gt 0 ]; do
   case $1 in
-    --owners) OWNERS=$2; shift 2 ;;
-    --T) T=$2; shift 2 ;;
-    --epsilon) EPS=$2; shift 2 ;;
-    --rate) RATE=$2; shift 2 ;;
-    --rows) ROWS=$2; shift 2 ;;
+    --owners|--T|--t|--epsilon|--rate|--rows|--mode|--out|--work|--bindir|--learnerd-args|--ownerd-args)
+      value "$1" $# ;;
+  esac
+  case $1 in
+    --owners) posint "$1" "$2"; OWNERS=$2; shift 2 ;;
+    --T|--t) uint "$1" "$2"; T=$2; shift 2 ;;
+    --epsilon) [ "$2" = inf ] || posnum "$1" "$2"; EPS=$2; shift 2 ;;
+    --rate) posnum "$1" "$2"; RATE=$2; shift 2 ;;
+    --rows) posint "$1" "$2"; ROWS=$2; shift 2 ;;
     --mode) MODE=$2; shift 2 ;;
-    --work) WORK=$2; shift 2 ;;
+    --out|--work) WORK=$2; shift 2 ;;
+    --bindir) BINDIR=$2; shift 2 ;;
+    --learnerd-args) LEARNERD_ARGS=$2; shift 2 ;;
+    --ownerd-args) OWNERD_ARGS=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
-    *) echo "local-cluster: unknown option '$1' (try --help)" >&2; exit 2 ;;
+    *) die "unknown option '$1' (try --help)" ;;
   esac
 done
+case $MODE in
+  request|broadcast|sync1|sync2) ;;
+  *) die "--mode: expected request, broadcast, sync1 or sync2, got '$MODE'" ;;
+esac
+read -r -a learnerd_args <<< "$LEARNERD_ARGS"
+read -r -a ownerd_args <<< "$OWNERD_ARGS"
 
-scripts/deps.sh
-BUILD=$ROOT/build-release
-if [ ! -f "$BUILD/build.ninja" ]; then
-  meson setup "$BUILD" -Dbuildtype=release >/dev/null
+if [ -n "$BINDIR" ]; then
+  [ -d "$BINDIR" ] || die "--bindir: no directory '$BINDIR'"
+  BINDIR=$(cd "$BINDIR" && pwd)
+  if [ -x "$BINDIR/tools/dpasync" ]; then   # a build directory
+    DP=$BINDIR/tools/dpasync LEARNERD=$BINDIR/learner/learnerd OWNERD=$BINDIR/owner/ownerd
+  else
+    DP=$BINDIR/dpasync LEARNERD=$BINDIR/learnerd OWNERD=$BINDIR/ownerd
+  fi
+  for b in "$DP" "$LEARNERD" "$OWNERD"; do
+    [ -x "$b" ] || die "--bindir: $b is missing or not executable"
+  done
+else
+  scripts/deps.sh
+  BUILD=$ROOT/build-release
+  if [ ! -f "$BUILD/build.ninja" ]; then
+    meson setup "$BUILD" -Dbuildtype=release >/dev/null
+  fi
+  ninja -C "$BUILD" >/dev/null
+  DP=$BUILD/tools/dpasync LEARNERD=$BUILD/learner/learnerd OWNERD=$BUILD/owner/ownerd
 fi
-ninja -C "$BUILD" >/dev/null
-DP=$BUILD/tools/dpasync LEARNERD=$BUILD/learner/learnerd OWNERD=$BUILD/owner/ownerd
 
 rm -rf "$WORK"
 mkdir -p "$WORK"
@@ -64,7 +114,7 @@ mv "$WORK/data/owner-$((OWNERS + 1)).csv" "$WORK/data/public.csv"
   --ca "$WORK/certs/ca.crt" --cert "$WORK/certs/learner.crt" --key "$WORK/certs/learner.key" \
   --owners "$names" --T "$T" --mode "$MODE" --bias --out "$WORK/learner" \
   --public "$WORK/forecast.json" \
-  --metrics-listen 127.0.0.1:0 2>"$WORK/learnerd.log" &
+  --metrics-listen 127.0.0.1:0 "${learnerd_args[@]}" 2>"$WORK/learnerd.log" &
 lpid=$!
 pids+=("$lpid")
 for _ in $(seq 100); do [ -s "$WORK/learner.ports" ] && break; sleep 0.1; done
@@ -77,12 +127,14 @@ for i in $(seq "$OWNERS"); do
     --cert "$WORK/certs/owner-$i.crt" --key "$WORK/certs/owner-$i.key" \
     --data "$WORK/data/owner-$i.csv" --bias --epsilon "$EPS" --rate "$RATE" \
     --ledger "$WORK/owner-$i/ledger" --model-out "$WORK/owner-$i/model.json" --once \
-    2>"$WORK/owner-$i/ownerd.log" &
+    "${ownerd_args[@]}" 2>"$WORK/owner-$i/ownerd.log" &
   pids+=("$!")
 done
 
 if [ "$T" = 0 ]; then Tdesc="T planned"; else Tdesc="T=$T"; fi
-echo "learnerd on 127.0.0.1:$PORT, $OWNERS owners, $Tdesc, epsilon=$EPS each, clocks at $RATE/s"
+# The owners' clocks only ask in request mode; otherwise the learner does.
+if [ "$MODE" = request ]; then how="clocks at $RATE/s"; else how="$MODE mode"; fi
+echo "learnerd on 127.0.0.1:$PORT, $OWNERS owners, $Tdesc, epsilon=$EPS each, $how"
 if ! wait "$lpid"; then
   echo "learnerd failed; last lines of its log:"; tail -5 "$WORK/learnerd.log"; exit 1
 fi

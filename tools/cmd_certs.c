@@ -2,6 +2,7 @@
  * (tools/lib/certs.h does the work). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -12,9 +13,10 @@
 #include "tools/cmds.h"
 #include "tools/lib/certs.h"
 #include "tools/lib/crl.h"
+#include "tools/lib/kit.h"
 
 struct certs_opts {
-	char *out, *learner_name, *ca_cert, *ca_key, *pin, *crl;
+	char *out, *learner_name, *ca_cert, *ca_key, *pin, *crl, *kit, *learner_addr;
 	uint64_t owners, days, ca_days;
 	struct dp_config_strings names, revoke;
 	bool force, peer, have_owners, have_learner, have_days, have_ca_days;
@@ -31,7 +33,7 @@ static int check_opts(void *arg)
 {
 	const struct certs_opts *o = arg;
 	int deploying = o->out || o->have_owners || o->names.n || o->have_learner ||
-			o->have_ca_days || o->force;
+			o->have_ca_days || o->force || o->kit;
 
 	if (o->pin != NULL) {
 		if (deploying || o->crl || o->revoke.n || o->ca_cert || o->ca_key || o->have_days)
@@ -48,8 +50,21 @@ static int check_opts(void *arg)
 			return dp_error_set(DP_EINVAL, "--crl needs --ca-cert and --ca-key");
 		return 0;
 	}
-	if (o->out == NULL)
-		return dp_error_set(DP_EINVAL, "--out DIR is required");
+	if (o->learner_addr && o->kit == NULL)
+		return dp_error_set(DP_EINVAL, "--learner-addr applies to --kit only");
+	if (o->kit && o->out)
+		return dp_error_set(DP_EINVAL, "give either --out or --kit, not both");
+	if (o->kit && o->peer)
+		return dp_error_set(DP_EINVAL, "--kit makes a learner's and owners' folders; peer "
+				    "agents (--peer) take --out");
+	if (o->kit && o->ca_cert && !o->have_learner)
+		return dp_error_set(DP_EINVAL, "--kit with --ca-cert needs --learner-name (the "
+				    "owners' configs name the learner)");
+	for (size_t i = 0; o->kit && i < o->names.n; i++)
+		if (dp_kit_check_name(o->names.v[i]) != 0)
+			return DP_EINVAL;
+	if (o->out == NULL && o->kit == NULL)
+		return dp_error_set(DP_EINVAL, "--out DIR or --kit DIR is required");
 	if (o->have_owners && o->names.n)
 		return dp_error_set(DP_EINVAL, "give either --owners or --names, not both");
 	if ((o->ca_cert == NULL) != (o->ca_key == NULL))
@@ -116,6 +131,18 @@ static int print_pin(const char *path)
 	return 0;
 }
 
+/* --kit: a site folder that exists is replaced only with --force. */
+static int kit_free_site(const struct certs_opts *o, const char *site)
+{
+	char path[4096];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", o->kit, site);
+	if (!o->force && stat(path, &st) == 0)
+		return dp_error_set(DP_EINVAL, "%s exists (use --force to replace)", path);
+	return 0;
+}
+
 static int deploy(void *arg)
 {
 	const struct certs_opts *o = arg;
@@ -124,8 +151,8 @@ static int deploy(void *arg)
 			    .ca_days = (unsigned)o->ca_days, .ca_cert_file = o->ca_cert,
 			    .ca_key_file = o->ca_key, .force = o->force, .peer = o->peer,
 			    .on_file = print_path };
-	char (*gen)[32] = NULL, **names = NULL;
-	int rc;
+	char (*gen)[32] = NULL, **names = NULL, cadir[4096];
+	int rc = 0;
 
 	if (o->pin != NULL)
 		return print_pin(o->pin);
@@ -150,7 +177,28 @@ static int deploy(void *arg)
 		c.owners = (const char *const *)names;
 		c.n_owners = o->owners;
 	}
-	rc = dp_certs_deploy(&c);
+	if (o->kit) {
+		snprintf(cadir, sizeof(cadir), "%s/ca", o->kit);
+		c.out_dir = cadir;
+		c.on_file = NULL;   /* the kit's files are printed where they end up */
+		rc = kit_free_site(o, "learner");
+		for (size_t i = 0; i < c.n_owners && rc == 0; i++)
+			rc = kit_free_site(o, c.owners[i]);
+	}
+	if (rc == 0)
+		rc = dp_certs_deploy(&c);
+	if (rc == 0 && o->kit) {
+		dp_kit_opts k = { .dir = o->kit, .owners = c.owners, .n_owners = c.n_owners,
+				  .learner_name = o->learner_name ? o->learner_name : "learner",
+				  .learner_addr = o->learner_addr, .on_file = print_path };
+		snprintf(cadir, sizeof(cadir), "%s/ca/ca.crt", o->kit);
+		print_path(cadir, NULL);
+		if (!o->ca_cert) {
+			snprintf(cadir, sizeof(cadir), "%s/ca/ca.key", o->kit);
+			print_path(cadir, NULL);
+		}
+		rc = dp_kit_write(&k);
+	}
 	free(names);
 	free(gen);
 	if (rc != 0) {
@@ -166,6 +214,13 @@ int dp_cmd_certs(int argc, char **argv)
 	const struct dp_config_entry entries[] = {
 		{ .name = "out", DP_CFG_PATH(&o.out), .metavar = "DIR",
 		  .help = "output directory (created if missing)" },
+		{ .name = "kit", DP_CFG_PATH(&o.kit), .metavar = "DIR",
+		  .help = "instead of --out: startup kits, one folder per\n"
+			  "site (DIR/learner, DIR/<owner>: certificate,\n"
+			  "key, ca.crt, config, README.md) and DIR/ca" },
+		{ .name = "learner-addr", DP_CFG_STRING(&o.learner_addr), .metavar = "HOST:PORT",
+		  .help = "--kit: where owners reach the learner\n"
+			  "(default: the learner's name, port 7800)" },
 		{ .name = "owners", DP_CFG_U64(&o.owners), .min = 1, .max = 100000,
 		  .given = &o.have_owners, .help = "owners named owner-1 ... owner-N" },
 		{ .name = "names", DP_CFG_STRINGS(&o.names),
@@ -205,6 +260,8 @@ int dp_cmd_certs(int argc, char **argv)
 		.program = "dpasync certs",
 		.command = true,
 		.synopsis = "--out DIR (--owners N | --names A,B,...) [options]\n"
+			    "--kit DIR (--owners N | --names A,B,...) [--learner-name NAME]\n"
+			    "    [--learner-addr HOST:PORT] [options]\n"
 			    "--ca-cert F --ca-key K --crl FILE [--revoke CRT,...] [--days D]\n"
 			    "--pin FILE.crt",
 		.summary = "Make a deployment CA and the TLS certificates of the learner and the owners\n"
@@ -216,6 +273,10 @@ int dp_cmd_certs(int argc, char **argv)
 			   "Keys are written with mode 0600.  The learner's certificate has\n"
 			   "extendedKeyUsage serverAuth only, an owner's clientAuth only; owner names\n"
 			   "may not be the learner's name, localhost or an IP address.\n"
+			   "--kit DIR writes the same into DIR/ca, then moves each site's pair into\n"
+			   "a folder of its own with ca.crt, a ready config (/etc/dpasync and\n"
+			   "/var/lib/dpasync paths, as deploy/systemd expects; the learner's pair as\n"
+			   "learner.crt/.key) and a README.md of the site's install steps.\n"
 			   "--crl writes the CA's revocation list (daemons' --crl); --pin prints the\n"
 			   "pin of a certificate's public key (ownerd's --learner-pin).",
 		.entries = entries,

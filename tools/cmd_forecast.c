@@ -166,7 +166,7 @@ static int forecast(void *arg)
 	}
 	rc = dp_sim_per_owner("--epsilon", o->eps.v, o->eps.n, N, 1.0, eps);
 	if (rc == 0)
-		rc = dp_sim_per_owner("--rates", o->rates.v, o->rates.n, N, 1.0, rates);
+		rc = dp_sim_per_owner("--rate", o->rates.v, o->rates.n, N, 1.0, rates);
 	if (rc == 0)
 		rc = dp_sim_per_owner_u64("--answers-cap", o->caps.v, o->caps.n, N, 0, caps);
 	if (rc != 0) {
@@ -256,7 +256,8 @@ int dp_cmd_forecast(int argc, char **argv)
 		  .help = "feature schema from dpasync prep, applied to\nthe sample" },
 		{ .name = "mode", DP_CFG_ENUM(&o.mode, dp_plan_mode_names), .def = "async",
 		  .metavar = "M", .group = "The job", .help = "async | sync1 | sync2" },
-		{ .name = "rates", DP_CFG_DOUBLES(&o.rates), .min = 0, .max = INFINITY,
+		{ .name = "rate", .alias = "rates", DP_CFG_DOUBLES(&o.rates),
+		  .min = 0, .max = INFINITY,
 		  .min_exclusive = true, .metavar = "R[,..]", .group = "The job",
 		  .help = "async: owners' clock rates (default 1 each)" },
 		{ .name = "lambda", DP_CFG_DOUBLE(&o.lambda), .def = "0.01", .min = 0,
@@ -278,7 +279,8 @@ int dp_cmd_forecast(int argc, char **argv)
 		{ .name = "answers-cap", DP_CFG_SIZES(&o.caps), .min = 1, .max = INFINITY,
 		  .metavar = "K[,..]", .group = "Settings the planner would choose",
 		  .help = "answers per owner, one value for all or one\nper owner" },
-		{ .name = "margin", DP_CFG_DOUBLE(&o.margin), .min = 0, .max = INFINITY,
+		{ .name = "answers-margin", .alias = "margin", DP_CFG_DOUBLE(&o.margin),
+		  .min = 0, .max = INFINITY,
 		  .min_exclusive = true, .given = &o.have_margin, .metavar = "M",
 		  .group = "Settings the planner would choose",
 		  .help = "async: planned caps exceed an owner's\n"

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/core/error.h"
 #include "common/core/file.h"
@@ -26,6 +27,7 @@ struct gen_opts {
 	size_t features;
 	double noise, shift, concept;
 	uint64_t seed;
+	bool force;
 };
 
 enum { TASK_REGRESSION, TASK_CLASSIFICATION };
@@ -58,6 +60,17 @@ static int generate(void *arg)
 	for (size_t i = 0; i < nowners; i++) {
 		if (rows[i] == 0) {
 			dp_cmd_fail("gen", "--rows: owner %zu has 0 rows", i + 1);
+			return 2;
+		}
+	}
+	/* Like prep and certs: nothing is replaced without --force, and the
+	 * check comes before the first file is written. */
+	for (size_t i = 0; i < nowners && !o->force; i++) {
+		char path[4096];
+
+		snprintf(path, sizeof(path), "%s/owner-%zu.csv", o->out, i + 1);
+		if (access(path, F_OK) == 0) {
+			dp_cmd_fail("gen", "%s exists (use --force to overwrite)", path);
 			return 2;
 		}
 	}
@@ -146,6 +159,8 @@ int dp_cmd_gen(int argc, char **argv)
 			  "delta_i ~ N(0, 1/D) per owner (0: one model\nfor all)" },
 		{ .name = "seed", DP_CFG_U64(&o.seed), .def = "1", .metavar = "S",
 		  .help = "seed; the same seed gives the same files" },
+		{ .name = "force", DP_CFG_BOOL(&o.force),
+		  .help = "replace existing owner files" },
 		DP_CONFIG_END,
 	};
 	const struct dp_config_spec spec = {

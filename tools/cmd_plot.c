@@ -1,4 +1,4 @@
-/* dpasync plot: PNG figures of a run (trace, schedule, psi) drawn by
+/* dpasync plot: PNG, SVG or PDF figures of a run (trace, schedule, psi) drawn by
  * gnuplot; the figures themselves are in tools/lib/plot.c. */
 #include <libgen.h>
 #include <math.h>
@@ -13,8 +13,11 @@
 #include "tools/lib/plot.h"
 
 static const char plot_summary[] =
-	"Draw one PNG figure of a learnerd run or a sim run with gnuplot (found on\n"
-	"PATH; Debian: gnuplot-nox).  Owners are ordered by name in natural order\n"
+	"Draw one figure of a learnerd run or a sim run with gnuplot (found on\n"
+	"PATH; Debian: gnuplot-nox): PNG, SVG or PDF by the extension of --out.\n"
+	"Default titles name the run (the job of model.json or --job, else the\n"
+	"run's directory) and the dataset (--dataset, else model.json's target and\n"
+	"feature count).  Owners are ordered by name in natural order\n"
 	"(owner-2 before owner-10); owner j of a schedule is the j-th data file.\n"
 	"\n"
 	"Kinds and their inputs:\n"
@@ -29,13 +32,16 @@ static const char plot_summary[] =
 	"            the owner order of the trace (`dpasync report` writes it as\n"
 	"            report-schedule.txt; data files in the owners' natural order),\n"
 	"            and --trace trace.csv.  psi at iteration k against the time the\n"
-	"            trace applied iteration k.  With --epsilon inf the simulated\n"
+	"            trace applied iteration k (seconds since the first query).  With --epsilon inf the simulated\n"
 	"            theta_L equals learnerd's; with noise psi is that of the same\n"
 	"            owner order with other noise draws.  The schedule.txt next to\n"
 	"            INPUT must equal the trace's owner order.\n"
+	"  owners-wall INPUT = a learnerd trace.csv.  The owner of each iteration\n"
+	"            against seconds since the learner's first query: which owner\n"
+	"            answered when.\n"
 	"  shares    INPUT = a learnerd trace.csv.  Each owner's share of the\n"
 	"            iterations against its median query round trip and, with\n"
-	"            --rates, against its clock rate.\n"
+	"            --rate, against its clock rate.\n"
 	"  cdf       INPUT = a learnerd trace.csv.  Empirical CDFs of the request\n"
 	"            wait in the learner's queue and of the query round trip, per\n"
 	"            owner and overall (log time axis).\n"
@@ -44,14 +50,14 @@ static const char plot_summary[] =
 	"            scripts/reproduce.sh async-vs-sync writes them).  psi against\n"
 	"            wall-clock time, one line per INPUT; --labels names them.";
 
-enum kind { OWNERS, PSI, PSI_TIME, SHARES, CDF, PSI_WALL };
+enum kind { OWNERS, PSI, PSI_TIME, SHARES, CDF, PSI_WALL, OWNERS_WALL };
 
 static const char *const kinds[] = { "owners", "psi", "psi-time", "shares", "cdf", "psi-wall",
-				      NULL };
+				      "owners-wall", NULL };
 
 struct plot_opts {
 	int kind;                       /* enum kind */
-	char *out, *trace, *rates, *title, *size;
+	char *out, *trace, *rates, *title, *size, *data_out, *job, *dataset;
 	struct dp_config_strings labels;
 	size_t kmax;
 	bool have_kind, have_kmax, logx, linear_y, linear_x;
@@ -106,7 +112,7 @@ static int check_opts(void *arg)
 
 	if (!o->have_kind)
 		return dp_error_set(DP_EINVAL, "--kind is required: owners, psi, psi-time, shares, "
-				    "cdf or psi-wall");
+				    "cdf, psi-wall or owners-wall");
 	if (o->kind != PSI && o->kind != PSI_WALL && o->inputs.n != 1)
 		return dp_error_set(DP_EINVAL, "--kind %s takes one INPUT, got %zu", k, o->inputs.n);
 	if (o->have_kmax && o->kind != OWNERS)
@@ -114,7 +120,7 @@ static int check_opts(void *arg)
 	if (o->labels.n && o->kind != PSI && o->kind != PSI_WALL)
 		return dp_error_set(DP_EINVAL, "--labels applies to --kind psi and psi-wall only");
 	if (o->rates && o->kind != SHARES)
-		return dp_error_set(DP_EINVAL, "--rates applies to --kind shares only");
+		return dp_error_set(DP_EINVAL, "--rate applies to --kind shares only");
 	if (o->trace && o->kind != PSI_TIME)
 		return dp_error_set(DP_EINVAL, "--trace applies to --kind psi-time only");
 	if (!o->trace && o->kind == PSI_TIME)
@@ -128,9 +134,12 @@ static int check_opts(void *arg)
 	if (o->labels.n && o->labels.n != o->inputs.n)
 		return dp_error_set(DP_EINVAL, "--labels: expected %zu comma-separated labels, one "
 				    "per psi.csv", o->inputs.n);
-	if (o->size)
-		return parse_size(o->size, &o->width, &o->height);
-	return 0;
+	if (o->data_out && dp_plot_format_of(o->data_out, &(enum dp_plot_format){ 0 }) == 0)
+		return dp_error_set(DP_EINVAL, "--data-out %s: expected a .csv file, not a figure",
+				    o->data_out);
+	if (o->size && parse_size(o->size, &o->width, &o->height) != 0)
+		return DP_EINVAL;
+	return dp_plot_format_of(o->out, &(enum dp_plot_format){ 0 });
 }
 
 /* The directory that will hold `out` must exist and be writable. */
@@ -264,6 +273,8 @@ static int plot_trace(const struct plot_opts *o, const dp_plot_opts *po)
 		err = start_drawing();
 	if (err == 0 && o->kind == OWNERS)
 		err = dp_plot_owners(&tr, o->kmax, po, o->out);
+	else if (err == 0 && o->kind == OWNERS_WALL)
+		err = dp_plot_owners_wall(&tr, po, o->out);
 	else if (err == 0 && o->kind == SHARES)
 		err = dp_plot_shares(&tr, rv, po, o->out);
 	else if (err == 0)
@@ -311,12 +322,25 @@ out:
 static int draw(void *arg)
 {
 	const struct plot_opts *o = arg;
+	char context[700];
 	dp_plot_opts po = { .title = o->title, .width = o->width, .height = o->height,
-			    .logx = o->logx, .linear = o->linear_y || o->linear_x };
+			    .logx = o->logx, .linear = o->linear_y || o->linear_x,
+			    .data_out = o->data_out, .context = context };
 	int err;
 
+	/* The run is the trace's (psi-time: --trace); several inputs are
+	 * several runs, named only by the flags. */
+	if (o->inputs.n == 1 || o->trace)
+		dp_plot_run_context(o->trace ? o->trace : o->inputs.v[0], o->job, o->dataset, context,
+				    sizeof(context));
+	else
+		snprintf(context, sizeof(context), "%s%s%s%s%s", o->job ? "job " : "",
+			 o->job ? o->job : "", o->job && o->dataset ? "; " : "",
+			 o->dataset ? "dataset " : "", o->dataset ? o->dataset : "");
 	drawing = false;
 	err = check_out(o->out);
+	if (err == 0 && o->data_out)
+		err = check_out(o->data_out);
 	if (err == 0 && o->kind == PSI)
 		err = plot_psi(o->inputs.v, o->inputs.n, &o->labels, &po, o->out);
 	else if (err == 0 && o->kind == PSI_TIME)
@@ -330,6 +354,8 @@ static int draw(void *arg)
 		return status_of(err);
 	}
 	printf("wrote %s\n", o->out);
+	if (o->data_out)
+		printf("wrote %s\n", o->data_out);
 	return 0;
 }
 
@@ -338,15 +364,22 @@ int dp_cmd_plot(int argc, char **argv)
 	struct plot_opts o = { 0 };
 	const struct dp_config_entry entries[] = {
 		{ .name = "kind", DP_CFG_ENUM(&o.kind, kinds), .given = &o.have_kind,
-		  .metavar = "KIND", .help = "owners | psi | psi-time | shares | cdf | psi-wall\n(required)" },
+		  .metavar = "KIND", .help = "owners | psi | psi-time | shares | cdf | psi-wall |\nowners-wall (required)" },
 		{ .name = "out", DP_CFG_PATH(&o.out), .flags = DP_CONFIG_REQUIRED,
-		  .metavar = "FILE.png", .help = "the figure (replaced only on success)" },
+		  .metavar = "FILE.png", .help = "the figure: .png, .svg or .pdf (replaced only on\n"
+						  "success)" },
+		{ .name = "data-out", DP_CFG_PATH(&o.data_out), .metavar = "FILE.csv",
+		  .help = "also write the numbers the figure draws as CSV\n(docs/plots.md)" },
+		{ .name = "job", DP_CFG_STRING(&o.job), .metavar = "NAME",
+		  .help = "the job named in the default title" },
+		{ .name = "dataset", DP_CFG_STRING(&o.dataset), .metavar = "NAME",
+		  .help = "the dataset named in the default title" },
 		{ .name = "trace", DP_CFG_PATH(&o.trace), .metavar = "FILE",
 		  .help = "psi-time: the learnerd trace.csv (required)" },
 		{ .name = "labels", DP_CFG_STRINGS(&o.labels), .metavar = "A,B",
 		  .help = "psi: one legend label per INPUT (default: the\n"
 			  "name of each INPUT's directory)" },
-		{ .name = "rates", DP_CFG_STRING(&o.rates), .metavar = "R1,R2,...",
+		{ .name = "rate", .alias = "rates", DP_CFG_STRING(&o.rates), .metavar = "R1,R2,...",
 		  .help = "shares: clock rates (requests/s) of the owners\n"
 			  "in natural order, or NAME=R,NAME=R,..." },
 		{ .name = "kmax", DP_CFG_SIZE(&o.kmax), .min = 1, .max = INFINITY,

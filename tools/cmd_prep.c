@@ -33,7 +33,8 @@
 static const char prep_summary[] =
 	"Turn raw CSV files (plain or .gz, header row required) into a feature schema\n"
 	"DIR/schema.json and numeric owner files DIR/owner-1.csv, DIR/owner-2.csv, ...\n"
-	"(header: the feature names, then the target).  Without --split each FILE\n"
+	"(or the names given with --names; header: the feature names, then the\n"
+	"target).  Without --split each FILE\n"
 	"becomes one owner file, in the order given; with --split N the rows of the\n"
 	"single FILE are shuffled (by --seed) and dealt into N owner files whose sizes\n"
 	"differ by at most one; with --split-by COL they are grouped by the value of\n"
@@ -85,7 +86,7 @@ struct prep {
 	char *target, *positive, *sample, *schema, *out, *split_by;
 	int task;                      /* dp_task */
 	bool task_set, raw_target, all_levels, force, drop_missing;
-	struct dp_config_strings drop, onehot, ordinal, levels;
+	struct dp_config_strings drop, onehot, ordinal, levels, names;
 	size_t pca, max_levels, split;
 	double clamp, frac;
 	bool frac_set, clamp_set, pca_set, max_levels_set, split_set;
@@ -170,10 +171,48 @@ static int fail_rc(int rc)
 	return status_of(rc);
 }
 
+/* --names: one file stem per owner file, usable as a file name and not
+ * one of prep's other outputs. */
+static int check_names(const struct prep *a)
+{
+	size_t n = a->split_set ? a->split : a->inputs.n;
+
+	if (a->names.n == 0)
+		return 0;
+	if (a->names.n != n)
+		return dp_error_set(DP_EINVAL, "--names: %zu name(s) for %zu owner files", a->names.n, n);
+	for (size_t i = 0; i < n; i++) {
+		const char *v = a->names.v[i];
+
+		if (strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
+		    strlen(v) || v[0] == '.' || strlen(v) > 48)
+			return dp_error_set(DP_EINVAL, "--names: '%s' is not a file name (letters, "
+					    "digits, '.', '_', '-'; not starting with '.'; at most 48)",
+					    v);
+		if (strcmp(v, "schema") == 0 || strcmp(v, "sample") == 0)
+			return dp_error_set(DP_EINVAL, "--names: '%s' is the name of another output", v);
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(v, a->names.v[j]) == 0)
+				return dp_error_set(DP_EINVAL, "--names: '%s' given twice", v);
+	}
+	return 0;
+}
+
+/* File name of owner file i (0-based): NAME.csv from --names, else
+ * owner-<i+1>.csv. */
+static void owner_file(const struct prep *a, size_t i, char *buf, size_t size)
+{
+	if (a->names.n)
+		snprintf(buf, size, "%s.csv", a->names.v[i]);
+	else
+		snprintf(buf, size, "owner-%zu.csv", i + 1);
+}
+
 /* Cross-field rules of the options (the table checks each one alone). */
 static int check_opts(void *arg)
 {
 	const struct prep *a = arg;
+	int rc;
 
 	if (a->split_set && a->inputs.n != 1)
 		return dp_error_set(DP_EINVAL, "--split deals the rows of one FILE; %zu files given",
@@ -185,6 +224,12 @@ static int check_opts(void *arg)
 				    "given", a->inputs.n);
 	if (a->split_by && a->target && strcmp(a->split_by, a->target) == 0)
 		return dp_error_set(DP_EINVAL, "--split-by: '%s' is the target", a->split_by);
+	if (a->names.n && a->split_by)
+		return dp_error_set(DP_EINVAL, "--names and --split-by exclude each other (--split-by "
+				    "names the files after the values)");
+	rc = check_names(a);
+	if (rc != 0)
+		return rc;
 	if (a->sample != NULL && a->frac_set)
 		return dp_error_set(DP_EINVAL, "--sample and --sample-frac exclude each other");
 	if (a->schema != NULL) {
@@ -604,7 +649,7 @@ static int check_split_outputs(const struct prep *a, const struct work *w)
 static int check_outputs(const struct prep *a, size_t nowners)
 {
 	struct stat st;
-	char path[4096];
+	char path[4096], name[64];
 
 	if (a->force)
 		return 0;
@@ -614,7 +659,9 @@ static int check_outputs(const struct prep *a, size_t nowners)
 		else if (i == 1)
 			snprintf(path, sizeof(path), "%s/sample.csv", a->out);
 		else
-			snprintf(path, sizeof(path), "%s/owner-%zu.csv", a->out, i - 1);
+			owner_file(a, i - 2, name, sizeof(name));
+		if (i >= 2)
+			snprintf(path, sizeof(path), "%s/%s", a->out, name);
 		if (stat(path, &st) == 0)
 			return dp_error_set(DP_EINVAL, "%s exists (use --force to overwrite)", path);
 	}
@@ -806,7 +853,7 @@ static int write_owners(const struct prep *a, const struct work *w, char *path, 
 
 	if (!a->split_set) {
 		for (size_t i = 0; i < a->inputs.n && rc == 0; i++) {
-			snprintf(name, sizeof(name), "owner-%zu.csv", i + 1);
+			owner_file(a, i, name, sizeof(name));
 			rc = write_rows(a, w->s, name, w->tabs[i].nrows, w->xs[i], w->ys[i], path,
 					pathsz);
 			if (rc == 0)
@@ -829,7 +876,7 @@ static int write_owners(const struct prep *a, const struct work *w, char *path, 
 			memcpy(ox + m * p, w->xs[0] + perm[k] * p, p * sizeof(*ox));
 			oy[m] = w->ys[0][perm[k]];
 		}
-		snprintf(name, sizeof(name), "owner-%zu.csv", o + 1);
+		owner_file(a, o, name, sizeof(name));
 		rc = write_rows(a, w->s, name, m, ox, oy, path, pathsz);
 		if (rc == 0)
 			printf("%s: %zu rows\n", path, m);
@@ -978,6 +1025,10 @@ int dp_cmd_prep(int argc, char **argv)
 		  .help = "seed for --split and --sample-frac" },
 		{ .name = "out", DP_CFG_PATH(&a.out), .flags = DP_CONFIG_REQUIRED, .group = g_out,
 		  .metavar = "DIR", .help = "output directory (created if missing)" },
+		{ .name = "names", DP_CFG_STRINGS(&a.names), .group = g_out, .metavar = "A,B,...",
+		  .help = "owner files DIR/A.csv, DIR/B.csv, ... (one name\n"
+			  "per FILE, or per --split owner) instead of\n"
+			  "DIR/owner-1.csv, ..." },
 		{ .name = "force", DP_CFG_BOOL(&a.force), .group = g_out,
 		  .help = "overwrite DIR/schema.json, DIR/sample.csv\n"
 			  "and DIR/owner-*.csv (or the --split-by\n"

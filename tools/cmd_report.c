@@ -1092,7 +1092,7 @@ int dp_cmd_report(int argc, char **argv)
 			  "model.json's, else y)" },
 		{ .name = "schema", DP_CFG_PATH(&o.schema), .metavar = "FILE",
 		  .help = "feature schema applied to raw data files" },
-		{ .name = "rates", DP_CFG_STRING(&o.rates), .metavar = "R1,..|NAME=R,..",
+		{ .name = "rate", .alias = "rates", DP_CFG_STRING(&o.rates), .metavar = "R1,..|NAME=R,..",
 		  .help = "owners' clock rates (requests/s): adds share\n"
 			  "against clock rate to the shares figure" },
 		{ .name = "sim", DP_CFG_PATH(&o.sim), .metavar = "SIMDIR",

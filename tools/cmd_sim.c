@@ -512,7 +512,7 @@ static int simulate(void *arg)
 	}
 	rc = dp_sim_per_owner("--epsilon", o->eps.v, o->eps.n, N, 1.0, eps);
 	if (rc == 0)
-		rc = dp_sim_per_owner("--rates", o->rates.v, o->rates.n, N, 1.0, s.rate);
+		rc = dp_sim_per_owner("--rate", o->rates.v, o->rates.n, N, 1.0, s.rate);
 	if (rc == 0)
 		rc = dp_sim_per_owner_u64("--answers-cap", o->caps.v, o->caps.n, N, 0, caps);
 	if (rc != 0) {
@@ -754,11 +754,13 @@ int dp_cmd_sim(int argc, char **argv)
 		  .help = "answers each owner's budget is split over,\n"
 			  "one value for all or one per owner (default:\n"
 			  "planned, ceil(T pi_i (1 + margin)) async,\nT-1 sync)" },
-		{ .name = "margin", DP_CFG_DOUBLE(&o.margin), .min = 0, .max = INFINITY,
+		{ .name = "answers-margin", .alias = "margin", DP_CFG_DOUBLE(&o.margin),
+		  .min = 0, .max = INFINITY,
 		  .min_exclusive = true, .given = &o.have_margin, .metavar = "M",
 		  .help = "async: planned caps exceed an owner's\n"
 			  "expected answers by this fraction (default\n0.1)" },
-		{ .name = "rates", DP_CFG_DOUBLES(&o.rates), .min = 0, .max = INFINITY,
+		{ .name = "rate", .alias = "rates", DP_CFG_DOUBLES(&o.rates),
+		  .min = 0, .max = INFINITY,
 		  .min_exclusive = true, .metavar = "R[,..]",
 		  .help = "async: owners' Poisson clock rates (default 1\neach)" },
 		{ .name = "sample", DP_CFG_PATH(&o.sample), .metavar = "FILE",

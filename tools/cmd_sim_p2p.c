@@ -153,7 +153,7 @@ static int agent_params(const struct p2p_opts *o, struct p2p_run *r, size_t p)
 
 	rc = dp_sim_per_owner("--epsilon", o->eps.v, o->eps.n, N, 1.0, r->eps);
 	if (rc == 0)
-		rc = dp_sim_per_owner("--rates", o->rates.v, o->rates.n, N, 1.0, r->rate);
+		rc = dp_sim_per_owner("--rate", o->rates.v, o->rates.n, N, 1.0, r->rate);
 	if (rc == 0 && o->have_lambda)
 		rc = dp_sim_per_owner("--lambda", o->lambda.v, o->lambda.n, N, 0.0, r->lambda);
 	if (rc == 0)
@@ -432,7 +432,8 @@ int dp_cmd_sim_p2p(int argc, char **argv)
 		  .metavar = "T[,..]",
 		  .help = "T_i, the wake-ups the budget is split over,\none for all or one per "
 			  "agent (default 10;\nwith --schedule: the agent's count there)" },
-		{ .name = "rates", DP_CFG_DOUBLES(&o.rates), .min = 0, .max = INFINITY,
+		{ .name = "rate", .alias = "rates", DP_CFG_DOUBLES(&o.rates),
+		  .min = 0, .max = INFINITY,
 		  .min_exclusive = true, .metavar = "R[,..]",
 		  .help = "agents' Poisson clock rates (default 1 each)" },
 		{ .name = "clip", DP_CFG_DOUBLE(&o.clip), .def = "1", .min = 0, .max = INFINITY,

@@ -334,7 +334,7 @@ def gen_group(t, work, N, n, shift, concept, eps_list, repeats, seed, label, fea
     extra = -(-PUBLIC_ROWS // N)
     cdir = os.path.join(work, 'cell-%s-%d-%d' % (label, N, n))
     raw = os.path.join(cdir, 'raw')
-    t.run(['gen', '--rows', ','.join([str(n + extra + TEST_ROWS)] * N),
+    t.run(['gen', '--force', '--rows', ','.join([str(n + extra + TEST_ROWS)] * N),
            '--features', str(features), '--shift', repr(shift), '--concept-shift', repr(concept),
            '--seed', str(seed), '--out', raw])
     files, Xs, ys, pub, tests = [], [], [], [], []

@@ -36,7 +36,7 @@ Usage (meson passes the executables):
   bench_learnerd.py --learnerd L --ownerd O --dpasync D --pingpong P --stub S
                     [--owners 3,100] [--variants disk,shm,...] [--runs 3]
                     [--seconds 6] [--min-seconds 5] [--rate 1000]
-                    [--work DIR] [--ledger-dir DIR] [--shm-dir /dev/shm]
+                    [--out DIR] [--ledger-dir DIR] [--shm-dir /dev/shm]
                     [--json FILE] [--keep] [--quick] [--strict]
 Exit 0 unless a program failed (with --strict also 1 when a disk ratio is
 below 0.5).
@@ -441,10 +441,11 @@ def main():
     ap.add_argument("--rate", default="1000",
                     help="ownerd --rate: R for every job, or a list like 1000,3:5000 "
                     "(N:R for the jobs with N owners)")
-    ap.add_argument("--work", help="work directory (default: a new one in the current "
-                    "directory, removed at the end unless --keep)")
+    # --out as in the other tools; --work is the older spelling.
+    ap.add_argument("--out", "--work", dest="work", help="work directory (default: a new "
+                    "one in the current directory, removed at the end unless --keep)")
     ap.add_argument("--ledger-dir", help="disk directory for the disk variant's ledgers "
-                    "(default: inside --work)")
+                    "(default: inside --out)")
     ap.add_argument("--shm-dir", default="/dev/shm")
     ap.add_argument("--json", default="bench-daemons.json",
                     help="write all results here (default: bench-daemons.json in the current "

@@ -1,7 +1,16 @@
 #!/usr/bin/python3
 """Acceptance: bad input exits non-zero with exactly one clear stderr line
-naming the problem, for every subcommand that reads user input."""
-import os, sys
+naming the problem, for every subcommand that reads user input.
+
+One spelling (issue 10 §6): --rate and --answers-margin are the documented
+flags of sim and forecast, --rates and --margin their documented aliases
+(--help lists both); sim --t and --T both work; `gen` refuses to replace
+owner files without --force and replaces them with it;
+deploy/local-cluster.sh refuses a missing or bad value with one line and
+exit 2 within 5 s, before any dependency check or build (no build-release
+directory appears), and its --help documents --bindir and the pass-through
+flags."""
+import os, subprocess, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import check, run, tmpdir, cleanup, main
 
@@ -71,7 +80,7 @@ def test(argv):
         expect_error(fc + ['--rows', 'x'], ['--rows'])
         expect_error(fc + ['--rows', '10,20', '--epsilon', '1,2,3'], ['--epsilon'])
         expect_error(fc + ['--rows', '10', '--epsilon', '0'], ['--epsilon'])
-        expect_error(fc + ['--rows', '10,20', '--rates', '1,2,3'], ['--rates'])
+        expect_error(fc + ['--rows', '10,20', '--rates', '1,2,3'], ['--rate'])
         expect_error(fc + ['--rows', '10,20', '--answers-cap', '1,2,3'], ['--answers-cap'])
         expect_error(fc + ['--rows', '10', '--T', '1'], ['--T'])
         expect_error(fc + ['--rows', '10', '--mode', 'sync3'], ['sync3'])
@@ -86,11 +95,64 @@ def test(argv):
         expect_error([dp, 'gen', '--rows', 'x', '--out', d], ['--rows'])
         expect_error([dp, 'eval', os.path.join(d, 'nomodel.json'), o1], ['nomodel.json'])
         expect_error([dp, 'nosuch'], ['nosuch'])
+        check_spelling(dp, d, o1, o2)
+        check_local_cluster()
         for sub in ('gen', 'prep', 'sim', 'forecast', 'eval', 'ledger'):
             p = run([dp, sub, '--help'])
             check(p.stdout.startswith('usage: dpasync ' + sub), '%s --help: %r' % (sub, p.stdout[:60]))
         check(run([dp, '--version']).stdout.startswith('dpasync '), '--version')
     finally:
         cleanup(d)
+
+def check_spelling(dp, d, o1, o2):
+    """One spelling per concept, the old ones as documented aliases."""
+    outs = []
+    for flags in (['--rate', '2,1', '--answers-margin', '0.2', '--T', '30'],
+                  ['--rates', '2,1', '--margin', '0.2', '--t', '30']):
+        out = os.path.join(d, 'spell-%d' % len(outs))
+        run([dp, 'sim', '--repeats', '1', '--out', out] + flags + [o1, o2])
+        outs.append(open(os.path.join(out, 'schedule.txt')).read())
+    check(outs[0] == outs[1], 'sim: --rate/--rates or --answers-margin/--margin differ')
+    for sub in ('sim', 'forecast'):
+        h = run([dp, sub, '--help']).stdout
+        for both in ('--rate, --rates', '--answers-margin, --margin', '--t, --T'):
+            check(both in h, '%s --help does not list %r' % (sub, both))
+    print('ok: sim and forecast take --rate/--rates, --answers-margin/--margin, --t/--T')
+    # gen: no silent overwrite.
+    g = os.path.join(d, 'g')
+    before = open(o1).read()
+    expect_error([dp, 'gen', '--rows', '10,10', '--seed', '9', '--out', g], ['owner-1.csv exists', '--force'])
+    check(open(o1).read() == before, 'a refused gen changed owner-1.csv')
+    g2 = os.path.join(d, 'g-force')
+    run([dp, 'gen', '--rows', '10', '--out', g2])
+    run([dp, 'gen', '--rows', '12', '--force', '--out', g2])
+    check(len(open(os.path.join(g2, 'owner-1.csv')).read().splitlines()) == 13, 'gen --force did not replace')
+
+def check_local_cluster():
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
+    script = os.path.join(root, 'deploy', 'local-cluster.sh')
+    had_build = os.path.exists(os.path.join(root, 'build-release'))
+    for args, word in ((['--owners'], '--owners'), (['--owners', 'x'], '--owners'),
+                       (['--rate', 'fast'], '--rate'), (['--rate', '0'], '--rate'),
+                       (['--T', '-5'], '--T'), (['--rows', '1e3'], '--rows'),
+                       (['--epsilon', 'lots'], '--epsilon'), (['--mode', 'fast'], '--mode'),
+                       (['--bindir', '/nonexistent/dir'], '--bindir'), (['--bogus'], '--bogus'),
+                       (['--owners', '2', '--learnerd-args'], '--learnerd-args')):
+        t0 = time.monotonic()
+        p = subprocess.run(['bash', script] + args, capture_output=True, text=True, timeout=60)
+        secs = time.monotonic() - t0
+        lines = [l for l in p.stderr.splitlines() if l.strip()]
+        check(p.returncode == 2 and len(lines) == 1 and word in lines[0],
+              'local-cluster.sh %s: exit %d, stderr %r' % (' '.join(args), p.returncode, p.stderr))
+        # Generous: the refusal comes before deps.sh and the build, which take minutes.
+        check(secs < 5, 'local-cluster.sh %s took %.1f s' % (' '.join(args), secs))
+    check(had_build or not os.path.exists(os.path.join(root, 'build-release')),
+          'a refused local-cluster.sh started a build')
+    h = subprocess.run(['bash', script, '--help'], capture_output=True, text=True, timeout=60).stdout
+    for w in ('--bindir', '--learnerd-args', '--ownerd-args', '--out'):
+        check(w in h, 'local-cluster.sh --help does not document %s' % w)
+    check('set -e' not in h and h.strip().endswith('before anything is built.'),
+          'local-cluster.sh --help ends with %r' % h.strip()[-60:])
+    print('ok: local-cluster.sh: 11 bad usages exit 2 with one line before building; --help complete')
 
 main(test)

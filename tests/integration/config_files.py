@@ -2,8 +2,18 @@
 """The shipped example configurations (deploy/learnerd.conf, ownerd.conf,
 ownerd-peer.conf)
 pass `--check-config` once their paths point at real files, flags override
-them, and a bad key is one stderr line with exit 2."""
-import os, re, sys
+them, and a bad key is one stderr line with exit 2.
+
+Startup kits (`dpasync certs --kit`): the layout is one folder per site
+(learner, each owner, ca) holding exactly that site's files, keys 0600 and
+folders 0700, no other site's key; each site's config, with /etc/dpasync
+pointed at its own folder and /var/lib/dpasync at a state tree, passes
+`--check-config` and, with only the addresses changed for loopback (listen
+and learner ports, metrics ports) and a faster clock, runs a job to done over mutual TLS: the
+owners' server-name, the learner's owner list and the certificates agree.
+An existing kit is not replaced without --force, and an owner named like a
+kit folder is refused (exit 2)."""
+import os, re, stat, subprocess, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import check, run, tmpdir, cleanup, main
 
@@ -62,7 +72,92 @@ def test(argv):
         check(p.returncode == 2 and len(lines) == 1 and 'no-such-key' in lines[0],
               'bad key: exit %d, stderr %r' % (p.returncode, p.stderr))
         print('ok:', lines[0])
+        check_kit(dp, learnerd, ownerd, d)
     finally:
         cleanup(d)
+
+def check_kit(dp, learnerd, ownerd, d):
+    kit, names = d + '/kit', ['hosp-a', 'hosp-b']
+    p = run([dp, 'certs', '--kit', kit, '--names', ','.join(names),
+             '--learner-name', 'learner.example.org', '--learner-addr', 'learner.example.org:7443'])
+    want = {'ca': {'ca.crt', 'ca.key'},
+            'learner': {'ca.crt', 'learner.crt', 'learner.key', 'learnerd.conf', 'README.md'}}
+    for n in names:
+        want[n] = {'ca.crt', n + '.crt', n + '.key', 'ownerd-%s.conf' % n, 'README.md'}
+    check(set(os.listdir(kit)) == set(want), 'kit folders: %s' % sorted(os.listdir(kit)))
+    for site, files in want.items():
+        got = set(os.listdir(os.path.join(kit, site)))
+        check(got == files, 'kit/%s holds %s, expected %s' % (site, sorted(got), sorted(files)))
+        check(stat.S_IMODE(os.stat(os.path.join(kit, site)).st_mode) == 0o700, 'kit/%s not 0700' % site)
+        for f in files:
+            if f.endswith('.key'):
+                mode = stat.S_IMODE(os.stat(os.path.join(kit, site, f)).st_mode)
+                check(mode == 0o600, 'kit/%s/%s mode %o' % (site, f, mode))
+    for line in p.stdout.split():
+        check(os.path.exists(line), 'certs --kit printed %s, which does not exist' % line)
+    readme = open(kit + '/hosp-a/README.md').read()
+    check('ownerd@hosp-a' in readme and 'learner.example.org:7443' in readme,
+          'owner README lacks its unit or the learner address')
+    check('learner.crt' in open(kit + '/learner/README.md').read(), 'learner README')
+    # Each site's config with its folder as /etc/dpasync.
+    state = d + '/kit-state'
+    def localise_kit(site, conf):
+        text = open(os.path.join(kit, site, conf)).read()
+        text = text.replace('/etc/dpasync/', os.path.join(kit, site) + '/')
+        text = text.replace('/var/lib/dpasync/', state + '/')
+        out = os.path.join(d, site + '-' + conf)
+        open(out, 'w').write(text)
+        return out
+    lc = localise_kit('learner', 'learnerd.conf')
+    ocs = {n: localise_kit(n, 'ownerd-%s.conf' % n) for n in names}
+    run([dp, 'gen', '--rows', '300,300', '--features', '3', '--out', d + '/kg'])
+    for i, n in enumerate(names):
+        os.makedirs(os.path.join(state, n))
+        os.rename(d + '/kg/owner-%d.csv' % (i + 1), os.path.join(state, n, 'data.csv'))
+    os.makedirs(state + '/learner')
+    p = run([learnerd, '--config', lc, '--check-config'])
+    check(re.search(r'^owners = hosp-a, ?hosp-b$', p.stdout, re.M) and
+          re.search(r'^listen = 0\.0\.0\.0:7443$', p.stdout, re.M),
+          'kit learnerd.conf: owners or listen port: %s' % p.stdout)
+    for n in names:
+        p = run([ownerd, '--config', ocs[n], '--check-config'])
+        check(re.search(r'^server-name = learner\.example\.org$', p.stdout, re.M) and
+              re.search(r'^learner = learner\.example\.org:7443$', p.stdout, re.M),
+              'kit ownerd-%s.conf: %s' % (n, p.stdout))
+    # A job to done with the kit's files, only the addresses moved to loopback.
+    pf = d + '/kit.ports'
+    lp = subprocess.Popen([learnerd, '--config', lc, '--listen', '127.0.0.1:0', '--port-file', pf,
+                           '--metrics-listen', '127.0.0.1:0', '--T', '20'],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    ops = []
+    try:
+        for _ in range(200):
+            if os.path.exists(pf) and os.path.getsize(pf) > 0:
+                break
+            if lp.poll() is not None:
+                check(False, 'kit learnerd exited: %s' % lp.stderr.read())
+            time.sleep(0.05)
+        port = dict(l.split('=', 1) for l in open(pf).read().split())['tls']
+        for n in names:
+            # --rate: the kit's 1 request/s would make 20 iterations last 10 s.
+            ops.append(subprocess.Popen([ownerd, '--config', ocs[n], '--learner', '127.0.0.1:' + port,
+                                         '--metrics-listen', '127.0.0.1:0', '--rate', '50'],
+                                        stdout=subprocess.DEVNULL, stderr=open(d + '/kit-%s.log' % n, 'w')))
+        _, err = lp.communicate(timeout=120)
+        check(lp.returncode == 0 and 'done k=20' in err, 'kit job: exit %d\n%s' % (lp.returncode, err[-2000:]))
+        for op in ops:
+            check(op.wait(timeout=60) == 0, 'a kit owner exited %d' % op.returncode)
+    finally:
+        for x in [lp] + ops:
+            if x.poll() is None:
+                x.kill()
+                x.wait()
+    # No silent replacement; reserved names.
+    for args in (['--kit', kit, '--names', 'hosp-c'], ['--kit', d + '/kit2', '--names', 'ca'],
+                 ['--kit', d + '/kit3', '--names', 'learner']):
+        p = run([dp, 'certs'] + args, ok=False)
+        lines = p.stderr.strip().splitlines()
+        check(p.returncode == 2 and len(lines) == 1, 'certs %s: exit %d, %r' % (args, p.returncode, p.stderr))
+    print('kit: %d folders, configs accepted, a job ran to done with them' % len(want))
 
 main(test)

@@ -27,9 +27,20 @@
 - `plot --kind psi-wall` draws two measured psi(t) curves (time_s,k,psi)
   as a valid PNG, and refuses a trace, a curve whose time goes back and a
   wrong number of labels;
+- figures for a paper (issue 10 §5): --out x.svg is an SVG document
+  (XML, <svg> root of the requested size, closed), x.pdf a PDF (%PDF-
+  header, %%EOF trailer), any other extension exit 2 and no file; the
+  default title names the job (learnerd's --job, from checkpoint.json) and
+  the dataset; --kind owners-wall draws the owner of each iteration against
+  seconds since the first query; --data-out writes what a figure draws,
+  checked against the trace computed here: owners (k, owner; with --kmax),
+  owners-wall (time_s = time_unix - min(time_unix - rtt_s), exact to 1e-6 s),
+  psi-time (the same clock, so it starts at the first query), shares
+  (iterations per owner), cdf (every round trip and wait of every owner),
+  psi (the psi.csv columns);
 - bad input to plot and report: exit 2, exactly one line on stderr, the
   output file untouched; gnuplot missing from PATH: exit 1, one line."""
-import json, os, re, struct, sys, zlib
+import csv, json, os, re, struct, sys, zlib
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Fail, check, run, tmpdir, cleanup, summary, main
 from cluster import Cluster
@@ -282,6 +293,8 @@ def test(argv):
         run([dp, 'plot', '--kind', 'cdf', '--size', '640x400', '--out', out, tcsv])
         png_info(out, (640, 400))
         print('plot: %d figures, all valid PNG' % (len(kinds) + 2))
+        check_formats_and_data(dp, d, figs, tcsv, tr, os.path.join(sim_a, 'psi.csv'),
+                               os.path.join(sim_sched, 'psi.csv'))
 
         # The report of the real run, against numbers computed here.
         nprog = check_logs(c)
@@ -386,9 +399,15 @@ def test(argv):
                      ['--kind', 'owners', '--bogus', '--out', keep, tcsv],
                      ['--kind', 'psi-wall', '--out', keep, tcsv],
                      ['--kind', 'psi-wall', '--out', keep, badwall],
-                     ['--kind', 'psi-wall', '--labels', 'a', '--out', keep, walls[0], walls[1]]):
+                     ['--kind', 'psi-wall', '--labels', 'a', '--out', keep, walls[0], walls[1]],
+                     ['--kind', 'owners', '--data-out', os.path.join(d, 'x.png'), '--out', keep, tcsv],
+                     ['--kind', 'owners-wall', '--out', keep, os.path.join(sim_a, 'schedule.txt')]):
             expect_fail(dp, ['plot'] + args, out=keep)
-        ncases = 20
+        for ext in ('xyz', 'jpg', 'PNG.txt'):
+            other = os.path.join(figs, 'fig.' + ext)
+            line = expect_fail(dp, ['plot', '--kind', 'owners', '--out', other, tcsv])
+            check('.png, .svg or .pdf' in line and not os.path.exists(other), '--out fig.%s: %r' % (ext, line))
+        ncases = 25
         md_before = open(os.path.join(L, 'report.md')).read()
         for args in ([], [d], [os.path.join(d, 'missing')], ['--sim', sim_a, L], ['--rates', '1', L],
                      ['--data', os.path.join(d, 'missing.csv'), L], ['--data', files[0], sim_a], [L, L]):
@@ -403,5 +422,77 @@ def test(argv):
               % ncases)
     finally:
         cleanup(d)
+
+def read_rows(path):
+    with open(path, newline='') as f:
+        return list(csv.DictReader(f))
+
+def check_formats_and_data(dp, d, figs, tcsv, tr, psi_csv, psi_sched_csv):
+    svg = os.path.join(figs, 'owners.svg')
+    p = run([dp, 'plot', '--kind', 'owners', '--out', svg, tcsv])
+    check(p.stdout.strip() == 'wrote ' + svg, 'plot svg: stdout %r' % p.stdout)
+    b = open(svg, 'rb').read()
+    check(b.startswith(b'<?xml') and re.search(rb'<svg[^>]*width="1000" height="600"', b[:800]) and
+          b.rstrip().endswith(b'</svg>'), '%s is not a complete 1000x600 SVG: %r' % (svg, b[:120]))
+    # The title names the job (learnerd's default --job) and the dataset.
+    check(b'job dpasync' in b and b'dataset: 6000 rows, 6 coefficients' in b,
+          'the SVG title does not name the job and dataset')
+    pdf = os.path.join(figs, 'cdf.pdf')
+    run([dp, 'plot', '--kind', 'cdf', '--out', pdf, tcsv])
+    b = open(pdf, 'rb').read()
+    check(b.startswith(b'%PDF-') and b'%%EOF' in b[-64:] and len(b) > 5000, '%s is not a PDF' % pdf)
+    t0 = min(tr['t'] - tr['rtt'])
+    # owners-wall and its data.
+    ow, owc = os.path.join(figs, 'owners-wall.png'), os.path.join(d, 'owners-wall.csv')
+    p = run([dp, 'plot', '--kind', 'owners-wall', '--data-out', owc, '--out', ow, tcsv])
+    check(p.stdout.split() == ['wrote', ow, 'wrote', owc], 'owners-wall stdout %r' % p.stdout)
+    png_info(ow)
+    rows = read_rows(owc)
+    check([int(r['k']) for r in rows] == list(tr['k']) and [r['owner'] for r in rows] == tr['owner'],
+          'owners-wall.csv: k or owner differ from the trace')
+    got = np.array([float(r['time_s']) for r in rows])
+    check(np.max(np.abs(got - (tr['t'] - t0))) <= 1e-6 and got.min() >= 0,
+          'owners-wall.csv: time_s is not seconds since the first query')
+    # owners with --kmax.
+    oc = os.path.join(d, 'owners.csv')
+    run([dp, 'plot', '--kind', 'owners', '--kmax', '50', '--data-out', oc, '--out', os.path.join(figs, 'o.png'), tcsv])
+    rows = read_rows(oc)
+    sel = tr['k'] <= 50
+    check([int(r['k']) for r in rows] == list(tr['k'][sel]) and
+          [r['owner'] for r in rows] == [o for o, s in zip(tr['owner'], sel) if s], 'owners.csv differs')
+    # psi-time: the clock starts at the first query.
+    pc = os.path.join(d, 'psi-time.csv')
+    run([dp, 'plot', '--kind', 'psi-time', '--trace', tcsv, '--data-out', pc, '--out',
+         os.path.join(figs, 'pt.svg'), psi_sched_csv])
+    rows = read_rows(pc)
+    for r in rows:
+        i = list(tr['k']).index(int(r['k']))
+        check(abs(float(r['time_s']) - (tr['t'][i] - t0)) <= 1e-6, 'psi-time.csv k=%s: time_s %s' % (r['k'], r['time_s']))
+    # shares: iterations per owner.
+    sc = os.path.join(d, 'shares.csv')
+    run([dp, 'plot', '--kind', 'shares', '--rate', '50,20,5', '--data-out', sc, '--out',
+         os.path.join(figs, 'sh.pdf'), tcsv])
+    for r in read_rows(sc):
+        check(int(r['iterations']) == tr['owner'].count(r['owner']), 'shares.csv %s' % r)
+    # cdf: every wait and round trip, per owner and overall, in ms.
+    cc = os.path.join(d, 'cdf.csv')
+    run([dp, 'plot', '--kind', 'cdf', '--data-out', cc, '--out', os.path.join(figs, 'c.png'), tcsv])
+    rows = read_rows(cc)
+    for q, col in (('rtt', 'rtt'), ('wait', 'wait')):
+        got = sorted(float(r['value_ms']) for r in rows if r['quantity'] == q and r['series'] == 'all')
+        want = sorted(tr[col] * 1e3)
+        check(len(got) == len(want) and np.allclose(got, want, rtol=1e-8, atol=1e-9), 'cdf.csv %s/all' % q)
+        for o in set(tr['owner']):
+            n = sum(1 for r in rows if r['quantity'] == q and r['series'] == o)
+            check(n == tr['owner'].count(o), 'cdf.csv %s/%s: %d values' % (q, o, n))
+    # psi: the columns of the psi.csv drawn.
+    qc = os.path.join(d, 'psi-data.csv')
+    run([dp, 'plot', '--kind', 'psi', '--data-out', qc, '--out', os.path.join(figs, 'p.png'), psi_csv])
+    src, rows = read_rows(psi_csv), read_rows(qc)
+    check(len(src) == len(rows) and all(int(a['k']) == int(b['k']) and
+                                        abs(float(a['psi_median']) - float(b['psi_median'])) <= 1e-9 * (1 + abs(float(a['psi_median'])))
+                                        for a, b in zip(src, rows)), 'psi data-out differs from psi.csv')
+    print('plot: SVG and PDF by extension; owners-wall; --data-out of owners, owners-wall, psi-time, '
+          'shares, cdf, psi equals the trace')
 
 main(test)

@@ -14,7 +14,12 @@
 - eval takes the target from model.json, checks the data's features against
   the model's, and prints psi_zero = f(0)/f* - 1;
 - the files of rows (owner-N.csv, sample.csv) are written 0600 whatever the
-  umask (even 000), schema.json 0644 less the umask (0600 under 077)."""
+  umask (even 000), schema.json 0644 less the umask (0600 under 077);
+- --names A,B,... names the owner files DIR/A.csv, DIR/B.csv (with --split
+  and with one FILE each), holding what owner-1.csv, owner-2.csv hold
+  without it; no owner-N.csv is written then; a wrong count, a name that
+  is not a file name, a repeated name or "schema"/"sample" is exit 2 and
+  one line, and an existing DIR/A.csv is not replaced without --force."""
 import json, math, os, random, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import check, run, tmpdir, cleanup, main
@@ -64,6 +69,32 @@ def prep_modes(dp, raw, d):
             mask, {f: oct(m) for f, m in got.items()}, {f: oct(m) for f, m in want.items()}))
     print('ok: rows written 0600 under umask 000 and 077, schema.json 0644 less the umask')
 
+def prep_names(dp, raw, d, plain):
+    """--names: the same files as owner-1.csv, owner-2.csv under other names."""
+    out = os.path.join(d, 'named')
+    common = ['prep', '--target', 'price', '--drop', 'note', '--drop-missing', '--sample-frac', '0.25',
+              '--split', '2', '--seed', '5']
+    p = run([dp] + common + ['--names', 'north,south-2', '--out', out, raw])
+    check(sorted(os.listdir(out)) == ['north.csv', 'sample.csv', 'schema.json', 'south-2.csv'],
+          '--names wrote %s' % sorted(os.listdir(out)))
+    for name, old in (('north.csv', 'owner-1.csv'), ('south-2.csv', 'owner-2.csv')):
+        check(open(os.path.join(out, name)).read() == open(os.path.join(plain, old)).read(),
+              '%s differs from %s without --names' % (name, old))
+    check(os.stat(os.path.join(out, 'north.csv')).st_mode & 0o777 == 0o600, 'north.csv not 0600')
+    for names, words in (('a', ['1 name(s) for 2']), ('a,b,c', ['3 name(s) for 2']), ('a/b,c', ["'a/b'"]),
+                         ('.x,c', ["'.x'"]), ('a,a', ["'a' given twice"]), ('schema,b', ["'schema'"])):
+        expect_error([dp] + common + ['--names', names, '--out', os.path.join(d, 'n2'), raw], words)
+    expect_error([dp] + common + ['--names', 'north,south-2', '--out', out, raw], ['exists', '--force'])
+    run([dp] + common + ['--names', 'north,south-2', '--force', '--out', out, raw])
+    files = [os.path.join(d, 'f%d.csv' % i) for i in (1, 2)]
+    for i, f in enumerate(files):
+        raw_table(f, 30, 10 + i, set())
+    out2 = os.path.join(d, 'named2')
+    run([dp, 'prep', '--target', 'price', '--drop', 'note', '--names', 'site-a,site-b', '--out', out2] + files)
+    check(sorted(os.listdir(out2)) == ['schema.json', 'site-a.csv', 'site-b.csv'],
+          '--names with two FILEs wrote %s' % sorted(os.listdir(out2)))
+    print('ok: --names names the owner files; bad names refused')
+
 def test(argv):
     dp, data = argv[0], argv[1]
     d = tmpdir('prep-formats')
@@ -101,6 +132,7 @@ def test(argv):
         check(kinds == {'x1': 'numeric', 'smoker': 'binary', 'region': 'onehot', 'note': 'drop'}, 'kinds %s' % kinds)
         print('ok: two levels -> one feature, sample.csv = %d owner rows' % len(sm))
         prep_modes(dp, raw, d)
+        prep_names(dp, raw, d, out)
 
         # --levels with two levels: the second as listed; 0 dropped is said.
         clean = os.path.join(d, 'clean.csv')

@@ -6,11 +6,13 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <math.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +20,7 @@
 #include <libgen.h>
 
 #include "common/core/error.h"
+#include "common/core/file.h"
 #include "common/core/json.h"
 #include "common/core/mem.h"
 #include "common/core/num.h"
@@ -371,6 +374,93 @@ double dp_plot_trace_start(const dp_plot_trace *tr)
 	return t0;
 }
 
+/* The "job" of a model.json or checkpoint.json: a string, or an object
+ * with a string "id" or "name" (learnerd --job); NULL otherwise. */
+static const char *job_id(struct json_object *root)
+{
+	struct json_object *j = NULL, *id = NULL;
+
+	if (!json_object_object_get_ex(root, "job", &j))
+		return NULL;
+	if (json_object_is_type(j, json_type_string))
+		return json_object_get_string(j);
+	if (!json_object_is_type(j, json_type_object))
+		return NULL;
+	if (json_object_object_get_ex(j, "id", &id) && json_object_is_type(id, json_type_string))
+		return json_object_get_string(id);
+	if (json_object_object_get_ex(j, "name", &id) && json_object_is_type(id, json_type_string))
+		return json_object_get_string(id);
+	return NULL;
+}
+
+/* A run's directory as a name: its last two components ("exp1/learner"),
+ * since learnerd's --out is often just "learner". */
+static const char *run_name(const char *dir)
+{
+	const char *last = strrchr(dir, '/');
+
+	if (last == NULL || last == dir)
+		return dir;
+	for (const char *p = last - 1; p >= dir; p--)
+		if (*p == '/')
+			return p + 1;
+	return dir;
+}
+
+void dp_plot_run_context(const char *trace_path, const char *job, const char *dataset, char *buf,
+			 size_t size)
+{
+	char dir[4096], path[4200], ds[300] = "", jb[300] = "";
+	struct json_object *model = NULL, *ck = NULL, *v = NULL;
+	const char *d, *id = NULL;
+
+	DP_REQUIRE(trace_path != NULL && buf != NULL && size > 0);
+	snprintf(dir, sizeof(dir), "%s", trace_path);
+	d = dirname(dir);
+	snprintf(path, sizeof(path), "%s/model.json", d);
+	if (dp_json_read_file(path, SUMMARY_MAX, &model) != 0)
+		model = NULL;
+	snprintf(path, sizeof(path), "%s/checkpoint.json", d);
+	if (dp_json_read_file(path, SUMMARY_MAX, &ck) != 0)
+		ck = NULL;
+	if (model)
+		id = job_id(model);
+	if (id == NULL && ck)
+		id = job_id(ck);
+	if (job)
+		snprintf(jb, sizeof(jb), "job %s", job);
+	else if (id)
+		snprintf(jb, sizeof(jb), "job %s", id);
+	else if (strcmp(d, ".") != 0 && strcmp(d, "/") != 0)
+		snprintf(jb, sizeof(jb), "run %s", run_name(d));
+	if (dataset) {
+		snprintf(ds, sizeof(ds), "dataset %s", dataset);
+	} else if (model && json_object_object_get_ex(model, "features", &v) &&
+		   json_object_is_type(v, json_type_array)) {
+		struct json_object *t = NULL;
+		const char *target = json_object_object_get_ex(model, "target", &t) &&
+			json_object_is_type(t, json_type_string) ? json_object_get_string(t) : NULL;
+
+		if (target)
+			snprintf(ds, sizeof(ds), "dataset: target %s, %zu features", target,
+				 json_object_array_length(v));
+		else
+			snprintf(ds, sizeof(ds), "dataset: %zu features", json_object_array_length(v));
+	} else if (ck && json_object_object_get_ex(ck, "job", &v) &&
+		   json_object_is_type(v, json_type_object)) {
+		/* Without feature names the learner knows the size of the data. */
+		struct json_object *n = NULL, *pp = NULL;
+
+		if (json_object_object_get_ex(v, "n_total", &n) &&
+		    json_object_object_get_ex(v, "p", &pp))
+			snprintf(ds, sizeof(ds), "dataset: %" PRId64 " rows, %" PRId64 " coefficients",
+				 json_object_get_int64(n), json_object_get_int64(pp));
+	}
+	snprintf(buf, size, "%s%s%s", jb, jb[0] && ds[0] ? "; " : "", ds);
+	json_object_put(model);
+	json_object_put(ck);
+}
+
 int dp_plot_schedule_check(const char *path, const dp_plot_trace *tr)
 {
 	dp_plot_trace s;
@@ -408,12 +498,12 @@ int dp_plot_rates(const char *arg, const dp_plot_trace *tr, double **out)
 
 	DP_REQUIRE(arg != NULL && tr != NULL && out != NULL);
 	if (strchr(arg, '=') == NULL) {
-		err = dp_num_parse_double_list("--rates", arg, 0, &r, &n);
+		err = dp_num_parse_double_list("--rate", arg, 0, &r, &n);
 		if (err != 0)
 			return err == DP_ENOMEM ? dp_error_set(err, "out of memory") : err;
 		if (n != tr->N) {
 			free(r);
-			return dp_error_set(DP_EINVAL, "--rates has %zu values for the trace's %zu "
+			return dp_error_set(DP_EINVAL, "--rate has %zu values for the trace's %zu "
 					    "owners", n, tr->N);
 		}
 	} else {
@@ -439,18 +529,18 @@ int dp_plot_rates(const char *arg, const dp_plot_trace *tr, double **out)
 				for (i = 0; i < tr->N && strcmp(tr->names[i], tok) != 0; i++)
 					;
 				if (i == tr->N)
-					err = dp_error_set(DP_EINVAL, "--rates: '%s' is not an owner of "
+					err = dp_error_set(DP_EINVAL, "--rate: '%s' is not an owner of "
 							   "the trace", tok);
 			} else if (i >= tr->N) {
-				err = dp_error_set(DP_EINVAL, "--rates has more values than the "
+				err = dp_error_set(DP_EINVAL, "--rate has more values than the "
 						   "trace's %zu owners", tr->N);
 			}
 			if (err == 0)
-				err = dp_num_parse_double("--rates", eq ? eq + 1 : tok, 0, &r[i]);
+				err = dp_num_parse_double("--rate", eq ? eq + 1 : tok, 0, &r[i]);
 		}
 		for (size_t i = 0; err == 0 && i < tr->N; i++)
 			if (isnan(r[i]))
-				err = dp_error_set(DP_EINVAL, "--rates: no rate for owner '%s'",
+				err = dp_error_set(DP_EINVAL, "--rate: no rate for owner '%s'",
 						   tr->names[i]);
 		free(copy);
 		if (err != 0) {
@@ -460,7 +550,7 @@ int dp_plot_rates(const char *arg, const dp_plot_trace *tr, double **out)
 	}
 	for (size_t i = 0; i < tr->N; i++) {
 		if (!(r[i] > 0)) {
-			err = dp_error_set(DP_EINVAL, "--rates must be > 0 (got %g)", r[i]);
+			err = dp_error_set(DP_EINVAL, "--rate must be > 0 (got %g)", r[i]);
 			free(r);
 			return err;
 		}
@@ -757,8 +847,42 @@ static int make_temp(char *buf, size_t size, const char *suffix)
 	return fd;
 }
 
-/* Run gnuplot on prologue + body; the PNG goes to a temporary name next to
- * `out` and is renamed over it only when gnuplot succeeded. */
+int dp_plot_format_of(const char *out, enum dp_plot_format *fmt)
+{
+	static const char *const ext[] = { ".png", ".svg", ".pdf" };
+	size_t n;
+
+	DP_REQUIRE(out != NULL && fmt != NULL);
+	n = strlen(out);
+	for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++)
+		if (n > 4 && strcasecmp(out + n - 4, ext[i]) == 0) {
+			*fmt = (enum dp_plot_format)i;
+			return 0;
+		}
+	return dp_error_set(DP_EINVAL, "%s: the figure's format comes from its extension: .png, "
+			    ".svg or .pdf", out);
+}
+
+/* The terminal for the output's format.  PDF is sized in inches at 72
+ * pixels per inch, so a figure has the proportions of its PNG. */
+static void put_terminal(FILE *f, enum dp_plot_format fmt, unsigned w, unsigned h)
+{
+	if (fmt == DP_PLOT_SVG)
+		fprintf(f, "set terminal svg size %u,%u font \"DejaVu Sans,11\" noenhanced "
+			"background rgb \"white\"\n", w, h);
+	else if (fmt == DP_PLOT_PDF)
+		fprintf(f, "set terminal pdfcairo size %.3fin,%.3fin font \"DejaVu Sans,11\" "
+			"noenhanced\n", w / 72.0, h / 72.0);
+	else
+		fprintf(f, "if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) {\n"
+			"    set terminal pngcairo size %u,%u font \"DejaVu Sans,11\" noenhanced\n"
+			"} else {\n"
+			"    set terminal png size %u,%u noenhanced\n"
+			"}\n", w, h, w, h);
+}
+
+/* Run gnuplot on prologue + body; the figure goes to a temporary name next
+ * to `out` and is renamed over it only when gnuplot succeeded. */
 static int render(const char *body, size_t len, const dp_plot_opts *o, const char *out)
 {
 	char gp[4096], script[4096], log[4096], tmp_out[4096], msg[400];
@@ -766,6 +890,7 @@ static int render(const char *body, size_t len, const dp_plot_opts *o, const cha
 	unsigned w = o && o->width ? o->width : 1000, h = o && o->height ? o->height : 600;
 	int sfd = -1, lfd = -1, status, rc;
 	posix_spawn_file_actions_t fa;
+	enum dp_plot_format fmt;
 	FILE *f;
 	pid_t pid;
 	struct stat st;
@@ -775,6 +900,9 @@ static int render(const char *body, size_t len, const dp_plot_opts *o, const cha
 			return dp_error_set(DP_EINVAL, "output path contains a control character");
 	if ((size_t)snprintf(tmp_out, sizeof(tmp_out), "%s.tmp-%ld", out, (long)getpid()) >= sizeof(tmp_out))
 		return dp_error_set(DP_EINVAL, "output path too long");
+	rc = dp_plot_format_of(out, &fmt);
+	if (rc != 0)
+		return rc;
 	rc = find_gnuplot(gp, sizeof(gp));
 	if (rc != 0)
 		return rc;
@@ -793,13 +921,9 @@ static int render(const char *body, size_t len, const dp_plot_opts *o, const cha
 		rc = dp_error_set(DP_EIO, "%s: %s", script, strerror(errno));
 		goto out;
 	}
-	fprintf(f, "set encoding utf8\n"
-		"if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) {\n"
-		"    set terminal pngcairo size %u,%u font \"DejaVu Sans,11\" noenhanced\n"
-		"} else {\n"
-		"    set terminal png size %u,%u noenhanced\n"
-		"}\n"
-		"set output '", w, h, w, h);
+	fputs("set encoding utf8\n", f);
+	put_terminal(f, fmt, w, h);
+	fputs("set output '", f);
 	for (const char *s = tmp_out; *s; s++)
 		fputs(*s == '\'' ? "''" : (char[2]){ *s, 0 }, f);
 	fputs("'\nset grid lc rgb \"#d0d0d0\"\nset border lc rgb \"#404040\"\n", f);
@@ -852,38 +976,115 @@ out:
 	return rc;
 }
 
-/* The script body is built in memory; this finishes it and renders. */
-static int finish(FILE *f, char **body, size_t *len, const dp_plot_opts *o, const char *out)
+/* What a figure draws, as CSV for --data-out: built in memory beside the
+ * script and written only once the figure is. */
+typedef struct csvbuf {
+	FILE *f;        /* NULL: no --data-out */
+	char *buf;
+	size_t len;
+} csvbuf;
+
+static int csv_open(csvbuf *c, const dp_plot_opts *o, const char *header)
+{
+	memset(c, 0, sizeof(*c));
+	if (o == NULL || o->data_out == NULL)
+		return 0;
+	c->f = open_memstream(&c->buf, &c->len);
+	if (c->f == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	fprintf(c->f, "%s\n", header);
+	return 0;
+}
+
+static void csv_discard(csvbuf *c)
+{
+	if (c->f)
+		fclose(c->f);
+	free(c->buf);
+	memset(c, 0, sizeof(*c));
+}
+
+/* One CSV text field: quoted when it holds a comma, quote or line break. */
+static void csv_text(FILE *f, const char *s)
+{
+	if (strpbrk(s, ",\"\r\n") == NULL) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+/* The script body is built in memory; this finishes it, renders, and then
+ * writes the CSV of --data-out (always consumes c). */
+static int finish(FILE *f, char **body, size_t *len, csvbuf *c, const dp_plot_opts *o,
+		  const char *out)
 {
 	int rc;
 
 	if (fclose(f) != 0 || *body == NULL) {
 		free(*body);
+		csv_discard(c);
 		return dp_error_set(DP_ENOMEM, "out of memory");
 	}
 	rc = render(*body, *len, o, out);
 	free(*body);
+	if (rc == 0 && c->f) {
+		if (fclose(c->f) != 0 || c->buf == NULL)
+			rc = dp_error_set(DP_ENOMEM, "out of memory");
+		c->f = NULL;
+		if (rc == 0)
+			rc = dp_file_write_atomic(o->data_out, c->buf, c->len, 0644);
+		if (rc != 0 && rc != DP_ENOMEM)
+			rc = dp_error_set(DP_EIO, "--data-out %s: %s", o->data_out,
+					  dp_error_detail(rc));
+	}
+	csv_discard(c);
 	return rc;
 }
 
+/* The title: --title as given, or the figure's default with the run's
+ * context (job and dataset) on a second line. */
 static void put_title(FILE *f, const char *cmd, const dp_plot_opts *o, const char *deflt)
 {
+	char buf[1024];
+
 	fprintf(f, "%s ", cmd);
-	put_quoted(f, o && o->title ? o->title : deflt);
+	if (o && o->title) {
+		put_quoted(f, o->title);
+	} else {
+		snprintf(buf, sizeof(buf), "%s%s%s", deflt, o && o->context && o->context[0] ? "\n" : "",
+			 o && o->context ? o->context : "");
+		put_quoted(f, buf);
+	}
 	fputc('\n', f);
+}
+
+/* A logarithmic axis ("x" or "y") with its minor ticks: nine per decade. */
+static void put_logscale(FILE *f, const char *axis)
+{
+	fprintf(f, "set logscale %s\nset m%stics 10\n", axis, axis);
 }
 
 /* ---- figures ---------------------------------------------------------- */
 
-int dp_plot_owners(const dp_plot_trace *tr, size_t kmax, const dp_plot_opts *o, const char *out)
+/* owners and owners-wall: the owner of each iteration against k, or
+ * against seconds since the first query (wall, dp_plot_trace_start). */
+static int owners_fig(const dp_plot_trace *tr, size_t kmax, int wall, const dp_plot_opts *o,
+		      const char *out)
 {
 	char *body = NULL, title[256];
 	size_t len = 0, n = 0, *count;
 	FILE *f;
-	int per_owner;
-	double ps;
+	int per_owner, rc;
+	double ps, t0 = wall ? dp_plot_trace_start(tr) : 0;
+	csvbuf c;
 
-	DP_REQUIRE(tr != NULL && out != NULL);
 	count = calloc(tr->N ? tr->N : 1, sizeof(size_t));
 	per_owner = tr->N <= MAX_LEGEND_OWNERS;
 	if (count == NULL)
@@ -896,16 +1097,28 @@ int dp_plot_owners(const dp_plot_trace *tr, size_t kmax, const dp_plot_opts *o, 
 		free(count);
 		return dp_error_set(DP_EINVAL, "no iteration with k <= %zu", kmax);
 	}
+	rc = csv_open(&c, o, wall ? "time_s,k,owner" : "k,owner");
+	if (rc != 0) {
+		free(count);
+		return rc;
+	}
 	f = open_memstream(&body, &len);
 	if (f == NULL) {
 		free(count);
+		csv_discard(&c);
 		return dp_error_set(DP_ENOMEM, "out of memory");
 	}
-	snprintf(title, sizeof(title), "Owner of each iteration (%s: %zu owners, %zu iterations%s)",
-		 tr->t ? "learnerd trace" : "sim schedule", tr->N, n, kmax && n < tr->n ? " shown" : "");
+	if (wall)
+		snprintf(title, sizeof(title), "Owner of each iteration against wall-clock time (%zu owners, "
+			 "%zu iterations)", tr->N, n);
+	else
+		snprintf(title, sizeof(title), "Owner of each iteration (%s: %zu owners, %zu iterations%s)",
+			 tr->t ? "learnerd trace" : "sim schedule", tr->N, n,
+			 kmax && n < tr->n ? " shown" : "");
 	put_title(f, "set title", o, title);
-	fprintf(f, "set xlabel \"iteration k\"\nset ylabel \"owner\"\n"
-		"set yrange [0.5:%zu.5]\nset autoscale xfix\nset offsets graph 0.01, graph 0.01, 0, 0\n", tr->N);
+	fprintf(f, "set xlabel \"%s\"\nset ylabel \"owner\"\n"
+		"set yrange [0.5:%zu.5]\nset autoscale xfix\nset offsets graph 0.01, graph 0.01, 0, 0\n",
+		wall ? "seconds since the learner's first query" : "iteration k", tr->N);
 	if (tr->N <= 40) {
 		fputs("set ytics (", f);
 		for (size_t i = 0; i < tr->N; i++) {
@@ -917,11 +1130,23 @@ int dp_plot_owners(const dp_plot_trace *tr, size_t kmax, const dp_plot_opts *o, 
 	} else {
 		fputs("set ylabel \"owner (index in natural order of names)\"\n", f);
 	}
-	fputs("set key below horizontal title \"owner: iterations (share)\"\n", f);
+	/* The legend outside the plot, on the right: no point hides under it. */
+	fputs("set key outside right top vertical title \"owner: iterations (share)\"\n", f);
 	ps = n <= 500 ? 0.9 : n <= 5000 ? 0.5 : 0.3;
 	fputs("$d << EOD\n", f);
-	for (size_t r = 0; r < n; r++)
-		fprintf(f, "%zu %zu\n", tr->k[r], tr->owner[r] + 1);
+	for (size_t r = 0; r < n; r++) {
+		double x = wall ? tr->t[r] - t0 : (double)tr->k[r];
+
+		fprintf(f, "%.10g %zu\n", x, tr->owner[r] + 1);
+		if (c.f && wall)
+			fprintf(c.f, "%.6f,%zu,", x, tr->k[r]);
+		else if (c.f)
+			fprintf(c.f, "%zu,", tr->k[r]);
+		if (c.f) {
+			csv_text(c.f, tr->names[tr->owner[r]]);
+			fputc('\n', c.f);
+		}
+	}
 	fputs("EOD\n", f);
 	if (per_owner) {
 		fputs("plot ", f);
@@ -937,15 +1162,42 @@ int dp_plot_owners(const dp_plot_trace *tr, size_t kmax, const dp_plot_opts *o, 
 		fprintf(f, "set key off\nplot $d using 1:2:2 with points pt 7 ps %.1f lc variable notitle\n", ps);
 	}
 	free(count);
-	return finish(f, &body, &len, o, out);
+	return finish(f, &body, &len, &c, o, out);
 }
 
-/* One psi series as a datablock: x p25 p50 p75. */
-static void psi_block(FILE *f, int idx, const dp_plot_psi *ps, const double *x)
+int dp_plot_owners(const dp_plot_trace *tr, size_t kmax, const dp_plot_opts *o, const char *out)
+{
+	DP_REQUIRE(tr != NULL && out != NULL);
+	return owners_fig(tr, kmax, 0, o, out);
+}
+
+int dp_plot_owners_wall(const dp_plot_trace *tr, const dp_plot_opts *o, const char *out)
+{
+	DP_REQUIRE(tr != NULL && out != NULL);
+	if (tr->t == NULL)
+		return dp_error_set(DP_EINVAL, "owners-wall needs a learnerd trace.csv (with times), not a "
+				    "schedule");
+	return owners_fig(tr, 0, 1, o, out);
+}
+
+/* One psi series as a datablock: x p25 p50 p75; and as CSV rows
+ * "[label,][time_s,]k,psi_p25,psi_median,psi_p75" when c is open. */
+static void psi_block(FILE *f, int idx, const dp_plot_psi *ps, const double *x, csvbuf *c,
+		      const char *label)
 {
 	fprintf(f, "$s%d << EOD\n", idx);
-	for (size_t r = 0; r < ps->n; r++)
+	for (size_t r = 0; r < ps->n; r++) {
 		fprintf(f, "%.10g %.10g %.10g %.10g\n", x ? x[r] : (double)ps->k[r], ps->p25[r], ps->p50[r], ps->p75[r]);
+		if (c->f == NULL)
+			continue;
+		if (label) {
+			csv_text(c->f, label);
+			fputc(',', c->f);
+		}
+		if (x)
+			fprintf(c->f, "%.6f,", x[r]);
+		fprintf(c->f, "%zu,%.10g,%.10g,%.10g\n", ps->k[r], ps->p25[r], ps->p50[r], ps->p75[r]);
+	}
 	fputs("EOD\n", f);
 }
 
@@ -963,11 +1215,14 @@ static int psi_logy(const dp_plot_psi *ps, size_t ns, const dp_plot_opts *o)
 static void psi_axes(FILE *f, int logy, int logx)
 {
 	fprintf(f, "set ylabel \"ψ = f(θ_L) / f(θ*) − 1%s\"\n", logy ? " (log scale)" : "");
-	if (logy)
-		fputs("set logscale y\nset format y \"%g\"\n", f);
+	if (logy) {
+		put_logscale(f, "y");
+		fputs("set format y \"%g\"\n", f);
+	}
 	if (logx)
-		fputs("set logscale x\n", f);
-	fputs("set key top right\n", f);
+		put_logscale(f, "x");
+	/* Outside the plot: a decreasing curve passes through the top right. */
+	fputs("set key outside right top vertical\n", f);
 }
 
 static void psi_plot(FILE *f, int idx, const char *label, int first)
@@ -990,26 +1245,32 @@ int dp_plot_psi_k(const dp_plot_psi *ps, const char *const *labels, size_t ns, c
 	char *body = NULL, title[400];
 	size_t len = 0;
 	FILE *f;
-	int logy;
+	int logy, rc;
+	csvbuf c;
 
 	DP_REQUIRE(ps != NULL && labels != NULL && out != NULL);
 	logy = psi_logy(ps, ns, o);
 	if (ns == 0)
 		return dp_error_set(DP_EINVAL, "no psi series to plot");
+	rc = csv_open(&c, o, "series,k,psi_p25,psi_median,psi_p75");
+	if (rc != 0)
+		return rc;
 	f = open_memstream(&body, &len);
-	if (f == NULL)
+	if (f == NULL) {
+		csv_discard(&c);
 		return dp_error_set(DP_ENOMEM, "out of memory");
+	}
 	snprintf(title, sizeof(title), "ψ against iteration: median and 25–75 %% band over the runs%s%s%s",
 		 header_note ? " (" : "", header_note ? header_note : "", header_note ? ")" : "");
 	put_title(f, "set title", o, title);
 	fputs("set xlabel \"iteration k\"\n", f);
 	psi_axes(f, logy, o && o->logx);
 	for (size_t s = 0; s < ns; s++)
-		psi_block(f, (int)s, &ps[s], NULL);
+		psi_block(f, (int)s, &ps[s], NULL, &c, labels[s] ? labels[s] : "psi");
 	for (size_t s = 0; s < ns; s++)
 		psi_plot(f, (int)s, labels ? labels[s] : NULL, s == 0);
 	fputc('\n', f);
-	return finish(f, &body, &len, o, out);
+	return finish(f, &body, &len, &c, o, out);
 }
 
 /* Row of iteration k in the trace (k strictly increasing), or SIZE_MAX. */
@@ -1037,6 +1298,7 @@ int dp_plot_psi_time(const dp_plot_psi *ps, const dp_plot_trace *tr, size_t runs
 	double *x, t0;
 	FILE *f;
 	int logy, rc;
+	csvbuf c;
 
 	DP_REQUIRE(ps != NULL && tr != NULL && out != NULL);
 	logy = psi_logy(ps, 1, o);
@@ -1055,9 +1317,15 @@ int dp_plot_psi_time(const dp_plot_psi *ps, const dp_plot_trace *tr, size_t runs
 		}
 		x[r] = tr->t[row] - t0;
 	}
+	rc = csv_open(&c, o, "time_s,k,psi_p25,psi_median,psi_p75");
+	if (rc != 0) {
+		free(x);
+		return rc;
+	}
 	f = open_memstream(&body, &len);
 	if (f == NULL) {
 		free(x);
+		csv_discard(&c);
 		return dp_error_set(DP_ENOMEM, "out of memory");
 	}
 	if (runs)
@@ -1067,13 +1335,13 @@ int dp_plot_psi_time(const dp_plot_psi *ps, const dp_plot_trace *tr, size_t runs
 		snprintf(title, sizeof(title), "ψ against wall-clock time\nψ: median and 25–75 %% of simulated "
 			 "runs on the trace's owner order; time: when the trace applied iteration k");
 	put_title(f, "set title", o, title);
-	fputs("set xlabel \"time since the first request reached the learner (s)\"\n", f);
+	fputs("set xlabel \"seconds since the learner's first query\"\n", f);
 	psi_axes(f, logy, o && o->logx);
-	psi_block(f, 0, ps, x);
+	psi_block(f, 0, ps, x, &c, NULL);
 	psi_plot(f, 0, NULL, 1);
 	fputc('\n', f);
 	free(x);
-	rc = finish(f, &body, &len, o, out);
+	rc = finish(f, &body, &len, &c, o, out);
 	return rc;
 }
 
@@ -1136,7 +1404,8 @@ int dp_plot_psi_wall(const dp_plot_wall *w, const char *const *labels, size_t ns
 	char *body = NULL;
 	size_t len = 0;
 	FILE *f;
-	int logy = !(o && o->linear);
+	int logy = !(o && o->linear), rc;
+	csvbuf c;
 
 	DP_REQUIRE(w != NULL && out != NULL);
 	if (ns == 0)
@@ -1145,17 +1414,27 @@ int dp_plot_psi_wall(const dp_plot_wall *w, const char *const *labels, size_t ns
 		for (size_t r = 0; r < w[s].n; r++)
 			if (!(w[s].psi[r] > 0))
 				logy = 0;   /* a log axis cannot show psi = 0 */
+	rc = csv_open(&c, o, "series,time_s,k,psi");
+	if (rc != 0)
+		return rc;
 	f = open_memstream(&body, &len);
-	if (f == NULL)
+	if (f == NULL) {
+		csv_discard(&c);
 		return dp_error_set(DP_ENOMEM, "out of memory");
+	}
 	put_title(f, "set title", o, "ψ against wall-clock time (measured: ψ of the learner's "
 		  "checkpointed model)");
 	fputs("set xlabel \"seconds since training started\"\n", f);
 	psi_axes(f, logy, o && o->logx);
 	for (size_t s = 0; s < ns; s++) {
 		fprintf(f, "$w%zu << EOD\n", s);
-		for (size_t r = 0; r < w[s].n; r++)
+		for (size_t r = 0; r < w[s].n; r++) {
 			fprintf(f, "%.10g %.10g\n", w[s].t[r], w[s].psi[r]);
+			if (c.f) {
+				csv_text(c.f, labels && labels[s] ? labels[s] : "");
+				fprintf(c.f, ",%.10g,%zu,%.10g\n", w[s].t[r], w[s].k[r], w[s].psi[r]);
+			}
+		}
 		fputs("EOD\n", f);
 	}
 	for (size_t s = 0; s < ns; s++) {
@@ -1164,7 +1443,7 @@ int dp_plot_psi_wall(const dp_plot_wall *w, const char *const *labels, size_t ns
 		put_quoted(f, labels && labels[s] ? labels[s] : "");
 	}
 	fputc('\n', f);
-	return finish(f, &body, &len, o, out);
+	return finish(f, &body, &len, &c, o, out);
 }
 
 /* Log axis when all values are positive and span a factor 10 or more. */
@@ -1183,6 +1462,31 @@ static int auto_log(const double *v, size_t n)
 	return hi > 0 && hi / lo >= 10;
 }
 
+/* The owners of the $o block as points (x column xc, y column yc, point
+ * type pt): one coloured series per owner, named in the legend when
+ * `named`, while there are few enough to tell apart; else one series. */
+static void share_series(FILE *f, char *const *names, size_t N, int xc, int yc, int pt,
+			 int named)
+{
+	int bars = named && xc == 3;   /* the round-trip panel: 25-75 % bars */
+
+	if (N > MAX_LEGEND_OWNERS) {
+		fprintf(f, "$o using %d:%d%s with %s pt %d ps 1.6 lc rgb \"%s\" notitle", xc, yc,
+			bars ? ":4:5" : "", bars ? "xerrorbars" : "points", pt, colors[0]);
+		return;
+	}
+	for (size_t i = 0; i < N; i++) {
+		fprintf(f, "%s$o every ::%zu::%zu using %d:%d%s with %s pt %d ps 1.6 lc rgb \"%s\" ",
+			i ? ", \\\n     " : "", i, i, xc, yc, bars ? ":4:5" : "",
+			bars ? "xerrorbars" : "points", pt, colors[i % NCOLORS]);
+		if (named) {
+			fputs("title ", f);
+			put_quoted(f, names[i]);
+		} else
+			fputs("notitle", f);
+	}
+}
+
 int dp_plot_shares(const dp_plot_trace *tr, const double *rates, const dp_plot_opts *o, const char *out)
 {
 	size_t N, *count, *fill;
@@ -1191,6 +1495,7 @@ int dp_plot_shares(const dp_plot_trace *tr, const double *rates, const dp_plot_o
 	size_t len = 0;
 	FILE *f = NULL;
 	int rc;
+	csvbuf c;
 
 	DP_REQUIRE(tr != NULL && out != NULL);
 	N = tr->N;
@@ -1225,51 +1530,70 @@ int dp_plot_shares(const dp_plot_trace *tr, const double *rates, const dp_plot_o
 		hi[i] = dp_plot_percentile(v[i], count[i], 75);
 		rsum += rates ? rates[i] : 0;
 	}
+	rc = csv_open(&c, o, "owner,iterations,share_pct,rtt_median_ms,rtt_p25_ms,rtt_p75_ms,rate,"
+		      "rate_share_pct");
+	if (rc != 0)
+		goto out;
 	f = open_memstream(&body, &len);
 	if (f == NULL) {
+		csv_discard(&c);
 		rc = dp_error_set(DP_ENOMEM, "out of memory");
 		goto out;
 	}
 	fputs("$o << EOD\n# name share_pct rtt_med_ms rtt_p25_ms rtt_p75_ms rate rate_share_pct\n", f);
 	for (size_t i = 0; i < N; i++) {
+		double share = 100.0 * (double)count[i] / (double)tr->n;
+		double rate = rates ? rates[i] : NAN, rshare = rates ? 100.0 * rates[i] / rsum : NAN;
+
 		put_data_quoted(f, tr->names[i]);
-		fprintf(f, " %.10g %.10g %.10g %.10g %.10g %.10g\n", 100.0 * (double)count[i] / (double)tr->n,
-			med[i], lo[i], hi[i], rates ? rates[i] : NAN, rates ? 100.0 * rates[i] / rsum : NAN);
+		fprintf(f, " %.10g %.10g %.10g %.10g %.10g %.10g\n", share, med[i], lo[i], hi[i], rate,
+			rshare);
+		if (c.f) {
+			csv_text(c.f, tr->names[i]);
+			fprintf(c.f, ",%zu,%.10g,%.10g,%.10g,%.10g,", count[i], share, med[i], lo[i], hi[i]);
+			if (rates)
+				fprintf(c.f, "%.10g,%.10g", rate, rshare);
+			else
+				fputc(',', c.f);
+			fputc('\n', c.f);
+		}
 	}
 	fputs("EOD\n", f);
 	snprintf(title, sizeof(title), "Share of iterations per owner (%zu owners, %zu iterations)", N, tr->n);
+	/* Owners are told apart by colour and named in the legend below the
+	 * panels, not by text next to the points, which overlapped when owners
+	 * had close values. */
 	fputs("set ylabel \"share of iterations (%)\"\nset yrange [0:*]\n"
 	      "set offsets graph 0.12, graph 0.12, graph 0.12, 0\nset key below horizontal\n", f);
 	fprintf(f, "set arrow 1 from graph 0, first %.10g to graph 1, first %.10g nohead dt 2 lc rgb \"#808080\"\n",
 		100.0 / (double)N, 100.0 / (double)N);
 	if (rates) {
-		/* Names next to the points only while they can stay legible. */
-		const char *labels = N <= MAX_LEGEND_OWNERS
-			? ", \\\n     $o using 6:2:1 with labels left offset 1,1 notitle" : "";
 		fputs("set multiplot layout 1,2 ", f);
 		put_title(f, "title", o, title);
 		fputs("set title \"against the owner's clock rate\"\n"
 		      "set xlabel \"owner clock rate (requests/s)\"\n", f);
 		if (auto_log(rates, N))
-			fputs("set logscale x\n", f);
-		fprintf(f, "plot $o using 6:2 with points pt 7 ps 1.6 lc rgb \"%s\" title \"share of iterations\", \\\n"
-			"     $o using 6:7 with points pt 6 ps 1.6 lc rgb \"%s\" title \"clock-rate share r_i / Σr\", \\\n"
-			"     NaN with lines dt 2 lc rgb \"#808080\" title \"equal share 1/N\"%s\n",
-			colors[0], colors[1], labels);
-		fputs("unset logscale x\nset title \"against the owner's query round trip\"\n", f);
+			put_logscale(f, "x");
+		fputs("plot ", f);
+		share_series(f, tr->names, N, 6, 2, 7, 0);
+		fputs(", \\\n     ", f);
+		share_series(f, tr->names, N, 6, 7, 6, 0);
+		fputs(", \\\n     NaN with points pt 7 ps 1.6 lc rgb \"#404040\" title \"share of iterations\", \\\n"
+		      "     NaN with points pt 6 ps 1.6 lc rgb \"#404040\" title \"clock-rate share r_i / Σr\", \\\n"
+		      "     NaN with lines dt 2 lc rgb \"#808080\" title \"equal share 1/N\"\n", f);
+		fputs("unset logscale x\nset mxtics default\nset title \"against the owner's query round trip\"\n", f);
 	} else {
 		put_title(f, "set title", o, title);
 	}
-	fputs("set xlabel \"query round trip of the owner, median (ms)\"\n", f);
+	fputs("set xlabel \"query round trip of the owner, median (ms); bars: 25–75 %\"\n", f);
 	if (auto_log(med, N))
-		fputs("set logscale x\n", f);
-	fprintf(f, "plot $o using 3:2:4:5 with xerrorbars pt 7 ps 1.6 lc rgb \"%s\" "
-		"title \"share against median round trip (bars: 25–75 %%)\", \\\n"
-		"     NaN with lines dt 2 lc rgb \"#808080\" title \"equal share 1/N\"%s\n", colors[0],
-		N <= MAX_LEGEND_OWNERS ? ", \\\n     $o using 3:2:1 with labels left offset 1,1 notitle" : "");
+		put_logscale(f, "x");
+	fputs("plot ", f);
+	share_series(f, tr->names, N, 3, 2, 7, 1);
+	fputs(", \\\n     NaN with lines dt 2 lc rgb \"#808080\" title \"equal share 1/N\"\n", f);
 	if (rates)
 		fputs("unset multiplot\n", f);
-	rc = finish(f, &body, &len, o, out);
+	rc = finish(f, &body, &len, &c, o, out);
 	f = NULL;
 out:
 	for (size_t i = 0; v && i < N; i++)
@@ -1284,8 +1608,8 @@ out:
 }
 
 /* One CDF panel: values (seconds) of column col per owner and overall. */
-static int cdf_panel(FILE *f, const dp_plot_trace *tr, const double *col, const char *tag,
-			 const char *what, const char *xlabel, int want_log)
+static int cdf_panel(FILE *f, csvbuf *c, const dp_plot_trace *tr, const double *col,
+		     const char *tag, const char *what, const char *xlabel, int want_log)
 {
 	size_t n = tr->n, npos = 0, nseries = tr->N <= MAX_LEGEND_OWNERS ? tr->N + 1 : 1;
 	double *v = malloc(n * sizeof(double));
@@ -1296,16 +1620,22 @@ static int cdf_panel(FILE *f, const dp_plot_trace *tr, const double *col, const 
 	for (size_t r = 0; r < n; r++)
 		npos += col[r] > 0;
 	logx = want_log && npos > 0;
-	fprintf(f, "set title \"%s: empirical CDF\"\nset xlabel ", what);
+	/* The note about zeros is the panel title's second line: inside the
+	 * plot it crossed the curves. */
+	fprintf(f, "set title \"%s: empirical CDF", what);
+	if (npos == 0)
+		fprintf(f, "\\n(all %zu values are 0 ms)", n);
+	else if (logx && npos < n)
+		fprintf(f, "\\n(%zu of %zu are 0 ms, off the log axis: curves start at that fraction)",
+			n - npos, n);
+	fputs("\"\nset xlabel ", f);
 	put_quoted(f, xlabel);
 	fputs("\nset ylabel \"fraction of iterations with value ≤ x\"\nset yrange [0:1.02]\n", f);
-	fputs(logx ? "set logscale x\nset format x \"%g\"\n" : "unset logscale x\nset format x \"%g\"\n", f);
-	fputs("unset label 1\n", f);
-	if (npos == 0)
-		fprintf(f, "set label 1 \"all %zu values are 0 ms\" at graph 0.05, graph 0.5 left\n", n);
-	else if (logx && npos < n)
-		fprintf(f, "set label 1 \"%zu of %zu values are 0 ms (off the log axis):\\nthe curves start at "
-			"that fraction\" at graph 0.03, graph 0.55 left\n", n - npos, n);
+	if (logx)
+		put_logscale(f, "x");
+	else
+		fputs("unset logscale x\nset mxtics default\n", f);
+	fputs("set format x \"%g\"\n", f);
 	for (size_t s = 0; s < nseries; s++) {
 		size_t m = 0, zeros = 0;
 		for (size_t r = 0; r < n; r++)
@@ -1321,6 +1651,11 @@ static int cdf_panel(FILE *f, const dp_plot_trace *tr, const double *col, const 
 				fprintf(f, "%.10g %.10g\n", v[zeros], (double)zeros / (double)m);
 				for (size_t i = zeros; i < m; i++)
 					fprintf(f, "%.10g %.10g\n", v[i], (double)(i + 1) / (double)m);
+			}
+			for (size_t i = 0; c->f && i < m; i++) {
+				fprintf(c->f, "%s,", tag[0] == 'w' ? "wait" : "rtt");
+				csv_text(c->f, s == 0 ? "all" : tr->names[s - 1]);
+				fprintf(c->f, ",%.10g,%.10g\n", v[i], (double)(i + 1) / (double)m);
 			}
 		}
 		fputs("EOD\n", f);
@@ -1359,27 +1694,36 @@ int dp_plot_cdf(const dp_plot_trace *tr, const dp_plot_opts *o, const char *out)
 	size_t len = 0;
 	FILE *f;
 	int rc;
+	csvbuf c;
 
 	DP_REQUIRE(tr != NULL && out != NULL);
 	if (tr->rtt == NULL)
 		return dp_error_set(DP_EINVAL, "cdf needs a learnerd trace.csv (with waits and round trips), not a schedule");
+	rc = csv_open(&c, o, "quantity,series,value_ms,fraction");
+	if (rc != 0)
+		return rc;
 	f = open_memstream(&body, &len);
-	if (f == NULL)
+	if (f == NULL) {
+		csv_discard(&c);
 		return dp_error_set(DP_ENOMEM, "out of memory");
+	}
 	snprintf(title, sizeof(title), "Request wait and query round trip (%zu owners, %zu iterations)", tr->N, tr->n);
 	fputs("set multiplot layout 1,2 ", f);
 	put_title(f, "title", o, title);
-	fputs("set key bottom right\n", f);
-	rc = cdf_panel(f, tr, tr->wait, "w", "Request wait", "request wait in the learner's queue (ms)",
+	/* Below each panel: at the bottom right it covered the steep part of
+	 * the curves of slow owners. */
+	fputs("set key below horizontal\n", f);
+	rc = cdf_panel(f, &c, tr, tr->wait, "w", "Request wait", "request wait in the learner's queue (ms)",
 			   !(o && o->linear));
 	if (rc == 0)
-		rc = cdf_panel(f, tr, tr->rtt, "r", "Query round trip", "query round trip, learner to owner and back (ms)",
+		rc = cdf_panel(f, &c, tr, tr->rtt, "r", "Query round trip", "query round trip, learner to owner and back (ms)",
 				   !(o && o->linear));
 	fputs("unset multiplot\n", f);
 	if (rc != 0) {
 		fclose(f);
 		free(body);
+		csv_discard(&c);
 		return rc;
 	}
-	return finish(f, &body, &len, o, out);
+	return finish(f, &body, &len, &c, o, out);
 }

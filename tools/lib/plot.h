@@ -1,9 +1,11 @@
 /* Figures of runs for `dpasync plot` and `dpasync report`: readers for a
  * learnerd trace.csv, a sim schedule.txt and a sim psi.csv, and one
- * function per figure kind.  Figures are PNG files drawn by gnuplot, run as
- * a subprocess (found on PATH) on a generated script; the pngcairo terminal
- * is used when gnuplot has it, png otherwise.  docs/plots.md describes
- * every figure. */
+ * function per figure kind.  Figures are PNG, SVG or PDF files (by the
+ * output's extension) drawn by gnuplot, run as a subprocess (found on PATH)
+ * on a generated script; PNG uses the pngcairo terminal when gnuplot has
+ * it, png otherwise; SVG the svg terminal, PDF pdfcairo.  Each figure can
+ * also write the numbers it draws as CSV (dp_plot_opts.data_out).
+ * docs/plots.md describes every figure. */
 #ifndef DP_TOOLS_PLOT_H
 #define DP_TOOLS_PLOT_H
 
@@ -43,6 +45,14 @@ void dp_plot_trace_free(dp_plot_trace *tr);
  * and for the first request is not counted. */
 double dp_plot_trace_start(const dp_plot_trace *tr);
 
+/* The line that names a run in the default titles: "job J, dataset D".
+ * J is `job`, else the "job" of model.json (or checkpoint.json) beside
+ * trace_path, else the name of trace_path's directory; D is `dataset`,
+ * else "target T, P features" from that model.json, else left out.
+ * Never fails; buf is "" when nothing is known. */
+void dp_plot_run_context(const char *trace_path, const char *job, const char *dataset, char *buf,
+			 size_t size);
+
 /* Compare the owner sequence in the schedule file `path` with the trace's
  * (owner number j of the schedule is names[j-1] of the trace, whatever the
  * names).  Errors: DP_ENOENT, DP_EIO, DP_EFORMAT, DP_EINVAL (they differ;
@@ -78,9 +88,20 @@ void dp_plot_sim_note(const char *psi_path, char *note, size_t size, size_t *run
  * statistics (numpy's default); sorts v in place.  NaN when n = 0. */
 double dp_plot_percentile(double *v, size_t n, double pct);
 
+/* Output formats, chosen by the extension of the output file. */
+enum dp_plot_format { DP_PLOT_PNG, DP_PLOT_SVG, DP_PLOT_PDF };
+
+/* The format of `out` from its extension (.png, .svg, .pdf, any case).
+ * Errors: DP_EINVAL (another or no extension; the detail names the three). */
+int dp_plot_format_of(const char *out, enum dp_plot_format *fmt);
+
 /* Options common to every figure.  title NULL: the figure's default. */
 typedef struct dp_plot_opts {
 	const char *title;
+	const char *context;      /* second line of the default title (the job and
+				   * dataset, dp_plot_run_context), or NULL */
+	const char *data_out;     /* also write the drawn data as CSV here (replaced
+				   * only when the figure was written), or NULL */
 	unsigned width, height;   /* pixels; 0 = 1000 x 600 */
 	int logx;                 /* psi, psi-time: logarithmic k / time axis */
 	int linear;               /* psi, psi-time: linear psi axis; cdf: linear time axis */
@@ -90,7 +111,8 @@ typedef struct dp_plot_opts {
  * names the Debian package. */
 int dp_plot_gnuplot_check(void);
 
-/* The figures.  Each writes the PNG to a temporary file next to `out` and
+/* The figures.  Each writes the figure (PNG, SVG or PDF by the extension
+ * of `out`, dp_plot_format_of) to a temporary file next to `out` and
  * renames it over `out` when gnuplot succeeded (out untouched otherwise).
  * Errors: DP_EINVAL (nothing to plot, inconsistent inputs), DP_ENOENT
  * (gnuplot not on PATH), DP_EIO (gnuplot failed; the detail is its
@@ -125,6 +147,10 @@ int dp_plot_psi_wall(const dp_plot_wall *w, const char *const *labels, size_t ns
  * Needs every k of ps in tr.  runs (0 = unknown) goes into the title. */
 int dp_plot_psi_time(const dp_plot_psi *ps, const dp_plot_trace *tr, size_t runs,
 		     const dp_plot_opts *o, const char *out);
+
+/* The owner of each iteration against the time its update was applied,
+ * in seconds since dp_plot_trace_start, the first query (trace only). */
+int dp_plot_owners_wall(const dp_plot_trace *tr, const dp_plot_opts *o, const char *out);
 
 /* Each owner's share of iterations against its median query round trip
  * and, when rates (tr->N clock rates) is not NULL, its clock rate. */

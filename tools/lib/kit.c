@@ -1,0 +1,301 @@
+/* Startup kits: one folder per site from a `dpasync certs` output (kit.h). */
+#include "tools/lib/kit.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/core/error.h"
+#include "common/core/file.h"
+#include "common/net/addr.h"
+#include "common/net/config.h"
+
+/* Largest ca.crt copied (a PEM certificate is about 1 kB). */
+#define CA_MAX ((size_t)1 << 20)
+/* The installed learner files: the names deploy/systemd/learnerd.service
+ * and deploy/learnerd.conf use. */
+#define LEARNER_DIR "learner"
+
+int dp_kit_check_name(const char *owner)
+{
+	DP_REQUIRE(owner != NULL);
+	if (strcasecmp(owner, LEARNER_DIR) == 0 || strcasecmp(owner, "ca") == 0)
+		return dp_error_set(DP_EINVAL, "--kit: an owner cannot be named '%s' (a folder of "
+				    "the kit)", owner);
+	return 0;
+}
+
+/* The owners line of learnerd.conf ("owners = a, b, c"), which must fit in
+ * one config line (DP_CONFIG_MAX_LINE). */
+static int owners_line(const dp_kit_opts *o, char *buf, size_t size)
+{
+	size_t len = (size_t)snprintf(buf, size, "owners = ");
+
+	for (size_t i = 0; i < o->n_owners && len < size; i++)
+		len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? ", " : "", o->owners[i]);
+	if (len >= size || len > DP_CONFIG_MAX_LINE)
+		return dp_error_set(DP_EINVAL, "--kit: the owner names do not fit on one line of "
+				    "learnerd.conf (%d characters); use shorter names",
+				    DP_CONFIG_MAX_LINE);
+	return 0;
+}
+
+static int write_text(const dp_kit_opts *o, const char *path, const char *text, int mode)
+{
+	int rc = dp_file_write_atomic(path, text, strlen(text), mode);
+
+	if (rc == 0 && o->on_file)
+		o->on_file(path, o->arg);
+	return rc;
+}
+
+/* DIR/ca/<from> becomes DIR/<site>/<to>. */
+static int move(const dp_kit_opts *o, const char *site, const char *from, const char *to)
+{
+	char src[4096], dst[4096];
+
+	snprintf(src, sizeof(src), "%s/ca/%s", o->dir, from);
+	snprintf(dst, sizeof(dst), "%s/%s/%s", o->dir, site, to);
+	if (rename(src, dst) != 0)
+		return dp_error_set(DP_EIO, "%s: cannot move to %s: %s", src, dst, strerror(errno));
+	if (o->on_file)
+		o->on_file(dst, o->arg);
+	return dp_file_sync_dir(dst);
+}
+
+/* The folder of one site with its key pair and a copy of ca.crt. */
+static int site_files(const dp_kit_opts *o, const char *site, const char *cert_base,
+		      const char *to_base, const char *ca, size_t ca_len)
+{
+	char dir[4096], from[300], to[300];
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/%s", o->dir, site);
+	rc = dp_file_mkdir_p(dir, 1);
+	if (rc == 0) {
+		snprintf(dir, sizeof(dir), "%s/%s/ca.crt", o->dir, site);
+		rc = dp_file_write_atomic(dir, ca, ca_len, 0644);
+		if (rc == 0 && o->on_file)
+			o->on_file(dir, o->arg);
+	}
+	snprintf(from, sizeof(from), "%s.crt", cert_base);
+	snprintf(to, sizeof(to), "%s.crt", to_base);
+	if (rc == 0)
+		rc = move(o, site, from, to);
+	snprintf(from, sizeof(from), "%s.key", cert_base);
+	snprintf(to, sizeof(to), "%s.key", to_base);
+	if (rc == 0)
+		rc = move(o, site, from, to);
+	return rc;
+}
+
+static int learner_site(const dp_kit_opts *o, const char *ca, size_t ca_len, uint16_t port)
+{
+	char owners[1024], path[4096], *text = NULL;
+	size_t len = 0;
+	FILE *f;
+	int rc;
+
+	rc = owners_line(o, owners, sizeof(owners));
+	if (rc == 0)
+		rc = site_files(o, LEARNER_DIR, o->learner_name, "learner", ca, ca_len);
+	if (rc != 0)
+		return rc;
+	f = open_memstream(&text, &len);
+	if (f == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	fprintf(f, "# learnerd configuration of this deployment, made by dpasync certs --kit\n"
+		"# (the keys of deploy/learnerd.conf; every key: docs/learnerd.md).\n"
+		"# Install as /etc/dpasync/learnerd.conf (README.md), then check with:\n"
+		"#   sudo learnerd --config /etc/dpasync/learnerd.conf --check-config\n"
+		"[learnerd]\n"
+		"listen = 0.0.0.0:%u\n"
+		"ca = /etc/dpasync/ca.crt\n"
+		"# The certificate of %s, installed under the names the unit uses.\n"
+		"cert = /etc/dpasync/learner.crt\n"
+		"key = /etc/dpasync/learner.key\n"
+		"# crl = /etc/dpasync/ca.crl\n"
+		"%s\n"
+		"model = linear\n"
+		"# t, eta, clip and the answer caps are planned once every owner has said\n"
+		"# Hello (docs/planner.md); public = the output of dpasync forecast.\n"
+		"# t = 0\n"
+		"# public = /etc/dpasync/public.json\n"
+		"answers-margin = 0.1\n"
+		"bias = true\n"
+		"lambda = 0.01\n"
+		"theta-max = 10\n"
+		"mode = request\n"
+		"max-inflight = 1\n"
+		"query-timeout = 10s\n"
+		"# Under /var/lib/dpasync/learner (the unit's state directory); a new job\n"
+		"# gets a new out.\n"
+		"out = /var/lib/dpasync/learner/job1\n"
+		"checkpoint-every = 100\n"
+		"metrics-listen = 127.0.0.1:9464\n", port, o->learner_name, owners);
+	if (fclose(f) != 0 || text == NULL) {
+		free(text);
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	}
+	snprintf(path, sizeof(path), "%s/%s/learnerd.conf", o->dir, LEARNER_DIR);
+	rc = write_text(o, path, text, 0644);
+	free(text);
+	if (rc != 0)
+		return rc;
+	text = NULL;
+	f = open_memstream(&text, &len);
+	if (f == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	fprintf(f, "# Learner kit: %s\n\n"
+		"The learner's files of this deployment, from `dpasync certs --kit`. Its\n"
+		"certificate (made for `%s`) is installed as `learner.crt` and\n"
+		"`learner.key`, the names `deploy/systemd/learnerd.service` and\n"
+		"`learnerd.conf` use. Guide: docs/deploy.md (\"systemd\", \"Startup kits\").\n\n"
+		"1. Install the binaries, the user and the units once (docs/deploy.md,\n"
+		"   \"systemd\").\n"
+		"2. Install this folder's files:\n\n"
+		"       sudo install -d -m 0750 -g dpasync /etc/dpasync\n"
+		"       sudo install -m 0644 ca.crt learner.crt /etc/dpasync/\n"
+		"       sudo install -m 0600 learner.key /etc/dpasync/\n"
+		"       sudo install -m 0640 -g dpasync learnerd.conf /etc/dpasync/\n\n"
+		"3. Edit `/etc/dpasync/learnerd.conf` for the job (model, T, out); the\n"
+		"   owners are those of the kit: %s.\n"
+		"4. Check and start:\n\n"
+		"       sudo learnerd --config /etc/dpasync/learnerd.conf --check-config\n"
+		"       sudo systemctl enable --now learnerd\n"
+		"       journalctl -u learnerd -f\n\n"
+		"5. Owners dial port %u of `%s`: open it to them.\n",
+		o->learner_name, o->learner_name, owners + strlen("owners = "), port,
+		o->learner_name);
+	if (fclose(f) != 0 || text == NULL) {
+		free(text);
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	}
+	snprintf(path, sizeof(path), "%s/%s/README.md", o->dir, LEARNER_DIR);
+	rc = write_text(o, path, text, 0644);
+	free(text);
+	return rc;
+}
+
+static int owner_site(const dp_kit_opts *o, const char *name, const char *ca, size_t ca_len,
+		      const char *addr, const char *server_name)
+{
+	char path[4096], *text = NULL;
+	size_t len = 0;
+	FILE *f;
+	int rc;
+
+	rc = site_files(o, name, name, name, ca, ca_len);
+	if (rc != 0)
+		return rc;
+	f = open_memstream(&text, &len);
+	if (f == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	fprintf(f, "# /etc/dpasync/ownerd-%s.conf: settings of the systemd instance\n"
+		"# ownerd@%s (deploy/systemd/ownerd@.service), made by dpasync certs --kit\n"
+		"# (the keys of deploy/systemd/ownerd-owner-1.conf; every key: docs/ownerd.md).\n"
+		"# Check with:\n"
+		"#   sudo ownerd --config /etc/dpasync/ownerd-%s.conf --check-config\n"
+		"[ownerd]\n"
+		"learner = %s\n"
+		"server-name = %s\n"
+		"ca = /etc/dpasync/ca.crt\n"
+		"cert = /etc/dpasync/%s.crt\n"
+		"key = /etc/dpasync/%s.key\n"
+		"# crl = /etc/dpasync/ca.crl\n"
+		"# learner-pin = sha256//...   (dpasync certs --pin learner.crt)\n"
+		"# The owner's rows; must be readable by user dpasync.\n"
+		"data = /var/lib/dpasync/%s/data.csv\n"
+		"target = y\n"
+		"bias = true\n"
+		"epsilon = 1\n"
+		"rate = 1\n"
+		"welcome-timeout = 10m\n"
+		"# In the instance's state directory, one ledger per job.\n"
+		"ledger = /var/lib/dpasync/%s/job1.ledger\n"
+		"model-out = /var/lib/dpasync/%s/job1.model.json\n"
+		"metrics-listen = 127.0.0.1:9465\n",
+		name, name, name, addr, server_name, name, name, name, name, name);
+	if (fclose(f) != 0 || text == NULL) {
+		free(text);
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	}
+	snprintf(path, sizeof(path), "%s/%s/ownerd-%s.conf", o->dir, name, name);
+	rc = write_text(o, path, text, 0644);
+	free(text);
+	if (rc != 0)
+		return rc;
+	text = NULL;
+	f = open_memstream(&text, &len);
+	if (f == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	fprintf(f, "# Owner kit: %s\n\n"
+		"The files of owner `%s` (the CN of its certificate, its identity at the\n"
+		"learner), from `dpasync certs --kit`. Keep `%s.key` secret: delete any\n"
+		"other copy once it is installed. Guide: docs/deploy.md (\"systemd\",\n"
+		"\"Startup kits\").\n\n"
+		"1. Install the binaries, the user and the units once (docs/deploy.md,\n"
+		"   \"systemd\").\n"
+		"2. Install this folder's files and the data:\n\n"
+		"       sudo install -d -m 0750 -g dpasync /etc/dpasync\n"
+		"       sudo install -m 0644 ca.crt %s.crt /etc/dpasync/\n"
+		"       sudo install -m 0600 %s.key /etc/dpasync/\n"
+		"       sudo install -m 0640 -g dpasync ownerd-%s.conf /etc/dpasync/\n"
+		"       sudo install -d -m 0700 -o dpasync -g dpasync /var/lib/dpasync/%s\n"
+		"       sudo install -m 0640 -o dpasync -g dpasync data.csv "
+		"/var/lib/dpasync/%s/data.csv\n\n"
+		"3. Edit `/etc/dpasync/ownerd-%s.conf`: target, bias, epsilon, rate. It\n"
+		"   dials the learner at `%s` and expects its certificate name `%s`.\n"
+		"4. Check and start:\n\n"
+		"       sudo ownerd --config /etc/dpasync/ownerd-%s.conf --check-config\n"
+		"       sudo systemctl enable --now ownerd@%s\n"
+		"       journalctl -u ownerd@%s -f\n\n"
+		"The ledger (`/var/lib/dpasync/%s/job1.ledger`) is this owner's record of\n"
+		"its privacy budget: back it up, never restore an old copy (docs/ledger.md).\n",
+		name, name, name, name, name, name, name, name, name, addr, server_name, name, name,
+		name, name);
+	if (fclose(f) != 0 || text == NULL) {
+		free(text);
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	}
+	snprintf(path, sizeof(path), "%s/%s/README.md", o->dir, name);
+	rc = write_text(o, path, text, 0644);
+	free(text);
+	return rc;
+}
+
+int dp_kit_write(const dp_kit_opts *o)
+{
+	char path[4096], addr[DP_ADDR_HOST_MAX + 16], host[DP_ADDR_HOST_MAX + 1], *ca = NULL;
+	size_t ca_len = 0;
+	uint16_t port = 0;
+	int rc;
+
+	DP_REQUIRE(o != NULL && o->dir != NULL && (o->owners != NULL || o->n_owners == 0));
+	for (size_t i = 0; i < o->n_owners; i++) {
+		rc = dp_kit_check_name(o->owners[i]);
+		if (rc != 0)
+			return rc;
+	}
+	if (o->learner_addr)
+		snprintf(addr, sizeof(addr), "%s", o->learner_addr);
+	else
+		snprintf(addr, sizeof(addr), "%s:7800", o->learner_name ? o->learner_name : "learner");
+	rc = dp_addr_split("--learner-addr", addr, 0, host, sizeof(host), &port);
+	if (rc != 0)
+		return rc;
+	snprintf(path, sizeof(path), "%s/ca/ca.crt", o->dir);
+	rc = dp_file_read_all(path, CA_MAX, &ca, &ca_len);
+	if (rc != 0)
+		return dp_error_set(rc, "%s: cannot read", path);
+	if (o->learner_name)
+		rc = learner_site(o, ca, ca_len, port);
+	for (size_t i = 0; i < o->n_owners && rc == 0; i++)
+		rc = owner_site(o, o->owners[i], ca, ca_len, addr,
+				o->learner_name ? o->learner_name : "learner");
+	free(ca);
+	return rc;
+}
