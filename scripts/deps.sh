@@ -4,11 +4,16 @@
 # the package lists are refreshed only when something is missing.
 set -euo pipefail
 
-PKGS=(
-  build-essential meson ninja-build pkg-config
+# What compiling the three binaries needs (the Dockerfile's build stage sets
+# DP_BUILD_ONLY=1 and gets these alone: a C compiler, no unit tests).
+BUILD_PKGS=(
+  gcc libc6-dev meson ninja-build pkg-config
   libopenblas-dev liblapacke-dev libssl-dev openssl libuv1-dev
-  libprotobuf-c-dev protobuf-c-compiler libcmocka-dev zlib1g-dev
+  libprotobuf-c-dev protobuf-c-compiler zlib1g-dev
   libjson-c-dev libinih-dev libcsv-dev
+)
+PKGS=(
+  "${BUILD_PKGS[@]}" build-essential libcmocka-dev
   python3-numpy
   gnuplot-nox fonts-dejavu-core prometheus
 )
@@ -17,8 +22,16 @@ PKGS=(
 # clang-14 only recommends); the
 # Dockerfile's build stage sets DP_NO_TEST_PKGS=1 to leave them out.
 TEST_PKGS=(docker-compose systemd shellcheck strace python3-yaml iproute2 curl
-  clang libclang-rt-14-dev)
+  clang libclang-rt-14-dev debootstrap)
+# The deploy suite (tests/deploy) runs a Docker engine: Debian's docker.io,
+# unless a dockerd is installed already (docker-ce conflicts with it).  The
+# Kubernetes schema check in deploy_static needs node and npm (npm is part
+# of nodejs where that comes from nodesource, which conflicts with Debian's
+# npm).
+command -v dockerd >/dev/null || TEST_PKGS+=(docker.io)
+command -v npm >/dev/null || TEST_PKGS+=(nodejs npm)
 [ -z "${DP_NO_TEST_PKGS:-}" ] && PKGS+=("${TEST_PKGS[@]}")
+[ -n "${DP_BUILD_ONLY:-}" ] && PKGS=("${BUILD_PKGS[@]}")
 [ "${DP_EXTRA_PKGS:-}" ] && PKGS+=(${DP_EXTRA_PKGS})
 
 missing=()

@@ -78,6 +78,7 @@ x-dpasync: &dpasync
   build:
     context: ..
     dockerfile: deploy/Dockerfile
+    target: runtime
   read_only: true
   tmpfs:
     - /tmp
