@@ -38,11 +38,23 @@ missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
 SUDO=
 [ "$(id -u)" -ne 0 ] && SUDO=sudo
-echo "installing: ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The Kubernetes schema validator of deploy_static (tests/integration/
+# k8s_schema.mjs): the npm package kubernetes-models, pinned, installed once
+# into a cache directory (DP_K8S_SCHEMA_DIR) outside the tree.
+if [ -z "${DP_NO_TEST_PKGS:-}" ] && [ -z "${DP_BUILD_ONLY:-}" ]; then
+  k8s=${DP_K8S_SCHEMA_DIR:-/var/cache/dpasync/k8s-schema}
+  if [ ! -f "$k8s/node_modules/kubernetes-models/package.json" ]; then
+    echo "installing: kubernetes-models@5.1.0 (npm) into $k8s" >&2
+    $SUDO mkdir -p "$k8s"
+    $SUDO npm install --prefix "$k8s" --no-audit --no-fund --loglevel=error kubernetes-models@5.1.0 >/dev/null
+  fi
+fi
