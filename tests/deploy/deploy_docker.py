@@ -77,7 +77,7 @@ def test(argv):
             x.join()
 
         print('setup %.0f s: %s' % (t_setup, ', '.join('%s %.0f s' % kv for kv in eng.times.items())))
-        for k in ('compose job s', 'systemd job s'):
+        for k in ('owners scraped s', 'compose job s', 'systemd job s'):
             if k in results:
                 print('%s %.0f' % (k, results[k]))
         if 'psi' in results:
