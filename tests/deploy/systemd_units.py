@@ -127,8 +127,12 @@ def scenario(eng, image, out):
         # A bad configuration: exit 2, and no restart (RestartPreventExitStatus=2).
         ub = 'ownerd@owner-bad.service'
         box.sh('systemctl start %s' % ub, ok=False)
-        time.sleep(1.5)
-        sb = box.show(ub, 'ActiveState', 'SubState', 'ExecMainStatus', 'NRestarts', 'Result')
+        end = time.time() + 30
+        while True:       # until the process has exited (failed, or waiting to restart)
+            sb = box.show(ub, 'ActiveState', 'SubState', 'ExecMainStatus', 'NRestarts', 'Result')
+            if sb['SubState'] in ('failed', 'auto-restart', 'dead') or time.time() > end:
+                break
+            time.sleep(0.2)
         check(sb['ExecMainStatus'] == '2' and sb['ActiveState'] == 'failed' and sb['NRestarts'] == '0',
               '%s: %r (want failed, status 2, no restart):\n%s' % (ub, sb, box.journal(ub)[-2000:]))
         bad = [l for l in box.journal(ub).splitlines() if l.startswith('ownerd:')]
