@@ -27,9 +27,12 @@ TEST_PKGS=(docker-compose systemd shellcheck strace python3-yaml iproute2 curl
 # unless a dockerd is installed already (docker-ce conflicts with it).  The
 # Kubernetes schema check in deploy_static needs node and npm (npm is part
 # of nodejs where that comes from nodesource, which conflicts with Debian's
-# npm).
+# npm).  DP_DEFER_K8S_SCHEMA=1 leaves node, npm and the validator out, for
+# a second run in the background (scripts/test.sh: npm brings ~300 packages).
 command -v dockerd >/dev/null || TEST_PKGS+=(docker.io)
-command -v npm >/dev/null || TEST_PKGS+=(nodejs npm)
+if [ -z "${DP_DEFER_K8S_SCHEMA:-}" ]; then
+  command -v npm >/dev/null || TEST_PKGS+=(nodejs npm)
+fi
 [ -z "${DP_NO_TEST_PKGS:-}" ] && PKGS+=("${TEST_PKGS[@]}")
 [ -n "${DP_BUILD_ONLY:-}" ] && PKGS=("${BUILD_PKGS[@]}")
 [ "${DP_EXTRA_PKGS:-}" ] && PKGS+=(${DP_EXTRA_PKGS})
@@ -50,7 +53,7 @@ fi
 # The Kubernetes schema validator of deploy_static (tests/integration/
 # k8s_schema.mjs): the npm package kubernetes-models, pinned, installed once
 # into a cache directory (DP_K8S_SCHEMA_DIR) outside the tree.
-if [ -z "${DP_NO_TEST_PKGS:-}" ] && [ -z "${DP_BUILD_ONLY:-}" ]; then
+if [ -z "${DP_NO_TEST_PKGS:-}" ] && [ -z "${DP_BUILD_ONLY:-}" ] && [ -z "${DP_DEFER_K8S_SCHEMA:-}" ]; then
   k8s=${DP_K8S_SCHEMA_DIR:-/var/cache/dpasync/k8s-schema}
   if [ ! -f "$k8s/node_modules/kubernetes-models/package.json" ]; then
     echo "installing: kubernetes-models@5.1.0 (npm) into $k8s" >&2

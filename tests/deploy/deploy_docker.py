@@ -28,6 +28,10 @@ systemd  the `systemd` image, systemd as PID 1, no network: learnerd.service
          enabled owners do not restart or use CPU; `systemd-analyze
          security` of both units is printed.
 
+With --prepare it only does the setup (engine, base image, images) and
+stops: scripts/test.sh runs that while the main build compiles, so that the
+test proper finds its images built.
+
 Prints the time of each step.  Needs root, dockerd (docker.io),
 docker-compose, debootstrap: scripts/deps.sh installs them; a missing one is
 a failure, never a skip.
@@ -50,6 +54,10 @@ def test(argv):
         targets = ['runtime', 'tools', 'systemd', 'prometheus']
         eng.build_all(targets)
         images = {t: '%s:%s' % (engine.TAG, t) for t in targets}
+        if '--prepare' in argv:
+            print('prepared in %.0f s: %s' % (time.time() - t0,
+                  ', '.join('%s %.0f s' % kv for kv in eng.times.items())))
+            return
         # prom/prometheus when it is there or can be pulled (quickly);
         # otherwise Debian's prometheus, the documented fallback.
         official = 'prom/prometheus:v2.53.0'
