@@ -1,7 +1,7 @@
 """The compose stack for real (docs/deploy.md §9): deploy/docker-compose.yml
 with 3 owners and Prometheus on a Docker engine, on an internal network the
 test creates (nothing outside it is reachable, no host port is bound)."""
-import json, os, re, shlex, struct, subprocess, tempfile, time, urllib.parse
+import json, os, re, struct, subprocess, tempfile, time, urllib.parse
 from harness import Fail, check
 from engine import ROOT
 
@@ -187,10 +187,9 @@ def scenario(eng, d, images, out):
         T = job['T']
         check(int(m[-1]) == T, 'done k=%s, T = %d' % (m[-1], T))
         caps = dict(zip(job['owners'], plan['answers_cap']))
-        eps = 1.0
+        eps = 1.0              # every owner's epsilon in the compose file
 
         # The crashed owners restarted and resumed from their ledgers.
-        st1 = s.state('owner-1')
         rc1 = json.loads(eng.run(['inspect', '-f', '{{.RestartCount}}', s.cid('owner-1')]).stdout)
         check(rc1 >= 1, 'owner-1 was not restarted after SIGKILL (RestartCount %d)' % rc1)
         for o, before in (('owner-1', before1), ('owner-2', before2)):
@@ -250,11 +249,11 @@ def scenario(eng, d, images, out):
         # The tools image: plot and report of the learner's trace.
         pd = tempfile.mkdtemp(prefix='dp-plots-', dir=d)
         os.chmod(pd, 0o777)
-        p = eng.run(['run', '--rm', '--network', 'none', '-v', '%s:/o:ro' % s.volume('learner-out'),
-                     '-v', '%s:/plots' % pd, images['tools'], '/bin/bash', '-c',
-                     'cp /o/trace.csv /o/model.json /o/checkpoint.json /plots/ && '
-                     'dpasync plot --kind owners --out /plots/owners.png /plots/trace.csv && '
-                     'dpasync report /plots'])
+        eng.run(['run', '--rm', '--network', 'none', '-v', '%s:/o:ro' % s.volume('learner-out'),
+                 '-v', '%s:/plots' % pd, images['tools'], '/bin/bash', '-c',
+                 'cp /o/trace.csv /o/model.json /o/checkpoint.json /plots/ && '
+                 'dpasync plot --kind owners --out /plots/owners.png /plots/trace.csv && '
+                 'dpasync report /plots'])
         w, h = png_size(os.path.join(pd, 'owners.png'))
         check(w >= 300 and h >= 200 and os.path.getsize(os.path.join(pd, 'owners.png')) > 2000,
               'owners.png is %dx%d' % (w, h))

@@ -36,7 +36,7 @@ Prints the time of each step.  Needs root, dockerd (docker.io),
 docker-compose, debootstrap: scripts/deps.sh installs them; a missing one is
 a failure, never a skip.
 """
-import os, shutil, sys, threading, time, traceback
+import os, sys, threading, time, traceback
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', 'integration'))
 sys.path.insert(0, HERE)
