@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The test command of the README and of .ci/run: installs what is missing,
-# builds from scratch, runs the unit and integration suites, then the unit
+# builds from scratch, runs the unit and integration suites, the deploy
+# suite (Docker engine, compose, systemd; docs/deploy.md §9), then the unit
 # suite and the daemon integration tests again under AddressSanitizer +
 # UndefinedBehaviorSanitizer, then a short run of every fuzz target (clang).
 # The last line is "N passed, N failed" over all of it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/deps.sh || { echo "dependency installation failed"; echo "0 passed, 1 failed"; exit 1; }
+DP_DEFER_K8S_SCHEMA=1 scripts/deps.sh || { echo "dependency installation failed"; echo "0 passed, 1 failed"; exit 1; }
 
 export OPENBLAS_NUM_THREADS=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
@@ -38,14 +39,51 @@ run_tests() {   # build-dir, meson test args...
   tally "$dir"
 }
 
-build build-test -Dbuildtype=debugoptimized &&
+# While the tree compiles: the deploy suite's images (docs/deploy.md §9: a
+# base image, then deploy/Dockerfile's targets), and node, npm and the
+# Kubernetes schema validator of deploy_static, which the first
+# scripts/deps.sh left out.  Both are waited for before any test runs.
+/usr/bin/python3 tests/deploy/deploy_docker.py --prepare >build-test.deploy-prepare.log 2>&1 &
+prepare_pid=$!
+scripts/deps.sh >build-test.deps-late.log 2>&1 &
+deps_pid=$!
+build build-test -Dbuildtype=debugoptimized
+build_rc=$?
+wait "$prepare_pid" || true
+wait "$deps_pid" || { cat build-test.deps-late.log; echo "node/npm installation failed (deploy_static will fail)"; }
+[ "$build_rc" -eq 0 ] &&
   run_tests build-test --suite unit --suite integration --num-processes 2
+
+# The deployment for real (docs/deploy.md §9): a Docker engine (started here
+# if none runs), the images of deploy/Dockerfile, the compose stack and
+# systemd as PID 1.  Mostly waiting on containers, so it runs while the
+# sanitizer build compiles; its output is shown when it ends.
+deploy_pid=
+if [ -d build-test/meson-info ]; then
+  meson test -C build-test --no-rebuild --print-errorlogs --suite deploy \
+    --logbase deploylog >build-test.deploy.log 2>&1 &
+  deploy_pid=$!
+fi
+deploy_wait() {
+  [ -n "$deploy_pid" ] || return 0
+  wait "$deploy_pid"
+  deploy_pid=
+  cat build-test.deploy-prepare.log build-test.deploy.log
+  local log=build-test/meson-logs/deploylog.json
+  if [ -f "$log" ]; then
+    passed=$((passed + $(grep -c '"result": "OK"' "$log" || true)))
+    failed=$((failed + $(grep -c -E '"result": "(FAIL|TIMEOUT|ERROR|UNEXPECTEDPASS)"' "$log" || true)))
+  else
+    failed=$((failed + 1))
+  fi
+}
 
 # Sanitizers: every unit test, and the integration tests that run the daemons
 # and the tool for real (a leak or undefined behaviour in learnerd, ownerd or
 # dpasync makes them exit non-zero).  ownerd's tests preload shims (a failing
 # fdatasync, a slow cblas_dgemv), hence verify_asan_link_order=0.
 if build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false; then
+  deploy_wait
   run_tests build-asan --suite unit --num-processes 2
   ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0 run_tests build-asan --num-processes 2 \
     e2e_modes e2e_admission e2e_identity e2e_crash learnerd learnerd_fdlimit ownerd ownerd_worker \
@@ -55,6 +93,8 @@ if build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=
     config_files plot_report e2e_lockout e2e_claims chaos iofault privacy_audit soak sync_rounds \
     peer_refuse peer_cluster peer_restart peer_parity e2e_jobs
 fi
+
+deploy_wait
 
 # Fuzzing (docs/fuzz.md): every libFuzzer target of tests/fuzz, one test
 # each, over its seed corpus and then 10 s of mutations, in a clang

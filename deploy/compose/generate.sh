@@ -85,6 +85,7 @@ x-dpasync: &dpasync
   build:
     context: ..
     dockerfile: deploy/Dockerfile
+    target: runtime
   read_only: true
   tmpfs:
     - /tmp

@@ -5,6 +5,7 @@ the Debian package to install, never a skip.  Runs as root (to run services
 as uid 10001 or with a reduced capability set, as Docker and Kubernetes do).
 
 Dockerfile (deploy/Dockerfile)
+  - it has the targets runtime, tools, systemd and prometheus;
   - the build stage is debian:12, installs with scripts/deps.sh and builds
     with scripts/build.sh; the runtime stage is Debian 12, non-root, has a
     HEALTHCHECK and an ENTRYPOINT;
@@ -51,15 +52,19 @@ systemd (deploy/systemd/)
     unit's SystemCallFilter, every socket family in RestrictAddressFamilies.
 Kubernetes (deploy/k8s/)
   - every YAML document parses and has apiVersion, kind, metadata.name;
-    the learner is a Deployment (replicas 1, Recreate) with a PVC and a
-    Service; owners are a StatefulSet with volumeClaimTemplates; every
+    the learner is a one-shot Job (one pod at a time, restartPolicy Never,
+    exit 2 fails the Job, no probe waiting for an idle wrapper) with a PVC
+    and a Service; owners are a StatefulSet with volumeClaimTemplates; every
     mounted volume is defined, every ConfigMap exists, every Secret is
     created in docs/deploy.md; pods run as non-root without privileges;
+    every object validates against the Kubernetes API schemas (npm
+    kubernetes-models: types, required fields, enumerations; it does not
+    flag unknown fields) and a broken Job does not;
   - run.sh (the wrapper in the ConfigMap) and the ConfigMaps' configs run a
     job as uid 10001 on files laid out as kubelet does with fsGroup 10001:
     learner + 3 owners with identities from their pod names, keys copied
     0600, synthetic data equal to a joint `dpasync gen`; after the job the
-    wrappers idle and exit on SIGTERM; SIGTERM during a run reaches learnerd
+    learner's wrapper exits 0 and the owners' idle and exit on SIGTERM; SIGTERM during a run reaches learnerd
     (exit 0, no idling); an owner without a Secret is refused; the
     standalone owner's config passes --check-config.
 """
@@ -166,11 +171,20 @@ def dockerfile_stages():
 def check_dockerfile(t):
     stages = dockerfile_stages()
     check(len(stages) >= 2, 'Dockerfile: want a build and a runtime stage, got %d' % len(stages))
-    build, rt = stages[0], stages[-1]
+    named = {st['name']: st for st in stages if st['name']}
+    for n in ('runtime', 'tools', 'systemd', 'prometheus'):
+        check(n in named, 'Dockerfile: no target %s (docs/deploy.md §5)' % n)
+    build, rt = stages[0], named['runtime']
+    # The runtime stage and the stages it is built FROM (its libraries).
+    chain, st = [], rt
+    while st is not None:
+        chain.append(st)
+        st = named.get(st['from'])
+    base = chain[-1]
     check(build['from'] == 'debian:12' and build['name'] == 'build',
           'Dockerfile: first stage must be "FROM debian:12 AS build", is %s' % build['from'])
-    check(re.match(r'debian:12(-slim)?$', rt['from']) is not None,
-          'Dockerfile: runtime stage must be Debian 12, is %s' % rt['from'])
+    check(re.match(r'debian:12(-slim)?$', base['from']) is not None,
+          'Dockerfile: runtime stage must be Debian 12, is %s' % base['from'])
     runs = [r for w, r in build['ins'] if w == 'RUN']
     check(any('scripts/deps.sh' in r for r in runs), 'Dockerfile: the build stage does not run scripts/deps.sh')
     brun = [r for r in runs if 'scripts/build.sh' in r]
@@ -236,7 +250,7 @@ def check_dockerfile(t):
     print('ok: runtime stage gets learnerd, ownerd, dpasync (%s)' % run([bins['dpasync'], '--version']).stdout.strip())
 
     # Runtime libraries: every library loaded comes from the installed closure.
-    rtrun = ' '.join(r for w, r in rt['ins'] if w == 'RUN')
+    rtrun = ' '.join(r for st in chain for w, r in st['ins'] if w == 'RUN')
     m = re.search(r'apt-get install (.*?)(&&|$)', rtrun)
     check(m is not None, 'Dockerfile: runtime stage has no apt-get install')
     pkgs = [w for w in m.group(1).split() if not w.startswith('-')]
@@ -417,8 +431,9 @@ IMAGE_UID = 10001
 def image_dirs():
     """The directories the runtime image creates for user dpasync, with
     their modes (an empty named volume mounted there takes both)."""
-    stages = dockerfile_stages()
-    text = ' '.join(r for w, r in stages[-1]['ins'] if w == 'RUN')
+    rt = [st for st in dockerfile_stages() if st['name'] == 'runtime']
+    check(len(rt) == 1, 'Dockerfile: no stage runtime')
+    text = ' '.join(r for w, r in rt[0]['ins'] if w == 'RUN')
     dirs = {}
     for m in re.finditer(r'install -d -o dpasync -g dpasync -m (\d+) ((?:/\S+\s*)+)', text):
         for d in m.group(2).split():
@@ -861,13 +876,26 @@ def check_k8s(t):
     files = {f for f in res}
     cms = {dd['metadata']['name'] for f, dd in docs if dd['kind'] == 'ConfigMap' and f in files}
     pvcs = {dd['metadata']['name'] for f, dd in docs if dd['kind'] == 'PersistentVolumeClaim' and f in files}
+    jobs = [dd for f, dd in docs if dd['kind'] == 'Job' and f in files]
     deps = [dd for f, dd in docs if dd['kind'] == 'Deployment' and f in files]
     sts = [dd for f, dd in docs if dd['kind'] == 'StatefulSet' and f in files]
     svcs = {dd['metadata']['name']: dd for f, dd in docs if dd['kind'] == 'Service' and f in files}
-    check(len(deps) == 1 and deps[0]['metadata']['name'] == 'learner', 'want one Deployment "learner"')
-    L = deps[0]['spec']
-    check(L['replicas'] == 1 and L['strategy']['type'] == 'Recreate', 'learner: replicas 1 and Recreate')
-    lv = pod_checks('learner.yaml', 'Deployment', 'learner', L['template']['spec'], cms, secrets_doc, pvcs)
+    # The learner is a one-shot Job: one pod at a time, complete when
+    # learnerd exits 0, failed at once on exit 2, nothing that idles.
+    check(not deps, 'the test cluster has a Deployment: %s' % [dd['metadata']['name'] for dd in deps])
+    check(len(jobs) == 1 and jobs[0]['metadata']['name'] == 'learner', 'want one Job "learner"')
+    L = jobs[0]['spec']
+    check(L.get('completions') == 1 and L.get('parallelism') == 1, 'learner Job: completions and parallelism 1')
+    check(L.get('podReplacementPolicy') == 'Failed', 'learner Job: podReplacementPolicy Failed (one learner at a time)')
+    check(L['template']['spec'].get('restartPolicy') == 'Never', 'learner Job: restartPolicy Never')
+    fj = [r for r in L.get('podFailurePolicy', {}).get('rules', []) if r.get('action') == 'FailJob']
+    check(any(r.get('onExitCodes', {}).get('operator') == 'In' and 2 in r['onExitCodes'].get('values', [])
+              and r['onExitCodes'].get('containerName') == 'learnerd' for r in fj),
+          'learner Job: exit 2 of learnerd must fail the Job (podFailurePolicy)')
+    for c in L['template']['spec']['containers']:
+        probes = json.dumps([c.get('livenessProbe'), c.get('readinessProbe')])
+        check('/run/dpasync/done' not in probes, 'learner Job: a probe still expects an idle wrapper')
+    lv = pod_checks('learner.yaml', 'Job', 'learner', L['template']['spec'], cms, secrets_doc, pvcs)
     check(any('persistentVolumeClaim' in v for v in lv.values()), 'learner: no PVC mounted')
     check('learner' in svcs and any(p['port'] == 7800 for p in svcs['learner']['spec']['ports']),
           'no Service learner on 7800')
@@ -891,9 +919,36 @@ def check_k8s(t):
     scm = {dd['metadata']['name'] for f, dd in docs if f in ('owner-standalone.yaml', 'scripts.yaml') and dd['kind'] == 'ConfigMap'}
     spvc = {dd['metadata']['name'] for f, dd in docs if f == 'owner-standalone.yaml' and dd['kind'] == 'PersistentVolumeClaim'}
     pod_checks('owner-standalone.yaml', 'Deployment', 'owner', sa[0]['spec']['template']['spec'], scm, secrets_doc, spvc)
-    print('ok: %d Kubernetes documents parse; Deployment/StatefulSet/PVC/Service/Secret references consistent'
+    print('ok: %d Kubernetes documents parse; Job/StatefulSet/Deployment/PVC/Service/Secret references consistent'
           % len(docs))
+    check_k8s_schema(docs)
     return docs
+
+def check_k8s_schema(docs):
+    """Every object against the Kubernetes API schemas (npm kubernetes-models,
+    installed by scripts/deps.sh; tests/integration/k8s_schema.mjs), and a
+    broken copy of the learner Job is refused (the check can fail)."""
+    mods = os.environ.get('DP_K8S_SCHEMA_DIR', '/var/cache/dpasync/k8s-schema')
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'k8s_schema.mjs')
+    objs = [[f, dd] for f, dd in docs if dd['kind'] != 'Kustomization']
+    def validate(objs):
+        return subprocess.run(['node', script, mods], input=json.dumps(objs), capture_output=True,
+                              text=True, timeout=120)
+    check(shutil.which('node') is not None, 'no node (Debian package nodejs; scripts/deps.sh installs it)')
+    p = validate(objs)
+    check(p.returncode == 0, 'Kubernetes schema validation (%d):\n%s%s' % (p.returncode, p.stdout, p.stderr))
+    n = len([l for l in p.stdout.splitlines() if l.startswith('ok ')])
+    check(n == len(objs), 'schema validation checked %d of %d objects' % (n, len(objs)))
+    broken = json.loads(json.dumps(objs))
+    for f, dd in broken:
+        if dd['kind'] == 'Job':
+            dd['spec']['backoffLimit'] = 'five'
+            del dd['spec']['template']['spec']['containers'][0]['name']
+    p = validate(broken)
+    check(p.returncode == 1 and 'backoffLimit' in p.stdout and 'name' in p.stdout,
+          'schema validation accepted a broken Job:\n' + p.stdout)
+    print('ok: %d Kubernetes objects valid against the API schemas (kubernetes-models); a broken Job is refused'
+          % n)
 
 def check_k8s_run(t, docs, bins):
     cm = lambda n, f: [dd for ff, dd in docs if ff == f and dd['kind'] == 'ConfigMap'
@@ -968,10 +1023,12 @@ def check_k8s_run(t, docs, bins):
         ops.append((n, orr, start(as_user(['/bin/bash', script, 'ownerd', '--learner', '127.0.0.1:' + port,
                                    '--metrics-listen', '127.0.0.1:0', '--rate', '20'], IMAGE_UID), oenv,
                                   os.path.join(k, n + '.log'))))
-    # The job ends; the wrappers then idle (the pod stays up, not restarted).
-    done = os.path.join(lr, 'run', 'done')
-    watch(lp, llog, [(op, os.path.join(k, n + '.log')) for n, _, op in ops], 120,
-          until=lambda: os.path.exists(done))
+    # The job ends: the learner's wrapper exits 0 (its Job is Complete); the
+    # owners' wrappers idle (a StatefulSet pod stays up, not restarted).
+    watch(lp, llog, [(op, os.path.join(k, n + '.log')) for n, _, op in ops], 120)
+    check(lp.returncode == 0 and not os.path.exists(os.path.join(lr, 'run', 'done')),
+          'k8s learner wrapper after the job: exit %d, idle marker %s:\n%s'
+          % (lp.returncode, os.path.exists(os.path.join(lr, 'run', 'done')), open(llog).read()[-2000:]))
     model = json.load(open(os.path.join(lr, 'out', 'job', 'model.json')))
     check(len(model['theta']) == 11, 'k8s model: %s' % model)
     for n, orr, op in ops:
@@ -985,8 +1042,8 @@ def check_k8s_run(t, docs, bins):
         check(os.path.getsize(os.path.join(orr, 'state', 'job.ledger')) >= 256, 'k8s %s: no ledger' % n)
         check(oct(os.stat(os.path.join(orr, 'run', 'tls.key')).st_mode & 0o777) == '0o600', '%s key not 0600' % n)
     time.sleep(0.5)
-    check(lp.poll() is None and all(op.poll() is None for _, _, op in ops), 'a wrapper exited instead of idling')
-    for p in [lp] + [op for _, _, op in ops]:
+    check(all(op.poll() is None for _, _, op in ops), 'an owner wrapper exited instead of idling')
+    for p in [op for _, _, op in ops]:
         p.send_signal(signal.SIGTERM)
         finish(p, 10, 'idle wrapper after SIGTERM')
     # The owners' data is what a joint `dpasync gen` gives.
@@ -995,8 +1052,8 @@ def check_k8s_run(t, docs, bins):
     for i, (n, orr, _) in enumerate(ops):
         check(sha(os.path.join(orr, 'state', 'data.csv')) == sha(os.path.join(k, 'joint', 'owner-%d.csv' % (i + 1))),
               'k8s %s: generated data differs from the joint generation' % n)
-    print('ok: k8s run.sh ran a job (learner + 3 owners by pod name), keys 0600, data = joint gen, '
-          'idles after the job and exits on SIGTERM')
+    print('ok: k8s run.sh ran a job (learner + 3 owners by pod name), keys 0600, data = joint gen; '
+          'the learner exits 0 after the job, the owners idle and exit on SIGTERM')
 
     # SIGTERM during a run reaches learnerd: exit 0, no idling.
     env2, r2 = pod('learner-sigterm', 'dpasync-learner', 'learner.yaml', 'learnerd.conf',

@@ -1,0 +1,201 @@
+"""deploy/systemd under a real systemd (docs/deploy.md §9): the `systemd`
+image of deploy/Dockerfile (systemd as PID 1, the units and sysusers.d file
+installed as a package installs them), with no network at all: learnerd
+and three ownerd@ instances talk over the container's loopback."""
+import json, os, re, time
+from harness import Fail, check
+from engine import ROOT
+
+OWNERS = ['owner-1', 'owner-2', 'owner-3']
+SETUP = r'''
+set -euo pipefail
+cd /etc/dpasync
+dpasync certs --out /tmp/certs --owners 3 >/dev/null
+dpasync gen --rows 2000,2000,2000 --features 5 --seed 3 --out /tmp/data >/dev/null
+install -m 0644 /tmp/certs/ca.crt /tmp/certs/learner.crt /tmp/certs/owner-*.crt /etc/dpasync/
+install -m 0600 /tmp/certs/learner.key /tmp/certs/owner-*.key /etc/dpasync/
+# owner-bad: a real key, a configuration ownerd refuses (exit 2).
+install -m 0600 /tmp/certs/owner-3.key /etc/dpasync/owner-bad.key
+for f in /tmp/conf/*.conf; do install -m 0640 -g dpasync "$f" /etc/dpasync/; done
+for i in 1 2 3; do
+  install -d -m 0700 -o dpasync -g dpasync /var/lib/dpasync/owner-$i
+  install -m 0600 -o dpasync -g dpasync /tmp/data/owner-$i.csv /var/lib/dpasync/owner-$i/data.csv
+done
+rm -rf /tmp/certs /tmp/data
+'''
+
+def conf(template, values):
+    """The shipped example with its `key = value` lines replaced, and the
+    keys it does not set appended."""
+    lines, seen = [], set()
+    for l in open(os.path.join(ROOT, template)).read().splitlines():
+        m = re.match(r'([a-z-]+)\s*=', l)
+        if m and m.group(1) in values:
+            seen.add(m.group(1))
+            l = '%s = %s' % (m.group(1), values[m.group(1)])
+        lines.append(l)
+    lines += ['%s = %s' % (k, v) for k, v in values.items() if k not in seen]
+    return '\n'.join(lines) + '\n'
+
+class Box:
+    def __init__(self, eng, image):
+        self.eng = eng
+        self.name = 'dpsystemd%d' % os.getpid()
+        # SYS_ADMIN: systemd builds each unit's mount namespace (ProtectSystem=,
+        # PrivateTmp=, the credentials ramfs); SYS_PTRACE: with ProtectProc=
+        # invisible and PrivateUsers=, systemd reads the unit's /proc entry
+        # while setting up its user namespace.  Docker's default set lacks both.
+        eng.run(['run', '-d', '--name', self.name, '--network', 'none', '--cap-add', 'SYS_ADMIN',
+                 '--cap-add', 'SYS_PTRACE', '-v', '/sys/fs/cgroup:/sys/fs/cgroup:ro',
+                 '--tmpfs', '/run', '--tmpfs', '/run/lock', image])
+
+    def sh(self, cmd, ok=True, timeout=120):
+        return self.eng.run(['exec', self.name, '/bin/bash', '-c', cmd], ok=ok, timeout=timeout)
+
+    def show(self, unit, *props):
+        out = self.sh('systemctl show -p %s %s' % (','.join(props), unit)).stdout
+        return dict(l.split('=', 1) for l in out.splitlines() if '=' in l)
+
+    def journal(self, unit):
+        return self.sh('journalctl --no-pager -o cat -u %s' % unit, ok=False).stdout
+
+    def close(self):
+        self.eng.run(['rm', '-f', '-v', self.name], ok=False)
+
+def cpu_ticks(box, pid):
+    f = box.sh('cat /proc/%s/stat 2>/dev/null || true' % pid).stdout.split()
+    return int(f[13]) + int(f[14]) if len(f) > 15 else None
+
+def scenario(eng, image, out):
+    t0 = time.time()
+    box = Box(eng, image)
+    try:
+        for _ in range(300):
+            st = box.sh('systemctl is-system-running', ok=False).stdout.strip()
+            if st in ('running', 'degraded'):
+                break
+            time.sleep(0.1)
+        check(st in ('running', 'degraded'), 'systemd in the container: %s' % st)
+        check(box.sh('id -u dpasync', ok=False).returncode == 0,
+              'no user dpasync: systemd-sysusers did not apply dpasync.conf')
+        # Configuration from the shipped examples.
+        box.sh('mkdir -p /tmp/conf')
+        confs = {'learnerd.conf': conf('deploy/learnerd.conf', {
+            'listen': '127.0.0.1:7800', 't': '300', 'owners': ', '.join(OWNERS), 'out': '/var/lib/dpasync/learner/job1',
+            'metrics-listen': '127.0.0.1:9464'})}
+        for i, o in enumerate(OWNERS, 1):
+            confs['ownerd-%s.conf' % o] = conf('deploy/systemd/ownerd-owner-1.conf', {
+                'learner': '127.0.0.1:7800', 'cert': '/etc/dpasync/%s.crt' % o, 'key': '/etc/dpasync/%s.key' % o,
+                'data': '/var/lib/dpasync/%s/data.csv' % o, 'rate': '10', 'welcome-timeout': '2m',
+                'ledger': '/var/lib/dpasync/%s/job1.ledger' % o,
+                'model-out': '/var/lib/dpasync/%s/job1.model.json' % o,
+                'metrics-listen': '127.0.0.1:%d' % (9464 + i)})
+        confs['ownerd-owner-bad.conf'] = conf('deploy/systemd/ownerd-owner-1.conf', {
+            'learner': '127.0.0.1:7800', 'cert': '/etc/dpasync/owner-3.crt', 'epsilon': '-1',
+            'ledger': '/var/lib/dpasync/owner-bad/job1.ledger'})
+        for n, text in confs.items():
+            eng.run(['exec', '-i', box.name, '/bin/bash', '-c', 'cat > /tmp/conf/' + n], input=text)
+        box.sh(SETUP)
+        units = ['learnerd.service'] + ['ownerd@%s.service' % o for o in OWNERS]
+        box.sh('systemctl enable --now ' + ' '.join(units))
+        trace = '/var/lib/dpasync/learner/job1/trace.csv'
+
+        def rows():
+            p = box.sh('[ -f %s ] && wc -l < %s || echo 1' % (trace, trace), ok=False)
+            try:
+                return int(p.stdout.strip()) - 1
+            except ValueError:
+                return 0
+        end = time.time() + 180
+        while rows() < 30:
+            s = box.show('learnerd.service', 'ActiveState', 'ExecMainStatus')
+            check(s['ActiveState'] in ('active', 'activating'),
+                  'learnerd.service %s (status %s):\n%s' % (s['ActiveState'], s['ExecMainStatus'],
+                                                          box.journal('learnerd.service')[-3000:]))
+            check(time.time() < end, 'the systemd job did not reach 30 iterations in 180 s:\n'
+                  + box.journal('learnerd.service')[-3000:])
+            time.sleep(0.3)
+
+        # kill -9 of ownerd@owner-1: Restart=on-failure brings it back (after
+        # the unit's RestartSec) and it resumes from its ledger.
+        u1 = 'ownerd@owner-1.service'
+        s1 = box.show(u1, 'MainPID', 'NRestarts')
+        led1 = '/var/lib/dpasync/owner-1/job1.ledger'
+        before = json.loads(box.sh('dpasync ledger ' + led1).stdout)
+        box.sh('kill -KILL %s' % s1['MainPID'])
+
+        # A bad configuration: exit 2, and no restart (RestartPreventExitStatus=2).
+        ub = 'ownerd@owner-bad.service'
+        box.sh('systemctl start %s' % ub, ok=False)
+        end = time.time() + 30
+        while True:       # until the process has exited (failed, or waiting to restart)
+            sb = box.show(ub, 'ActiveState', 'SubState', 'ExecMainStatus', 'NRestarts', 'Result')
+            if sb['SubState'] in ('failed', 'auto-restart', 'dead') or time.time() > end:
+                break
+            time.sleep(0.2)
+        check(sb['ExecMainStatus'] == '2' and sb['ActiveState'] == 'failed' and sb['NRestarts'] == '0',
+              '%s: %r (want failed, status 2, no restart):\n%s' % (ub, sb, box.journal(ub)[-2000:]))
+        bad = [l for l in box.journal(ub).splitlines() if l.startswith('ownerd:')]
+        check(len(bad) == 1, '%s: want one error line, got %r' % (ub, bad))
+
+        end = time.time() + 240
+        while True:
+            s = box.show('learnerd.service', 'ActiveState', 'Result', 'ExecMainStatus', 'NRestarts')
+            if s['ActiveState'] in ('inactive', 'failed'):
+                break
+            check(time.time() < end, 'the systemd job did not finish in 240 s:\n'
+                  + box.journal('learnerd.service')[-3000:])
+            time.sleep(0.5)
+        lj = box.journal('learnerd.service')
+        check(s['Result'] == 'success' and s['ExecMainStatus'] == '0' and s['NRestarts'] == '0',
+              'learnerd.service ended %r:\n%s' % (s, lj[-3000:]))
+        m = re.findall(r'done k=(\d+)', lj)
+        check(m, 'no "done k=" in learnerd\'s journal:\n' + lj[-2000:])
+        out['systemd job s'] = time.time() - t0
+        out['systemd T'] = int(m[-1])
+
+        a1 = box.show(u1, 'NRestarts', 'MainPID', 'ActiveState', 'Result')
+        check(a1['NRestarts'] == '1', '%s restarted %s times after kill -9' % (u1, a1['NRestarts']))
+        after = json.loads(box.sh('dpasync ledger ' + led1).stdout)
+        check(after['answers'] > before['answers'],
+              'owner-1 answered nothing after its restart (%d, then %d)' % (before['answers'], after['answers']))
+        for o in OWNERS:
+            L = json.loads(box.sh('dpasync ledger /var/lib/dpasync/%s/job1.ledger' % o).stdout)
+            check(L['answers'] <= L['answers_cap'] and L['epsilon_spent'] <= L['epsilon_cap'] + 1e-12
+                  and L['epsilon_cap'] <= 1 + 1e-12, '%s ledger beyond its budget: %r' % (o, L))
+            box.sh('test -s /var/lib/dpasync/%s/job1.model.json' % o)
+        out['systemd owner-1'] = (before['answers'], after['answers'], after['answers_cap'])
+
+        # After the job: the enabled owners do not spin.  Whether ownerd
+        # exits after Done (unit inactive) or stays to serve another job,
+        # NRestarts must not grow and a remaining process must use almost
+        # no CPU (< 5 % of a core over 4 s).
+        s0 = {o: box.show('ownerd@%s.service' % o, 'NRestarts', 'MainPID') for o in OWNERS}
+        ticks0 = {o: cpu_ticks(box, s0[o]['MainPID']) for o in OWNERS if s0[o]['MainPID'] != '0'}
+        time.sleep(4)
+        hz = int(box.sh('getconf CLK_TCK').stdout.strip())
+        for o in OWNERS:
+            s = box.show('ownerd@%s.service' % o, 'NRestarts', 'MainPID', 'ActiveState', 'UnitFileState')
+            check(s['UnitFileState'] == 'enabled', 'ownerd@%s is %s' % (o, s['UnitFileState']))
+            check(s['NRestarts'] == s0[o]['NRestarts'], 'ownerd@%s restarted after the job (%s -> %s)'
+                  % (o, s0[o]['NRestarts'], s['NRestarts']))
+            if o in ticks0 and ticks0[o] is not None and s['MainPID'] == s0[o]['MainPID']:
+                t1 = cpu_ticks(box, s['MainPID'])
+                used = (t1 - ticks0[o]) / hz
+                check(used < 0.2, 'ownerd@%s used %.2f s of CPU in 4 s after the job' % (o, used))
+        out['systemd after'] = {o: box.show('ownerd@%s.service' % o, 'ActiveState')['ActiveState']
+                                for o in OWNERS}
+
+        sec = box.sh('systemd-analyze security --no-pager learnerd.service ownerd@owner-1.service',
+                     ok=False).stdout
+        out['systemd-analyze'] = re.findall(r'Overall exposure level for (\S+): ([\d.]+ \S+)', sec)
+        out['systemd-analyze text'] = sec
+    except Fail:
+        for u in ('learnerd.service', 'ownerd@owner-1.service', 'ownerd@owner-2.service'):
+            try:
+                print('--- journal of %s (tail)\n%s' % (u, box.journal(u)[-1500:]))
+            except Exception:
+                pass
+        raise
+    finally:
+        box.close()
