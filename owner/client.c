@@ -166,18 +166,20 @@ static bool on_tick(void *arg)
 	Dpasync__UpdateRequest ur = DPASYNC__UPDATE_REQUEST__INIT;
 
 	dp_metrics_inc(c->cfg.m->ticks);
-	/* While an answer is computed the clock sleeps (the request it
-	 * answers is still outstanding, docs/ownerd.md "Threads"). */
+	/* The clock keeps ticking while a request is outstanding or its answer
+	 * is computed (docs/ownerd.md "Threads"): those ticks are the skipped
+	 * ones, and by memorylessness the first tick after the answer comes
+	 * at the same law as a clock restarted then. */
 	if (own_answer_busy(c->cfg.answer)) {
 		dp_metrics_inc(c->cfg.m->ticks_skipped);
-		return true;
+		return false;
 	}
 	/* A tick sends only when connected, welcomed in request mode, with
 	 * budget left, and with no request outstanding. */
 	if (c->conn == NULL || !c->welcomed || c->job.broadcast || c->request_pending ||
 	    !own_budget_left(c->cfg.budget)) {
 		dp_metrics_inc(c->cfg.m->ticks_skipped);
-		return c->request_pending;
+		return false;
 	}
 	env.version = DP_PROTO_VERSION;
 	env.msg_case = DPASYNC__ENVELOPE__MSG_UPDATE_REQUEST;
@@ -188,7 +190,7 @@ static bool on_tick(void *arg)
 	} else {
 		dp_metrics_inc(c->cfg.m->ticks_skipped);
 	}
-	return c->request_pending;
+	return false;
 }
 
 static void on_clock_fail(void *arg, int err)
@@ -332,7 +334,6 @@ static void on_welcome(struct own_client *c, const Dpasync__Welcome *w)
 	c->job.have = true;
 	c->welcomed = true;
 	c->request_pending = false;
-	own_clock_resume(&c->clock);
 	c->attempt = 0;
 	c->idle = false;
 	c->idle_step = 0;
@@ -489,8 +490,7 @@ static void on_query(struct own_client *c, const Dpasync__Query *q)
 	c->request_pending = false;
 	if (own_answer_query(c->cfg.answer, &c->job, q, &rep))
 		return;   /* computing; own_client_answered() takes it from here */
-	/* Decided at once: the request is over and the clock runs again. */
-	own_clock_resume(&c->clock);
+	/* Decided at once: the request is over; the next tick may send. */
 	if (c->closed)
 		return;   /* the clock failed: the daemon is stopping */
 	deliver(c, &rep);
@@ -502,11 +502,10 @@ void own_client_answered(void *arg, const struct own_reply *rep)
 
 	/* Sent first (the charge is already durable; a send on a closed
 	 * connection only wipes the scratch), then the request is over and
-	 * the clock runs again. */
+	 * the next tick may send. */
 	deliver(c, rep);
 	if (c->closed)
 		return;   /* stopping (deliver's STOP, or a signal meanwhile) */
-	own_clock_resume(&c->clock);
 	if (c->retry_deferred) {
 		c->retry_deferred = false;
 		schedule_next(c);
@@ -667,7 +666,6 @@ static void on_close(dp_conn *conn, int reason, const char *detail)
 	c->welcomed = false;
 	c->request_pending = false;
 	own_answer_cancel(c->cfg.answer);
-	own_clock_resume(&c->clock);
 	dp_metrics_set(c->cfg.m->connected, 0);
 	if (!uv_is_closing((uv_handle_t *)&c->welcome_timer))
 		uv_timer_stop(&c->welcome_timer);

@@ -46,16 +46,15 @@ static void fail(struct own_clock *c, int err)
 static void on_timer(uv_timer_t *t)
 {
 	struct own_clock *c = t->data;
-	bool asleep;
+	bool stop;
 	int r;
 
 	if (c->closed)
 		return;
-	asleep = c->on_tick(c->arg);
-	/* The tick may have closed the clock (the daemon is stopping); while a
-	 * request is outstanding every tick would be skipped, so the clock
-	 * sleeps until own_clock_resume. */
-	if (c->closed || asleep)
+	stop = c->on_tick(c->arg);
+	/* The tick may have closed the clock (the daemon is stopping), or
+	 * asked it to stop (an agent whose wake-ups are done). */
+	if (c->closed || stop)
 		return;
 	r = arm(c, 1);
 	if (r < 0)
@@ -76,18 +75,6 @@ int own_clock_start(struct own_clock *c, uv_loop_t *loop, dp_bitsource *bits, do
 	uv_timer_init(loop, &c->timer);
 	c->timer.data = c;
 	return arm(c, 0);
-}
-
-void own_clock_resume(struct own_clock *c)
-{
-	int r;
-
-	DP_REQUIRE(c != NULL);
-	if (c->closed || uv_is_active((uv_handle_t *)&c->timer))
-		return;
-	r = arm(c, 0);
-	if (r < 0)
-		fail(c, r);
 }
 
 void own_clock_close(struct own_clock *c)

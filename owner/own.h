@@ -149,9 +149,10 @@ struct own_job {
 
 /* ---- clock.c: the Poisson clock ----------------------------------------- */
 
-/* A tick.  Returns true when a request is now outstanding: the clock then
- * sleeps until own_clock_resume() (memoryless, so the next request time
- * has the same law); false keeps it ticking. */
+/* A tick.  Returns true to stop the clock for good (peer mode, once its
+ * wake-ups are done); false keeps it ticking.  The
+ * owner's client always keeps it ticking, also while a request is
+ * outstanding: those ticks are counted as skipped (docs/ownerd.md §4). */
 typedef bool (*own_clock_tick_fn)(void *arg);
 /* The CSPRNG failed while drawing a gap (logged): the clock has stopped. */
 typedef void (*own_clock_fail_fn)(void *arg, int err);
@@ -170,8 +171,6 @@ struct own_clock {
  * the clock.  0, or a DP_E... code from the generator. */
 int own_clock_start(struct own_clock *c, uv_loop_t *loop, dp_bitsource *bits, double rate,
 		    own_clock_tick_fn on_tick, own_clock_fail_fn on_fail, void *arg);
-/* Wake a sleeping clock; a no-op while it runs or after own_clock_close. */
-void own_clock_resume(struct own_clock *c);
 /* Stop for good and close the timer (freed when the loop runs). */
 void own_clock_close(struct own_clock *c);
 

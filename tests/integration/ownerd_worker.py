@@ -15,8 +15,9 @@ doubles, more than this machine holds).  Checked:
   which comes >= 1 s after the Query (so the computation was running);
 - the answer agrees with numpy's clipped gradient within 40 noise scales;
 - the Poisson clock (--rate 2) sends no UpdateRequest while an answer is
-  computed, also for a Query sent unprompted, when the clock is awake
-  (caught in 89 % of runs, see step 1b);
+  computed, also for a Query sent unprompted (caught in 89 % of runs, see
+  step 1b), and counts the ticks it skips meanwhile (>= 2 over two answers;
+  false failure 1.5e-3);
 - a second Query while one is computed closes the connection (one query
   at a time); the answer in flight (started 0.3 s before, so it cannot be
   cancelled) is discarded, uncharged, and the owner reconnects only once it
@@ -55,6 +56,13 @@ def probe(port):
     t0 = time.monotonic()
     urllib.request.urlopen('http://127.0.0.1:%d/metrics' % port, timeout=10).read()
     return t0, time.monotonic()
+
+
+def skipped_ticks(port):
+    m = urllib.request.urlopen('http://127.0.0.1:%d/metrics' % port, timeout=10).read().decode()
+    v = re.search(r'^dpasync_owner_clock_ticks_skipped_total (\S+)$', m, re.M)
+    check(v is not None, 'no dpasync_owner_clock_ticks_skipped_total in /metrics')
+    return float(v.group(1))
 
 
 def slow_answer(c, k, p, mport):
@@ -143,15 +151,15 @@ def main(ownerd, dpasync, shim):
         with open(pf) as f:
             mport = int(re.search(r'^metrics=(\d+)$', f.read(), re.M).group(1))
 
-        # 1. /metrics answers while the answer is computed; the clock sleeps
-        #    (the request this Query answers is outstanding).
+        # 1. /metrics answers while the answer is computed; the clock's
+        #    ticks are skipped (the request this Query answers is outstanding).
+        skipped0 = skipped_ticks(mport)
         a = slow_answer(c, 1, p, mport)
         check(a['answers_given'] == 1, 'answers_given %r' % a)
         check(fake.ledger_records(led) == 1, 'one ledger record per answer')
 
         # 1b. A Query nobody asked for, sent the moment the Answer arrived:
-        #     the clock (--rate 2, woken by that Answer) is awake, and must
-        #     sleep while it is computed.  A tick that beat the Query to
+        #     the clock (--rate 2) must send nothing while it is computed.  A tick that beat the Query to
         #     ownerd arrives within RACE_S = 50 ms of it (loopback takes
         #     ~0.1 ms) and is allowed; an ownerd whose clock ticks while
         #     computing is caught when its first tick falls in [50 ms,
@@ -161,7 +169,16 @@ def main(ownerd, dpasync, shim):
         #     (P(no tick) = e^-30).
         a2 = slow_answer(c, 2, p, mport)
         check(a2['answers_given'] == 2, 'answers_given %r' % a2)
-        print('ok the clock sleeps while an unprompted Query is computed')
+        print('ok the clock sends nothing while an unprompted Query is computed')
+        # The clock ticked on during the 2 x 2.2 s of computing and counted
+        # those ticks as skipped (docs/ownerd.md §4): Poisson with mean
+        # >= 8.8 at rate 2, so fewer than 2 has probability
+        # e^-8.8 (1 + 8.8) = 1.5e-3 (the false-failure rate).  A clock that
+        # sleeps while a request is outstanding skips at most one tick here
+        # (the one that finds step 1b's computation running).
+        skipped = skipped_ticks(mport) - skipped0
+        check(skipped >= 2, 'only %g clock ticks skipped while 2 answers were computed '
+              'for 4.4 s at rate 2' % skipped)
         # The worker's answer is the clipped mean gradient plus Laplace noise
         # of scale b = 2 clip K / (n eps) (docs/design.md §3): within 40 b
         # in every coordinate (P(|Lap(b)| > 40 b) = e^-40 each), not exact.
