@@ -23,21 +23,6 @@ struct eval_opts {
 	struct dp_config_strings args; /* MODEL.json FILE... (--peer: FILE...) */
 };
 
-/* The agent id of a test file: its base name without .csv.gz or .csv. */
-static char *agent_id(const char *path)
-{
-	const char *base = strrchr(path, '/');
-	size_t n;
-
-	base = base ? base + 1 : path;
-	n = strlen(base);
-	if (n > 7 && strcmp(base + n - 7, ".csv.gz") == 0)
-		n -= 7;
-	else if (n > 4 && strcmp(base + n - 4, ".csv") == 0)
-		n -= 4;
-	return strndup(base, n);
-}
-
 /* Sum over the rows of ds of the squared error (linear) or of the correct
  * signs, y t > 0 (logistic, svm; a score of 0 counts as wrong). */
 static double error_sum(dp_model m, const dp_dataset *ds, const double *theta)
@@ -61,7 +46,7 @@ static double error_sum(dp_model m, const dp_dataset *ds, const double *theta)
 static int peer_agent(const struct eval_opts *o, const char *file, dp_model *kind,
 		      struct json_object *arr, double *mean, double *pooled, size_t *rows)
 {
-	char *id = agent_id(file), path[4096];
+	char *id = dp_ownerdata_id(file), path[4096];
 	dp_modelfile mf = { 0 };
 	dp_ownerdata od = { 0 };
 	struct json_object *a = NULL;

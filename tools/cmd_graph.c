@@ -11,6 +11,7 @@
 #include "common/net/config.h"
 #include "tools/cmds.h"
 #include "tools/lib/graphbuild.h"
+#include "tools/lib/ownerdata.h"
 
 static const char graph_summary[] =
 	"Build a peer graph file (a,b,w; docs/p2p.md) for dpasync sim --mode p2p and\n"
@@ -58,21 +59,6 @@ static int check_opts(void *arg)
 static int status_of(int rc)
 {
 	return rc == DP_ENOMEM || rc == DP_EIO ? 1 : 2;
-}
-
-/* The agent id of a data file: its base name without .csv.gz or .csv. */
-static char *agent_id(const char *path)
-{
-	const char *base = strrchr(path, '/');
-	size_t n;
-
-	base = base ? base + 1 : path;
-	n = strlen(base);
-	if (n > 7 && strcmp(base + n - 7, ".csv.gz") == 0)
-		n -= 7;
-	else if (n > 4 && strcmp(base + n - 4, ".csv") == 0)
-		n -= 4;
-	return strndup(base, n);
 }
 
 /* --from-angles FILE: ids (column 1) and vectors (the other columns). */
@@ -176,7 +162,7 @@ static int knn_read(const struct graph_opts *o, struct knn_input *k, long *ci, l
 		rc = dp_csv_table_load(&k->t[i], o->files.v[i], 0);
 		if (rc != 0)
 			return rc;
-		k->ids[i] = agent_id(o->files.v[i]);
+		k->ids[i] = dp_ownerdata_id(o->files.v[i]);
 		if (k->ids[i] == NULL)
 			return dp_error_set(DP_ENOMEM, "out of memory");
 		ci[i] = dp_csv_find((const char *const *)k->t[i].header, k->t[i].ncols, o->item);

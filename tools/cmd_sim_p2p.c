@@ -89,21 +89,6 @@ static int status_of(int rc)
 	return rc == DP_ENOMEM || rc == DP_ENUMERIC || rc == DP_EIO ? 1 : 2;
 }
 
-/* The agent id of a data file: its base name without .csv.gz or .csv. */
-static char *agent_id(const char *path)
-{
-	const char *base = strrchr(path, '/');
-	size_t n;
-
-	base = base ? base + 1 : path;
-	n = strlen(base);
-	if (n > 7 && strcmp(base + n - 7, ".csv.gz") == 0)
-		n -= 7;
-	else if (n > 4 && strcmp(base + n - 4, ".csv") == 0)
-		n -= 4;
-	return strndup(base, n);
-}
-
 /* Everything the command allocates, freed in one place. */
 struct p2p_run {
 	dp_ownerdata od;
@@ -320,7 +305,7 @@ static int simulate(void *arg)
 		goto fail;
 	}
 	for (size_t i = 0; i < N; i++) {
-		r.ids[i] = agent_id(o->files.v[i]);
+		r.ids[i] = dp_ownerdata_id(o->files.v[i]);
 		if (r.ids[i] == NULL) {
 			rc = DP_ENOMEM;
 			goto fail;

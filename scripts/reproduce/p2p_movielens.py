@@ -42,6 +42,11 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _common as C  # noqa: E402
 
+
+def f4(x):
+    """A table cell: four decimals (the differences are in the third)."""
+    return '%.4f' % x
+
 PAPER = {'local': 1.2834, 'cd': 0.9502, '1': 0.9527, '0.5': 0.9545, '0.1': 0.9855}
 EPS = ['1', '0.5', '0.1']
 DELTA = math.exp(-5)
@@ -186,6 +191,15 @@ class Run:
                        ['--local', '--lambda-per-row', repr(best[1])])
         return self.eval(out, 'test')[0], best[1]
 
+    def zero(self):
+        """theta = 0: every rating predicted by the mean training rating."""
+        per = []
+        for f in self.files('test'):
+            with open(f) as h:
+                ys = [float(line.rsplit(',', 1)[1]) for line in h.read().splitlines()[1:]]
+            per.append(math.sqrt(sum(y * y for y in ys) / len(ys)))
+        return sum(per) / len(per)
+
     def local_untuned(self):
         out = self.sim('train', os.path.join(self.d, 'loc-untuned'), ['--local'])
         return self.eval(out, 'test')[0]
@@ -215,7 +229,8 @@ class Run:
 def plot(out, res):
     """A bar chart of the five test RMSEs beside the paper's (gnuplot)."""
     dat = os.path.join(out, 'p2p-movielens.dat')
-    rows = [('local(untuned)', res['local_untuned_rmse'], PAPER['local']),
+    rows = [('theta=0', res['zero_rmse'], float('nan')),
+            ('local(untuned)', res['local_untuned_rmse'], PAPER['local']),
             ('local(tuned)', res['local_rmse'], float('nan')),
             ('CD', res['cd_rmse'], PAPER['cd'])] + \
            [('eps=' + e, res['private_rmse'][e], PAPER[e]) for e in EPS]
@@ -252,7 +267,7 @@ def main():
     for r in range(runs):
         d = os.path.join(a.out, 'run%d' % (r + 1))
         run = Run(tools, d, split(users, 1 + r, users_max))
-        res = {'users': len(run.users), 'x2max': run.x2max}
+        res = {'users': len(run.users), 'x2max': run.x2max, 'zero_rmse': run.zero()}
         res['local_rmse'], res['local_lambda_per_row'] = run.local_tuned()
         res['local_untuned_rmse'] = run.local_untuned()
         res['cd_rmse'], res['cd_choice'] = run.cd('inf', 100 * r + 1)
@@ -270,6 +285,7 @@ def main():
         'users': per_run[0]['users'],
         'local_rmse': mean('local_rmse'),
         'local_untuned_rmse': mean('local_untuned_rmse'),
+        'zero_rmse': mean('zero_rmse'),
         'cd_rmse': mean('cd_rmse'),
         'private_rmse': {e: sum(x['private_rmse'][e] for x in per_run) / runs for e in EPS},
         'delta': DELTA, 'grid': GRID, 'lambdas': LAMBDAS, 'paper_ml100k': PAPER, 'per_run': per_run,
@@ -278,11 +294,13 @@ def main():
     result['cd_beats_tuned_local'] = result['cd_rmse'] < result['local_rmse']
     result['private_1_within_3pct_of_cd'] = result['private_rmse']['1'] <= 1.03 * result['cd_rmse']
     C.write_result(a.out, result)
-    rows = [['purely local, lambda_i tuned per user', C.g3(result['local_rmse']), '—'],
-            ['purely local, lambda_i = 1/m_i', C.g3(result['local_untuned_rmse']),
+    rows = [['theta = 0 (the mean training rating)', f4(result['zero_rmse']), '—'],
+            ['purely local, lambda_i = v/m_i, v tuned on validation',
+             f4(result['local_rmse']), '—'],
+            ['purely local, lambda_i = 1/m_i', f4(result['local_untuned_rmse']),
              PAPER['local']],
-            ['non-private CD', C.g3(result['cd_rmse']), PAPER['cd']]]
-    rows += [['private CD, eps = %s' % e, C.g3(result['private_rmse'][e]), PAPER[e]]
+            ['non-private CD', f4(result['cd_rmse']), PAPER['cd']]]
+    rows += [['private CD, eps = %s' % e, f4(result['private_rmse'][e]), PAPER[e]]
              for e in EPS]
     C.write_text(a.out, 'p2p-movielens.md',
                  C.md_table(['model', 'test RMSE (mean over users, %d runs)' % runs,

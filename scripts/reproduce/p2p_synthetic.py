@@ -34,6 +34,11 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _common as C  # noqa: E402
 
+
+def f4(x):
+    """A table cell: four decimals (the differences are in the third)."""
+    return '%.4f' % x
+
 AGENTS = 100
 PS = [2, 10, 50]
 P_MAIN = 10
@@ -185,8 +190,8 @@ def main():
     rows = []
     for p in sorted(by_p, key=int):
         r = by_p[p]
-        rows.append([p, C.g3(r['local_accuracy']), C.g3(r['cd_accuracy'])] +
-                    [C.g3(r['private_accuracy'][e]) for e in EPS])
+        rows.append([p, f4(r['local_accuracy']), f4(r['cd_accuracy'])] +
+                    [f4(r['private_accuracy'][e]) for e in EPS])
     C.write_text(a.out, 'p2p-synthetic.md',
                  C.md_table(['p', 'local', 'CD (non-private)'] +
                             ['private CD, eps = %s' % e for e in EPS], rows))

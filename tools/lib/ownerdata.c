@@ -61,3 +61,18 @@ void dp_ownerdata_free(dp_ownerdata *od)
 		dp_schema_destroy(od->schema);
 	memset(od, 0, sizeof(*od));
 }
+
+char *dp_ownerdata_id(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	size_t n;
+
+	DP_REQUIRE(path != NULL);
+	base = base ? base + 1 : path;
+	n = strlen(base);
+	if (n > 7 && strcmp(base + n - 7, ".csv.gz") == 0)
+		n -= 7;
+	else if (n > 4 && strcmp(base + n - 4, ".csv") == 0)
+		n -= 4;
+	return strndup(base, n);
+}

@@ -27,6 +27,11 @@ typedef struct dp_ownerdata {
 int dp_ownerdata_load(dp_ownerdata *od, char *const *files, size_t nfiles, const char *target,
 		      int bias, const char *schema_path, dp_model model);
 
+/* The id of the owner (or peer agent) whose data file is `path`: its base
+ * name without .csv.gz or .csv ("data/u12.csv" -> "u12"); malloc'ed, NULL
+ * when out of memory. */
+char *dp_ownerdata_id(const char *path);
+
 /* Free what dp_ownerdata_load made; *od is zeroed.  Safe on a zeroed od. */
 void dp_ownerdata_free(dp_ownerdata *od);
 

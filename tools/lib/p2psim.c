@@ -189,6 +189,7 @@ int dp_p2psim_eps_split(double eps, double delta, uint64_t T, double *out)
 		else
 			hi = mid;
 	}
-	*out = lo;
-	return 0;
+	/* As the agent's ledger charges it (ownerd --peer): T shares of
+	 * max(T eps_t, eps) in whole nano-epsilon, never above eps_t. */
+	return dp_ledger_eps_share(lo * (double)T > eps ? lo * (double)T : eps, T, out);
 }

@@ -55,8 +55,9 @@ int dp_p2psim_run(const dp_p2psim_setup *s, uint64_t seed, double *theta, size_t
  * share ownerd's ledger charges, dp_ledger_eps_share(eps, T); with
  * delta > 0 the larger of that and the largest eps_t whose T-fold advanced
  * composition (Dwork, Rothblum and Vadhan) stays within (eps, delta),
- *   sqrt(2 T ln(1/delta)) eps_t + T eps_t (e^eps_t - 1) <= eps.
- * eps = inf gives inf.  Errors: DP_EINVAL (eps not > 0, delta not in
+ *   sqrt(2 T ln(1/delta)) eps_t + T eps_t (e^eps_t - 1) <= eps,
+ * also taken as the ledger's share of T eps_t over T (whole nano-epsilon,
+ * rounded down), as an agent's ledger charges it.  eps = inf gives inf.  Errors: DP_EINVAL (eps not > 0, delta not in
  * [0, 1), T = 0) with a detail; *out untouched then. */
 int dp_p2psim_eps_split(double eps, double delta, uint64_t T, double *out);
 
