@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/core/algo.h"
+#include "common/core/compose.h"
 #include "common/core/error.h"
 #include "common/core/ledger.h"
 #include "common/core/query.h"
@@ -148,48 +149,20 @@ out:
 	return rc;
 }
 
-/* eps' of the T-fold advanced composition of eps_t-DP steps at delta. */
-static double advanced(double eps_t, double delta, uint64_t T)
-{
-	double t = (double)T;
-
-	return sqrt(2.0 * t * log(1.0 / delta)) * eps_t + t * eps_t * expm1(eps_t);
-}
-
 int dp_p2psim_eps_split(double eps, double delta, uint64_t T, double *out)
 {
-	double basic, lo, hi;
+	double eps_t;
 	int rc;
 
-	if (!(eps > 0) || !(delta >= 0 && delta < 1) || T == 0)
-		return dp_error_set(DP_EINVAL, "epsilon must be > 0, delta in [0, 1) and wake-ups "
-				    ">= 1 (got %g, %g, %llu)", eps, delta, (unsigned long long)T);
-	if (isinf(eps)) {
+	/* The composition is common/core/compose.c's, as in ownerd --peer. */
+	rc = dp_compose_split(eps, delta, T, &eps_t);
+	if (rc != 0)
+		return rc;
+	if (isinf(eps_t)) {
 		*out = INFINITY;
 		return 0;
 	}
-	rc = dp_ledger_eps_share(eps, T, &basic);
-	if (rc != 0)
-		return rc;
-	if (delta == 0 || advanced(basic, delta, T) > eps) {
-		/* advanced is increasing in eps_t: if the basic share already
-		 * exceeds eps under it, no larger eps_t can fit. */
-		*out = basic;
-		return 0;
-	}
-	/* Bisection for the largest eps_t with advanced(eps_t) <= eps; lo
-	 * always satisfies it, so the result keeps the guarantee. */
-	lo = basic;
-	hi = eps;
-	for (int it = 0; it < 200 && hi - lo > 1e-15 * hi; it++) {
-		double mid = 0.5 * (lo + hi);
-
-		if (advanced(mid, delta, T) <= eps)
-			lo = mid;
-		else
-			hi = mid;
-	}
 	/* As the agent's ledger charges it (ownerd --peer): T shares of
 	 * max(T eps_t, eps) in whole nano-epsilon, never above eps_t. */
-	return dp_ledger_eps_share(lo * (double)T > eps ? lo * (double)T : eps, T, out);
+	return dp_ledger_eps_share(eps_t * (double)T > eps ? eps_t * (double)T : eps, T, out);
 }
