@@ -341,8 +341,10 @@ if [ -n "$PEER" ]; then
   "$PY" - "$OUT" "$start" "$end" "$T" "$EPS" <<'PY'
 import json, os, sys
 out, start, end, T, eps = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
-bad = [l for l in map(json.loads, open(os.path.join(out, 'ledgers.jsonl')))
-       if l['answers'] != T or l['epsilon_spent'] > eps + 1e-12]
+# Each agent's ledger directory holds one job, "peer" (docs/ledger.md §8).
+led = [json.loads(l) for l in open(os.path.join(out, 'ledgers.jsonl'))]
+bad = [l for l in led if l['jobs_count'] != 1 or l['jobs'][0]['job'] != 'peer' or
+       l['jobs'][0]['answers'] != T or l['jobs'][0]['epsilon_spent'] > eps + 1e-12]
 print('%d agents done in %.1f s; ledgers within budget: %s' % (
     len(open(os.path.join(out, 'ledgers.jsonl')).readlines()), end - start, 'yes' if not bad else bad))
 sys.exit(1 if bad else 0)

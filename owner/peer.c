@@ -833,7 +833,8 @@ int own_peer_new(const struct own_peer_config *cfg, struct own_peer **out)
 	/* The ledger of job "peer" (its identity names the agent and the job,
 	 * checked by dp_ledger_open): a learner's job is never spent here. */
 	r = own_budget_open(cfg->budget, &bc);
-	if (r == 0)
+	/* --check-config verifies what exists and creates nothing. */
+	if (r == 0 && !bc.check_only)
 		r = own_budget_bind(cfg->budget, "peer", bc.answers_cap);
 	if (r < 0)
 		goto fail;

@@ -99,7 +99,10 @@ class Stack:
             p = self.eng.run(['exec', container, '/bin/bash', '-c', cmd])
         else:
             p = self.in_volumes({owner + '-state': '/var/lib/dpasync/state'}, cmd)
-        return json.loads(p.stdout.strip().splitlines()[-1])
+        # The ledger directory of one job per state volume (docs/ledger.md §8).
+        info = json.loads(p.stdout.strip().splitlines()[-1])
+        check(info.get('jobs_count') == 1, '%s: expected one job in its ledger: %r' % (owner, info))
+        return info['jobs'][0]
 
     def prom_api(self, path, params):
         """GET Prometheus' HTTP API from a container on the stack's network."""

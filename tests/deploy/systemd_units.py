@@ -24,6 +24,15 @@ done
 rm -rf /tmp/certs /tmp/data
 '''
 
+
+def one_job(text):
+    """The totals of the one job in an owner's ledger directory (`dpasync
+    ledger DIR`, docs/ledger.md §8): these tests run one job per owner."""
+    info = json.loads(text)
+    check(info.get('jobs_count') == 1, 'expected one job in the ledger directory: %r' % info)
+    return info['jobs'][0]
+
+
 def conf(template, values):
     """The shipped example with its `key = value` lines replaced, and the
     keys it does not set appended."""
@@ -87,12 +96,12 @@ def scenario(eng, image, out):
             confs['ownerd-%s.conf' % o] = conf('deploy/systemd/ownerd-owner-1.conf', {
                 'learner': '127.0.0.1:7800', 'cert': '/etc/dpasync/%s.crt' % o, 'key': '/etc/dpasync/%s.key' % o,
                 'data': '/var/lib/dpasync/%s/data.csv' % o, 'rate': '10', 'welcome-timeout': '2m',
-                'ledger': '/var/lib/dpasync/%s/job1.ledger' % o,
+                'ledger': '/var/lib/dpasync/%s/ledger' % o,
                 'model-out': '/var/lib/dpasync/%s/job1.model.json' % o,
                 'metrics-listen': '127.0.0.1:%d' % (9464 + i)})
         confs['ownerd-owner-bad.conf'] = conf('deploy/systemd/ownerd-owner-1.conf', {
             'learner': '127.0.0.1:7800', 'cert': '/etc/dpasync/owner-3.crt', 'epsilon': '-1',
-            'ledger': '/var/lib/dpasync/owner-bad/job1.ledger'})
+            'ledger': '/var/lib/dpasync/owner-bad/ledger'})
         for n, text in confs.items():
             eng.run(['exec', '-i', box.name, '/bin/bash', '-c', 'cat > /tmp/conf/' + n], input=text)
         box.sh(SETUP)
@@ -120,8 +129,8 @@ def scenario(eng, image, out):
         # the unit's RestartSec) and it resumes from its ledger.
         u1 = 'ownerd@owner-1.service'
         s1 = box.show(u1, 'MainPID', 'NRestarts')
-        led1 = '/var/lib/dpasync/owner-1/job1.ledger'
-        before = json.loads(box.sh('dpasync ledger ' + led1).stdout)
+        led1 = '/var/lib/dpasync/owner-1/ledger'
+        before = one_job(box.sh('dpasync ledger ' + led1).stdout)
         box.sh('kill -KILL %s' % s1['MainPID'])
 
         # A bad configuration: exit 2, and no restart (RestartPreventExitStatus=2).
@@ -156,11 +165,11 @@ def scenario(eng, image, out):
 
         a1 = box.show(u1, 'NRestarts', 'MainPID', 'ActiveState', 'Result')
         check(a1['NRestarts'] == '1', '%s restarted %s times after kill -9' % (u1, a1['NRestarts']))
-        after = json.loads(box.sh('dpasync ledger ' + led1).stdout)
+        after = one_job(box.sh('dpasync ledger ' + led1).stdout)
         check(after['answers'] > before['answers'],
               'owner-1 answered nothing after its restart (%d, then %d)' % (before['answers'], after['answers']))
         for o in OWNERS:
-            L = json.loads(box.sh('dpasync ledger /var/lib/dpasync/%s/job1.ledger' % o).stdout)
+            L = one_job(box.sh('dpasync ledger /var/lib/dpasync/%s/ledger' % o).stdout)
             check(L['answers'] <= L['answers_cap'] and L['epsilon_spent'] <= L['epsilon_cap'] + 1e-12
                   and L['epsilon_cap'] <= 1 + 1e-12, '%s ledger beyond its budget: %r' % (o, L))
             box.sh('test -s /var/lib/dpasync/%s/job1.model.json' % o)

@@ -139,9 +139,10 @@ def check_kit(dp, learnerd, ownerd, d):
             time.sleep(0.05)
         port = dict(l.split('=', 1) for l in open(pf).read().split())['tls']
         for n in names:
-            # --rate: the kit's 1 request/s would make 20 iterations last 10 s.
+            # --rate: the kit's 1 request/s would make 20 iterations last 10 s;
+            # --once: the kit's owner is a long-lived service, this one job ends it.
             ops.append(subprocess.Popen([ownerd, '--config', ocs[n], '--learner', '127.0.0.1:' + port,
-                                         '--metrics-listen', '127.0.0.1:0', '--rate', '50'],
+                                         '--metrics-listen', '127.0.0.1:0', '--rate', '50', '--once'],
                                         stdout=subprocess.DEVNULL, stderr=open(d + '/kit-%s.log' % n, 'w')))
         _, err = lp.communicate(timeout=120)
         check(lp.returncode == 0 and 'done k=20' in err, 'kit job: exit %d\n%s' % (lp.returncode, err[-2000:]))

@@ -630,8 +630,11 @@ def check_compose_peer(t, bindir):
     for i, op in enumerate(ops, 1):
         rc, _ = finish(op, 60, 'peer compose owner-%d' % i, os.path.join(tt, 'owner-%d.log' % i))
         check(rc == 0, 'peer compose owner-%d exit %d' % (i, rc))
-        led = json.loads(run([os.path.join(bindir, 'dpasync'), 'ledger',
-                              vol('owner-%d-state' % i, 'ledger')]).stdout)
+        info = json.loads(run([os.path.join(bindir, 'dpasync'), 'ledger',
+                               vol('owner-%d-state' % i, 'ledger')]).stdout)
+        # An agent's ledger directory holds its one job, "peer".
+        check(info['jobs_count'] == 1 and info['jobs'][0]['job'] == 'peer', 'ledger %s' % info)
+        led = info['jobs'][0]
         check(led['answers'] == 6 and led['epsilon_spent'] <= 1 + 1e-12, 'ledger %s' % led)
     print('ok: generate.sh --peer: three agents ran from their compose services, 6 wake-ups each')
 

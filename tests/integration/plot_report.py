@@ -293,7 +293,7 @@ def test(argv):
         run([dp, 'plot', '--kind', 'cdf', '--size', '640x400', '--out', out, tcsv])
         png_info(out, (640, 400))
         print('plot: %d figures, all valid PNG' % (len(kinds) + 2))
-        check_formats_and_data(dp, d, figs, tcsv, tr, os.path.join(sim_a, 'psi.csv'),
+        check_formats_and_data(dp, d, figs, tcsv, tr, ck['job']['name'], os.path.join(sim_a, 'psi.csv'),
                                os.path.join(sim_sched, 'psi.csv'))
 
         # The report of the real run, against numbers computed here.
@@ -427,15 +427,16 @@ def read_rows(path):
     with open(path, newline='') as f:
         return list(csv.DictReader(f))
 
-def check_formats_and_data(dp, d, figs, tcsv, tr, psi_csv, psi_sched_csv):
+def check_formats_and_data(dp, d, figs, tcsv, tr, job, psi_csv, psi_sched_csv):
     svg = os.path.join(figs, 'owners.svg')
     p = run([dp, 'plot', '--kind', 'owners', '--out', svg, tcsv])
     check(p.stdout.strip() == 'wrote ' + svg, 'plot svg: stdout %r' % p.stdout)
     b = open(svg, 'rb').read()
     check(b.startswith(b'<?xml') and re.search(rb'<svg[^>]*width="1000" height="600"', b[:800]) and
           b.rstrip().endswith(b'</svg>'), '%s is not a complete 1000x600 SVG: %r' % (svg, b[:120]))
-    # The title names the job (learnerd's default --job) and the dataset.
-    check(b'job dpasync' in b and b'dataset: 6000 rows, 6 coefficients' in b,
+    # The title names the job (the id learnerd made, in checkpoint.json) and
+    # the dataset.
+    check(('job ' + job).encode() in b and b'dataset: 6000 rows, 6 coefficients' in b,
           'the SVG title does not name the job and dataset')
     pdf = os.path.join(figs, 'cdf.pdf')
     run([dp, 'plot', '--kind', 'cdf', '--out', pdf, tcsv])
