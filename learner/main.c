@@ -65,7 +65,7 @@ static const struct dp_config_entry entries[] = {
 	  .help = "the same from one peer address, evicting that address's oldest (0: no limit)" },
 
 	{ .name = "job", DP_CFG_STRING(&S.job), .def = "", .group = G_JOB,
-	  .metavar = "ID", .help = "job id sent in Welcome, model.json and the owners' ledgers "
+	  .metavar = "ID", .help = "job id sent in Welcome, model.json, trace.csv and the owners' ledgers "
 		  "(empty: a new unique id, or the checkpoint's with --resume)" },
 	{ .name = "model", DP_CFG_ENUM(&S.model, dp_model_names), .def = "linear", .group = G_JOB,
 	  .help = "loss: linear regression, logistic regression, linear SVM" },

@@ -613,6 +613,7 @@ def scenario_e(work, certs):
             (['--T', 'x'], 2, 'bad value'),
             (['--eta', '1', '--rho', '1'], 2, 'eta and rho'),
             (['--owners', 'a,a'], 2, 'duplicate owner'),
+            (['--job', 'a,b'], 2, 'a comma in the job id (a trace.csv column)'),
             (['--cert', os.path.join(work, 'nope.crt')], 2, 'missing certificate')]:
         p = subprocess.run(base + args, capture_output=True, text=True, timeout=20)
         check(p.returncode == code and len(p.stderr.strip().splitlines()) == 1
