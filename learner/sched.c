@@ -502,8 +502,8 @@ static bool all_said_hello(const struct lrn *L)
  * most of them said (ties: the first owner in `owners` among the tied
  * values), or, while some disagree, forget their Hellos (the plan waits
  * for them again) and DROP the first of them still connected with a
- * Goodbye BAD_DATA.  NONE when
- * nothing is left to do; STOP if p cannot be allocated. */
+ * Goodbye BAD_DATA.  NONE when nothing is left to do; STOP if p cannot be
+ * allocated. */
 static void agree_on_p(struct lrn *L, struct lrn_decision *d)
 {
 	size_t best = 0, best_n = 0, n;
