@@ -344,7 +344,9 @@ int lrn_state_set_p(struct lrn *L, size_t p);
 /* Whether a Hello of owner o claiming n_rows and n_features can be taken:
  * n_rows at most LRN_MAX_ROWS, the sum with the other owners' n_i without
  * overflow, n_features the job's p (or, while p is not fixed, fitting
- * max-frame).  0, or DP_ERANGE / DP_EINVAL with why (size bytes) filled. */
+ * max-frame).  0, or DP_ERANGE (a claim out of range: the connection is
+ * closed) / DP_EINVAL (p: the owner is refused with Goodbye BAD_DATA) with
+ * why (size bytes) filled. */
 int lrn_state_check_hello(const struct lrn *L, const struct lrn_owner *o, uint64_t n_rows,
 			  uint32_t n_features, char *why, size_t size);
 /* Read --public (when given) into L->pub and check it describes this job's

@@ -65,7 +65,7 @@ static const struct dp_config_entry entries[] = {
 	  .help = "the same from one peer address, evicting that address's oldest (0: no limit)" },
 
 	{ .name = "job", DP_CFG_STRING(&S.job), .def = "", .group = G_JOB,
-	  .metavar = "ID", .help = "job id sent in Welcome, model.json and the owners' ledgers "
+	  .metavar = "ID", .help = "job id sent in Welcome, model.json, trace.csv and the owners' ledgers "
 		  "(empty: a new unique id, or the checkpoint's with --resume)" },
 	{ .name = "model", DP_CFG_ENUM(&S.model, dp_model_names), .def = "linear", .group = G_JOB,
 	  .help = "loss: linear regression, logistic regression, linear SVM" },
@@ -207,8 +207,9 @@ static int validate(void *arg)
 	if (s->job != NULL && strlen(s->job) > DP_FRAME_MAX_STR)
 		return dp_error_set(DP_EINVAL, "job: 1..%u characters", DP_FRAME_MAX_STR);
 	for (const char *c = s->job; c != NULL && *c; c++)
-		if (*c < 0x20 || *c > 0x7e)
-			return dp_error_set(DP_EINVAL, "job: printable ASCII only");
+		if (*c < 0x20 || *c > 0x7e || *c == ',' || *c == '"')
+			return dp_error_set(DP_EINVAL, "job: printable ASCII without ',' or '\"' "
+					    "(it is a column of trace.csv)");
 	/* A Query carries p doubles (9 bytes each with its tag, packed: 8). */
 	if (s->features > 0 && 8 * (uint64_t)s->features + 64 > s->max_frame)
 		return dp_error_set(DP_EINVAL, "features %zu do not fit in max-frame %zu bytes",

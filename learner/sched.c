@@ -501,8 +501,9 @@ static bool all_said_hello(const struct lrn *L)
 /* p not configured: every owner has said Hello; fix p at the n_features
  * most of them said (ties: the first owner in `owners` among the tied
  * values), or, while some disagree, forget their Hellos (the plan waits
- * for them again) and DROP the first of them still connected.  NONE when
- * nothing is left to do; STOP if p cannot be allocated. */
+ * for them again) and DROP the first of them still connected with a
+ * Goodbye BAD_DATA.  NONE when nothing is left to do; STOP if p cannot be
+ * allocated. */
 static void agree_on_p(struct lrn *L, struct lrn_decision *d)
 {
 	size_t best = 0, best_n = 0, n;
@@ -536,9 +537,15 @@ static void agree_on_p(struct lrn *L, struct lrn_decision *d)
 			continue;
 		o->ever_hello = false;
 		if (o->conn != NULL && o->hello) {
+			/* Permanent: the owner's data has other columns; a
+			 * reconnect would say the same (Goodbye BAD_DATA, the
+			 * owner exits 2 instead of retrying for ever). */
 			decide(d, LRN_ACT_DROP, o);
+			d->goodbye = DPASYNC__GOODBYE_CODE__GOODBYE_BAD_DATA;
 			snprintf(d->why, sizeof(d->why), "Hello n_features %u differs from p = %u said "
-				 "by %zu of the %zu owners", o->n_features, p, best_n, L->N);
+				 "by %zu of the %zu owners: give owner %s data with the same feature "
+				 "columns (and bias setting) as the others", o->n_features, p, best_n,
+				 L->N, o->id);
 			return;
 		}
 	}

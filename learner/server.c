@@ -375,6 +375,7 @@ static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h
 	struct lrn_decision d;
 	dp_frame_limits lim = { 0 };
 	char why[512];
+	int rc;
 
 	if (o->hello) {
 		drop(L, o, "second Hello on one connection");
@@ -396,7 +397,14 @@ static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h
 	}
 	/* Claims out of range are this owner's problem, not the job's: its
 	 * connection is closed with the reason and the others go on. */
-	if (lrn_state_check_hello(L, o, h->n_rows, h->n_features, why, sizeof(why)) < 0) {
+	rc = lrn_state_check_hello(L, o, h->n_rows, h->n_features, why, sizeof(why));
+	if (rc == DP_EINVAL) {
+		/* p differs from the job's or cannot fit a frame: the owner's
+		 * data, not the connection, is wrong, so it must not retry. */
+		refuse_owner(L, o, DPASYNC__GOODBYE_CODE__GOODBYE_BAD_DATA, why);
+		return;
+	}
+	if (rc < 0) {
 		drop(L, o, why);
 		return;
 	}

@@ -95,8 +95,9 @@ int lrn_state_check_hello(const struct lrn *L, const struct lrn_owner *o, uint64
 		return DP_ERANGE;
 	}
 	if (L->p != 0 && n_features != L->p) {
-		snprintf(why, size, "Hello n_features %u differs from the job's p %zu", n_features,
-			 L->p);
+		snprintf(why, size, "Hello n_features %u differs from the job's p %zu: give owner "
+			 "%s data with the job's feature columns (and bias setting)", n_features,
+			 L->p, o->id);
 		return DP_EINVAL;
 	}
 	if (L->p == 0 && 8 * (uint64_t)n_features + 64 > L->s->max_frame) {

@@ -1,7 +1,9 @@
 /* learnerd: trace.csv, one row per iteration (docs/learnerd.md §4):
- *   k,time_unix,owner,wait_s,rtt_s,eps_spent,staleness
+ *   k,time_unix,owner,wait_s,rtt_s,eps_spent,staleness,job
  * staleness: updates of theta_L between the query's point and the update
  * its answer makes (docs/learnerd.md §4); 0 in strict mode and in sync.
+ * job: the job id on every row, so that traces of successive jobs stay
+ * apart when concatenated (main.c keeps commas out of job ids).
  * Rows are written as they happen; checkpoints fsync them first, so after
  * a crash the file holds at least the checkpoint's k_done rows and resume
  * cuts it back to exactly k_done.
@@ -20,9 +22,11 @@
 #include "common/core/log.h"
 #include "learner/lrn.h"
 
-#define TRACE_HEADER "k,time_unix,owner,wait_s,rtt_s,eps_spent,staleness\n"
-/* The header before the staleness column: its rows cannot be continued. */
+#define TRACE_HEADER "k,time_unix,owner,wait_s,rtt_s,eps_spent,staleness,job\n"
+/* The headers before the staleness and the job columns: their rows cannot
+ * be continued in this format. */
 #define TRACE_HEADER_6 "k,time_unix,owner,wait_s,rtt_s,eps_spent\n"
+#define TRACE_HEADER_7 "k,time_unix,owner,wait_s,rtt_s,eps_spent,staleness\n"
 
 static int trace_new(struct lrn *L)
 {
@@ -61,14 +65,16 @@ static int trace_cut(struct lrn *L)
 			break;   /* torn by a crash */
 		if (!header) {
 			if (strcmp(line, TRACE_HEADER) != 0) {
-				bool older = strcmp(line, TRACE_HEADER_6) == 0;
+				bool older = strcmp(line, TRACE_HEADER_6) == 0 ||
+					     strcmp(line, TRACE_HEADER_7) == 0;
 
 				free(line);
 				fclose(f);
 				if (older)
 					return dp_error_set(DP_EFORMAT, "%s: written by a learnerd before "
-							    "the staleness column: finish this job "
-							    "with that version", L->trace_path);
+							    "the job column: finish this job with "
+							    "that version, or restart it (new --out)",
+							    L->trace_path);
 				return dp_error_set(DP_EFORMAT, "%s: not a learnerd trace (header)",
 						    L->trace_path);
 			}
@@ -116,13 +122,13 @@ static int failed(struct lrn *L, const char *path, int err)
 int lrn_trace_row(struct lrn *L, uint64_t k, double wall, const char *owner, double wait,
 		  double rtt, double eps, uint64_t staleness)
 {
-	DP_REQUIRE(L != NULL && owner != NULL);
+	DP_REQUIRE(L != NULL && owner != NULL && L->s != NULL && L->s->job != NULL);
 	if (L->trace == NULL)
 		return dp_error_set(DP_EIO, "%s: not open", L->trace_path);
 	/* Flushed row by row so that the file can be followed while the job
 	 * runs; durability comes from the fsync before each checkpoint. */
-	if (fprintf(L->trace, "%llu,%.6f,%s,%.6f,%.6f,%.9g,%llu\n", (unsigned long long)k, wall,
-		    owner, wait, rtt, eps, (unsigned long long)staleness) < 0 ||
+	if (fprintf(L->trace, "%llu,%.6f,%s,%.6f,%.6f,%.9g,%llu,%s\n", (unsigned long long)k, wall,
+		    owner, wait, rtt, eps, (unsigned long long)staleness, L->s->job) < 0 ||
 	    fflush(L->trace) != 0)
 		return failed(L, L->trace_path, errno);
 	return 0;

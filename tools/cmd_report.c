@@ -203,6 +203,7 @@ struct ckpt {
 	const char **owners;       /* job.owners: every configured owner */
 	size_t nowners;
 	size_t T;                  /* job.T, 0 when unknown */
+	const char *job;           /* job.name, NULL when unknown */
 	bool have_eta, have_state, freq_correction;
 	double eta;                /* job.eta */
 	const char *mode;          /* state.mode */
@@ -252,6 +253,7 @@ static int ckpt_read(const char *dir, struct ckpt *c)
 	}
 	if (job) {
 		c->T = (size_t)dp_json_get_u64(&r, job, "T", false, 0);
+		c->job = dp_json_get_string(&r, job, "name", false, NULL);
 		c->have_eta = dp_json_get(&r, job, "eta", json_type_double, false) != NULL;
 		c->eta = dp_json_get_double(&r, job, "eta", false, 0);
 		c->freq_correction = dp_json_get_bool(&r, job, "freq_correction", false, false);
@@ -422,6 +424,7 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 	size_t *count = NULL, T = 0, runs = 0, gaps = 0;
 	struct json_object *js = NULL, *jo = NULL, *jg = NULL;
 	struct repro repro = { 0 };
+	const char *job;
 	int jerr = 0;
 	fig figs[4];
 	dp_plot_opts po = { 0 };
@@ -585,6 +588,15 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 	jint(js, "version", 1, &jerr);
 	jstr(js, "kind", "learnerd", &jerr);
 	jstr(js, "dir", o->dir, &jerr);
+	/* The trace's job column names the job its rows belong to; an older
+	 * trace leaves it to checkpoint.json. */
+	job = tr.job != NULL ? tr.job : ck.job;
+	if (job != NULL) {
+		fprintf(m, " · job %s", job);
+		jstr(js, "job", job, &jerr);
+	} else if (jerr == 0) {
+		jerr = dp_json_add_null(js, "job");
+	}
 	if (have_model) {
 		fprintf(m, " · model %s", dp_model_name(mf.model));
 		jstr(js, "model", dp_model_name(mf.model), &jerr);

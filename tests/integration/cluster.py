@@ -135,8 +135,8 @@ class Cluster:
             return []
         lines = open(p).read().splitlines()[1:]
         # Whole rows only (a learnerd killed mid-write leaves a torn one):
-        # k,time_unix,owner,wait_s,rtt_s,eps_spent,staleness.
-        return [l.split(',') for l in lines if l.count(',') == 6]
+        # k,time_unix,owner,wait_s,rtt_s,eps_spent,staleness,job.
+        return [l.split(',') for l in lines if l.count(',') == 7]
 
     def wait_rows(self, n, timeout=60):
         """Wait until trace.csv has n rows; Fail if learnerd exits first."""

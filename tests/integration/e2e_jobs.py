@@ -16,8 +16,10 @@ successive jobs", docs/ledger.md §8), real learnerd and ownerd on loopback:
   codes"): a renamed column (x3 -> x3b; that owner says Hello first, and
   the job still takes the other's schema), an owner without the job's bias,
   an identity that is not one of the job's owners, a wrong --server-name,
-  the metrics port given as the learner's address, and 0/1 labels in a
-  logistic job.  Each owner must exit 2 within 20 s (the old ownerd retried
+  the metrics port given as the learner's address, an owner whose data has
+  one feature column more than the others' (no schema file: the p check
+  refuses it with Goodbye BAD_DATA; the old learnerd only closed the
+  connection), and 0/1 labels in a logistic job.  Each owner must exit 2 within 20 s (the old ownerd retried
   for ever) with one error line naming the cause; learnerd's log names it
   too (for the metrics port learnerd's HTTP side has nothing to say)."""
 import json, os, shutil, subprocess, sys, time
@@ -196,6 +198,12 @@ def bad_inputs(c, D):
         for i, r in enumerate(rows[1:]):
             f.write(','.join(r.split(',')[:-1] + [str(i % 2)]) + '\n')
 
+    wider = c.path('wider.csv')
+    with open(wider, 'w') as f:
+        for i, r in enumerate(src):
+            cells = r.split(',')
+            f.write(','.join(cells[:-1] + ['x9' if i == 0 else cells[0], cells[-1]]) + '\n')
+
     lb, port, mport = D.learner('learner-bad', 'owner-1,owner-2', ['--T', '50', '--bias'])
     # The misconfigured owner says Hello first: the job's schema is still
     # the one most owners send (ties: the first in --owners), not the first.
@@ -217,7 +225,27 @@ def bad_inputs(c, D):
     p = D.owner('metrics', 'owner-2', mport, c.data(2), ['--bias'])
     expect_exit2(D, p, 'metrics', ['does not speak TLS'], None, None,
                  'metrics port as the learner address')
+    # One feature column more than owner-1 (no schema file on either
+    # side), after p = 5 was fixed by the first Hellos: refused on p.
+    p = D.owner('wider', 'owner-2', port, wider, ['--bias'])
+    expect_exit2(D, p, 'wider', ["n_features 6 differs from the job's p 5", 'feature columns'],
+                 "Hello n_features 6 differs from the job's p 5", 'learner-bad',
+                 'one feature column more, p fixed (p = 6 against 5)')
     lb.kill()
+
+    # The same owner among the first Hellos, before p is fixed: the p
+    # agreement (ties: the first in --owners) refuses it before any
+    # fingerprint is compared.
+    lp, port, _ = D.learner('learner-p', 'owner-1,owner-2', ['--T', '20', '--bias'])
+    p = D.owner('wider2', 'owner-2', port, wider, ['--bias'])
+    check(wait_log(lambda: D.log('learner-p'), 'hello id=owner-2'),
+          'owner-2 did not say Hello:\n' + D.log('learner-p'))
+    D.owner('ok1p', 'owner-1', port, c.data(1), ['--bias', '--once'])
+    expect_exit2(D, p, 'wider2', ['n_features 6 differs from p = 5 said by 1 of the 2 owners',
+                                  'same feature columns'],
+                 'Hello n_features 6 differs from p = 5', 'learner-p',
+                 'one feature column more, among the first Hellos')
+    lp.kill()
 
     ll, port, _ = D.learner('learner-logit', 'owner-1', ['--T', '20', '--bias', '--model', 'logistic'])
     p = D.owner('labels', 'owner-1', port, labels, ['--bias'])

@@ -125,14 +125,14 @@ def owner(work, certs, port, oid, cert=None, extra=(), tag=None):
 
 def trace_rows(out):
     lines = read(os.path.join(out, 'trace.csv')).splitlines()
-    check(lines and lines[0] == 'k,time_unix,owner,wait_s,rtt_s,eps_spent,staleness',
+    check(lines and lines[0] == 'k,time_unix,owner,wait_s,rtt_s,eps_spent,staleness,job',
           'trace.csv header: %r' % (lines[:1],))
     rows = []
     for l in lines[1:]:
         f = l.split(',')
-        check(len(f) == 7 and f[6].isdigit(), 'trace row %r' % l)
+        check(len(f) == 8 and f[6].isdigit() and f[7], 'trace row %r' % l)
         rows.append((int(f[0]), float(f[1]), f[2], float(f[3]), float(f[4]), float(f[5]),
-                     int(f[6])))
+                     int(f[6]), f[7]))
     return rows
 
 
@@ -210,6 +210,9 @@ def check_outputs(out, T):
     with open(os.path.join(out, 'model.json')) as f:
         model = json.load(f)
     check(model['T'] == T and model['model'] == 'linear', 'model.json header %r' % model)
+    # Every row names the job (docs/learnerd.md §4), the id of model.json.
+    check(model['job'] and all(r[7] == model['job'] for r in rows),
+          'trace job column %r, model.json job %r' % (sorted({r[7] for r in rows}), model['job']))
     check(close(model['theta'], thL),
           'theta_L %r differs from the replay %r' % (model['theta'], thL))
     with open(os.path.join(out, 'checkpoint.json')) as f:
@@ -479,16 +482,18 @@ def scenario_b(work, certs):
     p = subprocess.run(bad, capture_output=True, text=True, timeout=20)
     check(p.returncode == 2 and 'T is %d in the checkpoint but %d now' % (T, T + 1) in p.stderr,
           'resume with another T: %d %r' % (p.returncode, p.stderr))
-    # A trace of the format before the staleness column cannot be continued.
+    # Traces of the formats before the staleness and the job columns
+    # cannot be continued.
     tpath = os.path.join(out, 'trace.csv')
     text = read(tpath)
-    with open(tpath, 'w') as f:
-        f.write(text.replace(',staleness\n', '\n', 1))
-    p = subprocess.run(L.cmd, capture_output=True, text=True, timeout=20)
-    last = p.stderr.splitlines()[-1:] or ['']
-    check(p.returncode == 1 and last[0].startswith('learnerd: ') and
-          'before the staleness column' in last[0], 'resume of a six-column trace: %d %r' %
-          (p.returncode, p.stderr))
+    for old, what in ((',staleness,job\n', 'six'), (',job\n', 'seven')):
+        with open(tpath, 'w') as f:
+            f.write(text.replace(old, '\n', 1))
+        p = subprocess.run(L.cmd, capture_output=True, text=True, timeout=20)
+        last = p.stderr.splitlines()[-1:] or ['']
+        check(p.returncode == 1 and last[0].startswith('learnerd: ') and
+              'before the job column' in last[0] and 'restart' in last[0],
+              'resume of a %s-column trace: %d %r' % (what, p.returncode, p.stderr))
     with open(tpath, 'w') as f:
         f.write(text)
 
@@ -608,6 +613,7 @@ def scenario_e(work, certs):
             (['--T', 'x'], 2, 'bad value'),
             (['--eta', '1', '--rho', '1'], 2, 'eta and rho'),
             (['--owners', 'a,a'], 2, 'duplicate owner'),
+            (['--job', 'a,b'], 2, 'a comma in the job id (a trace.csv column)'),
             (['--cert', os.path.join(work, 'nope.crt')], 2, 'missing certificate')]:
         p = subprocess.run(base + args, capture_output=True, text=True, timeout=20)
         check(p.returncode == code and len(p.stderr.strip().splitlines()) == 1

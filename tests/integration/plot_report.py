@@ -82,7 +82,7 @@ def trace(path):
     return {'k': np.array([int(r[0]) for r in rows]), 't': np.array([float(r[1]) for r in rows]),
             'owner': [r[2] for r in rows], 'wait': np.array([float(r[3]) for r in rows]),
             'rtt': np.array([float(r[4]) for r in rows]), 'eps': np.array([float(r[5]) for r in rows]),
-            'stale': np.array([int(r[6]) for r in rows])}
+            'stale': np.array([int(r[6]) for r in rows]), 'job': [r[7] if len(r) == 8 else None for r in rows]}
 
 def close(got, want, rel, what):
     check(abs(got - want) <= rel * abs(want) + 1e-12, '%s: report says %r, computed %r' % (what, got, want))
@@ -151,6 +151,11 @@ def check_json(L, md_key, own, tr):
     """report.json against report.md and the trace."""
     j = json.load(open(os.path.join(L, 'report.json')))
     check(j['format'] == 'dpasync-report' and j['kind'] == 'learnerd', 'report.json header')
+    # The job: the trace's job column, the id of model.json.
+    job = json.load(open(os.path.join(L, 'model.json')))['job']
+    check(j.get('job') == job and set(tr['job']) == {job},
+          'report.json job %r, trace %r, model.json %r' % (j.get('job'), set(tr['job']), job))
+    check(' · job %s ' % job in open(os.path.join(L, 'report.md')).read(), 'report.md job')
     n = len(tr['k'])
     check(j['iterations'] == n and j['T'] == T, 'report.json iterations %r' % j['iterations'])
     close(j['iterations_per_s'], num(md_key['iterations/s'][0]), 1e-3, 'report.json iterations/s')
@@ -226,6 +231,18 @@ def check_gap(dp, L, d):
         '\n'.join(','.join(l.split(',')[:6]) for l in out) + '\n')
     run([dp, 'report', g])
     check(json.load(open(os.path.join(g, 'report.json')))['staleness_max'] is None, 'six-column trace')
+    # A seven-column trace (before the job column) reads too; without a
+    # checkpoint.json beside it the job is unknown.
+    open(os.path.join(g, 'trace.csv'), 'w').write(
+        '\n'.join(','.join(l.split(',')[:7]) for l in out) + '\n')
+    run([dp, 'report', g])
+    j7 = json.load(open(os.path.join(g, 'report.json')))
+    check(j7['staleness_max'] is not None and j7['job'] is None, 'seven-column trace: %r' % j7['job'])
+    # Rows of two jobs (two traces concatenated) are refused by name.
+    two = out + [l.rsplit(',', 1)[0] + ',other-job' for l in out[1:2]]
+    open(os.path.join(g, 'trace.csv'), 'w').write('\n'.join(two) + '\n')
+    line = expect_fail(dp, ['report', g])
+    check("job 'other-job' after rows of job" in line, 'two jobs in one trace: %r' % line)
     return j['gaps'][0]['seconds']
 
 def test(argv):
@@ -434,9 +451,10 @@ def check_formats_and_data(dp, d, figs, tcsv, tr, job, psi_csv, psi_sched_csv):
     b = open(svg, 'rb').read()
     check(b.startswith(b'<?xml') and re.search(rb'<svg[^>]*width="1000" height="600"', b[:800]) and
           b.rstrip().endswith(b'</svg>'), '%s is not a complete 1000x600 SVG: %r' % (svg, b[:120]))
-    # The title names the job (the id learnerd made, in checkpoint.json) and
-    # the dataset.
-    check(('job ' + job).encode() in b and b'dataset: 6000 rows, 6 coefficients' in b,
+    # The title names the job (the trace's job column, learnerd's generated
+    # id) and the dataset.
+    check(('job %s' % tr['job'][0]).encode() in b and tr['job'][0] == job and job.startswith('job-') and
+          b'dataset: 6000 rows, 6 coefficients' in b,
           'the SVG title does not name the job and dataset')
     pdf = os.path.join(figs, 'cdf.pdf')
     run([dp, 'plot', '--kind', 'cdf', '--out', pdf, tcsv])

@@ -86,6 +86,7 @@ typedef struct cols {
 	double *t, *wait, *rtt, *eps, *stale;
 	size_t nnames, capnames;
 	char **names;
+	char *job;   /* the job column of the first row, or NULL */
 } cols;
 
 static void cols_free(cols *c)
@@ -100,6 +101,7 @@ static void cols_free(cols *c)
 	for (size_t i = 0; i < c->nnames; i++)
 		free(c->names[i]);
 	free(c->names);
+	free(c->job);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -128,7 +130,7 @@ static int cols_reserve(cols *c, int full)
 				 sizeof(*c->wait), sizeof(*c->rtt), sizeof(*c->eps),
 				 sizeof(*c->stale) };
 
-	return reserve_columns(arrs, sizes, full == 2 ? 7 : full ? 6 : 2, &c->cap, c->n + 1, 1024);
+	return reserve_columns(arrs, sizes, full >= 2 ? 7 : full ? 6 : 2, &c->cap, c->n + 1, 1024);
 }
 
 /* Index of `name` in c->names, added when new; SIZE_MAX on ENOMEM. */
@@ -147,16 +149,36 @@ static size_t cols_name(cols *c, const char *name, size_t hint)
 	return c->nnames++;
 }
 
-/* learnerd's trace.csv; before the staleness column it had six. */
-static const char trace_header[] = "k,time_unix,owner,wait_s,rtt_s,eps_spent,staleness";
+/* learnerd's trace.csv; before the job column it had seven, before the
+ * staleness column six. */
+static const char trace_header[] = "k,time_unix,owner,wait_s,rtt_s,eps_spent,staleness,job";
+static const char trace_header7[] = "k,time_unix,owner,wait_s,rtt_s,eps_spent,staleness";
 static const char trace_header6[] = "k,time_unix,owner,wait_s,rtt_s,eps_spent";
+static const char *const trace_headers[3] = { trace_header6, trace_header7, trace_header };
 
-/* Parse one trace row of nfields (6 or 7) fields (buf is modified).  0 or
+/* The job column of a row: every row of one trace names the same job (a
+ * concatenation of several jobs' traces is refused here, by name, rather
+ * than later as a k that does not increase). */
+static int trace_job(cols *c, const char *job, const char *path, size_t line)
+{
+	if (job[0] == '\0')
+		return dp_error_set(DP_EFORMAT, "%s:%zu: empty job", path, line);
+	if (c->job == NULL) {
+		c->job = strdup(job);
+		return c->job == NULL ? dp_error_set(DP_ENOMEM, "out of memory") : 0;
+	}
+	if (strcmp(c->job, job) != 0)
+		return dp_error_set(DP_EFORMAT, "%s:%zu: job '%s' after rows of job '%s': give one "
+				    "job's rows", path, line, job, c->job);
+	return 0;
+}
+
+/* Parse one trace row of nfields (6, 7 or 8) fields (buf is modified).  0 or
  * DP_EFORMAT with detail. */
 static int trace_row(cols *c, char *buf, const char *path, size_t line, size_t *hint,
 		     size_t nfields)
 {
-	char *f[7], *p = buf;
+	char *f[8], *p = buf;
 	size_t nf = 0, idx, stale = 0;
 	double v[4];
 	static const char *const what[4] = { "time_unix", "wait_s", "rtt_s", "eps_spent" };
@@ -175,8 +197,14 @@ static int trace_row(cols *c, char *buf, const char *path, size_t line, size_t *
 	}
 	if (nf != nfields)
 		return dp_error_set(DP_EFORMAT, "%s:%zu: expected %zu fields (%s), got %zu", path,
-				    line, nfields, nfields == 7 ? trace_header : trace_header6, nf);
-	if (nfields == 7 && dp_num_parse_size("staleness", f[6], &stale) != 0)
+				    line, nfields, trace_headers[nfields - 6], nf);
+	if (nfields == 8) {
+		int rc = trace_job(c, f[7], path, line);
+
+		if (rc != 0)
+			return rc;
+	}
+	if (nfields >= 7 && dp_num_parse_size("staleness", f[6], &stale) != 0)
 		return dp_error_set(DP_EFORMAT, "%s:%zu: staleness: expected an integer >= 0, got '%s'",
 				    path, line, f[6]);
 	if (dp_num_parse_size("k", f[0], &c->k[c->n]) != 0 || c->k[c->n] == 0)
@@ -201,7 +229,7 @@ static int trace_row(cols *c, char *buf, const char *path, size_t line, size_t *
 	c->wait[c->n] = v[1];
 	c->rtt[c->n] = v[2];
 	c->eps[c->n] = v[3];
-	if (nfields == 7)
+	if (nfields >= 7)
 		c->stale[c->n] = (double)stale;
 	c->n++;
 	return 0;
@@ -253,7 +281,9 @@ int dp_plot_trace_read(const char *path, const char *const *extra, size_t nextra
 		line++;
 		buf[strcspn(buf, "\r\n")] = '\0';
 		if (is_trace < 0) {
-			is_trace = strcmp(buf, trace_header) == 0 ? 2
+			/* 3: with the job column, 2: with staleness, 1: six. */
+			is_trace = strcmp(buf, trace_header) == 0 ? 3
+				: strcmp(buf, trace_header7) == 0 ? 2
 				: strcmp(buf, trace_header6) == 0 ? 1 : 0;
 			if (is_trace)
 				continue;
@@ -268,7 +298,7 @@ int dp_plot_trace_read(const char *path, const char *const *extra, size_t nextra
 		rc = cols_reserve(&c, is_trace);
 		if (rc != 0)
 			goto out;
-		rc = is_trace ? trace_row(&c, buf, path, line, &hint, is_trace == 2 ? 7 : 6)
+		rc = is_trace ? trace_row(&c, buf, path, line, &hint, 5 + (size_t)is_trace)
 			: sched_row(&c, buf, path, line, &maxo);
 		if (rc == DP_EFORMAT && torn) {
 			rc = 0;   /* the last row of a crashed learner */
@@ -331,6 +361,7 @@ int dp_plot_trace_read(const char *path, const char *const *extra, size_t nextra
 	tr->stale = c.stale;
 	tr->N = c.nnames;
 	tr->names = c.names;
+	tr->job = c.job;
 	memset(&c, 0, sizeof(c));
 	rc = 0;
 out:
@@ -355,6 +386,7 @@ void dp_plot_trace_free(dp_plot_trace *tr)
 	for (size_t i = 0; i < tr->N; i++)
 		free(tr->names[i]);
 	free(tr->names);
+	free(tr->job);
 	memset(tr, 0, sizeof(*tr));
 }
 
@@ -407,10 +439,34 @@ static const char *run_name(const char *dir)
 	return dir;
 }
 
+/* The job column of the trace's first row (buf, "" when the file is not a
+ * trace with that column). */
+static void first_row_job(const char *trace_path, char *buf, size_t size)
+{
+	FILE *f = fopen(trace_path, "r");
+	char line[1024];
+	const char *comma;
+
+	buf[0] = '\0';
+	if (f == NULL)
+		return;
+	if (fgets(line, sizeof(line), f) != NULL) {
+		line[strcspn(line, "\r\n")] = '\0';
+		if (strcmp(line, trace_header) == 0 && fgets(line, sizeof(line), f) != NULL &&
+		    strchr(line, '\n') != NULL) {
+			line[strcspn(line, "\r\n")] = '\0';
+			comma = strrchr(line, ',');
+			if (comma != NULL)
+				snprintf(buf, size, "%s", comma + 1);
+		}
+	}
+	fclose(f);
+}
+
 void dp_plot_run_context(const char *trace_path, const char *job, const char *dataset, char *buf,
 			 size_t size)
 {
-	char dir[4096], path[4200], ds[300] = "", jb[300] = "";
+	char dir[4096], path[4200], ds[300] = "", jb[300] = "", tjob[256];
 	struct json_object *model = NULL, *ck = NULL, *v = NULL;
 	const char *d, *id = NULL;
 
@@ -423,7 +479,10 @@ void dp_plot_run_context(const char *trace_path, const char *job, const char *da
 	snprintf(path, sizeof(path), "%s/checkpoint.json", d);
 	if (dp_json_read_file(path, SUMMARY_MAX, &ck) != 0)
 		ck = NULL;
-	if (model)
+	first_row_job(trace_path, tjob, sizeof(tjob));
+	if (tjob[0] != '\0')
+		id = tjob;   /* the trace says which job drew it */
+	if (id == NULL && model)
 		id = job_id(model);
 	if (id == NULL && ck)
 		id = job_id(ck);

@@ -27,6 +27,9 @@ typedef struct dp_plot_trace {
 			     * before the column existed, or a schedule) */
 	size_t N;           /* owners */
 	char **names;       /* N owner names in natural order ("owner-2" < "owner-10") */
+	char *job;          /* the job column (the same on every row), or NULL (a
+			     * trace written before the column existed, or a
+			     * schedule) */
 } dp_plot_trace;
 
 /* Read `path`, a trace.csv (recognised by its header) or a schedule.txt.
@@ -46,8 +49,8 @@ void dp_plot_trace_free(dp_plot_trace *tr);
 double dp_plot_trace_start(const dp_plot_trace *tr);
 
 /* The line that names a run in the default titles: "job J, dataset D".
- * J is `job`, else the "job" of model.json (or checkpoint.json) beside
- * trace_path, else the name of trace_path's directory; D is `dataset`,
+ * J is `job`, else the job column of trace_path's first row, else the
+ * "job" of model.json (or checkpoint.json) beside trace_path, else the name of trace_path's directory; D is `dataset`,
  * else "target T, P features" from that model.json, else left out.
  * Never fails; buf is "" when nothing is known. */
 void dp_plot_run_context(const char *trace_path, const char *job, const char *dataset, char *buf,
