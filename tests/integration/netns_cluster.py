@@ -89,11 +89,15 @@ What the mechanism implies, and what is asserted from learnerd's trace:
    chance with probability 4e-8 (10 bands: 4e-7) and the ordering with
    < 3e-7.
 
-5. psi. The trained model's psi is within [min/2, 2 max] of 30 simulator
+5. psi. The trained model's psi is within [min/4, 2 max] of 30 simulator
    runs (`dpasync sim --schedule`, the same data and settings, the owner
-   order of this trace, fresh noise each repeat) - the band e2e_modes.py
-   uses (psi is a scaled chi-square-like variable with p = 6 degrees of
-   freedom; outside the band has probability well below 1e-4).
+   order of this trace, fresh noise each repeat).  psi is close to a scaled
+   chi-square variable with p = 6 degrees of freedom, whose lower tail is
+   thin but not negligible: the least of 30 runs sits near its 3 %
+   quantile (1.45 of a median 5.35), and P(chi2_6 < 1.45/4) is about
+   1e-3, the false-failure rate of the lower end (min/2, as e2e_modes.py
+   uses, failed once here in a loaded run: P about 6e-3); above 2 max it
+   is far below that.
 
 6. Sync rounds over the same links (`--mode sync1`, T = 15, a cycled
    `--rows 20000,2000` list: owners 1, 3, 5 hold 10x the rows of 2 and 4;
@@ -329,7 +333,7 @@ def check_job(bindir, out, rate, T):
          repr(ck['clip_l1']), '--answers-cap', str(caps[0]), '--epsilon', '1', '--repeats', '30',
          '--seed', '7', '--schedule', sched, '--psi-every', str(T), '--out', sim_out] + files)
     sp = summary(sim_out)['psi']
-    lo, hi = min(sp) / 2, max(sp) * 2
+    lo, hi = min(sp) / 4, max(sp) * 2
     print('psi %.4g; simulator on this schedule %.4g .. %.4g (median %.4g)' % (
         psi, min(sp), max(sp), statistics.median(sp)))
     check(lo <= psi <= hi, 'psi %.4g outside [%.4g, %.4g]' % (psi, lo, hi))
