@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job in one command: on a fresh Debian 12 machine, install what is
 # missing, build, generate data and certificates, start learnerd and N ownerd
 # processes on loopback, wait for the job, print psi of the trained model

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A multi-host dpasync cluster on one machine: learnerd and every ownerd in
 # network namespaces of their own, joined through a bridge by links with
 # per-owner one-way delay, jitter and loss; runs one job, collects the trace,

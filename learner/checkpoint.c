@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* learnerd: checkpoint.json, the learner's whole state (docs/design.md §9).
  *
  * Versioned JSON written atomically through common/core/json.h (temp file,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* learnerd: time.  Monotonic seconds for round trips, waits and timeouts;
  * Unix time for trace.csv and the checkpoint. */
 #include <time.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* learnerd: open files (docs/learnerd.md "Descriptors").
  *
  * Every owner connection is a descriptor, and so is every pending stranger

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* learnerd internals: the learner of the async algorithm (docs/design.md §4, §7;
  * docs/learnerd.md; the protocol flow of docs/protocol.md).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* learnerd: the lifecycle (docs/learnerd.md): settings, startup, signals,
  * the one way the job ends (end_job, registered as L->on_end) and the exit
  * code.  Startup errors come back here as return values: one line on

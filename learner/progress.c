@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* learnerd: the progress line and the final summary (docs/learnerd.md
  * "Progress").
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* learnerd: who is asked next, and when the job ends (docs/learnerd.md §3).
  *
  * Request mode: a FIFO of owners whose clocks ticked; while fewer than

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* learnerd: the network side (docs/protocol.md §1, §6): the TLS listener,
  * admission of owners, message dispatch, the Welcome, Query and Done
  * messages, and the timers that act on connections.

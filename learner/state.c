@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* learnerd: the state of Algorithm 1 (docs/design.md §4): the plan of the
  * job (docs/planner.md: T, eta, clip, every K_i, made once every owner has
  * said Hello), theta_L, one theta_i per owner, k, and the weights n_i/n

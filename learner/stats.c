@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* learnerd: Prometheus metrics (common/net/metrics.h, served by common/net/httpd.h
  * on --metrics-listen).  Names and meanings: docs/learnerd.md. */
 #include "common/core/error.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* learnerd: trace.csv, one row per iteration (docs/learnerd.md §4):
  *   k,time_unix,owner,wait_s,rtt_s,eps_spent,staleness,job
  * staleness: updates of theta_L between the query's point and the update

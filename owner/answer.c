@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ownerd: the decision for one Query (docs/design.md §3, docs/privacy.md §5).
  *
  * The privacy order (numbered in budget.c, where it is enforced): step 1,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ownerd: the privacy budget (docs/privacy.md §5, docs/ownerd.md §2).
  *
  * The privacy order of one answer, enforced by own_budget_begin() and

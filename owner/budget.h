@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ownerd: the privacy budget, the one owner of the ledger (docs/privacy.md §5,
  * docs/ledger.md, docs/ownerd.md).
  *

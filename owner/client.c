@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ownerd: the connection to the learner.
  *
  * connect -> TLS -> Hello -> Welcome -> (UpdateRequest / Query / Answer)* -> Done.

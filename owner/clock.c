@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ownerd: the Poisson clock (docs/design.md §4).
  *
  * Gaps are exponential with rate --rate, drawn from the CSPRNG (the

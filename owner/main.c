@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ownerd: the lifecycle -- settings, startup checks, signals, metrics
  * endpoint, THE one way to stop (stop(), which the client reaches through
  * the callback registered here), and the exit code.  The top of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ownerd: the data owner's daemon (docs/design.md §7, docs/ownerd.md).
  *
  * One libuv loop thread, and one worker computing an answer at a time off

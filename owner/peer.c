@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ownerd --peer: one agent of peer mode (docs/peer-agents.md, the rule of
  * docs/design.md §6).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ownerd --peer: the address book of the neighbours (docs/peer-agents.md
  * "Files"), id,addr CSV read through the CSV reader, again at every dial,
  * so that a restarted neighbour on a new port is found without restarting

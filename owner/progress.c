@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ownerd: the periodic summary line (docs/ownerd.md "Logs").
  *
  * The per-answer line is debug; at info an owner writes one summary every

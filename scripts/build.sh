@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The one build command, shared by CI (scripts/test.sh) and the container
 # image (deploy/Dockerfile), so that what CI builds and tests is built the
 # same way as what ships:

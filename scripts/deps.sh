@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Install the Debian 12 packages dpasync needs to build, test and run.
 # Idempotent and non-interactive: only missing packages are installed, and
 # the package lists are refreshed only when something is missing.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Reproduce one of the measured experiments of docs/planner.md and
 # docs/collaboration.md:
 #

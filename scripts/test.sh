@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The test command of the README and of .ci/run: installs what is missing,
 # builds from scratch, runs the unit and integration suites, the deploy
 # suite (Docker engine, compose, systemd; docs/deploy.md §9), then the unit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dpasync certs: a deployment CA plus learner and owner certificates
  * (tools/lib/certs.h does the work). */
 #include <stdio.h>

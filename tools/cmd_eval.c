@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dpasync eval: f and psi of a saved model against owner data files; with
  * --peer, each agent's model against its own test file. */
 #include <json-c/json.h>

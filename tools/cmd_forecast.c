@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dpasync forecast: the settings learnerd and `dpasync sim` would plan for
  * a job, and the psi they are predicted to give, from a public sample and
  * the owners' public numbers only (docs/planner.md "Using it"). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dpasync gen: synthetic owner datasets for experiments and tests.
  *
  * Features are iid N(0,1) (already standardised), theta_true ~ N(0, 1/D) so

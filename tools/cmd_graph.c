@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dpasync graph: build the peer graph file (common/core/graph.h) from the
  * agents' target models (--from-angles) or from their ratings (--knn). */
 #include <math.h>

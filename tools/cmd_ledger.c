@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dpasync ledger: inspect owners' privacy ledgers without touching them. */
 #include <json-c/json.h>
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dpasync plot: PNG, SVG or PDF figures of a run (trace, schedule, psi) drawn by
  * gnuplot; the figures themselves are in tools/lib/plot.c. */
 #include <libgen.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dpasync prep: raw CSV files -> a feature schema, numeric owner files and
  * the public sample the schema was built from, transformed the same way.
  *

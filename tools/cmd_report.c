@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dpasync report: one run's directory (learnerd out dir or sim out dir)
  * into DIR/report.md with its figures (tools/lib/plot.c) and key numbers. */
 #include <json-c/json.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dpasync sim: in-process runs of async | sync1 | sync2 over owner CSVs,
  * R repeats, psi statistics (the data of the paper's Fig. 2), with the
  * settings the planner chooses (docs/planner.md "Using it") and every

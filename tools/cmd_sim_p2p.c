@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dpasync sim --mode p2p: the peer mode of docs/design.md §6 in one
  * process (tools/lib/p2psim.h), one agent per data file, the graph from a
  * graph file; writes every agent's model as ownerd --peer would.  Reached

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The subcommands of the dpasync tool and what they share.
  *
  * Each tools/cmd_<name>.c is one subcommand, dp_cmd_<name>: it takes argv

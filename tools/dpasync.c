@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dpasync: the offline tool.  Dispatches to one file per subcommand. */
 #include <stdarg.h>
 #include <stdbool.h>

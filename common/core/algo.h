@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One step of each training algorithm (docs/design.md §4, §5).  learnerd and
  * dpasync sim call exactly these functions.  Vectors have p entries and may
  * be NULL only when p is 0; N, k and T count from 1.  A broken one of these

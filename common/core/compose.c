@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The equal split of an agent's (eps, delta) over its wake-ups
  * (docs/peer-agents.md "Privacy"). */
 #include <math.h>

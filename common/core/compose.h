@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Splitting an agent's budget (eps, delta) over its T wake-ups
  * (docs/peer-agents.md "Privacy"; Theorem 1 of the peer-to-peer paper,
  * docs/design.md §6).

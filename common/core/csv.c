@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Strict CSV reader on top of libcsv and zlib; see csv.h for the rules.
  *
  * The input is read in blocks with gzread() (gzopen() reads plain files

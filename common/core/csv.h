@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Strict CSV reading (RFC 4180) for datasets, plain or gzip-compressed.
  *
  * Rules (docs/data.md has the user-facing version):

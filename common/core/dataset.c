@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* An owner's rows in memory: loading (plain or through a schema), building
  * from arrays, writing, compatibility checks. */
 #include "common/core/dataset.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* An owner's rows held in memory, ready for the gradient kernels.
  *
  * Loaded from a CSV (optionally .csv.gz) with a header row.  Without a schema

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Error codes, the per-thread error detail, and invariant checks, shared by
  * every module.
  *

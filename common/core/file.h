@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Whole files, crash-safe: atomic writes and exclusive creation through a
  * temporary file, bounded whole-file reads, directory creation, and the one
  * path every fsync/fdatasync of the core library takes (the ledger's too),

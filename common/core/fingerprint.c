@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The schema fingerprint.  See fingerprint.h. */
 #include "common/core/fingerprint.h"
 #include "common/core/error.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fingerprint of what a row means (docs/protocol.md §5 "Schema
  * agreement"): owners of one job must agree on it, and the learner refuses
  * one that does not.

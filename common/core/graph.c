@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The peer graph: parse, check, write, and adjacency lists (graph.h). */
 #include <math.h>
 #include <stdbool.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The peer graph of docs/design.md §6: agents (by id) joined by undirected
  * edges of weight W_ij > 0.  docs/p2p.md "Graph file" documents the file:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "common/core/json.h"
 #include "common/core/csv.h"
 #include "common/core/error.h"

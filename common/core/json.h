@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* JSON files through json-c: the one layer every file of ours that is JSON
  * (model.json, schema.json, checkpoint.json, summary.json, reports) is
  * written and read with.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The privacy kernel (docs/privacy.md §2 steps 2-3): the one streaming pass
  * over an owner's rows behind every answer -- scores, gradient
  * coefficients (model.h), L1 clipping, truncation onto the grid 2^-k and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The privacy kernel's body (the rule it applies: kernel.c), written once
  * against a few vector primitives and compiled once per instruction set:
  * kernel_generic.c, kernel_avx2.c and kernel_avx512.c each define the

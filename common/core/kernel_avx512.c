@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The privacy kernel for AVX-512 (F and DQ): 8 lanes, mask registers.  The
  * primitives and settings kernel.inc.c asks for, then its body. */
 #include "common/core/kernel_isa.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The privacy kernel for any CPU: "vectors" of one double, scores from
  * BLAS.  The primitives and settings kernel.inc.c asks for, then its
  * body. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Inside the kernel module: what the dispatcher (kernel.c) and the variants
  * (kernel_generic.c, kernel_avx2.c, kernel_avx512.c, each one compilation
  * of the generic body kernel.inc.c) share.  Not for other modules. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The vector types of kernel.inc.c for AVX2 and AVX-512, and the
  * primitives both spell alike (their intrinsics differ only in the prefix,
  * DP_X86(op)).  Included by kernel_avx2.c and kernel_avx512.c after they

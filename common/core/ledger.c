@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The owner's durable privacy-budget ledger.  See ledger.h and
  * docs/ledger.md for the format and the guarantees. */
 #include "common/core/ledger.h"

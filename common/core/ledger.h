@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The owner's durable privacy-budget ledger (docs/privacy.md §5, docs/design.md §3).
  *
  * One file per owner and job: a 256-byte header (magic, format version, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* An owner's ledgers across jobs.  See ledgerset.h and docs/ledger.md §8. */
 #include "common/core/ledgerset.h"
 #include "common/core/error.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* An owner's ledgers across jobs: one directory, one ledger file per job
  * (docs/ledger.md §8 "Jobs and the lifetime budget").
  *

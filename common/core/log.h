@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Levelled logging to stderr: one line per event,
  *   2026-11-21T19:40:00.123Z info ledger: charged k=12 spent=0.05
  * The journal picks stderr up under systemd. Fields are key=value in the

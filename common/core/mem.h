@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Arrays that grow while input streams in (CSV records and lines, the
  * ledger's index of request ids, whole-file reads, frame bodies, registries
  * and lists): the one place where the capacity is doubled, with the size

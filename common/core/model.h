@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The three losses of docs/design.md §2 and the plain passes over an
  * owner's rows (loss, fitness, mean gradient).  The privacy kernel, the
  * clipped pass behind every answer, is kernel.h.

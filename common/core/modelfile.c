@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The trained-model file: writing, reading with validation, and the check
  * that data fits a model read from one. */
 #include "common/core/modelfile.h"

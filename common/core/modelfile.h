@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The trained-model file (docs/design.md §9): JSON
  *   {"format": "dpasync-model", "version": 1, "model": "linear",
  *    "theta": [...], "features": [...], "target": "price", "bias": true,

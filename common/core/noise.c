@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Integer-valued noise: geometric and discrete Laplace (docs/noise.md).
  *
  * Construction.  For X geometric with P(X = j) proportional to q^j,

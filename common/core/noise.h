@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Floating-point-safe Laplace noise (docs/privacy.md §2).
  *
  * Noise is added on an integer lattice: gradients are quantised to a grid

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "common/core/num.h"
 #include "common/core/error.h"
 

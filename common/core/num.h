@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Strict parsing of numbers and lists from flags and config values.
  * Each returns 0 or DP_EINVAL with a detail naming `what` and the text
  * (outputs untouched on failure); s may be NULL (an error), `what` and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The planner's model and search; the mathematics is in docs/planner.md. */
 #include "common/core/plan.h"
 #include "common/core/error.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The planner: every setting of a job chosen from public information, and
  * the utility it predicts (docs/planner.md).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* An owner's answer to one gradient query (docs/design.md §3, docs/privacy.md §2):
  *
  *   Qbar_i(theta) = (1/n_i) sum clip(grad l) + w,  w ~ Lap(0, 2 clip/(n_i eps_q))^p

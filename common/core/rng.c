@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CSPRNG (OpenSSL RAND_priv_bytes, buffered) and generic draws on a
  * dp_bitsource.  See rng.h for the contract, docs/noise.md for the design. */
 #include "common/core/rng.h"

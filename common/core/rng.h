@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Random bits for noise and clocks.
  *
  * A dp_bitsource is where samplers take their bits from.  The daemons can

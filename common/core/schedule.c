@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The wake-up schedule file (schedule.h). */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The wake-up schedule of a peer run (docs/p2p.md "Schedule file"): the
  * global order in which agents wake, so that `dpasync sim --mode p2p` and
  * networked agents can follow the same one.  CSV:

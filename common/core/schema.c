@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Feature schema: the type, its JSON file (save, load with validation) and
  * its application to rows.  Building one from a sample is
  * tools/lib/schema_build.c, which shares the internals (schema_impl.h). */

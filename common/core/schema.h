@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Feature schema: how raw CSV columns become the numeric features and the
  * target of a deployment.  One schema (a JSON file) is shared by every owner
  * so that all of them produce the same feature vector.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internals of the feature schema (schema.h).
  *
  * Only the schema's own files include this header: common/core/schema.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Network addresses as users write them and as logs show them: the one
  * HOST:PORT parser (--learner, --listen, --metrics-listen) and the one
  * formatter of socket addresses ("1.2.3.4:5", "[::1]:5").  No resolution

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Typed configuration: a table of entries, a config file, flags.
  *
  * The Redis config.c model (docs/style.md "Config"): a program declares one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A framed, mutually authenticated TLS 1.3 connection on a libuv loop
  * (docs/design.md §8, docs/style.md "TLS on libuv", docs/protocol.md).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Framing and validation of the wire messages (docs/design.md §8, docs/protocol.md).
  *
  * A frame is a 4-byte big-endian length L (1 <= L <= max) followed by L

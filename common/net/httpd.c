@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "common/net/httpd.h"
 #include "common/net/httpreq.h"
 #include "common/core/error.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A minimal HTTP/1.1 server on a libuv loop for /metrics, /healthz and a
  * few daemon-defined routes (e.g. /status returning JSON).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* HTTP/1.x request heads for httpd.c (httpreq.h). */
 #include "common/net/httpreq.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The request head of httpd.c's HTTP/1.x server: finding its end as bytes
  * arrive, and parsing it.  The rules (strict; what gets which status) are
  * those of httpd.h.  Kept apart from the connection handling so that the

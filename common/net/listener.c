@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "common/net/listener.h"
 #include "common/core/error.h"
 #include "common/core/log.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The one TCP accept path of the daemons (docs/protocol.md §6): bind to an
  * address or to every address, accept, count the live connections, keep
  * the ones not yet authenticated (pending) within their own limits, close.

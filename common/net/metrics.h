@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Prometheus metrics: a registry of counters, gauges and histograms, plain
  * or in labelled families, rendered in the text exposition format 0.0.4
  * (served on /metrics by httpd.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* TLS 1.3 with mutual authentication for the dpasync wire (docs/design.md §8).
  *
  * One deployment CA signs the learner and every owner.  Both sides present a

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # compose one-shot `certs`: the deployment CA and the certificates of the
 # learner and every owner, into the `certs` volume; the CA key goes to the
 # separate `ca` volume, which no daemon mounts.  Idempotent: an existing CA

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # compose one-shot `data`: synthetic rows for every owner that has none yet,
 # written to data.csv in that owner's own data volume (mounted here at
 # /var/lib/dpasync/owners/<name>).  An owner whose volume already holds a

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # compose service `eval` (profile tools): psi of the learner's model against
 # the non-private optimum on the union of the owners' rows, as JSON.
 #   docker compose run --rm eval

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # compose service `learner`: learnerd configured from the environment.
 # Always --resume: a restart continues the job in the learner-out volume
 # (a finished job prints its done line again and exits 0).

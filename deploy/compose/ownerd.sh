@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # compose services `owner-*`: one ownerd configured from the environment.
 # Registers its metrics endpoint for Prometheus (a file_sd entry in the
 # shared `targets` volume), then becomes ownerd.  The owner's ledger and

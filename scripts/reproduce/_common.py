@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the experiments of scripts/reproduce/ share: their command line,
 running the dpasync binaries, preparing the shared tables the way the
 README does, and writing OUTDIR/result.json."""

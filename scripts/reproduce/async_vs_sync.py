@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """async vs sync on the wall clock: netns cluster, 4 owners at 1/20/80/200 ms, a slow and a bouncing owner (needs root)
 
 Runs deploy/netns-cluster.sh once per mode -- async request strict

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """default flags on every shared table: eps 1, 4 owners, mean psi below psi_zero or a warning
 
 Every shared table (scripts/reproduce/_common.py TABLES), prepared as the

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """forecast vs sim with a public sample: every shared table, eps 1 and 4, 4 owners (within 2x)
 
 `dpasync prep --sample-frac F --split 4` of each shared table (F: the

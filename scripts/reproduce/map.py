@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Where collaborating pays: the private joint model against each owner's own non-private one.
 
 The measurements behind docs/collaboration.md.  For every cell of a grid

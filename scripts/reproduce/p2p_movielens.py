@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """peer mode on MovieLens: local (tuned, untuned), non-private CD, private CD at eps 1, 0.5, 0.1
 
 The MovieLens comparison of the peer-to-peer paper (docs/p2p.md "MovieLens")

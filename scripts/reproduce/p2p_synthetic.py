@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """peer mode, synthetic classification: local vs CD vs private CD (eps 0.15, 0.5, 1) over p
 
 The synthetic linear-classification experiment of the peer-to-peer papers

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """psi against eps and n_i with fixed settings: slopes of log(psi - psi_noise-free) near -2
 
 Where the privacy noise dominates, the excess it adds to psi grows as the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The privacy auditor's learner (docs/privacy-audit.md): it plays learnerd
  * against one real ownerd over mutual TLS 1.3 (common/net/conn.h, the
  * real protocol of docs/protocol.md) and collects that owner's answers at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The negative control of the privacy audit (docs/privacy-audit.md): linked
  * into the test-only ownerd variant `ownerd-audit-halfnoise` with
  * -Wl,--wrap=dp_query_answer, so that ownerd's answer path reaches this

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Privacy audit of ownerd (docs/privacy-audit.md).
 
 An auditor (audit_learner.c) plays the learner against real ownerd processes

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Answer time over TLS for a benign and an adversarial theta (docs/privacy.md §7).
 
 Usage: answer_time.py OWNERD DPASYNC [ROUNDS]

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Daemon throughput benchmark (docs/bench-daemons.md).
 
 Iterations per second of learnerd in strict mode (request mode,

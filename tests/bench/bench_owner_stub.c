@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A minimal, fast owner for the daemon throughput benchmark
  * (docs/bench-daemons.md): a diagnostic that isolates learnerd's own
  * cost.  One process, one libuv loop, N owner connections (identities

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Throughput of the privacy kernel dp_kernel_clipped_grid_sum against a plain
  * vectorised streaming read of the same matrix (the memory-bandwidth limit),
  * both measured in this process, interleaved, single thread.

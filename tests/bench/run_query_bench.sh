@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Privacy-kernel throughput against the memory-bandwidth limit (a plain
 # vectorised read of the same matrix, measured inside bench_query) and
 # against the numpy baseline, single thread, on the two reference sizes.

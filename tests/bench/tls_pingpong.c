@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Baseline for the daemon throughput benchmark (docs/bench-daemons.md): a
  * raw request-response ping-pong over the project's own transport
  * (common/net/conn.h: TLS 1.3 with mutual authentication on libuv, frames of

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The crash campaign (docs/reliability.md §2): randomized trials, each a
 short real job (learnerd + 3 ownerd over mutual TLS on loopback) in which
 one process is killed with SIGKILL and restarted, then the invariants are

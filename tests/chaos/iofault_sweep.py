@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The I/O-fault campaign (docs/reliability.md §3): a short real job
 (learnerd + 3 ownerd on loopback) is run once with the fault shim counting
 the file operations of one daemon (tests/integration/iofault.c: write,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The compose stack for real (docs/deploy.md §9): deploy/docker-compose.yml
 with 3 owners and Prometheus on a Docker engine, on an internal network the
 test creates (nothing outside it is reachable, no host port is bound)."""

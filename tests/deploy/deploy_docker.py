@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The deployment run for real on a Docker engine (docs/deploy.md §9).
 
 Setup: dockerd started when none is running (and stopped at the end), the

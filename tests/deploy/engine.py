@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Docker engine and images for the deploy suite (docs/deploy.md §9).
 
 - The client is the one that matches the daemon: Debian's docker.io puts

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """deploy/systemd under a real systemd (docs/deploy.md §9): the `systemd`
 image of deploy/Dockerfile (systemd as PID 1, the units and sysusers.d file
 installed as a package installs them), with no network at all: learnerd

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for learnerd's checkpoint loader (learner/checkpoint.c),
  * linked with the learner files it needs (state.c, trace.c, clock.c) and
  * not the rest of the daemon.

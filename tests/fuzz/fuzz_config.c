@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for the config file reader (config.h): the INI syntax
  * and every value type.
  *

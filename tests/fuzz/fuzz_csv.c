@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for the owner data loader: the CSV reader (csv.h) and
  * the dataset loader on top of it (dataset.h), without and with a schema.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for the frame decoder and message validation.
  *
  * The first input byte seeds how the rest is cut into chunks (so partial

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for the peer-mode files: the graph file (graph.h) and
  * the schedule file (schedule.h).
  *

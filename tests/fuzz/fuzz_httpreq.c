@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for the HTTP request parser of the metrics server
  * (common/net/httpreq.h, used by httpd.c).
  *

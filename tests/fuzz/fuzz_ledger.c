@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for the privacy ledger's file format (ledger.h):
  * opening and replaying a ledger from its bytes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for the trained-model file reader (modelfile.h).
  *
  * The input is the file.  A file that reads must write back (it holds

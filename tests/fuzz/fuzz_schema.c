@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for the schema file loader (schema.h).
  *
  * The input is the file.  A schema that loads must save, load again to

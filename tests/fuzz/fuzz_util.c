@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers of the fuzz targets (fuzz_util.h). */
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the fuzz targets share: quiet logs, no fsync, and a scratch
  * directory for decoders that read a file by path. */
 #ifndef FUZZ_UTIL_H

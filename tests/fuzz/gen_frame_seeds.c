@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Writes the seed corpus of fuzz_frame (corpus/frame/): one file per
  * message kind of docs/protocol.md, with the values of a small real job
  * (two owners, p = 4), plus a file with a whole exchange.  Each file is

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # run_fuzz.sh TARGET SEED_DIR [libFuzzer flags...]
 # One bounded fuzz run for the test suite: the seeds are read from SEED_DIR
 # and never written (what the run adds to its corpus goes to a scratch

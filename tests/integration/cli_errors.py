@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Acceptance: bad input exits non-zero with exactly one clear stderr line
 naming the problem, for every subcommand that reads user input.
 

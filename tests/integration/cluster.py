@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A local dpasync deployment for integration tests: certificates, data,
 learnerd and ownerd processes on loopback ports chosen at run time.  Every
 process started is killed when the cluster is closed."""

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The shipped example configurations (deploy/learnerd.conf, ownerd.conf,
 ownerd-peer.conf)
 pass `--check-config` once their paths point at real files, flags override

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The deployment files (issue 4) without a Docker engine, systemd or a
 Kubernetes cluster.  Every check runs; a missing tool is a failure naming
 the Debian package to install, never a skip.  Runs as root (to run services

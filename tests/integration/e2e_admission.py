@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Acceptance (real daemons on loopback):
 - an owner with a certificate from another CA, an unknown identity (a valid
   certificate of the deployment CA for a name the learner does not list), and

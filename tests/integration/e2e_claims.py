@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Acceptance (real learnerd and ownerd on loopback; docs/protocol.md §5,
 docs/learnerd.md §3): one owner's claims in its Hello cannot stop or
 derail the job.  learnerd runs as users run it, without `features`.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Acceptance (real daemons on loopback):
 - kill -9 of an owner mid-job and restart: it resumes from its ledger (its
   Hello reports the answers already given), the ledger never shows more than

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Identities, roles, pins and revocation with real daemons on loopback
 (docs/protocol.md §1-2, docs/deploy.md "Revoking a certificate"):
 - `dpasync certs` refuses owner names that could pass for the learner (its

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Long-lived owners, jobs and the lifetime budget (docs/ownerd.md "Serving
 successive jobs", docs/ledger.md §8), real learnerd and ownerd on loopback:
 

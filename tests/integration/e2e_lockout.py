@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Acceptance (real daemons on loopback; docs/protocol.md §6 "Admission"):
 a stranger without a certificate cannot lock the owners out.
 

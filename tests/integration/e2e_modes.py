@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Acceptance (real learnerd + 3 ownerd on loopback, mutual TLS):
 - request mode and broadcast mode, T = 300: the job completes, every owner
   gets Done and saves the final model, and psi of the networked model lies in

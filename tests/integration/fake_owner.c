@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A scripted owner for learnerd's integration test (test only, never
  * installed).  It speaks the real protocol through common/net/conn.h but
  * answers a deterministic "gradient" ga * theta + gc instead of a noisy

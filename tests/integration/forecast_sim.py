@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Acceptance (issue 8): `dpasync forecast` against `dpasync sim`.
 - the output is one JSON object with the contract's keys: psi_mean,
   psi_zero, settings {T, eta | rho_over_T2 | c, clip, answers_cap (one per

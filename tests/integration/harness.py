@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Small helpers shared by the integration tests (stdlib + numpy only)."""
 import json, os, shutil, subprocess, sys, tempfile
 

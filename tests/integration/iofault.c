@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test-only LD_PRELOAD shim: injects I/O faults into an unmodified learnerd,
  * ownerd or dpasync (docs/reliability.md).  Never installed.
  *

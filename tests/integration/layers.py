@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The layers hold in the binaries: the daemons link libdpcore and libdpnet
 only, so no tool-only code (the non-private optimum, schema building, PCA,
 plotting, certificate issuance, the seeded generator, the simulator, the

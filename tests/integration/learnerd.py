@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Integration test of learnerd against scripted owners (fake_owner.c).
 
 usage: learnerd.py LEARNERD FAKE_OWNER DPASYNC

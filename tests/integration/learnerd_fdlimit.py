@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """learnerd raises RLIMIT_NOFILE to what the job needs (docs/learnerd.md
 "Descriptors").
 

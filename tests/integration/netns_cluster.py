@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Acceptance: a multi-host cluster on one machine (deploy/netns-cluster.sh).
 
 learnerd and five ownerd run in network namespaces of their own, joined

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Integration test of ownerd against a fake learner (suite 'integration').
 
 Usage: ownerd.py OWNERD DPASYNC [FAILSYNC_SHIM]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ownerd computes an answer off its event loop (docs/ownerd.md "Threads").
 
 A real ownerd against the fake learner of ownerd.py, on 110,000 rows x 20

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ownerd --peer: agents as real processes on loopback (docs/peer-agents.md).
 
   peer_agents.py BUILD_DIR CASE

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The peer-mode tools on small inputs checked by hand (docs/p2p.md):
 
 - dpasync graph --from-angles: W_ij = exp((cos phi - 1)/gamma), the

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Acceptance of `dpasync plot` and `dpasync report` (gnuplot from Debian):
 - a real run (learnerd + 3 ownerd over mutual TLS, T = 200, owners' clocks
   at 50, 20 and 5 requests/s) and sim runs give every figure kind; every

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Acceptance for the file formats around `dpasync prep` (docs/data.md):
 - --drop-missing drops exactly the rows with an empty cell in a used column
   (not in a dropped one), says how many on one stderr line (also when none),

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # dpasync prep on the shared datasets, plus its failure modes.
 #   usage: prep_shared_data.sh DPASYNC SHARED_DATA_DIR
 # Checks, for every run: exit 0; the owner files' rows add up to the input's

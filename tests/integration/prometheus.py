@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Acceptance (Debian's prometheus against real daemons on loopback):
 learnerd and 3 ownerd serve /metrics on ports chosen at run time; a
 Prometheus with scrape_interval 1s scrapes all four while a job of about

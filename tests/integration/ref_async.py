@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Independent reference of docs/design.md §4 (async Algorithm 1) without noise.
 
 Written from the formulas alone, in numpy, sharing no code with dpasync:

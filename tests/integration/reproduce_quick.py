@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Acceptance (issue 8): the measured experiments run through their
 dispatcher.  `scripts/reproduce.sh --list` names defaults, forecast and
 slopes, each with a one-line description; the quick versions of defaults

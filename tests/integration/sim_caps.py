@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Acceptance (issue 8): `dpasync sim` holds every owner to its answer cap K_i,
 as ownerd's ledger does, and charges each answer the share eps_i/K_i.
 - async, caps 10,100,100,100 at T = 200 (owner 1 would get ~50 iterations):

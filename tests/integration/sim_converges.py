@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Acceptance: noise-free async runs converge — psi(theta_L, T) falls as T
 grows (default step sizes, so the defaults are what is being tested)."""
 import os, sys

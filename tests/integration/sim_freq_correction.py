@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Acceptance (issue 4): the frequency correction of the paper's Remark 4.
 Four owners hold differently distributed data (each its own true model,
 `gen --concept-shift 2`) and owner 1's clock ticks 5x faster than the

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """dpasync sim --mode p2p (docs/p2p.md).
 
 1. Parity at eps = inf: following a schedule, every agent's final model

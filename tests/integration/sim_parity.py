@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Acceptance: with --epsilon inf and a --schedule, `dpasync sim --mode async`
 reproduces an independent numpy implementation of docs/design.md §4 (ref_async.py)
 to 1e-9 relative error on theta_L, for each model, with clipping active."""

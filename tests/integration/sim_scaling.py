@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Acceptance: the paper's scaling (Theorem 2) in the regime where noise
 dominates: mean psi at fixed T has log-log slope -2 +- 0.3 against epsilon
 (equal for all owners) and against n_i (equal sizes).

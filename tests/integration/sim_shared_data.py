@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Acceptance: the four shared datasets go through `dpasync prep` and
 `dpasync sim` without hand editing and give a finite psi that improves with
 epsilon (mean psi at eps = 100 below mean psi at eps = 0.5, 8 repeats each)."""

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Acceptance (issue 8): what `dpasync sim` reports besides psi.
 - summary.json keeps its keys and adds "answers", "epsilon_spent",
   "answers_cap", "psi_zero", "plan", "warnings" and "public"; an unlimited

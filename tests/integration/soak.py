@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Soak: a real learnerd with 100 owners that disconnect and reconnect every
 few seconds; its resident memory and open descriptors must stay flat
 (docs/soak.md).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Many churning owners for learnerd's soak test (docs/soak.md): one
  * process, one libuv loop, owners owner-FIRST .. owner-(FIRST+N-1)
  * (certificates DIR/owner-i.crt/.key), speaking the real protocol over

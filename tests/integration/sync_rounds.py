@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """learnerd's sync rounds when an owner stops answering (real learnerd + 3
 ownerd on loopback, mutual TLS, T = 400 rounds, epsilon = 1):
 - strict (no quorum): owner-3 is frozen (SIGSTOP) mid-job; the round it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Statistical helpers shared by the sampler tests (test_rng, test_noise). */
 #ifndef DP_TEST_STATS_H
 #define DP_TEST_STATS_H

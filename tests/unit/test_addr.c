@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Addresses: the HOST:PORT splitter, the literal parser for listeners, and
  * the socket address formatter. */
 #include <stdarg.h>

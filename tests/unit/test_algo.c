@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Step functions against values worked out by hand from docs/design.md §4-5. */
 #include <stdarg.h>
 #include <stddef.h>

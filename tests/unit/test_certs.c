@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Certificate generation: the chain verifies with OpenSSL's own verifier,
  * names and extensions are what was asked for, files have the right modes
  * and are never overwritten without force. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The equal split of (eps, delta) over T wake-ups (common/core/compose.h). */
 #include <stdarg.h>
 #include <stddef.h>

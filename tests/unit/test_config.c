@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Typed configuration: defaults, config file, flags, errors with FILE:LINE;
  * tool commands: positional arguments, lists, aliases, `given`, help. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* TLS connections over libuv: real sockets on loopback (ports chosen at run
  * time), one loop running both the server and the client.  Certificates
  * are made with tools/lib/certs.c into a temporary directory. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CA's revocation list (tools/lib/crl.c): a new list, entries added and
  * kept across updates with a growing cRLNumber, a certificate revoked twice
  * listed once, OpenSSL's verifier refusing exactly the revoked certificate

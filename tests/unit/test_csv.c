@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Strict CSV reader: RFC 4180 quoting, gzip input, exact error locations. */
 #include <stdarg.h>
 #include <stddef.h>

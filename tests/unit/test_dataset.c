@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Datasets: strict numeric loading, schema loading, arrays, CSV round trip,
  * compatibility checks. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Error codes (the one X-macro table), the per-thread detail, and the
  * DP_REQUIRE invariant check. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Whole files: atomic writes and exclusive creation, bounded reads,
  * mkdir -p, directory syncs and the sync hook. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Framing (4-byte big-endian length + Envelope), the incremental decoder
  * and message validation.  Expected encodings are written out by hand from
  * the protobuf wire format, not produced by the code under test. */

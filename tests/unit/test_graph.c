@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The peer graph file (common/core/graph.h): parsing, adjacency, the exact
  * round trip, and one rejection per malformed case. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* HTTP listener: a real server on 127.0.0.1:0 in a libuv loop on its own
  * thread, and plain blocking-socket clients on the test thread. */
 #include <stdarg.h>

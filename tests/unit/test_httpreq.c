@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The request-head parser of the metrics server (common/net/httpreq.h):
  * scanning as bytes arrive, and parsing a complete head.  test_httpd runs
  * the same rules through a real server. */

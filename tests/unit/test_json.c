@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The JSON layer: exact doubles, the sticky reader and its messages, and
  * whole-file reading. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for common/core/kernel.c: the privacy kernel dp_kernel_clipped_grid_sum
  * (docs/privacy.md §2) and the choice of its variant.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for common/core/ledger.c: the owner's durable privacy-budget ledger.
  *
  * Expected nano-epsilon values are derived by hand from the exact binary

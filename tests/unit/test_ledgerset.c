@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for common/core/ledgerset.c: an owner's per-job ledgers in one
  * directory and the lifetime total over them (docs/ledger.md §8).
  *

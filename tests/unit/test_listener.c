@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The TCP listener on its own: port 0, every address, the cap on live
  * connections (accept-and-close beyond it, room again after a release),
  * the pending limits (eviction of the oldest pending connection of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Levelled logging: level names, filtering, and the one-line format
  *   2026-11-21T19:40:00.123Z info ledger: charged k=12
  * on stderr (what the journal and the integration tests read). */

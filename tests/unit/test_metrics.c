@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Prometheus registry and text exposition format 0.0.4. */
 #include <stdarg.h>
 #include <stddef.h>

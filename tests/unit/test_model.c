@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for common/core/model.c: the losses of docs/design.md §2 and the
  * plain passes (loss, fitness, mean gradient); the privacy kernel is
  * tests/unit/test_kernel.c.

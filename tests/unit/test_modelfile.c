@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Model file round trip and rejection of malformed files. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for common/core/noise.c: the geometric and discrete Laplace samplers and
  * the grid exponent (docs/privacy.md §4).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Strict number and list parsing for flags and config values. */
 #include <stdarg.h>
 #include <stddef.h>

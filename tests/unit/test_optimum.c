@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for tools/lib/optimum.c: theta*, f against f*, and psi.
  *
  * Independent expectations: a 2x2 ridge problem solved by hand (checked

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for tools/lib/ownerdata.c: owner files loaded together, checked
  * against each other and the model, and every failure leaves nothing. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The peer-mode simulator (tools/lib/p2psim.h): steps at eps = inf against
  * values computed by hand in exact rational arithmetic from docs/design.md
  * §6 (the script is in the comment below), the schedule and budget rules,

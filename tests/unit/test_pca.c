@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Principal components (tools/lib/pca.c): known answers, the sign rule,
  * blocks larger than one dsyrk call checked against a direct computation,
  * the order points are asked for, and errors from the point callback. */

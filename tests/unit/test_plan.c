@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for common/core/plan.c: the planner's prediction against the real
  * update rule (common/core/algo.c) run many times, its choices, and the
  * public constants' file form. */

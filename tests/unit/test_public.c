@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for tools/lib/public.c: the planner's constants measured on a
  * sample, against values computed here independently (3x3 algebra by
  * hand) on a small synthetic ridge regression. */

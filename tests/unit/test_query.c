@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for common/core/query.c: the noisy answer of docs/design.md §3 on the
  * integer lattice of docs/privacy.md §2.
  *

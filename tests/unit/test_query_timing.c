@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Timing test for common/core/query.c and the kernel beneath it: the time
  * of an answer must not depend on which rows' gradients are bad, since the
  * learner chooses theta and sees how long the answer took

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for common/core/rng.c (CSPRNG, generic draws) and tools/lib/simrng.c.
  *
  * Statistical checks use the CSPRNG (fresh randomness each run); each is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The wake-up schedule file (common/core/schedule.h): round trip and one
  * rejection per malformed case. */
 #include <stdarg.h>

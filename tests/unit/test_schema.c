@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Feature schema (common/core/schema.c): applying a schema to rows and its
  * errors, the JSON file round trip, hand-written files, and rejection of bad
  * schema files.  The schemas here are written by hand; building them from a

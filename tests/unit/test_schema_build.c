@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Building a feature schema from a sample (tools/lib/schema_build.c):
  * statistics against hand-computed values, detection of column kinds, level
  * and label lists, multi-table samples, build errors, PCA with known

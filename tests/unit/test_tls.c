@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* TLS contexts and identities: dp_tls_ctx_new's checks at load time (files,
  * key/certificate match, validity, issuer, extendedKeyUsage, revocation
  * lists, pins), the public-key pin, the identity

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A per-test-binary temporary directory and files in it, for the tests of
  * modules that read files (csv, dataset, schema).  Include once per test. */
 #ifndef DP_TEST_TMPDIR_H

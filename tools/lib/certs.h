@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Certificates for a deployment (docs/design.md §8, `dpasync certs`).
  *
  * One CA signs a learner certificate and one certificate per owner.  All

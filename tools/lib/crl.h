@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Revocation: the deployment CA's certificate revocation list
  * (docs/protocol.md §2, docs/deploy.md "Revoking a certificate",
  * `dpasync certs --crl`).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Peer graphs from target-model angles and from rating similarity
  * (graphbuild.h). */
 #include <math.h>

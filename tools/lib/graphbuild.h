@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Building peer graphs for `dpasync graph` (docs/p2p.md "Building a graph"):
  * from the angles between the agents' target models (the synthetic setup of
  * the peer-to-peer papers) and by k nearest neighbours on the cosine

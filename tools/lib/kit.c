@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Startup kits: one folder per site from a `dpasync certs` output (kit.h). */
 #include "tools/lib/kit.h"
 
@@ -214,9 +215,10 @@ static int owner_site(const dp_kit_opts *o, const char *name, const char *ca, si
 		"epsilon = 1\n"
 		"rate = 1\n"
 		"welcome-timeout = 10m\n"
-		"# In the instance's state directory, one ledger per job.\n"
-		"ledger = /var/lib/dpasync/%s/job1.ledger\n"
-		"model-out = /var/lib/dpasync/%s/job1.model.json\n"
+		"# In the instance's state directory: the ledger directory, one ledger per\n"
+		"# job (docs/ledger.md §8), and the last job's model.\n"
+		"ledger = /var/lib/dpasync/%s/ledger\n"
+		"model-out = /var/lib/dpasync/%s/model.json\n"
 		"metrics-listen = 127.0.0.1:9465\n",
 		name, name, name, addr, server_name, name, name, name, name, name);
 	if (fclose(f) != 0 || text == NULL) {
@@ -253,7 +255,7 @@ static int owner_site(const dp_kit_opts *o, const char *name, const char *ca, si
 		"       sudo ownerd --config /etc/dpasync/ownerd-%s.conf --check-config\n"
 		"       sudo systemctl enable --now ownerd@%s\n"
 		"       journalctl -u ownerd@%s -f\n\n"
-		"The ledger (`/var/lib/dpasync/%s/job1.ledger`) is this owner's record of\n"
+		"The ledger directory (`/var/lib/dpasync/%s/ledger`) is this owner's record of\n"
 		"its privacy budget: back it up, never restore an old copy (docs/ledger.md).\n",
 		name, name, name, name, name, name, name, name, name, addr, server_name, name, name,
 		name, name);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Startup kits (`dpasync certs --kit DIR`): after dp_certs_deploy has
  * written the CA and every site's certificate into DIR/ca, one folder per
  * site holds what that site installs, and nothing of any other site:

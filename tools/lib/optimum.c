@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The non-private optimum theta* of docs/design.md §2 and psi.
  *
  * Solvers and tolerances (also in the README):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The non-private optimum theta* = argmin over the box of f (docs/design.md §2),
  * against which psi is measured.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Owner datasets for the tool's in-process work (sim, eval, report): one
  * CSV per owner, optionally through a feature schema, checked against
  * each other and against the model they will train or evaluate. */

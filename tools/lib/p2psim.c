@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The peer-mode simulator (p2psim.h). */
 #include <math.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The in-process peer-mode simulator behind `dpasync sim --mode p2p`
  * (docs/design.md §6, docs/p2p.md): N agents with their own rows, a graph
  * of weights W_ij, and one wake-up at a time.  Each wake-up of agent i

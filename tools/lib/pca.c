@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Principal components through LAPACKE_dsyevd on the sample covariance. */
 #include "tools/lib/pca.h"
 #include "common/core/error.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Principal components of a set of points: the top eigenvectors of their
  * sample covariance (n - 1 denominator).  Used to build a feature schema
  * with projected features (tools/lib/schema_build.h); only the offline tool

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `dpasync report` for a peer-mode run (docs/peer-agents.md "Report"). */
 #include <dirent.h>
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `dpasync report` for a peer-mode run (docs/peer-agents.md "Report"): a
  * directory holding one state directory per agent (ownerd --peer's ledger,
  * trace.csv and model.json, named after the agent), summarised as Markdown

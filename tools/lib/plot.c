@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Figures for `dpasync plot` and `dpasync report` (plot.h).  The data
  * goes into the gnuplot script as inline datablocks, so one script file is
  * the whole input and nothing else is left in the temporary directory. */

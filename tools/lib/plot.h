@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Figures of runs for `dpasync plot` and `dpasync report`: readers for a
  * learnerd trace.csv, a sim schedule.txt and a sim psi.csv, and one
  * function per figure kind.  Figures are PNG, SVG or PDF files (by the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "tools/lib/public.h"
 #include "common/core/error.h"
 #include "tools/lib/optimum.h"

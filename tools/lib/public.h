@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The planner's public constants measured on a public sample
  * (docs/planner.md "With a public sample").
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Building a feature schema from a sample (schema_build.h).  The schema's
  * internals are shared with common/core/schema.c through schema_impl.h. */
 #include "tools/lib/schema_build.h"

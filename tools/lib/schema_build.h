@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Building a feature schema (common/core/schema.h) from a public sample:
  * which columns are numeric or categorical, their levels, centre and scale,
  * the target's labels or standardisation, and optionally principal

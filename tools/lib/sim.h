@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The in-process simulator behind `dpasync sim`: runs the same step
  * functions (algo.h) and the same query answer (query.h) as the daemons,
  * with the seeded generator instead of the CSPRNG, and holds every owner

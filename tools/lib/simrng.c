@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Seeded xoshiro256** for offline simulation (libdptool only).
  *
  * Reference algorithms: Blackman & Vigna, "Scrambled linear pseudorandom

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Seeded, reproducible generator for offline simulation ONLY.
  *
  * Compiled into libdptool, which dpasync and the tests link and the daemons
