@@ -32,32 +32,6 @@ size_t dp_p2psim_steps(const dp_p2psim_setup *s)
 	return total;
 }
 
-/* The agent whose clock ticks first among those with wake-ups left: agent
- * i with probability rate_i / (sum of their rates).  N when none is left. */
-static size_t pick_agent(const dp_p2psim_setup *s, const uint64_t *done, dp_simrng *r)
-{
-	double total = 0.0, u, acc = 0.0;
-	size_t last = s->N;
-
-	for (size_t i = 0; i < s->N; i++) {
-		if (done[i] >= s->wakeups[i])
-			continue;
-		total += s->rate[i];
-		last = i;
-	}
-	if (last == s->N)
-		return s->N;
-	u = ((double)(dp_simrng_next(r) >> 11) + 0.5) * 0x1.0p-53 * total;
-	for (size_t i = 0; i < s->N; i++) {
-		if (done[i] >= s->wakeups[i])
-			continue;
-		acc += s->rate[i];
-		if (u < acc)
-			return i;
-	}
-	return last;
-}
-
 /* A schedule that wakes an agent more often than its T_i would spend more
  * than its budget: refused before the first step. */
 static int check_schedule(const dp_p2psim_setup *s)
@@ -122,7 +96,7 @@ int dp_p2psim_run(const dp_p2psim_setup *s, uint64_t seed, double *theta, size_t
 	seed_stream(&noise, seed, 2);
 	bits = dp_simrng_bitsource(&noise);
 	for (size_t k = 0; k < steps; k++) {
-		size_t i = s->schedule ? s->schedule[k] : pick_agent(s, done, &clock), n_nb;
+		size_t i = s->schedule ? s->schedule[k] : dp_simrng_pick(&clock, s->rate, done, s->wakeups, s->N), n_nb;
 		const size_t *nb;
 		const double *w;
 		dp_algo_p2p_params a = { .p = p, .mu = s->mu, .c = s->c[i], .L_loc = s->L_loc[i],

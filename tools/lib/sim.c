@@ -32,33 +32,6 @@ static bool exhausted(const dp_sim_setup *s, const uint64_t *count, size_t i)
 	return s->answers_cap != NULL && count[i] >= s->answers_cap[i];
 }
 
-/* Owner of the next async iteration among those with answers left: the
- * first of their independent Poisson clocks to tick is owner i with
- * probability rate_i / (sum of their rates).  N when none is left. */
-static size_t pick_owner(const dp_sim_setup *s, const uint64_t *count, dp_simrng *r)
-{
-	double total = 0.0, u, acc = 0.0;
-	size_t last = s->N;
-
-	for (size_t i = 0; i < s->N; i++) {
-		if (exhausted(s, count, i))
-			continue;
-		total += s->rate[i];
-		last = i;
-	}
-	if (last == s->N)
-		return s->N;
-	u = ((double)(dp_simrng_next(r) >> 11) + 0.5) * 0x1.0p-53 * total;
-	for (size_t i = 0; i < s->N; i++) {
-		if (exhausted(s, count, i))
-			continue;
-		acc += s->rate[i];
-		if (u < acc)
-			return i;
-	}
-	return last;
-}
-
 /* Streams for owner choice and noise are separate so that a --schedule run
  * and a drawn run see the same noise for the same seed. */
 static void seed_stream(dp_simrng *r, uint64_t seed, uint64_t stream)
@@ -109,7 +82,7 @@ int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *th
 		dp_algo_async_params ap = { .p = p, .N = N, .eta = s->eta, .lambda = s->lambda,
 				       .theta_max = s->theta_max };
 		for (size_t k = 1; k <= s->T; k++) {
-			size_t i = s->schedule ? s->schedule[k - 1] : pick_owner(s, count, &pick);
+			size_t i = s->schedule ? s->schedule[k - 1] : dp_simrng_pick(&pick, s->rate, count, s->answers_cap, s->N);
 			double *theta_i, w;
 
 			if (i == N) {

@@ -82,3 +82,33 @@ dp_bitsource dp_simrng_bitsource(dp_simrng *r)
 	DP_REQUIRE(r != NULL);
 	return src;
 }
+
+static int left(const uint64_t *count, const uint64_t *cap, size_t i)
+{
+	return cap == NULL || count[i] < cap[i];
+}
+
+size_t dp_simrng_pick(dp_simrng *r, const double *rate, const uint64_t *count,
+		      const uint64_t *cap, size_t n)
+{
+	double total = 0.0, u, acc = 0.0;
+	size_t last = n;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!left(count, cap, i))
+			continue;
+		total += rate[i];
+		last = i;
+	}
+	if (last == n)
+		return n;
+	u = ((double)(dp_simrng_next(r) >> 11) + 0.5) * 0x1.0p-53 * total;
+	for (size_t i = 0; i < n; i++) {
+		if (!left(count, cap, i))
+			continue;
+		acc += rate[i];
+		if (u < acc)
+			return i;
+	}
+	return last;
+}
