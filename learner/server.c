@@ -98,19 +98,11 @@ static struct lrn_owner *find_owner(struct lrn *L, const char *id)
  * the close that follows flushes it. */
 static void say_goodbye(dp_conn *c, Dpasync__GoodbyeCode code, const char *text)
 {
-	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
-	Dpasync__Goodbye g = DPASYNC__GOODBYE__INIT;
+	Dpasync__Envelope env;
+	Dpasync__Goodbye g;
 	char t[DP_FRAME_MAX_STR + 1];
 
-	snprintf(t, sizeof(t), "%s", text);
-	for (char *q = t; *q; q++)
-		if ((unsigned char)*q < 0x20 || (unsigned char)*q > 0x7e)
-			*q = ' ';
-	g.code = code;
-	g.text = t;
-	env.version = DP_PROTO_VERSION;
-	env.msg_case = DPASYNC__ENVELOPE__MSG_GOODBYE;
-	env.goodbye = &g;
+	dp_frame_goodbye(&env, &g, code, text, t);
 	if (dp_conn_send(c, &env) < 0)
 		DP_DEBUG("conn", "goodbye to peer=%s not sent", dp_conn_peer_addr(c));
 }

@@ -129,24 +129,17 @@ static void leave(struct own_client *c, Dpasync__GoodbyeCode code, const char *f
 	__attribute__((format(printf, 3, 4)));
 static void leave(struct own_client *c, Dpasync__GoodbyeCode code, const char *fmt, ...)
 {
-	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
-	Dpasync__Goodbye g = DPASYNC__GOODBYE__INIT;
-	char why[DP_FRAME_MAX_STR + 1];
+	Dpasync__Envelope env;
+	Dpasync__Goodbye g;
+	char why[DP_FRAME_MAX_STR + 1], text[DP_FRAME_MAX_STR + 1];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	for (char *q = why; *q; q++)
-		if ((unsigned char)*q < 0x20 || (unsigned char)*q > 0x7e)
-			*q = ' ';
-	g.code = code;
-	g.text = why;
-	env.version = DP_PROTO_VERSION;
-	env.msg_case = DPASYNC__ENVELOPE__MSG_GOODBYE;
-	env.goodbye = &g;
+	dp_frame_goodbye(&env, &g, code, why, text);
 	send_msg(c, &env);   /* queued: stopping flushes it */
-	DP_ERROR("owner", "leaving for good: %s", why);
+	DP_ERROR("owner", "leaving for good: %s", text);
 	stop(c, OWN_EXIT_CONFIG);
 }
 

@@ -4,6 +4,7 @@
 #include "common/core/mem.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -435,4 +436,21 @@ int dp_frame_validate(const Dpasync__Envelope *m, const dp_frame_limits *lim)
 		return dp_error_set(DP_EPROTO, "envelope carries no message");
 	}
 	return dp_error_set(DP_EPROTO, "envelope %s message missing", dp_frame_kind(m));
+}
+
+void dp_frame_goodbye(Dpasync__Envelope *env, Dpasync__Goodbye *g, int code, const char *text,
+		      char buf[DP_FRAME_MAX_STR + 1])
+{
+	DP_REQUIRE(env != NULL && g != NULL && text != NULL && buf != NULL);
+	snprintf(buf, DP_FRAME_MAX_STR + 1, "%s", text);
+	for (char *q = buf; *q; q++)
+		if ((unsigned char)*q < 0x20 || (unsigned char)*q > 0x7e)
+			*q = ' ';
+	dpasync__goodbye__init(g);
+	g->code = (Dpasync__GoodbyeCode)code;
+	g->text = buf;
+	dpasync__envelope__init(env);
+	env->version = DP_PROTO_VERSION;
+	env->msg_case = DPASYNC__ENVELOPE__MSG_GOODBYE;
+	env->goodbye = g;
 }

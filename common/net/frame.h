@@ -92,6 +92,13 @@ const char *dp_frame_kind(const Dpasync__Envelope *m);
 #define DP_FRAME_MAX_STR 256u
 #define DP_FRAME_MAX_P   (1u << 20)
 
+/* A Goodbye{code, text} in env (docs/protocol.md "Goodbye"), text copied
+ * into buf (at most DP_FRAME_MAX_STR bytes: the validation limit) with every
+ * byte outside printable ASCII made a space, since the peer logs it.  env,
+ * g and buf must outlive the send. */
+void dp_frame_goodbye(Dpasync__Envelope *env, Dpasync__Goodbye *g, int code, const char *text,
+		      char buf[DP_FRAME_MAX_STR + 1]);
+
 typedef struct dp_frame_limits {
 	size_t p;        /* expected vector length (theta, gradient, final_theta,
 			  * Hello.n_features, Welcome.p); 0 = not known yet */

@@ -649,6 +649,29 @@ static void test_goodbye_and_job_fields(void **state)
 	dp_frame_msg_free(m);
 }
 
+static void test_goodbye_builder(void **state)
+{
+	/* Control bytes and bytes above 0x7e become spaces; a text longer than
+	 * the validation limit is cut to DP_FRAME_MAX_STR bytes; the result
+	 * passes dp_frame_validate. */
+	Dpasync__Envelope env;
+	Dpasync__Goodbye g;
+	char buf[DP_FRAME_MAX_STR + 1], long_text[DP_FRAME_MAX_STR + 50];
+
+	(void)state;
+	dp_frame_goodbye(&env, &g, DPASYNC__GOODBYE_CODE__GOODBYE_BAD_DATA, "p\n=\t5\x80!", buf);
+	assert_int_equal(env.msg_case, DPASYNC__ENVELOPE__MSG_GOODBYE);
+	assert_ptr_equal(env.goodbye, &g);
+	assert_int_equal(g.code, DPASYNC__GOODBYE_CODE__GOODBYE_BAD_DATA);
+	assert_string_equal(g.text, "p = 5 !");
+	assert_int_equal(dp_frame_validate(&env, NULL), 0);
+	memset(long_text, 'x', sizeof(long_text) - 1);
+	long_text[sizeof(long_text) - 1] = '\0';
+	dp_frame_goodbye(&env, &g, DPASYNC__GOODBYE_CODE__GOODBYE_RESTARTING, long_text, buf);
+	assert_int_equal(strlen(g.text), DP_FRAME_MAX_STR);
+	assert_int_equal(dp_frame_validate(&env, NULL), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -664,6 +687,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_fields),
 		cmocka_unit_test(test_new_field_numbers),
 		cmocka_unit_test(test_goodbye_and_job_fields),
+		cmocka_unit_test(test_goodbye_builder),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
