@@ -89,7 +89,7 @@ struct own_peer {
 	uint64_t T;                 /* wake-ups */
 	uint64_t done;              /* wake-ups done (from the ledger after a restart) */
 	uint64_t step;              /* step of theta (0: none yet, or warm start) */
-	uint64_t warm;              /* ledger records of the warm start (0 or DP_ALGO_P2P_WARM_STEPS) */
+	uint64_t warm;              /* ledger records of the warm start (0 or --warm-steps) */
 	double eps_warm_step;
 	bool released;              /* theta has left (or may leave): it is noised */
 	uint64_t *my_steps;         /* --schedule */
@@ -789,7 +789,7 @@ int own_peer_new(const struct own_peer_config *cfg, struct own_peer **out)
 	p->cfg = *cfg;
 	p->p = cfg->ds->p;
 	p->T = s->wakeups;
-	p->warm = s->warm_start > 0 ? DP_ALGO_P2P_WARM_STEPS : 0;
+	p->warm = s->warm_start > 0 ? s->warm_steps : 0;
 	p->theta = calloc(p->p, sizeof(double));
 	p->cand = calloc(p->p, sizeof(double));
 	p->grad = calloc(p->p, sizeof(double));

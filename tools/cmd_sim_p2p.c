@@ -51,7 +51,7 @@ struct p2p_opts {
 	char *target, *schema, *graph, *schedule, *out;
 	bool bias, local, have_lambda, have_lpr, have_x2max;
 	double mu, lambda_per_row, delta, clip, x2max, theta_max, warm_start;
-	uint64_t seed;
+	uint64_t seed, warm_steps;
 	struct dp_config_doubles eps, rates, lambda;
 	struct dp_config_sizes wakeups;
 	struct dp_config_strings files;
@@ -137,9 +137,9 @@ static int agent_error(int rc, const char *id)
 /* Agent i's per-wake-up and per-warm-step epsilon (docs/p2p.md). */
 static int agent_split(const struct p2p_opts *o, struct p2p_run *r, size_t i)
 {
-	r->warm[i] = o->warm_start > 0 ? DP_ALGO_P2P_WARM_STEPS : 0;
-	return dp_p2psim_warm_split(r->eps[i], o->warm_start, o->delta, r->wakeups[i],
-				    &r->eps_t[i], &r->eps_warm[i]);
+	r->warm[i] = o->warm_start > 0 ? o->warm_steps : 0;
+	return dp_p2psim_warm_split(r->eps[i], o->warm_start, o->warm_steps, o->delta,
+				    r->wakeups[i], &r->eps_t[i], &r->eps_warm[i]);
 }
 
 /* The per-agent parameters of the epilog. */
@@ -215,6 +215,9 @@ static int write_summary(const struct p2p_opts *o, const struct p2p_run *r, size
 		rc = dp_json_add(j, "delta", dp_json_double(o->delta));
 	if (rc == 0)
 		rc = dp_json_add(j, "warm_start", dp_json_double(o->warm_start));
+	if (rc == 0)
+		rc = dp_json_add(j, "warm_steps", json_object_new_uint64(o->warm_start > 0 ?
+									  o->warm_steps : 0));
 	if (rc == 0)
 		rc = dp_json_add(j, "seed", json_object_new_uint64(o->seed));
 	if (rc == 0)
@@ -451,6 +454,9 @@ int dp_cmd_sim_p2p(int argc, char **argv)
 		  .max = INFINITY, .metavar = "EPS",
 		  .help = "private local warm start spending EPS of\neach agent's --epsilon, as "
 			  "ownerd --peer\n(0: none)" },
+		{ .name = "warm-steps", DP_CFG_U64(&o.warm_steps), .def = "10", .min = 1,
+		  .max = 1000, .metavar = "K",
+		  .help = "noisy gradient steps of the warm start\n(EPS/K each)" },
 		{ .name = "x2max", DP_CFG_DOUBLE(&o.x2max), .min = 0, .max = INFINITY,
 		  .given = &o.have_x2max, .metavar = "B",
 		  .help = "public bound on ||x||_2^2 for the smoothness\n(default p: features in "

@@ -54,9 +54,10 @@ DELTA = math.exp(-5)
 LAMBDAS = [0.1, 1, 3, 10, 30]                   # lambda_i * m_i (one value for all users)
 # The grids mu x wake-ups x clip x warm-start share of eps tried on
 # validation: the non-private runs need many small steps; the private ones
-# are best with few (docs/p2p.md).
+# are best with few (docs/p2p.md).  The warm start is one noisy step.
 GRID = {'inf': ([10, 30, 100], [200, 1000], [10.0], [0]),
         'private': ([1, 3, 10], [10, 30, 100], [1.0], [0, 0.5])}
+WARM_STEPS = 1
 CLAMP = 1.5                                     # |year| after standardising
 GENRES = ['Action', 'Adventure', 'Animation', 'Children', 'Comedy', 'Crime', 'Documentary',
           'Drama', 'Fantasy', 'Film-Noir', 'Horror', 'IMAX', 'Musical', 'Mystery', 'Romance',
@@ -228,7 +229,9 @@ class Run:
 
 def warm_flags(eps, share):
     """The private warm start (ownerd --peer --warm-start): share of eps."""
-    return [] if share == 0 else ['--warm-start', repr(share * float(eps))]
+    if share == 0:
+        return []
+    return ['--warm-start', repr(share * float(eps)), '--warm-steps', str(WARM_STEPS)]
 
 
 def plot(out, res):

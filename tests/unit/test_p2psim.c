@@ -182,28 +182,33 @@ static void test_warm_split(void **state)
 	/* eps 1 with 0.4 of it on the warm start over 3 wake-ups, delta 0:
 	 * each warm step the ledger's share of 0.4 over 10 (0.04), each
 	 * wake-up its share of 0.6 over 3 (0.2), as ownerd --peer plans. */
-	assert_int_equal(dp_p2psim_warm_split(1.0, 0.4, 0, 3, &t, &w), 0);
+	assert_int_equal(dp_p2psim_warm_split(1.0, 0.4, 10, 0, 3, &t, &w), 0);
 	assert_int_equal(dp_ledger_eps_share(0.4, 10, &share), 0);
 	assert_true(w == share && fabs(w - 0.04) < 1e-9);
 	assert_int_equal(dp_p2psim_eps_split(0.6, 0, 3, &share), 0);
 	assert_true(t == share && fabs(t - 0.2) < 2e-9);
 	assert_true(10 * w + 3 * t <= 1.0);
+	/* One warm step: the whole 0.4 on it. */
+	assert_int_equal(dp_p2psim_warm_split(1.0, 0.4, 1, 0, 3, &t, &w), 0);
+	assert_int_equal(dp_ledger_eps_share(0.4, 1, &share), 0);
+	assert_true(w == share && fabs(w - 0.4) < 2e-9);
 	/* No warm start: the plain split, and no warm share. */
-	assert_int_equal(dp_p2psim_warm_split(1.0, 0, exp(-5), 50, &t, &w), 0);
+	assert_int_equal(dp_p2psim_warm_split(1.0, 0, 10, exp(-5), 50, &t, &w), 0);
 	assert_int_equal(dp_p2psim_eps_split(1.0, exp(-5), 50, &share), 0);
 	assert_true(t == share && w == 0);
 	/* With delta the wake-ups' part may use advanced composition. */
-	assert_int_equal(dp_p2psim_warm_split(1.0, 0.5, exp(-5), 1000, &t, &w), 0);
+	assert_int_equal(dp_p2psim_warm_split(1.0, 0.5, 10, exp(-5), 1000, &t, &w), 0);
 	assert_int_equal(dp_p2psim_eps_split(0.5, exp(-5), 1000, &share), 0);
 	assert_true(t == share && fabs(w - 0.05) < 1e-9);
-	assert_int_equal(dp_p2psim_warm_split(INFINITY, 0.5, 0, 4, &t, &w), 0);
+	assert_int_equal(dp_p2psim_warm_split(INFINITY, 0.5, 10, 0, 4, &t, &w), 0);
 	assert_true(isinf(t) && isinf(w));
 	t = w = 42;
-	assert_int_equal(dp_p2psim_warm_split(1.0, 1.0, 0, 4, &t, &w), DP_EINVAL);
+	assert_int_equal(dp_p2psim_warm_split(1.0, 1.0, 10, 0, 4, &t, &w), DP_EINVAL);
 	assert_string_equal(dp_error_detail(DP_EINVAL),
 			    "--warm-start 1 leaves nothing of --epsilon 1 for the wake-ups");
-	assert_int_equal(dp_p2psim_warm_split(1.0, -0.1, 0, 4, &t, &w), DP_EINVAL);
-	assert_int_equal(dp_p2psim_warm_split(1.0, 0.5, 0, 0, &t, &w), DP_EINVAL);
+	assert_int_equal(dp_p2psim_warm_split(1.0, -0.1, 10, 0, 4, &t, &w), DP_EINVAL);
+	assert_int_equal(dp_p2psim_warm_split(1.0, 0.5, 10, 0, 0, &t, &w), DP_EINVAL);
+	assert_int_equal(dp_p2psim_warm_split(1.0, 0.5, 0, 0, 4, &t, &w), DP_EINVAL);
 	assert_true(t == 42 && w == 42);
 }
 

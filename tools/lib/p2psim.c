@@ -179,8 +179,8 @@ int dp_p2psim_eps_split(double eps, double delta, uint64_t T, double *out)
 	return dp_ledger_eps_share(eps_t * (double)T > eps ? eps_t * (double)T : eps, T, out);
 }
 
-int dp_p2psim_warm_split(double eps, double warm, double delta, uint64_t T, double *eps_t,
-			 double *eps_warm)
+int dp_p2psim_warm_split(double eps, double warm, uint64_t K, double delta, uint64_t T,
+			 double *eps_t, double *eps_warm)
 {
 	double t, w = 0.0;
 	int rc;
@@ -190,12 +190,14 @@ int dp_p2psim_warm_split(double eps, double warm, double delta, uint64_t T, doub
 		*eps_warm = INFINITY;
 		return 0;
 	}
+	if (warm > 0 && K == 0)
+		return dp_error_set(DP_EINVAL, "--warm-steps must be >= 1");
 	if (!(warm >= 0 && warm < eps))
 		return dp_error_set(DP_EINVAL, "--warm-start %g leaves nothing of --epsilon %g "
 				    "for the wake-ups", warm, eps);
 	rc = dp_p2psim_eps_split(eps - warm, delta, T, &t);
 	if (rc == 0 && warm > 0)
-		rc = dp_ledger_eps_share(warm, DP_ALGO_P2P_WARM_STEPS, &w);
+		rc = dp_ledger_eps_share(warm, K, &w);
 	if (rc != 0)
 		return rc;
 	*eps_t = t;

@@ -26,8 +26,7 @@ typedef struct dp_p2psim_setup {
 	const double *lambda;          /* N: lambda_i >= 0 */
 	const double *L_loc;           /* N: public smoothness of L_i */
 	const double *eps_t;           /* N: epsilon of one wake-up (inf: exact) */
-	const uint64_t *warm;          /* N: warm-start steps (0 or DP_ALGO_P2P_WARM_STEPS),
-					* or NULL: none */
+	const uint64_t *warm;          /* N: warm-start steps (0: none), or NULL: none */
 	const double *eps_warm;        /* N: epsilon of one warm-start step (inf: exact) */
 	double clip;                   /* L1 clip bound of a per-row gradient */
 	const uint64_t *wakeups;       /* N: T_i, the most wake-ups of agent i */
@@ -68,14 +67,14 @@ int dp_p2psim_run(const dp_p2psim_setup *s, uint64_t seed, double *theta, size_t
 int dp_p2psim_eps_split(double eps, double delta, uint64_t T, double *out);
 
 /* The split of an agent's budget with a private warm start spending warm
- * of eps (0 <= warm < eps), as ownerd --peer plans its ledger
- * (docs/peer-agents.md): each of the DP_ALGO_P2P_WARM_STEPS warm-start
- * steps gets the ledger's share dp_ledger_eps_share(warm, steps) in
+ * of eps (0 <= warm < eps) in K steps, as ownerd --peer plans its ledger
+ * (docs/peer-agents.md): each warm-start step gets the ledger's share
+ * dp_ledger_eps_share(warm, K) in
  * *eps_warm (0 when warm = 0), and each wake-up
  * dp_p2psim_eps_split(eps - warm, delta, T) in *eps_t; the two parts compose
  * by basic composition.  eps = inf gives inf for both.  Errors: DP_EINVAL
  * (warm not in [0, eps), and dp_p2psim_eps_split's) with a detail. */
-int dp_p2psim_warm_split(double eps, double warm, double delta, uint64_t T, double *eps_t,
-			 double *eps_warm);
+int dp_p2psim_warm_split(double eps, double warm, uint64_t K, double delta, uint64_t T,
+			 double *eps_t, double *eps_warm);
 
 #endif
