@@ -334,6 +334,11 @@ static void progress(struct own_peer *p)
 				need = n->steps[j];
 			if (need > n->step)
 				return;   /* wait for its model of step `need` */
+			/* With a warm start the agents of a schedule all warm-start
+			 * (as sim --warm-start): before its first wake-up the
+			 * neighbour holds its warm-start model, not zeros. */
+			if (p->warm > 0 && !n->have)
+				return;
 		}
 		wake(p, s);
 	}
