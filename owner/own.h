@@ -108,6 +108,7 @@ struct own_settings {
 	double mu, confidence, lambda, lambda_per_row, delta, clip, x2max, warm_start;
 				/* lambda -1: lambda_per_row / m_i */
 	uint64_t wakeups;       /* T_i */
+	uint64_t warm_steps;    /* noisy steps of the warm start */
 	double linger;          /* seconds to wait, once done, for the neighbours */
 	double progress_every;  /* seconds between summary lines (0: none) */
 };

@@ -51,8 +51,6 @@
 
 #include "owner/own.h"
 
-/* Noisy gradient steps of the private warm start (docs/peer-agents.md). */
-#define WARM_STEPS 10u
 
 /* What a connection's data points at: a neighbour once admitted, the agent
  * before (the listener's connections), NULL once replaced. */
@@ -92,7 +90,7 @@ struct own_peer {
 	uint64_t T;                 /* wake-ups */
 	uint64_t done;              /* wake-ups done (from the ledger after a restart) */
 	uint64_t step;              /* step of theta (0: none yet, or warm start) */
-	uint64_t warm;              /* ledger records of the warm start (0 or WARM_STEPS) */
+	uint64_t warm;              /* ledger records of the warm start (0 or --warm-steps) */
 	double eps_warm_step;
 	bool released;              /* theta has left (or may leave): it is noised */
 	uint64_t *my_steps;         /* --schedule */
@@ -270,9 +268,7 @@ static int noisy_step(struct own_peer *p, uint64_t k, double eps, bool warm)
 	}
 	memcpy(p->cand, p->theta, p->p * sizeof(double));
 	if (warm) {
-		/* gradient descent on L_i with step 1/L_loc */
-		for (size_t q = 0; q < p->p; q++)
-			p->cand[q] -= (p->grad[q] + 2.0 * p->lambda * p->cand[q]) / p->ap.L_loc;
+		dp_algo_p2p_warm_step(&p->ap, p->grad, p->cand);
 	} else {
 		dp_algo_p2p_update(&p->ap, p->n_nb, p->nb_theta, p->nb_w, p->grad, p->cand);
 	}
@@ -339,6 +335,11 @@ static void progress(struct own_peer *p)
 				need = n->steps[j];
 			if (need > n->step)
 				return;   /* wait for its model of step `need` */
+			/* With a warm start the agents of a schedule all warm-start
+			 * (as sim --warm-start): before its first wake-up the
+			 * neighbour holds its warm-start model, not zeros. */
+			if (p->warm > 0 && !n->have)
+				return;
 		}
 		wake(p, s);
 	}
@@ -794,7 +795,7 @@ int own_peer_new(const struct own_peer_config *cfg, struct own_peer **out)
 	p->cfg = *cfg;
 	p->p = cfg->ds->p;
 	p->T = s->wakeups;
-	p->warm = s->warm_start > 0 ? WARM_STEPS : 0;
+	p->warm = s->warm_start > 0 ? s->warm_steps : 0;
 	p->theta = calloc(p->p, sizeof(double));
 	p->cand = calloc(p->p, sizeof(double));
 	p->grad = calloc(p->p, sizeof(double));

@@ -51,8 +51,8 @@ struct p2p_opts {
 	int mode, model;
 	char *target, *schema, *graph, *schedule, *out;
 	bool bias, local, have_lambda, have_lpr, have_x2max;
-	double mu, lambda_per_row, delta, clip, x2max, theta_max;
-	uint64_t seed;
+	double mu, lambda_per_row, delta, clip, x2max, theta_max, warm_start;
+	uint64_t seed, warm_steps;
 	struct dp_config_doubles eps, rates, lambda;
 	struct dp_config_sizes wakeups;
 	struct dp_config_strings files;
@@ -69,6 +69,9 @@ static int check_opts(void *arg)
 		return dp_error_set(DP_EINVAL, "give --lambda or --lambda-per-row, not both");
 	if (!o->local && o->graph == NULL)
 		return dp_error_set(DP_EINVAL, "--graph FILE is required (but for --local)");
+	if (o->local && o->warm_start > 0)
+		return dp_error_set(DP_EINVAL, "--local trains no peer model: --warm-start does not "
+				    "apply");
 	if (o->local && o->schedule)
 		return dp_error_set(DP_EINVAL, "--local trains no peer model: --schedule does not "
 				    "apply");
@@ -95,8 +98,8 @@ struct p2p_run {
 	dp_ownerdata od;
 	dp_graph *graph;
 	char **ids;
-	double *c, *lambda, *L_loc, *eps, *eps_t, *rate, *theta;
-	uint64_t *wakeups, *done;
+	double *c, *lambda, *L_loc, *eps, *eps_t, *eps_warm, *rate, *theta;
+	uint64_t *wakeups, *done, *warm;
 	size_t *schedule, *order;
 	size_t steps;
 };
@@ -113,6 +116,8 @@ static void run_free(struct p2p_run *r)
 	free(r->L_loc);
 	free(r->eps);
 	free(r->eps_t);
+	free(r->eps_warm);
+	free(r->warm);
 	free(r->rate);
 	free(r->theta);
 	free(r->wakeups);
@@ -128,6 +133,14 @@ static int agent_error(int rc, const char *id)
 
 	snprintf(prefix, sizeof(prefix), "agent '%s': ", id);
 	return prefix_detail(rc, prefix);
+}
+
+/* Agent i's per-wake-up and per-warm-step epsilon (docs/p2p.md). */
+static int agent_split(const struct p2p_opts *o, struct p2p_run *r, size_t i)
+{
+	r->warm[i] = o->warm_start > 0 ? o->warm_steps : 0;
+	return dp_p2psim_warm_split(r->eps[i], o->warm_start, o->warm_steps, o->delta,
+				    r->wakeups[i], &r->eps_t[i], &r->eps_warm[i]);
 }
 
 /* The per-agent parameters of the epilog. */
@@ -158,7 +171,7 @@ static int agent_params(const struct p2p_opts *o, struct p2p_run *r, size_t p)
 			return dp_error_set(DP_EINVAL, "agent '%s': lambda must be > 0 for logistic",
 					    r->ids[i]);
 		r->L_loc[i] = dp_algo_p2p_smoothness(o->model, x2max, r->lambda[i]);
-		rc = dp_p2psim_eps_split(r->eps[i], o->delta, r->wakeups[i], &r->eps_t[i]);
+		rc = agent_split(o, r, i);
 		if (rc != 0)
 			return agent_error(rc, r->ids[i]);
 	}
@@ -202,6 +215,11 @@ static int write_summary(const struct p2p_opts *o, const struct p2p_run *r, size
 	if (rc == 0)
 		rc = dp_json_add(j, "delta", dp_json_double(o->delta));
 	if (rc == 0)
+		rc = dp_json_add(j, "warm_start", dp_json_double(o->warm_start));
+	if (rc == 0)
+		rc = dp_json_add(j, "warm_steps", json_object_new_uint64(o->warm_start > 0 ?
+									  o->warm_steps : 0));
+	if (rc == 0)
 		rc = dp_json_add(j, "seed", json_object_new_uint64(o->seed));
 	if (rc == 0)
 		rc = dp_json_add(j, "steps", json_object_new_uint64(r->steps));
@@ -237,6 +255,11 @@ static int write_summary(const struct p2p_opts *o, const struct p2p_run *r, size
 			rc = dp_json_add(a, "wakeups", json_object_new_uint64(r->done[i]));
 		if (rc == 0)
 			rc = dp_json_add(a, "epsilon_per_wakeup", dp_json_double_inf(r->eps_t[i]));
+		if (rc == 0)
+			rc = dp_json_add(a, "warm_steps", json_object_new_uint64(r->warm[i]));
+		if (rc == 0)
+			rc = dp_json_add(a, "epsilon_per_warm_step",
+					 dp_json_double_inf(r->eps_warm[i]));
 	}
 	if (rc != 0)
 		rc = dp_error_set(DP_ENOMEM, "out of memory");
@@ -296,11 +319,13 @@ static int simulate(void *arg)
 	r.L_loc = calloc(N, sizeof(double));
 	r.eps = calloc(N, sizeof(double));
 	r.eps_t = calloc(N, sizeof(double));
+	r.eps_warm = calloc(N, sizeof(double));
+	r.warm = calloc(N, sizeof(uint64_t));
 	r.rate = calloc(N, sizeof(double));
 	r.theta = calloc(N * p, sizeof(double));
 	r.wakeups = calloc(N, sizeof(uint64_t));
 	r.done = calloc(N, sizeof(uint64_t));
-	if (!r.ids || !r.c || !r.lambda || !r.L_loc || !r.eps || !r.eps_t || !r.rate || !r.theta ||
+	if (!r.ids || !r.c || !r.lambda || !r.L_loc || !r.eps || !r.eps_t || !r.eps_warm || !r.warm || !r.rate || !r.theta ||
 	    !r.wakeups || !r.done) {
 		rc = DP_ENOMEM;
 		goto fail;
@@ -331,8 +356,7 @@ static int simulate(void *arg)
 			for (size_t i = 0; i < N && rc == 0; i++) {
 				if (r.wakeups[i] == 0)
 					r.wakeups[i] = 1;   /* never woken: no budget used */
-				rc = dp_p2psim_eps_split(r.eps[i], o->delta, r.wakeups[i],
-							 &r.eps_t[i]);
+				rc = agent_split(o, &r, i);
 			}
 		}
 	}
@@ -352,6 +376,8 @@ static int simulate(void *arg)
 		s.lambda = r.lambda;
 		s.L_loc = r.L_loc;
 		s.eps_t = r.eps_t;
+		s.warm = r.warm;
+		s.eps_warm = r.eps_warm;
 		s.clip = o->clip;
 		s.wakeups = r.wakeups;
 		s.rate = r.rate;
@@ -425,6 +451,13 @@ int dp_cmd_sim_p2p(int argc, char **argv)
 		{ .name = "clip", DP_CFG_DOUBLE(&o.clip), .def = "1", .min = 0, .max = INFINITY,
 		  .min_exclusive = true, .metavar = "X",
 		  .help = "L1 clip bound on per-row gradients (the\npaper's L0)" },
+		{ .name = "warm-start", DP_CFG_DOUBLE(&o.warm_start), .def = "0", .min = 0,
+		  .max = INFINITY, .metavar = "EPS",
+		  .help = "private local warm start spending EPS of\neach agent's --epsilon, as "
+			  "ownerd --peer\n(0: none)" },
+		{ .name = "warm-steps", DP_CFG_U64(&o.warm_steps), .def = "10", .min = 1,
+		  .max = 1000, .metavar = "K",
+		  .help = "noisy gradient steps of the warm start\n(EPS/K each)" },
 		{ .name = "x2max", DP_CFG_DOUBLE(&o.x2max), .min = 0, .max = INFINITY,
 		  .given = &o.have_x2max, .metavar = "B",
 		  .help = "public bound on ||x||_2^2 for the smoothness\n(default p: features in "

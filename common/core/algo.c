@@ -138,3 +138,11 @@ void dp_algo_p2p_update(const dp_algo_p2p_params *a, size_t n_nb, const double *
 			     alpha * (smooth - mc * (g[q] + 2.0 * a->lambda * theta_i[q]));
 	}
 }
+
+void dp_algo_p2p_warm_step(const dp_algo_p2p_params *a, const double *g, double *theta)
+{
+	DP_REQUIRE(a != NULL && a->L_loc > 0);
+	DP_REQUIRE((g != NULL && theta != NULL) || a->p == 0);
+	for (size_t q = 0; q < a->p; q++)
+		theta[q] -= (g[q] + 2.0 * a->lambda * theta[q]) / a->L_loc;
+}

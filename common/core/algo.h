@@ -88,4 +88,16 @@ typedef struct dp_algo_p2p_params {
 void dp_algo_p2p_update(const dp_algo_p2p_params *a, size_t n_nb, const double *const *theta_nb,
 			const double *w, const double *g, double *theta_i);
 
+/* Default steps of the private warm start (the paper's supplement,
+ * docs/peer-agents.md): before its first wake-up an agent with a warm-start
+ * budget takes this many noisy gradient steps on its own loss (ownerd and
+ * sim --warm-steps), each at an equal share of that budget. */
+#define DP_ALGO_P2P_WARM_STEPS 10u
+
+/* One step of the warm start, gradient descent on L_i with step 1/L_loc:
+ *   theta <- theta - (g + 2 lambda theta) / L_loc
+ * with g the agent's noisy mean loss gradient at theta (as in
+ * dp_algo_p2p_update; mu and c are not used).  L_loc > 0. */
+void dp_algo_p2p_warm_step(const dp_algo_p2p_params *a, const double *g, double *theta);
+
 #endif

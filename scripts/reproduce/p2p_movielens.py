@@ -32,6 +32,7 @@ OUTDIR/p2p-movielens.png.
 import csv
 import gzip
 import json
+import itertools
 import math
 import os
 import random
@@ -52,10 +53,12 @@ PAPER = {'local': 1.2834, 'cd': 0.9502, '1': 0.9527, '0.5': 0.9545, '0.1': 0.985
 EPS = ['1', '0.5', '0.1']
 DELTA = math.exp(-5)
 LAMBDAS = [0.1, 1, 3, 10, 30]                   # lambda_i * m_i (one value for all users)
-# The grids mu x wake-ups x clip tried on validation: the non-private runs
-# need many small steps; the private ones are best with few (docs/p2p.md).
-GRID = {'inf': ([10, 30, 100], [200, 1000], [10.0]),
-        'private': ([1, 3, 10], [10, 30, 100], [1.0])}
+# The grids mu x wake-ups x clip x warm-start share of eps tried on
+# validation: the non-private runs need many small steps; the private ones
+# are best with few (docs/p2p.md).  The warm start is one noisy step.
+GRID = {'inf': ([10, 30, 100], [200, 1000], [10.0], [0]),
+        'private': ([1, 3, 10], [10, 30, 100], [1.0], [0, 0.5])}
+WARM_STEPS = 1
 CLAMP = 1.5                                     # |year| after standardising
 GENRES = ['Action', 'Adventure', 'Animation', 'Children', 'Comedy', 'Crime', 'Documentary',
           'Drama', 'Fantasy', 'Film-Noir', 'Horror', 'IMAX', 'Musical', 'Mystery', 'Romance',
@@ -209,22 +212,27 @@ class Run:
         """mu and T on validation (graph of the fit ratings), then the chosen
         setting on all training ratings, scored on test."""
         flags = ['--epsilon', eps] + ([] if eps == 'inf' else ['--delta', repr(DELTA)])
-        mus, wakeups, clips = GRID['inf' if eps == 'inf' else 'private']
+        mus, wakeups, clips, warms = GRID['inf' if eps == 'inf' else 'private']
         best = None
-        for mu in mus:
-            for w in wakeups:
-                for clip in clips:
-                    f = flags + ['--graph', self.graph['fit'], '--mu', repr(mu), '--wakeups',
-                                 str(w), '--clip', repr(clip), '--seed', str(seed)]
-                    e = self.eval(self.sim('fit', os.path.join(self.d, 'cd-tune'), f), 'val')[0]
-                    if best is None or e < best[0]:
-                        best = (e, mu, w, clip)
-        _, mu, w, clip = best
+        for mu, w, clip, warm in itertools.product(mus, wakeups, clips, warms):
+            f = flags + ['--graph', self.graph['fit'], '--mu', repr(mu), '--wakeups', str(w),
+                         '--clip', repr(clip), '--seed', str(seed)] + warm_flags(eps, warm)
+            e = self.eval(self.sim('fit', os.path.join(self.d, 'cd-tune'), f), 'val')[0]
+            if best is None or e < best[0]:
+                best = (e, mu, w, clip, warm)
+        _, mu, w, clip, warm = best
         f = flags + ['--graph', self.graph['train'], '--mu', repr(mu), '--wakeups', str(w),
-                     '--clip', repr(clip), '--seed', str(seed + 1000)]
+                     '--clip', repr(clip), '--seed', str(seed + 1000)] + warm_flags(eps, warm)
         out = self.sim('train', os.path.join(self.d, 'cd-%s' % eps), f)
         return self.eval(out, 'test')[0], {'mu': mu, 'wakeups': w, 'clip': clip,
-                                          'val_rmse': best[0]}
+                                          'warm_share': warm, 'val_rmse': best[0]}
+
+
+def warm_flags(eps, share):
+    """The private warm start (ownerd --peer --warm-start): share of eps."""
+    if share == 0:
+        return []
+    return ['--warm-start', repr(share * float(eps)), '--warm-steps', str(WARM_STEPS)]
 
 
 def plot(out, res):
@@ -260,7 +268,7 @@ def main():
     users_max = 40 if quick else 10 ** 9
     global GRID, LAMBDAS
     if quick:
-        GRID = {'inf': ([10], [20], [10.0]), 'private': ([1], [5], [1.0])}
+        GRID = {'inf': ([10], [20], [10.0], [0]), 'private': ([1], [5], [1.0], [0, 0.5])}
         LAMBDAS = [1, 10]
     users = load(os.path.join(a.data, 'movielens_ratings.csv.gz'))
     per_run = []

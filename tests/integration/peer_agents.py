@@ -15,7 +15,10 @@ CASE is one of
             waking with its last model, it restarts from its ledger (no
             charge twice) and model, reconnects, and all three complete;
   parity    4 agents at epsilon = inf on the schedule of `dpasync sim --mode
-            p2p` end with the simulator's models to 1e-12.
+            p2p` end with the simulator's models to 1e-12;
+  parity_warm  the same with a private warm start of 3 steps
+            (--warm-start, --warm-steps): ownerd and the simulator take the
+            same warm-start steps (exact at epsilon = inf).
 """
 import json, os, signal, subprocess, sys, time
 
@@ -358,7 +361,7 @@ def case_restart(root):
               '%s did not reconnect to b' % i)
 
 
-def case_parity(root):
+def case_parity(root, warm=()):
     ids = ['p1', 'p2', 'p3', 'p4']
     rows = [25, 40, 30, 50]
     data, certs = setup(root, ids, rows, features=3, seed=7)
@@ -367,7 +370,7 @@ def case_parity(root):
                         ('p1', 'p3', 0.25)])
     sim = os.path.join(root, 'sim')
     T = 6
-    common = ['--mu', 1.5, '--clip', 1, '--lambda-per-row', 1, '--model', 'logistic']
+    common = ['--mu', 1.5, '--clip', 1, '--lambda-per-row', 1, '--model', 'logistic'] + list(warm)
     run([DPASYNC, 'sim', '--mode', 'p2p', '--graph', graph, '--epsilon', 'inf',
          '--wakeups', T, '--seed', 3, '--out', sim] + common +
         [os.path.join(data, i + '.csv') for i in ids])
@@ -396,8 +399,12 @@ def case_parity(root):
     print('parity: largest difference %g' % worst)
 
 
+def case_parity_warm(root):
+    case_parity(root, ['--warm-start', 0.5, '--warm-steps', 3])
+
+
 CASES = {'refuse': case_refuse, 'cluster': case_cluster, 'restart': case_restart,
-         'parity': case_parity}
+         'parity': case_parity, 'parity_warm': case_parity_warm}
 
 
 def test(argv):

@@ -132,6 +132,10 @@ def bad_input(dpasync, d, files, graph):
         (['--graph', graph, '--lambda', '0.1', '--lambda-per-row', '2'],
          'give --lambda or --lambda-per-row, not both'),
         (['--graph', graph, '--epsilon', '1,2'], '--epsilon has 2 values'),
+        (['--graph', graph, '--epsilon', '0.5', '--warm-start', '0.5'],
+         "agent 'ag0': --warm-start 0.5 leaves nothing of --epsilon 0.5 for the wake-ups"),
+        (['--graph', graph, '--warm-start', '0.1', '--warm-steps', '0'], '--warm-steps'),
+        (['--local', '--warm-start', '0.1'], '--warm-start does not apply'),
     ]
     for extra, want in cases:
         p = run([dpasync, 'sim', '--mode', 'p2p', '--out', os.path.join(d, 'bad')] + extra + files,

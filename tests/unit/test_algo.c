@@ -106,6 +106,18 @@ static void test_p2p_alone(void **state)
 	NEAR(ti[1], -0.65);
 }
 
+static void test_p2p_warm_step(void **state)
+{
+	/* Gradient descent with step 1/L_loc = 1/2, mu and c unused:
+	 * g + 2 lambda theta = (1.2,-1.4), (1,-1) - (0.6,-0.7) = (0.4,-0.3). */
+	dp_algo_p2p_params a = { .p = 2, .mu = 7, .c = 0.25, .L_loc = 2, .lambda = 0.5 };
+	double ti[2] = { 1, -1 }, g[2] = { 0.2, -0.4 };
+
+	dp_algo_p2p_warm_step(&a, g, ti);
+	NEAR(ti[0], 0.4);
+	NEAR(ti[1], -0.3);
+}
+
 static void test_p2p_smoothness(void **state)
 {
 	/* ||x||^2 <= 3, lambda = 0.5: linear 2*3 + 1 = 7, logistic 3/4 + 1. */
@@ -124,6 +136,7 @@ int main(void)
 		cmocka_unit_test(test_sync2_by_hand),
 		cmocka_unit_test(test_p2p_by_hand),
 		cmocka_unit_test(test_p2p_alone),
+		cmocka_unit_test(test_p2p_warm_step),
 		cmocka_unit_test(test_p2p_smoothness),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

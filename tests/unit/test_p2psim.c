@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/core/algo.h"
 #include "common/core/dataset.h"
 #include "common/core/error.h"
 #include "common/core/graph.h"
@@ -29,13 +30,15 @@
  *   grad_i = (1/m_i) sum clip(2 (theta.x - y) x), clip to L1 <= Xi
  *   alpha = 1/(1 + mu c L);  D = sum_j W_ij
  *   theta_i <- (1-alpha) theta_i
- *              + alpha (sum_j W_ij theta_j / D - mu c (grad_i + 2 lambda_i theta_i)) */
+ *              + alpha (sum_j W_ij theta_j / D - mu c (grad_i + 2 lambda_i theta_i))
+ * and, for the private warm start, first 10 steps of each agent in order A,
+ * B, C:  theta_i <- theta_i - (grad_i + 2 lambda_i theta_i) / L_i. */
 struct fixture {
 	dp_dataset ds[3];
 	const dp_dataset *view[3];
 	dp_graph *g;
-	double c[3], lambda[3], L[3], eps_t[3], rate[3];
-	uint64_t wakeups[3];
+	double c[3], lambda[3], L[3], eps_t[3], rate[3], eps_warm[3];
+	uint64_t wakeups[3], warm[3];
 	size_t schedule[5];
 	dp_p2psim_setup s;
 };
@@ -60,6 +63,8 @@ static void make(struct fixture *f, double clip)
 		f->lambda[i] = 1.0 / (double)f->ds[i].n;
 		f->L[i] = 2 * 2 + 2 * f->lambda[i];
 		f->eps_t[i] = INFINITY;
+		f->eps_warm[i] = INFINITY;
+		f->warm[i] = DP_ALGO_P2P_WARM_STEPS;
 		f->rate[i] = 1;
 		f->wakeups[i] = 2;
 	}
@@ -126,6 +131,86 @@ static void test_hand_computed_clipped(void **state)
 	assert_int_equal(dp_p2psim_run(&f.s, 7, theta, NULL, NULL), 0);
 	check(theta, want, 1e-12);
 	unmake(&f);
+}
+
+static void test_warm_start(void **state)
+{
+	/* The warm start alone (an empty schedule), then followed by the five
+	 * steps, with and without clipping: values from the exact rational
+	 * computation above. */
+	static const double warm_only[6] = {
+		0.4433186881683594, 0.2216593440841797,
+		-0.12121104463221855, -0.48484417852887418,
+		-0.16650390625, 0.16650390625 };
+	static const double warm_then[6] = {
+		0.31917263277409319, 0.075653804500965149,
+		-0.022437323332750909, -0.31409947681985712,
+		-0.13656614928821925, 0.041837284150105861 };
+	static const double warm_clipped[6] = {
+		0.099984515244953498, 0.016996793011478852,
+		-0.017884944464746689, -0.10866854575784728,
+		-0.099543042767724729, 0.059438862800365047 };
+	struct fixture f;
+	double theta[6];
+	uint64_t done[3];
+
+	(void)state;
+	assert_int_equal(DP_ALGO_P2P_WARM_STEPS, 10);
+	make(&f, 10);
+	f.s.warm = f.warm;
+	f.s.eps_warm = f.eps_warm;
+	f.s.steps = 0;
+	assert_int_equal(dp_p2psim_run(&f.s, 7, theta, NULL, done), 0);
+	check(theta, warm_only, 1e-12);
+	assert_true(done[0] == 0 && done[1] == 0 && done[2] == 0);
+	f.s.steps = 5;
+	assert_int_equal(dp_p2psim_run(&f.s, 7, theta, NULL, NULL), 0);
+	check(theta, warm_then, 1e-12);
+	unmake(&f);
+	make(&f, 0.5);
+	f.s.warm = f.warm;
+	f.s.eps_warm = f.eps_warm;
+	assert_int_equal(dp_p2psim_run(&f.s, 7, theta, NULL, NULL), 0);
+	check(theta, warm_clipped, 1e-12);
+	unmake(&f);
+}
+
+static void test_warm_split(void **state)
+{
+	double t, w, share;
+
+	(void)state;
+	/* eps 1 with 0.4 of it on the warm start over 3 wake-ups, delta 0:
+	 * each warm step the ledger's share of 0.4 over 10 (0.04), each
+	 * wake-up its share of 0.6 over 3 (0.2), as ownerd --peer plans. */
+	assert_int_equal(dp_p2psim_warm_split(1.0, 0.4, 10, 0, 3, &t, &w), 0);
+	assert_int_equal(dp_ledger_eps_share(0.4, 10, &share), 0);
+	assert_true(w == share && fabs(w - 0.04) < 1e-9);
+	assert_int_equal(dp_p2psim_eps_split(0.6, 0, 3, &share), 0);
+	assert_true(t == share && fabs(t - 0.2) < 2e-9);
+	assert_true(10 * w + 3 * t <= 1.0);
+	/* One warm step: the whole 0.4 on it. */
+	assert_int_equal(dp_p2psim_warm_split(1.0, 0.4, 1, 0, 3, &t, &w), 0);
+	assert_int_equal(dp_ledger_eps_share(0.4, 1, &share), 0);
+	assert_true(w == share && fabs(w - 0.4) < 2e-9);
+	/* No warm start: the plain split, and no warm share. */
+	assert_int_equal(dp_p2psim_warm_split(1.0, 0, 10, exp(-5), 50, &t, &w), 0);
+	assert_int_equal(dp_p2psim_eps_split(1.0, exp(-5), 50, &share), 0);
+	assert_true(t == share && w == 0);
+	/* With delta the wake-ups' part may use advanced composition. */
+	assert_int_equal(dp_p2psim_warm_split(1.0, 0.5, 10, exp(-5), 1000, &t, &w), 0);
+	assert_int_equal(dp_p2psim_eps_split(0.5, exp(-5), 1000, &share), 0);
+	assert_true(t == share && fabs(w - 0.05) < 1e-9);
+	assert_int_equal(dp_p2psim_warm_split(INFINITY, 0.5, 10, 0, 4, &t, &w), 0);
+	assert_true(isinf(t) && isinf(w));
+	t = w = 42;
+	assert_int_equal(dp_p2psim_warm_split(1.0, 1.0, 10, 0, 4, &t, &w), DP_EINVAL);
+	assert_string_equal(dp_error_detail(DP_EINVAL),
+			    "--warm-start 1 leaves nothing of --epsilon 1 for the wake-ups");
+	assert_int_equal(dp_p2psim_warm_split(1.0, -0.1, 10, 0, 4, &t, &w), DP_EINVAL);
+	assert_int_equal(dp_p2psim_warm_split(1.0, 0.5, 10, 0, 0, &t, &w), DP_EINVAL);
+	assert_int_equal(dp_p2psim_warm_split(1.0, 0.5, 0, 0, 4, &t, &w), DP_EINVAL);
+	assert_true(t == 42 && w == 42);
 }
 
 static void test_schedule_over_budget(void **state)
@@ -220,6 +305,8 @@ int main(void)
 		cmocka_unit_test(test_schedule_over_budget),
 		cmocka_unit_test(test_drawn_order),
 		cmocka_unit_test(test_eps_split),
+		cmocka_unit_test(test_warm_start),
+		cmocka_unit_test(test_warm_split),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

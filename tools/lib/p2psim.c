@@ -95,6 +95,18 @@ int dp_p2psim_run(const dp_p2psim_setup *s, uint64_t seed, double *theta, size_t
 	seed_stream(&clock, seed, 1);
 	seed_stream(&noise, seed, 2);
 	bits = dp_simrng_bitsource(&noise);
+	for (size_t i = 0; i < N && s->warm != NULL; i++) {
+		dp_algo_p2p_params a = { .p = p, .mu = s->mu, .c = s->c[i], .L_loc = s->L_loc[i],
+					 .lambda = s->lambda[i] };
+
+		for (uint64_t k = 0; k < s->warm[i]; k++) {
+			rc = dp_query_answer(s->model, s->ds[i], theta + i * p, s->clip,
+					     s->eps_warm[i], &bits, g, NULL);
+			if (rc != 0)
+				goto out;
+			dp_algo_p2p_warm_step(&a, g, theta + i * p);
+		}
+	}
 	for (size_t k = 0; k < steps; k++) {
 		size_t i = s->schedule ? s->schedule[k] : dp_simrng_pick(&clock, s->rate, done, s->wakeups, s->N), n_nb;
 		const size_t *nb;
@@ -140,4 +152,30 @@ int dp_p2psim_eps_split(double eps, double delta, uint64_t T, double *out)
 	/* As the agent's ledger charges it (ownerd --peer): T shares of
 	 * max(T eps_t, eps) in whole nano-epsilon, never above eps_t. */
 	return dp_ledger_eps_share(eps_t * (double)T > eps ? eps_t * (double)T : eps, T, out);
+}
+
+int dp_p2psim_warm_split(double eps, double warm, uint64_t K, double delta, uint64_t T,
+			 double *eps_t, double *eps_warm)
+{
+	double t, w = 0.0;
+	int rc;
+
+	if (isinf(eps)) {
+		*eps_t = INFINITY;
+		*eps_warm = INFINITY;
+		return 0;
+	}
+	if (warm > 0 && K == 0)
+		return dp_error_set(DP_EINVAL, "--warm-steps must be >= 1");
+	if (!(warm >= 0 && warm < eps))
+		return dp_error_set(DP_EINVAL, "--warm-start %g leaves nothing of --epsilon %g "
+				    "for the wake-ups", warm, eps);
+	rc = dp_p2psim_eps_split(eps - warm, delta, T, &t);
+	if (rc == 0 && warm > 0)
+		rc = dp_ledger_eps_share(warm, K, &w);
+	if (rc != 0)
+		return rc;
+	*eps_t = t;
+	*eps_warm = w;
+	return 0;
 }

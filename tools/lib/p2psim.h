@@ -27,6 +27,8 @@ typedef struct dp_p2psim_setup {
 	const double *lambda;          /* N: lambda_i >= 0 */
 	const double *L_loc;           /* N: public smoothness of L_i */
 	const double *eps_t;           /* N: epsilon of one wake-up (inf: exact) */
+	const uint64_t *warm;          /* N: warm-start steps (0: none), or NULL: none */
+	const double *eps_warm;        /* N: epsilon of one warm-start step (inf: exact) */
 	double clip;                   /* L1 clip bound of a per-row gradient */
 	const uint64_t *wakeups;       /* N: T_i, the most wake-ups of agent i */
 	const double *rate;            /* N: Poisson clock rates (drawn order) */
@@ -37,7 +39,10 @@ typedef struct dp_p2psim_setup {
 /* Number of steps a run makes: the schedule's length, else sum T_i. */
 size_t dp_p2psim_steps(const dp_p2psim_setup *s);
 
-/* One run from Theta_i = 0 for every agent.  Without a schedule the agent
+/* One run from Theta_i = 0 for every agent.  First each agent with
+ * warm[i] > 0, in index order, takes its private warm start as ownerd
+ * --peer does: warm[i] steps of dp_algo_p2p_warm_step on its own noisy
+ * gradient at eps_warm[i] each.  Then, without a schedule the agent
  * of each step is drawn in proportion to the rates of the agents with
  * wake-ups left (the first of independent Poisson clocks to tick; an agent
  * stops after T_i wake-ups, its budget spent), until none is left.  With a
@@ -61,5 +66,16 @@ int dp_p2psim_run(const dp_p2psim_setup *s, uint64_t seed, double *theta, size_t
  * rounded down), as an agent's ledger charges it.  eps = inf gives inf.  Errors: DP_EINVAL (eps not > 0, delta not in
  * [0, 1), T = 0) with a detail; *out untouched then. */
 int dp_p2psim_eps_split(double eps, double delta, uint64_t T, double *out);
+
+/* The split of an agent's budget with a private warm start spending warm
+ * of eps (0 <= warm < eps) in K steps, as ownerd --peer plans its ledger
+ * (docs/peer-agents.md): each warm-start step gets the ledger's share
+ * dp_ledger_eps_share(warm, K) in
+ * *eps_warm (0 when warm = 0), and each wake-up
+ * dp_p2psim_eps_split(eps - warm, delta, T) in *eps_t; the two parts compose
+ * by basic composition.  eps = inf gives inf for both.  Errors: DP_EINVAL
+ * (warm not in [0, eps), and dp_p2psim_eps_split's) with a detail. */
+int dp_p2psim_warm_split(double eps, double warm, uint64_t K, double delta, uint64_t T,
+			 double *eps_t, double *eps_warm);
 
 #endif
