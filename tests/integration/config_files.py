@@ -77,7 +77,7 @@ def test(argv):
     finally:
         cleanup(d)
 
-def check_kit_dropins(kit, names, bindir):
+def check_kit_dropins(kit, names, learnerd, ownerd):
     """Each site's systemd drop-in (docs/deploy.md 2.7): the learner's
     LimitNOFILE= is learner/fdlimit.c's need for the kit's owners with
     max-pending 64 and metrics (2 N + 165); an owner's names its own key
@@ -112,7 +112,8 @@ def check_kit_dropins(kit, names, bindir):
     for site, unit in dropins.items():
         src = 'learnerd.service' if site == 'learner' else 'ownerd@.service'
         os.makedirs(os.path.join(ud, unit + '.d'))
-        text = open(os.path.join(sd, src)).read().replace('/usr/local/bin/', bindir + '/')
+        text = open(os.path.join(sd, src)).read()
+        text = text.replace('/usr/local/bin/learnerd', learnerd).replace('/usr/local/bin/ownerd', ownerd)
         open(os.path.join(ud, unit), 'w').write(text)
         shutil.copy(os.path.join(kit, site, unit + '.d', '10-kit.conf'), os.path.join(ud, unit + '.d'))
         p = run([sa, 'verify', os.path.join(ud, unit)], ok=False)
@@ -149,7 +150,7 @@ def check_kit(dp, learnerd, ownerd, d):
     check('ownerd@hosp-a' in readme and 'learner.example.org:7443' in readme,
           'owner README lacks its unit or the learner address')
     check('learner.crt' in open(kit + '/learner/README.md').read(), 'learner README')
-    check_kit_dropins(kit, names, os.path.dirname(learnerd))
+    check_kit_dropins(kit, names, learnerd, ownerd)
     # Each site's config with its folder as /etc/dpasync.
     state = d + '/kit-state'
     def localise_kit(site, conf):
