@@ -14,7 +14,7 @@ and learner ports, metrics ports) and a faster clock, runs a job to done over mu
 owners' server-name, the learner's owner list and the certificates agree.
 An existing kit is not replaced without --force, and an owner named like a
 kit folder is refused (exit 2)."""
-import os, re, stat, subprocess, sys, time
+import os, re, shutil, stat, subprocess, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import check, run, tmpdir, cleanup, main
 
@@ -77,20 +77,71 @@ def test(argv):
     finally:
         cleanup(d)
 
+def check_kit_dropins(kit, names, learnerd, ownerd):
+    """Each site's systemd drop-in (docs/deploy.md 2.7): the learner's
+    LimitNOFILE= is learner/fdlimit.c's need for the kit's owners with
+    max-pending 64 and metrics (2 N + 165); an owner's names its own key
+    file; with systemd-analyze, each unit verifies with its drop-in."""
+    dropins = {'learner': 'learnerd.service'}
+    dropins.update({n: 'ownerd@%s.service' % n for n in names})
+    texts = {}
+    for site, unit in dropins.items():
+        f = os.path.join(kit, site, unit + '.d', '10-kit.conf')
+        check(os.path.isfile(f), 'kit/%s: no %s.d/10-kit.conf' % (site, unit))
+        texts[site] = open(f).read()
+        check(texts[site].startswith('# SPDX-License-Identifier: Apache-2.0') and
+              'sudo install -D -m 0644' in texts[site] and
+              '/etc/systemd/system/%s.d/10-kit.conf' % unit in texts[site] and
+              'daemon-reload' in texts[site], 'kit/%s drop-in header: %r' % (site, texts[site]))
+        check('%s.d/10-kit.conf' % unit in open(os.path.join(kit, site, 'README.md')).read(),
+              'kit/%s/README.md lacks the drop-in install step' % site)
+    m = re.search(r'^LimitNOFILE=(\d+)$', texts['learner'], re.M)
+    check(m and int(m.group(1)) == 2 * len(names) + 165,
+          'learner drop-in LimitNOFILE for %d owners: %r' % (len(names), texts['learner']))
+    for n in names:
+        check(re.search(r'^LoadCredential=owner\.key:/etc/dpasync/%s\.key$' % re.escape(n),
+                        texts[n], re.M) and
+              re.search(r'^Description=.*\b%s\b' % re.escape(n), texts[n], re.M),
+              'owner %s drop-in: credential or Description: %r' % (n, texts[n]))
+    sa = shutil.which('systemd-analyze')
+    if sa is None:
+        print('skip: systemd-analyze absent: kit drop-ins not verified')
+        return
+    sd = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'deploy', 'systemd')
+    ud = os.path.join(kit, 'units')
+    for site, unit in dropins.items():
+        src = 'learnerd.service' if site == 'learner' else 'ownerd@.service'
+        os.makedirs(os.path.join(ud, unit + '.d'))
+        text = open(os.path.join(sd, src)).read()
+        text = text.replace('/usr/local/bin/learnerd', os.path.abspath(learnerd))
+        text = text.replace('/usr/local/bin/ownerd', os.path.abspath(ownerd))
+        open(os.path.join(ud, unit), 'w').write(text)
+        shutil.copy(os.path.join(kit, site, unit + '.d', '10-kit.conf'), os.path.join(ud, unit + '.d'))
+        p = run([sa, 'verify', os.path.join(ud, unit)], ok=False)
+        check(p.returncode == 0 and not (p.stdout + p.stderr).strip(),
+              'systemd-analyze verify %s with the kit drop-in: exit %d\n%s%s'
+              % (unit, p.returncode, p.stdout, p.stderr))
+    print('ok: kit drop-ins: LimitNOFILE=%s for %d owners, own key files, units verify'
+          % (m.group(1), len(names)))
+
 def check_kit(dp, learnerd, ownerd, d):
     kit, names = d + '/kit', ['hosp-a', 'hosp-b']
     p = run([dp, 'certs', '--kit', kit, '--names', ','.join(names),
              '--learner-name', 'learner.example.org', '--learner-addr', 'learner.example.org:7443'])
     want = {'ca': {'ca.crt', 'ca.key'},
-            'learner': {'ca.crt', 'learner.crt', 'learner.key', 'learnerd.conf', 'README.md'}}
+            'learner': {'ca.crt', 'learner.crt', 'learner.key', 'learnerd.conf', 'README.md',
+                        'learnerd.service.d'}}
     for n in names:
-        want[n] = {'ca.crt', n + '.crt', n + '.key', 'ownerd-%s.conf' % n, 'README.md'}
+        want[n] = {'ca.crt', n + '.crt', n + '.key', 'ownerd-%s.conf' % n, 'README.md',
+                   'ownerd@%s.service.d' % n}
     check(set(os.listdir(kit)) == set(want), 'kit folders: %s' % sorted(os.listdir(kit)))
     for site, files in want.items():
         got = set(os.listdir(os.path.join(kit, site)))
         check(got == files, 'kit/%s holds %s, expected %s' % (site, sorted(got), sorted(files)))
         check(stat.S_IMODE(os.stat(os.path.join(kit, site)).st_mode) == 0o700, 'kit/%s not 0700' % site)
         for f in files:
+            if f.endswith('.service.d'):
+                continue
             if f.endswith('.key'):
                 mode = stat.S_IMODE(os.stat(os.path.join(kit, site, f)).st_mode)
                 check(mode == 0o600, 'kit/%s/%s mode %o' % (site, f, mode))
@@ -100,6 +151,7 @@ def check_kit(dp, learnerd, ownerd, d):
     check('ownerd@hosp-a' in readme and 'learner.example.org:7443' in readme,
           'owner README lacks its unit or the learner address')
     check('learner.crt' in open(kit + '/learner/README.md').read(), 'learner README')
+    check_kit_dropins(kit, names, learnerd, ownerd)
     # Each site's config with its folder as /etc/dpasync.
     state = d + '/kit-state'
     def localise_kit(site, conf):

@@ -13,12 +13,17 @@
 #include "common/core/file.h"
 #include "common/net/addr.h"
 #include "common/net/config.h"
+#include "common/net/httpd.h"
 
 /* Largest ca.crt copied (a PEM certificate is about 1 kB). */
 #define CA_MAX ((size_t)1 << 20)
 /* The installed learner files: the names deploy/systemd/learnerd.service
  * and deploy/learnerd.conf use. */
 #define LEARNER_DIR "learner"
+/* learnerd's defaults the drop-in's LimitNOFILE= assumes: max-pending, and
+ * the descriptors besides connections (docs/learnerd.md "Descriptors"). */
+#define KIT_MAX_PENDING 64u
+#define KIT_FD_OTHER 32u
 
 int dp_kit_check_name(const char *owner)
 {
@@ -93,6 +98,93 @@ static int site_files(const dp_kit_opts *o, const char *site, const char *cert_b
 	return rc;
 }
 
+/* DIR/<site>/<unit>.d/10-kit.conf, the layout of /etc/systemd/system. */
+static int write_dropin(const dp_kit_opts *o, const char *site, const char *unit,
+			const char *text)
+{
+	char path[4096];
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/%s/%s.d", o->dir, site, unit);
+	rc = dp_file_mkdir_p(path, 0);
+	if (rc != 0)
+		return rc;
+	snprintf(path, sizeof(path), "%s/%s/%s.d/10-kit.conf", o->dir, site, unit);
+	return write_text(o, path, text, 0644);
+}
+
+/* The learner's drop-in: LimitNOFILE= sized to the kit's owners with the
+ * formula of learner/fdlimit.c (docs/learnerd.md "Descriptors"), with the
+ * kit's learnerd.conf (max-pending 64, metrics on). */
+static int learner_dropin(const dp_kit_opts *o)
+{
+	unsigned long long need = KIT_MAX_PENDING + 2ull * o->n_owners + 4 +
+				  DP_HTTPD_MAX_CONN_DEFAULT + 1 + KIT_FD_OTHER;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+	int rc;
+
+	f = open_memstream(&text, &len);
+	if (f == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	fprintf(f, "# SPDX-License-Identifier: Apache-2.0\n"
+		"# systemd drop-in for learnerd.service of %s, made by dpasync certs --kit.\n"
+		"# It names the site and sizes the open-file limit to this kit's %zu owners\n"
+		"# (docs/learnerd.md \"Descriptors\": max-pending 64 + 2 per owner + 4, the\n"
+		"# metrics server's 65, 32 others).  Raise it if you add owners or raise\n"
+		"# max-pending.  Install:\n"
+		"#   sudo install -D -m 0644 learnerd.service.d/10-kit.conf "
+		"/etc/systemd/system/learnerd.service.d/10-kit.conf && sudo systemctl daemon-reload\n"
+		"[Unit]\n"
+		"Description=dpasync learner %s for %zu owners (learnerd)\n\n"
+		"[Service]\n"
+		"LimitNOFILE=%llu\n",
+		o->learner_name, o->n_owners, o->learner_name, o->n_owners, need);
+	if (fclose(f) != 0 || text == NULL) {
+		free(text);
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	}
+	rc = write_dropin(o, LEARNER_DIR, "learnerd.service", text);
+	free(text);
+	return rc;
+}
+
+/* An owner's drop-in: the site in Description= and the credential naming
+ * its own key file instead of the template's %i.key. */
+static int owner_dropin(const dp_kit_opts *o, const char *name)
+{
+	char unit[300], *text = NULL;
+	size_t len = 0;
+	FILE *f;
+	int rc;
+
+	f = open_memstream(&text, &len);
+	if (f == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	fprintf(f, "# SPDX-License-Identifier: Apache-2.0\n"
+		"# systemd drop-in for ownerd@%s.service, made by dpasync certs --kit: it\n"
+		"# names the site and hands ownerd this owner's own key file\n"
+		"# (/etc/dpasync/%s.key) as the credential owner.key.  Install:\n"
+		"#   sudo install -D -m 0644 ownerd@%s.service.d/10-kit.conf "
+		"/etc/systemd/system/ownerd@%s.service.d/10-kit.conf && sudo systemctl daemon-reload\n"
+		"[Unit]\n"
+		"Description=dpasync data owner %s, learner %s (ownerd)\n\n"
+		"[Service]\n"
+		"# The empty line resets the template's credential.\n"
+		"LoadCredential=\n"
+		"LoadCredential=owner.key:/etc/dpasync/%s.key\n",
+		name, name, name, name, name, o->learner_name ? o->learner_name : "learner", name);
+	if (fclose(f) != 0 || text == NULL) {
+		free(text);
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	}
+	snprintf(unit, sizeof(unit), "ownerd@%s.service", name);
+	rc = write_dropin(o, name, unit, text);
+	free(text);
+	return rc;
+}
+
 static int learner_site(const dp_kit_opts *o, const char *ca, size_t ca_len, uint16_t port)
 {
 	char owners[1024], path[4096], *text = NULL;
@@ -144,6 +236,8 @@ static int learner_site(const dp_kit_opts *o, const char *ca, size_t ca_len, uin
 	snprintf(path, sizeof(path), "%s/%s/learnerd.conf", o->dir, LEARNER_DIR);
 	rc = write_text(o, path, text, 0644);
 	free(text);
+	if (rc == 0)
+		rc = learner_dropin(o);
 	if (rc != 0)
 		return rc;
 	text = NULL;
@@ -161,7 +255,11 @@ static int learner_site(const dp_kit_opts *o, const char *ca, size_t ca_len, uin
 		"       sudo install -d -m 0750 -g dpasync /etc/dpasync\n"
 		"       sudo install -m 0644 ca.crt learner.crt /etc/dpasync/\n"
 		"       sudo install -m 0600 learner.key /etc/dpasync/\n"
-		"       sudo install -m 0640 -g dpasync learnerd.conf /etc/dpasync/\n\n"
+		"       sudo install -m 0640 -g dpasync learnerd.conf /etc/dpasync/\n"
+		"       sudo install -D -m 0644 learnerd.service.d/10-kit.conf \\\n"
+		"            /etc/systemd/system/learnerd.service.d/10-kit.conf\n"
+		"       sudo systemctl daemon-reload\n\n"
+		"   The drop-in sets LimitNOFILE= for the kit's owners (docs/deploy.md 2.7).\n"
 		"3. Edit `/etc/dpasync/learnerd.conf` for the job (model, T, out); the\n"
 		"   owners are those of the kit: %s.\n"
 		"4. Check and start:\n\n"
@@ -228,6 +326,8 @@ static int owner_site(const dp_kit_opts *o, const char *name, const char *ca, si
 	snprintf(path, sizeof(path), "%s/%s/ownerd-%s.conf", o->dir, name, name);
 	rc = write_text(o, path, text, 0644);
 	free(text);
+	if (rc == 0)
+		rc = owner_dropin(o, name);
 	if (rc != 0)
 		return rc;
 	text = NULL;
@@ -248,7 +348,11 @@ static int owner_site(const dp_kit_opts *o, const char *name, const char *ca, si
 		"       sudo install -m 0640 -g dpasync ownerd-%s.conf /etc/dpasync/\n"
 		"       sudo install -d -m 0700 -o dpasync -g dpasync /var/lib/dpasync/%s\n"
 		"       sudo install -m 0640 -o dpasync -g dpasync data.csv "
-		"/var/lib/dpasync/%s/data.csv\n\n"
+		"/var/lib/dpasync/%s/data.csv\n"
+		"       sudo install -D -m 0644 ownerd@%s.service.d/10-kit.conf \\\n"
+		"            /etc/systemd/system/ownerd@%s.service.d/10-kit.conf\n"
+		"       sudo systemctl daemon-reload\n\n"
+		"   The drop-in names this site and its key file (docs/deploy.md 2.7).\n"
 		"3. Edit `/etc/dpasync/ownerd-%s.conf`: target, bias, epsilon, rate. It\n"
 		"   dials the learner at `%s` and expects its certificate name `%s`.\n"
 		"4. Check and start:\n\n"
@@ -257,8 +361,8 @@ static int owner_site(const dp_kit_opts *o, const char *name, const char *ca, si
 		"       journalctl -u ownerd@%s -f\n\n"
 		"The ledger directory (`/var/lib/dpasync/%s/ledger`) is this owner's record of\n"
 		"its privacy budget: back it up, never restore an old copy (docs/ledger.md).\n",
-		name, name, name, name, name, name, name, name, name, addr, server_name, name, name,
-		name, name);
+		name, name, name, name, name, name, name, name, name, name, name, addr, server_name,
+		name, name, name, name);
 	if (fclose(f) != 0 || text == NULL) {
 		free(text);
 		return dp_error_set(DP_ENOMEM, "out of memory");
