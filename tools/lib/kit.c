@@ -24,6 +24,9 @@
  * the descriptors besides connections (docs/learnerd.md "Descriptors"). */
 #define KIT_MAX_PENDING 64u
 #define KIT_FD_OTHER 32u
+/* deploy/systemd/learnerd.service's own LimitNOFILE=: a drop-in only ever
+ * raises it (a lower limit would turn added owners into a refusal). */
+#define KIT_UNIT_NOFILE 65536ull
 
 int dp_kit_check_name(const char *owner)
 {
@@ -120,6 +123,9 @@ static int learner_dropin(const dp_kit_opts *o)
 {
 	unsigned long long need = KIT_MAX_PENDING + 2ull * o->n_owners + 4 +
 				  DP_HTTPD_MAX_CONN_DEFAULT + 1 + KIT_FD_OTHER;
+
+	if (need < KIT_UNIT_NOFILE)
+		need = KIT_UNIT_NOFILE;
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f;
@@ -130,10 +136,10 @@ static int learner_dropin(const dp_kit_opts *o)
 		return dp_error_set(DP_ENOMEM, "out of memory");
 	fprintf(f, "# SPDX-License-Identifier: Apache-2.0\n"
 		"# systemd drop-in for learnerd.service of %s, made by dpasync certs --kit.\n"
-		"# It names the site and sizes the open-file limit to this kit's %zu owners\n"
-		"# (docs/learnerd.md \"Descriptors\": max-pending 64 + 2 per owner + 4, the\n"
-		"# metrics server's 65, 32 others).  Raise it if you add owners or raise\n"
-		"# max-pending.  Install:\n"
+		"# It names the site and sets the open-file limit to what this kit's %zu\n"
+		"# owners need (docs/learnerd.md \"Descriptors\": max-pending 64 + 2 per\n"
+		"# owner + 4, the metrics server's 65, 32 others), never below the unit's\n"
+		"# 65536.  Raise it if you add owners or raise max-pending.  Install:\n"
 		"#   sudo install -D -m 0644 learnerd.service.d/10-kit.conf "
 		"/etc/systemd/system/learnerd.service.d/10-kit.conf && sudo systemctl daemon-reload\n"
 		"[Unit]\n"
