@@ -22,10 +22,11 @@
  *             (budget.h)
  *
  * With --peer (docs/peer-agents.md) main builds peer.c instead of client.c
- * and answer.c: the agent's connections to its neighbours, its wake-ups
- * (the decisions and the update) and their order against the ledger, with
- * clock.c and budget.c below it and peerfile.c (the address book) beside
- * it.
+ * and answer.c: the agent's wake-ups (the decisions and the update) and
+ * their order against the ledger, with peerlink.c (the connections to its
+ * neighbours and the PeerModel messages; its contract is peerlink.h, a
+ * received model comes back up by callback), clock.c and budget.c below it
+ * and peerfile.c (the address book) beside it.
  *
  * Calls go down only.  Events go back up by return value (answer.c's
  * struct own_reply, budget.c's codes) or by a callback the upper layer

@@ -16,14 +16,9 @@
  *      connected neighbour.
  * So only noised models leave an agent, each after its charge is durable.
  *
- * Connections: one mutual-TLS connection per pair of neighbours; the agent
- * whose id sorts first dials (with jittered backoff, the address read from
- * the address book at every attempt), the other listens.  The listener
- * admits only the neighbours of the graph that are due to dial it; the
- * dialer accepts only a server whose certificate names the neighbour.  On
- * every new connection both sides send their current model, so a neighbour
- * that was down catches up, and a neighbour that is down keeps the model it
- * last sent.
+ * The connections to the neighbours and the PeerModel messages are
+ * peerlink.c, below this file: a model received comes back up through
+ * on_model, registered with own_peerlink_init.
  *
  * The end: when its wake-ups are spent the agent sends its model marked
  * final, and it exits once every neighbour has sent its own final model and
@@ -50,59 +45,8 @@
 #include "common/net/tls.h"
 
 #include "owner/own.h"
+#include "owner/peerlink.h"
 
-
-/* What a connection's data points at: a neighbour once admitted, the agent
- * before (the listener's connections), NULL once replaced. */
-enum { KIND_NB = 1, KIND_AGENT = 2 };
-
-struct nb {
-	int kind;               /* KIND_NB */
-	struct own_peer *peer;
-	char id[DP_TLS_ID_MAX + 1];
-	double w;
-	bool dialer;            /* we dial it: our id sorts first */
-	dp_conn *conn;          /* the pair's live connection, or NULL */
-	bool connecting;
-	double *theta;          /* its last model (zeros until heard from) */
-	uint64_t step;          /* the step of theta; 0: none (or warm start) */
-	bool have;              /* a model was received */
-	bool final;             /* theta is its final model */
-	bool seen_final;        /* it has confirmed holding our final model */
-	uint64_t *steps;        /* --schedule: its steps */
-	size_t n_steps;
-	unsigned attempt;
-	uv_timer_t retry;
-};
-
-struct own_peer {
-	int kind;                   /* KIND_AGENT */
-	struct own_peer_config cfg;
-	dp_graph *graph;
-	size_t n_nb;
-	struct nb *nb;
-	const double **nb_theta;    /* n_nb pointers into nb[].theta, for the update */
-	double *nb_w;               /* n_nb weights */
-	size_t p;
-	double *theta, *cand, *grad;
-	dp_algo_p2p_params ap;
-	double lambda;
-	uint64_t T;                 /* wake-ups */
-	uint64_t done;              /* wake-ups done (from the ledger after a restart) */
-	uint64_t step;              /* step of theta (0: none yet, or warm start) */
-	uint64_t warm;              /* ledger records of the warm start (0 or --warm-steps) */
-	double eps_warm_step;
-	bool released;              /* theta has left (or may leave): it is noised */
-	uint64_t *my_steps;         /* --schedule */
-	size_t n_my;
-	bool finished, closed;
-	struct own_clock clock;
-	bool clock_on;
-	uv_timer_t linger;
-	dp_listener *lst;
-	uint16_t port;
-	FILE *trace;
-};
 
 static double now_unix(void)
 {
@@ -115,62 +59,6 @@ static double now_unix(void)
 static void stop(struct own_peer *p, int code)
 {
 	p->cfg.stop(p->cfg.stop_arg, code);
-}
-
-static size_t connected(const struct own_peer *p)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < p->n_nb; i++)
-		n += p->nb[i].conn != NULL;
-	return n;
-}
-
-static void gauge_connected(struct own_peer *p)
-{
-	if (p->cfg.m->nb_up)
-		dp_metrics_set(p->cfg.m->nb_up, (double)connected(p));
-}
-
-/* ---- sending --------------------------------------------------------------- */
-
-/* Our current model (with the flags of this pair) to one neighbour.
- * Nothing before the first release: an unreleased theta was never noised. */
-static void send_model(struct own_peer *p, struct nb *n)
-{
-	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
-	Dpasync__PeerModel pm = DPASYNC__PEER_MODEL__INIT;
-	int r;
-
-	if (n->conn == NULL || !dp_conn_is_open(n->conn))
-		return;
-	if (!p->released && !p->finished && !n->final)
-		return;
-	pm.agent_id = (char *)p->cfg.id;
-	pm.step = p->step;
-	pm.wakeups = p->done;
-	pm.final = p->finished;
-	pm.seen_final = n->final;
-	/* Before any release (finished at once, no budget) we say so without a
-	 * model: a vector of zeros is public. */
-	pm.n_theta = p->p;
-	pm.theta = p->released ? p->theta : p->cand;
-	if (!p->released)
-		memset(p->cand, 0, p->p * sizeof(double));
-	env.version = DP_PROTO_VERSION;
-	env.msg_case = DPASYNC__ENVELOPE__MSG_PEER_MODEL;
-	env.peer_model = &pm;
-	r = dp_conn_send(n->conn, &env);
-	if (r < 0)
-		DP_WARN("peer", "send to %s failed: %s", n->id, dp_error_detail(r));
-	else if (p->cfg.m->models_out)
-		dp_metrics_inc(p->cfg.m->models_out);
-}
-
-static void send_all(struct own_peer *p)
-{
-	for (size_t i = 0; i < p->n_nb; i++)
-		send_model(p, &p->nb[i]);
 }
 
 /* ---- the end --------------------------------------------------------------- */
@@ -207,7 +95,7 @@ static void finish(struct own_peer *p, const char *why)
 	}
 	DP_INFO("peer", "finished reason=%s wakeups=%llu step=%llu", why,
 		(unsigned long long)p->done, (unsigned long long)p->step);
-	send_all(p);
+	own_peerlink_send_all(p);
 	uv_timer_start(&p->linger, on_linger, (uint64_t)llround(p->cfg.set->linger * 1000.0), 0);
 	check_exit(p);
 }
@@ -241,7 +129,8 @@ static void trace_row(struct own_peer *p, uint64_t k, double secs)
 		return;
 	own_budget_status(p->cfg.budget, &st);
 	fprintf(p->trace, "%llu,%llu,%.6f,%.6f,%.9g,%.9g,%zu\n", (unsigned long long)p->done,
-		(unsigned long long)k, now_unix(), secs, st.spent, st.left, connected(p));
+		(unsigned long long)k, now_unix(), secs, st.spent, st.left,
+		own_peerlink_connected(p));
 	fflush(p->trace);
 }
 
@@ -318,7 +207,7 @@ static void wake(struct own_peer *p, uint64_t step)
 		finish(p, "wake-ups spent");
 		return;
 	}
-	send_all(p);
+	own_peerlink_send_all(p);
 }
 
 /* --schedule: wake for every step whose neighbours' models are here. */
@@ -361,205 +250,12 @@ static void on_clock_fail(void *arg, int err)
 	stop(arg, OWN_EXIT_FAIL);
 }
 
-/* ---- connections -------------------------------------------------------------- */
-
-static void dial(struct nb *n);
-
-static void on_retry(uv_timer_t *t)
+/* A model arrived (peerlink.c): a schedule may now go on, or the end be
+ * reached. */
+static void on_model(struct own_peer *p)
 {
-	dial(t->data);
-}
-
-static void schedule_retry(struct nb *n)
-{
-	double cap = OWN_BACKOFF_BASE_S, u = 0.5;
-
-	if (n->peer->closed)
-		return;
-	for (unsigned i = 0; i < n->attempt && cap < OWN_BACKOFF_MAX_S; i++)
-		cap *= 2;
-	if (cap > OWN_BACKOFF_MAX_S)
-		cap = OWN_BACKOFF_MAX_S;
-	if (n->attempt < 64)
-		n->attempt++;
-	if (dp_rng_uniform(n->peer->cfg.bits, &u) < 0)
-		u = 0.5;
-	uv_timer_start(&n->retry, on_retry, (uint64_t)llround(u * cap * 1000.0), 0);
-}
-
-static void on_message(dp_conn *c, Dpasync__Envelope *m)
-{
-	struct nb *n = dp_conn_data(c);
-	struct own_peer *p;
-	const Dpasync__PeerModel *pm;
-
-	if (n == NULL || n->conn != c) {
-		dp_frame_msg_free(m);
-		return;
-	}
-	p = n->peer;
-	if (m->msg_case != DPASYNC__ENVELOPE__MSG_PEER_MODEL) {
-		DP_WARN("peer", "closing peer=%s id=%s reason=unexpected %s", dp_conn_peer_addr(c),
-			n->id, dp_frame_kind(m));
-		dp_frame_msg_free(m);
-		dp_conn_close(c);
-		return;
-	}
-	pm = m->peer_model;
-	if (strcmp(pm->agent_id, n->id) != 0) {
-		DP_WARN("peer", "closing peer=%s id=%s reason=model names agent '%s'",
-			dp_conn_peer_addr(c), n->id, pm->agent_id);
-		dp_frame_msg_free(m);
-		dp_conn_close(c);
-		return;
-	}
-	if (p->cfg.m->models_in)
-		dp_metrics_inc(p->cfg.m->models_in);
-	if (!n->have || pm->step > n->step) {
-		memcpy(n->theta, pm->theta, p->p * sizeof(double));
-		n->step = pm->step;
-		n->have = true;
-	}
-	if (pm->final && !n->final) {
-		n->final = true;
-		send_model(p, n);   /* confirms seen_final */
-	}
-	if (pm->seen_final)
-		n->seen_final = true;
-	dp_frame_msg_free(m);
 	progress(p);
 	check_exit(p);
-}
-
-static void on_close(dp_conn *c, int reason, const char *detail)
-{
-	struct nb *n = dp_conn_data(c);
-
-	if (n == NULL || n->conn != c) {
-		if (reason != 0 && n != NULL)
-			DP_INFO("peer", "connection to %s closed: %s", n->id, detail);
-		if (n != NULL && n->dialer && n->connecting && n->conn == NULL) {
-			n->connecting = false;
-			schedule_retry(n);
-		}
-		return;
-	}
-	n->conn = NULL;
-	n->connecting = false;
-	DP_INFO("peer", "neighbour=%s disconnected reason=%s", n->id,
-		reason == 0 ? "closed" : detail);
-	gauge_connected(n->peer);
-	if (n->dialer && !n->peer->closed)
-		schedule_retry(n);
-}
-
-static void adopt(struct nb *n, dp_conn *c)
-{
-	if (n->conn != NULL && n->conn != c) {
-		dp_conn *old = n->conn;
-
-		/* A newer connection of the same neighbour wins (it restarted). */
-		dp_conn_set_data(old, NULL);
-		dp_conn_close(old);
-	}
-	n->conn = c;
-	n->connecting = false;
-	n->attempt = 0;
-	dp_conn_set_data(c, n);
-	DP_INFO("peer", "neighbour=%s connected peer=%s", n->id, dp_conn_peer_addr(c));
-	gauge_connected(n->peer);
-	send_model(n->peer, n);
-}
-
-static struct nb *find(struct own_peer *p, const char *id)
-{
-	for (size_t i = 0; i < p->n_nb; i++)
-		if (strcmp(p->nb[i].id, id) == 0)
-			return &p->nb[i];
-	return NULL;
-}
-
-/* Server side: only a neighbour that is due to dial us. */
-static int on_accept_hs(dp_conn *c, const char *peer_id)
-{
-	struct own_peer *p = dp_conn_data(c);
-	struct nb *n;
-
-	if (p == NULL || p->kind != KIND_AGENT)
-		return -1;
-	n = find(p, peer_id);
-	if (p->closed)
-		return -1;
-	if (n == NULL) {
-		DP_WARN("peer", "refused peer=%s id=%s reason=not a neighbour in the graph",
-			dp_conn_peer_addr(c), peer_id);
-		return -1;
-	}
-	if (n->dialer) {
-		DP_WARN("peer", "refused peer=%s id=%s reason=this agent dials %s, not the reverse",
-			dp_conn_peer_addr(c), peer_id, peer_id);
-		return -1;
-	}
-	adopt(n, c);
-	return 0;
-}
-
-/* The listener's connections: before admission their data is the agent. */
-static void on_accept_close(dp_conn *c, int reason, const char *detail)
-{
-	int *kind = dp_conn_data(c);
-
-	if (kind != NULL && *kind == KIND_AGENT)
-		return;
-	on_close(c, reason, detail);
-}
-
-static int on_dial_hs(dp_conn *c, const char *peer_id)
-{
-	struct nb *n = dp_conn_data(c);
-
-	if (n == NULL || strcmp(peer_id, n->id) != 0 || n->peer->closed) {
-		DP_WARN("peer", "refused server id=%s reason=not the neighbour dialled", peer_id);
-		return -1;
-	}
-	adopt(n, c);
-	return 0;
-}
-
-static void dial(struct nb *n)
-{
-	struct own_peer *p = n->peer;
-	dp_conn_config cc;
-	dp_frame_limits lim = { .p = p->p };
-	char host[DP_ADDR_HOST_MAX + 1];
-	uint16_t port;
-	dp_conn *c;
-	int r;
-
-	if (p->closed || n->conn != NULL || n->connecting)
-		return;
-	r = own_peerfile_addr(p->cfg.set->peers, n->id, host, sizeof(host), &port);
-	if (r < 0) {
-		DP_DEBUG("peer", "no address for %s yet: %s", n->id, dp_error_detail(r));
-		schedule_retry(n);
-		return;
-	}
-	memset(&cc, 0, sizeof(cc));
-	cc.ctx = p->cfg.client_ctx;
-	cc.cb.on_handshake = on_dial_hs;
-	cc.cb.on_message = on_message;
-	cc.cb.on_close = on_close;
-	cc.data = n;
-	cc.max_frame = (uint32_t)p->cfg.set->max_frame;
-	cc.limits = &lim;
-	n->connecting = true;
-	r = dp_conn_connect(p->cfg.loop, &cc, host, port, n->id, &c);
-	if (r < 0) {
-		n->connecting = false;
-		DP_WARN("peer", "dial %s at %s:%u failed: %s", n->id, host, (unsigned)port,
-			dp_error_detail(r));
-		schedule_retry(n);
-	}
 }
 
 /* ---- setup ------------------------------------------------------------------------ */
@@ -600,7 +296,6 @@ static int load_graph(struct own_peer *p)
 			return dp_error_set(DP_EINVAL, "--graph %s: neighbour id '%s' cannot be a "
 					    "certificate identity", s->graph, ids[i]);
 		snprintf(b->id, sizeof(b->id), "%s", ids[i]);
-		b->kind = KIND_NB;
 		b->peer = p;
 		b->w = w[i];
 		b->dialer = strcmp(p->cfg.id, ids[i]) < 0;
@@ -791,7 +486,6 @@ int own_peer_new(const struct own_peer_config *cfg, struct own_peer **out)
 	p = calloc(1, sizeof(*p));
 	if (p == NULL)
 		return DP_ENOMEM;
-	p->kind = KIND_AGENT;
 	p->cfg = *cfg;
 	p->p = cfg->ds->p;
 	p->T = s->wakeups;
@@ -848,10 +542,7 @@ int own_peer_new(const struct own_peer_config *cfg, struct own_peer **out)
 
 	uv_timer_init(cfg->loop, &p->linger);
 	p->linger.data = p;
-	for (size_t i = 0; i < p->n_nb; i++) {
-		uv_timer_init(cfg->loop, &p->nb[i].retry);
-		p->nb[i].retry.data = &p->nb[i];
-	}
+	own_peerlink_init(p, on_model);
 	*out = p;
 	return 0;
 fail:
@@ -861,8 +552,6 @@ fail:
 
 int own_peer_listen(struct own_peer *p)
 {
-	dp_conn_config sc;
-	dp_frame_limits lim;
 	char host[DP_ADDR_HOST_MAX + 1];
 	uint16_t port;
 	int r;
@@ -871,22 +560,9 @@ int own_peer_listen(struct own_peer *p)
 			  &port);
 	if (r < 0)
 		return r;
-	memset(&sc, 0, sizeof(sc));
-	memset(&lim, 0, sizeof(lim));
-	lim.p = p->p;
-	sc.ctx = p->cfg.server_ctx;
-	sc.cb.on_handshake = on_accept_hs;
-	sc.cb.on_message = on_message;
-	sc.cb.on_close = on_accept_close;
-	sc.data = p;
-	sc.max_frame = (uint32_t)p->cfg.set->max_frame;
-	sc.limits = &lim;
-	sc.max_conns = 2 * p->n_nb + 16;
-	sc.max_pending = 16;
-	r = dp_conn_listen(p->cfg.loop, &sc, host, port, &p->lst);
+	r = own_peerlink_listen(p, host, port);
 	if (r < 0)
 		return wrapf(r, "--listen %s: %s", p->cfg.set->listen);
-	p->port = dp_listener_port(p->lst);
 	return 0;
 }
 
@@ -934,9 +610,7 @@ void own_peer_start(struct own_peer *p)
 	warm_start(p);
 	if (p->closed)
 		return;
-	for (size_t i = 0; i < p->n_nb; i++)
-		if (p->nb[i].dialer)
-			dial(&p->nb[i]);
+	own_peerlink_dial_all(p);
 	if (p->done >= p->T) {
 		finish(p, "wake-ups spent");
 		return;
@@ -971,15 +645,7 @@ void own_peer_close(struct own_peer *p)
 		p->clock_on = false;
 	}
 	close_timer(&p->linger);
-	for (size_t i = 0; i < p->n_nb; i++) {
-		close_timer(&p->nb[i].retry);
-		if (p->nb[i].conn)
-			dp_conn_close(p->nb[i].conn);
-	}
-	if (p->lst) {
-		dp_listener_close(p->lst);
-		p->lst = NULL;
-	}
+	own_peerlink_close(p);
 }
 
 void own_peer_free(struct own_peer *p)
