@@ -3,6 +3,7 @@
 #include "tools/lib/kit.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +62,31 @@ static int write_text(const dp_kit_opts *o, const char *path, const char *text, 
 	return rc;
 }
 
+/* The formatted text written like write_text, mode 0644. */
+static int write_fmt(const dp_kit_opts *o, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int write_fmt(const dp_kit_opts *o, const char *path, const char *fmt, ...)
+{
+	char *text;
+	va_list ap, ap2;
+	int n, rc;
+
+	va_start(ap, fmt);
+	va_copy(ap2, ap);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	text = n < 0 ? NULL : malloc((size_t)n + 1);
+	if (text == NULL) {
+		va_end(ap2);
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	}
+	vsnprintf(text, (size_t)n + 1, fmt, ap2);
+	va_end(ap2);
+	rc = write_text(o, path, text, 0644);
+	free(text);
+	return rc;
+}
+
 /* DIR/ca/<from> becomes DIR/<site>/<to>. */
 static int move(const dp_kit_opts *o, const char *site, const char *from, const char *to)
 {
@@ -101,19 +127,19 @@ static int site_files(const dp_kit_opts *o, const char *site, const char *cert_b
 	return rc;
 }
 
-/* DIR/<site>/<unit>.d/10-kit.conf, the layout of /etc/systemd/system. */
-static int write_dropin(const dp_kit_opts *o, const char *site, const char *unit,
-			const char *text)
+/* DIR/<site>/<unit>.d/10-kit.conf, the layout of /etc/systemd/system:
+ * makes the folder and puts the file's path in path. */
+static int dropin_path(const dp_kit_opts *o, const char *site, const char *unit, char *path,
+		       size_t size)
 {
-	char path[4096];
 	int rc;
 
-	snprintf(path, sizeof(path), "%s/%s/%s.d", o->dir, site, unit);
+	snprintf(path, size, "%s/%s/%s.d", o->dir, site, unit);
 	rc = dp_file_mkdir_p(path, 0);
 	if (rc != 0)
 		return rc;
-	snprintf(path, sizeof(path), "%s/%s/%s.d/10-kit.conf", o->dir, site, unit);
-	return write_text(o, path, text, 0644);
+	snprintf(path, size, "%s/%s/%s.d/10-kit.conf", o->dir, site, unit);
+	return 0;
 }
 
 /* The learner's drop-in: LimitNOFILE= sized to the kit's owners with the
@@ -123,18 +149,16 @@ static int learner_dropin(const dp_kit_opts *o)
 {
 	unsigned long long need = KIT_MAX_PENDING + 2ull * o->n_owners + 4 +
 				  DP_HTTPD_MAX_CONN_DEFAULT + 1 + KIT_FD_OTHER;
+	char path[4096];
+	int rc;
 
 	if (need < KIT_UNIT_NOFILE)
 		need = KIT_UNIT_NOFILE;
-	char *text = NULL;
-	size_t len = 0;
-	FILE *f;
-	int rc;
-
-	f = open_memstream(&text, &len);
-	if (f == NULL)
-		return dp_error_set(DP_ENOMEM, "out of memory");
-	fprintf(f, "# SPDX-License-Identifier: Apache-2.0\n"
+	rc = dropin_path(o, LEARNER_DIR, "learnerd.service", path, sizeof(path));
+	if (rc != 0)
+		return rc;
+	return write_fmt(o, path,
+		"# SPDX-License-Identifier: Apache-2.0\n"
 		"# systemd drop-in for learnerd.service of %s, made by dpasync certs --kit.\n"
 		"# It names the site and sets the open-file limit to what this kit's %zu\n"
 		"# owners need (docs/learnerd.md \"Descriptors\": max-pending 64 + 2 per\n"
@@ -147,28 +171,21 @@ static int learner_dropin(const dp_kit_opts *o)
 		"[Service]\n"
 		"LimitNOFILE=%llu\n",
 		o->learner_name, o->n_owners, o->learner_name, o->n_owners, need);
-	if (fclose(f) != 0 || text == NULL) {
-		free(text);
-		return dp_error_set(DP_ENOMEM, "out of memory");
-	}
-	rc = write_dropin(o, LEARNER_DIR, "learnerd.service", text);
-	free(text);
-	return rc;
 }
 
 /* An owner's drop-in: the site in Description= and the credential naming
  * its own key file instead of the template's %i.key. */
 static int owner_dropin(const dp_kit_opts *o, const char *name)
 {
-	char unit[300], *text = NULL;
-	size_t len = 0;
-	FILE *f;
+	char unit[300], path[4096];
 	int rc;
 
-	f = open_memstream(&text, &len);
-	if (f == NULL)
-		return dp_error_set(DP_ENOMEM, "out of memory");
-	fprintf(f, "# SPDX-License-Identifier: Apache-2.0\n"
+	snprintf(unit, sizeof(unit), "ownerd@%s.service", name);
+	rc = dropin_path(o, name, unit, path, sizeof(path));
+	if (rc != 0)
+		return rc;
+	return write_fmt(o, path,
+		"# SPDX-License-Identifier: Apache-2.0\n"
 		"# systemd drop-in for ownerd@%s.service, made by dpasync certs --kit: it\n"
 		"# names the site and hands ownerd this owner's own key file\n"
 		"# (/etc/dpasync/%s.key) as the credential owner.key.  Install:\n"
@@ -181,21 +198,11 @@ static int owner_dropin(const dp_kit_opts *o, const char *name)
 		"LoadCredential=\n"
 		"LoadCredential=owner.key:/etc/dpasync/%s.key\n",
 		name, name, name, name, name, o->learner_name ? o->learner_name : "learner", name);
-	if (fclose(f) != 0 || text == NULL) {
-		free(text);
-		return dp_error_set(DP_ENOMEM, "out of memory");
-	}
-	snprintf(unit, sizeof(unit), "ownerd@%s.service", name);
-	rc = write_dropin(o, name, unit, text);
-	free(text);
-	return rc;
 }
 
 static int learner_site(const dp_kit_opts *o, const char *ca, size_t ca_len, uint16_t port)
 {
-	char owners[1024], path[4096], *text = NULL;
-	size_t len = 0;
-	FILE *f;
+	char owners[1024], path[4096];
 	int rc;
 
 	rc = owners_line(o, owners, sizeof(owners));
@@ -203,10 +210,9 @@ static int learner_site(const dp_kit_opts *o, const char *ca, size_t ca_len, uin
 		rc = site_files(o, LEARNER_DIR, o->learner_name, "learner", ca, ca_len);
 	if (rc != 0)
 		return rc;
-	f = open_memstream(&text, &len);
-	if (f == NULL)
-		return dp_error_set(DP_ENOMEM, "out of memory");
-	fprintf(f, "# learnerd configuration of this deployment, made by dpasync certs --kit\n"
+	snprintf(path, sizeof(path), "%s/%s/learnerd.conf", o->dir, LEARNER_DIR);
+	rc = write_fmt(o, path,
+		"# learnerd configuration of this deployment, made by dpasync certs --kit\n"
 		"# (the keys of deploy/learnerd.conf; every key: docs/learnerd.md).\n"
 		"# Install as /etc/dpasync/learnerd.conf (README.md), then check with:\n"
 		"#   sudo learnerd --config /etc/dpasync/learnerd.conf --check-config\n"
@@ -235,22 +241,13 @@ static int learner_site(const dp_kit_opts *o, const char *ca, size_t ca_len, uin
 		"out = /var/lib/dpasync/learner/job1\n"
 		"checkpoint-every = 100\n"
 		"metrics-listen = 127.0.0.1:9464\n", port, o->learner_name, owners);
-	if (fclose(f) != 0 || text == NULL) {
-		free(text);
-		return dp_error_set(DP_ENOMEM, "out of memory");
-	}
-	snprintf(path, sizeof(path), "%s/%s/learnerd.conf", o->dir, LEARNER_DIR);
-	rc = write_text(o, path, text, 0644);
-	free(text);
 	if (rc == 0)
 		rc = learner_dropin(o);
 	if (rc != 0)
 		return rc;
-	text = NULL;
-	f = open_memstream(&text, &len);
-	if (f == NULL)
-		return dp_error_set(DP_ENOMEM, "out of memory");
-	fprintf(f, "# Learner kit: %s\n\n"
+	snprintf(path, sizeof(path), "%s/%s/README.md", o->dir, LEARNER_DIR);
+	rc = write_fmt(o, path,
+		"# Learner kit: %s\n\n"
 		"The learner's files of this deployment, from `dpasync certs --kit`. Its\n"
 		"certificate (made for `%s`) is installed as `learner.crt` and\n"
 		"`learner.key`, the names `deploy/systemd/learnerd.service` and\n"
@@ -275,31 +272,21 @@ static int learner_site(const dp_kit_opts *o, const char *ca, size_t ca_len, uin
 		"5. Owners dial port %u of `%s`: open it to them.\n",
 		o->learner_name, o->learner_name, owners + strlen("owners = "), port,
 		o->learner_name);
-	if (fclose(f) != 0 || text == NULL) {
-		free(text);
-		return dp_error_set(DP_ENOMEM, "out of memory");
-	}
-	snprintf(path, sizeof(path), "%s/%s/README.md", o->dir, LEARNER_DIR);
-	rc = write_text(o, path, text, 0644);
-	free(text);
 	return rc;
 }
 
 static int owner_site(const dp_kit_opts *o, const char *name, const char *ca, size_t ca_len,
 		      const char *addr, const char *server_name)
 {
-	char path[4096], *text = NULL;
-	size_t len = 0;
-	FILE *f;
+	char path[4096];
 	int rc;
 
 	rc = site_files(o, name, name, name, ca, ca_len);
 	if (rc != 0)
 		return rc;
-	f = open_memstream(&text, &len);
-	if (f == NULL)
-		return dp_error_set(DP_ENOMEM, "out of memory");
-	fprintf(f, "# /etc/dpasync/ownerd-%s.conf: settings of the systemd instance\n"
+	snprintf(path, sizeof(path), "%s/%s/ownerd-%s.conf", o->dir, name, name);
+	rc = write_fmt(o, path,
+		"# /etc/dpasync/ownerd-%s.conf: settings of the systemd instance\n"
 		"# ownerd@%s (deploy/systemd/ownerd@.service), made by dpasync certs --kit\n"
 		"# (the keys of deploy/systemd/ownerd-owner-1.conf; every key: docs/ownerd.md).\n"
 		"# Check with:\n"
@@ -325,22 +312,13 @@ static int owner_site(const dp_kit_opts *o, const char *name, const char *ca, si
 		"model-out = /var/lib/dpasync/%s/model.json\n"
 		"metrics-listen = 127.0.0.1:9465\n",
 		name, name, name, addr, server_name, name, name, name, name, name);
-	if (fclose(f) != 0 || text == NULL) {
-		free(text);
-		return dp_error_set(DP_ENOMEM, "out of memory");
-	}
-	snprintf(path, sizeof(path), "%s/%s/ownerd-%s.conf", o->dir, name, name);
-	rc = write_text(o, path, text, 0644);
-	free(text);
 	if (rc == 0)
 		rc = owner_dropin(o, name);
 	if (rc != 0)
 		return rc;
-	text = NULL;
-	f = open_memstream(&text, &len);
-	if (f == NULL)
-		return dp_error_set(DP_ENOMEM, "out of memory");
-	fprintf(f, "# Owner kit: %s\n\n"
+	snprintf(path, sizeof(path), "%s/%s/README.md", o->dir, name);
+	rc = write_fmt(o, path,
+		"# Owner kit: %s\n\n"
 		"The files of owner `%s` (the CN of its certificate, its identity at the\n"
 		"learner), from `dpasync certs --kit`. Keep `%s.key` secret: delete any\n"
 		"other copy once it is installed. Guide: docs/deploy.md (\"systemd\",\n"
@@ -369,13 +347,6 @@ static int owner_site(const dp_kit_opts *o, const char *name, const char *ca, si
 		"its privacy budget: back it up, never restore an old copy (docs/ledger.md).\n",
 		name, name, name, name, name, name, name, name, name, name, name, addr, server_name,
 		name, name, name, name);
-	if (fclose(f) != 0 || text == NULL) {
-		free(text);
-		return dp_error_set(DP_ENOMEM, "out of memory");
-	}
-	snprintf(path, sizeof(path), "%s/%s/README.md", o->dir, name);
-	rc = write_text(o, path, text, 0644);
-	free(text);
 	return rc;
 }
 
