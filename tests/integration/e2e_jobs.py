@@ -32,10 +32,11 @@ T = 100
 
 
 class Daemons:
-    """learnerd and ownerd started by hand (other flags than Cluster's)."""
+    """learnerd and ownerd started by hand (other flags than Cluster's); their
+    processes join the Cluster's, which Cluster.close() stops."""
 
     def __init__(self, c):
-        self.c, self.procs = c, []
+        self.c, self.procs = c, c.procs
 
     def learner(self, tag, owners, extra=(), port=0):
         c = self.c
@@ -75,17 +76,6 @@ class Daemons:
             if os.path.exists(p):
                 return open(p).read()
         return ''
-
-    def close(self):
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-        for p in self.procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
-
 
 def wait_log(text_fn, needle, timeout=20):
     end = time.time() + timeout
@@ -265,7 +255,7 @@ def test(argv):
         bad_inputs(c, D)
         ok = True
     finally:
-        D.close()
+        c.close()
         if ok:
             cleanup(d)
         else:
