@@ -1,9 +1,23 @@
 # SPDX-License-Identifier: Apache-2.0
 """Small helpers shared by the integration tests (stdlib + numpy only)."""
-import json, os, shutil, subprocess, sys, tempfile
+import csv, json, os, shutil, subprocess, sys, tempfile
 
 class Fail(Exception):
     pass
+
+def load_xy(path, target, bias):
+    """An owner CSV as numpy (X, y): every column but target as a feature,
+    in file order, then a column of ones when bias (docs/design.md §2)."""
+    import numpy as np
+    with open(path, newline='') as f:
+        rows = list(csv.reader(f))
+    head, body = rows[0], rows[1:]
+    t = head.index(target)
+    X = np.array([[float(v) for j, v in enumerate(r) if j != t] for r in body])
+    y = np.array([float(r[t]) for r in body])
+    if bias:
+        X = np.hstack([X, np.ones((X.shape[0], 1))])
+    return X, y
 
 def check(cond, msg):
     if not cond:

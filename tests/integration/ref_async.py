@@ -18,8 +18,9 @@ usage: ref_async.py --model M --rho R --lambda L --theta-max M --clip X
 Prints the number of clipped per-example gradients (to prove clipping was
 active) and writes theta_L as JSON.
 """
-import argparse, csv, json
+import argparse, json
 import numpy as np
+from harness import load_xy
 
 ap = argparse.ArgumentParser()
 ap.add_argument('--model', required=True)
@@ -37,15 +38,7 @@ a = ap.parse_args()
 
 owners = []
 for path in a.files:
-    with open(path, newline='') as f:
-        rows = list(csv.reader(f))
-    head, body = rows[0], rows[1:]
-    t = head.index(a.target)
-    X = np.array([[float(v) for j, v in enumerate(r) if j != t] for r in body])
-    y = np.array([float(r[t]) for r in body])
-    if a.bias:
-        X = np.hstack([X, np.ones((X.shape[0], 1))])
-    owners.append((X, y))
+    owners.append(load_xy(path, a.target, a.bias))
 
 N = len(owners)
 n = sum(X.shape[0] for X, _ in owners)

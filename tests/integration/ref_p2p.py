@@ -22,6 +22,7 @@ active) and writes {agent id: theta} as JSON.
 """
 import argparse, csv, json, os
 import numpy as np
+from harness import load_xy
 
 ap = argparse.ArgumentParser()
 ap.add_argument('--model', required=True)
@@ -38,15 +39,7 @@ a = ap.parse_args()
 
 data = {}
 for path in a.files:
-    with open(path, newline='') as f:
-        rows = list(csv.reader(f))
-    head, body = rows[0], rows[1:]
-    t = head.index(a.target)
-    X = np.array([[float(v) for j, v in enumerate(r) if j != t] for r in body])
-    y = np.array([float(r[t]) for r in body])
-    if a.bias:
-        X = np.hstack([X, np.ones((X.shape[0], 1))])
-    data[os.path.basename(path)[:-4]] = (X, y)
+    data[os.path.basename(path)[:-4]] = load_xy(path, a.target, a.bias)
 
 nb = {i: [] for i in data}
 with open(a.graph, newline='') as f:
