@@ -107,6 +107,19 @@ static void tune_tcp(dp_conn *c)
 	uv_tcp_keepalive(&c->tcp, 1, 60);
 }
 
+/* on_close, once: at the end, or when a graceful close starts draining
+ * (on_shutdown) -- the user is done with the connection then, and a
+ * lingering socket must not hold its identity or delay its reconnection. */
+static void report_close(dp_conn *c)
+{
+	void (*cb)(dp_conn *, int, const char *) = c->cb.on_close;
+
+	c->cb.on_close = NULL;
+	c->cb.on_message = NULL;
+	if (cb)
+		cb(c, c->reason, c->detail);
+}
+
 static void maybe_finish(dp_conn *c)
 {
 	if (c->handles_open > 0 || c->gai_pending || c->tcp_retrying || c->finished)
@@ -116,8 +129,7 @@ static void maybe_finish(dp_conn *c)
 	if (c->listener != NULL)
 		dp_listener_release(c->listener, &c->slot);
 	c->listener = NULL;
-	if (c->cb.on_close)
-		c->cb.on_close(c, c->reason, c->detail);
+	report_close(c);
 	SSL_free(c->ssl);
 	SSL_CTX_free(c->ctx);
 	dp_frame_decoder_free(&c->dec);
@@ -193,9 +205,26 @@ static int flush_output(dp_conn *c)
 	return 0;
 }
 
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+
+/* Our FIN is queued.  Closing now would be wrong if the peer sent anything
+ * we have not read (a request crossing our last message): the kernel then
+ * answers with a reset and drops our unacknowledged data, the Done or
+ * Goodbye included.  So read and discard until the peer's EOF, within the
+ * linger already running.  The user hears on_close now: draining is this
+ * module's business. */
 static void on_shutdown(uv_shutdown_t *req, int status)
 {
-	final_close(req->data);
+	dp_conn *c = req->data;
+
+	if (status < 0 || c->final ||
+	    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0) {
+		final_close(c);
+		return;
+	}
+	c->reading = 1;
+	report_close(c);
 }
 
 static void final_close(dp_conn *c)
@@ -400,8 +429,14 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
 	dp_conn *c = s->data;
 
-	if (c->state == ST_CLOSING || nread == 0)
+	if (nread == 0)
 		return;
+	if (c->state == ST_CLOSING) {
+		/* draining after our shutdown (on_shutdown) */
+		if (nread < 0)
+			final_close(c);
+		return;
+	}
 	if (nread > 0) {
 		if (c->state == ST_HANDSHAKE && c->listener != NULL)
 			dp_listener_progress(c->listener, &c->slot);
@@ -733,7 +768,7 @@ static void on_listener_close(dp_listener *l, void *data)
 		c->srv = NULL;
 		c->listener = NULL;
 		c->lprev = c->lnext = NULL;
-		if (c->state != ST_OPEN)
+		if (c->state == ST_HANDSHAKE)   /* a closing one finishes its linger */
 			begin_close(c, -ECANCELED, 0, "listener closed during the TLS handshake");
 	}
 	SSL_CTX_free(srv->cfg.ctx);

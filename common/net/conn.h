@@ -196,11 +196,14 @@ int dp_conn_listen(uv_loop_t *loop, const dp_conn_config *cfg, const char *addr,
  *               connection is being closed and on_close will follow. */
 int dp_conn_send(dp_conn *c, const Dpasync__Envelope *msg);
 
-/* Close gracefully: TLS close_notify, queued bytes flushed (at most
- * close_linger_ms), then the socket is closed and on_close(c, 0, ...)
- * called from the loop (with the reason of an earlier failure if the
- * connection was already closing).  No message is delivered after this call.
- * Idempotent; a no-op when already closing. */
+/* Close gracefully: TLS close_notify, queued bytes handed to the kernel,
+ * our FIN, then on_close(c, 0, ...) from the loop (with the reason of an
+ * earlier failure if the connection was already closing).  The socket
+ * itself stays open, reading and discarding, until the peer's EOF: closing
+ * it with the peer's input unread would make the kernel reset the
+ * connection and drop our last bytes still in flight (a Done crossing the
+ * owner's next request).  All of it within close_linger_ms.  No message is
+ * delivered after this call.  Idempotent; a no-op when already closing. */
 void dp_conn_close(dp_conn *c);
 
 /* Replace the limits incoming messages are validated against (copied;

@@ -177,6 +177,7 @@ static int group_teardown(void **state)
 /* ---- harness --------------------------------------------------------------- */
 
 #define BIG_P 131072        /* 1 MiB of doubles */
+#define UNREAD_P 4096       /* a 32 KiB Done: more than a small receive window */
 
 typedef struct harness harness;
 
@@ -201,6 +202,7 @@ typedef struct raw_client {
 
 enum scenario {
 	SC_ROUNDTRIP, SC_REFUSED, SC_OVERSIZE, SC_ADMIT, SC_LAST_MESSAGE, SC_STREAM, SC_HELLO_BYE,
+	SC_UNREAD,
 };
 
 struct harness {
@@ -307,6 +309,11 @@ static int on_handshake(dp_conn *c, const char *id)
 			dp_conn_close(c);
 			dp_conn_close(c);       /* idempotent */
 			assert_int_equal(dp_conn_send(c, NULL), DP_ESTATE);
+		}
+		if (h->scenario == SC_UNREAD) {
+			fill_big();
+			send_done(c, big_a, UNREAD_P);
+			dp_conn_close(c);
 		}
 		return 0;
 	}
@@ -973,7 +980,9 @@ static void *stuck_client(void *arg)
 			}
 		}
 	}
-	while (!atomic_load(&s->stop))
+	/* A reader closes once it has the close_notify (the server waits for
+	 * that EOF); the other waits for the end of the test. */
+	while (!s->reading && !atomic_load(&s->stop))
 		usleep(10000);
 	SSL_free(ssl);
 	close(fd);
@@ -1070,6 +1079,88 @@ static void test_write_queue_reader_ok(void **state)
 	assert_true(s.got >= (size_t)h.send_max * BIG_P * sizeof(double));
 }
 
+/* ---- closing with the peer's input unread ----------------------------------
+ * The learner's Done can cross an owner's next request.  If the closing side
+ * closed its socket with that request unread, the kernel would send a reset
+ * and drop whatever part of the Done was still unacknowledged: here the part
+ * that a client with a small receive window has not taken yet. */
+
+typedef struct unread {
+	uint16_t port;
+	int hs_ok, notify, wrote;
+	size_t got;
+	unsigned long err;
+} unread;
+
+static void *unread_client(void *arg)
+{
+	unread *u = arg;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(u->port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0), small = 4096;
+	struct timeval tv = { 5, 0 };
+	SSL *ssl;
+	char buf[16384];
+
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		close(fd);
+		return NULL;
+	}
+	ssl = SSL_new(cli_ctx);
+	SSL_set_fd(ssl, fd);
+	SSL_set1_host(ssl, "learner");
+	u->hs_ok = SSL_connect(ssl) == 1;
+	if (u->hs_ok) {
+		/* after the server has closed: this input is never read */
+		usleep(100000);
+		u->wrote = SSL_write(ssl, "a request", 9) == 9;
+		usleep(300000);
+		for (;;) {
+			int n = SSL_read(ssl, buf, sizeof(buf));
+
+			if (n > 0) {
+				u->got += (size_t)n;
+				continue;
+			}
+			u->notify = SSL_get_error(ssl, n) == SSL_ERROR_ZERO_RETURN;
+			u->err = ERR_peek_last_error();
+			break;
+		}
+		if (u->notify)
+			(void)SSL_shutdown(ssl);
+	}
+	SSL_free(ssl);
+	close(fd);
+	ERR_clear_error();
+	return NULL;
+}
+
+static void test_close_with_unread_input(void **state)
+{
+	harness h;
+	dp_conn_config sc;
+	unread u = { 0 };
+	pthread_t th;
+
+	h_init(&h, SC_UNREAD);
+	h.want_cli = 0;
+	sc = base_cfg(&h, srv_ctx, &h.srv);
+	h_listen(&h, &sc);
+	u.port = h.port;
+	assert_int_equal(pthread_create(&th, NULL, unread_client, &u), 0);
+	h_run(&h);
+	pthread_join(th, NULL);
+	assert_int_equal(u.hs_ok, 1);
+	assert_int_equal(u.wrote, 1);
+	/* the whole Done (its doubles and framing), then close_notify */
+	assert_true(u.got > UNREAD_P * sizeof(double));
+	if (!u.notify)
+		fail_msg("no close_notify after %zu bytes (%s)", u.got, ERR_reason_error_string(u.err));
+	assert_int_equal(h.srv.reason, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1082,6 +1173,7 @@ int main(void)
 		cmocka_unit_test(test_not_admitted),
 		cmocka_unit_test(test_oversized_frame),
 		cmocka_unit_test(test_last_message_delivered),
+		cmocka_unit_test(test_close_with_unread_input),
 		cmocka_unit_test(test_garbage_closes),
 		cmocka_unit_test(test_handshake_timeout),
 		cmocka_unit_test(test_listener_close_cancels_handshakes),
