@@ -11,8 +11,13 @@
  *      sampled;
  *   3. compute -- the caller's dp_query_answer with the CSPRNG, on a
  *      worker thread, with the eps_q of the ticket that step 4 charges;
- *   4. dp_ledger_charge -- returns only after fdatasync;
- *   5. release -- the client sends the Answer, never before 4 succeeded.
+ *   4. the charge -- durable before it returns: dp_ledger_charge syncs
+ *      it, or (reserve-ahead, docs/ledger.md §9) dp_ledger_charge_ahead
+ *      finds the share reserved, and synced, after the previous answer;
+ *   5. release -- the client sends the Answer, never before 4 succeeded;
+ *   6. settle (reserve-ahead) -- after the send, own_budget_settle records
+ *      the answer and reserves the next share, synced while the learner
+ *      serves the other owners.
  * A ledger I/O failure is final: `failed` is set and nothing is answered
  * again by this process. */
 #include <libgen.h>
@@ -85,6 +90,15 @@ static uint64_t lifetime_spent_nano(const struct own_budget *b)
 	    job > DP_LEDGER_NANO_MAX - b->others_nano)
 		return DP_LEDGER_INF;
 	return b->others_nano + job;
+}
+
+/* Is an answer of eps covered by the share reserved after the last one? */
+static bool covers(const struct own_budget *b, double eps)
+{
+	uint64_t c;
+
+	return !isinf(eps) && dp_ledger_nano_ceil(eps, &c) == 0 && c != 0 &&
+	       c <= dp_ledger_reserved_nano(b->ledger);
 }
 
 /* Does one more charge of eps_q fit under the lifetime cap? */
@@ -234,6 +248,8 @@ bool own_budget_left(const struct own_budget *b)
 	DP_REQUIRE(b != NULL);
 	if (b->ledger == NULL || b->K == 0 || b->failed || dp_ledger_failed(b->ledger))
 		return false;
+	if (dp_ledger_reserved_nano(b->ledger) != 0)
+		return true;   /* the next answer's share is held */
 	if (dp_ledger_answers(b->ledger) >= b->K)
 		return false;
 	dp_ledger_last_k(b->ledger, &last);
@@ -249,7 +265,7 @@ bool own_budget_lifetime_blocks(const struct own_budget *b)
 
 	DP_REQUIRE(b != NULL);
 	if (b->ledger == NULL || b->K == 0 || b->failed || dp_ledger_failed(b->ledger) ||
-	    dp_ledger_answers(b->ledger) >= b->K)
+	    dp_ledger_reserved_nano(b->ledger) != 0 || dp_ledger_answers(b->ledger) >= b->K)
 		return false;
 	dp_ledger_last_k(b->ledger, &last);
 	if (last == UINT64_MAX || dp_ledger_check(b->ledger, last + 1, b->eps_q) != 0)
@@ -370,8 +386,9 @@ int own_budget_begin_eps(struct own_budget *b, uint64_t k, double eps,
 	if (r < 0)
 		return ledger_error(b, k, r);
 	/* The dataset's lifetime cap, over every job (docs/ledger.md §8): the
-	 * other jobs' totals are fixed while this one is bound. */
-	if (!lifetime_allows(b, eps)) {
+	 * other jobs' totals are fixed while this one is bound.  A share held
+	 * for this answer was counted when it was reserved. */
+	if (!covers(b, eps) && !lifetime_allows(b, eps)) {
 		b->lifetime_hit = true;
 		return dp_error_set(DP_EBUDGET, "lifetime budget %g spent", b->cfg.lifetime);
 	}
@@ -395,17 +412,45 @@ int own_budget_commit(struct own_budget *b, struct own_budget_ticket *t,
 	if (b->failed)
 		return DP_EIO;
 
-	if (!lifetime_allows(b, t->eps_q)) {
+	if (!covers(b, t->eps_q) && !lifetime_allows(b, t->eps_q)) {
 		b->lifetime_hit = true;
 		return dp_error_set(DP_EBUDGET, "lifetime budget %g spent", b->cfg.lifetime);
 	}
-	/* 4. durable charge (fdatasync'ed before it returns) */
-	r = dp_ledger_charge(b->ledger, t->k, t->eps_q, NULL);
+	/* 4. durable charge: synced before it returns, or covered by the
+	 * share reserved and synced after the previous answer */
+	if (b->cfg.reserve_ahead) {
+		bool covered;
+
+		r = dp_ledger_charge_ahead(b->ledger, t->k, t->eps_q, &covered);
+	} else {
+		r = dp_ledger_charge(b->ledger, t->k, t->eps_q, NULL);
+	}
 	if (r < 0)
 		return ledger_error(b, t->k, r);
 
 	/* 5. is the caller's: only now may the answer be released */
 	refresh_gauges(b, after);
+	return 0;
+}
+
+int own_budget_settle(struct own_budget *b)
+{
+	struct own_budget_status st;
+	double share;
+	int r;
+
+	DP_REQUIRE(b != NULL && !b->ticket_open);
+	if (!b->cfg.reserve_ahead || b->ledger == NULL)
+		return 0;
+	if (b->failed)
+		return DP_EIO;
+	/* The next share only if the lifetime cap allows it too (the job's
+	 * caps are the ledger's to check). */
+	share = lifetime_allows(b, b->eps_q) ? b->eps_q : 0;
+	r = dp_ledger_settle(b->ledger, share);
+	if (r < 0)
+		return ledger_error(b, 0, r);
+	refresh_gauges(b, &st);
 	return 0;
 }
 

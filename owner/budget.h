@@ -35,6 +35,9 @@ struct own_budget_config {
 	double lifetime;            /* --lifetime-epsilon, the cap over all jobs of the dataset */
 	uint64_t answers_cap;       /* --answers-cap; 0 = the K of the first Welcome */
 	bool allow_inf;             /* --allow-no-noise */
+	bool reserve_ahead;         /* --reserve-ahead: commit may use the share reserved
+				       after the previous answer; own_budget_settle
+				       after each send (docs/ledger.md §9) */
 	bool check_only;            /* --check-config: read only, create nothing */
 	const char *owner_id;       /* CN of our certificate */
 	double eps_step;            /* 0: the share is epsilon split equally over K
@@ -164,6 +167,12 @@ int own_budget_begin_eps(struct own_budget *b, uint64_t k, double eps,
  * charge, with a detail; nothing written). */
 int own_budget_commit(struct own_budget *b, struct own_budget_ticket *t,
 		      struct own_budget_status *after);
+/* Step 6, reserve-ahead only (a no-op otherwise): after an answer was sent,
+ * write its record if it left under the reserved share, reserve the next
+ * share when the job's and the lifetime caps allow, and sync (docs/ledger.md
+ * §9).  Loop thread, no ticket open.  0, or DP_EIO: the ledger failed
+ * (logged here, for good). */
+int own_budget_settle(struct own_budget *b);
 /* Close the open ticket t without charging (its answer is never released). */
 void own_budget_abandon(struct own_budget *b, struct own_budget_ticket *t);
 

@@ -430,6 +430,12 @@ static void send_answer(struct own_client *c, const struct own_reply *rep)
 	own_answer_wipe(c->cfg.answer);
 	if (r == 0)
 		dp_metrics_inc(c->cfg.m->answers);
+	/* The answer is on its way: now record it and sync the next share,
+	 * while the learner serves the others (docs/ledger.md §9). */
+	if (own_budget_settle(c->cfg.budget) < 0) {
+		stop(c, OWN_EXIT_FAIL);
+		return;
+	}
 	/* One line whether or not rows were dropped: an extra line only when
 	 * some were would make the loop's work after an answer depend on the
 	 * rows theta pushed out (docs/privacy.md §7). */

@@ -111,6 +111,11 @@ static const struct dp_config_entry entries[] = {
 	{ .name = "ledger", DP_CFG_PATH(&S.ledger), .flags = DP_CONFIG_REQUIRED,
 	  .group = "Privacy", .metavar = "DIR",
 	  .help = "budget ledger directory, one ledger file per job (created on first use)" },
+	{ .name = "reserve-ahead", DP_CFG_BOOL(&S.reserve_ahead), .def = "true",
+	  .group = "Privacy",
+	  .help = "reserve the next answer's share, synced after each answer is sent, so that no "
+		  "fdatasync waits between a query and its answer; a crash or the job's end "
+		  "forfeits at most that one share (docs/ledger.md §9)" },
 	{ .name = "allow-no-noise", DP_CFG_BOOL(&S.allow_no_noise), .def = "false",
 	  .group = "Privacy", .help = "permit --epsilon inf (exact answers; testing only)" },
 	{ .name = "theta-max", DP_CFG_DOUBLE_INF(&S.theta_max), .def = "1e6", .min = 0,
@@ -556,6 +561,7 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 	bc.check_only = action == DP_CONFIG_CHECK;
 	bc.answers_cap = d->set.answers_cap;
 	bc.allow_inf = d->set.allow_no_noise;
+	bc.reserve_ahead = d->set.reserve_ahead && !d->set.peer;
 	bc.owner_id = d->id;
 	bc.spent = d->m.eps_spent;
 	bc.left = d->m.eps_left;

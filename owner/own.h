@@ -83,6 +83,7 @@ struct own_settings {
 	double epsilon;         /* each job's budget; +inf only with allow_no_noise */
 	double lifetime_epsilon; /* the dataset's over all jobs; 0: epsilon */
 	bool once;              /* exit after one job */
+	bool reserve_ahead;     /* sync the next answer's share after the send (docs/ledger.md §9) */
 	uint64_t answers_cap;   /* K_i; 0 = the learner's K_i from the first
 				   Welcome (T when it carries none) */
 	double rate;            /* Poisson clock ticks per second (sent in Hello) */

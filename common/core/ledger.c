@@ -42,6 +42,12 @@
 #define REC_OFF_HCRC   56
 #define REC_OFF_CRC    60
 
+/* Record flags (docs/ledger.md §9, reserve-ahead). */
+#define REC_RESERVES   1u   /* the charge includes one share for the next answer */
+#define REC_COVERED    2u   /* this answer was released under the previous record's share */
+#define REC_NOANSWER   4u   /* a reservation alone (with REC_RESERVES; k = 0) */
+#define REC_FLAGS_ALL  (REC_RESERVES | REC_COVERED | REC_NOANSWER)
+
 /* Records are read in chunks of this many at open. */
 #define READ_CHUNK_RECS 1024
 
@@ -55,8 +61,19 @@ struct dp_ledger {
 	uint32_t hdr_crc;
 	char identity[HDR_ID_LEN];
 	uint64_t total;          /* nano, or DP_LEDGER_INF */
-	uint64_t count;          /* == seq of the last record */
-	uint64_t *ks;            /* k of record i at ks[i]; strictly increasing */
+	uint64_t count;          /* answers that may have left: the last record's count */
+	uint64_t seq;            /* records */
+	uint32_t last_flags;     /* the last record's flags */
+	uint64_t *ks;            /* k of record i at ks[i] (a reservation alone: the
+				    k before it); non-decreasing, each k's
+				    first index is its answer */
+	/* Reserve-ahead (dp_ledger_charge_ahead): a share held for the next
+	 * answer.  Only one this process wrote counts: one found at open may
+	 * have been used by an answer whose record was lost. */
+	uint64_t resv_nano;      /* 0: none held */
+	bool resv_durable;       /* the record holding it was synced */
+	bool pending;            /* an answer under it left; its record is due */
+	uint64_t pending_k;
 	size_t ks_cap;
 	size_t torn;
 };
@@ -333,7 +350,7 @@ static void encode_record(unsigned char *r, uint32_t hdr_crc, const dp_ledger_en
 {
 	memset(r, 0, DP_LEDGER_RECORD_SIZE);
 	put32(r, REC_MAGIC);
-	put32(r + REC_OFF_FLAGS, 0);
+	put32(r + REC_OFF_FLAGS, e->flags);
 	put64(r + REC_OFF_SEQ, e->seq);
 	put64(r + REC_OFF_K, e->k);
 	put64(r + REC_OFF_CHARGE, e->charge_nano);
@@ -354,8 +371,9 @@ static int decode_record(const unsigned char *r, uint32_t hdr_crc, dp_ledger_ent
 {
 	if (get32(r) != REC_MAGIC || get32(r + REC_OFF_CRC) != crc_of(r, REC_OFF_CRC))
 		return REC_DAMAGED;
-	if (get32(r + REC_OFF_FLAGS) != 0 || get32(r + REC_OFF_HCRC) != hdr_crc)
+	if ((get32(r + REC_OFF_FLAGS) & ~REC_FLAGS_ALL) != 0 || get32(r + REC_OFF_HCRC) != hdr_crc)
 		return REC_FOREIGN;
+	e->flags = get32(r + REC_OFF_FLAGS);
 	e->seq = get64(r + REC_OFF_SEQ);
 	e->k = get64(r + REC_OFF_K);
 	e->charge_nano = get64(r + REC_OFF_CHARGE);
@@ -380,19 +398,35 @@ static int check_next(const dp_ledger *l, uint64_t hdr_cap, uint64_t hdr_capk,
 	const char *p = l->path;
 	unsigned long long at = (unsigned long long)(i + 1);
 
-	if (e->seq != l->count + 1)
+	bool alone = e->flags & REC_NOANSWER;
+	uint64_t grow = alone ? 1 : !(e->flags & REC_COVERED) + !!(e->flags & REC_RESERVES);
+	uint64_t last_k = l->seq > 0 ? l->ks[l->seq - 1] : 0;
+
+	if (e->seq != l->seq + 1)
 		return dp_error_set(DP_ECORRUPT, "ledger %s: record %llu: seq %llu, expected %llu",
 				    p, at, (unsigned long long)e->seq,
-				    (unsigned long long)(l->count + 1));
-	if (e->count != e->seq)
-		return dp_error_set(DP_ECORRUPT, "ledger %s: record %llu: count %llu != seq",
-				    p, at, (unsigned long long)e->count);
-	if (l->count > 0 && e->k <= l->ks[l->count - 1])
+				    (unsigned long long)(l->seq + 1));
+	/* An answer under a reservation needs one right before it; the count
+	 * grows by the answers the record may release: its own unless
+	 * covered, and the one it reserves (docs/ledger.md §9). */
+	if (alone && (e->flags != (REC_NOANSWER | REC_RESERVES) || e->k != 0))
+		return dp_error_set(DP_ECORRUPT, "ledger %s: record %llu: a reservation with "
+				    "flags %u and k %llu", p, at, e->flags,
+				    (unsigned long long)e->k);
+	if ((e->flags & REC_COVERED) && !(l->seq > 0 && (l->last_flags & REC_RESERVES)))
+		return dp_error_set(DP_ECORRUPT, "ledger %s: record %llu: covered by a reservation "
+				    "that the previous record does not hold", p, at);
+	if (e->count != l->count + grow)
+		return dp_error_set(DP_ECORRUPT, "ledger %s: record %llu: count %llu, expected "
+				    "%llu", p, at, (unsigned long long)e->count,
+				    (unsigned long long)(l->count + grow));
+	if (!alone && l->seq > 0 && e->k <= last_k)
 		return dp_error_set(DP_ECORRUPT, "ledger %s: record %llu: k %llu not above "
 				    "previous k %llu", p, at, (unsigned long long)e->k,
-				    (unsigned long long)l->ks[l->count - 1]);
-	if (e->charge_nano == 0)
-		return dp_error_set(DP_ECORRUPT, "ledger %s: record %llu: zero charge", p, at);
+				    (unsigned long long)last_k);
+	if ((e->charge_nano == 0) != (grow == 0))
+		return dp_error_set(DP_ECORRUPT, "ledger %s: record %llu: %s charge", p, at,
+				    e->charge_nano == 0 ? "zero" : "unexpected");
 	if (e->total_nano != add_nano(l->total, e->charge_nano))
 		return dp_error_set(DP_ECORRUPT, "ledger %s: record %llu: total %llu != previous "
 				    "%llu + charge %llu", p, at, (unsigned long long)e->total_nano,
@@ -458,8 +492,11 @@ static int load_records(dp_ledger *l, off_t size, uint64_t hdr_cap, uint64_t hdr
 			rc = check_next(l, hdr_cap, hdr_capk, i, &e);
 			if (rc < 0)
 				goto out;
-			l->ks[l->count] = e.k;
+			l->ks[l->seq] = (e.flags & REC_NOANSWER) ? (l->seq ? l->ks[l->seq - 1] : 0)
+								  : e.k;
+			l->seq = e.seq;
 			l->count = e.count;
+			l->last_flags = e.flags;
 			l->total = e.total_nano;
 		}
 	}
@@ -638,6 +675,10 @@ void dp_ledger_close(dp_ledger *l)
 {
 	if (!l)
 		return;
+	/* The record of an answer that left under a reservation: that share
+	 * is durable already, so this is bookkeeping, not the guarantee. */
+	if (l->fd >= 0 && l->pending && !l->failed)
+		(void)dp_ledger_settle(l, 0);
 	if (l->fd >= 0)
 		close(l->fd);  /* also drops the flock */
 	free(l->ks);
@@ -645,10 +686,21 @@ void dp_ledger_close(dp_ledger *l)
 	free(l);
 }
 
-/* Everything dp_ledger_charge checks before writing. */
-static int precheck(const dp_ledger *l, uint64_t k, double charge_eps, uint64_t *charge)
+/* The last k answered, a pending one included. */
+static uint64_t last_answered(const dp_ledger *l)
 {
-	uint64_t c;
+	if (l->pending)
+		return l->pending_k;
+	return l->seq > 0 ? l->ks[l->seq - 1] : 0;
+}
+
+/* Everything a charge checks before writing.  A held reservation of at
+ * least the charge covers the answer (*covered): its share is already in
+ * the count and the total. */
+static int precheck(const dp_ledger *l, uint64_t k, double charge_eps, uint64_t *charge,
+		    bool *covered)
+{
+	uint64_t c, last = last_answered(l);
 	int rc;
 
 	if (l->failed)
@@ -659,15 +711,19 @@ static int precheck(const dp_ledger *l, uint64_t k, double charge_eps, uint64_t 
 	rc = amount_to_nano("charge", charge_eps, true, l->flags, &c);
 	if (rc < 0)
 		return rc;
-	if (l->count > 0 && k <= l->ks[l->count - 1]) {
-		if (dp_ledger_lookup(l, k, NULL) == 0)
+	if ((l->seq > 0 || l->pending) && k <= last) {
+		if ((l->pending && k == l->pending_k) || dp_ledger_lookup(l, k, NULL) == 0)
 			return dp_error_set(DP_ESTATE, "ledger %s: request k=%llu was already "
 					    "answered; refusing to answer it again", l->path,
 					    (unsigned long long)k);
 		return dp_error_set(DP_ESTATE, "ledger %s: request k=%llu is not above the last "
 				    "answered k=%llu", l->path, (unsigned long long)k,
-				    (unsigned long long)l->ks[l->count - 1]);
+				    (unsigned long long)last);
 	}
+	*charge = c;
+	*covered = l->resv_nano != 0 && c <= l->resv_nano;
+	if (*covered)
+		return 0;
 	if (l->count >= l->cap_answers)
 		return dp_error_set(DP_EBUDGET, "ledger %s: answer cap %llu reached", l->path,
 				    (unsigned long long)l->cap_answers);
@@ -677,42 +733,73 @@ static int precheck(const dp_ledger *l, uint64_t k, double charge_eps, uint64_t 
 				    "left of %llu", l->path, (unsigned long long)c,
 				    (unsigned long long)dp_ledger_left_nano(l),
 				    (unsigned long long)l->cap_nano);
-	*charge = c;
 	return 0;
 }
 
 int dp_ledger_check(const dp_ledger *l, uint64_t k, double charge_eps)
 {
 	uint64_t c;
+	bool covered;
 
 	DP_REQUIRE(l != NULL);
-	return precheck(l, k, charge_eps, &c);
+	return precheck(l, k, charge_eps, &c, &covered);
 }
 
-int dp_ledger_charge(dp_ledger *l, uint64_t k, double charge_eps, dp_ledger_entry *out)
+/* Does one more share of c fit? */
+static bool fits(const dp_ledger *l, uint64_t c)
+{
+	if (l->count >= l->cap_answers)
+		return false;
+	if (l->cap_nano == DP_LEDGER_INF)
+		return true;
+	return c != DP_LEDGER_INF && l->total <= l->cap_nano && c <= l->cap_nano - l->total;
+}
+
+/* fdatasync the ledger; a failure is final (never retried: after a failed
+ * fsync the kernel may have dropped the dirty pages and a second call
+ * would report success). */
+static int sync_now(dp_ledger *l, uint64_t k)
+{
+	int saved;
+
+	if (dp_file_sync(l->fd, 1) != 0) {
+		saved = errno;
+		l->failed = true;
+		l->resv_nano = 0;
+		return dp_error_set(DP_EIO, "ledger %s: fdatasync of record k=%llu failed (%s); "
+				    "ledger stopped", l->path, (unsigned long long)k,
+				    strerror(saved));
+	}
+	if (l->resv_nano != 0)
+		l->resv_durable = true;
+	return 0;
+}
+
+/* Append one record with these flags, for answer k (0 for a reservation
+ * alone), charging `charge`.  Not synced.  The in-memory state counts the
+ * record as soon as write() was tried (conservative). */
+static int append(dp_ledger *l, uint32_t flags, uint64_t k, uint64_t charge, uint64_t share,
+		  dp_ledger_entry *out)
 {
 	unsigned char rec[DP_LEDGER_RECORD_SIZE];
 	dp_ledger_entry e;
 	struct timespec ts;
-	uint64_t c;
 	ssize_t w;
 	int rc, saved;
+	bool alone = flags & REC_NOANSWER;
 
-	DP_REQUIRE(l != NULL);
-	rc = precheck(l, k, charge_eps, &c);
-	if (rc < 0)
-		return rc;
 	/* Allocate first so nothing can fail between a durable write and the
 	 * in-memory update. */
-	rc = ks_reserve(l, (size_t)l->count + 1);
+	rc = ks_reserve(l, (size_t)l->seq + 1);
 	if (rc < 0)
 		return rc;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	e.seq = l->count + 1;
-	e.k = k;
-	e.charge_nano = c;
-	e.total_nano = add_nano(l->total, c);
-	e.count = l->count + 1;
+	e.flags = flags;
+	e.seq = l->seq + 1;
+	e.k = alone ? 0 : k;
+	e.charge_nano = charge;
+	e.total_nano = add_nano(l->total, charge);
+	e.count = l->count + (alone ? 1 : !(flags & REC_COVERED) + !!(flags & REC_RESERVES));
 	e.time_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	encode_record(rec, l->hdr_crc, &e);
 
@@ -724,32 +811,144 @@ int dp_ledger_charge(dp_ledger *l, uint64_t k, double charge_eps, dp_ledger_entr
 	saved = errno;
 	/* From here the record may be in the file: count it whatever happens
 	 * (conservative: the ledger may over-count, never under-count). */
-	l->ks[l->count] = k;
+	l->ks[l->seq] = alone ? last_answered(l) : k;
+	l->seq = e.seq;
 	l->count = e.count;
+	l->last_flags = e.flags;
 	l->total = e.total_nano;
+	l->resv_nano = (flags & REC_RESERVES) ? share : 0;
+	l->resv_durable = false;
 	if (w != (ssize_t)sizeof(rec)) {
 		l->failed = true;
-		rc = dp_error_set(DP_EIO, "ledger %s: write of record k=%llu failed (%s); "
-				  "ledger stopped", l->path, (unsigned long long)k,
-				  w < 0 ? strerror(saved) : "short write");
-		return rc;
+		l->resv_nano = 0;
+		return dp_error_set(DP_EIO, "ledger %s: write of record k=%llu failed (%s); "
+				    "ledger stopped", l->path, (unsigned long long)k,
+				    w < 0 ? strerror(saved) : "short write");
 	}
-	/* Never retried: after a failed fsync the kernel may have dropped the
-	 * dirty pages and a second call would report success. */
-	if (dp_file_sync(l->fd, 1) != 0) {
-		saved = errno;
-		l->failed = true;
-		rc = dp_error_set(DP_EIO, "ledger %s: fdatasync of record k=%llu failed (%s); "
-				  "ledger stopped", l->path, (unsigned long long)k,
-				  strerror(saved));
-		return rc;
-	}
-	DP_DEBUG("ledger", "charged k=%llu charge=%llu total=%llu answers=%llu",
-		 (unsigned long long)k, (unsigned long long)c, (unsigned long long)e.total_nano,
-		 (unsigned long long)e.count);
+	DP_DEBUG("ledger", "record k=%llu flags=%u charge=%llu total=%llu answers=%llu",
+		 (unsigned long long)k, flags, (unsigned long long)charge,
+		 (unsigned long long)e.total_nano, (unsigned long long)e.count);
 	if (out)
 		*out = e;
 	return 0;
+}
+
+/* Write the record of the answer that left under a reservation. */
+static int flush_pending(dp_ledger *l, uint64_t share, dp_ledger_entry *out)
+{
+	uint32_t flags = REC_COVERED;
+	uint64_t k = l->pending_k;
+
+	l->pending = false;
+	l->pending_k = 0;
+	if (share != 0 && fits(l, share))
+		flags |= REC_RESERVES;
+	return append(l, flags, k, (flags & REC_RESERVES) ? share : 0, share, out);
+}
+
+int dp_ledger_charge(dp_ledger *l, uint64_t k, double charge_eps, dp_ledger_entry *out)
+{
+	dp_ledger_entry e;
+	uint64_t c;
+	bool covered;
+	int rc;
+
+	DP_REQUIRE(l != NULL);
+	rc = precheck(l, k, charge_eps, &c, &covered);
+	if (rc == 0 && l->pending) {
+		rc = dp_ledger_settle(l, 0);
+		if (rc == 0)
+			rc = precheck(l, k, charge_eps, &c, &covered);
+	}
+	if (rc < 0)
+		return rc;
+	if (covered) {
+		/* Used here as a plain charge: record it as covered, now. */
+		l->pending = true;
+		l->pending_k = k;
+		rc = flush_pending(l, 0, &e);
+	} else {
+		rc = append(l, 0, k, c, 0, &e);
+	}
+	if (rc < 0)
+		return rc;
+	rc = sync_now(l, k);
+	if (rc == 0 && out)
+		*out = e;
+	return rc;
+}
+
+int dp_ledger_charge_ahead(dp_ledger *l, uint64_t k, double charge_eps, bool *covered)
+{
+	uint64_t c;
+	int rc;
+
+	DP_REQUIRE(l != NULL && covered != NULL);
+	*covered = false;
+	rc = precheck(l, k, charge_eps, &c, covered);
+	if (rc < 0)
+		return rc;
+	if (l->pending) {
+		/* The caller did not settle the last answer: do it now, with
+		 * this share reserved, then check again. */
+		rc = dp_ledger_settle(l, charge_eps);
+		if (rc == 0)
+			rc = precheck(l, k, charge_eps, &c, covered);
+		if (rc < 0)
+			return rc;
+	}
+	if (*covered) {
+		/* The share is in a record already; make sure it is durable. */
+		if (!l->resv_durable) {
+			rc = sync_now(l, k);
+			if (rc < 0)
+				return rc;
+		}
+		l->resv_nano = 0;
+		l->resv_durable = false;
+		l->pending = true;
+		l->pending_k = k;
+		return 0;
+	}
+	rc = append(l, 0, k, c, 0, NULL);
+	if (rc < 0)
+		return rc;
+	return sync_now(l, k);
+}
+
+int dp_ledger_settle(dp_ledger *l, double reserve_eps)
+{
+	uint64_t share = 0;
+	int rc;
+
+	DP_REQUIRE(l != NULL);
+	if (l->failed)
+		return dp_error_set(DP_EIO, "ledger %s: failed after an I/O error", l->path);
+	if (reserve_eps > 0) {
+		rc = amount_to_nano("reservation", reserve_eps, true, l->flags, &share);
+		if (rc < 0)
+			return rc;
+	}
+	if (l->pending) {
+		uint64_t k = l->pending_k;
+
+		rc = flush_pending(l, share, NULL);
+		if (rc < 0)
+			return rc;
+		return sync_now(l, k);
+	}
+	if (share == 0 || l->resv_nano != 0 || !fits(l, share))
+		return 0;
+	rc = append(l, REC_NOANSWER | REC_RESERVES, 0, share, share, NULL);
+	if (rc < 0)
+		return rc;
+	return sync_now(l, 0);
+}
+
+uint64_t dp_ledger_reserved_nano(const dp_ledger *l)
+{
+	DP_REQUIRE(l != NULL);
+	return l->resv_nano;
 }
 
 int dp_ledger_lookup(const dp_ledger *l, uint64_t k, dp_ledger_entry *out)
@@ -761,7 +960,7 @@ int dp_ledger_lookup(const dp_ledger *l, uint64_t k, dp_ledger_entry *out)
 	DP_REQUIRE(l != NULL);
 	if (l->failed)
 		return dp_error_set(DP_EIO, "ledger %s: failed after an I/O error", l->path);
-	hi = (size_t)l->count;
+	hi = (size_t)l->seq;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -770,7 +969,7 @@ int dp_ledger_lookup(const dp_ledger *l, uint64_t k, dp_ledger_entry *out)
 		else
 			hi = mid;
 	}
-	if (lo == l->count || l->ks[lo] != k)
+	if (lo == l->seq || l->ks[lo] != k)
 		return DP_ENOENT;
 	if (!out)
 		return 0;
@@ -781,7 +980,8 @@ int dp_ledger_lookup(const dp_ledger *l, uint64_t k, dp_ledger_entry *out)
 		return dp_error_set(DP_EIO, "ledger %s: read record %zu: %s", l->path, lo + 1,
 				    saved ? strerror(saved) : "short read");
 	}
-	if (decode_record(rec, l->hdr_crc, &e) != REC_OK || e.k != k || e.seq != lo + 1)
+	if (decode_record(rec, l->hdr_crc, &e) != REC_OK || e.k != k || e.seq != lo + 1 ||
+	    (e.flags & REC_NOANSWER))
 		return dp_error_set(DP_ECORRUPT, "ledger %s: record %zu changed on disk", l->path,
 				    lo + 1);
 	*out = e;
@@ -840,9 +1040,9 @@ uint64_t dp_ledger_answers_cap(const dp_ledger *l)
 int dp_ledger_last_k(const dp_ledger *l, uint64_t *k)
 {
 	DP_REQUIRE(l != NULL && k != NULL);
-	if (l->count == 0)
+	if (l->seq == 0)
 		return DP_ENOENT;
-	*k = l->ks[l->count - 1];
+	*k = l->ks[l->seq - 1];
 	return 0;
 }
 

@@ -36,6 +36,7 @@
 #ifndef DP_LEDGER_H
 #define DP_LEDGER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -78,11 +79,16 @@ enum {
 
 /* One answer as recorded in the ledger. */
 typedef struct dp_ledger_entry {
+	uint32_t flags;        /* 0, or the reserve-ahead bits (docs/ledger.md §9):
+				  1 = the charge includes a share reserved for the
+				  next answer, 2 = this answer was covered by the
+				  previous record's reservation */
 	uint64_t seq;          /* 1-based position in the ledger */
 	uint64_t k;            /* the request id that was answered */
 	uint64_t charge_nano;  /* this answer's charge (DP_LEDGER_INF if infinite) */
 	uint64_t total_nano;   /* spent after this answer (DP_LEDGER_INF if infinite) */
-	uint64_t count;        /* answers after this one (== seq) */
+	uint64_t count;        /* answers that may have been released after this
+				  record: seq, plus reservations (held or lost) */
 	uint64_t time_ns;      /* wall clock at charge time, ns since 1970 (informational) */
 } dp_ledger_entry;
 
@@ -140,6 +146,9 @@ int dp_ledger_check(const dp_ledger *l, uint64_t k, double charge_eps);
  *   rounded up to the next nano-epsilon.
  * k: strictly greater than every k already in the ledger.
  *
+ * A reservation held (dp_ledger_charge_ahead) covers the answer: it is
+ * recorded without a new charge, once the reservation is durable.
+ *
  * Appends one 64-byte record with a single write() to the O_APPEND file and
  * fdatasync()s it; returns 0 only after the sync succeeded, and only then may
  * the answer be sent.  out may be NULL; otherwise it receives the new entry.
@@ -157,6 +166,29 @@ int dp_ledger_check(const dp_ledger *l, uint64_t k, double charge_eps);
  *               names the file, k and the errno; nothing is logged here,
  *               the caller's one line says it. */
 int dp_ledger_charge(dp_ledger *l, uint64_t k, double charge_eps, dp_ledger_entry *out);
+
+/* Reserve-ahead (docs/ledger.md §9): no fdatasync between a query and its
+ * answer, yet the durable total always covers every answer released.
+ *
+ * dp_ledger_charge_ahead: checks as dp_ledger_charge.  If the ledger holds
+ * a reservation of at least the charge (one this process made: a share
+ * found at open counts as used), the answer is *covered: nothing is
+ * written, the reservation is used, and the answer may leave at once (its
+ * share is durable); its record is written by the next dp_ledger_settle.
+ * Otherwise the answer is charged and synced as by dp_ledger_charge.
+ *
+ * dp_ledger_settle, after the answer was sent: writes the covered
+ * answer's record, or (after an uncovered one) a reservation alone, and
+ * with reserve_eps > 0, when the caps allow, one share of reserve_eps for
+ * the next answer; then syncs.  0 when there is nothing to do.
+ *
+ * A crash anywhere in that cycle loses at most one share: the reservation
+ * (used by an answer that never left, or never used). */
+int dp_ledger_charge_ahead(dp_ledger *l, uint64_t k, double charge_eps, bool *covered);
+int dp_ledger_settle(dp_ledger *l, double reserve_eps);
+/* The share held for the next answer, in nano-epsilon: one this process
+ * reserved (0: none). */
+uint64_t dp_ledger_reserved_nano(const dp_ledger *l);
 
 /* Was request k already answered?  0 and *out filled (out may be NULL) when
  * it was; DP_ENOENT when it was not; DP_EIO in the failed state or on a read

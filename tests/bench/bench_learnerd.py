@@ -8,9 +8,13 @@ max-inflight 1) on loopback with real ownerd processes (3 and 100 owners,
 request-response ping-pong over the same connection code (tls_pingpong,
 two processes) measured in the same run.  Variants of each learnerd job:
 
-  disk         the product: every ownerd ledger on a disk directory
-               (fdatasync before each answer), learnerd defaults (checkpoint
-               every 100 iterations).  The headline.
+  disk         the product: every ownerd ledger on a disk directory, with
+               ownerd's default reserve-ahead (the share of each answer
+               synced after the previous one left, docs/ledger.md §9),
+               learnerd defaults (checkpoint every 100 iterations).  The
+               headline.
+  disk-sync    as disk with ownerd --no-reserve-ahead: an fdatasync before
+               each answer leaves (the protocol before reserve-ahead).
   disk-nockpt  diagnostic: as disk, learnerd --checkpoint-every 0 (its
                periodic checkpoint -- three fsyncs -- off; it still
                checkpoints when a block of query ids runs out).
@@ -61,14 +65,16 @@ import time
 PROCS = []          # every Popen started, for cleanup
 
 # variant -> (owners: "ownerd" or "stub", ledger place, extra learnerd flags,
-#             first guess of T for about 6 s; later rounds use what was measured)
+#             first guess of T for about 6 s; later rounds use what was measured,
+#             extra ownerd flags)
 VARIANTS = {
-    "disk": ("ownerd", "disk", [], 4000),
-    "disk-nockpt": ("ownerd", "disk", ["--checkpoint-every", "0"], 5000),
-    "shm": ("ownerd", "shm", [], 10000),
-    "shm-nockpt": ("ownerd", "shm", ["--checkpoint-every", "0"], 12000),
-    "stub": ("stub", None, [], 40000),
-    "stub-nockpt": ("stub", None, ["--checkpoint-every", "0"], 100000),
+    "disk": ("ownerd", "disk", [], 8000, []),
+    "disk-sync": ("ownerd", "disk", [], 4000, ["--no-reserve-ahead"]),
+    "disk-nockpt": ("ownerd", "disk", ["--checkpoint-every", "0"], 8000, []),
+    "shm": ("ownerd", "shm", [], 10000, []),
+    "shm-nockpt": ("ownerd", "shm", ["--checkpoint-every", "0"], 12000, []),
+    "stub": ("stub", None, [], 40000, []),
+    "stub-nockpt": ("stub", None, ["--checkpoint-every", "0"], 100000, []),
 }
 TMPDIRS = []        # directories to remove at the end (unless --keep)
 
@@ -232,7 +238,7 @@ class Bench:
         """One learnerd job; returns the analysis dict or raises."""
         a = self.a
         c = self.certs
-        kind, place, lflags, _ = VARIANTS[variant]
+        kind, place, lflags, _, oflags = VARIANTS[variant]
         jdir = os.path.join(a.work, tag)
         os.makedirs(jdir)
         ldir = None
@@ -281,7 +287,7 @@ class Bench:
                          "--data", "%s/owner-%d.csv" % (self.data, i), "--bias",
                          "--rate", "%g" % rate_for(a, n),
                          "--ledger", os.path.join(od, "ledger"),
-                         "--model-out", os.path.join(od, "model.json"), "--once"],
+                         "--model-out", os.path.join(od, "model.json"), "--once"] + oflags,
                         subprocess.DEVNULL, oe))
         limit = 60 + 20 * a.seconds
         lru = reap(lp, limit)

@@ -203,18 +203,23 @@ def job_file(path):
 
 def ledger_records(path):
     """(answers, total nano-epsilon) of a ledger file (docs/ledger.md §3),
-    or of the job ledger in an ownerd ledger directory."""
+    or of the job ledger in an ownerd ledger directory: the last record's
+    count (answers that may have left, a reserved share included, §9) and
+    total."""
     path = job_file(path)
     if not os.path.exists(path):
         return 0, 0
     b = open(path, 'rb').read()
     check(b[:8] == b'DPLEDGER', '%s: not a ledger' % path)
     n = (len(b) - 256) // 64
-    total = struct.unpack_from('<Q', b, 256 + 64 * (n - 1) + 32)[0] if n else 0
-    return n, total
+    if not n:
+        return 0, 0
+    total, count = struct.unpack_from('<QQ', b, 256 + 64 * (n - 1) + 32)
+    return count, total
 
 def ledger_entries(path):
-    """Every record of a ledger file as dicts {seq, k, charge, total, count}
+    """Every record of a ledger file as dicts {seq, k, charge, total, count,
+    flags}
     (nano-epsilon), and the header's caps (cap_nano, cap_answers), read
     independently of the C code (docs/ledger.md §3).  A torn final record
     (a partial one, or a final one whose checksum fails) is left out, as
@@ -235,8 +240,10 @@ def ledger_entries(path):
         if not ok and i == n - 1 and (len(b) - 256) % 64 == 0:
             break
         check(ok, '%s: record %d of %d damaged' % (path, i + 1, n))
+        flags = struct.unpack_from('<I', r, 4)[0]
         seq, k, charge, total, count = struct.unpack_from('<QQQQQ', r, 8)
-        out.append({'seq': seq, 'k': k, 'charge': charge, 'total': total, 'count': count})
+        out.append({'seq': seq, 'k': k, 'charge': charge, 'total': total, 'count': count,
+                    'flags': flags})
     return out, (cap_nano, cap_answers)
 
 def check_invariants(c, eps_cap_nano=10 ** 9, complete=True, settled=True):
@@ -261,27 +268,37 @@ def check_invariants(c, eps_cap_nano=10 ** 9, complete=True, settled=True):
     for i, name in enumerate(c.names, 1):
         recs, caps = ledger_entries(c.ledger(i))
         nano = recs[-1]['total'] if recs else 0
-        out[name] = (len(recs), nano)
+        count = recs[-1]['count'] if recs else 0
+        out[name] = (count, nano)
         if caps is None:
             check(not any(r[2] == name for r in rows), '%s: trace rows but no ledger' % name)
             continue
         check(caps[0] <= eps_cap_nano, '%s: ledger cap %d > epsilon_i' % (name, caps[0]))
-        check(len(recs) <= caps[1], '%s: %d answers > cap %d' % (name, len(recs), caps[1]))
+        check(count <= caps[1], '%s: %d answers > cap %d' % (name, count, caps[1]))
         if K is not None:
             check(caps[1] == K[i - 1], '%s: ledger K %d, plan %d' % (name, caps[1], K[i - 1]))
         check(nano <= caps[0], '%s: spent %d > cap %d nano' % (name, nano, caps[0]))
-        prev_total, prev_k = 0, 0
+        # docs/ledger.md §9: flags 1 = reserves the next share, 2 = covered
+        # by the previous record's, 4 (with 1) = a reservation alone (k 0).
+        prev_total, prev_k, prev_count, prev_flags = 0, 0, 0, 0
         for j, r in enumerate(recs, 1):
-            check(r['seq'] == j and r['count'] == j and r['k'] > prev_k and
+            f = r['flags']
+            alone = f == 5
+            grow = 1 if alone else (0 if f & 2 else 1) + (f & 1)
+            check(f in (0, 1, 2, 3, 5) and r['seq'] == j and r['count'] == prev_count + grow and
+                  (alone and r['k'] == 0 or not alone and r['k'] > prev_k) and
+                  (not f & 2 or prev_flags & 1) and
                   r['total'] == prev_total + r['charge'], '%s: record %d inconsistent' % (name, j))
-            check(r['k'] not in seen_k, 'query id %d answered by %s and %s' % (
-                r['k'], seen_k.get(r['k']), name))
-            seen_k[r['k']] = name
-            prev_total, prev_k = r['total'], r['k']
+            if not alone:
+                check(r['k'] not in seen_k, 'query id %d answered by %s and %s' % (
+                    r['k'], seen_k.get(r['k']), name))
+                seen_k[r['k']] = name
+                prev_k = r['k']
+            prev_total, prev_count, prev_flags = r['total'], r['count'], f
         info = json.loads(run([c.dp, 'ledger', job_file(c.ledger(i))]).stdout)
-        check(info['answers'] == len(recs) and abs(info['epsilon_spent'] - nano / 1e9) < 1e-9
-              or (not settled and info['answers'] >= len(recs)),
-              '%s: dpasync ledger %s, file %d answers %d nano' % (name, info, len(recs), nano))
+        check(info['answers'] == count and abs(info['epsilon_spent'] - nano / 1e9) < 1e-9
+              or (not settled and info['answers'] >= count),
+              '%s: dpasync ledger %s, file %d answers %d nano' % (name, info, count, nano))
         by_total = {'%.9g' % (r['total'] / 1e9): r for r in recs}
         used = set()
         for row in rows:

@@ -419,8 +419,12 @@ def main(ownerd, dpasync, shim=None):
         test_reconnect_backoff(ownerd, base, work, log)
         test_bad_server_name(ownerd, base, work, fl, log)
         fl.drain()
+        test_reserve_flow(ownerd, base, work, fl, p, log)
+        fl.drain()
         if shim:
-            test_ledger_failure(ownerd, base, work, fl, p, log, shim)
+            test_ledger_failure(ownerd, base, work, fl, p, log, shim, False)
+            fl.drain()
+            test_ledger_failure(ownerd, base, work, fl, p, log, shim, True)
         fl.close()
         ok = True
     except Fail as e:
@@ -500,8 +504,12 @@ def test_main_flow(ownerd, base, work, fl, Xb, y, n, p, log):
     os.makedirs(d)
     led = os.path.join(d, 'owner-1.ledger')
     pf = os.path.join(d, 'ports')
-    args = base[1:] + ['--ledger', led, '--epsilon', '1', '--answers-cap', '3',
-                       '--rate', '20', '--metrics-listen', '127.0.0.1:0', '--port-file', pf]
+    # The ledger as one synced record per answer (--no-reserve-ahead), so
+    # that records can be counted while ownerd runs; the default protocol
+    # (docs/ledger.md §9) is test_reserve_flow's.
+    args = base[1:] + ['--no-reserve-ahead', '--ledger', led, '--epsilon', '1',
+                       '--answers-cap', '3', '--rate', '20', '--metrics-listen', '127.0.0.1:0',
+                       '--port-file', pf]
     o = Owner(ownerd, args, log)
     c = fl.accept()
     check(c.peer_cn == 'owner-1', 'client certificate CN %r' % c.peer_cn)
@@ -686,8 +694,8 @@ def test_no_noise(ownerd, base, work, fl, Xb, y, p, log):
     d = os.path.join(work, 'exact')
     os.makedirs(d)
     led = os.path.join(d, 'ledger')
-    args = base[1:] + ['--ledger', led, '--epsilon', 'inf', '--allow-no-noise',
-                       '--rate', '5', '--model-out', os.path.join(d, 'final.json')]
+    args = base[1:] + ['--no-reserve-ahead', '--ledger', led, '--epsilon', 'inf',
+                       '--allow-no-noise', '--rate', '5', '--model-out', os.path.join(d, 'final.json')]
     o = Owner(ownerd, args, log)
     c = fl.accept()
     h = c.expect('hello')
@@ -752,7 +760,7 @@ def test_welcome_cap(ownerd, base, work, fl, p, log):
     d = os.path.join(work, 'wcap')
     os.makedirs(d)
     led = os.path.join(d, 'ledger')
-    args = base[1:] + ['--ledger', led, '--rate', '2.5']
+    args = base[1:] + ['--no-reserve-ahead', '--ledger', led, '--rate', '2.5']
     o = Owner(ownerd, args, log)
     c = fl.accept()
     h = c.expect('hello')
@@ -847,7 +855,7 @@ def test_theta_cap(ownerd, base, work, fl, p, log):
     d = os.path.join(work, 'thcap')
     os.makedirs(d)
     led = os.path.join(d, 'ledger')
-    args = base[1:] + ['--ledger', led, '--answers-cap', '3', '--rate', '5']
+    args = base[1:] + ['--no-reserve-ahead', '--ledger', led, '--answers-cap', '3', '--rate', '5']
     pr = run([ownerd] + args + ['--check-config'])
     check(pr.returncode == 0 and re.search(r'^theta-max = (1e\+?0?6|1000000)$', pr.stdout, re.M),
           'default theta-max not printed: %s%s' % (pr.stdout, pr.stderr))
@@ -982,15 +990,21 @@ def test_bad_server_name(ownerd, base, work, fl, log):
     print('ok server name')
 
 
-def test_ledger_failure(ownerd, base, work, fl, p, log, shim):
-    # fdatasync of the 2nd answer record fails: ownerd refuses with "ledger
-    # failed", sends nothing else and exits 1.  The record reached the file,
-    # so after a restart the failed charge counts as spent (docs/privacy.md §5).
+def test_ledger_failure(ownerd, base, work, fl, p, log, shim, ahead):
+    # The 2nd record's fdatasync fails.  Plain protocol: that is the 2nd
+    # answer's; ownerd refuses it with "ledger failed", sends nothing else
+    # and exits 1.  Reserve-ahead (docs/ledger.md §9): that is the share
+    # reserved after the 1st answer, synced after its send; ownerd stops
+    # (exit 1) before any other query.  Either way the record reached the
+    # file, so after a restart the failed charge counts as spent
+    # (docs/privacy.md §5).
     check(os.path.exists(shim), 'shim %s missing' % shim)
-    d = os.path.join(work, 'failsync')
+    d = os.path.join(work, 'failsync-ahead' if ahead else 'failsync')
     os.makedirs(d)
     led = os.path.join(d, 'ledger')
     args = base[1:] + ['--ledger', led, '--answers-cap', '5', '--rate', '2']
+    if not ahead:
+        args.append('--no-reserve-ahead')
     env = dict(os.environ, LD_PRELOAD=os.path.abspath(shim), DP_FAULT_CALLS='fdatasync',
                DP_FAULT_AT='2', DP_FAULT_STICKY='1')
     o = Owner(ownerd, args, log, env=env)
@@ -1000,9 +1014,10 @@ def test_ledger_failure(ownerd, base, work, fl, p, log, shim):
     c.send('query', k=1, theta=[0.0] * p)
     a = c.expect('answer')
     check(a['answers_given'] == 1, 'first answer %r' % a)
-    c.send('query', k=2, theta=[0.0] * p)
-    r = c.expect('refuse')
-    check(r['k'] == 2 and r['reason'] == 'ledger failed', 'after a failed sync: %r' % r)
+    if not ahead:
+        c.send('query', k=2, theta=[0.0] * p)
+        r = c.expect('refuse')
+        check(r['k'] == 2 and r['reason'] == 'ledger failed', 'after a failed sync: %r' % r)
     c.expect_closed()
     rc = o.wait()
     check(rc == 1, 'exit code after a ledger failure %d, expected 1' % rc)
@@ -1014,7 +1029,84 @@ def test_ledger_failure(ownerd, base, work, fl, p, log, shim):
     o.kill(signal.SIGTERM)
     check(o.wait() == 0, 'SIGTERM exit code')
     c.close()
-    print('ok ledger failure')
+    print('ok ledger failure (%s)' % ('reserve-ahead' if ahead else 'plain'))
+
+
+def ledger_flags(path):
+    """(flags, k, count) of every record (docs/ledger.md §3, §9)."""
+    with open(job_file(path), 'rb') as f:
+        b = f.read()
+    out = []
+    for off in range(HEADER, len(b) - RECORD + 1, RECORD):
+        flags, = struct.unpack_from('<I', b, off + 4)
+        k, count = struct.unpack_from('<Q', b, off + 16)[0], struct.unpack_from('<Q', b, off + 40)[0]
+        out.append((flags, k, count))
+    return out
+
+
+def test_reserve_flow(ownerd, base, work, fl, p, log):
+    # The default protocol (docs/ledger.md §9), K = 3: the first answer is
+    # charged and synced before it leaves (flags 0), then a share is
+    # reserved alone (5); the next answers leave under the reservation and
+    # their records reserve again (3), until K leaves no room (2).  Read once
+    # ownerd has exited: the records after an answer are written after it.
+    d = os.path.join(work, 'reserve')
+    os.makedirs(d)
+    led = os.path.join(d, 'ledger')
+    args = base[1:] + ['--ledger', led, '--answers-cap', '3', '--rate', '2',
+                       '--model-out', os.path.join(d, 'model.json')]
+    o = Owner(ownerd, args, log)
+    c = fl.accept()
+    c.expect('hello')
+    welcome(c, p)
+    for k in (1, 2, 7):
+        c.send('query', k=k, theta=[0.0] * p)
+        a = c.expect('answer')
+        check(a['k'] == k, 'answer %r' % a)
+    c.send('query', k=8, theta=[0.0] * p)
+    r = c.expect('refuse')
+    check(r['reason'] == 'budget exhausted', 'past K: %r' % r)
+    c.send('done', final_theta=[0.0] * p, T=10)
+    check(o.wait() == 0, 'exit code after Done')
+    c.close()
+    recs = ledger_flags(led)
+    check(recs == [(0, 1, 1), (5, 0, 2), (3, 2, 3), (2, 7, 3)],
+          'reserve-ahead records (flags, k, count) %r' % recs)
+
+    # kill -9 while a share is reserved: it counts as spent (the Hello says
+    # 2 answers after 1), the next answer is charged anew, and only one
+    # share was lost to the crash.
+    led = os.path.join(d, 'crash.ledger')
+    args = base[1:] + ['--ledger', led, '--answers-cap', '3', '--rate', '2']
+    o = Owner(ownerd, args, log)
+    c = fl.accept()
+    c.expect('hello')
+    welcome(c, p)
+    c.send('query', k=1, theta=[0.0] * p)
+    c.expect('answer')
+    for _ in range(100):
+        if len(ledger_flags(led)) == 2:
+            break
+        time.sleep(0.05)
+    o.kill()
+    o.wait()
+    c.close()
+    o = Owner(ownerd, args, log)
+    c = fl.accept()
+    h = c.expect('hello')
+    check(h['answers_given'] == 2, 'Hello after a kill with a share reserved %r' % h)
+    welcome(c, p)
+    c.send('query', k=2, theta=[0.0] * p)
+    c.expect('answer')
+    c.send('query', k=3, theta=[0.0] * p)
+    r = c.expect('refuse')
+    check(r['reason'] == 'budget exhausted', 'the lost share is spent: %r' % r)
+    o.kill(signal.SIGTERM)
+    check(o.wait() == 0, 'SIGTERM exit code')
+    c.close()
+    recs = ledger_flags(led)
+    check(recs == [(0, 1, 1), (5, 0, 2), (0, 2, 3)], 'records across the kill %r' % recs)
+    print('ok reserve-ahead flow')
 
 
 if __name__ == '__main__':
