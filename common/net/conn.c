@@ -91,7 +91,7 @@ struct dp_conn {
 	dp_listener_slot slot;  /* its record there */
 	dp_conn *lprev, *lnext; /* in srv->conns */
 	dp_conn *wprev, *wnext; /* in srv's wait queue, while waiting */
-	int waiting;            /* accepted, handshake not started (hs_wait) */
+	int waiting;            /* accepted, handshake not started (on_connection) */
 	int hs_counted;         /* counted in srv->hs_active */
 };
 

@@ -25,8 +25,8 @@ query into storm and training.
 learnerd runs with room for the storm: --max-pending N
 --max-pending-per-addr 0 (every owner connects from 127.0.0.1; the flood
 guard's defaults would evict), --handshake-timeout 600, --hello-timeout
-600, --query-timeout 120, --log-level warn; otherwise defaults
-(checkpoint every 100 iterations).
+600, --query-timeout 120, --log-level warn, --checkpoint-every 100 (its
+default; --checkpoint-every changes it); otherwise defaults.
 
 Every process runs in its own session with PR_SET_PDEATHSIG and is killed
 at the end, on failure, on SIGINT/SIGTERM.
@@ -204,7 +204,8 @@ class Bench:
                 "--T", str(T), "--bias", "--out", os.path.join(jdir, "learner"),
                 "--max-pending", str(min(n, 100000)), "--max-pending-per-addr", "0",
                 "--handshake-timeout", "600", "--hello-timeout", "600",
-                "--query-timeout", "120", "--log-level", "warn"]
+                "--query-timeout", "120", "--log-level", "warn",
+                "--checkpoint-every", str(a.checkpoint_every)]
         with open(names, "w") as f:
             f.write(" ".join(argv) + "\n")
         le = open(os.path.join(jdir, "learnerd.log"), "w")
@@ -316,7 +317,7 @@ class Bench:
         tag = "stub-%d" % n
         jdir = os.path.join(a.work, tag)
         os.makedirs(jdir)
-        T = max(a.T_per_owner * n, 1000)
+        T = max(a.T_per_owner * n, a.stub_T)
         lp, port = self.learner(jdir, n, T)
         st0 = status_kb(lp.pid)
         fds0 = n_fds(lp.pid)
@@ -416,6 +417,8 @@ def main():
                     "mixed job (0: no mixed job)")
     ap.add_argument("--total", type=int, default=10000, help="owners of the mixed job")
     ap.add_argument("--T-per-owner", type=int, default=2, help="T = this x owners")
+    ap.add_argument("--stub-T", type=int, default=20000, help="at least this T in the "
+                    "stub-only jobs (a training window of several seconds)")
     ap.add_argument("--rate", type=float, default=2.0, help="ownerd --rate (and the stubs' "
                     "Hello rate, so the plan shares the iterations evenly)")
     ap.add_argument("--rows", type=int, default=10, help="rows per owner")
@@ -423,6 +426,8 @@ def main():
     ap.add_argument("--mem-share", type=float, default=0.6,
                     help="share of MemAvailable the real owners may take")
     ap.add_argument("--timeout", type=int, default=1800, help="per job, seconds")
+    ap.add_argument("--checkpoint-every", type=int, default=100,
+                    help="learnerd --checkpoint-every (its default 100; 0: only at the end)")
     ap.add_argument("--out", dest="work")
     ap.add_argument("--ledger-dir", help="directory for the ownerd ledgers (default: "
                     "inside --out, on its file system)")
