@@ -295,6 +295,12 @@ static void begin_close(dp_conn *c, int reason, int graceful, const char *fmt, .
 		/* close_notify, or the alert of a failed handshake */
 		if (flush_output(c) < 0 || c->final)
 			return;
+		/* OpenSSL keeps the record buffer an alert was written with
+		 * (SSL_MODE_RELEASE_BUFFERS covers application data only), and
+		 * nothing is read or written through it any more: free it now,
+		 * not when the linger ends (docs/scale.md §2). */
+		if (c->ssl)
+			(void)SSL_free_buffers(c->ssl);
 		c->sreq.data = c;
 		r = uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown);
 		if (r == 0) {
