@@ -22,6 +22,7 @@
  *   progress.c    the progress line every few seconds and the final summary
  *   clock.c       monotonic and wall time
  *   fdlimit.c     open files: RLIMIT_NOFILE raised to what the job needs
+ *   memtrim.c     heap pages back to the system after connection bursts
  *
  * Events come back up without calls: sched.c answers with a decision that
  * server.c executes, and server.c reaches main.c only through the on_end
@@ -196,6 +197,13 @@ struct lrn_fdlimit {
 	uint64_t before, soft, hard;   /* RLIMIT_NOFILE (UINT64_MAX: unlimited) */
 };
 
+/* Connection bursts since the last heap trim (memtrim.c). */
+struct lrn_memtrim {
+	uint64_t events;           /* connections opened or closed since */
+	double last_event, last_trim;   /* monotonic */
+	uint64_t trims;
+};
+
 /* Descriptors besides connections: stdio, the TLS listener, the output
  * lock, trace.csv, a checkpoint or model being written, libuv's epoll,
  * eventfd and signal pipe, OpenSSL's files at start; with room to spare. */
@@ -291,6 +299,7 @@ struct lrn {
 	size_t open_conns;         /* admitted connections not yet closed */
 
 	struct lrn_fdlimit fd;     /* fdlimit.c, at start */
+	struct lrn_memtrim trim;   /* memtrim.c */
 };
 
 /* ---- server.c: the network ---------------------------------------------- */
@@ -442,5 +451,14 @@ int lrn_fdlimit_raise(struct lrn *L);
 /* One line: debug when nothing changed, info when raised, warn when the
  * hard limit left it short of what the job needs. */
 void lrn_fdlimit_log(const struct lrn *L);
+
+/* ---- memtrim.c: heap pages back after connection bursts ------------------- */
+/* At start: large buffers always from mmap (glibc's threshold fixed). */
+void lrn_memtrim_init(void);
+/* A connection was admitted or closed at monotonic time now. */
+void lrn_memtrim_note(struct lrn *L, double now);
+/* From the server's tick: malloc_trim once the connections have been quiet
+ * for a second, or every 10 s during a burst. */
+void lrn_memtrim_tick(struct lrn *L, double now);
 
 #endif

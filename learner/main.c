@@ -529,6 +529,7 @@ static int prepare_job(struct lrn *L, enum dp_config_action action)
 	rc = dp_tls_ctx_new(1, &tf, &L->ctx);
 	if (rc < 0)
 		return fail(LRN_EXIT_CONFIG, "%s", dp_error_detail(rc));
+	lrn_memtrim_init();
 	/* Before any socket or output file; logged once the loop runs. */
 	rc = lrn_fdlimit_raise(L);
 	if (rc < 0)

@@ -309,6 +309,7 @@ static int on_handshake(dp_conn *c, const char *peer_id)
 	o->conn_since = lrn_clock_mono();
 	dp_conn_set_data(c, o);
 	L->open_conns++;
+	lrn_memtrim_note(L, o->conn_since);
 	DP_INFO("conn", "owner connected id=%s peer=%s", o->id, dp_conn_peer_addr(c));
 	return 0;
 }
@@ -333,6 +334,7 @@ static void on_close(dp_conn *c, int reason, const char *detail)
 	struct lrn *L = learner;
 	struct lrn_owner *o = dp_conn_data(c);
 
+	lrn_memtrim_note(L, lrn_clock_mono());
 	if (o == NULL) {
 		/* on_handshake refusals (DP_EPROTO) were logged there; a TLS
 		 * failure (another CA, no certificate, timeout) is logged here so
@@ -523,6 +525,7 @@ static void on_tick(uv_timer_t *t)
 
 	carry_all(L, lrn_clock_mono(), lrn_sched_expired);
 	pump_at(L, lrn_clock_mono());
+	lrn_memtrim_tick(L, lrn_clock_mono());
 }
 
 static void on_broadcast(uv_timer_t *t)

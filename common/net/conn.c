@@ -33,15 +33,27 @@ struct wreq {
 
 #define DP_CONN_RBUF 65536
 #define DP_CONN_WCHUNK (4u << 20)
+/* Accepted connections whose TLS handshake runs at once, per listener;
+ * the others wait, unread, in arrival order (docs/scale.md §2). */
+#define DP_CONN_HANDSHAKES_MAX 64
+
+/* What only an outgoing connection needs, allocated with it: a server
+ * holding thousands of accepted ones does not pay for it (docs/scale.md). */
+struct client {
+	uv_getaddrinfo_t gai;
+	uv_connect_t creq;
+	struct addrinfo *ai_list, *ai_next;
+	int last_err;
+	uint16_t port;
+	char host[256];
+};
 
 struct dp_conn {
 	uv_loop_t *loop;
 	uv_tcp_t tcp;
 	uv_timer_t timer;       /* handshake timeout, then close linger */
-	uv_getaddrinfo_t gai;
-	uv_connect_t creq;
 	uv_shutdown_t sreq;
-	struct addrinfo *ai_list, *ai_next;
+	struct client *cl;      /* outgoing connections only */
 
 	SSL_CTX *ctx;
 	SSL *ssl;
@@ -61,25 +73,26 @@ struct dp_conn {
 	int connected;          /* tcp has a peer: reads and writes allowed */
 	int reading;
 	int ssl_fatal;          /* OpenSSL reported a fatal error: no SSL_shutdown */
+	int bios_renewed;       /* the handshake's BIOs replaced (renew_bios) */
 	int tcp_init;           /* tcp handle initialised and not closed */
 	int tcp_retrying;       /* tcp closing to try the next address */
 	int handles_open;       /* handles whose close callback is still due */
 	int gai_pending;
 	int final;              /* uv_close issued */
 	int finished;           /* on_close called */
-	int last_err;
 
 	int reason;
 	char detail[256];
 	char peer_id[DP_TLS_ID_MAX + 1];
 	char peer_addr[DP_ADDR_TEXT_MAX];
-	char host[256];
-	uint16_t port;
 
 	struct server *srv;     /* accepting listener's state, until it closes */
 	dp_listener *listener;  /* counts this connection, until it closes */
 	dp_listener_slot slot;  /* its record there */
 	dp_conn *lprev, *lnext; /* in srv->conns */
+	dp_conn *wprev, *wnext; /* in srv's wait queue, while waiting */
+	int waiting;            /* accepted, handshake not started (on_connection) */
+	int hs_counted;         /* counted in srv->hs_active */
 };
 
 /* Socket reads land here and are moved into the connection's read BIO
@@ -96,6 +109,7 @@ static void final_close(dp_conn *c);
 static void on_timer(uv_timer_t *t);
 static void try_connect(dp_conn *c);
 static void server_unlink(dp_conn *c);
+static void hs_end(dp_conn *c);
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -133,8 +147,9 @@ static void maybe_finish(dp_conn *c)
 	SSL_free(c->ssl);
 	SSL_CTX_free(c->ctx);
 	dp_frame_decoder_free(&c->dec);
-	if (c->ai_list)
-		uv_freeaddrinfo(c->ai_list);
+	if (c->cl && c->cl->ai_list)
+		uv_freeaddrinfo(c->cl->ai_list);
+	free(c->cl);
 	free(c);
 }
 
@@ -257,6 +272,7 @@ static void begin_close(dp_conn *c, int reason, int graceful, const char *fmt, .
 		return;
 	}
 	c->state = ST_CLOSING;
+	hs_end(c);
 	c->reason = reason;
 	va_start(ap, fmt);
 	vsnprintf(c->detail, sizeof(c->detail), fmt, ap);
@@ -265,7 +281,7 @@ static void begin_close(dp_conn *c, int reason, int graceful, const char *fmt, .
 		 c->peer_id, reason, c->detail);
 	uv_timer_stop(&c->timer);
 	if (c->gai_pending)
-		uv_cancel((uv_req_t *)&c->gai);
+		uv_cancel((uv_req_t *)&c->cl->gai);
 	if (c->reading) {
 		uv_read_stop((uv_stream_t *)&c->tcp);
 		c->reading = 0;
@@ -279,6 +295,12 @@ static void begin_close(dp_conn *c, int reason, int graceful, const char *fmt, .
 		/* close_notify, or the alert of a failed handshake */
 		if (flush_output(c) < 0 || c->final)
 			return;
+		/* OpenSSL keeps the record buffer an alert was written with
+		 * (SSL_MODE_RELEASE_BUFFERS covers application data only), and
+		 * nothing is read or written through it any more: free it now,
+		 * not when the linger ends (docs/scale.md §2). */
+		if (c->ssl)
+			(void)SSL_free_buffers(c->ssl);
 		c->sreq.data = c;
 		r = uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown);
 		if (r == 0) {
@@ -299,7 +321,7 @@ static void on_timer(uv_timer_t *t)
 	}
 	if (c->state == ST_RESOLVING || c->state == ST_CONNECTING)
 		begin_close(c, -ETIMEDOUT, 0, "connection to %s:%u not established within %u ms",
-			  c->host, c->port, c->hs_timeout_ms);
+			  c->cl->host, c->cl->port, c->hs_timeout_ms);
 	else
 		begin_close(c, -ETIMEDOUT, 0, "TLS handshake with %s not completed within %u ms",
 			  c->peer_addr, c->hs_timeout_ms);
@@ -355,6 +377,7 @@ static int handshake_done(dp_conn *c)
 {
 	int r;
 
+	hs_end(c);
 	uv_timer_stop(&c->timer);
 	r = dp_tls_peer_identity(c->ssl, c->peer_id, sizeof(c->peer_id));
 	if (r < 0) {
@@ -370,6 +393,32 @@ static int handshake_done(dp_conn *c)
 	if (c->state == ST_OPEN && c->listener != NULL)
 		dp_listener_settle(c->listener, &c->slot);
 	return c->state == ST_OPEN ? 0 : -1;
+}
+
+/* A memory BIO keeps its largest buffer for good, and the handshake's
+ * flights (certificates) are ten times the size of any later message.
+ * Once the handshake is over and both BIOs are empty, replace them with
+ * fresh ones: about 2 KB less per idle connection (docs/scale.md §2).
+ * On failure the old ones stay, which is only the memory not saved. */
+static void renew_bios(dp_conn *c)
+{
+	BIO *r, *w;
+
+	c->bios_renewed = 1;
+	if (BIO_ctrl_pending(c->rbio) != 0 || BIO_ctrl_pending(c->wbio) != 0)
+		return;
+	r = BIO_new(BIO_s_mem());
+	w = BIO_new(BIO_s_mem());
+	if (r == NULL || w == NULL) {
+		BIO_free(r);
+		BIO_free(w);
+		ERR_clear_error();
+		return;
+	}
+	BIO_set_mem_eof_return(r, -1);
+	SSL_set_bio(c->ssl, r, w);   /* frees the old pair */
+	c->rbio = r;
+	c->wbio = w;
 }
 
 static void drive(dp_conn *c)
@@ -403,7 +452,8 @@ static void drive(dp_conn *c)
 		}
 		e = SSL_get_error(c->ssl, r);
 		if (e == SSL_ERROR_WANT_READ) {
-			flush_output(c);
+			if (flush_output(c) == 0 && !c->bios_renewed && c->state == ST_OPEN)
+				renew_bios(c);
 			return;
 		}
 		if (e == SSL_ERROR_ZERO_RETURN) {
@@ -538,6 +588,7 @@ static void conn_discard(dp_conn *c)
 	SSL_free(c->ssl);
 	SSL_CTX_free(c->ctx);
 	dp_frame_decoder_free(&c->dec);
+	free(c->cl);
 	free(c);
 }
 
@@ -573,15 +624,15 @@ static void on_connect(uv_connect_t *req, int status)
 	if (c->state == ST_CLOSING)
 		return;
 	if (status < 0) {
-		c->last_err = status;
+		c->cl->last_err = status;
 		DP_DEBUG("conn", "connect to %s failed: %s", c->peer_addr, uv_strerror(status));
-		if (c->ai_next != NULL) {
+		if (c->cl->ai_next != NULL) {
 			c->tcp_retrying = 1;
 			uv_close((uv_handle_t *)&c->tcp, on_retry_closed);
 			return;
 		}
-		begin_close(c, status, 0, "cannot connect to %s:%u (%s): %s", c->host, c->port,
-			  c->peer_addr, uv_strerror(status));
+		begin_close(c, status, 0, "cannot connect to %s:%u (%s): %s", c->cl->host,
+			  c->cl->port, c->peer_addr, uv_strerror(status));
 		return;
 	}
 	start_handshake(c);
@@ -589,36 +640,37 @@ static void on_connect(uv_connect_t *req, int status)
 
 static void try_connect(dp_conn *c)
 {
+	struct client *cl = c->cl;
 	int r;
 
-	while (c->ai_next != NULL) {
-		struct addrinfo *ai = c->ai_next;
+	while (cl->ai_next != NULL) {
+		struct addrinfo *ai = cl->ai_next;
 
-		c->ai_next = ai->ai_next;
+		cl->ai_next = ai->ai_next;
 		if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
 			continue;
 		dp_addr_format(ai->ai_addr, c->peer_addr, sizeof(c->peer_addr));
 		r = uv_tcp_init(c->loop, &c->tcp);
 		if (r < 0) {
-			c->last_err = r;
+			cl->last_err = r;
 			continue;
 		}
 		c->tcp.data = c;
 		c->tcp_init = 1;
 		c->handles_open++;
-		c->creq.data = c;
-		r = uv_tcp_connect(&c->creq, &c->tcp, ai->ai_addr, on_connect);
+		cl->creq.data = c;
+		r = uv_tcp_connect(&cl->creq, &c->tcp, ai->ai_addr, on_connect);
 		if (r == 0) {
 			c->state = ST_CONNECTING;
 			return;
 		}
-		c->last_err = r;
+		cl->last_err = r;
 		c->tcp_retrying = 1;
 		uv_close((uv_handle_t *)&c->tcp, on_retry_closed);
 		return;
 	}
-	begin_close(c, c->last_err ? c->last_err : DP_ENOENT, 0, "cannot connect to %s:%u: %s",
-		  c->host, c->port, c->last_err ? uv_strerror(c->last_err) : "no usable address");
+	begin_close(c, cl->last_err ? cl->last_err : DP_ENOENT, 0, "cannot connect to %s:%u: %s",
+		  cl->host, cl->port, cl->last_err ? uv_strerror(cl->last_err) : "no usable address");
 }
 
 static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
@@ -633,10 +685,11 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 		return;
 	}
 	if (status < 0) {
-		begin_close(c, DP_ENOENT, 0, "cannot resolve '%s': %s", c->host, uv_strerror(status));
+		begin_close(c, DP_ENOENT, 0, "cannot resolve '%s': %s", c->cl->host,
+			  uv_strerror(status));
 		return;
 	}
-	c->ai_list = c->ai_next = res;
+	c->cl->ai_list = c->cl->ai_next = res;
 	try_connect(c);
 }
 
@@ -651,25 +704,30 @@ int dp_conn_connect(uv_loop_t *loop, const dp_conn_config *cfg, const char *host
 	DP_REQUIRE(loop != NULL && cfg != NULL && out != NULL);
 	if (cfg->ctx == NULL || host == NULL || *host == '\0' || port == 0)
 		return dp_error_set(DP_EINVAL, "connect: need a TLS context, a host and a port");
-	if (strlen(host) >= sizeof(((dp_conn *)0)->host))
+	if (strlen(host) >= sizeof(((struct client *)0)->host))
 		return dp_error_set(DP_EINVAL, "connect: host name too long");
 	r = conn_new(loop, cfg, 0, &c);
 	if (r < 0)
 		return r;
+	c->cl = calloc(1, sizeof(*c->cl));
+	if (c->cl == NULL) {
+		conn_discard(c);
+		return dp_error_set(DP_ENOMEM, "out of memory for a connection");
+	}
 	r = dp_tls_client_setup(c->ssl, server_name ? server_name : host);
 	if (r < 0) {
 		conn_discard(c);
 		return r;
 	}
-	snprintf(c->host, sizeof(c->host), "%s", host);
-	c->port = port;
+	snprintf(c->cl->host, sizeof(c->cl->host), "%s", host);
+	c->cl->port = port;
 	snprintf(portstr, sizeof(portstr), "%u", port);
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_NUMERICSERV;
-	c->gai.data = c;
-	r = uv_getaddrinfo(loop, &c->gai, on_resolved, host, portstr, &hints);
+	c->cl->gai.data = c;
+	r = uv_getaddrinfo(loop, &c->cl->gai, on_resolved, host, portstr, &hints);
 	if (r < 0) {
 		conn_discard(c);
 		return dp_error_set(r, "cannot resolve '%s': %s", host, uv_strerror(r));
@@ -691,7 +749,61 @@ struct server {
 	dp_conn_config cfg;     /* cfg.limits points at lim; cfg.ctx referenced */
 	dp_frame_limits lim;
 	dp_conn *conns;
+	size_t hs_active;       /* handshakes running (DP_CONN_HANDSHAKES_MAX) */
+	dp_conn *wait_head, *wait_tail;   /* accepted, waiting to start theirs */
 };
+
+static void wait_unlink(dp_conn *c)
+{
+	struct server *srv = c->srv;
+
+	if (!c->waiting)
+		return;
+	c->waiting = 0;
+	if (c->wprev)
+		c->wprev->wnext = c->wnext;
+	else
+		srv->wait_head = c->wnext;
+	if (c->wnext)
+		c->wnext->wprev = c->wprev;
+	else
+		srv->wait_tail = c->wprev;
+	c->wprev = c->wnext = NULL;
+}
+
+/* A storm of connections (thousands of owners reconnecting at once) would
+ * otherwise run all their handshakes at once, each holding OpenSSL's
+ * handshake state (some 30 KB) until its peer answers: the peak is then
+ * the sum, and the heap stays fragmented after it.  Running at most
+ * DP_CONN_HANDSHAKES_MAX at a time bounds that, while the waiting ones
+ * cost their struct and a descriptor; their handshake timeout runs from
+ * the accept as before. */
+static void hs_start(dp_conn *c)
+{
+	c->hs_counted = 1;
+	c->srv->hs_active++;
+	start_handshake(c);
+}
+
+/* c's handshake ended (done, failed or abandoned): start waiting ones. */
+static void hs_end(dp_conn *c)
+{
+	struct server *srv = c->srv;
+
+	if (srv == NULL)
+		return;
+	wait_unlink(c);
+	if (!c->hs_counted)
+		return;
+	c->hs_counted = 0;
+	srv->hs_active--;
+	while (srv->hs_active < DP_CONN_HANDSHAKES_MAX && srv->wait_head != NULL) {
+		dp_conn *w = srv->wait_head;
+
+		wait_unlink(w);
+		hs_start(w);
+	}
+}
 
 static void server_unlink(dp_conn *c)
 {
@@ -699,6 +811,7 @@ static void server_unlink(dp_conn *c)
 
 	if (srv == NULL)
 		return;
+	hs_end(c);
 	if (c->lprev)
 		c->lprev->lnext = c->lnext;
 	else
@@ -739,7 +852,17 @@ static int on_connection(dp_listener *l, void *data)
 		return 0;
 	}
 	c->listener = l;
-	start_handshake(c);
+	if (srv->hs_active < DP_CONN_HANDSHAKES_MAX) {
+		hs_start(c);
+		return 0;
+	}
+	c->waiting = 1;
+	c->wprev = srv->wait_tail;
+	if (srv->wait_tail)
+		srv->wait_tail->wnext = c;
+	else
+		srv->wait_head = c;
+	srv->wait_tail = c;
 	return 0;
 }
 
@@ -763,8 +886,11 @@ static void on_listener_close(dp_listener *l, void *data)
 	struct server *srv = data;
 	dp_conn *c = srv->conns, *next;
 
+	srv->wait_head = srv->wait_tail = NULL;
 	for (; c != NULL; c = next) {
 		next = c->lnext;
+		c->waiting = c->hs_counted = 0;
+		c->wprev = c->wnext = NULL;
 		c->srv = NULL;
 		c->listener = NULL;
 		c->lprev = c->lnext = NULL;

@@ -12,8 +12,6 @@
  * a huge frame and then trickles bytes costs memory in proportion to what it
  * actually sent. */
 #define DP_FRAME_BODY_MIN_CAP   4096u
-/* Buffers above this are released after each frame instead of kept. */
-#define DP_FRAME_BODY_KEEP_CAP  (256u << 10)
 
 void dp_frame_decoder_init(dp_frame_decoder *d, uint32_t max_len)
 {
@@ -90,7 +88,10 @@ static void next_frame(dp_frame_decoder *d)
 	d->hdr_have = 0;
 	d->body_have = 0;
 	d->body_len = 0;
-	if (d->body_cap > DP_FRAME_BODY_KEEP_CAP) {
+	/* Released, not kept: frames split across reads are rare (messages
+	 * are small), and a server holding thousands of idle connections
+	 * should not keep a buffer for each (docs/scale.md §2). */
+	if (d->body != NULL) {
 		free(d->body);
 		d->body = NULL;
 		d->body_cap = 0;

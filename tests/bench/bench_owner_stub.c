@@ -10,7 +10,12 @@
  * benchmark only, never installed.
  *
  *   bench_owner_stub --learner HOST:PORT --ca F --certs DIR --owners N
- *                    [--p 11] [--rows 50]
+ *                    [--first 1] [--p 11] [--rows 50] [--rate 1]
+ *
+ * --first F: the identities are owner-F .. owner-(F+N-1) (the scale
+ * benchmark, docs/scale.md, mixes stubs with real ownerd processes).
+ * --rate R: the clock rate its Hellos state; the learner plans each
+ * owner's share of the iterations from it (docs/planner.md).
  *
  * Exit 0 when every connection received Done; 1 otherwise (message on
  * stderr); 2 on bad usage. */
@@ -40,9 +45,10 @@ static char learner_host[DP_ADDR_HOST_MAX + 1];
 static struct {
 	const char *host, *ca, *certs;
 	uint16_t port;
-	size_t n, p;
+	size_t n, p, first;
 	uint64_t rows;
-} A = { .p = 11, .rows = 50 };
+	double rate;
+} A = { .p = 11, .rows = 50, .first = 1, .rate = 1.0 };
 
 static uv_loop_t *loop;
 static struct stub_owner *own;
@@ -85,7 +91,7 @@ static int on_handshake(dp_conn *c, const char *peer_id)
 	h.n_rows = A.rows;
 	h.n_features = (uint32_t)A.p;
 	h.epsilon = 1.0;
-	h.rate = 1.0;
+	h.rate = A.rate;
 	env.msg_case = DPASYNC__ENVELOPE__MSG_HELLO;
 	env.hello = &h;
 	send_env(o, &env);
@@ -184,7 +190,7 @@ static int connect_owner(struct stub_owner *o, size_t i)
 	dp_conn *c;
 	int rc;
 
-	snprintf(o->id, sizeof(o->id), "owner-%zu", i + 1);
+	snprintf(o->id, sizeof(o->id), "owner-%zu", A.first + i);
 	snprintf(cert, sizeof(cert), "%s/%s.crt", A.certs, o->id);
 	snprintf(key, sizeof(key), "%s/%s.key", A.certs, o->id);
 	rc = dp_tls_ctx_new(0, &tf, &ctx);
@@ -196,7 +202,7 @@ static int connect_owner(struct stub_owner *o, size_t i)
 	cfg.cb.on_message = on_message;
 	cfg.cb.on_close = on_close;
 	cfg.data = o;
-	cfg.handshake_timeout_ms = 30000;   /* 100 handshakes on 2 busy cores */
+	cfg.handshake_timeout_ms = 300000;   /* a storm of 10,000 handshakes on 2 busy cores */
 	rc = dp_conn_connect(loop, &cfg, A.host, A.port, "learner", &c);
 	SSL_CTX_free(ctx);
 	return rc;
@@ -205,7 +211,7 @@ static int connect_owner(struct stub_owner *o, size_t i)
 static int usage(void)
 {
 	fprintf(stderr, "usage: bench_owner_stub --learner HOST:PORT --ca F --certs DIR "
-		"--owners N [--p P] [--rows R]\n");
+		"--owners N [--first F] [--p P] [--rows R] [--rate R]\n");
 	return 2;
 }
 
@@ -215,6 +221,7 @@ int main(int argc, char **argv)
 		{ "learner", required_argument, NULL, 'l' }, { "ca", required_argument, NULL, 'a' },
 		{ "certs", required_argument, NULL, 'c' }, { "owners", required_argument, NULL, 'n' },
 		{ "p", required_argument, NULL, 'p' }, { "rows", required_argument, NULL, 'r' },
+		{ "first", required_argument, NULL, 'f' }, { "rate", required_argument, NULL, 'R' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int o, rc = 0;
@@ -235,6 +242,8 @@ int main(int argc, char **argv)
 		case 'n': rc = dp_num_parse_size("--owners", optarg, &A.n); break;
 		case 'p': rc = dp_num_parse_size("--p", optarg, &A.p); break;
 		case 'r': rc = dp_num_parse_u64("--rows", optarg, &A.rows); break;
+		case 'f': rc = dp_num_parse_size("--first", optarg, &A.first); break;
+		case 'R': rc = dp_num_parse_double("--rate", optarg, 0, &A.rate); break;
 		default: return usage();
 		}
 		if (rc < 0) {
@@ -242,7 +251,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind != argc || !A.host || !A.ca || !A.certs || A.n == 0 || A.p == 0 || A.rows == 0)
+	if (optind != argc || !A.host || !A.ca || !A.certs || A.n == 0 || A.p == 0 || A.rows == 0 ||
+	    A.first == 0 || !(A.rate >= 0))
 		return usage();
 	dp_log_set_level(DP_LOG_WARN);
 	loop = uv_default_loop();
@@ -255,7 +265,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < A.n; i++) {
 		rc = connect_owner(&own[i], i);
 		if (rc < 0) {
-			fprintf(stderr, "bench_owner_stub: owner-%zu: %s\n", i + 1, dp_error_detail(rc));
+			fprintf(stderr, "bench_owner_stub: owner-%zu: %s\n", A.first + i,
+				dp_error_detail(rc));
 			return 1;
 		}
 	}
