@@ -46,7 +46,7 @@ struct sim_opts {
 	int model;                     /* dp_model */
 	char *target, *schema, *schedule, *out, *sample, *public_file;
 	bool bias, freq_correction, have_eta, have_rho, have_c, have_clip, have_margin;
-	size_t T, T_max, repeats, psi_every, max_inflight;
+	size_t T, T_max, repeats, psi_every, max_inflight, threads;
 	uint64_t seed;
 	double eta, rho, c, lambda, theta_max, clip, margin;
 	struct dp_config_doubles eps, rates;
@@ -690,21 +690,23 @@ static int simulate(void *arg)
 		goto out;
 	}
 	t0 = now_secs();
-	for (size_t r = 0; r < o->repeats; r++) {
-		rc = dp_sim_run(&s, o->seed + r, psi + r * ncp, r == 0 ? theta1 : theta,
-				r == 0 ? owners1 : NULL, r == 0 ? answers : NULL,
-				r == 0 ? stale : NULL);
+	{
+		size_t failed = 0;
+
+		rc = dp_sim_repeats(&s, o->seed, o->repeats, o->threads, psi, theta1, owners1,
+				    answers, stale, &failed);
 		if (rc != 0) {
 			if (rc == DP_EBUDGET)
 				dp_cmd_fail("sim", "%s", dp_error_detail(rc));
 			else
-				dp_cmd_fail("sim", "repeat %zu: %s", r + 1, dp_error_detail(rc));
+				dp_cmd_fail("sim", "repeat %zu: %s", failed + 1, dp_error_detail(rc));
 			rc = 1;
 			goto out;
 		}
-		psi_mean += psi[r * ncp + ncp - 1] / (double)o->repeats;
 	}
 	secs_run = now_secs() - t0;
+	for (size_t r = 0; r < o->repeats; r++)
+		psi_mean += psi[r * ncp + ncp - 1] / (double)o->repeats;
 	for (size_t k = 0; k < T; k++)
 		stale_mean += (double)stale[k] / (double)T;
 
@@ -844,6 +846,9 @@ int dp_cmd_sim(int argc, char **argv)
 		{ .name = "repeats", DP_CFG_SIZE(&o.repeats), .def = "10", .min = 1, .max = INFINITY,
 		  .metavar = "R", .help = "independent runs" },
 		{ .name = "seed", DP_CFG_U64(&o.seed), .def = "1", .metavar = "S", .help = "seed" },
+		{ .name = "threads", DP_CFG_SIZE(&o.threads), .def = "0", .metavar = "J",
+		  .help = "repeats run on J threads at once (0: one per\n"
+			  "CPU); the results do not depend on J" },
 		{ .name = "psi-every", DP_CFG_SIZE(&o.psi_every), .metavar = "M",
 		  .help = "evaluate psi every M iterations (default\nmax(1, T/200))" },
 		{ .name = "out", DP_CFG_PATH(&o.out), .flags = DP_CONFIG_REQUIRED, .metavar = "DIR",

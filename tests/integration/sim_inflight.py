@@ -5,7 +5,8 @@ queries out at once (docs/learnerd.md, staleness).  With --epsilon inf and
 a --schedule it reproduces the numpy reference (ref_async.py
 --max-inflight M) to 1e-9 relative error on theta_L and its mean staleness
 exactly, for M = 2 and 3; M = 1 is the strict run, bit for bit, with
-staleness 0; a sync mode refuses the flag."""
+staleness 0; a sync mode refuses the flag.  And --threads: 5 noisy repeats
+on 1 and on 3 threads give the same psi, model and schedule, bit for bit."""
 import json, os, random, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import check, run, tmpdir, cleanup, summary, main
@@ -65,6 +66,17 @@ def test(argv):
                 ok=False)
         check(p.returncode == 2 and '--max-inflight applies to --mode async' in p.stderr,
               'sync1 with --max-inflight: exit %d, stderr %r' % (p.returncode, p.stderr))
+        outs = []
+        for J in (1, 3):
+            out = os.path.join(d, 'threads-%d' % J)
+            run([dpasync, 'sim', '--T', '200', '--repeats', '5', '--threads', str(J),
+                 '--max-inflight', '2', '--out', out] + files)
+            outs.append(out)
+        s1, s3 = summary(outs[0]), summary(outs[1])
+        check(s1['psi'] == s3['psi'] and s1['theta'] == s3['theta'] and len(set(s1['psi'])) == 5,
+              '--threads 1 and 3 differ: %s %s' % (s1['psi'], s3['psi']))
+        check(open(os.path.join(outs[0], 'schedule.txt')).read() ==
+              open(os.path.join(outs[1], 'schedule.txt')).read(), 'schedules differ')
     finally:
         cleanup(d)
 

@@ -2,9 +2,12 @@
 #include "tools/lib/sim.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/core/algo.h"
 #include "common/core/error.h"
@@ -218,6 +221,118 @@ out:
 	free(count);
 	free(q);
 	return rc;
+}
+
+/* The repeats shared out among threads: each takes the next index. */
+struct sim_pool {
+	const dp_sim_setup *s;
+	uint64_t seed;
+	size_t R, ncp;
+	double *psi, *theta1;
+	size_t *owners1;
+	uint64_t *answers1, *stale1;
+	pthread_mutex_t lock;
+	size_t next;            /* the next repeat to start */
+	size_t failed;          /* the lowest failing repeat (R: none) */
+	int rc;                 /* its error */
+	char why[512];          /* and its detail (recorded in its thread) */
+};
+
+/* One repeat into the pool's outputs; theta: this thread's scratch. */
+static void pool_one(struct sim_pool *P, size_t r, double *theta)
+{
+	int rc = dp_sim_run(P->s, P->seed + r, P->psi + r * P->ncp, r == 0 ? P->theta1 : theta,
+			    r == 0 ? P->owners1 : NULL, r == 0 ? P->answers1 : NULL,
+			    r == 0 ? P->stale1 : NULL);
+
+	if (rc == 0)
+		return;
+	pthread_mutex_lock(&P->lock);
+	if (r < P->failed) {
+		P->failed = r;
+		P->rc = rc;
+		snprintf(P->why, sizeof(P->why), "%s", dp_error_detail(rc));
+	}
+	pthread_mutex_unlock(&P->lock);
+}
+
+/* One thread of the pool and its scratch model (repeats after the first
+ * write their final model there). */
+struct sim_thread {
+	struct sim_pool *P;
+	double *theta;
+	pthread_t tid;
+};
+
+/* A worker: repeats in increasing order until none is left or one has
+ * failed (the ones below it are all started, so the lowest failure is
+ * still found). */
+static void *pool_worker(void *arg)
+{
+	struct sim_thread *t = arg;
+	struct sim_pool *P = t->P;
+
+	for (;;) {
+		size_t r;
+
+		pthread_mutex_lock(&P->lock);
+		r = P->next < P->R && P->failed == P->R ? P->next++ : P->R;
+		pthread_mutex_unlock(&P->lock);
+		if (r == P->R)
+			return NULL;
+		pool_one(P, r, t->theta);
+	}
+}
+
+int dp_sim_repeats(const dp_sim_setup *s, uint64_t seed, size_t R, size_t threads,
+		   double *psi_out, double *theta_out, size_t *owner_out, uint64_t *answers_out,
+		   uint64_t *stale_out, size_t *failed)
+{
+	struct sim_pool P = { .s = s, .seed = seed, .R = R, .psi = psi_out, .theta1 = theta_out,
+			      .owners1 = owner_out, .answers1 = answers_out, .stale1 = stale_out,
+			      .failed = R };
+	struct sim_thread *th;
+	double *scratch;
+	size_t started = 1;
+
+	DP_REQUIRE(s != NULL && R > 0 && failed != NULL);
+	P.ncp = dp_sim_checkpoints(s);
+	if (threads == 0) {
+		long c = sysconf(_SC_NPROCESSORS_ONLN);
+
+		threads = c > 0 ? (size_t)c : 1;
+	}
+	if (threads > R)
+		threads = R;
+	th = calloc(threads, sizeof(*th));
+	scratch = calloc(threads * s->p, sizeof(double));
+	if (th == NULL || scratch == NULL) {
+		free(th);
+		free(scratch);
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	}
+	pthread_mutex_init(&P.lock, NULL);
+	for (size_t t = 0; t < threads; t++) {
+		th[t].P = &P;
+		th[t].theta = scratch + t * s->p;
+	}
+	/* th[0] is this thread; a thread that cannot start leaves its share
+	 * to the others */
+	for (size_t t = 1; t < threads; t++) {
+		if (pthread_create(&th[started].tid, NULL, pool_worker, &th[started]) != 0)
+			break;
+		started++;
+	}
+	pool_worker(&th[0]);
+	for (size_t t = 1; t < started; t++)
+		pthread_join(th[t].tid, NULL);
+	pthread_mutex_destroy(&P.lock);
+	free(th);
+	free(scratch);
+	if (P.failed == R)
+		return 0;
+	*failed = P.failed;
+	return dp_error_set(P.rc, "%s", P.why);
 }
 
 /* dp_sim_per_owner for each element type: one body, written once. */

@@ -57,6 +57,19 @@ typedef struct dp_sim_setup {
 int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *theta_out,
 	       size_t *owner_out, uint64_t *answers_out, uint64_t *stale_out);
 
+/* Repeats r = 0 .. R-1 of dp_sim_run with seeds seed + r, on `threads`
+ * threads (0: one per online CPU; never more than R): psi_out[r ncp ..)
+ * for repeat r (ncp = dp_sim_checkpoints), the other outputs those of
+ * repeat 0.  The results do not depend on the number of threads: each
+ * repeat has its own generator streams and its own buffers, and the
+ * datasets are only read.  On failure: the error of the lowest failing
+ * repeat (as a sequential loop would stop at), its index in *failed and
+ * its detail recorded for this thread; or DP_ENOMEM.  A thread that
+ * cannot be started leaves its share to the others. */
+int dp_sim_repeats(const dp_sim_setup *s, uint64_t seed, size_t R, size_t threads,
+		   double *psi_out, double *theta_out, size_t *owner_out, uint64_t *answers_out,
+		   uint64_t *stale_out, size_t *failed);
+
 /* Number of psi checkpoints dp_sim_run writes. */
 size_t dp_sim_checkpoints(const dp_sim_setup *s);
 /* Iteration number of checkpoint c (0-based). */
