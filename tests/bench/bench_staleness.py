@@ -33,8 +33,8 @@ simulator's range at that staleness.
 Usage (meson passes the executables):
   bench_staleness.py --learnerd L --ownerd O --dpasync D
                      [--owners 3] [--inflight 1,2,3,4] [--rows 250000] [--T 1000]
-                     [--rate 1000] [--runs 3] [--sim-repeats 5] [--big 8:1,2,4,8]
-                     [--ledger-dir DIR] [--json FILE] [--keep]
+                     [--rate 1000] [--runs 3] [--sim-repeats 20] [--big 8:1,2,4,8]
+                     [--diag-shm] [--ledger-dir DIR] [--json FILE] [--keep]
 Exit 0 unless a program failed.
 """
 import argparse
@@ -99,27 +99,29 @@ class Bench:
         subprocess.run([a.dpasync, "certs", "--out", self.certs, "--owners", str(nmax)],
                        check=True, stdout=subprocess.DEVNULL)
 
-    def sim(self, n, m):
-        """dpasync sim at max-inflight m: psi per seed and seconds per iteration."""
+    def sim(self, n, m, threads=1, repeats=None):
+        """dpasync sim at max-inflight m: psi per seed and seconds per iteration
+        (one thread: the time of one iteration, comparable with one answer)."""
         a = self.a
         out = os.path.join(a.work, "sim-n%d-m%d" % (n, m))
         subprocess.run([a.dpasync, "sim", "--T", str(a.T), "--bias", "--rate", "%g" % a.rate,
-                        "--max-inflight", str(m), "--repeats", str(a.sim_repeats),
+                        "--max-inflight", str(m), "--threads", str(threads),
+                        "--repeats", str(repeats or a.sim_repeats),
                         "--psi-every", str(a.T), "--seed", "1", "--out", out] + self.files(n),
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         with open(os.path.join(out, "summary.json")) as f:
             s = json.load(f)
         shutil.rmtree(out, ignore_errors=True)
-        return {"owners": n, "max_inflight": m, "psi": s["psi"], "eta": s["eta"],
+        return {"owners": n, "max_inflight": m, "threads": threads, "psi": s["psi"], "eta": s["eta"],
                 "clip": s["clip_l1"], "staleness_mean": s["staleness_mean"],
                 "per_iteration_s": s["seconds"]["per_iteration"],
                 "load_s": s["seconds"]["load"]}
 
-    def job(self, n, m, tag):
+    def job(self, n, m, tag, shm=False):
         a = self.a
         c = self.certs
         jdir = os.path.join(a.work, tag)
-        ldir = os.path.join(a.ledger_root, tag)
+        ldir = os.path.join(a.shm_root if shm else a.ledger_root, tag)
         os.makedirs(jdir)
         os.makedirs(ldir)
         names = ",".join("owner-%d" % i for i in range(1, n + 1))
@@ -176,7 +178,7 @@ class Bench:
         ev = subprocess.run([a.dpasync, "eval", os.path.join(lout, "model.json")] + self.files(n),
                             check=True, capture_output=True, text=True)
         psi = json.loads(ev.stdout)["psi"]
-        res = {"owners": n, "max_inflight": m, "T": a.T, "wall_s": wall, "it_per_s": a.T / wall,
+        res = {"owners": n, "max_inflight": m, "ledgers": "tmpfs" if shm else "disk", "T": a.T, "wall_s": wall, "it_per_s": a.T / wall,
                "compute_s": compute, "answers": answers,
                "compute_per_answer_ms": 1e3 * compute / max(1, answers),
                "wall_over_compute": wall / compute,
@@ -200,18 +202,25 @@ class Bench:
             for m in ms:
                 s = self.sim(n, m)
                 results["sims"].append(s)
+                if m == 1 and n == a.owners:
+                    # a sweep's throughput: the repeats on every CPU
+                    s2 = self.sim(n, m, threads=0, repeats=4)
+                    results["sims_threads"] = s2
+                    log("  sim  M=1 --threads 0 (every CPU), 4 repeats: %.3f ms/iteration"
+                        % (1e3 * s2["per_iteration_s"]))
                 log("  sim  M=%d  psi %s  staleness %.2f  %.3f ms/iteration (load %.1f s)"
                     % (m, " ".join("%.3g" % v for v in s["psi"]), s["staleness_mean"],
                        1e3 * s["per_iteration_s"], s["load_s"]))
             for rnd in range(1, a.runs + 1):
-                for m in ms:
-                    r = self.job(n, m, "r%d-n%d-m%d" % (rnd, n, m))
+                for m in ms + ([0] if a.diag_shm and n == a.owners else []):
+                    # m = 0: strict with the ledgers on tmpfs (diagnostic)
+                    r = self.job(n, max(m, 1), "r%d-n%d-m%d" % (rnd, n, m), shm=m == 0)
                     r["round"] = rnd
                     results["jobs"].append(r)
-                    log("  job  M=%d round %d: wall %.3f s  %.0f it/s  compute %.3f s "
+                    log("  job  M=%d%s round %d: wall %.3f s  %.0f it/s  compute %.3f s "
                         "(%.3f ms/answer)  wall/compute %.3f  rtt %.3f ms  staleness %.2f  "
                         "psi %.3g  load %.1f"
-                        % (m, rnd, r["wall_s"], r["it_per_s"], r["compute_s"],
+                        % (r["max_inflight"], " tmpfs" if m == 0 else "", rnd, r["wall_s"], r["it_per_s"], r["compute_s"],
                            r["compute_per_answer_ms"], r["wall_over_compute"],
                            r["rtt_median_ms"], r["staleness_mean"], r["psi"], r["loadavg"][0]))
         return results
@@ -220,25 +229,27 @@ class Bench:
 def summarise(res):
     lines = ["| owners | max-inflight | wall s (median) | it/s | speed-up vs strict "
              "| compute s | wall/compute | rtt ms | staleness | psi (runs) "
-             "| sim psi (seeds: min–max) | sim ms/it |",
+             "| sim psi over seeds: min–max (mean) | sim ms/it |",
              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|"]
     out = []
     for n in sorted(set(j["owners"] for j in res["jobs"])):
-        base = None
-        for m in sorted(set(j["max_inflight"] for j in res["jobs"] if j["owners"] == n)):
-            js = [j for j in res["jobs"] if j["owners"] == n and j["max_inflight"] == m]
+        keys = sorted(set((j["ledgers"] != "disk", j["max_inflight"]) for j in res["jobs"]
+                          if j["owners"] == n))
+        for shm, m in keys:
+            led = "tmpfs" if shm else "disk"
+            js = [j for j in res["jobs"] if j["owners"] == n and j["max_inflight"] == m
+                  and j["ledgers"] == led]
             sim = [s for s in res["sims"] if s["owners"] == n and s["max_inflight"] == m][0]
+            psim = sim["psi"]
             wall = statistics.median(j["wall_s"] for j in js)
-            if m == 1:
-                base = wall
             # per-round speed-up: against the strict job of the same round
             sp = []
             for j in js:
                 b = [x for x in res["jobs"] if x["owners"] == n and x["max_inflight"] == 1
-                     and x["round"] == j["round"]]
+                     and x["round"] == j["round"] and x["ledgers"] == "disk"]
                 if b:
                     sp.append(b[0]["wall_s"] / j["wall_s"])
-            cell = {"owners": n, "max_inflight": m, "wall_s": wall, "it_per_s": js[0]["T"] / wall,
+            cell = {"owners": n, "max_inflight": m, "ledgers": led, "wall_s": wall, "it_per_s": js[0]["T"] / wall,
                     "speedup_median": statistics.median(sp) if sp else None,
                     "compute_s": statistics.median(j["compute_s"] for j in js),
                     "wall_over_compute": statistics.median(j["wall_over_compute"] for j in js),
@@ -246,24 +257,27 @@ def summarise(res):
                     "compute_per_answer_ms": statistics.median(j["compute_per_answer_ms"]
                                                                for j in js),
                     "staleness_mean": statistics.median(j["staleness_mean"] for j in js),
-                    "psi": [j["psi"] for j in js], "sim_psi": sim["psi"],
+                    "psi": [j["psi"] for j in js], "sim_psi": psim,
+                    "psi_mean": statistics.mean(j["psi"] for j in js),
+                    "sim_psi_mean": statistics.mean(psim),
                     "sim_staleness": sim["staleness_mean"],
                     "sim_ms_per_it": 1e3 * sim["per_iteration_s"]}
             cell["psi_in_sim_range"] = all(min(sim["psi"]) <= v <= max(sim["psi"])
                                            for v in cell["psi"])
             out.append(cell)
-            lines.append("| %d | %d | %.3f | %.0f | %s | %.3f | %.3f | %.2f | %.2f | %s | %.3g–%.3g | %.2f |"
-                         % (n, m, wall, cell["it_per_s"],
+            lines.append("| %d | %d%s | %.3f | %.0f | %s | %.3f | %.3f | %.2f | %.2f | %s | %.3g–%.3g (%.3g) | %.2f |"
+                         % (n, m, " (ledgers on tmpfs)" if shm else "", wall, cell["it_per_s"],
                             "%.2f×" % cell["speedup_median"] if cell["speedup_median"] else "—",
                             cell["compute_s"], cell["wall_over_compute"], cell["rtt_median_ms"],
                             cell["staleness_mean"], ", ".join("%.3g" % v for v in cell["psi"]),
-                            min(sim["psi"]), max(sim["psi"]), cell["sim_ms_per_it"]))
+                            min(psim), max(psim), cell["sim_psi_mean"], cell["sim_ms_per_it"]))
     return lines, out
 
 
 def targets(cells):
     lines = []
-    s = [c for c in cells if c["owners"] == min(x["owners"] for x in cells)]
+    s = [c for c in cells if c["owners"] == min(x["owners"] for x in cells)
+         and c["ledgers"] == "disk"]
     strict = [c for c in s if c["max_inflight"] == 1][0]
     r = strict["wall_over_compute"]
     lines.append("target strict wall/compute <= 1.1: %.3f %s" % (r, "MET" if r <= 1.1 else "MISSED"))
@@ -299,9 +313,12 @@ def parse_args(argv):
     ap.add_argument("--T", type=int, default=1000)
     ap.add_argument("--rate", type=float, default=1000.0)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--sim-repeats", type=int, default=5)
+    ap.add_argument("--sim-repeats", type=int, default=20)
     ap.add_argument("--ledger-dir", default=None,
                     help="where the ledgers go (default: a directory under the build or /var/tmp)")
+    ap.add_argument("--diag-shm", action="store_true",
+                    help="also strict jobs with the ledgers on tmpfs (diagnostic: no fsync cost)")
+    ap.add_argument("--shm-dir", default="/dev/shm")
     ap.add_argument("--json", default=None)
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args(argv)
@@ -318,6 +335,8 @@ def main(argv=None):
     bl.TMPDIRS.append(a.work)
     a.ledger_root = a.ledger_dir or os.path.join(a.work, "ledgers")
     os.makedirs(a.ledger_root, exist_ok=True)
+    a.shm_root = tempfile.mkdtemp(prefix="dp-bench-stale-", dir=a.shm_dir)
+    bl.TMPDIRS.append(a.shm_root)
     signal.signal(signal.SIGTERM, bl.on_signal)
     signal.signal(signal.SIGINT, bl.on_signal)
     log("bench_staleness: %s, %d cores, load %.2f %.2f %.2f, ledgers on %s (%s)"
