@@ -846,7 +846,7 @@ int dp_cmd_sim(int argc, char **argv)
 		{ .name = "repeats", DP_CFG_SIZE(&o.repeats), .def = "10", .min = 1, .max = INFINITY,
 		  .metavar = "R", .help = "independent runs" },
 		{ .name = "seed", DP_CFG_U64(&o.seed), .def = "1", .metavar = "S", .help = "seed" },
-		{ .name = "threads", DP_CFG_SIZE(&o.threads), .def = "0", .metavar = "J",
+		{ .name = "threads", DP_CFG_SIZE(&o.threads), .def = "1", .metavar = "J",
 		  .help = "repeats run on J threads at once (0: one per\n"
 			  "CPU); the results do not depend on J" },
 		{ .name = "psi-every", DP_CFG_SIZE(&o.psi_every), .metavar = "M",
