@@ -147,7 +147,7 @@ int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *th
 		   psi_out != NULL && theta_out != NULL);
 	p = s->p;
 	N = s->N;
-	/* An owner has at most one query out (learnerd's slots()). */
+	/* An owner has at most one query out (docs/learnerd.md, request mode). */
 	M = s->max_inflight < 1 ? 1 : s->max_inflight < N ? s->max_inflight : N;
 	if (s->mode != DP_PLAN_ASYNC && s->answers_cap != NULL) {
 		for (size_t i = 0; i < N; i++)
