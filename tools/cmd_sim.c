@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/core/algo.h"
 #include "common/core/error.h"
@@ -45,7 +46,7 @@ struct sim_opts {
 	int model;                     /* dp_model */
 	char *target, *schema, *schedule, *out, *sample, *public_file;
 	bool bias, freq_correction, have_eta, have_rho, have_c, have_clip, have_margin;
-	size_t T, T_max, repeats, psi_every;
+	size_t T, T_max, repeats, psi_every, max_inflight, threads;
 	uint64_t seed;
 	double eta, rho, c, lambda, theta_max, clip, margin;
 	struct dp_config_doubles eps, rates;
@@ -78,6 +79,9 @@ static int check_opts(void *arg)
 				    "--eta");
 	if (o->sample && o->public_file)
 		return dp_error_set(DP_EINVAL, "give --sample or --public, not both");
+	if (o->max_inflight > 1 && o->mode != DP_PLAN_ASYNC)
+		return dp_error_set(DP_EINVAL, "--max-inflight applies to --mode async (a sync "
+				    "round asks every owner at once)");
 	return 0;
 }
 
@@ -176,7 +180,40 @@ struct sim_result {
 	const uint64_t *answers;    /* N: answers in the first repeat */
 	double psi_zero;            /* f(0)/f* - 1 on the owners' data */
 	const char *warnings;       /* lines, '\n'-separated */
+	double staleness_mean;      /* async: over the first repeat's iterations */
+	double secs_load, secs_optimum, secs_run;   /* wall clock; run: every repeat */
 };
+
+static double now_secs(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* "seconds": where the time went, so that a run's cost per iteration can
+ * be read without the loading (docs/bench-daemons.md, bounded staleness). */
+static struct json_object *timing_json(const struct sim_result *res, size_t T, size_t R)
+{
+	struct json_object *t = json_object_new_object();
+	int rc = t == NULL ? DP_ENOMEM : 0;
+
+	if (rc == 0)
+		rc = dp_json_add(t, "load", dp_json_double(res->secs_load));
+	if (rc == 0)
+		rc = dp_json_add(t, "optimum", dp_json_double(res->secs_optimum));
+	if (rc == 0)
+		rc = dp_json_add(t, "iterations", dp_json_double(res->secs_run));
+	if (rc == 0)
+		rc = dp_json_add(t, "per_iteration",
+				 dp_json_double(res->secs_run / ((double)T * (double)R)));
+	if (rc != 0) {
+		json_object_put(t);
+		return NULL;
+	}
+	return t;
+}
 
 /* The per-owner arrays: epsilon, epsilon_spent (what the ledger charges:
  * answers times the nano-rounded share), answers, answers_cap, n_rows. */
@@ -263,7 +300,11 @@ static int write_summary(const struct sim_opts *o, const dp_sim_setup *s,
 	if (rc == 0)
 		rc = dp_json_add(j, "freq_correction", json_object_new_boolean(s->freq_correction));
 	if (rc == 0 && s->mode == DP_PLAN_ASYNC) {
-		rc = dp_json_add(j, "eta", dp_json_double(s->eta));
+		rc = dp_json_add(j, "max_inflight", json_object_new_uint64(o->max_inflight));
+		if (rc == 0)
+			rc = dp_json_add(j, "staleness_mean", dp_json_double(res->staleness_mean));
+		if (rc == 0)
+			rc = dp_json_add(j, "eta", dp_json_double(s->eta));
 		if (rc == 0 && s->lambda > 0)
 			rc = dp_json_add(j, "rho", dp_json_double(
 				dp_algo_rho_from_eta(s->N, s->T, s->lambda, s->eta)));
@@ -307,6 +348,8 @@ static int write_summary(const struct sim_opts *o, const dp_sim_setup *s,
 		rc = dp_json_add(j, "theta", dp_json_double_array(theta1, s->p));
 	if (rc == 0)
 		rc = dp_json_add(j, "theta_star", dp_json_double_array(theta_star, s->p));
+	if (rc == 0)
+		rc = dp_json_add(j, "seconds", timing_json(res, s->T, R));
 	if (rc != 0)   /* the constructors fail only for memory */
 		rc = dp_error_set(DP_ENOMEM, "out of memory");
 	else
@@ -486,7 +529,8 @@ static int simulate(void *arg)
 	size_t *schedule = NULL, *owners1 = NULL, ncp, N, nrows = 0, T;
 	double *psi = NULL, *theta = NULL, *theta1 = NULL, *theta_star = NULL;
 	double *eps = NULL, f_zero, psi_mean = 0;
-	uint64_t *n_rows = NULL, *caps = NULL, *answers = NULL;
+	uint64_t *n_rows = NULL, *caps = NULL, *answers = NULL, *stale = NULL;
+	double t0 = now_secs(), secs_load = 0, secs_optimum = 0, secs_run = 0, stale_mean = 0;
 	char warnings[2048];
 	int rc;
 
@@ -499,6 +543,7 @@ static int simulate(void *arg)
 		goto out;
 	}
 	N = od.N;
+	secs_load = now_secs() - t0;
 	eps = calloc(N, sizeof(double));
 	n_rows = calloc(N, sizeof(uint64_t));
 	caps = calloc(N, sizeof(uint64_t));
@@ -597,6 +642,7 @@ static int simulate(void *arg)
 	s.answers_cap = plan.answers_cap;
 	s.schedule = schedule;
 	s.freq_correction = o->freq_correction;
+	s.max_inflight = o->max_inflight;
 	s.psi_every = o->psi_every ? o->psi_every : (T / 200 ? T / 200 : 1);
 	s.eta = plan.mode == DP_PLAN_ASYNC ? plan.step : 0.0;
 	s.rho_over_T2 = plan.mode == DP_PLAN_SYNC1 ? plan.step : 0.0;
@@ -618,11 +664,14 @@ static int simulate(void *arg)
 	theta1 = calloc(s.p, sizeof(double));
 	theta_star = calloc(s.p, sizeof(double));
 	owners1 = calloc(T, sizeof(size_t));
-	if (!psi || !theta || !theta1 || !theta_star || !owners1) {
+	stale = calloc(T, sizeof(uint64_t));
+	if (!psi || !theta || !theta1 || !theta_star || !owners1 || !stale) {
 		dp_cmd_fail("sim", "out of memory");
 		goto out;
 	}
+	t0 = now_secs();
 	rc = dp_optimum_solve(s.model, od.view, N, o->lambda, o->theta_max, theta_star, &s.f_star);
+	secs_optimum = now_secs() - t0;
 	if (rc != 0) {
 		dp_cmd_fail("sim", "computing the non-private optimum: %s", dp_error_detail(rc));
 		rc = 1;
@@ -640,19 +689,26 @@ static int simulate(void *arg)
 		rc = 1;
 		goto out;
 	}
-	for (size_t r = 0; r < o->repeats; r++) {
-		rc = dp_sim_run(&s, o->seed + r, psi + r * ncp, r == 0 ? theta1 : theta,
-				r == 0 ? owners1 : NULL, r == 0 ? answers : NULL);
+	t0 = now_secs();
+	{
+		size_t failed = 0;
+
+		rc = dp_sim_repeats(&s, o->seed, o->repeats, o->threads, psi, theta1, owners1,
+				    answers, stale, &failed);
 		if (rc != 0) {
 			if (rc == DP_EBUDGET)
 				dp_cmd_fail("sim", "%s", dp_error_detail(rc));
 			else
-				dp_cmd_fail("sim", "repeat %zu: %s", r + 1, dp_error_detail(rc));
+				dp_cmd_fail("sim", "repeat %zu: %s", failed + 1, dp_error_detail(rc));
 			rc = 1;
 			goto out;
 		}
-		psi_mean += psi[r * ncp + ncp - 1] / (double)o->repeats;
 	}
+	secs_run = now_secs() - t0;
+	for (size_t r = 0; r < o->repeats; r++)
+		psi_mean += psi[r * ncp + ncp - 1] / (double)o->repeats;
+	for (size_t k = 0; k < T; k++)
+		stale_mean += (double)stale[k] / (double)T;
 
 	dp_plan_warnings(&plan, &pub, warnings, sizeof(warnings));
 	{
@@ -660,7 +716,9 @@ static int simulate(void *arg)
 		size_t used = strlen(warnings);
 		struct sim_result res = { .plan = &plan, .pub = &pub, .eps = eps,
 					  .answers = answers, .psi_zero = pz,
-					  .warnings = warnings };
+					  .warnings = warnings, .staleness_mean = stale_mean,
+					  .secs_load = secs_load, .secs_optimum = secs_optimum,
+					  .secs_run = secs_run };
 
 		if (psi_mean >= pz)
 			snprintf(warnings + used, sizeof(warnings) - used,
@@ -681,6 +739,7 @@ out:
 	dp_plan_free(&plan);
 	free(schedule);
 	free(owners1);
+	free(stale);
 	free(psi);
 	free(theta);
 	free(theta1);
@@ -774,6 +833,11 @@ int dp_cmd_sim(int argc, char **argv)
 		  .help = "async: scale owner i's weight by 1/(N pi_i),\n"
 			  "pi_i its observed share of iterations (the\n"
 			  "paper's Remark 4)" },
+		{ .name = "max-inflight", DP_CFG_SIZE(&o.max_inflight), .def = "1", .min = 1,
+		  .max = INFINITY, .metavar = "M",
+		  .help = "async: queries out at once, as learnerd's\n"
+			  "--max-inflight (each built from the models of\n"
+			  "send time, applied oldest first; capped at N)" },
 		{ .name = "schedule", DP_CFG_PATH(&o.schedule), .metavar = "FILE",
 		  .help = "async: owner (1-based) of each iteration,\n"
 			  "one per line (T: its length; a planned cap\n"
@@ -782,6 +846,9 @@ int dp_cmd_sim(int argc, char **argv)
 		{ .name = "repeats", DP_CFG_SIZE(&o.repeats), .def = "10", .min = 1, .max = INFINITY,
 		  .metavar = "R", .help = "independent runs" },
 		{ .name = "seed", DP_CFG_U64(&o.seed), .def = "1", .metavar = "S", .help = "seed" },
+		{ .name = "threads", DP_CFG_SIZE(&o.threads), .def = "1", .metavar = "J",
+		  .help = "repeats run on J threads at once (0: one per\n"
+			  "CPU); the results do not depend on J" },
 		{ .name = "psi-every", DP_CFG_SIZE(&o.psi_every), .metavar = "M",
 		  .help = "evaluate psi every M iterations (default\nmax(1, T/200))" },
 		{ .name = "out", DP_CFG_PATH(&o.out), .flags = DP_CONFIG_REQUIRED, .metavar = "DIR",

@@ -10,11 +10,16 @@ Written from the formulas alone, in numpy, sharing no code with dpasync:
     theta_L = P[bar - ((N-1) rho/(N T^2 sigma)) grad g(bar)]
 
 with g = lambda |theta|^2, sigma = 2 lambda, P the clamp to [-M, M].
+With --max-inflight M > 1 it runs learnerd's pipeline (docs/learnerd.md,
+staleness): queries are sent in schedule order while fewer than M are out
+and the next owner has none out, each from the models of send time, and
+the oldest is applied next, from the bar it was sent with.
+
 It does not quantise (dpasync sums on a 2^-k lattice, k = 40 at these sizes,
 so the two differ by far less than the 1e-9 the parity test allows).
 
 usage: ref_async.py --model M --rho R --lambda L --theta-max M --clip X
-                    --T T [--bias] --schedule FILE --out theta.json CSV...
+                    --T T [--bias] [--max-inflight M] --schedule FILE --out theta.json CSV...
 Prints the number of clipped per-example gradients (to prove clipping was
 active) and writes theta_L as JSON.
 """
@@ -31,6 +36,7 @@ ap.add_argument('--clip', type=float, required=True)
 ap.add_argument('--T', type=int, required=True)
 ap.add_argument('--bias', action='store_true')
 ap.add_argument('--schedule', required=True)
+ap.add_argument('--max-inflight', type=int, default=1)
 ap.add_argument('--target', default='y')
 ap.add_argument('--out', required=True)
 ap.add_argument('files', nargs='+')
@@ -73,12 +79,24 @@ def query(i, theta):
 clamp = lambda v: np.clip(v, -a.theta_max, a.theta_max)
 theta_L = np.zeros(p)
 copies = np.zeros((N, p))
-for i in schedule:
-    bar = (theta_L + copies[i]) / 2
+M = min(a.max_inflight, N)
+out = []                     # (owner, bar, Q_i, updates applied when sent), oldest first
+stale = []
+nxt = done = 0
+while done < a.T:
+    while len(out) < M and nxt < a.T and schedule[nxt] not in [o[0] for o in out]:
+        i = schedule[nxt]
+        bar = (theta_L + copies[i]) / 2
+        out.append((i, bar, query(i, bar), done))
+        nxt += 1
+    i, bar, q, built = out.pop(0)
     grad_g = 2 * a.lam * bar
     w = owners[i][0].shape[0] / n
-    copies[i] = clamp(bar - eta_i * (grad_g / (2 * N) + w * query(i, bar)))
+    copies[i] = clamp(bar - eta_i * (grad_g / (2 * N) + w * q))
     theta_L = clamp(bar - eta_L * grad_g)
+    stale.append(done - built)
+    done += 1
 
-json.dump({'theta': theta_L.tolist(), 'clipped': clipped}, open(a.out, 'w'))
+json.dump({'theta': theta_L.tolist(), 'clipped': clipped, 'staleness_mean': float(np.mean(stale))},
+          open(a.out, 'w'))
 print('clipped', clipped)

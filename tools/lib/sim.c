@@ -2,9 +2,12 @@
 #include "tools/lib/sim.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/core/algo.h"
 #include "common/core/error.h"
@@ -39,13 +42,103 @@ static void seed_stream(dp_simrng *r, uint64_t seed, uint64_t stream)
 	dp_simrng_seed(r, seed ^ (stream * 0x9E3779B97F4A7C15ULL));
 }
 
-int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *theta_out,
-	       size_t *owner_out, uint64_t *answers_out)
+/* One query out (async): its owner, the midpoint it was built from, the
+ * answer (computed when it is sent: the owner's pass sees only bar) and
+ * the number of updates applied when it was built. */
+struct sim_slot {
+	size_t owner;
+	size_t built_k;
+	double *bar, *ans;
+};
+
+static bool is_out(const struct sim_slot *q, size_t head, size_t len, size_t M, size_t i)
 {
-	size_t p, N, cp = 0;
+	for (size_t j = 0; j < len; j++)
+		if (q[(head + j) % M].owner == i)
+			return true;
+	return false;
+}
+
+/* The async iterations: queries are sent while fewer than M are out, and
+ * the oldest is applied next (docs/learnerd.md, staleness).  With M = 1
+ * this is the paper's loop: pick, midpoint, answer, update.  avail[i] is
+ * the cap dp_simrng_pick sees: an owner with a query out counts as
+ * exhausted until it is applied, as learnerd never asks it twice. */
+static int run_async(const dp_sim_setup *s, dp_simrng *pick, dp_bitsource *bits, uint64_t *count,
+		     double *theta_L, double *copies, struct sim_slot *q, size_t M,
+		     uint64_t *avail, double *psi_out, size_t *owner_out, uint64_t *stale_out)
+{
+	dp_algo_async_params ap = { .p = s->p, .N = s->N, .eta = s->eta, .lambda = s->lambda,
+				    .theta_max = s->theta_max };
+	size_t p = s->p, N = s->N, cp = 0, issued = 0, done = 0, head = 0, len = 0;
+	int rc;
+
+	for (size_t i = 0; i < N; i++)
+		avail[i] = s->answers_cap ? s->answers_cap[i] : UINT64_MAX;
+	while (done < s->T) {
+		struct sim_slot *sl;
+		size_t i;
+		double w;
+
+		while (len < M && issued < s->T) {
+			if (s->schedule) {
+				i = s->schedule[issued];
+				if (is_out(q, head, len, M, i))
+					break;   /* its query is still out: apply first */
+			} else {
+				i = dp_simrng_pick(pick, s->rate, count, avail, N);
+				if (i == N)
+					break;
+			}
+			if (exhausted(s, count, i))
+				return dp_error_set(DP_EBUDGET, "iteration %zu: owner %zu has given its "
+						    "%llu answers", issued + 1, i + 1,
+						    (unsigned long long)s->answers_cap[i]);
+			sl = &q[(head + len) % M];
+			dp_algo_midpoint(p, theta_L, copies + i * p, sl->bar);
+			rc = dp_query_answer(s->model, s->ds[i], sl->bar, s->clip, s->eps_q[i], bits,
+					     sl->ans, NULL);
+			if (rc != 0)
+				return rc;
+			count[i]++;
+			avail[i] = count[i];
+			sl->owner = i;
+			sl->built_k = done;
+			if (owner_out)
+				owner_out[issued] = i;
+			issued++;
+			len++;
+		}
+		if (len == 0)
+			return dp_error_set(DP_EBUDGET, "every owner has exhausted its budget at "
+					    "k=%zu of T=%zu", done, s->T);
+		sl = &q[head];
+		head = (head + 1) % M;
+		len--;
+		i = sl->owner;
+		avail[i] = s->answers_cap ? s->answers_cap[i] : UINT64_MAX;
+		if (stale_out)
+			stale_out[done] = done - sl->built_k;
+		done++;
+		w = s->weight[i];
+		if (s->freq_correction)
+			w = dp_algo_freq_weight(w, N, count[i], done);
+		dp_algo_async_update(&ap, sl->bar, sl->ans, w, copies + i * p, theta_L);
+		if (done == dp_sim_checkpoint_k(s, cp))
+			psi_out[cp++] = dp_model_psi(dp_model_fitness(s->model, s->ds, N, s->lambda,
+								      theta_L), s->f_star);
+	}
+	return 0;
+}
+
+int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *theta_out,
+	       size_t *owner_out, uint64_t *answers_out, uint64_t *stale_out)
+{
+	size_t p, N, M, cp = 0;
 	double *work;
 	uint64_t *count;
-	double *theta_L, *bar, *ans, *agg, *copies;
+	double *theta_L, *ans, *agg, *copies;
+	struct sim_slot *q;
 	dp_simrng pick, noise;
 	dp_bitsource bits;
 	int rc = 0;
@@ -54,6 +147,8 @@ int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *th
 		   psi_out != NULL && theta_out != NULL);
 	p = s->p;
 	N = s->N;
+	/* An owner has at most one query out (docs/learnerd.md, request mode). */
+	M = s->max_inflight < 1 ? 1 : s->max_inflight < N ? s->max_inflight : N;
 	if (s->mode != DP_PLAN_ASYNC && s->answers_cap != NULL) {
 		for (size_t i = 0; i < N; i++)
 			if (s->answers_cap[i] + 1 < s->T)
@@ -62,57 +157,33 @@ int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *th
 						    i + 1, (unsigned long long)s->answers_cap[i],
 						    s->T - 1);
 	}
-	work = calloc(p * (N + 4), sizeof(double));
-	count = calloc(N, sizeof(uint64_t));
-	if (work == NULL || count == NULL) {
+	/* theta_L, ans, agg, N copies, then M midpoints and M answers */
+	work = calloc(p * (N + 3 + 2 * M), sizeof(double));
+	count = calloc(2 * N, sizeof(uint64_t));   /* counts, then the caps pick sees */
+	q = calloc(M, sizeof(*q));
+	if (work == NULL || count == NULL || q == NULL) {
 		free(work);
 		free(count);
+		free(q);
 		return DP_ENOMEM;
 	}
 	theta_L = work;
-	bar = work + p;
-	ans = work + 2 * p;
-	agg = work + 3 * p;
-	copies = work + 4 * p;
+	ans = work + p;
+	agg = work + 2 * p;
+	copies = work + 3 * p;
+	for (size_t j = 0; j < M; j++) {
+		q[j].bar = copies + (N + 2 * j) * p;
+		q[j].ans = copies + (N + 2 * j + 1) * p;
+	}
 	seed_stream(&pick, seed, 1);
 	seed_stream(&noise, seed, 2);
 	bits = dp_simrng_bitsource(&noise);
 
 	if (s->mode == DP_PLAN_ASYNC) {
-		dp_algo_async_params ap = { .p = p, .N = N, .eta = s->eta, .lambda = s->lambda,
-				       .theta_max = s->theta_max };
-		for (size_t k = 1; k <= s->T; k++) {
-			size_t i = s->schedule ? s->schedule[k - 1] : dp_simrng_pick(&pick, s->rate, count, s->answers_cap, s->N);
-			double *theta_i, w;
-
-			if (i == N) {
-				rc = dp_error_set(DP_EBUDGET, "every owner has exhausted its budget at "
-						  "k=%zu of T=%zu", k - 1, s->T);
-				goto out;
-			}
-			if (exhausted(s, count, i)) {
-				rc = dp_error_set(DP_EBUDGET, "iteration %zu: owner %zu has given its "
-						  "%llu answers", k, i + 1,
-						  (unsigned long long)s->answers_cap[i]);
-				goto out;
-			}
-			theta_i = copies + i * p;
-			w = s->weight[i];
-
-			if (owner_out)
-				owner_out[k - 1] = i;
-			dp_algo_midpoint(p, theta_L, theta_i, bar);
-			rc = dp_query_answer(s->model, s->ds[i], bar, s->clip, s->eps_q[i], &bits, ans, NULL);
-			if (rc != 0)
-				goto out;
-			count[i]++;
-			if (s->freq_correction)
-				w = dp_algo_freq_weight(w, N, count[i], k);
-			dp_algo_async_update(&ap, bar, ans, w, theta_i, theta_L);
-			if (k == dp_sim_checkpoint_k(s, cp))
-				psi_out[cp++] = dp_model_psi(dp_model_fitness(s->model, s->ds, N, s->lambda, theta_L),
-						       s->f_star);
-		}
+		rc = run_async(s, &pick, &bits, count, theta_L, copies, q, M, count + N, psi_out,
+			       owner_out, stale_out);
+		if (rc != 0)
+			goto out;
 		memcpy(theta_out, theta_L, p * sizeof(double));
 	} else {
 		/* Sync: theta_L holds theta[k]; copies[0..p) holds theta_hat for sync2. */
@@ -128,8 +199,8 @@ int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *th
 					if (rc != 0)
 						goto out;
 					count[i]++;
-					for (size_t q = 0; q < p; q++)
-						agg[q] += s->weight[i] * ans[q];
+					for (size_t c = 0; c < p; c++)
+						agg[c] += s->weight[i] * ans[c];
 				}
 				if (s->mode == DP_PLAN_SYNC1)
 					dp_algo_sync1_step(p, s->rho_over_T2, k, s->lambda, agg, theta_L);
@@ -148,7 +219,120 @@ int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *th
 out:
 	free(work);
 	free(count);
+	free(q);
 	return rc;
+}
+
+/* The repeats shared out among threads: each takes the next index. */
+struct sim_pool {
+	const dp_sim_setup *s;
+	uint64_t seed;
+	size_t R, ncp;
+	double *psi, *theta1;
+	size_t *owners1;
+	uint64_t *answers1, *stale1;
+	pthread_mutex_t lock;
+	size_t next;            /* the next repeat to start */
+	size_t failed;          /* the lowest failing repeat (R: none) */
+	int rc;                 /* its error */
+	char why[512];          /* and its detail (recorded in its thread) */
+};
+
+/* One repeat into the pool's outputs; theta: this thread's scratch. */
+static void pool_one(struct sim_pool *P, size_t r, double *theta)
+{
+	int rc = dp_sim_run(P->s, P->seed + r, P->psi + r * P->ncp, r == 0 ? P->theta1 : theta,
+			    r == 0 ? P->owners1 : NULL, r == 0 ? P->answers1 : NULL,
+			    r == 0 ? P->stale1 : NULL);
+
+	if (rc == 0)
+		return;
+	pthread_mutex_lock(&P->lock);
+	if (r < P->failed) {
+		P->failed = r;
+		P->rc = rc;
+		snprintf(P->why, sizeof(P->why), "%s", dp_error_detail(rc));
+	}
+	pthread_mutex_unlock(&P->lock);
+}
+
+/* One thread of the pool and its scratch model (repeats after the first
+ * write their final model there). */
+struct sim_thread {
+	struct sim_pool *P;
+	double *theta;
+	pthread_t tid;
+};
+
+/* A worker: repeats in increasing order until none is left or one has
+ * failed (the ones below it are all started, so the lowest failure is
+ * still found). */
+static void *pool_worker(void *arg)
+{
+	struct sim_thread *t = arg;
+	struct sim_pool *P = t->P;
+
+	for (;;) {
+		size_t r;
+
+		pthread_mutex_lock(&P->lock);
+		r = P->next < P->R && P->failed == P->R ? P->next++ : P->R;
+		pthread_mutex_unlock(&P->lock);
+		if (r == P->R)
+			return NULL;
+		pool_one(P, r, t->theta);
+	}
+}
+
+int dp_sim_repeats(const dp_sim_setup *s, uint64_t seed, size_t R, size_t threads,
+		   double *psi_out, double *theta_out, size_t *owner_out, uint64_t *answers_out,
+		   uint64_t *stale_out, size_t *failed)
+{
+	struct sim_pool P = { .s = s, .seed = seed, .R = R, .psi = psi_out, .theta1 = theta_out,
+			      .owners1 = owner_out, .answers1 = answers_out, .stale1 = stale_out,
+			      .failed = R };
+	struct sim_thread *th;
+	double *scratch;
+	size_t started = 1;
+
+	DP_REQUIRE(s != NULL && R > 0 && failed != NULL);
+	P.ncp = dp_sim_checkpoints(s);
+	if (threads == 0) {
+		long c = sysconf(_SC_NPROCESSORS_ONLN);
+
+		threads = c > 0 ? (size_t)c : 1;
+	}
+	if (threads > R)
+		threads = R;
+	th = calloc(threads, sizeof(*th));
+	scratch = calloc(threads * s->p, sizeof(double));
+	if (th == NULL || scratch == NULL) {
+		free(th);
+		free(scratch);
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	}
+	pthread_mutex_init(&P.lock, NULL);
+	for (size_t t = 0; t < threads; t++) {
+		th[t].P = &P;
+		th[t].theta = scratch + t * s->p;
+	}
+	/* th[0] is this thread; a thread that cannot start leaves its share
+	 * to the others */
+	for (size_t t = 1; t < threads; t++) {
+		if (pthread_create(&th[started].tid, NULL, pool_worker, &th[started]) != 0)
+			break;
+		started++;
+	}
+	pool_worker(&th[0]);
+	for (size_t t = 1; t < started; t++)
+		pthread_join(th[t].tid, NULL);
+	pthread_mutex_destroy(&P.lock);
+	free(th);
+	free(scratch);
+	if (P.failed == R)
+		return 0;
+	*failed = P.failed;
+	return dp_error_set(P.rc, "%s", P.why);
 }
 
 /* dp_sim_per_owner for each element type: one body, written once. */

@@ -30,6 +30,8 @@ typedef struct dp_sim_setup {
 	double lambda, theta_max, clip;
 	const size_t *schedule;        /* T owner indices (0-based) or NULL */
 	int freq_correction;           /* async: Remark 4 weights (dp_algo_freq_weight) */
+	size_t max_inflight;           /* async: queries out at once, as learnerd's
+					  max-inflight (0 or 1: strict, the paper) */
 	size_t psi_every;
 	double f_star;
 } dp_sim_setup;
@@ -41,13 +43,32 @@ typedef struct dp_sim_setup {
  *
  * Async: an owner that has given its K_i answers drops out, and the owner
  * of each later iteration is drawn among the others in proportion to their
- * rates.  Errors: DP_EBUDGET when every owner is exhausted before k = T
+ * rates.  With max_inflight M > 1 the iterations run as learnerd's request
+ * mode with its queue never empty (docs/learnerd.md, staleness): up to M
+ * queries are out, each to a different owner and built from the models
+ * of send time; they are applied oldest first, so an update lands M - 1
+ * updates late once the pipeline is full.  The schedule, when given, is
+ * the order of the queries; stale_out[T] (may be NULL) receives each
+ * iteration's staleness as learnerd's trace counts it.  Errors: DP_EBUDGET when every owner is exhausted before k = T
  * ("every owner has exhausted its budget at k=K of T=T", as learnerd
  * stops) or when the schedule names an exhausted owner ("iteration K:
  * owner I has given its K_I answers"); DP_EINVAL (a sync cap below T - 1,
  * a bad query); DP_ENOMEM.  The outputs are undefined on failure. */
 int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *theta_out,
-	       size_t *owner_out, uint64_t *answers_out);
+	       size_t *owner_out, uint64_t *answers_out, uint64_t *stale_out);
+
+/* Repeats r = 0 .. R-1 of dp_sim_run with seeds seed + r, on `threads`
+ * threads (0: one per online CPU; never more than R): psi_out[r ncp ..)
+ * for repeat r (ncp = dp_sim_checkpoints), the other outputs those of
+ * repeat 0.  The results do not depend on the number of threads: each
+ * repeat has its own generator streams and its own buffers, and the
+ * datasets are only read.  On failure: the error of the lowest failing
+ * repeat (as a sequential loop would stop at), its index in *failed and
+ * its detail recorded for this thread; or DP_ENOMEM.  A thread that
+ * cannot be started leaves its share to the others. */
+int dp_sim_repeats(const dp_sim_setup *s, uint64_t seed, size_t R, size_t threads,
+		   double *psi_out, double *theta_out, size_t *owner_out, uint64_t *answers_out,
+		   uint64_t *stale_out, size_t *failed);
 
 /* Number of psi checkpoints dp_sim_run writes. */
 size_t dp_sim_checkpoints(const dp_sim_setup *s);
