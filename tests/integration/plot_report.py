@@ -222,10 +222,17 @@ def check_gap(dp, L, d):
           abs(j['duration_s'] - (float(rows[-1][1]) - first_query)) < 1e-6,
           'gap copy: start %r duration %r, first query at %r' % (j['start_unix'], j['duration_s'],
                                                                  first_query))
-    check(len(j['gaps']) == 1 and j['gaps'][0]['after_k'] == 100 and 30 < j['gaps'][0]['seconds'] < 40,
-          'gap: %r' % j['gaps'])
+    # A loaded machine may leave gaps of its own in the real run: those
+    # stay where they were, and the one moved in is added.
+    natural = sorted(x['after_k'] for x in json.load(open(os.path.join(L, 'report.json')))['gaps']
+                     if x['after_k'] != 100)
+    ours = [x for x in j['gaps'] if x['after_k'] == 100]
+    check(len(ours) == 1 and 30 < ours[0]['seconds'] < 40 and
+          sorted(x['after_k'] for x in j['gaps'] if x['after_k'] != 100) == natural,
+          'gap: %r (the run itself: after k in %r)' % (j['gaps'], natural))
     md = open(os.path.join(g, 'report.md')).read()
-    check(re.search(r'\| gaps \| 1 .*after k = 100: 3\d\.\d+ s', md), 'gap row of report.md')
+    check(re.search(r'\| gaps \| %d .*after k = 100: 3\d\.\d+ s' % (len(natural) + 1), md),
+          'gap row of report.md')
     close(j['iterations_per_s_without_gaps'], T / (j['duration_s'] - j['gaps_s']), 1e-9, 'rate without gaps')
     # The older trace format (no staleness column) still reads.
     open(os.path.join(g, 'trace.csv'), 'w').write(
@@ -244,7 +251,7 @@ def check_gap(dp, L, d):
     open(os.path.join(g, 'trace.csv'), 'w').write('\n'.join(two) + '\n')
     line = expect_fail(dp, ['report', g])
     check("job 'other-job' after rows of job" in line, 'two jobs in one trace: %r' % line)
-    return j['gaps'][0]['seconds']
+    return ours[0]['seconds']
 
 def test(argv):
     bindir = argv[0]
