@@ -45,6 +45,7 @@ struct dp_listener {
 	size_t pending;
 	struct list idle, active;
 	uint64_t evicted, refused;
+	uint32_t next_seq;      /* dp_listener_slot.seq of the next accept */
 	uint64_t warn_at;       /* uv_now of the last warning (0: none yet) */
 	uint64_t quiet_evicted, quiet_refused;  /* since that warning */
 	int started;            /* listening: the close hooks apply */
@@ -71,6 +72,28 @@ static void list_push(struct list *li, dp_listener_slot *s)
 	else
 		li->head = s;
 	li->tail = s;
+}
+
+/* Into the active list by accept order, not by the order of activation:
+ * a connection accepted first is the oldest even when its first byte was
+ * read after a later one's.  The walk starts at the tail, where a slot
+ * that has just spoken normally belongs. */
+static void list_insert_by_age(struct list *li, dp_listener_slot *s)
+{
+	dp_listener_slot *after = li->tail;
+
+	while (after != NULL && (int32_t)(after->seq - s->seq) > 0)
+		after = after->prev;
+	s->prev = after;
+	s->next = after ? after->next : li->head;
+	if (s->next)
+		s->next->prev = s;
+	else
+		li->tail = s;
+	if (after)
+		after->next = s;
+	else
+		li->head = s;
 }
 
 static void list_unlink(struct list *li, dp_listener_slot *s)
@@ -179,7 +202,7 @@ static dp_listener_slot *victim(dp_listener *l, const unsigned char *key,
 			return s;
 		list_unlink(&l->idle, s);
 		s->state = SLOT_ACTIVE;
-		list_push(&l->active, s);
+		list_insert_by_age(&l->active, s);
 	}
 	for (s = l->active.head; s != NULL; s = s->next)
 		if (s != except && (key == NULL || memcmp(s->key, key, 17) == 0))
@@ -457,6 +480,7 @@ int dp_listener_accept(dp_listener *l, uv_tcp_t *tcp, dp_listener_slot *slot, ch
 	memset(slot, 0, sizeof(*slot));
 	slot->tcp = tcp;
 	addr_key(tcp, slot->key);
+	slot->seq = l->next_seq++;
 	/* A peer that spoke before we accepted is not idle. */
 	slot->state = has_input(slot) ? SLOT_ACTIVE : SLOT_IDLE;
 	list_push(list_of(l, slot), slot);
@@ -484,7 +508,7 @@ void dp_listener_progress(dp_listener *l, dp_listener_slot *slot)
 		return;
 	list_unlink(&l->idle, slot);
 	slot->state = SLOT_ACTIVE;
-	list_push(&l->active, slot);
+	list_insert_by_age(&l->active, slot);
 }
 
 void dp_listener_settle(dp_listener *l, dp_listener_slot *slot)

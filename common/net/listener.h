@@ -60,6 +60,7 @@ typedef struct dp_listener_slot {
 	uv_tcp_t *tcp;
 	unsigned char key[17];  /* address family and address */
 	unsigned char state;
+	uint32_t seq;           /* accept order: "oldest" means lowest */
 } dp_listener_slot;
 
 typedef struct dp_listener_config {

@@ -405,6 +405,40 @@ static void test_evict_pending_and_cap(void **state)
 	fix_done(&f);
 }
 
+/* "Oldest" is by accept, not by first byte: a was accepted before b but
+ * spoke after it; at the limit a is the one evicted.  (Ordering active
+ * connections by activation once evicted b here, which left an old idle
+ * client in place and the newer one cut.) */
+static void test_evict_oldest_by_accept(void **state)
+{
+	struct fix f;
+	dp_listener_config c;
+	struct client *a, *b, *x;
+	uint16_t port;
+
+	fix_init(&f);
+	c = config(&f, 0);
+	c.max_pending = 2;
+	c.on_evict = on_evict;
+	assert_int_equal(dp_listener_start(&f.loop, &c, "127.0.0.1", 0, &f.l), 0);
+	port = dp_listener_port(f.l);
+
+	a = cli_connect(&f, "127.0.0.1", port);
+	RUN_UNTIL(&f, f.accepted == 1 && a->connected == 1);
+	b = cli_connect(&f, "127.0.0.1", port);
+	RUN_UNTIL(&f, f.accepted == 2 && b->connected == 1);
+	dp_listener_progress(f.l, &f.peer[1].slot);
+	dp_listener_progress(f.l, &f.peer[0].slot);
+	x = cli_connect(&f, "127.0.0.1", port);
+	RUN_UNTIL(&f, f.accepted == 3 && a->ended);
+	assert_int_equal(f.n_evicted, 1);
+	assert_int_equal(f.evicted[0], 0);
+	assert_false(b->ended);
+	assert_false(x->ended);
+	assert_int_equal(dp_listener_pending(f.l), 2);
+	fix_done(&f);
+}
+
 /* 40 connections waiting at once: 32 are accepted in a row, then the loop
  * gets a turn and the rest follow; closing the listener while one waits
  * in libuv closes it too. */
@@ -553,6 +587,7 @@ int main(void)
 		cmocka_unit_test(test_refused_by_user),
 		cmocka_unit_test(test_evict_per_addr),
 		cmocka_unit_test(test_evict_pending_and_cap),
+		cmocka_unit_test(test_evict_oldest_by_accept),
 		cmocka_unit_test(test_accept_burst),
 		cmocka_unit_test(test_any_address),
 		cmocka_unit_test(test_start_errors),
