@@ -297,6 +297,8 @@ struct lrn {
 	int exit_code;
 	bool finished;             /* k reached T and the outputs are written */
 	size_t open_conns;         /* admitted connections not yet closed */
+	size_t n_hello;            /* owners connected with their Hello accepted
+				    * (the connected gauge, without a scan) */
 
 	struct lrn_fdlimit fd;     /* fdlimit.c, at start */
 	struct lrn_memtrim trim;   /* memtrim.c */

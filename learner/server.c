@@ -120,6 +120,18 @@ static void refuse_owner(struct lrn *L, struct lrn_owner *o, Dpasync__GoodbyeCod
 	drop(L, o, reason);
 }
 
+/* Owner o no longer has a connection (the caller closes it). */
+static void forget_conn(struct lrn *L, struct lrn_owner *o)
+{
+	if (o->hello) {
+		DP_REQUIRE(L->n_hello > 0);
+		L->n_hello--;
+	}
+	o->conn = NULL;
+	o->hello = false;
+	o->welcomed = false;
+}
+
 /* Forget owner o's connection and close it (a reason for the log). */
 static void drop(struct lrn *L, struct lrn_owner *o, const char *reason)
 {
@@ -128,9 +140,7 @@ static void drop(struct lrn *L, struct lrn_owner *o, const char *reason)
 	if (c == NULL)
 		return;
 	DP_WARN("conn", "closing peer=%s id=%s reason=\"%s\"", dp_conn_peer_addr(c), o->id, reason);
-	o->conn = NULL;
-	o->hello = false;
-	o->welcomed = false;
+	forget_conn(L, o);
 	lrn_sched_owner_gone(L, o);
 	/* conn data stays o: on_close still counts the connection down. */
 	dp_conn_close(c);
@@ -354,9 +364,7 @@ static void on_close(dp_conn *c, int reason, const char *detail)
 				o->id, detail);
 		else
 			DP_INFO("conn", "owner disconnected id=%s peer=%s", o->id, dp_conn_peer_addr(c));
-		o->conn = NULL;
-		o->hello = false;
-		o->welcomed = false;
+		forget_conn(L, o);
 		lrn_sched_owner_gone(L, o);
 		lrn_stats_gauges(L);
 		pump_at(L, lrn_clock_mono());
@@ -449,6 +457,8 @@ static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h
 			o->answers_given = 0;
 		}
 	}
+	if (!o->hello)
+		L->n_hello++;
 	o->hello = true;
 	o->ever_hello = true;
 	lim.p = L->p;
@@ -619,9 +629,7 @@ void lrn_server_close(struct lrn *L, bool done)
 				    "the learner stopped the job (it may be resumed)" :
 				    "the learner is stopping (the job may be resumed)");
 		}
-		o->conn = NULL;
-		o->hello = false;
-		o->welcomed = false;
+		forget_conn(L, o);
 		/* Graceful: Done and close_notify leave first, bounded by the
 		 * connection's close linger. */
 		dp_conn_close(c);

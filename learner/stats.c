@@ -91,14 +91,11 @@ void lrn_stats_free(struct lrn *L)
 
 void lrn_stats_gauges(struct lrn *L)
 {
-	size_t n = 0;
-
 	DP_REQUIRE(L != NULL);
 	if (L->st.reg == NULL)
 		return;
-	for (size_t i = 0; i < L->N; i++)
-		n += L->owners[i].conn && L->owners[i].hello;
-	dp_metrics_set(L->st.connected, (double)n);
+	/* Called on every scheduling step: a counter, not a scan of N. */
+	dp_metrics_set(L->st.connected, (double)L->n_hello);
 	dp_metrics_set(L->st.queue_depth, (double)L->fifo_len);
 	dp_metrics_set(L->st.inflight, (double)L->inflight);
 }

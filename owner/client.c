@@ -494,6 +494,8 @@ static void on_query(struct own_client *c, const Dpasync__Query *q)
 	if (c->closed)
 		return;   /* the clock failed: the daemon is stopping */
 	deliver(c, &rep);
+	if (!c->closed)
+		own_clock_restart(&c->clock);
 }
 
 void own_client_answered(void *arg, const struct own_reply *rep)
@@ -506,6 +508,9 @@ void own_client_answered(void *arg, const struct own_reply *rep)
 	deliver(c, rep);
 	if (c->closed)
 		return;   /* stopping (deliver's STOP, or a signal meanwhile) */
+	own_clock_restart(&c->clock);
+	if (c->closed)
+		return;   /* the generator failed */
 	if (c->retry_deferred) {
 		c->retry_deferred = false;
 		schedule_next(c);

@@ -175,6 +175,10 @@ struct own_clock {
  * the clock.  0, or a DP_E... code from the generator. */
 int own_clock_start(struct own_clock *c, uv_loop_t *loop, dp_bitsource *bits, double rate,
 		    own_clock_tick_fn on_tick, own_clock_fail_fn on_fail, void *arg);
+/* Draw the next gap afresh from now (the owner has become free to ask);
+ * the same law as the running clock's next tick, by memorylessness.  A
+ * generator failure stops the daemon through on_fail. */
+void own_clock_restart(struct own_clock *c);
 /* Stop for good and close the timer (freed when the loop runs). */
 void own_clock_close(struct own_clock *c);
 
