@@ -152,6 +152,7 @@ void own_budget_close(struct own_budget *b)
 	DP_REQUIRE(b != NULL);
 	dp_ledger_close(b->ledger);
 	b->ledger = NULL;
+	b->gen++;
 	dp_ledgerset_close(b->set);
 	b->set = NULL;
 }
@@ -172,6 +173,7 @@ static int unbind(struct own_budget *b)
 		(unsigned long long)dp_ledger_answers(b->ledger), dp_ledger_spent(b->ledger));
 	dp_ledger_close(b->ledger);
 	b->ledger = NULL;
+	b->gen++;
 	b->job[0] = '\0';
 	b->K = 0;
 	r = dp_ledgerset_rescan(b->set);
@@ -433,13 +435,15 @@ int own_budget_commit(struct own_budget *b, struct own_budget_ticket *t,
 	return 0;
 }
 
-int own_budget_settle(struct own_budget *b)
+int own_budget_settle(struct own_budget *b, struct own_budget_sync *sync)
 {
 	struct own_budget_status st;
+	uint64_t seq;
 	double share;
 	int r;
 
-	DP_REQUIRE(b != NULL && !b->ticket_open);
+	DP_REQUIRE(b != NULL && sync != NULL && !b->ticket_open);
+	memset(sync, 0, sizeof(*sync));
 	if (!b->cfg.reserve_ahead || b->ledger == NULL)
 		return 0;
 	if (b->failed)
@@ -447,11 +451,42 @@ int own_budget_settle(struct own_budget *b)
 	/* The next share only if the lifetime cap allows it too (the job's
 	 * caps are the ledger's to check). */
 	share = lifetime_allows(b, b->eps_q) ? b->eps_q : 0;
-	r = dp_ledger_settle(b->ledger, share);
+	r = dp_ledger_settle_write(b->ledger, share, &seq);
 	if (r < 0)
 		return ledger_error(b, 0, r);
 	refresh_gauges(b, &st);
+	if (seq == 0)
+		return 0;
+	sync->path = strdup(dp_ledger_path(b->ledger));
+	if (sync->path == NULL) {
+		/* Not synced now: the next commit syncs it before it counts. */
+		DP_WARN("ledger", "no memory to sync the reservation off the loop");
+		return 0;
+	}
+	sync->seq = seq;
+	sync->gen = b->gen;
 	return 0;
+}
+
+int own_budget_synced(struct own_budget *b, struct own_budget_sync *sync, int err)
+{
+	int r = 0;
+
+	DP_REQUIRE(b != NULL && sync != NULL && sync->path != NULL);
+	if (sync->gen != b->gen || b->ledger == NULL) {
+		/* That job's ledger is closed; what this sync wrote was never
+		 * needed by an answer (docs/ledger.md §9). */
+		if (err != 0)
+			DP_WARN("ledger", "sync of closed ledger %s failed: %s", sync->path,
+				strerror(err));
+	} else if (!b->failed) {   /* (failed: already reported and stopping) */
+		r = dp_ledger_synced(b->ledger, sync->seq, err);
+		if (r < 0)
+			r = ledger_error(b, 0, r);
+	}
+	free(sync->path);
+	sync->path = NULL;
+	return r;
 }
 
 void own_budget_abandon(struct own_budget *b, struct own_budget_ticket *t)

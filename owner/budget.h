@@ -61,6 +61,7 @@ struct own_budget {
 	bool ticket_open;           /* own_budget_begin'ed, not yet committed/abandoned */
 	double ticket_eps;          /* the open ticket's share */
 	bool lifetime_hit;          /* the last DP_EBUDGET was the lifetime cap's */
+	uint64_t gen;               /* changes whenever `ledger` is closed */
 };
 
 /* The ledger as it stands, for the Hello, the logs and an Answer. */
@@ -168,11 +169,24 @@ int own_budget_begin_eps(struct own_budget *b, uint64_t k, double eps,
 int own_budget_commit(struct own_budget *b, struct own_budget_ticket *t,
 		      struct own_budget_status *after);
 /* Step 6, reserve-ahead only (a no-op otherwise): after an answer was sent,
- * write its record if it left under the reserved share, reserve the next
- * share when the job's and the lifetime caps allow, and sync (docs/ledger.md
- * §9).  Loop thread, no ticket open.  0, or DP_EIO: the ledger failed
- * (logged here, for good). */
-int own_budget_settle(struct own_budget *b);
+ * write its record if it left under the reserved share and reserve the next
+ * share when the job's and the lifetime caps allow (docs/ledger.md §9).
+ * The sync is the caller's, off the loop (owner/settle.c): *sync gets the
+ * file to fdatasync (path NULL: nothing was written) and the caller hands
+ * the outcome to own_budget_synced.  Until then the reservation is not
+ * durable and the next commit syncs it itself, so no answer ever depends
+ * on the report.  Loop thread, no ticket open.  0, or DP_EIO: the ledger
+ * failed (logged here, for good). */
+struct own_budget_sync {
+	char *path;                 /* the ledger file (NULL: nothing to sync) */
+	uint64_t seq;               /* its records when written */
+	uint64_t gen;               /* the ledger it belongs to (own_budget.gen) */
+};
+int own_budget_settle(struct own_budget *b, struct own_budget_sync *sync);
+/* An fdatasync of sync->path ended with err (0 or an errno): the
+ * reservation is durable, or the ledger failed (DP_EIO, logged).  A sync
+ * of a ledger closed since then is only logged.  Frees sync->path. */
+int own_budget_synced(struct own_budget *b, struct own_budget_sync *sync, int err);
 /* Close the open ticket t without charging (its answer is never released). */
 void own_budget_abandon(struct own_budget *b, struct own_budget_ticket *t);
 

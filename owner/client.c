@@ -409,6 +409,15 @@ static void tell_lifetime(struct own_client *c)
 	send_refuse(c, 0, OWN_REFUSE_LIFETIME);
 }
 
+/* The settle's sync failed on its worker: the ledger has failed. */
+static void on_settle_fail(void *arg)
+{
+	struct own_client *c = arg;
+
+	if (!c->closed)
+		stop(c, OWN_EXIT_FAIL);
+}
+
 /* Step 5 of the privacy order (budget.c): the reply exists only after the
  * charge was made durable. */
 static void send_answer(struct own_client *c, const struct own_reply *rep)
@@ -432,7 +441,7 @@ static void send_answer(struct own_client *c, const struct own_reply *rep)
 		dp_metrics_inc(c->cfg.m->answers);
 	/* The answer is on its way: now record it and sync the next share,
 	 * while the learner serves the others (docs/ledger.md §9). */
-	if (own_budget_settle(c->cfg.budget) < 0) {
+	if (own_settle(c->cfg.loop, c->cfg.budget, on_settle_fail, c) < 0) {
 		stop(c, OWN_EXIT_FAIL);
 		return;
 	}

@@ -182,6 +182,15 @@ void own_clock_restart(struct own_clock *c);
 /* Stop for good and close the timer (freed when the loop runs). */
 void own_clock_close(struct own_clock *c);
 
+/* ---- settle.c: the settle's sync off the loop -------------------------- */
+
+typedef void (*own_settle_fail_fn)(void *arg);
+
+/* own_budget_settle, then its fdatasync on libuv's thread pool; on_fail(arg)
+ * when that sync fails (the ledger has failed: stop).  0, or DP_EIO when
+ * the write failed (the ledger has failed). */
+int own_settle(uv_loop_t *loop, struct own_budget *b, own_settle_fail_fn on_fail, void *arg);
+
 /* ---- answer.c: the decision for one Query -------------------------------- */
 
 enum own_reply_kind {

@@ -72,6 +72,7 @@ struct dp_ledger {
 	 * have been used by an answer whose record was lost. */
 	uint64_t resv_nano;      /* 0: none held */
 	bool resv_durable;       /* the record holding it was synced */
+	bool unsynced;           /* the last record was written, not yet synced */
 	bool pending;            /* an answer under it left; its record is due */
 	uint64_t pending_k;
 	size_t ks_cap;
@@ -772,6 +773,7 @@ static int sync_now(dp_ledger *l, uint64_t k)
 	}
 	if (l->resv_nano != 0)
 		l->resv_durable = true;
+	l->unsynced = false;
 	return 0;
 }
 
@@ -788,6 +790,14 @@ static int append(dp_ledger *l, uint32_t flags, uint64_t k, uint64_t charge, uin
 	int rc, saved;
 	bool alone = flags & REC_NOANSWER;
 
+	/* Only the final record may be torn (§4): the one before must be
+	 * durable before another follows it.  Owed only after a settle whose
+	 * sync has not reported yet (dp_ledger_settle_write). */
+	if (l->unsynced) {
+		rc = sync_now(l, k);
+		if (rc < 0)
+			return rc;
+	}
 	/* Allocate first so nothing can fail between a durable write and the
 	 * in-memory update. */
 	rc = ks_reserve(l, (size_t)l->seq + 1);
@@ -818,6 +828,7 @@ static int append(dp_ledger *l, uint32_t flags, uint64_t k, uint64_t charge, uin
 	l->total = e.total_nano;
 	l->resv_nano = (flags & REC_RESERVES) ? share : 0;
 	l->resv_durable = false;
+	l->unsynced = true;
 	if (w != (ssize_t)sizeof(rec)) {
 		l->failed = true;
 		l->resv_nano = 0;
@@ -916,12 +927,13 @@ int dp_ledger_charge_ahead(dp_ledger *l, uint64_t k, double charge_eps, bool *co
 	return sync_now(l, k);
 }
 
-int dp_ledger_settle(dp_ledger *l, double reserve_eps)
+int dp_ledger_settle_write(dp_ledger *l, double reserve_eps, uint64_t *seq)
 {
 	uint64_t share = 0;
 	int rc;
 
-	DP_REQUIRE(l != NULL);
+	DP_REQUIRE(l != NULL && seq != NULL);
+	*seq = 0;
 	if (l->failed)
 		return dp_error_set(DP_EIO, "ledger %s: failed after an I/O error", l->path);
 	if (reserve_eps > 0) {
@@ -929,20 +941,54 @@ int dp_ledger_settle(dp_ledger *l, double reserve_eps)
 		if (rc < 0)
 			return rc;
 	}
-	if (l->pending) {
-		uint64_t k = l->pending_k;
-
+	if (l->pending)
 		rc = flush_pending(l, share, NULL);
-		if (rc < 0)
-			return rc;
-		return sync_now(l, k);
-	}
-	if (share == 0 || l->resv_nano != 0 || !fits(l, share))
+	else if (share == 0 || l->resv_nano != 0 || !fits(l, share))
 		return 0;
-	rc = append(l, REC_NOANSWER | REC_RESERVES, 0, share, share, NULL);
-	if (rc < 0)
+	else
+		rc = append(l, REC_NOANSWER | REC_RESERVES, 0, share, share, NULL);
+	if (rc == 0)
+		*seq = l->seq;
+	return rc;
+}
+
+int dp_ledger_settle(dp_ledger *l, double reserve_eps)
+{
+	uint64_t seq;
+	int rc;
+
+	rc = dp_ledger_settle_write(l, reserve_eps, &seq);
+	if (rc < 0 || seq == 0)
 		return rc;
-	return sync_now(l, 0);
+	return sync_now(l, l->ks[seq - 1]);
+}
+
+const char *dp_ledger_path(const dp_ledger *l)
+{
+	DP_REQUIRE(l != NULL);
+	return l->path;
+}
+
+int dp_ledger_synced(dp_ledger *l, uint64_t seq, int err)
+{
+	DP_REQUIRE(l != NULL && seq >= 1 && seq <= l->seq);
+	if (l->failed)
+		return dp_error_set(DP_EIO, "ledger %s: failed after an I/O error", l->path);
+	if (err != 0) {
+		l->failed = true;
+		l->resv_nano = 0;
+		return dp_error_set(DP_EIO, "ledger %s: fdatasync of record %llu failed (%s); "
+				    "ledger stopped", l->path, (unsigned long long)seq,
+				    strerror(err));
+	}
+	/* Only a sync that began after the reservation's record was written
+	 * makes it durable: a later record may hold a newer one. */
+	if (seq == l->seq) {
+		l->unsynced = false;
+		if (l->resv_nano != 0)
+			l->resv_durable = true;
+	}
+	return 0;
 }
 
 uint64_t dp_ledger_reserved_nano(const dp_ledger *l)

@@ -186,6 +186,21 @@ int dp_ledger_charge(dp_ledger *l, uint64_t k, double charge_eps, dp_ledger_entr
  * (used by an answer that never left, or never used). */
 int dp_ledger_charge_ahead(dp_ledger *l, uint64_t k, double charge_eps, bool *covered);
 int dp_ledger_settle(dp_ledger *l, double reserve_eps);
+/* dp_ledger_settle in two halves, for a caller that syncs on another
+ * thread: dp_ledger_settle_write writes what dp_ledger_settle would,
+ * without the sync, and sets *seq to the number of records written so far
+ * (0: nothing was written, nothing to sync).  The caller then runs
+ * fdatasync on the file at dp_ledger_path (any descriptor of it: the sync
+ * is of the file) and reports the outcome, err 0 or an errno, with
+ * dp_ledger_synced(l, seq, err) on the ledger's own thread.  Until then the
+ * reservation is not durable, and dp_ledger_charge_ahead syncs it itself
+ * before covering an answer with it, so the guarantee of §9 does not
+ * depend on when, or whether, the report comes.  A failed sync puts the
+ * ledger in the failed state (DP_EIO). */
+int dp_ledger_settle_write(dp_ledger *l, double reserve_eps, uint64_t *seq);
+int dp_ledger_synced(dp_ledger *l, uint64_t seq, int err);
+/* The file's path (for a descriptor of one's own). */
+const char *dp_ledger_path(const dp_ledger *l);
 /* The share held for the next answer, in nano-epsilon: one this process
  * reserved (0: none). */
 uint64_t dp_ledger_reserved_nano(const dp_ledger *l);

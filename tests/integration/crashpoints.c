@@ -26,6 +26,7 @@ int __real_dp_conn_send(dp_conn *c, const Dpasync__Envelope *msg);
 int __wrap_dp_file_sync(int fd, int data_only);
 int __wrap_dp_conn_send(dp_conn *c, const Dpasync__Envelope *msg);
 
+/* Set before the first sync (the loop thread's first answer), read after. */
 static char point[32];
 static long target = -1;
 static long syncs, sends;
@@ -67,17 +68,20 @@ static int is_ledger(int fd)
 	return n > 7 && strcmp(path + n - 7, ".ledger") == 0;
 }
 
+/* The settle's sync runs on a worker thread (owner/settle.c): the count is
+ * atomic, and each call dies at its own number. */
 int __wrap_dp_file_sync(int fd, int data_only)
 {
 	int r, counted;
+	long n = 0;
 
 	setup();
 	counted = data_only && is_ledger(fd);
 	if (counted)
-		maybe_die("sync-before", ++syncs);
+		maybe_die("sync-before", n = __atomic_add_fetch(&syncs, 1, __ATOMIC_SEQ_CST));
 	r = __real_dp_file_sync(fd, data_only);
 	if (counted)
-		maybe_die("sync-after", syncs);
+		maybe_die("sync-after", n);
 	return r;
 }
 

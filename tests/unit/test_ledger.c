@@ -950,6 +950,75 @@ static void test_ahead_cycle(void **state)
 	dp_ledger_close(l);
 }
 
+/* The settle in two halves (owner/settle.c syncs on a worker): the record
+ * is written without a sync; until a sync begun after it is reported the
+ * reservation is not durable, and charge_ahead syncs it itself before it
+ * covers an answer.  A report older than the last record does not count;
+ * a failed one stops the ledger. */
+static void test_settle_halves(void **state)
+{
+	struct fx *f = *state;
+	dp_ledger *l = open_ok(f->path, 1.0, 8, "halves", 0);
+	uint64_t seq, seq1;
+	bool cov = false;
+
+	dp_file_set_sync_hook(counting_sync);
+	sync_calls = 0;
+	assert_int_equal(dp_ledger_charge_ahead(l, 1, 0.125, &cov), 0);
+	assert_false(cov);
+	assert_int_equal(sync_calls, 1);
+	/* written, not synced */
+	assert_int_equal(dp_ledger_settle_write(l, 0.125, &seq), 0);
+	assert_int_equal(seq, 2);
+	assert_int_equal(sync_calls, 1);
+	assert_int_equal(fsize(f->path), HS + 2 * RS);
+	assert_int_equal(dp_ledger_reserved_nano(l), 125000000u);
+	assert_string_equal(dp_ledger_path(l), f->path);
+	/* no report yet: covering answer 2 syncs first */
+	assert_int_equal(dp_ledger_charge_ahead(l, 2, 0.125, &cov), 0);
+	assert_true(cov);
+	assert_int_equal(sync_calls, 2);
+	/* reported: covering answer 3 needs no sync */
+	assert_int_equal(dp_ledger_settle_write(l, 0.125, &seq), 0);
+	assert_int_equal(seq, 3);
+	assert_int_equal(dp_ledger_synced(l, seq, 0), 0);
+	assert_int_equal(dp_ledger_charge_ahead(l, 3, 0.125, &cov), 0);
+	assert_true(cov);
+	assert_int_equal(sync_calls, 2);
+	/* a stale report (of record 4, after record 5 was written) does not
+	 * make record 5's share durable */
+	assert_int_equal(dp_ledger_settle_write(l, 0.125, &seq1), 0);
+	assert_int_equal(dp_ledger_charge_ahead(l, 4, 0.125, &cov), 0);
+	assert_true(cov);
+	assert_int_equal(sync_calls, 3);
+	assert_int_equal(dp_ledger_settle_write(l, 0.125, &seq), 0);
+	assert_int_equal(seq, seq1 + 1);
+	assert_int_equal(dp_ledger_synced(l, seq1, 0), 0);
+	assert_int_equal(dp_ledger_charge_ahead(l, 5, 0.125, &cov), 0);
+	assert_true(cov);
+	assert_int_equal(sync_calls, 4);
+	/* a record whose sync has not reported is synced before another one
+	 * is written after it (only the final record may be torn) */
+	assert_int_equal(dp_ledger_settle_write(l, 0, &seq), 0);   /* 5's record, no share */
+	assert_int_equal(rec_flags(f->path, seq), 2);
+	sync_calls = 0;
+	assert_int_equal(dp_ledger_charge(l, 6, 0.125, NULL), 0);
+	assert_int_equal(sync_calls, 2);
+	/* nothing to write: seq 0 */
+	dp_ledger_close(l);
+	l = open_ok(f->path, 1.0, 8, "halves", 0);
+	assert_int_equal(dp_ledger_settle_write(l, 0, &seq), 0);
+	assert_int_equal(seq, 0);
+	/* a failed report stops the ledger: no answer after it */
+	assert_int_equal(dp_ledger_settle_write(l, 0.125, &seq), 0);
+	assert_true(seq > 0);
+	assert_int_equal(dp_ledger_synced(l, seq, EIO), DP_EIO);
+	assert_true(dp_ledger_failed(l));
+	assert_int_equal(dp_ledger_charge_ahead(l, 9, 0.125, &cov), DP_EIO);
+	dp_ledger_close(l);
+	dp_file_set_sync_hook(NULL);
+}
+
 /* Hand-built reserve-ahead logs: the consistency rules of §9. */
 static void test_ahead_crafted(void **state)
 {
@@ -1459,6 +1528,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_readonly, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_crash_kill, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_ahead_cycle, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_settle_halves, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_crash_kill_ahead, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_ahead_crafted, fx_setup, fx_teardown),
 	};
