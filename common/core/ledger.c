@@ -48,6 +48,16 @@
 #define REC_NOANSWER   4u   /* a reservation alone (with REC_RESERVES; k = 0) */
 #define REC_FLAGS_ALL  (REC_RESERVES | REC_COVERED | REC_NOANSWER)
 
+/* How much a record with these flags adds to the count (answers that may
+ * have left): the ledger.md §9 table, in one place for writing and for
+ * verifying. */
+static uint64_t count_growth(uint32_t flags)
+{
+	if (flags & REC_NOANSWER)
+		return 1;
+	return (uint64_t)!(flags & REC_COVERED) + !!(flags & REC_RESERVES);
+}
+
 /* Records are read in chunks of this many at open. */
 #define READ_CHUNK_RECS 1024
 
@@ -400,7 +410,7 @@ static int check_next(const dp_ledger *l, uint64_t hdr_cap, uint64_t hdr_capk,
 	unsigned long long at = (unsigned long long)(i + 1);
 
 	bool alone = e->flags & REC_NOANSWER;
-	uint64_t grow = alone ? 1 : !(e->flags & REC_COVERED) + !!(e->flags & REC_RESERVES);
+	uint64_t grow = count_growth(e->flags);
 	uint64_t last_k = l->seq > 0 ? l->ks[l->seq - 1] : 0;
 
 	if (e->seq != l->seq + 1)
@@ -437,6 +447,14 @@ static int check_next(const dp_ledger *l, uint64_t hdr_cap, uint64_t hdr_capk,
 		return dp_error_set(DP_ECORRUPT, "ledger %s: record %llu: beyond the header caps",
 				    p, at);
 	return 0;
+}
+
+/* The last k answered, a pending one included. */
+static uint64_t last_answered(const dp_ledger *l)
+{
+	if (l->pending)
+		return l->pending_k;
+	return l->seq > 0 ? l->ks[l->seq - 1] : 0;
 }
 
 /* Read and verify all records; drop (or, read-only, report) a torn tail. */
@@ -493,8 +511,7 @@ static int load_records(dp_ledger *l, off_t size, uint64_t hdr_cap, uint64_t hdr
 			rc = check_next(l, hdr_cap, hdr_capk, i, &e);
 			if (rc < 0)
 				goto out;
-			l->ks[l->seq] = (e.flags & REC_NOANSWER) ? (l->seq ? l->ks[l->seq - 1] : 0)
-								  : e.k;
+			l->ks[l->seq] = (e.flags & REC_NOANSWER) ? last_answered(l) : e.k;
 			l->seq = e.seq;
 			l->count = e.count;
 			l->last_flags = e.flags;
@@ -687,14 +704,6 @@ void dp_ledger_close(dp_ledger *l)
 	free(l);
 }
 
-/* The last k answered, a pending one included. */
-static uint64_t last_answered(const dp_ledger *l)
-{
-	if (l->pending)
-		return l->pending_k;
-	return l->seq > 0 ? l->ks[l->seq - 1] : 0;
-}
-
 /* Everything a charge checks before writing.  A held reservation of at
  * least the charge covers the answer (*covered): its share is already in
  * the count and the total. */
@@ -809,7 +818,7 @@ static int append(dp_ledger *l, uint32_t flags, uint64_t k, uint64_t charge, uin
 	e.k = alone ? 0 : k;
 	e.charge_nano = charge;
 	e.total_nano = add_nano(l->total, charge);
-	e.count = l->count + (alone ? 1 : !(flags & REC_COVERED) + !!(flags & REC_RESERVES));
+	e.count = l->count + count_growth(flags);
 	e.time_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	encode_record(rec, l->hdr_crc, &e);
 

@@ -860,15 +860,31 @@ static int counting_sync(int fd)
 }
 
 /* The flags of record seq (1-based), read from the file. */
-static uint32_t rec_flags(const char *path, uint64_t seq)
+/* A little-endian field of record seq (1-based), read from the file:
+ * `bytes` bytes at offset `off` of the record. */
+static uint64_t rec_field(const char *path, uint64_t seq, int off, int bytes)
 {
 	unsigned char r[RS];
+	uint64_t v = 0;
 	int fd = open(path, O_RDONLY);
 
 	assert_true(fd >= 0);
 	assert_int_equal(pread(fd, r, RS, (off_t)(HS + (seq - 1) * RS)), RS);
 	close(fd);
-	return (uint32_t)r[4] | (uint32_t)r[5] << 8 | (uint32_t)r[6] << 16 | (uint32_t)r[7] << 24;
+	for (int i = bytes - 1; i >= 0; i--)
+		v = v << 8 | r[off + i];
+	return v;
+}
+
+/* The record's flags (offset 4) and k (offset 16), docs/ledger.md §2. */
+static uint32_t rec_flags(const char *path, uint64_t seq)
+{
+	return (uint32_t)rec_field(path, seq, 4, 4);
+}
+
+static uint64_t rec_k(const char *path, uint64_t seq)
+{
+	return rec_field(path, seq, 16, 8);
 }
 
 static void test_ahead_cycle(void **state)
@@ -1311,21 +1327,6 @@ static void crash_child(const char *path, const struct crash_cfg *c, int wfd, ui
 		if (write(wfd, &k, sizeof(k)) != (ssize_t)sizeof(k))
 			_exit(12);
 	}
-}
-
-/* The k field of record seq (1-based), read from the file. */
-static uint64_t rec_k(const char *path, uint64_t seq)
-{
-	unsigned char r[RS];
-	uint64_t k = 0;
-	int fd = open(path, O_RDONLY);
-
-	assert_true(fd >= 0);
-	assert_int_equal(pread(fd, r, RS, (off_t)(HS + (seq - 1) * RS)), RS);
-	close(fd);
-	for (int i = 7; i >= 0; i--)
-		k = k << 8 | r[16 + i];
-	return k;
 }
 
 /* A power cut after the kill: a record written after its answer left (a

@@ -312,27 +312,37 @@ static void cli_send_byte(struct client *c)
 	assert_int_equal(uv_try_write((uv_stream_t *)&c->tcp, &b, 1), 1);
 }
 
+/* A listener with eviction and these pending limits, and two clients
+ * connected and accepted (peers 0 and 1), in that order.  Returns the port. */
+static uint16_t start_with_two(struct fix *f, size_t max_pending, size_t per_addr,
+			       struct client **a, struct client **b)
+{
+	dp_listener_config c;
+	uint16_t port;
+
+	fix_init(f);
+	c = config(f, 0);
+	c.max_pending = max_pending;
+	c.max_pending_per_addr = per_addr;
+	c.on_evict = on_evict;
+	assert_int_equal(dp_listener_start(&f->loop, &c, "127.0.0.1", 0, &f->l), 0);
+	port = dp_listener_port(f->l);
+	*a = cli_connect(f, "127.0.0.1", port);
+	RUN_UNTIL(f, f->accepted == 1 && (*a)->connected == 1);
+	*b = cli_connect(f, "127.0.0.1", port);
+	RUN_UNTIL(f, f->accepted == 2 && (*b)->connected == 1);
+	return port;
+}
+
 /* Two pending connections at most from one address: a third evicts the
  * oldest idle one (b), not the older one that has sent a byte (a), even
  * though nobody read it yet.  A settled connection is never evicted. */
 static void test_evict_per_addr(void **state)
 {
 	struct fix f;
-	dp_listener_config c;
 	struct client *a, *b, *x, *d, *e;
-	uint16_t port;
+	uint16_t port = start_with_two(&f, 0, 2, &a, &b);
 
-	fix_init(&f);
-	c = config(&f, 0);
-	c.max_pending_per_addr = 2;
-	c.on_evict = on_evict;
-	assert_int_equal(dp_listener_start(&f.loop, &c, "127.0.0.1", 0, &f.l), 0);
-	port = dp_listener_port(f.l);
-
-	a = cli_connect(&f, "127.0.0.1", port);
-	RUN_UNTIL(&f, f.accepted == 1 && a->connected == 1);
-	b = cli_connect(&f, "127.0.0.1", port);
-	RUN_UNTIL(&f, f.accepted == 2 && b->connected == 1);
 	cli_send_byte(a);
 	assert_int_equal(dp_listener_pending(f.l), 2);
 
@@ -412,21 +422,9 @@ static void test_evict_pending_and_cap(void **state)
 static void test_evict_oldest_by_accept(void **state)
 {
 	struct fix f;
-	dp_listener_config c;
 	struct client *a, *b, *x;
-	uint16_t port;
+	uint16_t port = start_with_two(&f, 2, 0, &a, &b);
 
-	fix_init(&f);
-	c = config(&f, 0);
-	c.max_pending = 2;
-	c.on_evict = on_evict;
-	assert_int_equal(dp_listener_start(&f.loop, &c, "127.0.0.1", 0, &f.l), 0);
-	port = dp_listener_port(f.l);
-
-	a = cli_connect(&f, "127.0.0.1", port);
-	RUN_UNTIL(&f, f.accepted == 1 && a->connected == 1);
-	b = cli_connect(&f, "127.0.0.1", port);
-	RUN_UNTIL(&f, f.accepted == 2 && b->connected == 1);
 	dp_listener_progress(f.l, &f.peer[1].slot);
 	dp_listener_progress(f.l, &f.peer[0].slot);
 	x = cli_connect(&f, "127.0.0.1", port);
