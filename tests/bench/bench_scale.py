@@ -52,70 +52,13 @@ import sys
 import tempfile
 import time
 
-PROCS = []
 TMPDIRS = []
 CLK = os.sysconf("SC_CLK_TCK")
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 
 
-def log(msg):
-    print(msg, flush=True)
-
-
-class Interrupted(Exception):
-    pass
-
-
-def on_signal(signum, frame):
-    raise Interrupted("signal %d" % signum)
-
-
-def _die_with_parent():
-    try:
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-def start(argv, stdout, stderr, env=None):
-    p = subprocess.Popen(argv, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL,
-                         start_new_session=True, preexec_fn=_die_with_parent, env=env)
-    PROCS.append(p)
-    return p
-
-
-def reap(p, timeout):
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
-        except ChildProcessError:
-            return None if p.returncode is None else resource.struct_rusage((0.0,) * 16)
-        if pid == p.pid:
-            p.returncode = os.waitstatus_to_exitcode(status)
-            return ru
-        if time.monotonic() >= deadline:
-            return None
-        time.sleep(0.01)
-
-
-def kill_all():
-    live = [p for p in PROCS if p.returncode is None]
-    for p in live:
-        try:
-            os.killpg(p.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-    deadline = time.monotonic() + 3.0
-    for p in live:
-        if reap(p, max(0.0, deadline - time.monotonic())) is None:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            reap(p, 5.0)
-    PROCS[:] = [p for p in PROCS if p.returncode is None]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchproc import PROCS, log, Interrupted, on_signal, start, reap, kill_all  # noqa: E402,F401
 
 
 def status_kb(pid, keys=("VmRSS", "VmHWM")):

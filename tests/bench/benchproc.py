@@ -1,0 +1,79 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Process handling shared by the daemon benchmarks (bench_learnerd.py,
+bench_scale.py, bench_staleness.py): every process started in a session of
+its own, killed with this script (PR_SET_PDEATHSIG) and at the end, with
+its rusage read when it is reaped."""
+import os
+import resource
+import signal
+import subprocess
+import time
+
+PROCS = []          # every Popen started, for cleanup
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+class Interrupted(Exception):
+    pass
+
+
+def on_signal(signum, frame):
+    raise Interrupted("signal %d" % signum)
+
+
+def _die_with_parent():
+    # In the child before exec: SIGKILL when this script dies, even by
+    # SIGKILL (a meson timeout kills our process group, and the daemons
+    # are in sessions of their own).
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def start(argv, stdout, stderr, env=None):
+    p = subprocess.Popen(argv, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL,
+                         start_new_session=True, preexec_fn=_die_with_parent, env=env)
+    PROCS.append(p)
+    return p
+
+
+def reap(p, timeout):
+    """Wait for p at most timeout seconds; returns its rusage or None on
+    timeout.  Sets p.returncode."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+        except ChildProcessError:
+            # reaped elsewhere (Popen.poll); no rusage then
+            return None if p.returncode is None else resource.struct_rusage((0.0,) * 16)
+        if pid == p.pid:
+            p.returncode = os.waitstatus_to_exitcode(status)
+            return ru
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.005)
+
+
+def kill_all():
+    """SIGTERM every live process group we started, then SIGKILL."""
+    live = [p for p in PROCS if p.returncode is None]
+    for p in live:
+        try:
+            os.killpg(p.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 3.0
+    for p in live:
+        if reap(p, max(0.0, deadline - time.monotonic())) is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            reap(p, 5.0)
+    PROCS[:] = [p for p in PROCS if p.returncode is None]
