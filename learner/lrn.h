@@ -299,6 +299,8 @@ struct lrn {
 	size_t open_conns;         /* admitted connections not yet closed */
 	size_t n_hello;            /* owners connected with their Hello accepted
 				    * (the connected gauge, without a scan) */
+	size_t n_to_welcome;       /* of those, not yet sent their Welcome (the
+				    * pump scans for them only when > 0) */
 
 	struct lrn_fdlimit fd;     /* fdlimit.c, at start */
 	struct lrn_memtrim trim;   /* memtrim.c */

@@ -655,7 +655,9 @@ void lrn_sched_next(struct lrn *L, double now, struct lrn_decision *d)
 		decide(d, LRN_ACT_DONE, NULL);
 		return;
 	}
-	for (size_t i = 0; L->started && i < L->N; i++) {
+	/* A scan of N only while someone waits for a Welcome: not on every
+	 * iteration (docs/scale.md §5). */
+	for (size_t i = 0; L->started && L->n_to_welcome > 0 && i < L->N; i++) {
 		struct lrn_owner *o = &L->owners[i];
 
 		if (o->conn && o->hello && !o->welcomed) {

@@ -120,9 +120,19 @@ static void refuse_owner(struct lrn *L, struct lrn_owner *o, Dpasync__GoodbyeCod
 	drop(L, o, reason);
 }
 
+/* Connected, Hello accepted, no Welcome yet: counted in n_to_welcome. */
+static bool to_welcome(const struct lrn_owner *o)
+{
+	return o->conn && o->hello && !o->welcomed;
+}
+
 /* Owner o no longer has a connection (the caller closes it). */
 static void forget_conn(struct lrn *L, struct lrn_owner *o)
 {
+	if (to_welcome(o)) {
+		DP_REQUIRE(L->n_to_welcome > 0);
+		L->n_to_welcome--;
+	}
 	if (o->hello) {
 		DP_REQUIRE(L->n_hello > 0);
 		L->n_hello--;
@@ -209,6 +219,10 @@ static void send_welcome(struct lrn *L, struct lrn_owner *o)
 	env.msg_case = DPASYNC__ENVELOPE__MSG_WELCOME;
 	env.welcome = &w;
 	/* Marked either way: a failed send closes the connection. */
+	if (to_welcome(o)) {
+		DP_REQUIRE(L->n_to_welcome > 0);
+		L->n_to_welcome--;
+	}
 	o->welcomed = true;
 	rc = dp_conn_send(o->conn, &env);
 	if (rc < 0)
@@ -459,6 +473,8 @@ static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h
 	}
 	if (!o->hello)
 		L->n_hello++;
+	if (!o->hello && o->conn && !o->welcomed)
+		L->n_to_welcome++;   /* to_welcome(o) from here */
 	o->hello = true;
 	o->ever_hello = true;
 	lim.p = L->p;

@@ -124,8 +124,14 @@ def owner(work, certs, port, oid, cert=None, extra=(), tag=None):
     return p
 
 
-def trace_rows(out):
-    lines = read(os.path.join(out, 'trace.csv')).splitlines()
+def trace_rows(out, running=False):
+    """The rows of trace.csv.  running: learnerd is still writing it, and
+    writes through a buffer, so the last line may be cut at a buffer
+    boundary: a final line without its newline is not read yet."""
+    text = read(os.path.join(out, 'trace.csv'))
+    if running and not text.endswith('\n'):
+        text = text[:text.rfind('\n') + 1]
+    lines = text.splitlines()
     check(lines and lines[0] == 'k,time_unix,owner,wait_s,rtt_s,eps_spent,staleness,job',
           'trace.csv header: %r' % (lines[:1],))
     rows = []
@@ -390,7 +396,7 @@ def scenario_a(work, certs):
                                                       '--reconnect', '20'] + cap, tag='a2')
     o3 = owner(work, certs, L.port, 'owner-3', extra=['--interval', '0.005', '--nan-at', '3']
                + cap, tag='a3')
-    wait_for(lambda: len(trace_rows(out)) >= 3 if os.path.exists(out + '/trace.csv') else 0, 10,
+    wait_for(lambda: len(trace_rows(out, running=True)) >= 3 if os.path.exists(out + '/trace.csv') else 0, 10,
              'the first iterations')
     # Intruders while the job runs (owner-2's silent query keeps it
     # running for at least the 1 s query timeout).
@@ -453,7 +459,7 @@ def scenario_b(work, certs):
     port = L.port
     os_ = [owner(work, certs, port, o, extra=['--interval', '0.01', '--reconnect', '60'],
                  tag='b' + o) for o in OWNERS]
-    wait_for(lambda: len(trace_rows(out)) >= 40 if os.path.exists(out + '/trace.csv') else 0, 20,
+    wait_for(lambda: len(trace_rows(out, running=True)) >= 40 if os.path.exists(out + '/trace.csv') else 0, 20,
              '40 iterations')
     L.p.send_signal(signal.SIGTERM)
     rc, stdout = L.wait(20)
@@ -469,7 +475,7 @@ def scenario_b(work, certs):
     line1 = plan_line(L.err())
 
     L = Learner(work, out, certs, args + ['--resume'], port=port, name='b2')
-    wait_for(lambda: len(trace_rows(out)) >= k1 + 60, 20, 'progress after the resume')
+    wait_for(lambda: len(trace_rows(out, running=True)) >= k1 + 60, 20, 'progress after the resume')
     L.p.send_signal(signal.SIGKILL)
     L.p.wait()
     with open(os.path.join(out, 'checkpoint.json')) as f:
@@ -522,12 +528,12 @@ def scenario_b2(work, certs):
     L = Learner(work, out, certs, args, name='b21')
     os_ = [owner(work, certs, L.port, o, extra=['--reconnect', '60', '--interval', '0.001'],
                  tag='b2' + o) for o in OWNERS]
-    wait_for(lambda: len(trace_rows(out)) >= 1100 if os.path.exists(out + '/trace.csv') else 0,
+    wait_for(lambda: len(trace_rows(out, running=True)) >= 1100 if os.path.exists(out + '/trace.csv') else 0,
              60, '1100 iterations')
     L.p.send_signal(signal.SIGKILL)
     L.p.wait()
     check(L.p.returncode == -signal.SIGKILL, 'B2: the job ended before kill -9 (%d rows)' %
-          len(trace_rows(out)))
+          len(trace_rows(out, running=True)))
     with open(os.path.join(out, 'checkpoint.json')) as f:
         st = json.load(f)['state']
     check(st['k_done'] >= 1000 and st['query_id_reserved'] > 1100,
