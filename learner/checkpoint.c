@@ -26,13 +26,17 @@
 
 #define CHECKPOINT_MAX ((size_t)1 << 30)
 
+/* The ids one checkpoint reserves.  A checkpoint writes every owner's
+ * state, O(N), and one is forced when the block runs out: 64 ids per
+ * owner keep that under one owner record's cost per iteration (ids are
+ * 64-bit; the ones a crash skips cost nothing). */
 static uint64_t id_block(const struct lrn *L)
 {
 	uint64_t c = L->s->checkpoint_every;
 
 	if (c > ((uint64_t)1 << 20))
 		c = (uint64_t)1 << 20;
-	return 1024 + 2 * c;
+	return 1024 + 2 * c + 64 * (uint64_t)L->N;
 }
 
 /* ---- saving -------------------------------------------------------------- */

@@ -521,22 +521,24 @@ def scenario_b(work, certs):
 
 def scenario_b2(work, certs):
     """--checkpoint-every 0: only the query-id reservation forces
-    checkpoints (every 1024 ids); kill -9 past the first block."""
+    checkpoints (every 1024 + 64 N ids, docs/learnerd.md §5); kill -9 past
+    the first block."""
     out = os.path.join(work, 'b2')
     T = 3000
+    block = 1024 + 64 * len(OWNERS)
     args = ['--T', str(T), '--checkpoint-every', '0']
     L = Learner(work, out, certs, args, name='b21')
     os_ = [owner(work, certs, L.port, o, extra=['--reconnect', '60', '--interval', '0.001'],
                  tag='b2' + o) for o in OWNERS]
-    wait_for(lambda: len(trace_rows(out, running=True)) >= 1100 if os.path.exists(out + '/trace.csv') else 0,
-             60, '1100 iterations')
+    wait_for(lambda: len(trace_rows(out, running=True)) >= block + 80
+             if os.path.exists(out + '/trace.csv') else 0, 60, '%d iterations' % (block + 80))
     L.p.send_signal(signal.SIGKILL)
     L.p.wait()
     check(L.p.returncode == -signal.SIGKILL, 'B2: the job ended before kill -9 (%d rows)' %
           len(trace_rows(out, running=True)))
     with open(os.path.join(out, 'checkpoint.json')) as f:
         st = json.load(f)['state']
-    check(st['k_done'] >= 1000 and st['query_id_reserved'] > 1100,
+    check(st['k_done'] >= block - 80 and st['query_id_reserved'] > block + 80,
           'reservation checkpoint: %r' % {k: st[k] for k in ('k_done', 'query_id_reserved')})
     L = Learner(work, out, certs, args + ['--resume'], port=L.port, name='b22')
     rc, stdout = L.wait(60)
