@@ -31,22 +31,48 @@ int dp_num_parse_double(const char *what, const char *s, int allow_inf, double *
 
 void dp_num_format(char *buf, size_t len, double v)
 {
+	char t[40];
+	int lo = 3, hi = 17, have = 0;
+
 	DP_REQUIRE(buf != NULL && len > 0);
 	if (!isfinite(v)) {
 		snprintf(buf, len, isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
 		return;
 	}
-	for (int p = 1; p <= 17; p++) {
+	/* The fewest significant digits that read back exactly.  One and two
+	 * digits are tried first (0, 0.5, 10: a learner's untouched theta_i
+	 * are such values), then bisection over 3..17: if p digits read back,
+	 * so do p + 1 (the nearest (p+1)-digit decimal is at least as close as
+	 * the p-digit one, which is one of them), and 17 always do: at most
+	 * 6 tries where a linear search needs 17 for a full-precision value
+	 * (a checkpoint formats every owner's theta_i). */
+	for (int p = 1; p <= 2; p++) {
 		snprintf(buf, len, "%.*g", p, v);
-		if (strtod(buf, NULL) != v)
-			continue;
-		/* %g switches to an exponent when p is below the integer digits. */
-		if (fabs(v) >= 1 && fabs(v) < 1e15 && strchr(buf, 'e')) {
-			int digits = (int)floor(log10(fabs(v))) + 1;
-
-			snprintf(buf, len, "%.*g", digits > p ? digits : p, v);
+		if (strtod(buf, NULL) == v) {
+			lo = hi = p;
+			have = 1;
+			break;
 		}
-		return;
+	}
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+
+		snprintf(t, sizeof(t), "%.*g", mid, v);
+		if (strtod(t, NULL) == v) {
+			hi = mid;
+			snprintf(buf, len, "%s", t);
+			have = 1;
+		} else {
+			lo = mid + 1;   /* buf still holds hi's digits, if any */
+		}
+	}
+	if (!have)
+		snprintf(buf, len, "%.*g", lo, v);
+	/* %g switches to an exponent when p is below the integer digits. */
+	if (fabs(v) >= 1 && fabs(v) < 1e15 && strchr(buf, 'e')) {
+		int digits = (int)floor(log10(fabs(v))) + 1;
+
+		snprintf(buf, len, "%.*g", digits > lo ? digits : lo, v);
 	}
 }
 
