@@ -20,7 +20,9 @@
  *                    (a disk that stays broken or full)
  *   DP_FAULT_ACTION  fail (default); kill-before: SIGKILL the process
  *                    instead of making the call; kill-after: make the call,
- *                    then SIGKILL (a crash right after a write or a sync)
+ *                    then SIGKILL (a crash right after a write or a sync);
+ *                    delay: sleep DP_FAULT_DELAY_MS (default 2000), then
+ *                    make the call (a slow disk)
  *   DP_FAULT_LOG     append "INDEX KIND" for every counted call to this
  *                    file (written with raw syscalls, so never counted)
  * The older OWN_TEST_FAIL_FDATASYNC=N still means DP_FAULT_CALLS=fdatasync
@@ -36,15 +38,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
 
-enum { ACT_FAIL, ACT_KILL_BEFORE, ACT_KILL_AFTER };
+enum { ACT_FAIL, ACT_KILL_BEFORE, ACT_KILL_AFTER, ACT_DELAY };
 
 static int inited, sticky, action, fault_errno = EIO, log_fd = -1;
+static long delay_ms = 2000;
 static unsigned long at, counted;
+static __thread unsigned long mine;   /* this thread's last counted call */
 static char kinds[256] = "all";
 
 static void init(void)
@@ -71,6 +76,11 @@ static void init(void)
 		action = ACT_KILL_BEFORE;
 	else if (e != NULL && strcmp(e, "kill-after") == 0)
 		action = ACT_KILL_AFTER;
+	else if (e != NULL && strcmp(e, "delay") == 0)
+		action = ACT_DELAY;
+	e = getenv("DP_FAULT_DELAY_MS");
+	if (e != NULL)
+		delay_ms = strtol(e, NULL, 10);
 	e = getenv("DP_FAULT_LOG");
 	if (e != NULL && *e)
 		log_fd = (int)syscall(SYS_openat, AT_FDCWD, e,
@@ -110,14 +120,17 @@ static int hit(const char *kind)
 {
 	char line[64];
 	int len, h;
+	unsigned long n;
 
 	init();
+	mine = 0;
 	if (!wanted(kind))
 		return 0;
-	counted++;
-	h = at != 0 && (counted == at || (sticky && counted > at));
+	/* ownerd syncs on a worker thread too (owner/settle.c). */
+	n = mine = __atomic_add_fetch(&counted, 1, __ATOMIC_SEQ_CST);
+	h = at != 0 && (n == at || (sticky && n > at));
 	if (log_fd >= 0) {
-		len = snprintf(line, sizeof(line), "%lu %s%s\n", counted, kind, h ? " fault" : "");
+		len = snprintf(line, sizeof(line), "%lu %s%s\n", n, kind, h ? " fault" : "");
 		if (len > 0)
 			(void)syscall(SYS_write, log_fd, line, (size_t)len);
 	}
@@ -127,6 +140,13 @@ static int hit(const char *kind)
 		raise(SIGKILL);
 	if (action == ACT_KILL_AFTER)
 		return 0;
+	if (action == ACT_DELAY) {
+		struct timespec ts = { delay_ms / 1000, (delay_ms % 1000) * 1000000L };
+
+		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+			;
+		return 0;
+	}
 	errno = fault_errno;
 	return 1;
 }
@@ -134,7 +154,7 @@ static int hit(const char *kind)
 /* After a call that was made: the kill-after action. */
 static void after(void)
 {
-	if (action == ACT_KILL_AFTER && at != 0 && (counted == at || (sticky && counted > at)))
+	if (action == ACT_KILL_AFTER && at != 0 && (mine == at || (sticky && mine > at)))
 		raise(SIGKILL);
 }
 

@@ -425,6 +425,8 @@ def main(ownerd, dpasync, shim=None):
             test_ledger_failure(ownerd, base, work, fl, p, log, shim, False)
             fl.drain()
             test_ledger_failure(ownerd, base, work, fl, p, log, shim, True)
+            fl.drain()
+            test_slow_settle(ownerd, base, work, fl, p, log, shim)
         fl.close()
         ok = True
     except Fail as e:
@@ -1030,6 +1032,53 @@ def test_ledger_failure(ownerd, base, work, fl, p, log, shim, ahead):
     check(o.wait() == 0, 'SIGTERM exit code')
     c.close()
     print('ok ledger failure (%s)' % ('reserve-ahead' if ahead else 'plain'))
+
+
+def test_slow_settle(ownerd, base, work, fl, p, log, shim):
+    # The settle's fdatasync runs off the loop (docs/ledger.md §9 "Off the
+    # loop"): with the disk made slow for that one sync (the shim holds the
+    # 2nd fdatasync, the settle's after answer 1, for HOLD s), the loop
+    # still answers /metrics and its clock still sends the next request
+    # meanwhile; and answer 2, which needs the reserved share, leaves only
+    # once a sync of that share has completed (ownerd syncs it itself), so
+    # the ledger after the job is the normal one.  Bounds: /metrics within
+    # 1.0 s while the sync is held 3 s (a synchronous settle would block it
+    # for the whole 3 s; a machine stalled for 1 s would fail it, rare);
+    # an UpdateRequest within 1.5 s at --rate 20 (P(none) = e^-30).
+    HOLD = 3.0
+    d = os.path.join(work, 'slowsync')
+    os.makedirs(d)
+    led = os.path.join(d, 'ledger')
+    pf = os.path.join(d, 'ports')
+    args = base[1:] + ['--ledger', led, '--answers-cap', '3', '--rate', '20',
+                       '--metrics-listen', '127.0.0.1:0', '--port-file', pf]
+    env = dict(os.environ, LD_PRELOAD=os.path.abspath(shim), DP_FAULT_CALLS='fdatasync',
+               DP_FAULT_AT='2', DP_FAULT_ACTION='delay', DP_FAULT_DELAY_MS=str(int(HOLD * 1000)))
+    o = Owner(ownerd, args, log, env=env)
+    c = fl.accept()
+    c.expect('hello')
+    welcome(c, p)
+    with open(pf) as f:
+        mport = int(re.search(r'^metrics=(\d+)$', f.read(), re.M).group(1))
+    c.send('query', k=1, theta=[0.0] * p)
+    c.expect('answer')
+    t_answer = time.monotonic()
+    metric(mport, 'dpasync_owner_answers_total')
+    dt = time.monotonic() - t_answer
+    check(dt < 1.0, '/metrics took %.2f s while the settle was syncing' % dt)
+    c.expect('update_request', timeout=1.5)
+    check(time.monotonic() - t_answer < HOLD - 0.5,
+          'the next request came only after the held sync')
+    c.send('query', k=2, theta=[0.0] * p)
+    a = c.expect('answer', timeout=HOLD + 5)
+    check(a['k'] == 2 and a['answers_given'] == 2, 'answer 2 %r' % a)
+    c.send('done', final_theta=[0.0] * p, T=10)
+    check(o.wait() == 0, 'exit code after Done')
+    c.close()
+    recs = ledger_flags(led)
+    check(recs[:3] == [(0, 1, 1), (5, 0, 2), (3, 2, 3)],
+          'records with a slow settle (flags, k, count) %r' % recs)
+    print('ok settle off the loop (a %.0f s sync held; /metrics in %.2f s)' % (HOLD, dt))
 
 
 def ledger_flags(path):
