@@ -1275,29 +1275,6 @@ struct crash_cfg {
 	uint64_t final;        /* answers when exhausted, by hand; 0 = not exhausted */
 };
 
-/* Reserve-ahead (docs/ledger.md §9): charge, "send" (the pipe), settle
- * with the next share. */
-static void crash_child_ahead(dp_ledger *l, const struct crash_cfg *c, int wfd, uint64_t k)
-{
-	for (;;) {
-		bool cov;
-		int rc = dp_ledger_charge_ahead(l, ++k, c->charge, &cov);
-
-		if (rc == DP_EBUDGET) {
-			for (;;)
-				pause();
-		}
-		if (rc != 0)
-			_exit(11);
-		sleep_us(rnd() % 500);  /* "sending" */
-		if (write(wfd, &k, sizeof(k)) != (ssize_t)sizeof(k))
-			_exit(12);
-		sleep_us(rnd() % 200);
-		if (dp_ledger_settle(l, c->charge) != 0)
-			_exit(14);
-	}
-}
-
 static void crash_child(const char *path, const struct crash_cfg *c, int wfd, uint64_t seed,
 			bool ahead, uint64_t sent)
 {
@@ -1312,10 +1289,14 @@ static void crash_child(const char *path, const struct crash_cfg *c, int wfd, ui
 		k = 0;
 	/* Ids never repeat (the learner's never do): an answer sent under a
 	 * reservation may be missing from the ledger. */
-	if (ahead)
-		crash_child_ahead(l, c, wfd, k > sent ? k : sent);
+	if (ahead && sent > k)
+		k = sent;
+	/* Charge, "send" (the pipe), and with reserve-ahead (docs/ledger.md
+	 * §9) settle with the next share. */
 	for (;;) {
-		int rc = dp_ledger_charge(l, ++k, c->charge, NULL);
+		bool cov;
+		int rc = ahead ? dp_ledger_charge_ahead(l, ++k, c->charge, &cov)
+			       : dp_ledger_charge(l, ++k, c->charge, NULL);
 
 		if (rc == DP_EBUDGET) {
 			for (;;)
@@ -1326,6 +1307,11 @@ static void crash_child(const char *path, const struct crash_cfg *c, int wfd, ui
 		sleep_us(rnd() % 500);  /* "sending" */
 		if (write(wfd, &k, sizeof(k)) != (ssize_t)sizeof(k))
 			_exit(12);
+		if (!ahead)
+			continue;
+		sleep_us(rnd() % 200);
+		if (dp_ledger_settle(l, c->charge) != 0)
+			_exit(14);
 	}
 }
 
