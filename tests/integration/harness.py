@@ -42,6 +42,21 @@ def summary(outdir):
     with open(os.path.join(outdir, 'summary.json')) as f:
         return json.load(f)
 
+def write_schedule(path, T, N, seed):
+    """A --schedule file: T owners (1-based) drawn uniformly from N with
+    the given seed."""
+    import random
+    rnd = random.Random(seed)
+    with open(path, 'w') as f:
+        f.write(''.join('%d\n' % rnd.randint(1, N) for _ in range(T)))
+
+def parity_flags(T):
+    """The settings of the sim/numpy parity tests: clip 0.5 is below most
+    per-example gradient norms of `dpasync gen`'s data, so clipping is
+    active; with --bias."""
+    return ['--rho', '2000', '--lambda', '0.05', '--theta-max', '0.3', '--clip', '0.5',
+            '--T', str(T), '--bias']
+
 def main(fn):
     """Run test function fn(argv) and exit 0/1 with one line of verdict."""
     try:

@@ -7,9 +7,9 @@ a --schedule it reproduces the numpy reference (ref_async.py
 exactly, for M = 2 and 3; M = 1 is the strict run, bit for bit, with
 staleness 0; a sync mode refuses the flag.  And --threads: 5 noisy repeats
 on 1 and on 3 threads give the same psi, model and schedule, bit for bit."""
-import json, os, random, sys
+import json, os, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import check, run, tmpdir, cleanup, summary, main
+from harness import check, run, tmpdir, cleanup, summary, main, write_schedule, parity_flags
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -20,16 +20,13 @@ def test(argv):
     d = tmpdir('inflight')
     try:
         T, N = 300, 3
-        rnd = random.Random(11)
         sched = os.path.join(d, 'schedule.txt')
-        with open(sched, 'w') as f:
-            f.write(''.join('%d\n' % rnd.randint(1, N) for _ in range(T)))
+        write_schedule(sched, T, N, 11)
         data = os.path.join(d, 'data')
         run([dpasync, 'gen', '--rows', '120,200,80', '--features', '5', '--seed', '3',
              '--out', data])
         files = [os.path.join(data, 'owner-%d.csv' % i) for i in (1, 2, 3)]
-        common = ['--rho', '2000', '--lambda', '0.05', '--theta-max', '0.3', '--clip', '0.5',
-                  '--T', str(T), '--bias']
+        common = parity_flags(T)
         thetas = {}
         for M in (1, 2, 3):
             out = os.path.join(d, 'sim-%d' % M)

@@ -3,9 +3,9 @@
 """Acceptance: with --epsilon inf and a --schedule, `dpasync sim --mode async`
 reproduces an independent numpy implementation of docs/design.md §4 (ref_async.py)
 to 1e-9 relative error on theta_L, for each model, with clipping active."""
-import json, os, random, sys
+import json, os, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import check, run, tmpdir, cleanup, summary, main
+from harness import check, run, tmpdir, cleanup, summary, main, write_schedule, parity_flags
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -15,19 +15,15 @@ def test(argv):
     d = tmpdir('parity')
     try:
         T, N = 300, 3
-        rnd = random.Random(7)
         sched = os.path.join(d, 'schedule.txt')
-        with open(sched, 'w') as f:
-            f.write(''.join('%d\n' % rnd.randint(1, N) for _ in range(T)))
+        write_schedule(sched, T, N, 7)
         for model, task in (('linear', 'regression'), ('logistic', 'classification'),
                             ('svm', 'classification')):
             data = os.path.join(d, model)
             run([dpasync, 'gen', '--task', task, '--rows', '120,200,80', '--features', '5',
                  '--seed', '3', '--out', data])
             files = [os.path.join(data, 'owner-%d.csv' % i) for i in (1, 2, 3)]
-            # clip 0.5 is below most per-example gradient norms: clipping is active.
-            common = ['--rho', '2000', '--lambda', '0.05', '--theta-max', '0.3', '--clip', '0.5',
-                      '--T', str(T), '--bias']
+            common = parity_flags(T)
             out = os.path.join(d, model + '-sim')
             # --answers-cap T: the schedule is drawn freely, so no cap may bind.
             run([dpasync, 'sim', '--mode', 'async', '--model', model, '--epsilon', 'inf',
