@@ -55,7 +55,6 @@ import os
 import platform
 import resource
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -75,11 +74,11 @@ VARIANTS = {
     "stub": ("stub", None, [], 40000, []),
     "stub-nockpt": ("stub", None, ["--checkpoint-every", "0"], 100000, []),
 }
-TMPDIRS = []        # directories to remove at the end (unless --keep)
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchproc import PROCS, log, Interrupted, on_signal, start, reap, kill_all, _die_with_parent  # noqa: E402,F401
+from benchproc import (PROCS, TMPDIRS, log, Interrupted, on_signal, trap_signals,  # noqa: E402,F401
+                       start, reap, kill_all, finish, _die_with_parent)
 
 
 def rate_for(a, n):
@@ -422,8 +421,7 @@ def main():
         if p and not os.access(p, os.X_OK):
             ap.error("--%s %s is not executable" % (name, p))
 
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    trap_signals()
     if a.work is None:
         a.work = tempfile.mkdtemp(prefix="bench-daemons-", dir=os.getcwd())
         TMPDIRS.append(a.work)
@@ -467,12 +465,7 @@ def main():
         log("bench_learnerd: interrupted (%s)" % e)
         rc = 130
     finally:
-        kill_all()
-        if not a.keep:
-            for d in TMPDIRS:
-                shutil.rmtree(d, ignore_errors=True)
-        else:
-            log("kept: %s %s" % (a.work, a.shm_root))
+        finish(a.keep, a.work, a.shm_root)
     return rc
 
 

@@ -45,20 +45,19 @@ import os
 import platform
 import resource
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-TMPDIRS = []
 CLK = os.sysconf("SC_CLK_TCK")
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchproc import PROCS, log, Interrupted, on_signal, start, reap, kill_all  # noqa: E402,F401
+from benchproc import (PROCS, TMPDIRS, log, Interrupted, on_signal, trap_signals,  # noqa: E402,F401
+                       start, reap, kill_all, finish)
 
 
 def status_kb(pid, keys=("VmRSS", "VmHWM")):
@@ -386,8 +385,7 @@ def main():
         a.stub_owners, a.real, a.total = [200], 20, 200
     if a.real > a.total:
         ap.error("--real exceeds --total")
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    trap_signals()
     if a.work is None:
         a.work = tempfile.mkdtemp(prefix="bench-scale-", dir=os.getcwd())
         TMPDIRS.append(a.work)
@@ -420,12 +418,7 @@ def main():
         log("bench_scale: interrupted (%s)" % e)
         rc = 130
     finally:
-        kill_all()
-        if not a.keep:
-            for d in TMPDIRS:
-                shutil.rmtree(d, ignore_errors=True)
-        else:
-            log("kept: %s" % a.work)
+        finish(a.keep, a.work)
     return rc
 
 

@@ -43,7 +43,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -337,8 +336,7 @@ def main(argv=None):
     os.makedirs(a.ledger_root, exist_ok=True)
     a.shm_root = tempfile.mkdtemp(prefix="dp-bench-stale-", dir=a.shm_dir)
     bl.TMPDIRS.append(a.shm_root)
-    signal.signal(signal.SIGTERM, bl.on_signal)
-    signal.signal(signal.SIGINT, bl.on_signal)
+    bl.trap_signals()
     log("bench_staleness: %s, %d cores, load %.2f %.2f %.2f, ledgers on %s (%s)"
         % (bl.cpu_model(), os.cpu_count(), *os.getloadavg(), a.ledger_root,
            bl.fs_type(a.ledger_root)))
@@ -360,12 +358,7 @@ def main(argv=None):
         log("bench_staleness: interrupted (%s)" % e)
         rc = 130
     finally:
-        bl.kill_all()
-        if not a.keep:
-            for d in bl.TMPDIRS:
-                shutil.rmtree(d, ignore_errors=True)
-        else:
-            log("kept: %s" % a.work)
+        bl.finish(a.keep, a.work)
     return rc
 
 

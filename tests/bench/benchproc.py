@@ -5,11 +5,13 @@ its own, killed with this script (PR_SET_PDEATHSIG) and at the end, with
 its rusage read when it is reaped."""
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import time
 
 PROCS = []          # every Popen started, for cleanup
+TMPDIRS = []        # directories to remove at the end (unless kept)
 
 
 def log(msg):
@@ -22,6 +24,12 @@ class Interrupted(Exception):
 
 def on_signal(signum, frame):
     raise Interrupted("signal %d" % signum)
+
+
+def trap_signals():
+    """SIGTERM and SIGINT raise Interrupted, so that finish() runs."""
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
 
 
 def _die_with_parent():
@@ -77,3 +85,14 @@ def kill_all():
                 pass
             reap(p, 5.0)
     PROCS[:] = [p for p in PROCS if p.returncode is None]
+
+
+def finish(keep, *kept):
+    """At the end, whatever happened: kill what is still running, then
+    remove TMPDIRS, or with keep say where the kept files are."""
+    kill_all()
+    if not keep:
+        for d in TMPDIRS:
+            shutil.rmtree(d, ignore_errors=True)
+    else:
+        log("kept: %s" % " ".join(str(k) for k in kept))
