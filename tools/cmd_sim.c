@@ -48,7 +48,7 @@ struct sim_opts {
 	bool bias, freq_correction, have_eta, have_rho, have_c, have_clip, have_margin;
 	size_t T, T_max, repeats, psi_every, max_inflight, threads;
 	uint64_t seed;
-	double eta, rho, c, lambda, theta_max, clip, margin;
+	double eta, rho, c, lambda, theta_max, clip, margin, answer_time;
 	struct dp_config_doubles eps, rates;
 	struct dp_config_sizes caps;
 	struct dp_config_strings files;
@@ -82,6 +82,11 @@ static int check_opts(void *arg)
 	if (o->max_inflight > 1 && o->mode != DP_PLAN_ASYNC)
 		return dp_error_set(DP_EINVAL, "--max-inflight applies to --mode async (a sync "
 				    "round asks every owner at once)");
+	if (o->answer_time > 0 && o->mode != DP_PLAN_ASYNC)
+		return dp_error_set(DP_EINVAL, "--answer-time applies to --mode async");
+	if (o->answer_time > 0 && o->schedule)
+		return dp_error_set(DP_EINVAL, "give --answer-time or --schedule, not both (a "
+				    "schedule fixes the order the clocks would decide)");
 	return 0;
 }
 
@@ -181,6 +186,7 @@ struct sim_result {
 	double psi_zero;            /* f(0)/f* - 1 on the owners' data */
 	const char *warnings;       /* lines, '\n'-separated */
 	double staleness_mean;      /* async: over the first repeat's iterations */
+	const double *clock;        /* timed: the repeats' simulated seconds, or NULL */
 	double secs_load, secs_optimum, secs_run;   /* wall clock; run: every repeat */
 };
 
@@ -208,6 +214,35 @@ static struct json_object *timing_json(const struct sim_result *res, size_t T, s
 	if (rc == 0)
 		rc = dp_json_add(t, "per_iteration",
 				 dp_json_double(res->secs_run / ((double)T * (double)R)));
+	if (rc != 0) {
+		json_object_put(t);
+		return NULL;
+	}
+	return t;
+}
+
+/* "timed": the timed pipeline's answer time and the simulated length of
+ * the job, the wall clock a networked job with these clocks and this
+ * answer time would take (docs/bench-daemons.md, bounded staleness). */
+static struct json_object *timed_json(const dp_sim_setup *s, const double *clock, size_t R)
+{
+	struct json_object *t = json_object_new_object();
+	double lo = clock[0], hi = clock[0], mean = 0;
+	int rc = t == NULL ? DP_ENOMEM : 0;
+
+	for (size_t r = 0; r < R; r++) {
+		lo = clock[r] < lo ? clock[r] : lo;
+		hi = clock[r] > hi ? clock[r] : hi;
+		mean += clock[r] / (double)R;
+	}
+	if (rc == 0)
+		rc = dp_json_add(t, "answer_time", dp_json_double(s->answer_time));
+	if (rc == 0)
+		rc = dp_json_add(t, "seconds_mean", dp_json_double(mean));
+	if (rc == 0)
+		rc = dp_json_add(t, "seconds_min", dp_json_double(lo));
+	if (rc == 0)
+		rc = dp_json_add(t, "seconds_max", dp_json_double(hi));
 	if (rc != 0) {
 		json_object_put(t);
 		return NULL;
@@ -303,6 +338,8 @@ static int write_summary(const struct sim_opts *o, const dp_sim_setup *s,
 		rc = dp_json_add(j, "max_inflight", json_object_new_uint64(o->max_inflight));
 		if (rc == 0)
 			rc = dp_json_add(j, "staleness_mean", dp_json_double(res->staleness_mean));
+		if (rc == 0 && res->clock != NULL)
+			rc = dp_json_add(j, "timed", timed_json(s, res->clock, R));
 		if (rc == 0)
 			rc = dp_json_add(j, "eta", dp_json_double(s->eta));
 		if (rc == 0 && s->lambda > 0)
@@ -530,6 +567,7 @@ static int simulate(void *arg)
 	double *psi = NULL, *theta = NULL, *theta1 = NULL, *theta_star = NULL;
 	double *eps = NULL, f_zero, psi_mean = 0;
 	uint64_t *n_rows = NULL, *caps = NULL, *answers = NULL, *stale = NULL;
+	double *clock = NULL;
 	double t0 = now_secs(), secs_load = 0, secs_optimum = 0, secs_run = 0, stale_mean = 0;
 	char warnings[2048];
 	int rc;
@@ -643,6 +681,7 @@ static int simulate(void *arg)
 	s.schedule = schedule;
 	s.freq_correction = o->freq_correction;
 	s.max_inflight = o->max_inflight;
+	s.answer_time = o->answer_time;
 	s.psi_every = o->psi_every ? o->psi_every : (T / 200 ? T / 200 : 1);
 	s.eta = plan.mode == DP_PLAN_ASYNC ? plan.step : 0.0;
 	s.rho_over_T2 = plan.mode == DP_PLAN_SYNC1 ? plan.step : 0.0;
@@ -665,7 +704,8 @@ static int simulate(void *arg)
 	theta_star = calloc(s.p, sizeof(double));
 	owners1 = calloc(T, sizeof(size_t));
 	stale = calloc(T, sizeof(uint64_t));
-	if (!psi || !theta || !theta1 || !theta_star || !owners1 || !stale) {
+	clock = calloc(o->repeats, sizeof(double));
+	if (!psi || !theta || !theta1 || !theta_star || !owners1 || !stale || !clock) {
 		dp_cmd_fail("sim", "out of memory");
 		goto out;
 	}
@@ -694,7 +734,7 @@ static int simulate(void *arg)
 		size_t failed = 0;
 
 		rc = dp_sim_repeats(&s, o->seed, o->repeats, o->threads, psi, theta1, owners1,
-				    answers, stale, &failed);
+				    answers, stale, clock, &failed);
 		if (rc != 0) {
 			if (rc == DP_EBUDGET)
 				dp_cmd_fail("sim", "%s", dp_error_detail(rc));
@@ -717,6 +757,7 @@ static int simulate(void *arg)
 		struct sim_result res = { .plan = &plan, .pub = &pub, .eps = eps,
 					  .answers = answers, .psi_zero = pz,
 					  .warnings = warnings, .staleness_mean = stale_mean,
+					  .clock = s.answer_time > 0 ? clock : NULL,
 					  .secs_load = secs_load, .secs_optimum = secs_optimum,
 					  .secs_run = secs_run };
 
@@ -740,6 +781,7 @@ out:
 	free(schedule);
 	free(owners1);
 	free(stale);
+	free(clock);
 	free(psi);
 	free(theta);
 	free(theta1);
@@ -838,6 +880,14 @@ int dp_cmd_sim(int argc, char **argv)
 		  .help = "async: queries out at once, as learnerd's\n"
 			  "--max-inflight (each built from the models of\n"
 			  "send time, applied oldest first; capped at N)" },
+		{ .name = "answer-time", DP_CFG_DOUBLE(&o.answer_time), .def = "0", .min = 0,
+		  .max = 3600, .metavar = "SECS",
+		  .help = "async: model the owners' clocks instead of a\n"
+			  "full pipeline: an owner asks when its clock\n"
+			  "ticks, its answer arrives SECS after the\n"
+			  "query, its clock restarts then (0: off;\n"
+			  "summary.json \"timed\": the simulated job\n"
+			  "length)" },
 		{ .name = "schedule", DP_CFG_PATH(&o.schedule), .metavar = "FILE",
 		  .help = "async: owner (1-based) of each iteration,\n"
 			  "one per line (T: its length; a planned cap\n"

@@ -48,8 +48,44 @@ static void seed_stream(dp_simrng *r, uint64_t seed, uint64_t stream)
 struct sim_slot {
 	size_t owner;
 	size_t built_k;
+	double due;             /* timed: when its answer arrives */
 	double *bar, *ans;
 };
+
+/* The timed pipeline (s->answer_time > 0): each owner's Poisson clock, as
+ * ownerd's (owner/clock.c), ticks once, the owner asks, and the clock
+ * starts again only when its answer is in.  tick[i]: owner i's next
+ * request (INFINITY while it has one pending or out, or is exhausted). */
+struct sim_clock {
+	double now;
+	double *tick;
+};
+
+/* A gap of owner i's clock: Exp(rate[i]), from one draw of r. */
+static double clock_gap(dp_simrng *r, const dp_sim_setup *s, size_t i)
+{
+	double u = ((double)(dp_simrng_next(r) >> 11) + 0.5) * 0x1.0p-53;
+
+	return -log(u) / s->rate[i];
+}
+
+/* The owner whose request is sent now, or N when the oldest answer out
+ * arrives first (or no clock is left): requests are served in the order
+ * their clocks ticked, each as soon as fewer than M queries are out. */
+static size_t clock_next(struct sim_clock *c, size_t N, const struct sim_slot *oldest)
+{
+	size_t first = N;
+
+	for (size_t i = 0; i < N; i++)
+		if (c->tick[i] < INFINITY && (first == N || c->tick[i] < c->tick[first]))
+			first = i;
+	if (first == N || (oldest != NULL && oldest->due <= c->tick[first]))
+		return N;
+	if (c->tick[first] > c->now)
+		c->now = c->tick[first];
+	c->tick[first] = INFINITY;
+	return first;
+}
 
 static bool is_out(const struct sim_slot *q, size_t head, size_t len, size_t M, size_t i)
 {
@@ -63,10 +99,13 @@ static bool is_out(const struct sim_slot *q, size_t head, size_t len, size_t M, 
  * the oldest is applied next (docs/learnerd.md, staleness).  With M = 1
  * this is the paper's loop: pick, midpoint, answer, update.  avail[i] is
  * the cap dp_simrng_pick sees: an owner with a query out counts as
- * exhausted until it is applied, as learnerd never asks it twice. */
+ * exhausted until it is applied, as learnerd never asks it twice.  With a
+ * clock (timed pipeline) the owners' clocks decide who asks and when, and
+ * answers arrive answer_time after their query. */
 static int run_async(const dp_sim_setup *s, dp_simrng *pick, dp_bitsource *bits, uint64_t *count,
 		     double *theta_L, double *copies, struct sim_slot *q, size_t M,
-		     uint64_t *avail, double *psi_out, size_t *owner_out, uint64_t *stale_out)
+		     uint64_t *avail, struct sim_clock *clk, double *psi_out, size_t *owner_out,
+		     uint64_t *stale_out)
 {
 	dp_algo_async_params ap = { .p = s->p, .N = s->N, .eta = s->eta, .lambda = s->lambda,
 				    .theta_max = s->theta_max };
@@ -85,6 +124,10 @@ static int run_async(const dp_sim_setup *s, dp_simrng *pick, dp_bitsource *bits,
 				i = s->schedule[issued];
 				if (is_out(q, head, len, M, i))
 					break;   /* its query is still out: apply first */
+			} else if (clk) {
+				i = clock_next(clk, N, len ? &q[head] : NULL);
+				if (i == N)
+					break;
 			} else {
 				i = dp_simrng_pick(pick, s->rate, count, avail, N);
 				if (i == N)
@@ -104,6 +147,7 @@ static int run_async(const dp_sim_setup *s, dp_simrng *pick, dp_bitsource *bits,
 			avail[i] = count[i];
 			sl->owner = i;
 			sl->built_k = done;
+			sl->due = clk ? clk->now + s->answer_time : 0.0;
 			if (owner_out)
 				owner_out[issued] = i;
 			issued++;
@@ -117,6 +161,11 @@ static int run_async(const dp_sim_setup *s, dp_simrng *pick, dp_bitsource *bits,
 		len--;
 		i = sl->owner;
 		avail[i] = s->answers_cap ? s->answers_cap[i] : UINT64_MAX;
+		if (clk) {
+			clk->now = sl->due;
+			if (!exhausted(s, count, i))
+				clk->tick[i] = clk->now + clock_gap(pick, s, i);
+		}
 		if (stale_out)
 			stale_out[done] = done - sl->built_k;
 		done++;
@@ -132,7 +181,7 @@ static int run_async(const dp_sim_setup *s, dp_simrng *pick, dp_bitsource *bits,
 }
 
 int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *theta_out,
-	       size_t *owner_out, uint64_t *answers_out, uint64_t *stale_out)
+	       size_t *owner_out, uint64_t *answers_out, uint64_t *stale_out, double *clock_out)
 {
 	size_t p, N, M, cp = 0;
 	double *work;
@@ -157,8 +206,9 @@ int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *th
 						    i + 1, (unsigned long long)s->answers_cap[i],
 						    s->T - 1);
 	}
-	/* theta_L, ans, agg, N copies, then M midpoints and M answers */
-	work = calloc(p * (N + 3 + 2 * M), sizeof(double));
+	/* theta_L, ans, agg, N copies, then M midpoints and M answers, then
+	 * the N clocks of the timed pipeline */
+	work = calloc(p * (N + 3 + 2 * M) + N, sizeof(double));
 	count = calloc(2 * N, sizeof(uint64_t));   /* counts, then the caps pick sees */
 	q = calloc(M, sizeof(*q));
 	if (work == NULL || count == NULL || q == NULL) {
@@ -180,10 +230,17 @@ int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *th
 	bits = dp_simrng_bitsource(&noise);
 
 	if (s->mode == DP_PLAN_ASYNC) {
-		rc = run_async(s, &pick, &bits, count, theta_L, copies, q, M, count + N, psi_out,
-			       owner_out, stale_out);
+		struct sim_clock clk = { .now = 0.0, .tick = copies + (N + 2 * M) * p };
+		bool timed = s->answer_time > 0 && s->schedule == NULL;
+
+		for (size_t i = 0; timed && i < N; i++)
+			clk.tick[i] = exhausted(s, count, i) ? INFINITY : clock_gap(&pick, s, i);
+		rc = run_async(s, &pick, &bits, count, theta_L, copies, q, M, count + N,
+			       timed ? &clk : NULL, psi_out, owner_out, stale_out);
 		if (rc != 0)
 			goto out;
+		if (clock_out != NULL)
+			*clock_out = clk.now;
 		memcpy(theta_out, theta_L, p * sizeof(double));
 	} else {
 		/* Sync: theta_L holds theta[k]; copies[0..p) holds theta_hat for sync2. */
@@ -231,6 +288,7 @@ struct sim_pool {
 	double *psi, *theta1;
 	size_t *owners1;
 	uint64_t *answers1, *stale1;
+	double *clock;          /* R simulated times, or NULL */
 	pthread_mutex_t lock;
 	size_t next;            /* the next repeat to start */
 	size_t failed;          /* the lowest failing repeat (R: none) */
@@ -243,7 +301,7 @@ static void pool_one(struct sim_pool *P, size_t r, double *theta)
 {
 	int rc = dp_sim_run(P->s, P->seed + r, P->psi + r * P->ncp, r == 0 ? P->theta1 : theta,
 			    r == 0 ? P->owners1 : NULL, r == 0 ? P->answers1 : NULL,
-			    r == 0 ? P->stale1 : NULL);
+			    r == 0 ? P->stale1 : NULL, P->clock ? P->clock + r : NULL);
 
 	if (rc == 0)
 		return;
@@ -286,10 +344,11 @@ static void *pool_worker(void *arg)
 
 int dp_sim_repeats(const dp_sim_setup *s, uint64_t seed, size_t R, size_t threads,
 		   double *psi_out, double *theta_out, size_t *owner_out, uint64_t *answers_out,
-		   uint64_t *stale_out, size_t *failed)
+		   uint64_t *stale_out, double *clock_out, size_t *failed)
 {
 	struct sim_pool P = { .s = s, .seed = seed, .R = R, .psi = psi_out, .theta1 = theta_out,
 			      .owners1 = owner_out, .answers1 = answers_out, .stale1 = stale_out,
+			      .clock = clock_out,
 			      .failed = R };
 	struct sim_thread *th;
 	double *scratch;

@@ -32,6 +32,9 @@ typedef struct dp_sim_setup {
 	int freq_correction;           /* async: Remark 4 weights (dp_algo_freq_weight) */
 	size_t max_inflight;           /* async: queries out at once, as learnerd's
 					  max-inflight (0 or 1: strict, the paper) */
+	double answer_time;            /* async, no schedule: > 0 runs the timed
+					  pipeline (below), seconds from a query to
+					  its answer; 0: the queue never empty */
 	size_t psi_every;
 	double f_star;
 } dp_sim_setup;
@@ -49,18 +52,28 @@ typedef struct dp_sim_setup {
  * of send time; they are applied oldest first, so an update lands M - 1
  * updates late once the pipeline is full.  The schedule, when given, is
  * the order of the queries; stale_out[T] (may be NULL) receives each
- * iteration's staleness as learnerd's trace counts it.  Errors: DP_EBUDGET when every owner is exhausted before k = T
+ * iteration's staleness as learnerd's trace counts it.
+ *
+ * The timed pipeline (answer_time > 0, no schedule) models the owners'
+ * clocks instead of a full queue: each owner asks when its Poisson clock
+ * (rate[i]) ticks, and its clock starts again when its answer is in, as
+ * ownerd's does (docs/ownerd.md, "Poisson clock"); requests are served in
+ * the order they were made while fewer than M queries are out, and each
+ * answer arrives answer_time after its query.  The staleness then follows
+ * from the rates, the answer time and M, as in a networked job;
+ * *clock_out (may be NULL) receives the simulated seconds at k = T (0
+ * when not timed).  Errors: DP_EBUDGET when every owner is exhausted before k = T
  * ("every owner has exhausted its budget at k=K of T=T", as learnerd
  * stops) or when the schedule names an exhausted owner ("iteration K:
  * owner I has given its K_I answers"); DP_EINVAL (a sync cap below T - 1,
  * a bad query); DP_ENOMEM.  The outputs are undefined on failure. */
 int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *theta_out,
-	       size_t *owner_out, uint64_t *answers_out, uint64_t *stale_out);
+	       size_t *owner_out, uint64_t *answers_out, uint64_t *stale_out, double *clock_out);
 
 /* Repeats r = 0 .. R-1 of dp_sim_run with seeds seed + r, on `threads`
  * threads (0: one per online CPU; never more than R): psi_out[r ncp ..)
- * for repeat r (ncp = dp_sim_checkpoints), the other outputs those of
- * repeat 0.  The results do not depend on the number of threads: each
+ * for repeat r (ncp = dp_sim_checkpoints), clock_out[r] (may be NULL)
+ * its simulated seconds, the other outputs those of repeat 0.  The results do not depend on the number of threads: each
  * repeat has its own generator streams and its own buffers, and the
  * datasets are only read.  On failure: the error of the lowest failing
  * repeat (as a sequential loop would stop at), its index in *failed and
@@ -68,7 +81,7 @@ int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *th
  * cannot be started leaves its share to the others. */
 int dp_sim_repeats(const dp_sim_setup *s, uint64_t seed, size_t R, size_t threads,
 		   double *psi_out, double *theta_out, size_t *owner_out, uint64_t *answers_out,
-		   uint64_t *stale_out, size_t *failed);
+		   uint64_t *stale_out, double *clock_out, size_t *failed);
 
 /* Number of psi checkpoints dp_sim_run writes. */
 size_t dp_sim_checkpoints(const dp_sim_setup *s);
