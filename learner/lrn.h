@@ -345,6 +345,10 @@ void lrn_sched_refuse(struct lrn *L, struct lrn_owner *o, uint64_t k, const char
 		      struct lrn_decision *d);
 /* Owner o said Hello (its counters are set): exhausted, or usable again. */
 void lrn_sched_hello(struct lrn *L, struct lrn_owner *o, struct lrn_decision *d);
+/* Owner o left for good with its budget spent (Goodbye BUDGET_SPENT):
+ * exhausted, and no longer awaited by min-owners; STOP when every owner is
+ * exhausted, else PUMP. */
+void lrn_sched_spent(struct lrn *L, struct lrn_owner *o, struct lrn_decision *d);
 /* Owner o's connection is gone: drop its request and its query. */
 void lrn_sched_owner_gone(struct lrn *L, struct lrn_owner *o);
 

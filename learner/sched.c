@@ -116,6 +116,21 @@ static size_t min_owners(const struct lrn *L)
 	return L->s->min_owners ? L->s->min_owners : L->N;
 }
 
+/* What min-owners counts: owners connected, and exhausted owners wherever
+ * they are (waiting for one that can answer nothing would only stall the
+ * job until idle-timeout, e.g. an owner that left with its lifetime budget
+ * spent).  Only while the gate is shut, so the scan of N is not per
+ * iteration. */
+static size_t present(const struct lrn *L)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < L->N; i++)
+		if ((L->owners[i].conn && L->owners[i].hello) || L->owners[i].exhausted)
+			n++;
+	return n;
+}
+
 static void fifo_remove(struct lrn *L, struct lrn_owner *o)
 {
 	if (!o->queued)
@@ -454,6 +469,12 @@ void lrn_sched_hello(struct lrn *L, struct lrn_owner *o, struct lrn_decision *d)
 	decide(d, LRN_ACT_PUMP, NULL);
 }
 
+void lrn_sched_spent(struct lrn *L, struct lrn_owner *o, struct lrn_decision *d)
+{
+	DP_REQUIRE(L != NULL && o != NULL && d != NULL);
+	mark_exhausted(L, o, "it left: its lifetime budget is spent", d);
+}
+
 /* The idle timeout: STOP once no owner could be queried for that long. */
 static void stall_check(struct lrn *L, double now, struct lrn_decision *d)
 {
@@ -669,7 +690,7 @@ void lrn_sched_next(struct lrn *L, double now, struct lrn_decision *d)
 			return;
 		}
 	}
-	if (L->started && !L->gate_open && connected(L) >= min_owners(L)) {
+	if (L->started && !L->gate_open && present(L) >= min_owners(L)) {
 		L->gate_open = true;
 		DP_INFO("learner", "queries start k=%llu connected=%zu", (unsigned long long)L->k_done,
 			connected(L));

@@ -536,6 +536,10 @@ static void on_message(dp_conn *c, Dpasync__Envelope *m)
 		snprintf(why, sizeof(why), "owner left: %.100s",
 			 m->goodbye->text ? m->goodbye->text : "");
 		drop(L, o, why);
+		if (m->goodbye->code == DPASYNC__GOODBYE_CODE__GOODBYE_BUDGET_SPENT) {
+			lrn_sched_spent(L, o, &d);
+			carry_out(L, &d);
+		}
 		break;
 	default:
 		snprintf(why, sizeof(why), "unexpected %s message from an owner", dp_frame_kind(m));

@@ -292,6 +292,25 @@ bool own_budget_lifetime_spent(const struct own_budget *b)
 	return spent == DP_LEDGER_INF || spent >= b->lifetime_nano;
 }
 
+bool own_budget_refuses_job(const struct own_budget *b, const char *job)
+{
+	char *path;
+	bool known;
+
+	DP_REQUIRE(b != NULL && job != NULL);
+	if (!own_budget_lifetime_spent(b))
+		return false;
+	if (b->ledger != NULL && strcmp(b->job, job) == 0)
+		return false;
+	/* Out of memory: not a reason to leave; binding reports it. */
+	path = dp_ledgerset_job_path(b->set, job);
+	if (path == NULL)
+		return false;
+	known = access(path, F_OK) == 0;
+	free(path);
+	return !known;
+}
+
 static double nano_eps(uint64_t v)
 {
 	return v == DP_LEDGER_INF ? INFINITY : (double)v / 1e9;

@@ -118,6 +118,13 @@ bool own_budget_lifetime_blocks(const struct own_budget *b);
 /* Is the lifetime budget spent to the last nano-epsilon (no job can ever be
  * answered again)? */
 bool own_budget_lifetime_spent(const struct own_budget *b);
+/* Should a Welcome for `job` be refused for good: is the lifetime budget
+ * spent and `job` a job this owner has no ledger for?  A job it has one for
+ * (the bound job, or a resumed one after a restart of either side) is
+ * rejoined: its own ledger and the lifetime cap still check every charge,
+ * so it gives nothing more, and the owner stays to the end of it as an
+ * exhausted owner does (docs/ownerd.md "Serving successive jobs"). */
+bool own_budget_refuses_job(const struct own_budget *b, const char *job);
 
 void own_budget_status(const struct own_budget *b, struct own_budget_status *out);
 

@@ -274,7 +274,7 @@ static void on_welcome(struct own_client *c, const Dpasync__Welcome *w)
 		      w->model, dp_error_detail(r));
 		return;
 	}
-	if (own_budget_lifetime_spent(c->cfg.budget)) {
+	if (own_budget_refuses_job(c->cfg.budget, w->job)) {
 		own_budget_status(c->cfg.budget, &st);
 		leave(c, DPASYNC__GOODBYE_CODE__GOODBYE_BUDGET_SPENT, "the lifetime budget of this "
 		      "dataset is spent (%.9g of lifetime-epsilon); no job can be answered",

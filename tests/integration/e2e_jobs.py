@@ -13,6 +13,15 @@ successive jobs", docs/ledger.md §8), real learnerd and ownerd on loopback:
 - after the last job the owners wait for the next one without spinning:
   over 6 s with no learner, an owner logs at most 4 polls (1 s doubling:
   3 expected) and uses under 0.5 s of CPU (it idles in a timer: a few ms);
+- the lifetime budget and a resumed job: owner-1 (--epsilon 1
+  --answers-cap 10 --lifetime-epsilon 1) spends its whole lifetime in a
+  job; learnerd is killed (-9) and resumed, so the same job welcomes
+  owner-1 again: owner-1 rejoins it (its ledger refuses everything) and
+  stays to the end instead of leaving with exit 2 (the old ownerd did, and
+  the job then ran without it); a new job afterwards is refused for good:
+  exit 2 with "lifetime budget ... no job can be answered", learnerd logs
+  the Goodbye, counts owner-1 exhausted and finishes the job with owner-2
+  (the old learnerd waited for owner-1 until idle-timeout);
 - bad input gives exit 2 and a reason on both sides (docs/ownerd.md "Exit
   codes"): a renamed column (x3 -> x3b; that owner says Hello first, and
   the job still takes the other's schema), an owner without the job's bias,
@@ -176,6 +185,66 @@ def expect_exit2(D, p, tag, needles, lneedles, ltag, what):
     print('%s: exit 2, "%s"' % (what, errors[-1].split(' owner: ', 1)[-1][:150]))
 
 
+def lifetime_rejoin(c, D):
+    lext = ['--T', '300', '--bias', '--checkpoint-every', '5']
+    l, port, _ = D.learner('learner-r', 'owner-1,owner-2', lext)
+    o1 = D.owner('r1', 'owner-1', port, c.data(1),
+                 ['--bias', '--epsilon', '1', '--answers-cap', '10', '--lifetime-epsilon', '1',
+                  '--rate', '400'])
+    o2 = D.owner('r2', 'owner-2', port, c.data(2),
+                 ['--bias', '--epsilon', '1', '--answers-cap', '300', '--lifetime-epsilon', '10',
+                  '--rate', '40'])
+    ledger1 = c.path('r1', 'ledger')
+
+    def kill_resume(tag, lproc, extra, rows, owner=None):
+        """Once the trace has `rows` rows (of `owner`), kill -9 learnerd and
+        resume it; its output when done."""
+        end = time.time() + 30
+        tr = os.path.join(c.path(tag), 'trace.csv')
+        while time.time() < end:
+            if os.path.exists(tr) and sum(1 for r in open(tr).read().splitlines()[1:]
+                                          if owner is None or ',%s,' % owner in r) >= rows:
+                break
+            time.sleep(0.05)
+        else:
+            raise Fail('%s: no %d trace rows:\n%s' % (tag, rows, D.log(tag)[-2000:]))
+        check(lproc.poll() is None, '%s finished before it could be killed' % tag)
+        lproc.kill()
+        lproc.wait()
+        os.unlink(c.path(tag + '.ports'))
+        l2, _, _ = D.learner(tag, 'owner-1,owner-2', extra + ['--resume'], port=port)
+        return finish(l2, tag, D, timeout=60)
+
+    # owner-1 is done with its 10 answers long before owner-2's 290 (at
+    # 40/s): kill learnerd once it has applied them.
+    out = kill_resume('learner-r', l, lext, 10, 'owner-1')
+    check('done k=300' in out, 'the resumed job did not finish: %r' % out)
+    log1 = D.log('r1')
+    check(o1.poll() is None and 'leaving for good' not in log1,
+          'owner-1 left the resumed job (exit %s):\n%s' % (o1.poll(), log1[-2000:]))
+    check(D.log('learner-r').count('hello id=owner-1') >= 2,
+          'owner-1 did not rejoin the resumed job:\n' + D.log('learner-r')[-2000:])
+    info = json.loads(run([c.dp, 'ledger', ledger1]).stdout)
+    check(info['jobs_count'] == 1 and info['jobs'][0]['answers'] == 10 and
+          abs(info['lifetime_epsilon_spent'] - 1.0) < 1e-9,
+          'owner-1 ledger after the resumed job: %r' % info)
+    # A new job: nothing can be answered, for good.
+    l3ext = ['--T', '200', '--bias', '--checkpoint-every', '5']
+    l3, _, _ = D.learner('learner-r3', 'owner-1,owner-2', l3ext, port=port)
+    expect_exit2(D, o1, 'r1', ['lifetime budget', 'no job can be answered'],
+                 'lifetime budget', 'learner-r3', 'a new job after the lifetime budget is spent')
+    # learnerd marks it exhausted (in its checkpoint too) and, resumed, does
+    # not wait for it (min-owners = N): owner-2 alone finishes the job (the
+    # old learnerd waited for owner-1 until idle-timeout, an hour)
+    out = kill_resume('learner-r3', l3, l3ext, 20)
+    check('done k=200' in out, 'the new job did not finish without owner-1: %r' % out)
+    check('owner id=owner-1 exhausted: it left' in D.log('learner-r3'),
+          'learnerd did not mark owner-1 exhausted:\n' + D.log('learner-r3')[-2000:])
+    o2.kill()
+    print('owner-1 rejoined the resumed job with its lifetime spent; left the next job with '
+          'exit 2, which owner-2 finished alone')
+
+
 def bad_inputs(c, D):
     # Owner data with x3 renamed, and 0/1 labels.
     src = open(c.data(2)).read().splitlines()
@@ -252,6 +321,7 @@ def test(argv):
     ok = False
     try:
         two_jobs(c, D)
+        lifetime_rejoin(c, D)
         bad_inputs(c, D)
         ok = True
     finally:

@@ -10,7 +10,9 @@ CASE is one of
             neighbour is refused at the handshake and the run completes;
   cluster   20 agents on a ring with chords complete, and `dpasync ledger`
             shows every ledger within its agent's budget (T_i charges, spent
-            <= epsilon), with advanced composition for some agents;
+            <= epsilon), with advanced composition for some agents; one
+            agent's /metrics, scraped while it runs, counts its wake-ups,
+            the models it sent and received and its live neighbours;
   restart   kill -9 one agent of a path a-b-c mid-run: its neighbours keep
             waking with its last model, it restarts from its ledger (no
             charge twice) and model, reconnects, and all three complete;
@@ -20,7 +22,7 @@ CASE is one of
             (--warm-start, --warm-steps): ownerd and the simulator take the
             same warm-start steps (exact at epsilon = inf).
 """
-import json, os, signal, subprocess, sys, time
+import json, os, signal, subprocess, sys, time, urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Fail, check, run, tmpdir, cleanup, main
@@ -140,6 +142,21 @@ def wait_all(agents, timeout):
                                                                      a.logtext()[-3000:]))
         check(a.proc.returncode == 0, 'agent %s exited %d:\n%s' % (a.id, a.proc.returncode,
                                                                     a.logtext()[-3000:]))
+
+
+def peer_metrics(agent):
+    """The dpasync_peer_* series of an agent started with --metrics-listen
+    (its port file's metrics= line), or None when it cannot be read (not
+    yet listening, or gone)."""
+    try:
+        kv = dict(l.split('=') for l in open(os.path.join(agent.dir, 'port')).read().split())
+        with urllib.request.urlopen('http://127.0.0.1:%s/metrics' % kv['metrics'],
+                                    timeout=2) as r:
+            text = r.read().decode()
+    except (OSError, KeyError, ValueError):
+        return None
+    return {l.split()[0]: float(l.split()[1]) for l in text.splitlines()
+            if l.startswith('dpasync_peer_')}
 
 
 def ledger(path):
@@ -267,10 +284,33 @@ def case_cluster(root):
     mx = max(rows)
     extra = lambda i: ['--wakeups', T, '--rate', 8, '--epsilon', eps[i], '--delta', delta[i],
                        '--confidence', rows[ids.index(i)] / mx, '--mu', 2,
-                       '--warm-start', warm[i]]
+                       '--warm-start', warm[i]] + (['--metrics-listen', '127.0.0.1:0']
+                                                   if i == ids[0] else [])
     t0 = time.time()
     agents, _ = launch(root, ids, certs, graph, data, extra)
     try:
+        # ids[0]'s metrics while it runs (it waits for its neighbours' final
+        # models before it exits, so most scrapes see it mid-run)
+        seen = []
+        while agents[ids[0]].proc.poll() is None and time.time() - t0 < 120:
+            m = peer_metrics(agents[ids[0]])
+            if m:
+                seen.append(m)
+            time.sleep(0.02)
+        check(seen, '%s: /metrics never answered' % ids[0])
+        top = {k: max(m.get(k, 0) for m in seen) for k in
+               ('dpasync_peer_wakeups_total', 'dpasync_peer_models_sent_total',
+                'dpasync_peer_models_received_total', 'dpasync_peer_neighbours_connected')}
+        degree = 4   # ring +-1 and chords +-5
+        print('%s /metrics over %d scrapes, highest: %s' % (ids[0], len(seen), top))
+        check(1 <= top['dpasync_peer_wakeups_total'] <= T, 'wake-ups %s' % top)
+        check(top['dpasync_peer_models_sent_total'] >= top['dpasync_peer_wakeups_total'],
+              'fewer models sent than wake-ups: %s' % top)
+        check(top['dpasync_peer_models_received_total'] >= 1, 'no model received: %s' % top)
+        check(1 <= top['dpasync_peer_neighbours_connected'] <= degree,
+              'neighbours connected: %s' % top)
+        for m in seen:
+            check(m['dpasync_peer_wakeups_total'] <= T, 'wake-ups above T: %s' % m)
         wait_all(agents, 120)
     finally:
         for a in agents.values():

@@ -254,7 +254,8 @@ def dashboard_static(doc):
     for want in ('dpasync_learner_iterations_total', 'dpasync_learner_owners_connected',
                  'dpasync_learner_queue_depth', 'dpasync_learner_rtt_seconds_bucket',
                  'dpasync_learner_owner_iterations_total', 'dpasync_learner_owner_epsilon_spent',
-                 'dpasync_owner_answers_total', 'dpasync_owner_epsilon_left'):
+                 'dpasync_owner_answers_total', 'dpasync_owner_epsilon_left',
+                 'dpasync_peer_wakeups_total', 'dpasync_peer_neighbours_connected'):
         check(want in used, 'dashboard has no panel on %s' % want)
     return dash, exprs
 
