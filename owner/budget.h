@@ -123,7 +123,7 @@ bool own_budget_lifetime_spent(const struct own_budget *b);
  * (the bound job, or a resumed one after a restart of either side) is
  * rejoined: its own ledger and the lifetime cap still check every charge,
  * so it gives nothing more, and the owner stays to the end of it as an
- * exhausted owner does (docs/ownerd.md "Serving successive jobs"). */
+ * exhausted owner does (docs/ownerd.md, step 3 "Welcome"). */
 bool own_budget_refuses_job(const struct own_budget *b, const char *job);
 
 void own_budget_status(const struct own_budget *b, struct own_budget_status *out);
