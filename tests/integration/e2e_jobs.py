@@ -15,8 +15,9 @@ successive jobs", docs/ledger.md §8), real learnerd and ownerd on loopback:
   3 expected) and uses under 0.5 s of CPU (it idles in a timer: a few ms);
 - the lifetime budget and a resumed job: owner-1 (--epsilon 1
   --answers-cap 10 --lifetime-epsilon 1) spends its whole lifetime in a
-  job; learnerd is killed (-9) and resumed, so the same job welcomes
-  owner-1 again: owner-1 rejoins it (its ledger refuses everything) and
+  job; ownerd is then killed (-9) and restarted, and learnerd killed (-9)
+  and resumed, so the same job welcomes owner-1 again each time: owner-1
+  rejoins it (its ledger refuses everything) and
   stays to the end instead of leaving with exit 2 (the old ownerd did, and
   the job then ran without it); a new job afterwards is refused for good:
   exit 2 with "lifetime budget ... no job can be answered", learnerd logs
@@ -188,17 +189,17 @@ def expect_exit2(D, p, tag, needles, lneedles, ltag, what):
 def lifetime_rejoin(c, D):
     lext = ['--T', '300', '--bias', '--checkpoint-every', '5']
     l, port, _ = D.learner('learner-r', 'owner-1,owner-2', lext)
-    o1 = D.owner('r1', 'owner-1', port, c.data(1),
-                 ['--bias', '--epsilon', '1', '--answers-cap', '10', '--lifetime-epsilon', '1',
-                  '--rate', '400'])
+    o1args = ['--bias', '--epsilon', '1', '--answers-cap', '10', '--lifetime-epsilon', '1',
+              '--rate', '400']
+    o1 = D.owner('r1', 'owner-1', port, c.data(1), o1args)
     o2 = D.owner('r2', 'owner-2', port, c.data(2),
                  ['--bias', '--epsilon', '1', '--answers-cap', '300', '--lifetime-epsilon', '10',
                   '--rate', '40'])
     ledger1 = c.path('r1', 'ledger')
 
-    def kill_resume(tag, lproc, extra, rows, owner=None):
-        """Once the trace has `rows` rows (of `owner`), kill -9 learnerd and
-        resume it; its output when done."""
+    def kill_resume(tag, lproc, extra, rows, owner=None, between=None):
+        """Once the trace has `rows` rows (of `owner`), call `between`, kill
+        -9 learnerd and resume it; its output when done."""
         end = time.time() + 30
         tr = os.path.join(c.path(tag), 'trace.csv')
         while time.time() < end:
@@ -208,6 +209,8 @@ def lifetime_rejoin(c, D):
             time.sleep(0.05)
         else:
             raise Fail('%s: no %d trace rows:\n%s' % (tag, rows, D.log(tag)[-2000:]))
+        if between:
+            between()
         check(lproc.poll() is None, '%s finished before it could be killed' % tag)
         lproc.kill()
         lproc.wait()
@@ -215,14 +218,30 @@ def lifetime_rejoin(c, D):
         l2, _, _ = D.learner(tag, 'owner-1,owner-2', extra + ['--resume'], port=port)
         return finish(l2, tag, D, timeout=60)
 
+    def restart_owner1():
+        # ownerd killed (-9) and started again mid-job: unbound at start, it
+        # finds the job's ledger in its directory and rejoins
+        nonlocal o1
+        o1.kill()
+        o1.wait()
+        o1 = D.owner('r1', 'owner-1', port, c.data(1), o1args)
+        end = time.time() + 20
+        while D.log('learner-r').count('hello id=owner-1') < 2 and time.time() < end:
+            time.sleep(0.05)
+        check(D.log('learner-r').count('hello id=owner-1') >= 2,
+              'owner-1 did not come back:\n' + D.log('r1')[-2000:])
+        time.sleep(0.3)
+        check(o1.poll() is None, 'restarted owner-1 left the job (exit %s):\n%s'
+              % (o1.poll(), D.log('r1')[-2000:]))
+
     # owner-1 is done with its 10 answers long before owner-2's 290 (at
-    # 40/s): kill learnerd once it has applied them.
-    out = kill_resume('learner-r', l, lext, 10, 'owner-1')
+    # 40/s): restart it, then kill learnerd and resume it.
+    out = kill_resume('learner-r', l, lext, 10, 'owner-1', restart_owner1)
     check('done k=300' in out, 'the resumed job did not finish: %r' % out)
     log1 = D.log('r1')
     check(o1.poll() is None and 'leaving for good' not in log1,
           'owner-1 left the resumed job (exit %s):\n%s' % (o1.poll(), log1[-2000:]))
-    check(D.log('learner-r').count('hello id=owner-1') >= 2,
+    check(D.log('learner-r').count('hello id=owner-1') >= 3,
           'owner-1 did not rejoin the resumed job:\n' + D.log('learner-r')[-2000:])
     info = json.loads(run([c.dp, 'ledger', ledger1]).stdout)
     check(info['jobs_count'] == 1 and info['jobs'][0]['answers'] == 10 and
