@@ -221,19 +221,27 @@ static struct json_object *timing_json(const struct sim_result *res, size_t T, s
 	return t;
 }
 
+static double mean_of(const double *v, size_t n)
+{
+	double m = 0;
+
+	for (size_t i = 0; i < n; i++)
+		m += v[i] / (double)n;
+	return m;
+}
+
 /* "timed": the timed pipeline's answer time and the simulated length of
  * the job, the wall clock a networked job with these clocks and this
  * answer time would take (docs/bench-daemons.md, bounded staleness). */
 static struct json_object *timed_json(const dp_sim_setup *s, const double *clock, size_t R)
 {
 	struct json_object *t = json_object_new_object();
-	double lo = clock[0], hi = clock[0], mean = 0;
+	double lo = clock[0], hi = clock[0], mean = mean_of(clock, R);
 	int rc = t == NULL ? DP_ENOMEM : 0;
 
 	for (size_t r = 0; r < R; r++) {
 		lo = clock[r] < lo ? clock[r] : lo;
 		hi = clock[r] > hi ? clock[r] : hi;
-		mean += clock[r] / (double)R;
 	}
 	if (rc == 0)
 		rc = dp_json_add(t, "answer_time", dp_json_double(s->answer_time));
@@ -768,11 +776,18 @@ static int simulate(void *arg)
 		print_warnings(warnings);
 		rc = write_outputs(o, &s, &od, &res, psi, theta1, theta_star,
 				   o->mode == DP_PLAN_ASYNC ? owners1 : NULL);
-		if (rc == 0)
+		if (rc == 0) {
 			printf("mode=%s model=%s N=%zu T=%zu repeats=%zu psi_mean=%.6g "
-			       "psi_predicted=%.6g psi_zero=%.6g f_star=%.10g out=%s\n",
+			       "psi_predicted=%.6g psi_zero=%.6g f_star=%.10g ",
 			       dp_plan_mode_name(s.mode), dp_model_name(s.model), N, T, o->repeats,
-			       psi_mean, plan.psi, pz, s.f_star, o->out);
+			       psi_mean, plan.psi, pz, s.f_star);
+			/* a staleness the plan does not model shows beside its psi */
+			if (s.mode == DP_PLAN_ASYNC && (o->max_inflight > 1 || s.answer_time > 0))
+				printf("staleness=%.4g ", stale_mean);
+			if (s.answer_time > 0)
+				printf("simulated_s=%.6g ", mean_of(clock, o->repeats));
+			printf("out=%s\n", o->out);
+		}
 	}
 out:
 	dp_ownerdata_free(&od);

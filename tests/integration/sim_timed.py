@@ -23,6 +23,7 @@ each answer arrives SECS after its query, and the clock restarts then.
    allows 0.03 (over 6 standard deviations of the difference: a false
    failure well below 1e-8), and 3 % on the seconds per iteration (the same
    margin, measured 0.3 % between seeds).
+   The stdout line gives the same staleness and simulated length.
 4. Bad combinations are refused with one line: --answer-time with
    --schedule or a sync mode, and a negative time."""
 import json, os, random, sys
@@ -62,10 +63,13 @@ def test(argv):
              '--out', data])
         files = [os.path.join(data, 'owner-%d.csv' % i) for i in (1, 2, 3)]
 
+        stdout = {}
+
         def sim(name, T, extra, eps='inf'):
             out = os.path.join(d, name)
-            run([dpasync, 'sim', '--epsilon', eps, '--answers-cap', str(T), '--repeats', '1',
-                 '--seed', '7', '--out', out] + parity_flags(T) + extra + files)
+            p = run([dpasync, 'sim', '--epsilon', eps, '--answers-cap', str(T), '--repeats', '1',
+                     '--seed', '7', '--out', out] + parity_flags(T) + extra + files)
+            stdout[out] = p.stdout
             return out
 
         # 1 and 2: the two limits are the untimed runs on their own order
@@ -101,9 +105,9 @@ def test(argv):
         # 3: in between, against the event simulation above
         T = 20000
         for D, M in ((0.002, 3), (0.004, 2), (0.001, 1)):
-            ts = summary(sim('mid-%g-%d' % (D, M), T, ['--rate', '1000', '--answer-time',
-                                                        repr(D), '--max-inflight', str(M),
-                                                        '--psi-every', str(T)]))
+            out = sim('mid-%g-%d' % (D, M), T, ['--rate', '1000', '--answer-time', repr(D),
+                                                 '--max-inflight', str(M), '--psi-every', str(T)])
+            ts = summary(out)
             ref = [reference(3, 1000.0, D, M, 100000, seed) for seed in (1, 2)]
             rs = sum(x[0] for x in ref) / len(ref)
             rt = sum(x[1] for x in ref) / len(ref)
@@ -116,6 +120,10 @@ def test(argv):
                   % (D, M, got_t, rt))
             if M == 1:
                 check(ts['staleness_mean'] == 0, 'M=1: staleness %s' % ts['staleness_mean'])
+            # the result line carries both
+            want = 'staleness=%.4g simulated_s=%.6g out=' % (ts['staleness_mean'],
+                                                            ts['timed']['seconds_mean'])
+            check(want in stdout[out], 'stdout %r lacks %r' % (stdout[out], want))
 
         # 4: refusals
         out = os.path.join(d, 'bad')
