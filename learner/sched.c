@@ -88,14 +88,11 @@ void lrn_sched_free(struct lrn *L)
 	L->fifo_t = NULL;
 }
 
+/* Owners connected with their Hello accepted: the counter server.c keeps
+ * (hello implies a connection: forget_conn clears both). */
 static size_t connected(const struct lrn *L)
 {
-	size_t n = 0;
-
-	for (size_t i = 0; i < L->N; i++)
-		if (L->owners[i].conn && L->owners[i].hello)
-			n++;
-	return n;
+	return L->n_hello;
 }
 
 /* Not exhausted, and under its cap: a query it would refuse is never sent. */
@@ -123,11 +120,10 @@ static size_t min_owners(const struct lrn *L)
  * iteration. */
 static size_t present(const struct lrn *L)
 {
-	size_t n = 0;
+	size_t n = connected(L);
 
 	for (size_t i = 0; i < L->N; i++)
-		if ((L->owners[i].conn && L->owners[i].hello) || L->owners[i].exhausted)
-			n++;
+		n += L->owners[i].exhausted && !L->owners[i].hello;
 	return n;
 }
 
