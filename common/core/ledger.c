@@ -768,22 +768,31 @@ static bool fits(const dp_ledger *l, uint64_t c)
 /* fdatasync the ledger; a failure is final (never retried: after a failed
  * fsync the kernel may have dropped the dirty pages and a second call
  * would report success). */
-static int sync_now(dp_ledger *l, uint64_t k)
+/* What an fdatasync that began after the last record was written means,
+ * here or on another thread (dp_ledger_synced): err 0, everything written
+ * is durable, the reservation included; else the ledger has failed.  The
+ * record is named in the error as tag and number ("k=" 12, or "" and a
+ * sequence number). */
+static int sync_outcome(dp_ledger *l, int err, const char *tag, uint64_t rec)
 {
-	int saved;
-
-	if (dp_file_sync(l->fd, 1) != 0) {
-		saved = errno;
+	if (err != 0) {
 		l->failed = true;
 		l->resv_nano = 0;
-		return dp_error_set(DP_EIO, "ledger %s: fdatasync of record k=%llu failed (%s); "
-				    "ledger stopped", l->path, (unsigned long long)k,
-				    strerror(saved));
+		return dp_error_set(DP_EIO, "ledger %s: fdatasync of record %s%llu failed (%s); "
+				    "ledger stopped", l->path, tag, (unsigned long long)rec,
+				    strerror(err));
 	}
 	if (l->resv_nano != 0)
 		l->resv_durable = true;
 	l->unsynced = false;
 	return 0;
+}
+
+static int sync_now(dp_ledger *l, uint64_t k)
+{
+	int err = dp_file_sync(l->fd, 1) != 0 ? errno : 0;
+
+	return sync_outcome(l, err, "k=", k);
 }
 
 /* Append one record with these flags, for answer k (0 for a reservation
@@ -983,21 +992,11 @@ int dp_ledger_synced(dp_ledger *l, uint64_t seq, int err)
 	DP_REQUIRE(l != NULL && seq >= 1 && seq <= l->seq);
 	if (l->failed)
 		return dp_error_set(DP_EIO, "ledger %s: failed after an I/O error", l->path);
-	if (err != 0) {
-		l->failed = true;
-		l->resv_nano = 0;
-		return dp_error_set(DP_EIO, "ledger %s: fdatasync of record %llu failed (%s); "
-				    "ledger stopped", l->path, (unsigned long long)seq,
-				    strerror(err));
-	}
 	/* Only a sync that began after the reservation's record was written
 	 * makes it durable: a later record may hold a newer one. */
-	if (seq == l->seq) {
-		l->unsynced = false;
-		if (l->resv_nano != 0)
-			l->resv_durable = true;
-	}
-	return 0;
+	if (err == 0 && seq != l->seq)
+		return 0;
+	return sync_outcome(l, err, "", seq);
 }
 
 uint64_t dp_ledger_reserved_nano(const dp_ledger *l)
