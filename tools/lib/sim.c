@@ -59,14 +59,19 @@ struct sim_slot {
 struct sim_clock {
 	double now;
 	double *tick;
+	dp_bitsource bits;      /* the owner-choice stream */
 };
 
-/* A gap of owner i's clock: Exp(rate[i]), from one draw of r. */
-static double clock_gap(dp_simrng *r, const dp_sim_setup *s, size_t i)
+/* Owner i's clock starts now: its next tick one gap later, drawn as
+ * ownerd's clock draws it (dp_rng_exponential, owner/clock.c). */
+static int clock_start(struct sim_clock *c, const dp_sim_setup *s, size_t i)
 {
-	double u = ((double)(dp_simrng_next(r) >> 11) + 0.5) * 0x1.0p-53;
+	double gap;
+	int rc = dp_rng_exponential(&c->bits, s->rate[i], &gap);
 
-	return -log(u) / s->rate[i];
+	if (rc == 0)
+		c->tick[i] = c->now + gap;
+	return rc;
 }
 
 /* The owner whose request is sent now, or N when the oldest answer out
@@ -163,8 +168,8 @@ static int run_async(const dp_sim_setup *s, dp_simrng *pick, dp_bitsource *bits,
 		avail[i] = s->answers_cap ? s->answers_cap[i] : UINT64_MAX;
 		if (clk) {
 			clk->now = sl->due;
-			if (!exhausted(s, count, i))
-				clk->tick[i] = clk->now + clock_gap(pick, s, i);
+			if (!exhausted(s, count, i) && (rc = clock_start(clk, s, i)) != 0)
+				return rc;
 		}
 		if (stale_out)
 			stale_out[done] = done - sl->built_k;
@@ -230,13 +235,18 @@ int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *th
 	bits = dp_simrng_bitsource(&noise);
 
 	if (s->mode == DP_PLAN_ASYNC) {
-		struct sim_clock clk = { .now = 0.0, .tick = copies + (N + 2 * M) * p };
+		struct sim_clock clk = { .now = 0.0, .tick = copies + (N + 2 * M) * p,
+					 .bits = dp_simrng_bitsource(&pick) };
 		bool timed = s->answer_time > 0 && s->schedule == NULL;
 
-		for (size_t i = 0; timed && i < N; i++)
-			clk.tick[i] = exhausted(s, count, i) ? INFINITY : clock_gap(&pick, s, i);
-		rc = run_async(s, &pick, &bits, count, theta_L, copies, q, M, count + N,
-			       timed ? &clk : NULL, psi_out, owner_out, stale_out);
+		for (size_t i = 0; timed && i < N && rc == 0; i++) {
+			clk.tick[i] = INFINITY;
+			if (!exhausted(s, count, i))
+				rc = clock_start(&clk, s, i);
+		}
+		if (rc == 0)
+			rc = run_async(s, &pick, &bits, count, theta_L, copies, q, M, count + N,
+				       timed ? &clk : NULL, psi_out, owner_out, stale_out);
 		if (rc != 0)
 			goto out;
 		if (clock_out != NULL)
