@@ -302,11 +302,13 @@ bool own_budget_refuses_job(const struct own_budget *b, const char *job)
 		return false;
 	if (b->ledger != NULL && strcmp(b->job, job) == 0)
 		return false;
-	/* Out of memory: not a reason to leave; binding reports it. */
+	/* A job file of the directory (found at open or at the last rescan,
+	 * the files the lifetime total counts).  Out of memory: not a reason
+	 * to leave; binding reports it. */
 	path = dp_ledgerset_job_path(b->set, job);
 	if (path == NULL)
 		return false;
-	known = access(path, F_OK) == 0;
+	known = dp_ledgerset_find(b->set, path) != NULL;
 	free(path);
 	return !known;
 }
