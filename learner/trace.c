@@ -21,13 +21,14 @@
 #include "common/core/error.h"
 #include "common/core/file.h"
 #include "common/core/log.h"
+#include "common/core/trace.h"
 #include "learner/lrn.h"
 
-#define TRACE_HEADER "k,time_unix,owner,wait_s,rtt_s,eps_spent,staleness,job\n"
+#define TRACE_HEADER DP_TRACE_HEADER "\n"
 /* The headers before the staleness and the job columns: their rows cannot
  * be continued in this format. */
-#define TRACE_HEADER_6 "k,time_unix,owner,wait_s,rtt_s,eps_spent\n"
-#define TRACE_HEADER_7 "k,time_unix,owner,wait_s,rtt_s,eps_spent,staleness\n"
+#define TRACE_HEADER_6 DP_TRACE_HEADER_6 "\n"
+#define TRACE_HEADER_7 DP_TRACE_HEADER_7 "\n"
 
 static int trace_new(struct lrn *L)
 {
@@ -128,7 +129,7 @@ int lrn_trace_row(struct lrn *L, uint64_t k, double wall, const char *owner, dou
 		return dp_error_set(DP_EIO, "%s: not open", L->trace_path);
 	/* Flushed row by row so that the file can be followed while the job
 	 * runs; durability comes from the fsync before each checkpoint. */
-	if (fprintf(L->trace, "%llu,%.6f,%s,%.6f,%.6f,%.9g,%llu,%s\n", (unsigned long long)k, wall,
+	if (fprintf(L->trace, DP_TRACE_ROW "\n", (unsigned long long)k, wall,
 		    owner, wait, rtt, eps, (unsigned long long)staleness, L->s->job) < 0 ||
 	    fflush(L->trace) != 0)
 		return failed(L, L->trace_path, errno);

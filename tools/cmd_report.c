@@ -18,6 +18,7 @@
 #include "tools/lib/optimum.h"
 #include "tools/lib/ownerdata.h"
 #include "tools/lib/peerreport.h"
+#include "tools/lib/gnuplot.h"
 #include "tools/lib/plot.h"
 
 /* Largest checkpoint.json or summary.json read. */
@@ -135,9 +136,9 @@ static void jms(struct json_object *o, const char *key, double *v, size_t n, int
 	char k[64];
 
 	snprintf(k, sizeof(k), "%s_median_ms", key);
-	jnum(o, k, dp_plot_percentile(v, n, 50) * 1e3, rc);
+	jnum(o, k, dp_rundata_percentile(v, n, 50) * 1e3, rc);
 	snprintf(k, sizeof(k), "%s_p95_ms", key);
-	jnum(o, k, dp_plot_percentile(v, n, 95) * 1e3, rc);
+	jnum(o, k, dp_rundata_percentile(v, n, 95) * 1e3, rc);
 }
 
 /* A figure of the report: its file (next to report.md), heading, caption. */
@@ -287,7 +288,7 @@ static size_t sim_runs(const char *simdir)
 	return (size_t)runs;
 }
 
-static int write_schedule(const char *dir, const dp_plot_trace *tr)
+static int write_schedule(const char *dir, const dp_rundata_trace *tr)
 {
 	char path[4200], *buf = NULL;
 	size_t len = 0;
@@ -345,7 +346,7 @@ struct repro {
  * --schema, --rates and --data.  What the run directory cannot know is a
  * placeholder in capitals (E: the owners' --epsilon; SIMDIR).
  * mf may be NULL.  0 or DP_ENOMEM. */
-static int reproduce(const struct report_opts *o, const dp_plot_trace *tr, const struct ckpt *ck,
+static int reproduce(const struct report_opts *o, const dp_rundata_trace *tr, const struct ckpt *ck,
 		     const dp_modelfile *mf, size_t T, struct repro *out)
 {
 	const char *target = o->target ? o->target : mf && mf->target ? mf->target : NULL;
@@ -416,8 +417,8 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 	char path[4200];
 	size_t N, nfig = 0;
 	struct ckpt ck = { 0 };
-	dp_plot_trace tr = { 0 };
-	dp_plot_psi sps = { 0 };
+	dp_rundata_trace tr = { 0 };
+	dp_rundata_psi sps = { 0 };
 	dp_modelfile mf = { 0 };
 	int have_model = 0, have_psi = 0, rc = 2, err;
 	double f = 0, f_star = 0, psi = NAN, psi_zero = NAN, *rates = NULL, *all = NULL, *v = NULL;
@@ -438,7 +439,7 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 	}
 	T = ck.T;
 	join(path, sizeof(path), o->dir, "trace.csv");
-	err = dp_plot_trace_read(path, ck.owners, ck.nowners, &tr);
+	err = dp_rundata_trace_read(path, ck.owners, ck.nowners, &tr);
 	if (err == 0 && tr.t == NULL)
 		err = dp_error_set(DP_EFORMAT, "%s: not a learnerd trace", path);
 	if (err != 0) {
@@ -471,7 +472,7 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 		have_psi = 1;
 	}
 	if (o->rates) {
-		err = dp_plot_rates(o->rates, &tr, &rates);
+		err = dp_rundata_rates(o->rates, &tr, &rates);
 		if (err != 0) {
 			rc = fail(err);
 			goto out;
@@ -479,7 +480,7 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 	}
 	if (o->sim) {
 		join(path, sizeof(path), o->sim, "schedule.txt");
-		err = dp_plot_schedule_check(path, &tr);
+		err = dp_rundata_schedule_check(path, &tr);
 		if (err == DP_EINVAL) {
 			char why[512];
 			snprintf(why, sizeof(why), "%s", dp_error_detail(err));
@@ -488,7 +489,7 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 		}
 		if (err == 0) {
 			join(path, sizeof(path), o->sim, "psi.csv");
-			err = dp_plot_psi_read(path, &sps);
+			err = dp_rundata_psi_read(path, &sps);
 		}
 		if (err != 0) {
 			rc = fail(err);
@@ -499,7 +500,7 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 
 	/* Figures. */
 	drawing = true;
-	err = dp_plot_gnuplot_check();
+	err = dp_gnuplot_check();
 	if (err == 0)
 		err = write_schedule(o->dir, &tr);
 	if (err != 0) {
@@ -555,12 +556,12 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 	}
 	for (size_t r = 0; r < tr.n; r++)
 		count[tr.owner[r]]++;
-	t0 = dp_plot_trace_start(&tr);
+	t0 = dp_rundata_trace_start(&tr);
 	dur = tr.t[tr.n - 1] - t0;
 	/* Gaps: the median time between updates, then those far above it. */
 	for (size_t r = 1; r < tr.n; r++)
 		all[r - 1] = tr.t[r] - tr.t[r - 1];
-	gap_med = tr.n > 1 ? dp_plot_percentile(all, tr.n - 1, 50) : NAN;
+	gap_med = tr.n > 1 ? dp_rundata_percentile(all, tr.n - 1, 50) : NAN;
 	gap_min = fmax(GAP_FACTOR * (isnan(gap_med) ? 0 : gap_med), GAP_MIN_S);
 	for (size_t r = 1; r < tr.n; r++) {
 		double dt = tr.t[r] - tr.t[r - 1];
@@ -581,7 +582,7 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 	}
 	if (tr.stale != NULL) {
 		memcpy(all, tr.stale, tr.n * sizeof(double));
-		stale_med = dp_plot_percentile(all, tr.n, 50);
+		stale_med = dp_rundata_percentile(all, tr.n, 50);
 		stale_max = all[tr.n - 1];
 	}
 	fprintf(m, "# Run report: %s\n\nlearnerd run", o->dir);
@@ -647,15 +648,15 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 		jerr = dp_json_add(js, "gaps", json_object_get(jg));
 	memcpy(all, tr.rtt, tr.n * sizeof(double));
 	fputs("| query round trip, median / p95 | ", m);
-	put_ms(m, dp_plot_percentile(all, tr.n, 50));
+	put_ms(m, dp_rundata_percentile(all, tr.n, 50));
 	fputs(" / ", m);
-	put_ms(m, dp_plot_percentile(all, tr.n, 95));
+	put_ms(m, dp_rundata_percentile(all, tr.n, 95));
 	jms(js, "rtt", all, tr.n, &jerr);
 	fputs(" ms |\n| request wait, median / p95 | ", m);
 	memcpy(all, tr.wait, tr.n * sizeof(double));
-	put_ms(m, dp_plot_percentile(all, tr.n, 50));
+	put_ms(m, dp_rundata_percentile(all, tr.n, 50));
 	fputs(" / ", m);
-	put_ms(m, dp_plot_percentile(all, tr.n, 95));
+	put_ms(m, dp_rundata_percentile(all, tr.n, 95));
 	jms(js, "wait", all, tr.n, &jerr);
 	fputs(" ms |\n", m);
 	if (tr.stale != NULL)
@@ -710,18 +711,18 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 		else
 			fprintf(m, "%.6g", eps);
 		fputs(" | ", m);
-		put_ms(m, dp_plot_percentile(v, c, 50));
+		put_ms(m, dp_rundata_percentile(v, c, 50));
 		fputs(" | ", m);
-		put_ms(m, dp_plot_percentile(v, c, 95));
+		put_ms(m, dp_rundata_percentile(v, c, 95));
 		jms(oj, "rtt", v, c, &jerr);
 		c = 0;
 		for (size_t r = 0; r < tr.n; r++)
 			if (tr.owner[r] == i)
 				v[c++] = tr.wait[r];
 		fputs(" | ", m);
-		put_ms(m, dp_plot_percentile(v, c, 50));
+		put_ms(m, dp_rundata_percentile(v, c, 50));
 		fputs(" | ", m);
-		put_ms(m, dp_plot_percentile(v, c, 95));
+		put_ms(m, dp_rundata_percentile(v, c, 95));
 		jms(oj, "wait", v, c, &jerr);
 		fputs(" |\n", m);
 	}
@@ -775,8 +776,8 @@ out:
 	free(all);
 	free(v);
 	free(rates);
-	dp_plot_trace_free(&tr);
-	dp_plot_psi_free(&sps);
+	dp_rundata_trace_free(&tr);
+	dp_rundata_psi_free(&sps);
 	if (have_model)
 		dp_modelfile_free(&mf);
 	ckpt_free(&ck);
@@ -863,8 +864,8 @@ static int report_sim(const struct report_opts *o, FILE *m, size_t *nfig_out)
 	char path[4200], note[300];
 	size_t nfig = 0, runs = 0;
 	struct sim_summary sum = { 0 };
-	dp_plot_psi ps = { 0 };
-	dp_plot_trace tr = { 0 };
+	dp_rundata_psi ps = { 0 };
+	dp_rundata_trace tr = { 0 };
 	int rc = 2, err;
 	bool have_sched;
 	struct fig figs[2];
@@ -885,21 +886,21 @@ static int report_sim(const struct report_opts *o, FILE *m, size_t *nfig_out)
 	if (err != 0)
 		return fail(err);
 	join(path, sizeof(path), o->dir, "psi.csv");
-	err = dp_plot_psi_read(path, &ps);
+	err = dp_rundata_psi_read(path, &ps);
 	have_sched = exists(o->dir, "schedule.txt");
 	if (err == 0 && have_sched) {
 		join(path, sizeof(path), o->dir, "schedule.txt");
-		err = dp_plot_trace_read(path, NULL, 0, &tr);
+		err = dp_rundata_trace_read(path, NULL, 0, &tr);
 	}
 	if (err != 0) {
 		rc = fail(err);
 		goto out;
 	}
 	join(path, sizeof(path), o->dir, "psi.csv");
-	dp_plot_sim_note(path, note, sizeof(note), &runs);
+	dp_rundata_sim_note(path, note, sizeof(note), &runs);
 
 	drawing = true;
-	err = dp_plot_gnuplot_check();
+	err = dp_gnuplot_check();
 	if (err != 0) {
 		rc = fail(err);
 		goto out;
@@ -1029,8 +1030,8 @@ out:
 	free(repro);
 	json_object_put(js);
 	json_object_put(jo);
-	dp_plot_psi_free(&ps);
-	dp_plot_trace_free(&tr);
+	dp_rundata_psi_free(&ps);
+	dp_rundata_trace_free(&tr);
 	json_object_put(sum.root);
 	return rc;
 }

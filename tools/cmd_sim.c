@@ -24,8 +24,8 @@
 #include "tools/cmds.h"
 #include "tools/lib/optimum.h"
 #include "tools/lib/ownerdata.h"
-#include "tools/lib/plot.h"
 #include "tools/lib/public.h"
+#include "tools/lib/rundata.h"
 #include "tools/lib/sim.h"
 
 static const char sim_summary[] =
@@ -366,11 +366,11 @@ static int write_summary(const struct sim_opts *o, const dp_sim_setup *s,
 	if (rc == 0)
 		rc = dp_json_add(j, "psi_mean", dp_json_double(mean));
 	if (rc == 0)
-		rc = dp_json_add(j, "psi_median", dp_json_double(dp_plot_percentile(final, R, 50)));
+		rc = dp_json_add(j, "psi_median", dp_json_double(dp_rundata_percentile(final, R, 50)));
 	if (rc == 0)
-		rc = dp_json_add(j, "psi_p25", dp_json_double(dp_plot_percentile(final, R, 25)));
+		rc = dp_json_add(j, "psi_p25", dp_json_double(dp_rundata_percentile(final, R, 25)));
 	if (rc == 0)
-		rc = dp_json_add(j, "psi_p75", dp_json_double(dp_plot_percentile(final, R, 75)));
+		rc = dp_json_add(j, "psi_p75", dp_json_double(dp_rundata_percentile(final, R, 75)));
 	if (rc == 0) {
 		rc = dp_json_add(j, "psi", psi);
 		psi = NULL;
@@ -435,8 +435,8 @@ static int write_outputs(const struct sim_opts *o, const dp_sim_setup *s, const 
 			m += col[r];
 		}
 		fprintf(f, "%zu,%.10g,%.10g,%.10g,%.10g\n", dp_sim_checkpoint_k(s, c),
-			dp_plot_percentile(col, R, 25), dp_plot_percentile(col, R, 50),
-			dp_plot_percentile(col, R, 75), m / (double)R);
+			dp_rundata_percentile(col, R, 25), dp_rundata_percentile(col, R, 50),
+			dp_rundata_percentile(col, R, 75), m / (double)R);
 	}
 	if (fclose(f) != 0) {
 		dp_cmd_fail("sim", "%s: write failed", path);
