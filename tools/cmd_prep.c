@@ -69,8 +69,6 @@ static const char prep_epilog[] =
 	"    --ordinal 'cut=Fair,Good,Very Good,Premium,Ideal' \\\n"
 	"    --sample-frac 0.1 --split 4 --seed 7 --out owners diamonds.csv";
 
-static const char *const tasks[] = { "regression", "classification", NULL };
-
 /* --help groups. */
 static const char g_target[] = "Target and task";
 static const char g_features[] = "Features (every column but the target is used unless dropped)";
@@ -952,7 +950,7 @@ int dp_cmd_prep(int argc, char **argv)
 	const struct dp_config_entry entries[] = {
 		{ .name = "target", DP_CFG_STRING(&a.target), .group = g_target, .metavar = "COL",
 		  .help = "target column (required unless --schema)" },
-		{ .name = "task", DP_CFG_ENUM(&a.task, tasks), .def = "regression",
+		{ .name = "task", DP_CFG_ENUM(&a.task, dp_schema_build_tasks), .def = "regression",
 		  .given = &a.task_set, .group = g_target, .metavar = "T",
 		  .help = "regression | classification" },
 		{ .name = "positive", DP_CFG_STRING(&a.positive), .group = g_target,
