@@ -37,7 +37,6 @@
 #include "common/core/compose.h"
 #include "common/core/error.h"
 #include "common/core/graph.h"
-#include "common/core/ledger.h"
 #include "common/core/log.h"
 #include "common/core/modelfile.h"
 #include "common/core/schedule.h"
@@ -366,61 +365,21 @@ static int load_schedule(struct own_peer *p)
 	return 0;
 }
 
-/* The ledger: cap and shares (docs/peer-agents.md "Privacy").  Wake-ups
- * get the equal split of what the warm start leaves, under the composition
- * of dp_compose_split; the ledger counts pure-epsilon charges, so its cap is
- * their sum: epsilon itself under basic composition, more under advanced
- * composition (where (epsilon, delta) is the guarantee). */
+/* The ledger: cap and shares (docs/peer-agents.md "Privacy"), the plan
+ * `dpasync sim --mode p2p` simulates too. */
 static int plan_budget(struct own_peer *p, struct own_budget_config *bc)
 {
 	const struct own_settings *s = p->cfg.set;
-	double avail, eps_t, E, C, step_q = 0, warm_q = 0;
-	uint64_t capn, wn, tn;
+	dp_compose_budget b;
 	int r;
 
-	if (isinf(s->epsilon)) {
-		bc->epsilon = INFINITY;
-		bc->eps_step = INFINITY;
-		p->eps_warm_step = INFINITY;
-		return 0;
-	}
-	avail = s->epsilon - s->warm_start;
-	if (!(avail > 0))
-		return dp_error_set(DP_EINVAL, "--warm-start %g leaves nothing of --epsilon %g "
-				    "for the wake-ups", s->warm_start, s->epsilon);
-	r = dp_compose_split(avail, s->delta, p->T, &eps_t);
+	r = dp_compose_plan(s->epsilon, s->warm_start, p->warm, s->delta, p->T, &b);
 	if (r < 0)
 		return r;
-	E = eps_t * (double)p->T;
-	if (E < avail)
-		E = avail;
-	C = s->warm_start + E;
-	/* Shares whose rounded-up charges fit the rounded-down cap (ledger.h),
-	 * shaving a nano-epsilon at a time when the two parts' roundings
-	 * collide. */
-	for (int tries = 0; tries < 8; tries++) {
-		r = dp_ledger_eps_share(E - tries * 1e-9, p->T, &step_q);
-		if (r == 0 && p->warm)
-			r = dp_ledger_eps_share(s->warm_start, p->warm, &warm_q);
-		if (r < 0)
-			return wrapf(r, "%s%s", "--epsilon cannot be split over the wake-ups: ");
-		r = dp_ledger_nano_floor(C, &capn);
-		if (r == 0)
-			r = dp_ledger_nano_ceil(step_q, &tn);
-		wn = 0;
-		if (r == 0 && p->warm)
-			r = dp_ledger_nano_ceil(warm_q, &wn);
-		if (r < 0)
-			return r;
-		if (wn * p->warm + tn * p->T <= capn) {
-			bc->epsilon = C;
-			bc->eps_step = step_q;
-			p->eps_warm_step = warm_q;
-			return 0;
-		}
-	}
-	return dp_error_set(DP_EINVAL, "--epsilon %g cannot be split over %llu wake-ups",
-			    s->epsilon, (unsigned long long)p->T);
+	bc->epsilon = b.cap;
+	bc->eps_step = b.eps_step;
+	p->eps_warm_step = b.eps_warm;
+	return 0;
 }
 
 static int restore(struct own_peer *p)
