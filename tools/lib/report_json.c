@@ -19,6 +19,22 @@ static void jnum(struct json_object *o, const char *key, double v, int *rc)
 		*rc = isfinite(v) ? dp_json_add(o, key, dp_json_double(v)) : dp_json_add_null(o, key);
 }
 
+/* A run of numbers, in order. */
+struct num {
+	const char *key;
+	double v;
+};
+
+static void jnums(struct json_object *o, const struct num *v, size_t n, int *rc)
+{
+	for (size_t i = 0; i < n; i++)
+		jnum(o, v[i].key, v[i].v, rc);
+}
+
+#define JNUMS(o, rc, ...) \
+	jnums((o), (const struct num[]){ __VA_ARGS__ }, \
+	      sizeof((const struct num[]){ __VA_ARGS__ }) / sizeof(struct num), (rc))
+
 static void jint(struct json_object *o, const char *key, uint64_t v, int *rc)
 {
 	if (*rc == 0)
@@ -40,6 +56,18 @@ static void jms(struct json_object *o, const char *key, double median, double p9
 	jnum(o, k, median * 1e3, rc);
 	snprintf(k, sizeof(k), "%s_p95_ms", key);
 	jnum(o, k, p95 * 1e3, rc);
+}
+
+/* A new array under key in js; NULL once *rc is set. */
+static struct json_object *jarray(struct json_object *js, const char *key, int *rc)
+{
+	struct json_object *a;
+
+	if (*rc != 0)
+		return NULL;
+	a = json_object_new_array();
+	*rc = dp_json_add(js, key, a);   /* takes a, also on failure */
+	return *rc == 0 ? a : NULL;
 }
 
 /* A new object appended to the array a; NULL once *rc is set. */
@@ -77,12 +105,8 @@ static int done(struct json_object *js, int rc, struct json_object **out)
 
 static void learner_gaps(struct json_object *js, const dp_report_learner *r, int *rc)
 {
-	struct json_object *a = json_object_new_array();
+	struct json_object *a = jarray(js, "gaps", rc);
 
-	if (*rc == 0)
-		*rc = dp_json_add(js, "gaps", a);
-	else
-		json_object_put(a);
 	for (size_t i = 0; i < r->ngaps; i++) {
 		struct json_object *g = jpush(a, rc);
 
@@ -94,12 +118,8 @@ static void learner_gaps(struct json_object *js, const dp_report_learner *r, int
 
 static void learner_owners(struct json_object *js, const dp_report_learner *r, int *rc)
 {
-	struct json_object *a = json_object_new_array();
+	struct json_object *a = jarray(js, "owners", rc);
 
-	if (*rc == 0)
-		*rc = dp_json_add(js, "owners", a);
-	else
-		json_object_put(a);
 	for (size_t i = 0; i < r->N; i++) {
 		const dp_report_owner *o = &r->owners[i];
 		struct json_object *oj = jpush(a, rc);
@@ -155,25 +175,18 @@ int dp_report_json_learner(const dp_report_learner *r, struct json_object **out)
 	if (r->have_eta)
 		jnum(js, "eta", r->eta, &rc);
 	jint(js, "iterations", r->iterations, &rc);
-	jnum(js, "start_unix", r->start_unix, &rc);
-	jnum(js, "end_unix", r->end_unix, &rc);
-	jnum(js, "duration_s", r->duration_s, &rc);
-	jnum(js, "iterations_per_s", r->rate, &rc);
-	jnum(js, "gap_threshold_s", r->gap_threshold, &rc);
-	jnum(js, "gap_median_s", r->gap_median, &rc);
-	jnum(js, "gaps_s", r->gap_total, &rc);
-	jnum(js, "iterations_per_s_without_gaps", r->rate_without_gaps, &rc);
+	JNUMS(js, &rc, { "start_unix", r->start_unix }, { "end_unix", r->end_unix },
+	      { "duration_s", r->duration_s }, { "iterations_per_s", r->rate },
+	      { "gap_threshold_s", r->gap_threshold }, { "gap_median_s", r->gap_median },
+	      { "gaps_s", r->gap_total },
+	      { "iterations_per_s_without_gaps", r->rate_without_gaps });
 	learner_gaps(js, r, &rc);
 	jms(js, "rtt", r->rtt_median, r->rtt_p95, &rc);
 	jms(js, "wait", r->wait_median, r->wait_p95, &rc);
-	jnum(js, "staleness_median", r->stale_median, &rc);
-	jnum(js, "staleness_max", r->stale_max, &rc);
-	jnum(js, "psi", r->psi, &rc);
-	if (r->have_psi) {
-		jnum(js, "f", r->f, &rc);
-		jnum(js, "f_star", r->f_star, &rc);
-		jnum(js, "psi_zero", r->psi_zero, &rc);
-	}
+	JNUMS(js, &rc, { "staleness_median", r->stale_median }, { "staleness_max", r->stale_max },
+	      { "psi", r->psi });
+	if (r->have_psi)
+		JNUMS(js, &rc, { "f", r->f }, { "f_star", r->f_star }, { "psi_zero", r->psi_zero });
 	if (r->sim != NULL)
 		jnum(js, "psi_sim_median", r->sim_median, &rc);
 	learner_owners(js, r, &rc);
@@ -190,22 +203,12 @@ int dp_report_json_sim(const dp_report_sim *r, struct json_object **out)
 	head(js, "sim", r->dir, &rc);
 	jint(js, "seed", r->seed, &rc);
 	jint(js, "runs", r->runs, &rc);
-	jnum(js, "psi_mean", r->psi_mean, &rc);
-	jnum(js, "psi_median", r->psi_median, &rc);
-	jnum(js, "psi_p25", r->psi_p25, &rc);
-	jnum(js, "psi_p75", r->psi_p75, &rc);
-	jnum(js, "f_star", r->f_star, &rc);
-	jnum(js, "eta", r->have_eta ? r->eta : NAN, &rc);
-	jnum(js, "rho", r->have_rho ? r->rho : NAN, &rc);
-	jnum(js, "c", r->have_c ? r->c : NAN, &rc);
-	jnum(js, "lambda", r->lambda, &rc);
-	jnum(js, "theta_max", r->theta_max, &rc);
-	jnum(js, "clip_l1", r->clip, &rc);
-	a = json_object_new_array();
-	if (rc == 0)
-		rc = dp_json_add(js, "owners", a);
-	else
-		json_object_put(a);
+	JNUMS(js, &rc, { "psi_mean", r->psi_mean }, { "psi_median", r->psi_median },
+	      { "psi_p25", r->psi_p25 }, { "psi_p75", r->psi_p75 }, { "f_star", r->f_star },
+	      { "eta", r->have_eta ? r->eta : NAN }, { "rho", r->have_rho ? r->rho : NAN },
+	      { "c", r->have_c ? r->c : NAN }, { "lambda", r->lambda },
+	      { "theta_max", r->theta_max }, { "clip_l1", r->clip });
+	a = jarray(js, "owners", &rc);
 	for (size_t i = 0; i < r->N; i++) {
 		const dp_report_sim_owner *o = &r->owners[i];
 		struct json_object *oj = jpush(a, &rc);
