@@ -64,7 +64,7 @@ int dp_p2psim_run(const dp_p2psim_setup *s, uint64_t seed, double *theta, size_t
 		  uint64_t *done_out);
 
 /* The per-wake-up epsilon of an agent with budget (eps, delta) over T
- * wake-ups, the equal split (docs/p2p.md "Privacy"): with delta = 0 the
+ * wake-ups, the equal split (docs/peer-agents.md §2): with delta = 0 the
  * share ownerd's ledger charges, dp_ledger_eps_share(eps, T); with
  * delta > 0 the larger of that and the largest eps_t whose T-fold advanced
  * composition (Dwork, Rothblum and Vadhan) stays within (eps, delta),
