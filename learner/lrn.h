@@ -39,6 +39,7 @@
 
 #include <uv.h>
 
+#include "common/core/exit.h"   /* exit codes: docs/design.md §10 "Exit status" */
 #include "common/core/model.h"
 #include "common/core/plan.h"
 #include "common/net/addr.h"
@@ -46,11 +47,6 @@
 #include "common/net/httpd.h"
 #include "common/net/metrics.h"
 #include "common/net/tls.h"
-
-/* Exit codes (docs/learnerd.md). */
-#define LRN_EXIT_OK      0   /* job done, or stopped by SIGTERM/SIGINT */
-#define LRN_EXIT_FAIL    1   /* runtime failure: bind, I/O, job cannot finish */
-#define LRN_EXIT_CONFIG  2   /* bad flags, config, certificates, checkpoint */
 
 /* The most rows an owner may claim in its Hello (2^40, about 1.1e12): a
  * larger claim is refused (docs/protocol.md §5).  It keeps n = sum of n_i

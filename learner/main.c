@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "common/core/error.h"
+#include "common/core/exit.h"
 #include "common/core/file.h"
 #include "common/core/log.h"
 #include "common/core/modelfile.h"
@@ -356,7 +357,7 @@ static void end_job(struct lrn *L, enum lrn_end how, const char *why)
 			lrn_progress_end(L, "done");
 			L->phase = LRN_FINISHING;
 			L->finished = true;
-			L->exit_code = LRN_EXIT_OK;
+			L->exit_code = DP_EXIT_OK;
 			lrn_server_close(L, true);
 			close_httpd(L);
 			return;
@@ -365,7 +366,7 @@ static void end_job(struct lrn *L, enum lrn_end how, const char *why)
 		why = msg;
 	}
 	L->phase = LRN_STOPPING;
-	L->exit_code = how == LRN_END_FAIL ? LRN_EXIT_FAIL : LRN_EXIT_OK;
+	L->exit_code = how == LRN_END_FAIL ? DP_EXIT_FAIL : DP_EXIT_OK;
 	if (why)
 		DP_ERROR("learner", "stopping: %s", why);
 	lrn_progress_end(L, how == LRN_END_FAIL ? "failed" : "signal");
@@ -380,7 +381,7 @@ static void end_job(struct lrn *L, enum lrn_end how, const char *why)
 			DP_WARN("learner", "final checkpoint failed: %s", dp_error_detail(rc));
 		} else if (rc < 0) {
 			DP_ERROR("learner", "final checkpoint failed: %s", dp_error_detail(rc));
-			L->exit_code = LRN_EXIT_FAIL;
+			L->exit_code = DP_EXIT_FAIL;
 		} else {
 			DP_INFO("learner", "checkpoint written k=%llu path=%s", (unsigned long long)L->k_done,
 				L->ckpt_path);
@@ -438,22 +439,25 @@ static int load_state(struct lrn *L, bool check_only)
 		int e = errno;
 
 		if (e != ENOENT)
-			return fail(LRN_EXIT_FAIL, "%s: %s", L->ckpt_path, strerror(e));
+			return fail(dp_exit_status(DP_EIO, DP_EXIT_PHASE_LOAD), "%s: %s",
+				    L->ckpt_path, strerror(e));
 		if (S.resume)
 			DP_INFO("learner", "no checkpoint in %s: starting a new job", S.out);
 		return 0;
 	}
 	if (!S.resume)
-		return fail(LRN_EXIT_CONFIG,
+		return fail(dp_exit_status(DP_EEXIST, DP_EXIT_PHASE_LOAD),
 			    "%s exists: use --resume to continue that job, or choose another --out",
 			    L->ckpt_path);
 	/* theta_hat and a half-served round are not restored (docs/learnerd.md §9). */
 	if (LRN_SYNC(L))
-		return fail(LRN_EXIT_CONFIG, "cannot resume: %s exists and a %s job cannot be "
+		return fail(dp_exit_status(DP_EINVAL, DP_EXIT_PHASE_LOAD),
+			    "cannot resume: %s exists and a %s job cannot be "
 			    "resumed; choose another --out", L->ckpt_path, modes[S.mode]);
 	rc = lrn_checkpoint_load(L);
 	if (rc < 0)
-		return fail(LRN_EXIT_CONFIG, "cannot resume: %s", dp_error_detail(rc));
+		return fail(dp_exit_status(rc, DP_EXIT_PHASE_LOAD), "cannot resume: %s",
+			    dp_error_detail(rc));
 	if (!check_only) {
 		DP_INFO("learner", "resuming job=%s from %s k=%llu T=%llu next_query=%llu", S.job,
 			L->ckpt_path, (unsigned long long)L->k_done, (unsigned long long)L->T,
@@ -501,10 +505,10 @@ static int prepare_job(struct lrn *L, enum dp_config_action action)
 
 	rc = make_job_id();
 	if (rc < 0)
-		return fail(LRN_EXIT_FAIL, "%s", dp_error_detail(rc));
+		return fail(dp_exit_status(rc, DP_EXIT_PHASE_ARGS), "%s", dp_error_detail(rc));
 	rc = lrn_server_parse_owners(S.owners, &names, &n);
 	if (rc < 0)
-		return fail(LRN_EXIT_CONFIG, "%s", dp_error_detail(rc));
+		return fail(dp_exit_status(rc, DP_EXIT_PHASE_ARGS), "%s", dp_error_detail(rc));
 	rc = lrn_state_init(L, names, n);
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
@@ -517,24 +521,22 @@ static int prepare_job(struct lrn *L, enum dp_config_action action)
 	if (rc == 0)
 		rc = out_paths(L);
 	if (rc < 0)
-		return fail(LRN_EXIT_FAIL, "%s", dp_error_detail(rc));
+		return fail(dp_exit_status(rc, DP_EXIT_PHASE_ARGS), "%s", dp_error_detail(rc));
 	rc = lrn_state_load_public(L);
 	/* The public constants are for one p: without `features`, that is the
 	 * job's, so no owner's Hello decides it. */
 	if (rc == 0 && L->have_pub && L->p == 0)
 		rc = lrn_state_set_p(L, L->pub.p);
 	if (rc < 0)
-		return fail(rc == DP_ENOMEM ? LRN_EXIT_FAIL : LRN_EXIT_CONFIG, "%s",
-			    dp_error_detail(rc));
+		return fail(dp_exit_status(rc, DP_EXIT_PHASE_LOAD), "%s", dp_error_detail(rc));
 	rc = dp_tls_ctx_new(1, &tf, &L->ctx);
 	if (rc < 0)
-		return fail(LRN_EXIT_CONFIG, "%s", dp_error_detail(rc));
+		return fail(dp_exit_status(rc, DP_EXIT_PHASE_LOAD), "%s", dp_error_detail(rc));
 	lrn_memtrim_init();
 	/* Before any socket or output file; logged once the loop runs. */
 	rc = lrn_fdlimit_raise(L);
 	if (rc < 0)
-		return fail(rc == DP_EINVAL ? LRN_EXIT_CONFIG : LRN_EXIT_FAIL, "%s",
-			    dp_error_detail(rc));
+		return fail(dp_exit_status(rc, DP_EXIT_PHASE_ARGS), "%s", dp_error_detail(rc));
 
 	if (action == DP_CONFIG_CHECK) {
 		if (S.resume) {
@@ -550,13 +552,14 @@ static int prepare_job(struct lrn *L, enum dp_config_action action)
 	if (rc == 0)
 		rc = lock_out(L);
 	if (rc < 0)
-		return fail(LRN_EXIT_FAIL, "output directory: %s", dp_error_detail(rc));
+		return fail(dp_exit_status(rc, DP_EXIT_PHASE_RUN), "output directory: %s",
+			    dp_error_detail(rc));
 	rc = load_state(L, false);
 	if (rc != 0)
 		return rc;
 	rc = lrn_trace_open(L, L->started || L->k_done > 0);
 	if (rc < 0)
-		return fail(LRN_EXIT_FAIL, "%s", dp_error_detail(rc));
+		return fail(dp_exit_status(rc, DP_EXIT_PHASE_RUN), "%s", dp_error_detail(rc));
 	return 0;
 }
 
@@ -571,17 +574,19 @@ static int start_loop(struct lrn *L)
 	if (rc == 0)
 		rc = lrn_sched_init(L);
 	if (rc < 0)
-		return fail(LRN_EXIT_FAIL, "%s", dp_error_detail(rc));
+		return fail(dp_exit_status(rc, DP_EXIT_PHASE_RUN), "%s", dp_error_detail(rc));
 	L->on_end = end_job;
 	rc = lrn_server_start(L);
 	if (rc < 0)
-		return fail(LRN_EXIT_FAIL, "cannot listen on %s: %s", S.listen, dp_error_detail(rc));
+		return fail(dp_exit_status(rc, DP_EXIT_PHASE_RUN), "cannot listen on %s: %s",
+			    S.listen, dp_error_detail(rc));
 	if (S.metrics_listen && *S.metrics_listen) {
 		struct dp_httpd_options ho = { .listen = S.metrics_listen, .metrics = L->st.reg };
 
 		rc = dp_httpd_new(L->loop, &ho, &L->httpd);
 		if (rc < 0)
-			return fail(LRN_EXIT_FAIL, "cannot serve metrics on %s: %s", S.metrics_listen,
+			return fail(dp_exit_status(rc, DP_EXIT_PHASE_RUN),
+				    "cannot serve metrics on %s: %s", S.metrics_listen,
 				    dp_error_detail(rc));
 		L->metrics_port = dp_httpd_port(L->httpd);
 	}
@@ -589,10 +594,11 @@ static int start_loop(struct lrn *L)
 	if (rc == 0)
 		rc = lrn_progress_start(L);
 	if (rc < 0)
-		return fail(LRN_EXIT_FAIL, "%s", dp_error_detail(rc));
+		return fail(dp_exit_status(rc, DP_EXIT_PHASE_RUN), "%s", dp_error_detail(rc));
 	rc = write_port_file(L);
 	if (rc < 0)
-		return fail(LRN_EXIT_FAIL, "port file: %s", dp_error_detail(rc));
+		return fail(dp_exit_status(rc, DP_EXIT_PHASE_RUN), "port file: %s",
+			    dp_error_detail(rc));
 	lrn_fdlimit_log(L);
 	DP_INFO("learner", "listening tls=%s:%u metrics_port=%u job=%s model=%s T=%llu N=%zu "
 		"mode=%s max_inflight=%zu k=%llu", L->listen_host, L->tls_port,
@@ -608,7 +614,7 @@ static int run(struct lrn *L)
 	/* A resumed job that had already finished only rewrites its outputs. */
 	lrn_server_pump(L);
 	uv_run(L->loop, UV_RUN_DEFAULT);
-	if (L->exit_code == LRN_EXIT_OK && L->finished)
+	if (L->exit_code == DP_EXIT_OK && L->finished)
 		printf("done k=%llu out=%s\n", (unsigned long long)L->k_done, S.out);
 	fflush(stdout);
 	return L->exit_code;
@@ -659,13 +665,13 @@ int main(int argc, char **argv)
 	L->psi_pred = L->psi_zero = NAN;
 	rc = dp_config_load(&spec, argc, argv, &action);
 	if (rc < 0) {
-		rc = fail(LRN_EXIT_CONFIG, "%s", dp_error_detail(rc));
+		rc = fail(dp_exit_status(rc, DP_EXIT_PHASE_ARGS), "%s", dp_error_detail(rc));
 	} else if (action == DP_CONFIG_HELP) {
 		dp_config_print_help(&spec, stdout);
-		rc = LRN_EXIT_OK;
+		rc = DP_EXIT_OK;
 	} else if (action == DP_CONFIG_VERSION) {
 		printf("learnerd %s\n", DP_VERSION);
-		rc = LRN_EXIT_OK;
+		rc = DP_EXIT_OK;
 	} else {
 		dp_log_set_level((enum dp_log_level)S.log_level);
 		L->model = (dp_model)S.model;
@@ -676,7 +682,7 @@ int main(int argc, char **argv)
 		if (rc == 0)
 			rc = run(L);
 		else if (rc < 0)
-			rc = LRN_EXIT_OK;   /* --check-config */
+			rc = DP_EXIT_OK;   /* --check-config */
 	}
 	cleanup(L);
 	return rc;

@@ -645,7 +645,7 @@ void lrn_server_close(struct lrn *L, bool done)
 			 * `--resume` may continue the job, so the owners keep
 			 * reconnecting (docs/protocol.md §5 "Goodbye"). */
 			say_goodbye(c, DPASYNC__GOODBYE_CODE__GOODBYE_RESTARTING,
-				    L->exit_code == LRN_EXIT_FAIL ?
+				    L->exit_code == DP_EXIT_FAIL ?
 				    "the learner stopped the job (it may be resumed)" :
 				    "the learner is stopping (the job may be resumed)");
 		}

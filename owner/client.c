@@ -76,7 +76,7 @@ static void schedule_retry(struct own_client *c)
 	r = dp_rng_uniform(c->cfg.bits, &u);
 	if (r < 0) {
 		DP_ERROR("owner", "random generator failed: %s", dp_error_detail(r));
-		stop(c, OWN_EXIT_FAIL);
+		stop(c, dp_exit_status(r, DP_EXIT_PHASE_RUN));
 		return;
 	}
 	delay = u * cap;   /* full jitter */
@@ -124,7 +124,9 @@ static void job_over(struct own_client *c, int code)
 }
 
 /* Tell the learner why we leave, then stop with exit 2: what is wrong
- * cannot be fixed by trying again (docs/ownerd.md "Exit codes"). */
+ * cannot be fixed by trying again, and the Welcome that showed it came
+ * over a verified connection (DP_EREFUSED, docs/design.md §10 "Exit
+ * status"). */
 static void leave(struct own_client *c, Dpasync__GoodbyeCode code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static void leave(struct own_client *c, Dpasync__GoodbyeCode code, const char *fmt, ...)
@@ -140,7 +142,7 @@ static void leave(struct own_client *c, Dpasync__GoodbyeCode code, const char *f
 	dp_frame_goodbye(&env, &g, code, why, text);
 	send_msg(c, &env);   /* queued: stopping flushes it */
 	DP_ERROR("owner", "leaving for good: %s", text);
-	stop(c, OWN_EXIT_CONFIG);
+	stop(c, dp_exit_status(DP_EREFUSED, DP_EXIT_PHASE_RUN));
 }
 
 static void on_retry(uv_timer_t *t)
@@ -189,8 +191,7 @@ static bool on_tick(void *arg)
 
 static void on_clock_fail(void *arg, int err)
 {
-	(void)err;
-	stop(arg, OWN_EXIT_FAIL);
+	stop(arg, dp_exit_status(err, DP_EXIT_PHASE_RUN));
 }
 
 /* ---- Hello / Welcome ----------------------------------------------------- */
@@ -296,7 +297,7 @@ static void on_welcome(struct own_client *c, const Dpasync__Welcome *w)
 		DP_ERROR("owner", "learner changed the answer cap from %llu to %llu (T=%llu); this "
 			 "owner's answer cap is bound to the first", (unsigned long long)st.cap,
 			 (unsigned long long)K, (unsigned long long)w->t);
-		stop(c, OWN_EXIT_CONFIG);
+		stop(c, dp_exit_status(DP_EREFUSED, DP_EXIT_PHASE_RUN));
 		return;
 	}
 	if (c->cfg.set->answers_cap != 0 && w->answers_cap != 0 &&
@@ -308,7 +309,7 @@ static void on_welcome(struct own_client *c, const Dpasync__Welcome *w)
 		/* The first Welcome binds the ledger to the job (logged either way). */
 		r = own_budget_bind(c->cfg.budget, w->job, offered);
 		if (r < 0) {
-			stop(c, r == DP_EINVAL || r == DP_ECORRUPT ? OWN_EXIT_CONFIG : OWN_EXIT_FAIL);
+			stop(c, dp_exit_status(r, DP_EXIT_PHASE_LOAD));   /* a local file */
 			return;
 		}
 	}
@@ -357,18 +358,18 @@ static void on_goodbye(struct own_client *c, const Dpasync__Goodbye *g)
 	case DPASYNC__GOODBYE_CODE__GOODBYE_UNKNOWN_IDENTITY:
 		DP_ERROR("owner", "the learner refused this owner: %s; add '%s' to learnerd's "
 			 "owners, or use the certificate it expects", text, c->cfg.id);
-		stop(c, OWN_EXIT_CONFIG);
+		stop(c, dp_exit_status(DP_EREFUSED, DP_EXIT_PHASE_RUN));
 		return;
 	case DPASYNC__GOODBYE_CODE__GOODBYE_SCHEMA_MISMATCH:
 	case DPASYNC__GOODBYE_CODE__GOODBYE_BAD_DATA:
 	case DPASYNC__GOODBYE_CODE__GOODBYE_BUDGET_SPENT:
 		DP_ERROR("owner", "the learner refused this owner: %s", text);
-		stop(c, OWN_EXIT_CONFIG);
+		stop(c, dp_exit_status(DP_EREFUSED, DP_EXIT_PHASE_RUN));
 		return;
 	case DPASYNC__GOODBYE_CODE__GOODBYE_JOB_OVER:
 		DP_INFO("owner", "the learner ended job %s: %s", c->job.have ? c->job.name : "-",
 			text);
-		job_over(c, OWN_EXIT_FAIL);
+		job_over(c, DP_EXIT_FAIL);
 		return;
 	default:
 		DP_INFO("owner", "the learner closes the connection: %s", text);
@@ -415,7 +416,7 @@ static void on_settle_fail(void *arg)
 	struct own_client *c = arg;
 
 	if (!c->closed)
-		stop(c, OWN_EXIT_FAIL);
+		stop(c, dp_exit_status(DP_EIO, DP_EXIT_PHASE_RUN));
 }
 
 /* Step 5 of the privacy order (budget.c): the reply exists only after the
@@ -442,7 +443,7 @@ static void send_answer(struct own_client *c, const struct own_reply *rep)
 	/* The answer is on its way: now record it and sync the next share,
 	 * while the learner serves the others (docs/ledger.md §9). */
 	if (own_settle(c->cfg.loop, c->cfg.budget, on_settle_fail, c) < 0) {
-		stop(c, OWN_EXIT_FAIL);
+		stop(c, DP_EXIT_FAIL);
 		return;
 	}
 	/* One line whether or not rows were dropped: an extra line only when
@@ -570,7 +571,7 @@ static void on_done(struct own_client *c, const Dpasync__Done *m)
 	if (r < 0) {
 		DP_ERROR("owner", "done: cannot save the model to %s: %s", c->cfg.model_out,
 			 dp_error_detail(r));
-		stop(c, OWN_EXIT_FAIL);
+		stop(c, dp_exit_status(r, DP_EXIT_PHASE_RUN));
 		return;
 	}
 	own_budget_status(c->cfg.budget, &st);
@@ -578,7 +579,7 @@ static void on_done(struct own_client *c, const Dpasync__Done *m)
 		"lifetime_spent=%.9g lifetime_left=%.9g", c->job.name, (unsigned long long)m->t,
 		c->cfg.model_out, (unsigned long long)st.answers, st.spent, st.lifetime_spent,
 		st.lifetime_left);
-	job_over(c, OWN_EXIT_OK);
+	job_over(c, DP_EXIT_OK);
 	if (!c->closed)
 		dp_conn_close(c->conn);   /* the learner closes too; the next job is polled for */
 }
@@ -628,10 +629,13 @@ static void on_message(dp_conn *conn, Dpasync__Envelope *m)
 	dp_frame_msg_free(m);
 }
 
-/* A handshake that failed for a reason no retry can change: one line
- * saying what to fix, exit 2 (docs/ownerd.md "Exit codes").  A peer that
- * closed or reset during the handshake (a learner restarting, or
- * shedding load) is transient. */
+/* A handshake that failed for a reason a quick retry is unlikely to
+ * change: one line saying what to fix, and exit 1.  Not 2: what a peer
+ * not yet verified sends must never stop the owner for good, since anyone
+ * who takes the learner's address can send it (docs/design.md §10 "Exit
+ * status"); systemd restarts the daemon.  A peer that closed or reset
+ * during the handshake (a learner restarting, or shedding load) is
+ * transient. */
 static bool tls_permanent(struct own_client *c, const char *detail)
 {
 	const char *addr = c->cfg.set->learner;
@@ -652,13 +656,14 @@ static bool tls_permanent(struct own_client *c, const char *detail)
 		DP_ERROR("owner", "TLS handshake with %s refused: fix the certificates or their "
 			 "settings (--ca, --cert, --key, --crl, --learner-pin, --server-name); %s",
 			 addr, detail);
-	stop(c, OWN_EXIT_CONFIG);
+	stop(c, dp_exit_status(DP_ETLS, DP_EXIT_PHASE_RUN));
 	return true;
 }
 
 /* TLS 1.3: our handshake completes before the learner has checked our
  * certificate, so its refusal arrives as an alert afterwards, before any
- * Welcome.  A certificate alert is permanent too. */
+ * Welcome.  A certificate alert ends the process too, with the TLS
+ * failure's status (1): only a Goodbye is a refusal for good. */
 static bool cert_refused(struct own_client *c, const char *detail)
 {
 	if (strstr(detail, "alert") == NULL ||
@@ -666,7 +671,7 @@ static bool cert_refused(struct own_client *c, const char *detail)
 		return false;
 	DP_ERROR("owner", "the learner refused this owner's certificate: fix --cert/--key (issued "
 		 "by the deployment CA, for client use, not revoked or expired); %s", detail);
-	stop(c, OWN_EXIT_CONFIG);
+	stop(c, dp_exit_status(DP_ETLS, DP_EXIT_PHASE_RUN));
 	return true;
 }
 

@@ -45,6 +45,7 @@
 #include <openssl/ssl.h>
 
 #include "common/core/dataset.h"
+#include "common/core/exit.h"   /* exit codes: docs/design.md §10 "Exit status" */
 #include "common/core/model.h"
 #include "common/core/query.h"
 #include "common/core/rng.h"
@@ -53,11 +54,6 @@
 #include "common/net/metrics.h"
 
 #include "owner/budget.h"
-
-/* Exit codes (docs/ownerd.md). */
-#define OWN_EXIT_OK      0
-#define OWN_EXIT_FAIL    1   /* runtime / system failure (ledger I/O, RNG, ...) */
-#define OWN_EXIT_CONFIG  2   /* bad configuration or input */
 
 /* Reconnection backoff: full jitter over [0, min(MAX, BASE * 2^attempt)]. */
 #define OWN_BACKOFF_BASE_S  0.1

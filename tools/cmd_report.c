@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/core/error.h"
+#include "common/core/exit.h"
 #include "common/core/file.h"
 #include "common/core/json.h"
 #include "common/core/modelfile.h"
@@ -58,15 +59,12 @@ struct report_opts {
 	const char *dir;
 };
 
-/* Set once inputs are read: later errors other than DP_EINVAL are runtime. */
-static bool drawing;
-
-static int fail(int err)
+/* The error line and the exit status of err failing in phase: loading
+ * until the inputs are read, running once drawing starts. */
+static int fail(int err, enum dp_exit_phase phase)
 {
 	dp_cmd_fail("report", "%s", dp_error_detail(err));
-	if (drawing)
-		return err == DP_EINVAL ? 2 : 1;
-	return err == DP_EINVAL || err == DP_EFORMAT || err == DP_ENOENT ? 2 : 1;
+	return dp_exit_status(err, phase);
 }
 
 static bool exists(const char *dir, const char *name)
@@ -118,15 +116,13 @@ static int psi_of_model(const struct report_opts *o, const dp_modelfile *mf, con
 		if (rc != 0)
 			dp_ownerdata_free(&od);
 	}
-	if (rc != 0) {
-		dp_cmd_fail("report", "%s", dp_error_detail(rc));
-		return 2;
-	}
+	if (rc != 0)
+		return fail(rc, DP_EXIT_PHASE_LOAD);
 	zero = calloc(mf->p, sizeof(*zero));
 	if (zero == NULL) {
 		dp_ownerdata_free(&od);
 		dp_cmd_fail("report", "out of memory");
-		return 1;
+		return dp_exit_status(DP_ENOMEM, DP_EXIT_PHASE_RUN);
 	}
 	rc = dp_optimum_compare(mf->model, mf->theta, mf->p, od.view, od.N, mf->lambda,
 				mf->theta_max > 0 ? mf->theta_max : INFINITY, f_out, fstar_out);
@@ -137,10 +133,8 @@ static int psi_of_model(const struct report_opts *o, const dp_modelfile *mf, con
 			: NAN;
 	free(zero);
 	dp_ownerdata_free(&od);
-	if (rc != 0) {
-		dp_cmd_fail("report", "%s", dp_error_detail(rc));
-		return rc == DP_EFORMAT ? 2 : 1;
-	}
+	if (rc != 0)
+		return fail(rc, DP_EXIT_PHASE_RUN);
 	*psi_out = *fstar_out > 0 ? dp_model_psi(*f_out, *fstar_out) : NAN;
 	return 0;
 }
@@ -271,11 +265,11 @@ static int finish_md(const char *dir, FILE *m, char **md, size_t *mdlen, size_t 
 
 	if (fclose(m) != 0 || *md == NULL) {
 		dp_cmd_fail("report", "out of memory");
-		return 1;
+		return dp_exit_status(DP_ENOMEM, DP_EXIT_PHASE_RUN);
 	}
 	err = write_md(dir, *md, *mdlen);
 	if (err != 0)
-		return fail(err);
+		return fail(err, DP_EXIT_PHASE_RUN);
 	printf("wrote %s/report.md (%zu figures) and %s/report.json\n", dir, nfig, dir);
 	return 0;
 }
@@ -413,19 +407,19 @@ static int learner_read(const struct report_opts *o, struct learner_in *in)
 	/* checkpoint.json names every configured owner, also those never served. */
 	err = ckpt_read(o->dir, &in->ck);
 	if (err != 0)
-		return fail(err);
+		return fail(err, DP_EXIT_PHASE_LOAD);
 	in->T = in->ck.T;
 	join(path, sizeof(path), o->dir, "trace.csv");
 	err = dp_rundata_trace_read(path, in->ck.owners, in->ck.nowners, &in->tr);
 	if (err == 0 && in->tr.t == NULL)
 		err = dp_error_set(DP_EFORMAT, "%s: not a learnerd trace", path);
 	if (err != 0)
-		return fail(err);
+		return fail(err, DP_EXIT_PHASE_LOAD);
 	if (exists(o->dir, "model.json")) {
 		join(path, sizeof(path), o->dir, "model.json");
 		err = dp_modelfile_read(path, &in->mf);
 		if (err != 0)
-			return fail(err);
+			return fail(err, DP_EXIT_PHASE_LOAD);
 		in->have_model = true;
 		if (in->T == 0)
 			in->T = in->mf.T;
@@ -434,7 +428,7 @@ static int learner_read(const struct report_opts *o, struct learner_in *in)
 		if (!in->have_model) {
 			dp_cmd_fail("report", "--data: %s/model.json is missing, no psi to compute",
 				    o->dir);
-			return 2;
+			return dp_exit_status(DP_ENOENT, DP_EXIT_PHASE_LOAD);
 		}
 		join(path, sizeof(path), o->dir, "model.json");
 		rc = psi_of_model(o, &in->mf, path, &in->f, &in->f_star, &in->psi, &in->psi_zero);
@@ -445,12 +439,12 @@ static int learner_read(const struct report_opts *o, struct learner_in *in)
 	if (o->rates) {
 		err = dp_rundata_rates(o->rates, &in->tr, &in->rates);
 		if (err != 0)
-			return fail(err);
+			return fail(err, DP_EXIT_PHASE_LOAD);
 	}
 	if (o->sim) {
 		err = read_sim(o, in);
 		if (err != 0)
-			return fail(err);
+			return fail(err, DP_EXIT_PHASE_LOAD);
 	}
 	return 0;
 }
@@ -544,11 +538,11 @@ static int learner_numbers(const struct report_opts *o, const struct learner_in 
 	err = dp_report_learner_stats(&rep, &in->tr);
 	if (err != 0) {
 		dp_cmd_fail("report", "out of memory");
-		return 1;
+		return dp_exit_status(DP_ENOMEM, DP_EXIT_PHASE_RUN);
 	}
 	err = reproduce(o, &in->tr, &in->ck, in->have_model ? &in->mf : NULL, in->T, &repro);
 	if (err != 0) {
-		rc = fail(err);
+		rc = fail(err, DP_EXIT_PHASE_RUN);
 		goto out;
 	}
 	learner_context(o, in, &rep);
@@ -559,7 +553,7 @@ static int learner_numbers(const struct report_opts *o, const struct learner_in 
 	dp_report_md_learner(m, &rep);
 	err = dp_report_json_learner(&rep, &js);
 	err = write_json(o->dir, js, err);
-	rc = err != 0 ? fail(err) : 0;
+	rc = err != 0 ? fail(err, DP_EXIT_PHASE_RUN) : 0;
 out:
 	dp_report_learner_free(&rep);
 	free(repro.plots);
@@ -582,14 +576,13 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 		goto out;
 
 	/* Figures. */
-	drawing = true;
 	err = dp_gnuplot_check();
 	if (err == 0)
 		err = write_schedule(o->dir, &in.tr);
 	if (err == 0)
 		err = learner_figures(o, &in, figs, &nfig);
 	if (err != 0) {
-		rc = fail(err);
+		rc = fail(err, DP_EXIT_PHASE_RUN);
 		goto out;
 	}
 	rc = learner_numbers(o, &in, figs, nfig, m);
@@ -632,7 +625,7 @@ static int sim_numbers(const struct report_opts *o, dp_report_sim *rep,
 
 	if (sim_reproduce(o->dir, sched != NULL, &repro) != 0) {
 		dp_cmd_fail("report", "out of memory");
-		return 1;
+		return dp_exit_status(DP_ENOMEM, DP_EXIT_PHASE_RUN);
 	}
 	rep->dir = o->dir;
 	rep->repro = repro;
@@ -643,7 +636,7 @@ static int sim_numbers(const struct report_opts *o, dp_report_sim *rep,
 	err = write_json(o->dir, js, err);
 	free(repro);
 	rep->repro = NULL;
-	return err != 0 ? fail(err) : 0;
+	return err != 0 ? fail(err, DP_EXIT_PHASE_RUN) : 0;
 }
 
 /* The report of a dpasync sim out directory, as report_learner. */
@@ -663,11 +656,11 @@ static int report_sim(const struct report_opts *o, FILE *m, size_t *nfig_out)
 	if (o->data.n || o->rates || o->sim || o->schema || o->target) {
 		dp_cmd_fail("report", "--data, --target, --schema, --rates and --sim apply to "
 			    "learnerd directories; %s is a sim directory", o->dir);
-		return 2;
+		return dp_exit_status(DP_EINVAL, DP_EXIT_PHASE_ARGS);
 	}
 	err = dp_report_sim_read(&rep, o->dir);
 	if (err != 0)
-		return fail(err);
+		return fail(err, DP_EXIT_PHASE_LOAD);
 	join(path, sizeof(path), o->dir, "psi.csv");
 	err = dp_rundata_psi_read(path, &ps);
 	have_sched = exists(o->dir, "schedule.txt");
@@ -676,16 +669,15 @@ static int report_sim(const struct report_opts *o, FILE *m, size_t *nfig_out)
 		err = dp_rundata_trace_read(path, NULL, 0, &tr);
 	}
 	if (err != 0) {
-		rc = fail(err);
+		rc = fail(err, DP_EXIT_PHASE_LOAD);
 		goto out;
 	}
 	join(path, sizeof(path), o->dir, "psi.csv");
 	dp_rundata_sim_note(path, note, sizeof(note), &runs);
 
-	drawing = true;
 	err = dp_gnuplot_check();
 	if (err != 0) {
-		rc = fail(err);
+		rc = fail(err, DP_EXIT_PHASE_RUN);
 		goto out;
 	}
 	join(path, sizeof(path), o->dir, "report-psi.png");
@@ -701,7 +693,7 @@ static int report_sim(const struct report_opts *o, FILE *m, size_t *nfig_out)
 			"Fig. 3)." };
 	}
 	if (err != 0) {
-		rc = fail(err);
+		rc = fail(err, DP_EXIT_PHASE_RUN);
 		goto out;
 	}
 	rep.note = note;
@@ -724,7 +716,7 @@ static int report_peer(const struct report_opts *o, FILE *m, size_t *nfig)
 	int err = dp_peerreport_write(o->dir, m);
 
 	*nfig = 0;
-	return err < 0 ? fail(err) : 0;
+	return err < 0 ? fail(err, DP_EXIT_PHASE_LOAD) : 0;
 }
 
 static int report(void *arg)
@@ -737,16 +729,15 @@ static int report(void *arg)
 	FILE *m;
 	int status;
 
-	drawing = false;
 	o->dir = o->args.v[0];
 	if (stat(o->dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
 		dp_cmd_fail("report", "%s: not a directory", o->dir);
-		return 2;
+		return dp_exit_status(DP_EINVAL, DP_EXIT_PHASE_ARGS);
 	}
 	if (access(o->dir, W_OK) != 0) {
 		dp_cmd_fail("report", "%s: not writable (report.md and the figures go there)",
 			    o->dir);
-		return 2;
+		return dp_exit_status(DP_EINVAL, DP_EXIT_PHASE_ARGS);
 	}
 	if (exists(o->dir, "trace.csv")) {
 		write_report = report_learner;
@@ -758,12 +749,12 @@ static int report(void *arg)
 		dp_cmd_fail("report", "%s: neither a learnerd out directory (trace.csv), a sim "
 			    "out directory (summary.json and psi.csv) nor a peer run (agents' "
 			    "directories with trace.csv)", o->dir);
-		return 2;
+		return dp_exit_status(DP_EINVAL, DP_EXIT_PHASE_ARGS);
 	}
 	m = open_memstream(&md, &mdlen);
 	if (m == NULL) {
 		dp_cmd_fail("report", "out of memory");
-		return 1;
+		return dp_exit_status(DP_ENOMEM, DP_EXIT_PHASE_RUN);
 	}
 	status = write_report(o, m, &nfig);
 	if (status == 0)

@@ -220,13 +220,14 @@ def test(argv):
         check(n == 0, 'revoked owner-2 answered %d queries' % n)
         check(o1.poll() is None, 'ownerd owner-1 exited')
         # The revoked owner is told by a TLS alert after its handshake: it
-        # cannot be fixed by retrying, so it exits 2 naming its certificate.
+        # stops naming its certificate, with exit 1, not 2: only a Goodbye
+        # is a refusal for good (docs/design.md §10 "Exit status").
         try:
             o2.wait(timeout=20)
         except subprocess.TimeoutExpired:
-            raise Fail('revoked owner-2 still running after 20 s (it must exit 2)')
+            raise Fail('revoked owner-2 still running after 20 s (it must exit 1)')
         olog = open(c.ledger(2) + '.log').read()
-        check(o2.returncode == 2 and "refused this owner's certificate" in olog,
+        check(o2.returncode == 1 and "refused this owner's certificate" in olog,
               'revoked owner-2: exit %s\n%s' % (o2.returncode, olog[-1500:]))
         c.close()
         for p in (c.path('owner-1', 'ledger'), c.path('owner-2', 'ledger')):

@@ -23,16 +23,20 @@ successive jobs", docs/ledger.md §8), real learnerd and ownerd on loopback:
   exit 2 with "lifetime budget ... no job can be answered", learnerd logs
   the Goodbye, counts owner-1 exhausted and finishes the job with owner-2
   (the old learnerd waited for owner-1 until idle-timeout);
-- bad input gives exit 2 and a reason on both sides (docs/ownerd.md "Exit
-  codes"): a renamed column (x3 -> x3b; that owner says Hello first, and
-  the job still takes the other's schema), an owner without the job's bias,
-  an identity that is not one of the job's owners, a wrong --server-name,
-  the metrics port given as the learner's address, an owner whose data has
-  one feature column more than the others' (no schema file: the p check
-  refuses it with Goodbye BAD_DATA; the old learnerd only closed the
-  connection), and 0/1 labels in a logistic job.  Each owner must exit 2 within 20 s (the old ownerd retried
-  for ever) with one error line naming the cause; learnerd's log names it
-  too (for the metrics port learnerd's HTTP side has nothing to say)."""
+- bad input gives exit 2 and a reason on both sides (docs/design.md §10
+  "Exit status"): a renamed column (x3 -> x3b; that owner says Hello first,
+  and the job still takes the other's schema), an owner without the job's
+  bias, an identity that is not one of the job's owners, an owner whose
+  data has one feature column more than the others' (no schema file: the p
+  check refuses it with Goodbye BAD_DATA; the old learnerd only closed the
+  connection), and 0/1 labels in a logistic job.  Each owner must exit 2
+  within 20 s (the old ownerd retried for ever) with one error line naming
+  the cause; learnerd's log names it too;
+- a wrong --server-name and the metrics port given as the learner's
+  address: what answered was not verified as the learner, so ownerd stops
+  with exit 1 (the old ownerd exited 2, and systemd kept it down for
+  good), with the same error line saying what to fix (for the metrics port
+  learnerd's HTTP side has nothing to say)."""
 import json, os, shutil, subprocess, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Fail, check, run, tmpdir, cleanup, main
@@ -169,21 +173,22 @@ def two_jobs(c, D):
     print('idle owner over %.1f s: %d polls, %.3f s CPU' % (time.time() - t0, polls, cpu))
 
 
-def expect_exit2(D, p, tag, needles, lneedles, ltag, what):
+def expect_exit2(D, p, tag, needles, lneedles, ltag, what, code=2):
     try:
         p.wait(timeout=20)
     except subprocess.TimeoutExpired:
-        raise Fail('%s: ownerd still running after 20 s (it must exit 2):\n%s'
-                   % (what, D.log(tag)[-2000:]))
+        raise Fail('%s: ownerd still running after 20 s (it must exit %d):\n%s'
+                   % (what, code, D.log(tag)[-2000:]))
     olog = D.log(tag)
     errors = [l for l in olog.splitlines() if ' error ' in l]
-    check(p.returncode == 2, '%s: ownerd exit %s, expected 2:\n%s' % (what, p.returncode, olog[-2000:]))
+    check(p.returncode == code, '%s: ownerd exit %s, expected %d:\n%s'
+          % (what, p.returncode, code, olog[-2000:]))
     check(errors and all(any(n in l for l in errors) for n in needles),
           '%s: ownerd error line lacks %r:\n%s' % (what, needles, olog[-2000:]))
     if ltag:
         check(wait_log(lambda: D.log(ltag), lneedles, 10),
               '%s: learnerd log lacks %r:\n%s' % (what, lneedles, D.log(ltag)[-2000:]))
-    print('%s: exit 2, "%s"' % (what, errors[-1].split(' owner: ', 1)[-1][:150]))
+    print('%s: exit %d, "%s"' % (what, code, errors[-1].split(' owner: ', 1)[-1][:150]))
 
 
 def lifetime_rejoin(c, D):
@@ -300,10 +305,10 @@ def bad_inputs(c, D):
                  'learner-bad', 'unknown identity owner-3')
     p = D.owner('name', 'owner-2', port, c.data(2), ['--bias', '--server-name', 'other.example'])
     expect_exit2(D, p, 'name', ['--server-name'], 'handshake failed', 'learner-bad',
-                 'wrong --server-name')
+                 'wrong --server-name', code=1)
     p = D.owner('metrics', 'owner-2', mport, c.data(2), ['--bias'])
     expect_exit2(D, p, 'metrics', ['does not speak TLS'], None, None,
-                 'metrics port as the learner address')
+                 'metrics port as the learner address', code=1)
     # One feature column more than owner-1 (no schema file on either
     # side), after p = 5 was fixed by the first Hellos: refused on p.
     p = D.owner('wider', 'owner-2', port, wider, ['--bias'])
