@@ -252,6 +252,60 @@ int lrn_checkpoint_save(struct lrn_job *J, bool final)
 	return 0;
 }
 
+/* ---- versions ------------------------------------------------------------ */
+
+/* Files of an older version are upgraded in memory, one version at a time,
+ * before anything is read from them; only LRN_CHECKPOINT_VERSION is ever
+ * written (docs/learnerd.md §5 "Versions").  A change of the format bumps
+ * LRN_CHECKPOINT_VERSION and adds one step to steps[]: the function that
+ * turns the tree of the version before it into the new one (members added
+ * with the value that means what the old file meant, renamed or
+ * restructured), with a fixture of the old version and its test in
+ * tests/unit/test_checkpoint.c.  The assertion below makes a bump without
+ * its step a compile error. */
+
+/* Upgrade root, of version v, to version v + 1 in place; "version" is set
+ * by the caller.  0, or an error with its detail (path: the file). */
+typedef int (*upgrade_step)(struct json_object *root, dp_json_reader *r);
+
+/* steps[v] upgrades version v to v + 1; there never was a version 0. */
+static const upgrade_step steps[] = {
+	NULL,   /* 0: none.  The next format adds `upgrade_1_to_2` here. */
+};
+
+_Static_assert(sizeof(steps) / sizeof(steps[0]) == LRN_CHECKPOINT_VERSION,
+	       "a checkpoint version without its upgrade step (steps[])");
+
+/* Check root's version and bring its tree to LRN_CHECKPOINT_VERSION.
+ * DP_EFORMAT: missing, 0, or newer than this learnerd reads. */
+static int upgrade(dp_json_reader *r, struct json_object *root)
+{
+	uint64_t ver = dp_json_get_u64(r, root, "version", true, 0);
+	int rc;
+
+	if (r->rc)
+		return r->rc;
+	if (ver == 0)
+		return dp_json_fail(r, "checkpoint version 0 does not exist");
+	if (ver > LRN_CHECKPOINT_VERSION)
+		return dp_json_fail(r, "checkpoint version %llu is newer than this learnerd reads "
+				    "(versions 1 to %d): resume with the learnerd that wrote it, or "
+				    "a later one", (unsigned long long)ver, LRN_CHECKPOINT_VERSION);
+	for (; ver < LRN_CHECKPOINT_VERSION; ver++) {
+		rc = steps[ver](root, r);
+		if (rc == 0 && dp_json_add(root, "version", json_object_new_uint64(ver + 1)) != 0)
+			rc = dp_error_set(DP_ENOMEM, "out of memory");
+		if (rc < 0) {
+			if (r->rc == 0)
+				r->rc = rc;
+			return r->rc;
+		}
+		DP_DEBUG("learner", "%s: checkpoint version %llu read as %llu", r->path,
+			 (unsigned long long)ver, (unsigned long long)ver + 1);
+	}
+	return 0;
+}
+
 /* ---- loading ------------------------------------------------------------- */
 
 static bool same(double a, double b)
@@ -448,7 +502,7 @@ int lrn_checkpoint_load(struct lrn_job *J)
 	dp_json_reader r = { .path = NULL, .where = NULL, .rc = 0 };
 	const char *fmt;
 	size_t p = 0;
-	uint64_t ver, k, next, reserved, n_total, nsum = 0;
+	uint64_t k, next, reserved, n_total, nsum = 0;
 	double eta, rho, want;
 	double *theta_L = NULL, **thetas = NULL;
 	int rc;
@@ -461,10 +515,8 @@ int lrn_checkpoint_load(struct lrn_job *J)
 	fmt = dp_json_get_string(&r, root, "format", true, NULL);
 	if (r.rc == 0 && strcmp(fmt, LRN_CHECKPOINT_FORMAT) != 0)
 		dp_json_fail(&r, "not a learnerd checkpoint (format '%s')", fmt);
-	ver = dp_json_get_u64(&r, root, "version", true, 0);
-	if (r.rc == 0 && ver != LRN_CHECKPOINT_VERSION)
-		dp_json_fail(&r, "checkpoint version %llu, this learnerd reads version %d",
-			     (unsigned long long)ver, LRN_CHECKPOINT_VERSION);
+	if (r.rc == 0)
+		upgrade(&r, root);
 	job = dp_json_get(&r, root, "job", json_type_object, true);
 	st = dp_json_get(&r, root, "state", json_type_object, true);
 	if (r.rc) {
