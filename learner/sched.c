@@ -503,7 +503,8 @@ static void stall_check(struct lrn_job *J, double now, struct lrn_decision *d)
 	left -= (size_t)w;
 	if (!J->started) {
 		w = snprintf(p, left, "; never said Hello:");
-		for (size_t i = 0; i < J->N && w > 0 && (size_t)w < left; i++) {
+		/* w is 0 after an owner that did: the list goes on past it. */
+		for (size_t i = 0; i < J->N && w >= 0 && (size_t)w < left; i++) {
 			p += w;
 			left -= (size_t)w;
 			w = J->owners[i].ever_hello ? 0 : snprintf(p, left, " %s", J->owners[i].id);

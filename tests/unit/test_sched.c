@@ -635,8 +635,9 @@ static void test_idle(void **state)
 	assert_int_equal(lrnjob_pump(&J, 0.0, NULL, NULL), LRN_ACT_NONE);
 	assert_int_equal(lrnjob_pump(&J, 4.99, NULL, NULL), LRN_ACT_NONE);
 	assert_int_equal(lrnjob_pump(&J, 5.0, NULL, &d), LRN_ACT_STOP);
-	assert_non_null(strstr(d.why, "no owner could be queried for 5.0s (idle-timeout) at k=0 of "
-			       "T=10: 1 connected, 1 away, 0 exhausted; never said Hello:"));
+	assert_string_equal(d.why, "no owner could be queried for 5.0s (idle-timeout) at k=0 of "
+			    "T=10: 1 connected, 1 away, 0 exhausted; never said Hello: owner-2 "
+			    "owner-3");
 	lrnjob_free(&J);
 
 	lrnjob_init(&J, &s, 2, 2, "idle2");
