@@ -16,7 +16,7 @@ the learner's address (an HTTP reply, a self-signed certificate: 1, never
 also says why on stderr."""
 import fcntl, os, re, socket, ssl, subprocess, sys, threading, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Fail, check, run, tmpdir, cleanup, main
+from harness import Fail, check, run, self_signed, tmpdir, cleanup, main
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
 PHASES = ('args', 'load', 'run')
@@ -136,16 +136,6 @@ def fake_server(reply, ctx=None):
 
     threading.Thread(target=serve, daemon=True).start()
     return srv, srv.getsockname()[1]
-
-
-def self_signed(d):
-    crt, key = os.path.join(d, 'self.crt'), os.path.join(d, 'self.key')
-    run(['openssl', 'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256',
-         '-nodes', '-keyout', key, '-out', crt, '-days', '2', '-subj', '/CN=learner',
-         '-addext', 'subjectAltName=DNS:learner'])
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(crt, key)
-    return ctx
 
 
 def tool_cases(K, dp, d):
