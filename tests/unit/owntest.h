@@ -91,8 +91,9 @@ static inline bool is_job_ledger(const char *path)
 	return n > 7 && strcmp(path + n - 7, ".ledger") == 0;
 }
 
-/* The hook: note a job ledger's sync and its size, then sync for real (or
- * fail as asked). */
+/* The hook: note a job ledger's sync and its size, and succeed (or fail as
+ * asked).  Nothing is synced for real: the tests read the order, and the
+ * disk is left to the tests that time their syncs (test_ledger's kills). */
 static inline int sync_hook(int fd)
 {
 	char link[64], path[PATH_MAX];
@@ -118,7 +119,7 @@ static inline int sync_hook(int fd)
 		errno = err;
 		return -1;
 	}
-	return fdatasync(fd);
+	return 0;
 }
 
 /* A bit source over the CSPRNG that notes 'N' for every draw, and fails

@@ -45,7 +45,8 @@
 struct fx {
 	struct budget_fx bf;
 	uv_loop_t loop;
-	dp_dataset ds;
+	dp_dataset small;
+	const dp_dataset *ds;
 	struct noise_ctx nc;
 	dp_bitsource bits;
 	struct dp_metrics *reg;
@@ -66,10 +67,28 @@ static void on_done(void *arg, const struct own_reply *rep)
 	note('X');
 }
 
-/* The two rows of the header comment, or (big) a dataset of more than
- * OWN_ANSWER_INLINE_CELLS cells, which is answered on the worker. */
+/* More than OWN_ANSWER_INLINE_CELLS cells, answered on the worker: one
+ * column, every value 0 (what is computed does not matter here, only
+ * where).  Built once, for the tests that need it. */
+static dp_dataset big;
+
+static const dp_dataset *big_dataset(void)
+{
+	size_t n = OWN_ANSWER_INLINE_CELLS + 1;
+	double *zeros;
+
+	if (big.n != 0)
+		return &big;
+	zeros = calloc(n, sizeof(double));
+	assert_non_null(zeros);
+	assert_int_equal(dp_dataset_from_arrays(&big, n, 1, zeros, zeros, NULL), 0);
+	free(zeros);
+	return &big;
+}
+
+/* The two rows of the header comment, or the big dataset. */
 static void fx_setup(struct fx *f, const char *name, double epsilon, double lifetime,
-		     uint64_t K, bool big)
+		     uint64_t K, bool use_big)
 {
 	static const double x[] = { 1, 0, 0, 1 }, y[] = { 1, -0.5 };
 
@@ -77,26 +96,18 @@ static void fx_setup(struct fx *f, const char *name, double epsilon, double life
 	budget_fx_init(&f->bf, name, epsilon, lifetime);
 	f->bf.cfg.allow_inf = isinf(epsilon);
 	budget_fx_bind(&f->bf, "J", K);
-	if (big) {
-		size_t n = OWN_ANSWER_INLINE_CELLS + 1;
-		double *ones = malloc(n * sizeof(double)), *zeros = calloc(n, sizeof(double));
-
-		assert_non_null(ones);
-		assert_non_null(zeros);
-		for (size_t i = 0; i < n; i++)
-			ones[i] = 1.0;
-		assert_int_equal(dp_dataset_from_arrays(&f->ds, n, 1, ones, zeros, NULL), 0);
-		free(ones);
-		free(zeros);
+	if (use_big) {
+		f->ds = big_dataset();
 	} else {
-		assert_int_equal(dp_dataset_from_arrays(&f->ds, 2, 2, x, y, NULL), 0);
+		assert_int_equal(dp_dataset_from_arrays(&f->small, 2, 2, x, y, NULL), 0);
+		f->ds = &f->small;
 	}
 	assert_int_equal(uv_loop_init(&f->loop), 0);
 	f->bits = noise_bits(&f->nc);
 	assert_int_equal(dp_metrics_new(&f->reg), 0);
 	assert_int_equal(dp_metrics_histogram(f->reg, "secs", "", (const double[]){ 1 }, 1,
 					      &f->secs), 0);
-	assert_int_equal(own_answer_init(&f->a, &f->loop, &f->ds, &f->bits, &f->bf.b, f->secs,
+	assert_int_equal(own_answer_init(&f->a, &f->loop, f->ds, &f->bits, &f->bf.b, f->secs,
 					 2.0, on_done, f), 0);
 	f->job.have = true;
 	f->job.model = DP_MODEL_LINEAR;
@@ -111,7 +122,7 @@ static void fx_teardown(struct fx *f)
 	assert_int_equal(uv_loop_close(&f->loop), 0);
 	dp_metrics_destroy(f->reg);
 	dp_rng_csprng_destroy(f->nc.rng);
-	dp_dataset_free(&f->ds);
+	dp_dataset_free(&f->small);
 	own_budget_close(&f->bf.b);
 }
 
@@ -426,6 +437,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
+	dp_dataset_free(&big);
 	return owntest_teardown();
 }
 
