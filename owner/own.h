@@ -270,8 +270,8 @@ void own_answer_free(struct own_answer *a);
  * *out when it was made at once: a refusal, a drop or a stop, or any
  * decision on a dataset of at most OWN_ANSWER_INLINE_CELLS cells, which is
  * computed right here.  Returns true when the budget's check passed and
- * the answer is being computed on the worker: *out is untouched and the
- * decision reaches done() later, on the loop thread.  Nothing is sent, dropped or
+ * the answer is being computed on the worker: *out holds no decision
+ * (ignore it) and the decision reaches done() later, on the loop thread.  Nothing is sent, dropped or
  * stopped here.  An OWN_REPLY_ANSWER was charged durably and may be
  * released; the caller calls own_answer_wipe() once it has been sent.
  * Loop thread only; not while busy (one answer in flight). */
