@@ -23,8 +23,8 @@ void lrn_fdlimit_need(const struct lrn *L, uint64_t *need, uint64_t *least)
 	DP_REQUIRE(L != NULL && need != NULL && least != NULL);
 	metrics = L->s->metrics_listen && *L->s->metrics_listen;
 	/* The formula the startup kit's LimitNOFILE= uses too. */
-	*need = dp_nofile_need(L->s->max_pending, L->N, metrics);
-	*least = dp_nofile_least(L->N);
+	*need = dp_nofile_need(L->s->max_pending, L->job.N, metrics);
+	*least = dp_nofile_least(L->job.N);
 }
 
 int lrn_fdlimit_raise(struct lrn *L)
@@ -47,7 +47,7 @@ int lrn_fdlimit_raise(struct lrn *L)
 				    "but %zu owners need at least %llu descriptors (%llu to "
 				    "run with max-pending %zu%s); raise it (LimitNOFILE=, "
 				    "ulimit -Hn) or configure fewer owners",
-				    (unsigned long long)f->hard, L->N,
+				    (unsigned long long)f->hard, L->job.N,
 				    (unsigned long long)f->least, (unsigned long long)f->need,
 				    L->s->max_pending,
 				    L->s->metrics_listen && *L->s->metrics_listen ?
@@ -72,13 +72,13 @@ void lrn_fdlimit_log(const struct lrn *L)
 	else if (f->soft >= f->need)
 		DP_INFO("learner", "open files: raised the soft limit from %llu to %llu "
 			"(hard %llu) for N=%zu owners", (unsigned long long)f->before,
-			(unsigned long long)f->soft, (unsigned long long)f->hard, L->N);
+			(unsigned long long)f->soft, (unsigned long long)f->hard, L->job.N);
 	else
 		DP_WARN("learner", "open files: need %llu descriptors for N=%zu owners, "
 			"max-pending %zu and metrics, but the hard limit is %llu (soft %llu, was "
 			"%llu); every owner fits, but a flood of strangers or of /metrics "
 			"clients can make accepts fail (EMFILE) until some close; raise "
-			"LimitNOFILE= to %llu", (unsigned long long)f->need, L->N,
+			"LimitNOFILE= to %llu", (unsigned long long)f->need, L->job.N,
 			L->s->max_pending, (unsigned long long)f->hard,
 			(unsigned long long)f->soft, (unsigned long long)f->before,
 			(unsigned long long)f->need);

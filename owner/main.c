@@ -131,6 +131,11 @@ static const struct dp_config_entry entries[] = {
 		  "sends it once every owner has said Hello)" },
 	{ .name = "once", DP_CFG_BOOL(&S.once), .def = "false", .group = "Learner",
 	  .help = "exit after one job (0 after Done) instead of waiting for the next job" },
+	{ .name = "connect-attempts", DP_CFG_U64(&S.connect_attempts), .def = "10", .min = 0,
+	  .max = 1e9, .group = "Learner", .metavar = "N",
+	  .help = "with --once: exit 1 after N attempts that reach something other than the "
+		  "verified learner on its address, with no Welcome between them (0: never); "
+		  "without --once ownerd retries for ever" },
 	{ .name = "model-out", DP_CFG_PATH(&S.model_out), .group = "Output",
 	  .help = "where the final model from Done is saved (default: model.json next to "
 		  "the ledger)" },
@@ -366,6 +371,10 @@ static int metrics_init(struct own_metrics *m)
 		  "1 while a TLS connection to the learner is up.", .series = &m->connected },
 		{ DP_METRIC_COUNTER, "dpasync_owner_reconnects_total",
 		  "Connection attempts after the first one.", .series = &m->reconnects },
+		{ DP_METRIC_COUNTER, "dpasync_owner_connect_failures_total",
+		  "Attempts to reach the learner that failed before the connection was "
+		  "established, by reason.", .labels = (const char *const[]){ "reason", NULL },
+		  .family = &m->connect_failures },
 		{ DP_METRIC_COUNTER, "dpasync_peer_wakeups_total",
 		  "Peer mode: wake-ups done (this process).", .series = &m->wakeups },
 		{ DP_METRIC_COUNTER, "dpasync_peer_models_received_total",
@@ -622,8 +631,7 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 	if (!d->set.peer) {
 		r = start_roles(d);
 		if (r < 0)
-			return die(dp_exit_status(r, DP_EXIT_PHASE_RUN), "clock: %s",
-				   dp_error_detail(r));
+			return die(dp_exit_status(r, DP_EXIT_PHASE_RUN), "%s", dp_error_detail(r));
 		r = own_progress_start(&d->progress, d->loop, d->set.progress_every, &d->budget,
 				       &d->m);
 		if (r < 0)

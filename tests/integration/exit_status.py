@@ -11,12 +11,13 @@ bad flags and usage, missing and malformed configuration files, data,
 schedules, graphs, models, ledgers, checkpoints and certificates, outputs
 that exist or cannot be written, a port in use, gnuplot missing, a ledger
 locked by another process, and for ownerd an unauthenticated TLS peer on
-the learner's address (an HTTP reply, a self-signed certificate: 1, never
-2) and a permanent Goodbye over a verified connection (2).  Every failure
-also says why on stderr."""
+the learner's address (an HTTP reply, a self-signed certificate, the wrong
+server-name, learnerd's metrics port: retried, and with --once 1 after
+--connect-attempts, never 2) and a permanent Goodbye over a verified
+connection (2).  Every failure also says why on stderr."""
 import fcntl, os, re, socket, ssl, subprocess, sys, threading, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Fail, check, run, tmpdir, cleanup, main
+from harness import Fail, check, run, self_signed, tmpdir, cleanup, main
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
 PHASES = ('args', 'load', 'run')
@@ -136,16 +137,6 @@ def fake_server(reply, ctx=None):
 
     threading.Thread(target=serve, daemon=True).start()
     return srv, srv.getsockname()[1]
-
-
-def self_signed(d):
-    crt, key = os.path.join(d, 'self.crt'), os.path.join(d, 'self.key')
-    run(['openssl', 'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256',
-         '-nodes', '-keyout', key, '-out', crt, '-days', '2', '-subj', '/CN=learner',
-         '-addext', 'subjectAltName=DNS:learner'])
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(crt, key)
-    return ctx
 
 
 def tool_cases(K, dp, d):
@@ -378,14 +369,17 @@ def ownerd_cases(K, learnerd, ownerd, d):
              owner(extra=['--metrics-listen', '127.0.0.1:0', '--port-file',
                           os.path.join(d, 'no', 'such', 'ports')]))
 
-    # Unauthenticated peers on the learner's address: never 2.
+    # Unauthenticated peers on the learner's address: never 2, and not
+    # even an exit without --once (docs/ownerd.md "Reconnection"); with
+    # --once, 1 after --connect-attempts of them (2 here), each logged.
+    retry = ['--connect-attempts', '2']
     srv, port = fake_server(b'HTTP/1.0 400 Bad Request\r\n\r\n')
     K.expect('ownerd', 'the learner\'s address answers HTTP/1.0 400', 'ETLS', 'run',
-             owner(port=port), needle='does not speak TLS')
+             owner(port=port, extra=retry), needle='attempt=2 failed reason=not_tls')
     srv.close()
     srv, port = fake_server(None, self_signed(d))
     K.expect('ownerd', 'the learner\'s address has a self-signed certificate', 'ETLS', 'run',
-             owner(port=port))
+             owner(port=port, extra=retry), needle='attempt=2 failed reason=peer_cert')
     srv.close()
 
     # A permanent Goodbye over a verified connection: owner-2 is not one of
@@ -404,12 +398,13 @@ def ownerd_cases(K, learnerd, ownerd, d):
         ports = dict(l.split('=') for l in open(pf).read().split())
         port, mport = int(ports['tls']), int(ports['metrics'])
         # The real learner, but a name its certificate does not carry, or
-        # its metrics port: what came back is not verified, so 1.
+        # its metrics port: what came back is not verified, so retried,
+        # and 1 with --once after --connect-attempts.
         K.expect('ownerd', 'the learner\'s certificate lacks --server-name', 'ETLS', 'run',
-                 owner(port=port, extra=['--server-name', 'other.example']),
-                 needle='fix --server-name')
+                 owner(port=port, extra=['--server-name', 'other.example'] + retry),
+                 needle='check --server-name')
         K.expect('ownerd', 'learnerd\'s metrics port as the learner\'s address', 'ETLS', 'run',
-                 owner(port=mport), needle='does not speak TLS')
+                 owner(port=mport, extra=retry), needle='does not speak TLS')
         log = os.path.join(d, 'goodbye.log')
         p = subprocess.Popen(owner('owner-2', port), stdout=subprocess.DEVNULL,
                              stderr=open(log, 'w'))
