@@ -5,9 +5,9 @@
  * function instead of the real one.  It calls the real dp_query_answer with
  * twice the per-answer budget, i.e. half the Laplace scale, while the
  * ledger still charges (and the Answer still reports) the original share:
- * a broken owner the audit must flag.  Nothing outside tests/audit/ links
+ * a broken owner the audit must flag.  Nothing outside tests/integration/audit/ links
  * it; the production ownerd contains neither this symbol nor the wrap
- * (checked by tests/audit/privacy_audit.py). */
+ * (checked by tests/integration/audit/privacy_audit.py). */
 #include "common/core/query.h"
 
 int __real_dp_query_answer(dp_model m, const dp_dataset *ds, const double *theta,

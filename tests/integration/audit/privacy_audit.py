@@ -22,7 +22,7 @@ true-positive rate get 95 % Clopper-Pearson intervals, and
 
 Pass: eps_lb <= eps_q (the claim holds) and eps_lb >= eps_q / 2 (the noise
 is not grossly over-calibrated).  Negative control: ownerd-audit-halfnoise,
-the same daemon with half the Laplace scale (tests/audit/halfnoise.c), must
+the same daemon with half the Laplace scale (tests/integration/audit/halfnoise.c), must
 be flagged: its eps_lb must exceed eps_q.
 
     privacy_audit.py BUILDDIR [--answers 20000] [--control-answers 2000]
@@ -32,7 +32,7 @@ be flagged: its eps_lb must exceed eps_q.
 """
 import argparse, bisect, json, math, os, random, subprocess, sys, time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'integration'))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, main, run, tmpdir, cleanup
 
 ROWS = 100          # rows of each dataset (the canary and 99 shared rows)
@@ -189,7 +189,7 @@ def collect(d, build, ownerd, tag, data, K, eps):
     certs = os.path.join(d, 'certs')
     pf = os.path.join(d, tag + '.port')
     ans = os.path.join(d, tag + '.answers')
-    aud = subprocess.Popen([os.path.join(build, 'tests', 'audit', 'audit_learner'),
+    aud = subprocess.Popen([os.path.join(build, 'tests', 'integration', 'audit', 'audit_learner'),
                             '--ca', certs + '/ca.crt', '--cert', certs + '/learner.crt',
                             '--key', certs + '/learner.key', '--port-file', pf,
                             '--answers', str(K), '--clip', repr(CLIP), '--out', ans],
@@ -245,7 +245,7 @@ def test_real(args):
     build = args.build
     production = os.path.join(build, 'owner', 'ownerd')
     ownerd = args.ownerd or production
-    half = os.path.join(build, 'tests', 'audit', 'ownerd-audit-halfnoise')
+    half = os.path.join(build, 'tests', 'integration', 'audit', 'ownerd-audit-halfnoise')
     # The negative control must not be reachable from the production daemon.
     check(not nm_has(production, '__wrap_dp_query_answer'),
           'the production ownerd contains the half-noise wrapper')

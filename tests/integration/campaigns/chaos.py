@@ -3,13 +3,13 @@
 """The crash campaign (docs/reliability.md §2): randomized trials, each a
 short real job (learnerd + 3 ownerd over mutual TLS on loopback) in which
 one process is killed with SIGKILL and restarted, then the invariants are
-checked on the files (tests/integration/cluster.py check_invariants):
+checked on the files (tests/lib/cluster.py check_invariants):
 every ledger within epsilon_i and K_i, every answer learnerd applied
 (trace.csv) a record of that owner's ledger, no query id answered twice,
 and the resumed job reaching T.
 
 The kill lands at a random moment, or exactly at a chosen file operation
-through the fault shim (tests/integration/iofault.c, DP_FAULT_ACTION=
+through the fault shim (tests/lib/iofault.c, DP_FAULT_ACTION=
 kill-before/kill-after): an owner right after writing an answer's ledger
 record and before syncing it, right after the sync and before the answer
 is sent, or learnerd at any of its file operations (inside a checkpoint,
@@ -21,7 +21,7 @@ The seed is printed; DP_TEST_SEED=S replays a campaign.  Exit 0 when every
 trial holds the invariants, 1 with the failing trial's seed and kind."""
 import argparse, json, os, random, signal, subprocess, sys, time
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, '..', 'integration'))
+sys.path.insert(0, os.path.join(HERE, '..', '..', 'lib'))
 from harness import Fail, check, tmpdir, cleanup
 from cluster import Cluster, check_invariants
 

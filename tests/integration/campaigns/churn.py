@@ -32,6 +32,7 @@ Checks, once learnerd is quiet (its descriptor count unchanged for 1 s and
 No timed assertion: the waits only decide when to look.
 """
 import os, signal, socket, ssl, struct, subprocess, sys, time, urllib.request
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, main, run, tmpdir, cleanup
 
 ROUNDS, WARMUP, PER_ROUND, RSS_SLACK_KB = 20, 5, 80, 256

@@ -2,14 +2,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """The I/O-fault campaign (docs/reliability.md §3): a short real job
 (learnerd + 3 ownerd on loopback) is run once with the fault shim counting
-the file operations of one daemon (tests/integration/iofault.c: write,
+the file operations of one daemon (tests/lib/iofault.c: write,
 pwrite, fdatasync, fsync, rename, link, ftruncate, open for writing,
 fflush of a stream, on regular files only), then once per call index with
 that call failing (EIO or ENOSPC; once, or from that call on: a disk that
 stays broken).  For every run:
 - the daemon either carries on and the job completes, or it exits 1 with
   exactly one error line, which names the failure (the errno's text);
-- the invariants of tests/integration/cluster.py check_invariants hold on
+- the invariants of tests/lib/cluster.py check_invariants hold on
   the files it left (no answer applied without a synced ledger record, no
   ledger past its caps, no query id answered twice);
 - restarted without the shim (learnerd with --resume, ownerd on the same
@@ -25,7 +25,7 @@ index only; --bounded runs the subset of the test command (BOUNDED below).
 Exit 0 when every run holds."""
 import argparse, json, os, re, signal, subprocess, sys, time
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, '..', 'integration'))
+sys.path.insert(0, os.path.join(HERE, '..', '..', 'lib'))
 from harness import Fail, check, tmpdir, cleanup
 from cluster import Cluster, check_invariants
 

@@ -26,7 +26,7 @@ applied, since ASan holds freed memory in quarantine).
 """
 import argparse, json, os, random, signal, statistics, subprocess, sys, time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, main, tmpdir, cleanup
 from cluster import Cluster
 

@@ -7,10 +7,10 @@
   refused, while the job completes with the legitimate owners;
 - a malformed frame and an oversized frame close that connection with a
   logged reason, and learnerd keeps serving the others.
-(A query with NaN or the wrong dimension is refused by ownerd: tests/integration/ownerd.py;
-a NaN answer by learnerd: tests/integration/learnerd.py.)"""
+(A query with NaN or the wrong dimension is refused by ownerd: tests/integration/daemons/ownerd.py;
+a NaN answer by learnerd: tests/integration/daemons/learnerd.py.)"""
 import os, shutil, struct, sys, time
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import check, run, tmpdir, cleanup, main
 from cluster import Cluster, tls_client, closed_by_peer, ledger_records
 

@@ -19,7 +19,7 @@ On the code before the fix, (1) took p = 99 from the first Hello and
 refused every real owner, and (2) made learnerd exit 1 ("the owners' row
 counts overflow")."""
 import os, subprocess, sys, time
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, tmpdir, cleanup, main
 from cluster import Cluster
 
@@ -28,7 +28,7 @@ T = 150
 
 
 def liar(c, bindir, name, rows, p):
-    fake = os.path.join(bindir, 'tests', 'integration', 'fake_owner')
+    fake = os.path.join(bindir, 'tests', 'integration', 'daemons', 'fake_owner')
     k = c.path('certs')
     cmd = [fake, '--learner', '127.0.0.1:%d' % c.port, '--ca', k + '/ca.crt',
            '--cert', '%s/%s.crt' % (k, name), '--key', '%s/%s.key' % (k, name), '--id', name,

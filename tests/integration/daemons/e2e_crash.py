@@ -10,7 +10,7 @@
 - kill -9 of learnerd mid-job and restart with --resume: the job completes
   T iterations with a continuous trace."""
 import json, math, os, re, signal, sys, time
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, run, tmpdir, cleanup, main
 from cluster import Cluster, ledger_records, check_invariants, job_file
 

@@ -19,7 +19,7 @@ The fake learner is Python's ssl module (it does not check its own
 certificate's usage, as an attacker's would not); the odd certificates are
 made with the openssl CLI, signed by the deployment CA."""
 import os, shutil, socket, ssl, subprocess, sys, time
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, run, tmpdir, cleanup, main
 from cluster import Cluster, tls_client, closed_by_peer, ledger_records
 

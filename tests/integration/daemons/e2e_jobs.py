@@ -34,7 +34,7 @@ successive jobs", docs/ledger.md §8), real learnerd and ownerd on loopback:
   for ever) with one error line naming the cause; learnerd's log names it
   too (for the metrics port learnerd's HTTP side has nothing to say)."""
 import json, os, shutil, subprocess, sys, time
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, run, tmpdir, cleanup, main
 from cluster import Cluster
 

@@ -15,7 +15,7 @@ printed).  Without the admission limits the strangers fill learnerd's
 connection cap and every owner is refused until it gives up or the
 strangers do."""
 import os, resource, selectors, socket, sys, threading, time
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, tmpdir, cleanup, main
 from cluster import Cluster
 

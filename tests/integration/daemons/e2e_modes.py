@@ -21,7 +21,7 @@
   same plan (T, step, clip) to 1e-12; the trace holds N (T - 1) answers,
   each owner T - 1 of them, and rounds.csv one row per round with N answers."""
 import json, os, sys
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import check, run, tmpdir, cleanup, summary, main
 from cluster import Cluster
 import numpy as np

@@ -19,7 +19,7 @@ After each job:
 - ownerd with --no-reserve-ahead writes one flags-0 record per answer (the
   old protocol)."""
 import os, struct, sys, time
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, tmpdir, cleanup, main
 from cluster import Cluster, ledger_entries, check_invariants, job_file
 
@@ -50,7 +50,7 @@ def one(bindir, d, shared, point, n, cut):
     try:
         c.start_learner()
         plain = c.ownerd
-        c.ownerd = os.path.join(bindir, 'tests', 'integration', 'ownerd-crashpoints')
+        c.ownerd = os.path.join(bindir, 'tests', 'integration', 'daemons', 'ownerd-crashpoints')
         env = dict(os.environ, DP_CRASH_AT='%s:%d' % (point, n))
         o1 = c.start_owner(1, rate='40', env=env)
         c.ownerd = plain

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Test-only LD_PRELOAD shim for tests/integration/ownerd_worker.py: every
+/* Test-only LD_PRELOAD shim for tests/integration/daemons/ownerd_worker.py: every
  * cblas_dgemv(3) call sleeps OWN_TEST_DGEMV_US_PER_ROW microseconds per row
  * of its matrix (unset or 0: none) before doing the real work, so that an
  * answer sleeps n times that whatever the kernel's block size.  With DP_KERNEL_ISA=generic, the

@@ -11,7 +11,7 @@ ownerd on loopback, mutual TLS, T = 400 rounds, epsilon = 1):
   with 2, owner-3 gave fewer than T - 1 answers and no owner more than its
   cap T - 1 (its ledger's answers), and the model is written."""
 import json, os, signal, subprocess, sys, time
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import check, tmpdir, cleanup, main
 from cluster import Cluster
 

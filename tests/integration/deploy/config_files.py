@@ -15,10 +15,10 @@ owners' server-name, the learner's owner list and the certificates agree.
 An existing kit is not replaced without --force, and an owner named like a
 kit folder is refused (exit 2)."""
 import os, re, shutil, stat, subprocess, sys, time
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import check, run, tmpdir, cleanup, main
 
-DEPLOY = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'deploy')
+DEPLOY = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'deploy')
 
 def localise(src, dst, d):
     text = open(os.path.join(DEPLOY, src)).read()
@@ -108,7 +108,7 @@ def check_kit_dropins(kit, names, learnerd, ownerd):
     if sa is None:
         print('skip: systemd-analyze absent: kit drop-ins not verified')
         return
-    sd = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'deploy', 'systemd')
+    sd = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'deploy', 'systemd')
     ud = os.path.join(kit, 'units')
     for site, unit in dropins.items():
         src = 'learnerd.service' if site == 'learner' else 'ownerd@.service'

@@ -70,10 +70,10 @@ Kubernetes (deploy/k8s/)
     standalone owner's config passes --check-config.
 """
 import glob, hashlib, json, math, os, re, shlex, shutil, signal, subprocess, sys, time
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, run, tmpdir, cleanup, main
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..'))
 DEPLOY = os.path.join(ROOT, 'deploy')
 
 TOOLS = {  # program -> Debian package
@@ -930,7 +930,7 @@ def check_k8s(t):
 
 def check_k8s_schema(docs):
     """Every object against the Kubernetes API schemas (npm kubernetes-models,
-    installed by scripts/deps.sh; tests/integration/k8s_schema.mjs), and a
+    installed by scripts/deps.sh; tests/integration/deploy/k8s_schema.mjs), and a
     broken copy of the learner Job is refused (the check can fail)."""
     mods = os.environ.get('DP_K8S_SCHEMA_DIR', '/var/cache/dpasync/k8s-schema')
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'k8s_schema.mjs')

@@ -118,11 +118,11 @@ Only if the script cannot create network namespaces (exit 77: not root, no
 iproute2, no netns support) is the test skipped, with meson's code 77.
 """
 import collections, heapq, json, os, random, shutil, signal, statistics, subprocess, sys, time
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, run, tmpdir, cleanup, summary, main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPT = os.path.join(HERE, '..', '..', 'deploy', 'netns-cluster.sh')
+SCRIPT = os.path.join(HERE, '..', '..', '..', 'deploy', 'netns-cluster.sh')
 N = 5
 DELAY = [1, 20, 80, 200, 20]       # ms one way
 JITTER = [0, 2, 8, 20, 2]          # ms

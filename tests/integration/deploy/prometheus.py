@@ -29,7 +29,7 @@ variables substituted) is accepted by this Prometheus and returns data.
 The owners join Prometheus by file-based discovery, so Prometheus is
 ready before the job starts.  The job then completes (learnerd exits 0); everything started is killed."""
 import json, os, re, socket, subprocess, sys, time, urllib.parse, urllib.request
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, tmpdir, cleanup, main
 from cluster import Cluster
 
@@ -39,7 +39,7 @@ PROMETHEUS = '/usr/bin/prometheus'
 # 5-7 s on; the checks need two scrapes of every target inside a 5 s window.
 T, RATE, EPS = 240, '4', 1.0
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 
 def documented_metrics():
     """{name: type} from the Metrics table of the README."""

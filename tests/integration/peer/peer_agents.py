@@ -24,7 +24,7 @@ CASE is one of
 """
 import json, os, signal, subprocess, sys, time, urllib.request
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, run, tmpdir, cleanup, main
 
 BUILD = os.path.abspath(sys.argv[1])

@@ -15,7 +15,8 @@
 
 usage: peer_tools.py DPASYNC
 """
-import csv, json, math, os
+import csv, json, math, os, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import check, run, tmpdir, cleanup, main
 
 

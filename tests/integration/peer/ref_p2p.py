@@ -20,8 +20,9 @@ usage: ref_p2p.py --model M --mu MU --clip X --x2max B [--bias]
 Prints the number of clipped per-row gradients (to prove clipping was
 active) and writes {agent id: theta} as JSON.
 """
-import argparse, csv, json, os
+import argparse, csv, json, os, sys
 import numpy as np
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import load_xy
 
 ap = argparse.ArgumentParser()

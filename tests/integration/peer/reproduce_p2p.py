@@ -11,6 +11,7 @@ figure.  A smoke test: the quick sizes say nothing about who wins.
 usage: reproduce_p2p.py BUILD_DIR scripts/reproduce.sh
 """
 import json, math, os, shutil, subprocess, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import check, run, tmpdir, cleanup, main
 
 

@@ -17,6 +17,7 @@ usage: sim_p2p.py DPASYNC
 """
 import json, os, random, sys
 import numpy as np
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, run, tmpdir, cleanup, main
 
 HERE = os.path.dirname(os.path.abspath(__file__))

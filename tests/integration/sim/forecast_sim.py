@@ -17,7 +17,7 @@
   generator seeds, sizes and budgets (scripts/reproduce.sh forecast) the
   ratio stays within 0.56-1.14 (docs/planner.md §5)."""
 import json, os, sys
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import check, run, tmpdir, cleanup, summary, main
 
 def forecast(dp, args):

@@ -23,8 +23,9 @@ usage: ref_async.py --model M --rho R --lambda L --theta-max M --clip X
 Prints the number of clipped per-example gradients (to prove clipping was
 active) and writes theta_L as JSON.
 """
-import argparse, json
+import argparse, json, os, sys
 import numpy as np
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import load_xy
 
 ap = argparse.ArgumentParser()

@@ -16,7 +16,7 @@ as ownerd's ledger does, and charges each answer the share eps_i/K_i.
 - sync1/sync2 with K < T - 1: exit 2 (bad usage); with K = T - 1 every owner
   answers exactly T - 1 times."""
 import os, sys
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import check, run, tmpdir, cleanup, summary, main
 
 def one_line_error(cmd, code, must):

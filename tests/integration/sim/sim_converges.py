@@ -3,7 +3,7 @@
 """Acceptance: noise-free async runs converge — psi(theta_L, T) falls as T
 grows (default step sizes, so the defaults are what is being tested)."""
 import os, sys
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import check, run, tmpdir, cleanup, summary, main
 
 def test(argv):

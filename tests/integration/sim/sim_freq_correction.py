@@ -9,7 +9,7 @@ noise-free (epsilon = inf) and with noise (epsilon = 10).  With 6 standard
 errors a false failure needs the correction to really help and the estimate
 to land 6 SEs low: probability about 1e-9 under the normal approximation."""
 import math, os, statistics, sys
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import check, run, tmpdir, cleanup, summary, main
 
 # Fixed settings, so that both arms run the same job: T = 2000, the step

@@ -8,7 +8,7 @@ exactly, for M = 2 and 3; M = 1 is the strict run, bit for bit, with
 staleness 0; a sync mode refuses the flag.  And --threads: 5 noisy repeats
 on 1 and on 3 threads give the same psi, model and schedule, bit for bit."""
 import json, os, sys
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import check, run, tmpdir, cleanup, summary, main, write_schedule, parity_flags
 import numpy as np
 

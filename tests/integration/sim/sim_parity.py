@@ -4,7 +4,7 @@
 reproduces an independent numpy implementation of docs/design.md §4 (ref_async.py)
 to 1e-9 relative error on theta_L, for each model, with clipping active."""
 import json, os, sys
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import check, run, tmpdir, cleanup, summary, main, write_schedule, parity_flags
 import numpy as np
 

@@ -11,7 +11,7 @@ standard error of a mean of R = 40 is about sqrt(2/p / R) ~ 0.09 and the slope's
 standard error about 0.06: a +-0.3 band is five standard errors (false
 failure probability below 1e-6 under that normal approximation)."""
 import math, os, sys
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import check, run, tmpdir, cleanup, summary, main
 
 # CLIP 20 is above almost every per-example gradient norm here, so clipping

@@ -4,7 +4,7 @@
 `dpasync sim` without hand editing and give a finite psi that improves with
 epsilon (mean psi at eps = 100 below mean psi at eps = 0.5, 8 repeats each)."""
 import math, os, sys
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import check, run, tmpdir, cleanup, summary, main
 
 CASES = [
@@ -19,7 +19,7 @@ CASES = [
 
 def test(argv):
     dp = argv[0]
-    data = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'shared', 'data')
+    data = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..', 'shared', 'data')
     d = tmpdir('shared')
     try:
         for name, model, opts in CASES:

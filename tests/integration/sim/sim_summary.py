@@ -15,7 +15,7 @@
   as `sim --sample` on the same sample;
 - the result line on stdout has psi_predicted and psi_zero."""
 import json, math, os, re, sys
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import check, run, tmpdir, cleanup, summary, main
 import numpy as np
 

@@ -27,7 +27,7 @@ each answer arrives SECS after its query, and the clock restarts then.
 4. Bad combinations are refused with one line: --answer-time with
    --schedule or a sync mode, and a negative time."""
 import json, os, random, sys
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import check, run, tmpdir, cleanup, summary, main, parity_flags
 
 

@@ -12,7 +12,7 @@ exit 2 within 5 s, before any dependency check or build (no build-release
 directory appears), and its --help documents --bindir and the pass-through
 flags."""
 import os, subprocess, sys, time
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import check, run, tmpdir, cleanup, main
 
 def expect_error(cmd, must_contain, code=2):
@@ -130,7 +130,7 @@ def check_spelling(dp, d, o1, o2):
     check(len(open(os.path.join(g2, 'owner-1.csv')).read().splitlines()) == 13, 'gen --force did not replace')
 
 def check_local_cluster():
-    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..')
     script = os.path.join(root, 'deploy', 'local-cluster.sh')
     had_build = os.path.exists(os.path.join(root, 'build-release'))
     for args, word in ((['--owners'], '--owners'), (['--owners', 'x'], '--owners'),

@@ -42,7 +42,7 @@
 - bad input to plot and report: exit 2, exactly one line on stderr, the
   output file untouched; gnuplot missing from PATH: exit 1, one line."""
 import csv, json, os, re, struct, sys, zlib
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, run, tmpdir, cleanup, summary, main
 from cluster import Cluster
 import numpy as np

@@ -22,7 +22,7 @@
   is not a file name, a repeated name or "schema"/"sample" is exit 2 and
   one line, and an existing DIR/A.csv is not replaced without --force."""
 import json, math, os, random, sys
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import check, run, tmpdir, cleanup, main
 
 def expect_error(cmd, must_contain, code=2):

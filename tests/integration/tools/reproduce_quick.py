@@ -10,7 +10,7 @@ defaults run gives, on every table it covers, a private model that beats
 theta = 0 or a warning that it does not (its criterion passes); slopes
 writes its figure."""
 import json, os, subprocess, sys
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import check, run, tmpdir, cleanup, main
 
 def result(out):

@@ -11,7 +11,7 @@ Run: license.py SOURCE_ROOT
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, main
 
 IDENT = 'SPDX-License-Identifier: Apache-2.0'
