@@ -34,6 +34,8 @@ Dev convenience: LRN_TEST_CERTS=DIR uses existing certificates (ca.crt,
 learner.*, owner-1..4.*) instead of running `dpasync certs`.
 """
 import json, os, re, shutil, signal, socket, subprocess, sys, tempfile, time, urllib.request
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
+from harness import Fail, check
 
 LEARNERD, FAKE, DPASYNC = sys.argv[1:4]
 P = 3
@@ -43,15 +45,6 @@ GC = {'owner-1': [0.3, -0.2, 1.0], 'owner-2': [-0.5, 0.1, 0.4], 'owner-3': [0.2,
 ETA, LAMBDA, TMAX = 0.05, 0.01, 10.0
 OWNERS = ['owner-1', 'owner-2', 'owner-3']
 procs = []
-
-
-class Fail(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Fail(msg)
 
 
 def wait_for(pred, timeout, what):

@@ -15,17 +15,10 @@ before exec) and a hard limit chosen per case; no owner connects.
      needs: exit 2 with one line on stderr naming the limit.
 """
 import os, re, resource, shutil, signal, subprocess, sys, tempfile, time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
+from harness import Fail, check
 
 LEARNERD, DPASYNC = sys.argv[1:3]
-
-
-class Fail(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Fail(msg)
 
 
 def limits(soft, hard):

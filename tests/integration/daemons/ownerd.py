@@ -34,17 +34,11 @@ import urllib.request
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
+from harness import Fail, check  # noqa: E402
+
 HEADER = 256   # ledger header bytes (common/core/ledger.h)
 RECORD = 64    # bytes per answer record
-
-
-class Fail(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Fail(msg)
 
 
 # ---- protobuf (proto3) by hand ---------------------------------------------

@@ -42,9 +42,10 @@ import urllib.request
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 import ownerd as fake   # the fake learner (ownerd.py)
 
-from ownerd import Fail, check
+from harness import Fail, check
 
 ROWS = 110000
 US_PER_ROW = 20
