@@ -18,8 +18,8 @@
  * answers_given of its last Answer).  Exit 0 on success, 1 on any failure
  * (a Refuse, a closed connection, an unexpected message; one line on
  * stderr), 2 on bad usage. */
-#include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,17 +28,16 @@
 #include "common/core/error.h"
 #include "common/core/file.h"
 #include "common/core/log.h"
-#include "common/core/num.h"
 #include "common/net/addr.h"
 #include "common/net/conn.h"
 #include "common/net/frame.h"
 #include "common/net/listener.h"
-#include "common/net/tls.h"
-
-static char listen_host[DP_ADDR_HOST_MAX + 1] = "127.0.0.1";
+#include "tests/lib/opts.h"
+#include "tests/lib/peer.h"
 
 static struct {
-	const char *ca, *cert, *key, *port_file, *out;
+	char *ca, *cert, *key, *port_file, *out, *listen;
+	char host[DP_ADDR_HOST_MAX + 1];
 	uint16_t port;
 	uint64_t K;
 	double clip;
@@ -71,8 +70,7 @@ static void send_env(Dpasync__Envelope *env)
 {
 	int rc;
 
-	env->version = DP_PROTO_VERSION;
-	rc = dp_conn_send(owner, env);
+	rc = tst_peer_send(owner, env);
 	if (rc < 0)
 		fail(dp_frame_kind(env), dp_error_detail(rc));
 }
@@ -206,56 +204,49 @@ static void on_close(dp_conn *c, int reason, const char *detail)
 		fail("the owner's connection closed before the last answer", detail);
 }
 
-static int usage(void)
+static int check_opts(void *arg)
 {
-	fprintf(stderr, "usage: audit_learner --ca F --cert F --key F --port-file F --answers K "
-		"--clip C --out FILE [--listen HOST:PORT]\n");
-	return 2;
+	(void)arg;
+	if (A.K == 0 || A.clip == 0)
+		return dp_error_set(DP_EINVAL, "--answers and --clip are required");
+	return dp_addr_split("--listen", A.listen, DP_ADDR_PORT_ZERO, A.host, sizeof(A.host),
+			     &A.port);
 }
+
+static const struct dp_config_entry opts[] = {
+	{ .name = "ca", DP_CFG_PATH(&A.ca), .flags = DP_CONFIG_REQUIRED, .help = "CA certificate" },
+	{ .name = "cert", DP_CFG_PATH(&A.cert), .flags = DP_CONFIG_REQUIRED,
+	  .help = "the learner's certificate" },
+	{ .name = "key", DP_CFG_PATH(&A.key), .flags = DP_CONFIG_REQUIRED, .help = "its key" },
+	{ .name = "port-file", DP_CFG_PATH(&A.port_file), .flags = DP_CONFIG_REQUIRED,
+	  .help = "written \"tls=PORT\" once listening" },
+	{ .name = "answers", DP_CFG_U64(&A.K), .min = 1, .max = INFINITY,
+	  .help = "K, the answers to collect (required)" },
+	{ .name = "clip", DP_CFG_DOUBLE(&A.clip), .min = 0, .max = INFINITY, .min_exclusive = true,
+	  .help = "the L1 clip bound of the Welcome (required)" },
+	{ .name = "out", DP_CFG_PATH(&A.out), .flags = DP_CONFIG_REQUIRED,
+	  .help = "one line of p numbers per answer" },
+	{ .name = "listen", DP_CFG_STRING(&A.listen), .def = "127.0.0.1:0",
+	  .metavar = "HOST:PORT", .help = "where to listen (port 0: any)" },
+	DP_CONFIG_END,
+};
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "ca", required_argument, NULL, 'a' }, { "cert", required_argument, NULL, 'c' },
-		{ "key", required_argument, NULL, 'k' },
-		{ "port-file", required_argument, NULL, 'f' },
-		{ "answers", required_argument, NULL, 'n' },
-		{ "clip", required_argument, NULL, 'x' }, { "out", required_argument, NULL, 'o' },
-		{ "listen", required_argument, NULL, 'l' }, { NULL, 0, NULL, 0 },
+	static const struct dp_config_spec spec = {
+		.program = "audit_learner", .summary = "The privacy auditor's learner.",
+		.entries = opts, .validate = check_opts, .command = true,
 	};
-	dp_tls_files tf;
-	dp_conn_config cfg;
+	static const dp_conn_callbacks cb = {
+		.on_handshake = on_handshake, .on_message = on_message, .on_close = on_close,
+	};
 	SSL_CTX *ctx = NULL;
 	char line[64];
-	int o, rc = 0, n;
+	int rc, n, status;
 
 	signal(SIGPIPE, SIG_IGN);
-	for (;;) {
-		o = getopt_long(argc, argv, "", opts, NULL);
-		if (o == -1)
-			break;
-		switch (o) {
-		case 'a': A.ca = optarg; break;
-		case 'c': A.cert = optarg; break;
-		case 'k': A.key = optarg; break;
-		case 'f': A.port_file = optarg; break;
-		case 'o': A.out = optarg; break;
-		case 'n': rc = dp_num_parse_u64("--answers", optarg, &A.K); break;
-		case 'x': rc = dp_num_parse_double("--clip", optarg, 0, &A.clip); break;
-		case 'l':
-			rc = dp_addr_split("--listen", optarg, DP_ADDR_PORT_ZERO, listen_host, sizeof(listen_host),
-					   &A.port);
-			break;
-		default: return usage();
-		}
-		if (rc < 0) {
-			fprintf(stderr, "audit_learner: %s\n", dp_error_detail(rc));
-			return 2;
-		}
-	}
-	if (optind != argc || !A.ca || !A.cert || !A.key || !A.port_file || !A.out || A.K == 0 ||
-	    !(A.clip > 0.0))
-		return usage();
+	if (!tst_opts_load(&spec, argc, argv, &status))
+		return status;
 	dp_log_set_level(DP_LOG_ERROR);
 	out = fopen(A.out, "w");
 	if (out == NULL) {
@@ -263,16 +254,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	loop = uv_default_loop();
-	tf = (dp_tls_files){ .ca_file = A.ca, .cert_file = A.cert, .key_file = A.key };
-	rc = dp_tls_ctx_new(1, &tf, &ctx);
+	rc = tst_peer_ctx(1, A.ca, A.cert, A.key, &ctx);
 	if (rc == 0) {
-		memset(&cfg, 0, sizeof(cfg));
-		cfg.ctx = ctx;
-		cfg.cb.on_handshake = on_handshake;
-		cfg.cb.on_message = on_message;
-		cfg.cb.on_close = on_close;
-		cfg.max_conns = 4;
-		rc = dp_conn_listen(loop, &cfg, listen_host, A.port, &lst);
+		rc = tst_peer_listen(loop, ctx, &cb, 4, A.host, A.port, &lst);
 		SSL_CTX_free(ctx);
 	}
 	if (rc == 0) {
@@ -291,5 +275,7 @@ int main(int argc, char **argv)
 		       answers, eps_q, n_rows, p);
 	uv_loop_close(loop);
 	free(theta);
-	return failed || answers != A.K ? 1 : 0;
+	rc = failed || answers != A.K ? 1 : 0;
+	dp_config_free(&spec);
+	return rc;
 }

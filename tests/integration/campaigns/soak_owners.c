@@ -31,25 +31,24 @@
  * with a failure reason we did not cause, an unexpected message, a query id
  * that went backwards); 1 otherwise (the first errors on stderr); 2 on bad
  * usage. */
-#include <getopt.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "common/core/error.h"
 #include "common/core/log.h"
-#include "common/core/num.h"
 #include "common/core/rng.h"
 #include "common/net/addr.h"
 #include "common/net/conn.h"
 #include "common/net/frame.h"
-#include "common/net/tls.h"
+#include "tests/lib/opts.h"
+#include "tests/lib/peer.h"
 
 enum plan { PLAN_NO_HELLO, PLAN_HELLO_ONLY, PLAN_STAY };
 
 struct owner {
-	char id[32];
+	char id[TST_PEER_ID_MAX];
 	SSL_CTX *ctx;
 	dp_conn *conn;
 	uv_timer_t life;            /* stay timer while connected, reconnect timer while away */
@@ -59,15 +58,10 @@ struct owner {
 	int welcomed;
 };
 
-static char learner_host[DP_ADDR_HOST_MAX + 1];
-
+static struct tst_opts_owners O;
 static struct {
-	const char *host, *ca, *certs;
-	uint16_t port;
-	size_t n, first, p;
-	uint64_t rows, interval, stay_min, stay_max, away_min, away_max;
-} A = { .first = 1, .p = 11, .rows = 50, .interval = 250, .stay_min = 1000, .stay_max = 5000,
-	.away_min = 200, .away_max = 2000 };
+	uint64_t interval, stay_min, stay_max, away_min, away_max;
+} A;
 
 static uv_loop_t *loop;
 static uv_signal_t sig_term, sig_int, sig_pause, sig_resume;
@@ -96,29 +90,27 @@ static uint64_t uniform_ms(uint64_t lo, uint64_t hi)
 	return lo + r;
 }
 
-static void send_env(struct owner *o, Dpasync__Envelope *env)
+/* rc of sending a message of kind `kind` on o's connection. */
+static void sent(struct owner *o, const char *kind, int rc)
 {
-	int rc;
-
-	env->version = DP_PROTO_VERSION;
-	rc = dp_conn_send(o->conn, env);
 	/* DP_ESTATE: we closed it ourselves a moment ago; the rest is reported
 	 * again by on_close with its reason. */
 	if (rc < 0 && rc != DP_ESTATE)
-		error_line(o, dp_frame_kind(env), dp_error_detail(rc));
+		error_line(o, kind, dp_error_detail(rc));
+}
+
+static void send_env(struct owner *o, Dpasync__Envelope *env)
+{
+	sent(o, dp_frame_kind(env), tst_peer_send(o->conn, env));
 }
 
 static void send_update_request(uv_timer_t *t)
 {
 	struct owner *o = t->data;
-	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
-	Dpasync__UpdateRequest u = DPASYNC__UPDATE_REQUEST__INIT;
 
 	if (o->conn == NULL || !dp_conn_is_open(o->conn) || !o->welcomed)
 		return;
-	env.msg_case = DPASYNC__ENVELOPE__MSG_UPDATE_REQUEST;
-	env.update_request = &u;
-	send_env(o, &env);
+	sent(o, "update_request", tst_peer_send_request(o->conn));
 }
 
 static void leave(uv_timer_t *t)
@@ -142,8 +134,8 @@ static int on_handshake(dp_conn *c, const char *peer_id)
 	}
 	h.version = DP_PROTO_VERSION;
 	h.owner_id = o->id;
-	h.n_rows = A.rows;
-	h.n_features = (uint32_t)A.p;
+	h.n_rows = O.rows;
+	h.n_features = (uint32_t)O.p;
 	h.epsilon = 1.0;
 	h.rate = 1000.0 / (double)A.interval;
 	h.answers_given = o->answers;
@@ -157,8 +149,6 @@ static int on_handshake(dp_conn *c, const char *peer_id)
 
 static void answer_query(struct owner *o, const Dpasync__Query *q)
 {
-	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
-	Dpasync__Answer a = DPASYNC__ANSWER__INIT;
 	uint64_t K = o->K ? o->K : 1;
 
 	if (q->k <= o->max_k) {
@@ -167,19 +157,11 @@ static void answer_query(struct owner *o, const Dpasync__Query *q)
 		return;
 	}
 	o->max_k = q->k;
-	for (size_t j = 0; j < A.p; j++)
+	for (size_t j = 0; j < O.p; j++)
 		grad[j] = 0.5 * q->theta[j];
 	o->answers++;
 	n_answers++;
-	a.k = q->k;
-	a.n_gradient = A.p;
-	a.gradient = grad;
-	a.answers_given = o->answers;
-	a.epsilon_spent = (double)o->answers / (double)K;
-	a.epsilon_left = a.epsilon_spent < 1.0 ? 1.0 - a.epsilon_spent : 0.0;
-	env.msg_case = DPASYNC__ENVELOPE__MSG_ANSWER;
-	env.answer = &a;
-	send_env(o, &env);
+	sent(o, "answer", tst_peer_send_answer(o->conn, q->k, grad, O.p, o->answers, 1.0, K));
 	uv_timer_start(&o->req, send_update_request, A.interval, 0);
 }
 
@@ -189,9 +171,9 @@ static void on_message(dp_conn *c, Dpasync__Envelope *m)
 
 	switch (m->msg_case) {
 	case DPASYNC__ENVELOPE__MSG_WELCOME: {
-		dp_frame_limits lim = { .p = A.p };
+		dp_frame_limits lim = { .p = O.p };
 
-		if (m->welcome->p != A.p || o->welcomed) {
+		if (m->welcome->p != O.p || o->welcomed) {
 			error_line(o, "bad Welcome", "wrong p or a second Welcome");
 			dp_conn_close(c);
 			break;
@@ -234,19 +216,15 @@ static void on_close(dp_conn *c, int reason, const char *detail)
 
 static int start_connection(struct owner *o)
 {
-	dp_conn_config cfg;
+	static const dp_conn_callbacks cb = {
+		.on_handshake = on_handshake, .on_message = on_message, .on_close = on_close,
+	};
 	uint64_t r = uniform_ms(0, 9);
 	int rc;
 
 	o->plan = r == 0 ? PLAN_NO_HELLO : r == 1 ? PLAN_HELLO_ONLY : PLAN_STAY;
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.ctx = o->ctx;
-	cfg.cb.on_handshake = on_handshake;
-	cfg.cb.on_message = on_message;
-	cfg.cb.on_close = on_close;
-	cfg.data = o;
-	cfg.handshake_timeout_ms = 30000;   /* many handshakes on 2 busy cores */
-	rc = dp_conn_connect(loop, &cfg, A.host, A.port, "learner", &o->conn);
+	/* A 30 s handshake limit: many handshakes on 2 busy cores. */
+	rc = tst_peer_connect(loop, o->ctx, &cb, o, 30000, O.host, O.port, &o->conn);
 	if (rc == 0)
 		n_connects++;
 	return rc;
@@ -271,7 +249,7 @@ static void on_pause(uv_signal_t *s, int signum)
 	(void)s;
 	(void)signum;
 	paused = 1;
-	for (size_t i = 0; i < A.n; i++) {
+	for (size_t i = 0; i < O.n; i++) {
 		uv_timer_stop(&own[i].life);
 		uv_timer_stop(&own[i].req);
 		if (own[i].conn != NULL)
@@ -286,7 +264,7 @@ static void on_resume(uv_signal_t *s, int signum)
 	if (!paused)
 		return;
 	paused = 0;
-	for (size_t i = 0; i < A.n; i++)
+	for (size_t i = 0; i < O.n; i++)
 		if (own[i].conn == NULL)
 			uv_timer_start(&own[i].life, reconnect, uniform_ms(0, 1000), 0);
 }
@@ -300,7 +278,7 @@ static void on_signal(uv_signal_t *s, int signum)
 	uv_close((uv_handle_t *)&sig_int, NULL);
 	uv_close((uv_handle_t *)&sig_pause, NULL);
 	uv_close((uv_handle_t *)&sig_resume, NULL);
-	for (size_t i = 0; i < A.n; i++) {
+	for (size_t i = 0; i < O.n; i++) {
 		if (own[i].conn != NULL)
 			dp_conn_close(own[i].conn);
 		uv_close((uv_handle_t *)&own[i].life, NULL);
@@ -310,14 +288,9 @@ static void on_signal(uv_signal_t *s, int signum)
 
 static int init_owner(struct owner *o, size_t i)
 {
-	char cert[4096], key[4096];
-	dp_tls_files tf = { .ca_file = A.ca, .cert_file = cert, .key_file = key };
 	int rc;
 
-	snprintf(o->id, sizeof(o->id), "owner-%zu", A.first + i);
-	snprintf(cert, sizeof(cert), "%s/%s.crt", A.certs, o->id);
-	snprintf(key, sizeof(key), "%s/%s.key", A.certs, o->id);
-	rc = dp_tls_ctx_new(0, &tf, &o->ctx);
+	rc = tst_peer_owner_ctx(O.ca, O.certs, O.first + i, o->id, sizeof(o->id), &o->ctx);
 	if (rc < 0)
 		return rc;
 	uv_timer_init(loop, &o->life);
@@ -329,66 +302,35 @@ static int init_owner(struct owner *o, size_t i)
 	return 0;
 }
 
-static int usage(void)
-{
-	fprintf(stderr, "usage: soak_owners --learner HOST:PORT --ca F --certs DIR --owners N "
-		"[--first I] [--p P] [--rows R] [--interval-ms MS] [--stay-min-ms MS] "
-		"[--stay-max-ms MS] [--away-min-ms MS] [--away-max-ms MS]\n");
-	return 2;
-}
+static const struct dp_config_entry opts[] = {
+	TST_OPTS_OWNERS(&O),
+	{ .name = "interval-ms", DP_CFG_U64(&A.interval), .def = "250", .min = 1, .max = INFINITY,
+	  .help = "between an answer and the next UpdateRequest" },
+	{ .name = "stay-min-ms", DP_CFG_U64(&A.stay_min), .def = "1000",
+	  .help = "shortest stay once welcomed" },
+	{ .name = "stay-max-ms", DP_CFG_U64(&A.stay_max), .def = "5000", .help = "longest stay" },
+	{ .name = "away-min-ms", DP_CFG_U64(&A.away_min), .def = "200",
+	  .help = "shortest pause before reconnecting" },
+	{ .name = "away-max-ms", DP_CFG_U64(&A.away_max), .def = "2000", .help = "longest pause" },
+	DP_CONFIG_END,
+};
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "learner", required_argument, NULL, 'l' }, { "ca", required_argument, NULL, 'a' },
-		{ "certs", required_argument, NULL, 'c' }, { "owners", required_argument, NULL, 'n' },
-		{ "first", required_argument, NULL, 'f' }, { "p", required_argument, NULL, 'p' },
-		{ "rows", required_argument, NULL, 'r' },
-		{ "interval-ms", required_argument, NULL, 'i' },
-		{ "stay-min-ms", required_argument, NULL, 's' },
-		{ "stay-max-ms", required_argument, NULL, 'S' },
-		{ "away-min-ms", required_argument, NULL, 'w' },
-		{ "away-max-ms", required_argument, NULL, 'W' },
-		{ NULL, 0, NULL, 0 },
+	static const struct dp_config_spec spec = {
+		.program = "soak_owners", .summary = "Many churning owners for learnerd's soak test.",
+		.entries = opts, .validate = tst_opts_owners_check, .validate_arg = &O,
+		.command = true,
 	};
-	int o, rc = 0;
+	int rc, status;
 
 	signal(SIGPIPE, SIG_IGN);
-	for (;;) {
-		o = getopt_long(argc, argv, "", opts, NULL);
-		if (o == -1)
-			break;
-		switch (o) {
-		case 'l':
-			rc = dp_addr_split("--learner", optarg, 0, learner_host,
-					   sizeof(learner_host), &A.port);
-			A.host = learner_host;
-			break;
-		case 'a': A.ca = optarg; break;
-		case 'c': A.certs = optarg; break;
-		case 'n': rc = dp_num_parse_size("--owners", optarg, &A.n); break;
-		case 'f': rc = dp_num_parse_size("--first", optarg, &A.first); break;
-		case 'p': rc = dp_num_parse_size("--p", optarg, &A.p); break;
-		case 'r': rc = dp_num_parse_u64("--rows", optarg, &A.rows); break;
-		case 'i': rc = dp_num_parse_u64("--interval-ms", optarg, &A.interval); break;
-		case 's': rc = dp_num_parse_u64("--stay-min-ms", optarg, &A.stay_min); break;
-		case 'S': rc = dp_num_parse_u64("--stay-max-ms", optarg, &A.stay_max); break;
-		case 'w': rc = dp_num_parse_u64("--away-min-ms", optarg, &A.away_min); break;
-		case 'W': rc = dp_num_parse_u64("--away-max-ms", optarg, &A.away_max); break;
-		default: return usage();
-		}
-		if (rc < 0) {
-			fprintf(stderr, "soak_owners: %s\n", dp_error_detail(rc));
-			return 2;
-		}
-	}
-	if (optind != argc || !A.host || !A.ca || !A.certs || A.n == 0 || A.p == 0 ||
-	    A.rows == 0 || A.interval == 0)
-		return usage();
+	if (!tst_opts_load(&spec, argc, argv, &status))
+		return status;
 	dp_log_set_level(DP_LOG_ERROR);
 	loop = uv_default_loop();
-	own = calloc(A.n, sizeof(*own));
-	grad = calloc(A.p, sizeof(double));
+	own = calloc(O.n, sizeof(*own));
+	grad = calloc(O.p, sizeof(double));
 	rc = dp_rng_csprng_new(&rng);
 	if (own == NULL || grad == NULL || rc < 0) {
 		fprintf(stderr, "soak_owners: out of memory\n");
@@ -402,10 +344,10 @@ int main(int argc, char **argv)
 	uv_signal_init(loop, &sig_resume);
 	uv_signal_start(&sig_pause, on_pause, SIGUSR1);
 	uv_signal_start(&sig_resume, on_resume, SIGUSR2);
-	for (size_t i = 0; i < A.n; i++) {
+	for (size_t i = 0; i < O.n; i++) {
 		rc = init_owner(&own[i], i);
 		if (rc < 0) {
-			fprintf(stderr, "soak_owners: owner-%zu: %s\n", A.first + i,
+			fprintf(stderr, "soak_owners: owner-%zu: %s\n", O.first + i,
 				dp_error_detail(rc));
 			return 1;
 		}
@@ -413,11 +355,12 @@ int main(int argc, char **argv)
 	uv_run(loop, UV_RUN_DEFAULT);
 	printf("soak_owners connects=%llu welcomes=%llu answers=%llu closes=%llu errors=%llu\n",
 	       n_connects, n_welcomes, n_answers, n_closes, n_errors);
-	for (size_t i = 0; i < A.n; i++)
+	for (size_t i = 0; i < O.n; i++)
 		SSL_CTX_free(own[i].ctx);
 	uv_loop_close(loop);
 	dp_rng_csprng_destroy(rng);
 	free(own);
 	free(grad);
+	dp_config_free(&spec);
 	return n_errors ? 1 : 0;
 }

@@ -24,32 +24,30 @@
  * after a Welcome and not reconnecting; 5 a query id that did not
  * increase; 6 a bad Welcome or Done; 7 a query past the answer cap K
  * (the learner must never send one); 2 usage. */
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "common/core/error.h"
 #include "common/core/log.h"
-#include "common/core/num.h"
 #include "common/net/addr.h"
 #include "common/net/conn.h"
 #include "common/net/frame.h"
-#include "common/net/tls.h"
+#include "tests/lib/opts.h"
+#include "tests/lib/peer.h"
 
 static struct {
+	char *learner, *ca, *cert, *key, *id, *done_file, *welcome_file;
 	char host[DP_ADDR_HOST_MAX + 1];
-	const char *ca, *cert, *key, *id, *done_file, *welcome_file;
 	uint16_t port;
 	size_t p;
 	uint64_t rows, cap, given;
-	double eps, ga, *gc, interval, reconnect_for, rate;
-	size_t ngc;
+	double eps, ga, interval, reconnect_for, rate;
+	struct dp_config_doubles gc;
 	uint64_t nan_at, silent_at, refuse_at;
-	int no_request;
-} A = { .eps = 1.0, .interval = 0.0, .rate = 1.0 };
+	bool request;
+} A;
 
 static uv_loop_t *loop;
 static SSL_CTX *ctx;
@@ -77,26 +75,22 @@ static void finish(int code)
 		dp_conn_close(conn);
 }
 
-static void send_msg(Dpasync__Envelope *env)
+static void send_failed(int rc)
 {
-	int rc;
-
-	env->version = DP_PROTO_VERSION;
-	rc = dp_conn_send(conn, env);
 	if (rc < 0)
 		fprintf(stderr, "fake_owner %s: send: %s\n", A.id, dp_error_detail(rc));
 }
 
+static void send_msg(Dpasync__Envelope *env)
+{
+	send_failed(tst_peer_send(conn, env));
+}
+
 static void send_request(void)
 {
-	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
-	Dpasync__UpdateRequest u = DPASYNC__UPDATE_REQUEST__INIT;
-
-	if (A.no_request || conn == NULL || !welcomed_now)
+	if (!A.request || conn == NULL || !welcomed_now)
 		return;
-	env.msg_case = DPASYNC__ENVELOPE__MSG_UPDATE_REQUEST;
-	env.update_request = &u;
-	send_msg(&env);
+	send_failed(tst_peer_send_request(conn));
 }
 
 static void on_req_timer(uv_timer_t *t)
@@ -110,7 +104,7 @@ static int on_handshake(dp_conn *c, const char *peer_id)
 	Dpasync__Hello h = DPASYNC__HELLO__INIT;
 
 	h.version = 1;
-	h.owner_id = (char *)A.id;
+	h.owner_id = A.id;
 	h.n_rows = A.rows;
 	h.n_features = (uint32_t)A.p;
 	h.epsilon = A.eps;
@@ -127,7 +121,6 @@ static int on_handshake(dp_conn *c, const char *peer_id)
 static void on_query(const Dpasync__Query *q)
 {
 	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
-	Dpasync__Answer a = DPASYNC__ANSWER__INIT;
 	Dpasync__Refuse r = DPASYNC__REFUSE__INIT;
 	double *g;
 
@@ -160,21 +153,11 @@ static void on_query(const Dpasync__Query *q)
 	if (g == NULL)
 		abort();
 	for (size_t j = 0; j < A.p; j++)
-		g[j] = A.ga * q->theta[j] + A.gc[j];
+		g[j] = A.ga * q->theta[j] + A.gc.v[j];
 	answers++;
 	if (answers == A.nan_at)
 		g[0] = NAN;
-	a.k = q->k;
-	a.n_gradient = A.p;
-	a.gradient = g;
-	a.answers_given = A.given + answers;
-	a.epsilon_spent = A.eps * (double)a.answers_given / (double)K;
-	a.epsilon_left = A.eps - a.epsilon_spent;
-	if (a.epsilon_left < 0)
-		a.epsilon_left = 0;
-	env.msg_case = DPASYNC__ENVELOPE__MSG_ANSWER;
-	env.answer = &a;
-	send_msg(&env);
+	send_failed(tst_peer_send_answer(conn, q->k, g, A.p, A.given + answers, A.eps, K));
 	free(g);
 	if (A.interval > 0)
 		uv_timer_start(&req_timer, on_req_timer, (uint64_t)(A.interval * 1000), 0);
@@ -270,87 +253,80 @@ static void on_close(dp_conn *c, int reason, const char *detail)
 
 static void connect_learner(void)
 {
-	dp_conn_config cfg = { .ctx = ctx };
+	static const dp_conn_callbacks cb = {
+		.on_handshake = on_handshake, .on_message = on_message, .on_close = on_close,
+	};
 	dp_conn *c;
 	int rc;
 
-	cfg.cb.on_handshake = on_handshake;
-	cfg.cb.on_message = on_message;
-	cfg.cb.on_close = on_close;
-	cfg.handshake_timeout_ms = 3000;
-	rc = dp_conn_connect(loop, &cfg, A.host, A.port, "learner", &c);
+	rc = tst_peer_connect(loop, ctx, &cb, NULL, 3000, A.host, A.port, &c);
 	if (rc < 0) {
 		fprintf(stderr, "fake_owner %s: connect: %s\n", A.id, dp_error_detail(rc));
 		finish(4);
 	}
 }
 
+/* What the table cannot say: the learner's address, and a gradient with
+ * p constants. */
+static int check_opts(void *arg)
+{
+	(void)arg;
+	if (A.p == 0 || A.rows == 0 || A.gc.n != A.p)
+		return dp_error_set(DP_EINVAL, "missing or inconsistent options: --p and --rows "
+				    "must be positive and --grad-c must have p values");
+	return dp_addr_split("--learner", A.learner, 0, A.host, sizeof(A.host), &A.port);
+}
+
+static const struct dp_config_entry opts[] = {
+	{ .name = "learner", DP_CFG_STRING(&A.learner), .flags = DP_CONFIG_REQUIRED,
+	  .metavar = "HOST:PORT", .help = "the learner's address" },
+	{ .name = "ca", DP_CFG_PATH(&A.ca), .flags = DP_CONFIG_REQUIRED, .help = "CA certificate" },
+	{ .name = "cert", DP_CFG_PATH(&A.cert), .flags = DP_CONFIG_REQUIRED,
+	  .help = "this owner's certificate" },
+	{ .name = "key", DP_CFG_PATH(&A.key), .flags = DP_CONFIG_REQUIRED, .help = "its key" },
+	{ .name = "id", DP_CFG_STRING(&A.id), .flags = DP_CONFIG_REQUIRED,
+	  .help = "owner identity said in the Hello" },
+	{ .name = "p", DP_CFG_SIZE(&A.p), .help = "features" },
+	{ .name = "rows", DP_CFG_U64(&A.rows), .help = "rows said in the Hello" },
+	{ .name = "grad-a", DP_CFG_DOUBLE(&A.ga), .def = "0", .help = "the answer is A * theta + C" },
+	{ .name = "grad-c", DP_CFG_DOUBLES(&A.gc), .flags = DP_CONFIG_REQUIRED,
+	  .metavar = "C1,C2,...", .help = "C, p values" },
+	{ .name = "epsilon", DP_CFG_DOUBLE_INF(&A.eps), .def = "1", .help = "epsilon said in the Hello" },
+	{ .name = "answers-cap", DP_CFG_U64(&A.cap), .def = "0",
+	  .help = "own answer cap K (0: the Welcome's)" },
+	{ .name = "answers-given", DP_CFG_U64(&A.given), .def = "0",
+	  .help = "answers given before this run" },
+	{ .name = "rate", DP_CFG_DOUBLE(&A.rate), .def = "1", .help = "clock rate said in the Hello" },
+	{ .name = "interval", .metavar = "S", DP_CFG_DOUBLE(&A.interval), .def = "0",
+	  .help = "seconds between an answer and the next request" },
+	{ .name = "nan-at", .metavar = "M", DP_CFG_U64(&A.nan_at), .def = "0", .help = "the M-th answer carries a NaN" },
+	{ .name = "silent-at", .metavar = "M", DP_CFG_U64(&A.silent_at), .def = "0",
+	  .help = "the M-th query is never answered" },
+	{ .name = "refuse-at", .metavar = "M", DP_CFG_U64(&A.refuse_at), .def = "0",
+	  .help = "the M-th query is refused (\"budget exhausted\")" },
+	{ .name = "reconnect", .metavar = "S", DP_CFG_DOUBLE(&A.reconnect_for), .def = "0",
+	  .help = "reconnect for up to S seconds after a close" },
+	{ .name = "done-file", DP_CFG_PATH(&A.done_file), .help = "write the final theta of Done here" },
+	{ .name = "request", DP_CFG_BOOL(&A.request), .def = "true",
+	  .help = "send UpdateRequests (--no-request: never, as in broadcast mode)" },
+	{ .name = "welcome-file", DP_CFG_PATH(&A.welcome_file),
+	  .help = "append \"T=.. K=.. time=..\" for every Welcome" },
+	DP_CONFIG_END,
+};
+
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "learner", required_argument, NULL, 'l' }, { "ca", required_argument, NULL, 'a' },
-		{ "cert", required_argument, NULL, 'c' }, { "key", required_argument, NULL, 'k' },
-		{ "id", required_argument, NULL, 'i' }, { "p", required_argument, NULL, 'p' },
-		{ "rows", required_argument, NULL, 'n' }, { "grad-a", required_argument, NULL, 'A' },
-		{ "grad-c", required_argument, NULL, 'C' }, { "epsilon", required_argument, NULL, 'e' },
-		{ "answers-cap", required_argument, NULL, 'K' },
-		{ "answers-given", required_argument, NULL, 'G' },
-		{ "interval", required_argument, NULL, 'I' }, { "nan-at", required_argument, NULL, 'N' },
-		{ "silent-at", required_argument, NULL, 'S' },
-		{ "refuse-at", required_argument, NULL, 'R' },
-		{ "reconnect", required_argument, NULL, 'r' },
-		{ "done-file", required_argument, NULL, 'd' },
-		{ "no-request", no_argument, NULL, 'q' },
-		{ "rate", required_argument, NULL, 'T' },
-		{ "welcome-file", required_argument, NULL, 'W' }, { NULL, 0, NULL, 0 },
+	static const struct dp_config_spec spec = {
+		.program = "fake_owner", .summary = "A scripted owner for learnerd's tests.",
+		.entries = opts, .validate = check_opts, .command = true,
 	};
-	dp_tls_files tf;
-	int o, rc = 0;
+	int rc, status;
 
 	signal(SIGPIPE, SIG_IGN);   /* libuv writes with write(2) */
-	for (;;) {
-		o = getopt_long(argc, argv, "", opts, NULL);
-		if (o == -1)
-			break;
-		switch (o) {
-		case 'l':
-			rc = dp_addr_split("--learner", optarg, 0, A.host, sizeof(A.host), &A.port);
-			break;
-		case 'a': A.ca = optarg; break;
-		case 'c': A.cert = optarg; break;
-		case 'k': A.key = optarg; break;
-		case 'i': A.id = optarg; break;
-		case 'p': rc = dp_num_parse_size("--p", optarg, &A.p); break;
-		case 'n': rc = dp_num_parse_u64("--rows", optarg, &A.rows); break;
-		case 'A': rc = dp_num_parse_double("--grad-a", optarg, 0, &A.ga); break;
-		case 'C': rc = dp_num_parse_double_list("--grad-c", optarg, 0, &A.gc, &A.ngc); break;
-		case 'e': rc = dp_num_parse_double("--epsilon", optarg, 1, &A.eps); break;
-		case 'K': rc = dp_num_parse_u64("--answers-cap", optarg, &A.cap); break;
-		case 'G': rc = dp_num_parse_u64("--answers-given", optarg, &A.given); break;
-		case 'I': rc = dp_num_parse_double("--interval", optarg, 0, &A.interval); break;
-		case 'N': rc = dp_num_parse_u64("--nan-at", optarg, &A.nan_at); break;
-		case 'S': rc = dp_num_parse_u64("--silent-at", optarg, &A.silent_at); break;
-		case 'R': rc = dp_num_parse_u64("--refuse-at", optarg, &A.refuse_at); break;
-		case 'r': rc = dp_num_parse_double("--reconnect", optarg, 0, &A.reconnect_for); break;
-		case 'd': A.done_file = optarg; break;
-		case 'q': A.no_request = 1; break;
-		case 'T': rc = dp_num_parse_double("--rate", optarg, 0, &A.rate); break;
-		case 'W': A.welcome_file = optarg; break;
-		default: return 2;
-		}
-		if (rc < 0) {
-			fprintf(stderr, "fake_owner: %s\n", dp_error_detail(rc));
-			return 2;
-		}
-	}
-	if (!A.host[0] || !A.ca || !A.cert || !A.key || !A.id || A.p == 0 || A.rows == 0 ||
-	    A.ngc != A.p) {
-		fprintf(stderr, "fake_owner: missing or inconsistent options\n");
-		return 2;
-	}
+	if (!tst_opts_load(&spec, argc, argv, &status))
+		return status;
 	dp_log_set_level(DP_LOG_WARN);
-	tf = (dp_tls_files){ .ca_file = A.ca, .cert_file = A.cert, .key_file = A.key };
-	rc = dp_tls_ctx_new(0, &tf, &ctx);
+	rc = tst_peer_ctx(0, A.ca, A.cert, A.key, &ctx);
 	if (rc < 0) {
 		fprintf(stderr, "fake_owner: %s\n", dp_error_detail(rc));
 		return 2;
@@ -362,6 +338,6 @@ int main(int argc, char **argv)
 	connect_learner();
 	uv_run(loop, UV_RUN_DEFAULT);
 	SSL_CTX_free(ctx);
-	free(A.gc);
+	dp_config_free(&spec);
 	return exit_code;
 }
