@@ -6,6 +6,7 @@
 #include "common/core/file.h"
 #include "common/core/log.h"
 #include "common/core/mem.h"
+#include "common/core/nano.h"
 
 #include <fcntl.h>
 #include <math.h>
@@ -70,7 +71,7 @@ struct dp_ledger {
 	uint64_t cap_answers;
 	uint32_t hdr_crc;
 	char identity[HDR_ID_LEN];
-	uint64_t total;          /* nano, or DP_LEDGER_INF */
+	uint64_t total;          /* nano, or DP_NANO_INF */
 	uint64_t count;          /* answers that may have left: the last record's count */
 	uint64_t seq;            /* records */
 	uint32_t last_flags;     /* the last record's flags */
@@ -126,89 +127,11 @@ static uint32_t crc_of(const unsigned char *p, size_t n)
 	return (uint32_t)crc32(crc32(0L, Z_NULL, 0), p, (uInt)n);
 }
 
-/* ---- nano-epsilon arithmetic ---- */
-
-/* eps is finite and >= 0.  Writes eps * 1e9 of the exact binary value of eps,
- * rounded as asked: eps = m * 2^-t exactly, so eps * 1e9 = m * 1e9 / 2^t and
- * m * 1e9 < 2^83 fits in 128 bits. */
-static int to_nano(double eps, bool round_up, uint64_t *out)
-{
-	unsigned __int128 p, q, rem;
-	uint64_t m;
-	int e, t;
-	double f;
-
-	if (eps == 0.0) {
-		*out = 0;
-		return 0;
-	}
-	/* 2^34 eps = 1.7e19 nano is just below UINT64_MAX; anything at least
-	 * that large is out of range, and below it t > 0 always. */
-	if (eps >= 17179869184.0)
-		return dp_error_set(DP_ERANGE, "ledger: epsilon %g exceeds the representable %g",
-				    eps, (double)DP_LEDGER_NANO_MAX / 1e9);
-	f = frexp(eps, &e);                  /* eps = f 2^e, f in [0.5, 1) */
-	m = (uint64_t)ldexp(f, 53);          /* exact: f has <= 53 significant bits */
-	t = 53 - e;                          /* eps = m 2^-t, t >= 20 */
-	p = (unsigned __int128)m * 1000000000u;
-	if (t >= 128) {
-		q = 0;
-		rem = p;
-	} else {
-		q = p >> t;
-		rem = p & ((((unsigned __int128)1) << t) - 1);
-	}
-	if (round_up && rem != 0)
-		q++;
-	if (q > DP_LEDGER_NANO_MAX)
-		return dp_error_set(DP_ERANGE, "ledger: epsilon %g exceeds the representable %g",
-				    eps, (double)DP_LEDGER_NANO_MAX / 1e9);
-	*out = (uint64_t)q;
-	return 0;
-}
-
-static int nano_checked(double eps, bool round_up, uint64_t *out)
-{
-	DP_REQUIRE(out != NULL);
-	if (isnan(eps) || eps < 0.0)
-		return dp_error_set(DP_EINVAL, "ledger: epsilon %g is negative or NaN", eps);
-	if (isinf(eps))
-		return dp_error_set(DP_ERANGE, "ledger: epsilon is infinite");
-	return to_nano(eps, round_up, out);
-}
-
-int dp_ledger_nano_ceil(double eps, uint64_t *out)
-{
-	return nano_checked(eps, true, out);
-}
-
-int dp_ledger_nano_floor(double eps, uint64_t *out)
-{
-	return nano_checked(eps, false, out);
-}
-
-/* Total after adding a charge.  Infinity absorbs; a finite sum that would
- * pass DP_LEDGER_NANO_MAX becomes infinite, which can only happen under an
- * infinite cap (a finite cap is checked first and is <= NANO_MAX). */
-static uint64_t add_nano(uint64_t total, uint64_t charge)
-{
-	if (total == DP_LEDGER_INF || charge == DP_LEDGER_INF)
-		return DP_LEDGER_INF;
-	if (charge > DP_LEDGER_NANO_MAX - total)
-		return DP_LEDGER_INF;
-	return total + charge;
-}
-
-static double nano_to_double(uint64_t v)
-{
-	if (v == DP_LEDGER_INF)
-		return INFINITY;
-	return (double)v / 1e9;
-}
+/* ---- amounts (nano.h) ---- */
 
 /* An amount the ledger is given (`what`: "epsilon cap" or "charge") in
  * nano-epsilon: > 0 and not NaN; infinite only with DP_LEDGER_ALLOW_INF in
- * `flags` (then DP_LEDGER_INF). */
+ * `flags` (then DP_NANO_INF). */
 static int amount_to_nano(const char *what, double eps, bool round_up, unsigned flags,
 			  uint64_t *out)
 {
@@ -218,46 +141,10 @@ static int amount_to_nano(const char *what, double eps, bool round_up, unsigned 
 		if (!(flags & DP_LEDGER_ALLOW_INF))
 			return dp_error_set(DP_EINVAL, "ledger: infinite %s needs the "
 					    "allow-infinite (testing) flag", what);
-		*out = DP_LEDGER_INF;
+		*out = DP_NANO_INF;
 		return 0;
 	}
-	return to_nano(eps, round_up, out);
-}
-
-int dp_ledger_eps_share(double cap_eps, uint64_t answers, double *eps_q)
-{
-	uint64_t cap, q, c;
-	double d;
-	int rc;
-
-	DP_REQUIRE(eps_q != NULL);
-	if (isnan(cap_eps) || !(cap_eps > 0.0) || answers == 0)
-		return dp_error_set(DP_EINVAL, "ledger: share of epsilon %g over %llu answers: "
-				    "need epsilon > 0 and answers >= 1",
-				    cap_eps, (unsigned long long)answers);
-	if (isinf(cap_eps)) {
-		*eps_q = INFINITY;
-		return 0;
-	}
-	rc = to_nano(cap_eps, false, &cap);
-	if (rc < 0)
-		return rc;
-	q = cap / answers;
-	if (q == 0)
-		return dp_error_set(DP_EINVAL, "ledger: epsilon %g is below one nano-epsilon per "
-				    "answer for %llu answers", cap_eps, (unsigned long long)answers);
-	/* (double)q / 1e9 may round up past q nano; step down until it fits. */
-	d = (double)q / 1e9;
-	for (;;) {
-		rc = to_nano(d, true, &c);
-		if (rc < 0)
-			return rc;
-		if (c <= q)
-			break;
-		d = nextafter(d, 0.0);
-	}
-	*eps_q = d;
-	return 0;
+	return round_up ? dp_nano_ceil(eps, out) : dp_nano_floor(eps, out);
 }
 
 /* ---- I/O helpers ---- */
@@ -438,12 +325,12 @@ static int check_next(const dp_ledger *l, uint64_t hdr_cap, uint64_t hdr_capk,
 	if ((e->charge_nano == 0) != (grow == 0))
 		return dp_error_set(DP_ECORRUPT, "ledger %s: record %llu: %s charge", p, at,
 				    e->charge_nano == 0 ? "zero" : "unexpected");
-	if (e->total_nano != add_nano(l->total, e->charge_nano))
+	if (e->total_nano != dp_nano_add(l->total, e->charge_nano))
 		return dp_error_set(DP_ECORRUPT, "ledger %s: record %llu: total %llu != previous "
 				    "%llu + charge %llu", p, at, (unsigned long long)e->total_nano,
 				    (unsigned long long)l->total,
 				    (unsigned long long)e->charge_nano);
-	if (e->count > hdr_capk || (hdr_cap != DP_LEDGER_INF && e->total_nano > hdr_cap))
+	if (e->count > hdr_capk || (hdr_cap != DP_NANO_INF && e->total_nano > hdr_cap))
 		return dp_error_set(DP_ECORRUPT, "ledger %s: record %llu: beyond the header caps",
 				    p, at);
 	return 0;
@@ -547,15 +434,15 @@ static int check_caps(const dp_ledger *l, uint64_t hdr_cap, uint64_t hdr_capk,
 	if (strcmp(identity, l->identity) != 0)
 		return dp_error_set(DP_EINVAL, "ledger %s: belongs to identity '%s', not '%s'",
 				    l->path, l->identity, identity);
-	if (hdr_cap == DP_LEDGER_INF && !(l->flags & DP_LEDGER_ALLOW_INF))
+	if (hdr_cap == DP_NANO_INF && !(l->flags & DP_LEDGER_ALLOW_INF))
 		return dp_error_set(DP_EINVAL, "ledger %s: has an infinite epsilon cap (testing "
 				    "ledger); refusing without the allow-infinite flag", l->path);
 	if ((cap != hdr_cap && !(lower && cap < hdr_cap)) ||
 	    (capk != hdr_capk && !(lower && capk < hdr_capk)))
 		return dp_error_set(DP_EINVAL, "ledger %s: caps differ from the file (file: "
 				    "epsilon %.9f, %llu answers; given: epsilon %.9f, %llu "
-				    "answers)%s", l->path, nano_to_double(hdr_cap),
-				    (unsigned long long)hdr_capk, nano_to_double(cap),
+				    "answers)%s", l->path, dp_nano_to_eps(hdr_cap),
+				    (unsigned long long)hdr_capk, dp_nano_to_eps(cap),
 				    (unsigned long long)capk,
 				    lower ? "; caps can only be lowered" :
 				    "; use a new ledger file for new caps");
@@ -621,7 +508,7 @@ int dp_ledger_open(const char *path, double cap_eps, uint64_t cap_answers,
 		if (rc < 0)
 			goto fail;
 		DP_INFO("ledger", "created path=%s epsilon=%.9f answers=%llu identity='%s'", path,
-			nano_to_double(cap), (unsigned long long)cap_answers, identity);
+			dp_nano_to_eps(cap), (unsigned long long)cap_answers, identity);
 	}
 	/* One process per ledger: two daemons on one budget would double it. */
 	if (!ro && flock(l->fd, LOCK_EX | LOCK_NB) != 0) {
@@ -681,7 +568,7 @@ int dp_ledger_open(const char *path, double cap_eps, uint64_t cap_answers,
 	if (!(flags & DP_LEDGER_QUIET))
 		DP_INFO("ledger", "opened path=%s answers=%llu/%llu spent=%.9f cap=%.9f", path,
 			(unsigned long long)l->count, (unsigned long long)l->cap_answers,
-			nano_to_double(l->total), nano_to_double(l->cap_nano));
+			dp_nano_to_eps(l->total), dp_nano_to_eps(l->cap_nano));
 	*out = l;
 	return 0;
 fail:
@@ -737,8 +624,8 @@ static int precheck(const dp_ledger *l, uint64_t k, double charge_eps, uint64_t 
 	if (l->count >= l->cap_answers)
 		return dp_error_set(DP_EBUDGET, "ledger %s: answer cap %llu reached", l->path,
 				    (unsigned long long)l->cap_answers);
-	if (l->cap_nano != DP_LEDGER_INF &&
-	    (c == DP_LEDGER_INF || l->total > l->cap_nano || c > l->cap_nano - l->total))
+	if (l->cap_nano != DP_NANO_INF &&
+	    (c == DP_NANO_INF || l->total > l->cap_nano || c > l->cap_nano - l->total))
 		return dp_error_set(DP_EBUDGET, "ledger %s: charge %llu nano-eps exceeds the %llu "
 				    "left of %llu", l->path, (unsigned long long)c,
 				    (unsigned long long)dp_ledger_left_nano(l),
@@ -760,9 +647,9 @@ static bool fits(const dp_ledger *l, uint64_t c)
 {
 	if (l->count >= l->cap_answers)
 		return false;
-	if (l->cap_nano == DP_LEDGER_INF)
+	if (l->cap_nano == DP_NANO_INF)
 		return true;
-	return c != DP_LEDGER_INF && l->total <= l->cap_nano && c <= l->cap_nano - l->total;
+	return c != DP_NANO_INF && l->total <= l->cap_nano && c <= l->cap_nano - l->total;
 }
 
 /* fdatasync the ledger; a failure is final (never retried: after a failed
@@ -826,7 +713,7 @@ static int append(dp_ledger *l, uint32_t flags, uint64_t k, uint64_t charge, uin
 	e.seq = l->seq + 1;
 	e.k = alone ? 0 : k;
 	e.charge_nano = charge;
-	e.total_nano = add_nano(l->total, charge);
+	e.total_nano = dp_nano_add(l->total, charge);
 	e.count = l->count + count_growth(flags);
 	e.time_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	encode_record(rec, l->hdr_crc, &e);
@@ -1050,7 +937,7 @@ uint64_t dp_ledger_spent_nano(const dp_ledger *l)
 
 double dp_ledger_spent(const dp_ledger *l)
 {
-	return nano_to_double(dp_ledger_spent_nano(l));
+	return dp_nano_to_eps(dp_ledger_spent_nano(l));
 }
 
 uint64_t dp_ledger_left_nano(const dp_ledger *l)
@@ -1058,14 +945,14 @@ uint64_t dp_ledger_left_nano(const dp_ledger *l)
 	DP_REQUIRE(l != NULL);
 	if (l->failed)
 		return 0;
-	if (l->cap_nano == DP_LEDGER_INF)
-		return DP_LEDGER_INF;
+	if (l->cap_nano == DP_NANO_INF)
+		return DP_NANO_INF;
 	return l->total >= l->cap_nano ? 0 : l->cap_nano - l->total;
 }
 
 double dp_ledger_left(const dp_ledger *l)
 {
-	return nano_to_double(dp_ledger_left_nano(l));
+	return dp_nano_to_eps(dp_ledger_left_nano(l));
 }
 
 uint64_t dp_ledger_cap_nano(const dp_ledger *l)
@@ -1076,7 +963,7 @@ uint64_t dp_ledger_cap_nano(const dp_ledger *l)
 
 double dp_ledger_cap(const dp_ledger *l)
 {
-	return nano_to_double(dp_ledger_cap_nano(l));
+	return dp_nano_to_eps(dp_ledger_cap_nano(l));
 }
 
 uint64_t dp_ledger_answers(const dp_ledger *l)

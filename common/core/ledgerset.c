@@ -4,6 +4,7 @@
 #include "common/core/error.h"
 #include "common/core/file.h"
 #include "common/core/mem.h"
+#include "common/core/nano.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -332,9 +333,7 @@ uint64_t dp_ledgerset_spent_except(const dp_ledgerset *s, const char *path)
 
 		if (path != NULL && strcmp(s->jobs[i].path, path) == 0)
 			continue;
-		if (v == DP_LEDGER_INF || v > DP_LEDGER_NANO_MAX - sum)
-			return DP_LEDGER_INF;
-		sum += v;
+		sum = dp_nano_add(sum, v);
 	}
 	return sum;
 }

@@ -39,7 +39,7 @@ typedef struct dp_ledgerset_job {
 	char job[DP_LEDGER_IDENTITY_MAX + 1];   /* from the header: "job=..." or "job-sha256=..." */
 	char *path;
 	uint64_t answers, answers_cap;
-	uint64_t spent_nano, cap_nano;          /* DP_LEDGER_INF for an unlimited ledger */
+	uint64_t spent_nano, cap_nano;          /* DP_NANO_INF for an unlimited ledger */
 	uint64_t last_time_ns;                  /* time of its last record (0: none) */
 	size_t torn;
 } dp_ledgerset_job;
@@ -76,7 +76,7 @@ const dp_ledgerset_job *dp_ledgerset_at(const dp_ledgerset *s, size_t i);
 /* The entry for job file `path`, or NULL. */
 const dp_ledgerset_job *dp_ledgerset_find(const dp_ledgerset *s, const char *path);
 /* Sum of the spent totals of every job file found at open except `path`
- * (NULL: all), in nano-epsilon; DP_LEDGER_INF if one of them is infinite. */
+ * (NULL: all), in nano-epsilon; DP_NANO_INF if one of them is infinite. */
 uint64_t dp_ledgerset_spent_except(const dp_ledgerset *s, const char *path);
 
 #endif
