@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The owner's durable privacy-budget ledger.  See ledger.h and
- * docs/ledger.md for the format and the guarantees. */
+/* The owner's durable privacy-budget ledger: the log, its rules, charging
+ * and recovery.  See ledger.h and docs/ledger.md for the format and the
+ * guarantees; the bytes of headers and records are ledger_codec.c. */
 #include "common/core/ledger.h"
+#include "common/core/ledger_impl.h"
 #include "common/core/error.h"
 #include "common/core/file.h"
 #include "common/core/log.h"
@@ -17,47 +19,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
-
-#define HDR_MAGIC      "DPLEDGER"
-#define HDR_VERSION    1u
-#define HDR_OFF_VER    8
-#define HDR_OFF_HSIZE  12
-#define HDR_OFF_RSIZE  16
-#define HDR_OFF_FLAGS  20
-#define HDR_OFF_CAP    24
-#define HDR_OFF_CAPK   32
-#define HDR_OFF_TIME   40
-#define HDR_OFF_ID     48
-#define HDR_ID_LEN     128
-#define HDR_OFF_CRC    (DP_LEDGER_HEADER_SIZE - 4)
-
-#define REC_MAGIC      0x524c5044u  /* "DPLR" little-endian */
-#define REC_OFF_FLAGS  4
-#define REC_OFF_SEQ    8
-#define REC_OFF_K      16
-#define REC_OFF_CHARGE 24
-#define REC_OFF_TOTAL  32
-#define REC_OFF_COUNT  40
-#define REC_OFF_TIME   48
-#define REC_OFF_HCRC   56
-#define REC_OFF_CRC    60
-
-/* Record flags (docs/ledger.md §9, reserve-ahead). */
-#define REC_RESERVES   1u   /* the charge includes one share for the next answer */
-#define REC_COVERED    2u   /* this answer was released under the previous record's share */
-#define REC_NOANSWER   4u   /* a reservation alone (with REC_RESERVES; k = 0) */
-#define REC_FLAGS_ALL  (REC_RESERVES | REC_COVERED | REC_NOANSWER)
-
-/* How much a record with these flags adds to the count (answers that may
- * have left): the ledger.md §9 table, in one place for writing and for
- * verifying. */
-static uint64_t count_growth(uint32_t flags)
-{
-	if (flags & REC_NOANSWER)
-		return 1;
-	return (uint64_t)!(flags & REC_COVERED) + !!(flags & REC_RESERVES);
-}
 
 /* Records are read in chunks of this many at open. */
 #define READ_CHUNK_RECS 1024
@@ -70,7 +31,7 @@ struct dp_ledger {
 	uint64_t cap_nano;       /* enforced this session */
 	uint64_t cap_answers;
 	uint32_t hdr_crc;
-	char identity[HDR_ID_LEN];
+	char identity[DP__LEDGER_ID_LEN];
 	uint64_t total;          /* nano, or DP_NANO_INF */
 	uint64_t count;          /* answers that may have left: the last record's count */
 	uint64_t seq;            /* records */
@@ -89,43 +50,6 @@ struct dp_ledger {
 	size_t ks_cap;
 	size_t torn;
 };
-
-/* ---- little-endian encoding (the file is the same on every host) ---- */
-
-static void put32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-	uint32_t v = 0;
-
-	for (int i = 3; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-static uint32_t crc_of(const unsigned char *p, size_t n)
-{
-	return (uint32_t)crc32(crc32(0L, Z_NULL, 0), p, (uInt)n);
-}
 
 /* ---- amounts (nano.h) ---- */
 
@@ -170,64 +94,6 @@ static int pread_all(int fd, unsigned char *p, size_t n, off_t off)
 	return 0;
 }
 
-/* ---- header ---- */
-
-static void encode_header(unsigned char *h, uint64_t cap_nano, uint64_t cap_answers,
-			      const char *identity)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	memset(h, 0, DP_LEDGER_HEADER_SIZE);
-	memcpy(h, HDR_MAGIC, 8);
-	put32(h + HDR_OFF_VER, HDR_VERSION);
-	put32(h + HDR_OFF_HSIZE, DP_LEDGER_HEADER_SIZE);
-	put32(h + HDR_OFF_RSIZE, DP_LEDGER_RECORD_SIZE);
-	put32(h + HDR_OFF_FLAGS, 0);
-	put64(h + HDR_OFF_CAP, cap_nano);
-	put64(h + HDR_OFF_CAPK, cap_answers);
-	put64(h + HDR_OFF_TIME, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
-	memcpy(h + HDR_OFF_ID, identity, strlen(identity));
-	put32(h + HDR_OFF_CRC, crc_of(h, HDR_OFF_CRC));
-}
-
-/* Check the header bytes; fill caps, identity and CRC. */
-static int decode_header(const char *path, const unsigned char *h, uint64_t *cap_nano,
-			     uint64_t *cap_answers, char *identity, uint32_t *crc)
-{
-	uint32_t ver, stored;
-	size_t idlen;
-
-	if (memcmp(h, HDR_MAGIC, 8) != 0)
-		return dp_error_set(DP_ECORRUPT, "ledger %s: not a dpasync ledger (bad magic)", path);
-	stored = get32(h + HDR_OFF_CRC);
-	if (crc_of(h, HDR_OFF_CRC) != stored)
-		return dp_error_set(DP_ECORRUPT, "ledger %s: header checksum mismatch", path);
-	ver = get32(h + HDR_OFF_VER);
-	if (ver != HDR_VERSION)
-		return dp_error_set(DP_ECORRUPT, "ledger %s: unsupported format version %u "
-				    "(this build reads %u)", path, ver, HDR_VERSION);
-	if (get32(h + HDR_OFF_HSIZE) != DP_LEDGER_HEADER_SIZE ||
-	    get32(h + HDR_OFF_RSIZE) != DP_LEDGER_RECORD_SIZE ||
-	    get32(h + HDR_OFF_FLAGS) != 0)
-		return dp_error_set(DP_ECORRUPT, "ledger %s: header sizes or flags invalid", path);
-	*cap_nano = get64(h + HDR_OFF_CAP);
-	*cap_answers = get64(h + HDR_OFF_CAPK);
-	if (*cap_nano == 0 || *cap_answers == 0)
-		return dp_error_set(DP_ECORRUPT, "ledger %s: header caps are zero", path);
-	idlen = strnlen((const char *)h + HDR_OFF_ID, HDR_ID_LEN);
-	if (idlen == HDR_ID_LEN)
-		return dp_error_set(DP_ECORRUPT, "ledger %s: header identity not terminated", path);
-	for (size_t i = HDR_OFF_ID + idlen; i < HDR_OFF_CRC; i++) {
-		if (h[i] != 0)
-			return dp_error_set(DP_ECORRUPT, "ledger %s: header reserved bytes not zero",
-					    path);
-	}
-	memcpy(identity, h + HDR_OFF_ID, idlen + 1);
-	*crc = stored;
-	return 0;
-}
-
 /* Create `path` holding just the header (file.h: complete and durable
  * before it appears under its name, mode 0600); 0 also when `path`
  * appeared meanwhile (the caller opens and verifies it). */
@@ -237,49 +103,12 @@ static int create_file(const char *path, uint64_t cap_nano, uint64_t cap_answers
 	unsigned char h[DP_LEDGER_HEADER_SIZE];
 	int rc;
 
-	encode_header(h, cap_nano, cap_answers, identity);
+	dp__ledger_encode_header(h, cap_nano, cap_answers, identity);
 	rc = dp_file_create_atomic(path, h, sizeof(h), 0600);
 	return rc == DP_EEXIST ? 0 : rc;
 }
 
 /* ---- records ---- */
-
-static void encode_record(unsigned char *r, uint32_t hdr_crc, const dp_ledger_entry *e)
-{
-	memset(r, 0, DP_LEDGER_RECORD_SIZE);
-	put32(r, REC_MAGIC);
-	put32(r + REC_OFF_FLAGS, e->flags);
-	put64(r + REC_OFF_SEQ, e->seq);
-	put64(r + REC_OFF_K, e->k);
-	put64(r + REC_OFF_CHARGE, e->charge_nano);
-	put64(r + REC_OFF_TOTAL, e->total_nano);
-	put64(r + REC_OFF_COUNT, e->count);
-	put64(r + REC_OFF_TIME, e->time_ns);
-	put32(r + REC_OFF_HCRC, hdr_crc);
-	put32(r + REC_OFF_CRC, crc_of(r, REC_OFF_CRC));
-}
-
-/* Decode one record: REC_OK and e filled; REC_DAMAGED for bad magic or
- * CRC (what a torn write leaves); REC_FOREIGN for an intact record that does
- * not belong to this ledger (other header, unknown flags), which a torn
- * write cannot produce. */
-enum { REC_OK, REC_DAMAGED, REC_FOREIGN };
-
-static int decode_record(const unsigned char *r, uint32_t hdr_crc, dp_ledger_entry *e)
-{
-	if (get32(r) != REC_MAGIC || get32(r + REC_OFF_CRC) != crc_of(r, REC_OFF_CRC))
-		return REC_DAMAGED;
-	if ((get32(r + REC_OFF_FLAGS) & ~REC_FLAGS_ALL) != 0 || get32(r + REC_OFF_HCRC) != hdr_crc)
-		return REC_FOREIGN;
-	e->flags = get32(r + REC_OFF_FLAGS);
-	e->seq = get64(r + REC_OFF_SEQ);
-	e->k = get64(r + REC_OFF_K);
-	e->charge_nano = get64(r + REC_OFF_CHARGE);
-	e->total_nano = get64(r + REC_OFF_TOTAL);
-	e->count = get64(r + REC_OFF_COUNT);
-	e->time_ns = get64(r + REC_OFF_TIME);
-	return REC_OK;
-}
 
 static int ks_reserve(dp_ledger *l, size_t n)
 {
@@ -296,8 +125,8 @@ static int check_next(const dp_ledger *l, uint64_t hdr_cap, uint64_t hdr_capk,
 	const char *p = l->path;
 	unsigned long long at = (unsigned long long)(i + 1);
 
-	bool alone = e->flags & REC_NOANSWER;
-	uint64_t grow = count_growth(e->flags);
+	bool alone = e->flags & DP__LEDGER_NOANSWER;
+	uint64_t grow = dp__ledger_count_growth(e->flags);
 	uint64_t last_k = l->seq > 0 ? l->ks[l->seq - 1] : 0;
 
 	if (e->seq != l->seq + 1)
@@ -307,11 +136,11 @@ static int check_next(const dp_ledger *l, uint64_t hdr_cap, uint64_t hdr_capk,
 	/* An answer under a reservation needs one right before it; the count
 	 * grows by the answers the record may release: its own unless
 	 * covered, and the one it reserves (docs/ledger.md §9). */
-	if (alone && (e->flags != (REC_NOANSWER | REC_RESERVES) || e->k != 0))
+	if (alone && (e->flags != (DP__LEDGER_NOANSWER | DP__LEDGER_RESERVES) || e->k != 0))
 		return dp_error_set(DP_ECORRUPT, "ledger %s: record %llu: a reservation with "
 				    "flags %u and k %llu", p, at, e->flags,
 				    (unsigned long long)e->k);
-	if ((e->flags & REC_COVERED) && !(l->seq > 0 && (l->last_flags & REC_RESERVES)))
+	if ((e->flags & DP__LEDGER_COVERED) && !(l->seq > 0 && (l->last_flags & DP__LEDGER_RESERVES)))
 		return dp_error_set(DP_ECORRUPT, "ledger %s: record %llu: covered by a reservation "
 				    "that the previous record does not hold", p, at);
 	if (e->count != l->count + grow)
@@ -376,29 +205,29 @@ static int load_records(dp_ledger *l, off_t size, uint64_t hdr_cap, uint64_t hdr
 		}
 		for (uint64_t j = 0; j < n; j++, i++) {
 			dp_ledger_entry e;
-			int d = decode_record(buf + j * R, l->hdr_crc, &e);
+			int d = dp__ledger_decode_record(buf + j * R, l->hdr_crc, &e);
 
 			/* Only the very last record may be torn, and only if
 			 * nothing follows it. */
-			if (d == REC_DAMAGED && i + 1 == nfull && rem == 0) {
+			if (d == DP__LEDGER_REC_DAMAGED && i + 1 == nfull && rem == 0) {
 				rem = R;
 				nfull--;
 				break;
 			}
-			if (d != REC_OK) {
+			if (d != DP__LEDGER_REC_OK) {
 				rc = dp_error_set(DP_ECORRUPT, "ledger %s: record %llu of %llu "
 						  "(offset %llu): %s", l->path,
 						  (unsigned long long)(i + 1),
 						  (unsigned long long)nfull,
 						  (unsigned long long)(DP_LEDGER_HEADER_SIZE + i * R),
-						  d == REC_DAMAGED ? "bad magic or checksum" :
+						  d == DP__LEDGER_REC_DAMAGED ? "bad magic or checksum" :
 						  "intact but from another ledger or format");
 				goto out;
 			}
 			rc = check_next(l, hdr_cap, hdr_capk, i, &e);
 			if (rc < 0)
 				goto out;
-			l->ks[l->seq] = (e.flags & REC_NOANSWER) ? last_answered(l) : e.k;
+			l->ks[l->seq] = (e.flags & DP__LEDGER_NOANSWER) ? last_answered(l) : e.k;
 			l->seq = e.seq;
 			l->count = e.count;
 			l->last_flags = e.flags;
@@ -540,7 +369,7 @@ int dp_ledger_open(const char *path, double cap_eps, uint64_t cap_answers,
 				  saved ? strerror(saved) : "short read");
 		goto fail;
 	}
-	rc = decode_header(path, h, &hdr_cap, &hdr_capk, l->identity, &l->hdr_crc);
+	rc = dp__ledger_decode_header(path, h, &hdr_cap, &hdr_capk, l->identity, &l->hdr_crc);
 	if (rc < 0)
 		goto fail;
 	if (ro) {
@@ -693,7 +522,7 @@ static int append(dp_ledger *l, uint32_t flags, uint64_t k, uint64_t charge, uin
 	struct timespec ts;
 	ssize_t w;
 	int rc, saved;
-	bool alone = flags & REC_NOANSWER;
+	bool alone = flags & DP__LEDGER_NOANSWER;
 
 	/* Only the final record may be torn (§4): the one before must be
 	 * durable before another follows it.  Owed only after a settle whose
@@ -714,9 +543,9 @@ static int append(dp_ledger *l, uint32_t flags, uint64_t k, uint64_t charge, uin
 	e.k = alone ? 0 : k;
 	e.charge_nano = charge;
 	e.total_nano = dp_nano_add(l->total, charge);
-	e.count = l->count + count_growth(flags);
+	e.count = l->count + dp__ledger_count_growth(flags);
 	e.time_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	encode_record(rec, l->hdr_crc, &e);
+	dp__ledger_encode_record(rec, l->hdr_crc, &e);
 
 	/* One write() of the whole record; a short write is not continued
 	 * (the tail is torn and is dropped at the next open). */
@@ -731,7 +560,7 @@ static int append(dp_ledger *l, uint32_t flags, uint64_t k, uint64_t charge, uin
 	l->count = e.count;
 	l->last_flags = e.flags;
 	l->total = e.total_nano;
-	l->resv_nano = (flags & REC_RESERVES) ? share : 0;
+	l->resv_nano = (flags & DP__LEDGER_RESERVES) ? share : 0;
 	l->resv_durable = false;
 	l->unsynced = true;
 	if (w != (ssize_t)sizeof(rec)) {
@@ -752,14 +581,14 @@ static int append(dp_ledger *l, uint32_t flags, uint64_t k, uint64_t charge, uin
 /* Write the record of the answer that left under a reservation. */
 static int flush_pending(dp_ledger *l, uint64_t share, dp_ledger_entry *out)
 {
-	uint32_t flags = REC_COVERED;
+	uint32_t flags = DP__LEDGER_COVERED;
 	uint64_t k = l->pending_k;
 
 	l->pending = false;
 	l->pending_k = 0;
 	if (share != 0 && fits(l, share))
-		flags |= REC_RESERVES;
-	return append(l, flags, k, (flags & REC_RESERVES) ? share : 0, share, out);
+		flags |= DP__LEDGER_RESERVES;
+	return append(l, flags, k, (flags & DP__LEDGER_RESERVES) ? share : 0, share, out);
 }
 
 int dp_ledger_charge(dp_ledger *l, uint64_t k, double charge_eps, dp_ledger_entry *out)
@@ -851,7 +680,7 @@ int dp_ledger_settle_write(dp_ledger *l, double reserve_eps, uint64_t *seq)
 	else if (share == 0 || l->resv_nano != 0 || !fits(l, share))
 		return 0;
 	else
-		rc = append(l, REC_NOANSWER | REC_RESERVES, 0, share, share, NULL);
+		rc = append(l, DP__LEDGER_NOANSWER | DP__LEDGER_RESERVES, 0, share, share, NULL);
 	if (rc == 0)
 		*seq = l->seq;
 	return rc;
@@ -921,8 +750,8 @@ int dp_ledger_lookup(const dp_ledger *l, uint64_t k, dp_ledger_entry *out)
 		return dp_error_set(DP_EIO, "ledger %s: read record %zu: %s", l->path, lo + 1,
 				    saved ? strerror(saved) : "short read");
 	}
-	if (decode_record(rec, l->hdr_crc, &e) != REC_OK || e.k != k || e.seq != lo + 1 ||
-	    (e.flags & REC_NOANSWER))
+	if (dp__ledger_decode_record(rec, l->hdr_crc, &e) != DP__LEDGER_REC_OK || e.k != k || e.seq != lo + 1 ||
+	    (e.flags & DP__LEDGER_NOANSWER))
 		return dp_error_set(DP_ECORRUPT, "ledger %s: record %zu changed on disk", l->path,
 				    lo + 1);
 	*out = e;
