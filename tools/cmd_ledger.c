@@ -101,6 +101,8 @@ static int print_set(const char *path, const dp_ledgerset *s)
 	if (rc == 0)
 		rc = dp_json_add(j, "path", json_object_new_string(path));
 	if (rc == 0)
+		rc = dp_json_add(j, "format_version", json_object_new_uint64(dp_ledgerset_format(s)));
+	if (rc == 0)
 		rc = dp_json_add(j, "jobs_count", json_object_new_uint64(dp_ledgerset_count(s)));
 	if (rc == 0)
 		rc = add_eps(j, "lifetime_epsilon_spent",
@@ -185,8 +187,9 @@ int dp_cmd_ledger(int argc, char **argv)
 			   "identity, epsilon cap/spent/left, answers and answer cap, the last request\n"
 			   "id answered, and the bytes of a torn final record (which ownerd drops on\n"
 			   "its next start).  A corrupt ledger is one error line and exit 2.\n"
-			   "For an ownerd ledger directory (--ledger DIR) the line holds every job's\n"
-			   "totals and the lifetime totals over all jobs.",
+			   "For an ownerd ledger directory (--ledger DIR) the line holds its format\n"
+			   "version (as found: ownerd migrates an older directory, this command only\n"
+			   "reads it), every job's totals and the lifetime totals over all jobs.",
 		.entries = entries,
 		.args = &files,
 		.args_metavar = "LEDGER...",
