@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "common/core/error.h"
+#include "common/core/exit.h"
 #include "common/core/file.h"
 #include "common/core/log.h"
 #include "common/core/modelfile.h"
@@ -271,20 +272,20 @@ static int lock_out(struct lrn *L)
 
 static int out_paths(struct lrn *L)
 {
-	if (asprintf(&L->trace_path, "%s/trace.csv", S.out) < 0) {
-		L->trace_path = NULL;
+	if (asprintf(&L->job.trace_path, "%s/trace.csv", S.out) < 0) {
+		L->job.trace_path = NULL;
 		return dp_error_set(DP_ENOMEM, "out of memory");
 	}
-	if (asprintf(&L->ckpt_path, "%s/checkpoint.json", S.out) < 0) {
-		L->ckpt_path = NULL;
+	if (asprintf(&L->job.ckpt_path, "%s/checkpoint.json", S.out) < 0) {
+		L->job.ckpt_path = NULL;
 		return dp_error_set(DP_ENOMEM, "out of memory");
 	}
 	if (asprintf(&L->model_path, "%s/model.json", S.out) < 0) {
 		L->model_path = NULL;
 		return dp_error_set(DP_ENOMEM, "out of memory");
 	}
-	if (asprintf(&L->rounds_path, "%s/rounds.csv", S.out) < 0) {
-		L->rounds_path = NULL;
+	if (asprintf(&L->job.rounds_path, "%s/rounds.csv", S.out) < 0) {
+		L->job.rounds_path = NULL;
 		return dp_error_set(DP_ENOMEM, "out of memory");
 	}
 	return 0;
@@ -316,10 +317,10 @@ static void close_httpd(struct lrn *L)
  * its message in msg. */
 static int write_outputs(struct lrn *L, char *msg, size_t size)
 {
-	dp_modelfile mf = { .model = L->model, .p = L->p, .theta = (double *)lrn_state_output(L),
-			    .bias = S.bias,
-			    .T = L->T, .lambda = S.lambda, .theta_max = S.theta_max,
-			    .clip = L->clip, .job = S.job };
+	dp_modelfile mf = { .model = L->job.model, .p = L->job.p,
+			    .theta = (double *)lrn_state_output(&L->job), .bias = S.bias,
+			    .T = L->job.T, .lambda = S.lambda, .theta_max = S.theta_max,
+			    .clip = L->job.clip, .job = S.job };
 	int rc;
 
 	snprintf(mf.mode, sizeof(mf.mode), "%s",
@@ -329,7 +330,7 @@ static int write_outputs(struct lrn *L, char *msg, size_t size)
 		snprintf(msg, size, "model: %s", dp_error_detail(rc));
 		return rc;
 	}
-	rc = lrn_checkpoint_save(L, true);
+	rc = lrn_checkpoint_save(&L->job, true);
 	if (rc < 0) {
 		snprintf(msg, size, "checkpoint: %s", dp_error_detail(rc));
 		return rc;
@@ -350,12 +351,12 @@ static void end_job(struct lrn *L, enum lrn_end how, const char *why)
 	if (how == LRN_END_DONE) {
 		rc = write_outputs(L, msg, sizeof(msg));
 		if (rc == 0) {
-			DP_INFO("learner", "job done k=%llu model=%s", (unsigned long long)L->k_done,
+			DP_INFO("learner", "job done k=%llu model=%s", (unsigned long long)L->job.k_done,
 				L->model_path);
 			lrn_progress_end(L, "done");
 			L->phase = LRN_FINISHING;
 			L->finished = true;
-			L->exit_code = LRN_EXIT_OK;
+			L->exit_code = DP_EXIT_OK;
 			lrn_server_close(L, true);
 			close_httpd(L);
 			return;
@@ -364,25 +365,25 @@ static void end_job(struct lrn *L, enum lrn_end how, const char *why)
 		why = msg;
 	}
 	L->phase = LRN_STOPPING;
-	L->exit_code = how == LRN_END_FAIL ? LRN_EXIT_FAIL : LRN_EXIT_OK;
+	L->exit_code = how == LRN_END_FAIL ? DP_EXIT_FAIL : DP_EXIT_OK;
 	if (why)
 		DP_ERROR("learner", "stopping: %s", why);
 	lrn_progress_end(L, how == LRN_END_FAIL ? "failed" : "signal");
-	if (L->io_failed) {
+	if (L->job.io_failed) {
 		DP_WARN("learner", "no final checkpoint after a write failure: --resume continues "
-			"from the last good one path=%s", L->ckpt_path);
-	} else if (L->started) {
-		rc = lrn_checkpoint_save(L, true);
+			"from the last good one path=%s", L->job.ckpt_path);
+	} else if (L->job.started) {
+		rc = lrn_checkpoint_save(&L->job, true);
 		if (rc < 0 && how == LRN_END_FAIL && why) {
 			/* The error line above is the cause (a disk that
 			 * stays full fails this too): one error line. */
 			DP_WARN("learner", "final checkpoint failed: %s", dp_error_detail(rc));
 		} else if (rc < 0) {
 			DP_ERROR("learner", "final checkpoint failed: %s", dp_error_detail(rc));
-			L->exit_code = LRN_EXIT_FAIL;
+			L->exit_code = DP_EXIT_FAIL;
 		} else {
-			DP_INFO("learner", "checkpoint written k=%llu path=%s", (unsigned long long)L->k_done,
-				L->ckpt_path);
+			DP_INFO("learner", "checkpoint written k=%llu path=%s",
+				(unsigned long long)L->job.k_done, L->job.ckpt_path);
 		}
 	}
 	lrn_server_close(L, false);
@@ -433,31 +434,34 @@ static int load_state(struct lrn *L, bool check_only)
 {
 	int rc;
 
-	if (access(L->ckpt_path, F_OK) != 0) {
+	if (access(L->job.ckpt_path, F_OK) != 0) {
 		int e = errno;
 
 		if (e != ENOENT)
-			return fail(LRN_EXIT_FAIL, "%s: %s", L->ckpt_path, strerror(e));
+			return fail(dp_exit_status(DP_EIO, DP_EXIT_PHASE_LOAD), "%s: %s",
+				    L->job.ckpt_path, strerror(e));
 		if (S.resume)
 			DP_INFO("learner", "no checkpoint in %s: starting a new job", S.out);
 		return 0;
 	}
 	if (!S.resume)
-		return fail(LRN_EXIT_CONFIG,
+		return fail(dp_exit_status(DP_EEXIST, DP_EXIT_PHASE_LOAD),
 			    "%s exists: use --resume to continue that job, or choose another --out",
-			    L->ckpt_path);
+			    L->job.ckpt_path);
 	/* theta_hat and a half-served round are not restored (docs/learnerd.md §9). */
 	if (LRN_SYNC(L))
-		return fail(LRN_EXIT_CONFIG, "cannot resume: %s exists and a %s job cannot be "
-			    "resumed; choose another --out", L->ckpt_path, modes[S.mode]);
-	rc = lrn_checkpoint_load(L);
+		return fail(dp_exit_status(DP_EINVAL, DP_EXIT_PHASE_LOAD),
+			    "cannot resume: %s exists and a %s job cannot be "
+			    "resumed; choose another --out", L->job.ckpt_path, modes[S.mode]);
+	rc = lrn_checkpoint_load(&L->job);
 	if (rc < 0)
-		return fail(LRN_EXIT_CONFIG, "cannot resume: %s", dp_error_detail(rc));
+		return fail(dp_exit_status(rc, DP_EXIT_PHASE_LOAD), "cannot resume: %s",
+			    dp_error_detail(rc));
 	if (!check_only) {
 		DP_INFO("learner", "resuming job=%s from %s k=%llu T=%llu next_query=%llu", S.job,
-			L->ckpt_path, (unsigned long long)L->k_done, (unsigned long long)L->T,
-			(unsigned long long)L->next_qid);
-		lrn_state_log_plan(L, "checkpoint");
+			L->job.ckpt_path, (unsigned long long)L->job.k_done, (unsigned long long)L->job.T,
+			(unsigned long long)L->job.next_qid);
+		lrn_state_log_plan(&L->job, "checkpoint");
 	}
 	return 0;
 }
@@ -500,40 +504,38 @@ static int prepare_job(struct lrn *L, enum dp_config_action action)
 
 	rc = make_job_id();
 	if (rc < 0)
-		return fail(LRN_EXIT_FAIL, "%s", dp_error_detail(rc));
+		return fail(dp_exit_status(rc, DP_EXIT_PHASE_ARGS), "%s", dp_error_detail(rc));
 	rc = lrn_server_parse_owners(S.owners, &names, &n);
 	if (rc < 0)
-		return fail(LRN_EXIT_CONFIG, "%s", dp_error_detail(rc));
-	rc = lrn_state_init(L, names, n);
+		return fail(dp_exit_status(rc, DP_EXIT_PHASE_ARGS), "%s", dp_error_detail(rc));
+	rc = lrn_state_init(&L->job, &S, names, n);
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
 	if (rc == 0 && S.features > 0)
-		rc = lrn_state_set_p(L, S.features);
+		rc = lrn_state_set_p(&L->job, S.features);
 	if (rc == 0)
 		rc = dp_addr_split("listen", S.listen, DP_ADDR_PORT_ZERO, L->listen_host,
 				   sizeof(L->listen_host), &L->listen_port);
 	if (rc == 0)
 		rc = out_paths(L);
 	if (rc < 0)
-		return fail(LRN_EXIT_FAIL, "%s", dp_error_detail(rc));
-	rc = lrn_state_load_public(L);
+		return fail(dp_exit_status(rc, DP_EXIT_PHASE_ARGS), "%s", dp_error_detail(rc));
+	rc = lrn_state_load_public(&L->job);
 	/* The public constants are for one p: without `features`, that is the
 	 * job's, so no owner's Hello decides it. */
-	if (rc == 0 && L->have_pub && L->p == 0)
-		rc = lrn_state_set_p(L, L->pub.p);
+	if (rc == 0 && L->job.have_pub && L->job.p == 0)
+		rc = lrn_state_set_p(&L->job, L->job.pub.p);
 	if (rc < 0)
-		return fail(rc == DP_ENOMEM ? LRN_EXIT_FAIL : LRN_EXIT_CONFIG, "%s",
-			    dp_error_detail(rc));
+		return fail(dp_exit_status(rc, DP_EXIT_PHASE_LOAD), "%s", dp_error_detail(rc));
 	rc = dp_tls_ctx_new(1, &tf, &L->ctx);
 	if (rc < 0)
-		return fail(LRN_EXIT_CONFIG, "%s", dp_error_detail(rc));
+		return fail(dp_exit_status(rc, DP_EXIT_PHASE_LOAD), "%s", dp_error_detail(rc));
 	lrn_memtrim_init();
 	/* Before any socket or output file; logged once the loop runs. */
 	rc = lrn_fdlimit_raise(L);
 	if (rc < 0)
-		return fail(rc == DP_EINVAL ? LRN_EXIT_CONFIG : LRN_EXIT_FAIL, "%s",
-			    dp_error_detail(rc));
+		return fail(dp_exit_status(rc, DP_EXIT_PHASE_ARGS), "%s", dp_error_detail(rc));
 
 	if (action == DP_CONFIG_CHECK) {
 		if (S.resume) {
@@ -549,13 +551,14 @@ static int prepare_job(struct lrn *L, enum dp_config_action action)
 	if (rc == 0)
 		rc = lock_out(L);
 	if (rc < 0)
-		return fail(LRN_EXIT_FAIL, "output directory: %s", dp_error_detail(rc));
+		return fail(dp_exit_status(rc, DP_EXIT_PHASE_RUN), "output directory: %s",
+			    dp_error_detail(rc));
 	rc = load_state(L, false);
 	if (rc != 0)
 		return rc;
-	rc = lrn_trace_open(L, L->started || L->k_done > 0);
+	rc = lrn_trace_open(&L->job, L->job.started || L->job.k_done > 0);
 	if (rc < 0)
-		return fail(LRN_EXIT_FAIL, "%s", dp_error_detail(rc));
+		return fail(dp_exit_status(rc, DP_EXIT_PHASE_RUN), "%s", dp_error_detail(rc));
 	return 0;
 }
 
@@ -566,21 +569,23 @@ static int start_loop(struct lrn *L)
 	int rc;
 
 	L->loop = uv_default_loop();
-	rc = lrn_stats_init(L);
+	rc = lrn_stats_init(&L->job);
 	if (rc == 0)
-		rc = lrn_sched_init(L);
+		rc = lrn_sched_init(&L->job);
 	if (rc < 0)
-		return fail(LRN_EXIT_FAIL, "%s", dp_error_detail(rc));
+		return fail(dp_exit_status(rc, DP_EXIT_PHASE_RUN), "%s", dp_error_detail(rc));
 	L->on_end = end_job;
 	rc = lrn_server_start(L);
 	if (rc < 0)
-		return fail(LRN_EXIT_FAIL, "cannot listen on %s: %s", S.listen, dp_error_detail(rc));
+		return fail(dp_exit_status(rc, DP_EXIT_PHASE_RUN), "cannot listen on %s: %s",
+			    S.listen, dp_error_detail(rc));
 	if (S.metrics_listen && *S.metrics_listen) {
-		struct dp_httpd_options ho = { .listen = S.metrics_listen, .metrics = L->st.reg };
+		struct dp_httpd_options ho = { .listen = S.metrics_listen, .metrics = L->job.st.reg };
 
 		rc = dp_httpd_new(L->loop, &ho, &L->httpd);
 		if (rc < 0)
-			return fail(LRN_EXIT_FAIL, "cannot serve metrics on %s: %s", S.metrics_listen,
+			return fail(dp_exit_status(rc, DP_EXIT_PHASE_RUN),
+				    "cannot serve metrics on %s: %s", S.metrics_listen,
 				    dp_error_detail(rc));
 		L->metrics_port = dp_httpd_port(L->httpd);
 	}
@@ -588,16 +593,17 @@ static int start_loop(struct lrn *L)
 	if (rc == 0)
 		rc = lrn_progress_start(L);
 	if (rc < 0)
-		return fail(LRN_EXIT_FAIL, "%s", dp_error_detail(rc));
+		return fail(dp_exit_status(rc, DP_EXIT_PHASE_RUN), "%s", dp_error_detail(rc));
 	rc = write_port_file(L);
 	if (rc < 0)
-		return fail(LRN_EXIT_FAIL, "port file: %s", dp_error_detail(rc));
+		return fail(dp_exit_status(rc, DP_EXIT_PHASE_RUN), "port file: %s",
+			    dp_error_detail(rc));
 	lrn_fdlimit_log(L);
 	DP_INFO("learner", "listening tls=%s:%u metrics_port=%u job=%s model=%s T=%llu N=%zu "
 		"mode=%s max_inflight=%zu k=%llu", L->listen_host, L->tls_port,
-		L->metrics_port, S.job, dp_model_name(L->model),
-		(unsigned long long)L->T, L->N, modes[S.mode], S.max_inflight,
-		(unsigned long long)L->k_done);
+		L->metrics_port, S.job, dp_model_name(L->job.model),
+		(unsigned long long)L->job.T, L->job.N, modes[S.mode], S.max_inflight,
+		(unsigned long long)L->job.k_done);
 	return 0;
 }
 
@@ -607,8 +613,8 @@ static int run(struct lrn *L)
 	/* A resumed job that had already finished only rewrites its outputs. */
 	lrn_server_pump(L);
 	uv_run(L->loop, UV_RUN_DEFAULT);
-	if (L->exit_code == LRN_EXIT_OK && L->finished)
-		printf("done k=%llu out=%s\n", (unsigned long long)L->k_done, S.out);
+	if (L->exit_code == DP_EXIT_OK && L->finished)
+		printf("done k=%llu out=%s\n", (unsigned long long)L->job.k_done, S.out);
 	fflush(stdout);
 	return L->exit_code;
 }
@@ -629,14 +635,15 @@ static void cleanup(struct lrn *L)
 		uv_loop_close(L->loop);
 		L->loop = NULL;
 	}
-	lrn_trace_close(L);
-	lrn_sched_free(L);
-	lrn_stats_free(L);
-	lrn_state_free(L);
+	lrn_server_free(L);
+	lrn_trace_close(&L->job);
+	lrn_sched_free(&L->job);
+	lrn_stats_free(&L->job);
+	lrn_state_free(&L->job);
 	SSL_CTX_free(L->ctx);
-	free(L->trace_path);
-	free(L->rounds_path);
-	free(L->ckpt_path);
+	free(L->job.trace_path);
+	free(L->job.rounds_path);
+	free(L->job.ckpt_path);
 	free(L->model_path);
 	if (L->lock_fd >= 0)
 		close(L->lock_fd);
@@ -653,29 +660,24 @@ int main(int argc, char **argv)
 	memset(L, 0, sizeof(*L));
 	L->s = &S;
 	L->lock_fd = -1;
-	L->stall_since = -1;
-	L->first_query = -1;
-	L->psi_pred = L->psi_zero = NAN;
 	rc = dp_config_load(&spec, argc, argv, &action);
 	if (rc < 0) {
-		rc = fail(LRN_EXIT_CONFIG, "%s", dp_error_detail(rc));
+		rc = fail(dp_exit_status(rc, DP_EXIT_PHASE_ARGS), "%s", dp_error_detail(rc));
 	} else if (action == DP_CONFIG_HELP) {
 		dp_config_print_help(&spec, stdout);
-		rc = LRN_EXIT_OK;
+		rc = DP_EXIT_OK;
 	} else if (action == DP_CONFIG_VERSION) {
 		printf("learnerd %s\n", DP_VERSION);
-		rc = LRN_EXIT_OK;
+		rc = DP_EXIT_OK;
 	} else {
 		dp_log_set_level((enum dp_log_level)S.log_level);
-		L->model = (dp_model)S.model;
-		L->T = S.T;
 		rc = prepare_job(L, action);
 		if (rc == 0)
 			rc = start_loop(L);
 		if (rc == 0)
 			rc = run(L);
 		else if (rc < 0)
-			rc = LRN_EXIT_OK;   /* --check-config */
+			rc = DP_EXIT_OK;   /* --check-config */
 	}
 	cleanup(L);
 	return rc;

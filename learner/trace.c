@@ -21,7 +21,7 @@
 #include "common/core/error.h"
 #include "common/core/file.h"
 #include "common/core/log.h"
-#include "learner/lrn.h"
+#include "learner/job.h"
 
 #define TRACE_HEADER "k,time_unix,owner,wait_s,rtt_s,eps_spent,staleness,job\n"
 /* The headers before the staleness and the job columns: their rows cannot
@@ -29,7 +29,7 @@
 #define TRACE_HEADER_6 "k,time_unix,owner,wait_s,rtt_s,eps_spent\n"
 #define TRACE_HEADER_7 "k,time_unix,owner,wait_s,rtt_s,eps_spent,staleness\n"
 
-static int trace_new(struct lrn *L)
+static int trace_new(struct lrn_job *L)
 {
 	L->trace = fopen(L->trace_path, "w");
 	if (L->trace == NULL)
@@ -41,7 +41,7 @@ static int trace_new(struct lrn *L)
 
 /* Keep the header and the first k_done complete rows; drop the rest
  * (rows of iterations the checkpoint does not hold, a torn last line). */
-static int trace_cut(struct lrn *L)
+static int trace_cut(struct lrn_job *L)
 {
 	FILE *f = fopen(L->trace_path, "r+");
 	char *line = NULL;
@@ -105,7 +105,7 @@ static int trace_cut(struct lrn *L)
 	return 0;
 }
 
-int lrn_trace_open(struct lrn *L, bool resume)
+int lrn_trace_open(struct lrn_job *L, bool resume)
 {
 	DP_REQUIRE(L != NULL && L->trace_path != NULL && L->trace == NULL);
 	return resume ? trace_cut(L) : trace_new(L);
@@ -114,13 +114,13 @@ int lrn_trace_open(struct lrn *L, bool resume)
 /* A write of the trace (or of rounds.csv) failed: its rows may be lost, so
  * no checkpoint may be written after it (one would count iterations the
  * trace lacks). */
-static int failed(struct lrn *L, const char *path, int err)
+static int failed(struct lrn_job *L, const char *path, int err)
 {
 	L->io_failed = true;
 	return dp_error_set(DP_EIO, "%s: %s", path, strerror(err));
 }
 
-int lrn_trace_row(struct lrn *L, uint64_t k, double wall, const char *owner, double wait,
+int lrn_trace_row(struct lrn_job *L, uint64_t k, double wall, const char *owner, double wait,
 		  double rtt, double eps, uint64_t staleness)
 {
 	DP_REQUIRE(L != NULL && owner != NULL && L->s != NULL && L->s->job != NULL);
@@ -137,7 +137,7 @@ int lrn_trace_row(struct lrn *L, uint64_t k, double wall, const char *owner, dou
 
 #define ROUNDS_HEADER "round,time_unix,round_s,answers,first_k,last_k,slowest,slowest_rtt_s\n"
 
-int lrn_trace_round(struct lrn *L, uint64_t round, double wall, double secs, size_t answers,
+int lrn_trace_round(struct lrn_job *L, uint64_t round, double wall, double secs, size_t answers,
 		    uint64_t first_k, uint64_t last_k, const char *slowest, double slowest_rtt)
 {
 	DP_REQUIRE(L != NULL && slowest != NULL && L->rounds_path != NULL);
@@ -153,7 +153,7 @@ int lrn_trace_round(struct lrn *L, uint64_t round, double wall, double secs, siz
 	return 0;
 }
 
-int lrn_trace_sync(struct lrn *L)
+int lrn_trace_sync(struct lrn_job *L)
 {
 	DP_REQUIRE(L != NULL);
 	if (L->trace == NULL)
@@ -167,7 +167,7 @@ int lrn_trace_sync(struct lrn *L)
 	return 0;
 }
 
-void lrn_trace_close(struct lrn *L)
+void lrn_trace_close(struct lrn_job *L)
 {
 	DP_REQUIRE(L != NULL);
 	if (L->rounds != NULL && fclose(L->rounds) != 0)

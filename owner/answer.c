@@ -139,7 +139,7 @@ static void refusal(const struct own_budget *b, int r, uint64_t k, struct own_re
 	switch (r) {
 	case DP_EBUDGET:
 		/* The reason the learner logs names which cap was reached
-		 * (docs/ownerd.md "Jobs and the lifetime budget"). */
+		 * (docs/ledger.md §8 "Jobs and the lifetime budget"). */
 		refuse(out, own_budget_lifetime_hit(b) ? OWN_REFUSE_LIFETIME : "budget exhausted");
 		break;
 	case DP_ESTATE:
@@ -152,7 +152,7 @@ static void refusal(const struct own_budget *b, int r, uint64_t k, struct own_re
 		/* The ledger failed for good (logged by the budget). */
 		out->kind = OWN_REPLY_STOP;
 		out->refuse = "ledger failed";
-		out->exit_code = OWN_EXIT_FAIL;
+		out->exit_code = dp_exit_status(r, DP_EXIT_PHASE_RUN);
 		break;
 	default:
 		/* DP_EINVAL / DP_ERANGE / DP_ENOMEM: nothing was charged. */
@@ -204,7 +204,7 @@ static void finish(struct own_answer *a, int status, struct own_reply *out)
 			DP_ERROR("answer", "random generator failed k=%llu: %s; stopping",
 				 (unsigned long long)k, a->detail);
 			out->kind = OWN_REPLY_STOP;
-			out->exit_code = OWN_EXIT_FAIL;
+			out->exit_code = dp_exit_status(a->err, DP_EXIT_PHASE_RUN);
 		} else {
 			drop(out, "cannot answer query k=%llu: %s", (unsigned long long)k,
 			     a->detail);

@@ -129,6 +129,11 @@ static const struct dp_config_entry entries[] = {
 		  "sends it once every owner has said Hello)" },
 	{ .name = "once", DP_CFG_BOOL(&S.once), .def = "false", .group = "Learner",
 	  .help = "exit after one job (0 after Done) instead of waiting for the next job" },
+	{ .name = "connect-attempts", DP_CFG_U64(&S.connect_attempts), .def = "10", .min = 0,
+	  .max = 1e9, .group = "Learner", .metavar = "N",
+	  .help = "with --once: exit 1 after N attempts that reach something other than the "
+		  "verified learner on its address, with no Welcome between them (0: never); "
+		  "without --once ownerd retries for ever" },
 	{ .name = "model-out", DP_CFG_PATH(&S.model_out), .group = "Output",
 	  .help = "where the final model from Done is saved (default: model.json next to "
 		  "the ledger)" },
@@ -265,22 +270,6 @@ static const struct dp_config_spec spec = {
 	.validate_arg = &ownerd,
 };
 
-/* Map a library error to the exit code of a startup failure. */
-static int exit_for(int err)
-{
-	switch (err) {
-	case DP_EINVAL:
-	case DP_EFORMAT:
-	case DP_ENOENT:
-	case DP_ECORRUPT:
-	case DP_ETLS:
-	case DP_ERANGE:
-		return OWN_EXIT_CONFIG;
-	default:
-		return OWN_EXIT_FAIL;
-	}
-}
-
 static int die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int die(int code, const char *fmt, ...)
 {
@@ -380,6 +369,10 @@ static int metrics_init(struct own_metrics *m)
 		  "1 while a TLS connection to the learner is up.", .series = &m->connected },
 		{ DP_METRIC_COUNTER, "dpasync_owner_reconnects_total",
 		  "Connection attempts after the first one.", .series = &m->reconnects },
+		{ DP_METRIC_COUNTER, "dpasync_owner_connect_failures_total",
+		  "Attempts to reach the learner that failed before the connection was "
+		  "established, by reason.", .labels = (const char *const[]){ "reason", NULL },
+		  .family = &m->connect_failures },
 		{ DP_METRIC_COUNTER, "dpasync_peer_wakeups_total",
 		  "Peer mode: wake-ups done (this process).", .series = &m->wakeups },
 		{ DP_METRIC_COUNTER, "dpasync_peer_models_received_total",
@@ -450,7 +443,7 @@ static void on_signal(uv_signal_t *h, int signum)
 	struct own_daemon *d = h->data;
 
 	DP_INFO("owner", "signal=%s shutting down", signum == SIGTERM ? "TERM" : "INT");
-	stop(d, OWN_EXIT_OK);
+	stop(d, DP_EXIT_OK);
 }
 
 /* ---- startup ------------------------------------------------------------ */
@@ -490,7 +483,8 @@ static int start_peer(struct own_daemon *d, const struct own_budget_config *bc)
 	if (r == 0)
 		r = dp_rng_csprng_new(&d->answer_rng);
 	if (r < 0)
-		return die(OWN_EXIT_FAIL, "random generator: %s", dp_error_detail(r));
+		return die(dp_exit_status(r, DP_EXIT_PHASE_RUN), "random generator: %s",
+			   dp_error_detail(r));
 	d->bits = dp_rng_csprng_bits(d->rng);
 	d->answer_bits = dp_rng_csprng_bits(d->answer_rng);
 	d->loop = uv_default_loop();
@@ -511,7 +505,7 @@ static int start_peer(struct own_daemon *d, const struct own_budget_config *bc)
 	pc.stop_arg = d;
 	r = own_peer_new(&pc, &d->peer);
 	if (r < 0)
-		return die(exit_for(r), "%s", dp_error_detail(r));
+		return die(dp_exit_status(r, DP_EXIT_PHASE_LOAD), "%s", dp_error_detail(r));
 	return 0;
 }
 
@@ -536,21 +530,21 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 	if (r == 0 && d->set.peer)
 		r = dp_tls_ctx_new(1, &tf, &d->server_ctx);
 	if (r < 0)
-		return die(exit_for(r), "TLS: %s%s", dp_error_detail(r),
+		return die(dp_exit_status(r, DP_EXIT_PHASE_LOAD), "TLS: %s%s", dp_error_detail(r),
 			   d->set.peer ? " (an agent both dials and listens: make its certificate "
 					 "with dpasync certs --peer)" : "");
 	r = load_identity(d);
 	if (r < 0)
-		return die(exit_for(r), "TLS: %s", dp_error_detail(r));
+		return die(dp_exit_status(r, DP_EXIT_PHASE_LOAD), "TLS: %s", dp_error_detail(r));
 	r = load_data(d);
 	if (r < 0)
-		return die(exit_for(r), "data: %s", dp_error_detail(r));
+		return die(dp_exit_status(r, DP_EXIT_PHASE_LOAD), "data: %s", dp_error_detail(r));
 	r = resolve_model_out(d);
 	if (r < 0)
-		return die(OWN_EXIT_FAIL, "out of memory");
+		return die(dp_exit_status(r, DP_EXIT_PHASE_ARGS), "out of memory");
 	r = metrics_init(&d->m);
 	if (r < 0)
-		return die(OWN_EXIT_FAIL, "metrics: %s", dp_error_detail(r));
+		return die(dp_exit_status(r, DP_EXIT_PHASE_RUN), "metrics: %s", dp_error_detail(r));
 
 	memset(&bc, 0, sizeof(bc));
 	bc.path = d->set.ledger;
@@ -570,30 +564,33 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 	} else {
 		r = own_budget_open(&d->budget, &bc);
 		if (r < 0)
-			return die(exit_for(r), "%s", dp_error_detail(r));
+			return die(dp_exit_status(r, DP_EXIT_PHASE_LOAD), "%s", dp_error_detail(r));
 	}
 	if (action == DP_CONFIG_CHECK) {
 		if (dp_config_print(&spec, stdout) < 0 || fflush(stdout) != 0)
-			return die(OWN_EXIT_FAIL, "cannot write to stdout");
+			return die(dp_exit_status(DP_EIO, DP_EXIT_PHASE_RUN),
+				   "cannot write to stdout");
 		return -1;
 	}
 	if (d->rng == NULL) {
 		r = dp_rng_csprng_new(&d->rng);
 		if (r < 0)
-			return die(OWN_EXIT_FAIL, "random generator: %s", dp_error_detail(r));
+			return die(dp_exit_status(r, DP_EXIT_PHASE_RUN), "random generator: %s",
+				   dp_error_detail(r));
 		d->bits = dp_rng_csprng_bits(d->rng);
 		/* The worker's own: a dp_csprng hands out a buffer and is used by
 		 * one thread only (docs/ownerd.md "Threads"). */
 		r = dp_rng_csprng_new(&d->answer_rng);
 		if (r < 0)
-			return die(OWN_EXIT_FAIL, "random generator: %s", dp_error_detail(r));
+			return die(dp_exit_status(r, DP_EXIT_PHASE_RUN), "random generator: %s",
+				   dp_error_detail(r));
 		d->answer_bits = dp_rng_csprng_bits(d->answer_rng);
 	}
 	d->loop = uv_default_loop();
 	r = own_answer_init(&d->answer, d->loop, &d->ds, &d->answer_bits, &d->budget,
 			    d->m.grad_secs, d->set.theta_max, own_client_answered, &d->client);
 	if (r < 0)
-		return die(OWN_EXIT_FAIL, "out of memory");
+		return die(dp_exit_status(r, DP_EXIT_PHASE_RUN), "out of memory");
 	uv_signal_init(d->loop, &d->sigterm);
 	uv_signal_init(d->loop, &d->sigint);
 	d->sigterm.data = d->sigint.data = d;
@@ -601,7 +598,7 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 	if (r == 0)
 		r = uv_signal_start(&d->sigint, on_signal, SIGINT);
 	if (r < 0)
-		return die(OWN_EXIT_FAIL, "signals: %s", uv_strerror(r));
+		return die(dp_exit_status(r, DP_EXIT_PHASE_RUN), "signals: %s", uv_strerror(r));
 
 	if (d->set.metrics_listen && d->set.metrics_listen[0]) {
 		struct dp_httpd_options ho = { .listen = d->set.metrics_listen,
@@ -609,13 +606,14 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 
 		r = dp_httpd_new(d->loop, &ho, &d->httpd);
 		if (r < 0)
-			return die(exit_for(r), "--metrics-listen %s: %s", d->set.metrics_listen,
+			return die(dp_exit_status(r, DP_EXIT_PHASE_RUN), "--metrics-listen %s: %s",
+				   d->set.metrics_listen,
 				   dp_error_detail(r));
 	}
 	if (d->peer) {
 		r = own_peer_listen(d->peer);
 		if (r < 0)
-			return die(exit_for(r), "%s", dp_error_detail(r));
+			return die(dp_exit_status(r, DP_EXIT_PHASE_RUN), "%s", dp_error_detail(r));
 	}
 	if (d->set.port_file) {
 		char line[32];
@@ -625,16 +623,17 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 
 		r = dp_file_write_atomic(d->set.port_file, line, (size_t)n, 0644);
 		if (r < 0)
-			return die(OWN_EXIT_FAIL, "--port-file: %s", dp_error_detail(r));
+			return die(dp_exit_status(r, DP_EXIT_PHASE_RUN), "--port-file: %s",
+				   dp_error_detail(r));
 	}
 	if (!d->set.peer) {
 		r = start_roles(d);
 		if (r < 0)
-			return die(OWN_EXIT_FAIL, "clock: %s", dp_error_detail(r));
+			return die(dp_exit_status(r, DP_EXIT_PHASE_RUN), "%s", dp_error_detail(r));
 		r = own_progress_start(&d->progress, d->loop, d->set.progress_every, &d->budget,
 				       &d->m);
 		if (r < 0)
-			return die(OWN_EXIT_FAIL, "%s", dp_error_detail(r));
+			return die(dp_exit_status(r, DP_EXIT_PHASE_RUN), "%s", dp_error_detail(r));
 	}
 	dp_log_set_level((enum dp_log_level)d->set.log_level);
 	return 0;
@@ -680,8 +679,7 @@ int main(int argc, char **argv)
 	if (r < 0) {
 		const char *det = dp_error_detail(r);
 
-		return die(r == DP_ENOMEM ? OWN_EXIT_FAIL : OWN_EXIT_CONFIG, "%s (see ownerd --help)",
-			   det);
+		return die(dp_exit_status(r, DP_EXIT_PHASE_ARGS), "%s (see ownerd --help)", det);
 	}
 	if (action == DP_CONFIG_HELP) {
 		dp_config_print_help(&spec, stdout);
@@ -694,7 +692,7 @@ int main(int argc, char **argv)
 	r = startup(d, action);
 	if (r != 0) {
 		cleanup(d);
-		return r < 0 ? OWN_EXIT_OK : r;   /* -1: --check-config passed */
+		return r < 0 ? DP_EXIT_OK : r;   /* -1: --check-config passed */
 	}
 
 	if (d->set.peer) {

@@ -45,6 +45,7 @@
 #include <openssl/ssl.h>
 
 #include "common/core/dataset.h"
+#include "common/core/exit.h"   /* exit codes: docs/design.md §10 "Exit status" */
 #include "common/core/model.h"
 #include "common/core/query.h"
 #include "common/core/rng.h"
@@ -53,11 +54,6 @@
 #include "common/net/metrics.h"
 
 #include "owner/budget.h"
-
-/* Exit codes (docs/ownerd.md). */
-#define OWN_EXIT_OK      0
-#define OWN_EXIT_FAIL    1   /* runtime / system failure (ledger I/O, RNG, ...) */
-#define OWN_EXIT_CONFIG  2   /* bad configuration or input */
 
 /* Reconnection backoff: full jitter over [0, min(MAX, BASE * 2^attempt)]. */
 #define OWN_BACKOFF_BASE_S  0.1
@@ -83,6 +79,9 @@ struct own_settings {
 	double epsilon;         /* each job's budget; +inf only with allow_no_noise */
 	double lifetime_epsilon; /* the dataset's over all jobs; 0: epsilon */
 	bool once;              /* exit after one job */
+	uint64_t connect_attempts; /* with once: give up (exit 1) after this many
+				   attempts that reached something other than
+				   the verified learner (0: never) */
 	bool reserve_ahead;     /* sync the next answer's share after the send (docs/ledger.md §9) */
 	uint64_t answers_cap;   /* K_i; 0 = the learner's K_i from the first
 				   Welcome (T when it carries none) */
@@ -125,6 +124,7 @@ struct own_metrics {
 	struct dp_metric *grad_secs;   /* dpasync_owner_gradient_seconds (answer) */
 	struct dp_metric *connected;   /* dpasync_owner_connected (client) */
 	struct dp_metric *reconnects;  /* dpasync_owner_reconnects_total (client) */
+	struct dp_metric_family *connect_failures; /* ..._connect_failures_total{reason} (client) */
 	/* peer mode (peer.c) */
 	struct dp_metric *wakeups;     /* dpasync_peer_wakeups_total */
 	struct dp_metric *models_in;   /* dpasync_peer_models_received_total */
@@ -341,12 +341,20 @@ struct own_client {
 	bool welcomed_once;         /* this connection got a Welcome (welcomed is
 				       cleared before on_close runs) */
 	bool lifetime_told;         /* the learner was told the lifetime budget is spent */
+	/* Attempts that failed before the connection was established, since
+	 * the last Welcome (docs/ownerd.md "Reconnection"): */
+	uint64_t failed;            /* all of them */
+	uint64_t unverified;        /* those that reached something other than
+				       the verified learner (once: connect_attempts) */
+	uint64_t unlogged;          /* failed since the last line about one */
+	uint64_t logged_ms;         /* loop time of that line */
 	uv_timer_t retry_timer;
 	uv_timer_t welcome_timer;
 };
 
-/* Initialise the timers and start the clock (nothing is connected yet).
- * 0, or a DP_E... code with the detail "clock: ...". */
+/* Create the series of dpasync_owner_connect_failures_total, initialise
+ * the timers and start the clock (nothing is connected yet).  0, or a
+ * DP_E... code with the detail "metrics: ..." (DP_ENOMEM) or "clock: ...". */
 int own_client_init(struct own_client *c, const struct own_client_config *cfg);
 /* The answer's own_answer_done_fn (arg: the client), which main gives
  * own_answer_init: sends what the worker's answer turned into. */

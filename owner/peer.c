@@ -72,7 +72,7 @@ static void check_exit(struct own_peer *p)
 			return;
 	DP_INFO("peer", "done wakeups=%llu every neighbour done",
 		(unsigned long long)p->done);
-	stop(p, OWN_EXIT_OK);
+	stop(p, DP_EXIT_OK);
 }
 
 static void on_linger(uv_timer_t *t)
@@ -81,7 +81,7 @@ static void on_linger(uv_timer_t *t)
 
 	DP_WARN("peer", "linger of %g s over with neighbours not done; exiting",
 		p->cfg.set->linger);
-	stop(p, OWN_EXIT_OK);
+	stop(p, DP_EXIT_OK);
 }
 
 static void finish(struct own_peer *p, const char *why)
@@ -190,7 +190,7 @@ static void wake(struct own_peer *p, uint64_t step)
 		return;
 	}
 	if (r < 0) {
-		stop(p, OWN_EXIT_FAIL);
+		stop(p, DP_EXIT_FAIL);
 		return;
 	}
 	p->done++;
@@ -246,8 +246,7 @@ static bool on_tick(void *arg)
 
 static void on_clock_fail(void *arg, int err)
 {
-	(void)err;
-	stop(arg, OWN_EXIT_FAIL);
+	stop(arg, dp_exit_status(err, DP_EXIT_PHASE_RUN));
 }
 
 /* A model arrived (peerlink.c): a schedule may now go on, or the end be
@@ -582,7 +581,7 @@ static void warm_start(struct own_peer *p)
 	for (uint64_t k = 1; k <= p->warm; k++) {
 		r = noisy_step(p, k, p->eps_warm_step, true);
 		if (r < 0) {
-			stop(p, OWN_EXIT_FAIL);
+			stop(p, DP_EXIT_FAIL);
 			return;
 		}
 	}
@@ -623,7 +622,7 @@ void own_peer_start(struct own_peer *p)
 			    on_clock_fail, p);
 	if (r < 0) {
 		DP_ERROR("peer", "clock: %s", dp_error_detail(r));
-		stop(p, OWN_EXIT_FAIL);
+		stop(p, dp_exit_status(r, DP_EXIT_PHASE_RUN));
 		return;
 	}
 	p->clock_on = true;

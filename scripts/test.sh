@@ -5,6 +5,7 @@
 # suite (Docker engine, compose, systemd; docs/deploy.md §9), then the unit
 # suite and the daemon integration tests again under AddressSanitizer +
 # UndefinedBehaviorSanitizer, then a short run of every fuzz target (clang).
+# Every build has -Dwerror=true: a warning fails it (docs/style.md "meson").
 # The last line is "N passed, N failed" over all of it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -48,7 +49,7 @@ run_tests() {   # build-dir, meson test args...
 prepare_pid=$!
 scripts/deps.sh >build-test.deps-late.log 2>&1 &
 deps_pid=$!
-build build-test -Dbuildtype=debugoptimized
+build build-test -Dbuildtype=debugoptimized -Dwerror=true
 build_rc=$?
 wait "$prepare_pid" || true
 wait "$deps_pid" || { cat build-test.deps-late.log; echo "node/npm installation failed (deploy_static will fail)"; }
@@ -85,7 +86,8 @@ deploy_wait() {
 # fdatasync, a slow cblas_dgemv), hence verify_asan_link_order=0.
 # sim_freq_correction is left out here: a statistical test whose 30 s under
 # ASan re-run code that sim_parity and sim_converges already cover.
-if build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false; then
+if build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
+     -Dwerror=true; then
   deploy_wait
   run_tests build-asan --suite unit --num-processes 2
   ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0 run_tests build-asan --num-processes 2 \
@@ -94,7 +96,8 @@ if build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=
     sim_caps sim_summary forecast_sim sim_inflight sim_timed prep_shared_data prep_formats \
     sim_p2p peer_tools \
     config_files plot_report e2e_lockout e2e_claims chaos iofault privacy_audit soak churn sync_rounds \
-    peer_refuse peer_cluster peer_restart peer_parity peer_parity_warm e2e_jobs e2e_reserve
+    peer_refuse peer_cluster peer_restart peer_parity peer_parity_warm e2e_jobs e2e_reserve \
+    exit_status e2e_squatter
 fi
 
 deploy_wait
@@ -109,7 +112,7 @@ for f in tests/fuzz/fuzz_*.c; do
 done
 rm -rf build-fuzz
 if CC=clang meson setup build-fuzz -Dfuzz=true -Dtests=disabled -Dbuildtype=debugoptimized \
-     -Db_sanitize=address,undefined -Db_lundef=false >build-fuzz.build.log 2>&1 &&
+     -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=true >build-fuzz.build.log 2>&1 &&
    ninja -C build-fuzz "${fuzz_targets[@]}" >>build-fuzz.build.log 2>&1; then
   run_tests build-fuzz --no-rebuild --suite fuzz --num-processes 2
 else

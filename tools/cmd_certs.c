@@ -9,6 +9,7 @@
 #include <openssl/pem.h>
 
 #include "common/core/error.h"
+#include "common/core/exit.h"
 #include "common/net/config.h"
 #include "common/net/tls.h"
 #include "tools/cmds.h"
@@ -95,9 +96,11 @@ static int update_crl(const struct certs_opts *o)
 	size_t n = 0;
 	int rc = dp_crl_update(&c, &n);
 
+	/* Loading: what fails is reading the CA, the list and the
+	 * certificates to revoke; writing fails with DP_EIO. */
 	if (rc != 0) {
 		dp_cmd_fail("certs", "%s", dp_error_detail(rc));
-		return rc == DP_EINVAL ? 2 : 1;
+		return dp_exit_status(rc, DP_EXIT_PHASE_LOAD);
 	}
 	printf("%s: %zu revoked, valid %llu days\n", o->crl, n, (unsigned long long)o->days);
 	return 0;
@@ -113,20 +116,20 @@ static int print_pin(const char *path)
 
 	if (f == NULL) {
 		dp_cmd_fail("certs", "cannot read '%s'", path);
-		return 2;
+		return dp_exit_status(DP_ETLS, DP_EXIT_PHASE_LOAD);
 	}
 	x = PEM_read_X509(f, NULL, NULL, NULL);
 	fclose(f);
 	ERR_clear_error();
 	if (x == NULL) {
 		dp_cmd_fail("certs", "'%s' holds no PEM certificate", path);
-		return 2;
+		return dp_exit_status(DP_ETLS, DP_EXIT_PHASE_LOAD);
 	}
 	rc = dp_tls_cert_pin(x, pin, sizeof(pin));
 	X509_free(x);
 	if (rc != 0) {
 		dp_cmd_fail("certs", "%s: %s", path, dp_error_detail(rc));
-		return 1;
+		return dp_exit_status(rc, DP_EXIT_PHASE_RUN);
 	}
 	printf("%s\n", pin);
 	return 0;
@@ -169,7 +172,7 @@ static int deploy(void *arg)
 			dp_cmd_fail("certs", "out of memory");
 			free(names);
 			free(gen);
-			return 1;
+			return dp_exit_status(DP_ENOMEM, DP_EXIT_PHASE_RUN);
 		}
 		for (uint64_t i = 0; i < o->owners; i++) {
 			snprintf(gen[i], sizeof(gen[i]), "owner-%llu", (unsigned long long)i + 1);
@@ -204,7 +207,7 @@ static int deploy(void *arg)
 	free(gen);
 	if (rc != 0) {
 		dp_cmd_fail("certs", "%s", dp_error_detail(rc));
-		return rc == DP_EINVAL ? 2 : 1;
+		return dp_exit_status(rc, DP_EXIT_PHASE_RUN);
 	}
 	return 0;
 }

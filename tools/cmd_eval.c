@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/core/error.h"
+#include "common/core/exit.h"
 #include "common/core/json.h"
 #include "common/core/modelfile.h"
 #include "common/net/config.h"
@@ -111,7 +112,7 @@ static int evaluate_peer(struct eval_opts *o)
 		json_object_put(j);
 		json_object_put(arr);
 		dp_cmd_fail("eval", "bad usage: --peer needs --models DIR (try dpasync eval --help)");
-		return 2;
+		return dp_exit_status(DP_EINVAL, DP_EXIT_PHASE_ARGS);
 	}
 	for (size_t i = 0; i < n && rc == 0; i++)
 		rc = peer_agent(o, o->args.v[i], &kind, arr, &mean, &pooled, &rows);
@@ -119,7 +120,7 @@ static int evaluate_peer(struct eval_opts *o)
 		json_object_put(j);
 		json_object_put(arr);
 		dp_cmd_fail("eval", "%s", rc == DP_ENOMEM ? "out of memory" : dp_error_detail(rc));
-		return rc == DP_ENOMEM || rc == DP_EIO ? 1 : 2;
+		return dp_exit_status(rc, DP_EXIT_PHASE_LOAD);
 	}
 	metric = kind == DP_MODEL_LINEAR ? "rmse" : "accuracy";
 	mean /= (double)n;
@@ -145,7 +146,7 @@ static int evaluate_peer(struct eval_opts *o)
 	json_object_put(j);
 	if (rc != 0) {
 		dp_cmd_fail("eval", "out of memory");
-		return 1;
+		return dp_exit_status(DP_ENOMEM, DP_EXIT_PHASE_RUN);
 	}
 	return 0;
 }
@@ -163,19 +164,19 @@ static int evaluate(void *arg)
 		return evaluate_peer(o);
 	if (o->models != NULL) {
 		dp_cmd_fail("eval", "bad usage: --models applies to --peer (try dpasync eval --help)");
-		return 2;
+		return dp_exit_status(DP_EINVAL, DP_EXIT_PHASE_ARGS);
 	}
 	if (o->args.n < 2) {
 		dp_cmd_fail("eval", "bad usage: give MODEL.json and at least one data FILE (try "
 			    "dpasync eval --help)");
-		return 2;
+		return dp_exit_status(DP_EINVAL, DP_EXIT_PHASE_ARGS);
 	}
 	rc = dp_modelfile_read(o->args.v[0], &mf);
 	if (rc != 0) {
 		dp_cmd_fail("eval", "%s", dp_error_detail(rc));
-		return 2;
+		return dp_exit_status(rc, DP_EXIT_PHASE_LOAD);
 	}
-	rc = 2;
+	rc = dp_exit_status(DP_EINVAL, DP_EXIT_PHASE_ARGS);
 	if (o->have_model && (dp_model)o->model != mf.model) {
 		dp_cmd_fail("eval", "--model %s does not match the model file's '%s'",
 			    dp_model_name((dp_model)o->model), dp_model_name(mf.model));
@@ -198,20 +199,20 @@ static int evaluate(void *arg)
 		rc = dp_modelfile_check_data(&mf, o->args.v[0], &od.ds[0]);
 	if (rc != 0) {
 		dp_cmd_fail("eval", "%s", dp_error_detail(rc));
-		rc = 2;
+		rc = dp_exit_status(rc, DP_EXIT_PHASE_LOAD);
 		goto out;
 	}
 	rc = dp_optimum_compare(mf.model, mf.theta, mf.p, od.view, od.N, lambda, theta_max, &f,
 				&f_star);
 	if (rc != 0) {
 		dp_cmd_fail("eval", "%s", dp_error_detail(rc));
-		rc = rc == DP_EFORMAT ? 2 : 1;
+		rc = dp_exit_status(rc, DP_EXIT_PHASE_RUN);
 		goto out;
 	}
 	zero = calloc(mf.p, sizeof(*zero));
 	if (zero == NULL) {
 		dp_cmd_fail("eval", "out of memory");
-		rc = 1;
+		rc = dp_exit_status(DP_ENOMEM, DP_EXIT_PHASE_RUN);
 		goto out;
 	}
 	f_zero = dp_model_fitness(mf.model, od.view, od.N, lambda, zero);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/core/error.h"
+#include "common/core/exit.h"
 #include "common/core/json.h"
 #include "common/core/plan.h"
 #include "common/net/config.h"
@@ -158,11 +159,11 @@ static int forecast(void *arg)
 	uint64_t *rows = calloc(N, sizeof(uint64_t)), *caps = calloc(N, sizeof(uint64_t));
 	struct json_object *j = NULL;
 	char warnings[2048];
-	int rc, status = 2;
+	int rc, status;
 
 	if (!eps || !rates || !rows || !caps) {
 		dp_cmd_fail("forecast", "out of memory");
-		status = 1;
+		status = dp_exit_status(DP_ENOMEM, DP_EXIT_PHASE_ARGS);
 		goto out;
 	}
 	rc = dp_sim_per_owner("--epsilon", o->eps.v, o->eps.n, N, 1.0, eps);
@@ -172,6 +173,7 @@ static int forecast(void *arg)
 		rc = dp_sim_per_owner_u64("--answers-cap", o->caps.v, o->caps.n, N, 0, caps);
 	if (rc != 0) {
 		dp_cmd_fail("forecast", "%s", dp_error_detail(rc));
+		status = dp_exit_status(rc, DP_EXIT_PHASE_ARGS);
 		goto out;
 	}
 	for (size_t i = 0; i < N; i++)
@@ -179,7 +181,7 @@ static int forecast(void *arg)
 	rc = dp_public_obtain(&from, model, NULL, o->lambda, o->theta_max, &pub);
 	if (rc != 0) {
 		dp_cmd_fail("forecast", "%s", dp_error_detail(rc));
-		status = rc == DP_ENOMEM || rc == DP_ENUMERIC || rc == DP_EIO ? 1 : 2;
+		status = dp_exit_status(rc, DP_EXIT_PHASE_LOAD);
 		goto out;
 	}
 	req.mode = (enum dp_plan_mode)o->mode;
@@ -193,31 +195,30 @@ static int forecast(void *arg)
 	req.margin = o->have_margin ? o->margin : 0.0;
 	req.T_max = o->T_max;
 	rc = dp_plan_make(&req, &pub, &plan);
-	if (rc == DP_EINVAL) {
+	if (rc == DP_EINVAL)
 		dp_cmd_fail("forecast", "bad usage: %s (try dpasync forecast --help)",
 			    dp_error_detail(rc));
-		goto out;
-	}
-	if (rc != 0) {
+	else if (rc != 0)
 		dp_cmd_fail("forecast", "%s", dp_error_detail(rc));
-		status = rc == DP_ENOMEM ? 1 : 2;
+	if (rc != 0) {
+		status = dp_exit_status(rc, DP_EXIT_PHASE_RUN);
 		goto out;
 	}
 	dp_plan_warnings(&plan, &pub, warnings, sizeof(warnings));
 	j = result(o, model, &plan, &pub, eps, warnings);
 	if (j == NULL) {
 		dp_cmd_fail("forecast", "out of memory");
-		status = 1;
+		status = dp_exit_status(DP_ENOMEM, DP_EXIT_PHASE_RUN);
 		goto out;
 	}
 	if (puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY |
 					       JSON_C_TO_STRING_NOSLASHESCAPE)) == EOF ||
 	    fflush(stdout) != 0) {
 		dp_cmd_fail("forecast", "stdout: write failed");
-		status = 1;
+		status = dp_exit_status(DP_EIO, DP_EXIT_PHASE_RUN);
 		goto out;
 	}
-	status = 0;
+	status = DP_EXIT_OK;
 out:
 	json_object_put(j);
 	dp_plan_free(&plan);

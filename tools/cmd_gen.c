@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/core/error.h"
+#include "common/core/exit.h"
 #include "common/core/file.h"
 #include "common/net/config.h"
 #include "tools/cmds.h"
@@ -56,12 +57,12 @@ static int generate(void *arg)
 	const size_t *rows = o->rows.v;
 	double *theta = NULL, *x = NULL, *own = NULL;
 	dp_simrng rng;
-	int rc = 2;
+	int rc;
 
 	for (size_t i = 0; i < nowners; i++) {
 		if (rows[i] == 0) {
 			dp_cmd_fail("gen", "--rows: owner %zu has 0 rows", i + 1);
-			return 2;
+			return dp_exit_status(DP_EINVAL, DP_EXIT_PHASE_ARGS);
 		}
 	}
 	/* Like prep and certs: nothing is replaced without --force, and the
@@ -72,19 +73,19 @@ static int generate(void *arg)
 		snprintf(path, sizeof(path), "%s/owner-%zu.csv", o->out, i + 1);
 		if (access(path, F_OK) == 0) {
 			dp_cmd_fail("gen", "%s exists (use --force to overwrite)", path);
-			return 2;
+			return dp_exit_status(DP_EEXIST, DP_EXIT_PHASE_LOAD);
 		}
 	}
 	if (dp_file_mkdir_p(o->out, 0) != 0) {
 		dp_cmd_fail("gen", "%s", dp_error_detail(DP_EIO));
-		return 1;
+		return dp_exit_status(DP_EIO, DP_EXIT_PHASE_RUN);
 	}
 	theta = malloc(d * sizeof(double));
 	x = malloc(d * sizeof(double));
 	own = malloc(d * sizeof(double));
 	if (theta == NULL || x == NULL || own == NULL) {
 		dp_cmd_fail("gen", "out of memory");
-		rc = 1;
+		rc = dp_exit_status(DP_ENOMEM, DP_EXIT_PHASE_RUN);
 		goto done;
 	}
 	dp_simrng_seed(&rng, o->seed);
@@ -103,7 +104,7 @@ static int generate(void *arg)
 		f = fopen(path, "w");
 		if (f == NULL) {
 			dp_cmd_fail("gen", "%s: cannot create: %s", path, strerror(errno));
-			rc = 1;
+			rc = dp_exit_status(DP_EIO, DP_EXIT_PHASE_RUN);
 			goto done;
 		}
 		for (size_t q = 0; q < d; q++)
@@ -126,7 +127,7 @@ static int generate(void *arg)
 		}
 		if (fclose(f) != 0) {
 			dp_cmd_fail("gen", "%s: write failed: %s", path, strerror(errno));
-			rc = 1;
+			rc = dp_exit_status(DP_EIO, DP_EXIT_PHASE_RUN);
 			goto done;
 		}
 	}

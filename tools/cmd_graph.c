@@ -8,6 +8,7 @@
 
 #include "common/core/csv.h"
 #include "common/core/error.h"
+#include "common/core/exit.h"
 #include "common/core/graph.h"
 #include "common/net/config.h"
 #include "tools/cmds.h"
@@ -55,11 +56,6 @@ static int check_opts(void *arg)
 	if (o->have_knn && o->keep > 0)
 		return dp_error_set(DP_EINVAL, "--keep applies to --from-angles (--knn K keeps K)");
 	return 0;
-}
-
-static int status_of(int rc)
-{
-	return rc == DP_ENOMEM || rc == DP_EIO ? 1 : 2;
 }
 
 /* --from-angles FILE: ids (column 1) and vectors (the other columns). */
@@ -285,18 +281,21 @@ static int report(const dp_graph *g, const char *out)
 static int build(void *arg)
 {
 	const struct graph_opts *o = arg;
+	enum dp_exit_phase phase = DP_EXIT_PHASE_LOAD;
 	dp_graph *g = NULL;
 	int rc;
 
 	rc = o->angles ? build_angles(o, &g) : build_knn(o, &g);
-	if (rc == 0)
+	if (rc == 0) {
+		phase = DP_EXIT_PHASE_RUN;
 		rc = dp_graph_write(o->out, g);
+	}
 	if (rc == 0)
 		rc = report(g, o->out);
 	dp_graph_free(g);
 	if (rc != 0) {
 		dp_cmd_fail("graph", "%s", rc == DP_ENOMEM ? "out of memory" : dp_error_detail(rc));
-		return status_of(rc);
+		return dp_exit_status(rc, phase);
 	}
 	return 0;
 }

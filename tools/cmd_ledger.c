@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "common/core/error.h"
+#include "common/core/exit.h"
 #include "common/core/json.h"
 #include "common/core/ledger.h"
 #include "common/core/ledgerset.h"
@@ -128,13 +129,13 @@ static int summarise_dir(const char *path)
 
 	if (rc != 0) {
 		dp_cmd_fail("ledger", "%s", dp_error_detail(rc));
-		return rc == DP_ENOMEM || rc == DP_EIO ? 1 : 2;
+		return dp_exit_status(rc, DP_EXIT_PHASE_LOAD);
 	}
 	rc = print_set(path, s);
 	dp_ledgerset_close(s);
 	if (rc != 0) {
 		dp_cmd_fail("ledger", "out of memory");
-		return 1;
+		return dp_exit_status(DP_ENOMEM, DP_EXIT_PHASE_RUN);
 	}
 	return 0;
 }
@@ -161,14 +162,14 @@ static int summarise(void *arg)
 
 		if (rc != 0) {
 			dp_cmd_fail("ledger", "%s", dp_error_detail(rc));
-			status = rc == DP_ENOMEM || rc == DP_EIO ? 1 : 2;
+			status = dp_exit_status(rc, DP_EXIT_PHASE_LOAD);
 			break;
 		}
 		rc = print_summary(files->v[i], l);
 		dp_ledger_close(l);
 		if (rc != 0) {
 			dp_cmd_fail("ledger", "out of memory");
-			status = 1;
+			status = dp_exit_status(DP_ENOMEM, DP_EXIT_PHASE_RUN);
 		}
 	}
 	return status;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/core/error.h"
+#include "common/core/exit.h"
 #include "common/net/config.h"
 #include "tools/cmds.h"
 #include "tools/lib/plot.h"
@@ -66,22 +67,11 @@ struct plot_opts {
 	unsigned width, height;         /* from --size */
 };
 
-/* Set once the inputs are read and drawing starts: from then on only
- * DP_EINVAL (inputs that do not fit together) is the user's input. */
-static bool drawing;
-
-/* Exit status for a library error: input problems are 2, the rest 1. */
-static int status_of(int err)
+/* Called between reading the inputs and drawing: the phase an error is
+ * mapped with (docs/design.md §10 "Exit status") becomes running. */
+static int start_drawing(enum dp_exit_phase *phase)
 {
-	if (drawing)
-		return err == DP_EINVAL ? 2 : 1;
-	return err == DP_EINVAL || err == DP_EFORMAT || err == DP_ENOENT ? 2 : 1;
-}
-
-/* Called between reading the inputs and drawing. */
-static int start_drawing(void)
-{
-	drawing = true;
+	*phase = DP_EXIT_PHASE_RUN;
 	return dp_plot_gnuplot_check();
 }
 
@@ -172,7 +162,7 @@ static char *dir_label(const char *path)
 }
 
 static int plot_psi(char *const *in, size_t nin, const struct dp_config_strings *given,
-		    const dp_plot_opts *po, const char *out)
+		    const dp_plot_opts *po, const char *out, enum dp_exit_phase *phase)
 {
 	dp_plot_psi *ps = calloc(nin, sizeof(dp_plot_psi));
 	char **labels = calloc(nin, sizeof(char *)), note[300];
@@ -197,7 +187,7 @@ static int plot_psi(char *const *in, size_t nin, const struct dp_config_strings 
 		}
 	}
 	dp_plot_sim_note(in[0], note, sizeof(note), &runs);
-	err = start_drawing();
+	err = start_drawing(phase);
 	if (err == 0)
 		err = dp_plot_psi_k(ps, (const char *const *)labels, nin,
 				    nin == 1 && note[0] ? note : NULL, po, out);
@@ -214,7 +204,7 @@ out:
 }
 
 static int plot_psi_time(const char *psi_path, const char *trace_path, const dp_plot_opts *po,
-			 const char *out)
+			 const char *out, enum dp_exit_phase *phase)
 {
 	dp_plot_trace tr = { 0 };
 	dp_plot_psi ps = { 0 };
@@ -247,7 +237,7 @@ static int plot_psi_time(const char *psi_path, const char *trace_path, const dp_
 	}
 	if (err == 0) {
 		dp_plot_sim_note(psi_path, note, sizeof(note), &runs);
-		err = start_drawing();
+		err = start_drawing(phase);
 	}
 	if (err == 0)
 		err = dp_plot_psi_time(&ps, &tr, runs, po, out);
@@ -257,7 +247,8 @@ static int plot_psi_time(const char *psi_path, const char *trace_path, const dp_
 }
 
 /* owners, shares, cdf: one trace (or schedule) in. */
-static int plot_trace(const struct plot_opts *o, const dp_plot_opts *po)
+static int plot_trace(const struct plot_opts *o, const dp_plot_opts *po,
+		      enum dp_exit_phase *phase)
 {
 	const char *in = o->inputs.v[0];
 	dp_plot_trace tr = { 0 };
@@ -271,7 +262,7 @@ static int plot_trace(const struct plot_opts *o, const dp_plot_opts *po)
 	if (err == 0 && o->rates)
 		err = dp_plot_rates(o->rates, &tr, &rv);
 	if (err == 0)
-		err = start_drawing();
+		err = start_drawing(phase);
 	if (err == 0 && o->kind == OWNERS)
 		err = dp_plot_owners(&tr, o->kmax, po, o->out);
 	else if (err == 0 && o->kind == OWNERS_WALL)
@@ -286,7 +277,7 @@ static int plot_trace(const struct plot_opts *o, const dp_plot_opts *po)
 }
 
 static int plot_wall(char *const *in, size_t nin, const struct dp_config_strings *given,
-		     const dp_plot_opts *po, const char *out)
+		     const dp_plot_opts *po, const char *out, enum dp_exit_phase *phase)
 {
 	dp_plot_wall *w = calloc(nin, sizeof(dp_plot_wall));
 	char **labels = calloc(nin, sizeof(char *));
@@ -305,7 +296,7 @@ static int plot_wall(char *const *in, size_t nin, const struct dp_config_strings
 		}
 	}
 	if (err == 0)
-		err = start_drawing();
+		err = start_drawing(phase);
 	if (err == 0)
 		err = dp_plot_psi_wall(w, (const char *const *)labels, nin, po, out);
 out:
@@ -327,6 +318,7 @@ static int draw(void *arg)
 	dp_plot_opts po = { .title = o->title, .width = o->width, .height = o->height,
 			    .logx = o->logx, .linear = o->linear_y || o->linear_x,
 			    .data_out = o->data_out, .context = context };
+	enum dp_exit_phase phase = DP_EXIT_PHASE_LOAD;
 	int err;
 
 	/* The run is the trace's (psi-time: --trace); several inputs are
@@ -338,21 +330,20 @@ static int draw(void *arg)
 		snprintf(context, sizeof(context), "%s%s%s%s%s", o->job ? "job " : "",
 			 o->job ? o->job : "", o->job && o->dataset ? "; " : "",
 			 o->dataset ? "dataset " : "", o->dataset ? o->dataset : "");
-	drawing = false;
 	err = check_out(o->out);
 	if (err == 0 && o->data_out)
 		err = check_out(o->data_out);
 	if (err == 0 && o->kind == PSI)
-		err = plot_psi(o->inputs.v, o->inputs.n, &o->labels, &po, o->out);
+		err = plot_psi(o->inputs.v, o->inputs.n, &o->labels, &po, o->out, &phase);
 	else if (err == 0 && o->kind == PSI_TIME)
-		err = plot_psi_time(o->inputs.v[0], o->trace, &po, o->out);
+		err = plot_psi_time(o->inputs.v[0], o->trace, &po, o->out, &phase);
 	else if (err == 0 && o->kind == PSI_WALL)
-		err = plot_wall(o->inputs.v, o->inputs.n, &o->labels, &po, o->out);
+		err = plot_wall(o->inputs.v, o->inputs.n, &o->labels, &po, o->out, &phase);
 	else if (err == 0)
-		err = plot_trace(o, &po);
+		err = plot_trace(o, &po, &phase);
 	if (err != 0) {
 		dp_cmd_fail("plot", "%s", dp_error_detail(err));
-		return status_of(err);
+		return dp_exit_status(err, phase);
 	}
 	printf("wrote %s\n", o->out);
 	if (o->data_out)

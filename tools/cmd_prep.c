@@ -19,6 +19,7 @@
 #include "common/core/csv.h"
 #include "common/core/dataset.h"
 #include "common/core/error.h"
+#include "common/core/exit.h"
 #include "common/core/file.h"
 #include "common/core/num.h"
 #include "common/core/rng.h"
@@ -159,17 +160,11 @@ static void prep_free(struct prep *a)
 	a->nlv = 0;
 }
 
-/* Exit status for a library error: 1 when the machine failed us, 2 when the
- * input or the request is at fault. */
-static int status_of(int rc)
-{
-	return rc == DP_ENOMEM || rc == DP_EIO || rc == DP_ERNG ? 1 : 2;
-}
-
-static int fail_rc(int rc)
+/* The error line and the exit status of rc failing in phase. */
+static int fail_rc(int rc, enum dp_exit_phase phase)
 {
 	dp_cmd_fail(CMD_NAME, "%s", rc == DP_ENOMEM ? "out of memory" : dp_error_detail(rc));
-	return status_of(rc);
+	return dp_exit_status(rc, phase);
 }
 
 /* --names: one file stem per owner file, usable as a file name and not
@@ -894,6 +889,7 @@ static int run(void *arg)
 	struct prep *a = arg;
 	struct work w = { 0 };
 	char path[4096];
+	enum dp_exit_phase phase = DP_EXIT_PHASE_LOAD;
 	int rc, status;
 
 	rc = parse_lvspecs(a);
@@ -901,7 +897,7 @@ static int run(void *arg)
 		goto fail;
 	if (strlen(a->out) > sizeof(path) - 64) {
 		dp_cmd_fail(CMD_NAME, "--out: path too long");
-		status = 2;
+		status = dp_exit_status(DP_EINVAL, DP_EXIT_PHASE_ARGS);
 		goto done;
 	}
 	rc = check_outputs(a, a->split_by ? 0 : a->split_set ? a->split : a->inputs.n);
@@ -919,6 +915,7 @@ static int run(void *arg)
 	}
 
 	/* Everything is valid: now write. */
+	phase = DP_EXIT_PHASE_RUN;
 	rc = dp_file_mkdir_p(a->out, 0);
 	if (rc != 0)
 		goto fail;
@@ -939,7 +936,7 @@ static int run(void *arg)
 	status = 0;
 	goto done;
 fail:
-	status = fail_rc(rc);
+	status = fail_rc(rc, phase);
 done:
 	work_free(&w, a->inputs.n);
 	prep_free(a);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/core/error.h"
+#include "common/core/exit.h"
 #include "common/core/file.h"
 #include "common/core/json.h"
 #include "common/core/modelfile.h"
@@ -57,15 +58,12 @@ struct report_opts {
 	const char *dir;
 };
 
-/* Set once inputs are read: later errors other than DP_EINVAL are runtime. */
-static bool drawing;
-
-static int fail(int err)
+/* The error line and the exit status of err failing in phase: loading
+ * until the inputs are read, running once drawing starts. */
+static int fail(int err, enum dp_exit_phase phase)
 {
 	dp_cmd_fail("report", "%s", dp_error_detail(err));
-	if (drawing)
-		return err == DP_EINVAL ? 2 : 1;
-	return err == DP_EINVAL || err == DP_EFORMAT || err == DP_ENOENT ? 2 : 1;
+	return dp_exit_status(err, phase);
 }
 
 static bool exists(const char *dir, const char *name)
@@ -171,15 +169,13 @@ static int psi_of_model(const struct report_opts *o, const dp_modelfile *mf, con
 		if (rc != 0)
 			dp_ownerdata_free(&od);
 	}
-	if (rc != 0) {
-		dp_cmd_fail("report", "%s", dp_error_detail(rc));
-		return 2;
-	}
+	if (rc != 0)
+		return fail(rc, DP_EXIT_PHASE_LOAD);
 	zero = calloc(mf->p, sizeof(*zero));
 	if (zero == NULL) {
 		dp_ownerdata_free(&od);
 		dp_cmd_fail("report", "out of memory");
-		return 1;
+		return dp_exit_status(DP_ENOMEM, DP_EXIT_PHASE_RUN);
 	}
 	rc = dp_optimum_compare(mf->model, mf->theta, mf->p, od.view, od.N, mf->lambda,
 				mf->theta_max > 0 ? mf->theta_max : INFINITY, f_out, fstar_out);
@@ -190,10 +186,8 @@ static int psi_of_model(const struct report_opts *o, const dp_modelfile *mf, con
 			: NAN;
 	free(zero);
 	dp_ownerdata_free(&od);
-	if (rc != 0) {
-		dp_cmd_fail("report", "%s", dp_error_detail(rc));
-		return rc == DP_EFORMAT ? 2 : 1;
-	}
+	if (rc != 0)
+		return fail(rc, DP_EXIT_PHASE_RUN);
 	*psi_out = *fstar_out > 0 ? dp_model_psi(*f_out, *fstar_out) : NAN;
 	return 0;
 }
@@ -324,11 +318,11 @@ static int finish_md(const char *dir, FILE *m, char **md, size_t *mdlen, size_t 
 
 	if (fclose(m) != 0 || *md == NULL) {
 		dp_cmd_fail("report", "out of memory");
-		return 1;
+		return dp_exit_status(DP_ENOMEM, DP_EXIT_PHASE_RUN);
 	}
 	err = write_md(dir, *md, *mdlen);
 	if (err != 0)
-		return fail(err);
+		return fail(err, DP_EXIT_PHASE_RUN);
 	printf("wrote %s/report.md (%zu figures) and %s/report.json\n", dir, nfig, dir);
 	return 0;
 }
@@ -433,7 +427,7 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 	/* checkpoint.json names every configured owner, also those never served. */
 	err = ckpt_read(o->dir, &ck);
 	if (err != 0) {
-		rc = fail(err);
+		rc = fail(err, DP_EXIT_PHASE_LOAD);
 		goto out;
 	}
 	T = ck.T;
@@ -442,7 +436,7 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 	if (err == 0 && tr.t == NULL)
 		err = dp_error_set(DP_EFORMAT, "%s: not a learnerd trace", path);
 	if (err != 0) {
-		rc = fail(err);
+		rc = fail(err, DP_EXIT_PHASE_LOAD);
 		goto out;
 	}
 	N = tr.N;
@@ -450,7 +444,7 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 		join(path, sizeof(path), o->dir, "model.json");
 		err = dp_modelfile_read(path, &mf);
 		if (err != 0) {
-			rc = fail(err);
+			rc = fail(err, DP_EXIT_PHASE_LOAD);
 			goto out;
 		}
 		have_model = 1;
@@ -461,6 +455,7 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 		if (!have_model) {
 			dp_cmd_fail("report", "--data: %s/model.json is missing, no psi to compute",
 				    o->dir);
+			rc = dp_exit_status(DP_ENOENT, DP_EXIT_PHASE_LOAD);
 			goto out;
 		}
 		join(path, sizeof(path), o->dir, "model.json");
@@ -473,7 +468,7 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 	if (o->rates) {
 		err = dp_plot_rates(o->rates, &tr, &rates);
 		if (err != 0) {
-			rc = fail(err);
+			rc = fail(err, DP_EXIT_PHASE_LOAD);
 			goto out;
 		}
 	}
@@ -491,19 +486,18 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 			err = dp_plot_psi_read(path, &sps);
 		}
 		if (err != 0) {
-			rc = fail(err);
+			rc = fail(err, DP_EXIT_PHASE_LOAD);
 			goto out;
 		}
 		runs = sim_runs(o->sim);
 	}
 
 	/* Figures. */
-	drawing = true;
 	err = dp_plot_gnuplot_check();
 	if (err == 0)
 		err = write_schedule(o->dir, &tr);
 	if (err != 0) {
-		rc = fail(err);
+		rc = fail(err, DP_EXIT_PHASE_RUN);
 		goto out;
 	}
 	join(path, sizeof(path), o->dir, "report-owners.png");
@@ -536,7 +530,7 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 			"other noise draws." };
 	}
 	if (err != 0) {
-		rc = fail(err);
+		rc = fail(err, DP_EXIT_PHASE_RUN);
 		goto out;
 	}
 
@@ -549,7 +543,7 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 	jo = json_object_new_array();
 	jg = json_object_new_array();
 	if (count == NULL || all == NULL || v == NULL || js == NULL || jo == NULL || jg == NULL) {
-		rc = 1;
+		rc = dp_exit_status(DP_ENOMEM, DP_EXIT_PHASE_RUN);
 		dp_cmd_fail("report", "out of memory");
 		goto out;
 	}
@@ -732,7 +726,7 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 	figs_md(m, figs, nfig);
 	err = reproduce(o, &tr, &ck, have_model ? &mf : NULL, T, &repro);
 	if (err != 0) {
-		rc = fail(err);
+		rc = fail(err, DP_EXIT_PHASE_RUN);
 		goto out;
 	}
 	fputs("\n## Reproduce\n\n```\n", m);
@@ -760,7 +754,7 @@ static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out
 	err = write_json(o->dir, js, jerr);
 	js = NULL;
 	if (err != 0) {
-		rc = fail(err);
+		rc = fail(err, DP_EXIT_PHASE_RUN);
 		goto out;
 	}
 	*nfig_out = nfig;
@@ -879,11 +873,11 @@ static int report_sim(const struct report_opts *o, FILE *m, size_t *nfig_out)
 	if (o->data.n || o->rates || o->sim || o->schema || o->target) {
 		dp_cmd_fail("report", "--data, --target, --schema, --rates and --sim apply to "
 			    "learnerd directories; %s is a sim directory", o->dir);
-		return 2;
+		return dp_exit_status(DP_EINVAL, DP_EXIT_PHASE_ARGS);
 	}
 	err = summary_read(o->dir, &sum);
 	if (err != 0)
-		return fail(err);
+		return fail(err, DP_EXIT_PHASE_LOAD);
 	join(path, sizeof(path), o->dir, "psi.csv");
 	err = dp_plot_psi_read(path, &ps);
 	have_sched = exists(o->dir, "schedule.txt");
@@ -892,16 +886,15 @@ static int report_sim(const struct report_opts *o, FILE *m, size_t *nfig_out)
 		err = dp_plot_trace_read(path, NULL, 0, &tr);
 	}
 	if (err != 0) {
-		rc = fail(err);
+		rc = fail(err, DP_EXIT_PHASE_LOAD);
 		goto out;
 	}
 	join(path, sizeof(path), o->dir, "psi.csv");
 	dp_plot_sim_note(path, note, sizeof(note), &runs);
 
-	drawing = true;
 	err = dp_plot_gnuplot_check();
 	if (err != 0) {
-		rc = fail(err);
+		rc = fail(err, DP_EXIT_PHASE_RUN);
 		goto out;
 	}
 	join(path, sizeof(path), o->dir, "report-psi.png");
@@ -917,14 +910,14 @@ static int report_sim(const struct report_opts *o, FILE *m, size_t *nfig_out)
 			"Fig. 3)." };
 	}
 	if (err != 0) {
-		rc = fail(err);
+		rc = fail(err, DP_EXIT_PHASE_RUN);
 		goto out;
 	}
 	js = json_object_new_object();
 	jo = json_object_new_array();
 	rf = open_memstream(&repro, &repro_len);
 	if (js == NULL || jo == NULL || rf == NULL) {
-		rc = 1;
+		rc = dp_exit_status(DP_ENOMEM, DP_EXIT_PHASE_RUN);
 		dp_cmd_fail("report", "out of memory");
 		goto out;
 	}
@@ -1007,7 +1000,7 @@ static int report_sim(const struct report_opts *o, FILE *m, size_t *nfig_out)
 			o->dir, o->dir);
 	if (fclose(rf) != 0 || repro == NULL) {
 		rf = NULL;
-		rc = 1;
+		rc = dp_exit_status(DP_ENOMEM, DP_EXIT_PHASE_RUN);
 		dp_cmd_fail("report", "out of memory");
 		goto out;
 	}
@@ -1018,7 +1011,7 @@ static int report_sim(const struct report_opts *o, FILE *m, size_t *nfig_out)
 	err = write_json(o->dir, js, jerr);
 	js = NULL;
 	if (err != 0) {
-		rc = fail(err);
+		rc = fail(err, DP_EXIT_PHASE_RUN);
 		goto out;
 	}
 	*nfig_out = nfig;
@@ -1041,7 +1034,7 @@ static int report_peer(const struct report_opts *o, FILE *m, size_t *nfig)
 	int err = dp_peerreport_write(o->dir, m);
 
 	*nfig = 0;
-	return err < 0 ? fail(err) : 0;
+	return err < 0 ? fail(err, DP_EXIT_PHASE_LOAD) : 0;
 }
 
 static int report(void *arg)
@@ -1054,16 +1047,15 @@ static int report(void *arg)
 	FILE *m;
 	int status;
 
-	drawing = false;
 	o->dir = o->args.v[0];
 	if (stat(o->dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
 		dp_cmd_fail("report", "%s: not a directory", o->dir);
-		return 2;
+		return dp_exit_status(DP_EINVAL, DP_EXIT_PHASE_ARGS);
 	}
 	if (access(o->dir, W_OK) != 0) {
 		dp_cmd_fail("report", "%s: not writable (report.md and the figures go there)",
 			    o->dir);
-		return 2;
+		return dp_exit_status(DP_EINVAL, DP_EXIT_PHASE_ARGS);
 	}
 	if (exists(o->dir, "trace.csv")) {
 		write_report = report_learner;
@@ -1075,12 +1067,12 @@ static int report(void *arg)
 		dp_cmd_fail("report", "%s: neither a learnerd out directory (trace.csv), a sim "
 			    "out directory (summary.json and psi.csv) nor a peer run (agents' "
 			    "directories with trace.csv)", o->dir);
-		return 2;
+		return dp_exit_status(DP_EINVAL, DP_EXIT_PHASE_ARGS);
 	}
 	m = open_memstream(&md, &mdlen);
 	if (m == NULL) {
 		dp_cmd_fail("report", "out of memory");
-		return 1;
+		return dp_exit_status(DP_ENOMEM, DP_EXIT_PHASE_RUN);
 	}
 	status = write_report(o, m, &nfig);
 	if (status == 0)

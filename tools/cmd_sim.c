@@ -13,6 +13,7 @@
 
 #include "common/core/algo.h"
 #include "common/core/error.h"
+#include "common/core/exit.h"
 #include "common/core/file.h"
 #include "common/core/json.h"
 #include "common/core/mem.h"
@@ -90,13 +91,6 @@ static int check_opts(void *arg)
 	return 0;
 }
 
-/* Exit status for an error code: bad input 2, the rest (memory, a solver)
- * 1. */
-static int status_of(int rc)
-{
-	return rc == DP_ENOMEM || rc == DP_ENUMERIC || rc == DP_EIO ? 1 : 2;
-}
-
 /* --schedule FILE: owner numbers 1..N, one per line, into *out (0-based)
  * and their number into *T (which, when not 0, the file must match); the
  * exit status. */
@@ -108,7 +102,7 @@ static int read_schedule(const char *path, size_t *T, size_t N, size_t **out)
 
 	if (f == NULL) {
 		dp_cmd_fail("sim", "%s: cannot open: %s", path, strerror(errno));
-		return 2;
+		return dp_exit_status(DP_ENOENT, DP_EXIT_PHASE_LOAD);
 	}
 	while (fgets(buf, sizeof(buf), f)) {
 		size_t v;
@@ -128,7 +122,7 @@ static int read_schedule(const char *path, size_t *T, size_t N, size_t **out)
 			fclose(f);
 			free(s);
 			dp_cmd_fail("sim", "out of memory");
-			return 1;
+			return dp_exit_status(DP_ENOMEM, DP_EXIT_PHASE_LOAD);
 		}
 		s[k++] = v - 1;
 	}
@@ -147,7 +141,7 @@ static int read_schedule(const char *path, size_t *T, size_t N, size_t **out)
 fail:
 	fclose(f);
 	free(s);
-	return 2;
+	return dp_exit_status(DP_EFORMAT, DP_EXIT_PHASE_LOAD);
 }
 
 /* The daemons never send a query to an owner that has given its K_i
@@ -159,7 +153,7 @@ static int check_schedule(const char *path, const size_t *sched, size_t T, size_
 
 	if (count == NULL) {
 		dp_cmd_fail("sim", "out of memory");
-		return 1;
+		return dp_exit_status(DP_ENOMEM, DP_EXIT_PHASE_LOAD);
 	}
 	for (size_t k = 0; k < T; k++) {
 		size_t i = sched[k];
@@ -169,7 +163,7 @@ static int check_schedule(const char *path, const size_t *sched, size_t T, size_
 				    "(raise --answers-cap, or see summary.json \"answers_cap\")", path,
 				    k + 1, i + 1, (unsigned long long)K[i]);
 			free(count);
-			return 2;
+			return dp_exit_status(DP_EBUDGET, DP_EXIT_PHASE_LOAD);
 		}
 		count[i]++;
 	}
@@ -414,7 +408,8 @@ static int write_outputs(const struct sim_opts *o, const dp_sim_setup *s, const 
 	double *col = malloc(R * sizeof(double)), *final = malloc(R * sizeof(double));
 	char path[4096];
 	FILE *f;
-	int rc = 1, err;
+	/* Whatever fails here, an output was not written. */
+	int rc = dp_exit_status(DP_EIO, DP_EXIT_PHASE_RUN), err;
 
 	if (col == NULL || final == NULL) {
 		dp_cmd_fail("sim", "out of memory");
@@ -585,7 +580,7 @@ static int simulate(void *arg)
 			       (dp_model)o->model);
 	if (rc != 0) {
 		dp_cmd_fail("sim", "%s", dp_error_detail(rc));
-		rc = status_of(rc);
+		rc = dp_exit_status(rc, DP_EXIT_PHASE_LOAD);
 		goto out;
 	}
 	N = od.N;
@@ -599,7 +594,7 @@ static int simulate(void *arg)
 	s.rate = calloc(N, sizeof(double));
 	if (!eps || !n_rows || !caps || !answers || !s.weight || !s.eps_q || !s.rate) {
 		dp_cmd_fail("sim", "out of memory");
-		rc = 1;
+		rc = dp_exit_status(DP_ENOMEM, DP_EXIT_PHASE_RUN);
 		goto out;
 	}
 	rc = dp_sim_per_owner("--epsilon", o->eps.v, o->eps.n, N, 1.0, eps);
@@ -609,10 +604,10 @@ static int simulate(void *arg)
 		rc = dp_sim_per_owner_u64("--answers-cap", o->caps.v, o->caps.n, N, 0, caps);
 	if (rc != 0) {
 		dp_cmd_fail("sim", "%s", dp_error_detail(rc));
-		rc = 2;
+		rc = dp_exit_status(rc, DP_EXIT_PHASE_ARGS);
 		goto out;
 	}
-	rc = 2;
+	rc = dp_exit_status(DP_EINVAL, DP_EXIT_PHASE_ARGS);
 	if (o->freq_correction && o->mode != DP_PLAN_ASYNC) {
 		dp_cmd_fail("sim", "--freq-correction applies to --mode async only");
 		goto out;
@@ -638,7 +633,7 @@ static int simulate(void *arg)
 				      o->theta_max, &pub);
 		if (rc != 0) {
 			dp_cmd_fail("sim", "%s", dp_error_detail(rc));
-			rc = status_of(rc);
+			rc = dp_exit_status(rc, DP_EXIT_PHASE_LOAD);
 			goto out;
 		}
 	}
@@ -665,7 +660,7 @@ static int simulate(void *arg)
 				    dp_error_detail(rc));
 		else
 			dp_cmd_fail("sim", "%s", dp_error_detail(rc));
-		rc = status_of(rc);
+		rc = dp_exit_status(rc, DP_EXIT_PHASE_RUN);
 		goto out;
 	}
 	T = plan.T;
@@ -675,7 +670,6 @@ static int simulate(void *arg)
 			goto out;
 	}
 
-	rc = 1;
 	s.mode = (enum dp_plan_mode)o->mode;
 	s.model = (dp_model)o->model;
 	s.N = N;
@@ -700,11 +694,11 @@ static int simulate(void *arg)
 		rc = dp_nano_share(eps[i], plan.answers_cap[i], &s.eps_q[i]);
 		if (rc != 0) {
 			dp_cmd_fail("sim", "owner %zu: %s", i + 1, dp_error_detail(rc));
-			rc = 2;
+			rc = dp_exit_status(rc, DP_EXIT_PHASE_ARGS);
 			goto out;
 		}
 	}
-	rc = 1;
+	rc = dp_exit_status(DP_ENOMEM, DP_EXIT_PHASE_RUN);   /* the allocations below */
 	ncp = dp_sim_checkpoints(&s);
 	psi = calloc(ncp * o->repeats, sizeof(double));
 	theta = calloc(s.p, sizeof(double));
@@ -722,19 +716,19 @@ static int simulate(void *arg)
 	secs_optimum = now_secs() - t0;
 	if (rc != 0) {
 		dp_cmd_fail("sim", "computing the non-private optimum: %s", dp_error_detail(rc));
-		rc = 1;
+		rc = dp_exit_status(rc, DP_EXIT_PHASE_RUN);
 		goto out;
 	}
 	if (!(s.f_star > 0)) {
 		dp_cmd_fail("sim", "f(theta*) = %g: psi = f/f* - 1 is undefined when the optimum "
 			    "has zero cost", s.f_star);
-		rc = 1;
+		rc = dp_exit_status(DP_ENUMERIC, DP_EXIT_PHASE_RUN);
 		goto out;
 	}
 	f_zero = dp_model_fitness(s.model, od.view, N, o->lambda, theta /* zeros */);
 	if (dp_file_mkdir_p(o->out, 0) != 0) {
 		dp_cmd_fail("sim", "%s", dp_error_detail(DP_EIO));
-		rc = 1;
+		rc = dp_exit_status(DP_EIO, DP_EXIT_PHASE_RUN);
 		goto out;
 	}
 	t0 = now_secs();
@@ -748,7 +742,7 @@ static int simulate(void *arg)
 				dp_cmd_fail("sim", "%s", dp_error_detail(rc));
 			else
 				dp_cmd_fail("sim", "repeat %zu: %s", failed + 1, dp_error_detail(rc));
-			rc = 1;
+			rc = dp_exit_status(rc, DP_EXIT_PHASE_RUN);
 			goto out;
 		}
 	}

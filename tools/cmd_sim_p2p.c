@@ -12,6 +12,7 @@
 
 #include "common/core/algo.h"
 #include "common/core/error.h"
+#include "common/core/exit.h"
 #include "common/core/file.h"
 #include "common/core/graph.h"
 #include "common/core/json.h"
@@ -86,11 +87,6 @@ static int prefix_detail(int rc, const char *prefix)
 
 	snprintf(was, sizeof(was), "%s", dp_error_detail(rc));
 	return dp_error_set(rc, "%s%s", prefix, was);
-}
-
-static int status_of(int rc)
-{
-	return rc == DP_ENOMEM || rc == DP_ENUMERIC || rc == DP_EIO ? 1 : 2;
 }
 
 /* Everything the command allocates, freed in one place. */
@@ -303,8 +299,9 @@ static int simulate(void *arg)
 	const struct p2p_opts *o = arg;
 	struct p2p_run r = { 0 };
 	dp_p2psim_setup s = { 0 };
+	enum dp_exit_phase phase = DP_EXIT_PHASE_LOAD;
 	size_t N, p;
-	int rc, status = 2;
+	int rc, status;
 
 	rc = dp_ownerdata_load(&r.od, o->files.v, o->files.n,
 			       o->schema ? NULL : (o->target ? o->target : "y"), o->bias, o->schema,
@@ -362,8 +359,8 @@ static int simulate(void *arg)
 	}
 	if (rc != 0)
 		goto fail;
-	status = 1;
 	if (o->local) {
+		phase = DP_EXIT_PHASE_RUN;
 		rc = local_models(o, &r, p);
 	} else {
 		s.model = o->model;
@@ -389,9 +386,11 @@ static int simulate(void *arg)
 			rc = DP_ENOMEM;
 			goto fail;
 		}
+		rc = dp_p2psim_check(&s);   /* the schedule against --wakeups */
+		if (rc != 0)
+			goto fail;
+		phase = DP_EXIT_PHASE_RUN;
 		rc = dp_p2psim_run(&s, o->seed, r.theta, r.order, r.done);
-		if (rc == DP_EBUDGET)
-			status = 2;
 	}
 	if (rc == 0)
 		rc = write_outputs(o, &r, p);
@@ -400,12 +399,11 @@ static int simulate(void *arg)
 	printf("mode=p2p model=%s N=%zu p=%zu edges=%zu steps=%zu%s out=%s\n",
 	       dp_model_name(o->model), N, p, dp_graph_edges(r.graph), r.steps,
 	       o->local ? " local=1" : "", o->out);
-	status = 0;
+	status = DP_EXIT_OK;
 	goto done;
 fail:
 	dp_cmd_fail("sim", "%s", rc == DP_ENOMEM ? "out of memory" : dp_error_detail(rc));
-	if (status == 2)
-		status = status_of(rc);
+	status = dp_exit_status(rc, phase);
 done:
 	run_free(&r);
 	return status;

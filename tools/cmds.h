@@ -3,8 +3,9 @@
  *
  * Each tools/cmd_<name>.c is one subcommand, dp_cmd_<name>: it takes argv
  * after "dpasync" (argv[0] is the subcommand's name) and returns the
- * process exit status: 0 success, 1 runtime failure, 2 bad usage or
- * input.  A subcommand declares its options as a table (a command spec of
+ * process exit status, dp_exit_status() of the error and of the phase it
+ * failed in (common/core/exit.h, docs/design.md §10 "Exit status").  A
+ * subcommand declares its options as a table (a command spec of
  * common/net/config.h) and hands it to dp_cmd_run with the function that
  * does the work; the dispatcher, tools/dpasync.c, implements the two
  * helpers below. */
@@ -30,8 +31,9 @@ int dp_cmd_report(int argc, char **argv);
  * set; spec->program is "dpasync <name>"), call run(arg) with the fields
  * and *spec->args holding them, free the settings (dp_config_free) and
  * return run's exit status.  Without a run: 0 after the help text went to
- * stdout, 2 after one line "dpasync <name>: bad usage: ... (try dpasync
- * <name> --help)" on stderr, or 1 (out of memory, stdout not writable). */
+ * stdout, or the status of the error after one line on stderr ("dpasync
+ * <name>: bad usage: ... (try dpasync <name> --help)": 2; out of memory,
+ * stdout not writable: 1). */
 int dp_cmd_run(const struct dp_config_spec *spec, int argc, char **argv, int (*run)(void *arg),
 	       void *arg);
 

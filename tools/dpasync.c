@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/core/error.h"
+#include "common/core/exit.h"
 #include "common/core/log.h"
 #include "common/net/config.h"
 #include "tools/cmds.h"
@@ -45,22 +46,20 @@ static bool load_args(const struct dp_config_spec *spec, int argc, char **argv, 
 	int rc;
 
 	rc = dp_config_load(spec, argc, argv, &action);
-	if (rc == DP_ENOMEM) {
+	if (rc == DP_ENOMEM)
 		dp_log_plain(spec->program, "out of memory");
-		*status = 1;
-		return false;
-	}
-	if (rc != 0) {
+	else if (rc != 0)
 		dp_log_plain(spec->program, "bad usage: %s (try %s --help)", dp_error_detail(rc),
 			     spec->program);
-		*status = 2;
+	if (rc != 0) {
+		*status = dp_exit_status(rc, DP_EXIT_PHASE_ARGS);
 		return false;
 	}
 	if (action == DP_CONFIG_HELP) {
 		rc = dp_config_print_help(spec, stdout);
 		if (rc != 0)
 			dp_log_plain(spec->program, "%s", dp_error_detail(rc));
-		*status = rc == 0 ? 0 : 1;
+		*status = dp_exit_status(rc, DP_EXIT_PHASE_RUN);
 		return false;
 	}
 	return true;
@@ -91,19 +90,19 @@ int main(int argc, char **argv)
 {
 	if (argc < 2) {
 		usage(stderr);
-		return 2;
+		return dp_exit_status(DP_EINVAL, DP_EXIT_PHASE_ARGS);
 	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
 		usage(stdout);
-		return 0;
+		return DP_EXIT_OK;
 	}
 	if (strcmp(argv[1], "--version") == 0) {
 		printf("dpasync %s\n", DP_VERSION);
-		return 0;
+		return DP_EXIT_OK;
 	}
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (strcmp(argv[1], cmds[i].name) == 0)
 			return cmds[i].run(argc - 1, argv + 1);
 	fprintf(stderr, "dpasync: unknown command '%s' (try dpasync --help)\n", argv[1]);
-	return 2;
+	return dp_exit_status(DP_EINVAL, DP_EXIT_PHASE_ARGS);
 }

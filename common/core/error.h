@@ -17,7 +17,10 @@
 
 /* The one table of codes (libuv's UV_ERRNO_MAP): name, value, text.  The
  * enum below and dp_strerror() are generated from it; codes with an errno
- * value print strerror()'s text. */
+ * value print strerror()'s text.  The exit status each code gives is
+ * common/core/exit.h's (docs/design.md §10 "Exit status"); DP_EREFUSED is
+ * only for a permanent refusal exchanged over a connection verified against
+ * the CA and the peer's name or pin. */
 #define DP_ERRNO_MAP(XX)                                                          \
 	XX(EINVAL,   -EINVAL,         NULL)  /* bad argument or setting */          \
 	XX(ENOMEM,   -ENOMEM,         NULL)                                         \
@@ -32,7 +35,8 @@
 	XX(ETLS,     DP__EBASE - 5,   "TLS failure")                                \
 	XX(ENUMERIC, DP__EBASE - 6,   "non-finite value")                           \
 	XX(ERNG,     DP__EBASE - 7,   "random generator failure")                   \
-	XX(ESTATE,   DP__EBASE - 8,   "operation not allowed in this state")
+	XX(ESTATE,   DP__EBASE - 8,   "operation not allowed in this state")        \
+	XX(EREFUSED, DP__EBASE - 9,   "refused for good")  /* over a verified connection */
 
 enum {
 	DP_OK = 0,

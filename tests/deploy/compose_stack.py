@@ -15,7 +15,7 @@ KILL_OWNERD = ('for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = owner
                'kill -KILL "${p#/proc/}" && exit 0; done; exit 1')
 PNG = b'\x89PNG\r\n\x1a\n'
 
-# The documented series (README "Metrics"); histograms appear as _count.
+# The documented series (docs/operations.md §2); histograms appear as _count.
 LEARNER_SERIES = ['iterations_total', 'iterations_target', 'owners_connected', 'queue_depth',
                   'inflight', 'rtt_seconds_count', 'wait_seconds_count', 'owner_iterations_total',
                   'owner_epsilon_spent', 'refusals_total', 'query_timeouts_total',

@@ -23,26 +23,32 @@ successive jobs", docs/ledger.md §8), real learnerd and ownerd on loopback:
   exit 2 with "lifetime budget ... no job can be answered", learnerd logs
   the Goodbye, counts owner-1 exhausted and finishes the job with owner-2
   (the old learnerd waited for owner-1 until idle-timeout);
-- bad input gives exit 2 and a reason on both sides (docs/ownerd.md "Exit
-  codes"): a renamed column (x3 -> x3b; that owner says Hello first, and
-  the job still takes the other's schema), an owner without the job's bias,
-  an identity that is not one of the job's owners, a wrong --server-name,
-  the metrics port given as the learner's address, an owner whose data has
-  one feature column more than the others' (no schema file: the p check
-  refuses it with Goodbye BAD_DATA; the old learnerd only closed the
-  connection), and 0/1 labels in a logistic job.  Each owner must exit 2 within 20 s (the old ownerd retried
-  for ever) with one error line naming the cause; learnerd's log names it
-  too (for the metrics port learnerd's HTTP side has nothing to say);
+- bad input gives exit 2 and a reason on both sides (docs/design.md §10
+  "Exit status"): a renamed column (x3 -> x3b; that owner says Hello first,
+  and the job still takes the other's schema), an owner without the job's
+  bias, an identity that is not one of the job's owners, an owner whose
+  data has one feature column more than the others' (no schema file: the p
+  check refuses it with Goodbye BAD_DATA; the old learnerd only closed the
+  connection), and 0/1 labels in a logistic job.  Each owner must exit 2
+  within 20 s (the old ownerd retried for ever) with one error line naming
+  the cause; learnerd's log names it too;
+- a wrong --server-name and the metrics port given as the learner's
+  address: what answered was not verified as the learner, so ownerd does
+  not stop at all (the old ownerd exited 2, and systemd kept it down for
+  good; then 1): it is still running after 3 attempts, each a warn line
+  with its reason (name, not_tls) saying what to check and counted in
+  dpasync_owner_connect_failures_total, and exits 0 on SIGTERM (for the
+  metrics port learnerd's HTTP side has nothing to say);
 - the ledger directory's format (docs/ledger.md §10): owner-1's directory
   after the two jobs, its format file removed, is the layout from before
   versions (format 1; `dpasync ledger` says so and reads it as it is);
-  ownerd killed (the fault shim, before
-  and after each file operation of its start) while it migrates a copy
-  leaves a directory that `dpasync ledger` reads at format 1 or 2 with
-  every figure unchanged (lifetime total, each job's spent, answers and
-  caps), and the next start completes the migration with the same figures;
-  a directory of a newer format stops ownerd with exit 2 and one line."""
-import json, os, shutil, subprocess, sys, time
+  ownerd killed (the fault shim, before and after each file operation of
+  its start) while it migrates a copy leaves a directory that `dpasync
+  ledger` reads at format 1 or 2 with every figure unchanged (lifetime
+  total, each job's spent, answers and caps), and the next start completes
+  the migration with the same figures; a directory of a newer format stops
+  ownerd with exit 2 and one line."""
+import json, os, re, shutil, signal, subprocess, sys, time, urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Fail, check, run, tmpdir, cleanup, main
 from cluster import Cluster
@@ -178,21 +184,60 @@ def two_jobs(c, D):
     print('idle owner over %.1f s: %d polls, %.3f s CPU' % (time.time() - t0, polls, cpu))
 
 
-def expect_exit2(D, p, tag, needles, lneedles, ltag, what):
+def expect_exit2(D, p, tag, needles, lneedles, ltag, what, code=2):
     try:
         p.wait(timeout=20)
     except subprocess.TimeoutExpired:
-        raise Fail('%s: ownerd still running after 20 s (it must exit 2):\n%s'
-                   % (what, D.log(tag)[-2000:]))
+        raise Fail('%s: ownerd still running after 20 s (it must exit %d):\n%s'
+                   % (what, code, D.log(tag)[-2000:]))
     olog = D.log(tag)
     errors = [l for l in olog.splitlines() if ' error ' in l]
-    check(p.returncode == 2, '%s: ownerd exit %s, expected 2:\n%s' % (what, p.returncode, olog[-2000:]))
+    check(p.returncode == code, '%s: ownerd exit %s, expected %d:\n%s'
+          % (what, p.returncode, code, olog[-2000:]))
     check(errors and all(any(n in l for l in errors) for n in needles),
           '%s: ownerd error line lacks %r:\n%s' % (what, needles, olog[-2000:]))
     if ltag:
         check(wait_log(lambda: D.log(ltag), lneedles, 10),
               '%s: learnerd log lacks %r:\n%s' % (what, lneedles, D.log(ltag)[-2000:]))
-    print('%s: exit 2, "%s"' % (what, errors[-1].split(' owner: ', 1)[-1][:150]))
+    print('%s: exit %d, "%s"' % (what, code, errors[-1].split(' owner: ', 1)[-1][:150]))
+
+
+def metrics_flags(c, tag):
+    return ['--metrics-listen', '127.0.0.1:0', '--port-file', c.path(tag, 'ports')]
+
+
+def expect_retry(D, c, p, tag, reason, needle, lneedle, ltag, what, n=3):
+    """What answered on the learner's address was not verified as the
+    learner: ownerd retries (docs/ownerd.md "Reconnection").  n warn lines
+    of failed attempts with this reason and needle, as many counted in
+    /metrics, still running; then exit 0 on SIGTERM."""
+    pat = re.compile(r' warn conn: attempt=\d+ failed reason=%s .*%s' % (reason, re.escape(needle)))
+    end = time.time() + 20
+    while time.time() < end and len(pat.findall(D.log(tag))) < n and p.poll() is None:
+        time.sleep(0.05)
+    olog = D.log(tag)
+    check(p.poll() is None, '%s: ownerd exited %s (it must retry):\n%s'
+          % (what, p.returncode, olog[-2000:]))
+    check(len(pat.findall(olog)) >= n, '%s: fewer than %d warn lines "reason=%s ... %s" in 20 s:\n%s'
+          % (what, n, reason, needle, olog[-2000:]))
+    mport = int(dict(l.split('=') for l in open(c.path(tag, 'ports')).read().split())['metrics'])
+    body = urllib.request.urlopen('http://127.0.0.1:%d/metrics' % mport, timeout=5).read().decode()
+    m = re.search(r'^dpasync_owner_connect_failures_total\{reason="%s"\} (\S+)$' % reason, body,
+                  re.M)
+    check(m and float(m.group(1)) >= n, '%s: connect_failures_total{reason="%s"}: %s'
+          % (what, reason, m and m.group(1)))
+    check(' error ' not in olog, '%s: an error line:\n%s' % (what, olog[-2000:]))
+    if ltag:
+        check(wait_log(lambda: D.log(ltag), lneedle, 10),
+              '%s: learnerd log lacks %r:\n%s' % (what, lneedle, D.log(ltag)[-2000:]))
+    p.send_signal(signal.SIGTERM)
+    try:
+        p.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        raise Fail('%s: ownerd did not exit on SIGTERM' % what)
+    check(p.returncode == 0, '%s: exit %d on SIGTERM' % (what, p.returncode))
+    print('%s: retrying, %s attempts counted, exit 0 on SIGTERM: "%s"'
+          % (what, m.group(1), pat.findall(olog)[-1].split(' conn: ', 1)[-1][:150]))
 
 
 def lifetime_rejoin(c, D):
@@ -307,11 +352,12 @@ def bad_inputs(c, D):
     p = D.owner('stranger', 'owner-3', port, c.data(3), ['--bias'])
     expect_exit2(D, p, 'stranger', ['not one of this job', 'owner-3'], 'identity not in owners',
                  'learner-bad', 'unknown identity owner-3')
-    p = D.owner('name', 'owner-2', port, c.data(2), ['--bias', '--server-name', 'other.example'])
-    expect_exit2(D, p, 'name', ['--server-name'], 'handshake failed', 'learner-bad',
-                 'wrong --server-name')
-    p = D.owner('metrics', 'owner-2', mport, c.data(2), ['--bias'])
-    expect_exit2(D, p, 'metrics', ['does not speak TLS'], None, None,
+    p = D.owner('name', 'owner-2', port, c.data(2), ['--bias', '--server-name', 'other.example']
+                + metrics_flags(c, 'name'))
+    expect_retry(D, c, p, 'name', 'name', 'check --server-name', 'handshake failed',
+                 'learner-bad', 'wrong --server-name')
+    p = D.owner('metrics', 'owner-2', mport, c.data(2), ['--bias'] + metrics_flags(c, 'metrics'))
+    expect_retry(D, c, p, 'metrics', 'not_tls', 'does not speak TLS', None, None,
                  'metrics port as the learner address')
     # One feature column more than owner-1 (no schema file on either
     # side), after p = 5 was fixed by the first Hellos: refused on p.

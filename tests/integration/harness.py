@@ -31,6 +31,19 @@ def run(cmd, ok=True, timeout=600):
                                                      p.stdout, p.stderr))
     return p
 
+def self_signed(d):
+    """A TLS server context (ssl module) with a self-signed certificate for
+    the name 'learner', made in d with the openssl CLI: everything right
+    but its issuer, as whoever takes the learner's address can make."""
+    import ssl
+    crt, key = os.path.join(d, 'self.crt'), os.path.join(d, 'self.key')
+    run(['openssl', 'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256',
+         '-nodes', '-keyout', key, '-out', crt, '-days', '2', '-subj', '/CN=learner',
+         '-addext', 'subjectAltName=DNS:learner'])
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(crt, key)
+    return ctx
+
 def tmpdir(name):
     d = tempfile.mkdtemp(prefix='dp-%s-' % name)
     return d

@@ -6,8 +6,8 @@ Prometheus with scrape_interval 1s scrapes all four while a job of about
 20 s runs (slow owner clocks), and its HTTP API (/api/v1/query) shows, at
 one evaluation time during the job:
 - up == 1 for all four targets;
-- every metric of the README's table exists (histograms as _bucket, _sum
-  and _count);
+- every metric of the table in docs/operations.md §2 exists (histograms
+  as _bucket, _sum and _count);
 - 0 < dpasync_learner_iterations_total <= T, iterations_target == T,
   1 <= owners_connected <= 3, rate(iterations_total) > 0;
 - the round-trip histogram has count > 0, its +Inf bucket equals the count,
@@ -24,7 +24,7 @@ one evaluation time during the job:
   over 1 MB, 3 or more open descriptors, CPU seconds >= 0, started within
   the last 10 minutes);
 Then deploy/grafana-dashboard.json: valid JSON, every expression uses only
-metric names of the README's table, and each expression (with the Grafana
+metric names of that table, and each expression (with the Grafana
 variables substituted) is accepted by this Prometheus and returns data.
 The owners join Prometheus by file-based discovery, so Prometheus is
 ready before the job starts.  The job then completes (learnerd exits 0); everything started is killed."""
@@ -42,13 +42,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 def documented_metrics():
-    """{name: type} from the Metrics table of the README."""
-    text = open(os.path.join(ROOT, 'README.md')).read()
+    """{name: type} from the metrics table of docs/operations.md §2."""
+    text = open(os.path.join(ROOT, 'docs', 'operations.md')).read()
     got = {}
     for m in re.finditer(r'^\| `((?:dpasync|process)_[a-z_]+)(?:\{[a-z_,]+\})?` \| (learnerd|ownerd|both) '
                          r'\| (counter|gauge|histogram) \|', text, re.M):
         got[m.group(1)] = m.group(3)
-    check(len(got) >= 19, 'README metrics table: found only %d metrics' % len(got))
+    check(len(got) >= 19, 'docs/operations.md metrics table: found only %d metrics' % len(got))
     return got
 
 def series_names(doc):
@@ -156,7 +156,7 @@ def check_series(prom, at, doc, caps):
     missing = sorted(series_names(doc) - present)
     check(not missing, 'documented series missing in prometheus: %s' % missing)
     undocumented = sorted(present - series_names(doc))
-    check(not undocumented, 'series not in the README table: %s' % undocumented)
+    check(not undocumented, 'series not in the docs/operations.md table: %s' % undocumented)
 
     it = prom.one('dpasync_learner_iterations_total', at)
     check(0 < it <= T, 'iterations_total %g not in (0, %d]' % (it, T))

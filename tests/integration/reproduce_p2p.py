@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
 """The peer-mode experiments through their dispatcher (docs/p2p.md
-"Reproducing"): `scripts/reproduce.sh --list` names p2p-synthetic and
+§5 "Reproduction"): `scripts/reproduce.sh --list` names p2p-synthetic and
 p2p-movielens; their quick versions (REPRODUCE_QUICK=1: 20 agents and one
 setting each; 40 MovieLens users) run on the shared data with this build's
 binaries and write OUTDIR/result.json with every key the issue names, with

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1336,6 +1337,21 @@ static void crash_rounds(struct fx *f, bool ahead)
 				_exit(13);
 			}
 			close(p[1]);
+			/* Every other kill waits (up to 2 s) for the child's first
+			 * answer, so that a loaded machine, where a child may not
+			 * run at all within the random delay, still kills inside
+			 * the charge/send/settle cycle; the others can land
+			 * anywhere, the ledger's open included. */
+			if (kill_no % 2 == 1) {
+				struct pollfd pf = { .fd = p[0], .events = POLLIN };
+
+				if (poll(&pf, 1, 2000) == 1 &&
+				    read(p[0], &v, sizeof(v)) == (ssize_t)sizeof(v)) {
+					assert_true(v > last_reported);
+					last_reported = v;
+					ks[reported++] = v;
+				}
+			}
 			sleep_us(rnd() % 25000);
 			assert_int_equal(kill(pid, SIGKILL), 0);
 			assert_int_equal(waitpid(pid, &st, 0), pid);

@@ -32,12 +32,14 @@ size_t dp_p2psim_steps(const dp_p2psim_setup *s)
 	return total;
 }
 
-/* A schedule that wakes an agent more often than its T_i would spend more
- * than its budget: refused before the first step. */
-static int check_schedule(const dp_p2psim_setup *s)
+int dp_p2psim_check(const dp_p2psim_setup *s)
 {
-	uint64_t *count = calloc(s->N, sizeof(uint64_t));
+	uint64_t *count;
 
+	DP_REQUIRE(s != NULL && (s->schedule == NULL || s->wakeups != NULL));
+	if (s->schedule == NULL)
+		return 0;
+	count = calloc(s->N, sizeof(uint64_t));
 	if (count == NULL)
 		return dp_error_set(DP_ENOMEM, "out of memory");
 	for (size_t k = 0; k < s->steps; k++) {
@@ -74,11 +76,9 @@ int dp_p2psim_run(const dp_p2psim_setup *s, uint64_t seed, double *theta, size_t
 	p = s->p;
 	N = s->N;
 	steps = dp_p2psim_steps(s);
-	if (s->schedule != NULL) {
-		rc = check_schedule(s);
-		if (rc != 0)
-			return rc;
-	}
+	rc = dp_p2psim_check(s);
+	if (rc != 0)
+		return rc;
 	for (size_t i = 0; i < N; i++) {
 		size_t d = dp_graph_adj(s->graph, i, NULL, NULL);
 

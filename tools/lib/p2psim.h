@@ -39,6 +39,13 @@ typedef struct dp_p2psim_setup {
 /* Number of steps a run makes: the schedule's length, else sum T_i. */
 size_t dp_p2psim_steps(const dp_p2psim_setup *s);
 
+/* Refuse a schedule that wakes an agent more often than its T_i =
+ * s->wakeups[i] (its budget is split over T_i wake-ups): the inputs do not
+ * fit together, before anything runs.  0 without a schedule.
+ * Errors: DP_EBUDGET ("step K: agent ID has already woken T times"),
+ * DP_ENOMEM. */
+int dp_p2psim_check(const dp_p2psim_setup *s);
+
 /* One run from Theta_i = 0 for every agent.  First each agent with
  * warm[i] > 0, in index order, takes its private warm start as ownerd
  * --peer does: warm[i] steps of dp_algo_p2p_warm_step on its own noisy
@@ -47,7 +54,7 @@ size_t dp_p2psim_steps(const dp_p2psim_setup *s);
  * wake-ups left (the first of independent Poisson clocks to tick; an agent
  * stops after T_i wake-ups, its budget spent), until none is left.  With a
  * schedule it is followed as given; an agent named more than T_i times is
- * refused before anything runs.  theta[N*p] receives the final models
+ * refused before anything runs (dp_p2psim_check).  theta[N*p] receives the final models
  * (row i = agent i), order_out[steps] (may be NULL) the agent of each
  * step, done_out[N] (may be NULL) each agent's wake-ups.
  * Errors: DP_EBUDGET ("step K: agent ID has already woken T times"),
@@ -57,7 +64,7 @@ int dp_p2psim_run(const dp_p2psim_setup *s, uint64_t seed, double *theta, size_t
 		  uint64_t *done_out);
 
 /* The per-wake-up epsilon of an agent with budget (eps, delta) over T
- * wake-ups, the equal split (docs/p2p.md "Privacy"): with delta = 0 the
+ * wake-ups, the equal split (docs/peer-agents.md §2): with delta = 0 the
  * share ownerd's ledger charges, dp_nano_share(eps, T); with
  * delta > 0 the larger of that and the largest eps_t whose T-fold advanced
  * composition (Dwork, Rothblum and Vadhan) stays within (eps, delta),

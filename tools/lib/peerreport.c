@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* `dpasync report` for a peer-mode run (docs/peer-agents.md "Report"). */
+/* `dpasync report` for a peer-mode run (docs/peer-agents.md §4). */
 #include <dirent.h>
 #include <math.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* `dpasync report` for a peer-mode run (docs/peer-agents.md "Report"): a
+/* `dpasync report` for a peer-mode run (docs/peer-agents.md §4): a
  * directory holding one state directory per agent (ownerd --peer's ledger,
  * trace.csv and model.json, named after the agent), summarised as Markdown
  * from the agents' wall-clock traces. */
