@@ -62,7 +62,7 @@ static int share(const struct own_budget *b, uint64_t K, double *eps_q)
 		*eps_q = b->cfg.eps_step;
 		return 0;
 	}
-	return dp_ledger_eps_share(b->cfg.epsilon, K, eps_q);
+	return dp_nano_share(b->cfg.epsilon, K, eps_q);
 }
 
 static unsigned open_flags(const struct own_budget *b)
@@ -86,9 +86,9 @@ static uint64_t lifetime_spent_nano(const struct own_budget *b)
 {
 	uint64_t job = b->ledger ? dp_ledger_spent_nano(b->ledger) : 0;
 
-	if (b->others_nano == DP_LEDGER_INF || job == DP_LEDGER_INF ||
-	    job > DP_LEDGER_NANO_MAX - b->others_nano)
-		return DP_LEDGER_INF;
+	if (b->others_nano == DP_NANO_INF || job == DP_NANO_INF ||
+	    job > DP_NANO_MAX - b->others_nano)
+		return DP_NANO_INF;
 	return b->others_nano + job;
 }
 
@@ -97,7 +97,7 @@ static bool covers(const struct own_budget *b, double eps)
 {
 	uint64_t c;
 
-	return !isinf(eps) && dp_ledger_nano_ceil(eps, &c) == 0 && c != 0 &&
+	return !isinf(eps) && dp_nano_ceil(eps, &c) == 0 && c != 0 &&
 	       c <= dp_ledger_reserved_nano(b->ledger);
 }
 
@@ -106,12 +106,12 @@ static bool lifetime_allows(const struct own_budget *b, double eps_q)
 {
 	uint64_t spent, c;
 
-	if (b->lifetime_nano == DP_LEDGER_INF)
+	if (b->lifetime_nano == DP_NANO_INF)
 		return true;
 	spent = lifetime_spent_nano(b);
-	if (spent == DP_LEDGER_INF || spent > b->lifetime_nano)
+	if (spent == DP_NANO_INF || spent > b->lifetime_nano)
 		return false;
-	if (isinf(eps_q) || dp_ledger_nano_ceil(eps_q, &c) < 0)
+	if (isinf(eps_q) || dp_nano_ceil(eps_q, &c) < 0)
 		return false;
 	return c <= b->lifetime_nano - spent;
 }
@@ -124,9 +124,9 @@ int own_budget_open(struct own_budget *b, const struct own_budget_config *cfg)
 	DP_REQUIRE(b != NULL && cfg != NULL && cfg->path != NULL && cfg->owner_id != NULL);
 	memset(b, 0, sizeof(*b));
 	b->cfg = *cfg;
-	b->lifetime_nano = DP_LEDGER_INF;
+	b->lifetime_nano = DP_NANO_INF;
 	if (!isinf(cfg->lifetime)) {
-		r = dp_ledger_nano_floor(cfg->lifetime, &b->lifetime_nano);
+		r = dp_nano_floor(cfg->lifetime, &b->lifetime_nano);
 		if (r < 0)
 			return r;
 	}
@@ -286,10 +286,10 @@ bool own_budget_lifetime_spent(const struct own_budget *b)
 	uint64_t spent;
 
 	DP_REQUIRE(b != NULL);
-	if (b->lifetime_nano == DP_LEDGER_INF)
+	if (b->lifetime_nano == DP_NANO_INF)
 		return false;
 	spent = lifetime_spent_nano(b);
-	return spent == DP_LEDGER_INF || spent >= b->lifetime_nano;
+	return spent == DP_NANO_INF || spent >= b->lifetime_nano;
 }
 
 bool own_budget_refuses_job(const struct own_budget *b, const char *job)
@@ -315,7 +315,7 @@ bool own_budget_refuses_job(const struct own_budget *b, const char *job)
 
 static double nano_eps(uint64_t v)
 {
-	return v == DP_LEDGER_INF ? INFINITY : (double)v / 1e9;
+	return v == DP_NANO_INF ? INFINITY : (double)v / 1e9;
 }
 
 void own_budget_status(const struct own_budget *b, struct own_budget_status *out)
@@ -326,8 +326,8 @@ void own_budget_status(const struct own_budget *b, struct own_budget_status *out
 	memset(out, 0, sizeof(*out));
 	spent = lifetime_spent_nano(b);
 	out->lifetime_spent = nano_eps(spent);
-	out->lifetime_left = b->lifetime_nano == DP_LEDGER_INF ? INFINITY :
-		spent == DP_LEDGER_INF || spent >= b->lifetime_nano ? 0.0 :
+	out->lifetime_left = b->lifetime_nano == DP_NANO_INF ? INFINITY :
+		spent == DP_NANO_INF || spent >= b->lifetime_nano ? 0.0 :
 		nano_eps(b->lifetime_nano - spent);
 	out->job = "";
 	if (b->ledger == NULL) {

@@ -398,17 +398,17 @@ static int plan_budget(struct own_peer *p, struct own_budget_config *bc)
 	 * shaving a nano-epsilon at a time when the two parts' roundings
 	 * collide. */
 	for (int tries = 0; tries < 8; tries++) {
-		r = dp_ledger_eps_share(E - tries * 1e-9, p->T, &step_q);
+		r = dp_nano_share(E - tries * 1e-9, p->T, &step_q);
 		if (r == 0 && p->warm)
-			r = dp_ledger_eps_share(s->warm_start, p->warm, &warm_q);
+			r = dp_nano_share(s->warm_start, p->warm, &warm_q);
 		if (r < 0)
 			return wrapf(r, "%s%s", "--epsilon cannot be split over the wake-ups: ");
-		r = dp_ledger_nano_floor(C, &capn);
+		r = dp_nano_floor(C, &capn);
 		if (r == 0)
-			r = dp_ledger_nano_ceil(step_q, &tn);
+			r = dp_nano_ceil(step_q, &tn);
 		wn = 0;
 		if (r == 0 && p->warm)
-			r = dp_ledger_nano_ceil(warm_q, &wn);
+			r = dp_nano_ceil(warm_q, &wn);
 		if (r < 0)
 			return r;
 		if (wn * p->warm + tn * p->T <= capn) {
