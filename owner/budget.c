@@ -84,12 +84,7 @@ static void refresh_gauges(const struct own_budget *b, struct own_budget_status 
 /* Lifetime spent: the other jobs' totals and the bound job's. */
 static uint64_t lifetime_spent_nano(const struct own_budget *b)
 {
-	uint64_t job = b->ledger ? dp_ledger_spent_nano(b->ledger) : 0;
-
-	if (b->others_nano == DP_NANO_INF || job == DP_NANO_INF ||
-	    job > DP_NANO_MAX - b->others_nano)
-		return DP_NANO_INF;
-	return b->others_nano + job;
+	return dp_nano_add(b->others_nano, b->ledger ? dp_ledger_spent_nano(b->ledger) : 0);
 }
 
 /* Is an answer of eps covered by the share reserved after the last one? */
@@ -313,11 +308,6 @@ bool own_budget_refuses_job(const struct own_budget *b, const char *job)
 	return !known;
 }
 
-static double nano_eps(uint64_t v)
-{
-	return v == DP_NANO_INF ? INFINITY : (double)v / 1e9;
-}
-
 void own_budget_status(const struct own_budget *b, struct own_budget_status *out)
 {
 	uint64_t spent;
@@ -325,10 +315,10 @@ void own_budget_status(const struct own_budget *b, struct own_budget_status *out
 	DP_REQUIRE(b != NULL && out != NULL);
 	memset(out, 0, sizeof(*out));
 	spent = lifetime_spent_nano(b);
-	out->lifetime_spent = nano_eps(spent);
+	out->lifetime_spent = dp_nano_to_eps(spent);
 	out->lifetime_left = b->lifetime_nano == DP_NANO_INF ? INFINITY :
 		spent == DP_NANO_INF || spent >= b->lifetime_nano ? 0.0 :
-		nano_eps(b->lifetime_nano - spent);
+		dp_nano_to_eps(b->lifetime_nano - spent);
 	out->job = "";
 	if (b->ledger == NULL) {
 		size_t n = b->set ? dp_ledgerset_count(b->set) : 0;
