@@ -31,7 +31,6 @@
 static struct lrn_settings S;
 
 static const char *const modes[] = { "request", "broadcast", "sync1", "sync2", NULL };
-static const char *const levels[] = { "debug", "info", "warn", "error", NULL };
 
 #define G_NET "Network and TLS"
 #define G_JOB "Job (must match the checkpoint on --resume)"
@@ -150,7 +149,7 @@ static const struct dp_config_entry entries[] = {
 	  .help = "write tls=PORT and metrics=PORT here once listening" },
 	{ .name = "metrics-listen", DP_CFG_STRING(&S.metrics_listen), .def = "", .group = G_OUT,
 	  .metavar = "HOST:PORT", .help = "Prometheus /metrics and /healthz (empty: off)" },
-	{ .name = "log-level", DP_CFG_ENUM(&S.log_level, levels), .def = "info",
+	{ .name = "log-level", DP_CFG_ENUM(&S.log_level, dp_log_level_names), .def = "info",
 	  .group = G_OUT, .help = "least severe log messages written (stderr)" },
 	{ .name = "progress-every", DP_CFG_DURATION(&S.progress_every), .def = "5", .min = 0,
 	  .max = 1e6, .group = G_OUT, .metavar = "SECONDS",

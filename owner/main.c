@@ -66,8 +66,6 @@ struct own_daemon {
 
 static struct own_daemon ownerd;
 
-static const char *const log_levels[] = { "debug", "info", "warn", "error", NULL };
-
 #define S (ownerd.set)
 static const struct dp_config_entry entries[] = {
 	{ .name = "learner", DP_CFG_STRING(&S.learner),
@@ -187,7 +185,7 @@ static const struct dp_config_entry entries[] = {
 	{ .name = "linger", DP_CFG_DURATION(&S.linger), .def = "60", .min = 0, .max = 1e6,
 	  .group = "Peer", .metavar = "SECONDS",
 	  .help = "once done, wait at most this long for the neighbours to be done" },
-	{ .name = "log-level", DP_CFG_ENUM(&S.log_level, log_levels), .def = "info",
+	{ .name = "log-level", DP_CFG_ENUM(&S.log_level, dp_log_level_names), .def = "info",
 	  .group = "Operations", .help = "least severe log level printed" },
 	{ .name = "progress-every", DP_CFG_DURATION(&S.progress_every), .def = "10", .min = 0,
 	  .max = 1e6, .group = "Operations", .metavar = "SECONDS",

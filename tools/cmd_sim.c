@@ -16,9 +16,9 @@
 #include "common/core/exit.h"
 #include "common/core/file.h"
 #include "common/core/json.h"
-#include "common/core/ledger.h"
 #include "common/core/mem.h"
 #include "common/core/modelfile.h"
+#include "common/core/nano.h"
 #include "common/core/num.h"
 #include "common/core/plan.h"
 #include "common/net/config.h"
@@ -272,7 +272,7 @@ static int add_owners(struct json_object *j, const dp_sim_setup *s, const dp_own
 		double spent = INFINITY;
 		uint64_t nano;
 
-		if (!isinf(s->eps_q[i]) && dp_ledger_nano_ceil(s->eps_q[i], &nano) == 0)
+		if (!isinf(s->eps_q[i]) && dp_nano_ceil(s->eps_q[i], &nano) == 0)
 			spent = (double)(nano * res->answers[i]) / 1e9;
 		rc = dp_json_push(a[EPS], dp_json_double_inf(res->eps[i]));
 		if (rc == 0)
@@ -691,7 +691,7 @@ static int simulate(void *arg)
 	for (size_t i = 0; i < N; i++) {
 		s.weight[i] = (double)od.ds[i].n / (double)nrows;
 		/* The same per-answer share ownerd's ledger charges (nano-epsilon, rounded down). */
-		rc = dp_ledger_eps_share(eps[i], plan.answers_cap[i], &s.eps_q[i]);
+		rc = dp_nano_share(eps[i], plan.answers_cap[i], &s.eps_q[i]);
 		if (rc != 0) {
 			dp_cmd_fail("sim", "owner %zu: %s", i + 1, dp_error_detail(rc));
 			rc = dp_exit_status(rc, DP_EXIT_PHASE_ARGS);

@@ -6,7 +6,7 @@
 
 #include "common/core/compose.h"
 #include "common/core/error.h"
-#include "common/core/ledger.h"
+#include "common/core/nano.h"
 
 double dp_compose_advanced(double eps_t, double delta, uint64_t T)
 {
@@ -92,21 +92,21 @@ int dp_compose_plan(double eps, double warm, uint64_t K, double delta, uint64_t 
 	if (E < avail)
 		E = avail;
 	C = warm + E;
-	/* Shares whose rounded-up charges fit the rounded-down cap (ledger.h),
+	/* Shares whose rounded-up charges fit the rounded-down cap (nano.h),
 	 * shaving a nano-epsilon at a time when the two parts' roundings
 	 * collide. */
 	for (int tries = 0; tries < 8; tries++) {
-		rc = dp_ledger_eps_share(E - tries * 1e-9, T, &step_q);
+		rc = dp_nano_share(E - tries * 1e-9, T, &step_q);
 		if (rc == 0 && steps)
-			rc = dp_ledger_eps_share(warm, steps, &warm_q);
+			rc = dp_nano_share(warm, steps, &warm_q);
 		if (rc < 0)
 			return no_share(rc);
-		rc = dp_ledger_nano_floor(C, &capn);
+		rc = dp_nano_floor(C, &capn);
 		if (rc == 0)
-			rc = dp_ledger_nano_ceil(step_q, &tn);
+			rc = dp_nano_ceil(step_q, &tn);
 		wn = 0;
 		if (rc == 0 && steps)
-			rc = dp_ledger_nano_ceil(warm_q, &wn);
+			rc = dp_nano_ceil(warm_q, &wn);
 		if (rc < 0)
 			return rc;
 		if (wn * steps + tn * T <= capn) {

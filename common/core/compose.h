@@ -44,7 +44,7 @@ typedef struct dp_compose_budget {
  * (dp_compose_split); the ledger counts pure-epsilon charges, so its cap
  * is their sum, warm + max(T eps_t, eps - warm): eps under basic
  * composition, more under advanced composition (where (eps, delta) is the
- * guarantee).  Each charge is the ledger's share (dp_ledger_eps_share) of
+ * guarantee).  Each charge is the ledger's share (dp_nano_share) of
  * its part, so that the rounded-up charges fit the rounded-down cap; when
  * the two parts' roundings collide the wake-ups' total is shaved a
  * nano-epsilon at a time.  eps = inf gives inf for all three.

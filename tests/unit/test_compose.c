@@ -11,7 +11,7 @@
 
 #include "common/core/compose.h"
 #include "common/core/error.h"
-#include "common/core/ledger.h"
+#include "common/core/nano.h"
 
 static void test_pure_is_equal_split(void **state)
 {
@@ -77,10 +77,10 @@ static void assert_fits(const dp_compose_budget *b, uint64_t K, uint64_t T)
 {
 	uint64_t cap, step, warm = 0;
 
-	assert_int_equal(dp_ledger_nano_floor(b->cap, &cap), 0);
-	assert_int_equal(dp_ledger_nano_ceil(b->eps_step, &step), 0);
+	assert_int_equal(dp_nano_floor(b->cap, &cap), 0);
+	assert_int_equal(dp_nano_ceil(b->eps_step, &step), 0);
 	if (K)
-		assert_int_equal(dp_ledger_nano_ceil(b->eps_warm, &warm), 0);
+		assert_int_equal(dp_nano_ceil(b->eps_warm, &warm), 0);
 	assert_true(K * warm + T * step <= cap);
 }
 

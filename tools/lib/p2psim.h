@@ -66,7 +66,7 @@ int dp_p2psim_run(const dp_p2psim_setup *s, uint64_t seed, double *theta, size_t
 /* The per-wake-up epsilon of an agent with budget (eps, delta) over T
  * wake-ups and no warm start, the equal split (docs/p2p.md §2): the
  * eps_step of dp_compose_plan(eps, 0, 0, delta, T), the share
- * an agent's ledger charges (with delta = 0, dp_ledger_eps_share(eps, T);
+ * an agent's ledger charges (with delta = 0, dp_nano_share(eps, T);
  * with delta > 0 the larger of that and the advanced composition's, of
  * docs/peer-agents.md "Privacy").  eps = inf gives inf.  Errors:
  * dp_compose_plan's (DP_EINVAL: eps not > 0, delta not in [0, 1), T = 0)

@@ -87,9 +87,10 @@ def trial(bindir, shim, shared, d, rng, n):
         for i in range(1, OWNERS + 1):
             env = None
             if i == j and kind == 'owner-write':
-                # Counted writes: 1 is the new ledger's header (temp file),
-                # then one per answer record.
-                at = rng.randint(2, 12)
+                # Counted writes: 1 is the new ledger directory's format
+                # file, 2 the job ledger's header (temp files, docs/ledger.md
+                # §10 and §4), then one per answer record.
+                at = rng.randint(3, 13)
                 env = shim_env(shim, 'write', at, 'kill-after')
                 rec.update(target='owner-%d' % i, at=at, action='kill-after')
             elif i == j and kind == 'owner-sync':

@@ -38,7 +38,16 @@ successive jobs", docs/ledger.md §8), real learnerd and ownerd on loopback:
   good; then 1): it is still running after 3 attempts, each a warn line
   with its reason (name, not_tls) saying what to check and counted in
   dpasync_owner_connect_failures_total, and exits 0 on SIGTERM (for the
-  metrics port learnerd's HTTP side has nothing to say)."""
+  metrics port learnerd's HTTP side has nothing to say);
+- the ledger directory's format (docs/ledger.md §10): owner-1's directory
+  after the two jobs, its format file removed, is the layout from before
+  versions (format 1; `dpasync ledger` says so and reads it as it is);
+  ownerd killed (the fault shim, before and after each file operation of
+  its start) while it migrates a copy leaves a directory that `dpasync
+  ledger` reads at format 1 or 2 with every figure unchanged (lifetime
+  total, each job's spent, answers and caps), and the next start completes
+  the migration with the same figures; a directory of a newer format stops
+  ownerd with exit 2 and one line."""
 import json, os, re, shutil, signal, subprocess, sys, time, urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, run, tmpdir, cleanup, main
@@ -74,7 +83,7 @@ class Daemons:
             time.sleep(0.05)
         raise Fail('learnerd %s did not write its port file' % tag)
 
-    def owner(self, tag, name, port, data, extra=()):
+    def owner(self, tag, name, port, data, extra=(), env=None):
         c = self.c
         d = c.path(tag)
         os.makedirs(d, exist_ok=True)
@@ -83,7 +92,7 @@ class Daemons:
                '--data', data, '--ledger', os.path.join(d, 'ledger'),
                '--model-out', os.path.join(d, 'model.json')] + list(extra)
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
-                             stderr=open(os.path.join(d, 'ownerd.log'), 'a'))
+                             stderr=open(os.path.join(d, 'ownerd.log'), 'a'), env=env)
         self.procs.append(p)
         return p
 
@@ -379,6 +388,93 @@ def bad_inputs(c, D):
     ll.kill()
 
 
+def ledger_figures(c, led):
+    """(format_version, every budget figure) of a ledger directory as
+    `dpasync ledger` reads it."""
+    info = json.loads(run([c.dp, 'ledger', led]).stdout)
+    fig = {k: info[k] for k in ('jobs_count', 'lifetime_epsilon_spent', 'lifetime_answers')}
+    fig['jobs'] = sorted((j['job'], j['answers'], j['answers_cap'], j['epsilon_spent'],
+                          j['epsilon_cap'], j['torn_bytes']) for j in info['jobs'])
+    return info['format_version'], fig
+
+
+def start_once(c, D, fixture, env=None):
+    """owner-1 started on a fresh copy of `fixture` (its learner address
+    refuses connections: the start is all it does), until its log says it
+    started or it dies; then stopped.  Returns (exit status, log, dir)."""
+    shutil.rmtree(c.path('mig'), ignore_errors=True)
+    os.makedirs(c.path('mig'))
+    led = c.path('mig', 'ledger')
+    shutil.copytree(fixture, led)
+    p = D.owner('mig', 'owner-1', 1, c.data(1),
+                ['--bias', '--epsilon', '1', '--answers-cap', '40', '--lifetime-epsilon', '10'],
+                env=env)
+    end = time.time() + 20
+    while p.poll() is None and 'starting id=owner-1' not in D.log('mig') and time.time() < end:
+        time.sleep(0.02)
+    if p.poll() is None:
+        p.kill()
+    p.wait(timeout=20)
+    return p.returncode, D.log('mig'), led
+
+
+def format_migration(c, D, bindir):
+    shim = next((os.path.join(r, 'libiofault.so') for r, _, fs in os.walk(bindir)
+                 if 'libiofault.so' in fs), None)
+    check(shim is not None, 'the fault shim libiofault.so is not built under %s' % bindir)
+    fixture = c.path('led-v1')
+    shutil.copytree(c.path('o1', 'ledger'), fixture)
+    os.unlink(os.path.join(fixture, 'format'))
+    version, want = ledger_figures(c, fixture)
+    check(version == 1 and want['jobs_count'] == 2 and abs(want['lifetime_epsilon_spent'] - 1.5) < 1e-9,
+          'the directory without its format file: format %r, %r' % (version, want))
+    check(not os.path.exists(os.path.join(fixture, 'format')), 'dpasync ledger wrote a format file')
+
+    # The file operations of one start, counted by the shim.
+    kinds = 'open,write,fsync,rename,link'
+    count = c.path('mig-count')
+    rc, _, led = start_once(c, D, fixture, dict(os.environ, LD_PRELOAD=shim, DP_FAULT_CALLS=kinds,
+                                                DP_FAULT_LOG=count))
+    n = len(open(count).read().split('\n')) - 1
+    check(ledger_figures(c, led) == (2, want), 'a clean start: %r' % (ledger_figures(c, led),))
+    seen = set()
+    for action in ('kill-before', 'kill-after'):
+        for at in range(1, n + 1):
+            env = dict(os.environ, LD_PRELOAD=shim, DP_FAULT_CALLS=kinds, DP_FAULT_AT=str(at),
+                       DP_FAULT_ACTION=action)
+            rc, log, led = start_once(c, D, fixture, env)
+            version, fig = ledger_figures(c, led)
+            seen.add(version)
+            check(version in (1, 2) and fig == want,
+                  'ownerd %s call %d of %d (exit %s): format %r, figures %r, want %r\n%s'
+                  % (action, at, n, rc, version, fig, want, log[-2000:]))
+            again = c.path('mig-again')
+            shutil.rmtree(again, ignore_errors=True)
+            shutil.copytree(led, again)
+            rc, log, led = start_once(c, D, again)
+            check(ledger_figures(c, led) == (2, want),
+                  'restart after %s call %d: %r\n%s' % (action, at, ledger_figures(c, led), log[-2000:]))
+    check(seen == {1, 2}, 'the kills never fell before and after the migration: formats %r' % seen)
+    print('ledger directory format 1 -> 2: killed before and after each of %d file operations '
+          'of a start, the figures held (lifetime %.9g over %d jobs)'
+          % (n, want['lifetime_epsilon_spent'], want['jobs_count']))
+
+    # A newer format than this build knows: exit 2, one line, nothing changed.
+    newer = c.path('led-v99')
+    shutil.copytree(c.path('o1', 'ledger'), newer)
+    with open(os.path.join(newer, 'format'), 'w') as f:
+        f.write('dpasync ledger directory format 99\n')
+    rc, log, led = start_once(c, D, newer)
+    errs = [l for l in log.splitlines() if l.strip()]
+    check(rc == 2 and len(errs) == 1 and 'format 99, newer than' in errs[0],
+          'ownerd on a format-99 directory: exit %s\n%s' % (rc, log))
+    check(open(os.path.join(led, 'format')).read() == 'dpasync ledger directory format 99\n',
+          'the format-99 file was changed')
+    p = run([c.dp, 'ledger', led], ok=False)
+    check(p.returncode == 2 and 'newer than' in p.stderr, 'dpasync ledger on format 99: %d %s'
+          % (p.returncode, p.stderr))
+
+
 def test(argv):
     d = tmpdir('jobs')
     c = Cluster(argv[0], d, owners=3, rows=400, features=4, T=T)
@@ -386,6 +482,7 @@ def test(argv):
     ok = False
     try:
         two_jobs(c, D)
+        format_migration(c, D, argv[0])
         lifetime_rejoin(c, D)
         bad_inputs(c, D)
         ok = True
