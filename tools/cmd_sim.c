@@ -466,7 +466,7 @@ static int write_outputs(const struct sim_opts *o, const dp_sim_setup *s, const 
 
 		snprintf(mf.mode, sizeof(mf.mode), "%s", dp_plan_mode_name(s->mode));
 		snprintf(path, sizeof(path), "%s/model.json", o->out);
-		err = dp_modelfile_write(path, &mf);
+		err = dp_modelfile_write(path, &mf, DP_FILE_MODE_SHARED);
 		if (err != 0) {
 			dp_cmd_fail("sim", "%s", dp_error_detail(err));
 			goto out;
