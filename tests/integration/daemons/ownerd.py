@@ -640,12 +640,13 @@ def test_main_flow(ownerd, base, work, fl, Xb, y, n, p, log):
     check(r['reason'] == 'budget exhausted', 'cap after restart %r' % r)
     check(ledger_records(led) == 3, 'records after restart')
 
-    # Done: the model is saved next to the ledger and ownerd exits 0.
+    # Done: the model is saved in the ledger directory (its own: sibling
+    # ledger directories share their parent) and ownerd exits 0.
     final = [0.5, -1.5, 0.25, 0.125]
     c.send('done', final_theta=final, T=10)
     rc = o.wait()
     check(rc == 0, 'exit code after Done %d' % rc)
-    with open(os.path.join(d, 'model.json')) as f:
+    with open(os.path.join(led, 'model.json')) as f:
         mf = json.load(f)
     check(mf['theta'] == final and mf['model'] == 'linear' and mf['T'] == 10,
           'model.json %r' % mf)

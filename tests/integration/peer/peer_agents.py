@@ -77,7 +77,7 @@ class Agent:
         return out
 
     def trace_rows(self):
-        p = os.path.join(self.dir, 'trace.csv')
+        p = os.path.join(self.dir, 'ledger', 'trace.csv')
         if not os.path.exists(p):
             return 0
         return max(0, len(open(p).read().splitlines()) - 1)
@@ -337,7 +337,7 @@ def case_cluster(root):
             adv = warm[i] + math.sqrt(2 * T * math.log(1 / delta[i])) * e + T * e * math.expm1(e)
             check(min(adv, led['epsilon_spent']) <= eps[i] + 1e-9,
                   '%s: (eps, delta) = (%g, %g) exceeded: %r' % (i, eps[i], delta[i], led))
-        th = theta(os.path.join(root, 'state-' + i, 'model.json'))
+        th = theta(os.path.join(root, 'state-' + i, 'ledger', 'model.json'))
         check(len(th) == 4 and all(abs(v) < 1e6 for v in th), '%s: model %r' % (i, th))
         check(agents[i].trace_rows() == T, '%s: trace has %d rows' % (i, agents[i].trace_rows()))
     # dpasync report on the run's directory (the agents' state directories)
@@ -392,7 +392,7 @@ def case_restart(root):
               '%s: ledger %r' % (i, led))
     # the trace of b: no wake-up twice across the restart (the row of a
     # wake-up charged just before the kill may be missing)
-    rows = open(os.path.join(agents['b'].dir, 'trace.csv')).read().splitlines()
+    rows = open(os.path.join(agents['b'].dir, 'ledger', 'trace.csv')).read().splitlines()
     wakeups = [int(r.split(',')[0]) for r in rows if not r.startswith('wakeup')]
     check(wakeups == sorted(set(wakeups)) and wakeups[-1] == T and len(wakeups) >= T - 1,
           'b trace wake-ups %r' % wakeups)
@@ -429,7 +429,7 @@ def case_parity(root, warm=()):
             a.kill()
     worst = 0.0
     for i in ids:
-        got = theta(os.path.join(root, 'state-' + i, 'model.json'))
+        got = theta(os.path.join(root, 'state-' + i, 'ledger', 'model.json'))
         want = theta(os.path.join(sim, 'agents', i + '.json'))
         check(len(got) == len(want), '%s: p differs' % i)
         for g, w in zip(got, want):
