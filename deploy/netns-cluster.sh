@@ -14,7 +14,7 @@
 #
 # --learner-args: more learnerd flags (e.g. '--max-inflight 4').  --bounce:
 # kill owner I (SIGKILL) AT seconds after the owners start and start it
-# again, with its ledger, DOWN seconds later.  --peer: no learner; the
+# again, with its ledger, DOWN seconds after the kill.  --peer: no learner; the
 # owners are ownerd --peer agents (docs/peer-agents.md) over a ring or the
 # graph file given (ids owner-1..N), each waking --T times; a pair's one-way
 # delay is the sum of its two links' (report: DIR/report.md, ledgers checked).
@@ -397,29 +397,39 @@ sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv
      "$2" >"$3.tmp" 2>/dev/null; then mv "$3.tmp" "$3"; else rm -f "$3.tmp"; fi
 }
 mkdir -p "$OUT/metrics"
-start=$(date +%s.%N) tick=0 bounced=0
-while kill -0 "$LPID" 2>/dev/null; do
-  now=$(date +%s.%N)
-  if [ -n "$BOUNCE" ] && [ $bounced = 0 ] &&
-     awk -v a="$start" -v b="$now" -v t="$B_AT" 'BEGIN { exit !(b - a >= t) }'; then
+# The bounce is checked before every scrape and every 0.2 s, and the restart
+# counts DOWN s from the actual kill: a scrape can take seconds on a loaded
+# machine, and the owner must still be away for DOWN s.
+bounce_step() {
+  [ -n "$BOUNCE" ] || return 0
+  local now; now=$(date +%s.%N)
+  if [ $bounced = 0 ] && awk -v a="$start" -v b="$now" -v t="$B_AT" 'BEGIN { exit !(b - a >= t) }'; then
     kill -9 "${OPIDS[B_I-1]}" 2>/dev/null || true
-    echo "$now killed" >"$OUT/bounce.txt"; bounced=1
-  fi
-  if [ $bounced = 1 ] &&
-     awk -v a="$start" -v b="$now" -v t="$B_AT" -v d="$B_DOWN" 'BEGIN { exit !(b - a >= t + d) }'; then
+    echo "$now killed" >"$OUT/bounce.txt"; bounced=1 killed_at=$now
+  elif [ $bounced = 1 ] &&
+       awk -v a="$killed_at" -v b="$now" -v d="$B_DOWN" 'BEGIN { exit !(b - a >= d) }'; then
     start_owner "$B_I"
     echo "$now restarted" >>"$OUT/bounce.txt"; bounced=2
   fi
+}
+start=$(date +%s.%N) tick=0 bounced=0 killed_at=0
+while kill -0 "$LPID" 2>/dev/null; do
+  now=$(date +%s.%N)
   if awk -v a="$start" -v b="$now" -v t="$TIMEOUT" 'BEGIN { exit !(b - a > t) }'; then
     echo "netns-cluster: job not done after $TIMEOUT s; learnerd log tail:"; tail -5 "$OUT/learnerd.log"
     exit 1
   fi
+  bounce_step
   scrape "$NSL" 9464 "$OUT/metrics/learner.prom"
   if [ $((tick % 5)) = 0 ]; then
-    for i in $(seq "$OWNERS"); do scrape "${NSO[i-1]}" 9465 "$OUT/metrics/owner-$i.prom"; done
+    for i in $(seq "$OWNERS"); do
+      kill -0 "$LPID" 2>/dev/null || break   # the job is over: stop waiting on scrapes
+      bounce_step
+      scrape "${NSO[i-1]}" 9465 "$OUT/metrics/owner-$i.prom"
+    done
   fi
   tick=$((tick + 1))
-  sleep 1
+  for _ in 1 2 3 4 5; do bounce_step; sleep 0.2; done
 done
 end=$(date +%s.%N)
 rc=0; wait "$LPID" || rc=$?
