@@ -25,6 +25,7 @@
 #include "common/core/json.h"
 #include "common/core/mem.h"
 #include "common/core/num.h"
+#include "tools/lib/wallband.h"
 
 extern char **environ;
 
@@ -1458,52 +1459,143 @@ int dp_plot_wall_read(const char *path, dp_plot_wall *w)
 	return 0;
 }
 
+/* Index of the first INPUT with the label of INPUT s: INPUTs that share a
+ * label are repeats of one run, drawn as a band (docs/plots.md "psi-wall"). */
+static size_t wall_group(const char *const *labels, size_t s)
+{
+	for (size_t i = 0; labels && labels[s] && i < s; i++)
+		if (labels[i] && strcmp(labels[i], labels[s]) == 0)
+			return i;
+	return s;
+}
+
+/* The nrun repeats of group g (first INPUT g) as the datablock $wG of the
+ * band, "t lo med hi", and their CSV rows. */
+static int wall_band(FILE *f, csvbuf *c, const dp_plot_wall *w, const char *const *labels,
+		     size_t ns, size_t g, size_t nrun)
+{
+	const dp_plot_wall **runs = calloc(nrun, sizeof(*runs));
+	dp_wallband b = { 0 };
+	size_t m = 0;
+	int rc;
+
+	if (runs == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	for (size_t s = g; s < ns; s++)
+		if (wall_group(labels, s) == g)
+			runs[m++] = &w[s];
+	rc = dp_wallband_build(runs, m, &b);
+	free(runs);
+	if (rc != 0)
+		return rc;
+	fprintf(f, "$w%zu << EOD\n", g);
+	for (size_t r = 0; r < b.n; r++) {
+		fprintf(f, "%.10g %.10g %.10g %.10g\n", b.t[r], b.lo[r], b.med[r], b.hi[r]);
+		if (c->f) {
+			csv_text(c->f, labels[g]);
+			fprintf(c->f, ",%.10g,%zu,%.10g,%.10g,%.10g\n", b.t[r], b.runs[r], b.lo[r],
+				b.med[r], b.hi[r]);
+		}
+	}
+	fputs("EOD\n", f);
+	dp_wallband_free(&b);
+	return 0;
+}
+
+/* One curve as the datablock $wS, "t psi", and its CSV rows (banded: the
+ * band's columns, one run). */
+static void wall_line(FILE *f, csvbuf *c, const dp_plot_wall *w, const char *label, size_t s,
+		      int banded)
+{
+	fprintf(f, "$w%zu << EOD\n", s);
+	for (size_t r = 0; r < w->n; r++) {
+		fprintf(f, "%.10g %.10g\n", w->t[r], w->psi[r]);
+		if (c->f == NULL)
+			continue;
+		csv_text(c->f, label);
+		if (banded)
+			fprintf(c->f, ",%.10g,1,%.10g,%.10g,%.10g\n", w->t[r], w->psi[r], w->psi[r],
+				w->psi[r]);
+		else
+			fprintf(c->f, ",%.10g,%zu,%.10g\n", w->t[r], w->k[r], w->psi[r]);
+	}
+	fputs("EOD\n", f);
+}
+
 int dp_plot_psi_wall(const dp_plot_wall *w, const char *const *labels, size_t ns,
 		     const dp_plot_opts *o, const char *out)
 {
-	char *body = NULL;
-	size_t len = 0;
-	FILE *f;
-	int logy = !(o && o->linear), rc;
-	csvbuf c;
+	char *body = NULL, t[300];
+	size_t len = 0, *nrun = NULL, groups = 0;
+	FILE *f = NULL;
+	int logy = !(o && o->linear), banded = 0, rc;
+	csvbuf c = { 0 };
 
 	DP_REQUIRE(w != NULL && out != NULL);
 	if (ns == 0)
 		return dp_error_set(DP_EINVAL, "no psi curve to plot");
-	for (size_t s = 0; s < ns; s++)
+	nrun = calloc(ns, sizeof(*nrun));
+	if (nrun == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	for (size_t s = 0; s < ns; s++) {
 		for (size_t r = 0; r < w[s].n; r++)
 			if (!(w[s].psi[r] > 0))
 				logy = 0;   /* a log axis cannot show psi = 0 */
-	rc = csv_open(&c, o, "series,time_s,k,psi");
+		nrun[wall_group(labels, s)]++;
+		banded |= wall_group(labels, s) != s;
+	}
+	rc = csv_open(&c, o, banded ? "series,time_s,runs,psi_min,psi_median,psi_max" :
+			     "series,time_s,k,psi");
 	if (rc != 0)
-		return rc;
+		goto out;
 	f = open_memstream(&body, &len);
 	if (f == NULL) {
-		csv_discard(&c);
-		return dp_error_set(DP_ENOMEM, "out of memory");
+		rc = dp_error_set(DP_ENOMEM, "out of memory");
+		goto out;
 	}
-	put_title(f, "set title", o, "ψ against wall-clock time (measured: ψ of the learner's "
-		  "checkpointed model)");
+	put_title(f, "set title", o, banded ? "ψ against wall-clock time (measured: ψ of the "
+		  "learner's checkpointed model; repeats: median and min–max)" :
+		  "ψ against wall-clock time (measured: ψ of the learner's checkpointed model)");
 	fputs("set xlabel \"seconds since training started\"\n", f);
 	psi_axes(f, logy, o && o->logx);
-	for (size_t s = 0; s < ns; s++) {
-		fprintf(f, "$w%zu << EOD\n", s);
-		for (size_t r = 0; r < w[s].n; r++) {
-			fprintf(f, "%.10g %.10g\n", w[s].t[r], w[s].psi[r]);
-			if (c.f) {
-				csv_text(c.f, labels && labels[s] ? labels[s] : "");
-				fprintf(c.f, ",%.10g,%zu,%.10g\n", w[s].t[r], w[s].k[r], w[s].psi[r]);
-			}
-		}
-		fputs("EOD\n", f);
+	for (size_t s = 0; s < ns && rc == 0; s++) {
+		if (nrun[s] > 1)
+			rc = wall_band(f, &c, w, labels, ns, s, nrun[s]);
+		else if (nrun[s] == 1)
+			wall_line(f, &c, &w[s], labels && labels[s] ? labels[s] : "", s, banded);
 	}
+	if (rc != 0)
+		goto out;
 	for (size_t s = 0; s < ns; s++) {
-		fprintf(f, "%s$w%zu using 1:2 with linespoints lw 2 pt 7 ps 0.5 lc rgb \"%s\" title ",
-			s == 0 ? "plot " : ", \\\n     ", s, colors[s % NCOLORS]);
-		put_quoted(f, labels && labels[s] ? labels[s] : "");
+		const char *col = colors[groups % NCOLORS], *lab = labels && labels[s] ? labels[s] : "";
+
+		if (nrun[s] == 0)
+			continue;
+		fputs(groups++ == 0 ? "plot " : ", \\\n     ", f);
+		if (nrun[s] == 1) {
+			fprintf(f, "$w%zu using 1:2 with linespoints lw 2 pt 7 ps 0.5 lc rgb \"%s\" "
+				"title ", s, col);
+			put_quoted(f, lab);
+			continue;
+		}
+		fprintf(f, "$w%zu using 1:2:4 with filledcurves fs transparent solid 0.22 noborder "
+			"lc rgb \"%s\" title ", s, col);
+		snprintf(t, sizeof(t), "%s: min–max of %zu runs", lab, nrun[s]);
+		put_quoted(f, t);
+		fprintf(f, ", \\\n     $w%zu using 1:3 with lines lw 2 lc rgb \"%s\" title ", s, col);
+		snprintf(t, sizeof(t), "%s: median", lab);
+		put_quoted(f, t);
 	}
 	fputc('\n', f);
+	free(nrun);
 	return finish(f, &body, &len, &c, o, out);
+out:
+	if (f != NULL)
+		fclose(f);
+	free(body);
+	csv_discard(&c);
+	free(nrun);
+	return rc;
 }
 
 /* Log axis when all values are positive and span a factor 10 or more. */
