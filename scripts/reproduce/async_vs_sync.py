@@ -9,8 +9,9 @@ on the same cluster: 4 owners in network namespaces with one-way delays 1,
 features + bias; owner-1 holds 10x the rows of the others (200,000 against
 20,000), so its answers take about 10x longer to compute (an honest slow
 owner: more data, no sleep); owner-3 is killed (SIGKILL) BOUNCE_AT s after
-the owners start and restarted, with its ledger, BOUNCE_DOWN s after the
-kill.
+learnerd's first query (netns-cluster.sh --bounce-from training: the owners
+take seconds to load their rows, and a kill before training would test
+nothing) and restarted, with its ledger, BOUNCE_DOWN s after the kill.
 
 Both sync modes run T = 60 (59 rounds of 4 answers: 236 answers in all);
 the async modes run T = 236 iterations, the same number of answers, so
@@ -67,8 +68,8 @@ Exit status: 0 every repeat of every mode was ok; 1 some repeat failed
 (everything measured is still written); 2 bad usage; 77 network namespaces
 cannot be created here (nothing was run).
 
---quick: T 11 / 40, a twentieth of the rows, about 6 checkpoints a run, for
-the integration test.  --modes A,B: only these modes.  --learner-args
+--quick: T 11 / 40, a twentieth of the rows, about 6 checkpoints a run,
+owner-3 away from 1 s to 2 s, for the integration test.  --modes A,B: only these modes.  --learner-args
 MODE[@R]=FLAGS: more learnerd flags for MODE (in repeat R only), replacing
 a default flag of the same name; the integration test makes sync1 fail
 with 'sync1@1=--round-timeout 0.1' (a round waits >= 0.4 s for owner-4).
@@ -100,6 +101,7 @@ ROWS_QUICK = '10000,1000,1000,1000'
 FEATURES = 20
 EPS = '1'
 BOUNCE_OWNER, BOUNCE_AT, BOUNCE_DOWN = 3, 5, 3
+BOUNCE_QUICK = 1, 1     # AT, DOWN: inside the quick runs' few seconds
 T_SYNC, T_SYNC_QUICK = 60, 11
 POINTS, POINTS_QUICK = 40, 6       # checkpoints per run, about
 TIMEOUT, TIMEOUT_QUICK = 400, 120  # netns-cluster.sh --timeout, s
@@ -373,7 +375,9 @@ def run_one(tools, a, spec, T, rep, extra, quick, out):
            '--rate', RATES, '--rows', ROWS_QUICK if quick else ROWS,
            '--features', str(FEATURES), '--epsilon', EPS, '--T', str(T), '--mode', mode,
            '--out', d, '--id', 'avs%d' % os.getpid(),
-           '--bounce', '%d:%g:%g' % (BOUNCE_OWNER, BOUNCE_AT, BOUNCE_DOWN),
+           '--bounce', '%d:%g:%g' % ((BOUNCE_OWNER,) + (BOUNCE_QUICK if quick else
+                                                       (BOUNCE_AT, BOUNCE_DOWN))),
+           '--bounce-from', 'training',
            '--learner-args', ' '.join(shlex.quote(f) for f in flags),
            '--timeout', str(TIMEOUT_QUICK if quick else TIMEOUT)]
     print('== %s repeat %d: %s' % (name, rep, ' '.join(shlex.quote(c) for c in cmd[1:])),
@@ -577,7 +581,8 @@ def main():
     res = {'experiment': 'async-vs-sync', 'quick': quick,
            'setup': {'owners': OWNERS, 'delays_ms': DELAYS, 'rates': RATES,
                      'rows': ROWS_QUICK if quick else ROWS, 'features': FEATURES, 'epsilon': EPS,
-                     'bounce': {'owner': BOUNCE_OWNER, 'at_s': BOUNCE_AT, 'down_s': BOUNCE_DOWN},
+                     'bounce': dict(zip(('owner', 'at_s', 'down_s'), (BOUNCE_OWNER,) + (
+                         BOUNCE_QUICK if quick else (BOUNCE_AT, BOUNCE_DOWN)))),
                      'T_sync': t_sync, 'T_async': t_async, 'quick': quick, 'repeats': a.repeats,
                      'modes': [s[0] for s in specs], 'learner_args': a.learner_args,
                      'started_utc': utc(), 'cpus': os.cpu_count(), 'loadavg_start': load()},

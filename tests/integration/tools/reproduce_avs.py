@@ -17,11 +17,12 @@ on learnerd's handling of the restarted owner, docs/async-vs-sync.md
 
 Asserted: the experiment exits 1 (not every repeat finished) and still
 writes result.json, the table and the figure; async-strict has both
-repeats, finished (k = T, as many answers, psi of its model.json, its psi(t)
-ending there) and their median, min and max in the summary and the table;
-each sync1 repeat is "failed" with learnerd's stop line as its reason, exit
-statuses 1, its own --round-timeout in place of the default 60 (the
-MODE@R selection), and psi of the checkpoint it left; the ok/failed counts
+repeats, finished (k = T, as many answers, psi of its model.json, its
+psi(t) from t = 0 through that model at wall_s) and their median, min and
+max in the summary and the table; each sync1 repeat is "failed" with
+learnerd's stop line as its reason, exit statuses 1, its own
+--round-timeout in place of the default 60 (the MODE@R selection), and psi
+of the checkpoint it left; the ok/failed counts
 are 2/0 and 0/2; the figure's numbers (--data-out) hold async-strict's
 band of 2 runs and the failed repeats as "sync1 (failed)"; every repeat's
 data directory is gone, and no namespace of the run is left.  Takes about
@@ -120,8 +121,12 @@ def test(argv):
                   'async-strict %d: k %r answers %r' % (r['repeat'], r['k_done'], r['answers']))
             check(r['wall_s'] > 0 and math.isfinite(r['psi_final']) and r['psi_final'] > 0,
                   'async-strict %d: wall %r psi %r' % (r['repeat'], r['wall_s'], r['psi_final']))
-            check(len(r['psi_t']) >= 2 and r['psi_t'][-1][2] == r['psi_final'],
-                  'async-strict %d: psi(t) %r' % (r['repeat'], r['psi_t']))
+            # psi(t): from the start, through the final model at wall_s (the
+            # last checkpoint, written just after, holds the same model).
+            final = [round(r['wall_s'], 6), T_ASYNC, r['psi_final']]
+            check(len(r['psi_t']) >= 3 and r['psi_t'][0][:2] == [0, 0] and final in r['psi_t']
+                  and abs(r['psi_t'][-1][2] - r['psi_final']) <= 1e-9 * r['psi_final'],
+                  'async-strict %d: psi(t) %r, final %r' % (r['repeat'], r['psi_t'], final))
             check(os.path.exists(os.path.join(out, r['psi_csv'])), 'no %s' % r['psi_csv'])
         walls = sorted(r['wall_s'] for r in a['repeats'])
         s = a['summary']['wall_s']
