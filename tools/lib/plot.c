@@ -1554,7 +1554,8 @@ int dp_plot_psi_wall(const dp_plot_wall *w, const char *const *labels, size_t ns
 		goto out;
 	}
 	put_title(f, "set title", o, banded ? "ψ against wall-clock time (measured: ψ of the "
-		  "learner's checkpointed model; repeats: median and min–max)" :
+		  "learner's checkpointed model)\nrepeats: their median, and a band from the "
+		  "lowest to the highest" :
 		  "ψ against wall-clock time (measured: ψ of the learner's checkpointed model)");
 	fputs("set xlabel \"seconds since training started\"\n", f);
 	psi_axes(f, logy, o && o->logx);
@@ -1580,7 +1581,7 @@ int dp_plot_psi_wall(const dp_plot_wall *w, const char *const *labels, size_t ns
 		}
 		fprintf(f, "$w%zu using 1:2:4 with filledcurves fs transparent solid 0.22 noborder "
 			"lc rgb \"%s\" title ", s, col);
-		snprintf(t, sizeof(t), "%s: min–max of %zu runs", lab, nrun[s]);
+		snprintf(t, sizeof(t), "%s: min–max, %zu runs", lab, nrun[s]);
 		put_quoted(f, t);
 		fprintf(f, ", \\\n     $w%zu using 1:3 with lines lw 2 lc rgb \"%s\" title ", s, col);
 		snprintf(t, sizeof(t), "%s: median", lab);
