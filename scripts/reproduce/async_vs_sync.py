@@ -483,7 +483,8 @@ def table(res):
             'finished; %d CPUs, load average %s at the start and %s at the end; links: %s.\n'
             % (R, 's' if R > 1 else '', ' (quick)' if su['quick'] else '', su['started_utc'],
                su.get('finished_utc', '…'), su['cpus'], su['loadavg_start'],
-               su.get('loadavg_end', '…'), su.get('link', '?')))
+               su.get('loadavg_end', '…'),
+               {'user': 'emulated in user space', 'netem': 'tc netem'}.get(su.get('link'), '?')))
     zero = next((r['psi_zero'] for mode in m.values() for r in mode['repeats']
                  if r.get('psi_zero') is not None), None)
     if zero is not None:
