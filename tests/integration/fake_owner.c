@@ -7,6 +7,9 @@
  *   fake_owner --learner HOST:PORT --ca F --cert F --key F --id NAME
  *              --p P --rows N --grad-a A --grad-c C1,C2,...
  *              [--epsilon E] [--answers-cap K] [--answers-given G] [--rate R]
+ *              [--theta-max M] [--epsilon-left E] [--lifetime-left L]
+ *                               any of these sends Hello.limits (the others
+ *                               then: inf, E or epsilon, inf)
  *              [--interval S]   seconds between an answer and the next request
  *              [--nan-at M]     the M-th answer carries a NaN
  *              [--silent-at M]  the M-th query is never answered
@@ -46,10 +49,13 @@ static struct {
 	size_t p;
 	uint64_t rows, cap, given;
 	double eps, ga, *gc, interval, reconnect_for, rate;
+	double theta_max, eps_left, life_left;
+	int limits;
 	size_t ngc;
 	uint64_t nan_at, silent_at, refuse_at;
 	int no_request;
-} A = { .eps = 1.0, .interval = 0.0, .rate = 1.0 };
+} A = { .eps = 1.0, .interval = 0.0, .rate = 1.0, .theta_max = INFINITY, .eps_left = NAN,
+	.life_left = INFINITY };
 
 static uv_loop_t *loop;
 static SSL_CTX *ctx;
@@ -108,8 +114,15 @@ static int on_handshake(dp_conn *c, const char *peer_id)
 {
 	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
 	Dpasync__Hello h = DPASYNC__HELLO__INIT;
+	Dpasync__HelloLimits lim = DPASYNC__HELLO_LIMITS__INIT;
 
 	h.version = 1;
+	if (A.limits) {
+		lim.theta_max = A.theta_max;
+		lim.epsilon_left = isnan(A.eps_left) ? A.eps : A.eps_left;
+		lim.lifetime_left = A.life_left;
+		h.limits = &lim;
+	}
 	h.owner_id = (char *)A.id;
 	h.n_rows = A.rows;
 	h.n_features = (uint32_t)A.p;
@@ -285,6 +298,18 @@ static void connect_learner(void)
 	}
 }
 
+/* Any double strtod reads, subnormals included (a liar's claim, e.g.
+ * 5e-324, which dp_num_parse_double refuses as out of range). */
+static int parse_any_double(const char *what, const char *s, double *out)
+{
+	char *end;
+
+	*out = strtod(s, &end);
+	if (end == s || *end != '\0')
+		return dp_error_set(DP_EINVAL, "%s: expected a number, got '%s'", what, s);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -302,7 +327,10 @@ int main(int argc, char **argv)
 		{ "done-file", required_argument, NULL, 'd' },
 		{ "no-request", no_argument, NULL, 'q' },
 		{ "rate", required_argument, NULL, 'T' },
-		{ "welcome-file", required_argument, NULL, 'W' }, { NULL, 0, NULL, 0 },
+		{ "welcome-file", required_argument, NULL, 'W' },
+		{ "theta-max", required_argument, NULL, 'M' },
+		{ "epsilon-left", required_argument, NULL, 'E' },
+		{ "lifetime-left", required_argument, NULL, 'L' }, { NULL, 0, NULL, 0 },
 	};
 	dp_tls_files tf;
 	int o, rc = 0;
@@ -324,7 +352,7 @@ int main(int argc, char **argv)
 		case 'n': rc = dp_num_parse_u64("--rows", optarg, &A.rows); break;
 		case 'A': rc = dp_num_parse_double("--grad-a", optarg, 0, &A.ga); break;
 		case 'C': rc = dp_num_parse_double_list("--grad-c", optarg, 0, &A.gc, &A.ngc); break;
-		case 'e': rc = dp_num_parse_double("--epsilon", optarg, 1, &A.eps); break;
+		case 'e': rc = parse_any_double("--epsilon", optarg, &A.eps); break;
 		case 'K': rc = dp_num_parse_u64("--answers-cap", optarg, &A.cap); break;
 		case 'G': rc = dp_num_parse_u64("--answers-given", optarg, &A.given); break;
 		case 'I': rc = dp_num_parse_double("--interval", optarg, 0, &A.interval); break;
@@ -336,6 +364,9 @@ int main(int argc, char **argv)
 		case 'q': A.no_request = 1; break;
 		case 'T': rc = dp_num_parse_double("--rate", optarg, 0, &A.rate); break;
 		case 'W': A.welcome_file = optarg; break;
+		case 'M': A.limits = 1; rc = dp_num_parse_double("--theta-max", optarg, 1, &A.theta_max); break;
+		case 'E': A.limits = 1; rc = parse_any_double("--epsilon-left", optarg, &A.eps_left); break;
+		case 'L': A.limits = 1; rc = parse_any_double("--lifetime-left", optarg, &A.life_left); break;
 		default: return 2;
 		}
 		if (rc < 0) {
