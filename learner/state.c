@@ -10,7 +10,7 @@
 
 #include "common/core/algo.h"
 #include "common/core/error.h"
-#include "common/core/ledger.h"
+#include "common/core/nano.h"
 #include "common/core/log.h"
 #include "common/core/plan.h"
 #include "learner/job.h"
@@ -427,7 +427,7 @@ static int reachable(const struct lrn_job *J, const struct planned *pd, const ui
 
 		/* A new ledger splits what is left over K_i in nano-epsilon
 		 * (docs/ledger.md §2); the owner's own ledger is already split. */
-		if (!o->same_job && !isinf(o->eps_left) && dp_ledger_eps_share(o->eps_left, K[k], &q) < 0)
+		if (!o->same_job && !isinf(o->eps_left) && dp_nano_share(o->eps_left, K[k], &q) < 0)
 			return dp_error_set(DP_EBUDGET, "no plan reaches T=%llu: owner %s has %g left, "
 					    "too little for its K_i = %llu answers", (unsigned long long)
 					    J->T, o->id, o->eps_left, (unsigned long long)K[k]);

@@ -31,9 +31,10 @@
 
 static int trace_new(struct lrn_job *L)
 {
-	L->trace = fopen(L->trace_path, "w");
-	if (L->trace == NULL)
-		return dp_error_set(DP_EIO, "%s: %s", L->trace_path, strerror(errno));
+	int rc = dp_file_fopen_private(L->trace_path, "w", &L->trace);
+
+	if (rc < 0)
+		return rc;
 	if (fputs(TRACE_HEADER, L->trace) == EOF || fflush(L->trace) != 0)
 		return dp_error_set(DP_EIO, "%s: %s", L->trace_path, strerror(errno));
 	return 0;
@@ -43,16 +44,18 @@ static int trace_new(struct lrn_job *L)
  * (rows of iterations the checkpoint does not hold, a torn last line). */
 static int trace_cut(struct lrn_job *L)
 {
-	FILE *f = fopen(L->trace_path, "r+");
+	FILE *f = NULL;
 	char *line = NULL;
 	size_t cap = 0, rows = 0;
 	off_t keep = 0;
 	ssize_t n;
 	bool header = false;
+	int rc;
 
-	if (f == NULL) {
-		if (errno != ENOENT)
-			return dp_error_set(DP_EIO, "%s: %s", L->trace_path, strerror(errno));
+	rc = dp_file_fopen_private(L->trace_path, "r+", &f);
+	if (rc < 0) {
+		if (rc != DP_ENOENT)
+			return rc;
 		if (L->k_done > 0)
 			DP_WARN("learner", "%s is missing: it restarts at k=%llu", L->trace_path,
 				(unsigned long long)L->k_done + 1);
@@ -142,8 +145,9 @@ int lrn_trace_round(struct lrn_job *L, uint64_t round, double wall, double secs,
 {
 	DP_REQUIRE(L != NULL && slowest != NULL && L->rounds_path != NULL);
 	if (L->rounds == NULL) {
-		L->rounds = fopen(L->rounds_path, "w");
-		if (L->rounds == NULL || fputs(ROUNDS_HEADER, L->rounds) == EOF)
+		if (dp_file_fopen_private(L->rounds_path, "w", &L->rounds) < 0)
+			return failed(L, L->rounds_path, errno);
+		if (fputs(ROUNDS_HEADER, L->rounds) == EOF)
 			return failed(L, L->rounds_path, errno);
 	}
 	if (fprintf(L->rounds, "%llu,%.6f,%.6f,%zu,%llu,%llu,%s,%.6f\n", (unsigned long long)round,

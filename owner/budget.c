@@ -62,7 +62,7 @@ static int share(const struct own_budget *b, double eps, uint64_t K, double *eps
 		*eps_q = b->cfg.eps_step;
 		return 0;
 	}
-	return dp_ledger_eps_share(eps, K, eps_q);
+	return dp_nano_share(eps, K, eps_q);
 }
 
 /* A double whose nano-epsilon (rounded down, as the ledger rounds a cap)
@@ -72,7 +72,7 @@ static double eps_of_nano(uint64_t n)
 	double d = (double)n / 1e9;
 	uint64_t got = 0;
 
-	for (int i = 0; i < 4 && dp_ledger_nano_floor(d, &got) == 0 && got < n; i++)
+	for (int i = 0; i < 4 && dp_nano_floor(d, &got) == 0 && got < n; i++)
 		d = nextafter(d, INFINITY);
 	return d;
 }
@@ -90,11 +90,11 @@ static double job_cap(const struct own_budget *b, const char *path)
 	const dp_ledgerset_job *e = dp_ledgerset_find(b->set, path);
 	uint64_t eps_nano, others, left;
 
-	if (b->cfg.eps_step > 0 || isinf(b->cfg.epsilon) || b->lifetime_nano == DP_LEDGER_INF ||
-	    dp_ledger_nano_floor(b->cfg.epsilon, &eps_nano) < 0)
+	if (b->cfg.eps_step > 0 || isinf(b->cfg.epsilon) || b->lifetime_nano == DP_NANO_INF ||
+	    dp_nano_floor(b->cfg.epsilon, &eps_nano) < 0)
 		return b->cfg.epsilon;
 	others = dp_ledgerset_spent_except(b->set, path);
-	left = others == DP_LEDGER_INF || others >= b->lifetime_nano ? 0 : b->lifetime_nano - others;
+	left = others == DP_NANO_INF || others >= b->lifetime_nano ? 0 : b->lifetime_nano - others;
 	if (e != NULL)
 		return e->cap_nano < eps_nano && e->cap_nano >= left ? eps_of_nano(e->cap_nano)
 								     : b->cfg.epsilon;
@@ -120,12 +120,7 @@ static void refresh_gauges(const struct own_budget *b, struct own_budget_status 
 /* Lifetime spent: the other jobs' totals and the bound job's. */
 static uint64_t lifetime_spent_nano(const struct own_budget *b)
 {
-	uint64_t job = b->ledger ? dp_ledger_spent_nano(b->ledger) : 0;
-
-	if (b->others_nano == DP_LEDGER_INF || job == DP_LEDGER_INF ||
-	    job > DP_LEDGER_NANO_MAX - b->others_nano)
-		return DP_LEDGER_INF;
-	return b->others_nano + job;
+	return dp_nano_add(b->others_nano, b->ledger ? dp_ledger_spent_nano(b->ledger) : 0);
 }
 
 /* Is an answer of eps covered by the share reserved after the last one? */
@@ -133,7 +128,7 @@ static bool covers(const struct own_budget *b, double eps)
 {
 	uint64_t c;
 
-	return !isinf(eps) && dp_ledger_nano_ceil(eps, &c) == 0 && c != 0 &&
+	return !isinf(eps) && dp_nano_ceil(eps, &c) == 0 && c != 0 &&
 	       c <= dp_ledger_reserved_nano(b->ledger);
 }
 
@@ -142,12 +137,12 @@ static bool lifetime_allows(const struct own_budget *b, double eps_q)
 {
 	uint64_t spent, c;
 
-	if (b->lifetime_nano == DP_LEDGER_INF)
+	if (b->lifetime_nano == DP_NANO_INF)
 		return true;
 	spent = lifetime_spent_nano(b);
-	if (spent == DP_LEDGER_INF || spent > b->lifetime_nano)
+	if (spent == DP_NANO_INF || spent > b->lifetime_nano)
 		return false;
-	if (isinf(eps_q) || dp_ledger_nano_ceil(eps_q, &c) < 0)
+	if (isinf(eps_q) || dp_nano_ceil(eps_q, &c) < 0)
 		return false;
 	return c <= b->lifetime_nano - spent;
 }
@@ -160,9 +155,9 @@ int own_budget_open(struct own_budget *b, const struct own_budget_config *cfg)
 	DP_REQUIRE(b != NULL && cfg != NULL && cfg->path != NULL && cfg->owner_id != NULL);
 	memset(b, 0, sizeof(*b));
 	b->cfg = *cfg;
-	b->lifetime_nano = DP_LEDGER_INF;
+	b->lifetime_nano = DP_NANO_INF;
 	if (!isinf(cfg->lifetime)) {
-		r = dp_ledger_nano_floor(cfg->lifetime, &b->lifetime_nano);
+		r = dp_nano_floor(cfg->lifetime, &b->lifetime_nano);
 		if (r < 0)
 			return r;
 	}
@@ -324,10 +319,10 @@ bool own_budget_lifetime_spent(const struct own_budget *b)
 	uint64_t spent;
 
 	DP_REQUIRE(b != NULL);
-	if (b->lifetime_nano == DP_LEDGER_INF)
+	if (b->lifetime_nano == DP_NANO_INF)
 		return false;
 	spent = lifetime_spent_nano(b);
-	return spent == DP_LEDGER_INF || spent >= b->lifetime_nano;
+	return spent == DP_NANO_INF || spent >= b->lifetime_nano;
 }
 
 bool own_budget_refuses_job(const struct own_budget *b, const char *job)
@@ -351,11 +346,6 @@ bool own_budget_refuses_job(const struct own_budget *b, const char *job)
 	return !known;
 }
 
-static double nano_eps(uint64_t v)
-{
-	return v == DP_LEDGER_INF ? INFINITY : (double)v / 1e9;
-}
-
 void own_budget_status(const struct own_budget *b, struct own_budget_status *out)
 {
 	uint64_t spent;
@@ -364,10 +354,10 @@ void own_budget_status(const struct own_budget *b, struct own_budget_status *out
 	DP_REQUIRE(b != NULL && out != NULL);
 	memset(out, 0, sizeof(*out));
 	spent = lifetime_spent_nano(b);
-	out->lifetime_spent = nano_eps(spent);
-	out->lifetime_left = b->lifetime_nano == DP_LEDGER_INF ? INFINITY :
-		spent == DP_LEDGER_INF || spent >= b->lifetime_nano ? 0.0 :
-		nano_eps(b->lifetime_nano - spent);
+	out->lifetime_spent = dp_nano_to_eps(spent);
+	out->lifetime_left = b->lifetime_nano == DP_NANO_INF ? INFINITY :
+		spent == DP_NANO_INF || spent >= b->lifetime_nano ? 0.0 :
+		dp_nano_to_eps(b->lifetime_nano - spent);
 	out->job = "";
 	out->job_left = fmin(b->cfg.epsilon, out->lifetime_left);
 	if (b->ledger == NULL) {
@@ -383,9 +373,9 @@ void own_budget_status(const struct own_budget *b, struct own_budget_status *out
 				out->job = j->job + 4;
 				out->answers = j->answers;
 				out->cap = j->answers_cap;
-				out->job_left = fmin(j->cap_nano == DP_LEDGER_INF ? INFINITY :
+				out->job_left = fmin(j->cap_nano == DP_NANO_INF ? INFINITY :
 						     j->spent_nano >= j->cap_nano ? 0.0 :
-						     nano_eps(j->cap_nano - j->spent_nano),
+						     dp_nano_to_eps(j->cap_nano - j->spent_nano),
 						     out->lifetime_left);
 			}
 		}
@@ -399,7 +389,7 @@ void own_budget_status(const struct own_budget *b, struct own_budget_status *out
 	out->left = dp_ledger_left(b->ledger);
 	/* A share reserved after the last answer (docs/ledger.md §9) counts as
 	 * spent, yet the next answer uses it: it is still there to spend. */
-	held = nano_eps(dp_ledger_reserved_nano(b->ledger));
+	held = dp_nano_to_eps(dp_ledger_reserved_nano(b->ledger));
 	out->job_left = fmin(out->left + held, out->lifetime_left + held);
 }
 

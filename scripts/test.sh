@@ -97,7 +97,7 @@ if build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=
     sim_p2p peer_tools \
     config_files plot_report e2e_lockout e2e_claims chaos iofault privacy_audit soak churn sync_rounds \
     peer_refuse peer_cluster peer_restart peer_parity peer_parity_warm e2e_jobs e2e_reserve \
-    exit_status
+    exit_status e2e_squatter
 fi
 
 deploy_wait

@@ -7,7 +7,7 @@
 #include "common/core/algo.h"
 #include "common/core/compose.h"
 #include "common/core/error.h"
-#include "common/core/ledger.h"
+#include "common/core/nano.h"
 #include "common/core/query.h"
 #include "tools/lib/p2psim.h"
 #include "tools/lib/simrng.h"
@@ -151,7 +151,7 @@ int dp_p2psim_eps_split(double eps, double delta, uint64_t T, double *out)
 	}
 	/* As the agent's ledger charges it (ownerd --peer): T shares of
 	 * max(T eps_t, eps) in whole nano-epsilon, never above eps_t. */
-	return dp_ledger_eps_share(eps_t * (double)T > eps ? eps_t * (double)T : eps, T, out);
+	return dp_nano_share(eps_t * (double)T > eps ? eps_t * (double)T : eps, T, out);
 }
 
 int dp_p2psim_warm_split(double eps, double warm, uint64_t K, double delta, uint64_t T,
@@ -172,7 +172,7 @@ int dp_p2psim_warm_split(double eps, double warm, uint64_t K, double delta, uint
 				    "for the wake-ups", warm, eps);
 	rc = dp_p2psim_eps_split(eps - warm, delta, T, &t);
 	if (rc == 0 && warm > 0)
-		rc = dp_ledger_eps_share(warm, K, &w);
+		rc = dp_nano_share(warm, K, &w);
 	if (rc != 0)
 		return rc;
 	*eps_t = t;

@@ -65,7 +65,7 @@ int dp_p2psim_run(const dp_p2psim_setup *s, uint64_t seed, double *theta, size_t
 
 /* The per-wake-up epsilon of an agent with budget (eps, delta) over T
  * wake-ups, the equal split (docs/peer-agents.md §2): with delta = 0 the
- * share ownerd's ledger charges, dp_ledger_eps_share(eps, T); with
+ * share ownerd's ledger charges, dp_nano_share(eps, T); with
  * delta > 0 the larger of that and the largest eps_t whose T-fold advanced
  * composition (Dwork, Rothblum and Vadhan) stays within (eps, delta),
  *   sqrt(2 T ln(1/delta)) eps_t + T eps_t (e^eps_t - 1) <= eps,
@@ -77,7 +77,7 @@ int dp_p2psim_eps_split(double eps, double delta, uint64_t T, double *out);
 /* The split of an agent's budget with a private warm start spending warm
  * of eps (0 <= warm < eps) in K steps, as ownerd --peer plans its ledger
  * (docs/peer-agents.md): each warm-start step gets the ledger's share
- * dp_ledger_eps_share(warm, K) in
+ * dp_nano_share(warm, K) in
  * *eps_warm (0 when warm = 0), and each wake-up
  * dp_p2psim_eps_split(eps - warm, delta, T) in *eps_t; the two parts compose
  * by basic composition.  eps = inf gives inf for both.  Errors: DP_EINVAL
