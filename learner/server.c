@@ -583,12 +583,18 @@ int lrn_server_start(struct lrn *L)
 	cfg.max_frame = (uint32_t)L->s->max_frame;
 	/* Admission (docs/protocol.md §6): connections not yet admitted have
 	 * their own limits and evict the oldest among them, so a flood of
-	 * strangers holds few descriptors and never locks an owner out; on
-	 * top of those, room for every owner and for its reconnect racing its
-	 * old connection, which pending strangers cannot take. */
+	 * strangers holds few descriptors and never locks an owner out.  The
+	 * limits are the settings plus one per owner: every owner comes back
+	 * at once after a restart, all of them from one address behind a NAT.
+	 * A handshake that is getting on is never evicted for a newer one of
+	 * its address; it has stalled after a third of the handshake timeout
+	 * without a byte.  On top of them, room for every owner and for its
+	 * reconnect racing its old connection. */
 	cfg.handshake_timeout_ms = (uint32_t)ceil(L->s->handshake_timeout * 1000.0);
-	cfg.max_pending = L->s->max_pending;
-	cfg.max_pending_per_addr = L->s->max_pending_per_addr;
+	cfg.pending_stall_ms = cfg.handshake_timeout_ms / 3;
+	cfg.max_pending = L->s->max_pending + L->N;
+	cfg.max_pending_per_addr = L->s->max_pending_per_addr ?
+				   L->s->max_pending_per_addr + L->N : 0;
 	cfg.max_conns = L->s->max_pending + 2 * L->N + 4;
 	cfg.m_pending = L->st.pending;
 	cfg.m_evicted = L->st.evicted;
