@@ -11,11 +11,18 @@
  *
  *   bench_owner_stub --learner HOST:PORT --ca F --certs DIR --owners N
  *                    [--first 1] [--p 11] [--rows 50] [--rate 1]
+ *                    [--connect-chunk 0]
  *
  * --first F: the identities are owner-F .. owner-(F+N-1) (the scale
  * benchmark, docs/scale.md, mixes stubs with real ownerd processes).
  * --rate R: the clock rate its Hellos state; the learner plans each
  * owner's share of the iterations from it (docs/planner.md).
+ * --connect-chunk C: start C connections per turn of the loop instead of
+ * all N before it runs (0).  With all at once, the loop writes every
+ * ClientHello before it reads any server's answer, so on a loaded machine
+ * the first handshakes wait tens of seconds on this process, not on the
+ * learner; in chunks, all N still start within seconds and each answers
+ * the learner at once, as N separate owners would.
  *
  * Exit 0 when every connection received Done; 1 otherwise (message on
  * stderr); 2 on bad usage. */
@@ -51,6 +58,9 @@ static struct {
 } A = { .p = 11, .rows = 50, .first = 1, .rate = 1.0 };
 
 static uv_loop_t *loop;
+static uv_idle_t feeder;        /* --connect-chunk: starts the next chunk */
+static size_t next_owner;
+static size_t connect_chunk;
 static struct stub_owner *own;
 static double *grad;
 static size_t n_closed, n_done;
@@ -208,10 +218,36 @@ static int connect_owner(struct stub_owner *o, size_t i)
 	return rc;
 }
 
+/* Start owners next_owner .. next_owner + count - 1; on a failure the
+ * message is printed and the loop stopped. */
+static int connect_some(size_t count)
+{
+	int rc;
+
+	for (; count > 0 && next_owner < A.n; count--, next_owner++) {
+		rc = connect_owner(&own[next_owner], next_owner);
+		if (rc < 0) {
+			fprintf(stderr, "bench_owner_stub: owner-%zu: %s\n", A.first + next_owner,
+				dp_error_detail(rc));
+			failed = 1;
+			uv_stop(loop);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+static void on_feed(uv_idle_t *h)
+{
+	connect_some(connect_chunk);
+	if (next_owner == A.n)
+		uv_close((uv_handle_t *)h, NULL);
+}
+
 static int usage(void)
 {
 	fprintf(stderr, "usage: bench_owner_stub --learner HOST:PORT --ca F --certs DIR "
-		"--owners N [--first F] [--p P] [--rows R] [--rate R]\n");
+		"--owners N [--first F] [--p P] [--rows R] [--rate R] [--connect-chunk C]\n");
 	return 2;
 }
 
@@ -222,6 +258,7 @@ int main(int argc, char **argv)
 		{ "certs", required_argument, NULL, 'c' }, { "owners", required_argument, NULL, 'n' },
 		{ "p", required_argument, NULL, 'p' }, { "rows", required_argument, NULL, 'r' },
 		{ "first", required_argument, NULL, 'f' }, { "rate", required_argument, NULL, 'R' },
+		{ "connect-chunk", required_argument, NULL, 'k' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int o, rc = 0;
@@ -244,6 +281,7 @@ int main(int argc, char **argv)
 		case 'r': rc = dp_num_parse_u64("--rows", optarg, &A.rows); break;
 		case 'f': rc = dp_num_parse_size("--first", optarg, &A.first); break;
 		case 'R': rc = dp_num_parse_double("--rate", optarg, 0, &A.rate); break;
+		case 'k': rc = dp_num_parse_size("--connect-chunk", optarg, &connect_chunk); break;
 		default: return usage();
 		}
 		if (rc < 0) {
@@ -262,13 +300,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_owner_stub: out of memory\n");
 		return 1;
 	}
-	for (size_t i = 0; i < A.n; i++) {
-		rc = connect_owner(&own[i], i);
-		if (rc < 0) {
-			fprintf(stderr, "bench_owner_stub: owner-%zu: %s\n", A.first + i,
-				dp_error_detail(rc));
+	if (connect_chunk == 0) {
+		if (connect_some(A.n) < 0)
 			return 1;
-		}
+	} else {
+		uv_idle_init(loop, &feeder);
+		uv_idle_start(&feeder, on_feed);
 	}
 	uv_run(loop, UV_RUN_DEFAULT);
 	if (n_done != A.n)
