@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Process handling shared by the daemon benchmarks (bench_learnerd.py,
-bench_scale.py, bench_staleness.py): every process started in a session of
+bench_scale.py, bench_staleness.py, bench_rejoin.py): every process started in a session of
 its own, killed with this script (PR_SET_PDEATHSIG) and at the end, with
 its rusage read when it is reaped."""
 import os
@@ -96,3 +96,19 @@ def finish(keep, *kept):
             shutil.rmtree(d, ignore_errors=True)
     else:
         log("kept: %s" % " ".join(str(k) for k in kept))
+
+
+def run_guarded(name, body, keep, *kept):
+    """The end of a benchmark's main: body() returns its exit status; a
+    failure (a program that failed or could not start) is one line and
+    1, SIGINT or SIGTERM one line and 130; whatever happened, finish()."""
+    try:
+        return body()
+    except (RuntimeError, subprocess.CalledProcessError, OSError) as e:
+        log("%s: FAILED: %s" % (name, e))
+        return 1
+    except Interrupted as e:
+        log("%s: interrupted (%s)" % (name, e))
+        return 130
+    finally:
+        finish(keep, *kept)
