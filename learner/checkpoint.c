@@ -20,9 +20,10 @@
 
 #include "common/core/algo.h"
 #include "common/core/error.h"
+#include "common/core/file.h"
 #include "common/core/json.h"
 #include "common/core/log.h"
-#include "learner/lrn.h"
+#include "learner/job.h"
 
 #define CHECKPOINT_MAX ((size_t)1 << 30)
 
@@ -30,28 +31,28 @@
  * state, O(N), and one is forced when the block runs out: 64 ids per
  * owner keep that under one owner record's cost per iteration (ids are
  * 64-bit; the ones a crash skips cost nothing). */
-static uint64_t id_block(const struct lrn *L)
+static uint64_t id_block(const struct lrn_job *J)
 {
-	uint64_t c = L->s->checkpoint_every;
+	uint64_t c = J->s->checkpoint_every;
 
 	if (c > ((uint64_t)1 << 20))
 		c = (uint64_t)1 << 20;
-	return 1024 + 2 * c + 64 * (uint64_t)L->N;
+	return 1024 + 2 * c + 64 * (uint64_t)J->N;
 }
 
 /* ---- saving -------------------------------------------------------------- */
 
 /* Each builder returns the new object, or NULL on allocation failure. */
 
-static struct json_object *owner_ids(const struct lrn *L)
+static struct json_object *owner_ids(const struct lrn_job *J)
 {
 	struct json_object *ids = json_object_new_array();
 	int rc = 0;
 
 	if (ids == NULL)
 		return NULL;
-	for (size_t i = 0; rc == 0 && i < L->N; i++)
-		rc = dp_json_push(ids, json_object_new_string(L->owners[i].id));
+	for (size_t i = 0; rc == 0 && i < J->N; i++)
+		rc = dp_json_push(ids, json_object_new_string(J->owners[i].id));
 	if (rc != 0) {
 		json_object_put(ids);
 		return NULL;
@@ -60,32 +61,32 @@ static struct json_object *owner_ids(const struct lrn *L)
 }
 
 /* The plan; K_i in the order of job.owners. */
-static struct json_object *plan_json(const struct lrn *L)
+static struct json_object *plan_json(const struct lrn_job *J)
 {
 	struct json_object *pj = json_object_new_object(), *caps;
 	int rc;
 
 	if (pj == NULL)
 		return NULL;
-	rc = dp_json_add(pj, "T", json_object_new_uint64(L->T));
+	rc = dp_json_add(pj, "T", json_object_new_uint64(J->T));
 	if (rc == 0)
-		rc = dp_json_add(pj, "eta", dp_json_double(L->eta));
+		rc = dp_json_add(pj, "eta", dp_json_double(J->eta));
 	if (rc == 0)
-		rc = dp_json_add(pj, "clip", dp_json_double(L->clip));
+		rc = dp_json_add(pj, "clip", dp_json_double(J->clip));
 	caps = rc == 0 ? json_object_new_array() : NULL;
-	for (size_t i = 0; caps != NULL && rc == 0 && i < L->N; i++)
-		rc = dp_json_push(caps, json_object_new_uint64(L->owners[i].planned_cap));
+	for (size_t i = 0; caps != NULL && rc == 0 && i < J->N; i++)
+		rc = dp_json_push(caps, json_object_new_uint64(J->owners[i].planned_cap));
 	if (rc == 0)
 		rc = dp_json_add(pj, "answers_cap", caps);
 	else
 		json_object_put(caps);
 	/* Unknown after resuming a checkpoint written before plans existed. */
-	if (rc == 0 && isfinite(L->psi_pred) && isfinite(L->psi_zero)) {
-		rc = dp_json_add(pj, "psi", dp_json_double(L->psi_pred));
+	if (rc == 0 && isfinite(J->psi_pred) && isfinite(J->psi_zero)) {
+		rc = dp_json_add(pj, "psi", dp_json_double(J->psi_pred));
 		if (rc == 0)
-			rc = dp_json_add(pj, "psi_zero", dp_json_double(L->psi_zero));
+			rc = dp_json_add(pj, "psi_zero", dp_json_double(J->psi_zero));
 		if (rc == 0)
-			rc = dp_json_add(pj, "measured", json_object_new_boolean(L->measured));
+			rc = dp_json_add(pj, "measured", json_object_new_boolean(J->measured));
 	}
 	if (rc != 0) {
 		json_object_put(pj);
@@ -94,40 +95,40 @@ static struct json_object *plan_json(const struct lrn *L)
 	return pj;
 }
 
-static struct json_object *job_json(const struct lrn *L)
+static struct json_object *job_json(const struct lrn_job *J)
 {
 	struct json_object *j = json_object_new_object();
 	int rc;
 
 	if (j == NULL)
 		return NULL;
-	rc = dp_json_add(j, "name", json_object_new_string(L->s->job));
+	rc = dp_json_add(j, "name", json_object_new_string(J->s->job));
 	if (rc == 0)
-		rc = dp_json_add(j, "model", json_object_new_string(dp_model_name(L->model)));
+		rc = dp_json_add(j, "model", json_object_new_string(dp_model_name(J->model)));
 	if (rc == 0)
-		rc = dp_json_add(j, "T", json_object_new_uint64(L->T));
+		rc = dp_json_add(j, "T", json_object_new_uint64(J->T));
 	if (rc == 0)
-		rc = dp_json_add(j, "p", json_object_new_uint64(L->p));
+		rc = dp_json_add(j, "p", json_object_new_uint64(J->p));
 	if (rc == 0)
-		rc = dp_json_add(j, "owners", owner_ids(L));
+		rc = dp_json_add(j, "owners", owner_ids(J));
 	if (rc == 0)
-		rc = dp_json_add(j, "lambda", dp_json_double(L->s->lambda));
+		rc = dp_json_add(j, "lambda", dp_json_double(J->s->lambda));
 	if (rc == 0)
-		rc = dp_json_add(j, "theta_max", dp_json_double(L->s->theta_max));
+		rc = dp_json_add(j, "theta_max", dp_json_double(J->s->theta_max));
 	if (rc == 0)
-		rc = dp_json_add(j, "clip_l1", dp_json_double(L->clip));
+		rc = dp_json_add(j, "clip_l1", dp_json_double(J->clip));
 	if (rc == 0)
-		rc = dp_json_add(j, "bias", json_object_new_boolean(L->s->bias));
+		rc = dp_json_add(j, "bias", json_object_new_boolean(J->s->bias));
 	if (rc == 0)
-		rc = dp_json_add(j, "freq_correction", json_object_new_boolean(L->s->freq_correction));
+		rc = dp_json_add(j, "freq_correction", json_object_new_boolean(J->s->freq_correction));
 	if (rc == 0)
-		rc = dp_json_add(j, "eta", dp_json_double(L->eta));
+		rc = dp_json_add(j, "eta", dp_json_double(J->eta));
 	if (rc == 0)
-		rc = dp_json_add(j, "rho", dp_json_double(L->rho));
+		rc = dp_json_add(j, "rho", dp_json_double(J->rho));
 	if (rc == 0)
-		rc = dp_json_add(j, "n_total", json_object_new_uint64(L->n_total));
-	if (rc == 0 && L->started)
-		rc = dp_json_add(j, "plan", plan_json(L));
+		rc = dp_json_add(j, "n_total", json_object_new_uint64(J->n_total));
+	if (rc == 0 && J->started)
+		rc = dp_json_add(j, "plan", plan_json(J));
 	if (rc != 0) {
 		json_object_put(j);
 		return NULL;
@@ -135,7 +136,7 @@ static struct json_object *job_json(const struct lrn *L)
 	return j;
 }
 
-static struct json_object *owner_json(const struct lrn *L, const struct lrn_owner *o)
+static struct json_object *owner_json(const struct lrn_job *J, const struct lrn_owner *o)
 {
 	struct json_object *oj = json_object_new_object();
 	int rc;
@@ -152,7 +153,7 @@ static struct json_object *owner_json(const struct lrn *L, const struct lrn_owne
 	if (rc == 0)
 		rc = dp_json_add(oj, "exhausted", json_object_new_boolean(o->exhausted));
 	if (rc == 0)
-		rc = dp_json_add(oj, "theta", dp_json_double_array(o->theta, L->p));
+		rc = dp_json_add(oj, "theta", dp_json_double_array(o->theta, J->p));
 	if (rc != 0) {
 		json_object_put(oj);
 		return NULL;
@@ -167,31 +168,31 @@ static const char *mode_name(int mode)
 	return mode >= 0 && mode <= LRN_MODE_SYNC2 ? names[mode] : "?";
 }
 
-static struct json_object *state_json(const struct lrn *L, uint64_t reserved)
+static struct json_object *state_json(const struct lrn_job *J, uint64_t reserved)
 {
 	struct json_object *st = json_object_new_object(), *owners;
 	int rc;
 
 	if (st == NULL)
 		return NULL;
-	rc = dp_json_add(st, "k_done", json_object_new_uint64(L->k_done));
+	rc = dp_json_add(st, "k_done", json_object_new_uint64(J->k_done));
 	if (rc == 0)
-		rc = dp_json_add(st, "next_query_id", json_object_new_uint64(L->next_qid));
+		rc = dp_json_add(st, "next_query_id", json_object_new_uint64(J->next_qid));
 	if (rc == 0)
 		rc = dp_json_add(st, "query_id_reserved", json_object_new_uint64(reserved));
 	if (rc == 0)
-		rc = dp_json_add(st, "mode", json_object_new_string(mode_name(L->s->mode)));
+		rc = dp_json_add(st, "mode", json_object_new_string(mode_name(J->s->mode)));
 	if (rc == 0)
-		rc = dp_json_add(st, "max_inflight", json_object_new_uint64(L->s->max_inflight));
+		rc = dp_json_add(st, "max_inflight", json_object_new_uint64(J->s->max_inflight));
 	if (rc == 0)
-		rc = dp_json_add(st, "theta_L", dp_json_double_array(L->theta_L, L->p));
+		rc = dp_json_add(st, "theta_L", dp_json_double_array(J->theta_L, J->p));
 	/* sync2 publishes the running average (never read back: a sync job is
 	 * not resumed, docs/learnerd.md §9). */
-	if (rc == 0 && L->theta_hat != NULL)
-		rc = dp_json_add(st, "theta_hat", dp_json_double_array(L->theta_hat, L->p));
+	if (rc == 0 && J->theta_hat != NULL)
+		rc = dp_json_add(st, "theta_hat", dp_json_double_array(J->theta_hat, J->p));
 	owners = rc == 0 ? json_object_new_array() : NULL;
-	for (size_t i = 0; owners != NULL && rc == 0 && i < L->N; i++)
-		rc = dp_json_push(owners, owner_json(L, &L->owners[i]));
+	for (size_t i = 0; owners != NULL && rc == 0 && i < J->N; i++)
+		rc = dp_json_push(owners, owner_json(J, &J->owners[i]));
 	if (rc == 0) {
 		rc = dp_json_add(st, "owners", owners);
 	} else {
@@ -204,22 +205,22 @@ static struct json_object *state_json(const struct lrn *L, uint64_t reserved)
 	return st;
 }
 
-int lrn_checkpoint_save(struct lrn *L, bool final)
+int lrn_checkpoint_save(struct lrn_job *J, bool final)
 {
 	struct json_object *root;
 	uint64_t reserved;
 	int rc;
 
-	DP_REQUIRE(L != NULL && L->s != NULL && L->ckpt_path != NULL);
+	DP_REQUIRE(J != NULL && J->s != NULL && J->ckpt_path != NULL);
 	/* Fail-stop, as the owner's ledger: after a failed write the state on
 	 * disk and in memory may disagree (a lost trace row, pages a failed
 	 * fsync dropped), and a later checkpoint that succeeds would make that
 	 * durable.  The last good checkpoint stays (docs/reliability.md §4). */
-	if (L->io_failed)
+	if (J->io_failed)
 		return dp_error_set(DP_EIO, "%s: not written after an earlier write failure; the "
-				    "last good checkpoint is kept", L->ckpt_path);
-	reserved = final ? L->next_qid : L->next_qid + id_block(L);
-	rc = lrn_trace_sync(L);
+				    "last good checkpoint is kept", J->ckpt_path);
+	reserved = final ? J->next_qid : J->next_qid + id_block(J);
+	rc = lrn_trace_sync(J);
 	if (rc < 0)
 		return rc;
 	root = json_object_new_object();
@@ -231,24 +232,78 @@ int lrn_checkpoint_save(struct lrn *L, bool final)
 	if (rc == 0)
 		rc = dp_json_add(root, "written_unix", dp_json_double(lrn_clock_wall()));
 	if (rc == 0)
-		rc = dp_json_add(root, "job", job_json(L));
+		rc = dp_json_add(root, "job", job_json(J));
 	if (rc == 0)
-		rc = dp_json_add(root, "state", state_json(L, reserved));
+		rc = dp_json_add(root, "state", state_json(J, reserved));
 	if (rc != 0) {
 		json_object_put(root);
 		return dp_error_set(DP_ENOMEM, "checkpoint: out of memory");
 	}
-	rc = dp_json_write_file(L->ckpt_path, root, 0644);
+	rc = dp_json_write_file(J->ckpt_path, root, DP_FILE_MODE_PRIVATE);
 	json_object_put(root);
 	if (rc < 0) {
 		if (rc != DP_ENOMEM)
-			L->io_failed = true;
+			J->io_failed = true;
 		return rc;
 	}
-	L->qid_reserved = reserved;
+	J->qid_reserved = reserved;
 	DP_DEBUG("learner", "checkpoint k=%llu next_query=%llu reserved=%llu",
-		 (unsigned long long)L->k_done, (unsigned long long)L->next_qid,
+		 (unsigned long long)J->k_done, (unsigned long long)J->next_qid,
 		 (unsigned long long)reserved);
+	return 0;
+}
+
+/* ---- versions ------------------------------------------------------------ */
+
+/* Files of an older version are upgraded in memory, one version at a time,
+ * before anything is read from them; only LRN_CHECKPOINT_VERSION is ever
+ * written (docs/learnerd.md §5 "Versions").  A change of the format bumps
+ * LRN_CHECKPOINT_VERSION and adds one step to steps[]: the function that
+ * turns the tree of the version before it into the new one (members added
+ * with the value that means what the old file meant, renamed or
+ * restructured), with a fixture of the old version and its test in
+ * tests/unit/test_checkpoint.c.  The assertion below makes a bump without
+ * its step a compile error. */
+
+/* Upgrade root, of version v, to version v + 1 in place; "version" is set
+ * by the caller.  0, or an error with its detail (path: the file). */
+typedef int (*upgrade_step)(struct json_object *root, dp_json_reader *r);
+
+/* steps[v] upgrades version v to v + 1; there never was a version 0. */
+static const upgrade_step steps[] = {
+	NULL,   /* 0: none.  The next format adds `upgrade_1_to_2` here. */
+};
+
+_Static_assert(sizeof(steps) / sizeof(steps[0]) == LRN_CHECKPOINT_VERSION,
+	       "a checkpoint version without its upgrade step (steps[])");
+
+/* Check root's version and bring its tree to LRN_CHECKPOINT_VERSION.
+ * DP_EFORMAT: missing, 0, or newer than this learnerd reads. */
+static int upgrade(dp_json_reader *r, struct json_object *root)
+{
+	uint64_t ver = dp_json_get_u64(r, root, "version", true, 0);
+	int rc;
+
+	if (r->rc)
+		return r->rc;
+	if (ver == 0)
+		return dp_json_fail(r, "checkpoint version 0 does not exist");
+	if (ver > LRN_CHECKPOINT_VERSION)
+		return dp_json_fail(r, "checkpoint version %llu is newer than this learnerd reads "
+				    "(versions 1 to %d): resume with the learnerd that wrote it, or "
+				    "a later one", (unsigned long long)ver, LRN_CHECKPOINT_VERSION);
+	for (; ver < LRN_CHECKPOINT_VERSION; ver++) {
+		rc = steps[ver](root, r);
+		if (rc == 0 && dp_json_add(root, "version", json_object_new_uint64(ver + 1)) != 0)
+			rc = dp_error_set(DP_ENOMEM, "out of memory");
+		if (rc < 0) {
+			if (r->rc == 0)
+				r->rc = rc;
+			return r->rc;
+		}
+		DP_DEBUG("learner", "%s: checkpoint version %llu read as %llu", r->path,
+			 (unsigned long long)ver, (unsigned long long)ver + 1);
+	}
 	return 0;
 }
 
@@ -261,12 +316,12 @@ static bool same(double a, double b)
 
 #define LRN_MISMATCH(what, fmt, ckv, nowv)                                                    \
 	dp_error_set(DP_EINVAL, "%s belongs to another job: %s is " fmt " in the checkpoint but " \
-		     fmt " now", L->ckpt_path, what, ckv, nowv)
+		     fmt " now", J->ckpt_path, what, ckv, nowv)
 
 /* The settings that define the job, against the current configuration.
  * T and the clip are the checkpoint's (its plan): a value given now must
- * agree; they are set on L here. */
-static int check_job(struct lrn *L, dp_json_reader *r, struct json_object *job, size_t *p_out)
+ * agree; they are set on J here. */
+static int check_job(struct lrn_job *J, dp_json_reader *r, struct json_object *job, size_t *p_out)
 {
 	struct json_object *ids;
 	const char *name, *model;
@@ -286,67 +341,67 @@ static int check_job(struct lrn *L, dp_json_reader *r, struct json_object *job, 
 	fc = dp_json_get_bool(r, job, "freq_correction", true, false);
 	if (r->rc)
 		return r->rc;
-	if (L->s->job_auto) {
+	if (J->s->job_auto) {
 		/* No --job given: the resumed job keeps its id. */
 		char *copy = strdup(name);
 
 		if (copy == NULL)
 			return dp_error_set(DP_ENOMEM, "out of memory");
-		free(L->s->job);
-		L->s->job = copy;
-		L->s->job_auto = false;
+		free(J->s->job);
+		J->s->job = copy;
+		J->s->job_auto = false;
 	}
-	if (strcmp(name, L->s->job) != 0)
-		return LRN_MISMATCH("job", "'%s'", name, L->s->job);
-	if (strcmp(model, dp_model_name(L->model)) != 0)
-		return LRN_MISMATCH("model", "%s", model, dp_model_name(L->model));
-	if (L->s->T != 0 && T != L->s->T)
-		return LRN_MISMATCH("T", "%llu", (unsigned long long)T, (unsigned long long)L->s->T);
+	if (strcmp(name, J->s->job) != 0)
+		return LRN_MISMATCH("job", "'%s'", name, J->s->job);
+	if (strcmp(model, dp_model_name(J->model)) != 0)
+		return LRN_MISMATCH("model", "%s", model, dp_model_name(J->model));
+	if (J->s->T != 0 && T != J->s->T)
+		return LRN_MISMATCH("T", "%llu", (unsigned long long)T, (unsigned long long)J->s->T);
 	if (T < 1)
-		return dp_error_set(DP_EFORMAT, "%s: bad T 0", L->ckpt_path);
+		return dp_error_set(DP_EFORMAT, "%s: bad T 0", J->ckpt_path);
 	if (p == 0 || p > ((uint64_t)1 << 30))
-		return dp_error_set(DP_EFORMAT, "%s: bad p %llu", L->ckpt_path, (unsigned long long)p);
-	if (L->p != 0 && p != L->p)
+		return dp_error_set(DP_EFORMAT, "%s: bad p %llu", J->ckpt_path, (unsigned long long)p);
+	if (J->p != 0 && p != J->p)
 		return LRN_MISMATCH("p (features)", "%llu", (unsigned long long)p,
-				    (unsigned long long)L->p);
-	if (!same(lambda, L->s->lambda))
-		return LRN_MISMATCH("lambda", "%.17g", lambda, L->s->lambda);
-	if (!same(tmax, L->s->theta_max))
-		return LRN_MISMATCH("theta-max", "%.17g", tmax, L->s->theta_max);
-	if (L->s->clip > 0 && !same(clip, L->s->clip))
-		return LRN_MISMATCH("clip", "%.17g", clip, L->s->clip);
+				    (unsigned long long)J->p);
+	if (!same(lambda, J->s->lambda))
+		return LRN_MISMATCH("lambda", "%.17g", lambda, J->s->lambda);
+	if (!same(tmax, J->s->theta_max))
+		return LRN_MISMATCH("theta-max", "%.17g", tmax, J->s->theta_max);
+	if (J->s->clip > 0 && !same(clip, J->s->clip))
+		return LRN_MISMATCH("clip", "%.17g", clip, J->s->clip);
 	if (!(clip > 0))
-		return dp_error_set(DP_EFORMAT, "%s: bad clip_l1 %g", L->ckpt_path, clip);
-	if (bias != L->s->bias)
+		return dp_error_set(DP_EFORMAT, "%s: bad clip_l1 %g", J->ckpt_path, clip);
+	if (bias != J->s->bias)
 		return LRN_MISMATCH("bias", "%s", bias ? "true" : "false",
-				    L->s->bias ? "true" : "false");
-	if (fc != L->s->freq_correction)
+				    J->s->bias ? "true" : "false");
+	if (fc != J->s->freq_correction)
 		return LRN_MISMATCH("freq-correction", "%s", fc ? "true" : "false",
-				    L->s->freq_correction ? "true" : "false");
-	if (json_object_array_length(ids) != L->N)
+				    J->s->freq_correction ? "true" : "false");
+	if (json_object_array_length(ids) != J->N)
 		return LRN_MISMATCH("the number of owners", "%zu", json_object_array_length(ids),
-				    L->N);
-	for (size_t i = 0; i < L->N; i++) {
+				    J->N);
+	for (size_t i = 0; i < J->N; i++) {
 		struct json_object *e = json_object_array_get_idx(ids, i);
 		const char *id = json_object_is_type(e, json_type_string) ? json_object_get_string(e) : "";
 		bool found = false;
 
-		for (size_t j = 0; j < L->N; j++)
-			found = found || strcmp(L->owners[j].id, id) == 0;
+		for (size_t j = 0; j < J->N; j++)
+			found = found || strcmp(J->owners[j].id, id) == 0;
 		if (!found)
 			return dp_error_set(DP_EINVAL, "%s belongs to another job: owner '%s' of the "
-					    "checkpoint is not in owners now", L->ckpt_path, id);
+					    "checkpoint is not in owners now", J->ckpt_path, id);
 	}
 	*p_out = (size_t)p;
-	L->T = T;
-	L->clip = clip;
+	J->T = T;
+	J->clip = clip;
 	return 0;
 }
 
 /* The plan's K_i (job.owners order) into the owners, and its forecast.
  * Absent in a checkpoint written before plans existed: every K_i 0 (the
  * owners' own caps, else T) and no forecast. */
-static int load_plan(struct lrn *L, dp_json_reader *r, struct json_object *job)
+static int load_plan(struct lrn_job *J, dp_json_reader *r, struct json_object *job)
 {
 	struct json_object *pj, *ids, *caps;
 
@@ -356,14 +411,14 @@ static int load_plan(struct lrn *L, dp_json_reader *r, struct json_object *job)
 	r->where = "job.plan";
 	ids = dp_json_get(r, job, "owners", json_type_array, true);
 	caps = dp_json_get(r, pj, "answers_cap", json_type_array, true);
-	L->psi_pred = dp_json_get_double(r, pj, "psi", false, NAN);
-	L->psi_zero = dp_json_get_double(r, pj, "psi_zero", false, NAN);
-	L->measured = dp_json_get_bool(r, pj, "measured", false, false);
+	J->psi_pred = dp_json_get_double(r, pj, "psi", false, NAN);
+	J->psi_zero = dp_json_get_double(r, pj, "psi_zero", false, NAN);
+	J->measured = dp_json_get_bool(r, pj, "measured", false, false);
 	if (r->rc)
 		return r->rc;
-	if (json_object_array_length(caps) != L->N)
-		return dp_json_fail(r, "'answers_cap' must have %zu numbers", L->N);
-	for (size_t i = 0; i < L->N; i++) {
+	if (json_object_array_length(caps) != J->N)
+		return dp_json_fail(r, "'answers_cap' must have %zu numbers", J->N);
+	for (size_t i = 0; i < J->N; i++) {
 		struct json_object *e = json_object_array_get_idx(caps, i);
 		const char *id = json_object_get_string(json_object_array_get_idx(ids, i));
 		double v = dp_json_number(r, e, "answers_cap", 0);
@@ -372,9 +427,9 @@ static int load_plan(struct lrn *L, dp_json_reader *r, struct json_object *job)
 			return r->rc;
 		if (!(v >= 0 && v <= 1e18 && v == floor(v)))
 			return dp_json_fail(r, "answers_cap[%zu] is not a count", i);
-		for (size_t j = 0; j < L->N; j++)
-			if (id != NULL && strcmp(L->owners[j].id, id) == 0)
-				L->owners[j].planned_cap = (uint64_t)v;
+		for (size_t j = 0; j < J->N; j++)
+			if (id != NULL && strcmp(J->owners[j].id, id) == 0)
+				J->owners[j].planned_cap = (uint64_t)v;
 	}
 	return 0;
 }
@@ -394,12 +449,12 @@ static int check_len(dp_json_reader *r, struct json_object *o, const char *key, 
 
 /* The owners' entries of the state into their counters and thetas[]
  * (p values each, allocated here).  0 or the error. */
-static int load_owners(struct lrn *L, dp_json_reader *r, struct json_object *owners, size_t p,
+static int load_owners(struct lrn_job *J, dp_json_reader *r, struct json_object *owners, size_t p,
 		       double **thetas, uint64_t *nsum)
 {
 	char where[64];
 
-	for (size_t i = 0; i < L->N && r->rc == 0; i++) {
+	for (size_t i = 0; i < J->N && r->rc == 0; i++) {
 		struct json_object *oj = json_object_array_get_idx(owners, i);
 		struct lrn_owner *o = NULL;
 		const char *id;
@@ -413,12 +468,12 @@ static int load_owners(struct lrn *L, dp_json_reader *r, struct json_object *own
 		id = dp_json_get_string(r, oj, "id", true, NULL);
 		if (r->rc)
 			break;
-		for (size_t j = 0; j < L->N; j++)
-			if (strcmp(L->owners[j].id, id) == 0)
-				o = &L->owners[j];
+		for (size_t j = 0; j < J->N; j++)
+			if (strcmp(J->owners[j].id, id) == 0)
+				o = &J->owners[j];
 		if (o == NULL || thetas[o->idx] != NULL) {
 			r->rc = dp_error_set(DP_ECORRUPT, "%s: owners[%zu] '%s' unknown or repeated",
-					     L->ckpt_path, i, id);
+					     J->ckpt_path, i, id);
 			break;
 		}
 		if (check_len(r, oj, "theta", p) != 0)
@@ -435,36 +490,34 @@ static int load_owners(struct lrn *L, dp_json_reader *r, struct json_object *own
 		o->eps_spent = dp_json_get_double_inf(r, oj, "epsilon_spent", true, 0);
 		o->exhausted = dp_json_get_bool(r, oj, "exhausted", true, false);
 		if (r->rc == 0 && o->n_rows == 0)
-			r->rc = dp_error_set(DP_ECORRUPT, "%s: owner '%s' has n_rows 0", L->ckpt_path, id);
+			r->rc = dp_error_set(DP_ECORRUPT, "%s: owner '%s' has n_rows 0", J->ckpt_path, id);
 		*nsum += o->n_rows;
 	}
 	r->where = NULL;
 	return r->rc;
 }
 
-int lrn_checkpoint_load(struct lrn *L)
+int lrn_checkpoint_load(struct lrn_job *J)
 {
 	struct json_object *root = NULL, *job, *st, *owners;
 	dp_json_reader r = { .path = NULL, .where = NULL, .rc = 0 };
 	const char *fmt;
 	size_t p = 0;
-	uint64_t ver, k, next, reserved, n_total, nsum = 0;
+	uint64_t k, next, reserved, n_total, nsum = 0;
 	double eta, rho, want;
 	double *theta_L = NULL, **thetas = NULL;
 	int rc;
 
-	DP_REQUIRE(L != NULL && L->s != NULL && L->ckpt_path != NULL && L->owners != NULL);
-	r.path = L->ckpt_path;
-	rc = dp_json_read_file(L->ckpt_path, CHECKPOINT_MAX, &root);
+	DP_REQUIRE(J != NULL && J->s != NULL && J->ckpt_path != NULL && J->owners != NULL);
+	r.path = J->ckpt_path;
+	rc = dp_json_read_file(J->ckpt_path, CHECKPOINT_MAX, &root);
 	if (rc < 0)
 		return rc;
 	fmt = dp_json_get_string(&r, root, "format", true, NULL);
 	if (r.rc == 0 && strcmp(fmt, LRN_CHECKPOINT_FORMAT) != 0)
 		dp_json_fail(&r, "not a learnerd checkpoint (format '%s')", fmt);
-	ver = dp_json_get_u64(&r, root, "version", true, 0);
-	if (r.rc == 0 && ver != LRN_CHECKPOINT_VERSION)
-		dp_json_fail(&r, "checkpoint version %llu, this learnerd reads version %d",
-			     (unsigned long long)ver, LRN_CHECKPOINT_VERSION);
+	if (r.rc == 0)
+		upgrade(&r, root);
 	job = dp_json_get(&r, root, "job", json_type_object, true);
 	st = dp_json_get(&r, root, "state", json_type_object, true);
 	if (r.rc) {
@@ -472,10 +525,10 @@ int lrn_checkpoint_load(struct lrn *L)
 		goto out;
 	}
 	r.where = "job";
-	rc = check_job(L, &r, job, &p);
+	rc = check_job(J, &r, job, &p);
 	if (rc < 0)
 		goto out;
-	rc = load_plan(L, &r, job);
+	rc = load_plan(J, &r, job);
 	if (rc < 0)
 		goto out;
 	r.where = "job";
@@ -491,10 +544,10 @@ int lrn_checkpoint_load(struct lrn *L)
 		rc = r.rc;
 		goto out;
 	}
-	if (k > L->T || next < 1 || reserved < next || n_total == 0 || !(eta > 0) || !(rho > 0) ||
-	    json_object_array_length(owners) != L->N) {
+	if (k > J->T || next < 1 || reserved < next || n_total == 0 || !(eta > 0) || !(rho > 0) ||
+	    json_object_array_length(owners) != J->N) {
 		rc = dp_error_set(DP_ECORRUPT, "%s: inconsistent state (k_done, query ids, n, eta or "
-				  "owners)", L->ckpt_path);
+				  "owners)", J->ckpt_path);
 		goto out;
 	}
 	r.where = "state";
@@ -502,53 +555,53 @@ int lrn_checkpoint_load(struct lrn *L)
 	if (rc < 0)
 		goto out;
 	theta_L = calloc(p, sizeof(double));
-	thetas = calloc(L->N, sizeof(*thetas));
+	thetas = calloc(J->N, sizeof(*thetas));
 	if (theta_L == NULL || thetas == NULL) {
 		rc = dp_error_set(DP_ENOMEM, "out of memory");
 		goto out;
 	}
 	dp_json_get_doubles(&r, st, "theta_L", theta_L, p);
-	rc = load_owners(L, &r, owners, p, thetas, &nsum);
+	rc = load_owners(J, &r, owners, p, thetas, &nsum);
 	if (rc < 0)
 		goto out;
 	if (nsum != n_total) {
 		rc = dp_error_set(DP_ECORRUPT, "%s: n_total %llu is not the sum of n_rows %llu",
-				  L->ckpt_path, (unsigned long long)n_total, (unsigned long long)nsum);
+				  J->ckpt_path, (unsigned long long)n_total, (unsigned long long)nsum);
 		goto out;
 	}
 	/* The step size is the plan's: a given --eta/--rho must give it. */
 	want = eta;
-	if (L->s->eta > 0)
-		want = L->s->eta;
-	else if (L->s->rho > 0)
-		want = dp_algo_eta_from_rho(L->N, L->T, L->s->lambda, L->s->rho);
+	if (J->s->eta > 0)
+		want = J->s->eta;
+	else if (J->s->rho > 0)
+		want = dp_algo_eta_from_rho(J->N, J->T, J->s->lambda, J->s->rho);
 	if (!same(want, eta)) {
 		rc = dp_error_set(DP_EINVAL, "%s belongs to another job: the step size eta is %.17g in "
-				  "the checkpoint but %.17g now (check --eta/--rho)", L->ckpt_path,
+				  "the checkpoint but %.17g now (check --eta/--rho)", J->ckpt_path,
 				  eta, want);
 		goto out;
 	}
-	if (L->p == 0) {
-		rc = lrn_state_set_p(L, p);
+	if (J->p == 0) {
+		rc = lrn_state_set_p(J, p);
 		if (rc < 0)
 			goto out;
 	}
-	memcpy(L->theta_L, theta_L, p * sizeof(double));
-	for (size_t i = 0; i < L->N; i++) {
-		memcpy(L->owners[i].theta, thetas[i], p * sizeof(double));
-		L->owners[i].ever_hello = true;
+	memcpy(J->theta_L, theta_L, p * sizeof(double));
+	for (size_t i = 0; i < J->N; i++) {
+		memcpy(J->owners[i].theta, thetas[i], p * sizeof(double));
+		J->owners[i].ever_hello = true;
 	}
-	L->k_done = k;
-	L->next_qid = reserved;
-	L->qid_reserved = reserved;
-	L->n_total = n_total;
-	L->eta = eta;
-	L->rho = rho;
-	L->started = true;
+	J->k_done = k;
+	J->next_qid = reserved;
+	J->qid_reserved = reserved;
+	J->n_total = n_total;
+	J->eta = eta;
+	J->rho = rho;
+	J->started = true;
 	rc = 0;
 out:
 	if (thetas)
-		for (size_t i = 0; i < L->N; i++)
+		for (size_t i = 0; i < J->N; i++)
 			free(thetas[i]);
 	free(thetas);
 	free(theta_L);

@@ -5,7 +5,7 @@
 
 #include <uv.h>
 
-#include "learner/lrn.h"
+#include "learner/job.h"
 
 double lrn_clock_mono(void)
 {

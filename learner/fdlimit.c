@@ -12,24 +12,19 @@
 
 #include "common/core/error.h"
 #include "common/core/log.h"
+#include "common/net/nofile.h"
 
 #include "learner/lrn.h"
 
 void lrn_fdlimit_need(const struct lrn *L, uint64_t *need, uint64_t *least)
 {
-	uint64_t conns;
 	bool metrics;
 
 	DP_REQUIRE(L != NULL && need != NULL && least != NULL);
-	conns = (uint64_t)L->s->max_pending + 2 * (uint64_t)L->N + 4;
 	metrics = L->s->metrics_listen && *L->s->metrics_listen;
-	/* The TLS listener's cap on live connections (server.c: pending
-	 * strangers, every owner and its reconnect racing the old
-	 * connection), the metrics server's cap and its listener, and the
-	 * rest (LRN_FD_OTHER). */
-	*need = conns + (metrics ? DP_HTTPD_MAX_CONN_DEFAULT + 1 : 0) + LRN_FD_OTHER;
-	/* Below this not even one connection per owner fits. */
-	*least = (uint64_t)L->N + LRN_FD_OTHER;
+	/* The formula the startup kit's LimitNOFILE= uses too. */
+	*need = dp_nofile_need(L->s->max_pending, L->job.N, metrics);
+	*least = dp_nofile_least(L->job.N);
 }
 
 int lrn_fdlimit_raise(struct lrn *L)
@@ -52,7 +47,7 @@ int lrn_fdlimit_raise(struct lrn *L)
 				    "but %zu owners need at least %llu descriptors (%llu to "
 				    "run with max-pending %zu%s); raise it (LimitNOFILE=, "
 				    "ulimit -Hn) or configure fewer owners",
-				    (unsigned long long)f->hard, L->N,
+				    (unsigned long long)f->hard, L->job.N,
 				    (unsigned long long)f->least, (unsigned long long)f->need,
 				    L->s->max_pending,
 				    L->s->metrics_listen && *L->s->metrics_listen ?
@@ -77,13 +72,13 @@ void lrn_fdlimit_log(const struct lrn *L)
 	else if (f->soft >= f->need)
 		DP_INFO("learner", "open files: raised the soft limit from %llu to %llu "
 			"(hard %llu) for N=%zu owners", (unsigned long long)f->before,
-			(unsigned long long)f->soft, (unsigned long long)f->hard, L->N);
+			(unsigned long long)f->soft, (unsigned long long)f->hard, L->job.N);
 	else
 		DP_WARN("learner", "open files: need %llu descriptors for N=%zu owners, "
 			"max-pending %zu and metrics, but the hard limit is %llu (soft %llu, was "
 			"%llu); every owner fits, but a flood of strangers or of /metrics "
 			"clients can make accepts fail (EMFILE) until some close; raise "
-			"LimitNOFILE= to %llu", (unsigned long long)f->need, L->N,
+			"LimitNOFILE= to %llu", (unsigned long long)f->need, L->job.N,
 			L->s->max_pending, (unsigned long long)f->hard,
 			(unsigned long long)f->soft, (unsigned long long)f->before,
 			(unsigned long long)f->need);

@@ -10,19 +10,13 @@
  *   server.c      network: TLS listener, admission, message dispatch,
  *                 sending Welcome/Query/Done, the timers that act on
  *                 connections; it carries out sched.c's decisions
- *   sched.c       decisions: request FIFO, query slots, query and Hello
- *                 timeouts, broadcast round robin, stall and idle
- *                 detection, the end of the job; it never touches a
- *                 connection: it returns a struct lrn_decision
- *   state.c       the plan (docs/planner.md) and theta_L, theta_i, k, n_i:
- *                 starting training, updates
- *   checkpoint.c  crash-safe checkpoint.json (save, load, compare)
- *   trace.c       trace.csv
- *   stats.c       Prometheus metrics
  *   progress.c    the progress line every few seconds and the final summary
- *   clock.c       monotonic and wall time
  *   fdlimit.c     open files: RLIMIT_NOFILE raised to what the job needs
  *   memtrim.c     heap pages back to the system after connection bursts
+ *   liblearner    the job without sockets (learner/job.h): sched.c (the
+ *                 decisions: it never touches a connection, it returns a
+ *                 struct lrn_decision), state.c, checkpoint.c, trace.c,
+ *                 stats.c, clock.c
  *
  * Events come back up without calls: sched.c answers with a decision that
  * server.c executes, and server.c reaches main.c only through the on_end
@@ -40,109 +34,10 @@
 #include <uv.h>
 
 #include "common/core/exit.h"   /* exit codes: docs/design.md §10 "Exit status" */
-#include "common/core/model.h"
-#include "common/core/plan.h"
 #include "common/net/addr.h"
 #include "common/net/conn.h"
 #include "common/net/httpd.h"
-#include "common/net/metrics.h"
-#include "common/net/tls.h"
-
-/* The most rows an owner may claim in its Hello (2^40, about 1.1e12): a
- * larger claim is refused (docs/protocol.md §5).  It keeps n = sum of n_i
- * far from overflowing and every weight n_i / n exact enough in a double. */
-#define LRN_MAX_ROWS (UINT64_C(1) << 40)
-
-/* request and broadcast run the async algorithm; sync1 and sync2 run the
- * synchronous rounds of docs/design.md §5 (every owner answers at theta[k],
- * then one dp_algo_sync1_step / dp_algo_sync2_step). */
-enum lrn_mode { LRN_MODE_REQUEST = 0, LRN_MODE_BROADCAST = 1, LRN_MODE_SYNC1 = 2,
-		LRN_MODE_SYNC2 = 3 };
-
-#define LRN_SYNC(L) ((L)->s->mode == LRN_MODE_SYNC1 || (L)->s->mode == LRN_MODE_SYNC2)
-
-/* The settings table of main.c fills this.  Durations are seconds. */
-struct lrn_settings {
-	char *listen;              /* HOST:PORT */
-	char *port_file;
-	char *ca, *cert, *key;
-	char *crl;                 /* NULL: no revocation list */
-	char *owners;              /* comma-separated identities */
-	int model;                 /* dp_model */
-	uint64_t T;                /* 0: planned */
-	double rho, eta;           /* 0: not given (eta planned) */
-	double c;                  /* sync2 step c/sqrt(k); 0: planned */
-	double lambda, theta_max;
-	double clip;               /* 0: planned */
-	char *public_path;         /* public constants for the planner, or NULL
-				      (assumed from the data's shape) */
-	double answers_margin;     /* K_i = ceil(T pi_i (1 + margin)) */
-	uint64_t T_max;            /* largest T the planner considers (0: its own) */
-	int mode;                  /* enum lrn_mode */
-	double broadcast_interval;
-	size_t max_inflight;
-	double round_timeout;      /* sync: a round longer than this stops the job (0: never) */
-	size_t round_quorum;       /* sync: answers that close a round (0: every owner) */
-	size_t min_owners;         /* 0: N */
-	double query_timeout;
-	double hello_timeout;
-	double idle_timeout;       /* 0: wait for ever */
-	size_t features;           /* 0: from the first Hello */
-	bool bias;
-	bool freq_correction;   /* Remark 4 weights (dp_algo_freq_weight) */
-	char *out;
-	uint64_t checkpoint_every; /* 0: only on SIGTERM, stop and end */
-	bool resume;
-	char *metrics_listen;      /* empty or NULL: off */
-	char *job;
-	bool job_auto;             /* job was made here (no --job): a checkpoint's wins */
-	size_t max_frame;
-	double handshake_timeout;  /* silence after accept; handshake after its turn */
-	size_t max_pending;        /* connections not yet admitted, at most */
-	size_t max_pending_per_addr; /* the same from one address (0: no limit) */
-	int log_level;             /* enum dp_log_level */
-	double progress_every;     /* seconds between progress lines (0: none) */
-};
-
-struct lrn_owner {
-	char id[DP_TLS_ID_MAX + 1];
-	size_t idx;
-	dp_conn *conn;             /* admitted connection, or NULL (away) */
-	bool hello;                /* conn has said Hello */
-	bool welcomed;             /* conn was sent its Welcome */
-	double conn_since;         /* monotonic time conn was admitted */
-	bool ever_hello;           /* said Hello at least once in this job */
-	uint64_t n_rows;           /* n_i (fixed once training started) */
-	uint32_t n_features;       /* its last Hello's p (agreed on when p is
-				    * not configured) */
-	char schema[DP_FRAME_MAX_STR + 1]; /* its last Hello's fingerprint ("": none
-				    * sent, an owner that predates it) */
-	double epsilon;
-	double rate;               /* clock rate from its Hello (the plan's pi_i) */
-	uint64_t answers_cap;      /* from its Hello: its own K_i, 0 = none */
-	uint64_t answers_given;    /* from its last Hello or Answer */
-	uint64_t planned_cap;      /* the plan's K_i, sent in its Welcome (0: none) */
-	bool exhausted;            /* refused, or no answers left (lrn_state_cap) */
-	bool queued;               /* in the request FIFO */
-	bool inflight;             /* a query of this owner is out */
-	bool round_has;            /* sync: answered the current round */
-	double round_rtt;          /* sync: its answer's round trip this round */
-	double *theta;             /* theta_i, p values (NULL until p known) */
-	uint64_t iterations;       /* answers used */
-	double eps_spent;          /* as last reported by the owner */
-	struct dp_metric *m_iter, *m_eps;
-};
-
-struct lrn_query {
-	bool used;                 /* sent and not yet answered */
-	size_t owner;
-	uint64_t qid;
-	double sent;               /* monotonic send time */
-	double wait;               /* seconds the request waited in the FIFO */
-	double *bar;               /* p values: the point the owner evaluates */
-	uint64_t round;            /* sync: the round it belongs to */
-	uint64_t built_k;          /* k_done when bar was taken from theta_L */
-};
+#include "learner/job.h"
 
 enum lrn_phase {
 	LRN_RUN,        /* serving: waiting for owners or training */
@@ -155,35 +50,6 @@ enum lrn_end {
 	LRN_END_DONE,    /* k == T: model, final checkpoint, Done, exit 0 */
 	LRN_END_SIGNAL,  /* SIGTERM/SIGINT: checkpoint, close, exit 0 */
 	LRN_END_FAIL,    /* the job cannot go on (why): checkpoint, close, exit 1 */
-};
-
-/* What sched.c decides and server.c carries out. */
-enum lrn_act {
-	LRN_ACT_NONE = 0,  /* nothing to do */
-	LRN_ACT_PUMP,      /* state changed: ask lrn_sched_next until NONE */
-	LRN_ACT_WELCOME,   /* send owner o its Welcome (the plan exists) */
-	LRN_ACT_QUERY,     /* send the query prepared in slot qr to owner o, then
-			    * lrn_sched_sent (on a failed send: drop o) */
-	LRN_ACT_DROP,      /* close owner o's connection; why: the reason */
-	LRN_ACT_DONE,      /* k == T: end the job (LRN_END_DONE) */
-	LRN_ACT_STOP,      /* end the job (LRN_END_FAIL); why: the message */
-};
-
-struct lrn_decision {
-	enum lrn_act act;
-	struct lrn_owner *o;       /* WELCOME, QUERY, DROP */
-	struct lrn_query *qr;      /* QUERY */
-	char why[512];             /* DROP, STOP */
-	int goodbye;               /* DROP: a Dpasync__GoodbyeCode to send first (0: none) */
-};
-
-struct lrn_stats {
-	struct dp_metrics *reg;
-	struct dp_metric *iterations, *connected, *queue_depth, *inflight;
-	struct dp_metric *rtt, *wait, *refusals, *timeouts, *rejected;
-	struct dp_metric *T_gauge;
-	struct dp_metric *pending, *evicted, *refused;  /* the TLS listener's */
-	struct dp_metric_family *owner_iter, *owner_eps;
 };
 
 /* Open files at start (fdlimit.c, docs/learnerd.md "Descriptors"). */
@@ -200,21 +66,19 @@ struct lrn_memtrim {
 	uint64_t trims;
 };
 
-/* Descriptors besides connections: stdio, the TLS listener, the output
- * lock, trace.csv, a checkpoint or model being written, libuv's epoll,
- * eventfd and signal pipe, OpenSSL's files at start; with room to spare. */
-#define LRN_FD_OTHER 32
-
 struct lrn {
-	struct lrn_settings *s;
+	struct lrn_settings *s;    /* the job's settings too (job.s) */
+	struct lrn_job job;        /* what the decisions are about (job.h) */
 	uv_loop_t *loop;
 	SSL_CTX *ctx;
 	dp_listener *listener;
 	struct dp_httpd *httpd;
-	struct lrn_stats st;
 	char listen_host[DP_ADDR_HOST_MAX + 1];
 	uint16_t listen_port;
 	uint16_t tls_port, metrics_port;
+	dp_conn **conn;            /* server.c: owner i's admitted connection,
+				    * or NULL (job.N entries; its data is the
+				    * job's owner record) */
 
 	/* main.c sets this before the server starts: the one way the job
 	 * ends.  A no-op once the phase has left LRN_RUN. */
@@ -229,74 +93,15 @@ struct lrn {
 	bool progress_init;
 	double prog_t;             /* monotonic time of the last progress line */
 	uint64_t prog_k;           /* k_done then */
-	double first_query;        /* monotonic time of this process's first
-				    * query; < 0 before it */
-	uint64_t first_k;          /* k_done then (0, or a resume's k) */
 
-	/* Schema agreement (docs/protocol.md §5): the job's fingerprint, once
-	 * the owners' Hellos agreed on it (or, resumed, the first one's), and
-	 * where it came from. */
-	char schema_fp[DP_FRAME_MAX_STR + 1];
-	char schema_from[DP_TLS_ID_MAX + 1];
-	/* The job. */
-	dp_model model;
-	size_t N;
-	struct lrn_owner *owners;
-	size_t p;                  /* 0 until known */
-	uint64_t T;                /* 0 until planned (or --T) */
-	bool started;              /* planned: n_i, T, eta, clip, K_i fixed
-				    * (Welcome may go out, training may run) */
-	bool gate_open;            /* min-owners reached: queries may go out */
-	uint64_t n_total;
-	double eta, rho, clip;
-	double psi_pred, psi_zero; /* the plan's forecast (NaN: unknown) */
-	bool measured;             /* its constants came from a public sample */
-	dp_plan_public pub;        /* --public, read at startup */
-	bool have_pub;
-	double *theta_L;
-	uint64_t k_done;
-	uint64_t next_qid;         /* the next query id to send */
-	uint64_t qid_reserved;     /* ids below this may be used before the
-				    * next checkpoint; resume continues here */
-
-	/* Scheduling (sched.c). */
-	size_t *fifo;              /* owner indices, oldest first */
-	double *fifo_t;            /* monotonic arrival time of each request */
-	size_t fifo_len;
-	struct lrn_query *q;       /* max_inflight slots */
-	size_t inflight;
-	size_t bcast_next;         /* round-robin start for broadcast */
-	bool round;                /* a broadcast round is being served */
-	size_t round_j;            /* owners of the round looked at so far */
-	size_t round_last;         /* last owner asked in it, or SIZE_MAX */
-	double stall_since;        /* monotonic; < 0 when not stalled */
-
-	/* Sync rounds (sched.c, state.c).  k_done counts finished rounds and
-	 * the job is done at T - 1 of them (theta[T]). */
-	double step;               /* the plan's sync1 rho/T^2 or sync2 c */
-	uint64_t sync_round;       /* the round being served, 0: none */
-	double round_start;        /* its monotonic start */
-	size_t round_got;          /* answers of it so far */
-	double *round_ans;         /* N x p: each owner's answer in it, then p: agg */
-	double *theta_hat;         /* sync2's running average (the output) */
-	uint64_t answers;          /* answers used, over all rounds */
-
-	/* Output. */
-	FILE *trace;
-	FILE *rounds;              /* sync: rounds.csv */
-	char *trace_path, *ckpt_path, *model_path, *rounds_path;
+	/* Output besides the job's record (job.trace, job.ckpt_path, ...). */
+	char *model_path;
 	int lock_fd;
-	bool io_failed;            /* a trace or checkpoint write failed: nothing
-	                            * more is written (docs/reliability.md §4) */
 
 	enum lrn_phase phase;      /* main.c's */
 	int exit_code;
 	bool finished;             /* k reached T and the outputs are written */
 	size_t open_conns;         /* admitted connections not yet closed */
-	size_t n_hello;            /* owners connected with their Hello accepted
-				    * (the connected gauge, without a scan) */
-	size_t n_to_welcome;       /* of those, not yet sent their Welcome (the
-				    * pump scans for them only when > 0) */
 
 	struct lrn_fdlimit fd;     /* fdlimit.c, at start */
 	struct lrn_memtrim trim;   /* memtrim.c */
@@ -313,120 +118,12 @@ int lrn_server_start(struct lrn *L);
 /* Serve what can be served now (once after startup: a resumed job that had
  * already finished ends here). */
 void lrn_server_pump(struct lrn *L);
+/* Release what lrn_server_start allocated, once the loop has closed. */
+void lrn_server_free(struct lrn *L);
 /* The job ends (main.c, phase no longer LRN_RUN): stop listening; done:
  * send Done with the final model to every owner that said Hello; close
  * every connection gracefully; the timers close with the last one. */
 void lrn_server_close(struct lrn *L, bool done);
-
-/* ---- sched.c: the decisions --------------------------------------------- */
-/* The request FIFO and the query slots (N owners known).  DP_ENOMEM. */
-int lrn_sched_init(struct lrn *L);
-void lrn_sched_free(struct lrn *L);
-/* The next thing to do now: start training, k == T (DONE), open the gate,
- * the next query (QUERY, a slot prepared: its bar, query id and wait),
- * the idle timeout (STOP), or NONE.  A failure to prepare is STOP. */
-void lrn_sched_next(struct lrn *L, double now, struct lrn_decision *d);
-/* The query of slot qr left at monotonic time `sent`: it is in flight. */
-void lrn_sched_sent(struct lrn *L, struct lrn_query *qr, double sent);
-/* A query or a Hello overdue at `now`: DROP (the drop clears it), or NONE. */
-void lrn_sched_expired(struct lrn *L, double now, struct lrn_decision *d);
-/* The broadcast timer: queue a round of queries for lrn_sched_next.
- * false when training has not opened the gate (nothing to serve). */
-bool lrn_sched_round(struct lrn *L);
-/* Owner o's events; each leaves NONE (ignored), PUMP or STOP in d. */
-void lrn_sched_request(struct lrn *L, struct lrn_owner *o, struct lrn_decision *d);
-void lrn_sched_answer(struct lrn *L, struct lrn_owner *o, uint64_t k, const double *grad,
-		      double eps_spent, struct lrn_decision *d);
-void lrn_sched_refuse(struct lrn *L, struct lrn_owner *o, uint64_t k, const char *reason,
-		      struct lrn_decision *d);
-/* Owner o said Hello (its counters are set): exhausted, or usable again. */
-void lrn_sched_hello(struct lrn *L, struct lrn_owner *o, struct lrn_decision *d);
-/* Owner o left for good with its budget spent (Goodbye BUDGET_SPENT):
- * exhausted, and no longer awaited by min-owners; STOP when every owner is
- * exhausted, else PUMP. */
-void lrn_sched_spent(struct lrn *L, struct lrn_owner *o, struct lrn_decision *d);
-/* Owner o's connection is gone: drop its request and its query. */
-void lrn_sched_owner_gone(struct lrn *L, struct lrn_owner *o);
-
-/* ---- state.c ------------------------------------------------------------- */
-/* Allocate the owner table from the names; theta vectors come with p. */
-int lrn_state_init(struct lrn *L, char **names, size_t count);
-void lrn_state_free(struct lrn *L);
-/* Fix the job's p (from settings, --public, a checkpoint, or the value the
- * owners' Hellos agree on).  DP_EINVAL (does not fit max-frame), DP_ENOMEM. */
-int lrn_state_set_p(struct lrn *L, size_t p);
-/* Whether a Hello of owner o claiming n_rows and n_features can be taken:
- * n_rows at most LRN_MAX_ROWS, the sum with the other owners' n_i without
- * overflow, n_features the job's p (or, while p is not fixed, fitting
- * max-frame).  0, or DP_ERANGE (a claim out of range: the connection is
- * closed) / DP_EINVAL (p: the owner is refused with Goodbye BAD_DATA) with
- * why (size bytes) filled. */
-int lrn_state_check_hello(const struct lrn *L, const struct lrn_owner *o, uint64_t n_rows,
-			  uint32_t n_features, char *why, size_t size);
-/* Read --public (when given) into L->pub and check it describes this job's
- * model and lambda.  DP_EINVAL/DP_EFORMAT/DP_ENOENT (detail). */
-int lrn_state_load_public(struct lrn *L);
-/* Every owner said Hello: fix n_i and n, and plan the job with
- * dp_plan_make (n_i, eps_i, rate_i from the Hellos, an owner's own cap
- * kept, the settings given kept): T, eta, rho, clip, every K_i.  Logs the
- * plan and its warnings.  0 or DP_EINVAL/DP_ERANGE/DP_ENOMEM (detail). */
-int lrn_state_start(struct lrn *L);
-/* The plan's log line (also after a resume): from = "hellos" | "checkpoint". */
-void lrn_state_log_plan(const struct lrn *L, const char *from);
-/* The answers owner o gives at most, as far as the learner knows: its own
- * cap from its Hello, else the plan's K_i, else T; 0 while unknown (no own
- * cap, not planned yet). */
-uint64_t lrn_state_cap(const struct lrn *L, const struct lrn_owner *o);
-/* Apply the answer of query qr: theta_i, theta_L updated, k_done + 1. */
-void lrn_state_apply(struct lrn *L, const struct lrn_query *qr, const double *answer);
-/* The iterations that end the job: T (async), or the T - 1 rounds that
- * make theta[T] (sync). */
-uint64_t lrn_state_goal(const struct lrn *L);
-/* Sync: close the current round with the answers of the owners that gave
- * one (round_has): agg = sum of (n_i / n_answered) answer_i in owner order,
- * then the mode's step; k_done + 1.  With every owner this is exactly
- * dpasync sim's round (docs/learnerd.md "Sync rounds"). */
-void lrn_state_round(struct lrn *L);
-/* The model the job publishes: theta_L, or sync2's running average. */
-const double *lrn_state_output(const struct lrn *L);
-
-/* ---- checkpoint.c -------------------------------------------------------- */
-#define LRN_CHECKPOINT_FORMAT  "dpasync-learner-checkpoint"
-#define LRN_CHECKPOINT_VERSION 1
-/* Write L's state (with the plan: a resumed job never re-plans) to L->ckpt_path atomically; reserves the next block of
- * query ids (final: the job is over or stopping, no block needed).
- * Flushes and fsyncs the trace first.  0 or DP_EIO/DP_ENOMEM.  After a
- * failed write of the trace or of a checkpoint (L->io_failed) it writes
- * nothing and returns DP_EIO: the last good checkpoint stays. */
-int lrn_checkpoint_save(struct lrn *L, bool final);
-/* Load L->ckpt_path into L (after lrn_state_init), checking it belongs to
- * the configured job: T, eta, clip and every K_i are the checkpoint's
- * plan, and a setting given now (T, eta or rho, clip) must agree with it.
- * DP_ENOENT (no file), DP_EFORMAT/DP_ECORRUPT (bad file), DP_EINVAL
- * (another job: the detail names the setting).  On
- * failure the owners' counters may be partly filled: the caller exits. */
-int lrn_checkpoint_load(struct lrn *L);
-
-/* ---- trace.c ------------------------------------------------------------- */
-/* Open trace.csv: new (header) or, on resume, truncated to k_done rows. */
-int lrn_trace_open(struct lrn *L, bool resume);
-/* Append one row.  0, or DP_EIO with L->io_failed set. */
-int lrn_trace_row(struct lrn *L, uint64_t k, double wall, const char *owner, double wait,
-		  double rtt, double eps, uint64_t staleness);
-/* Sync: one row of rounds.csv (opened on first use).  0, or DP_EIO with
- * L->io_failed set. */
-int lrn_trace_round(struct lrn *L, uint64_t round, double wall, double secs, size_t answers,
-		    uint64_t first_k, uint64_t last_k, const char *slowest, double slowest_rtt);
-/* fflush + fsync.  0, or DP_EIO with L->io_failed set (also when an
- * earlier write of the stream failed: its rows are lost). */
-int lrn_trace_sync(struct lrn *L);
-void lrn_trace_close(struct lrn *L);
-
-/* ---- stats.c ------------------------------------------------------------- */
-int lrn_stats_init(struct lrn *L);
-void lrn_stats_free(struct lrn *L);
-/* Refresh the gauges (connected, queue depth, in flight). */
-void lrn_stats_gauges(struct lrn *L);
 
 /* ---- progress.c ---------------------------------------------------------- */
 /* Start the progress timer (every settings' progress_every seconds; 0:
@@ -439,10 +136,6 @@ int lrn_progress_start(struct lrn *L);
 void lrn_progress_line(struct lrn *L, const char *end);
 /* The job ends: stop the timer and write the summary line. */
 void lrn_progress_end(struct lrn *L, const char *end);
-
-/* ---- clock.c ------------------------------------------------------------- */
-double lrn_clock_mono(void);   /* monotonic seconds */
-double lrn_clock_wall(void);   /* Unix time, seconds */
 
 /* ---- fdlimit.c: open files ------------------------------------------------ */
 /* What the configured job needs (*need) and the least it can run with. */

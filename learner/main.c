@@ -31,7 +31,6 @@
 static struct lrn_settings S;
 
 static const char *const modes[] = { "request", "broadcast", "sync1", "sync2", NULL };
-static const char *const levels[] = { "debug", "info", "warn", "error", NULL };
 
 #define G_NET "Network and TLS"
 #define G_JOB "Job (must match the checkpoint on --resume)"
@@ -152,7 +151,7 @@ static const struct dp_config_entry entries[] = {
 	  .help = "write tls=PORT and metrics=PORT here once listening" },
 	{ .name = "metrics-listen", DP_CFG_STRING(&S.metrics_listen), .def = "", .group = G_OUT,
 	  .metavar = "HOST:PORT", .help = "Prometheus /metrics and /healthz (empty: off)" },
-	{ .name = "log-level", DP_CFG_ENUM(&S.log_level, levels), .def = "info",
+	{ .name = "log-level", DP_CFG_ENUM(&S.log_level, dp_log_level_names), .def = "info",
 	  .group = G_OUT, .help = "least severe log messages written (stderr)" },
 	{ .name = "progress-every", DP_CFG_DURATION(&S.progress_every), .def = "5", .min = 0,
 	  .max = 1e6, .group = G_OUT, .metavar = "SECONDS",
@@ -246,17 +245,16 @@ static int fail(int code, const char *fmt, ...)
 static int lock_out(struct lrn *L)
 {
 	char *path;
-	int fd;
+	int fd, rc;
 
 	if (asprintf(&path, "%s/.learnerd.lock", S.out) < 0)
 		return dp_error_set(DP_ENOMEM, "out of memory");
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		int e = errno;
-
-		dp_error_set(DP_EIO, "%s: %s", path, strerror(e));
+	/* Private: another user who could open it could hold it with flock
+	 * and keep `learnerd --resume` out. */
+	rc = dp_file_open_private(path, O_RDWR | O_CREAT, &fd);
+	if (rc < 0) {
 		free(path);
-		return DP_EIO;
+		return rc;
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
 		int e = errno;
@@ -275,20 +273,20 @@ static int lock_out(struct lrn *L)
 
 static int out_paths(struct lrn *L)
 {
-	if (asprintf(&L->trace_path, "%s/trace.csv", S.out) < 0) {
-		L->trace_path = NULL;
+	if (asprintf(&L->job.trace_path, "%s/trace.csv", S.out) < 0) {
+		L->job.trace_path = NULL;
 		return dp_error_set(DP_ENOMEM, "out of memory");
 	}
-	if (asprintf(&L->ckpt_path, "%s/checkpoint.json", S.out) < 0) {
-		L->ckpt_path = NULL;
+	if (asprintf(&L->job.ckpt_path, "%s/checkpoint.json", S.out) < 0) {
+		L->job.ckpt_path = NULL;
 		return dp_error_set(DP_ENOMEM, "out of memory");
 	}
 	if (asprintf(&L->model_path, "%s/model.json", S.out) < 0) {
 		L->model_path = NULL;
 		return dp_error_set(DP_ENOMEM, "out of memory");
 	}
-	if (asprintf(&L->rounds_path, "%s/rounds.csv", S.out) < 0) {
-		L->rounds_path = NULL;
+	if (asprintf(&L->job.rounds_path, "%s/rounds.csv", S.out) < 0) {
+		L->job.rounds_path = NULL;
 		return dp_error_set(DP_ENOMEM, "out of memory");
 	}
 	return 0;
@@ -305,7 +303,7 @@ static int write_port_file(struct lrn *L)
 		len = snprintf(buf, sizeof(buf), "tls=%u\nmetrics=%u\n", L->tls_port, L->metrics_port);
 	else
 		len = snprintf(buf, sizeof(buf), "tls=%u\n", L->tls_port);
-	return dp_file_write_atomic(S.port_file, buf, (size_t)len, 0644);
+	return dp_file_write_atomic(S.port_file, buf, (size_t)len, DP_FILE_MODE_SHARED);
 }
 
 static void close_httpd(struct lrn *L)
@@ -320,20 +318,20 @@ static void close_httpd(struct lrn *L)
  * its message in msg. */
 static int write_outputs(struct lrn *L, char *msg, size_t size)
 {
-	dp_modelfile mf = { .model = L->model, .p = L->p, .theta = (double *)lrn_state_output(L),
-			    .bias = S.bias,
-			    .T = L->T, .lambda = S.lambda, .theta_max = S.theta_max,
-			    .clip = L->clip, .job = S.job };
+	dp_modelfile mf = { .model = L->job.model, .p = L->job.p,
+			    .theta = (double *)lrn_state_output(&L->job), .bias = S.bias,
+			    .T = L->job.T, .lambda = S.lambda, .theta_max = S.theta_max,
+			    .clip = L->job.clip, .job = S.job };
 	int rc;
 
 	snprintf(mf.mode, sizeof(mf.mode), "%s",
 		 LRN_SYNC(L) ? modes[S.mode] : "async");
-	rc = dp_modelfile_write(L->model_path, &mf);
+	rc = dp_modelfile_write(L->model_path, &mf, DP_FILE_MODE_PRIVATE);
 	if (rc < 0) {
 		snprintf(msg, size, "model: %s", dp_error_detail(rc));
 		return rc;
 	}
-	rc = lrn_checkpoint_save(L, true);
+	rc = lrn_checkpoint_save(&L->job, true);
 	if (rc < 0) {
 		snprintf(msg, size, "checkpoint: %s", dp_error_detail(rc));
 		return rc;
@@ -354,7 +352,7 @@ static void end_job(struct lrn *L, enum lrn_end how, const char *why)
 	if (how == LRN_END_DONE) {
 		rc = write_outputs(L, msg, sizeof(msg));
 		if (rc == 0) {
-			DP_INFO("learner", "job done k=%llu model=%s", (unsigned long long)L->k_done,
+			DP_INFO("learner", "job done k=%llu model=%s", (unsigned long long)L->job.k_done,
 				L->model_path);
 			lrn_progress_end(L, "done");
 			L->phase = LRN_FINISHING;
@@ -372,11 +370,11 @@ static void end_job(struct lrn *L, enum lrn_end how, const char *why)
 	if (why)
 		DP_ERROR("learner", "stopping: %s", why);
 	lrn_progress_end(L, how == LRN_END_FAIL ? "failed" : "signal");
-	if (L->io_failed) {
+	if (L->job.io_failed) {
 		DP_WARN("learner", "no final checkpoint after a write failure: --resume continues "
-			"from the last good one path=%s", L->ckpt_path);
-	} else if (L->started) {
-		rc = lrn_checkpoint_save(L, true);
+			"from the last good one path=%s", L->job.ckpt_path);
+	} else if (L->job.started) {
+		rc = lrn_checkpoint_save(&L->job, true);
 		if (rc < 0 && how == LRN_END_FAIL && why) {
 			/* The error line above is the cause (a disk that
 			 * stays full fails this too): one error line. */
@@ -385,8 +383,8 @@ static void end_job(struct lrn *L, enum lrn_end how, const char *why)
 			DP_ERROR("learner", "final checkpoint failed: %s", dp_error_detail(rc));
 			L->exit_code = DP_EXIT_FAIL;
 		} else {
-			DP_INFO("learner", "checkpoint written k=%llu path=%s", (unsigned long long)L->k_done,
-				L->ckpt_path);
+			DP_INFO("learner", "checkpoint written k=%llu path=%s",
+				(unsigned long long)L->job.k_done, L->job.ckpt_path);
 		}
 	}
 	lrn_server_close(L, false);
@@ -437,12 +435,12 @@ static int load_state(struct lrn *L, bool check_only)
 {
 	int rc;
 
-	if (access(L->ckpt_path, F_OK) != 0) {
+	if (access(L->job.ckpt_path, F_OK) != 0) {
 		int e = errno;
 
 		if (e != ENOENT)
 			return fail(dp_exit_status(DP_EIO, DP_EXIT_PHASE_LOAD), "%s: %s",
-				    L->ckpt_path, strerror(e));
+				    L->job.ckpt_path, strerror(e));
 		if (S.resume)
 			DP_INFO("learner", "no checkpoint in %s: starting a new job", S.out);
 		return 0;
@@ -450,21 +448,21 @@ static int load_state(struct lrn *L, bool check_only)
 	if (!S.resume)
 		return fail(dp_exit_status(DP_EEXIST, DP_EXIT_PHASE_LOAD),
 			    "%s exists: use --resume to continue that job, or choose another --out",
-			    L->ckpt_path);
+			    L->job.ckpt_path);
 	/* theta_hat and a half-served round are not restored (docs/learnerd.md §9). */
 	if (LRN_SYNC(L))
 		return fail(dp_exit_status(DP_EINVAL, DP_EXIT_PHASE_LOAD),
 			    "cannot resume: %s exists and a %s job cannot be "
-			    "resumed; choose another --out", L->ckpt_path, modes[S.mode]);
-	rc = lrn_checkpoint_load(L);
+			    "resumed; choose another --out", L->job.ckpt_path, modes[S.mode]);
+	rc = lrn_checkpoint_load(&L->job);
 	if (rc < 0)
 		return fail(dp_exit_status(rc, DP_EXIT_PHASE_LOAD), "cannot resume: %s",
 			    dp_error_detail(rc));
 	if (!check_only) {
 		DP_INFO("learner", "resuming job=%s from %s k=%llu T=%llu next_query=%llu", S.job,
-			L->ckpt_path, (unsigned long long)L->k_done, (unsigned long long)L->T,
-			(unsigned long long)L->next_qid);
-		lrn_state_log_plan(L, "checkpoint");
+			L->job.ckpt_path, (unsigned long long)L->job.k_done, (unsigned long long)L->job.T,
+			(unsigned long long)L->job.next_qid);
+		lrn_state_log_plan(&L->job, "checkpoint");
 	}
 	return 0;
 }
@@ -511,12 +509,12 @@ static int prepare_job(struct lrn *L, enum dp_config_action action)
 	rc = lrn_server_parse_owners(S.owners, &names, &n);
 	if (rc < 0)
 		return fail(dp_exit_status(rc, DP_EXIT_PHASE_ARGS), "%s", dp_error_detail(rc));
-	rc = lrn_state_init(L, names, n);
+	rc = lrn_state_init(&L->job, &S, names, n);
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
 	if (rc == 0 && S.features > 0)
-		rc = lrn_state_set_p(L, S.features);
+		rc = lrn_state_set_p(&L->job, S.features);
 	if (rc == 0)
 		rc = dp_addr_split("listen", S.listen, DP_ADDR_PORT_ZERO, L->listen_host,
 				   sizeof(L->listen_host), &L->listen_port);
@@ -524,11 +522,18 @@ static int prepare_job(struct lrn *L, enum dp_config_action action)
 		rc = out_paths(L);
 	if (rc < 0)
 		return fail(dp_exit_status(rc, DP_EXIT_PHASE_ARGS), "%s", dp_error_detail(rc));
-	rc = lrn_state_load_public(L);
+	/* sshd's StrictModes: a key or a checkpoint another user can replace
+	 * is not ours to trust (docs/ownerd.md "File permissions"). */
+	rc = dp_file_check_trusted("--key", S.key);
+	if (rc == 0)
+		rc = dp_file_check_trusted("--out", S.out);
+	if (rc < 0)
+		return fail(dp_exit_status(rc, DP_EXIT_PHASE_LOAD), "%s", dp_error_detail(rc));
+	rc = lrn_state_load_public(&L->job);
 	/* The public constants are for one p: without `features`, that is the
 	 * job's, so no owner's Hello decides it. */
-	if (rc == 0 && L->have_pub && L->p == 0)
-		rc = lrn_state_set_p(L, L->pub.p);
+	if (rc == 0 && L->job.have_pub && L->job.p == 0)
+		rc = lrn_state_set_p(&L->job, L->job.pub.p);
 	if (rc < 0)
 		return fail(dp_exit_status(rc, DP_EXIT_PHASE_LOAD), "%s", dp_error_detail(rc));
 	rc = dp_tls_ctx_new(1, &tf, &L->ctx);
@@ -559,7 +564,7 @@ static int prepare_job(struct lrn *L, enum dp_config_action action)
 	rc = load_state(L, false);
 	if (rc != 0)
 		return rc;
-	rc = lrn_trace_open(L, L->started || L->k_done > 0);
+	rc = lrn_trace_open(&L->job, L->job.started || L->job.k_done > 0);
 	if (rc < 0)
 		return fail(dp_exit_status(rc, DP_EXIT_PHASE_RUN), "%s", dp_error_detail(rc));
 	return 0;
@@ -572,9 +577,9 @@ static int start_loop(struct lrn *L)
 	int rc;
 
 	L->loop = uv_default_loop();
-	rc = lrn_stats_init(L);
+	rc = lrn_stats_init(&L->job);
 	if (rc == 0)
-		rc = lrn_sched_init(L);
+		rc = lrn_sched_init(&L->job);
 	if (rc < 0)
 		return fail(dp_exit_status(rc, DP_EXIT_PHASE_RUN), "%s", dp_error_detail(rc));
 	L->on_end = end_job;
@@ -583,7 +588,7 @@ static int start_loop(struct lrn *L)
 		return fail(dp_exit_status(rc, DP_EXIT_PHASE_RUN), "cannot listen on %s: %s",
 			    S.listen, dp_error_detail(rc));
 	if (S.metrics_listen && *S.metrics_listen) {
-		struct dp_httpd_options ho = { .listen = S.metrics_listen, .metrics = L->st.reg };
+		struct dp_httpd_options ho = { .listen = S.metrics_listen, .metrics = L->job.st.reg };
 
 		rc = dp_httpd_new(L->loop, &ho, &L->httpd);
 		if (rc < 0)
@@ -604,9 +609,9 @@ static int start_loop(struct lrn *L)
 	lrn_fdlimit_log(L);
 	DP_INFO("learner", "listening tls=%s:%u metrics_port=%u job=%s model=%s T=%llu N=%zu "
 		"mode=%s max_inflight=%zu k=%llu", L->listen_host, L->tls_port,
-		L->metrics_port, S.job, dp_model_name(L->model),
-		(unsigned long long)L->T, L->N, modes[S.mode], S.max_inflight,
-		(unsigned long long)L->k_done);
+		L->metrics_port, S.job, dp_model_name(L->job.model),
+		(unsigned long long)L->job.T, L->job.N, modes[S.mode], S.max_inflight,
+		(unsigned long long)L->job.k_done);
 	return 0;
 }
 
@@ -617,7 +622,7 @@ static int run(struct lrn *L)
 	lrn_server_pump(L);
 	uv_run(L->loop, UV_RUN_DEFAULT);
 	if (L->exit_code == DP_EXIT_OK && L->finished)
-		printf("done k=%llu out=%s\n", (unsigned long long)L->k_done, S.out);
+		printf("done k=%llu out=%s\n", (unsigned long long)L->job.k_done, S.out);
 	fflush(stdout);
 	return L->exit_code;
 }
@@ -638,14 +643,15 @@ static void cleanup(struct lrn *L)
 		uv_loop_close(L->loop);
 		L->loop = NULL;
 	}
-	lrn_trace_close(L);
-	lrn_sched_free(L);
-	lrn_stats_free(L);
-	lrn_state_free(L);
+	lrn_server_free(L);
+	lrn_trace_close(&L->job);
+	lrn_sched_free(&L->job);
+	lrn_stats_free(&L->job);
+	lrn_state_free(&L->job);
 	SSL_CTX_free(L->ctx);
-	free(L->trace_path);
-	free(L->rounds_path);
-	free(L->ckpt_path);
+	free(L->job.trace_path);
+	free(L->job.rounds_path);
+	free(L->job.ckpt_path);
 	free(L->model_path);
 	if (L->lock_fd >= 0)
 		close(L->lock_fd);
@@ -662,9 +668,6 @@ int main(int argc, char **argv)
 	memset(L, 0, sizeof(*L));
 	L->s = &S;
 	L->lock_fd = -1;
-	L->stall_since = -1;
-	L->first_query = -1;
-	L->psi_pred = L->psi_zero = NAN;
 	rc = dp_config_load(&spec, argc, argv, &action);
 	if (rc < 0) {
 		rc = fail(dp_exit_status(rc, DP_EXIT_PHASE_ARGS), "%s", dp_error_detail(rc));
@@ -676,8 +679,6 @@ int main(int argc, char **argv)
 		rc = DP_EXIT_OK;
 	} else {
 		dp_log_set_level((enum dp_log_level)S.log_level);
-		L->model = (dp_model)S.model;
-		L->T = S.T;
 		rc = prepare_job(L, action);
 		if (rc == 0)
 			rc = start_loop(L);

@@ -27,7 +27,7 @@ int lrn_progress_start(struct lrn *L)
 	DP_REQUIRE(L != NULL && L->loop != NULL);
 	every = L->s->progress_every;
 	L->prog_t = lrn_clock_mono();
-	L->prog_k = L->k_done;
+	L->prog_k = L->job.k_done;
 	if (every == 0)
 		return 0;
 	ms = every * 1000.0 < 1.0 ? 1 : (uint64_t)(every * 1000.0);
@@ -49,38 +49,38 @@ void lrn_progress_line(struct lrn *L, const char *end)
 	char goal_s[32], eta_s[32];
 
 	DP_REQUIRE(L != NULL);
-	goal = L->T > 0 ? lrn_state_goal(L) : 0;
-	for (size_t i = 0; i < L->N; i++) {
-		owners += L->owners[i].conn != NULL && L->owners[i].hello;
-		eps += L->owners[i].eps_spent;
+	goal = L->job.T > 0 ? lrn_state_goal(&L->job) : 0;
+	for (size_t i = 0; i < L->job.N; i++) {
+		owners += L->job.owners[i].connected && L->job.owners[i].hello;
+		eps += L->job.owners[i].eps_spent;
 	}
-	if (L->first_query >= 0) {
-		secs = now - L->first_query;
+	if (L->job.first_query >= 0) {
+		secs = now - L->job.first_query;
 		if (secs > 0)
-			avg = (double)(L->k_done - L->first_k) / secs;
+			avg = (double)(L->job.k_done - L->job.first_k) / secs;
 	}
 	if (now > L->prog_t)
-		recent = (double)(L->k_done - L->prog_k) / (now - L->prog_t);
+		recent = (double)(L->job.k_done - L->prog_k) / (now - L->prog_t);
 	L->prog_t = now;
-	L->prog_k = L->k_done;
+	L->prog_k = L->job.k_done;
 	if (goal > 0)
 		snprintf(goal_s, sizeof(goal_s), "%llu", (unsigned long long)goal);
 	else
 		snprintf(goal_s, sizeof(goal_s), "?");
 	if (goal > 0 && avg > 0)
 		snprintf(eta_s, sizeof(eta_s), "%.0f",
-			 L->k_done >= goal ? 0.0 : (double)(goal - L->k_done) / avg);
+			 L->job.k_done >= goal ? 0.0 : (double)(goal - L->job.k_done) / avg);
 	else
 		snprintf(eta_s, sizeof(eta_s), "-");
 	if (end != NULL) {
 		DP_INFO("learner", "summary end=%s k=%llu/%s secs=%.3f it_s_avg=%.4g owners=%zu/%zu "
-			"eps_spent=%.6g", end, (unsigned long long)L->k_done, goal_s, secs,
-			isnan(avg) ? 0.0 : avg, owners, L->N, eps);
+			"eps_spent=%.6g", end, (unsigned long long)L->job.k_done, goal_s, secs,
+			isnan(avg) ? 0.0 : avg, owners, L->job.N, eps);
 		return;
 	}
 	DP_INFO("learner", "progress k=%llu/%s it_s=%.4g it_s_avg=%.4g eta_s=%s owners=%zu/%zu "
-		"eps_spent=%.6g", (unsigned long long)L->k_done, goal_s,
-		isnan(recent) ? 0.0 : recent, isnan(avg) ? 0.0 : avg, eta_s, owners, L->N, eps);
+		"eps_spent=%.6g", (unsigned long long)L->job.k_done, goal_s,
+		isnan(recent) ? 0.0 : recent, isnan(avg) ? 0.0 : avg, eta_s, owners, L->job.N, eps);
 }
 
 void lrn_progress_end(struct lrn *L, const char *end)

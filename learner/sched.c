@@ -30,7 +30,7 @@
 #include "common/core/algo.h"
 #include "common/core/error.h"
 #include "common/core/log.h"
-#include "learner/lrn.h"
+#include "learner/job.h"
 
 static void decide(struct lrn_decision *d, enum lrn_act act, struct lrn_owner *o)
 {
@@ -54,63 +54,63 @@ static void stop(struct lrn_decision *d, const char *fmt, ...)
 	va_end(ap);
 }
 
-static size_t slots(const struct lrn *L)
+static size_t slots(const struct lrn_job *J)
 {
-	if (LRN_SYNC(L))
-		return L->N;   /* a round asks every owner at once */
+	if (LRN_SYNC(J))
+		return J->N;   /* a round asks every owner at once */
 	/* An owner has at most one query out, so more slots than owners
 	 * would never fill. */
-	return L->s->max_inflight < L->N ? L->s->max_inflight : L->N;
+	return J->s->max_inflight < J->N ? J->s->max_inflight : J->N;
 }
 
-int lrn_sched_init(struct lrn *L)
+int lrn_sched_init(struct lrn_job *J)
 {
-	DP_REQUIRE(L != NULL && L->s != NULL && L->N > 0);
-	L->fifo = calloc(L->N, sizeof(*L->fifo));
-	L->fifo_t = calloc(L->N, sizeof(*L->fifo_t));
-	L->q = calloc(slots(L), sizeof(*L->q));
-	if (L->fifo == NULL || L->fifo_t == NULL || L->q == NULL)
+	DP_REQUIRE(J != NULL && J->s != NULL && J->N > 0);
+	J->fifo = calloc(J->N, sizeof(*J->fifo));
+	J->fifo_t = calloc(J->N, sizeof(*J->fifo_t));
+	J->q = calloc(slots(J), sizeof(*J->q));
+	if (J->fifo == NULL || J->fifo_t == NULL || J->q == NULL)
 		return dp_error_set(DP_ENOMEM, "out of memory");
 	return 0;
 }
 
-void lrn_sched_free(struct lrn *L)
+void lrn_sched_free(struct lrn_job *J)
 {
-	DP_REQUIRE(L != NULL);
-	if (L->q)
-		for (size_t i = 0; i < slots(L); i++)
-			free(L->q[i].bar);
-	free(L->q);
-	free(L->fifo);
-	free(L->fifo_t);
-	L->q = NULL;
-	L->fifo = NULL;
-	L->fifo_t = NULL;
+	DP_REQUIRE(J != NULL);
+	if (J->q)
+		for (size_t i = 0; i < slots(J); i++)
+			free(J->q[i].bar);
+	free(J->q);
+	free(J->fifo);
+	free(J->fifo_t);
+	J->q = NULL;
+	J->fifo = NULL;
+	J->fifo_t = NULL;
 }
 
-/* Owners connected with their Hello accepted: the counter server.c keeps
- * (hello implies a connection: forget_conn clears both). */
-static size_t connected(const struct lrn *L)
+/* Owners connected with their Hello accepted: the counter the daemon keeps
+ * (hello implies a connection: server.c's forget_conn clears both). */
+static size_t connected(const struct lrn_job *J)
 {
-	return L->n_hello;
+	return J->n_hello;
 }
 
 /* Not exhausted, and under its cap: a query it would refuse is never sent. */
-static bool has_answers(const struct lrn *L, const struct lrn_owner *o)
+static bool has_answers(const struct lrn_job *J, const struct lrn_owner *o)
 {
-	uint64_t cap = lrn_state_cap(L, o);
+	uint64_t cap = lrn_state_cap(J, o);
 
 	return !o->exhausted && (cap == 0 || o->answers_given < cap);
 }
 
-static bool usable(const struct lrn *L, const struct lrn_owner *o)
+static bool usable(const struct lrn_job *J, const struct lrn_owner *o)
 {
-	return o->conn && o->hello && o->welcomed && has_answers(L, o);
+	return o->connected && o->hello && o->welcomed && has_answers(J, o);
 }
 
-static size_t min_owners(const struct lrn *L)
+static size_t min_owners(const struct lrn_job *J)
 {
-	return L->s->min_owners ? L->s->min_owners : L->N;
+	return J->s->min_owners ? J->s->min_owners : J->N;
 }
 
 /* What min-owners counts: owners connected, and exhausted owners wherever
@@ -118,75 +118,75 @@ static size_t min_owners(const struct lrn *L)
  * job until idle-timeout, e.g. an owner that left with its lifetime budget
  * spent).  Only while the gate is shut, so the scan of N is not per
  * iteration. */
-static size_t present(const struct lrn *L)
+static size_t present(const struct lrn_job *J)
 {
-	size_t n = connected(L);
+	size_t n = connected(J);
 
-	for (size_t i = 0; i < L->N; i++)
-		n += L->owners[i].exhausted && !L->owners[i].hello;
+	for (size_t i = 0; i < J->N; i++)
+		n += J->owners[i].exhausted && !J->owners[i].hello;
 	return n;
 }
 
-static void fifo_remove(struct lrn *L, struct lrn_owner *o)
+static void fifo_remove(struct lrn_job *J, struct lrn_owner *o)
 {
 	if (!o->queued)
 		return;
-	for (size_t i = 0; i < L->fifo_len; i++) {
-		if (L->fifo[i] == o->idx) {
-			memmove(&L->fifo[i], &L->fifo[i + 1], (L->fifo_len - i - 1) * sizeof(*L->fifo));
-			memmove(&L->fifo_t[i], &L->fifo_t[i + 1],
-				(L->fifo_len - i - 1) * sizeof(*L->fifo_t));
-			L->fifo_len--;
+	for (size_t i = 0; i < J->fifo_len; i++) {
+		if (J->fifo[i] == o->idx) {
+			memmove(&J->fifo[i], &J->fifo[i + 1], (J->fifo_len - i - 1) * sizeof(*J->fifo));
+			memmove(&J->fifo_t[i], &J->fifo_t[i + 1],
+				(J->fifo_len - i - 1) * sizeof(*J->fifo_t));
+			J->fifo_len--;
 			break;
 		}
 	}
 	o->queued = false;
 }
 
-static void slot_free(struct lrn *L, struct lrn_query *qr)
+static void slot_free(struct lrn_job *J, struct lrn_query *qr)
 {
-	L->owners[qr->owner].inflight = false;
+	J->owners[qr->owner].inflight = false;
 	qr->used = false;
-	L->inflight--;
+	J->inflight--;
 }
 
-static struct lrn_query *slot_find(struct lrn *L, size_t owner, uint64_t qid)
+static struct lrn_query *slot_find(struct lrn_job *J, size_t owner, uint64_t qid)
 {
-	for (size_t i = 0; i < slots(L); i++)
-		if (L->q[i].used && L->q[i].owner == owner && L->q[i].qid == qid)
-			return &L->q[i];
+	for (size_t i = 0; i < slots(J); i++)
+		if (J->q[i].used && J->q[i].owner == owner && J->q[i].qid == qid)
+			return &J->q[i];
 	return NULL;
 }
 
-void lrn_sched_owner_gone(struct lrn *L, struct lrn_owner *o)
+void lrn_sched_owner_gone(struct lrn_job *J, struct lrn_owner *o)
 {
-	DP_REQUIRE(L != NULL && o != NULL);
-	fifo_remove(L, o);
-	for (size_t i = 0; i < slots(L); i++) {
-		if (L->q[i].used && L->q[i].owner == o->idx) {
-			DP_INFO("learner", "query k=%llu to id=%s abandoned", (unsigned long long)L->q[i].qid,
+	DP_REQUIRE(J != NULL && o != NULL);
+	fifo_remove(J, o);
+	for (size_t i = 0; i < slots(J); i++) {
+		if (J->q[i].used && J->q[i].owner == o->idx) {
+			DP_INFO("learner", "query k=%llu to id=%s abandoned", (unsigned long long)J->q[i].qid,
 				o->id);
-			slot_free(L, &L->q[i]);
+			slot_free(J, &J->q[i]);
 		}
 	}
 }
 
 /* A free slot holding the next query to o: the point it evaluates and a
  * query id that cannot repeat after a crash.  QUERY, or STOP. */
-static void prepare(struct lrn *L, struct lrn_owner *o, double wait, struct lrn_decision *d)
+static void prepare(struct lrn_job *J, struct lrn_owner *o, double wait, struct lrn_decision *d)
 {
 	struct lrn_query *qr = NULL;
 	int rc;
 
-	for (size_t i = 0; i < slots(L); i++) {
-		if (!L->q[i].used) {
-			qr = &L->q[i];
+	for (size_t i = 0; i < slots(J); i++) {
+		if (!J->q[i].used) {
+			qr = &J->q[i];
 			break;
 		}
 	}
 	DP_REQUIRE(qr != NULL);   /* room() saw a free slot */
 	if (qr->bar == NULL) {
-		qr->bar = calloc(L->p, sizeof(double));
+		qr->bar = calloc(J->p, sizeof(double));
 		if (qr->bar == NULL) {
 			stop(d, "out of memory");
 			return;
@@ -194,73 +194,74 @@ static void prepare(struct lrn *L, struct lrn_owner *o, double wait, struct lrn_
 	}
 	/* Ids at or above the reservation could repeat after a crash (the
 	 * checkpoint would not know them): extend it durably first. */
-	if (L->next_qid >= L->qid_reserved) {
-		rc = lrn_checkpoint_save(L, false);
+	if (J->next_qid >= J->qid_reserved) {
+		rc = lrn_checkpoint_save(J, false);
 		if (rc < 0) {
 			stop(d, "checkpoint failed: %s", dp_error_detail(rc));
 			return;
 		}
 	}
-	if (LRN_SYNC(L))
-		memcpy(qr->bar, L->theta_L, L->p * sizeof(double));
+	if (LRN_SYNC(J))
+		memcpy(qr->bar, J->theta_L, J->p * sizeof(double));
 	else
-		dp_algo_midpoint(L->p, L->theta_L, o->theta, qr->bar);
-	qr->round = L->sync_round;
-	qr->built_k = L->k_done;
+		dp_algo_midpoint(J->p, J->theta_L, o->theta, qr->bar);
+	qr->round = J->sync_round;
+	qr->built_k = J->k_done;
 	qr->owner = o->idx;
-	qr->qid = L->next_qid++;
+	qr->qid = J->next_qid++;
 	qr->wait = wait;
 	decide(d, LRN_ACT_QUERY, o);
 	d->qr = qr;
 }
 
-void lrn_sched_sent(struct lrn *L, struct lrn_query *qr, double sent)
+void lrn_sched_sent(struct lrn_job *J, struct lrn_query *qr, double sent)
 {
 	struct lrn_owner *o;
 
-	DP_REQUIRE(L != NULL && qr != NULL && !qr->used && qr->owner < L->N);
-	o = &L->owners[qr->owner];
+	DP_REQUIRE(J != NULL && qr != NULL && !qr->used && qr->owner < J->N);
+	o = &J->owners[qr->owner];
 	qr->used = true;
 	qr->sent = sent;
-	if (L->first_query < 0) {
-		L->first_query = sent;
-		L->first_k = L->k_done;
+	if (J->first_query < 0) {
+		J->first_query = sent;
+		J->first_k = J->k_done;
 	}
 	o->inflight = true;
-	L->inflight++;
-	if (L->round)
-		L->round_last = qr->owner;
+	J->inflight++;
+	if (J->round)
+		J->round_last = qr->owner;
 	DP_DEBUG("learner", "query k=%llu to id=%s wait=%.6f", (unsigned long long)qr->qid, o->id,
 		 qr->wait);
 }
 
-static bool room(const struct lrn *L)
+static bool room(const struct lrn_job *J)
 {
-	return L->inflight < slots(L) && L->k_done + L->inflight < L->T;
+	return J->inflight < slots(J) && J->k_done + J->inflight < J->T;
 }
 
-void lrn_sched_request(struct lrn *L, struct lrn_owner *o, struct lrn_decision *d)
+void lrn_sched_request(struct lrn_job *J, struct lrn_owner *o, double now,
+		       struct lrn_decision *d)
 {
-	DP_REQUIRE(L != NULL && o != NULL && d != NULL);
+	DP_REQUIRE(J != NULL && o != NULL && d != NULL);
 	decide(d, LRN_ACT_NONE, NULL);
-	if (L->s->mode != LRN_MODE_REQUEST) {
+	if (J->s->mode != LRN_MODE_REQUEST) {
 		DP_DEBUG("learner", "update request from id=%s ignored: the learner asks", o->id);
 		return;
 	}
-	if (o->queued || o->inflight || !has_answers(L, o)) {
+	if (o->queued || o->inflight || !has_answers(J, o)) {
 		DP_DEBUG("learner", "update request from id=%s ignored (%s)", o->id,
-			 !has_answers(L, o) ? "exhausted" : "already pending");
+			 !has_answers(J, o) ? "exhausted" : "already pending");
 		return;
 	}
-	L->fifo[L->fifo_len] = o->idx;
-	L->fifo_t[L->fifo_len] = lrn_clock_mono();
-	L->fifo_len++;
+	J->fifo[J->fifo_len] = o->idx;
+	J->fifo_t[J->fifo_len] = now;
+	J->fifo_len++;
 	o->queued = true;
 	decide(d, LRN_ACT_PUMP, NULL);
 }
 
 /* Mark o exhausted: STOP when every owner now is, else PUMP. */
-static void mark_exhausted(struct lrn *L, struct lrn_owner *o, const char *why,
+static void mark_exhausted(struct lrn_job *J, struct lrn_owner *o, const char *why,
 			   struct lrn_decision *d)
 {
 	size_t n = 0;
@@ -268,47 +269,46 @@ static void mark_exhausted(struct lrn *L, struct lrn_owner *o, const char *why,
 	if (!o->exhausted)
 		DP_WARN("learner", "owner id=%s exhausted: %s", o->id, why);
 	o->exhausted = true;
-	fifo_remove(L, o);
-	for (size_t i = 0; i < L->N; i++)
-		n += L->owners[i].exhausted;
-	if (n == L->N && (!L->started || L->k_done < lrn_state_goal(L))) {
+	fifo_remove(J, o);
+	for (size_t i = 0; i < J->N; i++)
+		n += J->owners[i].exhausted;
+	if (n == J->N && (!J->started || J->k_done < lrn_state_goal(J))) {
 		stop(d, "every owner has exhausted its budget at k=%llu of T=%llu: the job cannot "
-		     "finish", (unsigned long long)L->k_done, (unsigned long long)L->T);
+		     "finish", (unsigned long long)J->k_done, (unsigned long long)J->T);
 		return;
 	}
-	lrn_stats_gauges(L);
+	lrn_stats_gauges(J);
 	decide(d, LRN_ACT_PUMP, NULL);
 }
 
-/* Sync: the current round has its answers; take the step, write the round's
- * summary and end it.  d: STOP on a failed write, else PUMP. */
-static void round_close(struct lrn *L, struct lrn_decision *d)
+/* Sync: the current round has its answers at `now`; take the step, write
+ * the round's summary and end it.  d: STOP on a failed write, else PUMP. */
+static void round_close(struct lrn_job *J, double now, struct lrn_decision *d)
 {
 	const struct lrn_owner *slow = NULL;
-	double now = lrn_clock_mono();
-	uint64_t r = L->sync_round;
+	uint64_t r = J->sync_round;
 	int rc;
 
-	for (size_t i = 0; i < L->N; i++) {
-		const struct lrn_owner *o = &L->owners[i];
+	for (size_t i = 0; i < J->N; i++) {
+		const struct lrn_owner *o = &J->owners[i];
 
 		if (o->round_has && (slow == NULL || o->round_rtt > slow->round_rtt))
 			slow = o;
 	}
 	DP_REQUIRE(slow != NULL);   /* round_got > 0 */
-	lrn_state_round(L);
+	lrn_state_round(J);
 	DP_DEBUG("learner", "round k=%llu answers=%zu secs=%.6f slowest=%s",
-		 (unsigned long long)r, L->round_got, now - L->round_start, slow->id);
-	rc = lrn_trace_round(L, r, lrn_clock_wall(), now - L->round_start, L->round_got,
-			     L->answers - L->round_got + 1, L->answers, slow->id, slow->round_rtt);
-	L->sync_round = 0;
+		 (unsigned long long)r, J->round_got, now - J->round_start, slow->id);
+	rc = lrn_trace_round(J, r, lrn_clock_wall(), now - J->round_start, J->round_got,
+			     J->answers - J->round_got + 1, J->answers, slow->id, slow->round_rtt);
+	J->sync_round = 0;
 	if (rc < 0) {
 		stop(d, "rounds: %s", dp_error_detail(rc));
 		return;
 	}
-	if (L->s->checkpoint_every > 0 && L->k_done % L->s->checkpoint_every == 0 &&
-	    L->k_done < lrn_state_goal(L)) {
-		rc = lrn_checkpoint_save(L, false);
+	if (J->s->checkpoint_every > 0 && J->k_done % J->s->checkpoint_every == 0 &&
+	    J->k_done < lrn_state_goal(J)) {
+		rc = lrn_checkpoint_save(J, false);
 		if (rc < 0) {
 			stop(d, "checkpoint: %s", dp_error_detail(rc));
 			return;
@@ -317,99 +317,99 @@ static void round_close(struct lrn *L, struct lrn_decision *d)
 	decide(d, LRN_ACT_PUMP, NULL);
 }
 
-static size_t quorum(const struct lrn *L)
+static size_t quorum(const struct lrn_job *J)
 {
-	return L->s->round_quorum > 0 && L->s->round_quorum < L->N ? L->s->round_quorum : L->N;
+	return J->s->round_quorum > 0 && J->s->round_quorum < J->N ? J->s->round_quorum : J->N;
 }
 
-/* Sync: the answer of query qr from o.  One of an older round (closed by
- * a quorum without it) is dropped: its owner has spent the budget, but the
- * round's step is taken. */
-static void sync_answer(struct lrn *L, struct lrn_owner *o, struct lrn_query *qr,
-			const double *grad, double eps_spent, double rtt, struct lrn_decision *d)
+/* Sync: the answer of query qr from o, at `now` after rtt seconds.  One
+ * of an older round (closed by a quorum without it) is dropped: its owner
+ * has spent the budget, but the round's step is taken. */
+static void sync_answer(struct lrn_job *J, struct lrn_owner *o, struct lrn_query *qr,
+			const double *grad, double eps_spent, double now, double rtt,
+			struct lrn_decision *d)
 {
 	int rc;
 
 	o->eps_spent = eps_spent;
 	dp_metrics_set(o->m_eps, eps_spent);
-	if (qr->round != L->sync_round || o->round_has) {
+	if (qr->round != J->sync_round || o->round_has) {
 		DP_INFO("learner", "answer from id=%s for round %llu dropped: round %llu is being "
 			"served", o->id, (unsigned long long)qr->round,
-			(unsigned long long)L->sync_round);
-		slot_free(L, qr);
+			(unsigned long long)J->sync_round);
+		slot_free(J, qr);
 		decide(d, LRN_ACT_PUMP, NULL);
 		return;
 	}
-	memcpy(L->round_ans + o->idx * L->p, grad, L->p * sizeof(double));
+	memcpy(J->round_ans + o->idx * J->p, grad, J->p * sizeof(double));
 	o->round_has = true;
 	o->round_rtt = rtt;
 	o->iterations++;
-	L->round_got++;
-	L->answers++;
-	dp_metrics_inc(L->st.iterations);
+	J->round_got++;
+	J->answers++;
+	dp_metrics_inc(J->st.iterations);
 	dp_metrics_inc(o->m_iter);
-	dp_metrics_observe(L->st.rtt, rtt);
-	dp_metrics_observe(L->st.wait, qr->wait);
-	rc = lrn_trace_row(L, L->answers, lrn_clock_wall(), o->id, qr->wait, rtt, eps_spent, 0);
-	slot_free(L, qr);
+	dp_metrics_observe(J->st.rtt, rtt);
+	dp_metrics_observe(J->st.wait, qr->wait);
+	rc = lrn_trace_row(J, J->answers, lrn_clock_wall(), o->id, qr->wait, rtt, eps_spent, 0);
+	slot_free(J, qr);
 	if (rc < 0) {
 		stop(d, "trace: %s", dp_error_detail(rc));
 		return;
 	}
-	if (L->round_got >= quorum(L)) {
-		round_close(L, d);
+	if (J->round_got >= quorum(J)) {
+		round_close(J, now, d);
 		if (d->act == LRN_ACT_STOP)
 			return;
 	}
-	if (!has_answers(L, o) && L->k_done < lrn_state_goal(L)) {
-		mark_exhausted(L, o, "its last answer was given", d);
+	if (!has_answers(J, o) && J->k_done < lrn_state_goal(J)) {
+		mark_exhausted(J, o, "its last answer was given", d);
 		return;
 	}
 	decide(d, LRN_ACT_PUMP, NULL);
 }
 
-void lrn_sched_answer(struct lrn *L, struct lrn_owner *o, uint64_t k, const double *grad,
-		      double eps_spent, struct lrn_decision *d)
+void lrn_sched_answer(struct lrn_job *J, struct lrn_owner *o, uint64_t k, const double *grad,
+		      double eps_spent, double now, struct lrn_decision *d)
 {
 	struct lrn_query *qr;
-	double now, rtt;
+	double rtt;
 	uint64_t stale;
 	int rc;
 
-	DP_REQUIRE(L != NULL && o != NULL && d != NULL);
+	DP_REQUIRE(J != NULL && o != NULL && d != NULL);
 	decide(d, LRN_ACT_NONE, NULL);
-	qr = slot_find(L, o->idx, k);
+	qr = slot_find(J, o->idx, k);
 	if (qr == NULL) {
 		DP_WARN("learner", "answer from id=%s for k=%llu ignored: no such query in flight",
 			o->id, (unsigned long long)k);
 		return;
 	}
-	now = lrn_clock_mono();
 	rtt = now - qr->sent;
-	if (LRN_SYNC(L)) {
-		sync_answer(L, o, qr, grad, eps_spent, rtt, d);
+	if (LRN_SYNC(J)) {
+		sync_answer(J, o, qr, grad, eps_spent, now, rtt, d);
 		return;
 	}
 	/* Updates applied since bar was taken (docs/learnerd.md §4). */
-	stale = L->k_done - qr->built_k;
-	lrn_state_apply(L, qr, grad);
+	stale = J->k_done - qr->built_k;
+	lrn_state_apply(J, qr, grad);
 	o->eps_spent = eps_spent;
-	dp_metrics_inc(L->st.iterations);
+	dp_metrics_inc(J->st.iterations);
 	dp_metrics_inc(o->m_iter);
 	dp_metrics_set(o->m_eps, eps_spent);
-	dp_metrics_observe(L->st.rtt, rtt);
-	dp_metrics_observe(L->st.wait, qr->wait);
-	DP_DEBUG("learner", "iteration k=%llu id=%s query=%llu rtt=%.6f", (unsigned long long)L->k_done,
+	dp_metrics_observe(J->st.rtt, rtt);
+	dp_metrics_observe(J->st.wait, qr->wait);
+	DP_DEBUG("learner", "iteration k=%llu id=%s query=%llu rtt=%.6f", (unsigned long long)J->k_done,
 		 o->id, (unsigned long long)k, rtt);
-	rc = lrn_trace_row(L, L->k_done, lrn_clock_wall(), o->id, qr->wait, rtt, eps_spent, stale);
-	slot_free(L, qr);
+	rc = lrn_trace_row(J, J->k_done, lrn_clock_wall(), o->id, qr->wait, rtt, eps_spent, stale);
+	slot_free(J, qr);
 	if (rc < 0) {
 		stop(d, "trace: %s", dp_error_detail(rc));
 		return;
 	}
-	if (L->s->checkpoint_every > 0 && L->k_done % L->s->checkpoint_every == 0 &&
-	    L->k_done < L->T) {
-		rc = lrn_checkpoint_save(L, false);
+	if (J->s->checkpoint_every > 0 && J->k_done % J->s->checkpoint_every == 0 &&
+	    J->k_done < J->T) {
+		rc = lrn_checkpoint_save(J, false);
 		if (rc < 0) {
 			stop(d, "checkpoint: %s", dp_error_detail(rc));
 			return;
@@ -417,44 +417,44 @@ void lrn_sched_answer(struct lrn *L, struct lrn_owner *o, uint64_t k, const doub
 	}
 	/* An owner that has given its last answer will not ask again: knowing
 	 * it now lets the stall and exhaustion checks see it. */
-	if (!has_answers(L, o)) {
-		mark_exhausted(L, o, "its last answer was given", d);
+	if (!has_answers(J, o)) {
+		mark_exhausted(J, o, "its last answer was given", d);
 		return;
 	}
 	decide(d, LRN_ACT_PUMP, NULL);
 }
 
-void lrn_sched_refuse(struct lrn *L, struct lrn_owner *o, uint64_t k, const char *reason,
+void lrn_sched_refuse(struct lrn_job *J, struct lrn_owner *o, uint64_t k, const char *reason,
 		      struct lrn_decision *d)
 {
 	struct lrn_query *qr;
 	char why[320];
 
-	DP_REQUIRE(L != NULL && o != NULL && reason != NULL && d != NULL);
-	qr = slot_find(L, o->idx, k);
-	dp_metrics_inc(L->st.refusals);
+	DP_REQUIRE(J != NULL && o != NULL && reason != NULL && d != NULL);
+	qr = slot_find(J, o->idx, k);
+	dp_metrics_inc(J->st.refusals);
 	DP_WARN("learner", "owner id=%s refused k=%llu reason=\"%s\"%s", o->id, (unsigned long long)k,
 		reason, qr ? "" : " (no such query in flight)");
 	if (qr)
-		slot_free(L, qr);
+		slot_free(J, qr);
 	snprintf(why, sizeof(why), "refused: %s", reason);
-	mark_exhausted(L, o, why, d);
+	mark_exhausted(J, o, why, d);
 	/* Strict sync needs every owner in every round. */
-	if (LRN_SYNC(L) && quorum(L) == L->N && d->act != LRN_ACT_STOP)
+	if (LRN_SYNC(J) && quorum(J) == J->N && d->act != LRN_ACT_STOP)
 		stop(d, "owner %s refused round %llu (%s): a sync round needs every owner",
-		     o->id, (unsigned long long)L->sync_round, reason);
+		     o->id, (unsigned long long)J->sync_round, reason);
 }
 
-void lrn_sched_hello(struct lrn *L, struct lrn_owner *o, struct lrn_decision *d)
+void lrn_sched_hello(struct lrn_job *J, struct lrn_owner *o, struct lrn_decision *d)
 {
 	uint64_t cap;
 
-	DP_REQUIRE(L != NULL && o != NULL && d != NULL);
+	DP_REQUIRE(J != NULL && o != NULL && d != NULL);
 	/* The owner's ledger is the authority on its budget: a reconnecting
 	 * owner with answers left is usable again even after a Refuse. */
-	cap = lrn_state_cap(L, o);
+	cap = lrn_state_cap(J, o);
 	if (cap != 0 && o->answers_given >= cap) {
-		mark_exhausted(L, o, "no answers left per its Hello", d);
+		mark_exhausted(J, o, "no answers left per its Hello", d);
 		return;   /* PUMP: it may still complete the start */
 	}
 	if (o->exhausted) {
@@ -465,57 +465,58 @@ void lrn_sched_hello(struct lrn *L, struct lrn_owner *o, struct lrn_decision *d)
 	decide(d, LRN_ACT_PUMP, NULL);
 }
 
-void lrn_sched_spent(struct lrn *L, struct lrn_owner *o, struct lrn_decision *d)
+void lrn_sched_spent(struct lrn_job *J, struct lrn_owner *o, struct lrn_decision *d)
 {
-	DP_REQUIRE(L != NULL && o != NULL && d != NULL);
-	mark_exhausted(L, o, "it left: its lifetime budget is spent", d);
+	DP_REQUIRE(J != NULL && o != NULL && d != NULL);
+	mark_exhausted(J, o, "it left: its lifetime budget is spent", d);
 }
 
 /* The idle timeout: STOP once no owner could be queried for that long. */
-static void stall_check(struct lrn *L, double now, struct lrn_decision *d)
+static void stall_check(struct lrn_job *J, double now, struct lrn_decision *d)
 {
 	char msg[400], *p = msg;
 	size_t left = sizeof(msg), away = 0, exh = 0;
-	bool busy = L->inflight > 0;
+	bool busy = J->inflight > 0;
 	int w;
 
 	/* Runs on every scheduling pass: stop at the first usable owner (a
 	 * full scan of N per iteration cost 22 % of learnerd at 10,000
 	 * owners, docs/scale.md §5). */
-	for (size_t i = 0; !busy && i < L->N; i++)
-		busy = usable(L, &L->owners[i]);
-	if (L->gate_open && busy) {
-		L->stall_since = -1;
+	for (size_t i = 0; !busy && i < J->N; i++)
+		busy = usable(J, &J->owners[i]);
+	if (J->gate_open && busy) {
+		J->stall_since = -1;
 		return;
 	}
-	if (L->stall_since < 0)
-		L->stall_since = now;
-	if (!(L->s->idle_timeout > 0 && now - L->stall_since >= L->s->idle_timeout))
+	if (J->stall_since < 0)
+		J->stall_since = now;
+	if (!(J->s->idle_timeout > 0 && now - J->stall_since >= J->s->idle_timeout))
 		return;
-	for (size_t i = 0; i < L->N; i++) {
-		away += L->owners[i].conn == NULL;
-		exh += L->owners[i].exhausted;
+	for (size_t i = 0; i < J->N; i++) {
+		away += !J->owners[i].connected;
+		exh += J->owners[i].exhausted;
 	}
 	w = snprintf(p, left, "no owner could be queried for %.1fs (idle-timeout) at k=%llu of "
-		     "T=%llu: %zu connected, %zu away, %zu exhausted", now - L->stall_since,
-		     (unsigned long long)L->k_done, (unsigned long long)L->T, connected(L), away, exh);
+		     "T=%llu: %zu connected, %zu away, %zu exhausted", now - J->stall_since,
+		     (unsigned long long)J->k_done, (unsigned long long)J->T, connected(J), away, exh);
 	p += w;
 	left -= (size_t)w;
-	if (!L->started) {
+	if (!J->started) {
 		w = snprintf(p, left, "; never said Hello:");
-		for (size_t i = 0; i < L->N && w > 0 && (size_t)w < left; i++) {
+		/* w is 0 after an owner that did: the list goes on past it. */
+		for (size_t i = 0; i < J->N && w >= 0 && (size_t)w < left; i++) {
 			p += w;
 			left -= (size_t)w;
-			w = L->owners[i].ever_hello ? 0 : snprintf(p, left, " %s", L->owners[i].id);
+			w = J->owners[i].ever_hello ? 0 : snprintf(p, left, " %s", J->owners[i].id);
 		}
 	}
 	stop(d, "%s", msg);
 }
 
-static bool all_said_hello(const struct lrn *L)
+static bool all_said_hello(const struct lrn_job *J)
 {
-	for (size_t i = 0; i < L->N; i++)
-		if (!L->owners[i].ever_hello)
+	for (size_t i = 0; i < J->N; i++)
+		if (!J->owners[i].ever_hello)
 			return false;
 	return true;
 }
@@ -526,39 +527,39 @@ static bool all_said_hello(const struct lrn *L)
  * for them again) and DROP the first of them still connected with a
  * Goodbye BAD_DATA.  NONE when nothing is left to do; STOP if p cannot be
  * allocated. */
-static void agree_on_p(struct lrn *L, struct lrn_decision *d)
+static void agree_on_p(struct lrn_job *J, struct lrn_decision *d)
 {
 	size_t best = 0, best_n = 0, n;
 	uint32_t p;
 	int rc;
 
 	decide(d, LRN_ACT_NONE, NULL);
-	for (size_t i = 0; i < L->N; i++) {
+	for (size_t i = 0; i < J->N; i++) {
 		n = 0;
-		for (size_t j = 0; j < L->N; j++)
-			n += L->owners[j].n_features == L->owners[i].n_features;
+		for (size_t j = 0; j < J->N; j++)
+			n += J->owners[j].n_features == J->owners[i].n_features;
 		if (n > best_n) {
 			best_n = n;
 			best = i;
 		}
 	}
-	p = L->owners[best].n_features;
-	if (best_n == L->N) {
-		rc = lrn_state_set_p(L, p);
+	p = J->owners[best].n_features;
+	if (best_n == J->N) {
+		rc = lrn_state_set_p(J, p);
 		if (rc < 0) {
 			stop(d, "fixing p = %u: %s", p, dp_error_detail(rc));
 			return;
 		}
-		DP_INFO("learner", "p=%zu from the Hellos of all %zu owners", L->p, L->N);
+		DP_INFO("learner", "p=%zu from the Hellos of all %zu owners", J->p, J->N);
 		return;
 	}
-	for (size_t i = 0; i < L->N; i++) {
-		struct lrn_owner *o = &L->owners[i];
+	for (size_t i = 0; i < J->N; i++) {
+		struct lrn_owner *o = &J->owners[i];
 
 		if (o->n_features == p)
 			continue;
 		o->ever_hello = false;
-		if (o->conn != NULL && o->hello) {
+		if (o->connected && o->hello) {
 			/* Permanent: the owner's data has other columns; a
 			 * reconnect would say the same (Goodbye BAD_DATA, the
 			 * owner exits 2 instead of retrying for ever). */
@@ -567,7 +568,7 @@ static void agree_on_p(struct lrn *L, struct lrn_decision *d)
 			snprintf(d->why, sizeof(d->why), "Hello n_features %u differs from p = %u said "
 				 "by %zu of the %zu owners: give owner %s data with the same feature "
 				 "columns (and bias setting) as the others", o->n_features, p, best_n,
-				 L->N, o->id);
+				 J->N, o->id);
 			return;
 		}
 	}
@@ -579,46 +580,46 @@ static void agree_on_p(struct lrn *L, struct lrn_decision *d)
  * While some differ, forget their Hellos and DROP the first of them still
  * connected with a Goodbye SCHEMA_MISMATCH (the owner exits 2).  Owners
  * that sent no fingerprint are left out.  NONE when nothing is left. */
-static void agree_on_schema(struct lrn *L, struct lrn_decision *d)
+static void agree_on_schema(struct lrn_job *J, struct lrn_decision *d)
 {
-	size_t best = L->N, best_n = 0, n, with = 0;
+	size_t best = J->N, best_n = 0, n, with = 0;
 
 	decide(d, LRN_ACT_NONE, NULL);
-	if (L->schema_fp[0] != '\0')
+	if (J->schema_fp[0] != '\0')
 		return;
-	for (size_t i = 0; i < L->N; i++) {
-		if (L->owners[i].schema[0] == '\0')
+	for (size_t i = 0; i < J->N; i++) {
+		if (J->owners[i].schema[0] == '\0')
 			continue;
 		with++;
 		n = 0;
-		for (size_t j = 0; j < L->N; j++)
-			n += strcmp(L->owners[j].schema, L->owners[i].schema) == 0;
+		for (size_t j = 0; j < J->N; j++)
+			n += strcmp(J->owners[j].schema, J->owners[i].schema) == 0;
 		if (n > best_n) {
 			best_n = n;
 			best = i;
 		}
 	}
-	if (best == L->N)
+	if (best == J->N)
 		return;   /* no owner sent one */
 	if (best_n == with) {
-		memcpy(L->schema_fp, L->owners[best].schema, sizeof(L->schema_fp));
-		snprintf(L->schema_from, sizeof(L->schema_from), "%s", L->owners[best].id);
-		DP_INFO("learner", "schema=%s from the Hellos of %zu owners", L->schema_fp, best_n);
+		memcpy(J->schema_fp, J->owners[best].schema, sizeof(J->schema_fp));
+		snprintf(J->schema_from, sizeof(J->schema_from), "%s", J->owners[best].id);
+		DP_INFO("learner", "schema=%s from the Hellos of %zu owners", J->schema_fp, best_n);
 		return;
 	}
-	for (size_t i = 0; i < L->N; i++) {
-		struct lrn_owner *o = &L->owners[i];
+	for (size_t i = 0; i < J->N; i++) {
+		struct lrn_owner *o = &J->owners[i];
 
-		if (o->schema[0] == '\0' || strcmp(o->schema, L->owners[best].schema) == 0)
+		if (o->schema[0] == '\0' || strcmp(o->schema, J->owners[best].schema) == 0)
 			continue;
 		o->ever_hello = false;
-		if (o->conn != NULL && o->hello) {
+		if (o->connected && o->hello) {
 			decide(d, LRN_ACT_DROP, o);
 			d->goodbye = DPASYNC__GOODBYE_CODE__GOODBYE_SCHEMA_MISMATCH;
 			snprintf(d->why, sizeof(d->why), "schema mismatch: owner %s has schema %.23s... "
 				 "but %zu of the %zu owners (first %s) have %.23s...: feature names, "
 				 "their order, the target or the schema file differ", o->id, o->schema,
-				 best_n, L->N, L->owners[best].id, L->owners[best].schema);
+				 best_n, J->N, J->owners[best].id, J->owners[best].schema);
 			return;
 		}
 	}
@@ -626,128 +627,128 @@ static void agree_on_schema(struct lrn *L, struct lrn_decision *d)
 
 /* Sync: start the next round when none is served, then ask every owner
  * of it that has not answered, is connected and has no query out. */
-static void sync_next(struct lrn *L, double now, struct lrn_decision *d)
+static void sync_next(struct lrn_job *J, double now, struct lrn_decision *d)
 {
-	if (L->sync_round == 0) {
-		L->sync_round = L->k_done + 1;
-		L->round_start = now;
-		L->round_got = 0;
-		for (size_t i = 0; i < L->N; i++)
-			L->owners[i].round_has = false;
+	if (J->sync_round == 0) {
+		J->sync_round = J->k_done + 1;
+		J->round_start = now;
+		J->round_got = 0;
+		for (size_t i = 0; i < J->N; i++)
+			J->owners[i].round_has = false;
 	}
-	for (size_t i = 0; i < L->N; i++) {
-		struct lrn_owner *o = &L->owners[i];
+	for (size_t i = 0; i < J->N; i++) {
+		struct lrn_owner *o = &J->owners[i];
 
-		if (o->round_has || o->inflight || !usable(L, o))
+		if (o->round_has || o->inflight || !usable(J, o))
 			continue;
-		prepare(L, o, 0.0, d);
+		prepare(J, o, 0.0, d);
 		return;
 	}
 }
 
-void lrn_sched_next(struct lrn *L, double now, struct lrn_decision *d)
+void lrn_sched_next(struct lrn_job *J, double now, struct lrn_decision *d)
 {
 	int rc;
 
-	DP_REQUIRE(L != NULL && d != NULL);
+	DP_REQUIRE(J != NULL && d != NULL);
 	decide(d, LRN_ACT_NONE, NULL);
 	/* The plan needs every owner's n_i, eps_i and rate_i: it is made at
 	 * the last first Hello, and no Welcome goes out before it. */
-	if (!L->started && L->p == 0 && all_said_hello(L)) {
-		agree_on_p(L, d);
+	if (!J->started && J->p == 0 && all_said_hello(J)) {
+		agree_on_p(J, d);
 		if (d->act != LRN_ACT_NONE)
 			return;
 	}
-	if (!L->started && all_said_hello(L)) {
-		agree_on_schema(L, d);
+	if (!J->started && all_said_hello(J)) {
+		agree_on_schema(J, d);
 		if (d->act != LRN_ACT_NONE)
 			return;
 	}
-	if (!L->started && L->p > 0 && all_said_hello(L)) {
-		rc = lrn_state_start(L);
+	if (!J->started && J->p > 0 && all_said_hello(J)) {
+		rc = lrn_state_start(J);
 		if (rc == 0)
-			rc = lrn_checkpoint_save(L, false);
+			rc = lrn_checkpoint_save(J, false);
 		if (rc < 0) {
 			stop(d, "starting training: %s", dp_error_detail(rc));
 			return;
 		}
 	}
-	if (L->started && L->k_done >= lrn_state_goal(L)) {
+	if (J->started && J->k_done >= lrn_state_goal(J)) {
 		decide(d, LRN_ACT_DONE, NULL);
 		return;
 	}
 	/* A scan of N only while someone waits for a Welcome: not on every
 	 * iteration (docs/scale.md §5). */
-	for (size_t i = 0; L->started && L->n_to_welcome > 0 && i < L->N; i++) {
-		struct lrn_owner *o = &L->owners[i];
+	for (size_t i = 0; J->started && J->n_to_welcome > 0 && i < J->N; i++) {
+		struct lrn_owner *o = &J->owners[i];
 
-		if (o->conn && o->hello && !o->welcomed) {
+		if (o->connected && o->hello && !o->welcomed) {
 			decide(d, LRN_ACT_WELCOME, o);
 			return;
 		}
 	}
-	if (L->started && !L->gate_open && present(L) >= min_owners(L)) {
-		L->gate_open = true;
-		DP_INFO("learner", "queries start k=%llu connected=%zu", (unsigned long long)L->k_done,
-			connected(L));
+	if (J->started && !J->gate_open && present(J) >= min_owners(J)) {
+		J->gate_open = true;
+		DP_INFO("learner", "queries start k=%llu connected=%zu", (unsigned long long)J->k_done,
+			connected(J));
 	}
-	if (L->gate_open && LRN_SYNC(L)) {
-		sync_next(L, now, d);
+	if (J->gate_open && LRN_SYNC(J)) {
+		sync_next(J, now, d);
 		if (d->act != LRN_ACT_NONE)
 			return;
 	}
-	if (L->gate_open && L->s->mode == LRN_MODE_REQUEST) {
-		while (room(L) && L->fifo_len > 0) {
-			struct lrn_owner *o = &L->owners[L->fifo[0]];
-			double t = L->fifo_t[0];
+	if (J->gate_open && J->s->mode == LRN_MODE_REQUEST) {
+		while (room(J) && J->fifo_len > 0) {
+			struct lrn_owner *o = &J->owners[J->fifo[0]];
+			double t = J->fifo_t[0];
 
-			fifo_remove(L, o);
-			if (!usable(L, o))
+			fifo_remove(J, o);
+			if (!usable(J, o))
 				continue;
-			prepare(L, o, now - t, d);
+			prepare(J, o, now - t, d);
 			return;
 		}
 	}
-	if (L->round) {
-		while (L->round_j < L->N && room(L)) {
-			struct lrn_owner *o = &L->owners[(L->bcast_next + L->round_j) % L->N];
+	if (J->round) {
+		while (J->round_j < J->N && room(J)) {
+			struct lrn_owner *o = &J->owners[(J->bcast_next + J->round_j) % J->N];
 
-			L->round_j++;
-			if (!usable(L, o) || o->inflight)
+			J->round_j++;
+			if (!usable(J, o) || o->inflight)
 				continue;
-			prepare(L, o, 0.0, d);
+			prepare(J, o, 0.0, d);
 			return;
 		}
 		/* Fairness when max-inflight < N: the next round starts after
 		 * the last owner asked. */
-		L->round = false;
-		if (L->round_last != SIZE_MAX)
-			L->bcast_next = (L->round_last + 1) % L->N;
+		J->round = false;
+		if (J->round_last != SIZE_MAX)
+			J->bcast_next = (J->round_last + 1) % J->N;
 	}
-	stall_check(L, now, d);
-	lrn_stats_gauges(L);
+	stall_check(J, now, d);
+	lrn_stats_gauges(J);
 }
 
-bool lrn_sched_round(struct lrn *L)
+bool lrn_sched_round(struct lrn_job *J)
 {
-	DP_REQUIRE(L != NULL);
-	if (!L->gate_open)
+	DP_REQUIRE(J != NULL);
+	if (!J->gate_open)
 		return false;
-	L->round = true;
-	L->round_j = 0;
-	L->round_last = SIZE_MAX;
+	J->round = true;
+	J->round_j = 0;
+	J->round_last = SIZE_MAX;
 	return true;
 }
 
 /* Sync: the round outlived round-timeout: STOP naming who did not answer. */
-static void round_overdue(struct lrn *L, double now, struct lrn_decision *d)
+static void round_overdue(struct lrn_job *J, double now, struct lrn_decision *d)
 {
 	char names[400];
 	size_t used = 0;
 
 	names[0] = '\0';
-	for (size_t i = 0; i < L->N; i++) {
-		const struct lrn_owner *o = &L->owners[i];
+	for (size_t i = 0; i < J->N; i++) {
+		const struct lrn_owner *o = &J->owners[i];
 		int n;
 
 		if (o->round_has)
@@ -755,42 +756,42 @@ static void round_overdue(struct lrn *L, double now, struct lrn_decision *d)
 		if (used >= sizeof(names))
 			continue;
 		n = snprintf(names + used, sizeof(names) - used, "%s%s%s", used ? " " : "", o->id,
-			     o->conn == NULL ? "(away)" : "");
+			     !o->connected ? "(away)" : "");
 		used += n > 0 ? (size_t)n : 0;
 	}
 	stop(d, "round %llu of %llu not complete after %.1fs (round-timeout): %zu of %zu owners "
-	     "answered, %zu needed; missing: %s", (unsigned long long)L->sync_round,
-	     (unsigned long long)lrn_state_goal(L), now - L->round_start, L->round_got, L->N,
-	     quorum(L), names);
+	     "answered, %zu needed; missing: %s", (unsigned long long)J->sync_round,
+	     (unsigned long long)lrn_state_goal(J), now - J->round_start, J->round_got, J->N,
+	     quorum(J), names);
 }
 
-void lrn_sched_expired(struct lrn *L, double now, struct lrn_decision *d)
+void lrn_sched_expired(struct lrn_job *J, double now, struct lrn_decision *d)
 {
-	DP_REQUIRE(L != NULL && d != NULL);
+	DP_REQUIRE(J != NULL && d != NULL);
 	decide(d, LRN_ACT_NONE, NULL);
-	if (LRN_SYNC(L) && L->sync_round > 0 && L->s->round_timeout > 0 &&
-	    now - L->round_start >= L->s->round_timeout) {
-		round_overdue(L, now, d);
+	if (LRN_SYNC(J) && J->sync_round > 0 && J->s->round_timeout > 0 &&
+	    now - J->round_start >= J->s->round_timeout) {
+		round_overdue(J, now, d);
 		return;
 	}
 	/* Only owners still connected: the drop clears the query, so each is
 	 * reported once. */
-	for (size_t i = 0; i < slots(L); i++) {
-		struct lrn_query *qr = &L->q[i];
-		struct lrn_owner *o = &L->owners[qr->owner];
+	for (size_t i = 0; i < slots(J); i++) {
+		struct lrn_query *qr = &J->q[i];
+		struct lrn_owner *o = &J->owners[qr->owner];
 
-		if (qr->used && o->conn && now - qr->sent >= L->s->query_timeout) {
-			dp_metrics_inc(L->st.timeouts);
+		if (qr->used && o->connected && now - qr->sent >= J->s->query_timeout) {
+			dp_metrics_inc(J->st.timeouts);
 			decide(d, LRN_ACT_DROP, o);
 			snprintf(d->why, sizeof(d->why), "query k=%llu not answered within %gs",
-				 (unsigned long long)qr->qid, L->s->query_timeout);
+				 (unsigned long long)qr->qid, J->s->query_timeout);
 			return;
 		}
 	}
-	for (size_t i = 0; i < L->N; i++) {
-		struct lrn_owner *o = &L->owners[i];
+	for (size_t i = 0; i < J->N; i++) {
+		struct lrn_owner *o = &J->owners[i];
 
-		if (o->conn && !o->hello && now - o->conn_since >= L->s->hello_timeout) {
+		if (o->connected && !o->hello && now - o->conn_since >= J->s->hello_timeout) {
 			decide(d, LRN_ACT_DROP, o);
 			snprintf(d->why, sizeof(d->why), "no Hello within hello-timeout");
 			return;

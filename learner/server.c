@@ -5,7 +5,11 @@
  *
  * Whom to ask and whom to drop is sched.c's decision (struct
  * lrn_decision); this file carries it out.  It ends the job only through
- * L->on_end, the callback main.c registers. */
+ * L->on_end, the callback main.c registers.  Owner i's connection is
+ * L->conn[i]; its job record (L->job.owners[i]: connected, hello,
+ * welcomed) follows it, and is each connection's dp_conn_data once
+ * admitted.  The callbacks reach L through the listener's user pointer
+ * (dp_conn_user). */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -19,10 +23,6 @@
 
 /* Tick of the timeout checks: timeouts fire at most this late. */
 #define TICK_MS 50
-
-/* One learner per process: the callbacks of conn.h carry per-connection
- * data only (the owner, once admitted). */
-static struct lrn *learner;
 
 int lrn_server_parse_owners(const char *list, char ***names, size_t *count)
 {
@@ -88,9 +88,9 @@ fail:
 
 static struct lrn_owner *find_owner(struct lrn *L, const char *id)
 {
-	for (size_t i = 0; i < L->N; i++)
-		if (strcmp(L->owners[i].id, id) == 0)
-			return &L->owners[i];
+	for (size_t i = 0; i < L->job.N; i++)
+		if (strcmp(L->job.owners[i].id, id) == 0)
+			return &L->job.owners[i];
 	return NULL;
 }
 
@@ -114,30 +114,31 @@ static void drop(struct lrn *L, struct lrn_owner *o, const char *reason);
 static void refuse_owner(struct lrn *L, struct lrn_owner *o, Dpasync__GoodbyeCode code,
 			 const char *reason)
 {
-	if (o->conn != NULL)
-		say_goodbye(o->conn, code, reason);
-	dp_metrics_inc(L->st.rejected);
+	if (L->conn[o->idx] != NULL)
+		say_goodbye(L->conn[o->idx], code, reason);
+	dp_metrics_inc(L->job.st.rejected);
 	drop(L, o, reason);
 }
 
 /* Connected, Hello accepted, no Welcome yet: counted in n_to_welcome. */
 static bool to_welcome(const struct lrn_owner *o)
 {
-	return o->conn && o->hello && !o->welcomed;
+	return o->connected && o->hello && !o->welcomed;
 }
 
 /* Owner o no longer has a connection (the caller closes it). */
 static void forget_conn(struct lrn *L, struct lrn_owner *o)
 {
 	if (to_welcome(o)) {
-		DP_REQUIRE(L->n_to_welcome > 0);
-		L->n_to_welcome--;
+		DP_REQUIRE(L->job.n_to_welcome > 0);
+		L->job.n_to_welcome--;
 	}
 	if (o->hello) {
-		DP_REQUIRE(L->n_hello > 0);
-		L->n_hello--;
+		DP_REQUIRE(L->job.n_hello > 0);
+		L->job.n_hello--;
 	}
-	o->conn = NULL;
+	L->conn[o->idx] = NULL;
+	o->connected = false;
 	o->hello = false;
 	o->welcomed = false;
 }
@@ -145,16 +146,16 @@ static void forget_conn(struct lrn *L, struct lrn_owner *o)
 /* Forget owner o's connection and close it (a reason for the log). */
 static void drop(struct lrn *L, struct lrn_owner *o, const char *reason)
 {
-	dp_conn *c = o->conn;
+	dp_conn *c = L->conn[o->idx];
 
 	if (c == NULL)
 		return;
 	DP_WARN("conn", "closing peer=%s id=%s reason=\"%s\"", dp_conn_peer_addr(c), o->id, reason);
 	forget_conn(L, o);
-	lrn_sched_owner_gone(L, o);
+	lrn_sched_owner_gone(&L->job, o);
 	/* conn data stays o: on_close still counts the connection down. */
 	dp_conn_close(c);
-	lrn_stats_gauges(L);
+	lrn_stats_gauges(&L->job);
 }
 
 static void send_query(struct lrn *L, const struct lrn_decision *d)
@@ -166,7 +167,7 @@ static void send_query(struct lrn *L, const struct lrn_decision *d)
 	int rc;
 
 	qm.k = qr->qid;
-	qm.n_theta = L->p;
+	qm.n_theta = L->job.p;
 	qm.theta = qr->bar;
 	env.version = DP_PROTO_VERSION;
 	env.msg_case = DPASYNC__ENVELOPE__MSG_QUERY;
@@ -174,7 +175,7 @@ static void send_query(struct lrn *L, const struct lrn_decision *d)
 	/* The round trip starts before the bytes can leave: taken after the
 	 * send, a preemption right after the write shortened it. */
 	sent = lrn_clock_mono();
-	rc = dp_conn_send(d->o->conn, &env);
+	rc = dp_conn_send(L->conn[d->o->idx], &env);
 	if (rc < 0) {
 		char why[300];
 
@@ -183,7 +184,7 @@ static void send_query(struct lrn *L, const struct lrn_decision *d)
 		drop(L, d->o, why);
 		return;
 	}
-	lrn_sched_sent(L, qr, sent);
+	lrn_sched_sent(&L->job, qr, sent);
 }
 
 static void send_welcome(struct lrn *L, struct lrn_owner *o)
@@ -193,42 +194,42 @@ static void send_welcome(struct lrn *L, struct lrn_owner *o)
 	dp_frame_limits lim = { 0 };
 	int rc;
 
-	DP_REQUIRE(L->started && o->conn != NULL);
+	DP_REQUIRE(L->job.started && L->conn[o->idx] != NULL);
 	w.job = L->s->job;
-	w.model = (char *)dp_model_name(L->model);
-	w.t = L->T;
-	w.n = (uint32_t)L->N;
-	w.n_total = L->n_total;
-	w.rho = L->rho;
+	w.model = (char *)dp_model_name(L->job.model);
+	w.t = L->job.T;
+	w.n = (uint32_t)L->job.N;
+	w.n_total = L->job.n_total;
+	w.rho = L->job.rho;
 	w.lambda = L->s->lambda;
 	w.theta_max = L->s->theta_max;
-	w.clip_l1 = L->clip;
+	w.clip_l1 = L->job.clip;
 	/* Sync rounds are pushed by the learner like broadcasts: the owner
 	 * answers each Query and never asks (docs/learnerd.md "Sync rounds"). */
 	w.mode = L->s->mode == LRN_MODE_REQUEST ? DPASYNC__MODE__MODE_REQUEST
 						: DPASYNC__MODE__MODE_BROADCAST;
-	w.p = (uint32_t)L->p;
-	w.k_done = L->k_done;
+	w.p = (uint32_t)L->job.p;
+	w.k_done = L->job.k_done;
 	w.answers_cap = o->planned_cap;
 	w.bias = L->s->bias ? 2 : 1;
 	/* p is fixed now, perhaps after this owner's Hello: its vectors must
 	 * have that length from here on. */
-	lim.p = L->p;
-	dp_conn_set_limits(o->conn, &lim);
+	lim.p = L->job.p;
+	dp_conn_set_limits(L->conn[o->idx], &lim);
 	env.version = DP_PROTO_VERSION;
 	env.msg_case = DPASYNC__ENVELOPE__MSG_WELCOME;
 	env.welcome = &w;
 	/* Marked either way: a failed send closes the connection. */
 	if (to_welcome(o)) {
-		DP_REQUIRE(L->n_to_welcome > 0);
-		L->n_to_welcome--;
+		DP_REQUIRE(L->job.n_to_welcome > 0);
+		L->job.n_to_welcome--;
 	}
 	o->welcomed = true;
-	rc = dp_conn_send(o->conn, &env);
+	rc = dp_conn_send(L->conn[o->idx], &env);
 	if (rc < 0)
 		DP_WARN("conn", "welcome to id=%s failed: %s", o->id, dp_error_detail(rc));
 	else
-		DP_DEBUG("conn", "welcome sent id=%s T=%llu K=%llu", o->id, (unsigned long long)L->T,
+		DP_DEBUG("conn", "welcome sent id=%s T=%llu K=%llu", o->id, (unsigned long long)L->job.T,
 			 (unsigned long long)o->planned_cap);
 }
 
@@ -267,12 +268,12 @@ static void carry_out(struct lrn *L, const struct lrn_decision *d)
 /* Carry out what decide (a question to sched.c) finds to do at `now`,
  * until it has nothing left or the job ends. */
 static void carry_all(struct lrn *L, double now,
-		      void (*decide)(struct lrn *L, double now, struct lrn_decision *d))
+		      void (*decide)(struct lrn_job *J, double now, struct lrn_decision *d))
 {
 	struct lrn_decision d;
 
 	while (L->phase == LRN_RUN) {
-		decide(L, now, &d);
+		decide(&L->job, now, &d);
 		if (d.act == LRN_ACT_NONE)
 			break;
 		carry_out(L, &d);
@@ -291,9 +292,16 @@ void lrn_server_pump(struct lrn *L)
 	pump_at(L, lrn_clock_mono());
 }
 
+void lrn_server_free(struct lrn *L)
+{
+	DP_REQUIRE(L != NULL);
+	free(L->conn);
+	L->conn = NULL;
+}
+
 static int on_handshake(dp_conn *c, const char *peer_id)
 {
-	struct lrn *L = learner;
+	struct lrn *L = dp_conn_user(c);
 	struct lrn_owner *o;
 
 	if (L->phase != LRN_RUN) {
@@ -316,18 +324,19 @@ static int on_handshake(dp_conn *c, const char *peer_id)
 			dp_conn_peer_addr(c), peer_id);
 		snprintf(why, sizeof(why), "identity '%s' is not one of this job's owners", peer_id);
 		say_goodbye(c, DPASYNC__GOODBYE_CODE__GOODBYE_UNKNOWN_IDENTITY, why);
-		dp_metrics_inc(L->st.rejected);
+		dp_metrics_inc(L->job.st.rejected);
 		return 1;
 	}
-	if (o->conn != NULL) {
+	if (L->conn[o->idx] != NULL) {
 		DP_WARN("conn", "closing peer=%s id=%s reason=\"identity already connected from %s\"",
-			dp_conn_peer_addr(c), peer_id, dp_conn_peer_addr(o->conn));
+			dp_conn_peer_addr(c), peer_id, dp_conn_peer_addr(L->conn[o->idx]));
 		say_goodbye(c, DPASYNC__GOODBYE_CODE__GOODBYE_RESTARTING,
 			    "this identity is already connected");
-		dp_metrics_inc(L->st.rejected);
+		dp_metrics_inc(L->job.st.rejected);
 		return 1;
 	}
-	o->conn = c;
+	L->conn[o->idx] = c;
+	o->connected = true;
 	o->hello = false;
 	o->welcomed = false;
 	o->conn_since = lrn_clock_mono();
@@ -355,7 +364,7 @@ static void close_timers(struct lrn *L)
 
 static void on_close(dp_conn *c, int reason, const char *detail)
 {
-	struct lrn *L = learner;
+	struct lrn *L = dp_conn_user(c);
 	struct lrn_owner *o = dp_conn_data(c);
 
 	lrn_memtrim_note(L, lrn_clock_mono());
@@ -372,15 +381,15 @@ static void on_close(dp_conn *c, int reason, const char *detail)
 		return;
 	}
 	L->open_conns--;
-	if (o->conn == c) {
+	if (L->conn[o->idx] == c) {
 		if (reason != 0)
 			DP_WARN("conn", "closing peer=%s id=%s reason=\"%s\"", dp_conn_peer_addr(c),
 				o->id, detail);
 		else
 			DP_INFO("conn", "owner disconnected id=%s peer=%s", o->id, dp_conn_peer_addr(c));
 		forget_conn(L, o);
-		lrn_sched_owner_gone(L, o);
-		lrn_stats_gauges(L);
+		lrn_sched_owner_gone(&L->job, o);
+		lrn_stats_gauges(&L->job);
 		pump_at(L, lrn_clock_mono());
 	}
 	if (L->open_conns == 0 && L->phase != LRN_RUN)
@@ -414,7 +423,7 @@ static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h
 	}
 	/* Claims out of range are this owner's problem, not the job's: its
 	 * connection is closed with the reason and the others go on. */
-	rc = lrn_state_check_hello(L, o, h->n_rows, h->n_features, why, sizeof(why));
+	rc = lrn_state_check_hello(&L->job, o, h->n_rows, h->n_features, why, sizeof(why));
 	if (rc == DP_EINVAL) {
 		/* p differs from the job's or cannot fit a frame: the owner's
 		 * data, not the connection, is wrong, so it must not retry. */
@@ -430,23 +439,23 @@ static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h
 	 * the first one's.  An owner that predates the fingerprint sends none
 	 * and is checked on p alone, as before. */
 	if (h->schema != NULL && h->schema[0] != '\0') {
-		if (L->schema_fp[0] == '\0' && L->started &&
-		    strlen(h->schema) < sizeof(L->schema_fp)) {
+		if (L->job.schema_fp[0] == '\0' && L->job.started &&
+		    strlen(h->schema) < sizeof(L->job.schema_fp)) {
 			/* A resumed job: the plan exists, the owners' Hellos are
 			 * not all awaited again; the first one's is the job's. */
-			memcpy(L->schema_fp, h->schema, strlen(h->schema) + 1);
-			memcpy(L->schema_from, o->id, strlen(o->id) + 1);
+			memcpy(L->job.schema_fp, h->schema, strlen(h->schema) + 1);
+			memcpy(L->job.schema_from, o->id, strlen(o->id) + 1);
 			DP_INFO("learner", "schema=%s from the first owner id=%s", h->schema, o->id);
-		} else if (L->schema_fp[0] != '\0' && strcmp(L->schema_fp, h->schema) != 0) {
+		} else if (L->job.schema_fp[0] != '\0' && strcmp(L->job.schema_fp, h->schema) != 0) {
 			snprintf(why, sizeof(why), "schema mismatch: owner %s has schema %.23s... but "
 				 "the job's (from owner %s) is %.23s...: feature names, their order, "
 				 "the target or the schema file differ", o->id, h->schema,
-				 L->schema_from, L->schema_fp);
+				 L->job.schema_from, L->job.schema_fp);
 			refuse_owner(L, o, DPASYNC__GOODBYE_CODE__GOODBYE_SCHEMA_MISMATCH, why);
 			return;
 		}
 	}
-	if (L->started && h->n_rows != o->n_rows) {
+	if (L->job.started && h->n_rows != o->n_rows) {
 		snprintf(why, sizeof(why), "Hello n_rows %llu differs from n_i %llu fixed when "
 			 "training started", (unsigned long long)h->n_rows,
 			 (unsigned long long)o->n_rows);
@@ -472,13 +481,13 @@ static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h
 		}
 	}
 	if (!o->hello)
-		L->n_hello++;
-	if (!o->hello && o->conn && !o->welcomed)
-		L->n_to_welcome++;   /* to_welcome(o) from here */
+		L->job.n_hello++;
+	if (!o->hello && o->connected && !o->welcomed)
+		L->job.n_to_welcome++;   /* to_welcome(o) from here */
 	o->hello = true;
 	o->ever_hello = true;
-	lim.p = L->p;
-	dp_conn_set_limits(o->conn, &lim);
+	lim.p = L->job.p;
+	dp_conn_set_limits(L->conn[o->idx], &lim);
 	if (isinf(h->epsilon))
 		DP_WARN("learner", "owner id=%s has epsilon=inf: its answers carry no noise", o->id);
 	DP_INFO("learner", "hello id=%s n_rows=%llu p=%u epsilon=%g rate=%g answers_cap=%llu "
@@ -487,19 +496,19 @@ static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h
 		(unsigned long long)h->answers_given);
 	/* The Welcome follows from the pump once the plan exists: at once
 	 * when it does, else at the last owner's first Hello. */
-	lrn_stats_gauges(L);
-	lrn_sched_hello(L, o, &d);
+	lrn_stats_gauges(&L->job);
+	lrn_sched_hello(&L->job, o, &d);
 	carry_out(L, &d);
 }
 
 static void on_message(dp_conn *c, Dpasync__Envelope *m)
 {
-	struct lrn *L = learner;
+	struct lrn *L = dp_conn_user(c);
 	struct lrn_owner *o = dp_conn_data(c);
 	struct lrn_decision d;
 	char why[128];
 
-	if (o == NULL || o->conn != c || L->phase != LRN_RUN) {
+	if (o == NULL || L->conn[o->idx] != c || L->phase != LRN_RUN) {
 		dp_frame_msg_free(m);
 		return;
 	}
@@ -514,17 +523,17 @@ static void on_message(dp_conn *c, Dpasync__Envelope *m)
 		on_hello(L, o, m->hello);
 		break;
 	case DPASYNC__ENVELOPE__MSG_UPDATE_REQUEST:
-		lrn_sched_request(L, o, &d);
+		lrn_sched_request(&L->job, o, lrn_clock_mono(), &d);
 		carry_out(L, &d);
 		break;
 	case DPASYNC__ENVELOPE__MSG_ANSWER:
 		o->answers_given = m->answer->answers_given;
-		lrn_sched_answer(L, o, m->answer->k, m->answer->gradient, m->answer->epsilon_spent,
-				 &d);
+		lrn_sched_answer(&L->job, o, m->answer->k, m->answer->gradient,
+				 m->answer->epsilon_spent, lrn_clock_mono(), &d);
 		carry_out(L, &d);
 		break;
 	case DPASYNC__ENVELOPE__MSG_REFUSE:
-		lrn_sched_refuse(L, o, m->refuse->k, m->refuse->reason, &d);
+		lrn_sched_refuse(&L->job, o, m->refuse->k, m->refuse->reason, &d);
 		carry_out(L, &d);
 		break;
 	case DPASYNC__ENVELOPE__MSG_GOODBYE:
@@ -532,12 +541,12 @@ static void on_message(dp_conn *c, Dpasync__Envelope *m)
 		 * its configuration, docs/ownerd.md "Exit codes"). */
 		DP_ERROR("learner", "owner id=%s left code=%d reason=\"%s\"", o->id,
 			 (int)m->goodbye->code, m->goodbye->text ? m->goodbye->text : "");
-		dp_metrics_inc(L->st.rejected);
+		dp_metrics_inc(L->job.st.rejected);
 		snprintf(why, sizeof(why), "owner left: %.100s",
 			 m->goodbye->text ? m->goodbye->text : "");
 		drop(L, o, why);
 		if (m->goodbye->code == DPASYNC__GOODBYE_CODE__GOODBYE_BUDGET_SPENT) {
-			lrn_sched_spent(L, o, &d);
+			lrn_sched_spent(&L->job, o, &d);
 			carry_out(L, &d);
 		}
 		break;
@@ -562,7 +571,7 @@ static void on_broadcast(uv_timer_t *t)
 {
 	struct lrn *L = t->data;
 
-	if (L->phase != LRN_RUN || !lrn_sched_round(L))
+	if (L->phase != LRN_RUN || !lrn_sched_round(&L->job))
 		return;
 	pump_at(L, lrn_clock_mono());
 }
@@ -574,12 +583,15 @@ int lrn_server_start(struct lrn *L)
 	int rc;
 
 	DP_REQUIRE(L != NULL && L->loop != NULL && L->ctx != NULL && L->on_end != NULL);
-	learner = L;
+	L->conn = calloc(L->job.N, sizeof(*L->conn));
+	if (L->conn == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
 	cfg.ctx = L->ctx;
 	cfg.cb.on_handshake = on_handshake;
 	cfg.cb.on_message = on_message;
 	cfg.cb.on_close = on_close;
-	cfg.data = NULL;
+	cfg.data = NULL;   /* the owner, once on_handshake admits it */
+	cfg.user = L;
 	cfg.max_frame = (uint32_t)L->s->max_frame;
 	/* Admission (docs/protocol.md §6): connections not yet admitted have
 	 * their own limits and evict the oldest among them, so a flood of
@@ -592,13 +604,13 @@ int lrn_server_start(struct lrn *L)
 	 * reconnect racing its old connection. */
 	cfg.handshake_timeout_ms = (uint32_t)ceil(L->s->handshake_timeout * 1000.0);
 	cfg.pending_stall_ms = cfg.handshake_timeout_ms / 3;
-	cfg.max_pending = L->s->max_pending + L->N;
+	cfg.max_pending = L->s->max_pending + L->job.N;
 	cfg.max_pending_per_addr = L->s->max_pending_per_addr ?
-				   L->s->max_pending_per_addr + L->N : 0;
-	cfg.max_conns = L->s->max_pending + 2 * L->N + 4;
-	cfg.m_pending = L->st.pending;
-	cfg.m_evicted = L->st.evicted;
-	cfg.m_refused = L->st.refused;
+				   L->s->max_pending_per_addr + L->job.N : 0;
+	cfg.max_conns = L->s->max_pending + 2 * L->job.N + 4;
+	cfg.m_pending = L->job.st.pending;
+	cfg.m_evicted = L->job.st.evicted;
+	cfg.m_refused = L->job.st.refused;
 	rc = dp_conn_listen(L->loop, &cfg, L->listen_host, L->listen_port, &L->listener);
 	if (rc < 0)
 		return rc;
@@ -630,12 +642,12 @@ void lrn_server_close(struct lrn *L, bool done)
 	env.version = DP_PROTO_VERSION;
 	env.msg_case = DPASYNC__ENVELOPE__MSG_DONE;
 	env.done = &dm;
-	dm.n_final_theta = L->p;
-	dm.final_theta = (double *)lrn_state_output(L);
-	dm.t = L->T;
-	for (size_t i = 0; i < L->N; i++) {
-		struct lrn_owner *o = &L->owners[i];
-		dp_conn *c = o->conn;
+	dm.n_final_theta = L->job.p;
+	dm.final_theta = (double *)lrn_state_output(&L->job);
+	dm.t = L->job.T;
+	for (size_t i = 0; i < L->job.N; i++) {
+		struct lrn_owner *o = &L->job.owners[i];
+		dp_conn *c = L->conn != NULL ? L->conn[i] : NULL;
 
 		if (c == NULL)
 			continue;
@@ -660,7 +672,7 @@ void lrn_server_close(struct lrn *L, bool done)
 		 * connection's close linger. */
 		dp_conn_close(c);
 	}
-	lrn_stats_gauges(L);
+	lrn_stats_gauges(&L->job);
 	if (L->open_conns == 0)
 		close_timers(L);
 }

@@ -2,7 +2,7 @@
 /* learnerd: Prometheus metrics (common/net/metrics.h, served by common/net/httpd.h
  * on --metrics-listen).  Names and meanings: docs/learnerd.md. */
 #include "common/core/error.h"
-#include "learner/lrn.h"
+#include "learner/job.h"
 
 /* Round trips and queue waits: from LAN milliseconds to owners that tick
  * once a minute. */
@@ -10,9 +10,9 @@ static const double buckets[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 
 				       0.5, 1, 2.5, 5, 10, 30, 60 };
 #define NBUCKETS (sizeof(buckets) / sizeof(buckets[0]))
 
-int lrn_stats_init(struct lrn *L)
+int lrn_stats_init(struct lrn_job *J)
 {
-	struct lrn_stats *s = &L->st;
+	struct lrn_stats *s = &J->st;
 	static const char *const owner_label[] = { "owner", NULL };
 	const struct dp_metrics_def defs[] = {
 		{ DP_METRIC_COUNTER, "dpasync_learner_iterations_total",
@@ -56,14 +56,14 @@ int lrn_stats_init(struct lrn *L)
 	};
 	int rc;
 
-	DP_REQUIRE(L != NULL && s->reg == NULL);
+	DP_REQUIRE(J != NULL && s->reg == NULL);
 	rc = dp_metrics_new(&s->reg);
 	if (rc == 0)
 		rc = dp_metrics_define(s->reg, defs, sizeof(defs) / sizeof(defs[0]));
 	if (rc == 0)
 		rc = dp_metrics_process(s->reg, "learnerd");
-	for (size_t i = 0; rc == 0 && i < L->N; i++) {
-		struct lrn_owner *o = &L->owners[i];
+	for (size_t i = 0; rc == 0 && i < J->N; i++) {
+		struct lrn_owner *o = &J->owners[i];
 		const char *lv[] = { o->id };
 
 		rc = dp_metrics_series(s->owner_iter, lv, &o->m_iter);
@@ -76,26 +76,26 @@ int lrn_stats_init(struct lrn *L)
 	}
 	if (rc < 0)
 		return dp_error_set(rc, "metrics: %s", dp_error_detail(rc));
-	dp_metrics_add(s->iterations, (double)L->k_done);
-	dp_metrics_set(s->T_gauge, (double)L->T);
-	lrn_stats_gauges(L);
+	dp_metrics_add(s->iterations, (double)J->k_done);
+	dp_metrics_set(s->T_gauge, (double)J->T);
+	lrn_stats_gauges(J);
 	return 0;
 }
 
-void lrn_stats_free(struct lrn *L)
+void lrn_stats_free(struct lrn_job *J)
 {
-	DP_REQUIRE(L != NULL);
-	dp_metrics_destroy(L->st.reg);
-	L->st.reg = NULL;
+	DP_REQUIRE(J != NULL);
+	dp_metrics_destroy(J->st.reg);
+	J->st.reg = NULL;
 }
 
-void lrn_stats_gauges(struct lrn *L)
+void lrn_stats_gauges(struct lrn_job *J)
 {
-	DP_REQUIRE(L != NULL);
-	if (L->st.reg == NULL)
+	DP_REQUIRE(J != NULL);
+	if (J->st.reg == NULL)
 		return;
 	/* Called on every scheduling step: a counter, not a scan of N. */
-	dp_metrics_set(L->st.connected, (double)L->n_hello);
-	dp_metrics_set(L->st.queue_depth, (double)L->fifo_len);
-	dp_metrics_set(L->st.inflight, (double)L->inflight);
+	dp_metrics_set(J->st.connected, (double)J->n_hello);
+	dp_metrics_set(J->st.queue_depth, (double)J->fifo_len);
+	dp_metrics_set(J->st.inflight, (double)J->inflight);
 }

@@ -139,7 +139,7 @@ static void refusal(const struct own_budget *b, int r, uint64_t k, struct own_re
 	switch (r) {
 	case DP_EBUDGET:
 		/* The reason the learner logs names which cap was reached
-		 * (docs/ownerd.md "Jobs and the lifetime budget"). */
+		 * (docs/ledger.md §8 "Jobs and the lifetime budget"). */
 		refuse(out, own_budget_lifetime_hit(b) ? OWN_REFUSE_LIFETIME : "budget exhausted");
 		break;
 	case DP_ESTATE:

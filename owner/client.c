@@ -6,8 +6,11 @@
  * the clock it owns, binds the budget at the first Welcome, and asks main
  * to stop through the callback main registered.  A problem with what the
  * learner sends closes this connection with a logged reason and the daemon
- * reconnects after a backoff; a problem with our own ledger stops the
- * daemon (the ledger binds the job for good). */
+ * reconnects after a backoff, and so does an attempt that reached something
+ * other than the verified learner (docs/ownerd.md "Reconnection"); a
+ * problem with our own ledger stops the daemon (the ledger binds the job
+ * for good). */
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,6 +22,37 @@
 #include "common/core/modelfile.h"
 
 #include "owner/own.h"
+
+/* A failed attempt gets its own warn line while there are few; past
+ * FAIL_LOG_BURST since the last Welcome, one line a minute at most, which
+ * says how many failed unlogged since the line before (the metric counts
+ * every one).  The backoff already spaces the attempts (5 s on average
+ * once at its cap): this keeps a squatter on the learner's address from
+ * writing 17,000 lines a day to the journal. */
+#define FAIL_LOG_BURST     10
+#define FAIL_LOG_EVERY_MS  60000
+
+/* Why an attempt failed before the connection was established: the label
+ * of dpasync_owner_connect_failures_total and of the log line.  From
+ * FAIL_NOT_TLS on, something answered on the learner's address that was
+ * not verified as the learner. */
+enum fail_reason {
+	FAIL_CONNECT,       /* connect refused or unreachable, a socket error */
+	FAIL_RESOLVE,       /* the learner's name did not resolve */
+	FAIL_TIMEOUT,       /* no connection or handshake within the timeout */
+	FAIL_CLOSED,        /* closed or reset during the handshake */
+	FAIL_NOT_TLS,       /* not a TLS peer (HTTP, learnerd's metrics port) */
+	FAIL_NAME,          /* its certificate lacks server-name */
+	FAIL_PEER_CERT,     /* its certificate refused by us (CA, CRL, pin, usage) */
+	FAIL_REFUSED_CERT,  /* our certificate refused by it (an alert after the handshake) */
+	FAIL_TLS,           /* any other TLS failure (an alert during the handshake) */
+	FAIL_N
+};
+
+static const char *const fail_names[FAIL_N] = {
+	"connect", "resolve", "timeout", "closed", "not_tls", "name", "peer_cert",
+	"refused_cert", "tls",
+};
 
 static void on_retry(uv_timer_t *t);
 static void tell_lifetime(struct own_client *c);
@@ -62,7 +96,7 @@ static void drop(struct own_client *c, const char *fmt, ...)
 
 /* ---- backoff --------------------------------------------------------------- */
 
-static void schedule_retry(struct own_client *c)
+static void schedule_retry(struct own_client *c, enum dp_log_level level)
 {
 	double cap = OWN_BACKOFF_BASE_S, u = 0.5, delay;
 	int r;
@@ -80,13 +114,13 @@ static void schedule_retry(struct own_client *c)
 		return;
 	}
 	delay = u * cap;   /* full jitter */
-	DP_INFO("conn", "reconnecting in=%.3fs attempt=%u", delay, c->attempt);
+	dp_log(level, "conn", "reconnecting in=%.3fs attempt=%u", delay, c->attempt);
 	uv_timer_start(&c->retry_timer, on_retry, (uint64_t)llround(delay * 1000.0), 0);
 }
 
 /* Between jobs: 1 s doubling to 60 s, one line per step, so an owner
  * whose learner has finished polls at most once a minute. */
-static void schedule_idle(struct own_client *c)
+static void schedule_idle(struct own_client *c, enum dp_log_level level)
 {
 	double delay = OWN_IDLE_BASE_S;
 
@@ -96,16 +130,20 @@ static void schedule_idle(struct own_client *c)
 		delay = OWN_IDLE_MAX_S;
 	else
 		c->idle_step++;
-	DP_INFO("conn", "waiting for the next job: polling the learner in=%gs", delay);
+	dp_log(level, "conn", "waiting for the next job: polling the learner in=%gs", delay);
 	uv_timer_start(&c->retry_timer, on_retry, (uint64_t)llround(delay * 1000.0), 0);
 }
 
-static void schedule_next(struct own_client *c)
+/* quiet: the failure that led here was not logged (FAIL_LOG_BURST), so
+ * neither is the delay. */
+static void schedule_next(struct own_client *c, bool quiet)
 {
+	enum dp_log_level level = quiet ? DP_LOG_DEBUG : DP_LOG_INFO;
+
 	if (c->idle)
-		schedule_idle(c);
+		schedule_idle(c, level);
 	else
-		schedule_retry(c);
+		schedule_retry(c, level);
 }
 
 /* The job is over for this owner: with --once the daemon ends (code),
@@ -330,6 +368,7 @@ static void on_welcome(struct own_client *c, const Dpasync__Welcome *w)
 	c->welcomed = true;
 	c->request_pending = false;
 	c->attempt = 0;
+	c->failed = c->unverified = c->unlogged = 0;
 	c->idle = false;
 	c->idle_step = 0;
 	c->welcomed_once = true;
@@ -523,7 +562,7 @@ void own_client_answered(void *arg, const struct own_reply *rep)
 		return;   /* the generator failed */
 	if (c->retry_deferred) {
 		c->retry_deferred = false;
-		schedule_next(c);
+		schedule_next(c, false);
 	}
 }
 
@@ -567,7 +606,7 @@ static void on_done(struct own_client *c, const Dpasync__Done *m)
 	mf.clip = c->job.clip;
 	mf.job = c->job.name;
 	snprintf(mf.mode, sizeof(mf.mode), "async");
-	r = dp_modelfile_write(c->cfg.model_out, &mf);
+	r = dp_modelfile_write(c->cfg.model_out, &mf, DP_FILE_MODE_PRIVATE);
 	if (r < 0) {
 		DP_ERROR("owner", "done: cannot save the model to %s: %s", c->cfg.model_out,
 			 dp_error_detail(r));
@@ -629,50 +668,105 @@ static void on_message(dp_conn *conn, Dpasync__Envelope *m)
 	dp_frame_msg_free(m);
 }
 
-/* A handshake that failed for a reason a quick retry is unlikely to
- * change: one line saying what to fix, and exit 1.  Not 2: what a peer
- * not yet verified sends must never stop the owner for good, since anyone
- * who takes the learner's address can send it (docs/design.md §10 "Exit
- * status"); systemd restarts the daemon.  A peer that closed or reset
- * during the handshake (a learner restarting, or shedding load) is
- * transient. */
-static bool tls_permanent(struct own_client *c, const char *detail)
-{
-	const char *addr = c->cfg.set->learner;
+/* ---- failed attempts ------------------------------------------------------- */
 
+/* A certificate alert after our handshake and before any Welcome: in TLS
+ * 1.3 our handshake completes before the peer has checked our
+ * certificate, so its refusal comes as an alert just after. */
+static bool cert_alert(const char *detail)
+{
+	return strstr(detail, "alert") != NULL &&
+	       (strstr(detail, "certificate") != NULL || strstr(detail, "unknown ca") != NULL);
+}
+
+static enum fail_reason classify(const struct own_client *c, int reason, const char *detail)
+{
+	if (reason == -ETIMEDOUT)
+		return FAIL_TIMEOUT;
+	if (reason == DP_ENOENT && strstr(detail, "cannot resolve") != NULL)
+		return FAIL_RESOLVE;
+	if (reason != DP_ETLS)
+		return FAIL_CONNECT;
+	if (c->handshaken)
+		return FAIL_REFUSED_CERT;   /* on_close passes cert_alert()s only */
 	if (strstr(detail, "closed the connection") != NULL || strstr(detail, "eof") != NULL ||
 	    strstr(detail, "reset") != NULL)
-		return false;
+		return FAIL_CLOSED;
 	if (strstr(detail, "wrong version number") != NULL ||
 	    strstr(detail, "packet length too long") != NULL ||
 	    strstr(detail, "http request") != NULL || strstr(detail, "record layer") != NULL)
-		DP_ERROR("owner", "%s does not speak TLS (is it learnerd's metrics port?): fix "
-			 "--learner; %s", addr, detail);
-	else if (strstr(detail, "hostname mismatch") != NULL)
-		DP_ERROR("owner", "the learner's certificate does not carry the name '%s': fix "
-			 "--server-name (it must be a name in the learner's certificate); %s",
-			 c->cfg.set->server_name, detail);
-	else
-		DP_ERROR("owner", "TLS handshake with %s refused: fix the certificates or their "
-			 "settings (--ca, --cert, --key, --crl, --learner-pin, --server-name); %s",
-			 addr, detail);
-	stop(c, dp_exit_status(DP_ETLS, DP_EXIT_PHASE_RUN));
-	return true;
+		return FAIL_NOT_TLS;
+	if (strstr(detail, "hostname mismatch") != NULL)
+		return FAIL_NAME;
+	if (strstr(detail, "certificate verify") != NULL)
+		return FAIL_PEER_CERT;
+	return FAIL_TLS;
 }
 
-/* TLS 1.3: our handshake completes before the learner has checked our
- * certificate, so its refusal arrives as an alert afterwards, before any
- * Welcome.  A certificate alert ends the process too, with the TLS
- * failure's status (1): only a Goodbye is a refusal for good. */
-static bool cert_refused(struct own_client *c, const char *detail)
+/* What to check, for the log line; "" for the transient reasons. */
+static const char *fail_hint(enum fail_reason why)
 {
-	if (strstr(detail, "alert") == NULL ||
-	    (strstr(detail, "certificate") == NULL && strstr(detail, "unknown ca") == NULL))
-		return false;
-	DP_ERROR("owner", "the learner refused this owner's certificate: fix --cert/--key (issued "
-		 "by the deployment CA, for client use, not revoked or expired); %s", detail);
-	stop(c, dp_exit_status(DP_ETLS, DP_EXIT_PHASE_RUN));
-	return true;
+	switch (why) {
+	case FAIL_NOT_TLS:
+		return "what answers on the learner's address does not speak TLS: check --learner "
+		       "(is it learnerd's metrics port?), or another program holds that address";
+	case FAIL_NAME:
+		return "the certificate there does not carry --server-name: check --server-name (a "
+		       "name in the learner's certificate), or another program holds the address";
+	case FAIL_PEER_CERT:
+		return "the certificate there was refused (not from the CA, revoked, not pinned, "
+		       "wrong usage): check --ca, --crl, --learner-pin, or another program holds "
+		       "the address";
+	case FAIL_REFUSED_CERT:
+		return "the learner refused this owner's certificate: check --cert/--key (issued "
+		       "by the deployment CA, for client use, not revoked or expired)";
+	case FAIL_TLS:
+		return "the TLS handshake failed: check the certificates and settings, or another "
+		       "program holds the learner's address";
+	default:
+		return "";
+	}
+}
+
+/* An attempt that failed before the connection was established: never
+ * final, since what answered was not verified as the learner and whoever
+ * takes its address between jobs can send anything (docs/design.md §10
+ * "Exit status").  Counted, logged (FAIL_LOG_BURST), retried; with once,
+ * given up after connect-attempts that reached something other than the
+ * learner, with exit 1. */
+static void attempt_failed(struct own_client *c, int reason, const char *detail)
+{
+	enum fail_reason why = classify(c, reason, detail);
+	const char *labels[] = { fail_names[why] };
+	const char *hint = fail_hint(why);
+	uint64_t now = uv_now(c->cfg.loop), cap = c->cfg.set->connect_attempts;
+	struct dp_metric *m = NULL;
+	bool say;
+
+	if (dp_metrics_series(c->cfg.m->connect_failures, labels, &m) == 0)
+		dp_metrics_inc(m);
+	c->failed++;
+	if (why >= FAIL_NOT_TLS)
+		c->unverified++;
+	say = c->failed <= FAIL_LOG_BURST || now - c->logged_ms >= FAIL_LOG_EVERY_MS;
+	if (say) {
+		DP_WARN("conn", "attempt=%llu failed reason=%s unlogged=%llu: %s%s%s",
+			(unsigned long long)c->failed, fail_names[why],
+			(unsigned long long)c->unlogged, detail, hint[0] ? "; " : "", hint);
+		c->logged_ms = now;
+		c->unlogged = 0;
+	} else {
+		c->unlogged++;
+	}
+	if (c->cfg.set->once && cap != 0 && c->unverified >= cap) {
+		DP_ERROR("owner", "giving up after %llu attempts that reached something other than "
+			 "the learner (connect-attempts, with once): last reason=%s: %s%s%s",
+			 (unsigned long long)c->unverified, fail_names[why], detail,
+			 hint[0] ? "; " : "", hint);
+		stop(c, dp_exit_status(DP_ETLS, DP_EXIT_PHASE_RUN));
+		return;
+	}
+	schedule_next(c, !say);
 }
 
 static void on_close(dp_conn *conn, int reason, const char *detail)
@@ -688,33 +782,39 @@ static void on_close(dp_conn *conn, int reason, const char *detail)
 	dp_metrics_set(c->cfg.m->connected, 0);
 	if (!uv_is_closing((uv_handle_t *)&c->welcome_timer))
 		uv_timer_stop(&c->welcome_timer);
+	if (detail == NULL)
+		detail = "";
 	if (c->closed) {
-		DP_DEBUG("conn", "closed: %s", detail ? detail : "");
+		DP_DEBUG("conn", "closed: %s", detail);
+		return;
+	}
+	/* Not established: no answer can be in flight (none before a
+	 * Welcome, and a new attempt waits for a discarded one to end). */
+	if (!c->handshaken ||
+	    (reason == DP_ETLS && !c->welcomed_once && cert_alert(detail))) {
+		attempt_failed(c, reason, detail);
 		return;
 	}
 	if (reason == 0)
-		DP_INFO("conn", "connection to the learner closed: %s", detail ? detail : "");
+		DP_INFO("conn", "connection to the learner closed: %s", detail);
 	else
 		DP_WARN("conn", "connection to the learner failed reason=%s detail=%s",
-			dp_strerror(reason), detail ? detail : "");
-	if (reason == DP_ETLS && !c->handshaken && tls_permanent(c, detail ? detail : ""))
-		return;
-	if (reason == DP_ETLS && c->handshaken && !c->welcomed_once &&
-	    cert_refused(c, detail ? detail : ""))
-		return;
+			dp_strerror(reason), detail);
 	if (own_answer_busy(c->cfg.answer)) {
 		/* Reconnect once the discarded answer has ended, so that a new
 		 * connection never meets an answer in flight. */
 		c->retry_deferred = true;
 		return;
 	}
-	schedule_next(c);
+	schedule_next(c, false);
 }
 
 /* ---- entry points ------------------------------------------------------------ */
 
 int own_client_init(struct own_client *c, const struct own_client_config *cfg)
 {
+	int r;
+
 	DP_REQUIRE(c != NULL && cfg != NULL && cfg->loop != NULL && cfg->set != NULL &&
 		   cfg->ctx != NULL && cfg->id != NULL && cfg->host != NULL &&
 		   cfg->model_out != NULL && cfg->ds != NULL && cfg->bits != NULL &&
@@ -722,11 +822,28 @@ int own_client_init(struct own_client *c, const struct own_client_config *cfg)
 		   cfg->stop != NULL);
 	memset(c, 0, sizeof(*c));
 	c->cfg = *cfg;
+	/* Every reason's series exists from the start, at 0, so that a rate
+	 * over it is defined before the first failure. */
+	for (size_t i = 0; i < FAIL_N; i++) {
+		const char *labels[] = { fail_names[i] };
+		struct dp_metric *m;
+
+		r = dp_metrics_series(cfg->m->connect_failures, labels, &m);
+		if (r < 0)
+			return dp_error_set(r, "metrics: %s", dp_strerror(r));
+	}
 	uv_timer_init(cfg->loop, &c->retry_timer);
 	uv_timer_init(cfg->loop, &c->welcome_timer);
 	c->retry_timer.data = c->welcome_timer.data = c;
-	return own_clock_start(&c->clock, cfg->loop, cfg->bits, cfg->set->rate, on_tick,
-			       on_clock_fail, c);
+	r = own_clock_start(&c->clock, cfg->loop, cfg->bits, cfg->set->rate, on_tick,
+			    on_clock_fail, c);
+	if (r < 0) {
+		char buf[256];
+
+		snprintf(buf, sizeof(buf), "%s", dp_error_detail(r));
+		return dp_error_set(r, "clock: %s", buf);
+	}
+	return 0;
 }
 
 void own_client_start(struct own_client *c)
@@ -756,10 +873,12 @@ void own_client_start(struct own_client *c)
 	r = dp_conn_connect(c->cfg.loop, &cfg, c->cfg.host, c->cfg.port, c->cfg.set->server_name,
 			    &c->conn);
 	if (r < 0) {
+		char why[320];
+
 		c->conn = NULL;
-		DP_WARN("conn", "cannot start connecting to %s:%u: %s", c->cfg.host,
-			(unsigned)c->cfg.port, dp_error_detail(r));
-		schedule_next(c);
+		snprintf(why, sizeof(why), "cannot start connecting to %s:%u: %s", c->cfg.host,
+			 (unsigned)c->cfg.port, dp_error_detail(r));
+		attempt_failed(c, r, why);
 	}
 }
 

@@ -79,6 +79,9 @@ struct own_settings {
 	double epsilon;         /* each job's budget; +inf only with allow_no_noise */
 	double lifetime_epsilon; /* the dataset's over all jobs; 0: epsilon */
 	bool once;              /* exit after one job */
+	uint64_t connect_attempts; /* with once: give up (exit 1) after this many
+				   attempts that reached something other than
+				   the verified learner (0: never) */
 	bool reserve_ahead;     /* sync the next answer's share after the send (docs/ledger.md §9) */
 	uint64_t answers_cap;   /* K_i; 0 = the learner's K_i from the first
 				   Welcome (T when it carries none) */
@@ -88,7 +91,7 @@ struct own_settings {
 				   learner withholds it until every owner has
 				   said Hello, so it is long */
 	char *ledger;
-	char *model_out;        /* NULL: model.json next to the ledger */
+	char *model_out;        /* NULL: model.json in the ledger directory */
 	char *metrics_listen;   /* "" or NULL: off */
 	char *port_file;
 	bool allow_no_noise;
@@ -101,7 +104,8 @@ struct own_settings {
 	char *peers;            /* address book: id,addr CSV, re-read at every dial */
 	char *listen;           /* HOST:PORT for the neighbours that dial us */
 	char *schedule;         /* step,agent CSV: wake exactly at the listed steps */
-	char *trace;            /* per-agent wall-clock trace (CSV); NULL: next to ledger */
+	char *trace;            /* per-agent wall-clock trace (CSV); NULL: trace.csv in the
+				   ledger directory */
 	int model;              /* enum dp_model: linear | logistic */
 	double mu, confidence, lambda, lambda_per_row, delta, clip, x2max, warm_start;
 				/* lambda -1: lambda_per_row / m_i */
@@ -121,6 +125,7 @@ struct own_metrics {
 	struct dp_metric *grad_secs;   /* dpasync_owner_gradient_seconds (answer) */
 	struct dp_metric *connected;   /* dpasync_owner_connected (client) */
 	struct dp_metric *reconnects;  /* dpasync_owner_reconnects_total (client) */
+	struct dp_metric_family *connect_failures; /* ..._connect_failures_total{reason} (client) */
 	/* peer mode (peer.c) */
 	struct dp_metric *wakeups;     /* dpasync_peer_wakeups_total */
 	struct dp_metric *models_in;   /* dpasync_peer_models_received_total */
@@ -266,8 +271,8 @@ void own_answer_free(struct own_answer *a);
  * *out when it was made at once: a refusal, a drop or a stop, or any
  * decision on a dataset of at most OWN_ANSWER_INLINE_CELLS cells, which is
  * computed right here.  Returns true when the budget's check passed and
- * the answer is being computed on the worker: *out is untouched and the
- * decision reaches done() later, on the loop thread.  Nothing is sent, dropped or
+ * the answer is being computed on the worker: *out holds no decision
+ * (ignore it) and the decision reaches done() later, on the loop thread.  Nothing is sent, dropped or
  * stopped here.  An OWN_REPLY_ANSWER was charged durably and may be
  * released; the caller calls own_answer_wipe() once it has been sent.
  * Loop thread only; not while busy (one answer in flight). */
@@ -337,12 +342,20 @@ struct own_client {
 	bool welcomed_once;         /* this connection got a Welcome (welcomed is
 				       cleared before on_close runs) */
 	bool lifetime_told;         /* the learner was told the lifetime budget is spent */
+	/* Attempts that failed before the connection was established, since
+	 * the last Welcome (docs/ownerd.md "Reconnection"): */
+	uint64_t failed;            /* all of them */
+	uint64_t unverified;        /* those that reached something other than
+				       the verified learner (once: connect_attempts) */
+	uint64_t unlogged;          /* failed since the last line about one */
+	uint64_t logged_ms;         /* loop time of that line */
 	uv_timer_t retry_timer;
 	uv_timer_t welcome_timer;
 };
 
-/* Initialise the timers and start the clock (nothing is connected yet).
- * 0, or a DP_E... code with the detail "clock: ...". */
+/* Create the series of dpasync_owner_connect_failures_total, initialise
+ * the timers and start the clock (nothing is connected yet).  0, or a
+ * DP_E... code with the detail "metrics: ..." (DP_ENOMEM) or "clock: ...". */
 int own_client_init(struct own_client *c, const struct own_client_config *cfg);
 /* The answer's own_answer_done_fn (arg: the client), which main gives
  * own_answer_init: sends what the worker's answer turned into. */
@@ -369,7 +382,11 @@ struct own_peer_config {
 	struct own_budget_config budget_cfg; /* path, identity, metrics; the caps
 				       are the peer plan's */
 	const struct own_metrics *m;
-	const char *model_out;      /* <state>/model.json */
+	const char *model_out;      /* --model-out, by default <ledger>/model.json */
+	const char *model_before;   /* by default only: where the model was kept
+				       before (<ledger>/../model.json, shared by
+				       sibling ledger directories), never read;
+				       NULL with --model-out */
 	own_stop_fn stop;
 	void *stop_arg;
 };
@@ -378,7 +395,9 @@ struct own_peer;
 
 /* Load the graph, the schedule and our last model (after a restart), bind
  * the ledger.  Startup only: 0 or a DP_E... code with a one-line
- * detail (DP_EINVAL / DP_EFORMAT / DP_ENOENT: bad configuration or input).
+ * detail (DP_EINVAL / DP_EFORMAT / DP_ENOENT: bad configuration or input;
+ * DP_EINVAL also for a restart with charges, no model of its own and one
+ * at model_before, which may be another agent's: docs/peer-agents.md §4).
  * *out receives the agent. */
 int own_peer_new(const struct own_peer_config *cfg, struct own_peer **out);
 /* Listen for the neighbours that dial us (--listen).  Startup only, after

@@ -18,12 +18,12 @@ PKGS=(
   python3-numpy
   gnuplot-nox fonts-dejavu-core prometheus
 )
-# Only the test suite needs these (deployment checks, netns cluster, and
+# Only the test suite needs these (deployment checks, netns cluster,
 # clang for the fuzz targets: libFuzzer is in libclang-rt-14-dev, which
-# clang-14 only recommends); the
+# clang-14 only recommends; gcovr for scripts/coverage.sh); the
 # Dockerfile's build stage sets DP_NO_TEST_PKGS=1 to leave them out.
 TEST_PKGS=(docker-compose systemd shellcheck strace python3-yaml iproute2 curl
-  clang libclang-rt-14-dev debootstrap)
+  clang libclang-rt-14-dev debootstrap gcovr)
 # The deploy suite (tests/deploy) runs a Docker engine: Debian's docker.io,
 # unless a dockerd is installed already (docker-ce conflicts with it).  The
 # Kubernetes schema check in deploy_static needs node and npm (npm is part
@@ -51,7 +51,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The Kubernetes schema validator of deploy_static (tests/integration/
+# The Kubernetes schema validator of deploy_static (tests/integration/deploy/
 # k8s_schema.mjs): the npm package kubernetes-models, pinned, installed once
 # into a cache directory (DP_K8S_SCHEMA_DIR) outside the tree.
 if [ -z "${DP_NO_TEST_PKGS:-}" ] && [ -z "${DP_BUILD_ONLY:-}" ] && [ -z "${DP_DEFER_K8S_SCHEMA:-}" ]; then

@@ -4,7 +4,9 @@
 # builds from scratch, runs the unit and integration suites, the deploy
 # suite (Docker engine, compose, systemd; docs/deploy.md §9), then the unit
 # suite and the daemon integration tests again under AddressSanitizer +
-# UndefinedBehaviorSanitizer, then a short run of every fuzz target (clang).
+# UndefinedBehaviorSanitizer, then under ThreadSanitizer, then a short run
+# of every fuzz target (clang).
+# Every build has -Dwerror=true: a warning fails it (docs/style.md "meson").
 # The last line is "N passed, N failed" over all of it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -48,7 +50,7 @@ run_tests() {   # build-dir, meson test args...
 prepare_pid=$!
 scripts/deps.sh >build-test.deps-late.log 2>&1 &
 deps_pid=$!
-build build-test -Dbuildtype=debugoptimized
+build build-test -Dbuildtype=debugoptimized -Dwerror=true
 build_rc=$?
 wait "$prepare_pid" || true
 wait "$deps_pid" || { cat build-test.deps-late.log; echo "node/npm installation failed (deploy_static will fail)"; }
@@ -85,7 +87,8 @@ deploy_wait() {
 # fdatasync, a slow cblas_dgemv), hence verify_asan_link_order=0.
 # sim_freq_correction is left out here: a statistical test whose 30 s under
 # ASan re-run code that sim_parity and sim_converges already cover.
-if build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false; then
+if build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
+     -Dwerror=true; then
   deploy_wait
   run_tests build-asan --suite unit --num-processes 2
   ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0 run_tests build-asan --num-processes 2 \
@@ -95,10 +98,33 @@ if build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=
     sim_p2p peer_tools \
     config_files plot_report e2e_lockout e2e_claims chaos iofault privacy_audit soak churn sync_rounds \
     peer_refuse peer_cluster peer_restart peer_parity peer_parity_warm e2e_jobs e2e_reserve \
-    exit_status
+    exit_status e2e_squatter
 fi
 
 deploy_wait
+
+# ---- ThreadSanitizer (docs/tests.md §1 "ThreadSanitizer") ----------------
+# ownerd's threads (the answer's worker and the settle's fdatasync, both on
+# libuv's pool; docs/ownerd.md "Threads") and `dpasync sim --threads`, in a
+# gcc TSan build: the unit suite and the integration tests that run those
+# threads.  The other daemon tests, and the campaigns, under TSan are the
+# long version (docs/tests.md), outside the 30 minutes of this command.
+# A race ends the process that saw it (halt_on_error=1: exit 66), which
+# fails its test; every report is written to build-tsan/tsan-reports/, and
+# one left there by a process whose exit no test reads (a daemon killed
+# afterwards) fails the run too.  No suppressions: none is needed.
+tsan_tests=(ownerd ownerd_worker e2e_reserve e2e_modes e2e_jobs e2e_crash sim_inflight)
+if build build-tsan -Dbuildtype=debug -Db_sanitize=thread -Db_lundef=false -Dwerror=true; then
+  tsan_reports=$PWD/build-tsan/tsan-reports
+  mkdir -p "$tsan_reports"
+  tsan_options=halt_on_error=1:second_deadlock_stack=1:log_path=$tsan_reports/report
+  TSAN_OPTIONS=$tsan_options run_tests build-tsan --suite unit --num-processes 2
+  TSAN_OPTIONS=$tsan_options run_tests build-tsan --num-processes 2 "${tsan_tests[@]}"
+  if compgen -G "$tsan_reports/report.*" >/dev/null; then
+    echo "ThreadSanitizer reports:"; cat "$tsan_reports"/report.*; failed=$((failed + 1))
+  fi
+fi
+# ---- end of ThreadSanitizer ------------------------------------------------
 
 # Fuzzing (docs/fuzz.md): every libFuzzer target of tests/fuzz, one test
 # each, over its seed corpus and then 10 s of mutations, in a clang
@@ -110,7 +136,7 @@ for f in tests/fuzz/fuzz_*.c; do
 done
 rm -rf build-fuzz
 if CC=clang meson setup build-fuzz -Dfuzz=true -Dtests=disabled -Dbuildtype=debugoptimized \
-     -Db_sanitize=address,undefined -Db_lundef=false >build-fuzz.build.log 2>&1 &&
+     -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=true >build-fuzz.build.log 2>&1 &&
    ninja -C build-fuzz "${fuzz_targets[@]}" >>build-fuzz.build.log 2>&1; then
   run_tests build-fuzz --no-rebuild --suite fuzz --num-processes 2
 else

@@ -56,8 +56,12 @@ void dp_num_format(char *buf, size_t len, double v)
 	}
 	while (lo < hi) {
 		int mid = (lo + hi) / 2;
+		/* At most 17 digits of a finite double: 24 characters at most
+		 * ("-1.2345678901234567e-308"), so t always holds them; the check
+		 * says so to a compiler that cannot bound mid (-O0). */
+		int n = snprintf(t, sizeof(t), "%.*g", mid, v);
 
-		snprintf(t, sizeof(t), "%.*g", mid, v);
+		DP_REQUIRE(n > 0 && (size_t)n < sizeof(t));
 		if (strtod(t, NULL) == v) {
 			hi = mid;
 			snprintf(buf, len, "%s", t);

@@ -65,6 +65,7 @@ struct dp_conn {
 
 	dp_conn_callbacks cb;
 	void *data;
+	void *user;             /* cfg->user: the caller's, never read here */
 	uint32_t max_frame;
 	size_t max_wq;
 	size_t wq;
@@ -557,6 +558,7 @@ static int conn_new(uv_loop_t *loop, const dp_conn_config *cfg, int is_server,
 	c->is_server = is_server;
 	c->cb = cfg->cb;
 	c->data = cfg->data;
+	c->user = cfg->user;
 	c->max_frame = cfg->max_frame ? cfg->max_frame : DP_FRAME_MAX_DEFAULT;
 	if (c->max_frame > DP_FRAME_MAX_LIMIT)
 		c->max_frame = DP_FRAME_MAX_LIMIT;
@@ -1063,6 +1065,12 @@ void dp_conn_set_data(dp_conn *c, void *data)
 {
 	DP_REQUIRE(c != NULL);
 	c->data = data;
+}
+
+void *dp_conn_user(const dp_conn *c)
+{
+	DP_REQUIRE(c != NULL);
+	return c->user;
 }
 
 const char *dp_conn_peer_id(const dp_conn *c)

@@ -28,7 +28,8 @@
  *
  *	static int on_hs(dp_conn *c, const char *id)
  *	{
- *		struct owner *o = lrn_owner_find(id);     // configured identities only
+ *		struct learner *L = dp_conn_user(c);      // cfg.user
+ *		struct owner *o = owner_find(L, id);      // configured identities only
  *		if (o == NULL || o->conn != NULL)
  *			return -1;                        // refused: DP_EPROTO close
  *		o->conn = c;
@@ -52,7 +53,7 @@
  *	r = dp_tls_ctx_new(1, &f, &ctx);
  *	if (r < 0) fatal(dp_error_detail(r));
  *	dp_conn_config cfg = { .ctx = ctx, .cb = { on_hs, on_msg, on_cl },
- *			       .data = &lrn_unknown, .max_frame = cfg_max_frame };
+ *			       .data = &lrn_unknown, .user = L, .max_frame = cfg_max_frame };
  *	dp_conn_listen(loop, &cfg, "::", 7443, &lst);     // lst: a listener.h object
  *	SSL_CTX_free(ctx);                                // the listener holds a reference
  *
@@ -108,6 +109,12 @@ typedef struct dp_conn_config {
 				     * each connection takes its own reference */
 	dp_conn_callbacks cb;
 	void *data;                 /* initial dp_conn_data() of each connection */
+	void *user;                 /* the caller's context, one for every
+				     * connection made with this configuration
+				     * (the server object, as libuv's
+				     * uv_handle_t.data of a listening handle):
+				     * dp_conn_user() in any callback.  This
+				     * module never reads it. */
 	uint32_t max_frame;         /* largest frame body sent or received;
 				     * 0 -> DP_FRAME_MAX_DEFAULT */
 	size_t max_write_queue;     /* ciphertext bytes handed to libuv and not
@@ -218,8 +225,15 @@ void dp_conn_close(dp_conn *c);
  * NULL -> defaults), e.g. once p is known from Hello/Welcome. */
 void dp_conn_set_limits(dp_conn *c, const dp_frame_limits *lim);
 
+/* Per-connection user data (libuv's uv_handle_t.data): cfg->data at
+ * first, then what dp_conn_set_data stored, e.g. the peer's record once
+ * on_handshake admitted it.  Never read by this module. */
 void *dp_conn_data(const dp_conn *c);
 void dp_conn_set_data(dp_conn *c, void *data);
+/* cfg->user of the configuration c was made with (dp_conn_connect or the
+ * listener's dp_conn_listen): the caller's context, reached from the
+ * callbacks without a process global. */
+void *dp_conn_user(const dp_conn *c);
 /* Verified peer identity; "" before the handshake completed. */
 const char *dp_conn_peer_id(const dp_conn *c);
 /* Peer socket address "1.2.3.4:5" or "[::1]:5"; "" while unknown. */

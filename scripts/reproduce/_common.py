@@ -1,14 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """What the experiments of scripts/reproduce/ share: their command line,
-running the dpasync binaries, preparing the shared tables the way the
-README does, and writing OUTDIR/result.json."""
+running the dpasync binaries, preparing the shared tables the way
+docs/cli.md "dpasync prep" does, and writing OUTDIR/result.json."""
 import argparse
 import json
 import os
 import subprocess
 import sys
 
-# The shared tables and how the README prepares each (dpasync prep flags,
+# The shared tables and how docs/cli.md "dpasync prep" prepares each (prep flags,
 # then the sim/forecast flags that go with the prepared files).
 TABLES = {
     'diamonds': dict(file='diamonds.csv', model='linear', target='price',

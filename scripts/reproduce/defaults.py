@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """default flags on every shared table: eps 1, 4 owners, mean psi below psi_zero or a warning
 
-Every shared table (scripts/reproduce/_common.py TABLES), prepared as the
-README does (`dpasync prep`, no sample), dealt into 4 owners (--split 4,
+Every shared table (scripts/reproduce/_common.py TABLES), prepared as
+docs/cli.md "dpasync prep" does (no sample), dealt into 4 owners (--split 4,
 seed 1), then `dpasync sim` with only --target, --bias and --model: eps = 1
 each, everything planned from shape-only constants, 10 repeats.  Per table:
 the measured mean psi (and its 25-75 % range), psi_zero (theta = 0 on the

@@ -7,8 +7,8 @@ noise variance, i.e. as eps^-2 and, since each answer's noise scale is
 2 Xi K / (n_i eps), as n_i^-2 (the async paper's Fig. 4-5).  Fixed
 settings, as the paper runs them (nothing planned): T, eta, the clip Xi,
 and K_i = T (each owner's budget split over T answers).  The data: the
-shared fertility table (linear regression of `work`), prepared as the
-README does and dealt into 4 owners; the n_i grid takes the first n_i rows
+shared fertility table (linear regression of `work`), prepared as
+docs/cli.md "dpasync prep" does and dealt into 4 owners; the n_i grid takes the first n_i rows
 of each owner's file.  For every cell `dpasync sim` runs REPEATS repeats
 at eps and again with eps = inf (the same seeds: the same owner order), and
 the noise's part is the mean of the paired differences of psi at k = T.

@@ -7,15 +7,19 @@ from harness import Fail, check
 from engine import ROOT
 
 OWNERS = ['owner-1', 'owner-2', 'owner-3']
-# Slower clocks than the compose file's 10/5/2 (the same order): the job
-# lasts long enough for Prometheus to scrape every owner before the kills.
-RATES = [4, 2, 1]
+# Slower clocks than the compose file's 10/5/2 (the same ratios, so the
+# same plan): the job must outlast Prometheus' first scrape of every owner
+# (20-30 s measured on a loaded CI machine: a 10 s file_sd refresh, a 5 s
+# scrape interval) and the two kills after it.  At 4/2/1 the job of T = 176
+# took 30 s from its first query, and once ended before the second kill;
+# at 2/1/0.5 it takes about 60 s.
+RATES = [2, 1, 0.5]
 # SIGKILL to ownerd inside its container (no procps in the image).
 KILL_OWNERD = ('for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = ownerd ] && '
                'kill -KILL "${p#/proc/}" && exit 0; done; exit 1')
 PNG = b'\x89PNG\r\n\x1a\n'
 
-# The documented series (README "Metrics"); histograms appear as _count.
+# The documented series (docs/operations.md §2); histograms appear as _count.
 LEARNER_SERIES = ['iterations_total', 'iterations_target', 'owners_connected', 'queue_depth',
                   'inflight', 'rtt_seconds_count', 'wait_seconds_count', 'owner_iterations_total',
                   'owner_epsilon_spent', 'refusals_total', 'query_timeouts_total',

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for learnerd's checkpoint loader (learner/checkpoint.c),
- * linked with the learner files it needs (state.c, trace.c, clock.c) and
- * not the rest of the daemon.
+ * linked with liblearner (learner/job.h: the job without the daemon's
+ * network).
  *
  * The input is checkpoint.json, loaded as by a fresh `learnerd --resume`
  * of the job its seeds come from (job "fuzz-job", linear, owners owner-1
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "learner/lrn.h"
+#include "learner/job.h"
 #include "tests/fuzz/fuzz_util.h"
 
 static char *names[] = { "owner-1", "owner-2" };
@@ -29,15 +29,10 @@ static struct lrn_settings settings(void)
 	};
 }
 
-static void init(struct lrn *L, struct lrn_settings *s, const char *path)
+static void init(struct lrn_job *J, struct lrn_settings *s, const char *path)
 {
-	memset(L, 0, sizeof(*L));
-	L->s = s;
-	L->model = (dp_model)s->model;
-	L->ckpt_path = (char *)path;
-	L->psi_pred = NAN;
-	L->psi_zero = NAN;
-	FUZZ_CHECK(lrn_state_init(L, names, 2) == 0);
+	FUZZ_CHECK(lrn_state_init(J, s, names, 2) == 0);
+	J->ckpt_path = (char *)path;
 }
 
 static int same_bits(double a, double b)
@@ -45,25 +40,25 @@ static int same_bits(double a, double b)
 	return memcmp(&a, &b, sizeof(double)) == 0;
 }
 
-static void check_consistent(const struct lrn *L)
+static void check_consistent(const struct lrn_job *J)
 {
 	uint64_t nsum = 0;
 
-	FUZZ_CHECK(L->started && L->p >= 1 && L->T >= 1 && L->k_done <= L->T);
-	FUZZ_CHECK(L->next_qid >= 1 && L->next_qid == L->qid_reserved);
-	FUZZ_CHECK(L->clip > 0 && L->eta > 0 && L->rho > 0);
-	for (size_t q = 0; q < L->p; q++)
-		FUZZ_CHECK(isfinite(L->theta_L[q]));
-	for (size_t i = 0; i < L->N; i++) {
-		FUZZ_CHECK(L->owners[i].n_rows > 0 && L->owners[i].ever_hello);
-		for (size_t q = 0; q < L->p; q++)
-			FUZZ_CHECK(isfinite(L->owners[i].theta[q]));
-		nsum += L->owners[i].n_rows;
+	FUZZ_CHECK(J->started && J->p >= 1 && J->T >= 1 && J->k_done <= J->T);
+	FUZZ_CHECK(J->next_qid >= 1 && J->next_qid == J->qid_reserved);
+	FUZZ_CHECK(J->clip > 0 && J->eta > 0 && J->rho > 0);
+	for (size_t q = 0; q < J->p; q++)
+		FUZZ_CHECK(isfinite(J->theta_L[q]));
+	for (size_t i = 0; i < J->N; i++) {
+		FUZZ_CHECK(J->owners[i].n_rows > 0 && J->owners[i].ever_hello);
+		for (size_t q = 0; q < J->p; q++)
+			FUZZ_CHECK(isfinite(J->owners[i].theta[q]));
+		nsum += J->owners[i].n_rows;
 	}
-	FUZZ_CHECK(nsum == L->n_total);
+	FUZZ_CHECK(nsum == J->n_total);
 }
 
-static void check_same(const struct lrn *a, const struct lrn *b)
+static void check_same(const struct lrn_job *a, const struct lrn_job *b)
 {
 	FUZZ_CHECK(a->p == b->p && a->T == b->T && a->k_done == b->k_done &&
 		   a->next_qid == b->next_qid && a->n_total == b->n_total);
@@ -88,7 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *in = fuzz_util_path("checkpoint.json"), *out = fuzz_util_path("saved.json");
 	struct lrn_settings s = settings();
-	struct lrn a, b;
+	struct lrn_job a, b;
 
 	fuzz_util_write(in, data, size);
 	init(&a, &s, in);

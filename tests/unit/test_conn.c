@@ -293,6 +293,7 @@ static int on_handshake(dp_conn *c, const char *id)
 	side *s = dp_conn_data(c);
 	harness *h = s->h;
 
+	assert_ptr_equal(dp_conn_user(c), h);   /* cfg.user, on both sides */
 	s->conn = c;
 	s->handshakes++;
 	snprintf(s->id, sizeof(s->id), "%s", id);
@@ -416,6 +417,7 @@ static void on_close(dp_conn *c, int reason, const char *detail)
 {
 	side *s = dp_conn_data(c);
 
+	assert_ptr_equal(dp_conn_user(c), s->h);
 	s->closes++;
 	s->reason = reason;
 	snprintf(s->detail, sizeof(s->detail), "%s", detail);
@@ -440,6 +442,7 @@ static dp_conn_config base_cfg(harness *h, SSL_CTX *ctx, side *s)
 	cfg.cb.on_message = on_message;
 	cfg.cb.on_close = on_close;
 	cfg.data = s;
+	cfg.user = h;
 	return cfg;
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The non-private optimum theta* of docs/design.md §2 and psi.
  *
- * Solvers and tolerances (also in the README):
+ * Solvers and tolerances (the solvers also in docs/cli.md "dpasync eval"):
  *
  *   linear    closed form: Cholesky of X^T X / n + lambda I (dsyrk, dpotrf,
  *             dpotrs); exact up to rounding.  lambda = 0 is allowed when

@@ -5,8 +5,8 @@
  * linear: closed form (Cholesky of X^T X / n + lambda I); logistic: Newton
  * with backtracking; svm: dual coordinate descent.  When the unconstrained
  * minimiser leaves the box, an accelerated projected-gradient method (on a
- * smoothed hinge for svm) takes over.  Tolerances are in optimum.c and the
- * README. */
+ * smoothed hinge for svm) takes over.  Tolerances are in optimum.c (the
+ * solvers also in docs/cli.md "dpasync eval"). */
 #ifndef DP_OPTIMUM_H
 #define DP_OPTIMUM_H
 
