@@ -19,6 +19,7 @@
 #include "common/core/log.h"
 #include "common/core/mem.h"
 #include "common/net/frame.h"
+#include "common/net/nofile.h"
 #include "learner/lrn.h"
 
 /* Tick of the timeout checks: timeouts fire at most this late. */
@@ -579,6 +580,7 @@ static void on_broadcast(uv_timer_t *t)
 int lrn_server_start(struct lrn *L)
 {
 	dp_conn_config cfg = { 0 };
+	dp_nofile_limits lim;
 	uint64_t bi;
 	int rc;
 
@@ -601,13 +603,14 @@ int lrn_server_start(struct lrn *L)
 	 * A handshake that is getting on is never evicted for a newer one of
 	 * its address; it has stalled after a third of the handshake timeout
 	 * without a byte.  On top of them, room for every owner and for its
-	 * reconnect racing its old connection. */
+	 * reconnect racing its old connection: the formula learnerd's open
+	 * files are raised to (common/net/nofile.h). */
 	cfg.handshake_timeout_ms = (uint32_t)ceil(L->s->handshake_timeout * 1000.0);
+	lim = dp_nofile_listen(L->s->max_pending, L->s->max_pending_per_addr, L->job.N);
 	cfg.pending_stall_ms = cfg.handshake_timeout_ms / 3;
-	cfg.max_pending = L->s->max_pending + L->job.N;
-	cfg.max_pending_per_addr = L->s->max_pending_per_addr ?
-				   L->s->max_pending_per_addr + L->job.N : 0;
-	cfg.max_conns = L->s->max_pending + 2 * L->job.N + 4;
+	cfg.max_pending = lim.max_pending;
+	cfg.max_pending_per_addr = lim.max_pending_per_addr;
+	cfg.max_conns = lim.max_conns;
 	cfg.m_pending = L->job.st.pending;
 	cfg.m_evicted = L->job.st.evicted;
 	cfg.m_refused = L->job.st.refused;
