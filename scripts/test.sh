@@ -103,7 +103,7 @@ fi
 
 deploy_wait
 
-# ---- ThreadSanitizer (docs/tests.md §1 "ThreadSanitizer") ----------------
+# ---- ThreadSanitizer (docs/tests.md §1) ----------------------------------
 # ownerd's threads (the answer's worker and the settle's fdatasync, both on
 # libuv's pool; docs/ownerd.md "Threads") and `dpasync sim --threads`, in a
 # gcc TSan build: the unit suite and the integration tests that run those
