@@ -56,8 +56,8 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchproc import (TMPDIRS, log, trap_signals, start, reap, kill_all,  # noqa: E402
-                       run_guarded)
+from benchproc import (TMPDIRS, log, trap_signals, start, start_ownerd, reap,  # noqa: E402
+                       kill_all, run_guarded)
 
 
 def metric(port, name):
@@ -142,20 +142,9 @@ class Bench:
         return lp, tls, mport
 
     def ownerd(self, jdir, port, i):
-        a = self.a
-        c = self.certs
         od = os.path.join(jdir, "owner-%d" % i)
-        os.makedirs(od)
-        oe = open(os.path.join(od, "ownerd.log"), "w")
-        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-        p = start([a.ownerd, "--learner", "127.0.0.1:%d" % port, "--ca", c + "/ca.crt",
-                   "--cert", "%s/owner-%d.crt" % (c, i), "--key", "%s/owner-%d.key" % (c, i),
-                   "--data", "%s/owner-%d.csv" % (self.data, i), "--bias",
-                   "--rate", "%g" % a.rate, "--ledger", os.path.join(od, "ledger"),
-                   "--model-out", os.path.join(od, "model.json"), "--once",
-                   "--log-level", "warn"], subprocess.DEVNULL, oe, env=env)
-        oe.close()
-        return p
+        return start_ownerd(self.a.ownerd, port, self.certs, self.data, i, self.a.rate, od,
+                            os.path.join(od, "ownerd.log"))
 
     def job(self, tag, learnerd, flags):
         a = self.a

@@ -50,6 +50,23 @@ def start(argv, stdout, stderr, env=None):
     return p
 
 
+def start_ownerd(ownerd, port, certs, data, i, rate, odir, log_path):
+    """Start a real ownerd as owner-i of the scale and rejoin benchmarks
+    (docs/scale.md): DATA/owner-i.csv with --bias, --rate RATE, --once, its
+    ledger and model in ODIR (made here), its stderr to log_path."""
+    os.makedirs(odir)
+    oe = open(log_path, "w")
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    p = start([ownerd, "--learner", "127.0.0.1:%d" % port, "--ca", certs + "/ca.crt",
+               "--cert", "%s/owner-%d.crt" % (certs, i), "--key", "%s/owner-%d.key" % (certs, i),
+               "--data", "%s/owner-%d.csv" % (data, i), "--bias",
+               "--rate", "%g" % rate, "--ledger", os.path.join(odir, "ledger"),
+               "--model-out", os.path.join(odir, "model.json"), "--once",
+               "--log-level", "warn"], subprocess.DEVNULL, oe, env=env)
+    oe.close()
+    return p
+
+
 def reap(p, timeout):
     """Wait for p at most timeout seconds; returns its rusage or None on
     timeout.  Sets p.returncode."""
