@@ -102,7 +102,7 @@ struct lrn_settings {
 	char *job;
 	bool job_auto;             /* job was made here (no --job): a checkpoint's wins */
 	size_t max_frame;
-	double handshake_timeout;  /* seconds from accept to an admitted owner */
+	double handshake_timeout;  /* silence after accept; handshake after its turn */
 	size_t max_pending;        /* connections not yet admitted, at most */
 	size_t max_pending_per_addr; /* the same from one address (0: no limit) */
 	int log_level;             /* enum dp_log_level */

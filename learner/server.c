@@ -19,6 +19,7 @@
 #include "common/core/log.h"
 #include "common/core/mem.h"
 #include "common/net/frame.h"
+#include "common/net/nofile.h"
 #include "learner/lrn.h"
 
 /* Tick of the timeout checks: timeouts fire at most this late. */
@@ -589,6 +590,7 @@ static void on_broadcast(uv_timer_t *t)
 int lrn_server_start(struct lrn *L)
 {
 	dp_conn_config cfg = { 0 };
+	dp_nofile_limits lim;
 	uint64_t bi;
 	int rc;
 
@@ -605,13 +607,20 @@ int lrn_server_start(struct lrn *L)
 	cfg.max_frame = (uint32_t)L->s->max_frame;
 	/* Admission (docs/protocol.md §6): connections not yet admitted have
 	 * their own limits and evict the oldest among them, so a flood of
-	 * strangers holds few descriptors and never locks an owner out; on
-	 * top of those, room for every owner and for its reconnect racing its
-	 * old connection, which pending strangers cannot take. */
+	 * strangers holds few descriptors and never locks an owner out.  The
+	 * limits are the settings plus one per owner: every owner comes back
+	 * at once after a restart, all of them from one address behind a NAT.
+	 * A handshake that is getting on is never evicted for a newer one of
+	 * its address; it has stalled after a third of the handshake timeout
+	 * without a byte.  On top of them, room for every owner and for its
+	 * reconnect racing its old connection: the formula learnerd's open
+	 * files are raised to (common/net/nofile.h). */
 	cfg.handshake_timeout_ms = (uint32_t)ceil(L->s->handshake_timeout * 1000.0);
-	cfg.max_pending = L->s->max_pending;
-	cfg.max_pending_per_addr = L->s->max_pending_per_addr;
-	cfg.max_conns = L->s->max_pending + 2 * L->job.N + 4;
+	lim = dp_nofile_listen(L->s->max_pending, L->s->max_pending_per_addr, L->job.N);
+	cfg.pending_stall_ms = cfg.handshake_timeout_ms / 3;
+	cfg.max_pending = lim.max_pending;
+	cfg.max_pending_per_addr = lim.max_pending_per_addr;
+	cfg.max_conns = lim.max_conns;
 	cfg.m_pending = L->job.st.pending;
 	cfg.m_evicted = L->job.st.evicted;
 	cfg.m_refused = L->job.st.refused;
