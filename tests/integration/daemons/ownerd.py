@@ -341,10 +341,12 @@ def ledger_records(path):
 
 
 def metric(port, name):
+    """The value of the series `name`, unlabelled or with labels (the job's
+    gauges carry job_id, docs/operations.md §2)."""
     body = urllib.request.urlopen('http://127.0.0.1:%d/metrics' % port, timeout=5).read()
     for line in body.decode().splitlines():
-        if line.startswith(name + ' '):
-            return float(line.split()[1])
+        if line.startswith(name + ' ') or line.startswith(name + '{'):
+            return float(line.split()[-1])
     raise Fail('metric %s not found' % name)
 
 
@@ -398,7 +400,7 @@ def main(ownerd, dpasync, shim=None):
         log = os.path.join(work, 'ownerd.log')
 
         test_cli(base, work, data)
-        test_main_flow(ownerd, base, work, fl, Xb, y, n, p, log)
+        test_main_flow(ownerd, dpasync, base, work, fl, Xb, y, n, p, log)
         fl.drain()
         test_no_noise(ownerd, base, work, fl, Xb, y, p, log)
         fl.drain()
@@ -495,7 +497,7 @@ def test_cli(base, work, data):
     expect_error([ownerd, '--config', cfg] + args, ['nosuchkey'])
 
 
-def test_main_flow(ownerd, base, work, fl, Xb, y, n, p, log):
+def test_main_flow(ownerd, dpasync, base, work, fl, Xb, y, n, p, log):
     d = os.path.join(work, 'main')
     os.makedirs(d)
     led = os.path.join(d, 'owner-1.ledger')
@@ -672,6 +674,11 @@ def test_main_flow(ownerd, base, work, fl, Xb, y, n, p, log):
     rc = o.wait()
     check(rc == 2, 'same job with another epsilon: exit %d, expected 2' % rc)
     c.close()
+    # The lifetime cap is the directory's, 1 from the first start (docs/ledger.md
+    # §11): a configuration cannot raise it, the data owner does, on purpose.
+    p_raise = run([dpasync, 'ledger', 'raise-lifetime', led, '--to', '10', '--reason',
+                   'another job'])
+    check(p_raise.returncode == 0, 'raise-lifetime: %s' % p_raise.stderr)
     o = Owner(ownerd, args + ['--lifetime-epsilon', '10'], log)
     c = fl.accept()
     c.expect('hello')
