@@ -19,9 +19,11 @@ Here, real learnerd and ownerd on loopback:
   ownerd started on every one of them once `lock` was gone);
 - meanwhile `dpasync ledger led` and `ownerd --check-config` on `led`
   answer at once (they take no lock: never blocked, never blocking);
-- then both jobs run, J1 with A and J2 with owner-2 alone (no B): A stops
-  at the lifetime cap (3 answers of 0.25), and `dpasync ledger led` says
-  lifetime spent 1 of a cap of 1, jobs J0 and J1 only;
+- then both jobs run, J1 with A and J2 with owner-2 alone (no B): A's
+  Hello says the 0.75 the cap leaves, J1's ledger is capped at it and its
+  4 answers of 0.1875 are given with no refusal (docs/ledger.md §8 "A new
+  job's cap is what is left"), and `dpasync ledger led` says lifetime
+  spent 1 of a cap of 1, jobs J0 and J1 only;
 - after J1, with A waiting for its next job, the same removals of J1's
   ledger still refuse B."""
 import itertools, json, os, shutil, subprocess, sys, time
@@ -148,10 +150,13 @@ def test(argv):
         c2.start_owner(2, rate='50', once=True)
         out = c1.wait_learner(timeout=120)
         check('done k=%d' % T in out, 'J1: %r' % out)
-        wait_log(c1.path('learnerd.log'), 'lifetime budget spent')
+        llog = open(c1.path('learnerd.log')).read()
+        check('hello id=owner-1 ' in llog and ' epsilon_left=0.75 ' in llog and
+              ' refused k=' not in llog,
+              'owner-1 did not say 0.75 left, or refused a query:\n' + llog[-2000:])
         info, _ = ledger(c1, led)
         jobs = {j['job']: j for j in info['jobs']}
-        check(set(jobs) == {'J0', 'J1'} and
+        check(set(jobs) == {'J0', 'J1'} and jobs['J1']['answers'] == 4 and
               abs(info['lifetime_epsilon_spent'] - 1.0) < 1e-9 and
               info['lifetime_epsilon_left'] == 0 and
               info['lifetime_epsilon_spent'] <= info['lifetime_epsilon_cap'],

@@ -15,10 +15,13 @@ real ownerd, learnerd and dpasync on loopback, owner-1's ledger directory
 - A restart with --lifetime-epsilon 1.25 is accepted and lowers the cap
   for good (recorded: ownerd, 1.5 -> 1.25); its job J1 spends 1 (--epsilon
   1 --answers-cap 4).  Restarted without the flag for the next job J2,
-  ownerd starts with cap 1.25 and 0.25 left, gives 1 answer of 0.25 and
-  refuses the rest with "lifetime budget spent"; its /metrics say cap
-  1.25, spent 1.25, left 0, with J2's id on the job's gauges.  1.5 is now
-  a raise: refused.
+  ownerd starts with cap 1.25 and 0.25 left; its Hello says
+  epsilon_left=0.25, the recorded cap's (with --epsilon's 1 as the cap it
+  would say 0 and be turned away), so J2's ledger is capped at 0.25 and
+  its 4 answers of 0.0625 are all given with no refusal
+  (docs/ledger.md §8 "A new job's cap is what is left"); its /metrics say
+  cap 1.25, spent 1.25, left 0, with J2's id on the job's gauges.  1.5 is
+  now a raise: refused.
 - `dpasync ledger raise-lifetime led --to 2 --reason ...` is refused
   while ownerd runs (exit 1), and recorded once it is stopped (who, uid,
   host, when, 1.25 -> 2, why); a restarted ownerd then starts with cap 2,
@@ -169,21 +172,23 @@ def lowered(c, led, bindir):
         c2.close()
     check('done k=%d' % T in out, 'job J2: %r' % out)
     llog = open(c2.path('learnerd.log')).read()
-    check('lifetime budget spent' in llog, 'learnerd did not log the refusal:\n' + llog[-2000:])
+    check(' refused k=' not in llog and re.search(r'hello id=owner-1 .*epsilon_left=0\.25 ', llog),
+          'owner-1 did not say 0.25 left, or refused a query:\n' + llog[-2000:])
     m = o.metrics()
     check(m['dpasync_owner_lifetime_epsilon_cap'] == 1.25 and
           m['dpasync_owner_lifetime_epsilon_spent'] == 1.25 and
           m['dpasync_owner_lifetime_epsilon_left'] == 0 and
           m.get('dpasync_owner_epsilon_spent{job_id="J2"}') == 0.25 and
-          m.get('dpasync_owner_epsilon_left{job_id="J2"}') == 0.75, 'metrics after J2: %r' % m)
+          m.get('dpasync_owner_epsilon_left{job_id="J2"}') == 0, 'metrics after J2: %r' % m)
     o.stop()
     info = ledger(c, led)
     jobs = {j['job']: j for j in info['jobs']}
     check(info['lifetime_epsilon_spent'] == 1.25 and info['lifetime_epsilon_left'] == 0 and
-          jobs['J2']['answers'] == 1, 'after job J2: %r' % info)
+          jobs['J2']['answers'] == 4 and jobs['J2']['epsilon_cap'] == 0.25,
+          'after job J2: %r' % info)
     Owner(c, led, ['--lifetime-epsilon', '1.5']).refused('1.5 after lowering to 1.25')
-    print('lowered to 1.25 at a start (recorded); J1 spent 1, J2 one answer of 0.25, then '
-          '"lifetime budget spent"')
+    print('lowered to 1.25 at a start (recorded); J1 spent 1; J2\'s Hello said the 0.25 the '
+          'record leaves, and its 4 answers of 0.0625 were given without a refusal')
 
 
 def raised(c, led):
