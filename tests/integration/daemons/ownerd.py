@@ -662,6 +662,14 @@ def test_main_flow(ownerd, dpasync, base, work, fl, Xb, y, n, p, log):
     check(re.search(r' info owner: summary final answers=0 refusals=2 ticks=\d+ skipped=\d+ '
                     r'ledger_answers=3/3 spent=', text), 'final summary of the restarted ownerd')
 
+    # The lifetime cap is the directory's, 1 from the first start (docs/ledger.md
+    # §11): a configuration cannot raise it, the data owner does, on purpose.
+    # Raised to 10 before the next start, so that test-job's cap 1 is not
+    # what the lifetime leaves (docs/ledger.md §8 "A new job's cap is what is
+    # left") and only --epsilon can explain it.
+    p_raise = run([dpasync, 'ledger', 'raise-lifetime', led, '--to', '10', '--reason',
+                   'another job'])
+    check(p_raise.returncode == 0, 'raise-lifetime: %s' % p_raise.stderr)
     # A job's caps are bound for good: the same job with another epsilon stops
     # ownerd (exit 2).  Another job gets a ledger of its own, and its request
     # ids start again at 1 (docs/ledger.md §8).
@@ -674,11 +682,6 @@ def test_main_flow(ownerd, dpasync, base, work, fl, Xb, y, n, p, log):
     rc = o.wait()
     check(rc == 2, 'same job with another epsilon: exit %d, expected 2' % rc)
     c.close()
-    # The lifetime cap is the directory's, 1 from the first start (docs/ledger.md
-    # §11): a configuration cannot raise it, the data owner does, on purpose.
-    p_raise = run([dpasync, 'ledger', 'raise-lifetime', led, '--to', '10', '--reason',
-                   'another job'])
-    check(p_raise.returncode == 0, 'raise-lifetime: %s' % p_raise.stderr)
     o = Owner(ownerd, args + ['--lifetime-epsilon', '10'], log)
     c = fl.accept()
     c.expect('hello')
