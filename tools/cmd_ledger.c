@@ -87,15 +87,7 @@ static int add_changes(struct json_object *j, const dp_ledgerset *s)
 
 		rc = dp_json_push(arr, o);
 		if (rc == 0)
-			rc = dp_json_add(o, "time", json_object_new_string(c->time));
-		if (rc == 0)
-			rc = dp_json_add(o, "user", json_object_new_string(c->user));
-		if (rc == 0)
-			rc = dp_json_add(o, "uid", json_object_new_uint64(c->uid));
-		if (rc == 0)
-			rc = dp_json_add(o, "host", json_object_new_string(c->host));
-		if (rc == 0)
-			rc = dp_json_add(o, "program", json_object_new_string(c->program));
+			rc = dp_ledgerset_change_add_who(o, c);
 		if (rc == 0 && !c->first)
 			rc = add_eps(o, "old_epsilon", dp_nano_to_eps(c->old_nano));
 		if (rc == 0)

@@ -39,6 +39,7 @@
 #include "common/core/ledger.h"
 
 typedef struct dp_ledgerset dp_ledgerset;
+struct json_object;
 
 /* The directory format this build writes (and the newest it reads). */
 #define DP_LEDGERSET_FORMAT 3
@@ -159,6 +160,10 @@ int dp_ledgerset_lifetime_get(const dp_ledgerset *s, uint64_t *nano);
  * the next change or close. */
 size_t dp_ledgerset_lifetime_count(const dp_ledgerset *s);
 const dp_ledgerset_change *dp_ledgerset_lifetime_at(const dp_ledgerset *s, size_t i);
+/* Add who made change `c` and when (the keys time, user, uid, host and
+ * program) to the JSON object `o`: the lifetime file and `dpasync ledger`
+ * print them alike.  0 or DP_ENOMEM (o may then hold some of them). */
+int dp_ledgerset_change_add_who(struct json_object *o, const dp_ledgerset_change *c);
 /* Change the lifetime cap of a writable set to `nano` (DP_NANO_INF: none),
  * recording who (the effective user, the host, `program`), when, the cap
  * before and after, and `reason` (1..DP_LEDGERSET_REASON_MAX bytes of

@@ -51,14 +51,11 @@ static bool printable(const char *s)
 	return true;
 }
 
-/* The change `c` as a JSON object appended to `arr`. */
-static int push_change(struct json_object *arr, const dp_ledgerset_change *c)
+int dp_ledgerset_change_add_who(struct json_object *o, const dp_ledgerset_change *c)
 {
-	struct json_object *o = json_object_new_object();
 	int rc;
 
-	if (o == NULL)
-		return dp_error_set(DP_ENOMEM, "ledger: out of memory");
+	DP_REQUIRE(o != NULL && c != NULL);
 	rc = dp_json_add(o, "time", json_object_new_string(c->time));
 	if (rc == 0)
 		rc = dp_json_add(o, "user", json_object_new_string(c->user));
@@ -68,6 +65,18 @@ static int push_change(struct json_object *arr, const dp_ledgerset_change *c)
 		rc = dp_json_add(o, "host", json_object_new_string(c->host));
 	if (rc == 0)
 		rc = dp_json_add(o, "program", json_object_new_string(c->program));
+	return rc;
+}
+
+/* The change `c` as a JSON object appended to `arr`. */
+static int push_change(struct json_object *arr, const dp_ledgerset_change *c)
+{
+	struct json_object *o = json_object_new_object();
+	int rc;
+
+	if (o == NULL)
+		return dp_error_set(DP_ENOMEM, "ledger: out of memory");
+	rc = dp_ledgerset_change_add_who(o, c);
 	if (rc == 0)
 		rc = c->first ? dp_json_add_null(o, "old_nano") :
 			dp_json_add(o, "old_nano", nano_json(c->old_nano));
