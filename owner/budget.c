@@ -314,11 +314,14 @@ void own_budget_describe(const struct own_budget *b, char *buf, size_t size)
 
 	DP_REQUIRE(b != NULL && buf != NULL && size > 0);
 	own_budget_status(b, &st);
+	/* The last figure is what a new job's Hello would say and its ledger
+	 * be capped at (docs/ledger.md §8 "A new job's cap is what is left"). */
 	snprintf(buf, size, "ledger %s: %s%zu jobs, format %u; lifetime cap %.9g (%s), spent "
-		 "%.9g, left %.9g", b->cfg.path, b->set ? "" : "not created yet, ",
-		 b->set ? dp_ledgerset_count(b->set) : 0,
+		 "%.9g, left %.9g; a new job's epsilon %.9g", b->cfg.path,
+		 b->set ? "" : "not created yet, ", b->set ? dp_ledgerset_count(b->set) : 0,
 		 b->set ? dp_ledgerset_format(b->set) : DP_LEDGERSET_FORMAT, st.lifetime_cap,
-		 b->lifetime_from ? b->lifetime_from : "", st.lifetime_spent, st.lifetime_left);
+		 b->lifetime_from ? b->lifetime_from : "", st.lifetime_spent, st.lifetime_left,
+		 fmin(b->cfg.epsilon, st.lifetime_left));
 }
 
 void own_budget_close(struct own_budget *b)

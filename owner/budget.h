@@ -124,7 +124,8 @@ int own_budget_open(struct own_budget *b, const struct own_budget_config *cfg);
 
 /* One line (no newline) for `ownerd --check-config`: the directory, its
  * jobs and format, the lifetime cap in force and where it comes from,
- * what is spent and what is left of it.  Truncated to `size`. */
+ * what is spent and what is left of it, and the epsilon a new job would
+ * get (the smaller of --epsilon and what is left).  Truncated to `size`. */
 void own_budget_describe(const struct own_budget *b, char *buf, size_t size);
 
 /* Close the ledger (every charge is already durable).  Idempotent. */

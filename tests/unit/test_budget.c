@@ -455,6 +455,7 @@ static void test_lifetime_recorded(void **state)
 	own_budget_describe(&f.b, line, sizeof(line));
 	assert_non_null(strstr(line, "lifetime cap 0.5 ("));
 	assert_non_null(strstr(line, "which the start lowers"));
+	assert_non_null(strstr(line, "left 0.5; a new job's epsilon 0.5"));
 	own_budget_close(&f.b);
 
 	f.cfg.check_only = false;       /* lowered for good, recorded */

@@ -140,7 +140,7 @@ def recorded_and_refused(c, led):
     p = check_config(c, led, ['--lifetime-epsilon', '1.25'])
     last = (p.stdout.strip().splitlines() or [''])[-1]
     check(p.returncode == 0 and 'lifetime cap 1.25 (lifetime-epsilon, below the recorded cap, '
-          'which the start lowers), spent 0, left 1.25' in last,
+          'which the start lowers), spent 0, left 1.25; a new job\'s epsilon 1' in last,
           '--check-config with 1.25: %d %r %s' % (p.returncode, last, p.stderr))
     check(lifetime_file(led) == before, '--check-config changed the record')
 
