@@ -77,37 +77,13 @@ static double eps_of_nano(uint64_t n)
 	return d;
 }
 
-/* The epsilon cap of job file `path` (docs/ledger.md §8 "Jobs and the
- * lifetime budget"): --epsilon, or what the lifetime cap leaves when that
- * is less, so that all K answers the learner planned for what this owner
- * has left can be given (docs/planner.md §1 "Budget left").  An existing
- * file keeps its cap: --epsilon, or a smaller one that the lifetime
- * explains (it left that much when the job began, and never more since);
- * any other cap is refused by dp_ledger_open, as before.  Peer mode's fixed
- * per-wake-up share keeps --epsilon. */
-static double job_cap(const struct own_budget *b, const char *path)
-{
-	const dp_ledgerset_job *e = dp_ledgerset_find(b->set, path);
-	uint64_t eps_nano, others, left;
-
-	if (b->cfg.eps_step > 0 || isinf(b->cfg.epsilon) || b->lifetime_nano == DP_NANO_INF ||
-	    dp_nano_floor(b->cfg.epsilon, &eps_nano) < 0)
-		return b->cfg.epsilon;
-	others = dp_ledgerset_spent_except(b->set, path);
-	left = others == DP_NANO_INF || others >= b->lifetime_nano ? 0 : b->lifetime_nano - others;
-	if (e != NULL)
-		return e->cap_nano < eps_nano && e->cap_nano >= left ? eps_of_nano(e->cap_nano)
-								     : b->cfg.epsilon;
-	return left < eps_nano && left > 0 ? eps_of_nano(left) : b->cfg.epsilon;
-}
-
 static unsigned open_flags(const struct own_budget *b)
 {
 	return b->cfg.allow_inf ? DP_LEDGER_ALLOW_INF : 0;
 }
 
-/* Bring dpasync_owner_epsilon_spent/left up to date; *st receives the
- * status they show. */
+/* Bring dpasync_owner_epsilon_spent/left and the lifetime gauges up to
+ * date; *st receives the status they show. */
 static void refresh_gauges(const struct own_budget *b, struct own_budget_status *st)
 {
 	own_budget_status(b, st);
@@ -115,6 +91,24 @@ static void refresh_gauges(const struct own_budget *b, struct own_budget_status 
 		dp_metrics_set(b->cfg.spent, st->spent);
 	if (b->cfg.left)
 		dp_metrics_set(b->cfg.left, st->left);
+	if (b->cfg.life_cap)
+		dp_metrics_set(b->cfg.life_cap, st->lifetime_cap);
+	if (b->cfg.life_spent)
+		dp_metrics_set(b->cfg.life_spent, st->lifetime_spent);
+	if (b->cfg.life_left)
+		dp_metrics_set(b->cfg.life_left, st->lifetime_left);
+}
+
+/* The per-job gauges name the bound job (docs/operations.md §2).  A job
+ * id the metrics cannot carry (not UTF-8) leaves them unlabelled. */
+static void label_gauges(const struct own_budget *b, const char *job)
+{
+	const char *v[] = { job }, *none[] = { "" };
+	struct dp_metric *g[] = { b->cfg.spent, b->cfg.left };
+
+	for (size_t i = 0; i < sizeof(g) / sizeof(g[0]); i++)
+		if (g[i] != NULL && dp_metrics_relabel(g[i], v) == DP_EINVAL)
+			dp_metrics_relabel(g[i], none);
 }
 
 /* Lifetime spent: the other jobs' totals and the bound job's. */
@@ -147,9 +141,133 @@ static bool lifetime_allows(const struct own_budget *b, double eps_q)
 	return c <= b->lifetime_nano - spent;
 }
 
+/* What this process's own ledger said job file `path` had spent when it
+ * closed it, or NULL. */
+static const struct own_budget_closed *closed_job(const struct own_budget *b, const char *path)
+{
+	for (size_t i = 0; i < b->n_closed; i++)
+		if (strcmp(b->closed[i].path, path) == 0)
+			return &b->closed[i];
+	return NULL;
+}
+
+/* Spent by every job but `path` (NULL: none), as the directory says,
+ * except that a job this process closed counts at least what it had
+ * spent then: a job file removed, or replaced by an older copy, while the
+ * daemon runs cannot give its budget back to this process (docs/ledger.md
+ * §8). */
+static uint64_t others_spent(const struct own_budget *b, const char *path)
+{
+	uint64_t sum = dp_ledgerset_spent_except(b->set, path);
+
+	for (size_t i = 0; i < b->n_closed && sum != DP_NANO_INF; i++) {
+		const dp_ledgerset_job *j = dp_ledgerset_find(b->set, b->closed[i].path);
+		uint64_t disk = j ? j->spent_nano : 0;
+
+		if ((path != NULL && strcmp(path, b->closed[i].path) == 0) ||
+		    disk >= b->closed[i].spent_nano)
+			continue;
+		sum = dp_nano_add(sum - disk, b->closed[i].spent_nano);
+	}
+	return sum;
+}
+
+/* The epsilon cap of job file `path` (docs/ledger.md §8 "Jobs and the
+ * lifetime budget"): --epsilon, or what the lifetime cap leaves when that
+ * is less, so that all K answers the learner planned for what this owner
+ * has left can be given (docs/planner.md §1 "Budget left").  An existing
+ * file keeps its cap: --epsilon, or a smaller one that the lifetime
+ * explains (it left that much when the job began, and never more since);
+ * any other cap is refused by dp_ledger_open, as before.  Peer mode's fixed
+ * per-wake-up share keeps --epsilon.  The lifetime cap is the directory's
+ * (docs/ledger.md §11), and the other jobs count what others_spent does. */
+static double job_cap(const struct own_budget *b, const char *path)
+{
+	const dp_ledgerset_job *e = dp_ledgerset_find(b->set, path);
+	uint64_t eps_nano, others, left;
+
+	if (b->cfg.eps_step > 0 || isinf(b->cfg.epsilon) || b->lifetime_nano == DP_NANO_INF ||
+	    dp_nano_floor(b->cfg.epsilon, &eps_nano) < 0)
+		return b->cfg.epsilon;
+	others = others_spent(b, path);
+	left = others == DP_NANO_INF || others >= b->lifetime_nano ? 0 : b->lifetime_nano - others;
+	if (e != NULL)
+		return e->cap_nano < eps_nano && e->cap_nano >= left ? eps_of_nano(e->cap_nano)
+								     : b->cfg.epsilon;
+	return left < eps_nano && left > 0 ? eps_of_nano(left) : b->cfg.epsilon;
+}
+
+/* Remember what the bound job's ledger says it spent, before closing it. */
+static int note_closed(struct own_budget *b)
+{
+	const char *path = dp_ledger_path(b->ledger);
+	struct own_budget_closed *c = (struct own_budget_closed *)closed_job(b, path), *v;
+
+	if (c == NULL) {
+		v = realloc(b->closed, (b->n_closed + 1) * sizeof(*v));
+		if (v == NULL)
+			return dp_error_set(DP_ENOMEM, "ledger: out of memory");
+		b->closed = v;
+		c = &v[b->n_closed];
+		c->path = strdup(path);
+		if (c->path == NULL)
+			return dp_error_set(DP_ENOMEM, "ledger: out of memory");
+		b->n_closed++;
+	}
+	c->spent_nano = dp_ledger_spent_nano(b->ledger);
+	return 0;
+}
+
+uint64_t own_budget_cap_for(const struct own_budget *b, uint64_t K)
+{
+	DP_REQUIRE(b != NULL);
+	return b->cfg.answers_cap ? b->cfg.answers_cap : K;
+}
+
+/* The lifetime cap in force (docs/ledger.md §11): the directory's; a
+ * configured one above it is refused, one below it lowers it for good. */
+static int settle_cap(struct own_budget *b, uint64_t want)
+{
+	uint64_t rec;
+	char reason[160];
+	int r;
+
+	b->lifetime_nano = want;
+	b->lifetime_from = "lifetime-epsilon, which the first start records";
+	if (b->set == NULL || dp_ledgerset_lifetime_get(b->set, &rec) != 0)
+		return 0;   /* a check of what the first start will record */
+	b->lifetime_recorded = true;
+	b->lifetime_nano = rec;
+	b->lifetime_from = "recorded in the directory";
+	if (!b->cfg.lifetime_given || want == rec)
+		return 0;
+	if (want > rec)
+		return dp_error_set(DP_EINVAL, "--lifetime-epsilon %.9g is above the lifetime cap "
+				    "%.9g that the ledger directory %s records: raising it is the data "
+				    "owner's decision, taken with `dpasync ledger raise-lifetime %s "
+				    "--to %.9g --reason TEXT`; or leave lifetime-epsilon out to use the "
+				    "recorded cap (docs/ledger.md §11)", dp_nano_to_eps(want),
+				    dp_nano_to_eps(rec), b->cfg.path, b->cfg.path,
+				    dp_nano_to_eps(want));
+	b->lifetime_nano = want;
+	b->lifetime_from = "lifetime-epsilon, below the recorded cap, which the start lowers";
+	if (b->cfg.check_only)
+		return 0;
+	b->lifetime_from = "lowered by lifetime-epsilon at this start, recorded";
+	snprintf(reason, sizeof(reason), "lifetime-epsilon %.9g given at the start, below the "
+		 "recorded %.9g", dp_nano_to_eps(want), dp_nano_to_eps(rec));
+	r = dp_ledgerset_lifetime_set(b->set, want, 0, "ownerd", reason);
+	if (r == 0)
+		DP_INFO("ledger", "lifetime cap lowered dir=%s from=%.9g to=%.9g (recorded)",
+			b->cfg.path, dp_nano_to_eps(rec), dp_nano_to_eps(want));
+	return r;
+}
+
 int own_budget_open(struct own_budget *b, const struct own_budget_config *cfg)
 {
 	struct own_budget_status st;
+	struct dp_ledgerset_init init;
+	uint64_t want = DP_NANO_INF;
 	int r;
 
 	DP_REQUIRE(b != NULL && cfg != NULL && cfg->path != NULL && cfg->owner_id != NULL);
@@ -157,25 +275,53 @@ int own_budget_open(struct own_budget *b, const struct own_budget_config *cfg)
 	b->cfg = *cfg;
 	b->lifetime_nano = DP_NANO_INF;
 	if (!isinf(cfg->lifetime)) {
-		r = dp_nano_floor(cfg->lifetime, &b->lifetime_nano);
+		r = dp_nano_floor(cfg->lifetime, &want);
 		if (r < 0)
 			return r;
+		if (want == 0)
+			return dp_error_set(DP_EINVAL, "--lifetime-epsilon %g is below 1 nano-epsilon",
+					    cfg->lifetime);
 	}
+	init.lifetime_nano = want;
+	init.program = "ownerd";
+	init.reason = NULL;
 	if (cfg->check_only) {
 		/* Verify what exists, create nothing, take no lock. */
-		if (access(cfg->path, F_OK) != 0)
-			return 0;
-		r = dp_ledgerset_open(cfg->path, cfg->owner_id, DP_LEDGERSET_READONLY, &b->set);
+		r = access(cfg->path, F_OK) != 0 ? 0 :
+			dp_ledgerset_open(cfg->path, cfg->owner_id, DP_LEDGERSET_READONLY, NULL,
+					  &b->set);
 	} else {
-		r = dp_ledgerset_open(cfg->path, cfg->owner_id, 0, &b->set);
+		r = dp_ledgerset_open(cfg->path, cfg->owner_id, 0, &init, &b->set);
 	}
-	if (r < 0)
+	if (r == 0)
+		r = settle_cap(b, want);
+	if (r < 0) {
+		dp_ledgerset_close(b->set);
+		b->set = NULL;
 		return r;   /* the detail names the file */
-	b->others_nano = dp_ledgerset_spent_except(b->set, NULL);
+	}
+	b->others_nano = b->set ? others_spent(b, NULL) : 0;
+	label_gauges(b, "");
 	refresh_gauges(b, &st);
-	DP_INFO("ledger", "opened dir=%s jobs=%zu lifetime_spent=%.9g lifetime_cap=%g", cfg->path,
-		dp_ledgerset_count(b->set), st.lifetime_spent, cfg->lifetime);
+	DP_INFO("ledger", "opened dir=%s jobs=%zu lifetime_spent=%.9g lifetime_cap=%.9g", cfg->path,
+		b->set ? dp_ledgerset_count(b->set) : 0, st.lifetime_spent, st.lifetime_cap);
 	return 0;
+}
+
+void own_budget_describe(const struct own_budget *b, char *buf, size_t size)
+{
+	struct own_budget_status st;
+
+	DP_REQUIRE(b != NULL && buf != NULL && size > 0);
+	own_budget_status(b, &st);
+	/* The last figure is what a new job's Hello would say and its ledger
+	 * be capped at (docs/ledger.md §8 "A new job's cap is what is left"). */
+	snprintf(buf, size, "ledger %s: %s%zu jobs, format %u; lifetime cap %.9g (%s), spent "
+		 "%.9g, left %.9g; a new job's epsilon %.9g", b->cfg.path,
+		 b->set ? "" : "not created yet, ", b->set ? dp_ledgerset_count(b->set) : 0,
+		 b->set ? dp_ledgerset_format(b->set) : DP_LEDGERSET_FORMAT, st.lifetime_cap,
+		 b->lifetime_from ? b->lifetime_from : "", st.lifetime_spent, st.lifetime_left,
+		 fmin(b->cfg.epsilon, st.lifetime_left));
 }
 
 void own_budget_close(struct own_budget *b)
@@ -186,12 +332,11 @@ void own_budget_close(struct own_budget *b)
 	b->gen++;
 	dp_ledgerset_close(b->set);
 	b->set = NULL;
-}
-
-uint64_t own_budget_cap_for(const struct own_budget *b, uint64_t K)
-{
-	DP_REQUIRE(b != NULL);
-	return b->cfg.answers_cap ? b->cfg.answers_cap : K;
+	for (size_t i = 0; i < b->n_closed; i++)
+		free(b->closed[i].path);
+	free(b->closed);
+	b->closed = NULL;
+	b->n_closed = 0;
 }
 
 /* Close the bound job's ledger (every record is durable) and take what it
@@ -202,6 +347,9 @@ static int unbind(struct own_budget *b)
 
 	DP_INFO("ledger", "job %s closed answers=%llu spent=%.9g", b->job,
 		(unsigned long long)dp_ledger_answers(b->ledger), dp_ledger_spent(b->ledger));
+	r = note_closed(b);
+	if (r < 0)
+		return r;
 	dp_ledger_close(b->ledger);
 	b->ledger = NULL;
 	b->gen++;
@@ -210,7 +358,7 @@ static int unbind(struct own_budget *b)
 	r = dp_ledgerset_rescan(b->set);
 	if (r < 0)
 		return r;
-	b->others_nano = dp_ledgerset_spent_except(b->set, NULL);
+	b->others_nano = others_spent(b, NULL);
 	return 0;
 }
 
@@ -262,9 +410,24 @@ int own_budget_bind(struct own_budget *b, const char *job, uint64_t offered)
 		free(path);
 		return r;
 	}
+	/* A job this process closed must hold what it held then: less is a
+	 * file replaced while the daemon ran (a rollback, docs/ledger.md §1). */
+	if (closed_job(b, path) != NULL &&
+	    dp_ledger_spent_nano(b->ledger) < closed_job(b, path)->spent_nano) {
+		r = dp_error_set(DP_ECORRUPT, "ledger %s holds less than this ownerd recorded in it "
+				 "(%.9g, not %.9g): the file was replaced while the daemon ran",
+				 path, dp_ledger_spent(b->ledger),
+				 dp_nano_to_eps(closed_job(b, path)->spent_nano));
+		DP_ERROR("ledger", "cannot open the ledger of job %s: %s", job, dp_error_detail(r));
+		dp_ledger_close(b->ledger);
+		b->ledger = NULL;
+		free(path);
+		return r;
+	}
 	/* What this job spent before (a resumed job) is in its own ledger. */
-	b->others_nano = dp_ledgerset_spent_except(b->set, path);
+	b->others_nano = others_spent(b, path);
 	snprintf(b->job, sizeof(b->job), "%s", job);
+	label_gauges(b, job);
 	b->K = K;
 	b->eps_q = eps_q;
 	refresh_gauges(b, &st);
@@ -354,6 +517,7 @@ void own_budget_status(const struct own_budget *b, struct own_budget_status *out
 	DP_REQUIRE(b != NULL && out != NULL);
 	memset(out, 0, sizeof(*out));
 	spent = lifetime_spent_nano(b);
+	out->lifetime_cap = dp_nano_to_eps(b->lifetime_nano);
 	out->lifetime_spent = dp_nano_to_eps(spent);
 	out->lifetime_left = b->lifetime_nano == DP_NANO_INF ? INFINITY :
 		spent == DP_NANO_INF || spent >= b->lifetime_nano ? 0.0 :
@@ -451,7 +615,8 @@ int own_budget_begin_eps(struct own_budget *b, uint64_t k, double eps,
 	 * for this answer was counted when it was reserved. */
 	if (!covers(b, eps) && !lifetime_allows(b, eps)) {
 		b->lifetime_hit = true;
-		return dp_error_set(DP_EBUDGET, "lifetime budget %g spent", b->cfg.lifetime);
+		return dp_error_set(DP_EBUDGET, "lifetime budget %.9g spent",
+				    dp_nano_to_eps(b->lifetime_nano));
 	}
 
 	/* 3. is the caller's, with exactly the share that step 4 charges */
@@ -475,7 +640,8 @@ int own_budget_commit(struct own_budget *b, struct own_budget_ticket *t,
 
 	if (!covers(b, t->eps_q) && !lifetime_allows(b, t->eps_q)) {
 		b->lifetime_hit = true;
-		return dp_error_set(DP_EBUDGET, "lifetime budget %g spent", b->cfg.lifetime);
+		return dp_error_set(DP_EBUDGET, "lifetime budget %.9g spent",
+				    dp_nano_to_eps(b->lifetime_nano));
 	}
 	/* 4. durable charge: synced before it returns, or covered by the
 	 * share reserved and synced after the previous answer */

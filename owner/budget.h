@@ -17,6 +17,7 @@
 #define OWN_BUDGET_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/core/ledger.h"
@@ -32,7 +33,13 @@
 struct own_budget_config {
 	const char *path;           /* --ledger: the directory of per-job ledgers */
 	double epsilon;             /* --epsilon, the cap of each job; INFINITY only with allow_inf */
-	double lifetime;            /* --lifetime-epsilon, the cap over all jobs of the dataset */
+	double lifetime;            /* --lifetime-epsilon, the cap over all jobs of the dataset:
+				       the cap a directory that records none yet
+				       records (docs/ledger.md §11) */
+	bool lifetime_given;        /* lifetime was set by the operator: above the
+				       directory's recorded cap it is refused, below
+				       it it lowers the cap (recorded); else the
+				       recorded cap is used as it is */
 	uint64_t answers_cap;       /* --answers-cap; 0 = the K of the first Welcome */
 	bool allow_inf;             /* --allow-no-noise */
 	bool reserve_ahead;         /* --reserve-ahead: commit may use the share reserved
@@ -44,8 +51,13 @@ struct own_budget_config {
 				       (dp_nano_share); > 0: peer mode's
 				       per-wake-up share, fixed by the caller
 				       (docs/peer-agents.md "Privacy") */
-	struct dp_metric *spent;    /* dpasync_owner_epsilon_spent (may be NULL) */
-	struct dp_metric *left;     /* dpasync_owner_epsilon_left (may be NULL) */
+	struct dp_metric *spent;    /* dpasync_owner_epsilon_spent (may be NULL); when
+				       labelled, its one label (job_id) follows the
+				       bound job */
+	struct dp_metric *left;     /* dpasync_owner_epsilon_left (likewise) */
+	struct dp_metric *life_cap; /* dpasync_owner_lifetime_epsilon_cap (may be NULL) */
+	struct dp_metric *life_spent;  /* ..._lifetime_epsilon_spent (may be NULL) */
+	struct dp_metric *life_left;   /* ..._lifetime_epsilon_left (may be NULL) */
 };
 
 struct own_budget {
@@ -56,7 +68,19 @@ struct own_budget {
 	uint64_t K;                 /* answer cap in force (0 while unbound) */
 	double eps_q;               /* per-answer share: charged AND calibrates the noise */
 	uint64_t others_nano;       /* spent by the dataset's other jobs (DP_NANO_INF: unlimited) */
-	uint64_t lifetime_nano;     /* lifetime cap (DP_NANO_INF: none) */
+	uint64_t lifetime_nano;     /* lifetime cap in force (DP_NANO_INF: none) */
+	bool lifetime_recorded;     /* the directory records it (false: a check of a
+				       directory that does not exist yet or predates
+				       the record: the configured cap, recorded at
+				       the first start) */
+	const char *lifetime_from;  /* where the cap in force comes from, for the logs */
+	struct own_budget_closed {  /* the jobs this process closed: each counts at
+				       least what its own ledger said at the close,
+				       whatever its file says later */
+		char *path;
+		uint64_t spent_nano;
+	} *closed;
+	size_t n_closed;
 	bool failed;                /* the ledger failed: nothing more, ever */
 	bool ticket_open;           /* own_budget_begin'ed, not yet committed/abandoned */
 	double ticket_eps;          /* the open ticket's share */
@@ -71,6 +95,7 @@ struct own_budget_status {
 	uint64_t cap;               /* K (0 while unbound) */
 	double spent;               /* epsilon spent (0 while unbound) */
 	double left;                /* epsilon left (--epsilon while unbound) */
+	double lifetime_cap;        /* the lifetime cap in force; INFINITY: none */
 	double lifetime_spent;      /* over every job of the dataset */
 	double lifetime_left;       /* INFINITY without a lifetime cap */
 	const char *job;            /* the job these counters belong to ("" none);
@@ -83,13 +108,25 @@ struct own_budget_status {
 
 /* Startup: keep cfg, open the ledger directory (created if missing, locked
  * for the daemon's life) and verify every job ledger in it completely
- * (dp_ledgerset_open): they must be this owner's.  Nothing is bound yet;
- * the first Welcome binds a job (own_budget_bind).
+ * (dp_ledgerset_open): they must be this owner's.  The lifetime cap is
+ * the directory's (docs/ledger.md §11): a new directory, or one that
+ * predates the record, records cfg->lifetime; a given lifetime above the
+ * recorded cap is refused, one below it lowers the cap for good and is
+ * recorded ("ownerd", with the reason).  With check_only nothing is
+ * created, written or locked: a lower cap is only reported.  Nothing is
+ * bound yet; the first Welcome binds a job (own_budget_bind).
  * Errors (detail names the file): DP_EINVAL (not a directory -- a format-1
- * single-job file says how to move it --, another owner's file),
- * DP_ECORRUPT, DP_ESTATE ("in use by another process"), DP_EIO, DP_ENOMEM,
- * DP_ERANGE.  On failure nothing is open. */
+ * single-job file says how to move it --, another owner's file, a given
+ * lifetime above the recorded cap), DP_ECORRUPT, DP_ESTATE ("in use by
+ * another process"), DP_EIO, DP_ENOMEM, DP_ERANGE.  On failure nothing is
+ * open. */
 int own_budget_open(struct own_budget *b, const struct own_budget_config *cfg);
+
+/* One line (no newline) for `ownerd --check-config`: the directory, its
+ * jobs and format, the lifetime cap in force and where it comes from,
+ * what is spent and what is left of it, and the epsilon a new job would
+ * get (the smaller of --epsilon and what is left).  Truncated to `size`. */
+void own_budget_describe(const struct own_budget *b, char *buf, size_t size);
 
 /* Close the ledger (every charge is already durable).  Idempotent. */
 void own_budget_close(struct own_budget *b);

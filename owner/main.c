@@ -104,8 +104,10 @@ static const struct dp_config_entry entries[] = {
 	  .help = "privacy budget of each job (inf only with --allow-no-noise)" },
 	{ .name = "lifetime-epsilon", DP_CFG_DOUBLE_INF(&S.lifetime_epsilon), .def = "0",
 	  .min = 0, .max = INFINITY, .group = "Privacy",
-	  .help = "privacy budget of the dataset over all jobs (0: --epsilon, one job's worth; "
-		  "inf: no lifetime cap)" },
+	  .help = "privacy budget of the dataset over all jobs, recorded in the ledger directory "
+		  "at its first start (0: the recorded cap, or --epsilon for a new directory; inf: "
+		  "no lifetime cap); above the recorded cap it is refused (dpasync ledger "
+		  "raise-lifetime raises it), below it lowers it for good (docs/ledger.md §11)" },
 	{ .name = "answers-cap", DP_CFG_U64(&S.answers_cap), .def = "0", .group = "Privacy",
 	  .metavar = "K",
 	  .help = "most answers ever given (0 = the K_i the learner plans, sent in its Welcome)" },
@@ -382,6 +384,10 @@ static const double grad_buckets[] = {
 
 static int metrics_init(struct own_metrics *m)
 {
+	/* The two gauges of one job's ledger name it (docs/operations.md §2). */
+	static const char *const job_id[] = { "job_id", NULL };
+	static const char *const unbound[] = { "" };
+	struct dp_metric_family *spent = NULL, *left = NULL;
 	const struct dp_metrics_def defs[] = {
 		{ DP_METRIC_COUNTER, "dpasync_owner_answers_total",
 		  "Noisy answers sent to the learner (this process).", .series = &m->answers },
@@ -389,9 +395,18 @@ static int metrics_init(struct own_metrics *m)
 		  "Queries refused (budget exhausted, repeated query, ledger failure).",
 		  .series = &m->refusals },
 		{ DP_METRIC_GAUGE, "dpasync_owner_epsilon_spent",
-		  "Privacy budget spent according to the ledger.", .series = &m->eps_spent },
+		  "Privacy budget spent according to the ledger of the job job_id.",
+		  .labels = job_id, .family = &spent },
 		{ DP_METRIC_GAUGE, "dpasync_owner_epsilon_left",
-		  "Privacy budget left according to the ledger.", .series = &m->eps_left },
+		  "Privacy budget left according to the ledger of the job job_id.",
+		  .labels = job_id, .family = &left },
+		{ DP_METRIC_GAUGE, "dpasync_owner_lifetime_epsilon_cap",
+		  "Lifetime privacy budget of the dataset, as the ledger directory records it.",
+		  .series = &m->life_cap },
+		{ DP_METRIC_GAUGE, "dpasync_owner_lifetime_epsilon_spent",
+		  "Privacy budget spent over every job of the dataset.", .series = &m->life_spent },
+		{ DP_METRIC_GAUGE, "dpasync_owner_lifetime_epsilon_left",
+		  "Lifetime privacy budget left.", .series = &m->life_left },
 		{ DP_METRIC_HISTOGRAM, "dpasync_owner_gradient_seconds",
 		  "Time to compute one noisy answer.", grad_buckets,
 		  sizeof(grad_buckets) / sizeof(grad_buckets[0]), .series = &m->grad_secs },
@@ -422,6 +437,10 @@ static int metrics_init(struct own_metrics *m)
 	r = dp_metrics_new(&m->reg);
 	if (r == 0)
 		r = dp_metrics_define(m->reg, defs, sizeof(defs) / sizeof(defs[0]));
+	if (r == 0)
+		r = dp_metrics_series(spent, unbound, &m->eps_spent);
+	if (r == 0)
+		r = dp_metrics_series(left, unbound, &m->eps_left);
 	if (r == 0)
 		r = dp_metrics_process(m->reg, "ownerd");
 	return r;
@@ -584,6 +603,7 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 	bc.path = d->set.ledger;
 	bc.epsilon = d->set.epsilon;
 	bc.lifetime = d->set.lifetime_epsilon != 0 ? d->set.lifetime_epsilon : d->set.epsilon;
+	bc.lifetime_given = d->set.lifetime_epsilon != 0;
 	bc.check_only = action == DP_CONFIG_CHECK;
 	bc.answers_cap = d->set.answers_cap;
 	bc.allow_inf = d->set.allow_no_noise;
@@ -591,6 +611,9 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 	bc.owner_id = d->id;
 	bc.spent = d->m.eps_spent;
 	bc.left = d->m.eps_left;
+	bc.life_cap = d->m.life_cap;
+	bc.life_spent = d->m.life_spent;
+	bc.life_left = d->m.life_left;
 	if (d->set.peer) {
 		r = start_peer(d, &bc);
 		if (r != 0)
@@ -601,7 +624,11 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 			return die(dp_exit_status(r, DP_EXIT_PHASE_LOAD), "%s", dp_error_detail(r));
 	}
 	if (action == DP_CONFIG_CHECK) {
-		if (dp_config_print(&spec, stdout) < 0 || fflush(stdout) != 0)
+		char line[1024];
+
+		own_budget_describe(&d->budget, line, sizeof(line));
+		if (dp_config_print(&spec, stdout) < 0 || printf("# %s\n", line) < 0 ||
+		    fflush(stdout) != 0)
 			return die(dp_exit_status(DP_EIO, DP_EXIT_PHASE_RUN),
 				   "cannot write to stdout");
 		return -1;
@@ -757,10 +784,10 @@ int main(int argc, char **argv)
 	}
 	own_budget_status(&d->budget, &st);
 	DP_INFO("owner", "starting id=%s learner=%s:%u rows=%zu p=%zu epsilon=%g "
-		"answers_cap=%llu rate=%g ledger=%s answers=%llu", d->id, d->host,
-		(unsigned)d->port, d->ds.n, d->ds.p, d->set.epsilon,
-		(unsigned long long)d->set.answers_cap, d->set.rate, d->set.ledger,
-		(unsigned long long)st.answers);
+		"answers_cap=%llu rate=%g ledger=%s answers=%llu lifetime_cap=%.9g "
+		"lifetime_left=%.9g", d->id, d->host, (unsigned)d->port, d->ds.n, d->ds.p,
+		d->set.epsilon, (unsigned long long)d->set.answers_cap, d->set.rate, d->set.ledger,
+		(unsigned long long)st.answers, st.lifetime_cap, st.lifetime_left);
 	if (d->httpd)
 		DP_INFO("owner", "metrics listening port=%u", (unsigned)dp_httpd_port(d->httpd));
 	own_client_start(&d->client);

@@ -120,8 +120,11 @@ struct own_metrics {
 	struct dp_metrics *reg;
 	struct dp_metric *answers;     /* dpasync_owner_answers_total (client) */
 	struct dp_metric *refusals;    /* dpasync_owner_refusals_total (client) */
-	struct dp_metric *eps_spent;   /* dpasync_owner_epsilon_spent (budget) */
-	struct dp_metric *eps_left;    /* dpasync_owner_epsilon_left (budget) */
+	struct dp_metric *eps_spent;   /* dpasync_owner_epsilon_spent{job_id} (budget) */
+	struct dp_metric *eps_left;    /* dpasync_owner_epsilon_left{job_id} (budget) */
+	struct dp_metric *life_cap;    /* dpasync_owner_lifetime_epsilon_cap (budget) */
+	struct dp_metric *life_spent;  /* dpasync_owner_lifetime_epsilon_spent (budget) */
+	struct dp_metric *life_left;   /* dpasync_owner_lifetime_epsilon_left (budget) */
 	struct dp_metric *grad_secs;   /* dpasync_owner_gradient_seconds (answer) */
 	struct dp_metric *connected;   /* dpasync_owner_connected (client) */
 	struct dp_metric *reconnects;  /* dpasync_owner_reconnects_total (client) */

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* dpasync ledger: inspect owners' privacy ledgers without touching them. */
+/* dpasync ledger: inspect owners' privacy ledgers without touching them
+ * (JSON lines, or text with --text); `dpasync ledger raise-lifetime` and
+ * `lower-lifetime` are tools/cmd_ledger_lifetime.c. */
 #include <json-c/json.h>
 #include <math.h>
 #include <stdio.h>
@@ -15,6 +17,19 @@
 #include "common/core/nano.h"
 #include "common/net/config.h"
 #include "tools/cmds.h"
+
+struct ledger_opts {
+	bool text;                      /* --text: lines for a human */
+	struct dp_config_strings files;
+};
+
+/* What is left of a cap after `spent` (nano-epsilon, DP_NANO_INF: none). */
+static uint64_t left_of(uint64_t cap, uint64_t spent)
+{
+	if (cap == DP_NANO_INF)
+		return DP_NANO_INF;
+	return spent >= cap ? 0 : cap - spent;
+}
 
 /* JSON has no infinity: an unlimited (testing) ledger prints null. */
 static int add_eps(struct json_object *j, const char *key, double v)
@@ -60,12 +75,55 @@ static int print_summary(const char *path, dp_ledger *l)
 	return rc;
 }
 
+/* The lifetime cap's changes as a JSON array (docs/ledger.md §11). */
+static int add_changes(struct json_object *j, const dp_ledgerset *s)
+{
+	struct json_object *arr = json_object_new_array();
+	int rc = arr ? 0 : DP_ENOMEM;
+
+	for (size_t i = 0; i < dp_ledgerset_lifetime_count(s) && rc == 0; i++) {
+		const dp_ledgerset_change *c = dp_ledgerset_lifetime_at(s, i);
+		struct json_object *o = json_object_new_object();
+
+		rc = dp_json_push(arr, o);
+		if (rc == 0)
+			rc = dp_ledgerset_change_add_who(o, c);
+		if (rc == 0 && !c->first)
+			rc = add_eps(o, "old_epsilon", dp_nano_to_eps(c->old_nano));
+		if (rc == 0)
+			rc = add_eps(o, "new_epsilon", dp_nano_to_eps(c->new_nano));
+		if (rc == 0)
+			rc = dp_json_add(o, "reason", json_object_new_string(c->reason));
+	}
+	if (rc == 0)
+		return dp_json_add(j, "lifetime_changes", arr);
+	json_object_put(arr);
+	return DP_ENOMEM;
+}
+
+/* The lifetime cap the directory records and what is left of it; a
+ * directory of format 1 or 2 records none, and says so. */
+static int add_lifetime(struct json_object *j, const dp_ledgerset *s, uint64_t spent)
+{
+	uint64_t cap;
+	int rc;
+
+	if (dp_ledgerset_lifetime_get(s, &cap) != 0)
+		return dp_json_add(j, "lifetime_recorded", json_object_new_boolean(0));
+	rc = dp_json_add(j, "lifetime_recorded", json_object_new_boolean(1));
+	if (rc == 0)
+		rc = add_eps(j, "lifetime_epsilon_cap", dp_nano_to_eps(cap));
+	if (rc == 0)
+		rc = add_eps(j, "lifetime_epsilon_left", dp_nano_to_eps(left_of(cap, spent)));
+	return rc;
+}
+
 /* One JSON line for a ledger directory: the lifetime totals and one entry
  * per job (docs/ledger.md §8). */
 static int print_set(const char *path, const dp_ledgerset *s)
 {
 	struct json_object *j = json_object_new_object(), *jobs = json_object_new_array();
-	uint64_t answers = 0;
+	uint64_t answers = 0, spent = dp_ledgerset_spent_except(s, NULL);
 	int rc = 0;
 
 	if (j == NULL || jobs == NULL) {
@@ -106,14 +164,17 @@ static int print_set(const char *path, const dp_ledgerset *s)
 	if (rc == 0)
 		rc = dp_json_add(j, "jobs_count", json_object_new_uint64(dp_ledgerset_count(s)));
 	if (rc == 0)
-		rc = add_eps(j, "lifetime_epsilon_spent",
-			     dp_nano_to_eps(dp_ledgerset_spent_except(s, NULL)));
+		rc = add_eps(j, "lifetime_epsilon_spent", dp_nano_to_eps(spent));
+	if (rc == 0)
+		rc = add_lifetime(j, s, spent);
 	if (rc == 0)
 		rc = dp_json_add(j, "lifetime_answers", json_object_new_uint64(answers));
 	if (rc == 0) {
 		rc = dp_json_add(j, "jobs", jobs);
 		jobs = NULL;
 	}
+	if (rc == 0 && dp_ledgerset_lifetime_count(s) > 0)
+		rc = add_changes(j, s);
 	if (rc == 0)
 		puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_SPACED |
 						       JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -122,16 +183,92 @@ static int print_set(const char *path, const dp_ledgerset *s)
 	return rc;
 }
 
-static int summarise_dir(const char *path)
+/* ---- --text: the same figures as lines for a human ----------------------- */
+
+/* An amount of epsilon as text: "inf" for an unlimited one. */
+static const char *eps_text(char *buf, size_t size, double v)
+{
+	if (isinf(v))
+		snprintf(buf, size, "inf");
+	else
+		snprintf(buf, size, "%.9g", v);
+	return buf;
+}
+
+static void text_summary(const char *path, dp_ledger *l)
+{
+	char a[32], b[32], c[32], k[32] = "none";
+	uint64_t last = 0;
+
+	if (dp_ledger_last_k(l, &last) == 0 && dp_ledger_answers(l) > 0)
+		snprintf(k, sizeof(k), "%llu", (unsigned long long)last);
+	printf("ledger %s (%s): spent %s of %s, left %s; %llu of %llu answers; last k %s; "
+	       "torn %zu bytes\n", path, dp_ledger_identity(l), eps_text(a, sizeof(a),
+	       dp_ledger_spent(l)), eps_text(b, sizeof(b), dp_ledger_cap(l)),
+	       eps_text(c, sizeof(c), dp_ledger_left(l)), (unsigned long long)dp_ledger_answers(l),
+	       (unsigned long long)dp_ledger_answers_cap(l), k, dp_ledger_torn_bytes(l));
+}
+
+static void text_set(const char *path, const dp_ledgerset *s)
+{
+	uint64_t cap, answers = 0, spent = dp_ledgerset_spent_except(s, NULL);
+	size_t n = dp_ledgerset_count(s);
+	char a[32], b[32], c[32];
+
+	for (size_t i = 0; i < n; i++)
+		answers += dp_ledgerset_at(s, i)->answers;
+	printf("ledger directory %s (format %u)\n", path, dp_ledgerset_format(s));
+	if (dp_ledgerset_lifetime_get(s, &cap) == 0)
+		printf("lifetime: cap %s, spent %s, left %s; %llu answers in %zu jobs\n",
+		       eps_text(a, sizeof(a), dp_nano_to_eps(cap)),
+		       eps_text(b, sizeof(b), dp_nano_to_eps(spent)),
+		       eps_text(c, sizeof(c), dp_nano_to_eps(left_of(cap, spent))),
+		       (unsigned long long)answers, n);
+	else
+		printf("lifetime: spent %s; %llu answers in %zu jobs; no cap recorded (format %u: "
+		       "ownerd records its lifetime-epsilon when it next starts)\n",
+		       eps_text(b, sizeof(b), dp_nano_to_eps(spent)), (unsigned long long)answers, n,
+		       dp_ledgerset_format(s));
+	for (size_t i = 0; i < n; i++) {
+		const dp_ledgerset_job *e = dp_ledgerset_at(s, i);
+
+		printf("  job %s: spent %s of %s; %llu of %llu answers; torn %zu bytes\n",
+		       strncmp(e->job, "job=", 4) == 0 ? e->job + 4 : e->job,
+		       eps_text(a, sizeof(a), dp_nano_to_eps(e->spent_nano)),
+		       eps_text(b, sizeof(b), dp_nano_to_eps(e->cap_nano)),
+		       (unsigned long long)e->answers, (unsigned long long)e->answers_cap, e->torn);
+	}
+	for (size_t i = 0; i < dp_ledgerset_lifetime_count(s); i++) {
+		const dp_ledgerset_change *ch = dp_ledgerset_lifetime_at(s, i);
+		char what[80];
+
+		if (ch->first)
+			snprintf(what, sizeof(what), "set %s",
+				 eps_text(b, sizeof(b), dp_nano_to_eps(ch->new_nano)));
+		else
+			snprintf(what, sizeof(what), "%s -> %s",
+				 eps_text(a, sizeof(a), dp_nano_to_eps(ch->old_nano)),
+				 eps_text(b, sizeof(b), dp_nano_to_eps(ch->new_nano)));
+		if (i == 0)
+			printf("lifetime cap changes:\n");
+		printf("  %s %s by %s (uid %llu) on %s: %s: %s\n", ch->time, ch->program, ch->user,
+		       (unsigned long long)ch->uid, ch->host, what, ch->reason);
+	}
+}
+
+static int summarise_dir(const char *path, bool text)
 {
 	dp_ledgerset *s;
-	int rc = dp_ledgerset_open(path, NULL, DP_LEDGERSET_READONLY, &s);
+	int rc = dp_ledgerset_open(path, NULL, DP_LEDGERSET_READONLY, NULL, &s);
 
 	if (rc != 0) {
 		dp_cmd_fail("ledger", "%s", dp_error_detail(rc));
 		return dp_exit_status(rc, DP_EXIT_PHASE_LOAD);
 	}
-	rc = print_set(path, s);
+	if (text)
+		text_set(path, s);
+	else
+		rc = print_set(path, s);
 	dp_ledgerset_close(s);
 	if (rc != 0) {
 		dp_cmd_fail("ledger", "out of memory");
@@ -143,7 +280,8 @@ static int summarise_dir(const char *path)
 /* Each ledger named on the command line, in order, until one fails. */
 static int summarise(void *arg)
 {
-	const struct dp_config_strings *files = arg;
+	const struct ledger_opts *o = arg;
+	const struct dp_config_strings *files = &o->files;
 	int status = 0;
 
 	/* The summary is the output; the ledger's own open/repair log lines are not. */
@@ -154,7 +292,7 @@ static int summarise(void *arg)
 		int rc;
 
 		if (stat(files->v[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-			status = summarise_dir(files->v[i]);
+			status = summarise_dir(files->v[i], o->text);
 			continue;
 		}
 		rc = dp_ledger_open(files->v[i], 0, 0, NULL, DP_LEDGER_READONLY | DP_LEDGER_ALLOW_INF,
@@ -165,7 +303,10 @@ static int summarise(void *arg)
 			status = dp_exit_status(rc, DP_EXIT_PHASE_LOAD);
 			break;
 		}
-		rc = print_summary(files->v[i], l);
+		if (o->text)
+			text_summary(files->v[i], l);
+		else
+			rc = print_summary(files->v[i], l);
 		dp_ledger_close(l);
 		if (rc != 0) {
 			dp_cmd_fail("ledger", "out of memory");
@@ -177,12 +318,18 @@ static int summarise(void *arg)
 
 int dp_cmd_ledger(int argc, char **argv)
 {
-	struct dp_config_strings files = { 0 };
-	const struct dp_config_entry entries[] = { DP_CONFIG_END };
+	struct ledger_opts o = { 0 };
+	const struct dp_config_entry entries[] = {
+		{ .name = "text", DP_CFG_BOOL(&o.text),
+		  .help = "lines for a human instead of JSON (the same\n"
+			  "figures, and the lifetime cap's changes)" },
+		DP_CONFIG_END,
+	};
 	const struct dp_config_spec spec = {
 		.program = "dpasync ledger",
 		.command = true,
-		.synopsis = "LEDGER|DIR...",
+		.synopsis = "[--text] LEDGER|DIR... | raise-lifetime|lower-lifetime DIR --to EPS "
+			    "--reason TEXT",
 		.summary = "Verify each ledger (header and every record's CRC, sequence and totals)\n"
 			   "read-only and without taking its lock, and print one JSON line per file:\n"
 			   "identity, epsilon cap/spent/left, answers and answer cap, the last request\n"
@@ -190,12 +337,21 @@ int dp_cmd_ledger(int argc, char **argv)
 			   "its next start).  A corrupt ledger is one error line and exit 2.\n"
 			   "For an ownerd ledger directory (--ledger DIR) the line holds its format\n"
 			   "version (as found: ownerd migrates an older directory, this command only\n"
-			   "reads it), every job's totals and the lifetime totals over all jobs.",
+			   "reads it), every job's totals, the lifetime totals over all jobs, and the\n"
+			   "lifetime cap the directory records (format 3), what is left of it and\n"
+			   "the history of its changes.",
+		.epilog = "dpasync ledger raise-lifetime DIR --to EPS --reason TEXT raises the\n"
+			  "lifetime cap of a ledger directory, and lower-lifetime lowers it; each\n"
+			  "change is recorded with who, when, the old and the new cap and the reason\n"
+			  "(docs/ledger.md §11; see dpasync ledger raise-lifetime --help).",
 		.entries = entries,
-		.args = &files,
+		.args = &o.files,
 		.args_metavar = "LEDGER...",
 		.args_min = 1,
 	};
 
-	return dp_cmd_run(&spec, argc, argv, summarise, &files);
+	if (argc >= 2 && (strcmp(argv[1], "raise-lifetime") == 0 ||
+			  strcmp(argv[1], "lower-lifetime") == 0))
+		return dp_cmd_ledger_lifetime(argc - 1, argv + 1);
+	return dp_cmd_run(&spec, argc, argv, summarise, &o);
 }

@@ -24,6 +24,9 @@ int dp_cmd_eval(int argc, char **argv);
 int dp_cmd_graph(int argc, char **argv);
 int dp_cmd_certs(int argc, char **argv);
 int dp_cmd_ledger(int argc, char **argv);
+/* dpasync ledger raise-lifetime | lower-lifetime (tools/cmd_ledger_lifetime.c),
+ * called by dp_cmd_ledger with argv[0] the verb. */
+int dp_cmd_ledger_lifetime(int argc, char **argv);
 int dp_cmd_plot(int argc, char **argv);
 int dp_cmd_report(int argc, char **argv);
 

@@ -23,7 +23,7 @@ static const struct {
 	{ "eval", dp_cmd_eval, "f and psi of a saved model against data files; --peer: per-agent test error" },
 	{ "graph", dp_cmd_graph, "peer graph file from target-model angles or k-NN on ratings" },
 	{ "certs", dp_cmd_certs, "CA, learner and owner certificates for a deployment" },
-	{ "ledger", dp_cmd_ledger, "verify and summarise owners' privacy ledgers (read-only)" },
+	{ "ledger", dp_cmd_ledger, "verify and summarise owners' privacy ledgers; raise or lower a lifetime cap" },
 	{ "plot", dp_cmd_plot, "PNG figures of a trace, schedule or psi.csv (gnuplot)" },
 	{ "report", dp_cmd_report, "report.md with figures and key numbers of one run's directory" },
 };

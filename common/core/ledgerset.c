@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* An owner's ledgers across jobs.  See ledgerset.h and docs/ledger.md §8;
- * the directory's format version is ledgerset_format.c. */
+ * the directory's format version is ledgerset_format.c, its lifetime cap
+ * ledgerset_lifetime.c. */
 #include "common/core/ledgerset.h"
 #include "common/core/ledgerset_impl.h"
 #include "common/core/error.h"
@@ -24,15 +25,6 @@
 #define JOB_PREFIX "job-"
 #define JOB_SUFFIX ".ledger"
 #define PLAIN_MAX  100
-
-struct dp_ledgerset {
-	char *dir;
-	char *owner;     /* NULL: any */
-	int lock_fd;
-	unsigned format; /* the directory's format version */
-	dp_ledgerset_job *jobs;
-	size_t n, cap;
-};
 
 static bool plain_name(const char *job)
 {
@@ -201,17 +193,74 @@ static int old_file(const char *dir)
 			    dir, dir, dir, dir, dir, dir, plain_name(job) ? job : "JOB");
 }
 
+/* One process per dataset: two daemons on one lifetime budget would
+ * double it.  The lock is on the directory itself, an inode that no
+ * `rm` of a file inside it can replace and that every path to it (a
+ * symbolic link, a bind mount) shares; the `lock` file is locked as well,
+ * for an ownerd from before the directory lock, which locks only that
+ * file.  Neither waits: a held lock is an error at once. */
+static int lock_dir(dp_ledgerset *s)
+{
+	char *lock = NULL;
+	int r = 0;
+
+	s->dir_fd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s->dir_fd < 0)
+		return dp_error_set(DP_EIO, "ledger %s: open: %s", s->dir, strerror(errno));
+	if (flock(s->dir_fd, LOCK_EX | LOCK_NB) != 0) {
+		if (errno == EWOULDBLOCK)
+			return dp_error_set(DP_ESTATE, "ledger %s: in use by another process", s->dir);
+		return dp_error_set(DP_EIO, "ledger %s: flock: %s", s->dir, strerror(errno));
+	}
+	if (asprintf(&lock, "%s/lock", s->dir) < 0)
+		return dp_error_set(DP_ENOMEM, "ledger: out of memory");
+	s->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (s->lock_fd < 0)
+		r = dp_error_set(DP_EIO, "ledger %s: open: %s", lock, strerror(errno));
+	else if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0)
+		r = errno == EWOULDBLOCK ?
+			dp_error_set(DP_ESTATE, "ledger %s: in use by another process", s->dir) :
+			dp_error_set(DP_EIO, "ledger %s: flock: %s", lock, strerror(errno));
+	free(lock);
+	return r;
+}
+
+/* The lifetime cap of a directory whose format records one.  A writable
+ * set that finds none records init's when asked to recover it. */
+static int read_lifetime(dp_ledgerset *s, unsigned flags, const struct dp_ledgerset_init *init)
+{
+	int r;
+
+	if (s->format < DP__LEDGERSET_FORMAT_LIFETIME)
+		return 0;
+	r = dp__ledgerset_lifetime_read(s);
+	if (r == DP_ENOENT && !s->readonly && (flags & DP_LEDGERSET_RECOVER_LIFETIME) &&
+	    init != NULL) {
+		r = dp__ledgerset_lifetime_create(s->dir, init);
+		if (r == 0)
+			r = dp__ledgerset_lifetime_read(s);
+	}
+	if (r == DP_ENOENT)
+		r = dp_error_set(DP_ECORRUPT, "ledger directory %s has format %u but no %s/"
+				 DP__LEDGERSET_LIFETIME_FILE ", which records its lifetime cap: "
+				 "restore the file, or record the cap again with dpasync ledger "
+				 "raise-lifetime %s --to EPS --reason TEXT (docs/ledger.md §11)",
+				 s->dir, s->format, s->dir, s->dir);
+	return r;
+}
+
 int dp_ledgerset_open(const char *dir, const char *owner_id, unsigned flags,
-		      dp_ledgerset **out)
+		      const struct dp_ledgerset_init *init, dp_ledgerset **out)
 {
 	bool ro = flags & DP_LEDGERSET_READONLY, created = false;
+	struct dp__ledgerset_ctx ctx;
 	dp_ledgerset *s;
 	struct stat st;
-	char *lock = NULL;
 	int r;
 
 	DP_REQUIRE(dir != NULL && out != NULL);
-	if (*dir == '\0' || (flags & ~(unsigned)DP_LEDGERSET_READONLY))
+	if (*dir == '\0' ||
+	    (flags & ~(unsigned)(DP_LEDGERSET_READONLY | DP_LEDGERSET_RECOVER_LIFETIME)))
 		return dp_error_set(DP_EINVAL, "ledger: open: bad arguments");
 	if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
 		return S_ISREG(st.st_mode) ? old_file(dir) :
@@ -233,6 +282,8 @@ int dp_ledgerset_open(const char *dir, const char *owner_id, unsigned flags,
 	if (s == NULL)
 		return dp_error_set(DP_ENOMEM, "ledger: out of memory");
 	s->lock_fd = -1;
+	s->dir_fd = -1;
+	s->readonly = ro;
 	s->dir = strdup(dir);
 	if (s->dir == NULL) {
 		r = dp_error_set(DP_ENOMEM, "ledger: out of memory");
@@ -256,43 +307,29 @@ int dp_ledgerset_open(const char *dir, const char *owner_id, unsigned flags,
 	if (r < 0)
 		goto fail;
 	if (!ro) {
-		/* One process per dataset: two daemons on one lifetime budget
-		 * would double it. */
-		if (asprintf(&lock, "%s/lock", dir) < 0) {
-			r = dp_error_set(DP_ENOMEM, "ledger: out of memory");
+		r = lock_dir(s);
+		if (r < 0)
 			goto fail;
-		}
-		s->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-		if (s->lock_fd < 0) {
-			r = dp_error_set(DP_EIO, "ledger %s: open: %s", lock, strerror(errno));
-			goto fail;
-		}
-		if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-			if (errno == EWOULDBLOCK)
-				r = dp_error_set(DP_ESTATE, "ledger %s: in use by another process", dir);
-			else
-				r = dp_error_set(DP_EIO, "ledger %s: flock: %s", lock, strerror(errno));
-			goto fail;
-		}
-	}
-	if (!ro) {
 		/* Under the lock: the version again (another process may have
 		 * migrated the directory meanwhile), the steps up to this
 		 * build's, then the job files again: what another process wrote
 		 * before it let go counts. */
+		ctx.init = init;
+		ctx.created = created;
 		r = dp__ledgerset_format_read(dir, DP_LEDGERSET_FORMAT, &s->format);
 		if (r == 0)
-			r = dp__ledgerset_upgrade(dir, created, &s->format);
+			r = dp__ledgerset_upgrade(dir, &ctx, &s->format);
 		if (r == 0)
 			r = dp_ledgerset_rescan(s);
 		if (r < 0)
 			goto fail;
 	}
-	free(lock);
+	r = read_lifetime(s, flags, init);
+	if (r < 0)
+		goto fail;
 	*out = s;
 	return 0;
 fail:
-	free(lock);
 	dp_ledgerset_close(s);
 	return r;
 }
@@ -303,8 +340,11 @@ void dp_ledgerset_close(dp_ledgerset *s)
 		return;
 	if (s->lock_fd >= 0)
 		close(s->lock_fd);
+	if (s->dir_fd >= 0)
+		close(s->dir_fd);
 	forget(s);
 	free(s->jobs);
+	free(s->changes);
 	free(s->owner);
 	free(s->dir);
 	free(s);

@@ -10,12 +10,16 @@
  * as durable as each file's records and needs no file of its own: a crash
  * can lose nothing that a job ledger did not lose.
  *
- * The directory holds `job-<name>.ledger` files, a `lock` file, which
- * an open set holds with flock(2) for its whole life, so two daemons can
- * never spend the same dataset's budget side by side, and a `format` file
- * with the directory's format version.  Job names of 1..100 characters of
- * A-Z a-z 0-9 . _ - (not starting with '.') are used as they are; any
- * other name is stored as `job-sha256-<32 hex>.ledger`.
+ * The directory holds `job-<name>.ledger` files, a `format` file with the
+ * directory's format version, a `lifetime` file with the lifetime cap and
+ * the history of its changes (format 3), and a `lock` file.  A writable set
+ * holds the directory itself with flock(2) for its whole life (and the
+ * `lock` file too, for daemons from before the directory lock), so two
+ * daemons can never spend the same dataset's budget side by side: removing
+ * or replacing any file of the directory, or naming it through a symbolic
+ * link, cannot free the lock while the set is open.  Job names of 1..100
+ * characters of A-Z a-z 0-9 . _ - (not starting with '.') are used as they
+ * are; any other name is stored as `job-sha256-<32 hex>.ledger`.
  *
  * The directory's format version (docs/ledger.md §10; not the job files'
  * format of ledger.h): a directory without the `format` file is version 1,
@@ -28,21 +32,61 @@
 #ifndef DP_LEDGERSET_H
 #define DP_LEDGERSET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "common/core/ledger.h"
 
 typedef struct dp_ledgerset dp_ledgerset;
+struct json_object;
 
 /* The directory format this build writes (and the newest it reads). */
-#define DP_LEDGERSET_FORMAT 2
+#define DP_LEDGERSET_FORMAT 3
 
 /* Flags for dp_ledgerset_open(). */
 enum {
 	/* Inspect only: no lock, no creation, every job file opened with
 	 * DP_LEDGER_READONLY (a torn tail is reported, not removed). */
 	DP_LEDGERSET_READONLY = 1u << 0,
+	/* Writable: a directory of format 3 or later whose `lifetime` file is
+	 * missing gets init's cap as the first entry of a new history instead
+	 * of being refused (dpasync ledger raise-lifetime, docs/ledger.md §11). */
+	DP_LEDGERSET_RECOVER_LIFETIME = 1u << 1,
+};
+
+/* What a writable open records as the lifetime cap when the directory has
+ * none yet: a new directory, one migrated from format 2 (its first open
+ * by this build), or one being recovered (DP_LEDGERSET_RECOVER_LIFETIME). */
+struct dp_ledgerset_init {
+	uint64_t lifetime_nano;     /* the cap; DP_NANO_INF: no lifetime cap */
+	const char *program;        /* who records it, e.g. "ownerd" */
+	const char *reason;         /* why (NULL: a default naming the event) */
+};
+
+/* The longest reason of a change of the lifetime cap, in bytes. */
+#define DP_LEDGERSET_REASON_MAX 512
+
+/* One change of the lifetime cap, as recorded in the directory's
+ * `lifetime` file (docs/ledger.md §11).  The first change records the
+ * cap the directory started with (first = true, old_nano meaningless);
+ * every later one the cap before it (old_nano) and after it. */
+typedef struct dp_ledgerset_change {
+	char time[32];              /* UTC, "2026-11-24T11:15:00Z" */
+	char user[64];              /* the effective user's name, or "uid N" */
+	uint64_t uid;               /* the effective user id */
+	char host[256];             /* gethostname() */
+	char program[64];           /* "ownerd", "dpasync ledger raise-lifetime", ... */
+	bool first;
+	uint64_t old_nano, new_nano;   /* DP_NANO_INF: no lifetime cap */
+	char reason[DP_LEDGERSET_REASON_MAX + 1];
+} dp_ledgerset_change;
+
+/* Flags for dp_ledgerset_lifetime_set(). */
+enum {
+	/* Raising is allowed: the data owner's decision, taken through
+	 * `dpasync ledger raise-lifetime` only (docs/privacy.md §5). */
+	DP_LEDGERSET_ALLOW_RAISE = 1u << 0,
 };
 
 /* One job as found in the directory when the set was opened. */
@@ -63,18 +107,24 @@ typedef struct dp_ledgerset_job {
  * and must belong to owner_id; the set then holds their summaries.
  * A regular file at `dir` is a format-1 single-job ledger from before jobs:
  * DP_EINVAL, with a detail saying how to move it into a directory.
- * Unless READONLY, the directory is then brought to DP_LEDGERSET_FORMAT
- * under the lock (each step logged; an older directory's figures are kept
- * exactly, and a crash at any point leaves it readable at the old or the
- * new version).
- * Errors: DP_EINVAL (not a directory, another owner's file), DP_ECORRUPT
- * (a damaged job ledger, named, or a damaged format file), DP_EFORMAT (a
- * format newer than DP_LEDGERSET_FORMAT), DP_ESTATE (locked by another
- * process), DP_ENOENT (READONLY and missing), DP_EIO (also a failed
- * migration step: the directory keeps the version it had reached),
- * DP_ENOMEM.  *out untouched on failure. */
+ * Unless READONLY, the directory is locked (flock on the directory itself
+ * and on its `lock` file, held until dp_ledgerset_close; never blocks) and
+ * brought to DP_LEDGERSET_FORMAT (each step logged; an older directory's
+ * figures are kept exactly, and a crash at any point leaves it readable at
+ * the old or the new version); a directory that has no lifetime cap yet
+ * records init's (init may be NULL when the caller has none: such a
+ * directory is then refused with DP_EINVAL).  READONLY takes no lock at
+ * all, so it is never blocked by a daemon and never blocks one: it reads
+ * the directory at the format found, and the lifetime cap when that
+ * format records one.
+ * Errors: DP_EINVAL (not a directory, another owner's file, no cap to
+ * record), DP_ECORRUPT (a damaged job ledger, named, or a damaged format
+ * or lifetime file), DP_EFORMAT (a format newer than DP_LEDGERSET_FORMAT),
+ * DP_ESTATE (locked by another process), DP_ENOENT (READONLY and
+ * missing), DP_EIO (also a failed migration step: the directory keeps the
+ * version it had reached), DP_ENOMEM.  *out untouched on failure. */
 int dp_ledgerset_open(const char *dir, const char *owner_id, unsigned flags,
-		      dp_ledgerset **out);
+		      const struct dp_ledgerset_init *init, dp_ledgerset **out);
 /* Read every job file's summary again (after a job ledger of this process
  * was written and closed).  The lock is kept.  Errors as for open; on
  * failure the set holds no jobs. */
@@ -98,5 +148,35 @@ const dp_ledgerset_job *dp_ledgerset_find(const dp_ledgerset *s, const char *pat
 /* Sum of the spent totals of every job file found at open except `path`
  * (NULL: all), in nano-epsilon; DP_NANO_INF if one of them is infinite. */
 uint64_t dp_ledgerset_spent_except(const dp_ledgerset *s, const char *path);
+
+/* ---- the lifetime cap (ledgerset_lifetime.c, docs/ledger.md §11) ------- */
+
+/* The lifetime cap recorded in the directory, in nano-epsilon (DP_NANO_INF:
+ * no lifetime cap): 0 with *nano set, or DP_ENOENT when the set has none
+ * (a read-only open of a directory of format 1 or 2). */
+int dp_ledgerset_lifetime_get(const dp_ledgerset *s, uint64_t *nano);
+/* The recorded changes of the cap, oldest first (0 without a cap); the
+ * last one's new_nano is the cap.  The pointer is the set's, valid until
+ * the next change or close. */
+size_t dp_ledgerset_lifetime_count(const dp_ledgerset *s);
+const dp_ledgerset_change *dp_ledgerset_lifetime_at(const dp_ledgerset *s, size_t i);
+/* Add who made change `c` and when (the keys time, user, uid, host and
+ * program) to the JSON object `o`: the lifetime file and `dpasync ledger`
+ * print them alike.  0 or DP_ENOMEM (o may then hold some of them). */
+int dp_ledgerset_change_add_who(struct json_object *o, const dp_ledgerset_change *c);
+/* Change the lifetime cap of a writable set to `nano` (DP_NANO_INF: none),
+ * recording who (the effective user, the host, `program`), when, the cap
+ * before and after, and `reason` (1..DP_LEDGERSET_REASON_MAX bytes of
+ * printable text).  The whole history with the new change is written
+ * atomically (a temporary file, fsync, rename, fsync of the directory), so
+ * after a crash the directory holds the old cap and history or the new
+ * ones, never a mix.  Lowering is always allowed; raising only with
+ * DP_LEDGERSET_ALLOW_RAISE.  The same cap again writes nothing (0).
+ * Errors: DP_EINVAL (a raise without the flag, a bad reason or program, a
+ * cap of 0), DP_ESTATE (a read-only set, or one without a cap), DP_EIO
+ * (the write or a sync failed: the file holds the old or the new
+ * history; the set keeps the old), DP_ENOMEM. */
+int dp_ledgerset_lifetime_set(dp_ledgerset *s, uint64_t nano, unsigned flags,
+			      const char *program, const char *reason);
 
 #endif

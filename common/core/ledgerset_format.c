@@ -22,9 +22,14 @@
 
 /* Version 1 is the layout from before versions: job files and the lock,
  * no format file.  Version 2 is the same layout with the format file,
- * which the step writes as its commit: nothing else changes. */
+ * which the step writes as its commit: nothing else changes.  Version 3
+ * adds the `lifetime` file: the lifetime cap, from then on the
+ * directory's and no longer only the configuration's (docs/ledger.md
+ * §11); a reader of version 2 ignores the file. */
 static const struct dp__ledgerset_step steps[] = {
 	{ 1, "the format version is recorded (the layout is unchanged)", NULL },
+	{ 2, "the lifetime cap is recorded in the directory (the lifetime file)",
+	  dp__ledgerset_lifetime_start },
 };
 
 static char *format_path(const char *dir)
@@ -105,9 +110,9 @@ int dp__ledgerset_format_write(const char *dir, unsigned version)
 }
 
 int dp__ledgerset_migrate(const char *dir, const struct dp__ledgerset_step *chain, size_t n,
-			  unsigned target, bool quiet, unsigned *version)
+			  unsigned target, const struct dp__ledgerset_ctx *ctx, unsigned *version)
 {
-	DP_REQUIRE(dir != NULL && version != NULL && (n == 0 || chain != NULL));
+	DP_REQUIRE(dir != NULL && ctx != NULL && version != NULL && (n == 0 || chain != NULL));
 	while (*version < target) {
 		const struct dp__ledgerset_step *st = NULL;
 		int rc;
@@ -118,12 +123,12 @@ int dp__ledgerset_migrate(const char *dir, const struct dp__ledgerset_step *chai
 		if (st == NULL)
 			return dp_error_set(DP_EFORMAT, "ledger directory %s: no migration from format "
 					    "%u", dir, *version);
-		rc = st->apply != NULL ? st->apply(dir) : 0;
+		rc = st->apply != NULL ? st->apply(dir, ctx) : 0;
 		if (rc == 0)
 			rc = dp__ledgerset_format_write(dir, *version + 1);
 		if (rc != 0)
 			return rc;
-		if (!quiet)
+		if (!ctx->created)
 			DP_INFO("ledger", "migrated dir=%s format %u -> %u: %s", dir, *version,
 				*version + 1, st->what);
 		(*version)++;
@@ -131,8 +136,9 @@ int dp__ledgerset_migrate(const char *dir, const struct dp__ledgerset_step *chai
 	return 0;
 }
 
-int dp__ledgerset_upgrade(const char *dir, bool quiet, unsigned *version)
+int dp__ledgerset_upgrade(const char *dir, const struct dp__ledgerset_ctx *ctx,
+			  unsigned *version)
 {
 	return dp__ledgerset_migrate(dir, steps, sizeof(steps) / sizeof(steps[0]),
-				     DP_LEDGERSET_FORMAT, quiet, version);
+				     DP_LEDGERSET_FORMAT, ctx, version);
 }

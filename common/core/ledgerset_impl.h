@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Internals of the ledger set (ledgerset.h), shared by its files and its
- * unit test only: ledgerset.c opens the directory and reads its job files,
- * ledgerset_format.c keeps the directory's format version and migrates an
- * older directory one step at a time (docs/ledger.md §10). */
+ * unit test only: ledgerset.c opens and locks the directory and reads its
+ * job files, ledgerset_format.c keeps the directory's format version and
+ * migrates an older directory one step at a time (docs/ledger.md §10),
+ * ledgerset_lifetime.c keeps the lifetime cap and its history (§11). */
 #ifndef DP_LEDGERSET_IMPL_H
 #define DP_LEDGERSET_IMPL_H
 
@@ -13,6 +14,31 @@
 
 /* The file in the directory that records its format version. */
 #define DP__LEDGERSET_FORMAT_FILE "format"
+/* The file that records the lifetime cap and its changes (format 3 on). */
+#define DP__LEDGERSET_LIFETIME_FILE "lifetime"
+/* The first format that records the lifetime cap. */
+#define DP__LEDGERSET_FORMAT_LIFETIME 3
+
+struct dp_ledgerset {
+	char *dir;
+	char *owner;     /* NULL: any */
+	bool readonly;
+	int dir_fd;      /* the directory itself, flock'ed (writable sets; -1 else) */
+	int lock_fd;     /* DIR/lock, flock'ed too (for daemons from before dir_fd) */
+	unsigned format; /* the directory's format version */
+	dp_ledgerset_job *jobs;
+	size_t n, cap;
+	dp_ledgerset_change *changes;   /* the lifetime cap's history (NULL: none) */
+	size_t n_changes;
+};
+
+/* What a step may need besides the directory: what the opener records as
+ * the lifetime cap (NULL: nothing, a step that needs it fails) and
+ * whether the directory was made by this open (nothing to migrate). */
+struct dp__ledgerset_ctx {
+	const struct dp_ledgerset_init *init;
+	bool created;
+};
 
 /* One step of the format: the directory at version `from` becomes
  * from + 1.  dp__ledgerset_migrate runs `apply` under the directory's
@@ -32,7 +58,8 @@
 struct dp__ledgerset_step {
 	unsigned from;
 	const char *what;                 /* what the step does, for the log line */
-	int (*apply)(const char *dir);    /* NULL: the commit is the whole step */
+	int (*apply)(const char *dir, const struct dp__ledgerset_ctx *ctx);
+					  /* NULL: the commit is the whole step */
 };
 
 /* The version of directory `dir` as found: the number in its format file,
@@ -47,16 +74,36 @@ int dp__ledgerset_format_read(const char *dir, unsigned newest, unsigned *versio
 int dp__ledgerset_format_write(const char *dir, unsigned version);
 
 /* Bring `dir` from *version to `target` with chain[0..n), one step and its
- * commit at a time, each logged unless `quiet` (a directory this process
- * has just made holds nothing to migrate); *version follows every commit,
- * so on failure it says where the directory stands.  The caller holds the
- * directory's lock.  Errors: those of a step or of its commit;
+ * commit at a time, each logged unless ctx->created (a directory this
+ * process has just made holds nothing to migrate); *version follows every
+ * commit, so on failure it says where the directory stands.  The caller
+ * holds the directory's lock.  Errors: those of a step or of its commit;
  * DP_EFORMAT when no step starts at the current version (a bug in the
  * table). */
 int dp__ledgerset_migrate(const char *dir, const struct dp__ledgerset_step *chain, size_t n,
-			  unsigned target, bool quiet, unsigned *version);
+			  unsigned target, const struct dp__ledgerset_ctx *ctx, unsigned *version);
 
 /* dp__ledgerset_migrate with this build's steps, to DP_LEDGERSET_FORMAT. */
-int dp__ledgerset_upgrade(const char *dir, bool quiet, unsigned *version);
+int dp__ledgerset_upgrade(const char *dir, const struct dp__ledgerset_ctx *ctx,
+			  unsigned *version);
+
+/* The step from format 2 to 3: record the lifetime cap.  A `lifetime` file
+ * that is already whole (from an interrupted run of this step, or left in
+ * the directory by a later format) is kept as it is, so that removing the
+ * format file can never replace a recorded cap; otherwise the file is
+ * written with one change, ctx->init's cap.  Errors: DP_EINVAL (no init),
+ * DP_ECORRUPT (a damaged lifetime file), DP_EIO, DP_ENOMEM. */
+int dp__ledgerset_lifetime_start(const char *dir, const struct dp__ledgerset_ctx *ctx);
+
+/* Read the `lifetime` file of s->dir into s->changes (replacing them).
+ * Errors: DP_ENOENT (no file; detail set), DP_ECORRUPT (a file that does
+ * not parse or whose changes do not chain; the detail says what), DP_EIO,
+ * DP_ENOMEM.  s unchanged on failure. */
+int dp__ledgerset_lifetime_read(dp_ledgerset *s);
+
+/* Write a `lifetime` file holding only the first change, init's cap
+ * (a directory that has none).  Errors: DP_EINVAL (a bad init), DP_EIO,
+ * DP_ENOMEM. */
+int dp__ledgerset_lifetime_create(const char *dir, const struct dp_ledgerset_init *init);
 
 #endif

@@ -276,14 +276,9 @@ nomem:
 	return dp_error_set(DP_ENOMEM, "metrics: out of memory");
 }
 
-int dp_metrics_series(struct dp_metric_family *fam, const char *const label_values[],
-		      struct dp_metric **out)
+/* Label values given for every label name of `fam`, each UTF-8. */
+static int check_values(const struct dp_metric_family *fam, const char *const label_values[])
 {
-	DP_REQUIRE(fam != NULL && out != NULL);
-	if (fam->n_labels == 0) {
-		*out = fam->series[0];
-		return 0;
-	}
 	if (label_values == NULL)
 		return dp_error_set(DP_EINVAL, "metric '%s': label values missing", fam->name);
 	for (size_t i = 0; i < fam->n_labels; i++) {
@@ -294,18 +289,80 @@ int dp_metrics_series(struct dp_metric_family *fam, const char *const label_valu
 			return dp_error_set(DP_EINVAL, "metric '%s': label '%s': value is not UTF-8",
 					    fam->name, fam->label_names[i]);
 	}
+	return 0;
+}
+
+/* The series of `fam` with exactly these label values, or NULL. */
+static struct dp_metric *find_series(const struct dp_metric_family *fam,
+				     const char *const label_values[])
+{
 	for (size_t s = 0; s < fam->n_series; s++) {
 		struct dp_metric *m = fam->series[s];
 		size_t i = 0;
 
 		while (i < fam->n_labels && strcmp(m->label_values[i], label_values[i]) == 0)
 			i++;
-		if (i == fam->n_labels) {
-			*out = m;
-			return 0;
-		}
+		if (i == fam->n_labels)
+			return m;
+	}
+	return NULL;
+}
+
+int dp_metrics_series(struct dp_metric_family *fam, const char *const label_values[],
+		      struct dp_metric **out)
+{
+	struct dp_metric *m;
+	int rc;
+
+	DP_REQUIRE(fam != NULL && out != NULL);
+	if (fam->n_labels == 0) {
+		*out = fam->series[0];
+		return 0;
+	}
+	rc = check_values(fam, label_values);
+	if (rc != 0)
+		return rc;
+	m = find_series(fam, label_values);
+	if (m != NULL) {
+		*out = m;
+		return 0;
 	}
 	return series_new(fam, label_values, out);
+}
+
+int dp_metrics_relabel(struct dp_metric *m, const char *const label_values[])
+{
+	struct dp_metric_family *f;
+	struct dp_metric *other = NULL;
+	char **v;
+	int rc;
+
+	DP_REQUIRE(m != NULL);
+	f = m->fam;
+	if (f->n_labels == 0)
+		return dp_error_set(DP_EINVAL, "metric '%s': no labels to change", f->name);
+	rc = check_values(f, label_values);
+	if (rc != 0)
+		return rc;
+	other = find_series(f, label_values);
+	if (other == m)
+		return 0;
+	if (other != NULL)
+		return dp_error_set(DP_EINVAL, "metric '%s': a series with these labels exists",
+				    f->name);
+	v = calloc(f->n_labels, sizeof(char *));
+	if (v == NULL)
+		return dp_error_set(DP_ENOMEM, "metrics: out of memory");
+	for (size_t i = 0; i < f->n_labels; i++) {
+		v[i] = strdup(label_values[i]);
+		if (v[i] == NULL) {
+			free_strings(v, f->n_labels);
+			return dp_error_set(DP_ENOMEM, "metrics: out of memory");
+		}
+	}
+	free_strings(m->label_values, f->n_labels);
+	m->label_values = v;
+	return 0;
 }
 
 static int unlabelled(struct dp_metrics *reg, enum dp_metric_type type, const char *name,

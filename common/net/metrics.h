@@ -86,6 +86,15 @@ int dp_metrics_family(struct dp_metrics *reg, enum dp_metric_type type, const ch
 int dp_metrics_series(struct dp_metric_family *fam, const char *const label_values[],
 		      struct dp_metric **out);
 
+/* Give series `m` of a labelled family other label values (one per label
+ * name, as dp_metrics_series), keeping its value and its pointer: a
+ * series that follows one changing thing, such as the job a daemon
+ * serves, without leaving a stale series per old value.
+ * Errors: DP_EINVAL (an unlabelled family; values as dp_metrics_series
+ * refuses them; another series of the family has these values),
+ * DP_ENOMEM.  m unchanged on failure. */
+int dp_metrics_relabel(struct dp_metric *m, const char *const label_values[]);
+
 /* Shortcuts: register an unlabelled family and return its series. */
 int dp_metrics_counter(struct dp_metrics *reg, const char *name, const char *help,
 		       struct dp_metric **out);

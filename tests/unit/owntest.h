@@ -188,6 +188,7 @@ static inline void budget_fx_lower_lifetime(struct budget_fx *f, const char *job
 {
 	own_budget_close(&f->b);
 	f->cfg.lifetime = lifetime;
+	f->cfg.lifetime_given = true;   /* a lower one is recorded (docs/ledger.md §11) */
 	budget_fx_bind(f, job, K);
 }
 

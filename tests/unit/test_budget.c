@@ -412,6 +412,197 @@ static void test_lifetime_jobs(void **state)
 	(void)state;
 }
 
+/* The lifetime cap is the directory's (docs/ledger.md §11): the first
+ * open records the configured one; a given one above it is refused (the
+ * check too), one below it lowers it for good and is recorded (a check
+ * only reports it); one not given gives way to the recorded cap, which is
+ * the one enforced. */
+static void test_lifetime_recorded(void **state)
+{
+	struct budget_fx f;
+	struct own_budget_ticket t;
+	struct own_budget_status st;
+	const dp_ledgerset_change *c;
+	char line[512];
+
+	budget_fx_init(&f, "recorded", 1.0, 1.5);
+	assert_int_equal(own_budget_open(&f.b, &f.cfg), 0);
+	own_budget_status(&f.b, &st);
+	assert_double_exact(st.lifetime_cap, 1.5);
+	assert_double_exact(st.lifetime_left, 1.5);
+	assert_int_equal(dp_ledgerset_lifetime_count(f.b.set), 1);
+	own_budget_close(&f.b);
+
+	f.cfg.lifetime = 1.0;           /* the default, --epsilon: not given */
+	assert_int_equal(own_budget_open(&f.b, &f.cfg), 0);
+	own_budget_status(&f.b, &st);
+	assert_double_exact(st.lifetime_cap, 1.5);
+	own_budget_close(&f.b);
+
+	f.cfg.lifetime = 2.0;
+	f.cfg.lifetime_given = true;
+	assert_int_equal(own_budget_open(&f.b, &f.cfg), DP_EINVAL);
+	assert_non_null(strstr(dp_error_detail(DP_EINVAL), "dpasync ledger raise-lifetime"));
+	assert_null(f.b.set);
+	f.cfg.check_only = true;
+	assert_int_equal(own_budget_open(&f.b, &f.cfg), DP_EINVAL);
+
+	f.cfg.lifetime = 0.5;           /* a check: reported, not written */
+	assert_int_equal(own_budget_open(&f.b, &f.cfg), 0);
+	own_budget_status(&f.b, &st);
+	assert_double_exact(st.lifetime_cap, 0.5);
+	assert_int_equal(dp_ledgerset_lifetime_count(f.b.set), 1);
+	own_budget_describe(&f.b, line, sizeof(line));
+	assert_non_null(strstr(line, "lifetime cap 0.5 ("));
+	assert_non_null(strstr(line, "which the start lowers"));
+	assert_non_null(strstr(line, "left 0.5; a new job's epsilon 0.5"));
+	own_budget_close(&f.b);
+
+	f.cfg.check_only = false;       /* lowered for good, recorded */
+	assert_int_equal(own_budget_open(&f.b, &f.cfg), 0);
+	own_budget_status(&f.b, &st);
+	assert_double_exact(st.lifetime_cap, 0.5);
+	assert_int_equal(dp_ledgerset_lifetime_count(f.b.set), 2);
+	c = dp_ledgerset_lifetime_at(f.b.set, 1);
+	assert_true(c->old_nano == 1500000000u && c->new_nano == 500000000u);
+	assert_string_equal(c->program, "ownerd");
+	own_budget_close(&f.b);
+	f.cfg.lifetime = 1.5;           /* now a raise */
+	assert_int_equal(own_budget_open(&f.b, &f.cfg), DP_EINVAL);
+
+	/* Not given: 0.5 is enforced.  What is left, which the Hello says
+	 * and which caps a new job's ledger (docs/ledger.md §8 "A new job's
+	 * cap is what is left"), is the recorded cap's, not the configured 10's
+	 * nor --epsilon's: J's K = 4 answers are 0.125 each. */
+	f.cfg.lifetime = 10;
+	f.cfg.lifetime_given = false;
+	assert_int_equal(own_budget_open(&f.b, &f.cfg), 0);
+	own_budget_status(&f.b, &st);
+	assert_double_exact(st.lifetime_left, 0.5);
+	assert_double_exact(st.job_left, 0.5);
+	assert_int_equal(own_budget_bind(&f.b, "J", 4), 0);
+	assert_true(dp_ledger_cap(f.b.ledger) == 0.5);
+	for (uint64_t k = 1; k <= 4; k++)
+		answer(&f, k, &st);
+	assert_double_exact(st.lifetime_spent, 0.5);
+	assert_double_exact(st.lifetime_left, 0.0);
+	assert_int_equal(own_budget_begin(&f.b, 5, &t), DP_EBUDGET);
+	own_budget_close(&f.b);
+	(void)state;
+}
+
+/* Write `len` bytes as a new file at `path` (a new inode, as `cp` over a
+ * removed file leaves it). */
+static void new_file(const char *path, const char *bytes, size_t len)
+{
+	FILE *fp;
+
+	fp = fopen(path, "wb");
+	assert_non_null(fp);
+	assert_int_equal(fwrite(bytes, 1, len, fp), len);
+	assert_int_equal(fclose(fp), 0);
+}
+
+/* A job file this process closed, replaced by an older copy or removed
+ * while the daemon runs, gives no budget back: the lifetime still counts
+ * what the process's own ledger held, and binding that job again is
+ * refused as a rollback (docs/ledger.md §8). */
+static void test_closed_rollback(void **state)
+{
+	struct budget_fx f;
+	struct own_budget_status st;
+	char a[320], *old = NULL;
+	size_t len = 0;
+
+	budget_fx_init(&f, "rollback", 1.0, 1.0);
+	budget_fx_bind(&f, "A", 4);
+	snprintf(a, sizeof(a), "%s", job_file(&f, "A"));
+	answer(&f, 1, &st);
+	assert_int_equal(dp_file_read_all(a, 1 << 20, &old, &len), 0);   /* 0.25 */
+	answer(&f, 2, &st);
+	assert_int_equal(own_budget_bind(&f.b, "B", 4), 0);             /* A closed at 0.5 */
+	assert_int_equal(unlink(a), 0);
+	new_file(a, old, len);
+	assert_int_equal(own_budget_bind(&f.b, "C", 4), 0);
+	own_budget_status(&f.b, &st);
+	assert_double_exact(st.lifetime_spent, 0.5);
+	assert_int_equal(unlink(a), 0);
+	assert_int_equal(own_budget_bind(&f.b, "D", 4), 0);
+	own_budget_status(&f.b, &st);
+	assert_double_exact(st.lifetime_spent, 0.5);
+	new_file(a, old, len);
+	assert_int_equal(own_budget_bind(&f.b, "A", 4), DP_ECORRUPT);
+	assert_non_null(strstr(dp_error_detail(DP_ECORRUPT), "replaced while the daemon ran"));
+	assert_null(f.b.ledger);
+	free(old);
+	own_budget_close(&f.b);
+	(void)state;
+}
+
+/* The gauges: the two of a job's ledger carry its id in job_id (none
+ * while unbound), and follow the bound job without a series per old job;
+ * the lifetime cap, spent and left (docs/operations.md §2). */
+static void test_gauges(void **state)
+{
+	static const char *const job_id[] = { "job_id", NULL }, *const unbound[] = { "" };
+	struct dp_metric_family *fs, *fl;
+	struct dp_metric *cap, *lspent, *lleft;
+	struct own_budget_status st;
+	struct dp_metrics *reg;
+	struct budget_fx f;
+	char *text = NULL;
+	size_t len;
+
+	assert_int_equal(dp_metrics_new(&reg), 0);
+	assert_int_equal(dp_metrics_family(reg, DP_METRIC_GAUGE, "spent", "", job_id, NULL, 0, &fs),
+			 0);
+	assert_int_equal(dp_metrics_family(reg, DP_METRIC_GAUGE, "left", "", job_id, NULL, 0, &fl),
+			 0);
+	assert_int_equal(dp_metrics_gauge(reg, "cap", "", &cap), 0);
+	assert_int_equal(dp_metrics_gauge(reg, "lspent", "", &lspent), 0);
+	assert_int_equal(dp_metrics_gauge(reg, "lleft", "", &lleft), 0);
+	budget_fx_init(&f, "gauges", 1.0, 1.5);
+	assert_int_equal(dp_metrics_series(fs, unbound, &f.cfg.spent), 0);
+	assert_int_equal(dp_metrics_series(fl, unbound, &f.cfg.left), 0);
+	f.cfg.life_cap = cap;
+	f.cfg.life_spent = lspent;
+	f.cfg.life_left = lleft;
+	assert_int_equal(own_budget_open(&f.b, &f.cfg), 0);
+	assert_double_exact(dp_metrics_value(cap), 1.5);
+	assert_double_exact(dp_metrics_value(lleft), 1.5);
+	assert_int_equal(own_budget_bind(&f.b, "J1", 4), 0);
+	answer(&f, 1, &st);
+	assert_int_equal(dp_metrics_render(reg, &text, &len), 0);
+	assert_non_null(strstr(text, "spent{job_id=\"J1\"} 0.25\n"));
+	assert_non_null(strstr(text, "left{job_id=\"J1\"} 0.75\n"));
+	assert_non_null(strstr(text, "\nlspent 0.25\n"));
+	assert_non_null(strstr(text, "\nlleft 1.25\n"));
+	free(text);
+	assert_int_equal(own_budget_bind(&f.b, "J2", 4), 0);
+	assert_int_equal(dp_metrics_render(reg, &text, &len), 0);
+	assert_non_null(strstr(text, "spent{job_id=\"J2\"} 0\n"));
+	assert_null(strstr(text, "J1"));
+	assert_non_null(strstr(text, "\nlspent 0.25\n"));
+	free(text);
+	own_budget_close(&f.b);
+	dp_metrics_destroy(reg);
+	(void)state;
+}
+
+/* The lifetime cap that f's directory records raised to `to`, as
+ * `dpasync ledger raise-lifetime` does it (the budget is closed). */
+static void raise_recorded(struct budget_fx *f, double to)
+{
+	dp_ledgerset *s = NULL;
+	uint64_t nano = 0;
+
+	assert_int_equal(dp_nano_floor(to, &nano), 0);
+	assert_int_equal(dp_ledgerset_open(f->path, NULL, 0, NULL, &s), 0);
+	assert_int_equal(dp_ledgerset_lifetime_set(s, nano, DP_LEDGERSET_ALLOW_RAISE, "test",
+						   "raised by the test"), 0);
+	dp_ledgerset_close(s);
+}
+
 /* A new job's ledger is capped at what the lifetime leaves (docs/ledger.md
  * §8 "A new job's cap is what is left"), the figure the Hello says
  * (job_left): after job A spent 0.9 of a lifetime 1, job B's cap is 0.1 and
@@ -458,7 +649,9 @@ static void test_new_job_cap(void **state)
 	assert_int_equal(own_budget_bind(&f.b, "B", 10), 0);   /* its cap 0.1, explained */
 	assert_true(dp_ledger_cap(f.b.ledger) == 0.1);
 	own_budget_close(&f.b);
-	f.cfg.lifetime = 2.0;   /* raised: B's 0.1 is no longer what it leaves */
+	/* Raised by the data owner (the directory's record, docs/ledger.md
+	 * §11): B's 0.1 is no longer what it leaves. */
+	raise_recorded(&f, 2.0);
 	assert_int_equal(own_budget_open(&f.b, &f.cfg), 0);
 	assert_int_equal(own_budget_bind(&f.b, "B", 10), DP_EINVAL);
 	own_budget_close(&f.b);
@@ -803,6 +996,9 @@ int main(void)
 		cmocka_unit_test(test_abandon),
 		cmocka_unit_test(test_lifetime),
 		cmocka_unit_test(test_lifetime_jobs),
+		cmocka_unit_test(test_lifetime_recorded),
+		cmocka_unit_test(test_closed_rollback),
+		cmocka_unit_test(test_gauges),
 		cmocka_unit_test(test_new_job_cap),
 		cmocka_unit_test(test_reserve_ahead),
 		cmocka_unit_test(test_reserve_unsynced),

@@ -28,11 +28,18 @@
 #include "common/core/ledgerset.h"
 #include "common/core/ledgerset_impl.h"
 #include "common/core/log.h"
+#include "common/core/nano.h"
+
+#include "synccrash.h"
 
 struct fx {
 	char dir[64];
 	char set[96];
 };
+
+/* What a writable open records as the lifetime cap of a directory that has
+ * none (docs/ledger.md §11): the tests of the job files need no cap. */
+static const struct dp_ledgerset_init life = { DP_NANO_INF, "test", NULL };
 
 static int fx_setup(void **state)
 {
@@ -104,7 +111,7 @@ static void test_two_jobs_sum(void **state)
 	const dp_ledgerset_job *a, *b;
 	char *pa;
 
-	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &s), 0);
+	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &life, &s), 0);
 	assert_int_equal(dp_ledgerset_count(s), 0);
 	assert_int_equal(dp_ledgerset_spent_except(s, NULL), 0);
 	/* Request ids start at 1 in each job: no "repeated query" across jobs. */
@@ -132,7 +139,7 @@ static void test_two_jobs_sum(void **state)
 	dp_ledgerset_close(s);
 
 	/* Read-only inspection sees the same. */
-	assert_int_equal(dp_ledgerset_open(f->set, NULL, DP_LEDGERSET_READONLY, &s), 0);
+	assert_int_equal(dp_ledgerset_open(f->set, NULL, DP_LEDGERSET_READONLY, &life, &s), 0);
 	assert_int_equal(dp_ledgerset_count(s), 2);
 	assert_int_equal(dp_ledgerset_spent_except(s, NULL), 1500000000ull);
 	dp_ledgerset_close(s);
@@ -144,7 +151,7 @@ static void test_names(void **state)
 	dp_ledgerset *s = NULL;
 	char *p, long_job[200];
 
-	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &s), 0);
+	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &life, &s), 0);
 	p = dp_ledgerset_job_path(s, "job-20261124T111500Z-3f2a9c1e");
 	assert_non_null(p);
 	assert_true(strstr(p, "/job-job-20261124T111500Z-3f2a9c1e.ledger") != NULL);
@@ -169,17 +176,70 @@ static void test_lock_and_owner(void **state)
 	struct fx *f = *state;
 	dp_ledgerset *s = NULL, *t = NULL;
 
-	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &s), 0);
+	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &life, &s), 0);
 	spend(s, "alice", "j1", 1, 4);
 	/* One process per dataset. */
-	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &t), DP_ESTATE);
+	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &life, &t), DP_ESTATE);
 	assert_null(t);
 	/* Another owner's files are refused, even while the lock is held. */
-	assert_int_equal(dp_ledgerset_open(f->set, "bob", 0, &t), DP_EINVAL);
+	assert_int_equal(dp_ledgerset_open(f->set, "bob", 0, &life, &t), DP_EINVAL);
 	assert_non_null(strstr(dp_error_detail(DP_EINVAL), "not to owner bob"));
 	dp_ledgerset_close(s);
-	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &t), 0);
+	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &life, &t), 0);
 	dp_ledgerset_close(t);
+}
+
+/* Write `len` bytes as a new file at `p` (a new inode). */
+static void put_back(const char *p, const char *text, size_t len)
+{
+	FILE *fp = fopen(p, "wb");
+
+	assert_non_null(fp);
+	assert_int_equal(fwrite(text, 1, len, fp), len);
+	assert_int_equal(fclose(fp), 0);
+}
+
+/* The lock is the directory itself (docs/ledger.md §8): with a set open,
+ * removing any file of the directory, or putting it back as a new file,
+ * never lets a second writable open in, nor does a symbolic link to the
+ * directory; a read-only open is never blocked and takes no lock. */
+static void test_dir_lock(void **state)
+{
+	static const char *const files[] = { "lock", "format", "lifetime", "job-j1.ledger" };
+	struct fx *f = *state;
+	dp_ledgerset *s = NULL, *t = NULL, *r = NULL;
+	char p[200], alias[160];
+
+	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &life, &s), 0);
+	spend(s, "alice", "j1", 2, 4);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char *text = NULL;
+		size_t len = 0;
+
+		snprintf(p, sizeof(p), "%s/%s", f->set, files[i]);
+		assert_int_equal(dp_file_read_all(p, 1 << 20, &text, &len), 0);
+		assert_int_equal(unlink(p), 0);
+		assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &life, &t), DP_ESTATE);
+		assert_null(t);
+		/* put back as a new file: `rm F; cp F.copy F` */
+		put_back(p, text, len);
+		free(text);
+		assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &life, &t), DP_ESTATE);
+		assert_null(t);
+	}
+	snprintf(alias, sizeof(alias), "%s/alias", f->dir);
+	assert_int_equal(symlink(f->set, alias), 0);
+	assert_int_equal(dp_ledgerset_open(alias, "alice", 0, &life, &t), DP_ESTATE);
+	assert_non_null(strstr(dp_error_detail(DP_ESTATE), "in use by another process"));
+	/* Read-only: not blocked, and it blocks nobody. */
+	assert_int_equal(dp_ledgerset_open(alias, NULL, DP_LEDGERSET_READONLY, &life, &r), 0);
+	assert_int_equal(dp_ledgerset_spent_except(r, NULL), 500000000ull);
+	dp_ledgerset_close(s);
+	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &life, &t), 0);
+	assert_int_equal(dp_ledgerset_spent_except(t, NULL), 500000000ull);
+	dp_ledgerset_close(t);
+	dp_ledgerset_close(r);
+	(void)state;
 }
 
 static void test_old_file_and_damage(void **state)
@@ -194,23 +254,23 @@ static void test_old_file_and_damage(void **state)
 	 * error that says how to move it, and nothing changed. */
 	assert_int_equal(dp_ledger_open(f->set, 1.0, 4, "owner=alice job=old", 0, &l), 0);
 	dp_ledger_close(l);
-	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &s), DP_EINVAL);
+	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &life, &s), DP_EINVAL);
 	assert_non_null(strstr(dp_error_detail(DP_EINVAL), "job-old.ledger"));
 	unlink(f->set);
 	/* A missing directory is an error for inspection. */
-	assert_int_equal(dp_ledgerset_open(f->set, NULL, DP_LEDGERSET_READONLY, &s), DP_ENOENT);
+	assert_int_equal(dp_ledgerset_open(f->set, NULL, DP_LEDGERSET_READONLY, &life, &s), DP_ENOENT);
 	/* A missing parent is never created. */
 	snprintf(path, sizeof(path), "%s/no/ledger", f->dir);
-	assert_int_equal(dp_ledgerset_open(path, "alice", 0, &s), DP_EINVAL);
+	assert_int_equal(dp_ledgerset_open(path, "alice", 0, &life, &s), DP_EINVAL);
 	/* A damaged job file fails the whole set, naming the file. */
-	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &s), 0);
+	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &life, &s), 0);
 	dp_ledgerset_close(s);
 	snprintf(path, sizeof(path), "%s/job-bad.ledger", f->set);
 	fp = fopen(path, "w");
 	assert_non_null(fp);
 	fputs("not a ledger", fp);
 	fclose(fp);
-	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &s), DP_ECORRUPT);
+	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &life, &s), DP_ECORRUPT);
 	assert_non_null(strstr(dp_error_detail(DP_ECORRUPT), "job-bad.ledger"));
 }
 
@@ -233,7 +293,7 @@ struct figures {
 static int figures_of(const char *dir, struct figures *fig)
 {
 	dp_ledgerset *s = NULL;
-	int r = dp_ledgerset_open(dir, NULL, DP_LEDGERSET_READONLY, &s);
+	int r = dp_ledgerset_open(dir, NULL, DP_LEDGERSET_READONLY, &life, &s);
 
 	if (r != 0)
 		return r;
@@ -287,7 +347,7 @@ static void make_v1(const char *dir, struct figures *fig)
 	assert_true(fd >= 0);
 	close(fd);
 	/* Read-only: the file names of the jobs, with nothing written. */
-	assert_int_equal(dp_ledgerset_open(dir, NULL, DP_LEDGERSET_READONLY, &s), 0);
+	assert_int_equal(dp_ledgerset_open(dir, NULL, DP_LEDGERSET_READONLY, &life, &s), 0);
 	for (size_t j = 0; j < sizeof(jobs) / sizeof(jobs[0]); j++) {
 		char ident[DP_LEDGER_IDENTITY_MAX + 1], *path = dp_ledgerset_job_path(s, jobs[j]);
 		dp_ledger *l = NULL;
@@ -339,21 +399,22 @@ static void test_format_new(void **state)
 {
 	struct fx *f = *state;
 	dp_ledgerset *s = NULL;
-	char p[200], *text = NULL;
+	char p[200], want[64], *text = NULL;
 	struct stat st;
 	size_t len;
 
-	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &s), 0);
+	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &life, &s), 0);
 	assert_int_equal(dp_ledgerset_format(s), DP_LEDGERSET_FORMAT);
 	dp_ledgerset_close(s);
 	snprintf(p, sizeof(p), "%s/" DP__LEDGERSET_FORMAT_FILE, f->set);
 	assert_int_equal(dp_file_read_all(p, 100, &text, &len), 0);
-	assert_string_equal(text, FORMAT_LINE "2\n");
+	snprintf(want, sizeof(want), FORMAT_LINE "%d\n", DP_LEDGERSET_FORMAT);
+	assert_string_equal(text, want);
 	free(text);
 	assert_int_equal(stat(p, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
-	assert_int_equal(dp_ledgerset_open(f->set, NULL, DP_LEDGERSET_READONLY, &s), 0);
-	assert_int_equal(dp_ledgerset_format(s), 2);
+	assert_int_equal(dp_ledgerset_open(f->set, NULL, DP_LEDGERSET_READONLY, &life, &s), 0);
+	assert_int_equal(dp_ledgerset_format(s), DP_LEDGERSET_FORMAT);
 	dp_ledgerset_close(s);
 }
 
@@ -373,70 +434,29 @@ static void test_format_migrate(void **state)
 	assert_int_equal(after.format, 1);
 	assert_false(exists(f->set, DP__LEDGERSET_FORMAT_FILE));
 	/* Another owner is still refused, and nothing migrated for it. */
-	assert_int_equal(dp_ledgerset_open(f->set, "bob", 0, &s), DP_EINVAL);
+	assert_int_equal(dp_ledgerset_open(f->set, "bob", 0, &life, &s), DP_EINVAL);
 	assert_false(exists(f->set, DP__LEDGERSET_FORMAT_FILE));
 
-	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &s), 0);
-	assert_int_equal(dp_ledgerset_format(s), 2);
+	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &life, &s), 0);
+	assert_int_equal(dp_ledgerset_format(s), DP_LEDGERSET_FORMAT);
 	assert_true(dp_ledgerset_spent_except(s, NULL) == before.lifetime_nano);
 	dp_ledgerset_close(s);
 	assert_int_equal(figures_of(f->set, &after), 0);
-	assert_int_equal(after.format, 2);
+	assert_int_equal(after.format, DP_LEDGERSET_FORMAT);
 	assert_same_figures(&before, &after);
 	/* At the current version an open writes nothing. */
 	snprintf(p, sizeof(p), "%s/" DP__LEDGERSET_FORMAT_FILE, f->set);
 	assert_int_equal(stat(p, &st1), 0);
-	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &s), 0);
+	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &life, &s), 0);
 	dp_ledgerset_close(s);
 	assert_int_equal(stat(p, &st2), 0);
 	assert_true(st1.st_ino == st2.st_ino && st1.st_mtim.tv_nsec == st2.st_mtim.tv_nsec);
 }
 
-/* The crash hook: sync call number `at` (1-based) kills the process
- * before or after the real sync; `fail` makes it fail with EIO instead. */
-static int sync_calls, sync_at;
-static enum { KILL_BEFORE, KILL_AFTER, FAIL } sync_mode;
-
-static int crash_sync(int fd)
-{
-	int r;
-
-	if (++sync_calls == sync_at && sync_mode == KILL_BEFORE)
-		_exit(9);
-	if (sync_calls == sync_at && sync_mode == FAIL) {
-		errno = EIO;
-		return -1;
-	}
-	r = fsync(fd);
-	if (sync_calls == sync_at && sync_mode == KILL_AFTER)
-		_exit(9);
-	return r;
-}
-
-/* In a child: the hook armed at call `at`, then what `run` does.  Exit 9:
- * killed at that call; 0: `run` succeeded; 1: it failed. */
-static int in_child(int at, int mode, int (*run)(const char *dir), const char *dir)
-{
-	pid_t pid = fork();
-	int status = 0;
-
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		sync_calls = 0;
-		sync_at = at;
-		sync_mode = mode;
-		dp_file_set_sync_hook(crash_sync);
-		_exit(run(dir) == 0 ? 0 : 1);
-	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	return WEXITSTATUS(status);
-}
-
 static int open_alice(const char *dir)
 {
 	dp_ledgerset *s = NULL;
-	int r = dp_ledgerset_open(dir, "alice", 0, &s);
+	int r = dp_ledgerset_open(dir, "alice", 0, &life, &s);
 
 	dp_ledgerset_close(s);
 	return r;
@@ -444,7 +464,8 @@ static int open_alice(const char *dir)
 
 /* A crash at every sync of the migration (before and after each: the
  * temporary format file, then the directory after the rename), and a
- * failed sync at each: the directory opens read-only at version 1 or 2
+ * failed sync at each: the directory opens read-only at a version from 1
+ * to the current one
  * with the same figures, and the next open completes the migration with
  * the same figures again. */
 static void test_format_crash(void **state)
@@ -467,11 +488,11 @@ static void test_format_crash(void **state)
 			assert_int_equal(code, modes[m] == FAIL ? 1 : 9);
 			hit++;
 			assert_int_equal(figures_of(f->set, &mid), 0);
-			assert_true(mid.format == 1 || mid.format == 2);
+			assert_true(mid.format >= 1 && mid.format <= DP_LEDGERSET_FORMAT);
 			assert_same_figures(&before, &mid);
 			assert_int_equal(open_alice(f->set), 0);
 			assert_int_equal(figures_of(f->set, &after), 0);
-			assert_int_equal(after.format, 2);
+			assert_int_equal(after.format, DP_LEDGERSET_FORMAT);
 			assert_same_figures(&before, &after);
 		}
 		/* The temporary file's sync and the directory's, at least. */
@@ -490,16 +511,20 @@ static void test_format_refused(void **state)
 	};
 	struct figures before, fig;
 	dp_ledgerset *s = NULL;
+	char line[64];
 
 	make_v1(f->set, &before);
-	put_format(f->set, FORMAT_LINE "3\n");
-	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &s), DP_EFORMAT);
+	snprintf(line, sizeof(line), FORMAT_LINE "%d\n", DP_LEDGERSET_FORMAT + 1);
+	put_format(f->set, line);
+	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &life, &s), DP_EFORMAT);
 	assert_null(s);
-	assert_non_null(strstr(dp_error_detail(DP_EFORMAT), "format 3, newer than the 2"));
+	snprintf(line, sizeof(line), "format %d, newer than the %d", DP_LEDGERSET_FORMAT + 1,
+		 DP_LEDGERSET_FORMAT);
+	assert_non_null(strstr(dp_error_detail(DP_EFORMAT), line));
 	assert_int_equal(figures_of(f->set, &fig), DP_EFORMAT);
 	for (size_t i = 0; i < sizeof(damaged) / sizeof(damaged[0]); i++) {
 		put_format(f->set, damaged[i]);
-		assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &s), DP_ECORRUPT);
+		assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &life, &s), DP_ECORRUPT);
 		assert_non_null(strstr(dp_error_detail(DP_ECORRUPT), "is damaged"));
 		assert_int_equal(figures_of(f->set, &fig), DP_ECORRUPT);
 	}
@@ -522,12 +547,12 @@ static int add_marker(const char *dir, const char *name)
 	return dp_file_write_atomic(p, name, strlen(name), 0600);
 }
 
-static int add_m3(const char *dir)
+static int add_m3(const char *dir, const struct dp__ledgerset_ctx *ctx)
 {
 	return add_marker(dir, "m3");
 }
 
-static int add_m4(const char *dir)
+static int add_m4(const char *dir, const struct dp__ledgerset_ctx *ctx)
 {
 	return add_marker(dir, "m4");
 }
@@ -540,11 +565,12 @@ static const struct dp__ledgerset_step chain[] = {
 
 static int run_chain(const char *dir)
 {
+	struct dp__ledgerset_ctx ctx = { &life, true };
 	unsigned v;
 	int r = dp__ledgerset_format_read(dir, 4, &v);
 
 	if (r == 0)
-		r = dp__ledgerset_migrate(dir, chain, 3, 4, true, &v);
+		r = dp__ledgerset_migrate(dir, chain, 3, 4, &ctx, &v);
 	return r == 0 && v == 4 ? 0 : -1;
 }
 
@@ -600,6 +626,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_two_jobs_sum, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_names, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_lock_and_owner, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_dir_lock, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_old_file_and_damage, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_format_new, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_format_migrate, fx_setup, fx_teardown),

@@ -404,6 +404,43 @@ static double value_of(const char *text, const char *name)
 
 /* build_info and the process metrics: present, plausible, and read afresh
  * at each render (a descriptor opened in between is counted). */
+/* A series relabelled keeps its value and its pointer and leaves no series
+ * behind; relabelling onto another series' values, an unlabelled series
+ * or with bad values is refused and changes nothing. */
+static void test_relabel(void **state)
+{
+	static const char *const names[] = { "job_id", NULL };
+	struct dp_metric_family *fam;
+	struct dp_metric *m, *other, *plain, *again;
+	struct dp_metrics *reg;
+	char *text;
+
+	assert_int_equal(dp_metrics_new(&reg), 0);
+	assert_int_equal(dp_metrics_family(reg, DP_METRIC_GAUGE, "g", "", names, NULL, 0, &fam), 0);
+	assert_int_equal(dp_metrics_series(fam, (const char *[]){ "" }, &m), 0);
+	assert_int_equal(dp_metrics_set(m, 2.5), 0);
+	assert_int_equal(dp_metrics_relabel(m, (const char *[]){ "J1" }), 0);
+	assert_int_equal(dp_metrics_relabel(m, (const char *[]){ "J1" }), 0);
+	assert_int_equal(dp_metrics_series(fam, (const char *[]){ "J1" }, &again), 0);
+	assert_ptr_equal(again, m);
+	assert_true(dp_metrics_value(m) == 2.5);
+	text = render(reg);
+	assert_non_null(strstr(text, "g{job_id=\"J1\"} 2.5\n"));
+	assert_null(strstr(text, "job_id=\"\""));
+	free(text);
+	assert_int_equal(dp_metrics_series(fam, (const char *[]){ "J2" }, &other), 0);
+	assert_int_equal(dp_metrics_relabel(m, (const char *[]){ "J2" }), DP_EINVAL);
+	assert_int_equal(dp_metrics_relabel(m, (const char *[]){ "\xff" }), DP_EINVAL);
+	assert_int_equal(dp_metrics_relabel(m, (const char *[]){ NULL }), DP_EINVAL);
+	assert_int_equal(dp_metrics_gauge(reg, "plain", "", &plain), 0);
+	assert_int_equal(dp_metrics_relabel(plain, (const char *[]){ "x" }), DP_EINVAL);
+	text = render(reg);
+	assert_non_null(strstr(text, "g{job_id=\"J1\"} 2.5\ng{job_id=\"J2\"} 0\n"));
+	free(text);
+	dp_metrics_destroy(reg);
+	(void)state;
+}
+
 static void test_process(void **state)
 {
 	struct dp_metrics *reg;
@@ -443,6 +480,7 @@ int main(void)
 		cmocka_unit_test(test_empty_registry),
 		cmocka_unit_test(test_many_series),
 		cmocka_unit_test(test_define),
+		cmocka_unit_test(test_relabel),
 		cmocka_unit_test(test_process),
 	};
 

@@ -42,12 +42,13 @@ successive jobs", docs/ledger.md §8), real learnerd and ownerd on loopback:
   dpasync_owner_connect_failures_total, and exits 0 on SIGTERM (for the
   metrics port learnerd's HTTP side has nothing to say);
 - the ledger directory's format (docs/ledger.md §10): owner-1's directory
-  after the two jobs, its format file removed, is the layout from before
-  versions (format 1; `dpasync ledger` says so and reads it as it is);
-  ownerd killed (the fault shim, before and after each file operation of
-  its start) while it migrates a copy leaves a directory that `dpasync
-  ledger` reads at format 1 or 2 with every figure unchanged (lifetime
-  total, each job's spent, answers and caps), and the next start completes
+  after the two jobs, its format and lifetime files removed, is the layout
+  from before versions (format 1; `dpasync ledger` says so and reads it as
+  it is); ownerd killed (the fault shim, before and after each file
+  operation of its start) while it migrates a copy leaves a directory that
+  `dpasync ledger` reads at a format from 1 to the current one with every
+  figure unchanged (lifetime total, each job's spent, answers and caps),
+  and the next start completes
   the migration with the same figures; a directory of a newer format stops
   ownerd with exit 2 and one line."""
 import json, os, re, shutil, signal, subprocess, sys, time, urllib.request
@@ -56,6 +57,7 @@ from harness import Fail, check, run, tmpdir, cleanup, main
 from cluster import Cluster
 
 T = 100
+CURRENT = 3   # the ledger directory's format (docs/ledger.md §10)
 
 
 class Daemons:
@@ -429,6 +431,7 @@ def format_migration(c, D, bindir):
     fixture = c.path('led-v1')
     shutil.copytree(c.path('o1', 'ledger'), fixture)
     os.unlink(os.path.join(fixture, 'format'))
+    os.unlink(os.path.join(fixture, 'lifetime'))   # format 3's (docs/ledger.md §11)
     version, want = ledger_figures(c, fixture)
     check(version == 1 and want['jobs_count'] == 2 and abs(want['lifetime_epsilon_spent'] - 1.5) < 1e-9,
           'the directory without its format file: format %r, %r' % (version, want))
@@ -440,7 +443,7 @@ def format_migration(c, D, bindir):
     rc, _, led = start_once(c, D, fixture, dict(os.environ, LD_PRELOAD=shim, DP_FAULT_CALLS=kinds,
                                                 DP_FAULT_LOG=count))
     n = len(open(count).read().split('\n')) - 1
-    check(ledger_figures(c, led) == (2, want), 'a clean start: %r' % (ledger_figures(c, led),))
+    check(ledger_figures(c, led) == (CURRENT, want), 'a clean start: %r' % (ledger_figures(c, led),))
     seen = set()
     for action in ('kill-before', 'kill-after'):
         for at in range(1, n + 1):
@@ -449,19 +452,20 @@ def format_migration(c, D, bindir):
             rc, log, led = start_once(c, D, fixture, env)
             version, fig = ledger_figures(c, led)
             seen.add(version)
-            check(version in (1, 2) and fig == want,
+            check(1 <= version <= CURRENT and fig == want,
                   'ownerd %s call %d of %d (exit %s): format %r, figures %r, want %r\n%s'
                   % (action, at, n, rc, version, fig, want, log[-2000:]))
             again = c.path('mig-again')
             shutil.rmtree(again, ignore_errors=True)
             shutil.copytree(led, again)
             rc, log, led = start_once(c, D, again)
-            check(ledger_figures(c, led) == (2, want),
+            check(ledger_figures(c, led) == (CURRENT, want),
                   'restart after %s call %d: %r\n%s' % (action, at, ledger_figures(c, led), log[-2000:]))
-    check(seen == {1, 2}, 'the kills never fell before and after the migration: formats %r' % seen)
-    print('ledger directory format 1 -> 2: killed before and after each of %d file operations '
-          'of a start, the figures held (lifetime %.9g over %d jobs)'
-          % (n, want['lifetime_epsilon_spent'], want['jobs_count']))
+    check({1, CURRENT} <= seen, 'the kills never fell before and after the migration: formats %r'
+          % seen)
+    print('ledger directory format 1 -> %d: killed before and after each of %d file operations '
+          'of a start, the figures held (lifetime %.9g over %d jobs; formats seen %s)'
+          % (CURRENT, n, want['lifetime_epsilon_spent'], want['jobs_count'], sorted(seen)))
 
     # A newer format than this build knows: exit 2, one line, nothing changed.
     newer = c.path('led-v99')

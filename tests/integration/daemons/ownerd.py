@@ -341,10 +341,12 @@ def ledger_records(path):
 
 
 def metric(port, name):
+    """The value of the series `name`, unlabelled or with labels (the job's
+    gauges carry job_id, docs/operations.md §2)."""
     body = urllib.request.urlopen('http://127.0.0.1:%d/metrics' % port, timeout=5).read()
     for line in body.decode().splitlines():
-        if line.startswith(name + ' '):
-            return float(line.split()[1])
+        if line.startswith(name + ' ') or line.startswith(name + '{'):
+            return float(line.split()[-1])
     raise Fail('metric %s not found' % name)
 
 
@@ -398,7 +400,7 @@ def main(ownerd, dpasync, shim=None):
         log = os.path.join(work, 'ownerd.log')
 
         test_cli(base, work, data)
-        test_main_flow(ownerd, base, work, fl, Xb, y, n, p, log)
+        test_main_flow(ownerd, dpasync, base, work, fl, Xb, y, n, p, log)
         fl.drain()
         test_no_noise(ownerd, base, work, fl, Xb, y, p, log)
         fl.drain()
@@ -495,7 +497,7 @@ def test_cli(base, work, data):
     expect_error([ownerd, '--config', cfg] + args, ['nosuchkey'])
 
 
-def test_main_flow(ownerd, base, work, fl, Xb, y, n, p, log):
+def test_main_flow(ownerd, dpasync, base, work, fl, Xb, y, n, p, log):
     d = os.path.join(work, 'main')
     os.makedirs(d)
     led = os.path.join(d, 'owner-1.ledger')
@@ -660,6 +662,14 @@ def test_main_flow(ownerd, base, work, fl, Xb, y, n, p, log):
     check(re.search(r' info owner: summary final answers=0 refusals=2 ticks=\d+ skipped=\d+ '
                     r'ledger_answers=3/3 spent=', text), 'final summary of the restarted ownerd')
 
+    # The lifetime cap is the directory's, 1 from the first start (docs/ledger.md
+    # §11): a configuration cannot raise it, the data owner does, on purpose.
+    # Raised to 10 before the next start, so that test-job's cap 1 is not
+    # what the lifetime leaves (docs/ledger.md §8 "A new job's cap is what is
+    # left") and only --epsilon can explain it.
+    p_raise = run([dpasync, 'ledger', 'raise-lifetime', led, '--to', '10', '--reason',
+                   'another job'])
+    check(p_raise.returncode == 0, 'raise-lifetime: %s' % p_raise.stderr)
     # A job's caps are bound for good: the same job with another epsilon stops
     # ownerd (exit 2).  Another job gets a ledger of its own, and its request
     # ids start again at 1 (docs/ledger.md §8).

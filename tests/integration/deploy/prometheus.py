@@ -14,7 +14,11 @@ one evaluation time during the job:
   and histogram_quantile(0.5) lies in (0, query-timeout];
 - the per-owner iteration counters sum to iterations_total (same scrape);
 - each owner's epsilon as seen by the learner and by its ledger is in
-  [0, epsilon], spent + left == epsilon (to the ledger's nano-epsilon), and
+  [0, epsilon], spent + left == epsilon (to the ledger's nano-epsilon), the
+  ledger's two gauges carry the job's id (job_id, from the learner's
+  checkpoint), the lifetime cap is epsilon (a new ledger directory records
+  lifetime-epsilon, which defaults to epsilon), the lifetime spent is the
+  job's spent (the only job) and lifetime left is cap - spent, and
   answers_total > 0 and <= K_i <= T (K_i the learner's planned cap, read
   from its checkpoint), spent == answers * epsilon / K_i; each ownerd is
   connected; each ownerd's clock ticks >= its answers and its ticks skipped
@@ -146,7 +150,7 @@ def wait_scraped(prom, c, timeout=60):
         time.sleep(0.5)
     raise Fail('prometheus never saw all four targets up with iterations and answers')
 
-def check_series(prom, at, doc, caps):
+def check_series(prom, at, doc, caps, job):
     up = prom.values('up', at)
     jobs = sorted(l['job'] for l, _ in up)
     check(jobs == ['learnerd', 'ownerd', 'ownerd', 'ownerd'], 'up targets: %s' % up)
@@ -189,6 +193,11 @@ def check_series(prom, at, doc, caps):
     left = {l['owner']: v for l, v in prom.values('dpasync_owner_epsilon_left', at)}
     answers = {l['owner']: v for l, v in prom.values('dpasync_owner_answers_total', at)}
     connected = {l['owner']: v for l, v in prom.values('dpasync_owner_connected', at)}
+    job_ids = {l['owner']: l.get('job_id') for l, _ in prom.values('dpasync_owner_epsilon_spent', at)}
+    job_ids_left = {l['owner']: l.get('job_id')
+                    for l, _ in prom.values('dpasync_owner_epsilon_left', at)}
+    life = {n: {l['owner']: v for l, v in prom.values('dpasync_owner_lifetime_epsilon_' + n, at)}
+            for n in ('cap', 'spent', 'left')}
     for o in ('owner-1', 'owner-2', 'owner-3'):
         check(0 < spent[o] <= EPS, '%s: epsilon_spent %g not in (0, %g]' % (o, spent[o], EPS))
         check(0 <= left[o] <= EPS, '%s: epsilon_left %g not in [0, %g]' % (o, left[o], EPS))
@@ -205,6 +214,12 @@ def check_series(prom, at, doc, caps):
               '%s: epsilon_spent %g for %g answers of %g each (and at most one reserved)' % (
                   o, spent[o], answers[o], EPS / K))
         check(connected[o] == 1, '%s: connected %g' % (o, connected[o]))
+        check(job_ids[o] == job and job_ids_left[o] == job, '%s: job_id %r, %r, not the job %r'
+              % (o, job_ids[o], job_ids_left[o], job))
+        check(life['cap'][o] == EPS and life['spent'][o] == spent[o] and
+              abs(life['left'][o] - (EPS - spent[o])) <= 1e-9,
+              '%s: lifetime cap %g, spent %g, left %g (the job spent %g)'
+              % (o, life['cap'][o], life['spent'][o], life['left'][o], spent[o]))
     # One scrape of each owner: its clock ticked at least once per answer.
     ticks = {l['owner']: v for l, v in prom.values('dpasync_owner_clock_ticks_total', at)}
     skipped = {l['owner']: v for l, v in prom.values('dpasync_owner_clock_ticks_skipped_total', at)}
@@ -255,6 +270,7 @@ def dashboard_static(doc):
                  'dpasync_learner_queue_depth', 'dpasync_learner_rtt_seconds_bucket',
                  'dpasync_learner_owner_iterations_total', 'dpasync_learner_owner_epsilon_spent',
                  'dpasync_owner_answers_total', 'dpasync_owner_epsilon_left',
+                 'dpasync_owner_lifetime_epsilon_left',
                  'dpasync_peer_wakeups_total', 'dpasync_peer_neighbours_connected'):
         check(want in used, 'dashboard has no panel on %s' % want)
     return dash, exprs
@@ -293,7 +309,8 @@ def test(argv):
         t_owners = time.time()
         at = wait_scraped(prom, c)
         print('checks at %.1f s after the owners started' % (at - t_owners))
-        check_series(prom, at, doc, dict(zip(c.names, c.settings()['K'])))
+        job = json.load(open(c.path('learner', 'checkpoint.json')))['job']['name']
+        check_series(prom, at, doc, dict(zip(c.names, c.settings()['K'])), job)
         check_dashboard(prom, at, dash, exprs)
         out = c.wait_learner(timeout=120)
         check('done k=%d' % T in out, 'learnerd did not report done: %r' % out)
