@@ -82,6 +82,7 @@ struct lrn_settings {
 	char *public_path;         /* public constants for the planner, or NULL
 				      (assumed from the data's shape) */
 	double answers_margin;     /* K_i = ceil(T pi_i (1 + margin)) */
+	uint64_t restart_slack;    /* sync: K_i = T - 1 + slack (docs/ledger.md §9) */
 	uint64_t T_max;            /* largest T the planner considers (0: its own) */
 	int mode;                  /* enum lrn_mode */
 	double broadcast_interval;

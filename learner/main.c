@@ -97,6 +97,10 @@ static const struct dp_config_entry entries[] = {
 	{ .name = "answers-margin", DP_CFG_DOUBLE(&S.answers_margin), .def = "0.1", .min = 0,
 	  .max = 100, .min_exclusive = true, .group = G_JOB, .metavar = "M",
 	  .help = "planned answer caps K_i = ceil(T pi_i (1 + M)), pi_i = rate_i / sum of rates" },
+	{ .name = "restart-slack", DP_CFG_U64(&S.restart_slack), .def = "2", .min = 0,
+	  .max = DP_PLAN_SLACK_MAX, .group = G_JOB, .metavar = "S",
+	  .help = "sync: planned answer caps K_i = T - 1 + S, so that each owner may\n"
+		  "restart S times (each restart forfeits at most one answer's share)" },
 	{ .name = "t-max", DP_CFG_U64(&S.T_max), .def = "0", .min = 0, .max = 1e15,
 	  .group = G_JOB, .metavar = "N",
 	  .help = "largest T the planner may choose (0: its own, 100000)" },
