@@ -703,8 +703,10 @@ static void test_sync_rounds(void **state)
 }
 
 /* A quorum closes a round at its first Q answers, reweighted by their
- * rows; a late answer to a closed round is dropped and its owner asked in
- * the next; an overdue round stops the job naming who is missing. */
+ * rows; a late answer to a closed round is its owner's answer in the
+ * current round, stale (trace column staleness), and the owner is not
+ * asked again in it; an overdue round stops the job naming who is
+ * missing. */
 static void test_sync_quorum_timeout(void **state)
 {
 	struct lrn_settings s = lrnjob_settings();
@@ -734,14 +736,15 @@ static void test_sync_quorum_timeout(void **state)
 	assert_true(fabs(J.theta_L[1] - theta[1]) <= 1e-15);
 	assert_int_equal(lrnjob_pump(&J, 3.0, &sent, NULL), LRN_ACT_NONE);
 	assert_int_equal(sent.n, 2);   /* owner 2's round-1 query is still out */
-	lrnjob_answer(&J, 1, g2, 3.5, &d);   /* for round 1: dropped */
+	lrnjob_answer(&J, 1, g2, 3.5, &d);   /* for round 1: round 2's, stale by 1 */
 	assert_int_equal(d.act, LRN_ACT_PUMP);
-	assert_int_equal(J.answers, 2);
-	assert_int_equal(J.round_got, 0);
+	assert_int_equal(J.answers, 3);
+	assert_int_equal(J.round_got, 1);
+	assert_true(J.owners[1].round_has);
+	assert_true(trace_field(J.trace_path, 3, 6) == 1);   /* row k = 3, staleness */
+	assert_true(trace_field(J.trace_path, 2, 6) == 0);
 	assert_int_equal(lrnjob_pump(&J, 4.0, &sent, NULL), LRN_ACT_NONE);
-	assert_int_equal(sent.n, 1);
-	assert_int_equal(sent.owner[0], 1);
-	lrnjob_answer(&J, 1, g2, 4.5, &d);
+	assert_int_equal(sent.n, 0);   /* owner 2 is not asked again */
 	lrn_sched_expired(&J, 7.9, &d);   /* round 2 started at 3 */
 	assert_int_equal(d.act, LRN_ACT_NONE);
 	lrnjob_leave(&J, 2);
