@@ -451,11 +451,6 @@ static int load_state(struct lrn *L, bool check_only)
 		return fail(dp_exit_status(DP_EEXIST, DP_EXIT_PHASE_LOAD),
 			    "%s exists: use --resume to continue that job, or choose another --out",
 			    L->job.ckpt_path);
-	/* theta_hat and a half-served round are not restored (docs/learnerd.md §9). */
-	if (LRN_SYNC(L))
-		return fail(dp_exit_status(DP_EINVAL, DP_EXIT_PHASE_LOAD),
-			    "cannot resume: %s exists and a %s job cannot be "
-			    "resumed; choose another --out", L->job.ckpt_path, modes[S.mode]);
 	rc = lrn_checkpoint_load(&L->job);
 	if (rc < 0)
 		return fail(dp_exit_status(rc, DP_EXIT_PHASE_LOAD), "cannot resume: %s",

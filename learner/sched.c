@@ -321,8 +321,11 @@ static void round_close(struct lrn_job *J, double now, struct lrn_decision *d)
 		stop(d, "rounds: %s", dp_error_detail(rc));
 		return;
 	}
-	if (J->s->checkpoint_every > 0 && J->k_done % J->s->checkpoint_every == 0 &&
-	    J->k_done < lrn_state_goal(J)) {
+	/* Every round, whatever checkpoint-every (but 0): a learnerd crash
+	 * then loses the answers of one round only, at most one share per
+	 * owner, which its restart slack covers (docs/learnerd.md §9
+	 * "Resume"); answers of rounds after a checkpoint would be lost. */
+	if (J->s->checkpoint_every > 0 && J->k_done < lrn_state_goal(J)) {
 		rc = lrn_checkpoint_save(J, false);
 		if (rc < 0) {
 			stop(d, "checkpoint: %s", dp_error_detail(rc));

@@ -16,10 +16,19 @@ invariants of check_invariants).
 On the code before: K_i = T - 1 left a restarted owner without an answer
 for its last round; learnerd stopped with `every owner has exhausted its
 budget at k=... of T=...` (or a refusal in a strict round), exit 1, no
-model, the ledgers spent."""
+model, the ledgers spent.
+
+Then learnerd itself (docs/learnerd.md §9 "Resume"), for sync1 and sync2
+at epsilon = inf, T = 60: killed with SIGKILL about 60 answers in, started
+again with --resume, it continues from its checkpoint (theta, theta_hat,
+the round) and completes: rounds.csv numbers rounds 1..T-1 once each,
+trace.csv k = 1..3(T-1), and the model equals the one `dpasync sim`
+computes with the same plan to 1e-12 (as an uninterrupted job does,
+e2e_modes).  On the code before, --resume of a sync job exited 2."""
 import json, os, signal, sys, time
+import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
-from harness import Fail, check, tmpdir, cleanup, main
+from harness import Fail, check, run, summary, tmpdir, cleanup, main
 from cluster import Cluster, check_invariants
 
 T = 150
@@ -68,12 +77,52 @@ def job(bindir, d, mode):
     finally:
         c.close()
 
+def learner_crash(bindir, d, mode):
+    Ts = 60
+    c = Cluster(bindir, d, owners=3, rows=2000, features=5, T=Ts)
+    try:
+        flags = ['--mode', mode, '--round-timeout', '60', '--checkpoint-every', '7']
+        c.start_learner(flags)
+        owners = [c.start_owner(i, eps='inf', rate='50') for i in (1, 2, 3)]
+        c.wait_rows(60, timeout=120)
+        c.learner.send_signal(signal.SIGKILL)
+        c.learner.wait(timeout=30)
+        at = len(c.trace_rows())
+        c.start_learner(flags, resume=True)
+        out = c.wait_learner(timeout=300)
+        check('done k=%d' % (Ts - 1) in out, '%s: resumed learnerd did not report done: %r'
+              % (mode, out))
+        check('resuming job=' in open(c.path('learnerd.log')).read(), '%s: not resumed' % mode)
+        rounds = [l.split(',') for l in open(c.path('learner', 'rounds.csv')).read().splitlines()[1:]]
+        check([int(r[0]) for r in rounds] == list(range(1, Ts)), '%s: rounds.csv rounds %r'
+              % (mode, [r[0] for r in rounds]))
+        rows = c.trace_rows()
+        check([int(r[0]) for r in rows] == list(range(1, 3 * (Ts - 1) + 1)),
+              '%s: trace is not k = 1..3(T-1)' % mode)
+        model = json.load(open(c.path('learner', 'model.json')))
+        ck = json.load(open(c.path('learner', 'checkpoint.json')))['job']
+        check(model['mode'] == mode, '%s: model.json mode %r' % (mode, model['mode']))
+        step = ['--rho', repr(ck['rho'])] if mode == 'sync1' else ['--c', repr(ck['eta'])]
+        so = os.path.join(d, 'sim')
+        run([c.dp, 'sim', '--bias', '--mode', mode, '--epsilon', 'inf', '--repeats', '1',
+             '--T', str(Ts), '--clip', repr(ck['clip_l1']), '--out', so] + step
+            + [c.data(i) for i in (1, 2, 3)])
+        want = np.array(summary(so)['theta'])
+        err = np.abs(np.array(model['theta']) - want).max() / np.abs(want).max()
+        print('%s: learnerd killed at %d answers, resumed, done; model vs sim: max relative '
+              'difference %.3g' % (mode, at, err))
+        check(err <= 1e-12, '%s: resumed model differs from sim by %.3g' % (mode, err))
+    finally:
+        c.close()
+
 def test(argv):
     bindir = argv[0]
     d = tmpdir('sync-restart')
     try:
         for mode in ('sync1', 'sync2'):
             job(bindir, os.path.join(d, mode), mode)
+        for mode in ('sync1', 'sync2'):
+            learner_crash(bindir, os.path.join(d, 'crash-' + mode), mode)
     finally:
         cleanup(d)
 
