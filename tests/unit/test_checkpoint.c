@@ -534,7 +534,7 @@ static void test_version1_fixture(void **state)
 static void test_sync_resume(void **state)
 {
 	static const double g1[] = { 1.0, 2.0, -1.0 }, g2[] = { -1.0, 0.5, 0.25 };
-	struct lrn_settings s = lrnjob_settings();
+	struct lrn_settings s = lrnjob_settings(), t;
 	struct json_object *root, *st;
 	struct lrn_job J, R;
 	struct lrn_decision d;
@@ -573,14 +573,15 @@ static void test_sync_resume(void **state)
 	assert_int_equal(R.owners[1].iterations, 1);
 	drop(&R);
 
-	s.mode = LRN_MODE_SYNC1;
-	s.rho = 1;
-	assert_int_equal(load(&R, &s, "sync"), DP_EINVAL);
+	t = s;   /* J keeps s */
+	t.mode = LRN_MODE_SYNC1;
+	t.rho = 1;
+	assert_int_equal(load(&R, &t, "sync"), DP_EINVAL);
 	assert_non_null(strstr(dp_error_detail(DP_EINVAL), "mode is sync2 in the checkpoint but "
 							   "sync1 now"));
 	drop(&R);
-	s.mode = LRN_MODE_REQUEST;
-	assert_int_equal(load(&R, &s, "sync"), DP_EINVAL);
+	t.mode = LRN_MODE_REQUEST;
+	assert_int_equal(load(&R, &t, "sync"), DP_EINVAL);
 	drop(&R);
 	lrnjob_free(&J);
 }
