@@ -5,7 +5,7 @@
 epsilon = 1, --round-quorum 2; owner-3 is stopped (SIGSTOP) for 0.2 s
 every 0.4 s, so that many rounds close without it and its answers arrive
 after their round.  The job completes (exit 0, model.json), no answer is
-`dropped`, some of owner-3's trace rows are stale (staleness > 0), and
+`dropped` (but one still out when the last round closed), some of owner-3's trace rows are stale (staleness > 0), and
 for every owner the answers that left it (its ledger's answer records,
 docs/ledger.md §9) are its trace rows, but for at most one query still
 out when the job ended; the ledgers keep their caps (check_invariants).
@@ -49,7 +49,9 @@ def test(argv):
         for i, p in enumerate(owners, 1):
             check(p.wait(timeout=30) == 0, 'ownerd %d exited %s' % (i, p.returncode))
         log = open(c.path('learnerd.log')).read()
-        dropped = [l for l in log.splitlines() if 'dropped' in l]
+        # Only an answer still out when the last round closed may be
+        # dropped (docs/learnerd.md §9 "Late answers").
+        dropped = [l for l in log.splitlines() if 'dropped' in l and 'rounds are done' not in l]
         check(not dropped, 'answers dropped: %d, e.g. %r' % (len(dropped), dropped[:2]))
         check(os.path.exists(c.path('learner', 'model.json')), 'no model.json')
         rows = c.trace_rows()
