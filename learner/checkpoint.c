@@ -145,6 +145,14 @@ static struct json_object *job_json(const struct lrn_job *J)
 	return j;
 }
 
+/* Sync: 1 when o has answered the round being served.  A checkpoint
+ * holds closed rounds only: a resumed job serves that round again, and
+ * the answers of it are not counted (docs/learnerd.md §9 "Resume"). */
+static uint64_t open_answer(const struct lrn_job *J, const struct lrn_owner *o)
+{
+	return LRN_SYNC(J) && J->sync_round != 0 && o->round_has ? 1 : 0;
+}
+
 static struct json_object *owner_json(const struct lrn_job *J, const struct lrn_owner *o)
 {
 	struct json_object *oj = json_object_new_object();
@@ -156,7 +164,8 @@ static struct json_object *owner_json(const struct lrn_job *J, const struct lrn_
 	if (rc == 0)
 		rc = dp_json_add(oj, "n_rows", json_object_new_uint64(o->n_rows));
 	if (rc == 0)
-		rc = dp_json_add(oj, "iterations", json_object_new_uint64(o->iterations));
+		rc = dp_json_add(oj, "iterations",
+				 json_object_new_uint64(o->iterations - open_answer(J, o)));
 	if (rc == 0)
 		rc = dp_json_add(oj, "epsilon_spent", dp_json_double_inf(o->eps_spent));
 	if (rc == 0)
@@ -197,8 +206,13 @@ static struct json_object *state_json(const struct lrn_job *J, uint64_t reserved
 		rc = dp_json_add(st, "max_inflight", json_object_new_uint64(J->s->max_inflight));
 	if (rc == 0)
 		rc = dp_json_add(st, "theta_L", dp_json_double_array(J->theta_L, J->p));
-	/* sync2 publishes the running average (never read back: a sync job is
-	 * not resumed, docs/learnerd.md §9). */
+	/* The trace rows the checkpoint holds: k_done, or in sync the answers
+	 * of the closed rounds (docs/learnerd.md §9 "Resume"). */
+	if (rc == 0)
+		rc = dp_json_add(st, "answers",
+				 json_object_new_uint64(!LRN_SYNC(J) ? J->k_done
+					: J->answers - (J->sync_round != 0 ? J->round_got : 0)));
+	/* sync2 publishes the running average, which a resumed job continues. */
 	if (rc == 0 && J->theta_hat != NULL)
 		rc = dp_json_add(st, "theta_hat", dp_json_double_array(J->theta_hat, J->p));
 	owners = rc == 0 ? json_object_new_array() : NULL;
@@ -307,10 +321,32 @@ static int upgrade_1_to_2(struct json_object *root, dp_json_reader *r)
 	return 0;
 }
 
+/* Version 3 resumes sync jobs: state.answers, the trace rows the
+ * checkpoint holds (k_done in the async modes; in sync the answers of the
+ * closed rounds), and theta_hat is read back.  A version-2 file of an
+ * async job gets answers = k_done; one of a sync job gets none, and
+ * lrn_checkpoint_load refuses it as learnerd of version 2 did: its trace
+ * position is unknown (a quorum round has Q to N answers). */
+static int upgrade_2_to_3(struct json_object *root, dp_json_reader *r)
+{
+	struct json_object *st = dp_json_get(r, root, "state", json_type_object, true);
+	const char *mode = dp_json_get_string(r, st, "mode", true, NULL);
+	uint64_t k = dp_json_get_u64(r, st, "k_done", true, 0);
+
+	if (r->rc)
+		return r->rc;
+	if (strcmp(mode, "sync1") == 0 || strcmp(mode, "sync2") == 0)
+		return 0;
+	if (dp_json_add(st, "answers", json_object_new_uint64(k)) != 0)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	return 0;
+}
+
 /* steps[v] upgrades version v to v + 1; there never was a version 0. */
 static const upgrade_step steps[] = {
 	NULL,   /* 0: none */
 	upgrade_1_to_2,
+	upgrade_2_to_3,
 };
 
 _Static_assert(sizeof(steps) / sizeof(steps[0]) == LRN_CHECKPOINT_VERSION,
@@ -567,16 +603,61 @@ static int load_owners(struct lrn_job *J, dp_json_reader *r, struct json_object 
 	return r->rc;
 }
 
+/* The mode of the checkpoint's state against the configured one: the
+ * async modes may change on resume, a sync job stays in its own mode
+ * (sync1 and sync2 are other algorithms).  Sync: *answers is the trace
+ * rows of its closed rounds, absent from a version-2 file (its
+ * upgrade_2_to_3).  0 or the error. */
+static int check_mode(struct lrn_job *J, dp_json_reader *r, struct json_object *st, uint64_t k,
+		      uint64_t *answers)
+{
+	const char *was = dp_json_get_string(r, st, "mode", true, NULL);
+	bool sync;
+
+	if (r->rc)
+		return r->rc;
+	sync = strcmp(was, "sync1") == 0 || strcmp(was, "sync2") == 0;
+	if ((sync || LRN_SYNC(J)) && strcmp(was, mode_name(J->s->mode)) != 0)
+		return LRN_MISMATCH("mode", "%s", was, mode_name(J->s->mode));
+	if (sync && dp_json_get(r, st, "answers", json_type_int, false) == NULL && r->rc == 0)
+		return dp_error_set(DP_EFORMAT, "%s: a %s job's checkpoint written by a learnerd "
+				    "before version 3 does not say where its trace ends, and cannot "
+				    "be resumed; choose another --out", J->ckpt_path, was);
+	*answers = dp_json_get_u64(r, st, "answers", true, 0);
+	if (r->rc == 0 && sync && (*answers < k || *answers / J->N > k))
+		return dp_error_set(DP_ECORRUPT, "%s: %llu answers for %llu rounds of %zu owners",
+				    J->ckpt_path, (unsigned long long)*answers,
+				    (unsigned long long)k, J->N);
+	if (r->rc == 0 && !sync && *answers != k)
+		return dp_error_set(DP_ECORRUPT, "%s: %llu answers for k_done %llu", J->ckpt_path,
+				    (unsigned long long)*answers, (unsigned long long)k);
+	return r->rc;
+}
+
+/* A sync job's arrays (as lrn_state_start makes them) and theta_hat, the
+ * running average sync2 publishes (sync1: zeros, unused).  0 or
+ * DP_ENOMEM. */
+static int sync_arrays(struct lrn_job *J, const double *theta_hat)
+{
+	J->theta_hat = calloc(J->p, sizeof(double));
+	J->round_ans = calloc((J->N + 1) * J->p, sizeof(double));   /* + agg */
+	if (J->theta_hat == NULL || J->round_ans == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	if (theta_hat != NULL)
+		memcpy(J->theta_hat, theta_hat, J->p * sizeof(double));
+	return 0;
+}
+
 int lrn_checkpoint_load(struct lrn_job *J)
 {
 	struct json_object *root = NULL, *job, *st, *owners;
 	dp_json_reader r = { .path = NULL, .where = NULL, .rc = 0 };
 	const char *fmt;
 	size_t p = 0;
-	uint64_t k, next, reserved, n_total, nsum = 0;
+	uint64_t k, next, reserved, n_total, nsum = 0, answers = 0;
 	size_t planned = 0;
 	double eta, rho, want;
-	double *theta_L = NULL, **thetas = NULL;
+	double *theta_L = NULL, *theta_hat = NULL, **thetas = NULL;
 	int rc;
 
 	DP_REQUIRE(J != NULL && J->s != NULL && J->ckpt_path != NULL && J->owners != NULL);
@@ -624,16 +705,23 @@ int lrn_checkpoint_load(struct lrn_job *J)
 		goto out;
 	}
 	r.where = "state";
-	rc = check_len(&r, st, "theta_L", p);
+	rc = check_mode(J, &r, st, k, &answers);
+	if (rc == 0)
+		rc = check_len(&r, st, "theta_L", p);
+	if (rc == 0 && J->s->mode == LRN_MODE_SYNC2)
+		rc = check_len(&r, st, "theta_hat", p);
 	if (rc < 0)
 		goto out;
 	theta_L = calloc(p, sizeof(double));
+	theta_hat = calloc(p, sizeof(double));
 	thetas = calloc(J->N, sizeof(*thetas));
-	if (theta_L == NULL || thetas == NULL) {
+	if (theta_L == NULL || theta_hat == NULL || thetas == NULL) {
 		rc = dp_error_set(DP_ENOMEM, "out of memory");
 		goto out;
 	}
 	dp_json_get_doubles(&r, st, "theta_L", theta_L, p);
+	if (J->s->mode == LRN_MODE_SYNC2)
+		dp_json_get_doubles(&r, st, "theta_hat", theta_hat, p);
 	rc = load_owners(J, &r, owners, p, thetas, &nsum, &planned);
 	if (rc < 0)
 		goto out;
@@ -643,9 +731,16 @@ int lrn_checkpoint_load(struct lrn_job *J)
 				  J->ckpt_path, (unsigned long long)n_total, (unsigned long long)nsum);
 		goto out;
 	}
-	/* The step size is the plan's: a given --eta/--rho must give it. */
+	/* The step size is the plan's: a given --eta/--rho (sync1 rho/T^2,
+	 * sync2 c) must give it. */
 	want = eta;
-	if (J->s->eta > 0)
+	if (J->s->mode == LRN_MODE_SYNC1 && J->s->rho > 0)
+		want = J->s->rho / ((double)J->T * (double)J->T);
+	else if (J->s->mode == LRN_MODE_SYNC2 && J->s->c > 0)
+		want = J->s->c;
+	else if (LRN_SYNC(J))
+		want = eta;
+	else if (J->s->eta > 0)
 		want = J->s->eta;
 	else if (J->s->rho > 0)
 		want = dp_algo_eta_from_rho(planned, J->T, J->s->lambda, J->s->rho);
@@ -659,6 +754,13 @@ int lrn_checkpoint_load(struct lrn_job *J)
 		rc = lrn_state_set_p(J, p);
 		if (rc < 0)
 			goto out;
+	}
+	if (LRN_SYNC(J)) {
+		rc = sync_arrays(J, J->s->mode == LRN_MODE_SYNC2 ? theta_hat : NULL);
+		if (rc < 0)
+			goto out;
+		J->step = eta;
+		J->answers = answers;
 	}
 	memcpy(J->theta_L, theta_L, p * sizeof(double));
 	for (size_t i = 0; i < J->N; i++) {
@@ -680,6 +782,7 @@ out:
 			free(thetas[i]);
 	free(thetas);
 	free(theta_L);
+	free(theta_hat);
 	json_object_put(root);
 	return rc;
 }

@@ -82,6 +82,7 @@ struct lrn_settings {
 	char *public_path;         /* public constants for the planner, or NULL
 				      (assumed from the data's shape) */
 	double answers_margin;     /* K_i = ceil(T pi_i (1 + margin)) */
+	uint64_t restart_slack;    /* sync: K_i = T - 1 + slack (docs/ledger.md §9) */
 	uint64_t T_max;            /* largest T the planner considers (0: its own) */
 	int mode;                  /* enum lrn_mode */
 	double broadcast_interval;
@@ -392,7 +393,7 @@ const double *lrn_state_output(const struct lrn_job *J);
 #define LRN_CHECKPOINT_FORMAT  "dpasync-learner-checkpoint"
 /* The format written; older ones are upgraded on load one version at a
  * time (docs/learnerd.md §5 "Versions"). */
-#define LRN_CHECKPOINT_VERSION 2
+#define LRN_CHECKPOINT_VERSION 3
 /* Write J's state (with the plan: a resumed job never re-plans) to
  * J->ckpt_path atomically; reserves the next block of query ids (final:
  * the job is over or stopping, no block needed).  Flushes and fsyncs the
@@ -412,7 +413,10 @@ int lrn_checkpoint_save(struct lrn_job *J, bool final);
 int lrn_checkpoint_load(struct lrn_job *J);
 
 /* ---- trace.c ------------------------------------------------------------- */
-/* Open trace.csv: new (header) or, on resume, truncated to k_done rows. */
+/* Open trace.csv: new (header) or, on resume, truncated to the rows the
+ * checkpoint holds (k_done; in sync, J->answers), and in sync rounds.csv
+ * to its k_done rounds.  0, DP_EFORMAT (a trace of another format) or
+ * DP_EIO. */
 int lrn_trace_open(struct lrn_job *J, bool resume);
 /* Append one row.  0, or DP_EIO with J->io_failed set. */
 int lrn_trace_row(struct lrn_job *J, uint64_t k, double wall, const char *owner, double wait,
@@ -422,8 +426,9 @@ int lrn_trace_row(struct lrn_job *J, uint64_t k, double wall, const char *owner,
 int lrn_trace_round(struct lrn_job *J, uint64_t round, double wall, double secs,
 		    size_t answers, uint64_t first_k, uint64_t last_k, const char *slowest,
 		    double slowest_rtt);
-/* fflush + fsync.  0, or DP_EIO with J->io_failed set (also when an
- * earlier write of the stream failed: its rows are lost). */
+/* fflush + fsync of trace.csv and rounds.csv.  0, or DP_EIO with
+ * J->io_failed set (also when an earlier write of the stream failed: its
+ * rows are lost). */
 int lrn_trace_sync(struct lrn_job *J);
 void lrn_trace_close(struct lrn_job *J);
 

@@ -99,6 +99,10 @@ static const struct dp_config_entry entries[] = {
 	{ .name = "answers-margin", DP_CFG_DOUBLE(&S.answers_margin), .def = "0.1", .min = 0,
 	  .max = 100, .min_exclusive = true, .group = G_JOB, .metavar = "M",
 	  .help = "planned answer caps K_i = ceil(T pi_i (1 + M)), pi_i = rate_i / sum of rates" },
+	{ .name = "restart-slack", DP_CFG_U64(&S.restart_slack), .def = "2", .min = 0,
+	  .max = DP_PLAN_SLACK_MAX, .group = G_JOB, .metavar = "S",
+	  .help = "sync: planned answer caps K_i = T - 1 + S, so that each owner may\n"
+		  "restart S times (each restart forfeits at most one answer's share)" },
 	{ .name = "t-max", DP_CFG_U64(&S.T_max), .def = "0", .min = 0, .max = 1e15,
 	  .group = G_JOB, .metavar = "N",
 	  .help = "largest T the planner may choose (0: its own, 100000)" },
@@ -449,11 +453,6 @@ static int load_state(struct lrn *L, bool check_only)
 		return fail(dp_exit_status(DP_EEXIST, DP_EXIT_PHASE_LOAD),
 			    "%s exists: use --resume to continue that job, or choose another --out",
 			    L->job.ckpt_path);
-	/* theta_hat and a half-served round are not restored (docs/learnerd.md §9). */
-	if (LRN_SYNC(L))
-		return fail(dp_exit_status(DP_EINVAL, DP_EXIT_PHASE_LOAD),
-			    "cannot resume: %s exists and a %s job cannot be "
-			    "resumed; choose another --out", L->job.ckpt_path, modes[S.mode]);
 	rc = lrn_checkpoint_load(&L->job);
 	if (rc < 0)
 		return fail(dp_exit_status(rc, DP_EXIT_PHASE_LOAD), "cannot resume: %s",

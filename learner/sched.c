@@ -17,7 +17,9 @@
  * Sync modes: round k asks every owner at theta[k] (one query each), and
  * closes once every owner, or round-quorum of them, has answered; then the
  * step is taken and round k + 1 starts.  An answer to an older round (a
- * quorum round closed without it) is dropped; an owner that is away is
+ * quorum round closed without it) is the owner's answer in the current
+ * round, stale (its budget is spent: it is used, never dropped, and the
+ * owner is not asked again in that round); an owner that is away is
  * asked again when it is back; a round longer than round-timeout stops the
  * job, naming the owners that did not answer (docs/learnerd.md "Sync
  * rounds").
@@ -319,8 +321,11 @@ static void round_close(struct lrn_job *J, double now, struct lrn_decision *d)
 		stop(d, "rounds: %s", dp_error_detail(rc));
 		return;
 	}
-	if (J->s->checkpoint_every > 0 && J->k_done % J->s->checkpoint_every == 0 &&
-	    J->k_done < lrn_state_goal(J)) {
+	/* Every round, whatever checkpoint-every (but 0): a learnerd crash
+	 * then loses the answers of one round only, at most one share per
+	 * owner, which its restart slack covers (docs/learnerd.md §9
+	 * "Resume"); answers of rounds after a checkpoint would be lost. */
+	if (J->s->checkpoint_every > 0 && J->k_done < lrn_state_goal(J)) {
 		rc = lrn_checkpoint_save(J, false);
 		if (rc < 0) {
 			stop(d, "checkpoint: %s", dp_error_detail(rc));
@@ -336,25 +341,48 @@ static size_t quorum(const struct lrn_job *J)
 									    : J->n_planned;
 }
 
+/* Sync: open round k_done + 1 at `now` (none is open). */
+static void round_open(struct lrn_job *J, double now)
+{
+	J->sync_round = J->k_done + 1;
+	J->round_start = now;
+	J->round_got = 0;
+	for (size_t i = 0; i < J->N; i++)
+		J->owners[i].round_has = false;
+}
+
 /* Sync: the answer of query qr from o, at `now` after rtt seconds.  One
- * of an older round (closed by a quorum without it) is dropped: its owner
- * has spent the budget, but the round's step is taken. */
+ * of an older round (closed by a quorum without it) is o's answer in the
+ * current round, stale by the rounds between: its owner has spent the
+ * budget on it, and o, whose query was out, has not answered this round
+ * (docs/learnerd.md §9 "Late answers").  Only an answer after the last
+ * round is dropped. */
 static void sync_answer(struct lrn_job *J, struct lrn_owner *o, struct lrn_query *qr,
 			const double *grad, double eps_spent, double now, double rtt,
 			struct lrn_decision *d)
 {
+	uint64_t stale;
 	int rc;
 
 	o->eps_spent = eps_spent;
 	dp_metrics_set(o->m_eps, eps_spent);
-	if (qr->round != J->sync_round || o->round_has) {
-		DP_INFO("learner", "answer from id=%s for round %llu dropped: round %llu is being "
-			"served", o->id, (unsigned long long)qr->round,
-			(unsigned long long)J->sync_round);
+	if (J->sync_round == 0 && J->k_done < lrn_state_goal(J))
+		round_open(J, now);
+	/* o->round_has with a query out cannot be (one query per owner, and
+	 * none while it has answered the round): dropped all the same. */
+	if (J->sync_round == 0 || o->round_has) {
+		DP_INFO("learner", "answer from id=%s for round %llu dropped: %s", o->id,
+			(unsigned long long)qr->round,
+			J->sync_round == 0 ? "the job's rounds are done" : "its round has its answer");
 		slot_free(J, qr);
 		decide(d, LRN_ACT_PUMP, NULL);
 		return;
 	}
+	stale = J->sync_round - qr->round;
+	if (stale > 0)
+		DP_INFO("learner", "answer from id=%s for round %llu used in round %llu (stale by "
+			"%llu)", o->id, (unsigned long long)qr->round,
+			(unsigned long long)J->sync_round, (unsigned long long)stale);
 	memcpy(J->round_ans + o->idx * J->p, grad, J->p * sizeof(double));
 	o->round_has = true;
 	o->round_rtt = rtt;
@@ -365,7 +393,7 @@ static void sync_answer(struct lrn_job *J, struct lrn_owner *o, struct lrn_query
 	dp_metrics_inc(o->m_iter);
 	dp_metrics_observe(J->st.rtt, rtt);
 	dp_metrics_observe(J->st.wait, qr->wait);
-	rc = lrn_trace_row(J, J->answers, lrn_clock_wall(), o->id, qr->wait, rtt, eps_spent, 0);
+	rc = lrn_trace_row(J, J->answers, lrn_clock_wall(), o->id, qr->wait, rtt, eps_spent, stale);
 	slot_free(J, qr);
 	if (rc < 0) {
 		stop(d, "trace: %s", dp_error_detail(rc));
@@ -717,13 +745,8 @@ static void learn_schema(struct lrn_job *J)
  * of it that has not answered, is connected and has no query out. */
 static void sync_next(struct lrn_job *J, double now, struct lrn_decision *d)
 {
-	if (J->sync_round == 0) {
-		J->sync_round = J->k_done + 1;
-		J->round_start = now;
-		J->round_got = 0;
-		for (size_t i = 0; i < J->N; i++)
-			J->owners[i].round_has = false;
-	}
+	if (J->sync_round == 0)
+		round_open(J, now);
 	for (size_t i = 0; i < J->N; i++) {
 		struct lrn_owner *o = &J->owners[i];
 

@@ -153,7 +153,9 @@ int lrn_state_check_hello(const struct lrn_job *J, const struct lrn_owner *o,
 		return DP_EREFUSED;
 	}
 	if (!J->started && c->answers_cap > c->own_cap &&
-	    (double)c->answers_cap > ceil((double)lrn_state_t_limit(J) * (1.0 + margin(J)))) {
+	    (double)c->answers_cap >
+		    ceil((double)lrn_state_t_limit(J) * (1.0 + margin(J))) +
+			    (LRN_SYNC(J) ? (double)J->s->restart_slack : 0.0)) {
 		snprintf(why, size, "Hello job_answers_cap %llu exceeds any K_i this job can plan "
 			 "(t-max %llu with its margin)", (unsigned long long)c->answers_cap,
 			 (unsigned long long)lrn_state_t_limit(J));
@@ -373,6 +375,8 @@ static void request(const struct lrn_job *J, const struct planned *pd, dp_plan_r
 	req->clip = J->s->clip;
 	req->answers_cap = pd->caps;
 	req->margin = J->s->answers_margin;
+	if (LRN_SYNC(J))
+		req->slack = (size_t)J->s->restart_slack;
 	req->T_max = (size_t)J->s->T_max;
 }
 

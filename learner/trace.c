@@ -6,8 +6,9 @@
  * job: the job id on every row, so that traces of successive jobs stay
  * apart when concatenated (main.c keeps commas out of job ids).
  * Rows are written as they happen; checkpoints fsync them first, so after
- * a crash the file holds at least the checkpoint's k_done rows and resume
- * cuts it back to exactly k_done.
+ * a crash the file holds at least the checkpoint's rows (k_done; in sync
+ * the answers of its closed rounds) and resume cuts it back to exactly
+ * that, and rounds.csv to its k_done rounds.
  *
  * Sync modes add rounds.csv, one row per round (docs/learnerd.md §4):
  *   round,time_unix,round_s,answers,first_k,last_k,slowest,slowest_rtt_s
@@ -41,16 +42,76 @@ static int trace_new(struct lrn_job *L)
 	return 0;
 }
 
-/* Keep the header and the first k_done complete rows; drop the rest
+/* The trace rows a checkpoint holds: one per iteration, or in sync one
+ * per answer of its closed rounds. */
+static uint64_t trace_rows(const struct lrn_job *L)
+{
+	return LRN_SYNC(L) ? L->answers : L->k_done;
+}
+
+/* Cut f, open at its start, to its first line and the `want` complete
+ * lines after it (a torn last line dropped) and leave it positioned at
+ * the end.  *rows: the lines kept after the first.  0 or DP_EIO. */
+static int keep_lines(FILE *f, const char *path, uint64_t want, uint64_t *rows)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	off_t keep = 0;
+	ssize_t n;
+	bool first = true;
+
+	*rows = 0;
+	for (;;) {
+		n = getline(&line, &cap, f);
+		if (n <= 0 || line[n - 1] != '\n')
+			break;
+		if (!first) {
+			if (*rows == want)
+				break;
+			(*rows)++;
+		}
+		first = false;
+		keep += n;
+	}
+	free(line);
+	if (fflush(f) != 0 || ftruncate(fileno(f), keep) != 0 || fseeko(f, keep, SEEK_SET) != 0)
+		return dp_error_set(DP_EIO, "%s: %s", path, strerror(errno));
+	return 0;
+}
+
+/* Sync: rounds.csv back to its header and the checkpoint's k_done rounds
+ * (rows of rounds it does not hold dropped), open for the next ones. */
+static int rounds_cut(struct lrn_job *L)
+{
+	uint64_t rows;
+	int rc;
+
+	rc = dp_file_fopen_private(L->rounds_path, "r+", &L->rounds);
+	if (rc == DP_ENOENT)
+		return 0;   /* written with the first round */
+	if (rc < 0)
+		return rc;
+	rc = keep_lines(L->rounds, L->rounds_path, L->k_done, &rows);
+	if (rc == 0 && rows < L->k_done)
+		DP_WARN("learner", "%s holds %llu rounds, the checkpoint %llu: rows are missing",
+			L->rounds_path, (unsigned long long)rows, (unsigned long long)L->k_done);
+	if (rc < 0 || rows == 0) {
+		fclose(L->rounds);   /* none kept: written anew with its header */
+		L->rounds = NULL;
+	}
+	return rc;
+}
+
+/* Keep the header and the first trace_rows() complete rows; drop the rest
  * (rows of iterations the checkpoint does not hold, a torn last line). */
 static int trace_cut(struct lrn_job *L)
 {
 	FILE *f = NULL;
 	char *line = NULL;
-	size_t cap = 0, rows = 0;
-	off_t keep = 0;
+	size_t cap = 0;
+	uint64_t rows = 0;
 	ssize_t n;
-	bool header = false;
+	bool whole;
 	int rc;
 
 	rc = dp_file_fopen_private(L->trace_path, "r+", &f);
@@ -62,57 +123,50 @@ static int trace_cut(struct lrn_job *L)
 				(unsigned long long)L->k_done + 1);
 		return trace_new(L);
 	}
-	for (;;) {
-		n = getline(&line, &cap, f);
-		if (n <= 0)
-			break;
-		if (line[n - 1] != '\n')
-			break;   /* torn by a crash */
-		if (!header) {
-			if (strcmp(line, TRACE_HEADER) != 0) {
-				bool older = strcmp(line, TRACE_HEADER_6) == 0 ||
-					     strcmp(line, TRACE_HEADER_7) == 0;
+	/* The header first: an older or foreign one is refused untouched; a
+	 * torn one (a crash at the first write) is written again. */
+	n = getline(&line, &cap, f);
+	whole = n > 0 && line[n - 1] == '\n';
+	if (whole && strcmp(line, TRACE_HEADER) != 0) {
+		bool older = strcmp(line, TRACE_HEADER_6) == 0 || strcmp(line, TRACE_HEADER_7) == 0;
 
-				free(line);
-				fclose(f);
-				if (older)
-					return dp_error_set(DP_EFORMAT, "%s: written by a learnerd before "
-							    "the job column: finish this job with "
-							    "that version, or restart it (new --out)",
-							    L->trace_path);
-				return dp_error_set(DP_EFORMAT, "%s: not a learnerd trace (header)",
-						    L->trace_path);
-			}
-			header = true;
-		} else {
-			if (rows == L->k_done)
-				break;
-			rows++;
-		}
-		keep += n;
+		free(line);
+		fclose(f);
+		if (older)
+			return dp_error_set(DP_EFORMAT, "%s: written by a learnerd before the job "
+					    "column: finish this job with that version, or restart "
+					    "it (new --out)", L->trace_path);
+		return dp_error_set(DP_EFORMAT, "%s: not a learnerd trace (header)", L->trace_path);
 	}
 	free(line);
-	if (!header) {
+	if (!whole) {
 		fclose(f);
 		return trace_new(L);
 	}
-	if (rows < L->k_done)
-		DP_WARN("learner", "%s holds %zu rows, the checkpoint %llu: rows are missing",
-			L->trace_path, rows, (unsigned long long)L->k_done);
-	if (fflush(f) != 0 || ftruncate(fileno(f), keep) != 0 || fseeko(f, keep, SEEK_SET) != 0) {
-		int e = errno;
-
+	rewind(f);
+	rc = keep_lines(f, L->trace_path, trace_rows(L), &rows);
+	if (rc < 0) {
 		fclose(f);
-		return dp_error_set(DP_EIO, "%s: %s", L->trace_path, strerror(e));
+		return rc;
 	}
+	if (rows < trace_rows(L))
+		DP_WARN("learner", "%s holds %llu rows, the checkpoint %llu: rows are missing",
+			L->trace_path, (unsigned long long)rows, (unsigned long long)trace_rows(L));
 	L->trace = f;
 	return 0;
 }
 
 int lrn_trace_open(struct lrn_job *L, bool resume)
 {
+	int rc;
+
 	DP_REQUIRE(L != NULL && L->trace_path != NULL && L->trace == NULL);
-	return resume ? trace_cut(L) : trace_new(L);
+	if (!resume)
+		return trace_new(L);
+	rc = trace_cut(L);
+	if (rc == 0 && LRN_SYNC(L) && L->rounds_path != NULL)
+		rc = rounds_cut(L);
+	return rc;
 }
 
 /* A write of the trace (or of rounds.csv) failed: its rows may be lost, so
@@ -169,6 +223,10 @@ int lrn_trace_sync(struct lrn_job *L)
 		return failed(L, L->trace_path, EIO);
 	if (fflush(L->trace) != 0 || dp_file_sync(fileno(L->trace), 0) != 0)
 		return failed(L, L->trace_path, errno);
+	/* rounds.csv too: a resumed sync job keeps the checkpoint's rounds. */
+	if (L->rounds != NULL && (ferror(L->rounds) || fflush(L->rounds) != 0 ||
+				  dp_file_sync(fileno(L->rounds), 0) != 0))
+		return failed(L, L->rounds_path, errno != 0 ? errno : EIO);
 	return 0;
 }
 

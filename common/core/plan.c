@@ -209,7 +209,9 @@ static double predict(const struct job *jb, size_t T, double step, size_t ci, co
  * fixed its own cap serves at most that many, and the iterations it leaves
  * go to the owners whose caps are planned, in proportion to their rates;
  * each of those gets its expected count plus the margin, so that its whole
- * budget is spent and a few stragglers do not stop the job short of T. */
+ * budget is spent and a few stragglers do not stop the job short of T.
+ * Sync: every owner answers each of the T - 1 rounds, plus the slack its
+ * restarts may forfeit (docs/ledger.md §9 "Sync jobs"). */
 static void caps_for(const struct job *jb, size_t T, uint64_t *K)
 {
 	const dp_plan_request *req = jb->req;
@@ -230,7 +232,7 @@ static void caps_for(const struct job *jb, size_t T, uint64_t *K)
 		if (req->answers_cap != NULL && req->answers_cap[i] != 0)
 			K[i] = req->answers_cap[i];
 		else if (req->mode != DP_PLAN_ASYNC)
-			K[i] = T > 1 ? T - 1 : 1;
+			K[i] = (T > 1 ? T - 1 : 1) + req->slack;
 		else {
 			/* share_i <= free_share and left <= T: at most T (1 + margin),
 			 * which check() bounds. */
@@ -291,6 +293,9 @@ static int check(const dp_plan_request *req, const dp_plan_public *pub)
 	if (!(req->margin >= 0.0) || !(tm * (1.0 + req->margin) <= DP_PLAN_K_MAX))
 		return dp_error_set(DP_EINVAL, "plan: margin %g: T (1 + margin) must be at most %g",
 				    req->margin, DP_PLAN_K_MAX);
+	if (req->slack > DP_PLAN_SLACK_MAX)
+		return dp_error_set(DP_EINVAL, "plan: slack %zu: at most %d answers", req->slack,
+				    DP_PLAN_SLACK_MAX);
 	if (req->mode != DP_PLAN_ASYNC && req->answers_cap != NULL && req->T > 1) {
 		for (size_t i = 0; i < req->N; i++)
 			if (req->answers_cap[i] != 0 && req->answers_cap[i] < req->T - 1)

@@ -147,7 +147,14 @@ typedef struct dp_plan_request {
 	double margin;                 /* K_i = ceil(T pi_i (1 + margin));
 					  0: DP_PLAN_MARGIN */
 	size_t T_max;                  /* largest T considered; 0: DP_PLAN_T_MAX */
+	size_t slack;                  /* sync: answers each chosen K_i holds
+					  beyond the T - 1 rounds, at most
+					  DP_PLAN_SLACK_MAX (a restart of an owner
+					  costs at most one, docs/ledger.md §9
+					  "Sync jobs"); async: unused */
 } dp_plan_request;
+
+#define DP_PLAN_SLACK_MAX 1000
 
 #define DP_PLAN_MARGIN 0.1
 #define DP_PLAN_T_MAX  100000

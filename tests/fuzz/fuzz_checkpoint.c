@@ -6,7 +6,9 @@
  * The input is checkpoint.json, loaded as by a fresh `learnerd --resume`
  * of the job its seeds come from (job "fuzz-job", linear, owners owner-1
  * and owner-2, lambda 0.01, theta-max 10, bias; T, clip and the step size
- * not given, so the file's are taken).  A checkpoint that loads must hold
+ * not given, so the file's are taken; the mode sync1 or sync2 when the
+ * input names it, as a sync job resumes only in its own mode, else
+ * request).  A checkpoint that loads must hold
  * together (k_done <= T, every theta finite, n_total the sum of the
  * planned owners' n_rows, a left-out owner exhausted, a fingerprint that
  * fits a Hello's), save as the final checkpoint and load again into a
@@ -28,6 +30,16 @@ static struct lrn_settings settings(void)
 		.job = "fuzz-job", .model = DP_MODEL_LINEAR, .lambda = 0.01, .theta_max = 10,
 		.bias = true, .max_frame = 16u << 20, .checkpoint_every = 20, .max_inflight = 1,
 	};
+}
+
+/* The mode a resume of this input is run in. */
+static int mode_of(const uint8_t *data, size_t size)
+{
+	if (memmem(data, size, "\"sync1\"", 7) != NULL)
+		return LRN_MODE_SYNC1;
+	if (memmem(data, size, "\"sync2\"", 7) != NULL)
+		return LRN_MODE_SYNC2;
+	return LRN_MODE_REQUEST;
 }
 
 static void init(struct lrn_job *J, struct lrn_settings *s, const char *path)
@@ -88,6 +100,11 @@ static void check_same(const struct lrn_job *a, const struct lrn_job *b)
 		FUZZ_CHECK(same_bits(x->eps_spent, y->eps_spent));
 		FUZZ_CHECK(memcmp(x->theta, y->theta, a->p * sizeof(double)) == 0);
 	}
+	/* A sync job's round position and published average. */
+	FUZZ_CHECK(a->answers == b->answers && same_bits(a->step, b->step));
+	FUZZ_CHECK((a->theta_hat == NULL) == (b->theta_hat == NULL));
+	if (a->theta_hat != NULL)
+		FUZZ_CHECK(memcmp(a->theta_hat, b->theta_hat, a->p * sizeof(double)) == 0);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -96,6 +113,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct lrn_settings s = settings();
 	struct lrn_job a, b;
 
+	s.mode = mode_of(data, size);
 	fuzz_util_write(in, data, size);
 	init(&a, &s, in);
 	if (lrn_checkpoint_load(&a) != 0) {

@@ -130,6 +130,22 @@ class Cluster:
         return ['--T', str(s['T']), '--eta', repr(s['eta']), '--clip', repr(s['clip']),
                 '--answers-cap', str(K)]
 
+    def sync_sim_error(self, mode, out):
+        """An epsilon = inf sync job's model.json against `dpasync sim
+        --mode MODE` with its plan (T, clip, rho or c) on the same data
+        (output in `out`): (max relative difference, coordinates, |theta|
+        of the simulator's model)."""
+        model = json.load(open(self.path('learner', 'model.json')))
+        ck = json.load(open(self.path('learner', 'checkpoint.json')))['job']
+        step = ['--rho', repr(ck['rho'])] if mode == 'sync1' else ['--c', repr(ck['eta'])]
+        run([self.dp, 'sim', '--bias', '--mode', mode, '--epsilon', 'inf', '--repeats', '1',
+             '--T', str(self.T), '--clip', repr(ck['clip_l1']), '--out', out] + step
+            + [self.data(i) for i in range(1, self.N + 1)])
+        want = json.load(open(os.path.join(out, 'summary.json')))['theta']
+        big = max(abs(w) for w in want)
+        err = max(abs(g - w) for g, w in zip(model['theta'], want)) / big
+        return err, len(want), big
+
     def trace_rows(self):
         p = self.path('learner', 'trace.csv')
         if not os.path.exists(p):

@@ -526,6 +526,112 @@ static void test_version1_fixture(void **state)
 	drop(&R);
 }
 
+/* A sync job resumes (version 3): its checkpoint holds the closed rounds,
+ * theta_hat and the answers they used (the trace rows to keep); the
+ * answer of the round being served is not counted, and the owner that gave
+ * it is asked again.  The mode is the checkpoint's: a sync2 job does not
+ * continue as sync1 or request. */
+static void test_sync_resume(void **state)
+{
+	static const double g1[] = { 1.0, 2.0, -1.0 }, g2[] = { -1.0, 0.5, 0.25 };
+	struct lrn_settings s = lrnjob_settings(), t;
+	struct json_object *root, *st;
+	struct lrn_job J, R;
+	struct lrn_decision d;
+
+	(void)state;
+	s.mode = LRN_MODE_SYNC2;
+	s.eta = 0;
+	s.c = 0.5;
+	s.T = 4;
+	lrnjob_init(&J, &s, 2, 3, "sync");
+	lrnjob_start(&J, rows2, 1.0);   /* round 1 asked */
+	lrnjob_answer(&J, 0, g1, 1.5, &d);
+	lrnjob_answer(&J, 1, g2, 1.5, &d);
+	assert_int_equal(J.k_done, 1);
+	assert_int_equal(lrnjob_pump(&J, 2.0, NULL, NULL), LRN_ACT_NONE);
+	lrnjob_answer(&J, 1, g2, 2.5, &d);   /* round 2: owner-2 only */
+	assert_int_equal(J.answers, 3);
+	assert_int_equal(lrn_checkpoint_save(&J, true), 0);
+	root = json_object_from_file(J.ckpt_path);
+	assert_non_null(root);
+	st = json_object_object_get(root, "state");
+	assert_int_equal(json_object_get_int(json_object_object_get(root, "version")), 3);
+	assert_int_equal(json_object_get_int(json_object_object_get(st, "answers")), 2);
+	assert_int_equal(json_object_get_int(json_object_object_get(
+		json_object_array_get_idx(json_object_object_get(st, "owners"), 1), "iterations")), 1);
+	json_object_put(root);
+
+	assert_int_equal(load(&R, &s, "sync"), 0);
+	assert_int_equal(R.k_done, 1);
+	assert_int_equal(R.answers, 2);
+	assert_int_equal(R.sync_round, 0);   /* round 2 is served again */
+	assert_true(same_bits(R.step, J.step) && same_bits(R.eta, J.eta));
+	assert_memory_equal(R.theta_L, J.theta_L, 3 * sizeof(double));
+	assert_memory_equal(R.theta_hat, J.theta_hat, 3 * sizeof(double));
+	assert_non_null(R.round_ans);
+	assert_int_equal(R.owners[1].iterations, 1);
+	drop(&R);
+
+	t = s;   /* J keeps s */
+	t.mode = LRN_MODE_SYNC1;
+	t.rho = 1;
+	assert_int_equal(load(&R, &t, "sync"), DP_EINVAL);
+	assert_non_null(strstr(dp_error_detail(DP_EINVAL), "mode is sync2 in the checkpoint but "
+							   "sync1 now"));
+	drop(&R);
+	t.mode = LRN_MODE_REQUEST;
+	assert_int_equal(load(&R, &t, "sync"), DP_EINVAL);
+	drop(&R);
+	lrnjob_free(&J);
+}
+
+/* Format version 2, as the learnerd of that version wrote it (this
+ * branch's before the bump): data/checkpoint-v2.json, `learnerd --job
+ * fixture-request --T 40 --eta 0.05 --bias --checkpoint-every 5` with two
+ * ownerd (p 4 with the bias, 10 rows each), stopped by SIGTERM at k = 20,
+ * resumes with 20 trace rows; data/checkpoint-v2-sync2.json, the same
+ * with `--mode sync2 --T 20 --job fixture-sync2`, stopped in round 9 with
+ * one of its answers in, is refused as version 2 refused it: it does not
+ * say where its trace ends. */
+static void test_version2_fixtures(void **state)
+{
+	struct lrn_settings s = lrnjob_settings();
+	struct lrn_job R;
+
+	(void)state;
+	s.job = "fixture-request";
+	s.T = 0;
+	s.eta = 0;
+	s.clip = 0;
+	s.bias = true;
+	assert_int_equal(lrn_state_init(&R, &s, lrnjob_names, 2), 0);
+	lrnjob_paths(&R, "v2");
+	free(R.ckpt_path);
+	R.ckpt_path = strdup(DP_TEST_DATA "/checkpoint-v2.json");
+	assert_int_equal(lrn_checkpoint_load(&R), 0);
+	assert_int_equal(R.p, 4);
+	assert_int_equal(R.T, 40);
+	assert_int_equal(R.k_done, 20);
+	assert_true(R.eta == 0.05);
+	assert_int_equal(R.owners[0].iterations + R.owners[1].iterations, 20);
+	assert_true(R.theta_L[3] == -0.5449793314196238);
+	assert_string_equal(R.schema_from, "owner-1");
+	drop(&R);
+
+	s.job = "fixture-sync2";
+	s.mode = LRN_MODE_SYNC2;
+	s.c = 0;
+	assert_int_equal(lrn_state_init(&R, &s, lrnjob_names, 2), 0);
+	lrnjob_paths(&R, "v2s");
+	free(R.ckpt_path);
+	R.ckpt_path = strdup(DP_TEST_DATA "/checkpoint-v2-sync2.json");
+	assert_int_equal(lrn_checkpoint_load(&R), DP_EFORMAT);
+	assert_non_null(strstr(dp_error_detail(DP_EFORMAT), "a sync2 job's checkpoint written by a "
+							     "learnerd before version 3"));
+	drop(&R);
+}
+
 /* Version 2: the agreed fingerprint and the owners the plan left out come
  * back; a left-out owner's rows are not in n, and it must be exhausted. */
 static void test_schema_left_out(void **state)
@@ -603,6 +709,8 @@ int main(void)
 		cmocka_unit_test(test_io_failed),
 		cmocka_unit_test(test_version1_fixture),
 		cmocka_unit_test(test_schema_left_out),
+		cmocka_unit_test(test_sync_resume),
+		cmocka_unit_test(test_version2_fixtures),
 	};
 	int rc;
 

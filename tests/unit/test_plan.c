@@ -207,7 +207,7 @@ static void test_choices(void **state)
 	dp_plan_public pub;
 	uint64_t n[3] = { 5000, 5000, 10000 }, fixed[3] = { 0, 77, 0 };
 	double eps[3] = { 1, 1, 2 }, rate[3] = { 1, 1, 2 };
-	dp_plan pl;
+	dp_plan pl, lean;
 
 	assert_int_equal(dp_plan_public_shape(DP_MODEL_LINEAR, 8, 0.01, &pub), 0);
 	dp_plan_request req = { .mode = DP_PLAN_ASYNC, .N = 3, .n_rows = n, .epsilon = eps,
@@ -262,6 +262,24 @@ static void test_choices(void **state)
 	for (size_t i = 0; i < 3; i++)
 		assert_int_equal(pl.answers_cap[i], 49);
 	dp_plan_free(&pl);
+	/* ... plus the slack for restarts, which the prediction pays for;
+	 * an owner's own cap is kept as it is. */
+	req.slack = 2;
+	assert_int_equal(dp_plan_make(&req, &pub, &pl), 0);
+	for (size_t i = 0; i < 3; i++)
+		assert_int_equal(pl.answers_cap[i], 51);
+	req.slack = 0;
+	req.clip = pl.clip;
+	req.step = pl.step;
+	assert_int_equal(dp_plan_make(&req, &pub, &lean), 0);
+	assert_true(pl.psi > lean.psi);
+	dp_plan_free(&lean);
+	req.clip = 0;
+	req.step = 0;
+	dp_plan_free(&pl);
+	req.slack = DP_PLAN_SLACK_MAX + 1;
+	assert_int_equal(dp_plan_make(&req, &pub, &pl), DP_EINVAL);
+	req.slack = 0;
 	req.answers_cap = fixed;      /* owner 2 caps at 77: fine for T = 50 ... */
 	assert_int_equal(dp_plan_make(&req, &pub, &pl), 0);
 	dp_plan_free(&pl);

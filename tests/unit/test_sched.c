@@ -703,8 +703,10 @@ static void test_sync_rounds(void **state)
 }
 
 /* A quorum closes a round at its first Q answers, reweighted by their
- * rows; a late answer to a closed round is dropped and its owner asked in
- * the next; an overdue round stops the job naming who is missing. */
+ * rows; a late answer to a closed round is its owner's answer in the
+ * current round, stale (trace column staleness), and the owner is not
+ * asked again in it; an overdue round stops the job naming who is
+ * missing. */
 static void test_sync_quorum_timeout(void **state)
 {
 	struct lrn_settings s = lrnjob_settings();
@@ -734,14 +736,15 @@ static void test_sync_quorum_timeout(void **state)
 	assert_true(fabs(J.theta_L[1] - theta[1]) <= 1e-15);
 	assert_int_equal(lrnjob_pump(&J, 3.0, &sent, NULL), LRN_ACT_NONE);
 	assert_int_equal(sent.n, 2);   /* owner 2's round-1 query is still out */
-	lrnjob_answer(&J, 1, g2, 3.5, &d);   /* for round 1: dropped */
+	lrnjob_answer(&J, 1, g2, 3.5, &d);   /* for round 1: round 2's, stale by 1 */
 	assert_int_equal(d.act, LRN_ACT_PUMP);
-	assert_int_equal(J.answers, 2);
-	assert_int_equal(J.round_got, 0);
+	assert_int_equal(J.answers, 3);
+	assert_int_equal(J.round_got, 1);
+	assert_true(J.owners[1].round_has);
+	assert_true(trace_field(J.trace_path, 3, 6) == 1);   /* row k = 3, staleness */
+	assert_true(trace_field(J.trace_path, 2, 6) == 0);
 	assert_int_equal(lrnjob_pump(&J, 4.0, &sent, NULL), LRN_ACT_NONE);
-	assert_int_equal(sent.n, 1);
-	assert_int_equal(sent.owner[0], 1);
-	lrnjob_answer(&J, 1, g2, 4.5, &d);
+	assert_int_equal(sent.n, 0);   /* owner 2 is not asked again */
 	lrn_sched_expired(&J, 7.9, &d);   /* round 2 started at 3 */
 	assert_int_equal(d.act, LRN_ACT_NONE);
 	lrnjob_leave(&J, 2);
@@ -750,6 +753,65 @@ static void test_sync_quorum_timeout(void **state)
 	assert_string_equal(d.why, "round 2 of 4 not complete after 5.0s (round-timeout): 1 of 3 "
 			    "owners answered, 2 needed; missing: owner-1 owner-3(away)");
 	lrnjob_free(&J);
+}
+
+/* A sync job of 3 rounds (T = 4) whose owner-2 restarts in round 2 and,
+ * back, reports one answer more than it gave (the share its ledger had
+ * reserved ahead, forfeited: docs/ledger.md §9 "Sync jobs").  slack 1:
+ * K_i = T - 1 + 1 = 4, owner-2 is asked in round 3 and the job is done;
+ * slack 0: K_i = 3, owner-2 has given its last answer in round 2 and
+ * round 3 asks owner-1 alone (the job cannot finish). */
+static void sync_restart(uint64_t slack)
+{
+	struct lrn_settings s = lrnjob_settings();
+	struct lrnjob_sent sent;
+	struct lrn_claims c;
+	struct lrn_job J;
+	struct lrn_decision d;
+
+	s.mode = LRN_MODE_SYNC1;
+	s.eta = 0;
+	s.rho = 1;
+	s.T = 4;
+	s.restart_slack = slack;
+	lrnjob_init(&J, &s, 2, 2, "syncrestart");
+	lrnjob_start(&J, rows2, 1.0);
+	assert_int_equal(J.owners[0].planned_cap, 3 + slack);
+	assert_int_equal(J.owners[1].planned_cap, 3 + slack);
+	lrnjob_answer(&J, 0, g1, 1.5, &d);
+	lrnjob_answer(&J, 1, g2, 1.5, &d);
+	assert_int_equal(J.k_done, 1);
+	assert_int_equal(lrnjob_pump(&J, 2.0, &sent, NULL), LRN_ACT_NONE);
+	assert_int_equal(sent.n, 2);
+	lrnjob_answer(&J, 0, g1, 2.5, &d);
+	lrnjob_leave(&J, 1);                   /* stopped: its reservation is lost */
+	lrnjob_connect(&J, 1, 3.0);
+	c = lrnjob_claims(&J, rows2[1], 1.0, 3 + slack, 2);
+	c.own_cap = 0;                         /* the cap of its job ledger, K_i */
+	lrnjob_hello_claims(&J, 1, &c, &d);
+	assert_int_equal(lrnjob_pump(&J, 3.0, &sent, NULL), LRN_ACT_NONE);
+	assert_int_equal(sent.n, 1);           /* asked again in round 2 */
+	assert_int_equal(sent.owner[0], 1);
+	lrnjob_answer(&J, 1, g2, 3.5, &d);
+	assert_int_equal(J.k_done, 2);
+	assert_int_equal(lrnjob_pump(&J, 4.0, &sent, NULL), LRN_ACT_NONE);
+	assert_int_equal(sent.n, slack > 0 ? 2 : 1);
+	assert_int_equal(J.owners[1].exhausted, slack == 0);
+	if (slack > 0) {
+		lrnjob_answer(&J, 0, g1, 4.5, &d);
+		lrnjob_answer(&J, 1, g2, 4.5, &d);
+		assert_int_equal(J.k_done, 3);
+		assert_int_equal(lrnjob_pump(&J, 5.0, NULL, NULL), LRN_ACT_DONE);
+		assert_int_equal(J.owners[1].answers_given, 4);   /* its K_i */
+	}
+	lrnjob_free(&J);
+}
+
+static void test_sync_restart(void **state)
+{
+	(void)state;
+	sync_restart(1);
+	sync_restart(0);
 }
 
 /* Strict sync needs every owner in every round: a refusal stops it. */
@@ -973,6 +1035,7 @@ int main(void)
 		cmocka_unit_test(test_sync_rounds),
 		cmocka_unit_test(test_sync_quorum_timeout),
 		cmocka_unit_test(test_sync_refuse),
+		cmocka_unit_test(test_sync_restart),
 		cmocka_unit_test(test_expiry),
 		cmocka_unit_test(test_idle),
 		cmocka_unit_test(test_agree),
