@@ -503,6 +503,12 @@ static void learner_context(const struct report_opts *o, const struct learner_in
 	 * trace leaves it to checkpoint.json. */
 	r->job = in->tr.job != NULL ? in->tr.job : in->ck.job;
 	r->model = in->have_model ? dp_model_name(in->mf.model) : NULL;
+	if (in->have_model && in->mf.partial) {
+		r->partial = true;
+		r->partial_k = in->mf.k;
+		r->partial_reason = in->mf.reason;
+		r->partial_detail = in->mf.detail;
+	}
 	r->mode = in->ck.have_state ? in->ck.mode : NULL;
 	r->max_inflight = in->ck.max_inflight;
 	r->T = in->T;
