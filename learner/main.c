@@ -327,6 +327,11 @@ static int write_model(struct lrn *L, const char *reason, const char *why, char 
 
 	snprintf(mf.mode, sizeof(mf.mode), "%s",
 		 LRN_SYNC(L) ? modes[S.mode] : "async");
+	/* The fingerprint the owners agreed on: eval then refuses data that
+	 * mean something else, e.g. another target (docs/learnerd.md §4).  An
+	 * owner that predates it sends none, or what is no fingerprint. */
+	if (dp_fingerprint_ok(L->job.schema_fp))
+		memcpy(mf.schema, L->job.schema_fp, sizeof(mf.schema));
 	if (reason != NULL) {
 		mf.partial = 1;
 		mf.k = L->job.k_done;

@@ -213,6 +213,8 @@ static int evaluate(void *arg)
 			       mf.model);
 	if (rc == 0)
 		rc = dp_modelfile_check_data(&mf, o->args.v[0], &od.ds[0]);
+	for (size_t i = 0; rc == 0 && i < od.N; i++)
+		rc = dp_modelfile_check_schema(&mf, o->args.v[0], &od.ds[i], o->schema);
 	if (rc != 0) {
 		dp_cmd_fail("eval", "%s", dp_error_detail(rc));
 		rc = dp_exit_status(rc, DP_EXIT_PHASE_LOAD);
@@ -283,7 +285,10 @@ int dp_cmd_eval(int argc, char **argv)
 		.epilog = "The bias column is appended when the model file says \"bias\": true.\n"
 			  "When the model file names its features and target (dpasync sim and\n"
 			  "ownerd write them), the data must have those features, in that order,\n"
-			  "and --target is not needed.\n"
+			  "and --target is not needed.  When it records the schema fingerprint\n"
+			  "the owners agreed on (learnerd writes it), every FILE must have it:\n"
+			  "data read with another target, other columns, bias or --schema are\n"
+			  "refused (exit 2) instead of judged.\n"
 			  "A partial model (learnerd's model.json of a job that stopped before\n"
 			  "T) is evaluated all the same, with a warning on stderr and \"partial\":\n"
 			  "true, \"k\", \"T\" and \"reason\" in the JSON line; the exit status is 0.\n"

@@ -78,6 +78,9 @@ int dp_modelfile_write(const char *path, const dp_modelfile *mf, int mode)
 	for (size_t q = 0; q < mf->p; q++)
 		if (!isfinite(mf->theta[q]))
 			return dp_error_set(DP_EINVAL, "%s: theta[%zu] is not finite", path, q);
+	if (mf->schema[0] != '\0' && !dp_fingerprint_ok(mf->schema))
+		return dp_error_set(DP_EINVAL, "%s: schema '%s' is not a fingerprint", path,
+				    mf->schema);
 	if (mf->partial && !reason_ok(mf->reason))
 		return dp_error_set(DP_EINVAL, "%s: a partial model's reason must be a word",
 				    path);
@@ -96,6 +99,8 @@ int dp_modelfile_write(const char *path, const dp_modelfile *mf, int mode)
 		rc = dp_json_add(o, "mode", json_object_new_string(mf->mode));
 	if (rc == 0 && mf->job)
 		rc = dp_json_add(o, "job", json_object_new_string(mf->job));
+	if (rc == 0 && mf->schema[0] != '\0')
+		rc = dp_json_add(o, "schema", json_object_new_string(mf->schema));
 	if (rc == 0)
 		rc = dp_json_add(o, "T", json_object_new_uint64(mf->T));
 	if (rc == 0 && mf->partial)
@@ -190,6 +195,11 @@ int dp_modelfile_read(const char *path, dp_modelfile *mf)
 		}
 	}
 	m.bias = dp_json_get_bool(&r, o, "bias", false, false);
+	s = dp_json_get_string(&r, o, "schema", false, NULL);
+	if (r.rc == 0 && s != NULL && !dp_fingerprint_ok(s))
+		dp_json_fail(&r, "'schema' must be sha256: and 64 lower-case hex digits");
+	if (r.rc == 0 && s != NULL)
+		memcpy(m.schema, s, DP_FINGERPRINT_SIZE);
 	m.T = (size_t)dp_json_get_u64(&r, o, "T", false, 0);
 	/* Version 1 is a complete model: a "partial" there is not read. */
 	if (r.rc == 0 && version == 2 && read_partial(&r, o, &m) != 0) {
@@ -241,4 +251,24 @@ int dp_modelfile_check_data(const dp_modelfile *mf, const char *path, const dp_d
 					    "has '%s'", ds->source, q + 1, ds->names[q], path,
 					    mf->features[q]);
 	return 0;
+}
+
+int dp_modelfile_check_schema(const dp_modelfile *mf, const char *path, const dp_dataset *ds,
+			      const char *schema_path)
+{
+	char fp[DP_FINGERPRINT_SIZE];
+	int rc;
+
+	DP_REQUIRE(mf != NULL && path != NULL && ds != NULL);
+	if (mf->schema[0] == '\0')
+		return 0;
+	rc = dp_fingerprint_schema(ds, mf->bias, schema_path, fp);
+	if (rc != 0)
+		return rc;
+	if (strcmp(fp, mf->schema) == 0)
+		return 0;
+	return dp_error_set(DP_EINVAL, "%s: its rows are not the schema the model %s was trained "
+			    "on (another target? '%s' now; other columns, bias or --schema?): %s, "
+			    "the model's %s", ds->source, path, ds->target ? ds->target : "?", fp,
+			    mf->schema);
 }

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "common/core/file.h"
+#include "common/core/fingerprint.h"
 #include "common/core/model.h"
 
 /* A partial model's reason, NUL included: 1 to 31 characters of [a-z0-9-]. */
@@ -41,6 +42,9 @@ typedef struct dp_modelfile {
 	double theta_max;
 	double clip;
 	char mode[16];      /* async | sync1 | sync2 | peer */
+	/* The schema fingerprint the owners agreed on (fingerprint.h), ""
+	 * when the writer does not know it (written, and read, as "schema"). */
+	char schema[DP_FINGERPRINT_SIZE];
 	const char *job;    /* the job that trained it, written when not NULL;
 			     * the reader leaves it NULL (the file's "job" is
 			     * for people and scripts) */
@@ -78,5 +82,15 @@ void dp_modelfile_free(dp_modelfile *mf);
  * 'A' but the model PATH has 'B'" (or the count). */
 int dp_modelfile_check_data(const dp_modelfile *mf, const char *path,
 			    const struct dp_dataset *ds);
+
+/* Whether ds, loaded as `schema_path` says (NULL: without a schema, as
+ * the owners' files), means what the owners' rows meant: the fingerprint
+ * of its columns, target, bias and schema file equals the one the file
+ * records (docs/protocol.md §5 "Schema agreement").  0 also when the file
+ * records none.  DP_EINVAL "DATA: ... not the schema ... (another target?
+ * ...)", naming the target and both fingerprints; errors of
+ * dp_fingerprint_schema. */
+int dp_modelfile_check_schema(const dp_modelfile *mf, const char *path,
+			      const struct dp_dataset *ds, const char *schema_path);
 
 #endif

@@ -34,6 +34,7 @@ static void check_same(const dp_modelfile *a, const dp_modelfile *b)
 	FUZZ_CHECK(memcmp(&a->lambda, &b->lambda, sizeof(double)) == 0);
 	FUZZ_CHECK(memcmp(&a->theta_max, &b->theta_max, sizeof(double)) == 0);
 	FUZZ_CHECK(memcmp(&a->clip, &b->clip, sizeof(double)) == 0);
+	FUZZ_CHECK(strcmp(a->schema, b->schema) == 0);
 	FUZZ_CHECK(a->partial == b->partial);
 	if (a->partial) {
 		FUZZ_CHECK(a->k == b->k && strcmp(a->reason, b->reason) == 0);

@@ -14,6 +14,7 @@
 #include "common/core/dataset.h"
 #include "common/core/error.h"
 #include "common/core/file.h"
+#include "common/core/fingerprint.h"
 #include "common/core/modelfile.h"
 #include "tests/unit/tmpdir.h"
 
@@ -218,6 +219,48 @@ static void test_check_data(void **state)
 	dp_dataset_free(&ds);
 }
 
+/* The schema fingerprint the owners agreed on is written and read back,
+ * and data of another target (a column swapped with the target keeps the
+ * count, so check_data cannot see it) are refused by check_schema
+ * (docs/learnerd.md §4).  Without the field the read-back has none and
+ * check_schema passes: the asserts fail. */
+static void test_schema_fingerprint(void **state)
+{
+	static const char *const ab[] = { "a", "b" }, *const yb[] = { "y", "b" };
+	char path[128];
+	double theta[2] = { 1, 2 }, x[2] = { 0.5, 1 }, y[1] = { 1 };
+	dp_modelfile mf = { .model = DP_MODEL_LINEAR, .p = 2, .theta = theta }, rd;
+	dp_dataset ds;
+
+	snprintf(path, sizeof(path), "%s/fp.json", dir);
+	assert_int_equal(dp_dataset_from_arrays(&ds, 1, 2, x, y, ab), 0);
+	assert_int_equal(dp_fingerprint_schema(&ds, 0, NULL, mf.schema), 0);
+	assert_int_equal(dp_modelfile_write(path, &mf, DP_FILE_MODE_SHARED), 0);
+	assert_int_equal(dp_modelfile_read(path, &rd), 0);
+	assert_string_equal(rd.schema, mf.schema);
+	assert_int_equal(dp_modelfile_check_schema(&rd, path, &ds, NULL), 0);
+	dp_dataset_free(&ds);
+	/* Column a read as the target, y as a feature: two columns still. */
+	assert_int_equal(dp_dataset_from_arrays(&ds, 1, 2, x, y, yb), 0);
+	assert_int_equal(dp_modelfile_check_data(&rd, path, &ds), 0);
+	assert_int_equal(dp_modelfile_check_schema(&rd, path, &ds, NULL), DP_EINVAL);
+	assert_non_null(strstr(dp_error_detail(DP_EINVAL), mf.schema));
+	dp_dataset_free(&ds);
+	dp_modelfile_free(&rd);
+	/* No fingerprint recorded: nothing to check. */
+	mf.schema[0] = '\0';
+	assert_int_equal(dp_modelfile_write(path, &mf, DP_FILE_MODE_SHARED), 0);
+	assert_int_equal(dp_modelfile_read(path, &rd), 0);
+	assert_string_equal(rd.schema, "");
+	assert_int_equal(dp_dataset_from_arrays(&ds, 1, 2, x, y, yb), 0);
+	assert_int_equal(dp_modelfile_check_schema(&rd, path, &ds, NULL), 0);
+	dp_dataset_free(&ds);
+	dp_modelfile_free(&rd);
+	/* What is no fingerprint is not written. */
+	strcpy(mf.schema, "sha256:xyz");
+	assert_int_equal(dp_modelfile_write(path, &mf, DP_FILE_MODE_SHARED), DP_EINVAL);
+}
+
 static void test_rejects_nonfinite(void **state)
 {
 	char path[128];
@@ -244,6 +287,7 @@ static void test_malformed(void **state)
 		"{\"format\":\"dpasync-model\",\"version\":1,\"model\":\"linear\",\"theta\":[1],\"lambda\":\"x\"}",
 		"{\"format\":\"dpasync-model\",\"version\":1,\"model\":\"linear\",\"theta\":[1],\"target\":\"\"}",
 		"{\"format\":\"dpasync-model\",\"version\":1,\"model\":\"linear\",\"theta\":[1],\"target\":3}",
+		"{\"format\":\"dpasync-model\",\"version\":1,\"model\":\"linear\",\"theta\":[1],\"schema\":\"sha256:00\"}",
 		/* Version 2 is a partial model, and says k and why. */
 		"{\"format\":\"dpasync-model\",\"version\":3,\"model\":\"linear\",\"theta\":[1]}",
 		"{\"format\":\"dpasync-model\",\"version\":2,\"model\":\"linear\",\"theta\":[1],"
@@ -280,6 +324,7 @@ int main(void)
 		cmocka_unit_test(test_optional_names),
 		cmocka_unit_test(test_no_mode_roundtrip),
 		cmocka_unit_test(test_partial_roundtrip),
+		cmocka_unit_test(test_schema_fingerprint),
 		cmocka_unit_test(test_check_data),
 		cmocka_unit_test(test_rejects_nonfinite),
 		cmocka_unit_test(test_malformed),

@@ -12,7 +12,9 @@ status").  Real learnerd on loopback:
    a warning line and "partial": true, k, T and the reason in its JSON
    line; report.md says "Partial model" and report.json "partial": true;
    the job then resumed with --resume ends with a complete model.json
-   (version 1, no "partial") over the partial one.
+   (version 1, no "partial") over the partial one.  Both record the schema
+   fingerprint the owners agreed on, and eval refuses the data read with
+   another target (--target x1: as many columns) with exit 2.
 2. Every owner exhausted early (3 scripted owners, fake_owner --refuse-at
    2, T = 50): learnerd exits 1 at k = 3, model.json is partial with
    reason "exhausted", k 3 and the stop's message as detail; eval says
@@ -21,7 +23,9 @@ status").  Real learnerd on loopback:
    no model.json: a model of k = 0 is the starting point, not a result.
 
 On the code before: no model.json in 1 and 2 (the job that stopped left
-only its checkpoint), so the first check of each fails ("no model.json").
+only its checkpoint), so the first check of each fails ("no model.json");
+before the fingerprint was recorded, eval --target x1 printed a psi
+(exit 0).
 
 Each part alone: E2E_PARTIAL_PART=1, 2 or 3."""
 import json, os, signal, subprocess, sys
@@ -102,8 +106,16 @@ def sigterm(c):
     check_partial(c, m, 'signal', k, T, 5)
     check('detail' not in m, 'a signal has no message: %r' % m.get('detail'))
     ev, warn = eval_partial(c, k, T, 'signal')
-    # The report says it too (it reads model.json, trace and checkpoint).
+    # The schema the owners agreed on is recorded: data read with another
+    # target (x1 for y: the same column count) are refused, not judged.
+    ck = json.load(open(c.path('learner', 'checkpoint.json')))
+    check(m.get('schema', '').startswith('sha256:') and m['schema'] == ck['job'].get('schema'),
+          'model.json schema %r, checkpoint %r' % (m.get('schema'), ck['job'].get('schema')))
     files = [c.data(i) for i in (1, 2, 3)]
+    r = run([c.dp, 'eval', '--target', 'x1', c.path('learner', 'model.json')] + files, ok=False)
+    check(r.returncode == 2 and 'not the schema' in r.stderr and "'x1'" in r.stderr,
+          'eval with another target: exit %d %r' % (r.returncode, r.stderr))
+    # The report says it too (it reads model.json, trace and checkpoint).
     run([c.dp, 'report', c.path('learner'), '--data', ','.join(files)])
     md = open(c.path('learner', 'report.md')).read()
     rj = json.load(open(c.path('learner', 'report.json')))
@@ -117,9 +129,10 @@ def sigterm(c):
     out = c.wait_learner(timeout=180)
     check('done k=%d' % T in out, 'resumed job: %r' % out)
     m2 = read_model(c)
-    check(m2['version'] == 1 and 'partial' not in m2 and 'reason' not in m2,
+    check(m2['version'] == 1 and 'partial' not in m2 and 'reason' not in m2 and
+          m2.get('schema') == m['schema'],
           'model.json after the resumed job is not the complete one: %r'
-          % {x: m2.get(x) for x in ('version', 'partial', 'k')})
+          % {x: m2.get(x) for x in ('version', 'partial', 'k', 'schema')})
     for i, p in enumerate(owners, 1):
         check(p.wait(timeout=30) == 0, 'ownerd %d exited %s' % (i, p.returncode))
     r = run([c.dp, 'eval', c.path('learner', 'model.json')] + files)
