@@ -200,6 +200,8 @@ struct lrn_decision {
 	struct lrn_owner *o;       /* WELCOME, QUERY, DROP */
 	struct lrn_query *qr;      /* QUERY */
 	char why[512];             /* DROP, STOP */
+	const char *reason;        /* STOP: the partial model's word (static;
+				    * docs/learnerd.md "Partial model") */
 	int goodbye;               /* DROP: a Dpasync__GoodbyeCode to send first (0: none) */
 };
 

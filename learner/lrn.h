@@ -48,8 +48,10 @@ enum lrn_phase {
 /* How the job ends (main.c's on_end). */
 enum lrn_end {
 	LRN_END_DONE,    /* k == T: model, final checkpoint, Done, exit 0 */
-	LRN_END_SIGNAL,  /* SIGTERM/SIGINT: checkpoint, close, exit 0 */
-	LRN_END_FAIL,    /* the job cannot go on (why): checkpoint, close, exit 1 */
+	LRN_END_SIGNAL,  /* SIGTERM/SIGINT: partial model, checkpoint, close,
+			  * exit 0 */
+	LRN_END_FAIL,    /* the job cannot go on (reason, why): partial model,
+			  * checkpoint, close, exit 1 */
 };
 
 /* Open files at start (fdlimit.c, docs/learnerd.md "Descriptors"). */
@@ -82,7 +84,7 @@ struct lrn {
 
 	/* main.c sets this before the server starts: the one way the job
 	 * ends.  A no-op once the phase has left LRN_RUN. */
-	void (*on_end)(struct lrn *L, enum lrn_end how, const char *why);
+	void (*on_end)(struct lrn *L, enum lrn_end how, const char *reason, const char *why);
 
 	uv_timer_t tick;           /* server.c: timeouts and stall detection */
 	uv_timer_t bcast;          /* server.c: broadcast mode */

@@ -318,9 +318,12 @@ static void close_httpd(struct lrn *L)
 	}
 }
 
-/* k == T: model.json, then the final checkpoint.  0, or the failure with
- * its message in msg. */
-static int write_outputs(struct lrn *L, char *msg, size_t size)
+/* model.json from the job's output θ: complete (reason NULL) at k == T,
+ * else partial, marked with k, the reason and the message why
+ * (docs/learnerd.md "Partial model").  0, or the failure with its message
+ * in msg. */
+static int write_model(struct lrn *L, const char *reason, const char *why, char *msg,
+		       size_t size)
 {
 	dp_modelfile mf = { .model = L->job.model, .p = L->job.p,
 			    .theta = (double *)lrn_state_output(&L->job), .bias = S.bias,
@@ -330,11 +333,31 @@ static int write_outputs(struct lrn *L, char *msg, size_t size)
 
 	snprintf(mf.mode, sizeof(mf.mode), "%s",
 		 LRN_SYNC(L) ? modes[S.mode] : "async");
-	rc = dp_modelfile_write(L->model_path, &mf, DP_FILE_MODE_PRIVATE);
-	if (rc < 0) {
-		snprintf(msg, size, "model: %s", dp_error_detail(rc));
-		return rc;
+	/* The fingerprint the owners agreed on: eval then refuses data that
+	 * mean something else, e.g. another target (docs/learnerd.md §4).  An
+	 * owner that predates it sends none, or what is no fingerprint. */
+	if (dp_fingerprint_ok(L->job.schema_fp))
+		memcpy(mf.schema, L->job.schema_fp, sizeof(mf.schema));
+	if (reason != NULL) {
+		mf.partial = 1;
+		mf.k = L->job.k_done;
+		snprintf(mf.reason, sizeof(mf.reason), "%s", reason);
+		mf.detail = (char *)why;
 	}
+	rc = dp_modelfile_write(L->model_path, &mf, DP_FILE_MODE_PRIVATE);
+	if (rc < 0)
+		snprintf(msg, size, "model: %s", dp_error_detail(rc));
+	return rc;
+}
+
+/* k == T: model.json, then the final checkpoint.  0, or the failure with
+ * its message in msg. */
+static int write_outputs(struct lrn *L, char *msg, size_t size)
+{
+	int rc = write_model(L, NULL, NULL, msg, size);
+
+	if (rc < 0)
+		return rc;
 	rc = lrn_checkpoint_save(&L->job, true);
 	if (rc < 0) {
 		snprintf(msg, size, "checkpoint: %s", dp_error_detail(rc));
@@ -343,12 +366,43 @@ static int write_outputs(struct lrn *L, char *msg, size_t size)
 	return 0;
 }
 
-/* THE way the job ends (L->on_end): k == T, a signal or a failure.  The
- * outputs are written, the server closes every connection, and the loop
- * ends once the last one has gone; main returns L->exit_code. */
-static void end_job(struct lrn *L, enum lrn_end how, const char *why)
+/* A job that stops before T after some answer was applied: the partial
+ * model from the last θ, so that no ε is spent for nothing (docs/learnerd.md
+ * "Partial model").  The exit status stays the stop's; only a failed write
+ * after a signal makes it 1 (after a failure the stop's line is the
+ * cause: a warning then). */
+static void write_partial(struct lrn *L, enum lrn_end how, const char *reason,
+			  const char *why)
 {
 	char msg[600];
+
+	if (!L->job.started || L->job.k_done == 0) {
+		if (L->job.started)
+			DP_INFO("learner", "no model: no answer was applied (k=0)");
+		return;
+	}
+	if (write_model(L, reason, why, msg, sizeof(msg)) < 0) {
+		if (how == LRN_END_FAIL) {
+			DP_WARN("learner", "partial model not written: %s", msg);
+		} else {
+			DP_ERROR("learner", "partial model not written: %s", msg);
+			L->exit_code = DP_EXIT_FAIL;
+		}
+		return;
+	}
+	/* The reason is the file's; the line above says why in words. */
+	DP_WARN("learner", "partial model written k=%llu of T=%llu path=%s",
+		(unsigned long long)L->job.k_done, (unsigned long long)L->job.T, L->model_path);
+}
+
+/* THE way the job ends (L->on_end): k == T, a signal or a failure.  The
+ * outputs are written (a partial model when it stops before T), the
+ * server closes every connection, and the loop ends once the last one has
+ * gone; main returns L->exit_code. */
+static void end_job(struct lrn *L, enum lrn_end how, const char *reason, const char *why)
+{
+	char msg[600];
+	bool partial = true;
 	int rc;
 
 	if (L->phase != LRN_RUN)
@@ -366,6 +420,9 @@ static void end_job(struct lrn *L, enum lrn_end how, const char *why)
 			close_httpd(L);
 			return;
 		}
+		/* model.json is either the complete one or could not be
+		 * written: no partial one over it. */
+		partial = false;
 		how = LRN_END_FAIL;
 		why = msg;
 	}
@@ -374,6 +431,9 @@ static void end_job(struct lrn *L, enum lrn_end how, const char *why)
 	if (why)
 		DP_ERROR("learner", "stopping: %s", why);
 	lrn_progress_end(L, how == LRN_END_FAIL ? "failed" : "signal");
+	if (partial)
+		write_partial(L, how, how == LRN_END_SIGNAL ? "signal" : reason ? reason : "error",
+			      why);
 	if (L->job.io_failed) {
 		DP_WARN("learner", "no final checkpoint after a write failure: --resume continues "
 			"from the last good one path=%s", L->job.ckpt_path);
@@ -403,7 +463,7 @@ static void on_signal(uv_signal_t *h, int signum)
 	if (L->phase != LRN_RUN)
 		return;
 	DP_INFO("learner", "signal=%s: stopping", strsignal(signum));
-	end_job(L, LRN_END_SIGNAL, NULL);
+	end_job(L, LRN_END_SIGNAL, "signal", NULL);
 }
 
 static int start_signals(struct lrn *L)

@@ -43,17 +43,20 @@ static void decide(struct lrn_decision *d, enum lrn_act act, struct lrn_owner *o
 	d->o = o;
 	d->qr = NULL;
 	d->why[0] = '\0';
+	d->reason = NULL;
 	d->goodbye = 0;
 }
 
-static void stop(struct lrn_decision *d, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+static void stop(struct lrn_decision *d, const char *reason, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
-static void stop(struct lrn_decision *d, const char *fmt, ...)
+/* STOP for `reason`, a word of the partial model (struct lrn_decision). */
+static void stop(struct lrn_decision *d, const char *reason, const char *fmt, ...)
 {
 	va_list ap;
 
 	decide(d, LRN_ACT_STOP, NULL);
+	d->reason = reason;
 	va_start(ap, fmt);
 	vsnprintf(d->why, sizeof(d->why), fmt, ap);
 	va_end(ap);
@@ -193,7 +196,7 @@ static void prepare(struct lrn_job *J, struct lrn_owner *o, double wait, struct 
 	if (qr->bar == NULL) {
 		qr->bar = calloc(J->p, sizeof(double));
 		if (qr->bar == NULL) {
-			stop(d, "out of memory");
+			stop(d, "error", "out of memory");
 			return;
 		}
 	}
@@ -202,7 +205,7 @@ static void prepare(struct lrn_job *J, struct lrn_owner *o, double wait, struct 
 	if (J->next_qid >= J->qid_reserved) {
 		rc = lrn_checkpoint_save(J, false);
 		if (rc < 0) {
-			stop(d, "checkpoint failed: %s", dp_error_detail(rc));
+			stop(d, "error", "checkpoint failed: %s", dp_error_detail(rc));
 			return;
 		}
 	}
@@ -215,8 +218,8 @@ static void prepare(struct lrn_job *J, struct lrn_owner *o, double wait, struct 
 	 * step has no box. */
 	for (size_t q = 0; q < J->p; q++) {
 		if (!(fabs(qr->bar[q]) <= o->theta_bound)) {
-			stop(d, "theta[%zu] = %g of the next query to owner %s is outside its bound "
-			     "theta-max %g: it would refuse it", q, qr->bar[q], o->id, o->theta_bound);
+			stop(d, "theta-bound", "theta[%zu] = %g of the next query to owner %s is "
+			     "outside its bound theta-max %g: it would refuse it", q, qr->bar[q], o->id, o->theta_bound);
 			return;
 		}
 	}
@@ -288,8 +291,8 @@ static void mark_exhausted(struct lrn_job *J, struct lrn_owner *o, const char *w
 	for (size_t i = 0; i < J->N; i++)
 		n += J->owners[i].exhausted;
 	if (n == J->N && (!J->started || J->k_done < lrn_state_goal(J))) {
-		stop(d, "every owner has exhausted its budget at k=%llu of T=%llu: the job cannot "
-		     "finish", (unsigned long long)J->k_done, (unsigned long long)J->T);
+		stop(d, "exhausted", "every owner has exhausted its budget at k=%llu of T=%llu: the "
+		     "job cannot finish", (unsigned long long)J->k_done, (unsigned long long)J->T);
 		return;
 	}
 	lrn_stats_gauges(J);
@@ -318,7 +321,7 @@ static void round_close(struct lrn_job *J, double now, struct lrn_decision *d)
 			     J->answers - J->round_got + 1, J->answers, slow->id, slow->round_rtt);
 	J->sync_round = 0;
 	if (rc < 0) {
-		stop(d, "rounds: %s", dp_error_detail(rc));
+		stop(d, "error", "rounds: %s", dp_error_detail(rc));
 		return;
 	}
 	/* Every round, whatever checkpoint-every (but 0): a learnerd crash
@@ -328,7 +331,7 @@ static void round_close(struct lrn_job *J, double now, struct lrn_decision *d)
 	if (J->s->checkpoint_every > 0 && J->k_done < lrn_state_goal(J)) {
 		rc = lrn_checkpoint_save(J, false);
 		if (rc < 0) {
-			stop(d, "checkpoint: %s", dp_error_detail(rc));
+			stop(d, "error", "checkpoint: %s", dp_error_detail(rc));
 			return;
 		}
 	}
@@ -396,7 +399,7 @@ static void sync_answer(struct lrn_job *J, struct lrn_owner *o, struct lrn_query
 	rc = lrn_trace_row(J, J->answers, lrn_clock_wall(), o->id, qr->wait, rtt, eps_spent, stale);
 	slot_free(J, qr);
 	if (rc < 0) {
-		stop(d, "trace: %s", dp_error_detail(rc));
+		stop(d, "error", "trace: %s", dp_error_detail(rc));
 		return;
 	}
 	if (J->round_got >= quorum(J)) {
@@ -446,14 +449,14 @@ void lrn_sched_answer(struct lrn_job *J, struct lrn_owner *o, uint64_t k, const 
 	rc = lrn_trace_row(J, J->k_done, lrn_clock_wall(), o->id, qr->wait, rtt, eps_spent, stale);
 	slot_free(J, qr);
 	if (rc < 0) {
-		stop(d, "trace: %s", dp_error_detail(rc));
+		stop(d, "error", "trace: %s", dp_error_detail(rc));
 		return;
 	}
 	if (J->s->checkpoint_every > 0 && J->k_done % J->s->checkpoint_every == 0 &&
 	    J->k_done < J->T) {
 		rc = lrn_checkpoint_save(J, false);
 		if (rc < 0) {
-			stop(d, "checkpoint: %s", dp_error_detail(rc));
+			stop(d, "error", "checkpoint: %s", dp_error_detail(rc));
 			return;
 		}
 	}
@@ -483,8 +486,8 @@ void lrn_sched_refuse(struct lrn_job *J, struct lrn_owner *o, uint64_t k, const 
 	mark_exhausted(J, o, why, d);
 	/* Strict sync needs every owner in every round. */
 	if (LRN_SYNC(J) && quorum(J) == J->n_planned && d->act != LRN_ACT_STOP)
-		stop(d, "owner %s refused round %llu (%s): a sync round needs every owner",
-		     o->id, (unsigned long long)J->sync_round, reason);
+		stop(d, "refused", "owner %s refused round %llu (%s): a sync round needs every "
+		     "owner", o->id, (unsigned long long)J->sync_round, reason);
 }
 
 /* Owner o has nothing left to spend on this job (lrn_state_no_budget):
@@ -592,7 +595,7 @@ static void stall_check(struct lrn_job *J, double now, struct lrn_decision *d)
 			w = J->owners[i].ever_hello ? 0 : snprintf(p, left, " %s", J->owners[i].id);
 		}
 	}
-	stop(d, "%s", msg);
+	stop(d, "idle-timeout", "%s", msg);
 }
 
 static bool all_said_hello(const struct lrn_job *J)
@@ -629,7 +632,7 @@ static void agree_on_p(struct lrn_job *J, struct lrn_decision *d)
 	if (best_n == J->N) {
 		rc = lrn_state_set_p(J, p);
 		if (rc < 0) {
-			stop(d, "fixing p = %u: %s", p, dp_error_detail(rc));
+			stop(d, "error", "fixing p = %u: %s", p, dp_error_detail(rc));
 			return;
 		}
 		DP_INFO("learner", "p=%zu from the Hellos of all %zu owners", J->p, J->N);
@@ -780,7 +783,7 @@ void lrn_sched_next(struct lrn_job *J, double now, struct lrn_decision *d)
 		if (rc == 0)
 			rc = lrn_checkpoint_save(J, false);
 		if (rc < 0) {
-			stop(d, "starting training: %s", dp_error_detail(rc));
+			stop(d, "error", "starting training: %s", dp_error_detail(rc));
 			return;
 		}
 	}
@@ -883,8 +886,8 @@ static void round_overdue(struct lrn_job *J, double now, struct lrn_decision *d)
 			     !o->connected ? "(away)" : "");
 		used += n > 0 ? (size_t)n : 0;
 	}
-	stop(d, "round %llu of %llu not complete after %.1fs (round-timeout): %zu of %zu owners "
-	     "answered, %zu needed; missing: %s", (unsigned long long)J->sync_round,
+	stop(d, "round-timeout", "round %llu of %llu not complete after %.1fs (round-timeout): "
+	     "%zu of %zu owners answered, %zu needed; missing: %s", (unsigned long long)J->sync_round,
 	     (unsigned long long)lrn_state_goal(J), now - J->round_start, J->round_got,
 	     J->n_planned, quorum(J), names);
 }

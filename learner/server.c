@@ -258,10 +258,10 @@ static void carry_out(struct lrn *L, const struct lrn_decision *d)
 		drop(L, d->o, d->why);
 		break;
 	case LRN_ACT_DONE:
-		L->on_end(L, LRN_END_DONE, NULL);
+		L->on_end(L, LRN_END_DONE, NULL, NULL);
 		break;
 	case LRN_ACT_STOP:
-		L->on_end(L, LRN_END_FAIL, d->why);
+		L->on_end(L, LRN_END_FAIL, d->reason, d->why);
 		break;
 	}
 }

@@ -151,12 +151,28 @@ static int evaluate_peer(struct eval_opts *o)
 	return 0;
 }
 
+/* A partial model (docs/design.md §9 "Partial model") is judged like any
+ * other, and said so: one warning line, and "partial" with k and the
+ * reason in the JSON line (its tail, from ", " on, into buf). */
+static void partial_note(const dp_modelfile *mf, const char *path, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	if (!mf->partial)
+		return;
+	fprintf(stderr, "dpasync eval: warning: %s is a partial model: its job stopped at k=%llu "
+		"of T=%zu (%s)%s%s\n", path, (unsigned long long)mf->k, mf->T, mf->reason,
+		mf->detail ? ": " : "", mf->detail ? mf->detail : "");
+	snprintf(buf, size, ", \"partial\": true, \"k\": %llu, \"T\": %zu, \"reason\": \"%s\"",
+		 (unsigned long long)mf->k, mf->T, mf->reason);
+}
+
 static int evaluate(void *arg)
 {
 	struct eval_opts *o = arg;
 	dp_modelfile mf = { 0 };
 	dp_ownerdata od = { 0 };
 	double lambda = o->lambda, theta_max = o->theta_max, f, f_star, f_zero, *zero = NULL;
+	char partial[128];
 	const char *target;
 	int rc;
 
@@ -197,6 +213,8 @@ static int evaluate(void *arg)
 			       mf.model);
 	if (rc == 0)
 		rc = dp_modelfile_check_data(&mf, o->args.v[0], &od.ds[0]);
+	for (size_t i = 0; rc == 0 && i < od.N; i++)
+		rc = dp_modelfile_check_schema(&mf, o->args.v[0], &od.ds[i], o->schema);
 	if (rc != 0) {
 		dp_cmd_fail("eval", "%s", dp_error_detail(rc));
 		rc = dp_exit_status(rc, DP_EXIT_PHASE_LOAD);
@@ -216,11 +234,12 @@ static int evaluate(void *arg)
 		goto out;
 	}
 	f_zero = dp_model_fitness(mf.model, od.view, od.N, lambda, zero);
+	partial_note(&mf, o->args.v[0], partial, sizeof(partial));
 	/* psi_zero: the all-zero model's psi, the bar a private model must beat. */
 	printf("{\"model\": \"%s\", \"f\": %.17g, \"f_star\": %.17g, \"psi\": %.17g, "
-	       "\"psi_zero\": %.17g}\n",
+	       "\"psi_zero\": %.17g%s}\n",
 	       dp_model_name(mf.model), f, f_star, f_star > 0 ? dp_model_psi(f, f_star) : NAN,
-	       f_star > 0 ? dp_model_psi(f_zero, f_star) : NAN);
+	       f_star > 0 ? dp_model_psi(f_zero, f_star) : NAN, partial);
 	rc = 0;
 out:
 	free(zero);
@@ -266,7 +285,13 @@ int dp_cmd_eval(int argc, char **argv)
 		.epilog = "The bias column is appended when the model file says \"bias\": true.\n"
 			  "When the model file names its features and target (dpasync sim and\n"
 			  "ownerd write them), the data must have those features, in that order,\n"
-			  "and --target is not needed.\n"
+			  "and --target is not needed.  When it records the schema fingerprint\n"
+			  "the owners agreed on (learnerd writes it), every FILE must have it:\n"
+			  "data read with another target, other columns, bias or --schema are\n"
+			  "refused (exit 2) instead of judged.\n"
+			  "A partial model (learnerd's model.json of a job that stopped before\n"
+			  "T) is evaluated all the same, with a warning on stderr and \"partial\":\n"
+			  "true, \"k\", \"T\" and \"reason\" in the JSON line; the exit status is 0.\n"
 			  "\n"
 			  "With --peer (docs/p2p.md) it prints instead, as one JSON line, each\n"
 			  "agent's test RMSE (linear) or accuracy (logistic, svm: the share of rows\n"

@@ -113,6 +113,8 @@ static int psi_of_model(const struct report_opts *o, const dp_modelfile *mf, con
 	rc = dp_ownerdata_load(&od, o->data.v, o->data.n, target, mf->bias, o->schema, mf->model);
 	if (rc == 0) {
 		rc = dp_modelfile_check_data(mf, path, &od.ds[0]);
+		for (size_t i = 0; rc == 0 && i < od.N; i++)
+			rc = dp_modelfile_check_schema(mf, path, &od.ds[i], o->schema);
 		if (rc != 0)
 			dp_ownerdata_free(&od);
 	}
@@ -503,6 +505,12 @@ static void learner_context(const struct report_opts *o, const struct learner_in
 	 * trace leaves it to checkpoint.json. */
 	r->job = in->tr.job != NULL ? in->tr.job : in->ck.job;
 	r->model = in->have_model ? dp_model_name(in->mf.model) : NULL;
+	if (in->have_model && in->mf.partial) {
+		r->partial = true;
+		r->partial_k = in->mf.k;
+		r->partial_reason = in->mf.reason;
+		r->partial_detail = in->mf.detail;
+	}
 	r->mode = in->ck.have_state ? in->ck.mode : NULL;
 	r->max_inflight = in->ck.max_inflight;
 	r->T = in->T;

@@ -67,3 +67,14 @@ int dp_fingerprint_schema(const dp_dataset *ds, int bias, const char *schema_pat
 	hex(md, 32, out + 7);
 	return 0;
 }
+
+int dp_fingerprint_ok(const char *s)
+{
+	DP_REQUIRE(s != NULL);
+	if (strncmp(s, "sha256:", 7) != 0 || strlen(s) != DP_FINGERPRINT_SIZE - 1)
+		return 0;
+	for (size_t i = 7; s[i] != '\0'; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}

@@ -32,4 +32,8 @@
 int dp_fingerprint_schema(const dp_dataset *ds, int bias, const char *schema_path,
 			  char out[DP_FINGERPRINT_SIZE]);
 
+/* Whether s (not NULL) is a fingerprint: "sha256:" and 64 lower-case hex
+ * digits. */
+int dp_fingerprint_ok(const char *s);
+
 #endif

@@ -13,6 +13,62 @@
 
 #define DP_MODELFILE_MAX (64u << 20)
 
+/* Whether s is a partial model's reason: 1 to DP_MODELFILE_REASON - 1
+ * characters of [a-z0-9-] (a word a script can match, never a message). */
+static int reason_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n >= DP_MODELFILE_REASON)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return 0;
+	return 1;
+}
+
+/* A partial model's fields (docs/design.md §9 "Partial model").  0 or
+ * DP_ENOMEM. */
+static int add_partial(struct json_object *o, const dp_modelfile *mf)
+{
+	int rc = dp_json_add(o, "partial", json_object_new_boolean(1));
+
+	if (rc == 0)
+		rc = dp_json_add(o, "k", json_object_new_uint64(mf->k));
+	if (rc == 0)
+		rc = dp_json_add(o, "reason", json_object_new_string(mf->reason));
+	if (rc == 0 && mf->detail)
+		rc = dp_json_add(o, "detail", json_object_new_string(mf->detail));
+	return rc;
+}
+
+/* The partial model's fields of a version-2 file into m.  Fails r with the
+ * field's name; DP_ENOMEM. */
+static int read_partial(dp_json_reader *r, struct json_object *o, dp_modelfile *m)
+{
+	const char *s;
+
+	if (!dp_json_get_bool(r, o, "partial", true, false) && r->rc == 0)
+		dp_json_fail(r, "version 2 is a partial model: 'partial' must be true");
+	m->partial = 1;
+	m->k = dp_json_get_u64(r, o, "k", true, 0);
+	if (r->rc == 0 && m->T > 0 && m->k > m->T)
+		dp_json_fail(r, "'k' %llu is over T %zu", (unsigned long long)m->k, m->T);
+	s = dp_json_get_string(r, o, "reason", true, "");
+	if (r->rc == 0 && !reason_ok(s))
+		dp_json_fail(r, "'reason' must be a word of a-z, 0-9 and '-' (at most %d)",
+			     DP_MODELFILE_REASON - 1);
+	if (r->rc == 0)
+		snprintf(m->reason, sizeof(m->reason), "%s", s);
+	s = dp_json_get_string(r, o, "detail", false, NULL);
+	if (r->rc == 0 && s != NULL) {
+		m->detail = strdup(s);
+		if (m->detail == NULL)
+			return DP_ENOMEM;
+	}
+	return 0;
+}
+
 int dp_modelfile_write(const char *path, const dp_modelfile *mf, int mode)
 {
 	struct json_object *o;
@@ -22,12 +78,20 @@ int dp_modelfile_write(const char *path, const dp_modelfile *mf, int mode)
 	for (size_t q = 0; q < mf->p; q++)
 		if (!isfinite(mf->theta[q]))
 			return dp_error_set(DP_EINVAL, "%s: theta[%zu] is not finite", path, q);
+	if (mf->schema[0] != '\0' && !dp_fingerprint_ok(mf->schema))
+		return dp_error_set(DP_EINVAL, "%s: schema '%s' is not a fingerprint", path,
+				    mf->schema);
+	if (mf->partial && !reason_ok(mf->reason))
+		return dp_error_set(DP_EINVAL, "%s: a partial model's reason must be a word",
+				    path);
+	if (mf->partial && mf->T > 0 && mf->k > mf->T)
+		return dp_error_set(DP_EINVAL, "%s: a partial model's k is over T", path);
 	o = json_object_new_object();
 	if (o == NULL)
 		return DP_ENOMEM;
 	rc = dp_json_add(o, "format", json_object_new_string("dpasync-model"));
 	if (rc == 0)
-		rc = dp_json_add(o, "version", json_object_new_int(1));
+		rc = dp_json_add(o, "version", json_object_new_int(mf->partial ? 2 : 1));
 	if (rc == 0)
 		rc = dp_json_add(o, "model", json_object_new_string(dp_model_name(mf->model)));
 	/* The reader takes an absent mode as "" and refuses an empty one. */
@@ -35,8 +99,12 @@ int dp_modelfile_write(const char *path, const dp_modelfile *mf, int mode)
 		rc = dp_json_add(o, "mode", json_object_new_string(mf->mode));
 	if (rc == 0 && mf->job)
 		rc = dp_json_add(o, "job", json_object_new_string(mf->job));
+	if (rc == 0 && mf->schema[0] != '\0')
+		rc = dp_json_add(o, "schema", json_object_new_string(mf->schema));
 	if (rc == 0)
 		rc = dp_json_add(o, "T", json_object_new_uint64(mf->T));
+	if (rc == 0 && mf->partial)
+		rc = add_partial(o, mf);
 	if (rc == 0)
 		rc = dp_json_add(o, "lambda", dp_json_double(mf->lambda));
 	if (rc == 0)
@@ -64,6 +132,7 @@ int dp_modelfile_read(const char *path, dp_modelfile *mf)
 	struct json_object *o = NULL, *theta, *names;
 	dp_modelfile m = { 0 };
 	const char *s;
+	uint64_t version = 0;
 	int rc;
 
 	DP_REQUIRE(path != NULL && mf != NULL);
@@ -73,7 +142,9 @@ int dp_modelfile_read(const char *path, dp_modelfile *mf)
 	s = dp_json_get_string(&r, o, "format", true, "");
 	if (r.rc == 0 && strcmp(s, "dpasync-model") != 0)
 		dp_json_fail(&r, "not a dpasync model file (format '%s')", s);
-	if (r.rc == 0 && dp_json_get_u64(&r, o, "version", true, 0) != 1)
+	if (r.rc == 0)
+		version = dp_json_get_u64(&r, o, "version", true, 0);
+	if (r.rc == 0 && version != 1 && version != 2)
 		dp_json_fail(&r, "unsupported model file version");
 	s = dp_json_get_string(&r, o, "model", true, "");
 	if (r.rc == 0 && dp_model_parse(s, &m.model) != 0)
@@ -124,7 +195,17 @@ int dp_modelfile_read(const char *path, dp_modelfile *mf)
 		}
 	}
 	m.bias = dp_json_get_bool(&r, o, "bias", false, false);
+	s = dp_json_get_string(&r, o, "schema", false, NULL);
+	if (r.rc == 0 && s != NULL && !dp_fingerprint_ok(s))
+		dp_json_fail(&r, "'schema' must be sha256: and 64 lower-case hex digits");
+	if (r.rc == 0 && s != NULL)
+		memcpy(m.schema, s, DP_FINGERPRINT_SIZE);
 	m.T = (size_t)dp_json_get_u64(&r, o, "T", false, 0);
+	/* Version 1 is a complete model: a "partial" there is not read. */
+	if (r.rc == 0 && version == 2 && read_partial(&r, o, &m) != 0) {
+		rc = DP_ENOMEM;
+		goto out;
+	}
 	snprintf(m.mode, sizeof(m.mode), "%s", dp_json_get_string(&r, o, "mode", false, ""));
 	/* Optional settings: absent is 0, present must be a finite number. */
 	m.lambda = dp_json_get_double(&r, o, "lambda", false, 0.0);
@@ -151,6 +232,7 @@ void dp_modelfile_free(dp_modelfile *mf)
 			free(mf->features[q]);
 	free(mf->features);
 	free(mf->target);
+	free(mf->detail);
 	free(mf->theta);
 	memset(mf, 0, sizeof(*mf));
 }
@@ -169,4 +251,24 @@ int dp_modelfile_check_data(const dp_modelfile *mf, const char *path, const dp_d
 					    "has '%s'", ds->source, q + 1, ds->names[q], path,
 					    mf->features[q]);
 	return 0;
+}
+
+int dp_modelfile_check_schema(const dp_modelfile *mf, const char *path, const dp_dataset *ds,
+			      const char *schema_path)
+{
+	char fp[DP_FINGERPRINT_SIZE];
+	int rc;
+
+	DP_REQUIRE(mf != NULL && path != NULL && ds != NULL);
+	if (mf->schema[0] == '\0')
+		return 0;
+	rc = dp_fingerprint_schema(ds, mf->bias, schema_path, fp);
+	if (rc != 0)
+		return rc;
+	if (strcmp(fp, mf->schema) == 0)
+		return 0;
+	return dp_error_set(DP_EINVAL, "%s: its rows are not the schema the model %s was trained "
+			    "on (another target? '%s' now; other columns, bias or --schema?): %s, "
+			    "the model's %s", ds->source, path, ds->target ? ds->target : "?", fp,
+			    mf->schema);
 }

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for the trained-model file reader (modelfile.h).
  *
- * The input is the file.  A file that reads must write back (it holds
- * finite coefficients only) and read again to the same model, field for
- * field and coefficient for coefficient (doubles are written in the
+ * The input is the file, of either version (a partial model is version
+ * 2, docs/design.md §9 "Partial model").  A file that reads must write
+ * back (it holds finite coefficients only) and read again to the same
+ * model, field for field (partial, k, reason, detail included) and
+ * coefficient for coefficient (doubles are written in the
  * shortest form that reads back exactly).  Aborts on any inconsistency;
  * the sanitizers catch memory errors. */
 #include <stdint.h>
@@ -32,6 +34,12 @@ static void check_same(const dp_modelfile *a, const dp_modelfile *b)
 	FUZZ_CHECK(memcmp(&a->lambda, &b->lambda, sizeof(double)) == 0);
 	FUZZ_CHECK(memcmp(&a->theta_max, &b->theta_max, sizeof(double)) == 0);
 	FUZZ_CHECK(memcmp(&a->clip, &b->clip, sizeof(double)) == 0);
+	FUZZ_CHECK(strcmp(a->schema, b->schema) == 0);
+	FUZZ_CHECK(a->partial == b->partial);
+	if (a->partial) {
+		FUZZ_CHECK(a->k == b->k && strcmp(a->reason, b->reason) == 0);
+		FUZZ_CHECK(same_str(a->detail, b->detail));
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -14,6 +14,7 @@
 #include "common/core/dataset.h"
 #include "common/core/error.h"
 #include "common/core/file.h"
+#include "common/core/fingerprint.h"
 #include "common/core/modelfile.h"
 #include "tests/unit/tmpdir.h"
 
@@ -122,6 +123,75 @@ static void test_no_mode_roundtrip(void **state)
 	dp_modelfile_free(&rd2);
 }
 
+/* A partial model (docs/design.md §9 "Partial model") is version 2 with
+ * partial, k, reason and detail, and reads back field for field; a
+ * complete one stays version 1 without them, so that a reader of version 1
+ * still reads it.  Without the partial model's fields the read-back has
+ * partial 0 and the file says version 1: both asserts fail. */
+static void test_partial_roundtrip(void **state)
+{
+	char path[128], *text = NULL;
+	size_t len;
+	double theta[2] = { 0.25, -1.5 };
+	dp_modelfile mf = { .model = DP_MODEL_LINEAR, .p = 2, .theta = theta, .bias = 1, .T = 627,
+			    .lambda = 0.01, .theta_max = 10, .clip = 3, .job = "job-x",
+			    .partial = 1, .k = 483,
+			    .detail = "every owner has exhausted its budget at k=483 of T=627" }, rd;
+
+	strcpy(mf.mode, "async");
+	strcpy(mf.reason, "exhausted");
+	snprintf(path, sizeof(path), "%s/partial.json", dir);
+	assert_int_equal(dp_modelfile_write(path, &mf, DP_FILE_MODE_SHARED), 0);
+	assert_int_equal(dp_file_read_all(path, 1 << 20, &text, &len), 0);
+	assert_non_null(strstr(text, "\"version\":2"));
+	assert_non_null(strstr(text, "\"partial\":true"));
+	free(text);
+	assert_int_equal(dp_modelfile_read(path, &rd), 0);
+	assert_int_equal(rd.partial, 1);
+	assert_int_equal(rd.k, 483);
+	assert_int_equal(rd.T, 627);
+	assert_string_equal(rd.reason, "exhausted");
+	assert_string_equal(rd.detail, mf.detail);
+	assert_true(rd.theta[0] == 0.25 && rd.theta[1] == -1.5);
+	dp_modelfile_free(&rd);
+
+	/* No detail: none read back. */
+	mf.detail = NULL;
+	assert_int_equal(dp_modelfile_write(path, &mf, DP_FILE_MODE_SHARED), 0);
+	assert_int_equal(dp_modelfile_read(path, &rd), 0);
+	assert_int_equal(rd.partial, 1);
+	assert_null(rd.detail);
+	dp_modelfile_free(&rd);
+
+	/* Complete: version 1, no partial fields. */
+	mf.partial = 0;
+	assert_int_equal(dp_modelfile_write(path, &mf, DP_FILE_MODE_SHARED), 0);
+	assert_int_equal(dp_file_read_all(path, 1 << 20, &text, &len), 0);
+	assert_non_null(strstr(text, "\"version\":1"));
+	assert_null(strstr(text, "partial"));
+	assert_null(strstr(text, "\"reason\""));
+	free(text);
+	assert_int_equal(dp_modelfile_read(path, &rd), 0);
+	assert_int_equal(rd.partial, 0);
+	assert_int_equal(rd.k, 0);
+	dp_modelfile_free(&rd);
+
+	/* A version-1 file is complete whatever it holds. */
+	write_text(path, "{\"format\":\"dpasync-model\",\"version\":1,\"model\":\"linear\","
+			 "\"theta\":[1],\"partial\":true,\"k\":3,\"reason\":\"signal\"}");
+	assert_int_equal(dp_modelfile_read(path, &rd), 0);
+	assert_int_equal(rd.partial, 0);
+	dp_modelfile_free(&rd);
+
+	/* The writer refuses what the reader would. */
+	mf.partial = 1;
+	strcpy(mf.reason, "Every owner");
+	assert_int_equal(dp_modelfile_write(path, &mf, DP_FILE_MODE_SHARED), DP_EINVAL);
+	strcpy(mf.reason, "signal");
+	mf.k = 628;
+	assert_int_equal(dp_modelfile_write(path, &mf, DP_FILE_MODE_SHARED), DP_EINVAL);
+}
+
 static void test_check_data(void **state)
 {
 	/* Data fit a model when the column count matches and, if the file names
@@ -147,6 +217,48 @@ static void test_check_data(void **state)
 	assert_string_equal(dp_error_detail(DP_EFORMAT),
 			    "(arrays) has 1 features but the model m.json has 2 coefficients");
 	dp_dataset_free(&ds);
+}
+
+/* The schema fingerprint the owners agreed on is written and read back,
+ * and data of another target (a column swapped with the target keeps the
+ * count, so check_data cannot see it) are refused by check_schema
+ * (docs/learnerd.md §4).  Without the field the read-back has none and
+ * check_schema passes: the asserts fail. */
+static void test_schema_fingerprint(void **state)
+{
+	static const char *const ab[] = { "a", "b" }, *const yb[] = { "y", "b" };
+	char path[128];
+	double theta[2] = { 1, 2 }, x[2] = { 0.5, 1 }, y[1] = { 1 };
+	dp_modelfile mf = { .model = DP_MODEL_LINEAR, .p = 2, .theta = theta }, rd;
+	dp_dataset ds;
+
+	snprintf(path, sizeof(path), "%s/fp.json", dir);
+	assert_int_equal(dp_dataset_from_arrays(&ds, 1, 2, x, y, ab), 0);
+	assert_int_equal(dp_fingerprint_schema(&ds, 0, NULL, mf.schema), 0);
+	assert_int_equal(dp_modelfile_write(path, &mf, DP_FILE_MODE_SHARED), 0);
+	assert_int_equal(dp_modelfile_read(path, &rd), 0);
+	assert_string_equal(rd.schema, mf.schema);
+	assert_int_equal(dp_modelfile_check_schema(&rd, path, &ds, NULL), 0);
+	dp_dataset_free(&ds);
+	/* Column a read as the target, y as a feature: two columns still. */
+	assert_int_equal(dp_dataset_from_arrays(&ds, 1, 2, x, y, yb), 0);
+	assert_int_equal(dp_modelfile_check_data(&rd, path, &ds), 0);
+	assert_int_equal(dp_modelfile_check_schema(&rd, path, &ds, NULL), DP_EINVAL);
+	assert_non_null(strstr(dp_error_detail(DP_EINVAL), mf.schema));
+	dp_dataset_free(&ds);
+	dp_modelfile_free(&rd);
+	/* No fingerprint recorded: nothing to check. */
+	mf.schema[0] = '\0';
+	assert_int_equal(dp_modelfile_write(path, &mf, DP_FILE_MODE_SHARED), 0);
+	assert_int_equal(dp_modelfile_read(path, &rd), 0);
+	assert_string_equal(rd.schema, "");
+	assert_int_equal(dp_dataset_from_arrays(&ds, 1, 2, x, y, yb), 0);
+	assert_int_equal(dp_modelfile_check_schema(&rd, path, &ds, NULL), 0);
+	dp_dataset_free(&ds);
+	dp_modelfile_free(&rd);
+	/* What is no fingerprint is not written. */
+	strcpy(mf.schema, "sha256:xyz");
+	assert_int_equal(dp_modelfile_write(path, &mf, DP_FILE_MODE_SHARED), DP_EINVAL);
 }
 
 static void test_rejects_nonfinite(void **state)
@@ -175,6 +287,21 @@ static void test_malformed(void **state)
 		"{\"format\":\"dpasync-model\",\"version\":1,\"model\":\"linear\",\"theta\":[1],\"lambda\":\"x\"}",
 		"{\"format\":\"dpasync-model\",\"version\":1,\"model\":\"linear\",\"theta\":[1],\"target\":\"\"}",
 		"{\"format\":\"dpasync-model\",\"version\":1,\"model\":\"linear\",\"theta\":[1],\"target\":3}",
+		"{\"format\":\"dpasync-model\",\"version\":1,\"model\":\"linear\",\"theta\":[1],\"schema\":\"sha256:00\"}",
+		/* Version 2 is a partial model, and says k and why. */
+		"{\"format\":\"dpasync-model\",\"version\":3,\"model\":\"linear\",\"theta\":[1]}",
+		"{\"format\":\"dpasync-model\",\"version\":2,\"model\":\"linear\",\"theta\":[1],"
+		"\"partial\":false,\"k\":1,\"reason\":\"signal\"}",
+		"{\"format\":\"dpasync-model\",\"version\":2,\"model\":\"linear\",\"theta\":[1],"
+		"\"partial\":true,\"reason\":\"signal\"}",
+		"{\"format\":\"dpasync-model\",\"version\":2,\"model\":\"linear\",\"theta\":[1],"
+		"\"partial\":true,\"k\":1}",
+		"{\"format\":\"dpasync-model\",\"version\":2,\"model\":\"linear\",\"theta\":[1],"
+		"\"partial\":true,\"k\":1,\"reason\":\"two words\"}",
+		"{\"format\":\"dpasync-model\",\"version\":2,\"model\":\"linear\",\"theta\":[1],"
+		"\"T\":5,\"partial\":true,\"k\":6,\"reason\":\"signal\"}",
+		"{\"format\":\"dpasync-model\",\"version\":2,\"model\":\"linear\",\"theta\":[1],"
+		"\"partial\":true,\"k\":1,\"reason\":\"signal\",\"detail\":7}",
 	};
 	char path[128];
 	dp_modelfile rd = { 0 };
@@ -196,6 +323,8 @@ int main(void)
 		cmocka_unit_test(test_roundtrip_exact),
 		cmocka_unit_test(test_optional_names),
 		cmocka_unit_test(test_no_mode_roundtrip),
+		cmocka_unit_test(test_partial_roundtrip),
+		cmocka_unit_test(test_schema_fingerprint),
 		cmocka_unit_test(test_check_data),
 		cmocka_unit_test(test_rejects_nonfinite),
 		cmocka_unit_test(test_malformed),

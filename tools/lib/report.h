@@ -43,6 +43,12 @@ typedef struct dp_report_learner {
 	const char *dir;
 	const char *job;            /* NULL: unknown */
 	const char *model;          /* model.json's model, NULL without model.json */
+	bool partial;               /* model.json is a partial model (docs/design.md
+				     * §9 "Partial model"): the job stopped at
+				     * partial_k for partial_reason (detail:
+				     * its message, or NULL) */
+	uint64_t partial_k;
+	const char *partial_reason, *partial_detail;
 	const char *mode;           /* checkpoint.json's mode, NULL without its state */
 	double max_inflight;        /* with mode */
 	size_t T;                   /* 0: unknown */

@@ -47,6 +47,12 @@ static void jstr(struct json_object *o, const char *key, const char *v, int *rc)
 		*rc = dp_json_add(o, key, json_object_new_string(v));
 }
 
+static void jbool(struct json_object *o, const char *key, bool v, int *rc)
+{
+	if (*rc == 0)
+		*rc = dp_json_add(o, key, json_object_new_boolean(v));
+}
+
 /* key_median_ms and key_p95_ms from seconds. */
 static void jms(struct json_object *o, const char *key, double median, double p95, int *rc)
 {
@@ -163,8 +169,14 @@ int dp_report_json_learner(const dp_report_learner *r, struct json_object **out)
 		jstr(js, "job", r->job, &rc);
 	else if (rc == 0)
 		rc = dp_json_add_null(js, "job");
-	if (r->model != NULL)
+	if (r->model != NULL) {
 		jstr(js, "model", r->model, &rc);
+		jbool(js, "partial", r->partial, &rc);
+	}
+	if (r->partial) {
+		jint(js, "partial_k", r->partial_k, &rc);
+		jstr(js, "partial_reason", r->partial_reason, &rc);
+	}
 	if (r->mode != NULL) {
 		jstr(js, "mode", r->mode, &rc);
 		jnum(js, "max_inflight", r->max_inflight, &rc);

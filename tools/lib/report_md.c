@@ -36,7 +36,7 @@ static void learner_context(FILE *m, const dp_report_learner *r)
 	if (r->job != NULL)
 		fprintf(m, " · job %s", r->job);
 	if (r->model != NULL)
-		fprintf(m, " · model %s", r->model);
+		fprintf(m, " · model %s%s", r->model, r->partial ? " (**partial**)" : "");
 	if (r->mode != NULL)
 		fprintf(m, " · mode %s · max-inflight %g", r->mode, r->max_inflight);
 	fprintf(m, " · N = %zu owners", r->N);
@@ -45,6 +45,13 @@ static void learner_context(FILE *m, const dp_report_learner *r)
 	if (r->have_eta)
 		fprintf(m, " · η = %.6g", r->eta);
 	fputs("\n", m);
+	/* A partial model (docs/design.md §9 "Partial model") is said before
+	 * any number, since ψ and every figure are of a job that stopped. */
+	if (r->partial)
+		fprintf(m, "\n**Partial model**: the job stopped at k = %llu of T = %zu (%s)%s%s; "
+			"model.json holds the last θ, marked `\"partial\": true`.\n",
+			(unsigned long long)r->partial_k, r->T, r->partial_reason,
+			r->partial_detail ? ": " : "", r->partial_detail ? r->partial_detail : "");
 }
 
 static void learner_key_numbers(FILE *m, const dp_report_learner *r)
@@ -75,8 +82,9 @@ static void learner_key_numbers(FILE *m, const dp_report_learner *r)
 	else
 		fputs("| staleness | not in this trace (written before the column existed) |\n", m);
 	if (r->have_psi)
-		fprintf(m, "| ψ of model.json | %.6g (f = %.10g, f(θ*) = %.10g on %zu data file%s; the "
-			"all-zero model has ψ = %.6g) |\n", r->psi, r->f, r->f_star, r->ndata,
+		fprintf(m, "| ψ of model.json | %.6g (%sf = %.10g, f(θ*) = %.10g on %zu data file%s; "
+			"the all-zero model has ψ = %.6g) |\n", r->psi,
+			r->partial ? "a partial model; " : "", r->f, r->f_star, r->ndata,
 			r->ndata == 1 ? "" : "s", r->psi_zero);
 	else
 		fputs("| ψ of model.json | not computed (give the owners' data files with `--data`) |\n",
