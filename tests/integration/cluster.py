@@ -17,6 +17,9 @@ class Cluster:
         self.procs = []
         self.learner = None
         self.shared = shared or d
+        # Beside the learner's --out by default; a test may move it (a
+        # power cut must not find the out directory synced by its write).
+        self.port_file = self.path('learner.ports')
         os.makedirs(d, exist_ok=True)
         if shared:
             return
@@ -37,7 +40,7 @@ class Cluster:
         """env: the environment of learnerd (e.g. an LD_PRELOAD fault shim);
         wait_port=False returns at once (a learnerd expected to fail at
         start)."""
-        pf = self.path('learner.ports')
+        pf = self.port_file
         if os.path.exists(pf):
             os.unlink(pf)
         c = self.certs()
