@@ -20,6 +20,7 @@
 
 #include "common/core/algo.h"
 #include "common/core/error.h"
+#include "common/core/file.h"
 #include "common/core/json.h"
 #include "common/core/log.h"
 #include "learner/job.h"
@@ -238,7 +239,7 @@ int lrn_checkpoint_save(struct lrn_job *J, bool final)
 		json_object_put(root);
 		return dp_error_set(DP_ENOMEM, "checkpoint: out of memory");
 	}
-	rc = dp_json_write_file(J->ckpt_path, root, 0644);
+	rc = dp_json_write_file(J->ckpt_path, root, DP_FILE_MODE_PRIVATE);
 	json_object_put(root);
 	if (rc < 0) {
 		if (rc != DP_ENOMEM)

@@ -12,24 +12,19 @@
 
 #include "common/core/error.h"
 #include "common/core/log.h"
+#include "common/net/nofile.h"
 
 #include "learner/lrn.h"
 
 void lrn_fdlimit_need(const struct lrn *L, uint64_t *need, uint64_t *least)
 {
-	uint64_t conns;
 	bool metrics;
 
 	DP_REQUIRE(L != NULL && need != NULL && least != NULL);
-	conns = (uint64_t)L->s->max_pending + 2 * (uint64_t)L->job.N + 4;
 	metrics = L->s->metrics_listen && *L->s->metrics_listen;
-	/* The TLS listener's cap on live connections (server.c: pending
-	 * strangers, every owner and its reconnect racing the old
-	 * connection), the metrics server's cap and its listener, and the
-	 * rest (LRN_FD_OTHER). */
-	*need = conns + (metrics ? DP_HTTPD_MAX_CONN_DEFAULT + 1 : 0) + LRN_FD_OTHER;
-	/* Below this not even one connection per owner fits. */
-	*least = (uint64_t)L->job.N + LRN_FD_OTHER;
+	/* The formula the startup kit's LimitNOFILE= uses too. */
+	*need = dp_nofile_need(L->s->max_pending, L->job.N, metrics);
+	*least = dp_nofile_least(L->job.N);
 }
 
 int lrn_fdlimit_raise(struct lrn *L)

@@ -66,11 +66,6 @@ struct lrn_memtrim {
 	uint64_t trims;
 };
 
-/* Descriptors besides connections: stdio, the TLS listener, the output
- * lock, trace.csv, a checkpoint or model being written, libuv's epoll,
- * eventfd and signal pipe, OpenSSL's files at start; with room to spare. */
-#define LRN_FD_OTHER 32
-
 struct lrn {
 	struct lrn_settings *s;    /* the job's settings too (job.s) */
 	struct lrn_job job;        /* what the decisions are about (job.h) */

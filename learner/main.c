@@ -31,7 +31,6 @@
 static struct lrn_settings S;
 
 static const char *const modes[] = { "request", "broadcast", "sync1", "sync2", NULL };
-static const char *const levels[] = { "debug", "info", "warn", "error", NULL };
 
 #define G_NET "Network and TLS"
 #define G_JOB "Job (must match the checkpoint on --resume)"
@@ -150,7 +149,7 @@ static const struct dp_config_entry entries[] = {
 	  .help = "write tls=PORT and metrics=PORT here once listening" },
 	{ .name = "metrics-listen", DP_CFG_STRING(&S.metrics_listen), .def = "", .group = G_OUT,
 	  .metavar = "HOST:PORT", .help = "Prometheus /metrics and /healthz (empty: off)" },
-	{ .name = "log-level", DP_CFG_ENUM(&S.log_level, levels), .def = "info",
+	{ .name = "log-level", DP_CFG_ENUM(&S.log_level, dp_log_level_names), .def = "info",
 	  .group = G_OUT, .help = "least severe log messages written (stderr)" },
 	{ .name = "progress-every", DP_CFG_DURATION(&S.progress_every), .def = "5", .min = 0,
 	  .max = 1e6, .group = G_OUT, .metavar = "SECONDS",
@@ -244,17 +243,16 @@ static int fail(int code, const char *fmt, ...)
 static int lock_out(struct lrn *L)
 {
 	char *path;
-	int fd;
+	int fd, rc;
 
 	if (asprintf(&path, "%s/.learnerd.lock", S.out) < 0)
 		return dp_error_set(DP_ENOMEM, "out of memory");
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		int e = errno;
-
-		dp_error_set(DP_EIO, "%s: %s", path, strerror(e));
+	/* Private: another user who could open it could hold it with flock
+	 * and keep `learnerd --resume` out. */
+	rc = dp_file_open_private(path, O_RDWR | O_CREAT, &fd);
+	if (rc < 0) {
 		free(path);
-		return DP_EIO;
+		return rc;
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
 		int e = errno;
@@ -303,7 +301,7 @@ static int write_port_file(struct lrn *L)
 		len = snprintf(buf, sizeof(buf), "tls=%u\nmetrics=%u\n", L->tls_port, L->metrics_port);
 	else
 		len = snprintf(buf, sizeof(buf), "tls=%u\n", L->tls_port);
-	return dp_file_write_atomic(S.port_file, buf, (size_t)len, 0644);
+	return dp_file_write_atomic(S.port_file, buf, (size_t)len, DP_FILE_MODE_SHARED);
 }
 
 static void close_httpd(struct lrn *L)
@@ -326,7 +324,7 @@ static int write_outputs(struct lrn *L, char *msg, size_t size)
 
 	snprintf(mf.mode, sizeof(mf.mode), "%s",
 		 LRN_SYNC(L) ? modes[S.mode] : "async");
-	rc = dp_modelfile_write(L->model_path, &mf);
+	rc = dp_modelfile_write(L->model_path, &mf, DP_FILE_MODE_PRIVATE);
 	if (rc < 0) {
 		snprintf(msg, size, "model: %s", dp_error_detail(rc));
 		return rc;
@@ -522,6 +520,13 @@ static int prepare_job(struct lrn *L, enum dp_config_action action)
 		rc = out_paths(L);
 	if (rc < 0)
 		return fail(dp_exit_status(rc, DP_EXIT_PHASE_ARGS), "%s", dp_error_detail(rc));
+	/* sshd's StrictModes: a key or a checkpoint another user can replace
+	 * is not ours to trust (docs/ownerd.md "File permissions"). */
+	rc = dp_file_check_trusted("--key", S.key);
+	if (rc == 0)
+		rc = dp_file_check_trusted("--out", S.out);
+	if (rc < 0)
+		return fail(dp_exit_status(rc, DP_EXIT_PHASE_LOAD), "%s", dp_error_detail(rc));
 	rc = lrn_state_load_public(&L->job);
 	/* The public constants are for one p: without `features`, that is the
 	 * job's, so no owner's Hello decides it. */

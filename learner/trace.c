@@ -21,19 +21,21 @@
 #include "common/core/error.h"
 #include "common/core/file.h"
 #include "common/core/log.h"
+#include "common/core/trace.h"
 #include "learner/job.h"
 
-#define TRACE_HEADER "k,time_unix,owner,wait_s,rtt_s,eps_spent,staleness,job\n"
+#define TRACE_HEADER DP_TRACE_HEADER "\n"
 /* The headers before the staleness and the job columns: their rows cannot
  * be continued in this format. */
-#define TRACE_HEADER_6 "k,time_unix,owner,wait_s,rtt_s,eps_spent\n"
-#define TRACE_HEADER_7 "k,time_unix,owner,wait_s,rtt_s,eps_spent,staleness\n"
+#define TRACE_HEADER_6 DP_TRACE_HEADER_6 "\n"
+#define TRACE_HEADER_7 DP_TRACE_HEADER_7 "\n"
 
 static int trace_new(struct lrn_job *L)
 {
-	L->trace = fopen(L->trace_path, "w");
-	if (L->trace == NULL)
-		return dp_error_set(DP_EIO, "%s: %s", L->trace_path, strerror(errno));
+	int rc = dp_file_fopen_private(L->trace_path, "w", &L->trace);
+
+	if (rc < 0)
+		return rc;
 	if (fputs(TRACE_HEADER, L->trace) == EOF || fflush(L->trace) != 0)
 		return dp_error_set(DP_EIO, "%s: %s", L->trace_path, strerror(errno));
 	return 0;
@@ -43,16 +45,18 @@ static int trace_new(struct lrn_job *L)
  * (rows of iterations the checkpoint does not hold, a torn last line). */
 static int trace_cut(struct lrn_job *L)
 {
-	FILE *f = fopen(L->trace_path, "r+");
+	FILE *f = NULL;
 	char *line = NULL;
 	size_t cap = 0, rows = 0;
 	off_t keep = 0;
 	ssize_t n;
 	bool header = false;
+	int rc;
 
-	if (f == NULL) {
-		if (errno != ENOENT)
-			return dp_error_set(DP_EIO, "%s: %s", L->trace_path, strerror(errno));
+	rc = dp_file_fopen_private(L->trace_path, "r+", &f);
+	if (rc < 0) {
+		if (rc != DP_ENOENT)
+			return rc;
 		if (L->k_done > 0)
 			DP_WARN("learner", "%s is missing: it restarts at k=%llu", L->trace_path,
 				(unsigned long long)L->k_done + 1);
@@ -128,7 +132,7 @@ int lrn_trace_row(struct lrn_job *L, uint64_t k, double wall, const char *owner,
 		return dp_error_set(DP_EIO, "%s: not open", L->trace_path);
 	/* Flushed row by row so that the file can be followed while the job
 	 * runs; durability comes from the fsync before each checkpoint. */
-	if (fprintf(L->trace, "%llu,%.6f,%s,%.6f,%.6f,%.9g,%llu,%s\n", (unsigned long long)k, wall,
+	if (fprintf(L->trace, DP_TRACE_ROW "\n", (unsigned long long)k, wall,
 		    owner, wait, rtt, eps, (unsigned long long)staleness, L->s->job) < 0 ||
 	    fflush(L->trace) != 0)
 		return failed(L, L->trace_path, errno);
@@ -142,8 +146,9 @@ int lrn_trace_round(struct lrn_job *L, uint64_t round, double wall, double secs,
 {
 	DP_REQUIRE(L != NULL && slowest != NULL && L->rounds_path != NULL);
 	if (L->rounds == NULL) {
-		L->rounds = fopen(L->rounds_path, "w");
-		if (L->rounds == NULL || fputs(ROUNDS_HEADER, L->rounds) == EOF)
+		if (dp_file_fopen_private(L->rounds_path, "w", &L->rounds) < 0)
+			return failed(L, L->rounds_path, errno);
+		if (fputs(ROUNDS_HEADER, L->rounds) == EOF)
 			return failed(L, L->rounds_path, errno);
 	}
 	if (fprintf(L->rounds, "%llu,%.6f,%.6f,%zu,%llu,%llu,%s,%.6f\n", (unsigned long long)round,

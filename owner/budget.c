@@ -62,7 +62,7 @@ static int share(const struct own_budget *b, uint64_t K, double *eps_q)
 		*eps_q = b->cfg.eps_step;
 		return 0;
 	}
-	return dp_ledger_eps_share(b->cfg.epsilon, K, eps_q);
+	return dp_nano_share(b->cfg.epsilon, K, eps_q);
 }
 
 static unsigned open_flags(const struct own_budget *b)
@@ -84,12 +84,7 @@ static void refresh_gauges(const struct own_budget *b, struct own_budget_status 
 /* Lifetime spent: the other jobs' totals and the bound job's. */
 static uint64_t lifetime_spent_nano(const struct own_budget *b)
 {
-	uint64_t job = b->ledger ? dp_ledger_spent_nano(b->ledger) : 0;
-
-	if (b->others_nano == DP_LEDGER_INF || job == DP_LEDGER_INF ||
-	    job > DP_LEDGER_NANO_MAX - b->others_nano)
-		return DP_LEDGER_INF;
-	return b->others_nano + job;
+	return dp_nano_add(b->others_nano, b->ledger ? dp_ledger_spent_nano(b->ledger) : 0);
 }
 
 /* Is an answer of eps covered by the share reserved after the last one? */
@@ -97,7 +92,7 @@ static bool covers(const struct own_budget *b, double eps)
 {
 	uint64_t c;
 
-	return !isinf(eps) && dp_ledger_nano_ceil(eps, &c) == 0 && c != 0 &&
+	return !isinf(eps) && dp_nano_ceil(eps, &c) == 0 && c != 0 &&
 	       c <= dp_ledger_reserved_nano(b->ledger);
 }
 
@@ -106,12 +101,12 @@ static bool lifetime_allows(const struct own_budget *b, double eps_q)
 {
 	uint64_t spent, c;
 
-	if (b->lifetime_nano == DP_LEDGER_INF)
+	if (b->lifetime_nano == DP_NANO_INF)
 		return true;
 	spent = lifetime_spent_nano(b);
-	if (spent == DP_LEDGER_INF || spent > b->lifetime_nano)
+	if (spent == DP_NANO_INF || spent > b->lifetime_nano)
 		return false;
-	if (isinf(eps_q) || dp_ledger_nano_ceil(eps_q, &c) < 0)
+	if (isinf(eps_q) || dp_nano_ceil(eps_q, &c) < 0)
 		return false;
 	return c <= b->lifetime_nano - spent;
 }
@@ -124,9 +119,9 @@ int own_budget_open(struct own_budget *b, const struct own_budget_config *cfg)
 	DP_REQUIRE(b != NULL && cfg != NULL && cfg->path != NULL && cfg->owner_id != NULL);
 	memset(b, 0, sizeof(*b));
 	b->cfg = *cfg;
-	b->lifetime_nano = DP_LEDGER_INF;
+	b->lifetime_nano = DP_NANO_INF;
 	if (!isinf(cfg->lifetime)) {
-		r = dp_ledger_nano_floor(cfg->lifetime, &b->lifetime_nano);
+		r = dp_nano_floor(cfg->lifetime, &b->lifetime_nano);
 		if (r < 0)
 			return r;
 	}
@@ -286,10 +281,10 @@ bool own_budget_lifetime_spent(const struct own_budget *b)
 	uint64_t spent;
 
 	DP_REQUIRE(b != NULL);
-	if (b->lifetime_nano == DP_LEDGER_INF)
+	if (b->lifetime_nano == DP_NANO_INF)
 		return false;
 	spent = lifetime_spent_nano(b);
-	return spent == DP_LEDGER_INF || spent >= b->lifetime_nano;
+	return spent == DP_NANO_INF || spent >= b->lifetime_nano;
 }
 
 bool own_budget_refuses_job(const struct own_budget *b, const char *job)
@@ -313,11 +308,6 @@ bool own_budget_refuses_job(const struct own_budget *b, const char *job)
 	return !known;
 }
 
-static double nano_eps(uint64_t v)
-{
-	return v == DP_LEDGER_INF ? INFINITY : (double)v / 1e9;
-}
-
 void own_budget_status(const struct own_budget *b, struct own_budget_status *out)
 {
 	uint64_t spent;
@@ -325,10 +315,10 @@ void own_budget_status(const struct own_budget *b, struct own_budget_status *out
 	DP_REQUIRE(b != NULL && out != NULL);
 	memset(out, 0, sizeof(*out));
 	spent = lifetime_spent_nano(b);
-	out->lifetime_spent = nano_eps(spent);
-	out->lifetime_left = b->lifetime_nano == DP_LEDGER_INF ? INFINITY :
-		spent == DP_LEDGER_INF || spent >= b->lifetime_nano ? 0.0 :
-		nano_eps(b->lifetime_nano - spent);
+	out->lifetime_spent = dp_nano_to_eps(spent);
+	out->lifetime_left = b->lifetime_nano == DP_NANO_INF ? INFINITY :
+		spent == DP_NANO_INF || spent >= b->lifetime_nano ? 0.0 :
+		dp_nano_to_eps(b->lifetime_nano - spent);
 	out->job = "";
 	if (b->ledger == NULL) {
 		size_t n = b->set ? dp_ledgerset_count(b->set) : 0;

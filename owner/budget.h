@@ -41,7 +41,7 @@ struct own_budget_config {
 	bool check_only;            /* --check-config: read only, create nothing */
 	const char *owner_id;       /* CN of our certificate */
 	double eps_step;            /* 0: the share is epsilon split equally over K
-				       (dp_ledger_eps_share); > 0: peer mode's
+				       (dp_nano_share); > 0: peer mode's
 				       per-wake-up share, fixed by the caller
 				       (docs/peer-agents.md "Privacy") */
 	struct dp_metric *spent;    /* dpasync_owner_epsilon_spent (may be NULL) */
@@ -55,8 +55,8 @@ struct own_budget {
 	char job[OWN_JOB_MAX + 1];  /* the bound job ("" while unbound) */
 	uint64_t K;                 /* answer cap in force (0 while unbound) */
 	double eps_q;               /* per-answer share: charged AND calibrates the noise */
-	uint64_t others_nano;       /* spent by the dataset's other jobs (DP_LEDGER_INF: unlimited) */
-	uint64_t lifetime_nano;     /* lifetime cap (DP_LEDGER_INF: none) */
+	uint64_t others_nano;       /* spent by the dataset's other jobs (DP_NANO_INF: unlimited) */
+	uint64_t lifetime_nano;     /* lifetime cap (DP_NANO_INF: none) */
 	bool failed;                /* the ledger failed: nothing more, ever */
 	bool ticket_open;           /* own_budget_begin'ed, not yet committed/abandoned */
 	double ticket_eps;          /* the open ticket's share */

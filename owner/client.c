@@ -606,7 +606,7 @@ static void on_done(struct own_client *c, const Dpasync__Done *m)
 	mf.clip = c->job.clip;
 	mf.job = c->job.name;
 	snprintf(mf.mode, sizeof(mf.mode), "async");
-	r = dp_modelfile_write(c->cfg.model_out, &mf);
+	r = dp_modelfile_write(c->cfg.model_out, &mf, DP_FILE_MODE_PRIVATE);
 	if (r < 0) {
 		DP_ERROR("owner", "done: cannot save the model to %s: %s", c->cfg.model_out,
 			 dp_error_detail(r));

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <openssl/pem.h>
 #include <openssl/x509.h>
@@ -41,6 +42,8 @@ struct own_daemon {
 	char host[DP_ADDR_HOST_MAX + 1]; /* from --learner */
 	uint16_t port;
 	char *model_out;                /* resolved path (owned) */
+	char *model_before;             /* the default before: <ledger>/../model.json
+					   (owned; NULL with --model-out) */
 	char schema_fp[DP_FINGERPRINT_SIZE]; /* of our rows (Hello.schema) */
 	dp_dataset ds;
 	SSL_CTX *ctx;
@@ -65,8 +68,6 @@ struct own_daemon {
 };
 
 static struct own_daemon ownerd;
-
-static const char *const log_levels[] = { "debug", "info", "warn", "error", NULL };
 
 #define S (ownerd.set)
 static const struct dp_config_entry entries[] = {
@@ -137,8 +138,8 @@ static const struct dp_config_entry entries[] = {
 		  "verified learner on its address, with no Welcome between them (0: never); "
 		  "without --once ownerd retries for ever" },
 	{ .name = "model-out", DP_CFG_PATH(&S.model_out), .group = "Output",
-	  .help = "where the final model from Done is saved (default: model.json next to "
-		  "the ledger)" },
+	  .help = "where the final model from Done is saved (default: model.json in the "
+		  "ledger directory)" },
 	{ .name = "metrics-listen", DP_CFG_STRING(&S.metrics_listen), .def = "",
 	  .group = "Operations", .metavar = "HOST:PORT",
 	  .help = "Prometheus /metrics and /healthz (empty = off; port 0 = any)" },
@@ -183,11 +184,11 @@ static const struct dp_config_entry entries[] = {
 	  .group = "Peer", .metavar = "K",
 	  .help = "noisy gradient steps of the warm start, EPS/K each" },
 	{ .name = "trace", DP_CFG_PATH(&S.trace), .group = "Peer", .metavar = "CSV",
-	  .help = "per-wake-up wall-clock trace (default: trace.csv next to the ledger)" },
+	  .help = "per-wake-up wall-clock trace (default: trace.csv in the ledger directory)" },
 	{ .name = "linger", DP_CFG_DURATION(&S.linger), .def = "60", .min = 0, .max = 1e6,
 	  .group = "Peer", .metavar = "SECONDS",
 	  .help = "once done, wait at most this long for the neighbours to be done" },
-	{ .name = "log-level", DP_CFG_ENUM(&S.log_level, log_levels), .def = "info",
+	{ .name = "log-level", DP_CFG_ENUM(&S.log_level, dp_log_level_names), .def = "info",
 	  .group = "Operations", .help = "least severe log level printed" },
 	{ .name = "progress-every", DP_CFG_DURATION(&S.progress_every), .def = "10", .min = 0,
 	  .max = 1e6, .group = "Operations", .metavar = "SECONDS",
@@ -326,24 +327,51 @@ static int load_data(struct own_daemon *d)
 	return r;
 }
 
+/* The model's path: --model-out, or model.json in the ledger directory,
+ * which is this owner's alone (its lock).  Its parent, the default
+ * before, is shared by sibling ledger directories (docs/ownerd.md "Files"):
+ * it is remembered to be named, never read or written. */
 static int resolve_model_out(struct own_daemon *d)
 {
 	char *dirbuf;
-	size_t n;
+	int n;
 
 	if (d->set.model_out) {
 		d->model_out = strdup(d->set.model_out);
 		return d->model_out ? 0 : DP_ENOMEM;
 	}
+	if (asprintf(&d->model_out, "%s/model.json", d->set.ledger) < 0) {
+		d->model_out = NULL;
+		return DP_ENOMEM;
+	}
 	dirbuf = strdup(d->set.ledger);
 	if (dirbuf == NULL)
 		return DP_ENOMEM;
-	n = strlen(dirbuf) + sizeof("/model.json");
-	d->model_out = malloc(n);
-	if (d->model_out)
-		snprintf(d->model_out, n, "%s/model.json", dirname(dirbuf));
+	n = asprintf(&d->model_before, "%s/model.json", dirname(dirbuf));
 	free(dirbuf);
-	return d->model_out ? 0 : DP_ENOMEM;
+	if (n < 0) {
+		d->model_before = NULL;
+		return DP_ENOMEM;
+	}
+	return 0;
+}
+
+/* sshd's StrictModes (docs/ownerd.md "File permissions"): the key, the
+ * rows and the ledger directory, and in peer mode a model given with
+ * --model-out (read back after a restart), may be writable by this user
+ * and root only. */
+static int check_trusted(const struct own_daemon *d)
+{
+	int r;
+
+	r = dp_file_check_trusted("--key", d->set.key);
+	if (r == 0)
+		r = dp_file_check_trusted("--data", d->set.data);
+	if (r == 0)
+		r = dp_file_check_trusted("--ledger", d->set.ledger);
+	if (r == 0 && d->set.peer && d->set.model_out != NULL)
+		r = dp_file_check_trusted("--model-out", d->set.model_out);
+	return r;
 }
 
 /* ---- metrics ------------------------------------------------------------ */
@@ -503,6 +531,7 @@ static int start_peer(struct own_daemon *d, const struct own_budget_config *bc)
 	pc.budget_cfg = *bc;
 	pc.m = &d->m;
 	pc.model_out = d->model_out;
+	pc.model_before = d->model_before;
 	pc.stop = on_stop;
 	pc.stop_arg = d;
 	r = own_peer_new(&pc, &d->peer);
@@ -522,6 +551,9 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 	dp_log_set_level(d->set.log_level > DP_LOG_WARN ? (enum dp_log_level)d->set.log_level
 			 : DP_LOG_WARN);
 
+	r = check_trusted(d);
+	if (r < 0)
+		return die(dp_exit_status(r, DP_EXIT_PHASE_LOAD), "%s", dp_error_detail(r));
 	memset(&tf, 0, sizeof(tf));
 	tf.ca_file = d->set.ca;
 	tf.cert_file = d->set.cert;
@@ -623,7 +655,7 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 				 d->httpd ? (unsigned)dp_httpd_port(d->httpd) : 0u,
 				 d->peer ? (unsigned)own_peer_port(d->peer) : 0u);
 
-		r = dp_file_write_atomic(d->set.port_file, line, (size_t)n, 0644);
+		r = dp_file_write_atomic(d->set.port_file, line, (size_t)n, DP_FILE_MODE_SHARED);
 		if (r < 0)
 			return die(dp_exit_status(r, DP_EXIT_PHASE_RUN), "--port-file: %s",
 				   dp_error_detail(r));
@@ -639,6 +671,17 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 	}
 	dp_log_set_level((enum dp_log_level)d->set.log_level);
 	return 0;
+}
+
+/* A model at the old default place is left alone: it may be another
+ * owner's (docs/ownerd.md "Files").  Said once, after the start. */
+static void warn_model_before(const struct own_daemon *d)
+{
+	if (d->model_before == NULL || access(d->model_before, F_OK) != 0)
+		return;
+	DP_WARN("owner", "%s is neither read nor written any more (owners whose ledger "
+		"directories are siblings all saved their model there): this owner's model is %s, "
+		"in its ledger directory", d->model_before, d->model_out);
 }
 
 static void cleanup(struct own_daemon *d)
@@ -666,6 +709,7 @@ static void cleanup(struct own_daemon *d)
 		SSL_CTX_free(d->server_ctx);
 	dp_dataset_free(&d->ds);
 	free(d->model_out);
+	free(d->model_before);
 	dp_config_free(&spec);
 }
 
@@ -697,6 +741,7 @@ int main(int argc, char **argv)
 		return r < 0 ? DP_EXIT_OK : r;   /* -1: --check-config passed */
 	}
 
+	warn_model_before(d);
 	if (d->set.peer) {
 		if (d->httpd)
 			DP_INFO("owner", "metrics listening port=%u",

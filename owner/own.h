@@ -91,7 +91,7 @@ struct own_settings {
 				   learner withholds it until every owner has
 				   said Hello, so it is long */
 	char *ledger;
-	char *model_out;        /* NULL: model.json next to the ledger */
+	char *model_out;        /* NULL: model.json in the ledger directory */
 	char *metrics_listen;   /* "" or NULL: off */
 	char *port_file;
 	bool allow_no_noise;
@@ -104,7 +104,8 @@ struct own_settings {
 	char *peers;            /* address book: id,addr CSV, re-read at every dial */
 	char *listen;           /* HOST:PORT for the neighbours that dial us */
 	char *schedule;         /* step,agent CSV: wake exactly at the listed steps */
-	char *trace;            /* per-agent wall-clock trace (CSV); NULL: next to ledger */
+	char *trace;            /* per-agent wall-clock trace (CSV); NULL: trace.csv in the
+				   ledger directory */
 	int model;              /* enum dp_model: linear | logistic */
 	double mu, confidence, lambda, lambda_per_row, delta, clip, x2max, warm_start;
 				/* lambda -1: lambda_per_row / m_i */
@@ -381,7 +382,11 @@ struct own_peer_config {
 	struct own_budget_config budget_cfg; /* path, identity, metrics; the caps
 				       are the peer plan's */
 	const struct own_metrics *m;
-	const char *model_out;      /* <state>/model.json */
+	const char *model_out;      /* --model-out, by default <ledger>/model.json */
+	const char *model_before;   /* by default only: where the model was kept
+				       before (<ledger>/../model.json, shared by
+				       sibling ledger directories), never read;
+				       NULL with --model-out */
 	own_stop_fn stop;
 	void *stop_arg;
 };
@@ -390,7 +395,9 @@ struct own_peer;
 
 /* Load the graph, the schedule and our last model (after a restart), bind
  * the ledger.  Startup only: 0 or a DP_E... code with a one-line
- * detail (DP_EINVAL / DP_EFORMAT / DP_ENOENT: bad configuration or input).
+ * detail (DP_EINVAL / DP_EFORMAT / DP_ENOENT: bad configuration or input;
+ * DP_EINVAL also for a restart with charges, no model of its own and one
+ * at model_before, which may be another agent's: docs/peer-agents.md §4).
  * *out receives the agent. */
 int own_peer_new(const struct own_peer_config *cfg, struct own_peer **out);
 /* Listen for the neighbours that dial us (--listen).  Startup only, after

@@ -29,15 +29,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <openssl/crypto.h>
 
 #include "common/core/algo.h"
 #include "common/core/compose.h"
 #include "common/core/error.h"
+#include "common/core/file.h"
 #include "common/core/graph.h"
-#include "common/core/ledger.h"
 #include "common/core/log.h"
 #include "common/core/modelfile.h"
 #include "common/core/schedule.h"
@@ -118,7 +120,7 @@ static int save_model(struct own_peer *p)
 	mf.theta_max = p->cfg.set->theta_max;
 	mf.clip = p->cfg.set->clip;
 	snprintf(mf.mode, sizeof(mf.mode), "peer");
-	return dp_modelfile_write(p->cfg.model_out, &mf);
+	return dp_modelfile_write(p->cfg.model_out, &mf, DP_FILE_MODE_PRIVATE);
 }
 
 static void trace_row(struct own_peer *p, uint64_t k, double secs)
@@ -365,61 +367,21 @@ static int load_schedule(struct own_peer *p)
 	return 0;
 }
 
-/* The ledger: cap and shares (docs/peer-agents.md "Privacy").  Wake-ups
- * get the equal split of what the warm start leaves, under the composition
- * of dp_compose_split; the ledger counts pure-epsilon charges, so its cap is
- * their sum: epsilon itself under basic composition, more under advanced
- * composition (where (epsilon, delta) is the guarantee). */
+/* The ledger: cap and shares (docs/peer-agents.md "Privacy"), the plan
+ * `dpasync sim --mode p2p` simulates too. */
 static int plan_budget(struct own_peer *p, struct own_budget_config *bc)
 {
 	const struct own_settings *s = p->cfg.set;
-	double avail, eps_t, E, C, step_q = 0, warm_q = 0;
-	uint64_t capn, wn, tn;
+	dp_compose_budget b;
 	int r;
 
-	if (isinf(s->epsilon)) {
-		bc->epsilon = INFINITY;
-		bc->eps_step = INFINITY;
-		p->eps_warm_step = INFINITY;
-		return 0;
-	}
-	avail = s->epsilon - s->warm_start;
-	if (!(avail > 0))
-		return dp_error_set(DP_EINVAL, "--warm-start %g leaves nothing of --epsilon %g "
-				    "for the wake-ups", s->warm_start, s->epsilon);
-	r = dp_compose_split(avail, s->delta, p->T, &eps_t);
+	r = dp_compose_plan(s->epsilon, s->warm_start, p->warm, s->delta, p->T, &b);
 	if (r < 0)
 		return r;
-	E = eps_t * (double)p->T;
-	if (E < avail)
-		E = avail;
-	C = s->warm_start + E;
-	/* Shares whose rounded-up charges fit the rounded-down cap (ledger.h),
-	 * shaving a nano-epsilon at a time when the two parts' roundings
-	 * collide. */
-	for (int tries = 0; tries < 8; tries++) {
-		r = dp_ledger_eps_share(E - tries * 1e-9, p->T, &step_q);
-		if (r == 0 && p->warm)
-			r = dp_ledger_eps_share(s->warm_start, p->warm, &warm_q);
-		if (r < 0)
-			return wrapf(r, "%s%s", "--epsilon cannot be split over the wake-ups: ");
-		r = dp_ledger_nano_floor(C, &capn);
-		if (r == 0)
-			r = dp_ledger_nano_ceil(step_q, &tn);
-		wn = 0;
-		if (r == 0 && p->warm)
-			r = dp_ledger_nano_ceil(warm_q, &wn);
-		if (r < 0)
-			return r;
-		if (wn * p->warm + tn * p->T <= capn) {
-			bc->epsilon = C;
-			bc->eps_step = step_q;
-			p->eps_warm_step = warm_q;
-			return 0;
-		}
-	}
-	return dp_error_set(DP_EINVAL, "--epsilon %g cannot be split over %llu wake-ups",
-			    s->epsilon, (unsigned long long)p->T);
+	bc->epsilon = b.cap;
+	bc->eps_step = b.eps_step;
+	p->eps_warm_step = b.eps_warm;
+	return 0;
 }
 
 static int restore(struct own_peer *p)
@@ -436,6 +398,18 @@ static int restore(struct own_peer *p)
 	 * was never saved was never released either). */
 	p->done = st.answers > p->warm ? st.answers - p->warm : 0;
 	r = dp_modelfile_read(p->cfg.model_out, &mf);
+	if (r == DP_ENOENT && p->cfg.model_before != NULL &&
+	    access(p->cfg.model_before, F_OK) == 0)
+		/* Sibling ledger directories all kept their model there: it
+		 * may be another agent's, so it is neither adopted nor
+		 * silently dropped for theta = 0. */
+		return dp_error_set(DP_EINVAL, "--ledger %s: %llu charges but no model at %s; %s, "
+				    "where agents kept their model before, may be another agent's: "
+				    "move it to %s if it is this agent's, or pass --model-out %s to "
+				    "go on from theta = 0 (docs/peer-agents.md §4)",
+				    p->cfg.set->ledger, (unsigned long long)st.answers,
+				    p->cfg.model_out, p->cfg.model_before, p->cfg.model_out,
+				    p->cfg.model_out);
 	if (r == 0 && mf.p == p->p) {
 		memcpy(p->theta, mf.theta, p->p * sizeof(double));
 		p->released = true;
@@ -449,28 +423,28 @@ static int restore(struct own_peer *p)
 	return 0;
 }
 
+/* The trace: --trace, or trace.csv in the ledger directory, which is this
+ * agent's alone (its lock), never its parent, which sibling ledger
+ * directories share. */
 static int open_trace(struct own_peer *p)
 {
 	const char *path = p->cfg.set->trace;
 	char buf[4096];
-	bool fresh;
-	FILE *f;
+	struct stat st;
+	int r;
 
 	if (path == NULL) {
-		const char *slash = strrchr(p->cfg.model_out, '/');
-		int len = slash ? (int)(slash - p->cfg.model_out) : 1;
-
-		snprintf(buf, sizeof(buf), "%.*s/trace.csv", len, slash ? p->cfg.model_out : ".");
+		snprintf(buf, sizeof(buf), "%s/trace.csv", p->cfg.set->ledger);
 		path = buf;
 	}
-	f = fopen(path, "r");
-	fresh = f == NULL;
-	if (f)
-		fclose(f);
-	p->trace = fopen(path, "a");
-	if (p->trace == NULL)
-		return dp_error_set(DP_EIO, "--trace %s: %s", path, strerror(errno));
-	if (fresh)
+	r = dp_file_fopen_private(path, "a", &p->trace);
+	if (r < 0) {
+		char detail[512];
+
+		snprintf(detail, sizeof(detail), "%s", dp_error_detail(r));
+		return dp_error_set(r == DP_ENOENT ? DP_ENOENT : DP_EIO, "--trace %s", detail);
+	}
+	if (fstat(fileno(p->trace), &st) == 0 && st.st_size == 0)
 		fprintf(p->trace, "wakeup,step,time_unix,secs,eps_spent,eps_left,connected\n");
 	return 0;
 }
@@ -534,7 +508,8 @@ int own_peer_new(const struct own_peer_config *cfg, struct own_peer **out)
 	if (r < 0)
 		goto fail;
 	r = restore(p);
-	if (r == 0)
+	/* --check-config creates nothing (the ledger directory may not exist). */
+	if (r == 0 && !bc.check_only)
 		r = open_trace(p);
 	if (r < 0)
 		goto fail;
@@ -603,9 +578,10 @@ void own_peer_start(struct own_peer *p)
 		"eps_step=%.9g", p->cfg.id, (unsigned)p->port, p->n_nb,
 		(unsigned long long)p->T, (unsigned long long)p->done, p->cfg.budget->eps_q);
 	if (st.answers > 0)
-		DP_INFO("peer", "resuming wakeups=%llu of %llu from the ledger (%llu charges)",
-			(unsigned long long)p->done, (unsigned long long)p->T,
-			(unsigned long long)st.answers);
+		DP_INFO("peer", "resuming wakeups=%llu of %llu from the ledger (%llu charges) "
+			"model=%s", (unsigned long long)p->done, (unsigned long long)p->T,
+			(unsigned long long)st.answers,
+			p->released ? p->cfg.model_out : "none (theta = 0)");
 	warm_start(p);
 	if (p->closed)
 		return;

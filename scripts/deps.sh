@@ -51,7 +51,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The Kubernetes schema validator of deploy_static (tests/integration/
+# The Kubernetes schema validator of deploy_static (tests/integration/deploy/
 # k8s_schema.mjs): the npm package kubernetes-models, pinned, installed once
 # into a cache directory (DP_K8S_SCHEMA_DIR) outside the tree.
 if [ -z "${DP_NO_TEST_PKGS:-}" ] && [ -z "${DP_BUILD_ONLY:-}" ] && [ -z "${DP_DEFER_K8S_SCHEMA:-}" ]; then

@@ -15,6 +15,7 @@
 #include "common/net/config.h"
 #include "tools/cmds.h"
 #include "tools/lib/public.h"
+#include "tools/lib/schema_build.h"
 #include "tools/lib/sim.h"
 
 static const char forecast_summary[] =
@@ -36,8 +37,6 @@ static const char forecast_summary[] =
 static const char forecast_synopsis[] =
 	"--sample PUBLIC.csv --rows N1,...,NN [--epsilon E | E1,...,EN] [options]";
 
-static const char *const tasks[] = { "regression", "classification", NULL };
-
 struct forecast_opts {
 	int mode, model, task;
 	bool have_model, bias, have_clip, have_margin;
@@ -52,7 +51,7 @@ static int check_opts(void *arg)
 {
 	const struct forecast_opts *o = arg;
 	dp_model m = o->have_model ? (dp_model)o->model
-		     : o->task == 1 ? DP_MODEL_LOGISTIC : DP_MODEL_LINEAR;
+		     : o->task == DP_TASK_CLASSIFICATION ? DP_MODEL_LOGISTIC : DP_MODEL_LINEAR;
 
 	if (!(o->lambda > 0) && m != DP_MODEL_LINEAR)
 		return dp_error_set(DP_EINVAL, "--lambda must be > 0 for logistic and svm "
@@ -147,7 +146,7 @@ static int forecast(void *arg)
 {
 	const struct forecast_opts *o = arg;
 	dp_model model = o->have_model ? (dp_model)o->model
-			 : o->task == 1 ? DP_MODEL_LOGISTIC : DP_MODEL_LINEAR;
+			 : o->task == DP_TASK_CLASSIFICATION ? DP_MODEL_LOGISTIC : DP_MODEL_LINEAR;
 	size_t N = o->rows.n;
 	dp_public_from from = { .sample = o->sample,
 				.target = o->schema ? NULL : (o->target ? o->target : "y"),
@@ -246,8 +245,8 @@ int dp_cmd_forecast(int argc, char **argv)
 		{ .name = "model", DP_CFG_ENUM(&o.model, dp_model_names), .given = &o.have_model,
 		  .metavar = "M", .group = "The job",
 		  .help = "linear | logistic | svm (default: from --task)" },
-		{ .name = "task", DP_CFG_ENUM(&o.task, tasks), .def = "regression", .metavar = "T",
-		  .group = "The job",
+		{ .name = "task", DP_CFG_ENUM(&o.task, dp_schema_build_tasks), .def = "regression",
+		  .metavar = "T", .group = "The job",
 		  .help = "regression | classification: picks the\n"
 			  "model (linear | logistic) when --model is\nabsent" },
 		{ .name = "target", DP_CFG_STRING(&o.target), .metavar = "COL", .group = "The job",

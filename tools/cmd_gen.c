@@ -20,20 +20,18 @@
 #include "common/core/file.h"
 #include "common/net/config.h"
 #include "tools/cmds.h"
+#include "tools/lib/schema_build.h"
 #include "tools/lib/simrng.h"
 
 struct gen_opts {
 	struct dp_config_sizes rows;
 	char *out;
-	int task;              /* TASK_*, index into tasks[] */
+	int task;              /* dp_task */
 	size_t features;
 	double noise, shift, concept;
 	uint64_t seed;
 	bool force;
 };
-
-enum { TASK_REGRESSION, TASK_CLASSIFICATION };
-static const char *const tasks[] = { "regression", "classification", NULL };
 
 static double gauss(dp_simrng *r)
 {
@@ -117,7 +115,7 @@ static int generate(void *arg)
 				x[q] = mean + gauss(&rng);
 				score += own[q] * x[q];
 			}
-			if (o->task == TASK_CLASSIFICATION)
+			if (o->task == DP_TASK_CLASSIFICATION)
 				y = uniform(&rng) < 1.0 / (1.0 + exp(-4.0 * score)) ? 1.0 : -1.0;
 			else
 				y = score + o->noise * gauss(&rng);
@@ -147,8 +145,8 @@ int dp_cmd_gen(int argc, char **argv)
 		  .metavar = "N1,N2,...", .help = "rows per owner (one owner per number)" },
 		{ .name = "out", DP_CFG_PATH(&o.out), .flags = DP_CONFIG_REQUIRED, .metavar = "DIR",
 		  .help = "output directory (created)" },
-		{ .name = "task", DP_CFG_ENUM(&o.task, tasks), .def = "regression", .metavar = "T",
-		  .help = "regression | classification (y in {-1,+1})" },
+		{ .name = "task", DP_CFG_ENUM(&o.task, dp_schema_build_tasks), .def = "regression",
+		  .metavar = "T", .help = "regression | classification (y in {-1,+1})" },
 		{ .name = "features", DP_CFG_SIZE(&o.features), .def = "10", .min = 1, .max = 100000,
 		  .metavar = "D", .help = "number of features" },
 		{ .name = "noise", DP_CFG_DOUBLE(&o.noise), .def = "0.5", .min = 0, .max = INFINITY,

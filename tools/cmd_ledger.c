@@ -12,6 +12,7 @@
 #include "common/core/ledger.h"
 #include "common/core/ledgerset.h"
 #include "common/core/log.h"
+#include "common/core/nano.h"
 #include "common/net/config.h"
 #include "tools/cmds.h"
 
@@ -59,11 +60,6 @@ static int print_summary(const char *path, dp_ledger *l)
 	return rc;
 }
 
-static double nano_eps(uint64_t v)
-{
-	return v == DP_LEDGER_INF ? INFINITY : (double)v / 1e9;
-}
-
 /* One JSON line for a ledger directory: the lifetime totals and one entry
  * per job (docs/ledger.md §8). */
 static int print_set(const char *path, const dp_ledgerset *s)
@@ -93,9 +89,9 @@ static int print_set(const char *path, const dp_ledgerset *s)
 		if (rc == 0)
 			rc = dp_json_add(o, "path", json_object_new_string(e->path));
 		if (rc == 0)
-			rc = add_eps(o, "epsilon_cap", nano_eps(e->cap_nano));
+			rc = add_eps(o, "epsilon_cap", dp_nano_to_eps(e->cap_nano));
 		if (rc == 0)
-			rc = add_eps(o, "epsilon_spent", nano_eps(e->spent_nano));
+			rc = add_eps(o, "epsilon_spent", dp_nano_to_eps(e->spent_nano));
 		if (rc == 0)
 			rc = dp_json_add(o, "answers", json_object_new_uint64(e->answers));
 		if (rc == 0)
@@ -106,10 +102,12 @@ static int print_set(const char *path, const dp_ledgerset *s)
 	if (rc == 0)
 		rc = dp_json_add(j, "path", json_object_new_string(path));
 	if (rc == 0)
+		rc = dp_json_add(j, "format_version", json_object_new_uint64(dp_ledgerset_format(s)));
+	if (rc == 0)
 		rc = dp_json_add(j, "jobs_count", json_object_new_uint64(dp_ledgerset_count(s)));
 	if (rc == 0)
 		rc = add_eps(j, "lifetime_epsilon_spent",
-			     nano_eps(dp_ledgerset_spent_except(s, NULL)));
+			     dp_nano_to_eps(dp_ledgerset_spent_except(s, NULL)));
 	if (rc == 0)
 		rc = dp_json_add(j, "lifetime_answers", json_object_new_uint64(answers));
 	if (rc == 0) {
@@ -190,8 +188,9 @@ int dp_cmd_ledger(int argc, char **argv)
 			   "identity, epsilon cap/spent/left, answers and answer cap, the last request\n"
 			   "id answered, and the bytes of a torn final record (which ownerd drops on\n"
 			   "its next start).  A corrupt ledger is one error line and exit 2.\n"
-			   "For an ownerd ledger directory (--ledger DIR) the line holds every job's\n"
-			   "totals and the lifetime totals over all jobs.",
+			   "For an ownerd ledger directory (--ledger DIR) the line holds its format\n"
+			   "version (as found: ownerd migrates an older directory, this command only\n"
+			   "reads it), every job's totals and the lifetime totals over all jobs.",
 		.entries = entries,
 		.args = &files,
 		.args_metavar = "LEDGER...",

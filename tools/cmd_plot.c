@@ -12,6 +12,7 @@
 #include "common/core/exit.h"
 #include "common/net/config.h"
 #include "tools/cmds.h"
+#include "tools/lib/gnuplot.h"
 #include "tools/lib/plot.h"
 
 static const char plot_summary[] =
@@ -72,7 +73,7 @@ struct plot_opts {
 static int start_drawing(enum dp_exit_phase *phase)
 {
 	*phase = DP_EXIT_PHASE_RUN;
-	return dp_plot_gnuplot_check();
+	return dp_gnuplot_check();
 }
 
 /* --size WxH (or W,H). */
@@ -125,12 +126,12 @@ static int check_opts(void *arg)
 	if (o->labels.n && o->labels.n != o->inputs.n)
 		return dp_error_set(DP_EINVAL, "--labels: expected %zu comma-separated labels, one "
 				    "per psi.csv", o->inputs.n);
-	if (o->data_out && dp_plot_format_of(o->data_out, &(enum dp_plot_format){ 0 }) == 0)
+	if (o->data_out && dp_gnuplot_format_of(o->data_out, &(enum dp_gnuplot_format){ 0 }) == 0)
 		return dp_error_set(DP_EINVAL, "--data-out %s: expected a .csv file, not a figure",
 				    o->data_out);
 	if (o->size && parse_size(o->size, &o->width, &o->height) != 0)
 		return DP_EINVAL;
-	return dp_plot_format_of(o->out, &(enum dp_plot_format){ 0 });
+	return dp_gnuplot_format_of(o->out, &(enum dp_gnuplot_format){ 0 });
 }
 
 /* The directory that will hold `out` must exist and be writable. */
@@ -164,7 +165,7 @@ static char *dir_label(const char *path)
 static int plot_psi(char *const *in, size_t nin, const struct dp_config_strings *given,
 		    const dp_plot_opts *po, const char *out, enum dp_exit_phase *phase)
 {
-	dp_plot_psi *ps = calloc(nin, sizeof(dp_plot_psi));
+	dp_rundata_psi *ps = calloc(nin, sizeof(dp_rundata_psi));
 	char **labels = calloc(nin, sizeof(char *)), note[300];
 	size_t runs;
 	int err = 0;
@@ -174,7 +175,7 @@ static int plot_psi(char *const *in, size_t nin, const struct dp_config_strings 
 		goto out;
 	}
 	for (size_t i = 0; i < nin; i++) {
-		err = dp_plot_psi_read(in[i], &ps[i]);
+		err = dp_rundata_psi_read(in[i], &ps[i]);
 		if (err != 0)
 			goto out;
 		if (given->n)
@@ -186,7 +187,7 @@ static int plot_psi(char *const *in, size_t nin, const struct dp_config_strings 
 			goto out;
 		}
 	}
-	dp_plot_sim_note(in[0], note, sizeof(note), &runs);
+	dp_rundata_sim_note(in[0], note, sizeof(note), &runs);
 	err = start_drawing(phase);
 	if (err == 0)
 		err = dp_plot_psi_k(ps, (const char *const *)labels, nin,
@@ -194,7 +195,7 @@ static int plot_psi(char *const *in, size_t nin, const struct dp_config_strings 
 out:
 	for (size_t i = 0; i < nin; i++) {
 		if (ps)
-			dp_plot_psi_free(&ps[i]);
+			dp_rundata_psi_free(&ps[i]);
 		if (labels)
 			free(labels[i]);
 	}
@@ -206,18 +207,18 @@ out:
 static int plot_psi_time(const char *psi_path, const char *trace_path, const dp_plot_opts *po,
 			 const char *out, enum dp_exit_phase *phase)
 {
-	dp_plot_trace tr = { 0 };
-	dp_plot_psi ps = { 0 };
+	dp_rundata_trace tr = { 0 };
+	dp_rundata_psi ps = { 0 };
 	char sched[4096], dir[4096], note[300];
 	size_t runs = 0;
 	int err;
 
-	err = dp_plot_trace_read(trace_path, NULL, 0, &tr);
+	err = dp_rundata_trace_read(trace_path, NULL, 0, &tr);
 	if (err == 0 && tr.t == NULL)
 		err = dp_error_set(DP_EINVAL, "--trace %s: a schedule, not a learnerd trace.csv",
 				   trace_path);
 	if (err == 0)
-		err = dp_plot_psi_read(psi_path, &ps);
+		err = dp_rundata_psi_read(psi_path, &ps);
 	if (err == 0) {
 		snprintf(dir, sizeof(dir), "%s", psi_path);
 		snprintf(sched, sizeof(sched), "%s/schedule.txt", dirname(dir));
@@ -226,7 +227,7 @@ static int plot_psi_time(const char *psi_path, const char *trace_path, const dp_
 					   "simulated on the trace's owner order (run dpasync sim "
 					   "--schedule)", sched, psi_path);
 		else
-			err = dp_plot_schedule_check(sched, &tr);
+			err = dp_rundata_schedule_check(sched, &tr);
 		if (err == DP_EINVAL && access(sched, F_OK) == 0) {
 			char why[512];
 
@@ -236,13 +237,13 @@ static int plot_psi_time(const char *psi_path, const char *trace_path, const dp_
 		}
 	}
 	if (err == 0) {
-		dp_plot_sim_note(psi_path, note, sizeof(note), &runs);
+		dp_rundata_sim_note(psi_path, note, sizeof(note), &runs);
 		err = start_drawing(phase);
 	}
 	if (err == 0)
 		err = dp_plot_psi_time(&ps, &tr, runs, po, out);
-	dp_plot_trace_free(&tr);
-	dp_plot_psi_free(&ps);
+	dp_rundata_trace_free(&tr);
+	dp_rundata_psi_free(&ps);
 	return err;
 }
 
@@ -251,16 +252,16 @@ static int plot_trace(const struct plot_opts *o, const dp_plot_opts *po,
 		      enum dp_exit_phase *phase)
 {
 	const char *in = o->inputs.v[0];
-	dp_plot_trace tr = { 0 };
+	dp_rundata_trace tr = { 0 };
 	double *rv = NULL;
 	int err;
 
-	err = dp_plot_trace_read(in, NULL, 0, &tr);
+	err = dp_rundata_trace_read(in, NULL, 0, &tr);
 	if (err == 0 && o->kind != OWNERS && tr.t == NULL)
 		err = dp_error_set(DP_EINVAL, "%s: --kind %s needs a learnerd trace.csv, not a "
 				   "schedule", in, kinds[o->kind]);
 	if (err == 0 && o->rates)
-		err = dp_plot_rates(o->rates, &tr, &rv);
+		err = dp_rundata_rates(o->rates, &tr, &rv);
 	if (err == 0)
 		err = start_drawing(phase);
 	if (err == 0 && o->kind == OWNERS)
@@ -271,7 +272,7 @@ static int plot_trace(const struct plot_opts *o, const dp_plot_opts *po,
 		err = dp_plot_shares(&tr, rv, po, o->out);
 	else if (err == 0)
 		err = dp_plot_cdf(&tr, po, o->out);
-	dp_plot_trace_free(&tr);
+	dp_rundata_trace_free(&tr);
 	free(rv);
 	return err;
 }
@@ -279,7 +280,7 @@ static int plot_trace(const struct plot_opts *o, const dp_plot_opts *po,
 static int plot_wall(char *const *in, size_t nin, const struct dp_config_strings *given,
 		     const dp_plot_opts *po, const char *out, enum dp_exit_phase *phase)
 {
-	dp_plot_wall *w = calloc(nin, sizeof(dp_plot_wall));
+	dp_rundata_wall *w = calloc(nin, sizeof(dp_rundata_wall));
 	char **labels = calloc(nin, sizeof(char *));
 	int err = 0;
 
@@ -288,7 +289,7 @@ static int plot_wall(char *const *in, size_t nin, const struct dp_config_strings
 		goto out;
 	}
 	for (size_t i = 0; i < nin && err == 0; i++) {
-		err = dp_plot_wall_read(in[i], &w[i]);
+		err = dp_rundata_wall_read(in[i], &w[i]);
 		if (err == 0) {
 			labels[i] = given->n ? strdup(given->v[i]) : dir_label(in[i]);
 			if (labels[i] == NULL)
@@ -302,7 +303,7 @@ static int plot_wall(char *const *in, size_t nin, const struct dp_config_strings
 out:
 	for (size_t i = 0; i < nin; i++) {
 		if (w)
-			dp_plot_wall_free(&w[i]);
+			dp_rundata_wall_free(&w[i]);
 		if (labels)
 			free(labels[i]);
 	}
@@ -324,7 +325,7 @@ static int draw(void *arg)
 	/* The run is the trace's (psi-time: --trace); several inputs are
 	 * several runs, named only by the flags. */
 	if (o->inputs.n == 1 || o->trace)
-		dp_plot_run_context(o->trace ? o->trace : o->inputs.v[0], o->job, o->dataset, context,
+		dp_rundata_run_context(o->trace ? o->trace : o->inputs.v[0], o->job, o->dataset, context,
 				    sizeof(context));
 	else
 		snprintf(context, sizeof(context), "%s%s%s%s%s", o->job ? "job " : "",

@@ -2,10 +2,10 @@
 /* dpasync prep: raw CSV files -> a feature schema, numeric owner files and
  * the public sample the schema was built from, transformed the same way.
  *
- * Everything is read and transformed before anything is written, so a bad
- * cell anywhere leaves DIR as it was.  Row selection is deterministic for a
- * seed: the public sample (--sample-frac) and the split (--split) use two
- * independent streams of the seeded simulation generator. */
+ * This file holds the options and the outputs; what is computed before
+ * anything is written (reading, the schema, the transform, the sample and
+ * the grouping) is tools/lib/prep.h, so a bad cell anywhere leaves DIR as
+ * it was. */
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -21,16 +21,12 @@
 #include "common/core/error.h"
 #include "common/core/exit.h"
 #include "common/core/file.h"
-#include "common/core/num.h"
-#include "common/core/rng.h"
 #include "common/core/schema.h"
 #include "common/net/config.h"
+#include "tools/lib/prep.h"
 #include "tools/lib/schema_build.h"
-#include "tools/lib/simrng.h"
 
 #define CMD_NAME "prep"
-/* Stream separation for the sample draw ("SAMPLE" in ASCII). */
-#define SAMPLE_STREAM UINT64_C(0x53414d504c45)
 
 static const char prep_summary[] =
 	"Turn raw CSV files (plain or .gz, header row required) into a feature schema\n"
@@ -70,8 +66,6 @@ static const char prep_epilog[] =
 	"    --ordinal 'cut=Fair,Good,Very Good,Premium,Ideal' \\\n"
 	"    --sample-frac 0.1 --split 4 --seed 7 --out owners diamonds.csv";
 
-static const char *const tasks[] = { "regression", "classification", NULL };
-
 /* --help groups. */
 static const char g_target[] = "Target and task";
 static const char g_features[] = "Features (every column but the target is used unless dropped)";
@@ -97,6 +91,10 @@ struct prep {
 	/* --ordinal and --levels parsed */
 	struct lvspec *lv;
 	size_t nlv;
+	/* What the pipeline is given (tools/lib/prep.h): lv as the schema
+	 * builder's level lists, and --drop with the --split-by column. */
+	dp_schema_build_levels *blv;
+	const char **drop_all;
 };
 
 /* 'COL=L1,L2,...' (the first unescaped '=' separates the column). */
@@ -158,6 +156,54 @@ static void prep_free(struct prep *a)
 	free(a->lv);
 	a->lv = NULL;
 	a->nlv = 0;
+	free(a->blv);
+	free(a->drop_all);
+	a->blv = NULL;
+	a->drop_all = NULL;
+}
+
+/* The options as the pipeline takes them (a->blv and a->drop_all hold its
+ * arrays).  0 or DP_ENOMEM. */
+static int pipeline_opts(struct prep *a, dp_prep_opts *o)
+{
+	dp_schema_build_opts *b = &o->build;
+
+	a->blv = calloc(a->nlv ? a->nlv : 1, sizeof(*a->blv));
+	a->drop_all = malloc((a->drop.n + 1) * sizeof(*a->drop_all));
+	if (a->blv == NULL || a->drop_all == NULL)
+		return DP_ENOMEM;
+	for (size_t i = 0; i < a->nlv; i++) {
+		a->blv[i].column = a->lv[i].column;
+		a->blv[i].ordered = a->lv[i].ordered;
+		a->blv[i].levels = (const char *const *)a->lv[i].levels.v;
+		a->blv[i].nlevels = a->lv[i].levels.n;
+	}
+	/* The --split-by column names the owner: never a feature. */
+	for (size_t i = 0; i < a->drop.n; i++)
+		a->drop_all[i] = a->drop.v[i];
+	if (a->split_by)
+		a->drop_all[a->drop.n] = a->split_by;
+	*o = (dp_prep_opts){
+		.inputs = (const char *const *)a->inputs.v, .ninputs = a->inputs.n,
+		.sample = a->sample, .frac = a->frac_set ? a->frac : 0, .seed = a->seed,
+		.schema = a->schema, .target = a->target, .all_levels = a->all_levels,
+		.drop_missing = a->drop_missing, .split_by = a->split_by,
+		.split = a->split_set ? a->split : 0,
+	};
+	b->target = a->target;
+	b->task = a->task;
+	b->positive = a->positive;
+	b->drop = a->drop_all;
+	b->ndrop = a->drop.n + (a->split_by != NULL);
+	b->onehot = (const char *const *)a->onehot.v;
+	b->nonehot = a->onehot.n;
+	b->levels = a->blv;
+	b->nlevels = a->nlv;
+	b->pca = a->pca;
+	b->clamp_z = a->clamp_set ? a->clamp : 0.0;
+	b->standardize_target = a->task == DP_TASK_REGRESSION && !a->raw_target;
+	b->max_levels = a->max_levels;
+	return 0;
 }
 
 /* The error line and the exit status of rc failing in phase. */
@@ -254,374 +300,8 @@ static int check_opts(void *arg)
 	return 0;
 }
 
-/* Fisher-Yates with the seeded generator: perm becomes a permutation of
- * 0..n-1; only the first `k` places are drawn (a partial shuffle). */
-static int shuffle(size_t *perm, size_t n, size_t k, uint64_t seed)
-{
-	dp_simrng rng;
-	dp_bitsource src;
-
-	dp_simrng_seed(&rng, seed);
-	src = dp_simrng_bitsource(&rng);
-	for (size_t i = 0; i < n; i++)
-		perm[i] = i;
-	for (size_t i = 0; i < k && i + 1 < n; i++) {
-		uint64_t j;
-		int rc = dp_rng_below(&src, (uint64_t)(n - i), &j);
-		size_t t;
-
-		if (rc != 0)
-			return rc;
-		t = perm[i];
-		perm[i] = perm[i + (size_t)j];
-		perm[i + (size_t)j] = t;
-	}
-	return 0;
-}
-
-static int pick_cmp(const void *a, const void *b)
-{
-	const dp_schema_build_pick *x = a, *y = b;
-
-	if (x->table != y->table)
-		return x->table < y->table ? -1 : 1;
-	return x->row < y->row ? -1 : x->row > y->row;
-}
-
-/* --sample-frac: round(F * total) rows of the inputs, sorted back into file
- * order. */
-static int draw_sample(const struct prep *a, const dp_csv_table *tabs, size_t ntabs,
-			   dp_schema_build_pick **out, size_t *nout)
-{
-	size_t total = 0, m, *perm;
-	dp_schema_build_pick *picks;
-	int rc;
-
-	for (size_t t = 0; t < ntabs; t++)
-		total += tabs[t].nrows;
-	m = (size_t)llround(a->frac * (double)total);
-	if (m > total)
-		m = total;
-	if (m == 0)
-		return dp_error_set(DP_EINVAL, "--sample-frac %g of %zu rows selects no row",
-				    a->frac, total);
-	perm = malloc(total * sizeof(*perm));
-	picks = malloc(m * sizeof(*picks));
-	if (perm == NULL || picks == NULL) {
-		free(perm);
-		free(picks);
-		return DP_ENOMEM;
-	}
-	rc = shuffle(perm, total, m, a->seed ^ SAMPLE_STREAM);
-	if (rc == 0) {
-		for (size_t i = 0; i < m; i++) {
-			size_t g = perm[i], t = 0;
-
-			while (g >= tabs[t].nrows) {
-				g -= tabs[t].nrows;
-				t++;
-			}
-			picks[i].table = t;
-			picks[i].row = g;
-		}
-		qsort(picks, m, sizeof(*picks), pick_cmp);
-		*out = picks;
-		*nout = m;
-		picks = NULL;
-	}
-	free(perm);
-	free(picks);
-	return rc;
-}
-
-/* What run() reads, builds and transforms before it writes anything. */
-struct work {
-	dp_csv_table *tabs;            /* the inputs, a->inputs.n */
-	dp_csv_table sample;           /* --sample FILE, else zeroed */
-	dp_schema *s;
-	double **xs, **ys;             /* each input transformed */
-	dp_schema_build_pick *picks;   /* --sample-frac: the sample's rows */
-	size_t npicks;
-	double *sx, *sy;               /* the sample transformed (sn rows) */
-	size_t sn;
-	size_t dropped, total;         /* --drop-missing: input rows dropped, of total */
-	size_t sdropped, stotal;       /* the same for --sample FILE */
-	size_t *by;                    /* --split-by: the rows of the one input, grouped
-					  by value (sorted), file order within a group */
-	size_t by_col;                 /* its column */
-};
-
-static void work_free(struct work *w, size_t ninputs)
-{
-	for (size_t i = 0; w->tabs != NULL && i < ninputs; i++)
-		dp_csv_table_free(&w->tabs[i]);
-	for (size_t i = 0; w->xs != NULL && i < ninputs; i++)
-		free(w->xs[i]);
-	for (size_t i = 0; w->ys != NULL && i < ninputs; i++)
-		free(w->ys[i]);
-	free(w->tabs);
-	free(w->xs);
-	free(w->ys);
-	dp_csv_table_free(&w->sample);
-	dp_schema_destroy(w->s);
-	free(w->picks);
-	free(w->sx);
-	free(w->sy);
-	free(w->by);
-	memset(w, 0, sizeof(*w));
-}
-
-static int build_schema(const struct prep *a, struct work *w)
-{
-	size_t ntabs = a->inputs.n;
-	dp_schema_build_opts o = { 0 };
-	dp_schema_build_levels *lv = NULL;
-	const dp_csv_table **tp = NULL, **ltp = NULL;
-	const char **drop = NULL;
-	int rc = DP_ENOMEM;
-
-	tp = malloc((ntabs + 1) * sizeof(*tp));
-	ltp = malloc((ntabs + 1) * sizeof(*ltp));
-	lv = calloc(a->nlv ? a->nlv : 1, sizeof(*lv));
-	if (tp == NULL || ltp == NULL || lv == NULL)
-		goto out;
-	for (size_t t = 0; t < ntabs; t++)
-		tp[t] = ltp[t] = &w->tabs[t];
-	for (size_t i = 0; i < a->nlv; i++) {
-		lv[i].column = a->lv[i].column;
-		lv[i].ordered = a->lv[i].ordered;
-		lv[i].levels = (const char *const *)a->lv[i].levels.v;
-		lv[i].nlevels = a->lv[i].levels.n;
-	}
-	o.target = a->target;
-	o.task = a->task;
-	o.positive = a->positive;
-	/* The --split-by column names the owner: never a feature. */
-	drop = malloc((a->drop.n + 1) * sizeof(*drop));
-	if (drop == NULL)
-		goto out;
-	for (size_t i = 0; i < a->drop.n; i++)
-		drop[i] = a->drop.v[i];
-	if (a->split_by)
-		drop[a->drop.n] = a->split_by;
-	o.drop = drop;
-	o.ndrop = a->drop.n + (a->split_by != NULL);
-	o.onehot = (const char *const *)a->onehot.v;
-	o.nonehot = a->onehot.n;
-	o.levels = lv;
-	o.nlevels = a->nlv;
-	o.pca = a->pca;
-	o.clamp_z = a->clamp_set ? a->clamp : 0.0;
-	o.standardize_target = a->task == DP_TASK_REGRESSION && !a->raw_target;
-	o.max_levels = a->max_levels;
-
-	if (a->sample != NULL) {
-		const dp_csv_table *sp = &w->sample;
-
-		if (a->all_levels) {
-			/* The sample's own levels count too. */
-			ltp[ntabs] = &w->sample;
-			o.level_tables = ltp;
-			o.nlevel_tables = ntabs + 1;
-		}
-		rc = dp_schema_build_tables(&sp, 1, NULL, 0, &o, &w->s);
-		goto out;
-	}
-	if (a->frac_set) {
-		rc = draw_sample(a, w->tabs, ntabs, &w->picks, &w->npicks);
-		if (rc != 0)
-			goto out;
-		if (a->all_levels) {
-			o.level_tables = ltp;
-			o.nlevel_tables = ntabs;
-		}
-	}
-	rc = dp_schema_build_tables(tp, ntabs, w->picks, w->npicks, &o, &w->s);
-out:
-	free(tp);
-	free(ltp);
-	free(lv);
-	free(drop);
-	return rc;
-}
-
-/* Whether the schema reads a column: when it is being built, every column
- * but the dropped ones (the target too); when it is given, dp_schema_uses. */
-static bool column_used(const struct prep *a, const dp_schema *s, const char *name)
-{
-	if (a->split_by != NULL && strcmp(a->split_by, name) == 0)
-		return true;   /* every row needs an owner */
-	if (s != NULL)
-		return dp_schema_uses(s, name) != 0;
-	for (size_t i = 0; i < a->drop.n; i++)
-		if (strcmp(a->drop.v[i], name) == 0)
-			return false;
-	return true;
-}
-
-/* Rows of t with an empty cell in a used column.  Without --drop-missing
- * the first one is an error naming file:line and column; with it they are
- * taken out of t (compacted in place: t keeps its storage) and counted in
- * *dropped.  A table left without rows is an error either way. */
-static int missing_cells(const struct prep *a, const dp_schema *s, dp_csv_table *t,
-			 size_t *dropped)
-{
-	bool *used = malloc((t->ncols ? t->ncols : 1) * sizeof(*used));
-	size_t keep = 0, n = t->nrows;
-
-	if (used == NULL)
-		return DP_ENOMEM;
-	for (size_t j = 0; j < t->ncols; j++)
-		used[j] = column_used(a, s, t->header[j]);
-	for (size_t i = 0; i < n; i++) {
-		char **row = &t->cells[i * t->ncols];
-		size_t j = 0;
-
-		while (j < t->ncols && !(used[j] && row[j][0] == '\0'))
-			j++;
-		if (j < t->ncols && !a->drop_missing) {
-			free(used);
-			return dp_error_set(DP_EFORMAT,
-					    "%s:%zu: column '%s': empty cell (missing value; dpasync "
-					    "does not impute: fill it, drop the column, or drop such "
-					    "rows with --drop-missing)",
-					    t->source, t->line[i], t->header[j]);
-		}
-		if (j < t->ncols)
-			continue;
-		if (keep != i) {
-			memmove(&t->cells[keep * t->ncols], row, t->ncols * sizeof(*row));
-			t->line[keep] = t->line[i];
-		}
-		keep++;
-	}
-	free(used);
-	t->nrows = keep;
-	*dropped = n - keep;
-	if (keep == 0 && n > 0)
-		return dp_error_set(DP_EFORMAT, "%s: every one of its %zu rows has a missing cell in "
-				    "a used column (--drop-missing leaves none)", t->source, n);
-	return 0;
-}
-
-/* One input through the schema: x (n*p) and y. */
-static int transform(const dp_schema *s, const dp_csv_table *t, double **xo, double **yo)
-{
-	size_t p = dp_schema_nfeatures(s);
-	dp_schema_bind *b = NULL;
-	double *x, *y;
-	int rc;
-
-	if (t->nrows == 0)
-		return dp_error_set(DP_EFORMAT, "%s: no data rows (only a header)", t->source);
-	if (t->nrows > SIZE_MAX / sizeof(double) / p)
-		return DP_ENOMEM;
-	rc = dp_schema_bind_new(s, t->source, (const char *const *)t->header, t->ncols, &b);
-	if (rc != 0)
-		return rc;
-	x = malloc(t->nrows * p * sizeof(*x));
-	y = malloc(t->nrows * sizeof(*y));
-	if (x == NULL || y == NULL) {
-		rc = DP_ENOMEM;
-		goto fail;
-	}
-	for (size_t i = 0; i < t->nrows; i++) {
-		rc = dp_schema_bind_row(b, (const char *const *)&t->cells[i * t->ncols], t->line[i],
-					x + i * p, y + i);
-		if (rc != 0)
-			goto fail;
-	}
-	dp_schema_bind_destroy(b);
-	*xo = x;
-	*yo = y;
-	return 0;
-fail:
-	dp_schema_bind_destroy(b);
-	free(x);
-	free(y);
-	return rc;
-}
-
-/* --sample-frac: the picked rows of the transformed inputs, in file order. */
-static int gather_sample(struct work *w, size_t p)
-{
-	w->sx = malloc((w->npicks ? w->npicks : 1) * p * sizeof(*w->sx));
-	w->sy = malloc((w->npicks ? w->npicks : 1) * sizeof(*w->sy));
-	if (w->sx == NULL || w->sy == NULL)
-		return DP_ENOMEM;
-	for (size_t i = 0; i < w->npicks; i++) {
-		const dp_schema_build_pick *pk = &w->picks[i];
-
-		memcpy(w->sx + i * p, w->xs[pk->table] + pk->row * p, p * sizeof(*w->sx));
-		w->sy[i] = w->ys[pk->table][pk->row];
-	}
-	w->sn = w->npicks;
-	return 0;
-}
-
-/* --split-by: a value names its owner file VALUE.csv, so it must be a
- * plain file name.  The detail never shows the value (docs/privacy.md
- * §8: an error about a cell names its place, not its content). */
-static bool file_name_ok(const char *v)
-{
-	size_t n = strlen(v);
-
-	if (n == 0 || n > 128 || v[0] == '.' || v[0] == '-')
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = v[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '.' || c == '_' || c == '-'))
-			return false;
-	}
-	return true;
-}
-
-static const dp_csv_table *by_table;
-static size_t by_column;
-
-static int by_cmp(const void *x, const void *y)
-{
-	size_t a = *(const size_t *)x, b = *(const size_t *)y;
-	int c = strcmp(dp_csv_cell(by_table, a, by_column), dp_csv_cell(by_table, b, by_column));
-
-	if (c != 0)
-		return c;
-	return a < b ? -1 : a > b;
-}
-
-/* Group the rows of the one input by the --split-by column (w->by). */
-static int group_rows(const struct prep *a, struct work *w)
-{
-	const dp_csv_table *t = &w->tabs[0];
-	long col = dp_csv_find((const char *const *)t->header, t->ncols, a->split_by);
-
-	if (col < 0)
-		return dp_error_set(DP_EFORMAT, "%s:1: no column '%s' (--split-by)", t->source,
-				    a->split_by);
-	for (size_t i = 0; i < t->nrows; i++) {
-		if (!file_name_ok(dp_csv_cell(t, i, (size_t)col)))
-			return dp_error_set(DP_EFORMAT, "%s:%zu: column '%s': the value cannot name "
-					    "an owner file (--split-by takes 1 to 128 letters, "
-					    "digits, '.', '_' or '-', not starting with '.' or "
-					    "'-')", t->source, t->line[i], a->split_by);
-	}
-	w->by = malloc((t->nrows ? t->nrows : 1) * sizeof(size_t));
-	if (w->by == NULL)
-		return DP_ENOMEM;
-	for (size_t i = 0; i < t->nrows; i++)
-		w->by[i] = i;
-	by_table = t;
-	by_column = (size_t)col;
-	qsort(w->by, t->nrows, sizeof(size_t), by_cmp);
-	by_table = NULL;
-	w->by_col = (size_t)col;
-	return 0;
-}
-
 /* --split-by without --force: no VALUE.csv may exist yet. */
-static int check_split_outputs(const struct prep *a, const struct work *w)
+static int check_split_outputs(const struct prep *a, const dp_prep *w)
 {
 	const dp_csv_table *t = &w->tabs[0];
 	struct stat st;
@@ -689,104 +369,10 @@ static int write_rows(const struct prep *a, const dp_schema *s, const char *name
 	return rc;
 }
 
-/* Read the inputs (and --sample, and --schema), take out or refuse rows with
- * missing cells, build the schema, transform every row: nothing is written. */
-static int read_and_transform(struct prep *a, struct work *w, char *msg, size_t msgsz)
-{
-	size_t n = a->inputs.n, p;
-	int rc;
-
-	w->tabs = calloc(n, sizeof(*w->tabs));
-	w->xs = calloc(n, sizeof(*w->xs));
-	w->ys = calloc(n, sizeof(*w->ys));
-	if (w->tabs == NULL || w->xs == NULL || w->ys == NULL)
-		return DP_ENOMEM;
-	/* Empty cells pass the reader so that dropped columns may have them;
-	 * missing_cells then deals with those in used columns. */
-	for (size_t i = 0; i < n; i++) {
-		rc = dp_csv_table_load(&w->tabs[i], a->inputs.v[i], DP_CSV_ALLOW_EMPTY);
-		if (rc != 0)
-			return rc;
-	}
-	if (a->sample != NULL) {
-		rc = dp_csv_table_load(&w->sample, a->sample, DP_CSV_ALLOW_EMPTY);
-		if (rc != 0)
-			return rc;
-	}
-	if (a->schema != NULL) {
-		rc = dp_schema_load(a->schema, &w->s);
-		if (rc != 0)
-			return rc;
-		if (a->target != NULL && strcmp(a->target, dp_schema_target(w->s)) != 0)
-			return dp_error_set(DP_EINVAL, "--target '%s' differs from the schema's "
-					    "target '%s'", dp_csv_show(a->target, msg, 64),
-					    dp_schema_target(w->s));
-	}
-	if (a->split_by != NULL &&
-	    dp_csv_find((const char *const *)w->tabs[0].header, w->tabs[0].ncols, a->split_by) < 0)
-		return dp_error_set(DP_EFORMAT, "%s:1: no column '%s' (--split-by)", w->tabs[0].source,
-				    a->split_by);
-	for (size_t i = 0; i < n; i++) {
-		size_t d = 0;
-
-		w->total += w->tabs[i].nrows;
-		rc = missing_cells(a, w->s, &w->tabs[i], &d);
-		if (rc != 0)
-			return rc;
-		w->dropped += d;
-	}
-	if (a->sample != NULL) {
-		w->stotal = w->sample.nrows;
-		rc = missing_cells(a, w->s, &w->sample, &w->sdropped);
-		if (rc != 0)
-			return rc;
-	}
-	if (a->schema == NULL) {
-		rc = build_schema(a, w);
-		if (rc != 0)
-			return rc;
-	}
-	p = dp_schema_nfeatures(w->s);
-	for (size_t i = 0; i < n; i++) {
-		rc = transform(w->s, &w->tabs[i], &w->xs[i], &w->ys[i]);
-		if (rc == DP_EFORMAT && a->schema == NULL && (a->sample || a->frac_set) &&
-		    !a->all_levels && strstr(dp_error_detail(rc), "is not in the schema's list")) {
-			/* The sample lacked a level the owners have: say how to fix it. */
-			snprintf(msg, msgsz, "%s; the sample lacks it: use --all-levels, or give "
-				 "the full list with --levels or --ordinal", dp_error_detail(rc));
-			return dp_error_set(DP_EFORMAT, "%s", msg);
-		}
-		if (rc != 0)
-			return rc;
-	}
-	if (a->sample != NULL) {
-		rc = transform(w->s, &w->sample, &w->sx, &w->sy);
-		if (rc != 0)
-			return rc;
-		w->sn = w->sample.nrows;
-	} else if (w->picks != NULL) {
-		rc = gather_sample(w, p);
-		if (rc != 0)
-			return rc;
-	}
-	if (a->split_by != NULL) {
-		rc = group_rows(a, w);
-		if (rc == 0)
-			rc = check_split_outputs(a, w);
-		if (rc != 0)
-			return rc;
-	}
-	if (a->split_set && a->split > w->tabs[0].nrows)
-		return dp_error_set(DP_EINVAL, "--split %zu: %s has only %zu rows%s", a->split,
-				    a->inputs.v[0], w->tabs[0].nrows,
-				    w->dropped ? " left after --drop-missing" : "");
-	return 0;
-}
-
 /* DIR/sample.csv when this run has a sample; otherwise a sample.csv left by
  * an earlier run (only there with --force) goes, as it no longer matches
  * DIR/schema.json. */
-static int write_sample(const struct prep *a, const struct work *w, char *path, size_t pathsz)
+static int write_sample(const struct prep *a, const dp_prep *w, char *path, size_t pathsz)
 {
 	int rc;
 
@@ -808,7 +394,7 @@ static int write_sample(const struct prep *a, const struct work *w, char *path, 
 }
 
 /* --split-by: one owner file VALUE.csv per value, rows in file order. */
-static int write_split(const struct prep *a, const struct work *w, char *path, size_t pathsz)
+static int write_split(const struct prep *a, const dp_prep *w, char *path, size_t pathsz)
 {
 	const dp_csv_table *t = &w->tabs[0];
 	size_t p = dp_schema_nfeatures(w->s), n = t->nrows, files = 0, least = n, most = 0;
@@ -840,7 +426,7 @@ static int write_split(const struct prep *a, const struct work *w, char *path, s
 	return rc;
 }
 
-static int write_owners(const struct prep *a, const struct work *w, char *path, size_t pathsz)
+static int write_owners(const struct prep *a, const dp_prep *w, char *path, size_t pathsz)
 {
 	size_t p = dp_schema_nfeatures(w->s), n = w->tabs[0].nrows, *perm = NULL;
 	double *ox = NULL, *oy = NULL;
@@ -863,7 +449,7 @@ static int write_owners(const struct prep *a, const struct work *w, char *path, 
 	if (perm == NULL || ox == NULL || oy == NULL)
 		rc = DP_ENOMEM;
 	if (rc == 0)
-		rc = shuffle(perm, n, n, a->seed);
+		rc = dp_prep_shuffle(perm, n, n, a->seed);
 	for (size_t o = 0; o < a->split && rc == 0; o++) {
 		size_t m = 0;
 
@@ -887,12 +473,15 @@ static int write_owners(const struct prep *a, const struct work *w, char *path, 
 static int run(void *arg)
 {
 	struct prep *a = arg;
-	struct work w = { 0 };
+	dp_prep w = { 0 };
+	dp_prep_opts po;
 	char path[4096];
 	enum dp_exit_phase phase = DP_EXIT_PHASE_LOAD;
 	int rc, status;
 
 	rc = parse_lvspecs(a);
+	if (rc == 0)
+		rc = pipeline_opts(a, &po);
 	if (rc != 0)
 		goto fail;
 	if (strlen(a->out) > sizeof(path) - 64) {
@@ -902,7 +491,9 @@ static int run(void *arg)
 	}
 	rc = check_outputs(a, a->split_by ? 0 : a->split_set ? a->split : a->inputs.n);
 	if (rc == 0)
-		rc = read_and_transform(a, &w, path, sizeof(path));
+		rc = dp_prep_run(&w, &po);
+	if (rc == 0 && a->split_by != NULL)
+		rc = check_split_outputs(a, &w);
 	if (rc != 0)
 		goto fail;
 	if (a->drop_missing) {
@@ -938,7 +529,7 @@ static int run(void *arg)
 fail:
 	status = fail_rc(rc, phase);
 done:
-	work_free(&w, a->inputs.n);
+	dp_prep_free(&w);
 	prep_free(a);
 	return status;
 }
@@ -949,7 +540,7 @@ int dp_cmd_prep(int argc, char **argv)
 	const struct dp_config_entry entries[] = {
 		{ .name = "target", DP_CFG_STRING(&a.target), .group = g_target, .metavar = "COL",
 		  .help = "target column (required unless --schema)" },
-		{ .name = "task", DP_CFG_ENUM(&a.task, tasks), .def = "regression",
+		{ .name = "task", DP_CFG_ENUM(&a.task, dp_schema_build_tasks), .def = "regression",
 		  .given = &a.task_set, .group = g_target, .metavar = "T",
 		  .help = "regression | classification" },
 		{ .name = "positive", DP_CFG_STRING(&a.positive), .group = g_target,

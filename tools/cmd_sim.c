@@ -16,17 +16,17 @@
 #include "common/core/exit.h"
 #include "common/core/file.h"
 #include "common/core/json.h"
-#include "common/core/ledger.h"
 #include "common/core/mem.h"
 #include "common/core/modelfile.h"
+#include "common/core/nano.h"
 #include "common/core/num.h"
 #include "common/core/plan.h"
 #include "common/net/config.h"
 #include "tools/cmds.h"
 #include "tools/lib/optimum.h"
 #include "tools/lib/ownerdata.h"
-#include "tools/lib/plot.h"
 #include "tools/lib/public.h"
+#include "tools/lib/rundata.h"
 #include "tools/lib/sim.h"
 
 static const char sim_summary[] =
@@ -178,6 +178,8 @@ struct sim_result {
 	const double *eps;          /* N budgets */
 	const uint64_t *answers;    /* N: answers in the first repeat */
 	double psi_zero;            /* f(0)/f* - 1 on the owners' data */
+	size_t worse;               /* repeats that ended with psi >= psi_zero */
+	double model_psi;           /* psi of model.json: the first repeat's, at k = T */
 	const char *warnings;       /* lines, '\n'-separated */
 	double staleness_mean;      /* async: over the first repeat's iterations */
 	const double *clock;        /* timed: the repeats' simulated seconds, or NULL */
@@ -272,7 +274,7 @@ static int add_owners(struct json_object *j, const dp_sim_setup *s, const dp_own
 		double spent = INFINITY;
 		uint64_t nano;
 
-		if (!isinf(s->eps_q[i]) && dp_ledger_nano_ceil(s->eps_q[i], &nano) == 0)
+		if (!isinf(s->eps_q[i]) && dp_nano_ceil(s->eps_q[i], &nano) == 0)
 			spent = (double)(nano * res->answers[i]) / 1e9;
 		rc = dp_json_push(a[EPS], dp_json_double_inf(res->eps[i]));
 		if (rc == 0)
@@ -360,17 +362,24 @@ static int write_summary(const struct sim_opts *o, const dp_sim_setup *s,
 	if (rc == 0)
 		rc = dp_json_add(j, "psi_mean", dp_json_double(mean));
 	if (rc == 0)
-		rc = dp_json_add(j, "psi_median", dp_json_double(dp_plot_percentile(final, R, 50)));
+		rc = dp_json_add(j, "psi_median", dp_json_double(dp_rundata_percentile(final, R, 50)));
 	if (rc == 0)
-		rc = dp_json_add(j, "psi_p25", dp_json_double(dp_plot_percentile(final, R, 25)));
+		rc = dp_json_add(j, "psi_p25", dp_json_double(dp_rundata_percentile(final, R, 25)));
 	if (rc == 0)
-		rc = dp_json_add(j, "psi_p75", dp_json_double(dp_plot_percentile(final, R, 75)));
+		rc = dp_json_add(j, "psi_p75", dp_json_double(dp_rundata_percentile(final, R, 75)));
 	if (rc == 0) {
 		rc = dp_json_add(j, "psi", psi);
 		psi = NULL;
 	}
 	if (rc == 0)
 		rc = dp_json_add(j, "psi_zero", dp_json_double(res->psi_zero));
+	if (rc == 0)
+		rc = dp_json_add(j, "repeats_worse_than_zero", json_object_new_uint64(res->worse));
+	if (rc == 0)
+		rc = dp_json_add(j, "model_psi", dp_json_double(res->model_psi));
+	if (rc == 0)
+		rc = dp_json_add(j, "model_worse_than_zero",
+				 json_object_new_boolean(res->model_psi >= res->psi_zero));
 	if (rc == 0)
 		rc = dp_json_add(j, "plan", dp_plan_json(res->plan));
 	if (rc == 0)
@@ -430,8 +439,8 @@ static int write_outputs(const struct sim_opts *o, const dp_sim_setup *s, const 
 			m += col[r];
 		}
 		fprintf(f, "%zu,%.10g,%.10g,%.10g,%.10g\n", dp_sim_checkpoint_k(s, c),
-			dp_plot_percentile(col, R, 25), dp_plot_percentile(col, R, 50),
-			dp_plot_percentile(col, R, 75), m / (double)R);
+			dp_rundata_percentile(col, R, 25), dp_rundata_percentile(col, R, 50),
+			dp_rundata_percentile(col, R, 75), m / (double)R);
 	}
 	if (fclose(f) != 0) {
 		dp_cmd_fail("sim", "%s: write failed", path);
@@ -466,7 +475,7 @@ static int write_outputs(const struct sim_opts *o, const dp_sim_setup *s, const 
 
 		snprintf(mf.mode, sizeof(mf.mode), "%s", dp_plan_mode_name(s->mode));
 		snprintf(path, sizeof(path), "%s/model.json", o->out);
-		err = dp_modelfile_write(path, &mf);
+		err = dp_modelfile_write(path, &mf, DP_FILE_MODE_SHARED);
 		if (err != 0) {
 			dp_cmd_fail("sim", "%s", dp_error_detail(err));
 			goto out;
@@ -572,7 +581,7 @@ static int simulate(void *arg)
 	uint64_t *n_rows = NULL, *caps = NULL, *answers = NULL, *stale = NULL;
 	double *clock = NULL;
 	double t0 = now_secs(), secs_load = 0, secs_optimum = 0, secs_run = 0, stale_mean = 0;
-	char warnings[2048];
+	char warnings[8192];
 	int rc;
 
 	rc = dp_ownerdata_load(&od, o->files.v, o->files.n,
@@ -691,7 +700,7 @@ static int simulate(void *arg)
 	for (size_t i = 0; i < N; i++) {
 		s.weight[i] = (double)od.ds[i].n / (double)nrows;
 		/* The same per-answer share ownerd's ledger charges (nano-epsilon, rounded down). */
-		rc = dp_ledger_eps_share(eps[i], plan.answers_cap[i], &s.eps_q[i]);
+		rc = dp_nano_share(eps[i], plan.answers_cap[i], &s.eps_q[i]);
 		if (rc != 0) {
 			dp_cmd_fail("sim", "owner %zu: %s", i + 1, dp_error_detail(rc));
 			rc = dp_exit_status(rc, DP_EXIT_PHASE_ARGS);
@@ -763,18 +772,34 @@ static int simulate(void *arg)
 					  .secs_load = secs_load, .secs_optimum = secs_optimum,
 					  .secs_run = secs_run };
 
-		if (psi_mean >= pz)
+		for (size_t r = 0; r < o->repeats; r++)
+			res.worse += psi[r * ncp + ncp - 1] >= pz;
+		res.model_psi = psi[ncp - 1];
+		if (psi_mean >= pz) {
 			snprintf(warnings + used, sizeof(warnings) - used,
 				 "%sthe model is worse than theta = 0 on the owners' data: mean psi "
-				 "%.4g >= psi_zero %.4g", used ? "\n" : "", psi_mean, pz);
+				 "%.4g >= psi_zero %.4g; ", used ? "\n" : "", psi_mean, pz);
+		} else if (res.worse > 0) {
+			snprintf(warnings + used, sizeof(warnings) - used, "%s", used ? "\n" : "");
+		}
+		used = strlen(warnings);
+		/* The mean can hide them, and the model written is one repeat's:
+		 * said in the same warning as the mean's when there is one. */
+		if (res.worse > 0)
+			snprintf(warnings + used, sizeof(warnings) - used,
+				 "%zu of %zu repeats ended worse than theta = 0 (psi >= psi_zero "
+				 "%.4g); the model written to %s/model.json (repeat 1, psi %.4g) %s",
+				 res.worse, o->repeats, pz, o->out, res.model_psi,
+				 res.model_psi >= pz ? "is one of them" : "is not one of them");
 		print_warnings(warnings);
 		rc = write_outputs(o, &s, &od, &res, psi, theta1, theta_star,
 				   o->mode == DP_PLAN_ASYNC ? owners1 : NULL);
 		if (rc == 0) {
 			printf("mode=%s model=%s N=%zu T=%zu repeats=%zu psi_mean=%.6g "
-			       "psi_predicted=%.6g psi_zero=%.6g f_star=%.10g ",
+			       "psi_predicted=%.6g psi_zero=%.6g f_star=%.10g "
+			       "worse_than_zero=%zu/%zu ",
 			       dp_plan_mode_name(s.mode), dp_model_name(s.model), N, T, o->repeats,
-			       psi_mean, plan.psi, pz, s.f_star);
+			       psi_mean, plan.psi, pz, s.f_star, res.worse, o->repeats);
 			/* a staleness the plan does not model shows beside its psi */
 			if (s.mode == DP_PLAN_ASYNC && (o->max_inflight > 1 || s.answer_time > 0))
 				printf("staleness=%.4g ", stale_mean);

@@ -281,7 +281,7 @@ static int write_outputs(const struct p2p_opts *o, const struct p2p_run *r, size
 
 		snprintf(mf.mode, sizeof(mf.mode), "%s", o->local ? "local" : "peer");
 		snprintf(path, sizeof(path), "%s/agents/%s.json", o->out, r->ids[i]);
-		rc = dp_modelfile_write(path, &mf);
+		rc = dp_modelfile_write(path, &mf, DP_FILE_MODE_SHARED);
 	}
 	if (rc == 0 && !o->local) {
 		snprintf(path, sizeof(path), "%s/schedule.csv", o->out);

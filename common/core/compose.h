@@ -30,4 +30,30 @@ double dp_compose_advanced(double eps_t, double delta, uint64_t T);
  * a detail; *eps_t untouched then. */
 int dp_compose_split(double eps, double delta, uint64_t T, double *eps_t);
 
+/* The budget plan of an agent's ledger (docs/peer-agents.md "Privacy"). */
+typedef struct dp_compose_budget {
+	double cap;          /* the ledger's cap */
+	double eps_step;     /* one wake-up's charge */
+	double eps_warm;     /* one warm-start step's charge; 0 without a warm start */
+} dp_compose_budget;
+
+/* The plan of an agent with budget (eps, delta) over T wake-ups after a
+ * private warm start that spends warm of eps in K steps (warm = 0: none,
+ * K unused), as ownerd --peer opens its ledger and `dpasync sim --mode p2p`
+ * simulates it.  The wake-ups get the equal split of eps - warm
+ * (dp_compose_split); the ledger counts pure-epsilon charges, so its cap
+ * is their sum, warm + max(T eps_t, eps - warm): eps under basic
+ * composition, more under advanced composition (where (eps, delta) is the
+ * guarantee).  Each charge is the ledger's share (dp_nano_share) of
+ * its part, so that the rounded-up charges fit the rounded-down cap; when
+ * the two parts' roundings collide the wake-ups' total is shaved a
+ * nano-epsilon at a time.  eps = inf gives inf for all three.
+ * Errors (DP_EINVAL, *out untouched): warm > 0 with K = 0; warm not 0 and
+ * not in (0, eps) ("--warm-start W leaves nothing of --epsilon E for the
+ * wake-ups"); dp_compose_split's (eps not > 0, delta, T = 0); a share
+ * below one nano-epsilon ("--epsilon cannot be split over the wake-ups:
+ * ..."). */
+int dp_compose_plan(double eps, double warm, uint64_t K, double delta, uint64_t T,
+		    dp_compose_budget *out);
+
 #endif

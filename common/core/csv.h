@@ -93,7 +93,7 @@ static inline const char *dp_csv_cell(const dp_csv_table *t, size_t row, size_t 
 	return t->cells[row * t->ncols + col];
 }
 
-/* ---- helpers shared by dataset.c, schema.c and the tools ----------------- */
+/* ---- helpers shared by dataset.c, schema_bind.c and the tools ------------ */
 
 /* Index of column `name` in `header`, or -1. */
 long dp_csv_find(const char *const *header, size_t ncols, const char *name);

@@ -5,6 +5,9 @@
 
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,8 +108,10 @@ static int write_temp(const char *path, const void *data, size_t len, int mode,
 		return rc;
 	}
 	/* mkostemp made it 0600; the mode asked for, less the umask, as
-	 * open(2) would give a new file. */
-	if (fchmod(fd, (mode_t)mode & ~process_umask()) != 0 || write_all(fd, data, len) != 0 ||
+	 * open(2) would give a new file, but never less than the owner's own
+	 * bits asked for: a daemon reads its state back whatever the umask. */
+	if (fchmod(fd, (mode_t)mode & ~(process_umask() & 077)) != 0 ||
+	    write_all(fd, data, len) != 0 ||
 	    dp_file_sync(fd, 0) != 0) {
 		rc = dp_error_set(DP_EIO, "%s: cannot write: %s", path, strerror(errno));
 		close(fd);
@@ -256,5 +261,170 @@ int dp_file_mkdir_p(const char *dir, int private_)
 		}
 	}
 	free(copy);
+	return rc;
+}
+
+int dp_file_open_private(const char *path, int flags, int *fd)
+{
+	struct stat st;
+	int f, e, rc;
+
+	DP_REQUIRE(path != NULL && fd != NULL);
+	f = open(path, flags | O_CLOEXEC, DP_FILE_MODE_PRIVATE);
+	if (f < 0) {
+		e = errno;
+		rc = dp_error_set(e == ENOENT ? DP_ENOENT : DP_EIO, "%s: %s", path, strerror(e));
+		errno = e;
+		return rc;
+	}
+	/* A umask that takes the owner's bits, or a file an older version
+	 * made 0644.  Only a regular file: a trace sent to /dev/null must not
+	 * change /dev/null. */
+	if (fstat(f, &st) != 0 ||
+	    (S_ISREG(st.st_mode) && (st.st_mode & 07777) != DP_FILE_MODE_PRIVATE &&
+	     fchmod(f, DP_FILE_MODE_PRIVATE) != 0)) {
+		e = errno;
+		close(f);
+		rc = dp_error_set(DP_EIO, "%s: cannot make it private (mode 0600): %s", path,
+				  strerror(e));
+		errno = e;
+		return rc;
+	}
+	*fd = f;
+	return 0;
+}
+
+int dp_file_fopen_private(const char *path, const char *how, FILE **out)
+{
+	int flags, fd, rc;
+	FILE *f;
+
+	DP_REQUIRE(path != NULL && how != NULL && out != NULL);
+	DP_REQUIRE(strcmp(how, "w") == 0 || strcmp(how, "a") == 0 || strcmp(how, "r+") == 0);
+	if (how[0] == 'w')
+		flags = O_WRONLY | O_CREAT | O_TRUNC;
+	else if (how[0] == 'a')
+		flags = O_WRONLY | O_CREAT | O_APPEND;
+	else
+		flags = O_RDWR;
+	rc = dp_file_open_private(path, flags, &fd);
+	if (rc != 0)
+		return rc;
+	f = fdopen(fd, how);
+	if (f == NULL) {
+		close(fd);
+		return dp_error_set(DP_ENOMEM, "%s: out of memory", path);
+	}
+	*out = f;
+	return 0;
+}
+
+/* The refusal of dp_file_check_trusted: `entry` is the path itself or,
+ * when above, a directory above it. */
+static int untrusted(const char *what, const char *path, const char *entry, bool above,
+		     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static int untrusted(const char *what, const char *path, const char *entry, bool above,
+		     const char *fmt, ...)
+{
+	char why[160];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	if (above)
+		return dp_error_set(DP_EINVAL, "%s %s: the directory %s above it %s, so another user "
+				    "could replace it; refusing to use it (docs/ownerd.md \"File "
+				    "permissions\")", what, path, entry, why);
+	if (strcmp(entry, path) == 0)
+		return dp_error_set(DP_EINVAL, "%s %s: %s, so another user could change or replace "
+				    "it; refusing to use it (docs/ownerd.md \"File permissions\")",
+				    what, path, why);
+	return dp_error_set(DP_EINVAL, "%s %s: %s, where it leads, %s, so another user could "
+			    "change or replace it; refusing to use it (docs/ownerd.md \"File "
+			    "permissions\")", what, path, entry, why);
+}
+
+/* realpath() of `path`, or while it cannot be resolved (it does not exist
+ * yet, or is not reachable: what opens it says why) of the nearest
+ * directory above it that can (*above is then true).  Caller frees. */
+static int resolve(const char *what, const char *path, char **out, bool *above)
+{
+	char *copy = strdup(path), *dir = copy, *real = NULL, *up;
+	int e;
+
+	if (copy == NULL)
+		return dp_error_set(DP_ENOMEM, "%s: out of memory", what);
+	*above = false;
+	for (;;) {
+		real = realpath(dir, NULL);
+		e = errno;
+		if (real != NULL || e == ENOMEM || strcmp(dir, ".") == 0 || strcmp(dir, "/") == 0)
+			break;
+		/* dirname() may return a static string: copy it back. */
+		up = dirname(dir);
+		memmove(copy, up, strlen(up) + 1);
+		dir = copy;
+		*above = true;
+	}
+	free(copy);
+	if (real == NULL)
+		return e == ENOMEM ? dp_error_set(DP_ENOMEM, "%s: out of memory", what)
+				   : dp_error_set(DP_EIO, "%s %s: cannot resolve it: %s", what, path,
+						  strerror(e));
+	*out = real;
+	return 0;
+}
+
+int dp_file_check_trusted(const char *what, const char *path)
+{
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	bool above = false;
+	char *cur = NULL;
+	int rc;
+
+	DP_REQUIRE(what != NULL && path != NULL);
+	if (*path == '\0')
+		return dp_error_set(DP_EINVAL, "%s: empty path", what);
+	rc = resolve(what, path, &cur, &above);
+	if (rc != 0)
+		return rc;
+	for (;;) {
+		struct stat st;
+		mode_t m;
+		bool sticky;
+		char *slash;
+
+		if (stat(cur, &st) != 0) {
+			rc = dp_error_set(DP_EIO, "%s %s: cannot examine %s: %s", what, path, cur,
+					  strerror(errno));
+			break;
+		}
+		m = st.st_mode & 07777;
+		/* Nobody can rename or remove another's entry of a sticky
+		 * directory; the path itself gets no such pass. */
+		sticky = above && S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX);
+		if (st.st_uid != 0 && st.st_uid != uid)
+			rc = untrusted(what, path, cur, above, "is owned by uid %u, neither this user "
+				       "(uid %u) nor root", (unsigned)st.st_uid, (unsigned)uid);
+		else if ((m & S_IWOTH) && !sticky)
+			rc = untrusted(what, path, cur, above, "is writable by every user (mode %04o)",
+				       (unsigned)m);
+		else if ((m & S_IWGRP) && st.st_gid != gid && !sticky)
+			rc = untrusted(what, path, cur, above, "is writable by group %u, which is not "
+				       "this process's group %u (mode %04o)", (unsigned)st.st_gid,
+				       (unsigned)gid, (unsigned)m);
+		if (rc != 0 || strcmp(cur, "/") == 0)
+			break;
+		/* realpath() gives an absolute path without a trailing '/'. */
+		slash = strrchr(cur, '/');
+		if (slash == cur)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+		above = true;
+	}
+	free(cur);
 	return rc;
 }

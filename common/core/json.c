@@ -131,7 +131,7 @@ int dp_json_write_file(const char *path, struct json_object *root, int mode)
 	return dp_file_write_atomic(path, text, len, mode);
 }
 
-/* Deliberately parallel to parse_strict in common/core/schema.c, which
+/* Deliberately parallel to parse_strict in common/core/schema_file.c, which
  * parses schemas in json-c's strict mode with their own error texts. */
 int dp_json_read_file(const char *path, size_t max, struct json_object **root)
 {

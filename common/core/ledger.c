@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The owner's durable privacy-budget ledger.  See ledger.h and
- * docs/ledger.md for the format and the guarantees. */
+/* The owner's durable privacy-budget ledger: the log, its rules, charging
+ * and recovery.  See ledger.h and docs/ledger.md for the format and the
+ * guarantees; the bytes of headers and records are ledger_codec.c. */
 #include "common/core/ledger.h"
+#include "common/core/ledger_impl.h"
 #include "common/core/error.h"
 #include "common/core/file.h"
 #include "common/core/log.h"
 #include "common/core/mem.h"
+#include "common/core/nano.h"
 
 #include <fcntl.h>
 #include <math.h>
@@ -16,47 +19,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
-
-#define HDR_MAGIC      "DPLEDGER"
-#define HDR_VERSION    1u
-#define HDR_OFF_VER    8
-#define HDR_OFF_HSIZE  12
-#define HDR_OFF_RSIZE  16
-#define HDR_OFF_FLAGS  20
-#define HDR_OFF_CAP    24
-#define HDR_OFF_CAPK   32
-#define HDR_OFF_TIME   40
-#define HDR_OFF_ID     48
-#define HDR_ID_LEN     128
-#define HDR_OFF_CRC    (DP_LEDGER_HEADER_SIZE - 4)
-
-#define REC_MAGIC      0x524c5044u  /* "DPLR" little-endian */
-#define REC_OFF_FLAGS  4
-#define REC_OFF_SEQ    8
-#define REC_OFF_K      16
-#define REC_OFF_CHARGE 24
-#define REC_OFF_TOTAL  32
-#define REC_OFF_COUNT  40
-#define REC_OFF_TIME   48
-#define REC_OFF_HCRC   56
-#define REC_OFF_CRC    60
-
-/* Record flags (docs/ledger.md §9, reserve-ahead). */
-#define REC_RESERVES   1u   /* the charge includes one share for the next answer */
-#define REC_COVERED    2u   /* this answer was released under the previous record's share */
-#define REC_NOANSWER   4u   /* a reservation alone (with REC_RESERVES; k = 0) */
-#define REC_FLAGS_ALL  (REC_RESERVES | REC_COVERED | REC_NOANSWER)
-
-/* How much a record with these flags adds to the count (answers that may
- * have left): the ledger.md §9 table, in one place for writing and for
- * verifying. */
-static uint64_t count_growth(uint32_t flags)
-{
-	if (flags & REC_NOANSWER)
-		return 1;
-	return (uint64_t)!(flags & REC_COVERED) + !!(flags & REC_RESERVES);
-}
 
 /* Records are read in chunks of this many at open. */
 #define READ_CHUNK_RECS 1024
@@ -69,8 +31,8 @@ struct dp_ledger {
 	uint64_t cap_nano;       /* enforced this session */
 	uint64_t cap_answers;
 	uint32_t hdr_crc;
-	char identity[HDR_ID_LEN];
-	uint64_t total;          /* nano, or DP_LEDGER_INF */
+	char identity[DP__LEDGER_ID_LEN];
+	uint64_t total;          /* nano, or DP_NANO_INF */
 	uint64_t count;          /* answers that may have left: the last record's count */
 	uint64_t seq;            /* records */
 	uint32_t last_flags;     /* the last record's flags */
@@ -89,126 +51,11 @@ struct dp_ledger {
 	size_t torn;
 };
 
-/* ---- little-endian encoding (the file is the same on every host) ---- */
-
-static void put32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-	uint32_t v = 0;
-
-	for (int i = 3; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-static uint32_t crc_of(const unsigned char *p, size_t n)
-{
-	return (uint32_t)crc32(crc32(0L, Z_NULL, 0), p, (uInt)n);
-}
-
-/* ---- nano-epsilon arithmetic ---- */
-
-/* eps is finite and >= 0.  Writes eps * 1e9 of the exact binary value of eps,
- * rounded as asked: eps = m * 2^-t exactly, so eps * 1e9 = m * 1e9 / 2^t and
- * m * 1e9 < 2^83 fits in 128 bits. */
-static int to_nano(double eps, bool round_up, uint64_t *out)
-{
-	unsigned __int128 p, q, rem;
-	uint64_t m;
-	int e, t;
-	double f;
-
-	if (eps == 0.0) {
-		*out = 0;
-		return 0;
-	}
-	/* 2^34 eps = 1.7e19 nano is just below UINT64_MAX; anything at least
-	 * that large is out of range, and below it t > 0 always. */
-	if (eps >= 17179869184.0)
-		return dp_error_set(DP_ERANGE, "ledger: epsilon %g exceeds the representable %g",
-				    eps, (double)DP_LEDGER_NANO_MAX / 1e9);
-	f = frexp(eps, &e);                  /* eps = f 2^e, f in [0.5, 1) */
-	m = (uint64_t)ldexp(f, 53);          /* exact: f has <= 53 significant bits */
-	t = 53 - e;                          /* eps = m 2^-t, t >= 20 */
-	p = (unsigned __int128)m * 1000000000u;
-	if (t >= 128) {
-		q = 0;
-		rem = p;
-	} else {
-		q = p >> t;
-		rem = p & ((((unsigned __int128)1) << t) - 1);
-	}
-	if (round_up && rem != 0)
-		q++;
-	if (q > DP_LEDGER_NANO_MAX)
-		return dp_error_set(DP_ERANGE, "ledger: epsilon %g exceeds the representable %g",
-				    eps, (double)DP_LEDGER_NANO_MAX / 1e9);
-	*out = (uint64_t)q;
-	return 0;
-}
-
-static int nano_checked(double eps, bool round_up, uint64_t *out)
-{
-	DP_REQUIRE(out != NULL);
-	if (isnan(eps) || eps < 0.0)
-		return dp_error_set(DP_EINVAL, "ledger: epsilon %g is negative or NaN", eps);
-	if (isinf(eps))
-		return dp_error_set(DP_ERANGE, "ledger: epsilon is infinite");
-	return to_nano(eps, round_up, out);
-}
-
-int dp_ledger_nano_ceil(double eps, uint64_t *out)
-{
-	return nano_checked(eps, true, out);
-}
-
-int dp_ledger_nano_floor(double eps, uint64_t *out)
-{
-	return nano_checked(eps, false, out);
-}
-
-/* Total after adding a charge.  Infinity absorbs; a finite sum that would
- * pass DP_LEDGER_NANO_MAX becomes infinite, which can only happen under an
- * infinite cap (a finite cap is checked first and is <= NANO_MAX). */
-static uint64_t add_nano(uint64_t total, uint64_t charge)
-{
-	if (total == DP_LEDGER_INF || charge == DP_LEDGER_INF)
-		return DP_LEDGER_INF;
-	if (charge > DP_LEDGER_NANO_MAX - total)
-		return DP_LEDGER_INF;
-	return total + charge;
-}
-
-static double nano_to_double(uint64_t v)
-{
-	if (v == DP_LEDGER_INF)
-		return INFINITY;
-	return (double)v / 1e9;
-}
+/* ---- amounts (nano.h) ---- */
 
 /* An amount the ledger is given (`what`: "epsilon cap" or "charge") in
  * nano-epsilon: > 0 and not NaN; infinite only with DP_LEDGER_ALLOW_INF in
- * `flags` (then DP_LEDGER_INF). */
+ * `flags` (then DP_NANO_INF). */
 static int amount_to_nano(const char *what, double eps, bool round_up, unsigned flags,
 			  uint64_t *out)
 {
@@ -218,46 +65,10 @@ static int amount_to_nano(const char *what, double eps, bool round_up, unsigned 
 		if (!(flags & DP_LEDGER_ALLOW_INF))
 			return dp_error_set(DP_EINVAL, "ledger: infinite %s needs the "
 					    "allow-infinite (testing) flag", what);
-		*out = DP_LEDGER_INF;
+		*out = DP_NANO_INF;
 		return 0;
 	}
-	return to_nano(eps, round_up, out);
-}
-
-int dp_ledger_eps_share(double cap_eps, uint64_t answers, double *eps_q)
-{
-	uint64_t cap, q, c;
-	double d;
-	int rc;
-
-	DP_REQUIRE(eps_q != NULL);
-	if (isnan(cap_eps) || !(cap_eps > 0.0) || answers == 0)
-		return dp_error_set(DP_EINVAL, "ledger: share of epsilon %g over %llu answers: "
-				    "need epsilon > 0 and answers >= 1",
-				    cap_eps, (unsigned long long)answers);
-	if (isinf(cap_eps)) {
-		*eps_q = INFINITY;
-		return 0;
-	}
-	rc = to_nano(cap_eps, false, &cap);
-	if (rc < 0)
-		return rc;
-	q = cap / answers;
-	if (q == 0)
-		return dp_error_set(DP_EINVAL, "ledger: epsilon %g is below one nano-epsilon per "
-				    "answer for %llu answers", cap_eps, (unsigned long long)answers);
-	/* (double)q / 1e9 may round up past q nano; step down until it fits. */
-	d = (double)q / 1e9;
-	for (;;) {
-		rc = to_nano(d, true, &c);
-		if (rc < 0)
-			return rc;
-		if (c <= q)
-			break;
-		d = nextafter(d, 0.0);
-	}
-	*eps_q = d;
-	return 0;
+	return round_up ? dp_nano_ceil(eps, out) : dp_nano_floor(eps, out);
 }
 
 /* ---- I/O helpers ---- */
@@ -283,64 +94,6 @@ static int pread_all(int fd, unsigned char *p, size_t n, off_t off)
 	return 0;
 }
 
-/* ---- header ---- */
-
-static void encode_header(unsigned char *h, uint64_t cap_nano, uint64_t cap_answers,
-			      const char *identity)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	memset(h, 0, DP_LEDGER_HEADER_SIZE);
-	memcpy(h, HDR_MAGIC, 8);
-	put32(h + HDR_OFF_VER, HDR_VERSION);
-	put32(h + HDR_OFF_HSIZE, DP_LEDGER_HEADER_SIZE);
-	put32(h + HDR_OFF_RSIZE, DP_LEDGER_RECORD_SIZE);
-	put32(h + HDR_OFF_FLAGS, 0);
-	put64(h + HDR_OFF_CAP, cap_nano);
-	put64(h + HDR_OFF_CAPK, cap_answers);
-	put64(h + HDR_OFF_TIME, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
-	memcpy(h + HDR_OFF_ID, identity, strlen(identity));
-	put32(h + HDR_OFF_CRC, crc_of(h, HDR_OFF_CRC));
-}
-
-/* Check the header bytes; fill caps, identity and CRC. */
-static int decode_header(const char *path, const unsigned char *h, uint64_t *cap_nano,
-			     uint64_t *cap_answers, char *identity, uint32_t *crc)
-{
-	uint32_t ver, stored;
-	size_t idlen;
-
-	if (memcmp(h, HDR_MAGIC, 8) != 0)
-		return dp_error_set(DP_ECORRUPT, "ledger %s: not a dpasync ledger (bad magic)", path);
-	stored = get32(h + HDR_OFF_CRC);
-	if (crc_of(h, HDR_OFF_CRC) != stored)
-		return dp_error_set(DP_ECORRUPT, "ledger %s: header checksum mismatch", path);
-	ver = get32(h + HDR_OFF_VER);
-	if (ver != HDR_VERSION)
-		return dp_error_set(DP_ECORRUPT, "ledger %s: unsupported format version %u "
-				    "(this build reads %u)", path, ver, HDR_VERSION);
-	if (get32(h + HDR_OFF_HSIZE) != DP_LEDGER_HEADER_SIZE ||
-	    get32(h + HDR_OFF_RSIZE) != DP_LEDGER_RECORD_SIZE ||
-	    get32(h + HDR_OFF_FLAGS) != 0)
-		return dp_error_set(DP_ECORRUPT, "ledger %s: header sizes or flags invalid", path);
-	*cap_nano = get64(h + HDR_OFF_CAP);
-	*cap_answers = get64(h + HDR_OFF_CAPK);
-	if (*cap_nano == 0 || *cap_answers == 0)
-		return dp_error_set(DP_ECORRUPT, "ledger %s: header caps are zero", path);
-	idlen = strnlen((const char *)h + HDR_OFF_ID, HDR_ID_LEN);
-	if (idlen == HDR_ID_LEN)
-		return dp_error_set(DP_ECORRUPT, "ledger %s: header identity not terminated", path);
-	for (size_t i = HDR_OFF_ID + idlen; i < HDR_OFF_CRC; i++) {
-		if (h[i] != 0)
-			return dp_error_set(DP_ECORRUPT, "ledger %s: header reserved bytes not zero",
-					    path);
-	}
-	memcpy(identity, h + HDR_OFF_ID, idlen + 1);
-	*crc = stored;
-	return 0;
-}
-
 /* Create `path` holding just the header (file.h: complete and durable
  * before it appears under its name, mode 0600); 0 also when `path`
  * appeared meanwhile (the caller opens and verifies it). */
@@ -350,49 +103,12 @@ static int create_file(const char *path, uint64_t cap_nano, uint64_t cap_answers
 	unsigned char h[DP_LEDGER_HEADER_SIZE];
 	int rc;
 
-	encode_header(h, cap_nano, cap_answers, identity);
+	dp__ledger_encode_header(h, cap_nano, cap_answers, identity);
 	rc = dp_file_create_atomic(path, h, sizeof(h), 0600);
 	return rc == DP_EEXIST ? 0 : rc;
 }
 
 /* ---- records ---- */
-
-static void encode_record(unsigned char *r, uint32_t hdr_crc, const dp_ledger_entry *e)
-{
-	memset(r, 0, DP_LEDGER_RECORD_SIZE);
-	put32(r, REC_MAGIC);
-	put32(r + REC_OFF_FLAGS, e->flags);
-	put64(r + REC_OFF_SEQ, e->seq);
-	put64(r + REC_OFF_K, e->k);
-	put64(r + REC_OFF_CHARGE, e->charge_nano);
-	put64(r + REC_OFF_TOTAL, e->total_nano);
-	put64(r + REC_OFF_COUNT, e->count);
-	put64(r + REC_OFF_TIME, e->time_ns);
-	put32(r + REC_OFF_HCRC, hdr_crc);
-	put32(r + REC_OFF_CRC, crc_of(r, REC_OFF_CRC));
-}
-
-/* Decode one record: REC_OK and e filled; REC_DAMAGED for bad magic or
- * CRC (what a torn write leaves); REC_FOREIGN for an intact record that does
- * not belong to this ledger (other header, unknown flags), which a torn
- * write cannot produce. */
-enum { REC_OK, REC_DAMAGED, REC_FOREIGN };
-
-static int decode_record(const unsigned char *r, uint32_t hdr_crc, dp_ledger_entry *e)
-{
-	if (get32(r) != REC_MAGIC || get32(r + REC_OFF_CRC) != crc_of(r, REC_OFF_CRC))
-		return REC_DAMAGED;
-	if ((get32(r + REC_OFF_FLAGS) & ~REC_FLAGS_ALL) != 0 || get32(r + REC_OFF_HCRC) != hdr_crc)
-		return REC_FOREIGN;
-	e->flags = get32(r + REC_OFF_FLAGS);
-	e->seq = get64(r + REC_OFF_SEQ);
-	e->k = get64(r + REC_OFF_K);
-	e->charge_nano = get64(r + REC_OFF_CHARGE);
-	e->total_nano = get64(r + REC_OFF_TOTAL);
-	e->count = get64(r + REC_OFF_COUNT);
-	e->time_ns = get64(r + REC_OFF_TIME);
-	return REC_OK;
-}
 
 static int ks_reserve(dp_ledger *l, size_t n)
 {
@@ -409,8 +125,8 @@ static int check_next(const dp_ledger *l, uint64_t hdr_cap, uint64_t hdr_capk,
 	const char *p = l->path;
 	unsigned long long at = (unsigned long long)(i + 1);
 
-	bool alone = e->flags & REC_NOANSWER;
-	uint64_t grow = count_growth(e->flags);
+	bool alone = e->flags & DP__LEDGER_NOANSWER;
+	uint64_t grow = dp__ledger_count_growth(e->flags);
 	uint64_t last_k = l->seq > 0 ? l->ks[l->seq - 1] : 0;
 
 	if (e->seq != l->seq + 1)
@@ -420,11 +136,11 @@ static int check_next(const dp_ledger *l, uint64_t hdr_cap, uint64_t hdr_capk,
 	/* An answer under a reservation needs one right before it; the count
 	 * grows by the answers the record may release: its own unless
 	 * covered, and the one it reserves (docs/ledger.md §9). */
-	if (alone && (e->flags != (REC_NOANSWER | REC_RESERVES) || e->k != 0))
+	if (alone && (e->flags != (DP__LEDGER_NOANSWER | DP__LEDGER_RESERVES) || e->k != 0))
 		return dp_error_set(DP_ECORRUPT, "ledger %s: record %llu: a reservation with "
 				    "flags %u and k %llu", p, at, e->flags,
 				    (unsigned long long)e->k);
-	if ((e->flags & REC_COVERED) && !(l->seq > 0 && (l->last_flags & REC_RESERVES)))
+	if ((e->flags & DP__LEDGER_COVERED) && !(l->seq > 0 && (l->last_flags & DP__LEDGER_RESERVES)))
 		return dp_error_set(DP_ECORRUPT, "ledger %s: record %llu: covered by a reservation "
 				    "that the previous record does not hold", p, at);
 	if (e->count != l->count + grow)
@@ -438,12 +154,12 @@ static int check_next(const dp_ledger *l, uint64_t hdr_cap, uint64_t hdr_capk,
 	if ((e->charge_nano == 0) != (grow == 0))
 		return dp_error_set(DP_ECORRUPT, "ledger %s: record %llu: %s charge", p, at,
 				    e->charge_nano == 0 ? "zero" : "unexpected");
-	if (e->total_nano != add_nano(l->total, e->charge_nano))
+	if (e->total_nano != dp_nano_add(l->total, e->charge_nano))
 		return dp_error_set(DP_ECORRUPT, "ledger %s: record %llu: total %llu != previous "
 				    "%llu + charge %llu", p, at, (unsigned long long)e->total_nano,
 				    (unsigned long long)l->total,
 				    (unsigned long long)e->charge_nano);
-	if (e->count > hdr_capk || (hdr_cap != DP_LEDGER_INF && e->total_nano > hdr_cap))
+	if (e->count > hdr_capk || (hdr_cap != DP_NANO_INF && e->total_nano > hdr_cap))
 		return dp_error_set(DP_ECORRUPT, "ledger %s: record %llu: beyond the header caps",
 				    p, at);
 	return 0;
@@ -489,29 +205,29 @@ static int load_records(dp_ledger *l, off_t size, uint64_t hdr_cap, uint64_t hdr
 		}
 		for (uint64_t j = 0; j < n; j++, i++) {
 			dp_ledger_entry e;
-			int d = decode_record(buf + j * R, l->hdr_crc, &e);
+			int d = dp__ledger_decode_record(buf + j * R, l->hdr_crc, &e);
 
 			/* Only the very last record may be torn, and only if
 			 * nothing follows it. */
-			if (d == REC_DAMAGED && i + 1 == nfull && rem == 0) {
+			if (d == DP__LEDGER_REC_DAMAGED && i + 1 == nfull && rem == 0) {
 				rem = R;
 				nfull--;
 				break;
 			}
-			if (d != REC_OK) {
+			if (d != DP__LEDGER_REC_OK) {
 				rc = dp_error_set(DP_ECORRUPT, "ledger %s: record %llu of %llu "
 						  "(offset %llu): %s", l->path,
 						  (unsigned long long)(i + 1),
 						  (unsigned long long)nfull,
 						  (unsigned long long)(DP_LEDGER_HEADER_SIZE + i * R),
-						  d == REC_DAMAGED ? "bad magic or checksum" :
+						  d == DP__LEDGER_REC_DAMAGED ? "bad magic or checksum" :
 						  "intact but from another ledger or format");
 				goto out;
 			}
 			rc = check_next(l, hdr_cap, hdr_capk, i, &e);
 			if (rc < 0)
 				goto out;
-			l->ks[l->seq] = (e.flags & REC_NOANSWER) ? last_answered(l) : e.k;
+			l->ks[l->seq] = (e.flags & DP__LEDGER_NOANSWER) ? last_answered(l) : e.k;
 			l->seq = e.seq;
 			l->count = e.count;
 			l->last_flags = e.flags;
@@ -547,15 +263,15 @@ static int check_caps(const dp_ledger *l, uint64_t hdr_cap, uint64_t hdr_capk,
 	if (strcmp(identity, l->identity) != 0)
 		return dp_error_set(DP_EINVAL, "ledger %s: belongs to identity '%s', not '%s'",
 				    l->path, l->identity, identity);
-	if (hdr_cap == DP_LEDGER_INF && !(l->flags & DP_LEDGER_ALLOW_INF))
+	if (hdr_cap == DP_NANO_INF && !(l->flags & DP_LEDGER_ALLOW_INF))
 		return dp_error_set(DP_EINVAL, "ledger %s: has an infinite epsilon cap (testing "
 				    "ledger); refusing without the allow-infinite flag", l->path);
 	if ((cap != hdr_cap && !(lower && cap < hdr_cap)) ||
 	    (capk != hdr_capk && !(lower && capk < hdr_capk)))
 		return dp_error_set(DP_EINVAL, "ledger %s: caps differ from the file (file: "
 				    "epsilon %.9f, %llu answers; given: epsilon %.9f, %llu "
-				    "answers)%s", l->path, nano_to_double(hdr_cap),
-				    (unsigned long long)hdr_capk, nano_to_double(cap),
+				    "answers)%s", l->path, dp_nano_to_eps(hdr_cap),
+				    (unsigned long long)hdr_capk, dp_nano_to_eps(cap),
 				    (unsigned long long)capk,
 				    lower ? "; caps can only be lowered" :
 				    "; use a new ledger file for new caps");
@@ -621,7 +337,7 @@ int dp_ledger_open(const char *path, double cap_eps, uint64_t cap_answers,
 		if (rc < 0)
 			goto fail;
 		DP_INFO("ledger", "created path=%s epsilon=%.9f answers=%llu identity='%s'", path,
-			nano_to_double(cap), (unsigned long long)cap_answers, identity);
+			dp_nano_to_eps(cap), (unsigned long long)cap_answers, identity);
 	}
 	/* One process per ledger: two daemons on one budget would double it. */
 	if (!ro && flock(l->fd, LOCK_EX | LOCK_NB) != 0) {
@@ -653,7 +369,7 @@ int dp_ledger_open(const char *path, double cap_eps, uint64_t cap_answers,
 				  saved ? strerror(saved) : "short read");
 		goto fail;
 	}
-	rc = decode_header(path, h, &hdr_cap, &hdr_capk, l->identity, &l->hdr_crc);
+	rc = dp__ledger_decode_header(path, h, &hdr_cap, &hdr_capk, l->identity, &l->hdr_crc);
 	if (rc < 0)
 		goto fail;
 	if (ro) {
@@ -681,7 +397,7 @@ int dp_ledger_open(const char *path, double cap_eps, uint64_t cap_answers,
 	if (!(flags & DP_LEDGER_QUIET))
 		DP_INFO("ledger", "opened path=%s answers=%llu/%llu spent=%.9f cap=%.9f", path,
 			(unsigned long long)l->count, (unsigned long long)l->cap_answers,
-			nano_to_double(l->total), nano_to_double(l->cap_nano));
+			dp_nano_to_eps(l->total), dp_nano_to_eps(l->cap_nano));
 	*out = l;
 	return 0;
 fail:
@@ -737,8 +453,8 @@ static int precheck(const dp_ledger *l, uint64_t k, double charge_eps, uint64_t 
 	if (l->count >= l->cap_answers)
 		return dp_error_set(DP_EBUDGET, "ledger %s: answer cap %llu reached", l->path,
 				    (unsigned long long)l->cap_answers);
-	if (l->cap_nano != DP_LEDGER_INF &&
-	    (c == DP_LEDGER_INF || l->total > l->cap_nano || c > l->cap_nano - l->total))
+	if (l->cap_nano != DP_NANO_INF &&
+	    (c == DP_NANO_INF || l->total > l->cap_nano || c > l->cap_nano - l->total))
 		return dp_error_set(DP_EBUDGET, "ledger %s: charge %llu nano-eps exceeds the %llu "
 				    "left of %llu", l->path, (unsigned long long)c,
 				    (unsigned long long)dp_ledger_left_nano(l),
@@ -760,9 +476,9 @@ static bool fits(const dp_ledger *l, uint64_t c)
 {
 	if (l->count >= l->cap_answers)
 		return false;
-	if (l->cap_nano == DP_LEDGER_INF)
+	if (l->cap_nano == DP_NANO_INF)
 		return true;
-	return c != DP_LEDGER_INF && l->total <= l->cap_nano && c <= l->cap_nano - l->total;
+	return c != DP_NANO_INF && l->total <= l->cap_nano && c <= l->cap_nano - l->total;
 }
 
 /* fdatasync the ledger; a failure is final (never retried: after a failed
@@ -806,7 +522,7 @@ static int append(dp_ledger *l, uint32_t flags, uint64_t k, uint64_t charge, uin
 	struct timespec ts;
 	ssize_t w;
 	int rc, saved;
-	bool alone = flags & REC_NOANSWER;
+	bool alone = flags & DP__LEDGER_NOANSWER;
 
 	/* Only the final record may be torn (§4): the one before must be
 	 * durable before another follows it.  Owed only after a settle whose
@@ -826,10 +542,10 @@ static int append(dp_ledger *l, uint32_t flags, uint64_t k, uint64_t charge, uin
 	e.seq = l->seq + 1;
 	e.k = alone ? 0 : k;
 	e.charge_nano = charge;
-	e.total_nano = add_nano(l->total, charge);
-	e.count = l->count + count_growth(flags);
+	e.total_nano = dp_nano_add(l->total, charge);
+	e.count = l->count + dp__ledger_count_growth(flags);
 	e.time_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	encode_record(rec, l->hdr_crc, &e);
+	dp__ledger_encode_record(rec, l->hdr_crc, &e);
 
 	/* One write() of the whole record; a short write is not continued
 	 * (the tail is torn and is dropped at the next open). */
@@ -844,7 +560,7 @@ static int append(dp_ledger *l, uint32_t flags, uint64_t k, uint64_t charge, uin
 	l->count = e.count;
 	l->last_flags = e.flags;
 	l->total = e.total_nano;
-	l->resv_nano = (flags & REC_RESERVES) ? share : 0;
+	l->resv_nano = (flags & DP__LEDGER_RESERVES) ? share : 0;
 	l->resv_durable = false;
 	l->unsynced = true;
 	if (w != (ssize_t)sizeof(rec)) {
@@ -865,14 +581,14 @@ static int append(dp_ledger *l, uint32_t flags, uint64_t k, uint64_t charge, uin
 /* Write the record of the answer that left under a reservation. */
 static int flush_pending(dp_ledger *l, uint64_t share, dp_ledger_entry *out)
 {
-	uint32_t flags = REC_COVERED;
+	uint32_t flags = DP__LEDGER_COVERED;
 	uint64_t k = l->pending_k;
 
 	l->pending = false;
 	l->pending_k = 0;
 	if (share != 0 && fits(l, share))
-		flags |= REC_RESERVES;
-	return append(l, flags, k, (flags & REC_RESERVES) ? share : 0, share, out);
+		flags |= DP__LEDGER_RESERVES;
+	return append(l, flags, k, (flags & DP__LEDGER_RESERVES) ? share : 0, share, out);
 }
 
 int dp_ledger_charge(dp_ledger *l, uint64_t k, double charge_eps, dp_ledger_entry *out)
@@ -964,7 +680,7 @@ int dp_ledger_settle_write(dp_ledger *l, double reserve_eps, uint64_t *seq)
 	else if (share == 0 || l->resv_nano != 0 || !fits(l, share))
 		return 0;
 	else
-		rc = append(l, REC_NOANSWER | REC_RESERVES, 0, share, share, NULL);
+		rc = append(l, DP__LEDGER_NOANSWER | DP__LEDGER_RESERVES, 0, share, share, NULL);
 	if (rc == 0)
 		*seq = l->seq;
 	return rc;
@@ -1034,8 +750,8 @@ int dp_ledger_lookup(const dp_ledger *l, uint64_t k, dp_ledger_entry *out)
 		return dp_error_set(DP_EIO, "ledger %s: read record %zu: %s", l->path, lo + 1,
 				    saved ? strerror(saved) : "short read");
 	}
-	if (decode_record(rec, l->hdr_crc, &e) != REC_OK || e.k != k || e.seq != lo + 1 ||
-	    (e.flags & REC_NOANSWER))
+	if (dp__ledger_decode_record(rec, l->hdr_crc, &e) != DP__LEDGER_REC_OK || e.k != k || e.seq != lo + 1 ||
+	    (e.flags & DP__LEDGER_NOANSWER))
 		return dp_error_set(DP_ECORRUPT, "ledger %s: record %zu changed on disk", l->path,
 				    lo + 1);
 	*out = e;
@@ -1050,7 +766,7 @@ uint64_t dp_ledger_spent_nano(const dp_ledger *l)
 
 double dp_ledger_spent(const dp_ledger *l)
 {
-	return nano_to_double(dp_ledger_spent_nano(l));
+	return dp_nano_to_eps(dp_ledger_spent_nano(l));
 }
 
 uint64_t dp_ledger_left_nano(const dp_ledger *l)
@@ -1058,14 +774,14 @@ uint64_t dp_ledger_left_nano(const dp_ledger *l)
 	DP_REQUIRE(l != NULL);
 	if (l->failed)
 		return 0;
-	if (l->cap_nano == DP_LEDGER_INF)
-		return DP_LEDGER_INF;
+	if (l->cap_nano == DP_NANO_INF)
+		return DP_NANO_INF;
 	return l->total >= l->cap_nano ? 0 : l->cap_nano - l->total;
 }
 
 double dp_ledger_left(const dp_ledger *l)
 {
-	return nano_to_double(dp_ledger_left_nano(l));
+	return dp_nano_to_eps(dp_ledger_left_nano(l));
 }
 
 uint64_t dp_ledger_cap_nano(const dp_ledger *l)
@@ -1076,7 +792,7 @@ uint64_t dp_ledger_cap_nano(const dp_ledger *l)
 
 double dp_ledger_cap(const dp_ledger *l)
 {
-	return nano_to_double(dp_ledger_cap_nano(l));
+	return dp_nano_to_eps(dp_ledger_cap_nano(l));
 }
 
 uint64_t dp_ledger_answers(const dp_ledger *l)

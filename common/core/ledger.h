@@ -6,11 +6,12 @@
  * {magic, seq, k, charge, new total, count, time, header CRC, CRC}.  The log
  * of records is the whole state; docs/ledger.md gives the byte layout.
  *
- * Budget is kept in integer nano-epsilon (1e-9 epsilon): every charge is
- * rounded UP to the next nano-epsilon and the cap DOWN, from the exact
- * binary value of the double, so the ledger never under-counts.  A charge is
- * refused before anything is written if it would make the answer count
- * exceed the answer cap K or the spent total exceed the cap.
+ * Budget is kept in integer nano-epsilon (1e-9 epsilon, nano.h): every
+ * charge is rounded UP to the next nano-epsilon and the cap DOWN, from the
+ * exact binary value of the double, so the ledger never under-counts;
+ * DP_NANO_INF stands for "infinite" (only with DP_LEDGER_ALLOW_INF).  A
+ * charge is refused before anything is written if it would make the answer
+ * count exceed the answer cap K or the spent total exceed the cap.
  *
  * Protocol for the owner:
  *   dp_ledger_check()   before computing/sampling anything (optional)
@@ -40,12 +41,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct dp_ledger dp_ledger;
+#include "common/core/nano.h"
 
-/* Nano-epsilon value that stands for "infinite" (only with
- * DP_LEDGER_ALLOW_INF); every finite amount is <= DP_LEDGER_NANO_MAX. */
-#define DP_LEDGER_INF       UINT64_MAX
-#define DP_LEDGER_NANO_MAX  (UINT64_MAX - 1)
+typedef struct dp_ledger dp_ledger;
 
 /* Longest identity string (bytes, excluding the terminating NUL). */
 #define DP_LEDGER_IDENTITY_MAX 127
@@ -85,8 +83,8 @@ typedef struct dp_ledger_entry {
 				  previous record's reservation */
 	uint64_t seq;          /* 1-based position in the ledger */
 	uint64_t k;            /* the request id that was answered */
-	uint64_t charge_nano;  /* this answer's charge (DP_LEDGER_INF if infinite) */
-	uint64_t total_nano;   /* spent after this answer (DP_LEDGER_INF if infinite) */
+	uint64_t charge_nano;  /* this answer's charge (DP_NANO_INF if infinite) */
+	uint64_t total_nano;   /* spent after this answer (DP_NANO_INF if infinite) */
 	uint64_t count;        /* answers that may have been released after this
 				  record: seq, plus reservations (held or lost) */
 	uint64_t time_ns;      /* wall clock at charge time, ns since 1970 (informational) */
@@ -154,7 +152,7 @@ int dp_ledger_check(const dp_ledger *l, uint64_t k, double charge_eps);
  * the answer be sent.  out may be NULL; otherwise it receives the new entry.
  * Errors (nothing written unless stated):
  *   DP_EINVAL   charge not > 0, NaN, or infinite without ALLOW_INF
- *   DP_ERANGE   charge above DP_LEDGER_NANO_MAX nano-epsilon
+ *   DP_ERANGE   charge above DP_NANO_MAX nano-epsilon
  *   DP_ESTATE   k already answered (a repeat: resend nothing, refuse) or
  *               k not above the last k; or the ledger is read-only
  *   DP_EBUDGET  count + 1 > answer cap, or total + charge > cap
@@ -211,7 +209,7 @@ uint64_t dp_ledger_reserved_nano(const dp_ledger *l);
 int dp_ledger_lookup(const dp_ledger *l, uint64_t k, dp_ledger_entry *out);
 
 /* Accessors (l must be open).  Amounts are in nano-epsilon; the double
- * versions divide by 1e9 and return INFINITY for DP_LEDGER_INF.  Caps are
+ * versions divide by 1e9 and return INFINITY for DP_NANO_INF.  Caps are
  * the ones this session enforces.  After a failed charge (DP_EIO) spent and
  * answers include the failed charge and left is 0. */
 uint64_t dp_ledger_spent_nano(const dp_ledger *l);
@@ -232,21 +230,5 @@ const char *dp_ledger_identity(const dp_ledger *l);
 size_t dp_ledger_torn_bytes(const dp_ledger *l);
 /* 1 if a write or sync failed (the ledger refuses everything), else 0. */
 int dp_ledger_failed(const dp_ledger *l);
-
-/* Epsilon -> nano-epsilon from the exact binary value of eps (>= 0, finite):
- * _ceil rounds up (charges), _floor rounds down (caps).
- * Errors: DP_EINVAL (negative or NaN), DP_ERANGE (above DP_LEDGER_NANO_MAX,
- * or infinite). */
-int dp_ledger_nano_ceil(double eps, uint64_t *out);
-int dp_ledger_nano_floor(double eps, uint64_t *out);
-
-/* The largest per-answer epsilon eps_q such that `answers` charges of eps_q
- * fit in a ledger with cap cap_eps after rounding (answers *
- * ceil(eps_q) <= floor(cap_eps)).  Use it instead of cap_eps / answers, which
- * may round up past the cap (1.0/3 charges 333333334 nano-eps, so only two
- * such answers fit in a cap of 1.0).  INFINITY for an infinite cap.
- * Errors: DP_EINVAL (cap_eps not > 0 or NaN, answers 0, or cap below
- * `answers` nano-epsilon). */
-int dp_ledger_eps_share(double cap_eps, uint64_t answers, double *eps_q);
 
 #endif

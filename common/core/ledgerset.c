@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* An owner's ledgers across jobs.  See ledgerset.h and docs/ledger.md §8. */
+/* An owner's ledgers across jobs.  See ledgerset.h and docs/ledger.md §8;
+ * the directory's format version is ledgerset_format.c. */
 #include "common/core/ledgerset.h"
+#include "common/core/ledgerset_impl.h"
 #include "common/core/error.h"
 #include "common/core/file.h"
 #include "common/core/mem.h"
+#include "common/core/nano.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -26,6 +29,7 @@ struct dp_ledgerset {
 	char *dir;
 	char *owner;     /* NULL: any */
 	int lock_fd;
+	unsigned format; /* the directory's format version */
 	dp_ledgerset_job *jobs;
 	size_t n, cap;
 };
@@ -200,7 +204,7 @@ static int old_file(const char *dir)
 int dp_ledgerset_open(const char *dir, const char *owner_id, unsigned flags,
 		      dp_ledgerset **out)
 {
-	bool ro = flags & DP_LEDGERSET_READONLY;
+	bool ro = flags & DP_LEDGERSET_READONLY, created = false;
 	dp_ledgerset *s;
 	struct stat st;
 	char *lock = NULL;
@@ -220,6 +224,7 @@ int dp_ledgerset_open(const char *dir, const char *owner_id, unsigned flags,
 		r = dp_file_sync_dir(dir);
 		if (r < 0)
 			return r;
+		created = true;
 	} else if (!ro && errno != EEXIST) {
 		return dp_error_set(DP_EINVAL, "--ledger %s: cannot create the directory: %s", dir,
 				    strerror(errno));
@@ -240,6 +245,11 @@ int dp_ledgerset_open(const char *dir, const char *owner_id, unsigned flags,
 			goto fail;
 		}
 	}
+	/* A format this build does not know is refused before anything in
+	 * the directory is read. */
+	r = dp__ledgerset_format_read(dir, DP_LEDGERSET_FORMAT, &s->format);
+	if (r < 0)
+		goto fail;
 	/* Whose files these are is checked before the lock, so that another
 	 * owner's daemon is told so even while this one runs. */
 	r = scan(s, owner_id);
@@ -266,9 +276,15 @@ int dp_ledgerset_open(const char *dir, const char *owner_id, unsigned flags,
 		}
 	}
 	if (!ro) {
-		/* Read again under the lock: what another process wrote before
-		 * it let go counts. */
-		r = dp_ledgerset_rescan(s);
+		/* Under the lock: the version again (another process may have
+		 * migrated the directory meanwhile), the steps up to this
+		 * build's, then the job files again: what another process wrote
+		 * before it let go counts. */
+		r = dp__ledgerset_format_read(dir, DP_LEDGERSET_FORMAT, &s->format);
+		if (r == 0)
+			r = dp__ledgerset_upgrade(dir, created, &s->format);
+		if (r == 0)
+			r = dp_ledgerset_rescan(s);
 		if (r < 0)
 			goto fail;
 	}
@@ -299,6 +315,12 @@ int dp_ledgerset_rescan(dp_ledgerset *s)
 	DP_REQUIRE(s != NULL);
 	forget(s);
 	return scan(s, s->owner);
+}
+
+unsigned dp_ledgerset_format(const dp_ledgerset *s)
+{
+	DP_REQUIRE(s != NULL);
+	return s->format;
 }
 
 size_t dp_ledgerset_count(const dp_ledgerset *s)
@@ -332,9 +354,7 @@ uint64_t dp_ledgerset_spent_except(const dp_ledgerset *s, const char *path)
 
 		if (path != NULL && strcmp(s->jobs[i].path, path) == 0)
 			continue;
-		if (v == DP_LEDGER_INF || v > DP_LEDGER_NANO_MAX - sum)
-			return DP_LEDGER_INF;
-		sum += v;
+		sum = dp_nano_add(sum, v);
 	}
 	return sum;
 }

@@ -8,7 +8,7 @@
 #include <time.h>
 
 static enum dp_log_level min_level = DP_LOG_INFO;
-static const char *const level_names[] = { "debug", "info", "warn", "error" };
+const char *const dp_log_level_names[] = { "debug", "info", "warn", "error", NULL };
 
 void dp_log_set_level(enum dp_log_level level)
 {
@@ -19,8 +19,8 @@ void dp_log_set_level(enum dp_log_level level)
 int dp_log_parse_level(const char *s, enum dp_log_level *out)
 {
 	DP_REQUIRE(s != NULL && out != NULL);
-	for (int i = 0; i < 4; i++) {
-		if (strcmp(s, level_names[i]) == 0) {
+	for (int i = 0; dp_log_level_names[i] != NULL; i++) {
+		if (strcmp(s, dp_log_level_names[i]) == 0) {
 			*out = (enum dp_log_level)i;
 			return 0;
 		}
@@ -43,7 +43,7 @@ void dp_log(enum dp_log_level level, const char *subsys, const char *fmt, ...)
 	gmtime_r(&ts.tv_sec, &tm);
 	off = strftime(line, sizeof(line), "%Y-%m-%dT%H:%M:%S", &tm);
 	off += (size_t)snprintf(line + off, sizeof(line) - off, ".%03ldZ %s %s: ",
-				ts.tv_nsec / 1000000L, level_names[level], subsys);
+				ts.tv_nsec / 1000000L, dp_log_level_names[level], subsys);
 	va_start(ap, fmt);
 	if (off < sizeof(line))
 		vsnprintf(line + off, sizeof(line) - off, fmt, ap);

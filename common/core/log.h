@@ -10,6 +10,11 @@
 
 enum dp_log_level { DP_LOG_DEBUG, DP_LOG_INFO, DP_LOG_WARN, DP_LOG_ERROR };
 
+/* The level names in enum order, NULL-terminated: what a log line prints,
+ * what dp_log_parse_level reads, and the values of the daemons'
+ * `log-level` setting (a config table's ENUM values), written once. */
+extern const char *const dp_log_level_names[];
+
 /* Messages below `level` are dropped. Default DP_LOG_INFO.  A level outside
  * the enum is a caller bug (DP_REQUIRE), here and in dp_log. */
 void dp_log_set_level(enum dp_log_level level);

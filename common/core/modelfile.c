@@ -13,7 +13,7 @@
 
 #define DP_MODELFILE_MAX (64u << 20)
 
-int dp_modelfile_write(const char *path, const dp_modelfile *mf)
+int dp_modelfile_write(const char *path, const dp_modelfile *mf, int mode)
 {
 	struct json_object *o;
 	int rc = 0;
@@ -53,7 +53,7 @@ int dp_modelfile_write(const char *path, const dp_modelfile *mf)
 	if (rc == 0)
 		rc = dp_json_add(o, "theta", dp_json_double_array(mf->theta, mf->p));
 	if (rc == 0)
-		rc = dp_json_write_file(path, o, 0644);
+		rc = dp_json_write_file(path, o, mode);
 	json_object_put(o);
 	return rc;
 }

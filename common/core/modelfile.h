@@ -12,6 +12,7 @@
 #define DP_MODELFILE_H
 
 #include <stddef.h>
+#include "common/core/file.h"
 #include "common/core/model.h"
 
 typedef struct dp_modelfile {
@@ -34,9 +35,11 @@ typedef struct dp_modelfile {
 struct dp_dataset;
 
 /* path and mf (with theta when p > 0) must not be NULL; features and
- * target are written when not NULL (the writer keeps ownership).
+ * target are written when not NULL (the writer keeps ownership).  mode:
+ * DP_FILE_MODE_PRIVATE for a daemon's model, DP_FILE_MODE_SHARED for a
+ * subcommand's output (file.h).
  * Errors: DP_EIO, DP_ENOMEM, DP_EINVAL (non-finite theta). */
-int dp_modelfile_write(const char *path, const dp_modelfile *mf);
+int dp_modelfile_write(const char *path, const dp_modelfile *mf, int mode);
 /* Errors: DP_ENOENT, DP_EIO, DP_EFORMAT (detail names the field). mf is
  * filled only on success (features and target NULL when the file has
  * none); free with dp_modelfile_free. */

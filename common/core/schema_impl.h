@@ -2,9 +2,10 @@
 /* Internals of the feature schema (schema.h).
  *
  * Only the schema's own files include this header: common/core/schema.c
- * (loading, saving, applying) and tools/lib/schema_build.c (building from a
- * sample, which only the offline tool needs).  Everyone else sees the
- * opaque dp_schema of schema.h.
+ * (the type), schema_file.c (loading and saving), schema_bind.c (applying)
+ * and tools/lib/schema_build.c (building from a sample, which only the
+ * offline tool needs).  Everyone else sees the opaque dp_schema of
+ * schema.h.
  *
  * Invariants of a complete dp_schema (what dp_schema_load checks and
  * dp_schema_build_tables produces): column names distinct and not the
@@ -32,6 +33,10 @@ enum dp__schema_tkind {
 	DP__SCHEMA_T_NUMERIC,
 	DP__SCHEMA_T_BINARY,
 };
+
+/* The kinds' names in the schema file and in messages, by enum
+ * dp__schema_kind. */
+extern const char *const dp__schema_kind_names[DP__SCHEMA_NKINDS];
 
 /* A level and its position in the list, sorted by name for lookup. */
 struct dp__schema_lvl {

@@ -1,105 +1,89 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* Typed configuration, loading: the defaults, the config file, the flags
+ * and the checks, all-or-nothing (config.h).  The value types are
+ * config_type.c; --help and --check-config are config_print.c. */
 #include "common/net/config.h"
+#include "common/net/config_impl.h"
 #include "common/core/error.h"
-#include "common/core/num.h"
 
 #include <ctype.h>
-#include <math.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <ini.h>
 
 /* Values are parsed into a stage first and written to the fields only when
  * every step has succeeded, so a failed load leaves the settings alone. */
-union val {
-	char *s;
-	double d;
-	uint64_t u;
-	size_t z;
-	bool b;
-	int e;
-	struct {
-		void *v;
-		size_t n;
-	} l;
-};
-
 struct stage {
 	const struct dp_config_spec *spec;
 	size_t n;
-	union val *val;
+	union dp__config_val *val;
 	unsigned char *set;      /* val[i] is new and must be committed */
 	unsigned char *owned;    /* val[i] holds memory made by the stage */
 	unsigned char *given;    /* the file or a flag set entry i */
 	unsigned char *flagged;  /* a flag set entry i (DP_CONFIG_APPEND) */
 	size_t *file_line;       /* line of the config file that set entry i */
-	union val *old;          /* what the commit replaced, for a rollback */
+	union dp__config_val *old;   /* what the commit replaced, for a rollback */
 	bool *old_given;
 	struct dp_config_strings args, old_args;
 	bool args_set;
 };
 
-static bool is_string(enum dp_config_type t)
+/* ---- values, through the type table (config_impl.h) ----------------------- */
+
+static bool owns_heap(const struct dp_config_entry *e)
 {
-	return t == DP_CONFIG_STRING || t == DP_CONFIG_PATH;
+	return dp__config_type_of(e)->kind != DP__CONFIG_SCALAR;
 }
 
-static bool is_list(enum dp_config_type t)
+/* Does v hold memory (a text, a list's items)? */
+static bool holds_memory(const struct dp_config_entry *e, const union dp__config_val *v)
 {
-	return t == DP_CONFIG_STRINGS || t == DP_CONFIG_DOUBLES || t == DP_CONFIG_DOUBLES_INF ||
-	       t == DP_CONFIG_SIZES;
+	enum dp__config_kind k = dp__config_type_of(e)->kind;
+
+	return k == DP__CONFIG_TEXT ? v->s != NULL : k == DP__CONFIG_LIST ? v->l.v != NULL : false;
 }
 
-/* Types whose value is heap memory owned by this module. */
-static bool owns_heap(enum dp_config_type t)
+/* An unset text or an empty list (a required entry without a value). */
+static bool is_unset(const struct dp_config_entry *e, const union dp__config_val *v)
 {
-	return is_string(t) || is_list(t);
+	enum dp__config_kind k = dp__config_type_of(e)->kind;
+
+	return k == DP__CONFIG_TEXT ? v->s == NULL : k == DP__CONFIG_LIST ? v->l.n == 0 : false;
 }
 
-/* Types a range applies to (to every item of a list). */
-static bool has_range(enum dp_config_type t)
+static void read_field(const struct dp_config_entry *e, union dp__config_val *v)
 {
-	return t == DP_CONFIG_DOUBLE || t == DP_CONFIG_DOUBLE_INF || t == DP_CONFIG_U64 ||
-	       t == DP_CONFIG_SIZE || t == DP_CONFIG_DURATION || t == DP_CONFIG_DOUBLES ||
-	       t == DP_CONFIG_DOUBLES_INF || t == DP_CONFIG_SIZES;
+	dp__config_type_of(e)->get(e, v);
 }
 
-static size_t elem_size(enum dp_config_type t)
+static void write_field(const struct dp_config_entry *e, const union dp__config_val *v)
 {
-	switch (t) {
-	case DP_CONFIG_STRINGS: return sizeof(char *);
-	case DP_CONFIG_DOUBLES:
-	case DP_CONFIG_DOUBLES_INF: return sizeof(double);
-	case DP_CONFIG_SIZES: return sizeof(size_t);
-	default: return 0;
-	}
+	dp__config_type_of(e)->put(e, v);
 }
 
-void dp_config_strings_free(struct dp_config_strings *l)
+static void val_free(const struct dp_config_entry *e, union dp__config_val *v)
 {
-	DP_REQUIRE(l != NULL);
-	for (size_t i = 0; i < l->n; i++)
-		free(l->v[i]);
-	free(l->v);
-	l->v = NULL;
-	l->n = 0;
+	const struct dp__config_type *t = dp__config_type_of(e);
+
+	if (t->free)
+		t->free(v);
 }
 
-static void val_free(enum dp_config_type t, union val *v)
+/* Parse `text` for entry e into *out (heap memory for texts and lists);
+ * *out untouched on failure. */
+static int parse_value(const struct dp_config_entry *e, const char *what, const char *text,
+		       union dp__config_val *out)
 {
-	if (is_string(t)) {
-		free(v->s);
-		v->s = NULL;
-	} else if (is_list(t)) {
-		if (t == DP_CONFIG_STRINGS)
-			for (size_t i = 0; i < v->l.n; i++)
-				free(((char **)v->l.v)[i]);
-		free(v->l.v);
-		v->l.v = NULL;
-		v->l.n = 0;
-	}
+	union dp__config_val v = { 0 };
+	int rc = dp__config_type_of(e)->parse(e, what, text, &v);
+
+	if (rc != 0)
+		return rc;
+	*out = v;
+	return 0;
 }
 
 /* Reserved flag names: the built-in options and the "no-" of booleans. */
@@ -132,7 +116,7 @@ static bool same_flag(const struct dp_config_entry *o, const char *s)
 
 /* The table is code, but a mistake in it should be one clear line at
  * startup rather than a crash. */
-static int check_table(const struct dp_config_spec *spec, size_t *count)
+int dp__config_check_table(const struct dp_config_spec *spec, size_t *count)
 {
 	const struct dp_config_entry *e;
 	size_t n = 0;
@@ -154,11 +138,12 @@ static int check_table(const struct dp_config_spec *spec, size_t *count)
 		if (e->type == DP_CONFIG_ENUM && (e->values == NULL || e->values[0] == NULL))
 			return dp_error_set(DP_EINVAL, "config table: enum key '%s' has no values",
 					    e->name);
-		if ((e->flags & DP_CONFIG_REQUIRED) && (!owns_heap(e->type) || e->def))
+		if ((e->flags & DP_CONFIG_REQUIRED) && (!owns_heap(e) || e->def))
 			return dp_error_set(DP_EINVAL,
 					    "config table: key '%s': only strings, paths and lists "
 					    "without a default can be required", e->name);
-		if ((e->flags & DP_CONFIG_APPEND) && !is_list(e->type))
+		if ((e->flags & DP_CONFIG_APPEND) &&
+		    dp__config_type_of(e)->kind != DP__CONFIG_LIST)
 			return dp_error_set(DP_EINVAL, "config table: key '%s': only lists append",
 					    e->name);
 		if ((e->flags & DP_CONFIG_WHOLE) && e->type != DP_CONFIG_STRINGS)
@@ -178,71 +163,6 @@ static int check_table(const struct dp_config_spec *spec, size_t *count)
 	return 0;
 }
 
-static void read_field(const struct dp_config_entry *e, union val *v)
-{
-	switch (e->type) {
-	case DP_CONFIG_STRING:
-	case DP_CONFIG_PATH: v->s = *(char **)e->field; break;
-	case DP_CONFIG_DOUBLE:
-	case DP_CONFIG_DOUBLE_INF:
-	case DP_CONFIG_DURATION: v->d = *(double *)e->field; break;
-	case DP_CONFIG_U64: v->u = *(uint64_t *)e->field; break;
-	case DP_CONFIG_SIZE: v->z = *(size_t *)e->field; break;
-	case DP_CONFIG_BOOL: v->b = *(bool *)e->field; break;
-	case DP_CONFIG_ENUM: v->e = *(int *)e->field; break;
-	case DP_CONFIG_STRINGS: {
-		struct dp_config_strings *l = e->field;
-
-		v->l.v = l->v;
-		v->l.n = l->n;
-		break;
-	}
-	case DP_CONFIG_DOUBLES:
-	case DP_CONFIG_DOUBLES_INF: {
-		struct dp_config_doubles *l = e->field;
-
-		v->l.v = l->v;
-		v->l.n = l->n;
-		break;
-	}
-	case DP_CONFIG_SIZES: {
-		struct dp_config_sizes *l = e->field;
-
-		v->l.v = l->v;
-		v->l.n = l->n;
-		break;
-	}
-	}
-}
-
-static void write_field(const struct dp_config_entry *e, const union val *v)
-{
-	switch (e->type) {
-	case DP_CONFIG_STRING:
-	case DP_CONFIG_PATH: *(char **)e->field = v->s; break;
-	case DP_CONFIG_DOUBLE:
-	case DP_CONFIG_DOUBLE_INF:
-	case DP_CONFIG_DURATION: *(double *)e->field = v->d; break;
-	case DP_CONFIG_U64: *(uint64_t *)e->field = v->u; break;
-	case DP_CONFIG_SIZE: *(size_t *)e->field = v->z; break;
-	case DP_CONFIG_BOOL: *(bool *)e->field = v->b; break;
-	case DP_CONFIG_ENUM: *(int *)e->field = v->e; break;
-	case DP_CONFIG_STRINGS:
-		*(struct dp_config_strings *)e->field =
-			(struct dp_config_strings){ .v = v->l.v, .n = v->l.n };
-		break;
-	case DP_CONFIG_DOUBLES:
-	case DP_CONFIG_DOUBLES_INF:
-		*(struct dp_config_doubles *)e->field =
-			(struct dp_config_doubles){ .v = v->l.v, .n = v->l.n };
-		break;
-	case DP_CONFIG_SIZES:
-		*(struct dp_config_sizes *)e->field =
-			(struct dp_config_sizes){ .v = v->l.v, .n = v->l.n };
-		break;
-	}
-}
-
 static void stage_release(struct stage *st)
 {
 	free(st->val);
@@ -258,7 +178,7 @@ static void stage_release(struct stage *st)
 static int stage_init(struct stage *st, const struct dp_config_spec *spec)
 {
 	size_t n;
-	int rc = check_table(spec, &n);
+	int rc = dp__config_check_table(spec, &n);
 
 	if (rc != 0)
 		return rc;
@@ -287,21 +207,21 @@ static void stage_free(struct stage *st)
 {
 	for (size_t i = 0; i < st->n; i++)
 		if (st->owned[i])
-			val_free(st->spec->entries[i].type, &st->val[i]);
+			val_free(&st->spec->entries[i], &st->val[i]);
 	dp_config_strings_free(&st->args);
 	stage_release(st);
 	memset(st, 0, sizeof(*st));
 }
 
 /* Store a parsed value in the stage, taking ownership of its memory. */
-static void stage_put(struct stage *st, size_t i, union val v)
+static void stage_put(struct stage *st, size_t i, union dp__config_val v)
 {
-	enum dp_config_type t = st->spec->entries[i].type;
+	const struct dp_config_entry *e = &st->spec->entries[i];
 
 	if (st->owned[i])
-		val_free(t, &st->val[i]);
+		val_free(e, &st->val[i]);
 	st->val[i] = v;
-	st->owned[i] = is_string(t) ? v.s != NULL : is_list(t) ? v.l.v != NULL : 0;
+	st->owned[i] = holds_memory(e, &v);
 	st->set[i] = 1;
 }
 
@@ -322,11 +242,11 @@ static void stage_commit(struct stage *st, bool keep_old)
 			read_field(e, &st->old[i]);
 			if (e->given)
 				st->old_given[i] = *e->given;
-		} else if (owns_heap(e->type)) {
-			union val cur;
+		} else if (owns_heap(e)) {
+			union dp__config_val cur;
 
 			read_field(e, &cur);
-			val_free(e->type, &cur);
+			val_free(e, &cur);
 		}
 		write_field(e, &st->val[i]);
 		if (e->given)
@@ -353,11 +273,11 @@ static void stage_rollback(struct stage *st)
 
 		if (!st->set[i])
 			continue;
-		if (owns_heap(e->type)) {
-			union val cur;
+		if (owns_heap(e)) {
+			union dp__config_val cur;
 
 			read_field(e, &cur);
-			val_free(e->type, &cur);
+			val_free(e, &cur);
 		}
 		write_field(e, &st->old[i]);
 		if (e->given)
@@ -374,11 +294,11 @@ static void stage_free_old(struct stage *st)
 {
 	for (size_t i = 0; i < st->n; i++)
 		if (st->set[i])
-			val_free(st->spec->entries[i].type, &st->old[i]);
+			val_free(&st->spec->entries[i], &st->old[i]);
 	dp_config_strings_free(&st->old_args);
 }
 
-static long find(const struct dp_config_spec *spec, const char *name)
+long dp__config_find(const struct dp_config_spec *spec, const char *name)
 {
 	for (long i = 0; spec->entries[i].name; i++)
 		if (strcmp(spec->entries[i].name, name) == 0)
@@ -386,334 +306,21 @@ static long find(const struct dp_config_spec *spec, const char *name)
 	return -1;
 }
 
-/* ---- values ---------------------------------------------------------- */
-
-static int check_range(const struct dp_config_entry *e, const char *what, const char *text,
-		       double v)
-{
-	char lo[32], hi[32];
-	bool lo_ok, hi_ok;
-
-	if (!(e->min < e->max))
-		return 0;
-	lo_ok = e->min_exclusive ? v > e->min : v >= e->min;
-	hi_ok = v <= e->max;
-	if (lo_ok && hi_ok)
-		return 0;
-	dp_num_format(lo, sizeof(lo), e->min);
-	dp_num_format(hi, sizeof(hi), e->max);
-	if (isinf(e->max))
-		return dp_error_set(DP_EINVAL, "%s: must be %s %s, got '%s'", what,
-				    e->min_exclusive ? ">" : ">=", lo, text);
-	if (isinf(e->min))
-		return dp_error_set(DP_EINVAL, "%s: must be <= %s, got '%s'", what, hi, text);
-	return dp_error_set(DP_EINVAL, "%s: must be in %c%s, %s], got '%s'", what,
-			    e->min_exclusive ? '(' : '[', lo, hi, text);
-}
-
-static int parse_bool(const char *s, bool *out)
-{
-	static const char *const yes[] = { "true", "yes", "on", "1", NULL };
-	static const char *const no[] = { "false", "no", "off", "0", NULL };
-
-	for (size_t i = 0; yes[i]; i++) {
-		if (strcasecmp(s, yes[i]) == 0) {
-			*out = true;
-			return 0;
-		}
-		if (strcasecmp(s, no[i]) == 0) {
-			*out = false;
-			return 0;
-		}
-	}
-	return -1;
-}
-
-static int parse_duration(const char *what, const char *s, double *out)
-{
-	static const struct { const char *suffix; double scale; } units[] = {
-		{ "ms", 1e-3 }, { "s", 1 }, { "m", 60 }, { "h", 3600 },
-	};
-	size_t len = strlen(s);
-	double scale = 1, v;
-	char num[64];
-	char *end;
-
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		size_t sl = strlen(units[i].suffix);
-
-		if (len > sl && strcmp(s + len - sl, units[i].suffix) == 0 &&
-		    isdigit((unsigned char)s[len - sl - 1])) {
-			len -= sl;
-			scale = units[i].scale;
-			break;
-		}
-	}
-	if (len == 0 || len >= sizeof(num) || !(isdigit((unsigned char)s[0]) || s[0] == '.'))
-		goto bad;
-	for (size_t i = 0; i < len; i++)  /* no hex, no "inf" */
-		if (!isdigit((unsigned char)s[i]) && !strchr(".eE+-", s[i]))
-			goto bad;
-	memcpy(num, s, len);
-	num[len] = '\0';
-	errno = 0;
-	v = strtod(num, &end);
-	if (*end != '\0' || errno == ERANGE || !isfinite(v * scale))
-		goto bad;
-	*out = v * scale;
-	return 0;
-bad:
-	return dp_error_set(DP_EINVAL,
-			    "%s: expected a duration such as 30, 1.5s, 250ms, 5m or 2h, got '%s'",
-			    what, s);
-}
-
-/* A line break would corrupt --check-config output and logs. */
-static int check_text(const char *what, const char *text)
-{
-	for (const char *c = text; *c; c++)
-		if ((unsigned char)*c < 0x20 && *c != '\t')
-			return dp_error_set(DP_EINVAL, "%s: control character in value", what);
-	return 0;
-}
-
-static bool escapable(char c)
-{
-	return c == ',' || c == '=' || c == '\\';
-}
-
-/* A STRINGS value: comma-separated items with "\," "\=" "\\" escapes.
- * Empty items are refused: they would only be typos. */
-static int split_items(const char *what, const char *s, union val *out)
-{
-	size_t len = strlen(s), n = 1, k = 0, m = 0;
-	char **items, *item;
-	int rc = 0;
-
-	if (*s == '\0')
-		return dp_error_set(DP_EINVAL, "%s: empty list", what);
-	for (size_t i = 0; s[i]; i++) {
-		if (s[i] == '\\' && escapable(s[i + 1]))
-			i++;
-		else if (s[i] == ',')
-			n++;
-	}
-	items = calloc(n, sizeof(*items));
-	item = malloc(len + 1);
-	if (items == NULL || item == NULL) {
-		free(items);
-		free(item);
-		return dp_error_set(DP_ENOMEM, "%s: out of memory", what);
-	}
-	for (size_t i = 0;; i++) {
-		char c = s[i];
-
-		if (c == '\\' && escapable(s[i + 1])) {
-			item[k++] = s[++i];
-			continue;
-		}
-		if (c != ',' && c != '\0') {
-			item[k++] = c;
-			continue;
-		}
-		item[k] = '\0';
-		if (k == 0) {
-			rc = dp_error_set(DP_EINVAL, "%s: empty item in '%s'", what, s);
-			break;
-		}
-		items[m] = strdup(item);
-		if (items[m] == NULL) {
-			rc = dp_error_set(DP_ENOMEM, "%s: out of memory", what);
-			break;
-		}
-		m++;
-		k = 0;
-		if (c == '\0')
-			break;
-	}
-	free(item);
-	if (rc != 0) {
-		for (size_t i = 0; i < m; i++)
-			free(items[i]);
-		free(items);
-		return rc;
-	}
-	out->l.v = items;
-	out->l.n = m;
-	return 0;
-}
-
-int dp_config_split(const char *what, const char *text, struct dp_config_strings *out)
-{
-	union val v;
-	int rc;
-
-	DP_REQUIRE(what != NULL && text != NULL && out != NULL);
-	rc = check_text(what, text);
-	if (rc == 0)
-		rc = split_items(what, text, &v);
-	if (rc == 0)
-		*out = (struct dp_config_strings){ .v = v.l.v, .n = v.l.n };
-	return rc;
-}
-
-/* The end of parsing a list of numbers: after rc == 0 the n values v are
- * the list *out, else v is freed and rc returned. */
-static int keep_list(const char *what, int rc, void *v, size_t n, union val *out)
-{
-	if (rc != 0) {
-		free(v);
-		return rc == DP_ENOMEM ? dp_error_set(rc, "%s: out of memory", what) : rc;
-	}
-	out->l.v = v;
-	out->l.n = n;
-	return 0;
-}
-
-static int parse_list(const struct dp_config_entry *e, const char *what, const char *text,
-		      union val *out)
-{
-	char item[32];
-	int rc;
-
-	switch (e->type) {
-	case DP_CONFIG_STRINGS:
-		rc = check_text(what, text);
-		if (rc != 0)
-			return rc;
-		if (!(e->flags & DP_CONFIG_WHOLE))
-			return split_items(what, text, out);
-		if (*text == '\0')
-			return dp_error_set(DP_EINVAL, "%s: empty value", what);
-		out->l.v = malloc(sizeof(char *));
-		if (out->l.v == NULL)
-			return dp_error_set(DP_ENOMEM, "%s: out of memory", what);
-		((char **)out->l.v)[0] = strdup(text);
-		if (((char **)out->l.v)[0] == NULL) {
-			free(out->l.v);
-			return dp_error_set(DP_ENOMEM, "%s: out of memory", what);
-		}
-		out->l.n = 1;
-		return 0;
-	case DP_CONFIG_DOUBLES:
-	case DP_CONFIG_DOUBLES_INF: {
-		double *v = NULL;
-		size_t n = 0;
-
-		rc = dp_num_parse_double_list(what, text, e->type == DP_CONFIG_DOUBLES_INF, &v, &n);
-		for (size_t i = 0; rc == 0 && i < n; i++) {
-			dp_num_format(item, sizeof(item), v[i]);
-			rc = check_range(e, what, item, v[i]);
-		}
-		return keep_list(what, rc, v, n, out);
-	}
-	case DP_CONFIG_SIZES: {
-		size_t *v = NULL, n = 0;
-
-		rc = dp_num_parse_size_list(what, text, &v, &n);
-		for (size_t i = 0; rc == 0 && i < n; i++) {
-			snprintf(item, sizeof(item), "%zu", v[i]);
-			rc = check_range(e, what, item, (double)v[i]);
-		}
-		return keep_list(what, rc, v, n, out);
-	}
-	default:
-		return dp_error_set(DP_EINVAL, "%s: not a list", what);
-	}
-}
-
-/* Parse `text` for entry e into *out (heap memory for strings and lists). */
-static int parse_value(const struct dp_config_entry *e, const char *what, const char *text,
-		       union val *out)
-{
-	union val v = { 0 };
-	int rc = 0;
-
-	switch (e->type) {
-	case DP_CONFIG_STRING:
-	case DP_CONFIG_PATH:
-		if (e->type == DP_CONFIG_PATH && *text == '\0')
-			return dp_error_set(DP_EINVAL, "%s: empty path", what);
-		rc = check_text(what, text);
-		if (rc != 0)
-			return rc;
-		v.s = strdup(text);
-		if (v.s == NULL)
-			return dp_error_set(DP_ENOMEM, "%s: out of memory", what);
-		break;
-	case DP_CONFIG_DOUBLE:
-	case DP_CONFIG_DOUBLE_INF:
-		rc = dp_num_parse_double(what, text, e->type == DP_CONFIG_DOUBLE_INF, &v.d);
-		if (rc == 0)
-			rc = check_range(e, what, text, v.d);
-		break;
-	case DP_CONFIG_DURATION:
-		rc = parse_duration(what, text, &v.d);
-		if (rc == 0 && v.d < 0)
-			rc = dp_error_set(DP_EINVAL, "%s: negative duration '%s'", what, text);
-		if (rc == 0)
-			rc = check_range(e, what, text, v.d);
-		break;
-	case DP_CONFIG_U64:
-		rc = dp_num_parse_u64(what, text, &v.u);
-		if (rc == 0)
-			rc = check_range(e, what, text, (double)v.u);
-		break;
-	case DP_CONFIG_SIZE:
-		rc = dp_num_parse_size(what, text, &v.z);
-		if (rc == 0)
-			rc = check_range(e, what, text, (double)v.z);
-		break;
-	case DP_CONFIG_BOOL:
-		if (parse_bool(text, &v.b) != 0)
-			rc = dp_error_set(DP_EINVAL,
-					  "%s: expected true/false, yes/no, on/off or 1/0, got '%s'",
-					  what, text);
-		break;
-	case DP_CONFIG_ENUM: {
-		char list[256];
-		size_t off = 0;
-
-		for (int i = 0; e->values[i]; i++) {
-			if (strcmp(text, e->values[i]) == 0) {
-				v.e = i;
-				*out = v;
-				return 0;
-			}
-		}
-		list[0] = '\0';
-		for (int i = 0; e->values[i] && off < sizeof(list); i++)
-			off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s",
-						i ? ", " : "", e->values[i]);
-		return dp_error_set(DP_EINVAL, "%s: expected one of %s, got '%s'", what, list, text);
-	}
-	case DP_CONFIG_STRINGS:
-	case DP_CONFIG_DOUBLES:
-	case DP_CONFIG_DOUBLES_INF:
-	case DP_CONFIG_SIZES:
-		rc = parse_list(e, what, text, &v);
-		break;
-	}
-	if (rc != 0)
-		return rc;
-	*out = v;
-	return 0;
-}
-
 /* Add the items of `more` to the list `to` (both the stage's); `more` is
  * consumed either way. */
-static int list_append(const struct dp_config_entry *e, union val *to, union val *more)
+static int list_append(const struct dp_config_entry *e, union dp__config_val *to,
+		       union dp__config_val *more)
 {
-	size_t es = elem_size(e->type);
+	size_t es = dp__config_type_of(e)->item;
 	char *v;
 
 	if (to->l.n > SIZE_MAX / es - more->l.n) {
-		val_free(e->type, more);
+		val_free(e, more);
 		return dp_error_set(DP_ENOMEM, "config: out of memory");
 	}
 	v = realloc(to->l.v, (to->l.n + more->l.n) * es);
 	if (v == NULL) {
-		val_free(e->type, more);
+		val_free(e, more);
 		return dp_error_set(DP_ENOMEM, "config: out of memory");
 	}
 	memcpy(v + to->l.n * es, more->l.v, more->l.n * es);
@@ -733,7 +340,7 @@ static int stage_defaults(struct stage *st)
 
 	for (size_t i = 0; i < st->n; i++) {
 		const struct dp_config_entry *e = &st->spec->entries[i];
-		union val v = { 0 };
+		union dp__config_val v = { 0 };
 		int rc;
 
 		if (e->def) {
@@ -741,7 +348,7 @@ static int stage_defaults(struct stage *st)
 			rc = parse_value(e, what, e->def, &v);
 			if (rc != 0)
 				return rc;
-		} else if (!owns_heap(e->type)) {
+		} else if (!owns_heap(e)) {
 			read_field(e, &v);  /* numbers without a default keep theirs */
 		}
 		stage_put(st, i, v);
@@ -770,7 +377,7 @@ static int stage_set(struct stage *st, size_t i, const char *value, const char *
 		     bool flag)
 {
 	const struct dp_config_entry *e = &st->spec->entries[i];
-	union val v;
+	union dp__config_val v;
 	int rc;
 
 	rc = parse_value(e, origin, value, &v);
@@ -803,7 +410,7 @@ int dp_config_set(const struct dp_config_spec *spec, const char *name, const cha
 	rc = stage_init(&st, spec);
 	if (rc != 0)
 		return rc;
-	i = find(spec, name);
+	i = dp__config_find(spec, name);
 	if (i < 0) {
 		rc = dp_error_set(DP_EINVAL, "unknown setting '%s'", name);
 	} else {
@@ -946,14 +553,14 @@ static int on_key(void *user, const char *section, const char *name, const char 
 				       sect, program, program);
 		return 0;
 	}
-	i = find(st->spec, name);
+	i = dp__config_find(st->spec, name);
 	if (i < 0) {
 		char alt[64];
 
 		snprintf(alt, sizeof(alt), "%s", name);
 		for (char *c = alt; *c; c++)
 			*c = *c == '_' ? '-' : (char)tolower((unsigned char)*c);
-		if (strcmp(alt, name) != 0 && find(st->spec, alt) >= 0)
+		if (strcmp(alt, name) != 0 && dp__config_find(st->spec, alt) >= 0)
 			file_error(fc, DP_EINVAL, "unknown key '%s' (did you mean '%s'?)", name, alt);
 		else
 			file_error(fc, DP_EINVAL, "unknown key '%s'", name, "");
@@ -1034,13 +641,6 @@ int dp_config_load_file(const struct dp_config_spec *spec, const char *path)
 
 /* ---- checks --------------------------------------------------------------- */
 
-static const char *metavar(const struct dp_config_entry *e, char *buf, size_t len);
-
-static bool is_unset(const struct dp_config_entry *e, const union val *v)
-{
-	return is_string(e->type) ? v->s == NULL : is_list(e->type) ? v->l.n == 0 : false;
-}
-
 static int missing(const struct dp_config_spec *spec, const struct dp_config_entry *e)
 {
 	char mv[128];
@@ -1048,7 +648,7 @@ static int missing(const struct dp_config_spec *spec, const struct dp_config_ent
 	/* The program prefixes its own name when it prints the detail. */
 	if (spec->command)
 		return dp_error_set(DP_EINVAL, "--%s %s is required", e->name,
-				    metavar(e, mv, sizeof(mv)));
+				    dp__config_metavar(e, mv, sizeof(mv)));
 	return dp_error_set(DP_EINVAL, "'%s' is not set (use --%s or '%s = ...' in the "
 			    "config file)", e->name, e->name, e->name);
 }
@@ -1056,13 +656,13 @@ static int missing(const struct dp_config_spec *spec, const struct dp_config_ent
 int dp_config_check(const struct dp_config_spec *spec)
 {
 	size_t n;
-	int rc = check_table(spec, &n);
+	int rc = dp__config_check_table(spec, &n);
 
 	if (rc != 0)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
 		const struct dp_config_entry *e = &spec->entries[i];
-		union val v;
+		union dp__config_val v;
 
 		read_field(e, &v);
 		if ((e->flags & DP_CONFIG_REQUIRED) && is_unset(e, &v))
@@ -1076,249 +676,22 @@ void dp_config_free(const struct dp_config_spec *spec)
 	if (spec == NULL || spec->entries == NULL)
 		return;
 	for (const struct dp_config_entry *e = spec->entries; e->name; e++) {
-		union val v;
+		union dp__config_val v;
 
-		if (!owns_heap(e->type) || e->field == NULL)
+		/* No table check here: free what a valid entry holds, skip the rest. */
+		if ((unsigned)e->type > DP_CONFIG_SIZES || e->field == NULL || !owns_heap(e))
 			continue;
 		read_field(e, &v);
-		val_free(e->type, &v);
+		val_free(e, &v);
 		write_field(e, &v);
 	}
 	if (spec->args)
 		dp_config_strings_free(spec->args);
 }
 
-/* ---- command line --------------------------------------------------------- */
+/* ---- command line (scanned by config_args.c) ------------------------------ */
 
-/* What a flag spelling means. */
-enum opt_kind { OPT_VALUE, OPT_BOOL, OPT_NO, OPT_CONFIG, OPT_CHECK, OPT_HELP, OPT_VERSION };
-
-struct opt {
-	char *name;          /* without the "--" (heap copy) */
-	enum opt_kind kind;
-	size_t idx;          /* entry, for OPT_VALUE, OPT_BOOL, OPT_NO */
-};
-
-/* A flag seen on the command line, applied after the config file. */
-struct flag {
-	size_t idx;
-	const char *value;   /* NULL for --no-name */
-	const char *tok;     /* the argv word, for messages */
-};
-
-struct scan {
-	const struct dp_config_spec *spec;
-	struct opt *opts;
-	size_t nopts;
-	struct flag *flags;
-	size_t nflags;
-	const char **pos;    /* positional words */
-	size_t npos;
-	const char *config;
-	bool help, version, check;
-	int first;           /* the first error, reported after the scan */
-};
-
-static void scan_error(struct scan *sc, const char *fmt, const char *a, const char *b)
-{
-	if (sc->first == 0)
-		sc->first = dp_error_set(DP_EINVAL, fmt, a, b);
-}
-
-static int add_opt(struct scan *sc, const char *prefix, const char *name, enum opt_kind kind,
-		   size_t idx)
-{
-	char *s;
-
-	if (asprintf(&s, "%s%s", prefix, name) < 0)
-		return dp_error_set(DP_ENOMEM, "config: out of memory");
-	sc->opts[sc->nopts++] = (struct opt){ s, kind, idx };
-	return 0;
-}
-
-static int build_opts(struct scan *sc, size_t n)
-{
-	const struct dp_config_spec *spec = sc->spec;
-	int rc = 0;
-
-	sc->opts = calloc(4 * n + 5, sizeof(*sc->opts));
-	if (sc->opts == NULL)
-		return dp_error_set(DP_ENOMEM, "config: out of memory");
-	rc = add_opt(sc, "", "help", OPT_HELP, 0);
-	if (rc == 0 && !spec->command) {
-		rc = add_opt(sc, "", "config", OPT_CONFIG, 0);
-		if (rc == 0)
-			rc = add_opt(sc, "", "check-config", OPT_CHECK, 0);
-		if (rc == 0)
-			rc = add_opt(sc, "", "version", OPT_VERSION, 0);
-	}
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		const struct dp_config_entry *e = &spec->entries[i];
-		const char *spell[2] = { e->name, e->alias };
-
-		for (size_t s = 0; rc == 0 && s < 2 && spell[s]; s++) {
-			if (e->type == DP_CONFIG_BOOL) {
-				rc = add_opt(sc, "", spell[s], OPT_BOOL, i);
-				if (rc == 0)
-					rc = add_opt(sc, "no-", spell[s], OPT_NO, i);
-			} else {
-				rc = add_opt(sc, "", spell[s], OPT_VALUE, i);
-			}
-		}
-	}
-	return rc;
-}
-
-static void scan_free(struct scan *sc)
-{
-	for (size_t i = 0; sc->opts && i < sc->nopts; i++)
-		free(sc->opts[i].name);
-	free(sc->opts);
-	free(sc->flags);
-	free(sc->pos);
-}
-
-static void positional(struct scan *sc, const char *tok)
-{
-	if (sc->spec->args == NULL)
-		scan_error(sc, "unexpected argument '%s'", tok, "");
-	else
-		sc->pos[sc->npos++] = tok;
-}
-
-/* One "--name[=value]" word at argv[i]; returns the index of the last
- * word it used (its value may be the next one). */
-static int long_opt(struct scan *sc, int argc, char *const argv[], int i)
-{
-	const char *tok = argv[i], *body = tok + 2, *eq = strchr(body, '=');
-	size_t len = eq ? (size_t)(eq - body) : strlen(body);
-	const struct opt *o = NULL, *pre = NULL;
-	size_t npre = 0;
-	const char *value;
-
-	for (size_t k = 0; k < sc->nopts && o == NULL; k++) {
-		const struct opt *c = &sc->opts[k];
-
-		if (strncmp(c->name, body, len) != 0)
-			continue;
-		if (c->name[len] == '\0') {
-			o = c;
-		} else {
-			pre = c;
-			npre++;
-		}
-	}
-	if (o == NULL) {
-		/* Unambiguous prefixes are refused too: scripts that rely on
-		 * them break when options are added. */
-		if (npre == 1 && len > 0) {
-			scan_error(sc, "option '%s': write it in full (--%s)", tok, pre->name);
-			if (pre->kind == OPT_VALUE && eq == NULL && i + 1 < argc)
-				i++;
-		} else {
-			scan_error(sc, "unknown option '%s'", tok, "");
-		}
-		return i;
-	}
-	switch (o->kind) {
-	case OPT_VALUE:
-	case OPT_CONFIG:
-		if (eq)
-			value = eq + 1;
-		else if (i + 1 < argc)
-			value = argv[++i];
-		else {
-			scan_error(sc, "option '%s' needs a value", tok, "");
-			return i;
-		}
-		if (o->kind == OPT_CONFIG)
-			sc->config = value;
-		else
-			sc->flags[sc->nflags++] = (struct flag){ o->idx, value, tok };
-		return i;
-	case OPT_BOOL:
-		sc->flags[sc->nflags++] = (struct flag){ o->idx, eq ? eq + 1 : "true", tok };
-		return i;
-	default:
-		break;
-	}
-	if (eq) {
-		scan_error(sc, "option '%s' does not take a value", tok, "");
-		return i;
-	}
-	switch (o->kind) {
-	case OPT_NO: sc->flags[sc->nflags++] = (struct flag){ o->idx, NULL, tok }; break;
-	case OPT_CHECK: sc->check = true; break;
-	case OPT_HELP: sc->help = true; break;
-	case OPT_VERSION: sc->version = true; break;
-	default: break;
-	}
-	return i;
-}
-
-/* One "-xyz" word of single-letter options at argv[i]. */
-static int short_opts(struct scan *sc, int argc, char *const argv[], int i)
-{
-	const char *tok = argv[i];
-	bool daemon = !sc->spec->command;
-
-	for (size_t j = 1; tok[j]; j++) {
-		char ch[2] = { tok[j], '\0' };
-
-		if (tok[j] == 'h') {
-			sc->help = true;
-		} else if (daemon && tok[j] == 'n') {
-			sc->check = true;
-		} else if (daemon && tok[j] == 'V') {
-			sc->version = true;
-		} else if (daemon && tok[j] == 'c') {
-			if (tok[j + 1])
-				sc->config = tok + j + 1;
-			else if (i + 1 < argc)
-				sc->config = argv[++i];
-			else
-				scan_error(sc, "option '-%s' needs a value", ch, "");
-			break;
-		} else {
-			scan_error(sc, "unknown option '-%s'", ch, "");
-		}
-	}
-	return i;
-}
-
-/* One pass over argv.  Values are only collected here; they are applied
- * after the config file so that flags always win.  Scanning goes on after
- * an error so that a later --help still wins. */
-static int scan_args(struct scan *sc, size_t n, int argc, char *const argv[])
-{
-	bool only_pos = false;
-	int rc;
-
-	sc->flags = calloc((size_t)argc + 1, sizeof(*sc->flags));
-	sc->pos = calloc((size_t)argc + 1, sizeof(*sc->pos));
-	if (sc->flags == NULL || sc->pos == NULL)
-		return dp_error_set(DP_ENOMEM, "config: out of memory");
-	rc = build_opts(sc, n);
-	if (rc != 0)
-		return rc;
-	for (int i = 1; i < argc; i++) {
-		const char *tok = argv[i];
-
-		if (tok == NULL)
-			break;
-		if (only_pos || tok[0] != '-' || tok[1] == '\0')
-			positional(sc, tok);
-		else if (strcmp(tok, "--") == 0)
-			only_pos = true;
-		else if (tok[1] == '-')
-			i = long_opt(sc, argc, argv, i);
-		else
-			i = short_opts(sc, argc, argv, i);
-	}
-	return sc->first;
-}
-
-static int stage_args(struct stage *st, const struct scan *sc)
+static int stage_args(struct stage *st, const struct dp__config_scan *sc)
 {
 	const struct dp_config_spec *spec = st->spec;
 	const char *mv = spec->args_metavar ? spec->args_metavar : "ARG...";
@@ -1355,7 +728,7 @@ int dp_config_load(const struct dp_config_spec *spec, int argc, char *const argv
 		   enum dp_config_action *action)
 {
 	struct stage st;
-	struct scan sc = { .spec = spec };
+	struct dp__config_scan sc = { .spec = spec };
 	int rc;
 
 	if (action == NULL || argc < 1 || argv == NULL)
@@ -1363,7 +736,7 @@ int dp_config_load(const struct dp_config_spec *spec, int argc, char *const argv
 	rc = stage_init(&st, spec);
 	if (rc != 0)
 		return rc;
-	rc = scan_args(&sc, st.n, argc, argv);
+	rc = dp__config_scan_args(&sc, st.n, argc, argv);
 	if (sc.help || sc.version) {
 		*action = sc.help ? DP_CONFIG_HELP : DP_CONFIG_VERSION;
 		rc = 0;
@@ -1403,384 +776,7 @@ int dp_config_load(const struct dp_config_spec *spec, int argc, char *const argv
 	stage_free_old(&st);
 	*action = sc.check ? DP_CONFIG_CHECK : DP_CONFIG_RUN;
 out:
-	scan_free(&sc);
+	dp__config_scan_free(&sc);
 	stage_free(&st);
 	return rc;
-}
-
-/* ---- output --------------------------------------------------------------- */
-
-/* Append text to buf at *off, keeping it NUL-terminated; false when it
- * did not fit. */
-static bool put(char *buf, size_t len, size_t *off, const char *text)
-{
-	size_t l = strlen(text);
-
-	if (*off + l >= len)
-		return false;
-	memcpy(buf + *off, text, l + 1);
-	*off += l;
-	return true;
-}
-
-static int format_list(const struct dp_config_entry *e, char *buf, size_t len)
-{
-	union val v;
-	size_t off = 0;
-	char item[40];
-
-	read_field(e, &v);
-	buf[0] = '\0';
-	if (v.l.n == 0)
-		return DP_ENOENT;
-	for (size_t i = 0; i < v.l.n; i++) {
-		if (i > 0 && !put(buf, len, &off, ","))
-			return DP_ERANGE;
-		/* A WHOLE value is read as written, so it is printed so too
-		 * (escapes would come back as part of the text). */
-		if (e->type == DP_CONFIG_STRINGS && (e->flags & DP_CONFIG_WHOLE)) {
-			if (!put(buf, len, &off, ((char **)v.l.v)[i]))
-				return DP_ERANGE;
-			continue;
-		}
-		if (e->type == DP_CONFIG_STRINGS) {
-			for (const char *c = ((char **)v.l.v)[i]; *c; c++) {
-				char one[3] = { '\\', *c, '\0' };
-
-				if (!put(buf, len, &off, escapable(*c) ? one : one + 1))
-					return DP_ERANGE;
-			}
-			continue;
-		}
-		if (e->type == DP_CONFIG_SIZES)
-			snprintf(item, sizeof(item), "%zu", ((size_t *)v.l.v)[i]);
-		else
-			dp_num_format(item, sizeof(item), ((double *)v.l.v)[i]);
-		if (!put(buf, len, &off, item))
-			return DP_ERANGE;
-	}
-	return 0;
-}
-
-static int format_entry(const struct dp_config_entry *e, char *buf, size_t len)
-{
-	int w = 0;
-
-	buf[0] = '\0';
-	switch (e->type) {
-	case DP_CONFIG_STRING:
-	case DP_CONFIG_PATH: {
-		const char *s = *(char **)e->field;
-
-		if (s == NULL)
-			return DP_ENOENT;
-		w = snprintf(buf, len, "%s", s);
-		break;
-	}
-	case DP_CONFIG_DOUBLE:
-	case DP_CONFIG_DOUBLE_INF:
-	case DP_CONFIG_DURATION:
-		dp_num_format(buf, len, *(double *)e->field);
-		break;
-	case DP_CONFIG_U64:
-		w = snprintf(buf, len, "%llu", (unsigned long long)*(uint64_t *)e->field);
-		break;
-	case DP_CONFIG_SIZE:
-		w = snprintf(buf, len, "%zu", *(size_t *)e->field);
-		break;
-	case DP_CONFIG_BOOL:
-		w = snprintf(buf, len, "%s", *(bool *)e->field ? "true" : "false");
-		break;
-	case DP_CONFIG_ENUM: {
-		int v = *(int *)e->field, nv = 0;
-
-		while (e->values[nv])
-			nv++;
-		if (v >= 0 && v < nv)
-			w = snprintf(buf, len, "%s", e->values[v]);
-		else
-			w = snprintf(buf, len, "%d", v);
-		break;
-	}
-	case DP_CONFIG_STRINGS:
-	case DP_CONFIG_DOUBLES:
-	case DP_CONFIG_DOUBLES_INF:
-	case DP_CONFIG_SIZES:
-		return format_list(e, buf, len);
-	}
-	return w < 0 || (size_t)w >= len ? DP_ERANGE : 0;
-}
-
-int dp_config_format(const struct dp_config_spec *spec, const char *name, char *buf, size_t len)
-{
-	long i;
-
-	if (spec == NULL || spec->entries == NULL || name == NULL || buf == NULL || len == 0)
-		return dp_error_set(DP_EINVAL, "config: format needs a spec, a name and a buffer");
-	i = find(spec, name);
-	if (i < 0) {
-		buf[0] = '\0';
-		return dp_error_set(DP_ENOENT, "unknown setting '%s'", name);
-	}
-	return format_entry(&spec->entries[i], buf, len);
-}
-
-/* "name = value", the value in double quotes when the reader would
- * otherwise strip or misread it: empty, surrounding whitespace, a leading
- * quote (taken off, or an unbalanced one), or a leading ';' or '#' (a
- * comment after " = "). */
-static void print_value(FILE *out, const char *name, const char *v)
-{
-	size_t l = strlen(v);
-
-	if (l == 0 || isspace((unsigned char)v[0]) || isspace((unsigned char)v[l - 1]) ||
-	    v[0] == '"' || v[0] == ';' || v[0] == '#')
-		fprintf(out, "%s = \"%s\"\n", name, v);
-	else
-		fprintf(out, "%s = %s\n", name, v);
-}
-
-int dp_config_print(const struct dp_config_spec *spec, FILE *out)
-{
-	size_t n;
-	char buf[4096];
-	int rc = check_table(spec, &n);
-
-	if (rc != 0)
-		return rc;
-	fprintf(out, "# effective configuration of %s\n[%s]\n", spec->program, spec->program);
-	for (size_t i = 0; i < n; i++) {
-		const struct dp_config_entry *e = &spec->entries[i];
-		const char *s;
-
-		if (is_list(e->type)) {
-			if (format_entry(e, buf, sizeof(buf)) == DP_ENOENT)
-				fprintf(out, "# %s is not set\n", e->name);
-			else
-				print_value(out, e->name, buf);
-			continue;
-		}
-		if (!is_string(e->type)) {
-			format_entry(e, buf, sizeof(buf));
-			print_value(out, e->name, buf);
-			continue;
-		}
-		s = *(char **)e->field;
-		if (s == NULL) {
-			fprintf(out, "# %s is not set\n", e->name);
-			continue;
-		}
-		print_value(out, e->name, s);
-	}
-	if (fflush(out) != 0 || ferror(out))
-		return dp_error_set(DP_EIO, "cannot write the configuration: %s", strerror(errno));
-	return 0;
-}
-
-static const char *metavar(const struct dp_config_entry *e, char *buf, size_t len)
-{
-	size_t off = 0;
-
-	if (e->metavar)
-		return e->metavar;
-	switch (e->type) {
-	case DP_CONFIG_STRING: return "TEXT";
-	case DP_CONFIG_PATH: return "PATH";
-	case DP_CONFIG_DOUBLE: return "X";
-	case DP_CONFIG_DOUBLE_INF: return "X|inf";
-	case DP_CONFIG_U64:
-	case DP_CONFIG_SIZE: return "N";
-	case DP_CONFIG_DURATION: return "SECONDS";
-	case DP_CONFIG_BOOL: return "";
-	case DP_CONFIG_STRINGS: return (e->flags & DP_CONFIG_WHOLE) ? "TEXT" : "A,B,...";
-	case DP_CONFIG_DOUBLES: return "X,...";
-	case DP_CONFIG_DOUBLES_INF: return "X|inf,...";
-	case DP_CONFIG_SIZES: return "N,...";
-	case DP_CONFIG_ENUM:
-		buf[0] = '\0';
-		for (int i = 0; e->values[i] && off < len; i++)
-			off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? "|" : "",
-						e->values[i]);
-		return buf;
-	}
-	return "";
-}
-
-#define HELP_COL 28     /* width of the option column */
-#define HELP_WIDTH 79   /* commands: the suffix moves to its own line beyond */
-
-/* "  LEFT  RIGHT": RIGHT may hold several lines, each indented to the
- * column; a LEFT wider than the column gets a line of its own. */
-static void help_line(FILE *out, const char *left, const char *right)
-{
-	const char *nl = strchr(right, '\n');
-	int first = nl ? (int)(nl - right) : (int)strlen(right);
-
-	if (strlen(left) <= HELP_COL)
-		fprintf(out, "  %-*s  %.*s\n", HELP_COL, left, first, right);
-	else
-		fprintf(out, "  %s\n  %-*s  %.*s\n", left, HELP_COL, "", first, right);
-	while (nl) {
-		right = nl + 1;
-		nl = strchr(right, '\n');
-		first = nl ? (int)(nl - right) : (int)strlen(right);
-		fprintf(out, "  %-*s  %.*s\n", HELP_COL, "", first, right);
-	}
-}
-
-/* " (default: X, range)", " (required)" or " (range)" for entry f. */
-static void help_suffix(const struct dp_config_entry *f, char *out, size_t len)
-{
-	char val[96] = "";
-
-	out[0] = '\0';
-	if (has_range(f->type) && f->min < f->max) {
-		char lo[32], hi[32];
-
-		dp_num_format(lo, sizeof(lo), f->min);
-		dp_num_format(hi, sizeof(hi), f->max);
-		if (isinf(f->max))
-			snprintf(val, sizeof(val), "%s %s", f->min_exclusive ? ">" : ">=", lo);
-		else if (isinf(f->min))
-			snprintf(val, sizeof(val), "<= %s", hi);
-		else
-			snprintf(val, sizeof(val), "range %c%s, %s]", f->min_exclusive ? '(' : '[',
-				 lo, hi);
-	}
-	if (f->flags & DP_CONFIG_REQUIRED)
-		snprintf(out, len, " (required)");
-	else if (f->def)
-		snprintf(out, len, " (default: %s%s%s)", f->def, val[0] ? ", " : "", val);
-	else if (val[0])
-		snprintf(out, len, " (%s)", val);
-}
-
-static void help_entry(const struct dp_config_spec *spec, const struct dp_config_entry *f,
-		       FILE *out)
-{
-	char left[160], right[1024], mv[128], suffix[160];
-	const char *help = f->help ? f->help : "";
-	const char *last = strrchr(help, '\n');
-	size_t last_len = strlen(last ? last + 1 : help);
-
-	if (f->type == DP_CONFIG_BOOL && f->alias)
-		snprintf(left, sizeof(left), "--[no-]%s, --[no-]%s", f->name, f->alias);
-	else if (f->type == DP_CONFIG_BOOL)
-		snprintf(left, sizeof(left), "--[no-]%s", f->name);
-	else if (f->alias)
-		snprintf(left, sizeof(left), "--%s, --%s %s", f->name, f->alias,
-			 metavar(f, mv, sizeof(mv)));
-	else
-		snprintf(left, sizeof(left), "--%s %s", f->name, metavar(f, mv, sizeof(mv)));
-	help_suffix(f, suffix, sizeof(suffix));
-	/* A command's help may run over several lines: keep them short. */
-	if (spec->command && suffix[0] && *help &&
-	    2 + HELP_COL + 2 + last_len + strlen(suffix) > HELP_WIDTH)
-		snprintf(right, sizeof(right), "%s\n%s", help, suffix + 1);
-	else
-		snprintf(right, sizeof(right), "%s%s", help, *help ? suffix : suffix + (*suffix != 0));
-	help_line(out, left, right);
-}
-
-static const char *group_of(const struct dp_config_entry *e)
-{
-	return e->group ? e->group : "Options";
-}
-
-/* Every entry grouped by its group, groups in order of first use. */
-static void help_groups(const struct dp_config_spec *spec, size_t n, FILE *out)
-{
-	for (size_t i = 0; i < n; i++) {
-		const char *group = group_of(&spec->entries[i]);
-		bool seen = false;
-
-		for (size_t j = 0; j < i && !seen; j++)
-			seen = strcmp(group_of(&spec->entries[j]), group) == 0;
-		if (seen)
-			continue;
-		fprintf(out, "\n%s:\n", group);
-		for (size_t j = i; j < n; j++)
-			if (strcmp(group_of(&spec->entries[j]), group) == 0)
-				help_entry(spec, &spec->entries[j], out);
-	}
-}
-
-/* Text that should end with exactly one newline. */
-static void put_block(FILE *out, const char *text)
-{
-	size_t l = strlen(text);
-
-	fputs(text, out);
-	if (l == 0 || text[l - 1] != '\n')
-		fputc('\n', out);
-}
-
-static void help_command(const struct dp_config_spec *spec, size_t n, FILE *out)
-{
-	const char *syn = spec->synopsis;
-	char mv[128];
-
-	if (syn) {
-		const char *line = syn;
-
-		for (int k = 0; *line; k++) {
-			size_t l = strcspn(line, "\n");
-
-			fprintf(out, "%s %s %.*s\n", k ? "      " : "usage:", spec->program, (int)l,
-				line);
-			line += l + (line[l] == '\n');
-		}
-	} else {
-		fprintf(out, "usage: %s [options]", spec->program);
-		for (size_t i = 0; i < n; i++) {
-			const struct dp_config_entry *e = &spec->entries[i];
-
-			if (e->flags & DP_CONFIG_REQUIRED)
-				fprintf(out, " --%s %s", e->name, metavar(e, mv, sizeof(mv)));
-		}
-		if (spec->args)
-			fprintf(out, " %s", spec->args_metavar ? spec->args_metavar : "ARG...");
-		fputc('\n', out);
-	}
-	if (spec->summary) {
-		fputc('\n', out);
-		put_block(out, spec->summary);
-	}
-	if (n > 0) {
-		help_groups(spec, n, out);
-	} else {
-		fputs("\nOptions:\n", out);
-	}
-	help_line(out, "-h, --help", "print this help and exit");
-	if (spec->epilog) {
-		fputc('\n', out);
-		put_block(out, spec->epilog);
-	}
-}
-
-int dp_config_print_help(const struct dp_config_spec *spec, FILE *out)
-{
-	size_t n;
-	int rc = check_table(spec, &n);
-
-	if (rc != 0)
-		return rc;
-	if (spec->command) {
-		help_command(spec, n, out);
-	} else {
-		fprintf(out, "Usage: %s [--config FILE] [OPTION]...\n", spec->program);
-		if (spec->summary)
-			fprintf(out, "%s\n", spec->summary);
-		fprintf(out, "\nSettings come from their defaults, then the config file (keys at "
-			"the top or in [%s]),\nthen the options below, which win.  Every option "
-			"is also a config key.\n\nGeneral:\n", spec->program);
-		help_line(out, "-c, --config FILE", "read settings from FILE");
-		help_line(out, "-n, --check-config", "validate, print the settings and exit");
-		help_line(out, "-h, --help", "print this help and exit");
-		help_line(out, "-V, --version", "print the version and exit");
-		help_groups(spec, n, out);
-	}
-	if (fflush(out) != 0 || ferror(out))
-		return dp_error_set(DP_EIO, "cannot write the help text: %s", strerror(errno));
-	return 0;
 }

@@ -59,7 +59,11 @@
  *
  * Everything here runs on the caller's thread at startup and keeps no
  * global state (getopt is not used).  Nothing exits the process: the
- * program decides what to print and how to exit. */
+ * program decides what to print and how to exit.
+ *
+ * Files: config.c loads (defaults, file, flags, checks), config_args.c
+ * scans argv, config_type.c holds one row of functions per value type
+ * (config_impl.h), config_print.c writes --help and the settings. */
 #ifndef DP_CONFIG_H
 #define DP_CONFIG_H
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Write a docker-compose file for a cluster of N owners to stdout.
 # deploy/docker-compose.yml is exactly the output for the defaults (3 owners;
-# tests/integration/deploy_static.py checks that they agree).
+# tests/integration/deploy/deploy_static.py checks that they agree).
 #
 #   deploy/compose/generate.sh [--owners N] [--rates R1,R2,...] [--epsilons E1,E2,...]
 #                              [--names A,B,...] [--peer [--wakeups T]]

@@ -6,7 +6,7 @@ Usage: answer_time.py OWNERD DPASYNC [ROUNDS]
 
 A real ownerd on 50,000 rows x 10 features (ledger on /dev/shm, so that
 fdatasync costs little), a learner written in Python as in
-tests/integration/ownerd.py (TLS 1.3, mutual authentication), ROUNDS
+tests/integration/daemons/ownerd.py (TLS 1.3, mutual authentication), ROUNDS
 (default 301) rounds of one Query with theta = 0 and one with every
 coordinate DBL_MAX/2, in alternating order; prints the median round trip,
 Query sent to Answer received, of each.  ownerd runs with --theta-max inf
@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'integration'))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'integration', 'daemons'))
 import ownerd as fake  # noqa: E402  (the fake learner of the integration test)
 
 

@@ -19,36 +19,28 @@
  *
  * Exit 0 when every connection received Done; 1 otherwise (message on
  * stderr); 2 on bad usage. */
-#include <getopt.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "common/core/error.h"
 #include "common/core/log.h"
-#include "common/core/num.h"
 #include "common/net/addr.h"
 #include "common/net/conn.h"
 #include "common/net/frame.h"
-#include "common/net/tls.h"
+#include "tests/lib/opts.h"
+#include "tests/lib/peer.h"
 
 struct stub_owner {
-	char id[32];
+	char id[TST_PEER_ID_MAX];
 	dp_conn *conn;
 	uint64_t T, answers, max_k;
 	int welcomed, done, closed;
 };
 
-static char learner_host[DP_ADDR_HOST_MAX + 1];
-
-static struct {
-	const char *host, *ca, *certs;
-	uint16_t port;
-	size_t n, p, first;
-	uint64_t rows;
-	double rate;
-} A = { .p = 11, .rows = 50, .first = 1, .rate = 1.0 };
+static struct tst_opts_owners O;
+static double rate;
 
 static uv_loop_t *loop;
 static struct stub_owner *own;
@@ -56,27 +48,24 @@ static double *grad;
 static size_t n_closed, n_done;
 static int failed;
 
-static void send_env(struct stub_owner *o, Dpasync__Envelope *env)
+/* rc of sending a message of kind `kind` on o's connection. */
+static void sent(struct stub_owner *o, const char *kind, int rc)
 {
-	int rc;
-
-	env->version = DP_PROTO_VERSION;
-	rc = dp_conn_send(o->conn, env);
 	if (rc < 0) {
-		fprintf(stderr, "bench_owner_stub %s: send %s: %s\n", o->id, dp_frame_kind(env),
+		fprintf(stderr, "bench_owner_stub %s: send %s: %s\n", o->id, kind,
 			dp_error_detail(rc));
 		failed = 1;
 	}
 }
 
+static void send_env(struct stub_owner *o, Dpasync__Envelope *env)
+{
+	sent(o, dp_frame_kind(env), tst_peer_send(o->conn, env));
+}
+
 static void send_update_request(struct stub_owner *o)
 {
-	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
-	Dpasync__UpdateRequest u = DPASYNC__UPDATE_REQUEST__INIT;
-
-	env.msg_case = DPASYNC__ENVELOPE__MSG_UPDATE_REQUEST;
-	env.update_request = &u;
-	send_env(o, &env);
+	sent(o, "update_request", tst_peer_send_request(o->conn));
 }
 
 static int on_handshake(dp_conn *c, const char *peer_id)
@@ -88,10 +77,10 @@ static int on_handshake(dp_conn *c, const char *peer_id)
 	o->conn = c;
 	h.version = DP_PROTO_VERSION;
 	h.owner_id = o->id;
-	h.n_rows = A.rows;
-	h.n_features = (uint32_t)A.p;
+	h.n_rows = O.rows;
+	h.n_features = (uint32_t)O.p;
 	h.epsilon = 1.0;
-	h.rate = A.rate;
+	h.rate = rate;
 	env.msg_case = DPASYNC__ENVELOPE__MSG_HELLO;
 	env.hello = &h;
 	send_env(o, &env);
@@ -100,8 +89,6 @@ static int on_handshake(dp_conn *c, const char *peer_id)
 
 static void answer_query(struct stub_owner *o, const Dpasync__Query *q)
 {
-	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
-	Dpasync__Answer a = DPASYNC__ANSWER__INIT;
 	uint64_t K = o->T ? o->T : 1;
 
 	if (q->k <= o->max_k) {
@@ -112,18 +99,10 @@ static void answer_query(struct stub_owner *o, const Dpasync__Query *q)
 		return;
 	}
 	o->max_k = q->k;
-	for (size_t j = 0; j < A.p; j++)
+	for (size_t j = 0; j < O.p; j++)
 		grad[j] = 0.5 * q->theta[j];
 	o->answers++;
-	a.k = q->k;
-	a.n_gradient = A.p;
-	a.gradient = grad;
-	a.answers_given = o->answers;
-	a.epsilon_spent = (double)o->answers / (double)K;
-	a.epsilon_left = a.epsilon_spent < 1.0 ? 1.0 - a.epsilon_spent : 0.0;
-	env.msg_case = DPASYNC__ENVELOPE__MSG_ANSWER;
-	env.answer = &a;
-	send_env(o, &env);
+	sent(o, "answer", tst_peer_send_answer(o->conn, q->k, grad, O.p, o->answers, 1.0, K));
 	if (o->answers < K && o->conn && dp_conn_is_open(o->conn))
 		send_update_request(o);
 }
@@ -134,11 +113,11 @@ static void on_message(dp_conn *c, Dpasync__Envelope *m)
 
 	switch (m->msg_case) {
 	case DPASYNC__ENVELOPE__MSG_WELCOME: {
-		dp_frame_limits lim = { .p = A.p };
+		dp_frame_limits lim = { .p = O.p };
 
-		if (m->welcome->p != A.p) {
+		if (m->welcome->p != O.p) {
 			fprintf(stderr, "bench_owner_stub %s: Welcome.p=%u, expected %zu\n", o->id,
-				m->welcome->p, A.p);
+				m->welcome->p, O.p);
 			failed = 1;
 			dp_conn_close(c);
 			break;
@@ -183,97 +162,62 @@ static void on_close(dp_conn *c, int reason, const char *detail)
 
 static int connect_owner(struct stub_owner *o, size_t i)
 {
-	char cert[4096], key[4096];
-	dp_tls_files tf = { .ca_file = A.ca, .cert_file = cert, .key_file = key };
-	dp_conn_config cfg;
+	static const dp_conn_callbacks cb = {
+		.on_handshake = on_handshake, .on_message = on_message, .on_close = on_close,
+	};
 	SSL_CTX *ctx;
 	dp_conn *c;
 	int rc;
 
-	snprintf(o->id, sizeof(o->id), "owner-%zu", A.first + i);
-	snprintf(cert, sizeof(cert), "%s/%s.crt", A.certs, o->id);
-	snprintf(key, sizeof(key), "%s/%s.key", A.certs, o->id);
-	rc = dp_tls_ctx_new(0, &tf, &ctx);
+	rc = tst_peer_owner_ctx(O.ca, O.certs, O.first + i, o->id, sizeof(o->id), &ctx);
 	if (rc < 0)
 		return rc;
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.ctx = ctx;
-	cfg.cb.on_handshake = on_handshake;
-	cfg.cb.on_message = on_message;
-	cfg.cb.on_close = on_close;
-	cfg.data = o;
-	cfg.handshake_timeout_ms = 300000;   /* a storm of 10,000 handshakes on 2 busy cores */
-	rc = dp_conn_connect(loop, &cfg, A.host, A.port, "learner", &c);
+	/* A 300 s handshake limit: a storm of 10,000 handshakes on 2 busy cores. */
+	rc = tst_peer_connect(loop, ctx, &cb, o, 300000, O.host, O.port, &c);
 	SSL_CTX_free(ctx);
 	return rc;
 }
 
-static int usage(void)
-{
-	fprintf(stderr, "usage: bench_owner_stub --learner HOST:PORT --ca F --certs DIR "
-		"--owners N [--first F] [--p P] [--rows R] [--rate R]\n");
-	return 2;
-}
+static const struct dp_config_entry opts[] = {
+	TST_OPTS_OWNERS(&O),
+	{ .name = "rate", DP_CFG_DOUBLE(&rate), .def = "1", .min = 0, .max = INFINITY,
+	  .help = "clock rate said in each Hello" },
+	DP_CONFIG_END,
+};
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "learner", required_argument, NULL, 'l' }, { "ca", required_argument, NULL, 'a' },
-		{ "certs", required_argument, NULL, 'c' }, { "owners", required_argument, NULL, 'n' },
-		{ "p", required_argument, NULL, 'p' }, { "rows", required_argument, NULL, 'r' },
-		{ "first", required_argument, NULL, 'f' }, { "rate", required_argument, NULL, 'R' },
-		{ NULL, 0, NULL, 0 },
+	static const struct dp_config_spec spec = {
+		.program = "bench_owner_stub", .summary = "A minimal, fast owner for the benchmarks.",
+		.entries = opts, .validate = tst_opts_owners_check, .validate_arg = &O,
+		.command = true,
 	};
-	int o, rc = 0;
+	int rc, status;
 
 	signal(SIGPIPE, SIG_IGN);
-	for (;;) {
-		o = getopt_long(argc, argv, "", opts, NULL);
-		if (o == -1)
-			break;
-		switch (o) {
-		case 'l':
-			rc = dp_addr_split("--learner", optarg, 0, learner_host,
-					   sizeof(learner_host), &A.port);
-			A.host = learner_host;
-			break;
-		case 'a': A.ca = optarg; break;
-		case 'c': A.certs = optarg; break;
-		case 'n': rc = dp_num_parse_size("--owners", optarg, &A.n); break;
-		case 'p': rc = dp_num_parse_size("--p", optarg, &A.p); break;
-		case 'r': rc = dp_num_parse_u64("--rows", optarg, &A.rows); break;
-		case 'f': rc = dp_num_parse_size("--first", optarg, &A.first); break;
-		case 'R': rc = dp_num_parse_double("--rate", optarg, 0, &A.rate); break;
-		default: return usage();
-		}
-		if (rc < 0) {
-			fprintf(stderr, "bench_owner_stub: %s\n", dp_error_detail(rc));
-			return 2;
-		}
-	}
-	if (optind != argc || !A.host || !A.ca || !A.certs || A.n == 0 || A.p == 0 || A.rows == 0 ||
-	    A.first == 0 || !(A.rate >= 0))
-		return usage();
+	if (!tst_opts_load(&spec, argc, argv, &status))
+		return status;
 	dp_log_set_level(DP_LOG_WARN);
 	loop = uv_default_loop();
-	own = calloc(A.n, sizeof(*own));
-	grad = calloc(A.p, sizeof(double));
+	own = calloc(O.n, sizeof(*own));
+	grad = calloc(O.p, sizeof(double));
 	if (own == NULL || grad == NULL) {
 		fprintf(stderr, "bench_owner_stub: out of memory\n");
 		return 1;
 	}
-	for (size_t i = 0; i < A.n; i++) {
+	for (size_t i = 0; i < O.n; i++) {
 		rc = connect_owner(&own[i], i);
 		if (rc < 0) {
-			fprintf(stderr, "bench_owner_stub: owner-%zu: %s\n", A.first + i,
+			fprintf(stderr, "bench_owner_stub: owner-%zu: %s\n", O.first + i,
 				dp_error_detail(rc));
 			return 1;
 		}
 	}
 	uv_run(loop, UV_RUN_DEFAULT);
-	if (n_done != A.n)
+	if (n_done != O.n)
 		failed = 1;
 	free(own);
 	free(grad);
+	dp_config_free(&spec);
 	return failed ? 1 : 0;
 }

@@ -36,31 +36,30 @@
  * round trip, without the 4-byte header or TLS overhead).  Exit 0 on
  * success, 1 on a failure (message on stderr), 2 on bad usage. */
 #include <errno.h>
-#include <getopt.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/core/error.h"
 #include "common/core/log.h"
-#include "common/core/num.h"
 #include "common/net/conn.h"
 #include "common/net/frame.h"
 #include "common/net/listener.h"
-#include "common/net/tls.h"
+#include "tests/lib/opts.h"
+#include "tests/lib/peer.h"
 
 static struct {
-	const char *ca, *scert, *skey, *ccert, *ckey;
+	char *ca, *scert, *skey, *ccert, *ckey;
 	size_t p;
 	double seconds;
 	uint64_t warmup;
-	int one_process;
-	int wait_request;
-} A = { .p = 11, .seconds = 3.0, .warmup = 2000 };
+	bool one_process;
+	bool wait_request;
+} A;
 
 /* ---- server side (the "learner") ---------------------------------------- */
 
@@ -241,26 +240,22 @@ static struct {
 	int done, failed;
 } C;
 
-static void client_send(Dpasync__Envelope *env)
+static void client_sent(int rc)
 {
-	int rc;
-
-	env->version = DP_PROTO_VERSION;
-	rc = dp_conn_send(C.conn, env);
 	if (rc < 0) {
 		fprintf(stderr, "tls_pingpong: client: send: %s\n", dp_error_detail(rc));
 		C.failed = 1;
 	}
 }
 
+static void client_send(Dpasync__Envelope *env)
+{
+	client_sent(tst_peer_send(C.conn, env));
+}
+
 static void client_request(void)
 {
-	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
-	Dpasync__UpdateRequest u = DPASYNC__UPDATE_REQUEST__INIT;
-
-	env.msg_case = DPASYNC__ENVELOPE__MSG_UPDATE_REQUEST;
-	env.update_request = &u;
-	client_send(&env);
+	client_sent(tst_peer_send_request(C.conn));
 }
 
 static void client_on_message(dp_conn *c, Dpasync__Envelope *m)
@@ -316,8 +311,10 @@ static void client_on_close(dp_conn *c, int reason, const char *detail)
 
 static int client_start(uv_loop_t *loop, uint16_t port)
 {
-	dp_tls_files tf = { .ca_file = A.ca, .cert_file = A.ccert, .key_file = A.ckey };
-	dp_conn_config cfg;
+	static const dp_conn_callbacks cb = {
+		.on_handshake = client_on_handshake, .on_message = client_on_message,
+		.on_close = client_on_close,
+	};
 	SSL_CTX *ctx;
 	dp_conn *c;
 	int rc;
@@ -325,15 +322,10 @@ static int client_start(uv_loop_t *loop, uint16_t port)
 	C.grad = calloc(A.p, sizeof(double));
 	if (C.grad == NULL)
 		return dp_error_set(DP_ENOMEM, "out of memory");
-	rc = dp_tls_ctx_new(0, &tf, &ctx);
+	rc = tst_peer_ctx(0, A.ca, A.ccert, A.ckey, &ctx);
 	if (rc < 0)
 		return rc;
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.ctx = ctx;
-	cfg.cb.on_handshake = client_on_handshake;
-	cfg.cb.on_message = client_on_message;
-	cfg.cb.on_close = client_on_close;
-	rc = dp_conn_connect(loop, &cfg, "127.0.0.1", port, "learner", &c);
+	rc = tst_peer_connect(loop, ctx, &cb, NULL, 0, "127.0.0.1", port, &c);
 	SSL_CTX_free(ctx);
 	return rc;
 }
@@ -365,62 +357,48 @@ static int client_main(int rfd)
 	return C.failed ? 1 : 0;
 }
 
-static int usage(void)
-{
-	fprintf(stderr, "usage: tls_pingpong --ca F --server-cert F --server-key F "
-		"--client-cert F --client-key F [--p P] [--seconds S] [--warmup N] "
-		"[--one-process] [--wait-request]\n");
-	return 2;
-}
+static const struct dp_config_entry opts[] = {
+	{ .name = "ca", DP_CFG_PATH(&A.ca), .flags = DP_CONFIG_REQUIRED, .help = "CA certificate" },
+	{ .name = "server-cert", DP_CFG_PATH(&A.scert), .flags = DP_CONFIG_REQUIRED,
+	  .help = "the server's (learner's) certificate" },
+	{ .name = "server-key", DP_CFG_PATH(&A.skey), .flags = DP_CONFIG_REQUIRED,
+	  .help = "its key" },
+	{ .name = "client-cert", DP_CFG_PATH(&A.ccert), .flags = DP_CONFIG_REQUIRED,
+	  .help = "the client's (an owner's) certificate" },
+	{ .name = "client-key", DP_CFG_PATH(&A.ckey), .flags = DP_CONFIG_REQUIRED,
+	  .help = "its key" },
+	{ .name = "p", DP_CFG_SIZE(&A.p), .def = "11", .min = 1, .max = INFINITY,
+	  .help = "theta and gradient length" },
+	{ .name = "seconds", DP_CFG_DOUBLE(&A.seconds), .def = "3", .min = 0, .max = INFINITY,
+	  .min_exclusive = true, .help = "measured time" },
+	{ .name = "warmup", DP_CFG_U64(&A.warmup), .def = "2000",
+	  .help = "round trips before the measurement" },
+	{ .name = "one-process", DP_CFG_BOOL(&A.one_process), .def = "false",
+	  .help = "both ends on one loop (default: the client in a forked child)" },
+	{ .name = "wait-request", DP_CFG_BOOL(&A.wait_request), .def = "false",
+	  .help = "the next Query waits for the UpdateRequest too" },
+	DP_CONFIG_END,
+};
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "ca", required_argument, NULL, 'a' },
-		{ "server-cert", required_argument, NULL, 'c' },
-		{ "server-key", required_argument, NULL, 'k' },
-		{ "client-cert", required_argument, NULL, 'C' },
-		{ "client-key", required_argument, NULL, 'K' },
-		{ "p", required_argument, NULL, 'p' },
-		{ "seconds", required_argument, NULL, 's' },
-		{ "warmup", required_argument, NULL, 'w' },
-		{ "one-process", no_argument, NULL, '1' },
-		{ "wait-request", no_argument, NULL, 'W' },
-		{ NULL, 0, NULL, 0 },
+	static const struct dp_config_spec spec = {
+		.program = "tls_pingpong",
+		.summary = "Baseline for the daemon throughput benchmark: a raw TLS ping-pong.",
+		.entries = opts, .command = true,
 	};
-	dp_tls_files tf;
-	dp_conn_config cfg;
+	static const dp_conn_callbacks server_cb = {
+		.on_handshake = server_on_handshake, .on_message = server_on_message,
+		.on_close = server_on_close,
+	};
 	SSL_CTX *ctx;
-	int o, rc = 0, pfd[2] = { -1, -1 }, status = 0;
+	int rc = 0, pfd[2] = { -1, -1 }, status = 0;
 	pid_t child = -1;
 	uint16_t port;
 
 	signal(SIGPIPE, SIG_IGN);
-	for (;;) {
-		o = getopt_long(argc, argv, "", opts, NULL);
-		if (o == -1)
-			break;
-		switch (o) {
-		case 'a': A.ca = optarg; break;
-		case 'c': A.scert = optarg; break;
-		case 'k': A.skey = optarg; break;
-		case 'C': A.ccert = optarg; break;
-		case 'K': A.ckey = optarg; break;
-		case 'p': rc = dp_num_parse_size("--p", optarg, &A.p); break;
-		case 's': rc = dp_num_parse_double("--seconds", optarg, 0, &A.seconds); break;
-		case 'w': rc = dp_num_parse_u64("--warmup", optarg, &A.warmup); break;
-		case '1': A.one_process = 1; break;
-		case 'W': A.wait_request = 1; break;
-		default: return usage();
-		}
-		if (rc < 0) {
-			fprintf(stderr, "tls_pingpong: %s\n", dp_error_detail(rc));
-			return 2;
-		}
-	}
-	if (optind != argc || !A.ca || !A.scert || !A.skey || !A.ccert || !A.ckey || A.p == 0 ||
-	    !(A.seconds > 0))
-		return usage();
+	if (!tst_opts_load(&spec, argc, argv, &status))
+		return status;
 	dp_log_set_level(DP_LOG_WARN);
 
 	/* Fork before any loop or TLS state exists: the child builds its own. */
@@ -443,15 +421,9 @@ int main(int argc, char **argv)
 
 	S.theta = calloc(A.p, sizeof(double));
 	S.loop = uv_default_loop();
-	tf = (dp_tls_files){ .ca_file = A.ca, .cert_file = A.scert, .key_file = A.skey };
-	rc = dp_tls_ctx_new(1, &tf, &ctx);
+	rc = tst_peer_ctx(1, A.ca, A.scert, A.skey, &ctx);
 	if (rc == 0) {
-		memset(&cfg, 0, sizeof(cfg));
-		cfg.ctx = ctx;
-		cfg.cb.on_handshake = server_on_handshake;
-		cfg.cb.on_message = server_on_message;
-		cfg.cb.on_close = server_on_close;
-		rc = dp_conn_listen(S.loop, &cfg, "127.0.0.1", 0, &S.lst);
+		rc = tst_peer_listen(S.loop, ctx, &server_cb, 0, "127.0.0.1", 0, &S.lst);
 		SSL_CTX_free(ctx);
 	}
 	if (rc < 0 || S.theta == NULL) {
@@ -513,5 +485,6 @@ int main(int argc, char **argv)
 	       A.wait_request ? "true" : "false", S.qbytes, S.abytes, S.rbytes);
 	free(S.theta);
 	free(C.grad);
+	dp_config_free(&spec);
 	return 0;
 }

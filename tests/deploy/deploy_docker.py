@@ -39,7 +39,7 @@ a failure, never a skip.
 """
 import os, sys, threading, time, traceback
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, '..', 'integration'))
+sys.path.insert(0, os.path.join(HERE, '..', 'lib'))
 sys.path.insert(0, HERE)
 from harness import Fail, check, tmpdir, cleanup, main
 import engine, compose_stack, systemd_units

@@ -68,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (dp_ledger_open(path, 0, 0, NULL, DP_LEDGER_READONLY, &ro) != 0)
 		return 0;
 	c = counts_of(ro);
-	if (dp_ledger_cap_nano(ro) != DP_LEDGER_INF)
+	if (dp_ledger_cap_nano(ro) != DP_NANO_INF)
 		FUZZ_CHECK(c.spent <= dp_ledger_cap_nano(ro));
 	FUZZ_CHECK(dp_ledger_check(ro, c.last_k + 1, 1e-9) == DP_ESTATE);  /* read-only */
 	cap = dp_ledger_cap(ro);
@@ -81,7 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc = dp_ledger_open(path, cap, capk, identity, rw_flags, &rw);
 	if (rc != 0) {
 		/* Only a cap that rounds below one nano-epsilon may fail. */
-		FUZZ_CHECK(rc == DP_EINVAL && dp_ledger_nano_floor(cap, &cap_floor) == 0 &&
+		FUZZ_CHECK(rc == DP_EINVAL && dp_nano_floor(cap, &cap_floor) == 0 &&
 			   cap_floor == 0);
 		return 0;
 	}

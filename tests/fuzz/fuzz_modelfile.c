@@ -44,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (dp_modelfile_read(in, &a) != 0)
 		return 0;
 	FUZZ_CHECK(a.p > 0 && a.theta != NULL);
-	FUZZ_CHECK(dp_modelfile_write(out, &a) == 0);
+	FUZZ_CHECK(dp_modelfile_write(out, &a, DP_FILE_MODE_SHARED) == 0);
 	rc = dp_modelfile_read(out, &b);
 	if (rc != 0)
 		fprintf(stderr, "written model does not read: %s\n", dp_error_detail(rc));

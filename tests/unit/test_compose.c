@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The equal split of (eps, delta) over T wake-ups (common/core/compose.h). */
+/* The equal split of (eps, delta) over T wake-ups and the plan of an
+ * agent's ledger (common/core/compose.h). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "common/core/compose.h"
 #include "common/core/error.h"
+#include "common/core/nano.h"
 
 static void test_pure_is_equal_split(void **state)
 {
@@ -67,6 +71,91 @@ static void test_bad_arguments(void **state)
 	assert_true(e == 7);
 }
 
+/* The charges of a plan fit its cap once rounded as the ledger rounds:
+ * K warm-start charges and T wake-up charges up, the cap down. */
+static void assert_fits(const dp_compose_budget *b, uint64_t K, uint64_t T)
+{
+	uint64_t cap, step, warm = 0;
+
+	assert_int_equal(dp_nano_floor(b->cap, &cap), 0);
+	assert_int_equal(dp_nano_ceil(b->eps_step, &step), 0);
+	if (K)
+		assert_int_equal(dp_nano_ceil(b->eps_warm, &warm), 0);
+	assert_true(K * warm + T * step <= cap);
+}
+
+static void test_plan_pure(void **state)
+{
+	dp_compose_budget b;
+
+	(void)state;
+	assert_int_equal(dp_compose_plan(1.0, 0, 0, 0, 4, &b), 0);
+	assert_true(b.cap == 1.0 && b.eps_step == 0.25 && b.eps_warm == 0);
+	/* 1/3 is not a whole nano-epsilon: the share rounds down so that
+	 * three charges fit the cap. */
+	assert_int_equal(dp_compose_plan(1.0, 0, 0, 0, 3, &b), 0);
+	assert_true(b.cap == 1.0 && b.eps_step < 1.0 / 3.0 && b.eps_step > 1.0 / 3.0 - 1e-9);
+	assert_fits(&b, 0, 3);
+}
+
+static void test_plan_warm_start(void **state)
+{
+	dp_compose_budget b;
+
+	(void)state;
+	/* 0.4 over 10 warm-start steps, 0.6 over 3 wake-ups (1.0 - 0.4 is a
+	 * hair below 0.6 in binary, so its share rounds down a nano-epsilon). */
+	assert_int_equal(dp_compose_plan(1.0, 0.4, 10, 0, 3, &b), 0);
+	assert_true(fabs(b.eps_warm - 0.04) < 1e-12);
+	assert_true(b.eps_step <= 0.2 && b.eps_step > 0.2 - 2e-9);
+	assert_true(fabs(b.cap - 1.0) < 1e-15);
+	assert_fits(&b, 10, 3);
+	/* Awkward parts: every rounding down, and they still fit. */
+	for (uint64_t T = 1; T <= 50; T += 7)
+		for (uint64_t K = 1; K <= 13; K += 4) {
+			assert_int_equal(dp_compose_plan(1.0 / 3.0, 1.0 / 7.0, K, 0, T, &b), 0);
+			assert_fits(&b, K, T);
+		}
+}
+
+static void test_plan_advanced(void **state)
+{
+	dp_compose_budget b;
+	double e = 0;
+
+	(void)state;
+	/* Under advanced composition the wake-ups' pure-epsilon total, the
+	 * ledger's cap, is above eps. */
+	assert_int_equal(dp_compose_split(1.0, exp(-5.0), 1000, &e), 0);
+	assert_int_equal(dp_compose_plan(1.0, 0, 0, exp(-5.0), 1000, &b), 0);
+	assert_true(b.cap == e * 1000 && b.cap > 1.0);
+	assert_true(b.eps_step <= e && b.eps_step > e - 1e-9);
+	assert_fits(&b, 0, 1000);
+}
+
+static void test_plan_infinite_and_errors(void **state)
+{
+	dp_compose_budget b = { 7, 7, 7 };
+
+	(void)state;
+	assert_int_equal(dp_compose_plan(INFINITY, 0.5, 10, 0, 4, &b), 0);
+	assert_true(isinf(b.cap) && isinf(b.eps_step) && isinf(b.eps_warm));
+	b = (dp_compose_budget){ 7, 7, 7 };
+	assert_int_equal(dp_compose_plan(1.0, 1.0, 10, 0, 4, &b), DP_EINVAL);
+	assert_string_equal(dp_error_detail(DP_EINVAL),
+			    "--warm-start 1 leaves nothing of --epsilon 1 for the wake-ups");
+	assert_int_equal(dp_compose_plan(1.0, -0.1, 10, 0, 4, &b), DP_EINVAL);
+	assert_int_equal(dp_compose_plan(1.0, 0.5, 0, 0, 4, &b), DP_EINVAL);
+	assert_int_equal(dp_compose_plan(1.0, 0, 0, 0, 0, &b), DP_EINVAL);
+	assert_int_equal(dp_compose_plan(0, 0, 0, 0, 4, &b), DP_EINVAL);
+	assert_string_equal(dp_error_detail(DP_EINVAL), "epsilon must be > 0");
+	/* Below one nano-epsilon a wake-up: the ledger's detail, named. */
+	assert_int_equal(dp_compose_plan(1e-6, 0, 0, 0, 10000, &b), DP_EINVAL);
+	assert_true(strncmp(dp_error_detail(DP_EINVAL), "--epsilon cannot be split over the "
+			    "wake-ups: ", 44) == 0);
+	assert_true(b.cap == 7 && b.eps_step == 7 && b.eps_warm == 7);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -75,6 +164,10 @@ int main(void)
 		cmocka_unit_test(test_advanced_wins_for_many_steps),
 		cmocka_unit_test(test_basic_wins_for_few_steps),
 		cmocka_unit_test(test_bad_arguments),
+		cmocka_unit_test(test_plan_pure),
+		cmocka_unit_test(test_plan_warm_start),
+		cmocka_unit_test(test_plan_advanced),
+		cmocka_unit_test(test_plan_infinite_and_errors),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

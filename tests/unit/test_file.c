@@ -7,6 +7,7 @@
 #include <cmocka.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -344,6 +345,137 @@ static void test_sync(void **state)
 	assert_int_equal(errno, EBADF);
 }
 
+/* Private state files: 0600 under any umask, also a file an older
+ * version left 0644 (docs/ownerd.md "File permissions"). */
+static void test_private(void **state)
+{
+	mode_t old = umask(0);
+	const char *p = path_of("priv.txt");
+	char *text;
+	FILE *f;
+	int fd;
+
+	(void)state;
+	assert_int_equal(dp_file_write_atomic(p, "x", 1, DP_FILE_MODE_PRIVATE), 0);
+	assert_int_equal(mode_of(p), 0600);
+	assert_int_equal(dp_file_write_atomic(p, "x", 1, DP_FILE_MODE_SHARED), 0);
+	assert_int_equal(mode_of(p), 0644);
+	/* The umask never takes the owner's own bits. */
+	umask(0277);
+	assert_int_equal(dp_file_write_atomic(p, "x", 1, DP_FILE_MODE_PRIVATE), 0);
+	assert_int_equal(mode_of(p), 0600);
+	umask(0);
+
+	p = path_of("lock");
+	assert_int_equal(dp_file_open_private(p, O_RDWR | O_CREAT, &fd), 0);
+	assert_int_equal(mode_of(p), 0600);
+	close(fd);
+	assert_int_equal(chmod(p, 0644), 0);
+	assert_int_equal(dp_file_open_private(p, O_RDWR, &fd), 0);
+	assert_int_equal(mode_of(p), 0600);
+	close(fd);
+	fd = -7;
+	assert_int_equal(dp_file_open_private(path_of("absent"), O_RDWR, &fd), DP_ENOENT);
+	assert_int_equal(fd, -7);
+	assert_int_equal(errno, ENOENT);
+	assert_int_equal(dp_file_open_private(path_of("no-such-dir/x"), O_RDWR | O_CREAT, &fd),
+			 DP_ENOENT);
+	assert_non_null(strstr(dp_error_detail(DP_ENOENT), "no-such-dir/x"));
+
+	/* The stdio forms: w truncates, a appends, r+ needs the file. */
+	p = path_of("trace.csv");
+	assert_int_equal(dp_file_fopen_private(p, "w", &f), 0);
+	fputs("head\n", f);
+	fclose(f);
+	assert_int_equal(mode_of(p), 0600);
+	assert_int_equal(chmod(p, 0666), 0);
+	assert_int_equal(dp_file_fopen_private(p, "a", &f), 0);
+	fputs("row\n", f);
+	fclose(f);
+	assert_int_equal(mode_of(p), 0600);
+	text = read_text(p);
+	assert_string_equal(text, "head\nrow\n");
+	free(text);
+	assert_int_equal(dp_file_fopen_private(p, "r+", &f), 0);
+	fclose(f);
+	f = NULL;
+	assert_int_equal(dp_file_fopen_private(path_of("none.csv"), "r+", &f), DP_ENOENT);
+	assert_null(f);
+	assert_int_equal(dp_file_fopen_private(p, "w", &f), 0);
+	fclose(f);
+	text = read_text(p);
+	assert_string_equal(text, "");
+	free(text);
+	umask(old);
+}
+
+/* sshd's StrictModes (docs/ownerd.md "File permissions").  Run as root the
+ * foreign owner and group are made with chown; otherwise those cases are
+ * left out (the integration test local_state runs them as root). */
+static void test_check_trusted(void **state)
+{
+	char top[256], led[256], f[256];
+
+	(void)state;
+	/* Copies: path_of's buffers rotate. */
+	snprintf(top, sizeof(top), "%s", path_of("t"));
+	snprintf(led, sizeof(led), "%s", path_of("t/led"));
+	snprintf(f, sizeof(f), "%s", path_of("t/key"));
+	assert_int_equal(mkdir(top, 0755), 0);
+	assert_int_equal(chmod(top, 0755), 0);
+	/* Not there yet: the directories above it are checked. */
+	assert_int_equal(dp_file_check_trusted("--ledger", led), 0);
+	assert_int_equal(mkdir(led, 0700), 0);
+	assert_int_equal(dp_file_check_trusted("--ledger", led), 0);
+	assert_int_equal(chmod(led, 0777), 0);
+	assert_int_equal(dp_file_check_trusted("--ledger", led), DP_EINVAL);
+	assert_non_null(strstr(dp_error_detail(DP_EINVAL), "writable by every user (mode 0777)"));
+	assert_non_null(strstr(dp_error_detail(DP_EINVAL), "--ledger "));
+	/* Writable by its group: only when the group is ours (fsGroup). */
+	assert_int_equal(chown(led, (uid_t)-1, getegid()), 0);
+	assert_int_equal(chmod(led, 02770), 0);
+	assert_int_equal(dp_file_check_trusted("--ledger", led), 0);
+	/* The sticky bit helps a directory above, never the path itself. */
+	assert_int_equal(chmod(led, 01777), 0);
+	assert_int_equal(dp_file_check_trusted("--ledger", led), DP_EINVAL);
+	assert_int_equal(chmod(led, 0700), 0);
+	assert_int_equal(chmod(top, 0777), 0);
+	assert_int_equal(dp_file_check_trusted("--ledger", led), DP_EINVAL);
+	assert_non_null(strstr(dp_error_detail(DP_EINVAL), "above it"));
+	/* Also for a path that does not exist yet. */
+	assert_int_equal(dp_file_check_trusted("--ledger", path_of("t/new")), DP_EINVAL);
+	assert_int_equal(chmod(top, 01777), 0);
+	assert_int_equal(dp_file_check_trusted("--ledger", led), 0);
+	assert_int_equal(chmod(top, 0755), 0);
+	/* A file; through a symbolic link, the file it leads to. */
+	put("t/key", "k");
+	assert_int_equal(chmod(f, 0600), 0);
+	assert_int_equal(dp_file_check_trusted("--key", f), 0);
+	assert_int_equal(symlink(f, path_of("t/link")), 0);
+	assert_int_equal(dp_file_check_trusted("--key", path_of("t/link")), 0);
+	assert_int_equal(chmod(f, 0602), 0);
+	assert_int_equal(dp_file_check_trusted("--key", f), DP_EINVAL);
+	assert_int_equal(dp_file_check_trusted("--key", path_of("t/link")), DP_EINVAL);
+	assert_non_null(strstr(dp_error_detail(DP_EINVAL), "where it leads"));
+	assert_int_equal(chmod(f, 0600), 0);
+	if (geteuid() == 0) {
+		assert_int_equal(chown(f, (uid_t)-1, 12345), 0);
+		assert_int_equal(chmod(f, 0620), 0);
+		assert_int_equal(dp_file_check_trusted("--key", f), DP_EINVAL);
+		assert_non_null(strstr(dp_error_detail(DP_EINVAL), "group 12345"));
+		assert_int_equal(chmod(f, 0640), 0);
+		assert_int_equal(dp_file_check_trusted("--key", f), 0);
+		assert_int_equal(chown(f, 12345, (gid_t)-1), 0);
+		assert_int_equal(dp_file_check_trusted("--key", f), DP_EINVAL);
+		assert_non_null(strstr(dp_error_detail(DP_EINVAL), "owned by uid 12345"));
+		assert_int_equal(chown(top, 12345, (gid_t)-1), 0);
+		assert_int_equal(dp_file_check_trusted("--ledger", led), DP_EINVAL);
+		assert_non_null(strstr(dp_error_detail(DP_EINVAL), "above it is owned by uid 12345"));
+		assert_int_equal(chown(top, 0, (gid_t)-1), 0);
+	}
+	assert_int_equal(dp_file_check_trusted("--key", ""), DP_EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -354,6 +486,8 @@ int main(void)
 		cmocka_unit_test(test_read_all),
 		cmocka_unit_test(test_mkdir_p),
 		cmocka_unit_test(test_sync),
+		cmocka_unit_test(test_private),
+		cmocka_unit_test(test_check_trusted),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

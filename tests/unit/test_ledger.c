@@ -204,58 +204,7 @@ static void mk_record(unsigned char *r, uint64_t seq, uint64_t k, uint64_t charg
 	le32(r + 60, crc(r, 60));
 }
 
-/* ---- nano-epsilon rounding ---- */
-
-static void test_nano_rounding(void **state)
-{
-	uint64_t v = 7;
-
-	(void)state;
-	/* 1/3 = 6004799503160661 * 2^-54 (2^54/3 = ...661.33 rounds down), so
-	 * 1e9/3 in the double is 333333333.33333331...: ceil ...334, floor ...333. */
-	assert_int_equal(dp_ledger_nano_ceil(1.0 / 3, &v), 0);
-	assert_int_equal(v, 333333334u);
-	assert_int_equal(dp_ledger_nano_floor(1.0 / 3, &v), 0);
-	assert_int_equal(v, 333333333u);
-	/* 0.1 = 3602879701896397 * 2^-55 (2^55/10 = ...396.8 rounds up) =
-	 * 0.1000000000000000055...: 1e8 + 5.5e-9 nano. */
-	assert_int_equal(dp_ledger_nano_ceil(0.1, &v), 0);
-	assert_int_equal(v, 100000001u);
-	assert_int_equal(dp_ledger_nano_floor(0.1, &v), 0);
-	assert_int_equal(v, 100000000u);
-	/* 0.3 = 5404319552844595 * 2^-54 (2^54*0.3 = ...595.2 rounds down) =
-	 * 0.29999999999999998889...: floor 299999999, ceil 300000000. */
-	assert_int_equal(dp_ledger_nano_floor(0.3, &v), 0);
-	assert_int_equal(v, 299999999u);
-	assert_int_equal(dp_ledger_nano_ceil(0.3, &v), 0);
-	assert_int_equal(v, 300000000u);
-	/* Exact binary fractions: no rounding either way. */
-	assert_int_equal(dp_ledger_nano_ceil(0.25, &v), 0);
-	assert_int_equal(v, 250000000u);
-	assert_int_equal(dp_ledger_nano_floor(0.25, &v), 0);
-	assert_int_equal(v, 250000000u);
-	assert_int_equal(dp_ledger_nano_ceil(3.0, &v), 0);
-	assert_int_equal(v, 3000000000u);
-	/* Tiny positive charges cost one nano; the smallest subnormal too. */
-	assert_int_equal(dp_ledger_nano_ceil(1e-12, &v), 0);
-	assert_int_equal(v, 1u);
-	assert_int_equal(dp_ledger_nano_floor(1e-12, &v), 0);
-	assert_int_equal(v, 0u);
-	assert_int_equal(dp_ledger_nano_ceil(5e-324, &v), 0);
-	assert_int_equal(v, 1u);
-	assert_int_equal(dp_ledger_nano_ceil(0.0, &v), 0);
-	assert_int_equal(v, 0u);
-	/* 1.7e10 is an integer double: exactly 1.7e19 nano, below 2^64. */
-	assert_int_equal(dp_ledger_nano_ceil(1.7e10, &v), 0);
-	assert_true(v == 17000000000000000000ull);
-	/* Out of range / invalid; v untouched. */
-	v = 7;
-	assert_int_equal(dp_ledger_nano_ceil(1.9e10, &v), DP_ERANGE);
-	assert_int_equal(dp_ledger_nano_ceil(INFINITY, &v), DP_ERANGE);
-	assert_int_equal(dp_ledger_nano_ceil(-1e-9, &v), DP_EINVAL);
-	assert_int_equal(dp_ledger_nano_floor(NAN, &v), DP_EINVAL);
-	assert_int_equal(v, 7u);
-}
+/* ---- rounding (the rules themselves: test_nano.c) ---- */
 
 static void test_rounding_cap_third(void **state)
 {
@@ -304,20 +253,15 @@ static void test_rounding_cap_down(void **state)
 	dp_ledger_close(l);
 }
 
+/* K charges of dp_nano_share(eps, K) fill the ledger to the nano-epsilon. */
 static void test_eps_share(void **state)
 {
 	struct fx *f = *state;
 	double q = 0;
-	uint64_t v;
 	dp_ledger *l;
 
-	/* floor(1e9 / 3) = 333333333 nano per answer. */
-	assert_int_equal(dp_ledger_eps_share(1.0, 3, &q), 0);
-	assert_int_equal(dp_ledger_nano_ceil(q, &v), 0);
-	assert_int_equal(v, 333333333u);
-	/* Largest such double: the next one up costs more. */
-	assert_int_equal(dp_ledger_nano_ceil(nextafter(q, 1.0), &v), 0);
-	assert_int_equal(v, 333333334u);
+	/* floor(1e9 / 3) = 333333333 nano per answer (test_nano.c). */
+	assert_int_equal(dp_nano_share(1.0, 3, &q), 0);
 	l = open_ok(f->path, 1.0, 3, "", 0);
 	charge_ok(l, 1, q);
 	charge_ok(l, 2, q);
@@ -325,18 +269,6 @@ static void test_eps_share(void **state)
 	assert_int_equal(dp_ledger_spent_nano(l), 999999999u);
 	assert_int_equal(dp_ledger_charge(l, 4, 1e-12, NULL), DP_EBUDGET);  /* K = 3 */
 	dp_ledger_close(l);
-	/* cap 0.3 -> 299999999; / 3 = 99999999 (remainder 2). */
-	assert_int_equal(dp_ledger_eps_share(0.3, 3, &q), 0);
-	assert_int_equal(dp_ledger_nano_ceil(q, &v), 0);
-	assert_int_equal(v, 99999999u);
-	assert_int_equal(dp_ledger_eps_share(INFINITY, 5, &q), 0);
-	assert_true(isinf(q));
-	q = 5;
-	assert_int_equal(dp_ledger_eps_share(1e-9, 2, &q), DP_EINVAL);  /* 1 nano / 2 */
-	assert_int_equal(dp_ledger_eps_share(1.0, 0, &q), DP_EINVAL);
-	assert_int_equal(dp_ledger_eps_share(0.0, 1, &q), DP_EINVAL);
-	assert_int_equal(dp_ledger_eps_share(NAN, 1, &q), DP_EINVAL);
-	assert_true(q == 5);
 }
 
 /* ---- caps ---- */
@@ -592,12 +524,12 @@ static void test_infinite(void **state)
 
 	open_fails(f->path, INFINITY, 3, "", 0, DP_EINVAL);
 	l = open_ok(f->path, INFINITY, 3, "", DP_LEDGER_ALLOW_INF);
-	assert_true(dp_ledger_cap_nano(l) == DP_LEDGER_INF);
+	assert_true(dp_ledger_cap_nano(l) == DP_NANO_INF);
 	assert_true(isinf(dp_ledger_cap(l)));
 	charge_ok(l, 1, 0.5);
 	assert_int_equal(dp_ledger_spent_nano(l), 500000000u);
 	charge_ok(l, 2, INFINITY);
-	assert_true(dp_ledger_spent_nano(l) == DP_LEDGER_INF);
+	assert_true(dp_ledger_spent_nano(l) == DP_NANO_INF);
 	assert_true(isinf(dp_ledger_spent(l)));
 	assert_true(isinf(dp_ledger_left(l)));
 	charge_ok(l, 3, 0.5);
@@ -606,7 +538,7 @@ static void test_infinite(void **state)
 	dp_ledger_close(l);
 	l = open_ok(f->path, INFINITY, 3, "", DP_LEDGER_ALLOW_INF);
 	assert_int_equal(dp_ledger_answers(l), 3);
-	assert_true(dp_ledger_spent_nano(l) == DP_LEDGER_INF);
+	assert_true(dp_ledger_spent_nano(l) == DP_NANO_INF);
 	dp_ledger_close(l);
 	/* A testing ledger never opens without the flag, even to lower it. */
 	open_fails(f->path, 1.0, 3, "", DP_LEDGER_ALLOW_LOWER, DP_EINVAL);
@@ -1509,7 +1441,6 @@ static void crash_rounds(struct fx *f, bool ahead)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_nano_rounding),
 		cmocka_unit_test_setup_teardown(test_rounding_cap_third, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_rounding_cap_down, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_eps_share, fx_setup, fx_teardown),

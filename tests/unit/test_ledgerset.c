@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for common/core/ledgerset.c: an owner's per-job ledgers in one
- * directory and the lifetime total over them (docs/ledger.md §8).
+ * directory and the lifetime total over them (docs/ledger.md §8), and
+ * ledgerset_format.c: the directory's format version and its migrations
+ * (docs/ledger.md §10).
  *
  * Charges are multiples of 0.25 epsilon, exact in binary and in
  * nano-epsilon (250,000,000 each), so the expected totals are exact. */
@@ -11,15 +13,20 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/core/error.h"
+#include "common/core/file.h"
 #include "common/core/ledger.h"
 #include "common/core/ledgerset.h"
+#include "common/core/ledgerset_impl.h"
 #include "common/core/log.h"
 
 struct fx {
@@ -207,6 +214,386 @@ static void test_old_file_and_damage(void **state)
 	assert_non_null(strstr(dp_error_detail(DP_ECORRUPT), "job-bad.ledger"));
 }
 
+/* ---- the format version and its migrations ---------------------------------- */
+
+#define FORMAT_LINE "dpasync ledger directory format "
+
+/* What a directory says about the budget: every job's summary and the
+ * lifetime total.  A migration must keep all of it exactly. */
+struct figures {
+	size_t n;
+	dp_ledgerset_job jobs[8];
+	char paths[8][160];
+	uint64_t lifetime_nano;
+	unsigned format;
+};
+
+/* The figures of `dir` as a read-only open sees them (no lock, nothing
+ * written), or the error of that open. */
+static int figures_of(const char *dir, struct figures *fig)
+{
+	dp_ledgerset *s = NULL;
+	int r = dp_ledgerset_open(dir, NULL, DP_LEDGERSET_READONLY, &s);
+
+	if (r != 0)
+		return r;
+	memset(fig, 0, sizeof(*fig));
+	fig->n = dp_ledgerset_count(s);
+	assert_true(fig->n <= 8);
+	for (size_t i = 0; i < fig->n; i++) {
+		fig->jobs[i] = *dp_ledgerset_at(s, i);
+		/* The path is the set's; keep the name only (dirs differ). */
+		snprintf(fig->paths[i], sizeof(fig->paths[i]), "%s",
+			 strrchr(fig->jobs[i].path, '/') + 1);
+		fig->jobs[i].path = NULL;
+	}
+	fig->lifetime_nano = dp_ledgerset_spent_except(s, NULL);
+	fig->format = dp_ledgerset_format(s);
+	dp_ledgerset_close(s);
+	return 0;
+}
+
+static void assert_same_figures(const struct figures *a, const struct figures *b)
+{
+	assert_int_equal(a->n, b->n);
+	assert_true(a->lifetime_nano == b->lifetime_nano);
+	for (size_t i = 0; i < a->n; i++) {
+		const dp_ledgerset_job *x = &a->jobs[i], *y = &b->jobs[i];
+
+		assert_string_equal(a->paths[i], b->paths[i]);
+		assert_string_equal(x->job, y->job);
+		assert_true(x->answers == y->answers && x->answers_cap == y->answers_cap);
+		assert_true(x->spent_nano == y->spent_nano && x->cap_nano == y->cap_nano);
+		assert_true(x->last_time_ns == y->last_time_ns && x->torn == y->torn);
+	}
+}
+
+/* Today's layout (format 1: no format file) as ownerd leaves it: the
+ * directory (0700), its lock file, and owner alice's job ledgers written
+ * by the ledger code itself: job-a spent in four plain charges of 0.25;
+ * job-b through reserve-ahead (covered answers, a reservation alone and a
+ * share still held at the end, docs/ledger.md §9); a job whose id is
+ * stored under its hash; and an empty job.  Its figures go to *fig. */
+static void make_v1(const char *dir, struct figures *fig)
+{
+	static const char *const jobs[] = { "job-a", "job-b", "x/y", "empty" };
+	dp_ledgerset *s = NULL;
+	char lock[200];
+	int fd;
+
+	assert_int_equal(mkdir(dir, 0700), 0);
+	snprintf(lock, sizeof(lock), "%s/lock", dir);
+	fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	/* Read-only: the file names of the jobs, with nothing written. */
+	assert_int_equal(dp_ledgerset_open(dir, NULL, DP_LEDGERSET_READONLY, &s), 0);
+	for (size_t j = 0; j < sizeof(jobs) / sizeof(jobs[0]); j++) {
+		char ident[DP_LEDGER_IDENTITY_MAX + 1], *path = dp_ledgerset_job_path(s, jobs[j]);
+		dp_ledger *l = NULL;
+		bool covered;
+
+		assert_non_null(path);
+		snprintf(ident, sizeof(ident), "owner=alice job=%s", jobs[j]);
+		assert_int_equal(dp_ledger_open(path, 2.0, 8, ident, 0, &l), 0);
+		for (uint64_t k = 1; j == 0 && k <= 4; k++)
+			assert_int_equal(dp_ledger_charge(l, k, 0.25, NULL), 0);
+		for (uint64_t k = 1; j == 1 && k <= 3; k++) {
+			assert_int_equal(dp_ledger_charge_ahead(l, k, 0.25, &covered), 0);
+			assert_int_equal(dp_ledger_settle(l, 0.25), 0);
+		}
+		if (j == 2)
+			assert_int_equal(dp_ledger_charge(l, 7, 0.5, NULL), 0);
+		dp_ledger_close(l);
+		free(path);
+	}
+	dp_ledgerset_close(s);
+	assert_int_equal(figures_of(dir, fig), 0);
+	assert_int_equal(fig->format, 1);
+	assert_int_equal(fig->n, 4);
+	/* 1.0 + 4 shares of job-b (three answers, one held) + 0.5 */
+	assert_true(fig->lifetime_nano == 2500000000ull);
+}
+
+static bool exists(const char *dir, const char *name)
+{
+	char p[300];
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	return access(p, F_OK) == 0;
+}
+
+static void put_format(const char *dir, const char *text)
+{
+	char p[300];
+	FILE *fp;
+
+	snprintf(p, sizeof(p), "%s/" DP__LEDGERSET_FORMAT_FILE, dir);
+	fp = fopen(p, "w");
+	assert_non_null(fp);
+	fputs(text, fp);
+	assert_int_equal(fclose(fp), 0);
+}
+
+static void test_format_new(void **state)
+{
+	struct fx *f = *state;
+	dp_ledgerset *s = NULL;
+	char p[200], *text = NULL;
+	struct stat st;
+	size_t len;
+
+	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &s), 0);
+	assert_int_equal(dp_ledgerset_format(s), DP_LEDGERSET_FORMAT);
+	dp_ledgerset_close(s);
+	snprintf(p, sizeof(p), "%s/" DP__LEDGERSET_FORMAT_FILE, f->set);
+	assert_int_equal(dp_file_read_all(p, 100, &text, &len), 0);
+	assert_string_equal(text, FORMAT_LINE "2\n");
+	free(text);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(dp_ledgerset_open(f->set, NULL, DP_LEDGERSET_READONLY, &s), 0);
+	assert_int_equal(dp_ledgerset_format(s), 2);
+	dp_ledgerset_close(s);
+}
+
+/* A directory in today's layout keeps every figure through the migration;
+ * a read-only open reads it as it is and changes nothing. */
+static void test_format_migrate(void **state)
+{
+	struct fx *f = *state;
+	struct figures before, after;
+	dp_ledgerset *s = NULL;
+	struct stat st1, st2;
+	char p[200];
+
+	make_v1(f->set, &before);
+	assert_false(exists(f->set, DP__LEDGERSET_FORMAT_FILE));
+	assert_int_equal(figures_of(f->set, &after), 0);
+	assert_int_equal(after.format, 1);
+	assert_false(exists(f->set, DP__LEDGERSET_FORMAT_FILE));
+	/* Another owner is still refused, and nothing migrated for it. */
+	assert_int_equal(dp_ledgerset_open(f->set, "bob", 0, &s), DP_EINVAL);
+	assert_false(exists(f->set, DP__LEDGERSET_FORMAT_FILE));
+
+	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &s), 0);
+	assert_int_equal(dp_ledgerset_format(s), 2);
+	assert_true(dp_ledgerset_spent_except(s, NULL) == before.lifetime_nano);
+	dp_ledgerset_close(s);
+	assert_int_equal(figures_of(f->set, &after), 0);
+	assert_int_equal(after.format, 2);
+	assert_same_figures(&before, &after);
+	/* At the current version an open writes nothing. */
+	snprintf(p, sizeof(p), "%s/" DP__LEDGERSET_FORMAT_FILE, f->set);
+	assert_int_equal(stat(p, &st1), 0);
+	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &s), 0);
+	dp_ledgerset_close(s);
+	assert_int_equal(stat(p, &st2), 0);
+	assert_true(st1.st_ino == st2.st_ino && st1.st_mtim.tv_nsec == st2.st_mtim.tv_nsec);
+}
+
+/* The crash hook: sync call number `at` (1-based) kills the process
+ * before or after the real sync; `fail` makes it fail with EIO instead. */
+static int sync_calls, sync_at;
+static enum { KILL_BEFORE, KILL_AFTER, FAIL } sync_mode;
+
+static int crash_sync(int fd)
+{
+	int r;
+
+	if (++sync_calls == sync_at && sync_mode == KILL_BEFORE)
+		_exit(9);
+	if (sync_calls == sync_at && sync_mode == FAIL) {
+		errno = EIO;
+		return -1;
+	}
+	r = fsync(fd);
+	if (sync_calls == sync_at && sync_mode == KILL_AFTER)
+		_exit(9);
+	return r;
+}
+
+/* In a child: the hook armed at call `at`, then what `run` does.  Exit 9:
+ * killed at that call; 0: `run` succeeded; 1: it failed. */
+static int in_child(int at, int mode, int (*run)(const char *dir), const char *dir)
+{
+	pid_t pid = fork();
+	int status = 0;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		sync_calls = 0;
+		sync_at = at;
+		sync_mode = mode;
+		dp_file_set_sync_hook(crash_sync);
+		_exit(run(dir) == 0 ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+static int open_alice(const char *dir)
+{
+	dp_ledgerset *s = NULL;
+	int r = dp_ledgerset_open(dir, "alice", 0, &s);
+
+	dp_ledgerset_close(s);
+	return r;
+}
+
+/* A crash at every sync of the migration (before and after each: the
+ * temporary format file, then the directory after the rename), and a
+ * failed sync at each: the directory opens read-only at version 1 or 2
+ * with the same figures, and the next open completes the migration with
+ * the same figures again. */
+static void test_format_crash(void **state)
+{
+	struct fx *f = *state;
+	int modes[] = { KILL_BEFORE, KILL_AFTER, FAIL };
+
+	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+		int hit = 0;
+
+		for (int at = 1;; at++) {
+			struct figures before, mid, after;
+			int code;
+
+			rm_tree(f->set);
+			make_v1(f->set, &before);
+			code = in_child(at, modes[m], open_alice, f->set);
+			if (code == 0)
+				break;   /* fewer syncs than `at`: every point was hit */
+			assert_int_equal(code, modes[m] == FAIL ? 1 : 9);
+			hit++;
+			assert_int_equal(figures_of(f->set, &mid), 0);
+			assert_true(mid.format == 1 || mid.format == 2);
+			assert_same_figures(&before, &mid);
+			assert_int_equal(open_alice(f->set), 0);
+			assert_int_equal(figures_of(f->set, &after), 0);
+			assert_int_equal(after.format, 2);
+			assert_same_figures(&before, &after);
+		}
+		/* The temporary file's sync and the directory's, at least. */
+		assert_true(hit >= 2);
+	}
+}
+
+/* A newer format than this build knows, and a damaged format file: refused
+ * by every open, nothing changed. */
+static void test_format_refused(void **state)
+{
+	struct fx *f = *state;
+	static const char *const damaged[] = {
+		FORMAT_LINE "0\n", FORMAT_LINE "02\n", FORMAT_LINE "2", FORMAT_LINE "2\n\n",
+		FORMAT_LINE "2 \n", FORMAT_LINE "\n", "2\n", FORMAT_LINE "99999999999\n", "",
+	};
+	struct figures before, fig;
+	dp_ledgerset *s = NULL;
+
+	make_v1(f->set, &before);
+	put_format(f->set, FORMAT_LINE "3\n");
+	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &s), DP_EFORMAT);
+	assert_null(s);
+	assert_non_null(strstr(dp_error_detail(DP_EFORMAT), "format 3, newer than the 2"));
+	assert_int_equal(figures_of(f->set, &fig), DP_EFORMAT);
+	for (size_t i = 0; i < sizeof(damaged) / sizeof(damaged[0]); i++) {
+		put_format(f->set, damaged[i]);
+		assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &s), DP_ECORRUPT);
+		assert_non_null(strstr(dp_error_detail(DP_ECORRUPT), "is damaged"));
+		assert_int_equal(figures_of(f->set, &fig), DP_ECORRUPT);
+	}
+	/* Version 2 written by hand is read as it is. */
+	put_format(f->set, FORMAT_LINE "2\n");
+	assert_int_equal(figures_of(f->set, &fig), 0);
+	assert_int_equal(fig.format, 2);
+	assert_same_figures(&before, &fig);
+}
+
+/* The framework over a longer chain, as later versions will have it: 1 -> 2
+ * the commit alone, 2 -> 3 and 3 -> 4 each adding a file.  A crash at any
+ * sync leaves a version from 1 to 4 whose steps' files are all there and
+ * the job files untouched; running the chain again from there ends at 4. */
+static int add_marker(const char *dir, const char *name)
+{
+	char p[300];
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	return dp_file_write_atomic(p, name, strlen(name), 0600);
+}
+
+static int add_m3(const char *dir)
+{
+	return add_marker(dir, "m3");
+}
+
+static int add_m4(const char *dir)
+{
+	return add_marker(dir, "m4");
+}
+
+static const struct dp__ledgerset_step chain[] = {
+	{ 1, "format file", NULL },
+	{ 2, "m3", add_m3 },
+	{ 3, "m4", add_m4 },
+};
+
+static int run_chain(const char *dir)
+{
+	unsigned v;
+	int r = dp__ledgerset_format_read(dir, 4, &v);
+
+	if (r == 0)
+		r = dp__ledgerset_migrate(dir, chain, 3, 4, true, &v);
+	return r == 0 && v == 4 ? 0 : -1;
+}
+
+static char *job_bytes(const char *dir, size_t *len)
+{
+	char p[300], *text = NULL;
+
+	snprintf(p, sizeof(p), "%s/job-job-b.ledger", dir);
+	assert_int_equal(dp_file_read_all(p, 1 << 20, &text, len), 0);
+	return text;
+}
+
+static void test_format_chain(void **state)
+{
+	struct fx *f = *state;
+	int hit = 0;
+
+	for (int at = 1;; at++) {
+		struct figures before;
+		size_t len0, len1;
+		char *b0, *b1;
+		unsigned v = 0;
+		int code;
+
+		rm_tree(f->set);
+		make_v1(f->set, &before);
+		b0 = job_bytes(f->set, &len0);
+		code = in_child(at, KILL_AFTER, run_chain, f->set);
+		assert_int_equal(dp__ledgerset_format_read(f->set, 4, &v), 0);
+		assert_true(v >= 1 && v <= 4);
+		assert_true(v < 3 || exists(f->set, "m3"));
+		assert_true(v < 4 || exists(f->set, "m4"));
+		b1 = job_bytes(f->set, &len1);
+		assert_true(len0 == len1 && memcmp(b0, b1, len0) == 0);
+		free(b0);
+		free(b1);
+		if (code == 0) {
+			assert_int_equal(v, 4);
+			break;
+		}
+		assert_int_equal(code, 9);
+		hit++;
+		assert_int_equal(run_chain(f->set), 0);
+		assert_true(exists(f->set, "m3") && exists(f->set, "m4"));
+	}
+	/* Two syncs per commit and two per marker: 10 points. */
+	assert_int_equal(hit, 10);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -214,6 +601,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_names, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_lock_and_owner, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_old_file_and_damage, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_format_new, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_format_migrate, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_format_crash, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_format_refused, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_format_chain, fx_setup, fx_teardown),
 	};
 
 	dp_log_set_level(DP_LOG_ERROR);

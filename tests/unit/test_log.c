@@ -64,7 +64,10 @@ static void test_parse_level(void **state)
 	for (int i = 0; i < 4; i++) {
 		assert_int_equal(dp_log_parse_level(names[i], &lv), 0);
 		assert_int_equal(lv, (enum dp_log_level)i);
+		/* The one table the daemons' log-level setting uses. */
+		assert_string_equal(dp_log_level_names[i], names[i]);
 	}
+	assert_null(dp_log_level_names[4]);
 	lv = DP_LOG_WARN;
 	assert_int_equal(dp_log_parse_level("INFO", &lv), DP_EINVAL);
 	assert_int_equal(dp_log_parse_level("", &lv), DP_EINVAL);

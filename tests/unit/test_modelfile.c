@@ -45,7 +45,7 @@ static void test_roundtrip_exact(void **state)
 
 	strcpy(mf.mode, "async");
 	snprintf(path, sizeof(path), "%s/m.json", dir);
-	assert_int_equal(dp_modelfile_write(path, &mf), 0);
+	assert_int_equal(dp_modelfile_write(path, &mf, DP_FILE_MODE_SHARED), 0);
 	assert_int_equal(dp_modelfile_read(path, &rd), 0);
 	assert_int_equal(rd.model, DP_MODEL_LOGISTIC);
 	assert_int_equal(rd.p, 3);
@@ -92,7 +92,7 @@ static void test_optional_names(void **state)
 	dp_modelfile_free(&rd);
 	snprintf(path, sizeof(path), "%s/bare.json", dir);
 	strcpy(mf.mode, "sync1");
-	assert_int_equal(dp_modelfile_write(path, &mf), 0);
+	assert_int_equal(dp_modelfile_write(path, &mf, DP_FILE_MODE_SHARED), 0);
 	assert_int_equal(dp_modelfile_read(path, &rd), 0);
 	assert_null(rd.target);
 	assert_null(rd.features);
@@ -113,7 +113,7 @@ static void test_no_mode_roundtrip(void **state)
 		   "\"theta\":[1,2]}");
 	assert_int_equal(dp_modelfile_read(path, &rd), 0);
 	assert_string_equal(rd.mode, "");
-	assert_int_equal(dp_modelfile_write(path2, &rd), 0);
+	assert_int_equal(dp_modelfile_write(path2, &rd, DP_FILE_MODE_SHARED), 0);
 	assert_int_equal(dp_modelfile_read(path2, &rd2), 0);
 	assert_string_equal(rd2.mode, "");
 	assert_int_equal(rd2.p, 2);
@@ -156,7 +156,7 @@ static void test_rejects_nonfinite(void **state)
 	dp_modelfile mf = { .model = DP_MODEL_LINEAR, .p = 1, .theta = theta };
 
 	snprintf(path, sizeof(path), "%s/nan.json", dir);
-	assert_int_equal(dp_modelfile_write(path, &mf), DP_EINVAL);
+	assert_int_equal(dp_modelfile_write(path, &mf, DP_FILE_MODE_SHARED), DP_EINVAL);
 	assert_int_equal(access(path, F_OK), -1);
 }
 

@@ -15,7 +15,7 @@
 #include "common/core/dataset.h"
 #include "common/core/error.h"
 #include "common/core/graph.h"
-#include "common/core/ledger.h"
+#include "common/core/nano.h"
 #include "tools/lib/p2psim.h"
 
 /* Three agents, linear model, p = 2, dyadic data so that the query's
@@ -184,14 +184,14 @@ static void test_warm_split(void **state)
 	 * each warm step the ledger's share of 0.4 over 10 (0.04), each
 	 * wake-up its share of 0.6 over 3 (0.2), as ownerd --peer plans. */
 	assert_int_equal(dp_p2psim_warm_split(1.0, 0.4, 10, 0, 3, &t, &w), 0);
-	assert_int_equal(dp_ledger_eps_share(0.4, 10, &share), 0);
+	assert_int_equal(dp_nano_share(0.4, 10, &share), 0);
 	assert_true(w == share && fabs(w - 0.04) < 1e-9);
 	assert_int_equal(dp_p2psim_eps_split(0.6, 0, 3, &share), 0);
 	assert_true(t == share && fabs(t - 0.2) < 2e-9);
 	assert_true(10 * w + 3 * t <= 1.0);
 	/* One warm step: the whole 0.4 on it. */
 	assert_int_equal(dp_p2psim_warm_split(1.0, 0.4, 1, 0, 3, &t, &w), 0);
-	assert_int_equal(dp_ledger_eps_share(0.4, 1, &share), 0);
+	assert_int_equal(dp_nano_share(0.4, 1, &share), 0);
 	assert_true(w == share && fabs(w - 0.4) < 2e-9);
 	/* No warm start: the plain split, and no warm share. */
 	assert_int_equal(dp_p2psim_warm_split(1.0, 0, 10, exp(-5), 50, &t, &w), 0);
@@ -264,18 +264,18 @@ static void test_eps_split(void **state)
 	(void)state;
 	/* delta = 0: the ledger's share of eps over T. */
 	assert_int_equal(dp_p2psim_eps_split(1.0, 0, 3, &e), 0);
-	assert_int_equal(dp_ledger_eps_share(1.0, 3, &share), 0);
+	assert_int_equal(dp_nano_share(1.0, 3, &share), 0);
 	assert_true(e == share);
 	/* Few wake-ups: advanced composition gives less than eps/T, so the
 	 * basic split stays. */
 	assert_int_equal(dp_p2psim_eps_split(1.0, exp(-5), 5, &e), 0);
-	assert_int_equal(dp_ledger_eps_share(1.0, 5, &share), 0);
+	assert_int_equal(dp_nano_share(1.0, 5, &share), 0);
 	assert_true(e == share);
 	/* Many wake-ups: advanced composition wins, and its eps' stays within
 	 * eps; tight to 1e-6, the effect of rounding eps_t down to whole
 	 * nano-epsilon, times sqrt(2 T ln(1/delta)) = 316. */
 	assert_int_equal(dp_p2psim_eps_split(1.0, exp(-5), 10000, &e), 0);
-	assert_int_equal(dp_ledger_eps_share(1.0, 10000, &share), 0);
+	assert_int_equal(dp_nano_share(1.0, 10000, &share), 0);
 	assert_true(e > 2 * share);
 	{
 		double T = 10000, c = sqrt(2 * T * 5) * e + T * e * expm1(e);
@@ -285,7 +285,7 @@ static void test_eps_split(void **state)
 
 		/* The ledger's charges of the 10,000 wake-ups fit its pure-epsilon
 		 * cap, T eps_t (ownerd --peer's ledger). */
-		assert_int_equal(dp_ledger_nano_ceil(e, &nano), 0);
+		assert_int_equal(dp_nano_ceil(e, &nano), 0);
 		assert_true(nano * 10000 <= (uint64_t)ceil(T * e * 1e9));
 	}
 	assert_int_equal(dp_p2psim_eps_split(INFINITY, 0, 4, &e), 0);

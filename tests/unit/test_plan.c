@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Tests for common/core/plan.c: the planner's prediction against the real
- * update rule (common/core/algo.c) run many times, its choices, and the
- * public constants' file form. */
+/* Tests for the planner, common/core/plan.c with plan_recursion.c and
+ * plan_public.c: its prediction against the real update rule
+ * (common/core/algo.c) run many times, its choices, and the public
+ * constants' file form. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

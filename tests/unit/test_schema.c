@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Feature schema (common/core/schema.c): applying a schema to rows and its
- * errors, the JSON file round trip, hand-written files, and rejection of bad
- * schema files.  The schemas here are written by hand; building them from a
+/* Feature schema (common/core/schema.c, schema_file.c, schema_bind.c):
+ * applying a schema to rows and its errors, the JSON file round trip,
+ * hand-written files, and rejection of bad schema files.  The schemas here are written by hand; building them from a
  * sample is tested in test_schema_build.c. */
 #include <stdarg.h>
 #include <stddef.h>

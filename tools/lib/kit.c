@@ -14,17 +14,16 @@
 #include "common/core/file.h"
 #include "common/net/addr.h"
 #include "common/net/config.h"
-#include "common/net/httpd.h"
+#include "common/net/nofile.h"
 
 /* Largest ca.crt copied (a PEM certificate is about 1 kB). */
 #define CA_MAX ((size_t)1 << 20)
 /* The installed learner files: the names deploy/systemd/learnerd.service
  * and deploy/learnerd.conf use. */
 #define LEARNER_DIR "learner"
-/* learnerd's defaults the drop-in's LimitNOFILE= assumes: max-pending, and
- * the descriptors besides connections (docs/learnerd.md "Descriptors"). */
+/* learnerd's max-pending in the kit's learnerd.conf (its default), which
+ * the drop-in's LimitNOFILE= assumes. */
 #define KIT_MAX_PENDING 64u
-#define KIT_FD_OTHER 32u
 /* deploy/systemd/learnerd.service's own LimitNOFILE=: a drop-in only ever
  * raises it (a lower limit would turn added owners into a refusal). */
 #define KIT_UNIT_NOFILE 65536ull
@@ -142,13 +141,12 @@ static int dropin_path(const dp_kit_opts *o, const char *site, const char *unit,
 	return 0;
 }
 
-/* The learner's drop-in: LimitNOFILE= sized to the kit's owners with the
- * formula of learner/fdlimit.c (docs/learnerd.md "Descriptors"), with the
- * kit's learnerd.conf (max-pending 64, metrics on). */
+/* The learner's drop-in: LimitNOFILE= sized to the kit's owners with
+ * learnerd's own formula (common/net/nofile.h), with the kit's
+ * learnerd.conf (max-pending 64, metrics on). */
 static int learner_dropin(const dp_kit_opts *o)
 {
-	unsigned long long need = KIT_MAX_PENDING + 2ull * o->n_owners + 4 +
-				  DP_HTTPD_MAX_CONN_DEFAULT + 1 + KIT_FD_OTHER;
+	unsigned long long need = dp_nofile_need(KIT_MAX_PENDING, o->n_owners, true);
 	char path[4096];
 	int rc;
 

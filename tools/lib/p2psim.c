@@ -7,7 +7,6 @@
 #include "common/core/algo.h"
 #include "common/core/compose.h"
 #include "common/core/error.h"
-#include "common/core/ledger.h"
 #include "common/core/query.h"
 #include "tools/lib/p2psim.h"
 #include "tools/lib/simrng.h"
@@ -138,44 +137,20 @@ out:
 
 int dp_p2psim_eps_split(double eps, double delta, uint64_t T, double *out)
 {
-	double eps_t;
-	int rc;
-
-	/* The composition is common/core/compose.c's, as in ownerd --peer. */
-	rc = dp_compose_split(eps, delta, T, &eps_t);
-	if (rc != 0)
-		return rc;
-	if (isinf(eps_t)) {
-		*out = INFINITY;
-		return 0;
-	}
-	/* As the agent's ledger charges it (ownerd --peer): T shares of
-	 * max(T eps_t, eps) in whole nano-epsilon, never above eps_t. */
-	return dp_ledger_eps_share(eps_t * (double)T > eps ? eps_t * (double)T : eps, T, out);
+	return dp_p2psim_warm_split(eps, 0, 0, delta, T, out, &(double){ 0 });
 }
 
 int dp_p2psim_warm_split(double eps, double warm, uint64_t K, double delta, uint64_t T,
 			 double *eps_t, double *eps_warm)
 {
-	double t, w = 0.0;
+	dp_compose_budget b;
 	int rc;
 
-	if (isinf(eps)) {
-		*eps_t = INFINITY;
-		*eps_warm = INFINITY;
-		return 0;
-	}
-	if (warm > 0 && K == 0)
-		return dp_error_set(DP_EINVAL, "--warm-steps must be >= 1");
-	if (!(warm >= 0 && warm < eps))
-		return dp_error_set(DP_EINVAL, "--warm-start %g leaves nothing of --epsilon %g "
-				    "for the wake-ups", warm, eps);
-	rc = dp_p2psim_eps_split(eps - warm, delta, T, &t);
-	if (rc == 0 && warm > 0)
-		rc = dp_ledger_eps_share(warm, K, &w);
+	/* ownerd --peer's own plan of its ledger (common/core/compose.c). */
+	rc = dp_compose_plan(eps, warm, K, delta, T, &b);
 	if (rc != 0)
 		return rc;
-	*eps_t = t;
-	*eps_warm = w;
+	*eps_t = b.eps_step;
+	*eps_warm = b.eps_warm;
 	return 0;
 }

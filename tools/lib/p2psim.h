@@ -64,24 +64,21 @@ int dp_p2psim_run(const dp_p2psim_setup *s, uint64_t seed, double *theta, size_t
 		  uint64_t *done_out);
 
 /* The per-wake-up epsilon of an agent with budget (eps, delta) over T
- * wake-ups, the equal split (docs/peer-agents.md §2): with delta = 0 the
- * share ownerd's ledger charges, dp_ledger_eps_share(eps, T); with
- * delta > 0 the larger of that and the largest eps_t whose T-fold advanced
- * composition (Dwork, Rothblum and Vadhan) stays within (eps, delta),
- *   sqrt(2 T ln(1/delta)) eps_t + T eps_t (e^eps_t - 1) <= eps,
- * also taken as the ledger's share of T eps_t over T (whole nano-epsilon,
- * rounded down), as an agent's ledger charges it.  eps = inf gives inf.  Errors: DP_EINVAL (eps not > 0, delta not in
- * [0, 1), T = 0) with a detail; *out untouched then. */
+ * wake-ups and no warm start, the equal split (docs/p2p.md §2): the
+ * eps_step of dp_compose_plan(eps, 0, 0, delta, T), the share
+ * an agent's ledger charges (with delta = 0, dp_nano_share(eps, T);
+ * with delta > 0 the larger of that and the advanced composition's, of
+ * docs/peer-agents.md "Privacy").  eps = inf gives inf.  Errors:
+ * dp_compose_plan's (DP_EINVAL: eps not > 0, delta not in [0, 1), T = 0)
+ * with a detail; *out untouched then. */
 int dp_p2psim_eps_split(double eps, double delta, uint64_t T, double *out);
 
 /* The split of an agent's budget with a private warm start spending warm
- * of eps (0 <= warm < eps) in K steps, as ownerd --peer plans its ledger
- * (docs/peer-agents.md): each warm-start step gets the ledger's share
- * dp_ledger_eps_share(warm, K) in
- * *eps_warm (0 when warm = 0), and each wake-up
- * dp_p2psim_eps_split(eps - warm, delta, T) in *eps_t; the two parts compose
- * by basic composition.  eps = inf gives inf for both.  Errors: DP_EINVAL
- * (warm not in [0, eps), and dp_p2psim_eps_split's) with a detail. */
+ * of eps (0 <= warm < eps) in K steps: dp_compose_plan's charges, as
+ * ownerd --peer plans its ledger (docs/peer-agents.md "Privacy"): each
+ * warm-start step's in *eps_warm (0 when warm = 0), each wake-up's in
+ * *eps_t; the two parts compose by basic composition.  eps = inf gives inf
+ * for both.  Errors: dp_compose_plan's, with a detail. */
 int dp_p2psim_warm_split(double eps, double warm, uint64_t K, double delta, uint64_t T,
 			 double *eps_t, double *eps_warm);
 

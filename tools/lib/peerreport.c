@@ -49,9 +49,42 @@ static int by_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* The peer trace of agent directory DIR/NAME into path: NAME/trace.csv,
+ * or else trace.csv in a directory inside it (the agent's ledger
+ * directory, where ownerd --peer keeps it by default: docs/peer-agents.md
+ * §4; the first such name in byte order).  Whether one was found. */
+static bool agent_trace(const char *dir, const char *name, char *path, size_t size)
+{
+	char sub[4200], best[256] = "";
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(path, size, "%s/%s/trace.csv", dir, name);
+	if (is_peer_trace(path))
+		return true;
+	snprintf(sub, sizeof(sub), "%s/%s", dir, name);
+	d = opendir(sub);
+	if (d == NULL)
+		return false;
+	for (e = readdir(d); e != NULL; e = readdir(d)) {
+		if (e->d_name[0] == '.' || strlen(e->d_name) >= sizeof(best))
+			continue;
+		if (best[0] != '\0' && strcmp(e->d_name, best) >= 0)
+			continue;
+		snprintf(path, size, "%s/%s/trace.csv", sub, e->d_name);
+		if (is_peer_trace(path))
+			snprintf(best, sizeof(best), "%s", e->d_name);
+	}
+	closedir(d);
+	if (best[0] == '\0')
+		return false;
+	snprintf(path, size, "%s/%s/trace.csv", sub, best);
+	return true;
+}
+
 bool dp_peerreport_detect(const char *dir)
 {
-	char path[4200];
+	char path[4600];
 	struct dirent *e;
 	DIR *d = opendir(dir);
 	bool found = false;
@@ -61,8 +94,7 @@ bool dp_peerreport_detect(const char *dir)
 	for (e = readdir(d); !found && e != NULL; e = readdir(d)) {
 		if (e->d_name[0] == '.')
 			continue;
-		snprintf(path, sizeof(path), "%s/%s/trace.csv", dir, e->d_name);
-		found = is_peer_trace(path);
+		found = agent_trace(dir, e->d_name, path, sizeof(path));
 	}
 	closedir(d);
 	return found;
@@ -126,7 +158,7 @@ out:
 
 int dp_peerreport_write(const char *dir, FILE *m)
 {
-	char path[4200];
+	char path[4600];
 	struct agent *ag = NULL, *tmp;
 	struct dirent *e;
 	size_t n = 0, total = 0;
@@ -139,8 +171,7 @@ int dp_peerreport_write(const char *dir, FILE *m)
 	for (e = readdir(d); r == 0 && e != NULL; e = readdir(d)) {
 		if (e->d_name[0] == '.')
 			continue;
-		snprintf(path, sizeof(path), "%s/%s/trace.csv", dir, e->d_name);
-		if (!is_peer_trace(path))
+		if (!agent_trace(dir, e->d_name, path, sizeof(path)))
 			continue;
 		tmp = realloc(ag, (n + 1) * sizeof(*ag));
 		if (tmp == NULL) {

@@ -14,6 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *const dp_schema_build_tasks[] = {
+	[DP_TASK_REGRESSION] = "regression",
+	[DP_TASK_CLASSIFICATION] = "classification",
+	NULL,
+};
+
 /* The sample: rows picked from one or more tables whose columns are the
  * same set (column j means column j of table 0; map[] finds it elsewhere). */
 struct sample {

@@ -21,6 +21,10 @@ typedef enum dp_task {
 	DP_TASK_CLASSIFICATION = 1, /* binary target with a positive label */
 } dp_task;
 
+/* The tasks' names, indexed by dp_task and ended by NULL: the values of
+ * the --task option of prep, gen and forecast (DP_CFG_ENUM). */
+extern const char *const dp_schema_build_tasks[];
+
 /* A level list given by the user for one column. */
 typedef struct dp_schema_build_levels {
 	const char *column;

@@ -1,0 +1,459 @@
+# SPDX-License-Identifier: Apache-2.0
+"""ownerd --peer: agents as real processes on loopback (docs/peer-agents.md).
+
+  peer_agents.py BUILD_DIR CASE
+
+CASE is one of
+  refuse    a bad graph, an agent missing from it, owner-only certificates
+            and a flag clash are refused with one line and exit 2; a
+            stranger with a certificate of the same CA that is not a
+            neighbour is refused at the handshake and the run completes;
+  cluster   20 agents on a ring with chords complete, and `dpasync ledger`
+            shows every ledger within its agent's budget (T_i charges, spent
+            <= epsilon), with advanced composition for some agents; one
+            agent's /metrics, scraped while it runs, counts its wake-ups,
+            the models it sent and received and its live neighbours;
+  restart   kill -9 one agent of a path a-b-c mid-run: its neighbours keep
+            waking with its last model, it restarts from its ledger (no
+            charge twice) and model, reconnects, and all three complete;
+  parity    4 agents at epsilon = inf on the schedule of `dpasync sim --mode
+            p2p` end with the simulator's models to 1e-12;
+  parity_warm  the same with a private warm start of 3 steps
+            (--warm-start, --warm-steps): ownerd and the simulator take the
+            same warm-start steps (exact at epsilon = inf).
+"""
+import json, os, signal, subprocess, sys, time, urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
+from harness import Fail, check, run, tmpdir, cleanup, main
+
+BUILD = os.path.abspath(sys.argv[1])
+DPASYNC = os.path.join(BUILD, 'tools', 'dpasync')
+OWNERD = os.path.join(BUILD, 'owner', 'ownerd')
+
+
+class Agent:
+    def __init__(self, root, ident, certs, graph, peers, data, extra):
+        self.id = ident
+        self.dir = os.path.join(root, 'state-' + ident)
+        os.makedirs(self.dir, exist_ok=True)
+        self.args = [OWNERD, '--peer', '--graph', graph, '--peers', peers,
+                     '--ca', os.path.join(certs, 'ca.crt'),
+                     '--cert', os.path.join(certs, ident + '.crt'),
+                     '--key', os.path.join(certs, ident + '.key'),
+                     '--data', data, '--ledger', os.path.join(self.dir, 'ledger'),
+                     '--port-file', os.path.join(self.dir, 'port'),
+                     '--linger', '30'] + [str(a) for a in extra]
+        self.proc = None
+        self.runs = 0
+
+    def start(self):
+        pf = os.path.join(self.dir, 'port')
+        if os.path.exists(pf):
+            os.unlink(pf)
+        self.runs += 1
+        self.log = open(os.path.join(self.dir, 'log%d' % self.runs), 'w')
+        self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT)
+
+    def port(self, deadline):
+        pf = os.path.join(self.dir, 'port')
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise Fail('%s exited %d at start: %s' % (self.id, self.proc.returncode,
+                                                          self.logtext()))
+            if os.path.exists(pf):
+                for line in open(pf):
+                    if line.startswith('peer='):
+                        return int(line.split('=')[1])
+            time.sleep(0.02)
+        raise Fail('%s wrote no port file' % self.id)
+
+    def logtext(self):
+        out = ''
+        for r in range(1, self.runs + 1):
+            p = os.path.join(self.dir, 'log%d' % r)
+            if os.path.exists(p):
+                out += open(p).read()
+        return out
+
+    def trace_rows(self):
+        p = os.path.join(self.dir, 'ledger', 'trace.csv')
+        if not os.path.exists(p):
+            return 0
+        return max(0, len(open(p).read().splitlines()) - 1)
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def write_peers(path, agents):
+    tmp = path + '.tmp'
+    with open(tmp, 'w') as f:
+        f.write('id,addr\n')
+        for a, port in agents:
+            f.write('%s,127.0.0.1:%d\n' % (a, port))
+    os.replace(tmp, path)
+
+
+def write_graph(path, edges):
+    with open(path, 'w') as f:
+        f.write('a,b,w\n')
+        for a, b, w in edges:
+            f.write('%s,%s,%r\n' % (a, b, w))
+
+
+def setup(root, ids, rows, features=3, seed=1):
+    data = os.path.join(root, 'data')
+    run([DPASYNC, 'gen', '--rows', ','.join(map(str, rows)), '--out', data, '--task',
+         'classification', '--features', features, '--seed', seed])
+    # gen names its files owner-1..N; the agents are named after ids
+    for k, ident in enumerate(ids):
+        os.replace(os.path.join(data, 'owner-%d.csv' % (k + 1)),
+                   os.path.join(data, ident + '.csv'))
+    certs = os.path.join(root, 'certs')
+    run([DPASYNC, 'certs', '--out', certs, '--names', ','.join(ids), '--peer'])
+    return data, certs
+
+
+def launch(root, ids, certs, graph, data, extra_of):
+    peers = os.path.join(root, 'peers.csv')
+    write_peers(peers, [])
+    agents = {i: Agent(root, i, certs, graph, peers, os.path.join(data, i + '.csv'),
+                       extra_of(i)) for i in ids}
+    for a in agents.values():
+        a.start()
+    deadline = time.time() + 60
+    ports = [(i, agents[i].port(deadline)) for i in ids]
+    write_peers(peers, ports)
+    return agents, peers
+
+
+def wait_all(agents, timeout):
+    deadline = time.time() + timeout
+    for a in agents.values():
+        try:
+            a.proc.wait(max(0.1, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            for b in agents.values():
+                b.kill()
+            raise Fail('agent %s did not finish within %g s:\n%s' % (a.id, timeout,
+                                                                     a.logtext()[-3000:]))
+        check(a.proc.returncode == 0, 'agent %s exited %d:\n%s' % (a.id, a.proc.returncode,
+                                                                    a.logtext()[-3000:]))
+
+
+def peer_metrics(agent):
+    """The dpasync_peer_* series of an agent started with --metrics-listen
+    (its port file's metrics= line), or None when it cannot be read (not
+    yet listening, or gone)."""
+    try:
+        kv = dict(l.split('=') for l in open(os.path.join(agent.dir, 'port')).read().split())
+        with urllib.request.urlopen('http://127.0.0.1:%s/metrics' % kv['metrics'],
+                                    timeout=2) as r:
+            text = r.read().decode()
+    except (OSError, KeyError, ValueError):
+        return None
+    return {l.split()[0]: float(l.split()[1]) for l in text.splitlines()
+            if l.startswith('dpasync_peer_')}
+
+
+def ledger(path):
+    """The agent's ledger: job "peer" of its ledger directory (docs/ledger.md §8)."""
+    p = run([DPASYNC, 'ledger', path])
+    info = json.loads(p.stdout.splitlines()[0])
+    jobs = [j for j in info.get('jobs', []) if j.get('job') == 'peer']
+    check(len(jobs) == 1 and info.get('jobs_count') == 1,
+          '%s: expected the one job "peer", got %r' % (path, info))
+    return jobs[0]
+
+
+def theta(path):
+    with open(path) as f:
+        return json.load(f)['theta']
+
+
+# ---- cases -----------------------------------------------------------------
+
+def case_refuse(root):
+    ids = ['b1', 'c2']
+    data, certs = setup(root, ids, [20, 20])
+    good = os.path.join(root, 'graph.csv')
+    write_graph(good, [('b1', 'c2', 1.0)])
+    base = ['--ca', os.path.join(certs, 'ca.crt'), '--cert', os.path.join(certs, 'b1.crt'),
+            '--key', os.path.join(certs, 'b1.key'), '--data', os.path.join(data, 'b1.csv'),
+            '--peers', os.path.join(root, 'nobody.csv')]
+    bad = [('selfloop.csv', 'a,b,w\nb1,b1,1\n', 'graph'),
+           ('negative.csv', 'a,b,w\nb1,c2,-1\n', 'graph'),
+           ('dup.csv', 'a,b,w\nb1,c2,1\nc2,b1,1\n', 'graph'),
+           ('header.csv', 'x,y,z\nb1,c2,1\n', 'graph'),
+           ('absent.csv', 'a,b,w\nc2,d3,1\n', 'not in the graph')]
+    for name, text, word in bad:
+        g = os.path.join(root, name)
+        with open(g, 'w') as f:
+            f.write(text)
+        st = os.path.join(root, 'st-' + name)
+        os.makedirs(st)
+        p = run([OWNERD, '--peer', '--graph', g, '--ledger', os.path.join(st, 'ledger')] + base,
+                ok=False, timeout=30)
+        lines = p.stderr.strip().splitlines()
+        check(p.returncode == 2 and len(lines) == 1 and word in lines[0],
+              '%s: expected exit 2 and one line naming the %s, got %d: %r' %
+              (name, word, p.returncode, p.stderr))
+    # an owner certificate (clientAuth only) cannot listen for neighbours
+    oc = os.path.join(root, 'ownercerts')
+    run([DPASYNC, 'certs', '--out', oc, '--names', 'b1'])
+    st = os.path.join(root, 'st-ownercert')
+    os.makedirs(st)
+    p = run([OWNERD, '--peer', '--graph', good, '--ledger', os.path.join(st, 'ledger'),
+             '--ca', os.path.join(oc, 'ca.crt'), '--cert', os.path.join(oc, 'b1.crt'),
+             '--key', os.path.join(oc, 'b1.key'), '--data', os.path.join(data, 'b1.csv'),
+             '--peers', good], ok=False, timeout=30)
+    check(p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and
+          'certs --peer' in p.stderr, 'owner certificate: got %d %r' % (p.returncode, p.stderr))
+    p = run([OWNERD, '--peer', '--learner', '127.0.0.1:1', '--graph', good, '--ledger',
+             os.path.join(st, 'ledger')] + base, ok=False, timeout=30)
+    check(p.returncode == 2 and 'exclude' in p.stderr, 'flag clash: %r' % p.stderr)
+    # exact (unnoised) models leave only with the explicit flag, as for owners
+    p = run([OWNERD, '--peer', '--graph', good, '--epsilon', 'inf', '--ledger',
+             os.path.join(st, 'ledger')] + base, ok=False, timeout=30)
+    check(p.returncode == 2 and 'allow-no-noise' in p.stderr, 'epsilon inf: %r' % p.stderr)
+
+    # Advanced composition where it wins: epsilon 1, delta e^-5 over 400
+    # wake-ups (its neighbour never comes: it lingers 0.5 s and exits).
+    st = os.path.join(root, 'st-advanced')
+    os.makedirs(st)
+    import math
+    T, d = 400, math.exp(-5)
+    p = run([OWNERD, '--peer', '--graph', good, '--ledger', os.path.join(st, 'ledger'),
+             '--epsilon', 1, '--delta', repr(d), '--wakeups', T, '--rate', 2000,
+             '--linger', 0.5] + base, timeout=60)
+    led = ledger(os.path.join(st, 'ledger'))
+    e = led['epsilon_spent'] / T
+    adv = math.sqrt(2 * T * math.log(1 / d)) * e + T * e * math.expm1(e)
+    check(led['answers'] == T and led['epsilon_cap'] > 1.5 and adv <= 1 + 1e-9 and e > 2.0 / T,
+          'advanced composition: ledger %r, eps_t %g, composed %g' % (led, e, adv))
+
+    # a stranger: a0 (certificate of the same CA, so TLS alone would admit
+    # it) lists b1 as its neighbour and dials it (a0 sorts first); b1's
+    # graph does not name a0.
+    sc = os.path.join(root, 'certs')
+    run([DPASYNC, 'certs', '--out', sc, '--names', 'a0', '--peer', '--ca-cert',
+         os.path.join(sc, 'ca.crt'), '--ca-key', os.path.join(sc, 'ca.key')])
+    extra = lambda i: ['--wakeups', 15, '--rate', 10, '--epsilon', 1]
+    agents, peers = launch(root, ids, certs, good, data, extra)
+    sg = os.path.join(root, 'stranger-graph.csv')
+    write_graph(sg, [('a0', 'b1', 1.0)])
+    stranger = Agent(root, 'a0', sc, sg, peers, os.path.join(data, 'b1.csv'),
+                     ['--wakeups', 200, '--rate', 10])
+    stranger.start()
+    port = stranger.port(time.time() + 30)
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline and 'id=a0 reason=not a neighbour' not in \
+                agents['b1'].logtext():
+            time.sleep(0.1)
+        check('id=a0 reason=not a neighbour' in agents['b1'].logtext(),
+              'b1 did not refuse the stranger a0:\n' + agents['b1'].logtext()[-2000:])
+        wait_all(agents, 60)
+        check('neighbour=a0' not in agents['b1'].logtext(), 'b1 admitted a0')
+    finally:
+        stranger.kill()
+        for a in agents.values():
+            a.kill()
+    del port
+
+
+def case_cluster(root):
+    n = 20
+    ids = ['ag%02d' % i for i in range(n)]
+    rows = [20 + 3 * i for i in range(n)]
+    data, certs = setup(root, ids, rows, features=4)
+    edges = []
+    for i in range(n):
+        edges.append((ids[i], ids[(i + 1) % n], 1.0))
+        edges.append((ids[i], ids[(i + 5) % n], 0.5))
+    graph = os.path.join(root, 'graph.csv')
+    write_graph(graph, edges)
+    T = 8
+    eps = {i: [0.5, 1.0, 2.0][k % 3] for k, i in enumerate(ids)}
+    delta = {i: (1e-3 if k % 4 == 0 else 0) for k, i in enumerate(ids)}
+    # a private warm start for a fifth of them: 10 more charges, same budget
+    warm = {i: (0.1 if k % 5 == 1 else 0) for k, i in enumerate(ids)}
+    mx = max(rows)
+    extra = lambda i: ['--wakeups', T, '--rate', 8, '--epsilon', eps[i], '--delta', delta[i],
+                       '--confidence', rows[ids.index(i)] / mx, '--mu', 2,
+                       '--warm-start', warm[i]] + (['--metrics-listen', '127.0.0.1:0']
+                                                   if i == ids[0] else [])
+    t0 = time.time()
+    agents, _ = launch(root, ids, certs, graph, data, extra)
+    try:
+        # ids[0]'s metrics while it runs (it waits for its neighbours' final
+        # models before it exits, so most scrapes see it mid-run)
+        seen = []
+        while agents[ids[0]].proc.poll() is None and time.time() - t0 < 120:
+            m = peer_metrics(agents[ids[0]])
+            if m:
+                seen.append(m)
+            time.sleep(0.02)
+        check(seen, '%s: /metrics never answered' % ids[0])
+        top = {k: max(m.get(k, 0) for m in seen) for k in
+               ('dpasync_peer_wakeups_total', 'dpasync_peer_models_sent_total',
+                'dpasync_peer_models_received_total', 'dpasync_peer_neighbours_connected')}
+        degree = 4   # ring +-1 and chords +-5
+        print('%s /metrics over %d scrapes, highest: %s' % (ids[0], len(seen), top))
+        check(1 <= top['dpasync_peer_wakeups_total'] <= T, 'wake-ups %s' % top)
+        check(top['dpasync_peer_models_sent_total'] >= top['dpasync_peer_wakeups_total'],
+              'fewer models sent than wake-ups: %s' % top)
+        check(top['dpasync_peer_models_received_total'] >= 1, 'no model received: %s' % top)
+        check(1 <= top['dpasync_peer_neighbours_connected'] <= degree,
+              'neighbours connected: %s' % top)
+        for m in seen:
+            check(m['dpasync_peer_wakeups_total'] <= T, 'wake-ups above T: %s' % m)
+        wait_all(agents, 120)
+    finally:
+        for a in agents.values():
+            a.kill()
+    secs = time.time() - t0
+    for i in ids:
+        led = ledger(os.path.join(root, 'state-' + i, 'ledger'))
+        want = T + (10 if warm[i] else 0)
+        check(led['answers'] == want and led['answers_cap'] == want,
+              '%s: ledger has %s charges of cap %s, expected %d' % (i, led['answers'],
+                                                                   led['answers_cap'], want))
+        check(led['epsilon_spent'] <= led['epsilon_cap'] + 1e-12,
+              '%s: spent %r above cap %r' % (i, led['epsilon_spent'], led['epsilon_cap']))
+        if delta[i] == 0:
+            # pure composition: the ledger's cap is the agent's epsilon
+            check(abs(led['epsilon_cap'] - eps[i]) < 1e-9 and
+                  led['epsilon_spent'] <= eps[i] + 1e-12,
+                  '%s: pure epsilon %g but ledger %r' % (i, eps[i], led))
+        else:
+            # advanced composition: T charges of eps_t with
+            # sqrt(2T ln 1/delta) eps_t + T eps_t (e^eps_t - 1) <= eps
+            import math
+            e = (led['epsilon_spent'] - warm[i]) / T
+            adv = warm[i] + math.sqrt(2 * T * math.log(1 / delta[i])) * e + T * e * math.expm1(e)
+            check(min(adv, led['epsilon_spent']) <= eps[i] + 1e-9,
+                  '%s: (eps, delta) = (%g, %g) exceeded: %r' % (i, eps[i], delta[i], led))
+        th = theta(os.path.join(root, 'state-' + i, 'ledger', 'model.json'))
+        check(len(th) == 4 and all(abs(v) < 1e6 for v in th), '%s: model %r' % (i, th))
+        check(agents[i].trace_rows() == T, '%s: trace has %d rows' % (i, agents[i].trace_rows()))
+    # dpasync report on the run's directory (the agents' state directories)
+    run([DPASYNC, 'report', root])
+    md = open(os.path.join(root, 'report.md')).read()
+    check('20 agents, %d wake-ups' % (n * T) in md, 'report: %s' % md[:300])
+    for i in ids:
+        check('| state-%s | %d |' % (i, T) in md, 'report lacks agent %s:\n%s' % (i, md))
+    print('20 agents completed in %.1f s' % secs)
+
+
+def case_restart(root):
+    ids = ['a', 'b', 'c']
+    data, certs = setup(root, ids, [30, 40, 50])
+    graph = os.path.join(root, 'graph.csv')
+    write_graph(graph, [('a', 'b', 1.0), ('b', 'c', 1.0)])
+    T = 40
+    extra = lambda i: ['--wakeups', T, '--rate', 10, '--epsilon', 2]
+    agents, peers = launch(root, ids, certs, graph, data, extra)
+    try:
+        b = agents['b']
+        deadline = time.time() + 60
+        while b.trace_rows() < 8 and time.time() < deadline:
+            time.sleep(0.05)
+        check(b.trace_rows() >= 8, 'b did not wake 8 times')
+        b.kill()
+        before = {i: agents[i].trace_rows() for i in 'ac'}
+        spent_at_kill = ledger(os.path.join(b.dir, 'ledger'))['answers']
+        # 2 s at 10 wake-ups/s: no tick at all has probability e^-20
+        time.sleep(2.0)
+        for i in 'ac':
+            check(agents[i].trace_rows() > before[i] or agents[i].trace_rows() == T,
+                  '%s stopped waking while b was down' % i)
+            check('neighbour=b disconnected' in agents[i].logtext(),
+                  '%s did not notice b going down' % i)
+        b.start()
+        port = b.port(time.time() + 30)
+        # b listens on a new port: the neighbours read the address book
+        # again at their next dial
+        write_peers(peers, [(i, port if i == 'b' else agents[i].port(time.time() + 1))
+                            for i in ids])
+        wait_all(agents, 90)
+    finally:
+        for a in agents.values():
+            a.kill()
+    log = agents['b'].logtext()
+    check('resuming wakeups=%d ' % spent_at_kill in log,
+          'b did not resume from its ledger at %d:\n%s' % (spent_at_kill, log[-2000:]))
+    for i in ids:
+        led = ledger(os.path.join(root, 'state-' + i, 'ledger'))
+        check(led['answers'] == T and led['epsilon_spent'] <= 2 + 1e-12,
+              '%s: ledger %r' % (i, led))
+    # the trace of b: no wake-up twice across the restart (the row of a
+    # wake-up charged just before the kill may be missing)
+    rows = open(os.path.join(agents['b'].dir, 'ledger', 'trace.csv')).read().splitlines()
+    wakeups = [int(r.split(',')[0]) for r in rows if not r.startswith('wakeup')]
+    check(wakeups == sorted(set(wakeups)) and wakeups[-1] == T and len(wakeups) >= T - 1,
+          'b trace wake-ups %r' % wakeups)
+    for i in 'ac':
+        check(agents[i].logtext().count('neighbour=b connected') >= 2,
+              '%s did not reconnect to b' % i)
+
+
+def case_parity(root, warm=()):
+    ids = ['p1', 'p2', 'p3', 'p4']
+    rows = [25, 40, 30, 50]
+    data, certs = setup(root, ids, rows, features=3, seed=7)
+    graph = os.path.join(root, 'graph.csv')
+    write_graph(graph, [('p1', 'p2', 1.0), ('p2', 'p3', 0.5), ('p3', 'p4', 2.0),
+                        ('p1', 'p3', 0.25)])
+    sim = os.path.join(root, 'sim')
+    T = 6
+    common = ['--mu', 1.5, '--clip', 1, '--lambda-per-row', 1, '--model', 'logistic'] + list(warm)
+    run([DPASYNC, 'sim', '--mode', 'p2p', '--graph', graph, '--epsilon', 'inf',
+         '--wakeups', T, '--seed', 3, '--out', sim] + common +
+        [os.path.join(data, i + '.csv') for i in ids])
+    schedule = os.path.join(sim, 'schedule.csv')
+    order = [l.split(',')[1] for l in open(schedule).read().splitlines()[1:]]
+    check(len(order) == T * len(ids), 'schedule has %d steps' % len(order))
+    check(order != sorted(order), 'the schedule interleaves the agents')
+    mx = max(rows)
+    extra = lambda i: ['--schedule', schedule, '--wakeups', T, '--epsilon', 'inf',
+                       '--allow-no-noise', '--confidence', repr(rows[ids.index(i)] / mx)] + common
+    agents, _ = launch(root, ids, certs, graph, data, extra)
+    try:
+        wait_all(agents, 60)
+    finally:
+        for a in agents.values():
+            a.kill()
+    worst = 0.0
+    for i in ids:
+        got = theta(os.path.join(root, 'state-' + i, 'ledger', 'model.json'))
+        want = theta(os.path.join(sim, 'agents', i + '.json'))
+        check(len(got) == len(want), '%s: p differs' % i)
+        for g, w in zip(got, want):
+            worst = max(worst, abs(g - w))
+        check(any(abs(w) > 1e-3 for w in want), '%s: the simulated model is trivial' % i)
+    check(worst <= 1e-12, 'networked agents differ from the simulator by %g' % worst)
+    print('parity: largest difference %g' % worst)
+
+
+def case_parity_warm(root):
+    case_parity(root, ['--warm-start', 0.5, '--warm-steps', 3])
+
+
+CASES = {'refuse': case_refuse, 'cluster': case_cluster, 'restart': case_restart,
+         'parity': case_parity, 'parity_warm': case_parity_warm}
+
+
+def test(argv):
+    case = argv[1]
+    root = tmpdir('peer-' + case)
+    try:
+        CASES[case](root)
+    finally:
+        cleanup(root)
+
+
+main(test)
