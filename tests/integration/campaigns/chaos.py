@@ -35,10 +35,10 @@ LEARNER_FLAGS = ['--checkpoint-every', '5',
                  '--answers-margin', '1',
                  '--query-timeout', '5', '--idle-timeout', '20']
 # Index of the learner's first file operation after its port file is
-# written (1: the sync of its new --out into the parent, 2: lock file, 3:
-# trace header, 4-7: port file); the campaign kills the learner only after
-# owners can know its port.
-LEARNER_FIRST_OP = 8
+# written (1: the sync of its new --out into the parent, docs/reliability.md
+# §8.4; 2: lock file; 3: trace open; 4: trace header; 5-8: port file); the
+# campaign kills the learner only after owners can know its port.
+LEARNER_FIRST_OP = 9
 
 KINDS = [
     # (name, weight)
