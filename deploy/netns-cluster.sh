@@ -10,11 +10,13 @@
 #       [--loss PCT,...] [--T T] [--rate R[,...]] [--epsilon E] [--rows R[,...]]
 #       [--features D] [--mode request|broadcast|sync1|sync2] [--link auto|netem|user]
 #       [--bindir DIR] [--out DIR] [--id ID] [--timeout S] [--seed S]
-#       [--learner-args 'FLAGS'] [--bounce I:AT:DOWN] [--peer ring|GRAPH.csv]
+#       [--learner-args 'FLAGS'] [--bounce I:AT:DOWN [--bounce-from owners|training]]
+#       [--peer ring|GRAPH.csv]
 #
 # --learner-args: more learnerd flags (e.g. '--max-inflight 4').  --bounce:
-# kill owner I (SIGKILL) AT seconds after the owners start and start it
-# again, with its ledger, DOWN seconds later.  --peer: no learner; the
+# kill owner I (SIGKILL) AT seconds after the owners start (--bounce-from
+# training: after learnerd's first query) and start it again, with its
+# ledger, DOWN seconds after the kill.  --peer: no learner; the
 # owners are ownerd --peer agents (docs/peer-agents.md) over a ring or the
 # graph file given (ids owner-1..N), each waking --T times; a pair's one-way
 # delay is the sum of its two links' (report: DIR/report.md, ledgers checked).
@@ -29,8 +31,8 @@ ROOT=$PWD
 
 OWNERS=5 DELAYS=1,20,80,200,20 JITTER=0 LOSS=0,0,0,0,2 T=300 RATE=10 EPS=1
 ROWS=2000 FEATURES=5 MODE=request LINK=auto BINDIR='' OUT='' ID=dpa-$$ TIMEOUT=600 SEED=1
-LARGS='' BOUNCE='' PEER=''
-usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
+LARGS='' BOUNCE='' BOUNCE_FROM=owners PEER=''
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "netns-cluster: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || case $1 in -h|--help) ;; *) die "option '$1' needs a value" ;; esac
@@ -53,6 +55,7 @@ while [ $# -gt 0 ]; do
     --seed) SEED=$2; shift 2 ;;
     --learner-args) LARGS=$2; shift 2 ;;
     --bounce) BOUNCE=$2; shift 2 ;;
+    --bounce-from) BOUNCE_FROM=$2; shift 2 ;;
     --peer) PEER=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown option '$1' (try --help)" ;;
@@ -80,6 +83,7 @@ if [ -n "$PEER" ] && [ "$PEER" != ring ]; then
   PEER=$(cd "$(dirname "$PEER")" && pwd)/$(basename "$PEER")
 fi
 if [ -n "$PEER" ] && [ -n "$BOUNCE" ]; then die "--bounce is for learner jobs, not with --peer"; fi
+case $BOUNCE_FROM in owners|training) ;; *) die "--bounce-from must be owners or training" ;; esac
 IFS=, read -r -a DL <<<"$DELAYS"; IFS=, read -r -a JL <<<"$JITTER"
 IFS=, read -r -a LL <<<"$LOSS"; IFS=, read -r -a RL <<<"$RATE"
 IFS=, read -r -a NL <<<"$ROWS"
@@ -397,29 +401,45 @@ sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv
      "$2" >"$3.tmp" 2>/dev/null; then mv "$3.tmp" "$3"; else rm -f "$3.tmp"; fi
 }
 mkdir -p "$OUT/metrics"
-start=$(date +%s.%N) tick=0 bounced=0
-while kill -0 "$LPID" 2>/dev/null; do
-  now=$(date +%s.%N)
-  if [ -n "$BOUNCE" ] && [ $bounced = 0 ] &&
-     awk -v a="$start" -v b="$now" -v t="$B_AT" 'BEGIN { exit !(b - a >= t) }'; then
-    kill -9 "${OPIDS[B_I-1]}" 2>/dev/null || true
-    echo "$now killed" >"$OUT/bounce.txt"; bounced=1
+# The bounce is checked before every scrape and every 0.2 s, and the restart
+# counts DOWN s from the actual kill: a scrape can take seconds on a loaded
+# machine, and the owner must still be away for DOWN s.
+bounce_step() {
+  [ -n "$BOUNCE" ] || return 0
+  local now; now=$(date +%s.%N)
+  if [ -z "$bounce_t0" ]; then
+    # --bounce-from training: AT counts from learnerd's first query.
+    grep -q ' queries start ' "$OUT/learnerd.log" 2>/dev/null || return 0
+    bounce_t0=$now
   fi
-  if [ $bounced = 1 ] &&
-     awk -v a="$start" -v b="$now" -v t="$B_AT" -v d="$B_DOWN" 'BEGIN { exit !(b - a >= t + d) }'; then
+  if [ $bounced = 0 ] && awk -v a="$bounce_t0" -v b="$now" -v t="$B_AT" 'BEGIN { exit !(b - a >= t) }'; then
+    kill -9 "${OPIDS[B_I-1]}" 2>/dev/null || true
+    echo "$now killed" >"$OUT/bounce.txt"; bounced=1 killed_at=$now
+  elif [ $bounced = 1 ] &&
+       awk -v a="$killed_at" -v b="$now" -v d="$B_DOWN" 'BEGIN { exit !(b - a >= d) }'; then
     start_owner "$B_I"
     echo "$now restarted" >>"$OUT/bounce.txt"; bounced=2
   fi
+}
+start=$(date +%s.%N) tick=0 bounced=0 killed_at=0 bounce_t0=''
+[ "$BOUNCE_FROM" = owners ] && bounce_t0=$start
+while kill -0 "$LPID" 2>/dev/null; do
+  now=$(date +%s.%N)
   if awk -v a="$start" -v b="$now" -v t="$TIMEOUT" 'BEGIN { exit !(b - a > t) }'; then
     echo "netns-cluster: job not done after $TIMEOUT s; learnerd log tail:"; tail -5 "$OUT/learnerd.log"
     exit 1
   fi
+  bounce_step
   scrape "$NSL" 9464 "$OUT/metrics/learner.prom"
   if [ $((tick % 5)) = 0 ]; then
-    for i in $(seq "$OWNERS"); do scrape "${NSO[i-1]}" 9465 "$OUT/metrics/owner-$i.prom"; done
+    for i in $(seq "$OWNERS"); do
+      kill -0 "$LPID" 2>/dev/null || break   # the job is over: stop waiting on scrapes
+      bounce_step
+      scrape "${NSO[i-1]}" 9465 "$OUT/metrics/owner-$i.prom"
+    done
   fi
   tick=$((tick + 1))
-  sleep 1
+  for _ in 1 2 3 4 5; do bounce_step; sleep 0.2; done
 done
 end=$(date +%s.%N)
 rc=0; wait "$LPID" || rc=$?

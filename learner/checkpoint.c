@@ -127,6 +127,15 @@ static struct json_object *job_json(const struct lrn_job *J)
 		rc = dp_json_add(j, "rho", dp_json_double(J->rho));
 	if (rc == 0)
 		rc = dp_json_add(j, "n_total", json_object_new_uint64(J->n_total));
+	/* The fingerprint the owners agreed on (docs/protocol.md §5): a resumed
+	 * job admits only Hellos with it.  null: none agreed yet. */
+	if (rc == 0 && J->schema_fp[0] != '\0') {
+		rc = dp_json_add(j, "schema", json_object_new_string(J->schema_fp));
+		if (rc == 0)
+			rc = dp_json_add(j, "schema_from", json_object_new_string(J->schema_from));
+	} else if (rc == 0) {
+		rc = dp_json_add_null(j, "schema");
+	}
 	if (rc == 0 && J->started)
 		rc = dp_json_add(j, "plan", plan_json(J));
 	if (rc != 0) {
@@ -152,6 +161,8 @@ static struct json_object *owner_json(const struct lrn_job *J, const struct lrn_
 		rc = dp_json_add(oj, "epsilon_spent", dp_json_double_inf(o->eps_spent));
 	if (rc == 0)
 		rc = dp_json_add(oj, "exhausted", json_object_new_boolean(o->exhausted));
+	if (rc == 0)
+		rc = dp_json_add(oj, "left_out", json_object_new_boolean(o->left_out));
 	if (rc == 0)
 		rc = dp_json_add(oj, "theta", dp_json_double_array(o->theta, J->p));
 	if (rc != 0) {
@@ -269,9 +280,37 @@ int lrn_checkpoint_save(struct lrn_job *J, bool final)
  * by the caller.  0, or an error with its detail (path: the file). */
 typedef int (*upgrade_step)(struct json_object *root, dp_json_reader *r);
 
+/* Version 2 keeps the schema fingerprint the owners agreed on (job.schema,
+ * job.schema_from) and which owners the plan left out (state.owners[].
+ * left_out).  A version-1 file knew neither: no fingerprint (null: the
+ * resumed job learns it again from a majority of the owners' Hellos,
+ * docs/learnerd.md §5 "Versions") and no owner left out (version 1 planned
+ * every owner). */
+static int upgrade_1_to_2(struct json_object *root, dp_json_reader *r)
+{
+	struct json_object *job = dp_json_get(r, root, "job", json_type_object, true);
+	struct json_object *st = dp_json_get(r, root, "state", json_type_object, true);
+	struct json_object *owners = dp_json_get(r, st, "owners", json_type_array, true);
+
+	if (r->rc)
+		return r->rc;
+	if (dp_json_add_null(job, "schema") != 0)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	for (size_t i = 0; i < json_object_array_length(owners); i++) {
+		struct json_object *oj = json_object_array_get_idx(owners, i);
+
+		if (!json_object_is_type(oj, json_type_object))
+			continue;   /* load_owners reports it */
+		if (dp_json_add(oj, "left_out", json_object_new_boolean(false)) != 0)
+			return dp_error_set(DP_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
 /* steps[v] upgrades version v to v + 1; there never was a version 0. */
 static const upgrade_step steps[] = {
-	NULL,   /* 0: none.  The next format adds `upgrade_1_to_2` here. */
+	NULL,   /* 0: none */
+	upgrade_1_to_2,
 };
 
 _Static_assert(sizeof(steps) / sizeof(steps[0]) == LRN_CHECKPOINT_VERSION,
@@ -398,6 +437,28 @@ static int check_job(struct lrn_job *J, dp_json_reader *r, struct json_object *j
 	return 0;
 }
 
+/* The job's schema fingerprint, or none (null). */
+static int load_schema(struct lrn_job *J, dp_json_reader *r, struct json_object *job)
+{
+	struct json_object *v = NULL;
+	const char *fp, *from;
+
+	r->where = "job";
+	if (!json_object_object_get_ex(job, "schema", &v))
+		return dp_json_fail(r, "missing key 'schema'");
+	if (v == NULL)
+		return 0;   /* null: none agreed */
+	fp = dp_json_get_string(r, job, "schema", true, NULL);
+	from = dp_json_get_string(r, job, "schema_from", true, NULL);
+	if (r->rc)
+		return r->rc;
+	if (strlen(fp) >= sizeof(J->schema_fp) || strlen(from) >= sizeof(J->schema_from))
+		return dp_json_fail(r, "'schema' or 'schema_from' is too long");
+	memcpy(J->schema_fp, fp, strlen(fp) + 1);
+	memcpy(J->schema_from, from, strlen(from) + 1);
+	return 0;
+}
+
 /* The plan's K_i (job.owners order) into the owners, and its forecast.
  * Absent in a checkpoint written before plans existed: every K_i 0 (the
  * owners' own caps, else T) and no forecast. */
@@ -448,9 +509,10 @@ static int check_len(dp_json_reader *r, struct json_object *o, const char *key, 
 }
 
 /* The owners' entries of the state into their counters and thetas[]
- * (p values each, allocated here).  0 or the error. */
+ * (p values each, allocated here); *nsum and *planned: the rows and the
+ * number of the owners in the plan.  0 or the error. */
 static int load_owners(struct lrn_job *J, dp_json_reader *r, struct json_object *owners, size_t p,
-		       double **thetas, uint64_t *nsum)
+		       double **thetas, uint64_t *nsum, size_t *planned)
 {
 	char where[64];
 
@@ -489,9 +551,17 @@ static int load_owners(struct lrn_job *J, dp_json_reader *r, struct json_object 
 		/* An owner without noise (epsilon inf) has spent "inf". */
 		o->eps_spent = dp_json_get_double_inf(r, oj, "epsilon_spent", true, 0);
 		o->exhausted = dp_json_get_bool(r, oj, "exhausted", true, false);
+		o->left_out = dp_json_get_bool(r, oj, "left_out", true, false);
 		if (r->rc == 0 && o->n_rows == 0)
 			r->rc = dp_error_set(DP_ECORRUPT, "%s: owner '%s' has n_rows 0", J->ckpt_path, id);
-		*nsum += o->n_rows;
+		if (r->rc == 0 && o->left_out && !o->exhausted)
+			r->rc = dp_error_set(DP_ECORRUPT, "%s: owner '%s' is left out but not exhausted",
+					     J->ckpt_path, id);
+		/* n is the planned owners' rows (docs/planner.md §1). */
+		if (!o->left_out) {
+			*nsum += o->n_rows;
+			(*planned)++;
+		}
 	}
 	r->where = NULL;
 	return r->rc;
@@ -504,6 +574,7 @@ int lrn_checkpoint_load(struct lrn_job *J)
 	const char *fmt;
 	size_t p = 0;
 	uint64_t k, next, reserved, n_total, nsum = 0;
+	size_t planned = 0;
 	double eta, rho, want;
 	double *theta_L = NULL, **thetas = NULL;
 	int rc;
@@ -529,6 +600,8 @@ int lrn_checkpoint_load(struct lrn_job *J)
 	if (rc < 0)
 		goto out;
 	rc = load_plan(J, &r, job);
+	if (rc == 0)
+		rc = load_schema(J, &r, job);
 	if (rc < 0)
 		goto out;
 	r.where = "job";
@@ -561,10 +634,11 @@ int lrn_checkpoint_load(struct lrn_job *J)
 		goto out;
 	}
 	dp_json_get_doubles(&r, st, "theta_L", theta_L, p);
-	rc = load_owners(J, &r, owners, p, thetas, &nsum);
+	rc = load_owners(J, &r, owners, p, thetas, &nsum, &planned);
 	if (rc < 0)
 		goto out;
-	if (nsum != n_total) {
+	if (planned == 0 || nsum != n_total) {
+		/* The planned owners' rows (docs/planner.md §1 "Budget left"). */
 		rc = dp_error_set(DP_ECORRUPT, "%s: n_total %llu is not the sum of n_rows %llu",
 				  J->ckpt_path, (unsigned long long)n_total, (unsigned long long)nsum);
 		goto out;
@@ -574,7 +648,7 @@ int lrn_checkpoint_load(struct lrn_job *J)
 	if (J->s->eta > 0)
 		want = J->s->eta;
 	else if (J->s->rho > 0)
-		want = dp_algo_eta_from_rho(J->N, J->T, J->s->lambda, J->s->rho);
+		want = dp_algo_eta_from_rho(planned, J->T, J->s->lambda, J->s->rho);
 	if (!same(want, eta)) {
 		rc = dp_error_set(DP_EINVAL, "%s belongs to another job: the step size eta is %.17g in "
 				  "the checkpoint but %.17g now (check --eta/--rho)", J->ckpt_path,
@@ -595,6 +669,7 @@ int lrn_checkpoint_load(struct lrn_job *J)
 	J->next_qid = reserved;
 	J->qid_reserved = reserved;
 	J->n_total = n_total;
+	J->n_planned = planned;
 	J->eta = eta;
 	J->rho = rho;
 	J->started = true;

@@ -41,6 +41,22 @@
  * far from overflowing and every weight n_i / n exact enough in a double. */
 #define LRN_MAX_ROWS (UINT64_C(1) << 40)
 
+/* The bounds on the rest of a Hello's claims (docs/protocol.md §5 "Limits
+ * on a Hello's claims"), so that no owner's claim steers the others' plan:
+ *   LRN_EPSILON_MIN  a per-job epsilon below it is refused (Goodbye
+ *                    BAD_CLAIM); a budget left below it is nothing left
+ *                    (the owner is left out of the plan).  Below it an
+ *                    answer is noise, and rounding residues of a spent
+ *                    ledger (under 1e-3 for K up to 10^6 answers of a
+ *                    nano-epsilon each) never count as budget.
+ *   LRN_RATE_RATIO   a clock rate is planned as at most this many times
+ *                    the median of the owners' rates (logged when cut),
+ *   LRN_RATE_MAX     and at most this many ticks per second, so that the
+ *                    shares pi_i = rate_i / sum of rates stay finite. */
+#define LRN_EPSILON_MIN 1e-3
+#define LRN_RATE_RATIO  10.0
+#define LRN_RATE_MAX    1e9
+
 /* request and broadcast run the async algorithm; sync1 and sync2 run the
  * synchronous rounds of docs/design.md §5 (every owner answers at theta[k],
  * then one dp_algo_sync1_step / dp_algo_sync2_step). */
@@ -86,7 +102,7 @@ struct lrn_settings {
 	char *job;
 	bool job_auto;             /* job was made here (no --job): a checkpoint's wins */
 	size_t max_frame;
-	double handshake_timeout;  /* seconds from accept to an admitted owner */
+	double handshake_timeout;  /* silence after accept; handshake after its turn */
 	size_t max_pending;        /* connections not yet admitted, at most */
 	size_t max_pending_per_addr; /* the same from one address (0: no limit) */
 	int log_level;             /* enum dp_log_level */
@@ -109,7 +125,16 @@ struct lrn_owner {
 				    * not configured) */
 	char schema[DP_FRAME_MAX_STR + 1]; /* its last Hello's fingerprint ("": none
 				    * sent, an owner that predates it) */
-	double epsilon;
+	double epsilon;            /* its per-job budget (Hello epsilon) */
+	double eps_left;           /* what it can still spend on this job
+				    * (docs/protocol.md §5 "Budget left and
+				    * bounds"): the plan's eps_i */
+	double lifetime_left;      /* its Hello's (INFINITY: not said) */
+	double theta_bound;        /* it refuses a query beyond (INFINITY: not said) */
+	bool same_job;             /* its Hello's counters are this job's */
+	bool left_out;             /* it had no budget left when the job was
+				    * planned: not in the plan, never welcomed
+				    * or asked in this job */
 	double rate;               /* clock rate from its Hello (the plan's pi_i) */
 	uint64_t answers_cap;      /* from its Hello: its own K_i, 0 = none */
 	uint64_t answers_given;    /* from its last Hello or Answer */
@@ -134,6 +159,27 @@ struct lrn_query {
 	double *bar;               /* p values: the point the owner evaluates */
 	uint64_t round;            /* sync: the round it belongs to */
 	uint64_t built_k;          /* k_done when bar was taken from theta_L */
+};
+
+/* What an owner's Hello claims, as the daemon reads it (server.c), for
+ * lrn_state_check_hello and lrn_state_take_hello. */
+struct lrn_claims {
+	uint64_t n_rows;
+	uint32_t n_features;
+	double epsilon;            /* its per-job budget */
+	double rate;               /* 0: not said (counted as 1) */
+	uint64_t own_cap;          /* its own answers-cap (0: none) */
+	uint64_t answers_cap;      /* the cap it will keep: own_cap, or its
+				    * ledger's K when the counters are this
+				    * job's (0: none) */
+	uint64_t answers_given;    /* given in this job (0: its counters are
+				    * another job's) */
+	bool same_job;             /* its counters (Hello.job) are this job's */
+	bool has_limits;           /* Hello.limits was sent (an owner that
+				    * predates it: false, nothing is known) */
+	double epsilon_left;       /* limits: left for Hello.job */
+	double lifetime_left;      /* limits: left of its lifetime cap */
+	double theta_max;          /* limits: its bound on |theta_j| */
 };
 
 /* What sched.c decides and the daemon (server.c) carries out. */
@@ -171,12 +217,14 @@ struct lrn_job {
 	struct lrn_stats st;       /* stats.c: before any lrn_sched_* call */
 
 	/* Schema agreement (docs/protocol.md §5): the job's fingerprint, once
-	 * the owners' Hellos agreed on it (or, resumed, the first one's), and
-	 * where it came from. */
+	 * the owners' Hellos agreed on it (kept in the checkpoint), and the
+	 * owner it came from; "" until then. */
 	char schema_fp[DP_FRAME_MAX_STR + 1];
 	char schema_from[DP_TLS_ID_MAX + 1];
 	dp_model model;
 	size_t N;
+	size_t n_planned;          /* owners in the plan: N less those left out
+				    * (N until the plan); the algorithm's N */
 	struct lrn_owner *owners;
 	size_t p;                  /* 0 until known */
 	uint64_t T;                /* 0 until planned (or --T) */
@@ -257,7 +305,13 @@ void lrn_sched_answer(struct lrn_job *J, struct lrn_owner *o, uint64_t k, const 
 		      double eps_spent, double now, struct lrn_decision *d);
 void lrn_sched_refuse(struct lrn_job *J, struct lrn_owner *o, uint64_t k, const char *reason,
 		      struct lrn_decision *d);
-/* Owner o said Hello (its counters are set): exhausted, or usable again. */
+/* Owner o said Hello (its counters are set, lrn_state_take_hello): with
+ * nothing left to spend (lrn_state_no_budget) it is exhausted, logged
+ * once, and -- when its counters are another job's, so that this job
+ * could only be its next -- DROP with Goodbye BUDGET_SPENT (the owner
+ * exits 2; docs/protocol.md §5 "Budget left and bounds"); an owner left
+ * out of the plan gets DROP with BUDGET_SPENT or JOB_OVER; else usable
+ * again.  STOP when every owner is now exhausted, else PUMP. */
 void lrn_sched_hello(struct lrn_job *J, struct lrn_owner *o, struct lrn_decision *d);
 /* Owner o left for good with its budget spent (Goodbye BUDGET_SPENT):
  * exhausted, and no longer awaited by min-owners; STOP when every owner is
@@ -275,21 +329,45 @@ void lrn_state_free(struct lrn_job *J);
 /* Fix the job's p (from settings, --public, a checkpoint, or the value the
  * owners' Hellos agree on).  DP_EINVAL (does not fit max-frame), DP_ENOMEM. */
 int lrn_state_set_p(struct lrn_job *J, size_t p);
-/* Whether a Hello of owner o claiming n_rows and n_features can be taken:
- * n_rows at most LRN_MAX_ROWS, the sum with the other owners' n_i without
- * overflow, n_features the job's p (or, while p is not fixed, fitting
- * max-frame).  0, or DP_ERANGE (a claim out of range: the connection is
- * closed) / DP_EINVAL (p: the owner is refused with Goodbye BAD_DATA) with
- * why (size bytes) filled. */
-int lrn_state_check_hello(const struct lrn_job *J, const struct lrn_owner *o, uint64_t n_rows,
-			  uint32_t n_features, char *why, size_t size);
+/* Whether a Hello of owner o claiming c can be taken (docs/protocol.md §5
+ * "Limits on a Hello's claims"): n_rows at most LRN_MAX_ROWS, the sum with
+ * the other owners' n_i without overflow, n_features the job's p (or,
+ * while p is not fixed, fitting max-frame), epsilon at least
+ * LRN_EPSILON_MIN, its own answers-cap at most the largest T of the job
+ * (lrn_state_t_limit), its theta bound at least the job's theta-max.  0,
+ * or an error with why (size bytes) filled and *goodbye the code to send
+ * before closing (0: none, the connection is only closed):
+ *   DP_ERANGE  n_rows out of range (goodbye 0);
+ *   DP_EINVAL  n_features (GOODBYE_BAD_DATA: the owner must not retry);
+ *   DP_EREFUSED a claim out of its bound (GOODBYE_BAD_CLAIM). */
+int lrn_state_check_hello(const struct lrn_job *J, const struct lrn_owner *o,
+			  const struct lrn_claims *c, int *goodbye, char *why, size_t size);
+/* Take a Hello's claims (checked) into owner o: n_rows, p, fingerprint
+ * are the caller's; here the budget and counters: epsilon, eps_left (what
+ * it can spend on this job: epsilon_left for its own job, else the
+ * smaller of epsilon and lifetime_left; epsilon without limits), rate,
+ * caps, answers given, theta bound. */
+void lrn_state_take_hello(struct lrn_job *J, struct lrn_owner *o, const struct lrn_claims *c);
+/* Has owner o, by its last Hello, nothing left to spend on this job
+ * (eps_left below LRN_EPSILON_MIN)? */
+bool lrn_state_no_budget(const struct lrn_owner *o);
+/* The largest T the job may have: T when given and above t-max, else
+ * t-max (DP_PLAN_T_MAX when 0); an owner's own cap above it is refused. */
+uint64_t lrn_state_t_limit(const struct lrn_job *J);
 /* Read --public (when given) into J->pub and check it describes this job's
  * model and lambda.  DP_EINVAL/DP_EFORMAT/DP_ENOENT (detail). */
 int lrn_state_load_public(struct lrn_job *J);
 /* Every owner said Hello: fix n_i and n, and plan the job with
- * dp_plan_make (n_i, eps_i, rate_i from the Hellos, an owner's own cap
- * kept, the settings given kept): T, eta, rho, clip, every K_i.  Logs the
- * plan and its warnings.  0 or DP_EINVAL/DP_ERANGE/DP_ENOMEM (detail). */
+ * dp_plan_make over the owners that have budget left (an exhausted owner
+ * is left out: left_out, not in n, N_planned or the plan; docs/planner.md
+ * §1 "Budget left"): n_i, eps_i = what each has left, rate_i cut to
+ * LRN_RATE_RATIO times the median (logged), an owner's own cap kept, the
+ * settings given kept: T, eta, rho, clip, every K_i.  Refuses a plan the
+ * owners cannot serve: fewer answers left than T (sync: than T - 1 for
+ * one owner), or a budget left too small to split over its K_i.  Logs the
+ * plan and its warnings.  0 or DP_EBUDGET (no plan reaches T with what is
+ * left), DP_EINVAL/DP_ERANGE/DP_ENOMEM (detail); on an error nothing is
+ * started. */
 int lrn_state_start(struct lrn_job *J);
 /* The plan's log line (also after a resume): from = "hellos" | "checkpoint". */
 void lrn_state_log_plan(const struct lrn_job *J, const char *from);
@@ -314,7 +392,7 @@ const double *lrn_state_output(const struct lrn_job *J);
 #define LRN_CHECKPOINT_FORMAT  "dpasync-learner-checkpoint"
 /* The format written; older ones are upgraded on load one version at a
  * time (docs/learnerd.md §5 "Versions"). */
-#define LRN_CHECKPOINT_VERSION 1
+#define LRN_CHECKPOINT_VERSION 2
 /* Write J's state (with the plan: a resumed job never re-plans) to
  * J->ckpt_path atomically; reserves the next block of query ids (final:
  * the job is over or stopping, no block needed).  Flushes and fsyncs the

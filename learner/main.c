@@ -54,16 +54,18 @@ static const struct dp_config_entry entries[] = {
 	{ .name = "max-frame", DP_CFG_SIZE(&S.max_frame), .def = "16777216", .min = 64,
 	  .max = DP_FRAME_MAX_LIMIT, .group = G_NET, .metavar = "BYTES",
 	  .help = "largest frame sent or received" },
-	{ .name = "handshake-timeout", DP_CFG_DURATION(&S.handshake_timeout), .def = "3",
+	{ .name = "handshake-timeout", DP_CFG_DURATION(&S.handshake_timeout), .def = "30",
 	  .min = 0.1, .max = 3600, .group = G_NET, .metavar = "SECONDS",
-	  .help = "close a connection whose TLS handshake is not done in this time" },
+	  .help = "close a connection silent this long after its accept, or whose TLS\n"
+		  "handshake is not done this long after its turn came (docs/protocol.md §6)" },
 	{ .name = "max-pending", DP_CFG_SIZE(&S.max_pending), .def = "64", .min = 1, .max = 1e5,
-	  .group = G_NET, .metavar = "N",
-	  .help = "connections not yet admitted at most; a new one evicts the oldest "
-		  "(docs/protocol.md §6)" },
+	  .group = G_NET, .metavar = "M",
+	  .help = "connections not yet admitted at most, besides one per owner (M + N);\n"
+		  "a new one evicts the oldest, idle first (docs/protocol.md §6)" },
 	{ .name = "max-pending-per-addr", DP_CFG_SIZE(&S.max_pending_per_addr), .def = "16",
-	  .min = 0, .max = 1e5, .group = G_NET, .metavar = "N",
-	  .help = "the same from one peer address, evicting that address's oldest (0: no limit)" },
+	  .min = 0, .max = 1e5, .group = G_NET, .metavar = "M",
+	  .help = "the same from one peer address (M + N), evicting that address's oldest\n"
+		  "idle or stalled one, never a handshake making progress (0: no limit)" },
 
 	{ .name = "job", DP_CFG_STRING(&S.job), .def = "", .group = G_JOB,
 	  .metavar = "ID", .help = "job id sent in Welcome, model.json, trace.csv and the owners' ledgers "

@@ -7,9 +7,11 @@
  * max-inflight in total.  A query that outlives query-timeout is abandoned
  * and its owner's connection closed.  Nothing is asked before the plan
  * exists (every owner has said Hello) and the owner has its Welcome; an
- * owner that has given its K_i answers (lrn_state_cap) or refused is
- * exhausted and never asked again, so no query is sent that its ledger
- * would refuse.  The job ends at k == T, or stops when no owner can be
+ * owner that has given its K_i answers (lrn_state_cap), whose Hello leaves
+ * it no budget (it is then left out of the plan), or that refused, is
+ * exhausted and never asked again, and no query goes outside an owner's
+ * theta bound, so no query is sent that its ledger would refuse
+ * (docs/learnerd.md §3 "Caps").  The job ends at k == T, or stops when no owner can be
  * asked for idle-timeout or every owner is exhausted.
  *
  * Sync modes: round k asks every owner at theta[k] (one query each), and
@@ -22,6 +24,7 @@
  *
  * Nothing here touches a connection or ends the job: each function leaves
  * a decision (struct lrn_decision) that server.c carries out. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,6 +208,16 @@ static void prepare(struct lrn_job *J, struct lrn_owner *o, double wait, struct 
 		memcpy(qr->bar, J->theta_L, J->p * sizeof(double));
 	else
 		dp_algo_midpoint(J->p, J->theta_L, o->theta, qr->bar);
+	/* Never a query the owner would refuse: the job's box lies inside
+	 * every admitted owner's bound (lrn_state_check_hello), but sync1's
+	 * step has no box. */
+	for (size_t q = 0; q < J->p; q++) {
+		if (!(fabs(qr->bar[q]) <= o->theta_bound)) {
+			stop(d, "theta[%zu] = %g of the next query to owner %s is outside its bound "
+			     "theta-max %g: it would refuse it", q, qr->bar[q], o->id, o->theta_bound);
+			return;
+		}
+	}
 	qr->round = J->sync_round;
 	qr->built_k = J->k_done;
 	qr->owner = o->idx;
@@ -319,7 +332,8 @@ static void round_close(struct lrn_job *J, double now, struct lrn_decision *d)
 
 static size_t quorum(const struct lrn_job *J)
 {
-	return J->s->round_quorum > 0 && J->s->round_quorum < J->N ? J->s->round_quorum : J->N;
+	return J->s->round_quorum > 0 && J->s->round_quorum < J->n_planned ? J->s->round_quorum
+									    : J->n_planned;
 }
 
 /* Sync: the answer of query qr from o, at `now` after rtt seconds.  One
@@ -440,9 +454,32 @@ void lrn_sched_refuse(struct lrn_job *J, struct lrn_owner *o, uint64_t k, const 
 	snprintf(why, sizeof(why), "refused: %s", reason);
 	mark_exhausted(J, o, why, d);
 	/* Strict sync needs every owner in every round. */
-	if (LRN_SYNC(J) && quorum(J) == J->N && d->act != LRN_ACT_STOP)
+	if (LRN_SYNC(J) && quorum(J) == J->n_planned && d->act != LRN_ACT_STOP)
 		stop(d, "owner %s refused round %llu (%s): a sync round needs every owner",
 		     o->id, (unsigned long long)J->sync_round, reason);
+}
+
+/* Owner o has nothing left to spend on this job (lrn_state_no_budget):
+ * exhausted, and a job it has no ledger for is refused for good. */
+static void no_budget(struct lrn_job *J, struct lrn_owner *o, struct lrn_decision *d)
+{
+	char why[300];
+
+	/* Another job's owner is sent away below: it leaves. */
+	snprintf(why, sizeof(why), "%sits Hello leaves no budget for this job (epsilon_left=%.9g "
+		 "lifetime_left=%.9g, the floor is %g)%s", o->same_job ? "" : "it left: ",
+		 o->eps_left, o->lifetime_left, LRN_EPSILON_MIN,
+		 o->same_job ? "" : J->started ? ": not asked in this job" : ": left out of the plan");
+	mark_exhausted(J, o, why, d);
+	if (d->act == LRN_ACT_STOP || o->same_job)
+		return;
+	/* This job would be the owner's next: with its lifetime budget spent
+	 * no job can be answered, and waiting for it would only stall ours. */
+	decide(d, LRN_ACT_DROP, o);
+	d->goodbye = DPASYNC__GOODBYE_CODE__GOODBYE_BUDGET_SPENT;
+	snprintf(d->why, sizeof(d->why), "owner %s has no budget left for job %s: its lifetime "
+		 "budget left is %.9g, below %g: no job can be answered until its "
+		 "lifetime-epsilon is raised", o->id, J->s->job, o->lifetime_left, LRN_EPSILON_MIN);
 }
 
 void lrn_sched_hello(struct lrn_job *J, struct lrn_owner *o, struct lrn_decision *d)
@@ -450,6 +487,23 @@ void lrn_sched_hello(struct lrn_job *J, struct lrn_owner *o, struct lrn_decision
 	uint64_t cap;
 
 	DP_REQUIRE(J != NULL && o != NULL && d != NULL);
+	/* Left out when the job was planned: it is not in n, N or the plan,
+	 * and cannot join this job (docs/planner.md §1 "Budget left"). */
+	if (o->left_out) {
+		if (lrn_state_no_budget(o) && !o->same_job) {
+			no_budget(J, o, d);
+			return;
+		}
+		decide(d, LRN_ACT_DROP, o);
+		d->goodbye = DPASYNC__GOODBYE_CODE__GOODBYE_JOB_OVER;
+		snprintf(d->why, sizeof(d->why), "job %s was planned without owner %s (it had no "
+			 "budget left when the job started)", J->s->job, o->id);
+		return;
+	}
+	if (lrn_state_no_budget(o)) {
+		no_budget(J, o, d);
+		return;
+	}
 	/* The owner's ledger is the authority on its budget: a reconnecting
 	 * owner with answers left is usable again even after a Refuse. */
 	cap = lrn_state_cap(J, o);
@@ -625,6 +679,40 @@ static void agree_on_schema(struct lrn_job *J, struct lrn_decision *d)
 	}
 }
 
+/* A started job without a fingerprint (a checkpoint of version 1, or a job
+ * whose owners sent none when it was planned) learns it again as the plan
+ * does, never from the first Hello alone (docs/protocol.md §5 "Schema
+ * agreement"): the fingerprint a strict majority of the owners send, or,
+ * once every owner is connected with its Hello, the one most of them send
+ * (ties: the first in `owners`).  Until then an owner that sent one waits
+ * for its Welcome; the welcome pass refuses those with another. */
+static void learn_schema(struct lrn_job *J)
+{
+	size_t best = J->N, best_n = 0, here = 0, n;
+
+	for (size_t i = 0; i < J->N; i++) {
+		const struct lrn_owner *o = &J->owners[i];
+
+		here += o->connected && o->hello;
+		if (!(o->connected && o->hello) || o->schema[0] == '\0')
+			continue;
+		n = 0;
+		for (size_t j = 0; j < J->N; j++)
+			n += J->owners[j].connected && J->owners[j].hello &&
+			     strcmp(J->owners[j].schema, o->schema) == 0;
+		if (n > best_n) {
+			best_n = n;
+			best = i;
+		}
+	}
+	if (best == J->N || !(2 * best_n > J->N || here == J->N))
+		return;
+	memcpy(J->schema_fp, J->owners[best].schema, sizeof(J->schema_fp));
+	snprintf(J->schema_from, sizeof(J->schema_from), "%s", J->owners[best].id);
+	DP_INFO("learner", "schema=%s from the Hellos of %zu of the %zu owners (a started job)",
+		J->schema_fp, best_n, J->N);
+}
+
 /* Sync: start the next round when none is served, then ask every owner
  * of it that has not answered, is connected and has no query out. */
 static void sync_next(struct lrn_job *J, double now, struct lrn_decision *d)
@@ -677,15 +765,28 @@ void lrn_sched_next(struct lrn_job *J, double now, struct lrn_decision *d)
 		decide(d, LRN_ACT_DONE, NULL);
 		return;
 	}
+	if (J->started && J->n_to_welcome > 0 && J->schema_fp[0] == '\0')
+		learn_schema(J);
 	/* A scan of N only while someone waits for a Welcome: not on every
 	 * iteration (docs/scale.md §5). */
 	for (size_t i = 0; J->started && J->n_to_welcome > 0 && i < J->N; i++) {
 		struct lrn_owner *o = &J->owners[i];
 
-		if (o->connected && o->hello && !o->welcomed) {
-			decide(d, LRN_ACT_WELCOME, o);
+		if (!(o->connected && o->hello && !o->welcomed) || o->left_out)
+			continue;
+		if (o->schema[0] != '\0' && J->schema_fp[0] == '\0')
+			continue;   /* waits: the fingerprint is being learned */
+		if (o->schema[0] != '\0' && strcmp(o->schema, J->schema_fp) != 0) {
+			decide(d, LRN_ACT_DROP, o);
+			d->goodbye = DPASYNC__GOODBYE_CODE__GOODBYE_SCHEMA_MISMATCH;
+			snprintf(d->why, sizeof(d->why), "schema mismatch: owner %s has schema %.23s... "
+				 "but the job's (from owner %s) is %.23s...: feature names, their order, "
+				 "the target or the schema file differ", o->id, o->schema,
+				 J->schema_from, J->schema_fp);
 			return;
 		}
+		decide(d, LRN_ACT_WELCOME, o);
+		return;
 	}
 	if (J->started && !J->gate_open && present(J) >= min_owners(J)) {
 		J->gate_open = true;
@@ -751,7 +852,7 @@ static void round_overdue(struct lrn_job *J, double now, struct lrn_decision *d)
 		const struct lrn_owner *o = &J->owners[i];
 		int n;
 
-		if (o->round_has)
+		if (o->round_has || o->left_out)
 			continue;
 		if (used >= sizeof(names))
 			continue;
@@ -761,8 +862,8 @@ static void round_overdue(struct lrn_job *J, double now, struct lrn_decision *d)
 	}
 	stop(d, "round %llu of %llu not complete after %.1fs (round-timeout): %zu of %zu owners "
 	     "answered, %zu needed; missing: %s", (unsigned long long)J->sync_round,
-	     (unsigned long long)lrn_state_goal(J), now - J->round_start, J->round_got, J->N,
-	     quorum(J), names);
+	     (unsigned long long)lrn_state_goal(J), now - J->round_start, J->round_got,
+	     J->n_planned, quorum(J), names);
 }
 
 void lrn_sched_expired(struct lrn_job *J, double now, struct lrn_decision *d)

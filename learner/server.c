@@ -19,6 +19,7 @@
 #include "common/core/log.h"
 #include "common/core/mem.h"
 #include "common/net/frame.h"
+#include "common/net/nofile.h"
 #include "learner/lrn.h"
 
 /* Tick of the timeout checks: timeouts fire at most this late. */
@@ -198,7 +199,7 @@ static void send_welcome(struct lrn *L, struct lrn_owner *o)
 	w.job = L->s->job;
 	w.model = (char *)dp_model_name(L->job.model);
 	w.t = L->job.T;
-	w.n = (uint32_t)L->job.N;
+	w.n = (uint32_t)L->job.n_planned;
 	w.n_total = L->job.n_total;
 	w.rho = L->job.rho;
 	w.lambda = L->s->lambda;
@@ -396,12 +397,44 @@ static void on_close(dp_conn *c, int reason, const char *detail)
 		close_timers(L);
 }
 
+/* What the Hello claims, as the job reads it: an owner names the job its
+ * ledger counters belong to; this job's are its own plan's (a restarted
+ * owner), another job's say nothing about this one (docs/protocol.md §5
+ * "Jobs"). */
+static void claims_of(const struct lrn *L, const Dpasync__Hello *h, struct lrn_claims *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->n_rows = h->n_rows;
+	c->n_features = h->n_features;
+	c->epsilon = h->epsilon;
+	c->rate = h->rate;
+	c->answers_given = h->answers_given;
+	/* An owner without `job` (one that predates it) sends its ledger's K
+	 * as answers_cap once bound: the cap it keeps either way. */
+	c->own_cap = h->answers_cap;
+	c->answers_cap = h->answers_cap;
+	if (h->job != NULL && h->job[0] != '\0') {
+		c->same_job = strcmp(h->job, L->s->job) == 0;
+		if (c->same_job && h->job_answers_cap != 0)
+			c->answers_cap = h->job_answers_cap;
+		if (!c->same_job)
+			c->answers_given = 0;
+	}
+	if (h->limits != NULL) {
+		c->has_limits = true;
+		c->epsilon_left = h->limits->epsilon_left;
+		c->lifetime_left = h->limits->lifetime_left;
+		c->theta_max = h->limits->theta_max;
+	}
+}
+
 static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h)
 {
 	struct lrn_decision d;
+	struct lrn_claims cl;
 	dp_frame_limits lim = { 0 };
 	char why[512];
-	int rc;
+	int rc, goodbye;
 
 	if (o->hello) {
 		drop(L, o, "second Hello on one connection");
@@ -422,64 +455,41 @@ static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h
 		return;
 	}
 	/* Claims out of range are this owner's problem, not the job's: its
-	 * connection is closed with the reason and the others go on. */
-	rc = lrn_state_check_hello(&L->job, o, h->n_rows, h->n_features, why, sizeof(why));
-	if (rc == DP_EINVAL) {
-		/* p differs from the job's or cannot fit a frame: the owner's
-		 * data, not the connection, is wrong, so it must not retry. */
-		refuse_owner(L, o, DPASYNC__GOODBYE_CODE__GOODBYE_BAD_DATA, why);
+	 * connection is closed with the reason (and a Goodbye when retrying
+	 * cannot help: its data has another p, a claim is out of its bound)
+	 * and the others go on. */
+	claims_of(L, h, &cl);
+	rc = lrn_state_check_hello(&L->job, o, &cl, &goodbye, why, sizeof(why));
+	if (rc < 0 && goodbye != 0) {
+		refuse_owner(L, o, (Dpasync__GoodbyeCode)goodbye, why);
 		return;
 	}
 	if (rc < 0) {
 		drop(L, o, why);
 		return;
 	}
-	/* What a row means (docs/protocol.md §5 "Schema agreement"): the
-	 * bias setting is the job's, and every owner's fingerprint must be
-	 * the first one's.  An owner that predates the fingerprint sends none
-	 * and is checked on p alone, as before. */
-	if (h->schema != NULL && h->schema[0] != '\0') {
-		if (L->job.schema_fp[0] == '\0' && L->job.started &&
-		    strlen(h->schema) < sizeof(L->job.schema_fp)) {
-			/* A resumed job: the plan exists, the owners' Hellos are
-			 * not all awaited again; the first one's is the job's. */
-			memcpy(L->job.schema_fp, h->schema, strlen(h->schema) + 1);
-			memcpy(L->job.schema_from, o->id, strlen(o->id) + 1);
-			DP_INFO("learner", "schema=%s from the first owner id=%s", h->schema, o->id);
-		} else if (L->job.schema_fp[0] != '\0' && strcmp(L->job.schema_fp, h->schema) != 0) {
-			snprintf(why, sizeof(why), "schema mismatch: owner %s has schema %.23s... but "
-				 "the job's (from owner %s) is %.23s...: feature names, their order, "
-				 "the target or the schema file differ", o->id, h->schema,
-				 L->job.schema_from, L->job.schema_fp);
-			refuse_owner(L, o, DPASYNC__GOODBYE_CODE__GOODBYE_SCHEMA_MISMATCH, why);
-			return;
-		}
+	/* What a row means (docs/protocol.md §5 "Schema agreement"): every
+	 * owner's fingerprint must be the job's, agreed on by the owners'
+	 * Hellos and kept in the checkpoint.  An owner that predates the
+	 * fingerprint sends none and is checked on p alone, as before. */
+	if (h->schema != NULL && h->schema[0] != '\0' && L->job.schema_fp[0] != '\0' &&
+	    strcmp(L->job.schema_fp, h->schema) != 0) {
+		snprintf(why, sizeof(why), "schema mismatch: owner %s has schema %.23s... but the "
+			 "job's (from owner %s) is %.23s...: feature names, their order, the target "
+			 "or the schema file differ", o->id, h->schema, L->job.schema_from,
+			 L->job.schema_fp);
+		refuse_owner(L, o, DPASYNC__GOODBYE_CODE__GOODBYE_SCHEMA_MISMATCH, why);
+		return;
 	}
-	if (L->job.started && h->n_rows != o->n_rows) {
+	if (L->job.started && !o->left_out && h->n_rows != o->n_rows) {
 		snprintf(why, sizeof(why), "Hello n_rows %llu differs from n_i %llu fixed when "
 			 "training started", (unsigned long long)h->n_rows,
 			 (unsigned long long)o->n_rows);
 		drop(L, o, why);
 		return;
 	}
-	o->n_rows = h->n_rows;
-	o->n_features = h->n_features;
+	lrn_state_take_hello(&L->job, o, &cl);
 	snprintf(o->schema, sizeof(o->schema), "%s", h->schema != NULL ? h->schema : "");
-	o->epsilon = h->epsilon;
-	o->rate = h->rate;
-	o->answers_cap = h->answers_cap;
-	o->answers_given = h->answers_given;
-	/* An owner names the job its ledger counters belong to: this job's
-	 * are its own plan's (a restarted owner), another job's say nothing
-	 * about this one (docs/protocol.md §5 "Jobs"). */
-	if (h->job != NULL && h->job[0] != '\0') {
-		if (strcmp(h->job, L->s->job) == 0) {
-			if (h->job_answers_cap != 0)
-				o->answers_cap = h->job_answers_cap;
-		} else {
-			o->answers_given = 0;
-		}
-	}
 	if (!o->hello)
 		L->job.n_hello++;
 	if (!o->hello && o->connected && !o->welcomed)
@@ -491,9 +501,10 @@ static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h
 	if (isinf(h->epsilon))
 		DP_WARN("learner", "owner id=%s has epsilon=inf: its answers carry no noise", o->id);
 	DP_INFO("learner", "hello id=%s n_rows=%llu p=%u epsilon=%g rate=%g answers_cap=%llu "
-		"answers_given=%llu", o->id, (unsigned long long)h->n_rows, h->n_features,
-		h->epsilon, h->rate, (unsigned long long)h->answers_cap,
-		(unsigned long long)h->answers_given);
+		"answers_given=%llu epsilon_left=%.9g lifetime_left=%.9g theta_max=%g", o->id,
+		(unsigned long long)h->n_rows, h->n_features, h->epsilon, h->rate,
+		(unsigned long long)h->answers_cap, (unsigned long long)h->answers_given,
+		o->eps_left, o->lifetime_left, o->theta_bound);
 	/* The Welcome follows from the pump once the plan exists: at once
 	 * when it does, else at the last owner's first Hello. */
 	lrn_stats_gauges(&L->job);
@@ -579,6 +590,7 @@ static void on_broadcast(uv_timer_t *t)
 int lrn_server_start(struct lrn *L)
 {
 	dp_conn_config cfg = { 0 };
+	dp_nofile_limits lim;
 	uint64_t bi;
 	int rc;
 
@@ -595,13 +607,20 @@ int lrn_server_start(struct lrn *L)
 	cfg.max_frame = (uint32_t)L->s->max_frame;
 	/* Admission (docs/protocol.md §6): connections not yet admitted have
 	 * their own limits and evict the oldest among them, so a flood of
-	 * strangers holds few descriptors and never locks an owner out; on
-	 * top of those, room for every owner and for its reconnect racing its
-	 * old connection, which pending strangers cannot take. */
+	 * strangers holds few descriptors and never locks an owner out.  The
+	 * limits are the settings plus one per owner: every owner comes back
+	 * at once after a restart, all of them from one address behind a NAT.
+	 * A handshake that is getting on is never evicted for a newer one of
+	 * its address; it has stalled after a third of the handshake timeout
+	 * without a byte.  On top of them, room for every owner and for its
+	 * reconnect racing its old connection: the formula learnerd's open
+	 * files are raised to (common/net/nofile.h). */
 	cfg.handshake_timeout_ms = (uint32_t)ceil(L->s->handshake_timeout * 1000.0);
-	cfg.max_pending = L->s->max_pending;
-	cfg.max_pending_per_addr = L->s->max_pending_per_addr;
-	cfg.max_conns = L->s->max_pending + 2 * L->job.N + 4;
+	lim = dp_nofile_listen(L->s->max_pending, L->s->max_pending_per_addr, L->job.N);
+	cfg.pending_stall_ms = cfg.handshake_timeout_ms / 3;
+	cfg.max_pending = lim.max_pending;
+	cfg.max_pending_per_addr = lim.max_pending_per_addr;
+	cfg.max_conns = lim.max_conns;
 	cfg.m_pending = L->job.st.pending;
 	cfg.m_evicted = L->job.st.evicted;
 	cfg.m_refused = L->job.st.refused;

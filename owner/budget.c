@@ -54,15 +54,51 @@ static void identity(const struct own_budget *b, const char *job, char *out, siz
 	snprintf(out, size, "owner=%s job-sha256=%s", b->cfg.owner_id, hex);
 }
 
-/* The one place epsilon is split over K: the noise of every answer is
- * calibrated with this share and the ledger charges exactly it. */
-static int share(const struct own_budget *b, uint64_t K, double *eps_q)
+/* The one place a job's epsilon is split over K: the noise of every
+ * answer is calibrated with this share and the ledger charges exactly it. */
+static int share(const struct own_budget *b, double eps, uint64_t K, double *eps_q)
 {
 	if (b->cfg.eps_step > 0) {
 		*eps_q = b->cfg.eps_step;
 		return 0;
 	}
-	return dp_nano_share(b->cfg.epsilon, K, eps_q);
+	return dp_nano_share(eps, K, eps_q);
+}
+
+/* A double whose nano-epsilon (rounded down, as the ledger rounds a cap)
+ * is exactly n: n / 1e9 can fall one ulp short of it. */
+static double eps_of_nano(uint64_t n)
+{
+	double d = (double)n / 1e9;
+	uint64_t got = 0;
+
+	for (int i = 0; i < 4 && dp_nano_floor(d, &got) == 0 && got < n; i++)
+		d = nextafter(d, INFINITY);
+	return d;
+}
+
+/* The epsilon cap of job file `path` (docs/ledger.md §8 "Jobs and the
+ * lifetime budget"): --epsilon, or what the lifetime cap leaves when that
+ * is less, so that all K answers the learner planned for what this owner
+ * has left can be given (docs/planner.md §1 "Budget left").  An existing
+ * file keeps its cap: --epsilon, or a smaller one that the lifetime
+ * explains (it left that much when the job began, and never more since);
+ * any other cap is refused by dp_ledger_open, as before.  Peer mode's fixed
+ * per-wake-up share keeps --epsilon. */
+static double job_cap(const struct own_budget *b, const char *path)
+{
+	const dp_ledgerset_job *e = dp_ledgerset_find(b->set, path);
+	uint64_t eps_nano, others, left;
+
+	if (b->cfg.eps_step > 0 || isinf(b->cfg.epsilon) || b->lifetime_nano == DP_NANO_INF ||
+	    dp_nano_floor(b->cfg.epsilon, &eps_nano) < 0)
+		return b->cfg.epsilon;
+	others = dp_ledgerset_spent_except(b->set, path);
+	left = others == DP_NANO_INF || others >= b->lifetime_nano ? 0 : b->lifetime_nano - others;
+	if (e != NULL)
+		return e->cap_nano < eps_nano && e->cap_nano >= left ? eps_of_nano(e->cap_nano)
+								     : b->cfg.epsilon;
+	return left < eps_nano && left > 0 ? eps_of_nano(left) : b->cfg.epsilon;
 }
 
 static unsigned open_flags(const struct own_budget *b)
@@ -183,7 +219,7 @@ int own_budget_bind(struct own_budget *b, const char *job, uint64_t offered)
 	struct own_budget_status st;
 	uint64_t K;
 	char ident[DP_LEDGER_IDENTITY_MAX + 1], *path;
-	double eps_q;
+	double eps_q, cap;
 	int r;
 
 	DP_REQUIRE(b != NULL && job != NULL && offered >= 1 && !b->ticket_open);
@@ -208,16 +244,18 @@ int own_budget_bind(struct own_budget *b, const char *job, uint64_t offered)
 			return fail(b, 0, r);
 		}
 	}
-	r = share(b, K, &eps_q);
-	if (r < 0) {
-		DP_ERROR("ledger", "epsilon %g cannot be split over K=%llu answers: %s",
-			 b->cfg.epsilon, (unsigned long long)K, dp_error_detail(r));
-		return r;
-	}
 	path = dp_ledgerset_job_path(b->set, job);
 	if (path == NULL)
 		return DP_ENOMEM;
-	r = dp_ledger_open(path, b->cfg.epsilon, K, ident, open_flags(b), &b->ledger);
+	cap = job_cap(b, path);
+	r = share(b, cap, K, &eps_q);
+	if (r < 0) {
+		DP_ERROR("ledger", "epsilon %g cannot be split over K=%llu answers: %s", cap,
+			 (unsigned long long)K, dp_error_detail(r));
+		free(path);
+		return r;
+	}
+	r = dp_ledger_open(path, cap, K, ident, open_flags(b), &b->ledger);
 	if (r < 0) {
 		DP_ERROR("ledger", "cannot open the ledger of job %s: %s", job,
 			 r == DP_ESTATE ? "in use by another process" : dp_error_detail(r));
@@ -231,7 +269,7 @@ int own_budget_bind(struct own_budget *b, const char *job, uint64_t offered)
 	b->eps_q = eps_q;
 	refresh_gauges(b, &st);
 	DP_INFO("ledger", "bound path=%s identity=\"%s\" epsilon=%g K=%llu eps_q=%.9g "
-		"answers=%llu lifetime_spent=%.9g lifetime_left=%.9g", path, ident, b->cfg.epsilon,
+		"answers=%llu lifetime_spent=%.9g lifetime_left=%.9g", path, ident, cap,
 		(unsigned long long)K, eps_q, (unsigned long long)st.answers, st.lifetime_spent,
 		st.lifetime_left);
 	free(path);
@@ -311,6 +349,7 @@ bool own_budget_refuses_job(const struct own_budget *b, const char *job)
 void own_budget_status(const struct own_budget *b, struct own_budget_status *out)
 {
 	uint64_t spent;
+	double held;
 
 	DP_REQUIRE(b != NULL && out != NULL);
 	memset(out, 0, sizeof(*out));
@@ -320,6 +359,7 @@ void own_budget_status(const struct own_budget *b, struct own_budget_status *out
 		spent == DP_NANO_INF || spent >= b->lifetime_nano ? 0.0 :
 		dp_nano_to_eps(b->lifetime_nano - spent);
 	out->job = "";
+	out->job_left = fmin(b->cfg.epsilon, out->lifetime_left);
 	if (b->ledger == NULL) {
 		size_t n = b->set ? dp_ledgerset_count(b->set) : 0;
 
@@ -333,6 +373,10 @@ void own_budget_status(const struct own_budget *b, struct own_budget_status *out
 				out->job = j->job + 4;
 				out->answers = j->answers;
 				out->cap = j->answers_cap;
+				out->job_left = fmin(j->cap_nano == DP_NANO_INF ? INFINITY :
+						     j->spent_nano >= j->cap_nano ? 0.0 :
+						     dp_nano_to_eps(j->cap_nano - j->spent_nano),
+						     out->lifetime_left);
 			}
 		}
 		return;
@@ -343,6 +387,10 @@ void own_budget_status(const struct own_budget *b, struct own_budget_status *out
 	out->cap = b->K;
 	out->spent = dp_ledger_spent(b->ledger);
 	out->left = dp_ledger_left(b->ledger);
+	/* A share reserved after the last answer (docs/ledger.md §9) counts as
+	 * spent, yet the next answer uses it: it is still there to spend. */
+	held = dp_nano_to_eps(dp_ledger_reserved_nano(b->ledger));
+	out->job_left = fmin(out->left + held, out->lifetime_left + held);
 }
 
 /* The ledger cannot be trusted any more (I/O failure, or a record that no

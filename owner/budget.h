@@ -75,6 +75,10 @@ struct own_budget_status {
 	double lifetime_left;       /* INFINITY without a lifetime cap */
 	const char *job;            /* the job these counters belong to ("" none);
 				       while unbound, the newest job in the directory */
+	double job_left;            /* what `job` can still spend: its cap less its
+				       spent, at most lifetime_left; with no job,
+				       the smaller of epsilon and lifetime_left
+				       (the Hello's limits, docs/protocol.md §5) */
 };
 
 /* Startup: keep cfg, open the ledger directory (created if missing, locked
@@ -95,7 +99,9 @@ void own_budget_close(struct own_budget *b);
  * none).  The job's ledger is the directory's file for that job, with the
  * identity "owner=<id> job=<job>" (or "owner=<id> job-sha256=<hex>" for a
  * long job name): an existing one is reopened (the job resumes: its caps
- * must be --epsilon and K), a missing one is created.  Binding another job
+ * must be K and --epsilon, or the smaller epsilon the lifetime left when
+ * it was made), a missing one is created with the cap --epsilon, or what
+ * the lifetime cap leaves when that is less (docs/ledger.md §8).  Binding another job
  * than the bound one closes the bound one first (its records are durable)
  * and counts what it spent towards the lifetime.  Logs the binding.
  * Errors, with a one-line detail: DP_EINVAL (the job's ledger has other

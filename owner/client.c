@@ -238,6 +238,7 @@ static void send_hello(struct own_client *c)
 {
 	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
 	Dpasync__Hello h = DPASYNC__HELLO__INIT;
+	Dpasync__HelloLimits lim = DPASYNC__HELLO_LIMITS__INIT;
 	struct own_budget_status st;
 
 	own_budget_status(c->cfg.budget, &st);
@@ -256,6 +257,15 @@ static void send_hello(struct own_client *c)
 	h.rate = c->cfg.set->rate;
 	h.schema = (char *)c->cfg.schema_fp;
 	h.bias = c->cfg.set->bias;
+	/* What is left and the bound we refuse beyond: the learner plans with
+	 * them and never sends a query we would refuse (docs/protocol.md §5
+	 * "Budget left and bounds").  epsilon_left is job's (its ledger's, or
+	 * what a new ledger would get); the learner of another job takes the
+	 * smaller of epsilon and lifetime_left. */
+	lim.epsilon_left = st.job_left;
+	lim.lifetime_left = st.lifetime_left;
+	lim.theta_max = c->cfg.set->theta_max;
+	h.limits = &lim;
 	env.version = DP_PROTO_VERSION;
 	env.msg_case = DPASYNC__ENVELOPE__MSG_HELLO;
 	env.hello = &h;
@@ -402,6 +412,7 @@ static void on_goodbye(struct own_client *c, const Dpasync__Goodbye *g)
 	case DPASYNC__GOODBYE_CODE__GOODBYE_SCHEMA_MISMATCH:
 	case DPASYNC__GOODBYE_CODE__GOODBYE_BAD_DATA:
 	case DPASYNC__GOODBYE_CODE__GOODBYE_BUDGET_SPENT:
+	case DPASYNC__GOODBYE_CODE__GOODBYE_BAD_CLAIM:
 		DP_ERROR("owner", "the learner refused this owner: %s", text);
 		stop(c, dp_exit_status(DP_EREFUSED, DP_EXIT_PHASE_RUN));
 		return;

@@ -51,7 +51,9 @@ static const char plot_summary[] =
 	"  psi-wall  INPUT... = one or more measured psi curves (time_s,k,psi: psi\n"
 	"            of a learnerd model at seconds since training started, as\n"
 	"            scripts/reproduce.sh async-vs-sync writes them).  psi against\n"
-	"            wall-clock time, one line per INPUT; --labels names them.";
+	"            wall-clock time, one line per INPUT; --labels names them.\n"
+	"            INPUTs with the same label are repeats of one run: their\n"
+	"            median with a min-max band.";
 
 enum kind { OWNERS, PSI, PSI_TIME, SHARES, CDF, PSI_WALL, OWNERS_WALL };
 
@@ -370,8 +372,9 @@ int dp_cmd_plot(int argc, char **argv)
 		{ .name = "trace", DP_CFG_PATH(&o.trace), .metavar = "FILE",
 		  .help = "psi-time: the learnerd trace.csv (required)" },
 		{ .name = "labels", DP_CFG_STRINGS(&o.labels), .metavar = "A,B",
-		  .help = "psi: one legend label per INPUT (default: the\n"
-			  "name of each INPUT's directory)" },
+		  .help = "psi, psi-wall: one legend label per INPUT (default:\n"
+			  "the name of each INPUT's directory; psi-wall: a\n"
+			  "label given twice draws a band of repeats)" },
 		{ .name = "rate", .alias = "rates", DP_CFG_STRING(&o.rates), .metavar = "R1,R2,...",
 		  .help = "shares: clock rates (requests/s) of the owners\n"
 			  "in natural order, or NAME=R,NAME=R,..." },

@@ -7,6 +7,7 @@
 #include "common/core/error.h"
 #include "common/core/json.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,8 +231,14 @@ static void caps_for(const struct job *jb, size_t T, uint64_t *K)
 			K[i] = req->answers_cap[i];
 		else if (req->mode != DP_PLAN_ASYNC)
 			K[i] = T > 1 ? T - 1 : 1;
-		else
-			K[i] = (uint64_t)ceil(left * jb->share[i] / free_share * (1.0 + margin));
+		else {
+			/* share_i <= free_share and left <= T: at most T (1 + margin),
+			 * which check() bounds. */
+			double v = ceil(left * jb->share[i] / free_share * (1.0 + margin));
+
+			DP_REQUIRE(v >= 0.0 && v <= DP_PLAN_K_MAX);
+			K[i] = (uint64_t)v;
+		}
 		if (K[i] == 0)
 			K[i] = 1;
 	}
@@ -255,8 +262,14 @@ static double step_max(const struct job *jb, size_t ci)
 	return 1.0 / (h + 2.0 * pub->lambda);
 }
 
+/* Every value the search turns into an integer (a T of the grid, a K_i) is
+ * bounded by what is checked here: the rates' sum finite, so that every
+ * share is a number in [0, 1]; T and t-max at most DP_PLAN_T_LIMIT; T times
+ * 1 + margin at most DP_PLAN_K_MAX. */
 static int check(const dp_plan_request *req, const dp_plan_public *pub)
 {
+	double rsum = 0.0, tm;
+
 	if (req->N == 0 || req->n_rows == NULL || req->epsilon == NULL)
 		return dp_error_set(DP_EINVAL, "plan: no owners");
 	for (size_t i = 0; i < req->N; i++) {
@@ -266,7 +279,18 @@ static int check(const dp_plan_request *req, const dp_plan_public *pub)
 			return dp_error_set(DP_EINVAL, "plan: owner %zu: epsilon must be > 0", i + 1);
 		if (req->rate != NULL && !(req->rate[i] > 0.0 && isfinite(req->rate[i])))
 			return dp_error_set(DP_EINVAL, "plan: owner %zu: rate must be > 0", i + 1);
+		rsum += req->rate != NULL ? req->rate[i] : 1.0;
 	}
+	if (!isfinite(rsum))
+		return dp_error_set(DP_EINVAL, "plan: the owners' rates sum to more than %g",
+				    DBL_MAX);
+	if (req->T > DP_PLAN_T_LIMIT || req->T_max > DP_PLAN_T_LIMIT)
+		return dp_error_set(DP_EINVAL, "plan: T and t-max must be at most %g",
+				    (double)DP_PLAN_T_LIMIT);
+	tm = (double)(req->T ? req->T : req->T_max ? req->T_max : DP_PLAN_T_MAX);
+	if (!(req->margin >= 0.0) || !(tm * (1.0 + req->margin) <= DP_PLAN_K_MAX))
+		return dp_error_set(DP_EINVAL, "plan: margin %g: T (1 + margin) must be at most %g",
+				    req->margin, DP_PLAN_K_MAX);
 	if (req->mode != DP_PLAN_ASYNC && req->answers_cap != NULL && req->T > 1) {
 		for (size_t i = 0; i < req->N; i++)
 			if (req->answers_cap[i] != 0 && req->answers_cap[i] < req->T - 1)
@@ -337,9 +361,9 @@ static size_t caps_t_limit(const dp_plan_request *req, size_t tmax)
 			all = false;
 			continue;
 		}
-		if (req->mode != DP_PLAN_ASYNC && k + 1 < tmax)
+		if (req->mode != DP_PLAN_ASYNC && k < tmax - 1)
 			tmax = (size_t)k + 1;
-		sum += k;
+		sum = k > UINT64_MAX - sum ? UINT64_MAX : sum + k;
 	}
 	if (req->mode == DP_PLAN_ASYNC && all && sum < tmax)
 		tmax = (size_t)sum;
@@ -419,7 +443,10 @@ int dp_plan_make(const dp_plan_request *req, const dp_plan_public *pub, dp_plan 
 		for (size_t g = 0; g < T_GRID; g++) {
 			double v = (double)tmin * pow((double)tmax / (double)tmin,
 						      (double)g / (T_GRID - 1));
-			size_t T = (size_t)llround(v);
+			size_t T;
+
+			DP_REQUIRE(v >= 1.0 && v <= 2.0 * DP_PLAN_T_LIMIT);   /* tmax: check() */
+			T = (size_t)llround(v);
 
 			if (nT == 0 || T != Ts[nT - 1])
 				Ts[nT++] = T;

@@ -151,6 +151,11 @@ typedef struct dp_plan_request {
 
 #define DP_PLAN_MARGIN 0.1
 #define DP_PLAN_T_MAX  100000
+/* The largest T (given, or t-max) a request may carry, and the largest
+ * T (1 + margin), which bounds every K_i: dp_plan_make refuses more
+ * (DP_EINVAL), so that no value it computes overflows an integer. */
+#define DP_PLAN_T_LIMIT ((size_t)1000000000000000)   /* 10^15 */
+#define DP_PLAN_K_MAX   1e18
 
 /* The plan and its forecast. */
 typedef struct dp_plan {
@@ -186,7 +191,9 @@ typedef struct dp_plan {
  * when every K_i is fixed, T <= their sum.  `pub` must describe the same
  * model and p as the job: the request does not carry them, so the caller
  * checks.  Errors: DP_EINVAL (bad request, including a sync cap below a
- * fixed T - 1), DP_ENOMEM.  On success the caller frees *out with
+ * fixed T - 1, rates whose sum overflows, T or t-max above
+ * DP_PLAN_T_LIMIT, T (1 + margin) above DP_PLAN_K_MAX; or no setting with
+ * a finite prediction), DP_ENOMEM.  On success the caller frees *out with
  * dp_plan_free. */
 int dp_plan_make(const dp_plan_request *req, const dp_plan_public *pub, dp_plan *out);
 

@@ -33,8 +33,10 @@ struct wreq {
 
 #define DP_CONN_RBUF 65536
 #define DP_CONN_WCHUNK (4u << 20)
-/* Accepted connections whose TLS handshake runs at once, per listener;
- * the others wait, unread, in arrival order (docs/scale.md §2). */
+/* Accepted connections whose TLS handshake runs at once, per listener.
+ * A connection takes its turn with its first bytes; the others that have
+ * sent some wait with them, reading no further, in arrival order
+ * (docs/scale.md §2), and a silent one takes no turn at all. */
 #define DP_CONN_HANDSHAKES_MAX 64
 
 /* What only an outgoing connection needs, allocated with it: a server
@@ -51,7 +53,7 @@ struct client {
 struct dp_conn {
 	uv_loop_t *loop;
 	uv_tcp_t tcp;
-	uv_timer_t timer;       /* handshake timeout, then close linger */
+	uv_timer_t timer;       /* handshake timeout (server: its turn too), then close linger */
 	uv_shutdown_t sreq;
 	struct client *cl;      /* outgoing connections only */
 
@@ -92,8 +94,9 @@ struct dp_conn {
 	dp_listener_slot slot;  /* its record there */
 	dp_conn *lprev, *lnext; /* in srv->conns */
 	dp_conn *wprev, *wnext; /* in srv's wait queue, while waiting */
-	int waiting;            /* accepted, handshake not started (on_connection) */
+	int waiting;            /* has spoken, waits for its turn (hs_turn) */
 	int hs_counted;         /* counted in srv->hs_active */
+	int kick;               /* the timer's next expiry is its turn, not a timeout */
 };
 
 /* Socket reads land here and are moved into the connection's read BIO
@@ -110,6 +113,8 @@ static void final_close(dp_conn *c);
 static void on_timer(uv_timer_t *t);
 static void try_connect(dp_conn *c);
 static void server_unlink(dp_conn *c);
+static int hs_turn(dp_conn *c);
+static void hs_resume(dp_conn *c);
 static void hs_end(dp_conn *c);
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -253,6 +258,7 @@ static void final_close(dp_conn *c)
 		c->reading = 0;
 	}
 	uv_timer_stop(&c->timer);
+	c->kick = 0;
 	if (c->tcp_init && !c->tcp_retrying && !uv_is_closing((uv_handle_t *)&c->tcp))
 		uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
 	if (!uv_is_closing((uv_handle_t *)&c->timer))
@@ -281,6 +287,7 @@ static void begin_close(dp_conn *c, int reason, int graceful, const char *fmt, .
 	DP_DEBUG("conn", "closing peer=%s id=%s reason=%d detail=\"%s\"", c->peer_addr,
 		 c->peer_id, reason, c->detail);
 	uv_timer_stop(&c->timer);
+	c->kick = 0;
 	if (c->gai_pending)
 		uv_cancel((uv_req_t *)&c->cl->gai);
 	if (c->reading) {
@@ -316,6 +323,10 @@ static void on_timer(uv_timer_t *t)
 {
 	dp_conn *c = t->data;
 
+	if (c->kick) {
+		hs_resume(c);
+		return;
+	}
 	if (c->state == ST_CLOSING) {
 		final_close(c);
 		return;
@@ -496,6 +507,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 			begin_close(c, DP_ENOMEM, 0, "out of memory buffering %zd bytes", nread);
 			return;
 		}
+		if (c->state == ST_HANDSHAKE && c->srv != NULL && !c->hs_counted && hs_turn(c) != 0)
+			return;
 		drive(c);
 		return;
 	}
@@ -594,11 +607,16 @@ static void conn_discard(dp_conn *c)
 	free(c);
 }
 
-static void start_timer(dp_conn *c)
+static void init_timer(dp_conn *c)
 {
 	uv_timer_init(c->loop, &c->timer);
 	c->timer.data = c;
 	c->handles_open++;
+}
+
+static void start_timer(dp_conn *c)
+{
+	init_timer(c);
 	uv_timer_start(&c->timer, on_timer, c->hs_timeout_ms, 0);
 }
 
@@ -778,13 +796,63 @@ static void wait_unlink(dp_conn *c)
  * handshake state (some 30 KB) until its peer answers: the peak is then
  * the sum, and the heap stays fragmented after it.  Running at most
  * DP_CONN_HANDSHAKES_MAX at a time bounds that, while the waiting ones
- * cost their struct and a descriptor; their handshake timeout runs from
- * the accept as before. */
-static void hs_start(dp_conn *c)
+ * cost their struct, their first bytes and a descriptor.  A turn is
+ * taken by a peer's first bytes, not by the accept, so silent strangers
+ * hold none (the listener evicts them first, docs/protocol.md §6).  The
+ * handshake timeout runs again from the turn: the wait is the server's,
+ * and a storm of owners larger than a few timeouts' worth of handshakes
+ * would otherwise time out its own tail.  The pending limits bound how
+ * many wait (listener.h).
+ *
+ * c (server, in its handshake, not counted) has read its first bytes:
+ * 0 when it has its turn now (the caller drives it), 1 when it waits. */
+static int hs_turn(dp_conn *c)
 {
-	c->hs_counted = 1;
-	c->srv->hs_active++;
-	start_handshake(c);
+	struct server *srv = c->srv;
+
+	if (srv->hs_active < DP_CONN_HANDSHAKES_MAX) {
+		c->hs_counted = 1;
+		srv->hs_active++;
+		uv_timer_start(&c->timer, on_timer, c->hs_timeout_ms, 0);
+		return 0;
+	}
+	if (c->reading) {
+		uv_read_stop((uv_stream_t *)&c->tcp);
+		c->reading = 0;
+	}
+	uv_timer_stop(&c->timer);
+	c->waiting = 1;
+	c->wprev = srv->wait_tail;
+	if (srv->wait_tail)
+		srv->wait_tail->wnext = c;
+	else
+		srv->wait_head = c;
+	srv->wait_tail = c;
+	if (c->listener != NULL)
+		dp_listener_hold(c->listener, &c->slot);
+	return 1;
+}
+
+/* The turn of waiting connection c came (hs_end counted it and set the
+ * kick): from the loop, never from inside hs_end, whose callers do not
+ * expect the user's callbacks that driving the handshake can run. */
+static void hs_resume(dp_conn *c)
+{
+	int r;
+
+	c->kick = 0;
+	if (c->state != ST_HANDSHAKE)
+		return;
+	uv_timer_start(&c->timer, on_timer, c->hs_timeout_ms, 0);
+	if (c->listener != NULL)
+		dp_listener_progress(c->listener, &c->slot);
+	r = uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+	if (r < 0) {
+		begin_close(c, r, 0, "read from %s: %s", c->peer_addr, uv_strerror(r));
+		return;
+	}
+	c->reading = 1;
+	drive(c);
 }
 
 /* c's handshake ended (done, failed or abandoned): start waiting ones. */
@@ -803,7 +871,10 @@ static void hs_end(dp_conn *c)
 		dp_conn *w = srv->wait_head;
 
 		wait_unlink(w);
-		hs_start(w);
+		w->hs_counted = 1;
+		srv->hs_active++;
+		w->kick = 1;
+		uv_timer_start(&w->timer, on_timer, 0, 0);
 	}
 }
 
@@ -841,7 +912,7 @@ static int on_connection(dp_listener *l, void *data)
 	c->tcp.data = c;
 	c->tcp_init = 1;
 	c->handles_open++;
-	start_timer(c);
+	init_timer(c);
 	c->srv = srv;
 	c->lnext = srv->conns;
 	if (srv->conns)
@@ -854,17 +925,11 @@ static int on_connection(dp_listener *l, void *data)
 		return 0;
 	}
 	c->listener = l;
-	if (srv->hs_active < DP_CONN_HANDSHAKES_MAX) {
-		hs_start(c);
-		return 0;
-	}
-	c->waiting = 1;
-	c->wprev = srv->wait_tail;
-	if (srv->wait_tail)
-		srv->wait_tail->wnext = c;
-	else
-		srv->wait_head = c;
-	srv->wait_tail = c;
+	/* Read at once, so that the listener sees who speaks; the turn among
+	 * the handshakes run at once comes with the first bytes (hs_turn).
+	 * Until then the handshake timeout bounds the silence. */
+	if (start_handshake(c) == 0)
+		uv_timer_start(&c->timer, on_timer, c->hs_timeout_ms, 0);
 	return 0;
 }
 
@@ -926,6 +991,7 @@ int dp_conn_listen(uv_loop_t *loop, const dp_conn_config *cfg, const char *addr,
 	lc.max_conns = cfg->max_conns;
 	lc.max_pending = cfg->max_pending;
 	lc.max_pending_per_addr = cfg->max_pending_per_addr;
+	lc.stall_ms = cfg->pending_stall_ms;
 	if (cfg->max_pending != 0 || cfg->max_pending_per_addr != 0)
 		lc.on_evict = on_evict;
 	lc.m_pending = cfg->m_pending;

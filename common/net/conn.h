@@ -93,8 +93,9 @@ typedef struct dp_conn_callbacks {
 	 * resolved), -ECONNREFUSED and other -errno from the socket,
 	 * -ECANCELED (listener closed during the handshake), -ECONNABORTED
 	 * (evicted during the handshake for a newer connection: max_pending),
-	 * -EAGAIN (refused at accept: max_conns).  detail is a
-	 * one-line human reason, valid during the call.  c is freed when the
+	 * -EAGAIN (refused at accept: max_conns, or max_pending_per_addr
+	 * of handshakes making progress).  detail is a one-line human
+	 * reason, valid during the call.  c is freed when the
 	 * callback returns; only dp_conn_data/peer_id/peer_addr may be called
 	 * on it inside.  NULL: no notification. */
 	void (*on_close)(dp_conn *c, int reason, const char *detail);
@@ -124,8 +125,11 @@ typedef struct dp_conn_config {
 				     * bursts below it or watch
 				     * dp_conn_write_queue().
 				     * 0 -> 2 * max_frame + 1 MiB */
-	uint32_t handshake_timeout_ms; /* from accept / connect start to the end
-				     * of the handshake; 0 -> 10 s */
+	uint32_t handshake_timeout_ms; /* from connect start (client) or from
+				     * the handshake's start (server: at accept,
+				     * or when its turn comes among the
+				     * handshakes run at once) to the end of the
+				     * handshake; 0 -> 10 s */
 	uint32_t close_linger_ms;   /* how long a graceful close waits for the
 				     * queued bytes to leave; 0 -> 5 s */
 	const dp_frame_limits *limits; /* copied; NULL = defaults (p unknown) */
@@ -142,7 +146,11 @@ typedef struct dp_conn_config {
 				     * separate limit */
 	size_t max_pending_per_addr;/* dp_conn_listen only: the same per peer
 				     * address, evicting that address's
-				     * oldest; 0 = no limit */
+				     * oldest idle or stalled one, else
+				     * refusing the new one (-EAGAIN);
+				     * 0 = no limit */
+	uint32_t pending_stall_ms;  /* dp_conn_listen only: listener.h's
+				     * stall_ms (0: no protection) */
 	struct dp_metric *m_pending, *m_evicted, *m_refused; /* dp_conn_listen
 				     * only, optional: listener.h's gauge and
 				     * counters */

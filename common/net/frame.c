@@ -320,6 +320,15 @@ static int check_hello(const Dpasync__Hello *h, const struct vlimits *l)
 		r = check_str("hello", "schema", h->schema, 0, l);
 	if (r == 0)
 		r = check_str("hello", "job", h->job, 0, l);
+	/* What is left and the owner's bound (docs/protocol.md §5): 0 left is
+	 * a real value (nothing left), so the message's absence, never a 0,
+	 * marks an owner that predates it. */
+	if (r == 0 && h->limits != NULL)
+		r = check_num("hello", "limits.epsilon_left", h->limits->epsilon_left, 1, 1);
+	if (r == 0 && h->limits != NULL)
+		r = check_num("hello", "limits.lifetime_left", h->limits->lifetime_left, 1, 1);
+	if (r == 0 && h->limits != NULL)
+		r = check_num("hello", "limits.theta_max", h->limits->theta_max, 2, 1);
 	return r;
 }
 

@@ -186,12 +186,30 @@ static void count_refused(dp_listener *l, const char *peer, const char *why)
 	warn_limited(l, "refusing a connection", peer, why);
 }
 
-/* The oldest pending slot (of address key, or of any when key is NULL),
- * idle ones first, never `except`.  An idle one whose peer has sent
- * bytes meanwhile becomes active on the way. */
-static dp_listener_slot *victim(dp_listener *l, const unsigned char *key,
-				dp_listener_slot *except)
+/* Whether active slot s has stalled: nothing heard for stall_ms and
+ * nothing waiting unread (bytes waiting mean that we are the slow side:
+ * they count as heard now, which also spares the next look a system call). */
+static int stalled(dp_listener *l, dp_listener_slot *s, uint64_t now)
 {
+	if (l->cfg.stall_ms == 0)
+		return 1;
+	if (s->held || now - s->heard < l->cfg.stall_ms)
+		return 0;
+	if (has_input(s)) {
+		s->heard = now;
+		return 0;
+	}
+	return 1;
+}
+
+/* The oldest pending slot (of address key, or of any when key is NULL),
+ * never `except`: the oldest idle one, else the oldest stalled one, else
+ * (unless keep_progress) the oldest active one.  An idle one whose peer
+ * has sent bytes meanwhile becomes active on the way. */
+static dp_listener_slot *victim(dp_listener *l, const unsigned char *key,
+				dp_listener_slot *except, int keep_progress)
+{
+	uint64_t now = uv_now(l->tcp.loop);
 	dp_listener_slot *s, *next;
 
 	for (s = l->idle.head; s != NULL; s = next) {
@@ -202,8 +220,15 @@ static dp_listener_slot *victim(dp_listener *l, const unsigned char *key,
 			return s;
 		list_unlink(&l->idle, s);
 		s->state = SLOT_ACTIVE;
+		s->heard = now;
 		list_insert_by_age(&l->active, s);
 	}
+	for (s = l->active.head; s != NULL; s = s->next)
+		if (s != except && (key == NULL || memcmp(s->key, key, 17) == 0) &&
+		    stalled(l, s, now))
+			return s;
+	if (keep_progress)
+		return NULL;
 	for (s = l->active.head; s != NULL; s = s->next)
 		if (s != except && (key == NULL || memcmp(s->key, key, 17) == 0))
 			return s;
@@ -436,22 +461,27 @@ static int make_room(dp_listener *l, dp_listener_slot *slot, const char *peer)
 
 	if (l->cfg.max_pending_per_addr != 0 &&
 	    pending_from(l, slot->key, slot) >= l->cfg.max_pending_per_addr) {
-		v = victim(l, slot->key, slot);
-		if (v != NULL) {
-			snprintf(why, sizeof(why), "pending limit per address %zu reached",
-				 l->cfg.max_pending_per_addr);
-			evict(l, v, peer, why);
-		}
+		/* Never a handshake of the same address that is getting on: a
+		 * storm from one address (a NAT, every owner back after a
+		 * learner restart) would cut its own handshakes for ever. */
+		v = victim(l, slot->key, slot, 1);
+		if (v == NULL)
+			return dp_error_set(-EAGAIN, "pending limit per address %zu reached, each "
+					    "of them making progress",
+					    l->cfg.max_pending_per_addr);
+		snprintf(why, sizeof(why), "pending limit per address %zu reached",
+			 l->cfg.max_pending_per_addr);
+		evict(l, v, peer, why);
 	}
 	if (l->cfg.max_pending != 0 && l->pending > l->cfg.max_pending) {
-		v = victim(l, NULL, slot);
+		v = victim(l, NULL, slot, 0);
 		if (v != NULL) {
 			snprintf(why, sizeof(why), "pending limit %zu reached", l->cfg.max_pending);
 			evict(l, v, peer, why);
 		}
 	}
 	if (l->cfg.max_conns != 0 && l->live > l->cfg.max_conns) {
-		v = l->cfg.on_evict ? victim(l, NULL, slot) : NULL;
+		v = l->cfg.on_evict ? victim(l, NULL, slot, 0) : NULL;
 		snprintf(why, sizeof(why), "connection limit %zu reached", l->cfg.max_conns);
 		if (v == NULL)
 			return dp_error_set(-EAGAIN, "%s", why);
@@ -483,6 +513,7 @@ int dp_listener_accept(dp_listener *l, uv_tcp_t *tcp, dp_listener_slot *slot, ch
 	slot->seq = l->next_seq++;
 	/* A peer that spoke before we accepted is not idle. */
 	slot->state = has_input(slot) ? SLOT_ACTIVE : SLOT_IDLE;
+	slot->heard = uv_now(l->tcp.loop);
 	list_push(list_of(l, slot), slot);
 	l->live++;
 	l->pending++;
@@ -504,11 +535,22 @@ int dp_listener_accept(dp_listener *l, uv_tcp_t *tcp, dp_listener_slot *slot, ch
 void dp_listener_progress(dp_listener *l, dp_listener_slot *slot)
 {
 	DP_REQUIRE(l != NULL && slot != NULL && !l->closing);
+	if (slot->state != SLOT_IDLE && slot->state != SLOT_ACTIVE)
+		return;
+	slot->held = 0;
+	slot->heard = uv_now(l->tcp.loop);
 	if (slot->state != SLOT_IDLE)
 		return;
 	list_unlink(&l->idle, slot);
 	slot->state = SLOT_ACTIVE;
 	list_insert_by_age(&l->active, slot);
+}
+
+void dp_listener_hold(dp_listener *l, dp_listener_slot *slot)
+{
+	DP_REQUIRE(l != NULL && slot != NULL && !l->closing);
+	if (slot->state == SLOT_IDLE || slot->state == SLOT_ACTIVE)
+		slot->held = 1;
 }
 
 void dp_listener_settle(dp_listener *l, dp_listener_slot *slot)

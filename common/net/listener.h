@@ -17,18 +17,27 @@
  * Admission (docs/protocol.md §6 "Admission"):
  *   - a pending connection is idle until it has sent a byte (the user
  *     calls dp_listener_progress; bytes already waiting at accept or when
- *     an eviction looks at it count too), then active;
+ *     an eviction looks at it count too), then active.  With
+ *     cfg->stall_ms, an active one is making progress while its last
+ *     bytes are less than stall_ms old or some wait unread, and stalled
+ *     after that; without it, every active one counts as stalled;
  *   - with max_pending_per_addr pending from the new connection's address
- *     already, the oldest pending one of that address is evicted; else
- *     with max_pending pending already, the oldest pending one of any
- *     address; idle ones go before active ones.  The user closes an
- *     evicted connection at once (cfg->on_evict); it stops counting at
- *     once;
- *   - with max_conns live, the oldest pending one is evicted when there
- *     is one (only when on_evict is set), else the new connection is
- *     accepted and closed at once (refused).
- * So a new connection always gets a chance while settled connections
- * stay below max_conns, and settled connections are never evicted.
+ *     already, the oldest idle one of that address is evicted, else its
+ *     oldest stalled one; when every one of them is making progress, the
+ *     new connection is accepted and closed at once (refused): a storm of
+ *     handshakes from one address (many hosts behind one NAT) finishes
+ *     the ones it has started instead of cutting them for newer ones;
+ *   - else with max_pending pending already, the oldest pending one of
+ *     any address, idle before stalled before the others.  The user
+ *     closes an evicted connection at once (cfg->on_evict); it stops
+ *     counting at once;
+ *   - with max_conns live, the oldest pending one is evicted likewise
+ *     when there is one (only when on_evict is set), else the new
+ *     connection is refused.
+ * So a new connection from an address below its limit always gets a
+ * chance while settled connections stay below max_conns, settled
+ * connections are never evicted, and a connection making progress is
+ * never evicted for another of its own address.
  * Evictions and refusals are logged at most once per 10 s with a count;
  * the counters and the pending gauge are in cfg's metrics when given.
  *
@@ -61,6 +70,8 @@ typedef struct dp_listener_slot {
 	unsigned char key[17];  /* address family and address */
 	unsigned char state;
 	uint32_t seq;           /* accept order: "oldest" means lowest */
+	unsigned char held;     /* dp_listener_hold: bytes kept unprocessed */
+	uint64_t heard;         /* uv_now when its last bytes were seen */
 } dp_listener_slot;
 
 typedef struct dp_listener_config {
@@ -71,6 +82,11 @@ typedef struct dp_listener_config {
 			       * separate limit (needs on_evict) */
 	size_t max_pending_per_addr; /* pending connections from one address
 			       * at most; 0 = no limit (needs on_evict) */
+	uint32_t stall_ms;    /* an active pending connection whose last
+			       * bytes are this old (none waiting unread) is
+			       * stalled; younger ones make progress, and the
+			       * per-address limit never evicts them.  0: no
+			       * such protection, every active one may go */
 	/* Pending connection s is evicted: it no longer counts; close it at
 	 * once (its dp_listener_release, when it comes, does nothing).
 	 * Called from inside dp_listener_accept of another connection.
@@ -123,15 +139,24 @@ int dp_listener_start_addr(uv_loop_t *loop, const dp_listener_config *cfg,
  * NULL) receives the peer's address as dp_addr_format writes it ("" if
  * unknown).
  * Errors: the libuv accept error (negative errno), or -EAGAIN when
- * max_conns settled connections leave no room (refused, logged); the
- * connection is not counted.  Either way tcp stays the caller's to
+ * max_conns settled connections leave no room, or when its address has
+ * max_pending_per_addr pending that all make progress (refused, logged);
+ * the connection is not counted.  Either way tcp stays the caller's to
  * uv_close. */
 int dp_listener_accept(dp_listener *l, uv_tcp_t *tcp, dp_listener_slot *slot, char *peer,
 		       size_t peer_size);
 
-/* The pending connection of slot has received bytes: it is evicted only
- * after the idle ones.  No-op for one already active, settled or evicted. */
+/* The pending connection of slot has received bytes (or the user starts
+ * processing those it held): it is evicted only after the idle ones, and
+ * with cfg->stall_ms it makes progress for the next stall_ms.  No-op for
+ * one settled or evicted. */
 void dp_listener_progress(dp_listener *l, dp_listener_slot *slot);
+
+/* The user has read bytes of the pending connection of slot and keeps
+ * them unprocessed for now (it waits for its turn): it makes progress,
+ * however long ago they came, until the next dp_listener_progress.
+ * No-op unless pending. */
+void dp_listener_hold(dp_listener *l, dp_listener_slot *slot);
 
 /* The connection of slot is authenticated: it stops counting against the
  * pending limits and is never evicted.  No-op unless pending. */

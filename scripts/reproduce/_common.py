@@ -37,13 +37,20 @@ TABLES = {
 }
 
 
-def args(doc):
-    p = argparse.ArgumentParser(description=doc)
+def args(doc, more=None):
+    """The command line: --build, --data and --out (scripts/reproduce.sh
+    passes them), --quick, and the experiment's own options added by
+    more(parser) (scripts/reproduce.sh passes what follows OUTDIR).  Bad
+    usage exits 2 (argparse)."""
+    p = argparse.ArgumentParser(description=doc,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument('--build', required=True, help='meson build directory with the binaries')
     p.add_argument('--data', required=True, help='the shared data directory')
     p.add_argument('--out', required=True, help='output directory')
     p.add_argument('--quick', action='store_true',
                    help='a small version for the test suite (fewer cells and repeats)')
+    if more is not None:
+        more(p)
     return p.parse_args()
 
 

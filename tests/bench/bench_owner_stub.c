@@ -11,11 +11,18 @@
  *
  *   bench_owner_stub --learner HOST:PORT --ca F --certs DIR --owners N
  *                    [--first 1] [--p 11] [--rows 50] [--rate 1]
+ *                    [--connect-chunk 0]
  *
  * --first F: the identities are owner-F .. owner-(F+N-1) (the scale
  * benchmark, docs/scale.md, mixes stubs with real ownerd processes).
  * --rate R: the clock rate its Hellos state; the learner plans each
  * owner's share of the iterations from it (docs/planner.md).
+ * --connect-chunk C: start C connections per turn of the loop instead of
+ * all N before it runs (0).  With all at once, the loop writes every
+ * ClientHello before it reads any server's answer, so on a loaded machine
+ * the first handshakes wait tens of seconds on this process, not on the
+ * learner; in chunks, all N still start within seconds and each answers
+ * the learner at once, as N separate owners would.
  *
  * Exit 0 when every connection received Done; 1 otherwise (message on
  * stderr); 2 on bad usage. */
@@ -43,6 +50,9 @@ static struct tst_opts_owners O;
 static double rate;
 
 static uv_loop_t *loop;
+static uv_idle_t feeder;        /* --connect-chunk: starts the next chunk */
+static size_t next_owner;
+static size_t connect_chunk;
 static struct stub_owner *own;
 static double *grad;
 static size_t n_closed, n_done;
@@ -178,10 +188,38 @@ static int connect_owner(struct stub_owner *o, size_t i)
 	return rc;
 }
 
+/* Start owners next_owner .. next_owner + count - 1; on a failure the
+ * message is printed and the loop stopped. */
+static int connect_some(size_t count)
+{
+	int rc;
+
+	for (; count > 0 && next_owner < O.n; count--, next_owner++) {
+		rc = connect_owner(&own[next_owner], next_owner);
+		if (rc < 0) {
+			fprintf(stderr, "bench_owner_stub: owner-%zu: %s\n", O.first + next_owner,
+				dp_error_detail(rc));
+			failed = 1;
+			uv_stop(loop);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+static void on_feed(uv_idle_t *h)
+{
+	connect_some(connect_chunk);
+	if (next_owner == O.n)
+		uv_close((uv_handle_t *)h, NULL);
+}
+
 static const struct dp_config_entry opts[] = {
 	TST_OPTS_OWNERS(&O),
 	{ .name = "rate", DP_CFG_DOUBLE(&rate), .def = "1", .min = 0, .max = INFINITY,
 	  .help = "clock rate said in each Hello" },
+	{ .name = "connect-chunk", DP_CFG_SIZE(&connect_chunk), .def = "0", .min = 0, .max = 1e9,
+	  .help = "connections started per turn of the loop (0: all before it runs)" },
 	DP_CONFIG_END,
 };
 
@@ -192,7 +230,7 @@ int main(int argc, char **argv)
 		.entries = opts, .validate = tst_opts_owners_check, .validate_arg = &O,
 		.command = true,
 	};
-	int rc, status;
+	int status;
 
 	signal(SIGPIPE, SIG_IGN);
 	if (!tst_opts_load(&spec, argc, argv, &status))
@@ -205,13 +243,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_owner_stub: out of memory\n");
 		return 1;
 	}
-	for (size_t i = 0; i < O.n; i++) {
-		rc = connect_owner(&own[i], i);
-		if (rc < 0) {
-			fprintf(stderr, "bench_owner_stub: owner-%zu: %s\n", O.first + i,
-				dp_error_detail(rc));
+	if (connect_chunk == 0) {
+		if (connect_some(O.n) < 0)
 			return 1;
-		}
+	} else {
+		uv_idle_init(loop, &feeder);
+		uv_idle_start(&feeder, on_feed);
 	}
 	uv_run(loop, UV_RUN_DEFAULT);
 	if (n_done != O.n)

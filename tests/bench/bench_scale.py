@@ -57,7 +57,7 @@ PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchproc import (PROCS, TMPDIRS, log, Interrupted, on_signal, trap_signals,  # noqa: E402,F401
-                       start, reap, kill_all, finish)
+                       start, start_ownerd, reap, kill_all, finish)
 
 
 def status_kb(pid, keys=("VmRSS", "VmHWM")):
@@ -177,20 +177,9 @@ class Bench:
                       "--rows", str(a.rows), "--rate", "%g" % a.rate], subprocess.DEVNULL, se)
 
     def ownerd(self, jdir, ldir, port, i):
-        a = self.a
-        c = self.certs
-        od = os.path.join(ldir, "owner-%d" % i)
-        os.makedirs(od)
-        oe = open(os.path.join(jdir, "ownerd-%d.log" % i), "w")
-        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-        p = start([a.ownerd, "--learner", "127.0.0.1:%d" % port, "--ca", c + "/ca.crt",
-                   "--cert", "%s/owner-%d.crt" % (c, i), "--key", "%s/owner-%d.key" % (c, i),
-                   "--data", "%s/owner-%d.csv" % (self.data, i), "--bias",
-                   "--rate", "%g" % a.rate, "--ledger", os.path.join(od, "ledger"),
-                   "--model-out", os.path.join(od, "model.json"), "--once",
-                   "--log-level", "warn"], subprocess.DEVNULL, oe, env=env)
-        oe.close()
-        return p
+        return start_ownerd(self.a.ownerd, port, self.certs, self.data, i, self.a.rate,
+                            os.path.join(ldir, "owner-%d" % i),
+                            os.path.join(jdir, "ownerd-%d.log" % i))
 
     def watch(self, lp, jdir, t0, owners, timeout):
         """Sample learnerd until it exits: RSS (steady = median while

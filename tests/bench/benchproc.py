@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Process handling shared by the daemon benchmarks (bench_learnerd.py,
-bench_scale.py, bench_staleness.py): every process started in a session of
+bench_scale.py, bench_staleness.py, bench_rejoin.py): every process started in a session of
 its own, killed with this script (PR_SET_PDEATHSIG) and at the end, with
 its rusage read when it is reaped."""
 import os
@@ -50,6 +50,23 @@ def start(argv, stdout, stderr, env=None):
     return p
 
 
+def start_ownerd(ownerd, port, certs, data, i, rate, odir, log_path):
+    """Start a real ownerd as owner-i of the scale and rejoin benchmarks
+    (docs/scale.md): DATA/owner-i.csv with --bias, --rate RATE, --once, its
+    ledger and model in ODIR (made here), its stderr to log_path."""
+    os.makedirs(odir)
+    oe = open(log_path, "w")
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    p = start([ownerd, "--learner", "127.0.0.1:%d" % port, "--ca", certs + "/ca.crt",
+               "--cert", "%s/owner-%d.crt" % (certs, i), "--key", "%s/owner-%d.key" % (certs, i),
+               "--data", "%s/owner-%d.csv" % (data, i), "--bias",
+               "--rate", "%g" % rate, "--ledger", os.path.join(odir, "ledger"),
+               "--model-out", os.path.join(odir, "model.json"), "--once",
+               "--log-level", "warn"], subprocess.DEVNULL, oe, env=env)
+    oe.close()
+    return p
+
+
 def reap(p, timeout):
     """Wait for p at most timeout seconds; returns its rusage or None on
     timeout.  Sets p.returncode."""
@@ -96,3 +113,19 @@ def finish(keep, *kept):
             shutil.rmtree(d, ignore_errors=True)
     else:
         log("kept: %s" % " ".join(str(k) for k in kept))
+
+
+def run_guarded(name, body, keep, *kept):
+    """The end of a benchmark's main: body() returns its exit status; a
+    failure (a program that failed or could not start) is one line and
+    1, SIGINT or SIGTERM one line and 130; whatever happened, finish()."""
+    try:
+        return body()
+    except (RuntimeError, subprocess.CalledProcessError, OSError) as e:
+        log("%s: FAILED: %s" % (name, e))
+        return 1
+    except Interrupted as e:
+        log("%s: interrupted (%s)" % (name, e))
+        return 130
+    finally:
+        finish(keep, *kept)

@@ -44,6 +44,14 @@ sys.path.insert(0, HERE)
 from harness import Fail, check, tmpdir, cleanup, main
 import engine, compose_stack, systemd_units
 
+def brief(msg):
+    """A failure's first line (which check failed) and the tail of the log
+    it carries: the tail alone once hid which check it was."""
+    if len(msg) <= 2500:
+        return msg
+    first = msg.split('\n', 1)[0][:500]
+    return '%s\n[...]\n%s' % (first, msg[-2000:])
+
 def test(argv):
     check(os.geteuid() == 0, 'must run as root (scripts/test.sh does): it starts dockerd')
     t0 = time.time()
@@ -108,7 +116,7 @@ def test(argv):
             print('systemd-analyze security: %r' % results['systemd-analyze'])
         print('total %.0f s' % (time.time() - t0))
         if errors:
-            raise Fail('; '.join('%s: %s' % (n, str(e)[-2500:]) for n, e in errors.items()))
+            raise Fail('; '.join('%s: %s' % (n, brief(str(e))) for n, e in errors.items()))
     finally:
         eng.close()
         cleanup(d)

@@ -26,6 +26,12 @@ rm -rf /tmp/certs /tmp/data
 '''
 
 
+# Each owner's clock (per s).  At 10 a job of T = 300 took 10 s on a loaded
+# machine, and the test saw its 30th iteration only at k = 272: owner-1's
+# kill then came after the job no longer needed it.  At 3 the job lasts
+# about 35 s before owner-1's kill and its 30 s RestartSec.
+RATE = '3'
+
 def one_job(text):
     """The totals of the one job in an owner's ledger directory (`dpasync
     ledger DIR`, docs/ledger.md §8): these tests run one job per owner."""
@@ -96,7 +102,7 @@ def scenario(eng, image, out):
         for i, o in enumerate(OWNERS, 1):
             confs['ownerd-%s.conf' % o] = conf('deploy/systemd/ownerd-owner-1.conf', {
                 'learner': '127.0.0.1:7800', 'cert': '/etc/dpasync/%s.crt' % o, 'key': '/etc/dpasync/%s.key' % o,
-                'data': '/var/lib/dpasync/%s/data.csv' % o, 'rate': '10', 'welcome-timeout': '2m',
+                'data': '/var/lib/dpasync/%s/data.csv' % o, 'rate': RATE, 'welcome-timeout': '2m',
                 'ledger': '/var/lib/dpasync/%s/ledger' % o,
                 'model-out': '/var/lib/dpasync/%s/job1.model.json' % o,
                 'metrics-listen': '127.0.0.1:%d' % (9464 + i)})
@@ -133,6 +139,11 @@ def scenario(eng, image, out):
         led1 = '/var/lib/dpasync/owner-1/ledger'
         before = one_job(box.sh('dpasync ledger ' + led1).stdout)
         box.sh('kill -KILL %s' % s1['MainPID'])
+        # The other two owners' caps (111 each of T = 300) cannot finish the
+        # job: it waits for owner-1's restart, which the checks below need.
+        check(before['answers'] + 2 * before['answers_cap'] < 300,
+              'owner-1 was killed too late to matter (%d answers; the job of T = 300 could '
+              'end without it): the job ran too fast for this test' % before['answers'])
 
         # A bad configuration: exit 2, and no restart (RestartPreventExitStatus=2).
         ub = 'ownerd@owner-bad.service'

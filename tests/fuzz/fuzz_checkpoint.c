@@ -7,9 +7,10 @@
  * of the job its seeds come from (job "fuzz-job", linear, owners owner-1
  * and owner-2, lambda 0.01, theta-max 10, bias; T, clip and the step size
  * not given, so the file's are taken).  A checkpoint that loads must hold
- * together (k_done <= T, every theta finite, n_total the sum of n_rows),
- * save as the final checkpoint and load again into a second fresh learner
- * to the same job and state, bit for bit.  Aborts on any inconsistency;
+ * together (k_done <= T, every theta finite, n_total the sum of the
+ * planned owners' n_rows, a left-out owner exhausted, a fingerprint that
+ * fits a Hello's), save as the final checkpoint and load again into a
+ * second fresh learner to the same job and state, bit for bit.  Aborts on any inconsistency;
  * the sanitizers catch memory errors. */
 #include <math.h>
 #include <stdint.h>
@@ -43,6 +44,7 @@ static int same_bits(double a, double b)
 static void check_consistent(const struct lrn_job *J)
 {
 	uint64_t nsum = 0;
+	size_t planned = 0;
 
 	FUZZ_CHECK(J->started && J->p >= 1 && J->T >= 1 && J->k_done <= J->T);
 	FUZZ_CHECK(J->next_qid >= 1 && J->next_qid == J->qid_reserved);
@@ -53,9 +55,15 @@ static void check_consistent(const struct lrn_job *J)
 		FUZZ_CHECK(J->owners[i].n_rows > 0 && J->owners[i].ever_hello);
 		for (size_t q = 0; q < J->p; q++)
 			FUZZ_CHECK(isfinite(J->owners[i].theta[q]));
-		nsum += J->owners[i].n_rows;
+		FUZZ_CHECK(!J->owners[i].left_out || J->owners[i].exhausted);
+		if (!J->owners[i].left_out) {
+			nsum += J->owners[i].n_rows;
+			planned++;
+		}
 	}
-	FUZZ_CHECK(nsum == J->n_total);
+	FUZZ_CHECK(nsum == J->n_total && planned == J->n_planned && planned >= 1);
+	FUZZ_CHECK(strlen(J->schema_fp) < sizeof(J->schema_fp) &&
+		   (J->schema_fp[0] == '\0' || J->schema_from[0] != '\0'));
 }
 
 static void check_same(const struct lrn_job *a, const struct lrn_job *b)
@@ -69,11 +77,14 @@ static void check_same(const struct lrn_job *a, const struct lrn_job *b)
 		FUZZ_CHECK(same_bits(a->psi_pred, b->psi_pred) &&
 			   same_bits(a->psi_zero, b->psi_zero) && a->measured == b->measured);
 	FUZZ_CHECK(memcmp(a->theta_L, b->theta_L, a->p * sizeof(double)) == 0);
+	FUZZ_CHECK(strcmp(a->schema_fp, b->schema_fp) == 0 &&
+		   strcmp(a->schema_from, b->schema_from) == 0 && a->n_planned == b->n_planned);
 	for (size_t i = 0; i < a->N; i++) {
 		const struct lrn_owner *x = &a->owners[i], *y = &b->owners[i];
 
 		FUZZ_CHECK(x->n_rows == y->n_rows && x->iterations == y->iterations &&
-			   x->exhausted == y->exhausted && x->planned_cap == y->planned_cap);
+			   x->exhausted == y->exhausted && x->planned_cap == y->planned_cap &&
+			   x->left_out == y->left_out);
 		FUZZ_CHECK(same_bits(x->eps_spent, y->eps_spent));
 		FUZZ_CHECK(memcmp(x->theta, y->theta, a->p * sizeof(double)) == 0);
 	}

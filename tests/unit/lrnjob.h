@@ -82,18 +82,25 @@ static inline void lrnjob_connect(struct lrn_job *J, size_t i, double now)
 	o->conn_since = now;
 }
 
-/* Its Hello (the counters server.c's on_hello sets), then lrn_sched_hello. */
-static inline void lrnjob_hello(struct lrn_job *J, size_t i, uint64_t n_rows, double rate,
-				uint64_t cap, uint64_t given, struct lrn_decision *d)
+/* A Hello's claims: epsilon 1, no limits (an owner that predates them),
+ * counters of this job. */
+static inline struct lrn_claims lrnjob_claims(const struct lrn_job *J, uint64_t n_rows,
+					      double rate, uint64_t cap, uint64_t given)
+{
+	return (struct lrn_claims){ .n_rows = n_rows, .n_features = (uint32_t)J->p,
+				    .epsilon = 1.0, .rate = rate, .own_cap = cap,
+				    .answers_cap = cap, .answers_given = given,
+				    .same_job = true };
+}
+
+/* Its Hello with claims c (what server.c's on_hello takes), then
+ * lrn_sched_hello. */
+static inline void lrnjob_hello_claims(struct lrn_job *J, size_t i, const struct lrn_claims *c,
+				       struct lrn_decision *d)
 {
 	struct lrn_owner *o = &J->owners[i];
 
-	o->n_rows = n_rows;
-	o->n_features = (uint32_t)J->p;
-	o->epsilon = 1.0;
-	o->rate = rate;
-	o->answers_cap = cap;
-	o->answers_given = given;
+	lrn_state_take_hello(J, o, c);
 	if (!o->hello)
 		J->n_hello++;
 	if (!o->hello && o->connected && !o->welcomed)
@@ -101,6 +108,15 @@ static inline void lrnjob_hello(struct lrn_job *J, size_t i, uint64_t n_rows, do
 	o->hello = true;
 	o->ever_hello = true;
 	lrn_sched_hello(J, o, d);
+}
+
+/* Its Hello (the counters server.c's on_hello sets), then lrn_sched_hello. */
+static inline void lrnjob_hello(struct lrn_job *J, size_t i, uint64_t n_rows, double rate,
+				uint64_t cap, uint64_t given, struct lrn_decision *d)
+{
+	struct lrn_claims c = lrnjob_claims(J, n_rows, rate, cap, given);
+
+	lrnjob_hello_claims(J, i, &c, d);
 }
 
 /* Owner i's connection is gone (server.c's forget_conn, then the

@@ -178,6 +178,19 @@ static inline void budget_fx_bind(struct budget_fx *f, const char *job, uint64_t
 	assert_int_equal(own_budget_bind(&f->b, job, K), 0);
 }
 
+/* The lifetime cap lowered to `lifetime` after `job` (bound with K) began:
+ * close, reopen, bind again.  The job's ledger keeps the cap it was made
+ * with, so it allows more than the lifetime now does: the case the
+ * lifetime's refusals are for, since a new job's ledger is capped at what
+ * the lifetime leaves (docs/ledger.md §8). */
+static inline void budget_fx_lower_lifetime(struct budget_fx *f, const char *job, uint64_t K,
+					    double lifetime)
+{
+	own_budget_close(&f->b);
+	f->cfg.lifetime = lifetime;
+	budget_fx_bind(f, job, K);
+}
+
 /* The job ledger's size in bytes: a 256-byte header and 64 per record
  * (docs/ledger.md). */
 static inline off_t file_size(const char *path)

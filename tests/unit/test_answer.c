@@ -292,8 +292,11 @@ static void test_refusals(void **state)
 	assert_int_equal(answers(&f), 2);
 	fx_teardown(&f);
 
-	/* The lifetime's cap (0.25: one answer) says so. */
-	fx_setup(&f, "refuselife", 1.0, 0.25, 4, false);
+	/* The lifetime's cap, lowered to 0.25 (one answer) after the job
+	 * began with its cap 1, says so (a new job's ledger is capped at what
+	 * the lifetime leaves, docs/ledger.md §8). */
+	fx_setup(&f, "refuselife", 1.0, 1.0, 4, false);
+	budget_fx_lower_lifetime(&f.bf, "J", 4, 0.25);
 	assert_false(ask(&f, 1, theta, 2, &rep));
 	assert_int_equal(rep.kind, OWN_REPLY_ANSWER);
 	m = mark();

@@ -324,17 +324,19 @@ static void test_abandon(void **state)
 	(void)state;
 }
 
-/* The lifetime cap over jobs (docs/ledger.md §8): 0.5 over K = 4 answers
- * of 0.25 is two answers, the second exactly at the cap; then refusals
- * that say it was the lifetime's. */
+/* The lifetime cap over jobs (docs/ledger.md §8), lowered to 0.5 after job
+ * A began with its cap 1: 0.5 over K = 4 answers of 0.25 is two answers,
+ * the second exactly at the cap; then refusals that say it was the
+ * lifetime's. */
 static void test_lifetime(void **state)
 {
 	struct budget_fx f;
 	struct own_budget_ticket t;
 	struct own_budget_status st;
 
-	budget_fx_init(&f, "life", 1.0, 0.5);
+	budget_fx_init(&f, "life", 1.0, 1.0);
 	budget_fx_bind(&f, "A", 4);
+	budget_fx_lower_lifetime(&f, "A", 4, 0.5);
 	assert_false(own_budget_lifetime_spent(&f.b));
 	answer(&f, 1, &st);
 	assert_double_exact(st.lifetime_spent, 0.25);
@@ -368,17 +370,20 @@ static void test_lifetime(void **state)
 	(void)state;
 }
 
-/* A second job counts the first's spend towards the lifetime cap (0.75):
- * job A spends 0.5, job B gets one answer of 0.25, the second is refused
- * as the lifetime's. */
+/* A second job counts the first's spend towards the lifetime cap (0.75,
+ * lowered after job A began with its cap 1): job A spends 0.5; job B's
+ * ledger is capped at the 0.25 the lifetime leaves, so its 4 answers are
+ * 0.0625 each and all fit; then its answer cap, not the lifetime, stops
+ * it (docs/ledger.md §8 "A new job's cap is what is left"). */
 static void test_lifetime_jobs(void **state)
 {
 	struct budget_fx f;
 	struct own_budget_ticket t;
 	struct own_budget_status st;
 
-	budget_fx_init(&f, "jobs", 1.0, 0.75);
+	budget_fx_init(&f, "jobs", 1.0, 1.0);
 	budget_fx_bind(&f, "A", 4);
+	budget_fx_lower_lifetime(&f, "A", 4, 0.75);
 	answer(&f, 1, &st);
 	answer(&f, 2, &st);
 	assert_false(own_budget_refuses_job(&f.b, "B"));   /* 0.25 still left */
@@ -390,17 +395,72 @@ static void test_lifetime_jobs(void **state)
 	assert_int_equal(st.answers, 0);
 	assert_double_exact(st.lifetime_spent, 0.5);
 	assert_double_exact(st.lifetime_left, 0.25);
-	answer(&f, 1, &st);     /* B's request ids start at 1 again */
+	assert_double_exact(st.job_left, 0.25);   /* the Hello's epsilon_left */
+	for (uint64_t k = 1; k <= 4; k++)       /* B's request ids start at 1 again */
+		answer(&f, k, &st);
 	assert_double_exact(st.spent, 0.25);
 	assert_double_exact(st.lifetime_spent, 0.75);
-	assert_int_equal(own_budget_begin(&f.b, 2, &t), DP_EBUDGET);
-	assert_true(own_budget_lifetime_hit(&f.b));
+	assert_int_equal(own_budget_begin(&f.b, 5, &t), DP_EBUDGET);
+	assert_false(own_budget_lifetime_hit(&f.b));   /* its own caps: all answered */
 	/* Rebinding A: its own ledger again, nothing more to give. */
 	assert_int_equal(own_budget_bind(&f.b, "A", 4), 0);
 	assert_int_equal(own_budget_begin(&f.b, 3, &t), DP_EBUDGET);
 	assert_true(own_budget_lifetime_hit(&f.b));
 	assert_true(own_budget_refuses_job(&f.b, "C"));
 	assert_false(own_budget_refuses_job(&f.b, "B"));
+	own_budget_close(&f.b);
+	(void)state;
+}
+
+/* A new job's ledger is capped at what the lifetime leaves (docs/ledger.md
+ * §8 "A new job's cap is what is left"), the figure the Hello says
+ * (job_left): after job A spent 0.9 of a lifetime 1, job B's cap is 0.1 and
+ * its K = 10 answers of 0.01 all fit, none refused as the lifetime's.
+ * Reopened, B keeps its cap; with the lifetime raised since, the cap is no
+ * longer explained and the file is refused, as any other cap. */
+static void test_new_job_cap(void **state)
+{
+	struct budget_fx f;
+	struct own_budget_ticket t;
+	struct own_budget_status st;
+
+	budget_fx_init(&f, "newcap", 1.0, 1.0);
+	budget_fx_bind(&f, "A", 10);
+	own_budget_status(&f.b, &st);
+	assert_double_exact(st.job_left, 1.0);
+	for (uint64_t k = 1; k <= 9; k++)
+		answer(&f, k, &st);
+	assert_double_exact(st.lifetime_spent, 0.9);
+	own_budget_status(&f.b, &st);
+	assert_double_exact(st.job_left, 0.1);   /* A's own ledger: 0.1 left */
+	assert_int_equal(own_budget_bind(&f.b, "B", 10), 0);
+	assert_true(dp_ledger_cap(f.b.ledger) == 0.1);
+	{
+		uint64_t q = 0;   /* 0.01 as the ledger charges it: 10^7 nano-epsilon */
+
+		assert_int_equal(dp_nano_ceil(f.b.eps_q, &q), 0);
+		assert_int_equal(q, 10000000);
+	}
+	own_budget_status(&f.b, &st);
+	assert_double_exact(st.job_left, 0.1);
+	for (uint64_t k = 1; k <= 10; k++)
+		answer(&f, k, &st);
+	assert_double_exact(st.lifetime_spent, 1.0);
+	assert_int_equal(own_budget_begin(&f.b, 11, &t), DP_EBUDGET);
+	assert_false(own_budget_lifetime_hit(&f.b));
+	own_budget_close(&f.b);
+
+	/* Restarted, unbound: the Hello speaks of B, nothing left. */
+	assert_int_equal(own_budget_open(&f.b, &f.cfg), 0);
+	own_budget_status(&f.b, &st);
+	assert_string_equal(st.job, "B");
+	assert_double_exact(st.job_left, 0.0);
+	assert_int_equal(own_budget_bind(&f.b, "B", 10), 0);   /* its cap 0.1, explained */
+	assert_true(dp_ledger_cap(f.b.ledger) == 0.1);
+	own_budget_close(&f.b);
+	f.cfg.lifetime = 2.0;   /* raised: B's 0.1 is no longer what it leaves */
+	assert_int_equal(own_budget_open(&f.b, &f.cfg), 0);
+	assert_int_equal(own_budget_bind(&f.b, "B", 10), DP_EINVAL);
 	own_budget_close(&f.b);
 	(void)state;
 }
@@ -532,7 +592,7 @@ static void test_reserve_stale_report(void **state)
 	(void)state;
 }
 
-/* Reserve-ahead under a lifetime cap of 0.5: the share after the first
+/* Reserve-ahead under a lifetime cap lowered to 0.5: the share after the first
  * answer fits (0.25 + 0.25), the one after the second does not, so its
  * record reserves nothing (flags 2) and the third is the lifetime's
  * refusal. */
@@ -542,9 +602,10 @@ static void test_reserve_lifetime(void **state)
 	struct own_budget_ticket t;
 	struct own_budget_status st;
 
-	budget_fx_init(&f, "aheadlife", 1.0, 0.5);
+	budget_fx_init(&f, "aheadlife", 1.0, 1.0);
 	f.cfg.reserve_ahead = true;
 	budget_fx_bind(&f, "J", 4);
+	budget_fx_lower_lifetime(&f, "J", 4, 0.5);   /* J keeps its cap 1 */
 	answer(&f, 1, &st);
 	assert_int_equal(settle(&f, 2, 0), 0);
 	answer(&f, 2, &st);
@@ -742,6 +803,7 @@ int main(void)
 		cmocka_unit_test(test_abandon),
 		cmocka_unit_test(test_lifetime),
 		cmocka_unit_test(test_lifetime_jobs),
+		cmocka_unit_test(test_new_job_cap),
 		cmocka_unit_test(test_reserve_ahead),
 		cmocka_unit_test(test_reserve_unsynced),
 		cmocka_unit_test(test_reserve_sync_fails),

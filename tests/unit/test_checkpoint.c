@@ -464,12 +464,15 @@ static void test_io_failed(void **state)
 }
 
 /* Format version 1, as the learnerd of that version wrote it, resumes;
- * saved again it is the current version and reads back the same. */
+ * saved again it is the current version and reads back the same.  Version
+ * 1 kept no schema fingerprint and left no owner out: upgraded, the job
+ * has no fingerprint (it learns it again from its owners' Hellos,
+ * docs/learnerd.md §5 "Versions") and plans every owner. */
 static void test_version1_fixture(void **state)
 {
 	struct lrn_settings s = lrnjob_settings();
 	struct lrn_job R, S;
-	char *text;
+	char *text, want[32];
 
 	(void)state;
 	s.job = "fixture-job";
@@ -500,12 +503,18 @@ static void test_version1_fixture(void **state)
 	assert_true(R.owners[1].eps_spent == 0.7142857142857143);
 	assert_true(R.theta_L[2] == -0.08519639414260782);
 	assert_true(R.owners[0].theta[1] == 0.005525866337528745);
+	assert_string_equal(R.schema_fp, "");
+	assert_false(R.owners[0].left_out || R.owners[1].left_out);
+	assert_int_equal(R.n_planned, 2);
 
 	free(R.ckpt_path);
 	R.ckpt_path = strdup(path_of("v1again-checkpoint.json"));
 	assert_int_equal(lrn_checkpoint_save(&R, true), 0);
 	text = lrnjob_slurp(R.ckpt_path);
-	assert_non_null(strstr(text, "\"version\":1"));
+	snprintf(want, sizeof(want), "\"version\":%d", LRN_CHECKPOINT_VERSION);
+	assert_non_null(strstr(text, want));
+	assert_non_null(strstr(text, "\"schema\":null"));
+	assert_non_null(strstr(text, "\"left_out\":false"));
 	free(text);
 	assert_int_equal(lrn_state_init(&S, &s, lrnjob_names, 2), 0);
 	lrnjob_paths(&S, "v1again");
@@ -515,6 +524,71 @@ static void test_version1_fixture(void **state)
 	assert_memory_equal(S.owners[1].theta, R.owners[1].theta, 3 * sizeof(double));
 	drop(&S);
 	drop(&R);
+}
+
+/* Version 2: the agreed fingerprint and the owners the plan left out come
+ * back; a left-out owner's rows are not in n, and it must be exhausted. */
+static void test_schema_left_out(void **state)
+{
+	struct lrn_settings s = lrnjob_settings();
+	struct lrn_job J, R;
+	struct json_object *root, *o;
+	char *saved;
+
+	(void)state;
+	rich_job(&J, &s, "sch");
+	snprintf(J.schema_fp, sizeof(J.schema_fp), "sha256:%064d", 7);
+	snprintf(J.schema_from, sizeof(J.schema_from), "owner-2");
+	J.owners[1].left_out = true;   /* exhausted already (rich_job) */
+	J.n_total = 10;
+	J.n_planned = 1;
+	assert_int_equal(lrn_checkpoint_save(&J, false), 0);
+	assert_int_equal(load(&R, &s, "sch"), 0);
+	assert_string_equal(R.schema_fp, J.schema_fp);
+	assert_string_equal(R.schema_from, "owner-2");
+	assert_true(R.owners[1].left_out && !R.owners[0].left_out);
+	assert_int_equal(R.n_planned, 1);
+	assert_int_equal(R.n_total, 10);
+	drop(&R);
+
+	/* Left out but not exhausted: corrupt. */
+	saved = lrnjob_slurp(J.ckpt_path);
+	root = json_tokener_parse(saved);
+	o = json_object_array_get_idx(member(member(root, "state"), "owners"), 1);
+	json_object_object_add(o, "exhausted", json_object_new_boolean(false));
+	assert_int_equal(json_object_to_file_ext(path_of("sch2-checkpoint.json"), root,
+						 JSON_C_TO_STRING_PLAIN), 0);
+	json_object_put(root);
+	assert_int_equal(load(&R, &s, "sch2"), DP_ECORRUPT);
+	assert_non_null(strstr(dp_error_detail(DP_ECORRUPT), "owner 'owner-2' is left out but not "
+			       "exhausted"));
+	drop(&R);
+	/* A fingerprint that does not fit a Hello's. */
+	root = json_tokener_parse(saved);
+	{
+		char big[300];
+
+		memset(big, 'a', sizeof(big) - 1);
+		big[sizeof(big) - 1] = '\0';
+		json_object_object_add(member(root, "job"), "schema", json_object_new_string(big));
+	}
+	assert_int_equal(json_object_to_file_ext(path_of("sch2-checkpoint.json"), root,
+						 JSON_C_TO_STRING_PLAIN), 0);
+	json_object_put(root);
+	assert_int_equal(load(&R, &s, "sch2"), DP_EFORMAT);
+	assert_non_null(strstr(dp_error_detail(DP_EFORMAT), "'schema' or 'schema_from' is too long"));
+	drop(&R);
+	/* A version-2 file without the key. */
+	root = json_tokener_parse(saved);
+	json_object_object_del(member(root, "job"), "schema");
+	assert_int_equal(json_object_to_file_ext(path_of("sch2-checkpoint.json"), root,
+						 JSON_C_TO_STRING_PLAIN), 0);
+	json_object_put(root);
+	assert_int_equal(load(&R, &s, "sch2"), DP_EFORMAT);
+	assert_non_null(strstr(dp_error_detail(DP_EFORMAT), "missing key 'schema'"));
+	drop(&R);
+	free(saved);
+	lrnjob_free(&J);
 }
 
 int main(void)
@@ -528,6 +602,7 @@ int main(void)
 		cmocka_unit_test(test_no_plan),
 		cmocka_unit_test(test_io_failed),
 		cmocka_unit_test(test_version1_fixture),
+		cmocka_unit_test(test_schema_left_out),
 	};
 	int rc;
 

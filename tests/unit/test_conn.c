@@ -780,6 +780,45 @@ static void test_handshake_timeout(void **state)
 	assert_int_equal(h.raw.eof, 1);
 }
 
+/* Silent peers take no turn among the handshakes a listener runs at once
+ * (64): with 70 of them accepted first, a real client's handshake is done
+ * at once, not after theirs have timed out (5 s here).  Before, each took
+ * a turn at its accept, and the client waited for the timeouts. */
+static void test_silent_peers_take_no_turn(void **state)
+{
+	enum { SILENT = 70 };
+	int fds[SILENT];
+	struct sockaddr_in a;
+	harness h;
+	dp_conn_config sc, cc;
+	uint64_t t0;
+
+	h_init(&h, SC_HELLO_BYE);
+	sc = base_cfg(&h, srv_ctx, &h.srv);
+	sc.handshake_timeout_ms = 5000;
+	h_listen(&h, &sc);
+	uv_ip4_addr("127.0.0.1", h.port, &a);
+	for (int i = 0; i < SILENT; i++) {
+		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+		assert_true(fds[i] >= 0);
+		assert_int_equal(connect(fds[i], (struct sockaddr *)&a, sizeof(a)), 0);
+	}
+	t0 = uv_hrtime();
+	while (dp_listener_live(h.lst) < SILENT) {
+		uv_run(&h.loop, UV_RUN_NOWAIT);
+		assert_true(uv_hrtime() - t0 < 5000000000ull);
+	}
+	cc = base_cfg(&h, cli_ctx, &h.cli);
+	t0 = uv_hrtime();
+	h_connect(&h, &cc, "127.0.0.1", "learner");
+	h_run(&h);
+	assert_int_equal(h.cli.handshakes, 1);
+	assert_int_equal(h.cli.reason, 0);
+	assert_true(uv_hrtime() - t0 < 2500000000ull);
+	for (int i = 0; i < SILENT; i++)
+		close(fds[i]);
+}
+
 static void on_tick_close_listener(uv_timer_t *t)
 {
 	harness *h = t->data;
@@ -1179,6 +1218,7 @@ int main(void)
 		cmocka_unit_test(test_close_with_unread_input),
 		cmocka_unit_test(test_garbage_closes),
 		cmocka_unit_test(test_handshake_timeout),
+		cmocka_unit_test(test_silent_peers_take_no_turn),
 		cmocka_unit_test(test_listener_close_cancels_handshakes),
 		cmocka_unit_test(test_listener_cap),
 		cmocka_unit_test(test_connect_errors),

@@ -649,6 +649,75 @@ static void test_goodbye_and_job_fields(void **state)
 	dp_frame_msg_free(m);
 }
 
+/* Hello.limits = field 13, a message {epsilon_left 1, lifetime_left 2,
+ * theta_max 3} (docs/protocol.md §5 "Budget left and bounds"): absent
+ * from an older owner (NULL, never "0 left"), and each value checked when
+ * present: left >= 0 or +inf, theta_max > 0 or +inf, never NaN; Goodbye
+ * code 7 is BAD_CLAIM. */
+static void test_hello_limits(void **state)
+{
+	/* 08 01 | 12 23 (hello) 08 01 12 07 'owner-1' 18 05 20 03 29 <1.0>
+	 * 6a 09 (limits) 09 <0.0> */
+	static const uint8_t with0[] = {
+		0x08, 0x01, 0x12, 0x23, 0x08, 0x01, 0x12, 0x07, 'o', 'w', 'n', 'e', 'r', '-', '1',
+		0x18, 0x05, 0x20, 0x03, 0x29, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f,
+		0x6a, 0x09, 0x09, 0, 0, 0, 0, 0, 0, 0, 0 };
+	/* the same Hello without field 13 */
+	static const uint8_t without[] = {
+		0x08, 0x01, 0x12, 0x18, 0x08, 0x01, 0x12, 0x07, 'o', 'w', 'n', 'e', 'r', '-', '1',
+		0x18, 0x05, 0x20, 0x03, 0x29, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f };
+	Dpasync__Envelope e = DPASYNC__ENVELOPE__INIT, *m = NULL;
+	Dpasync__Hello h = DPASYNC__HELLO__INIT;
+	Dpasync__HelloLimits lm = DPASYNC__HELLO_LIMITS__INIT;
+	dp_frame_limits lim = { .p = 3 };
+
+	(void)state;
+	assert_int_equal(dp_frame_unpack(with0, sizeof(with0), &m), 0);
+	assert_non_null(m->hello->limits);
+	assert_true(m->hello->limits->epsilon_left == 0.0);   /* said: nothing left */
+	assert_int_equal(dp_frame_validate(m, &lim), DP_EPROTO);   /* theta_max 0 */
+	assert_non_null(strstr(dp_error_detail(DP_EPROTO), "hello.limits.theta_max"));
+	dp_frame_msg_free(m);
+	m = NULL;
+	assert_int_equal(dp_frame_unpack(without, sizeof(without), &m), 0);
+	assert_null(m->hello->limits);
+	assert_int_equal(dp_frame_validate(m, &lim), 0);
+	dp_frame_msg_free(m);
+
+	e.version = 1;
+	e.msg_case = DPASYNC__ENVELOPE__MSG_HELLO;
+	e.hello = &h;
+	h.version = 1;
+	h.owner_id = "owner-1";
+	h.n_rows = 5;
+	h.n_features = 3;
+	h.epsilon = 1;
+	h.limits = &lm;
+	lm.epsilon_left = 0;
+	lm.lifetime_left = 0;
+	lm.theta_max = 1e6;
+	assert_int_equal(dp_frame_validate(&e, &lim), 0);
+	lm.epsilon_left = lm.lifetime_left = lm.theta_max = INFINITY;
+	assert_int_equal(dp_frame_validate(&e, &lim), 0);
+	lm.epsilon_left = -1e-9;
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
+	assert_non_null(strstr(dp_error_detail(DP_EPROTO), "hello.limits.epsilon_left"));
+	lm.epsilon_left = NAN;
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
+	lm.epsilon_left = 0.1;
+	lm.lifetime_left = NAN;
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
+	assert_non_null(strstr(dp_error_detail(DP_EPROTO), "hello.limits.lifetime_left"));
+	lm.lifetime_left = -INFINITY;
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
+	lm.lifetime_left = 0.1;
+	lm.theta_max = -INFINITY;
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
+	lm.theta_max = NAN;
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
+	assert_int_equal(DPASYNC__GOODBYE_CODE__GOODBYE_BAD_CLAIM, 7);
+}
+
 static void test_goodbye_builder(void **state)
 {
 	/* Control bytes and bytes above 0x7e become spaces; a text longer than
@@ -687,6 +756,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_fields),
 		cmocka_unit_test(test_new_field_numbers),
 		cmocka_unit_test(test_goodbye_and_job_fields),
+		cmocka_unit_test(test_hello_limits),
 		cmocka_unit_test(test_goodbye_builder),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

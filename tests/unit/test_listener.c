@@ -2,7 +2,8 @@
 /* The TCP listener on its own: port 0, every address, the cap on live
  * connections (accept-and-close beyond it, room again after a release),
  * the pending limits (eviction of the oldest pending connection of the
- * same address, idle before active, never a settled one), refusals, the
+ * same address, idle before stalled before active, never a settled one,
+ * never one making progress for a newcomer of its address), refusals, the
  * close hooks, bind errors.  Plain libuv clients on
  * loopback in the same loop as the listener. */
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <uv.h>
 
@@ -43,6 +45,8 @@ struct fix {
 	uv_timer_t tick;      /* keeps UV_RUN_ONCE from blocking for long */
 	dp_listener *l;
 	int refuse;           /* on_connection refuses instead of accepting */
+	int may_refuse;       /* dp_listener_accept may refuse (-EAGAIN) */
+	int refused_at_accept;
 	int closed_in_callback;
 	int accepted;
 	int on_close_calls, on_closed_calls;
@@ -57,6 +61,8 @@ static void on_tick(uv_timer_t *t)
 {
 }
 
+static void nothing_closed(uv_handle_t *h);
+
 static int on_connection(dp_listener *l, void *data)
 {
 	struct fix *f = data;
@@ -68,13 +74,27 @@ static int on_connection(dp_listener *l, void *data)
 	assert_true(f->accepted < MAXC);
 	p = &f->peer[f->accepted];
 	assert_int_equal(uv_tcp_init(&f->loop, &p->tcp), 0);
+	if (f->may_refuse) {
+		int r = dp_listener_accept(l, &p->tcp, &p->slot, p->addr, sizeof(p->addr));
+
+		if (r == -EAGAIN) {
+			/* The handle stays ours to close; its peer index is used
+			 * up (a closing handle is not initialised again). */
+			uv_close((uv_handle_t *)&p->tcp, nothing_closed);
+			f->refused_at_accept++;
+			f->accepted++;
+			return 0;
+		}
+		assert_int_equal(r, 0);
+		p->open = 1;
+		f->accepted++;
+		return 0;
+	}
 	assert_int_equal(dp_listener_accept(l, &p->tcp, &p->slot, p->addr, sizeof(p->addr)), 0);
 	p->open = 1;
 	f->accepted++;
 	return 0;
 }
-
-static void nothing_closed(uv_handle_t *h);
 
 /* As a user must: close the evicted connection at once. */
 static void on_evict(dp_listener *l, dp_listener_slot *s, void *data)
@@ -312,18 +332,19 @@ static void cli_send_byte(struct client *c)
 	assert_int_equal(uv_try_write((uv_stream_t *)&c->tcp, &b, 1), 1);
 }
 
-/* A listener with eviction and these pending limits, and two clients
- * connected and accepted (peers 0 and 1), in that order.  Returns the port. */
-static uint16_t start_with_two(struct fix *f, size_t max_pending, size_t per_addr,
-			       struct client **a, struct client **b)
+/* The same with stall_ms (0: no protection of progress). */
+static uint16_t start_two(struct fix *f, size_t max_pending, size_t per_addr,
+			  uint32_t stall_ms, struct client **a, struct client **b)
 {
 	dp_listener_config c;
 	uint16_t port;
 
 	fix_init(f);
+	f->may_refuse = stall_ms != 0;
 	c = config(f, 0);
 	c.max_pending = max_pending;
 	c.max_pending_per_addr = per_addr;
+	c.stall_ms = stall_ms;
 	c.on_evict = on_evict;
 	assert_int_equal(dp_listener_start(&f->loop, &c, "127.0.0.1", 0, &f->l), 0);
 	port = dp_listener_port(f->l);
@@ -332,6 +353,36 @@ static uint16_t start_with_two(struct fix *f, size_t max_pending, size_t per_add
 	*b = cli_connect(f, "127.0.0.1", port);
 	RUN_UNTIL(f, f->accepted == 2 && (*b)->connected == 1);
 	return port;
+}
+
+/* A listener with eviction and these pending limits, and two clients
+ * connected and accepted (peers 0 and 1), in that order.  Returns the port. */
+static uint16_t start_with_two(struct fix *f, size_t max_pending, size_t per_addr,
+			       struct client **a, struct client **b)
+{
+	return start_two(f, max_pending, per_addr, 0, a, b);
+}
+
+/* Client c sends a byte and the server side of peer i reads it, as a
+ * connection in its handshake would, and says so: nothing waits unread. */
+static void speak(struct fix *f, struct client *c, int i)
+{
+	uv_os_fd_t fd;
+	char b[16];
+
+	cli_send_byte(c);
+	assert_int_equal(uv_fileno((uv_handle_t *)&f->peer[i].tcp, &fd), 0);
+	RUN_UNTIL(f, recv(fd, b, sizeof(b), MSG_DONTWAIT) > 0);
+	dp_listener_progress(f->l, &f->peer[i].slot);
+}
+
+static void run_for(struct fix *f, uint64_t ms)
+{
+	uint64_t t0;
+
+	uv_update_time(&f->loop);
+	t0 = uv_now(&f->loop);
+	RUN_UNTIL(f, uv_now(&f->loop) - t0 >= ms);
 }
 
 /* Two pending connections at most from one address: a third evicts the
@@ -434,6 +485,113 @@ static void test_evict_oldest_by_accept(void **state)
 	assert_false(b->ended);
 	assert_false(x->ended);
 	assert_int_equal(dp_listener_pending(f.l), 2);
+	fix_done(&f);
+}
+
+/* With stall_ms, the per-address limit never evicts a connection making
+ * progress for a newcomer of its address: two handshakes under way (bytes
+ * just read, or waiting unread) stay, and the third connection is
+ * refused; once one of them is settled, the next gets its place.  (Without
+ * stall_ms the third evicts the oldest, test_evict_per_addr: a storm from
+ * one address cut its own handshakes for ever.) */
+static void test_progress_kept_per_addr(void **state)
+{
+	struct fix f;
+	struct client *a, *b, *x, *y;
+	uint16_t port = start_two(&f, 0, 2, 60000, &a, &b);
+
+	speak(&f, a, 0);
+	cli_send_byte(b);                  /* waits unread: progress too */
+	x = cli_connect(&f, "127.0.0.1", port);
+	RUN_UNTIL(&f, x->ended);
+	assert_int_equal(f.refused_at_accept, 1);
+	assert_int_equal(dp_listener_refused(f.l), 1);
+	assert_int_equal(f.n_evicted, 0);
+	assert_false(a->ended);
+	assert_false(b->ended);
+	assert_int_equal(dp_listener_pending(f.l), 2);
+	assert_int_equal(dp_listener_live(f.l), 2);
+
+	dp_listener_settle(f.l, &f.peer[0].slot);
+	y = cli_connect(&f, "127.0.0.1", port);
+	RUN_UNTIL(&f, f.accepted == 4 && y->connected == 1);
+	run_for(&f, 50);
+	assert_false(y->ended);
+	assert_int_equal(dp_listener_pending(f.l), 2);
+	assert_int_equal(dp_listener_refused(f.l), 1);
+	assert_int_equal(f.n_evicted, 0);
+	fix_done(&f);
+}
+
+/* Per address: the idle one goes first, then the one stalled longest
+ * (nothing for stall_ms), even when a connection making progress is
+ * older; one whose bytes its user holds (waiting for its turn) makes
+ * progress however old they are. */
+static void test_stalled_before_progress(void **state)
+{
+	struct fix f;
+	struct client *a, *b, *c, *d, *x, *y, *z;
+	uint16_t port = start_two(&f, 0, 4, 1000, &a, &b);
+
+	c = cli_connect(&f, "127.0.0.1", port);
+	RUN_UNTIL(&f, f.accepted == 3 && c->connected == 1);
+	d = cli_connect(&f, "127.0.0.1", port);
+	RUN_UNTIL(&f, f.accepted == 4 && d->connected == 1);
+	speak(&f, a, 0);
+	speak(&f, b, 1);
+	speak(&f, d, 3);
+	dp_listener_hold(f.l, &f.peer[3].slot);
+	run_for(&f, 1300);                 /* a, b stalled; d held; c idle */
+	speak(&f, a, 0);                   /* a makes progress again */
+
+	x = cli_connect(&f, "127.0.0.1", port);
+	RUN_UNTIL(&f, f.accepted == 5 && c->ended);
+	assert_int_equal(f.n_evicted, 1);
+	assert_int_equal(f.evicted[0], 2);          /* c: idle */
+	speak(&f, x, 4);
+	y = cli_connect(&f, "127.0.0.1", port);
+	RUN_UNTIL(&f, f.accepted == 6 && b->ended);
+	assert_int_equal(f.n_evicted, 2);
+	assert_int_equal(f.evicted[1], 1);          /* b: stalled, though a is older */
+	assert_false(a->ended);
+	assert_false(d->ended);
+
+	/* a, d and x make progress, y is idle: y goes. */
+	z = cli_connect(&f, "127.0.0.1", port);
+	RUN_UNTIL(&f, f.accepted == 7 && y->ended);
+	assert_int_equal(f.evicted[2], 5);
+	assert_false(x->ended);
+	assert_false(z->ended);
+	assert_int_equal(dp_listener_refused(f.l), 0);
+	assert_int_equal(dp_listener_pending(f.l), 4);
+	fix_done(&f);
+}
+
+/* Over the overall limit (any address), progress protects nothing: the
+ * idle and stalled ones still go first, then the oldest of the others, so
+ * that a newcomer of another address always gets its chance. */
+static void test_overall_limit_with_stall(void **state)
+{
+	struct fix f;
+	struct client *a, *b, *x, *y;
+	uint16_t port = start_two(&f, 2, 0, 1000, &a, &b);
+
+	speak(&f, a, 0);
+	speak(&f, b, 1);
+	run_for(&f, 1300);
+	speak(&f, a, 0);                   /* b stalled, a making progress */
+	x = cli_connect(&f, "127.0.0.1", port);
+	RUN_UNTIL(&f, f.accepted == 3 && b->ended);
+	assert_int_equal(f.evicted[0], 1);
+	assert_false(a->ended);
+	speak(&f, x, 2);
+	y = cli_connect(&f, "127.0.0.1", port);
+	RUN_UNTIL(&f, f.accepted == 4 && a->ended);
+	assert_int_equal(f.n_evicted, 2);
+	assert_int_equal(f.evicted[1], 0);          /* a: the oldest */
+	assert_false(x->ended);
+	assert_false(y->ended);
+	assert_int_equal(dp_listener_refused(f.l), 0);
 	fix_done(&f);
 }
 
@@ -586,6 +744,9 @@ int main(void)
 		cmocka_unit_test(test_evict_per_addr),
 		cmocka_unit_test(test_evict_pending_and_cap),
 		cmocka_unit_test(test_evict_oldest_by_accept),
+		cmocka_unit_test(test_progress_kept_per_addr),
+		cmocka_unit_test(test_stalled_before_progress),
+		cmocka_unit_test(test_overall_limit_with_stall),
 		cmocka_unit_test(test_accept_burst),
 		cmocka_unit_test(test_any_address),
 		cmocka_unit_test(test_start_errors),

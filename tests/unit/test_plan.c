@@ -286,6 +286,49 @@ static void test_bad_requests(void **state)
 	eps[0] = 1;
 	req.T = 1;
 	assert_int_equal(dp_plan_make(&req, &pub, &pl), DP_EINVAL);   /* T 1 */
+	req.T = 0;
+	/* What could reach an integer conversion (docs/protocol.md §5 "Limits
+	 * on a Hello's claims"): two rates of 1.7e308 sum to inf and once gave
+	 * every owner K = 2^63 (a NaN cast); refused.  A huge fixed cap does
+	 * not wrap the sum of caps; T, t-max and margin are bounded. */
+	{
+		double huge[2] = { 1.7e308, 1.7e308 }, ok[2] = { 1e9, 1e9 };
+		uint64_t caps[2] = { UINT64_MAX, UINT64_MAX };
+
+		req.rate = huge;
+		assert_int_equal(dp_plan_make(&req, &pub, &pl), DP_EINVAL);
+		assert_non_null(strstr(dp_error_detail(DP_EINVAL), "rates sum to more than"));
+		req.rate = ok;
+		req.T_max = 200;
+		assert_int_equal(dp_plan_make(&req, &pub, &pl), 0);
+		assert_true(pl.answers_cap[0] == pl.answers_cap[1] &&
+			    pl.answers_cap[0] == (uint64_t)ceil(pl.T * 0.5 * 1.1));
+		dp_plan_free(&pl);
+		req.answers_cap = caps;   /* every cap fixed: T <= their sum, no wrap */
+		assert_int_equal(dp_plan_make(&req, &pub, &pl), 0);
+		assert_true(pl.T >= 4 && pl.T <= 200);
+		dp_plan_free(&pl);
+		req.mode = DP_PLAN_SYNC1;   /* sync: T - 1 <= each cap, no wrap */
+		assert_int_equal(dp_plan_make(&req, &pub, &pl), 0);
+		assert_true(pl.T >= 2 && pl.T <= 200);
+		dp_plan_free(&pl);
+		req.mode = DP_PLAN_ASYNC;
+		req.answers_cap = NULL;
+		req.T_max = DP_PLAN_T_LIMIT + 1;
+		assert_int_equal(dp_plan_make(&req, &pub, &pl), DP_EINVAL);
+		req.T_max = 0;
+		req.T = DP_PLAN_T_LIMIT + 1;
+		assert_int_equal(dp_plan_make(&req, &pub, &pl), DP_EINVAL);
+		req.T = 1000;
+		req.margin = 1e300;
+		assert_int_equal(dp_plan_make(&req, &pub, &pl), DP_EINVAL);
+		assert_non_null(strstr(dp_error_detail(DP_EINVAL), "T (1 + margin)"));
+		req.margin = NAN;
+		assert_int_equal(dp_plan_make(&req, &pub, &pl), DP_EINVAL);
+		req.margin = 0;
+		req.rate = NULL;
+		req.T = 0;
+	}
 	dp_plan_public_free(&pub);
 	assert_int_equal(dp_plan_public_shape(DP_MODEL_LINEAR, 0, 0.01, &pub), DP_EINVAL);
 }

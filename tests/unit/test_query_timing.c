@@ -19,9 +19,9 @@
  * still miss, the whole measurement is repeated, up to ATTEMPTS times,
  * and the test fails only if every attempt misses.  The code before the
  * fix missed by 25 % to a factor 6.5 in every attempt.  Every kernel
- * variant this CPU runs, every model.  Under the sanitizers (instrumented,
- * unoptimised code, where the time is the instrumentation's) the medians
- * of 5 rounds are printed but not compared. */
+ * variant this CPU runs, every model.  Under the sanitizers (ASan or
+ * TSan: instrumented code, where the time is the instrumentation's) the
+ * medians of 5 rounds are printed but not compared. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -40,10 +40,12 @@
 #include "common/core/query.h"
 #include "tools/lib/simrng.h"
 
-#if defined(__SANITIZE_ADDRESS__)
+/* AddressSanitizer or ThreadSanitizer, as gcc (__SANITIZE_*__) and clang
+ * (__has_feature) say it. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SANITIZED 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 #define SANITIZED 1
 #endif
 #endif

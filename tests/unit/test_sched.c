@@ -190,7 +190,10 @@ static void test_request_caps_done(void **state)
 
 /* Every owner exhausted before k = T: the job cannot finish (STOP).  A
  * Hello that says nothing is left exhausts its owner; one with answers
- * left again (the owner's ledger is the authority) makes it usable. */
+ * left again (the owner's ledger is the authority) makes it usable.  The
+ * caps reach T (1 + 9 answers left: a job they could not serve would not
+ * start, test_unreachable); owner-2's Answer then reports its cap reached
+ * (answers it gave to queries a crash lost). */
 static void test_exhausted(void **state)
 {
 	struct lrn_settings s = lrnjob_settings();
@@ -209,7 +212,7 @@ static void test_exhausted(void **state)
 	lrnjob_connect(&J, 0, 1.0);
 	lrnjob_hello(&J, 0, 10, 1.0, 3, 2, &d);   /* its ledger: one left */
 	assert_false(J.owners[0].exhausted);
-	lrnjob_hello(&J, 1, 30, 1.0, 1, 0, &d);
+	lrnjob_hello(&J, 1, 30, 1.0, 9, 0, &d);
 	assert_int_equal(lrnjob_pump(&J, 1.0, NULL, NULL), LRN_ACT_NONE);
 
 	lrn_sched_request(&J, &J.owners[0], 2.0, &d);
@@ -220,6 +223,7 @@ static void test_exhausted(void **state)
 	assert_true(J.owners[0].exhausted);
 	assert_int_equal(lrnjob_pump(&J, 3.0, &sent, NULL), LRN_ACT_NONE);
 	assert_int_equal(sent.owner[0], 1);
+	J.owners[1].answers_given = 8;   /* its Answer will say 9 of 9 */
 	lrnjob_answer(&J, 1, g2, 3.5, &d);
 	assert_int_equal(d.act, LRN_ACT_STOP);
 	assert_string_equal(d.why, "every owner has exhausted its budget at k=2 of T=10: the job "
@@ -376,6 +380,193 @@ static void test_resume_reservation(void **state)
 	assert_int_equal(sent.qid[0], reserved);
 	assert_true(R.first_query == 11.0);
 	lrnjob_free(&R);
+	lrnjob_free(&J);
+}
+
+/* Claims with limits: another job's counters (a new job for the owner),
+ * epsilon 1, what its lifetime leaves, theta-max 1e6. */
+static struct lrn_claims left_claims(const struct lrn_job *J, uint64_t n_rows, double lifetime)
+{
+	struct lrn_claims c = lrnjob_claims(J, n_rows, 1.0, 0, 0);
+
+	c.same_job = false;
+	c.has_limits = true;
+	c.epsilon_left = 0.5;   /* its last job's: not this one's */
+	c.lifetime_left = lifetime;
+	c.theta_max = 1e6;
+	return c;
+}
+
+/* An owner with nothing left (docs/protocol.md §5 "Budget left and
+ * bounds"): its Hello exhausts it with one line, and the job being a new
+ * one for it, it is sent away with Goodbye BUDGET_SPENT (it exits 2); the
+ * plan leaves it out and the others finish without a refusal.  Back with
+ * nothing left it is sent away again; back with budget it is told the job
+ * was planned without it (JOB_OVER). */
+static void test_no_budget(void **state)
+{
+	struct lrn_settings s = lrnjob_settings();
+	struct lrnjob_sent sent;
+	struct lrn_job J;
+	struct lrn_decision d;
+	struct lrn_claims c;
+
+	(void)state;
+	lrnjob_init(&J, &s, 3, 2, "nob");
+	for (size_t i = 0; i < 3; i++)
+		lrnjob_connect(&J, i, 0.0);
+	c = left_claims(&J, 60, 1e-9);   /* 1 nano-epsilon: a spent lifetime's residue */
+	lrnjob_hello_claims(&J, 2, &c, &d);
+	assert_int_equal(d.act, LRN_ACT_DROP);
+	assert_ptr_equal(d.o, &J.owners[2]);
+	assert_int_equal(d.goodbye, DPASYNC__GOODBYE_CODE__GOODBYE_BUDGET_SPENT);
+	assert_string_equal(d.why, "owner owner-3 has no budget left for job test-job: its "
+			    "lifetime budget left is 1e-09, below 0.001: no job can be answered "
+			    "until its lifetime-epsilon is raised");
+	assert_true(J.owners[2].exhausted);
+	lrnjob_leave(&J, 2);
+	c = left_claims(&J, 10, 0.1);   /* bank-c: 0.1 left, planned with it */
+	lrnjob_hello_claims(&J, 0, &c, &d);
+	assert_int_equal(d.act, LRN_ACT_PUMP);
+	lrnjob_hello(&J, 1, 30, 1.0, 0, 0, &d);
+	assert_int_equal(lrnjob_pump(&J, 1.0, NULL, NULL), LRN_ACT_NONE);
+	assert_true(J.started && J.gate_open);   /* min-owners counts owner-3 as present */
+	assert_true(J.owners[2].left_out && !J.owners[0].left_out);
+	assert_int_equal(J.n_planned, 2);
+	assert_int_equal(J.n_total, 40);
+	assert_true(J.owners[0].eps_left == 0.1);
+	assert_int_equal(J.owners[0].planned_cap, 6);   /* ceil(10 / 2 * 1.1) */
+	for (uint64_t k = 0; k < 10; k++) {
+		size_t i = k % 2;
+
+		lrn_sched_request(&J, &J.owners[i], 2.0 + (double)k, &d);
+		assert_int_equal(lrnjob_pump(&J, 2.0 + (double)k, &sent, NULL), LRN_ACT_NONE);
+		assert_int_equal(sent.n, 1);
+		assert_int_equal(sent.owner[0], i);
+		lrnjob_answer(&J, i, g1, 2.5 + (double)k, &d);
+	}
+	assert_int_equal(lrnjob_pump(&J, 20.0, NULL, NULL), LRN_ACT_DONE);
+	assert_true(dp_metrics_value(J.st.refusals) == 0);
+
+	lrnjob_connect(&J, 2, 21.0);
+	c = left_claims(&J, 60, 0);
+	lrnjob_hello_claims(&J, 2, &c, &d);
+	assert_int_equal(d.act, LRN_ACT_DROP);
+	assert_int_equal(d.goodbye, DPASYNC__GOODBYE_CODE__GOODBYE_BUDGET_SPENT);
+	lrnjob_leave(&J, 2);
+	lrnjob_connect(&J, 2, 22.0);
+	c = left_claims(&J, 60, 2);
+	lrnjob_hello_claims(&J, 2, &c, &d);
+	assert_int_equal(d.act, LRN_ACT_DROP);
+	assert_int_equal(d.goodbye, DPASYNC__GOODBYE_CODE__GOODBYE_JOB_OVER);
+	assert_string_equal(d.why, "job test-job was planned without owner owner-3 (it had no "
+			    "budget left when the job started)");
+	lrnjob_free(&J);
+}
+
+/* Nothing left for this very job (its own ledger is spent, e.g. a
+ * restarted owner): exhausted, but it stays to the job's Done. */
+static void test_no_budget_same_job(void **state)
+{
+	struct lrn_settings s = lrnjob_settings();
+	struct lrn_job J;
+	struct lrn_decision d;
+	struct lrn_claims c;
+
+	(void)state;
+	lrnjob_init(&J, &s, 2, 2, "nbs");
+	lrnjob_start(&J, rows2, 0.0);
+	lrnjob_leave(&J, 0);
+	lrnjob_connect(&J, 0, 1.0);
+	c = left_claims(&J, 10, 0.0004);
+	c.same_job = true;
+	c.epsilon_left = 0.0004;
+	c.answers_cap = 6;
+	c.answers_given = 3;
+	lrnjob_hello_claims(&J, 0, &c, &d);
+	assert_int_equal(d.act, LRN_ACT_PUMP);
+	assert_true(J.owners[0].exhausted && !J.owners[0].left_out);
+	assert_int_equal(lrnjob_pump(&J, 1.0, NULL, NULL), LRN_ACT_NONE);
+	assert_true(J.owners[0].welcomed);   /* stays, to be sent Done */
+	lrn_sched_request(&J, &J.owners[0], 2.0, &d);
+	assert_int_equal(d.act, LRN_ACT_NONE);   /* never asked */
+	lrnjob_free(&J);
+}
+
+/* No query outside the bound an owner stated: sync1 has no box, and a
+ * query past an owner's theta-max stops the job instead of being sent. */
+static void test_theta_bound(void **state)
+{
+	struct lrn_settings s = lrnjob_settings();
+	struct lrn_job J;
+	struct lrn_decision d;
+
+	(void)state;
+	s.mode = LRN_MODE_SYNC1;
+	s.eta = 0;
+	s.rho = 1;
+	lrnjob_init(&J, &s, 2, 2, "tb");
+	lrnjob_start(&J, rows2, 0.0);
+	assert_int_equal(lrnjob_pump(&J, 1.0, NULL, NULL), LRN_ACT_NONE);
+	J.owners[1].theta_bound = 20;   /* above the job's theta-max 10 */
+	lrnjob_answer(&J, 0, g1, 1.5, &d);
+	lrnjob_answer(&J, 1, g2, 1.5, &d);
+	J.theta_L[1] = -25;   /* where sync1's unboxed step could go */
+	assert_int_equal(lrnjob_pump(&J, 2.0, NULL, &d), LRN_ACT_STOP);
+	assert_string_equal(d.why, "theta[1] = -25 of the next query to owner owner-2 is outside "
+			    "its bound theta-max 20: it would refuse it");
+	lrnjob_free(&J);
+}
+
+/* A started job without a fingerprint (a version-1 checkpoint) learns it
+ * from a majority of its owners, never from the first Hello: owner-3,
+ * misconfigured, says Hello first and waits; owner-1 and owner-2 agree,
+ * are welcomed, and owner-3 is refused (SCHEMA_MISMATCH). */
+static void test_learn_schema(void **state)
+{
+	struct lrn_settings s = lrnjob_settings();
+	struct lrn_job J;
+	struct lrn_decision d;
+	const uint64_t rows[] = { 10, 30, 60 };
+
+	(void)state;
+	lrnjob_init(&J, &s, 3, 2, "ls");
+	lrnjob_start(&J, rows, 0.0);
+	for (size_t i = 0; i < 3; i++)
+		lrnjob_leave(&J, i);
+	J.schema_fp[0] = '\0';
+	lrnjob_connect(&J, 2, 1.0);
+	snprintf(J.owners[2].schema, sizeof(J.owners[2].schema), "sha256:bad");
+	lrnjob_hello(&J, 2, 60, 1.0, 0, 0, &d);
+	assert_int_equal(lrnjob_pump(&J, 1.0, NULL, NULL), LRN_ACT_NONE);
+	assert_false(J.owners[2].welcomed);   /* waits: one owner is no majority */
+	assert_string_equal(J.schema_fp, "");
+	lrnjob_connect(&J, 0, 2.0);
+	snprintf(J.owners[0].schema, sizeof(J.owners[0].schema), "sha256:good");
+	lrnjob_hello(&J, 0, 10, 1.0, 0, 0, &d);
+	assert_int_equal(lrnjob_pump(&J, 2.0, NULL, NULL), LRN_ACT_NONE);
+	assert_false(J.owners[0].welcomed || J.owners[2].welcomed);   /* 1 against 1 */
+	lrnjob_connect(&J, 1, 3.0);
+	snprintf(J.owners[1].schema, sizeof(J.owners[1].schema), "sha256:good");
+	lrnjob_hello(&J, 1, 30, 1.0, 0, 0, &d);
+	lrn_sched_next(&J, 3.0, &d);
+	assert_string_equal(J.schema_fp, "sha256:good");
+	assert_string_equal(J.schema_from, "owner-1");
+	assert_int_equal(d.act, LRN_ACT_WELCOME);
+	assert_ptr_equal(d.o, &J.owners[0]);
+	d.o->welcomed = true;
+	J.n_to_welcome--;
+	lrn_sched_next(&J, 3.0, &d);
+	assert_int_equal(d.act, LRN_ACT_WELCOME);
+	assert_ptr_equal(d.o, &J.owners[1]);
+	d.o->welcomed = true;
+	J.n_to_welcome--;
+	lrn_sched_next(&J, 3.0, &d);
+	assert_int_equal(d.act, LRN_ACT_DROP);
+	assert_ptr_equal(d.o, &J.owners[2]);
+	assert_int_equal(d.goodbye, DPASYNC__GOODBYE_CODE__GOODBYE_SCHEMA_MISMATCH);
+	assert_non_null(strstr(d.why, "schema mismatch: owner owner-3 has schema sha256:bad... but "
+			       "the job's (from owner owner-1) is sha256:good..."));
 	lrnjob_free(&J);
 }
 
@@ -769,6 +960,10 @@ int main(void)
 		cmocka_unit_test(test_plan_welcome_gate),
 		cmocka_unit_test(test_request_caps_done),
 		cmocka_unit_test(test_exhausted),
+		cmocka_unit_test(test_no_budget),
+		cmocka_unit_test(test_no_budget_same_job),
+		cmocka_unit_test(test_theta_bound),
+		cmocka_unit_test(test_learn_schema),
 		cmocka_unit_test(test_refuse_spent),
 		cmocka_unit_test(test_staleness),
 		cmocka_unit_test(test_min_owners),

@@ -53,7 +53,7 @@ static void planned(struct lrn_job *J, struct lrn_settings *s, size_t N, size_t 
 	assert_int_equal(lrn_stats_init(J), 0);
 	for (size_t i = 0; i < N; i++) {
 		J->owners[i].n_rows = rows[i];
-		J->owners[i].epsilon = 1.0;
+		J->owners[i].epsilon = J->owners[i].eps_left = 1.0;
 		J->owners[i].rate = rates[i];
 	}
 	assert_int_equal(lrn_state_start(J), 0);
@@ -89,31 +89,165 @@ static void test_init_set_p(void **state)
 	lrn_state_free(&J);
 }
 
+/* A Hello's claims: n_rows, n_features, epsilon 1, nothing else said. */
+static struct lrn_claims claim(uint64_t n_rows, uint32_t n_features)
+{
+	return (struct lrn_claims){ .n_rows = n_rows, .n_features = n_features, .epsilon = 1.0 };
+}
+
+static int check(struct lrn_job *J, size_t i, const struct lrn_claims *c, int *goodbye,
+		 char *why)
+{
+	return lrn_state_check_hello(J, &J->owners[i], c, goodbye, why, 256);
+}
+
 static void test_check_hello(void **state)
 {
 	struct lrn_settings s = lrnjob_settings();
 	struct lrn_job J;
+	struct lrn_claims c;
 	char why[256];
+	int bye;
 
 	(void)state;
 	s.max_frame = 1024;
 	assert_int_equal(lrn_state_init(&J, &s, lrnjob_names, 2), 0);
-	assert_int_equal(lrn_state_check_hello(&J, &J.owners[0], (UINT64_C(1) << 40) + 1, 3, why,
-					       sizeof(why)), DP_ERANGE);
+	c = claim((UINT64_C(1) << 40) + 1, 3);
+	assert_int_equal(check(&J, 0, &c, &bye, why), DP_ERANGE);
+	assert_int_equal(bye, 0);   /* closed, no Goodbye */
 	assert_string_equal(why, "Hello n_rows 1099511627777 exceeds the maximum 1099511627776 "
 			    "rows per owner");
-	assert_int_equal(lrn_state_check_hello(&J, &J.owners[0], UINT64_C(1) << 40, 3, why,
-					       sizeof(why)), 0);
+	c = claim(UINT64_C(1) << 40, 3);
+	assert_int_equal(check(&J, 0, &c, &bye, why), 0);
 	/* p not fixed yet: only the frame bounds n_features. */
-	assert_int_equal(lrn_state_check_hello(&J, &J.owners[0], 5, 121, why, sizeof(why)),
-			 DP_EINVAL);
+	c = claim(5, 121);
+	assert_int_equal(check(&J, 0, &c, &bye, why), DP_EINVAL);
+	assert_int_equal(bye, DPASYNC__GOODBYE_CODE__GOODBYE_BAD_DATA);
 	assert_string_equal(why, "Hello n_features 121 does not fit in max-frame 1024 bytes");
 	assert_int_equal(lrn_state_set_p(&J, 3), 0);
-	assert_int_equal(lrn_state_check_hello(&J, &J.owners[1], 5, 4, why, sizeof(why)),
-			 DP_EINVAL);
+	c = claim(5, 4);
+	assert_int_equal(check(&J, 1, &c, &bye, why), DP_EINVAL);
 	assert_non_null(strstr(why, "Hello n_features 4 differs from the job's p 3: give owner "
 			       "owner-2 data"));
-	assert_int_equal(lrn_state_check_hello(&J, &J.owners[1], 5, 3, why, sizeof(why)), 0);
+	c = claim(5, 3);
+	assert_int_equal(check(&J, 1, &c, &bye, why), 0);
+	assert_int_equal(bye, 0);
+	lrn_state_free(&J);
+}
+
+/* The claims of docs/protocol.md §5 "Limits on a Hello's claims", with the
+ * values the second review sent (issue: answers_cap 10^6 gave T = 4,
+ * epsilon 5e-324 no finite prediction): each out of its bound is refused
+ * with Goodbye BAD_CLAIM and the reason; at the bound it is taken. */
+static void test_check_claims(void **state)
+{
+	struct lrn_settings s = lrnjob_settings();
+	struct lrn_job J;
+	struct lrn_claims c;
+	char why[256];
+	int bye;
+
+	(void)state;
+	s.T = 0;   /* planned: the largest T is t-max, DP_PLAN_T_MAX */
+	assert_int_equal(lrn_state_init(&J, &s, lrnjob_names, 2), 0);
+	assert_int_equal(lrn_state_set_p(&J, 3), 0);
+	assert_int_equal(lrn_state_t_limit(&J), DP_PLAN_T_MAX);
+	c = claim(5, 3);
+	c.epsilon = 5e-324;
+	assert_int_equal(check(&J, 0, &c, &bye, why), DP_EREFUSED);
+	assert_int_equal(bye, DPASYNC__GOODBYE_CODE__GOODBYE_BAD_CLAIM);
+	assert_string_equal(why, "Hello epsilon 4.94066e-324 is below the floor 0.001: each "
+			    "answer would be noise; raise ownerd's epsilon");
+	c.epsilon = LRN_EPSILON_MIN;
+	assert_int_equal(check(&J, 0, &c, &bye, why), 0);
+	c.epsilon = INFINITY;   /* no noise: allowed (testing) */
+	assert_int_equal(check(&J, 0, &c, &bye, why), 0);
+
+	c = claim(5, 3);
+	c.own_cap = c.answers_cap = 1000000;
+	assert_int_equal(check(&J, 0, &c, &bye, why), DP_EREFUSED);
+	assert_int_equal(bye, DPASYNC__GOODBYE_CODE__GOODBYE_BAD_CLAIM);
+	assert_non_null(strstr(why, "Hello answers_cap 1000000 exceeds the largest T of this "
+			       "job, 100000 (t-max)"));
+	c.own_cap = c.answers_cap = DP_PLAN_T_MAX;
+	assert_int_equal(check(&J, 0, &c, &bye, why), 0);
+	/* A given T above t-max is the limit; t-max below it is not. */
+	s.T = 200000;
+	assert_int_equal(lrn_state_t_limit(&J), 200000);
+	c.own_cap = c.answers_cap = 150000;
+	assert_int_equal(check(&J, 0, &c, &bye, why), 0);
+	s.T = 0;
+	s.T_max = 400;
+	assert_int_equal(check(&J, 0, &c, &bye, why), DP_EREFUSED);
+	/* A same-job ledger's K: the plan's K_i with its margin at most. */
+	c.own_cap = 0;
+	c.answers_cap = 442;   /* ceil(400 * 1.1) = 441 in doubles, as the planner rounds */
+	c.same_job = true;
+	assert_int_equal(check(&J, 0, &c, &bye, why), DP_EREFUSED);
+	assert_non_null(strstr(why, "Hello job_answers_cap 442 exceeds"));
+	c.answers_cap = 441;
+	assert_int_equal(check(&J, 0, &c, &bye, why), 0);
+	/* Once planned, a cap changes nothing but the owner's own noise. */
+	J.started = true;
+	c.own_cap = c.answers_cap = 1000000;
+	assert_int_equal(check(&J, 0, &c, &bye, why), 0);
+	J.started = false;
+
+	/* The owner's bound on theta must hold the job's box (theta-max 10). */
+	c = claim(5, 3);
+	c.has_limits = true;
+	c.epsilon_left = c.lifetime_left = 1;
+	c.theta_max = 5;
+	assert_int_equal(check(&J, 0, &c, &bye, why), DP_EREFUSED);
+	assert_int_equal(bye, DPASYNC__GOODBYE_CODE__GOODBYE_BAD_CLAIM);
+	assert_string_equal(why, "Hello theta_max 5 is below the job's theta-max 10: queries "
+			    "inside the job's box would be refused; raise ownerd's theta-max to at "
+			    "least 10");
+	c.theta_max = 10;
+	assert_int_equal(check(&J, 0, &c, &bye, why), 0);
+	c.theta_max = INFINITY;
+	assert_int_equal(check(&J, 0, &c, &bye, why), 0);
+	lrn_state_free(&J);
+}
+
+/* What an owner can spend on this job (docs/protocol.md §5 "Budget left
+ * and bounds"): without limits its epsilon; with them, epsilon_left when
+ * its counters are this job's, else the smaller of epsilon and what its
+ * lifetime leaves (a new ledger's cap); below LRN_EPSILON_MIN nothing. */
+static void test_take_hello(void **state)
+{
+	struct lrn_settings s = lrnjob_settings();
+	struct lrn_job J;
+	struct lrn_claims c = claim(5, 3);
+	struct lrn_owner *o;
+
+	(void)state;
+	assert_int_equal(lrn_state_init(&J, &s, lrnjob_names, 2), 0);
+	o = &J.owners[0];
+	c.rate = 2;
+	c.answers_cap = 7;
+	c.answers_given = 3;
+	lrn_state_take_hello(&J, o, &c);
+	assert_true(o->eps_left == 1.0 && isinf(o->theta_bound) && isinf(o->lifetime_left));
+	assert_true(o->rate == 2 && o->answers_cap == 7 && o->answers_given == 3 && o->n_rows == 5);
+	assert_false(lrn_state_no_budget(o));
+	c.has_limits = true;
+	c.epsilon_left = 0.25;
+	c.lifetime_left = 0.1;   /* the issue's bank-c: 0.1 of its lifetime left */
+	c.theta_max = 1e6;
+	lrn_state_take_hello(&J, o, &c);   /* another job's counters */
+	assert_true(o->eps_left == 0.1 && o->theta_bound == 1e6 && o->lifetime_left == 0.1);
+	c.same_job = true;
+	lrn_state_take_hello(&J, o, &c);
+	assert_true(o->eps_left == 0.25);
+	c.same_job = false;
+	c.lifetime_left = 1e-9;   /* a rounding residue of a spent lifetime */
+	lrn_state_take_hello(&J, o, &c);
+	assert_true(lrn_state_no_budget(o));
+	c.lifetime_left = INFINITY;
+	c.epsilon = INFINITY;
+	lrn_state_take_hello(&J, o, &c);
+	assert_false(lrn_state_no_budget(o));
 	lrn_state_free(&J);
 }
 
@@ -197,6 +331,161 @@ static void test_start(void **state)
 	assert_int_equal(lrn_state_start(&J), DP_ERANGE);
 	assert_false(J.started);
 	lrn_state_free(&J);
+}
+
+/* ceil(T pi (1 + 0.1)) with pi = r / sum, rounded as the planner does. */
+static uint64_t kcap(double T, double r, double sum)
+{
+	double share = r / sum;
+
+	return (uint64_t)ceil(T * share / (share + (sum - r) / sum) * 1.1);
+}
+
+/* The plan on what is left (docs/planner.md §1 "Budget left"): each
+ * owner's eps_i is what it has left; an exhausted owner is left out (not
+ * in n, N or the plan); the issue's claims give finite caps; a plan the
+ * owners cannot serve is refused before anything starts. */
+static void test_plan_left(void **state)
+{
+	struct lrn_settings s = lrnjob_settings();
+	struct lrn_job J, K;
+	const uint64_t rows[] = { 100, 100, 100 };
+	const double rates[] = { 1, 1, 1 };
+	char why[256];
+	int bye;
+
+	(void)state;
+	s.T = 0;
+	s.eta = 0;
+	s.clip = 0;
+	s.T_max = 400;
+	/* bank-c: 0.1 of its lifetime left.  The plan's K_i follow the rates
+	 * (ceil(T / 3 * 1.1)), and the prediction is that of eps 0.1: worse
+	 * than with 1 for everyone, better than with 0.1 for everyone. */
+	planned(&J, &s, 3, 2, rows, rates);
+	assert_int_equal(lrn_state_init(&K, &s, lrnjob_names, 3), 0);
+	assert_int_equal(lrn_state_set_p(&K, 2), 0);
+	assert_int_equal(lrn_stats_init(&K), 0);
+	for (size_t i = 0; i < 3; i++) {
+		K.owners[i].n_rows = rows[i];
+		K.owners[i].epsilon = 1.0;
+		K.owners[i].eps_left = i == 2 ? 0.1 : 1.0;
+		K.owners[i].rate = 1;
+	}
+	assert_int_equal(lrn_state_start(&K), 0);
+	assert_true(K.psi_pred > J.psi_pred);
+	assert_int_equal(K.owners[2].planned_cap, kcap((double)K.T, 1, 3));
+	assert_int_equal(K.n_planned, 3);
+	done(&K);
+	done(&J);
+
+	/* An owner with nothing left is left out: n, N and K_i are the
+	 * others'; rho is computed with N = 2. */
+	s = lrnjob_settings();
+	assert_int_equal(lrn_state_init(&J, &s, lrnjob_names, 3), 0);
+	assert_int_equal(lrn_state_set_p(&J, 2), 0);
+	assert_int_equal(lrn_stats_init(&J), 0);
+	for (size_t i = 0; i < 3; i++) {
+		J.owners[i].n_rows = rows[i] * (i + 1);
+		J.owners[i].epsilon = J.owners[i].eps_left = 1.0;
+		J.owners[i].rate = 1;
+	}
+	J.owners[2].eps_left = 0;
+	J.owners[2].exhausted = true;
+	assert_int_equal(lrn_state_start(&J), 0);
+	assert_true(J.owners[2].left_out && !J.owners[0].left_out);
+	assert_int_equal(J.n_planned, 2);
+	assert_int_equal(J.n_total, 300);
+	assert_int_equal(J.owners[0].planned_cap, 6);   /* ceil(10 / 2 * 1.1) */
+	assert_int_equal(J.owners[2].planned_cap, 0);
+	near(J.rho, 0.05 * 100 * 2 * LAMBDA / 2, 1e-15);
+	done(&J);
+
+	/* The issue's claims through the Hello check and the plan: two rates
+	 * of 1.7e308 are planned as equal (K finite, ceil(T / 2 * 1.1)); a
+	 * rate 1e6 beside a rate 1 as 10 (the other keeps 1/11). */
+	s = lrnjob_settings();
+	s.T = 100;
+	{
+		const double huge[] = { 1.7e308, 1.7e308 }, fast[] = { 1e6, 1 };
+		const uint64_t two[] = { 100, 100 };
+		struct lrn_claims c = claim(100, 2);
+
+		c.rate = 1.7e308;
+		assert_int_equal(lrn_state_init(&J, &s, lrnjob_names, 2), 0);
+		assert_int_equal(lrn_state_set_p(&J, 2), 0);
+		assert_int_equal(check(&J, 0, &c, &bye, why), 0);   /* a rate is never refused */
+		lrn_state_free(&J);
+		planned(&J, &s, 2, 2, two, huge);
+		assert_int_equal(J.owners[0].planned_cap, kcap(100, 1, 2));
+		assert_int_equal(J.owners[1].planned_cap, kcap(100, 1, 2));
+		done(&J);
+		planned(&J, &s, 2, 2, two, fast);
+		assert_int_equal(J.owners[1].planned_cap, kcap(100, 1, 11));
+		assert_int_equal(J.owners[0].planned_cap, kcap(100, 10, 11));
+		done(&J);
+	}
+
+	/* Owners that cannot reach T with what they have left: refused, and
+	 * nothing of the job is started. */
+	s = lrnjob_settings();
+	s.T = 50;
+	assert_int_equal(lrn_state_init(&J, &s, lrnjob_names, 3), 0);
+	assert_int_equal(lrn_state_set_p(&J, 2), 0);
+	assert_int_equal(lrn_stats_init(&J), 0);
+	for (size_t i = 0; i < 3; i++) {
+		J.owners[i].n_rows = 10;
+		J.owners[i].epsilon = J.owners[i].eps_left = 1.0;
+		J.owners[i].rate = 1;
+		J.owners[i].answers_cap = 2;   /* their own caps */
+	}
+	assert_int_equal(lrn_state_start(&J), DP_EBUDGET);
+	assert_string_equal(dp_error_detail(DP_EBUDGET), "no plan reaches T=50 with what the "
+			    "owners have left: they can give 6 answers (owner-1 2, owner-2 2, "
+			    "owner-3 2); lower T or raise their budgets");
+	assert_false(J.started);
+	assert_int_equal(J.T, 50);
+	J.owners[0].answers_cap = 46;
+	assert_int_equal(lrn_state_start(&J), 0);
+	done(&J);
+	/* Sync: every owner answers T - 1 rounds; one whose ledger for this
+	 * job has given 5 of its 9 cannot. */
+	s = lrnjob_settings();
+	s.mode = LRN_MODE_SYNC1;
+	s.rho = 1;
+	s.eta = 0;
+	assert_int_equal(lrn_state_init(&J, &s, lrnjob_names, 2), 0);
+	assert_int_equal(lrn_state_set_p(&J, 2), 0);
+	assert_int_equal(lrn_stats_init(&J), 0);
+	for (size_t i = 0; i < 2; i++) {
+		J.owners[i].n_rows = 10;
+		J.owners[i].epsilon = J.owners[i].eps_left = 1.0;
+		J.owners[i].rate = 1;
+	}
+	J.owners[1].answers_cap = 9;
+	J.owners[1].answers_given = 5;
+	J.owners[1].same_job = true;
+	assert_int_equal(lrn_state_start(&J), DP_EBUDGET);
+	assert_non_null(strstr(dp_error_detail(DP_EBUDGET), "owner owner-2 can give 4 more "
+			       "answers and a sync job asks every owner in each of the T-1 = 9 "
+			       "rounds"));
+	done(&J);
+	/* A budget left too small to split over K_i in nano-epsilon. */
+	s = lrnjob_settings();
+	s.T = 3000000;
+	assert_int_equal(lrn_state_init(&J, &s, lrnjob_names, 2), 0);
+	assert_int_equal(lrn_state_set_p(&J, 2), 0);
+	assert_int_equal(lrn_stats_init(&J), 0);
+	for (size_t i = 0; i < 2; i++) {
+		J.owners[i].n_rows = 10;
+		J.owners[i].epsilon = 1.0;
+		J.owners[i].eps_left = LRN_EPSILON_MIN;
+		J.owners[i].rate = 1;
+	}
+	assert_int_equal(lrn_state_start(&J), DP_EBUDGET);
+	assert_non_null(strstr(dp_error_detail(DP_EBUDGET), "owner owner-1 has 0.001 left, too "
+			       "little for its K_i = 1650001 answers"));   /* ceil(1.65e6) in doubles */
+	done(&J);
 }
 
 /* The async update against the rule written out above. */
@@ -350,8 +639,11 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_init_set_p),
 		cmocka_unit_test(test_check_hello),
+		cmocka_unit_test(test_check_claims),
+		cmocka_unit_test(test_take_hello),
 		cmocka_unit_test(test_cap),
 		cmocka_unit_test(test_start),
+		cmocka_unit_test(test_plan_left),
 		cmocka_unit_test(test_apply),
 		cmocka_unit_test(test_round),
 		cmocka_unit_test(test_public),

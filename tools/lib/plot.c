@@ -11,6 +11,7 @@
 
 #include "common/core/error.h"
 #include "tools/lib/gnuplot.h"
+#include "tools/lib/wallband.h"
 
 /* Series colours (colour-blind-safe order of the Tableau palette). */
 static const char *const colors[] = {
@@ -293,45 +294,137 @@ int dp_plot_psi_time(const dp_rundata_psi *ps, const dp_rundata_trace *tr, size_
 	return rc;
 }
 
+/* Index of the first INPUT with the label of INPUT s: INPUTs that share a
+ * label are repeats of one run, drawn as a band (docs/plots.md "psi-wall"). */
+static size_t wall_group(const char *const *labels, size_t s)
+{
+	for (size_t i = 0; labels && labels[s] && i < s; i++)
+		if (labels[i] && strcmp(labels[i], labels[s]) == 0)
+			return i;
+	return s;
+}
+
+/* The nrun repeats of group g (first INPUT g) as the datablock $wG of the
+ * band, "t lo med hi", and their CSV rows. */
+static int wall_band(dp_gnuplot *g, const dp_rundata_wall *w, const char *const *labels,
+		     size_t ns, size_t grp, size_t nrun)
+{
+	const dp_rundata_wall **runs = calloc(nrun, sizeof(*runs));
+	dp_wallband b = { 0 };
+	size_t m = 0;
+	int rc;
+
+	if (runs == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	for (size_t s = grp; s < ns; s++)
+		if (wall_group(labels, s) == grp)
+			runs[m++] = &w[s];
+	rc = dp_wallband_build(runs, m, &b);
+	free(runs);
+	if (rc != 0)
+		return rc;
+	fprintf(g->f, "$w%zu << EOD\n", grp);
+	for (size_t r = 0; r < b.n; r++) {
+		fprintf(g->f, "%.10g %.10g %.10g %.10g\n", b.t[r], b.lo[r], b.med[r], b.hi[r]);
+		if (g->csv) {
+			dp_gnuplot_csv_text(g->csv, labels[grp]);
+			fprintf(g->csv, ",%.10g,%zu,%.10g,%.10g,%.10g\n", b.t[r], b.runs[r], b.lo[r],
+				b.med[r], b.hi[r]);
+		}
+	}
+	fputs("EOD\n", g->f);
+	dp_wallband_free(&b);
+	return 0;
+}
+
+/* One curve as the datablock $wS, "t psi", and its CSV rows (banded: the
+ * band's columns, one run). */
+static void wall_line(dp_gnuplot *g, const dp_rundata_wall *w, const char *label, size_t s,
+		      int banded)
+{
+	fprintf(g->f, "$w%zu << EOD\n", s);
+	for (size_t r = 0; r < w->n; r++) {
+		fprintf(g->f, "%.10g %.10g\n", w->t[r], w->psi[r]);
+		if (g->csv == NULL)
+			continue;
+		dp_gnuplot_csv_text(g->csv, label);
+		if (banded)
+			fprintf(g->csv, ",%.10g,1,%.10g,%.10g,%.10g\n", w->t[r], w->psi[r],
+				w->psi[r], w->psi[r]);
+		else
+			fprintf(g->csv, ",%.10g,%zu,%.10g\n", w->t[r], w->k[r], w->psi[r]);
+	}
+	fputs("EOD\n", g->f);
+}
+
 int dp_plot_psi_wall(const dp_rundata_wall *w, const char *const *labels, size_t ns,
 		     const dp_plot_opts *o, const char *out)
 {
+	char t[300];
+	size_t *nrun, groups = 0;
 	FILE *f;
-	int logy = !(o && o->linear), rc;
+	int logy = !(o && o->linear), banded = 0, rc;
 	dp_gnuplot g;
 
 	DP_REQUIRE(w != NULL && out != NULL);
 	if (ns == 0)
 		return dp_error_set(DP_EINVAL, "no psi curve to plot");
-	for (size_t s = 0; s < ns; s++)
+	nrun = calloc(ns, sizeof(*nrun));
+	if (nrun == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	for (size_t s = 0; s < ns; s++) {
 		for (size_t r = 0; r < w[s].n; r++)
 			if (!(w[s].psi[r] > 0))
 				logy = 0;   /* a log axis cannot show psi = 0 */
-	rc = begin(&g, o, "series,time_s,k,psi");
-	if (rc != 0)
+		nrun[wall_group(labels, s)]++;
+		banded |= wall_group(labels, s) != s;
+	}
+	rc = begin(&g, o, banded ? "series,time_s,runs,psi_min,psi_median,psi_max" :
+			  "series,time_s,k,psi");
+	if (rc != 0) {
+		free(nrun);
 		return rc;
+	}
 	f = g.f;
-	dp_gnuplot_title(&g, "set title", "ψ against wall-clock time (measured: ψ of the "
-			 "learner's checkpointed model)");
+	dp_gnuplot_title(&g, "set title", banded ? "ψ against wall-clock time (measured: ψ of "
+			 "the learner's checkpointed model)\nrepeats: their median, and a band from "
+			 "the lowest to the highest" :
+			 "ψ against wall-clock time (measured: ψ of the learner's checkpointed model)");
 	fputs("set xlabel \"seconds since training started\"\n", f);
 	psi_axes(f, logy, o && o->logx);
-	for (size_t s = 0; s < ns; s++) {
-		fprintf(f, "$w%zu << EOD\n", s);
-		for (size_t r = 0; r < w[s].n; r++) {
-			fprintf(f, "%.10g %.10g\n", w[s].t[r], w[s].psi[r]);
-			if (g.csv) {
-				dp_gnuplot_csv_text(g.csv, labels && labels[s] ? labels[s] : "");
-				fprintf(g.csv, ",%.10g,%zu,%.10g\n", w[s].t[r], w[s].k[r], w[s].psi[r]);
-			}
-		}
-		fputs("EOD\n", f);
+	for (size_t s = 0; s < ns && rc == 0; s++) {
+		if (nrun[s] > 1)
+			rc = wall_band(&g, w, labels, ns, s, nrun[s]);
+		else if (nrun[s] == 1)
+			wall_line(&g, &w[s], labels && labels[s] ? labels[s] : "", s, banded);
+	}
+	if (rc != 0) {
+		dp_gnuplot_abandon(&g);
+		free(nrun);
+		return rc;
 	}
 	for (size_t s = 0; s < ns; s++) {
-		fprintf(f, "%s$w%zu using 1:2 with linespoints lw 2 pt 7 ps 0.5 lc rgb \"%s\" title ",
-			s == 0 ? "plot " : ", \\\n     ", s, colors[s % NCOLORS]);
-		dp_gnuplot_quoted(f, labels && labels[s] ? labels[s] : "");
+		const char *col = colors[groups % NCOLORS], *lab = labels && labels[s] ? labels[s] : "";
+
+		if (nrun[s] == 0)
+			continue;
+		fputs(groups++ == 0 ? "plot " : ", \\\n     ", f);
+		if (nrun[s] == 1) {
+			fprintf(f, "$w%zu using 1:2 with linespoints lw 2 pt 7 ps 0.5 lc rgb \"%s\" "
+				"title ", s, col);
+			dp_gnuplot_quoted(f, lab);
+			continue;
+		}
+		fprintf(f, "$w%zu using 1:2:4 with filledcurves fs transparent solid 0.22 noborder "
+			"lc rgb \"%s\" title ", s, col);
+		snprintf(t, sizeof(t), "%s: min–max, %zu runs", lab, nrun[s]);
+		dp_gnuplot_quoted(f, t);
+		fprintf(f, ", \\\n     $w%zu using 1:3 with lines lw 2 lc rgb \"%s\" title ", s, col);
+		snprintf(t, sizeof(t), "%s: median", lab);
+		dp_gnuplot_quoted(f, t);
 	}
 	fputc('\n', f);
+	free(nrun);
 	return dp_gnuplot_finish(&g, out);
 }
 

@@ -17,7 +17,27 @@ derail the job.  learnerd runs as users run it, without `features`.
 
 On the code before the fix, (1) took p = 99 from the first Hello and
 refused every real owner, and (2) made learnerd exit 1 ("the owners' row
-counts overflow")."""
+counts overflow").
+
+3-6. Every other claim has a bound (docs/protocol.md §5 "Limits on a
+   Hello's claims"); learnerd plans T (no --T) with a real owner-1 and a
+   liar with owner-2's certificate:
+   3. answers_cap = 1000000, above the largest T the job may have: refused
+      with Goodbye BAD_CLAIM (the liar exits 3, closed before any Welcome);
+      the real owner-2 joins and the job completes.  Before: the liar was
+      planned with its cap (in the review, T = 4 for the whole job).
+   4. rate = 1e6: planned as 10 times the median rate (logged), so owner-1
+      keeps its share (K at least T/11); the liar answers and the job
+      completes.  Before: owner-1 got K = 1 (of T = 16).
+   5. epsilon = 5e-324, below the floor 1e-3: refused with BAD_CLAIM; the
+      real owner-2 joins and the job completes.  Before: learnerd exited 1,
+      "plan: no setting gives a finite prediction".
+   6. Two liars (owner-1 and owner-2) each claim rate = 1.7e308: planned as
+      equal rates, every K_i at most ceil(1.1 T) + 1.  Before: every K was
+      9223372036854775808 (a NaN converted to an integer; T = 400, the
+      t-max, here, 100000 in the review).
+   7. theta_max = 5 (Hello.limits), below the job's theta-max 10: refused
+      with BAD_CLAIM, since it would refuse queries inside the job's box."""
 import os, subprocess, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, tmpdir, cleanup, main
@@ -27,12 +47,13 @@ HUGE = str(2 ** 64 - 1)
 T = 150
 
 
-def liar(c, bindir, name, rows, p):
+def liar(c, bindir, name, rows, p, extra=()):
     fake = os.path.join(bindir, 'tests', 'integration', 'daemons', 'fake_owner')
     k = c.path('certs')
     cmd = [fake, '--learner', '127.0.0.1:%d' % c.port, '--ca', k + '/ca.crt',
            '--cert', '%s/%s.crt' % (k, name), '--key', '%s/%s.key' % (k, name), '--id', name,
            '--p', str(p), '--rows', rows, '--grad-a', '0', '--grad-c', ','.join(['0'] * p)]
+    cmd += list(extra)
     log = open(c.path('liar-%s.log' % name), 'a')
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
     c.procs.append(proc)
@@ -112,12 +133,106 @@ def liar_last(bindir):
         cleanup(d)
 
 
+def plan_of(log):
+    """T and {owner: K} of the last plan line in learnerd's log."""
+    line = [l for l in log.splitlines() if ' plan from=' in l][-1]
+    f = dict(kv.split('=', 1) for kv in line.split(' learner: ', 1)[1].split() if '=' in kv)
+    return int(f['T']), {o: int(k) for o, k in (e.split(':') for e in f['K'].split(','))}
+
+
+def planned(bindir, tag):
+    """A 2-owner cluster whose learnerd plans T (at most 400)."""
+    d = tmpdir('e2e-claims-' + tag)
+    c = Cluster(bindir, d, owners=2, rows=300, features=4, T=0)
+    c.start_learner(['--t-max', '400'])
+    return d, c
+
+
+def refused_claim(bindir, tag, flags, needle):
+    """A liar with owner-2's certificate claims flags; it is refused with a
+    Goodbye naming the claim and the real owners then finish the job."""
+    d, c = planned(bindir, tag)
+    try:
+        o1 = c.start_owner(1)
+        wait_log(c, 'hello id=owner-1 ')
+        a = liar(c, bindir, 'owner-2', '300', 5, flags)
+        rc = exit_code(a, 'the %s liar' % tag)
+        log = wait_log(c, needle)
+        check(rc == 3, 'the %s liar exited %s, not 3 (refused before any Welcome)' % (tag, rc))
+        check('training starts' not in log, 'the plan was made with the liar\'s claim')
+        lie = open(c.path('liar-owner-2.log')).read()
+        check('goodbye code=7' in lie, 'the liar got no Goodbye BAD_CLAIM: %r' % lie[-500:])
+        o2 = c.start_owner(2)
+        out = c.wait_learner(timeout=120)
+        T, K = plan_of(open(c.path('learnerd.log')).read())
+        check('done k=%d' % T in out and T > 4, 'job: %r, T = %d' % (out, T))
+        for i, p in enumerate((o1, o2), 1):
+            check(p.wait(timeout=30) == 0, 'ownerd %d exited %s' % (i, p.returncode))
+        print('%s: refused ("%s"), then T = %d, K = %r' % (
+            tag, [l for l in log.splitlines() if needle in l][0].split('reason=', 1)[-1][:120],
+            T, K))
+    finally:
+        c.close()
+        cleanup(d)
+
+
+def fast_rate(bindir):
+    d, c = planned(bindir, 'rate')
+    try:
+        o1 = c.start_owner(1)
+        wait_log(c, 'hello id=owner-1 ')
+        a = liar(c, bindir, 'owner-2', '300', 5, ['--rate', '1e6'])
+        log = wait_log(c, 'plan from=hellos')
+        T, K = plan_of(log)
+        # The liar's rate is planned as at most 10 times owner-1's: owner-1
+        # keeps a share of at least 1/11 (K = ceil(1.1 T / 11)).
+        check(K['owner-1'] * 11 >= T, 'the rate 1e6 claim took owner-1\'s share: T %d, K %r'
+              % (T, K))
+        check('rate=1e+06' in log and 'planned as' in log, 'the clamp of the rate is not logged')
+        out = c.wait_learner(timeout=120)
+        check('done k=%d' % T in out, 'job: %r' % out)
+        check(o1.wait(timeout=30) == 0 and a.wait(timeout=30) == 0, 'an owner failed')
+        print('rate 1e6: T = %d, K = %r' % (T, K))
+    finally:
+        c.close()
+        cleanup(d)
+
+
+def huge_rates(bindir):
+    d, c = planned(bindir, 'rates')
+    try:
+        fakes = [liar(c, bindir, 'owner-%d' % i, '300', 5, ['--rate', '1.7e308'])
+                 for i in (1, 2)]
+        log = wait_log(c, 'plan from=hellos')
+        T, K = plan_of(log)
+        check(all(k <= int(1.1 * T) + 2 for k in K.values()) and len(set(K.values())) == 1,
+              'two rates of 1.7e308: T %d, K %r' % (T, K))
+        out = c.wait_learner(timeout=120)
+        check('done k=%d' % T in out, 'job: %r' % out)
+        for f in fakes:
+            check(f.wait(timeout=30) == 0, 'a fake owner exited %s' % f.returncode)
+        print('two rates 1.7e308: T = %d, K = %r' % (T, K))
+    finally:
+        c.close()
+        cleanup(d)
+
+
 def test(argv):
-    # Each part on its own: E2E_CLAIMS_PART=1 or 2 (to show each fails on old code).
+    # Each part on its own: E2E_CLAIMS_PART=1..7 (to show each fails on old code).
     part = os.environ.get('E2E_CLAIMS_PART', '')
     if part in ('', '1'):
         liar_first(argv[0])
     if part in ('', '2'):
         liar_last(argv[0])
+    if part in ('', '3'):
+        refused_claim(argv[0], 'cap', ['--answers-cap', '1000000'], 'answers_cap 1000000')
+    if part in ('', '4'):
+        fast_rate(argv[0])
+    if part in ('', '5'):
+        refused_claim(argv[0], 'epsilon', ['--epsilon', '5e-324'], 'epsilon 4.94066e-324')
+    if part in ('', '6'):
+        huge_rates(argv[0])
+    if part in ('', '7'):
+        refused_claim(argv[0], 'theta', ['--theta-max', '5'], 'theta_max 5 is below')
 
 main(test)

@@ -28,6 +28,12 @@ import numpy as np
 
 T = 300
 
+def no_refusals(c):
+    """No admitted owner refused a query: learnerd plans on what each has
+    left and never sends one it would refuse (docs/learnerd.md §3 "Caps")."""
+    refused = [l for l in open(c.path('learnerd.log')).read().splitlines() if ' refused k=' in l]
+    check(not refused, 'an owner refused a query: %r' % refused[:3])
+
 def job(bindir, d, mode, eps, extra=(), rates=('50', '50', '50'), owner_extra=((), (), ())):
     c = Cluster(bindir, d, owners=3, rows=2000, features=5, T=T)
     try:
@@ -38,6 +44,7 @@ def job(bindir, d, mode, eps, extra=(), rates=('50', '50', '50'), owner_extra=((
                   for i in (1, 2, 3)]
         out = c.wait_learner()
         check('done k=%d' % T in out, 'learnerd did not report done: %r' % out)
+        no_refusals(c)
         rows = c.trace_rows()
         check([int(r[0]) for r in rows] == list(range(1, T + 1)), 'trace is not k = 1..T')
         model = json.load(open(c.path('learner', 'model.json')))
@@ -61,6 +68,7 @@ def sync_parity(bindir, d, mode):
         owners = [c.start_owner(i, eps='inf', rate='50') for i in (1, 2, 3)]
         out = c.wait_learner()
         check('done k=%d' % (Ts - 1) in out, '%s: learnerd did not report done: %r' % (mode, out))
+        no_refusals(c)
         for i, p in enumerate(owners, 1):
             check(p.wait(timeout=30) == 0, 'ownerd %d exited %s' % (i, p.returncode))
         rows = c.trace_rows()

@@ -7,6 +7,9 @@
  *   fake_owner --learner HOST:PORT --ca F --cert F --key F --id NAME
  *              --p P --rows N --grad-a A --grad-c C1,C2,...
  *              [--epsilon E] [--answers-cap K] [--answers-given G] [--rate R]
+ *              [--theta-max M] [--epsilon-left E] [--lifetime-left L]
+ *                               any of these sends Hello.limits (the others
+ *                               then: inf, --epsilon, inf)
  *              [--interval S]   seconds between an answer and the next request
  *              [--nan-at M]     the M-th answer carries a NaN
  *              [--silent-at M]  the M-th query is never answered
@@ -28,6 +31,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/core/error.h"
 #include "common/core/log.h"
@@ -38,7 +42,7 @@
 #include "tests/lib/peer.h"
 
 static struct {
-	char *learner, *ca, *cert, *key, *id, *done_file, *welcome_file;
+	char *learner, *ca, *cert, *key, *id, *done_file, *welcome_file, *eps_text;
 	char host[DP_ADDR_HOST_MAX + 1];
 	uint16_t port;
 	size_t p;
@@ -47,6 +51,8 @@ static struct {
 	struct dp_config_doubles gc;
 	uint64_t nan_at, silent_at, refuse_at;
 	bool request;
+	double theta_max, eps_left, life_left;
+	bool have_theta, have_eps_left, have_life_left;
 } A;
 
 static uv_loop_t *loop;
@@ -102,8 +108,15 @@ static int on_handshake(dp_conn *c, const char *peer_id)
 {
 	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
 	Dpasync__Hello h = DPASYNC__HELLO__INIT;
+	Dpasync__HelloLimits lim = DPASYNC__HELLO_LIMITS__INIT;
 
 	h.version = 1;
+	if (A.have_theta || A.have_eps_left || A.have_life_left) {
+		lim.theta_max = A.have_theta ? A.theta_max : INFINITY;
+		lim.epsilon_left = A.have_eps_left ? A.eps_left : A.eps;
+		lim.lifetime_left = A.have_life_left ? A.life_left : INFINITY;
+		h.limits = &lim;
+	}
 	h.owner_id = A.id;
 	h.n_rows = A.rows;
 	h.n_features = (uint32_t)A.p;
@@ -266,14 +279,21 @@ static void connect_learner(void)
 	}
 }
 
-/* What the table cannot say: the learner's address, and a gradient with
- * p constants. */
+/* What the table cannot say: the learner's address, a gradient with p
+ * constants, and an epsilon of any double strtod reads (a liar's claim
+ * such as 5e-324, a subnormal the table's parser refuses as out of
+ * range). */
 static int check_opts(void *arg)
 {
+	char *end;
+
 	(void)arg;
 	if (A.p == 0 || A.rows == 0 || A.gc.n != A.p)
 		return dp_error_set(DP_EINVAL, "missing or inconsistent options: --p and --rows "
 				    "must be positive and --grad-c must have p values");
+	A.eps = strcmp(A.eps_text, "inf") == 0 ? INFINITY : strtod(A.eps_text, &end);
+	if (strcmp(A.eps_text, "inf") != 0 && (end == A.eps_text || *end != '\0'))
+		return dp_error_set(DP_EINVAL, "--epsilon: expected a number, got '%s'", A.eps_text);
 	return dp_addr_split("--learner", A.learner, 0, A.host, sizeof(A.host), &A.port);
 }
 
@@ -291,7 +311,8 @@ static const struct dp_config_entry opts[] = {
 	{ .name = "grad-a", DP_CFG_DOUBLE(&A.ga), .def = "0", .help = "the answer is A * theta + C" },
 	{ .name = "grad-c", DP_CFG_DOUBLES(&A.gc), .flags = DP_CONFIG_REQUIRED,
 	  .metavar = "C1,C2,...", .help = "C, p values" },
-	{ .name = "epsilon", DP_CFG_DOUBLE_INF(&A.eps), .def = "1", .help = "epsilon said in the Hello" },
+	{ .name = "epsilon", DP_CFG_STRING(&A.eps_text), .def = "1",
+	  .help = "epsilon said in the Hello (any double, inf)" },
 	{ .name = "answers-cap", DP_CFG_U64(&A.cap), .def = "0",
 	  .help = "own answer cap K (0: the Welcome's)" },
 	{ .name = "answers-given", DP_CFG_U64(&A.given), .def = "0",
@@ -311,6 +332,12 @@ static const struct dp_config_entry opts[] = {
 	  .help = "send UpdateRequests (--no-request: never, as in broadcast mode)" },
 	{ .name = "welcome-file", DP_CFG_PATH(&A.welcome_file),
 	  .help = "append \"T=.. K=.. time=..\" for every Welcome" },
+	{ .name = "theta-max", DP_CFG_DOUBLE_INF(&A.theta_max), .def = "inf", .given = &A.have_theta,
+	  .help = "Hello.limits.theta_max (given: the Hello carries limits)" },
+	{ .name = "epsilon-left", DP_CFG_DOUBLE_INF(&A.eps_left), .def = "inf",
+	  .given = &A.have_eps_left, .help = "Hello.limits.epsilon_left (default: --epsilon)" },
+	{ .name = "lifetime-left", DP_CFG_DOUBLE_INF(&A.life_left), .def = "inf",
+	  .given = &A.have_life_left, .help = "Hello.limits.lifetime_left" },
 	DP_CONFIG_END,
 };
 

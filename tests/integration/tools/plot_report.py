@@ -27,7 +27,9 @@
   per-owner iterations counted here from schedule.txt;
 - `plot --kind psi-wall` draws two measured psi(t) curves (time_s,k,psi)
   as a valid PNG, and refuses a trace, a curve whose time goes back and a
-  wrong number of labels;
+  wrong number of labels; three curves with one label are drawn as a band
+  of repeats whose --data-out (runs, min, median, max on the union of their
+  times) equals the band computed here;
 - figures for a paper (issue 10 §5): --out x.svg is an SVG document
   (XML, <svg> root of the requested size, closed), x.pdf a PDF (%PDF-
   header, %%EOF trailer), any other extension exit 2 and no file; the
@@ -314,6 +316,7 @@ def test(argv):
         p = run([dp, 'plot', '--kind', 'psi-wall', '--labels', 'fast,slow', '--out', out] + walls)
         check(p.stdout.strip() == 'wrote ' + out, 'plot psi-wall: stdout %r' % p.stdout)
         png_info(out)
+        check_wall_band(dp, d, figs, walls)
         out = os.path.join(figs, 'small.png')
         run([dp, 'plot', '--kind', 'cdf', '--size', '640x400', '--out', out, tcsv])
         png_info(out, (640, 400))
@@ -451,6 +454,52 @@ def test(argv):
 def read_rows(path):
     with open(path, newline='') as f:
         return list(csv.DictReader(f))
+
+def wall_at(curve, t):
+    """psi of a measured curve [(t, psi)] at time t as docs/plots.md
+    "psi-wall" reads a repeat: linear between its points, its last psi
+    after its end, None before its start."""
+    if t < curve[0][0]:
+        return None
+    j = max(i for i, (ti, _) in enumerate(curve) if ti <= t)
+    if j + 1 == len(curve) or curve[j][0] == t:
+        return curve[j][1]
+    (t0, p0), (t1, p1) = curve[j], curve[j + 1]
+    return p0 + (p1 - p0) * (t - t0) / (t1 - t0)
+
+def check_wall_band(dp, d, figs, walls):
+    """psi-wall with repeats: INPUTs that share a label are drawn as their
+    median and min-max band; --data-out against the band computed here."""
+    third = os.path.join(d, 'wall-2.csv')
+    with open(third, 'w') as f:   # starts late, ends early
+        f.write('time_s,k,psi\n' + ''.join('%.3f,%d,%.6g\n' % (0.5 + 2 * k / 10, k, 7 / (1 + k))
+                                           for k in range(1, 40, 4)))
+    out, csvp = os.path.join(figs, 'psi-wall-band.png'), os.path.join(d, 'psi-wall-band.csv')
+    p = run([dp, 'plot', '--kind', 'psi-wall', '--labels', 'rep,rep,rep,single', '--data-out',
+             csvp, '--out', out] + walls + [third, walls[0]])
+    check(p.stdout.split() == ['wrote', out, 'wrote', csvp], 'psi-wall band: stdout %r' % p.stdout)
+    png_info(out)
+    curves = []
+    for w in walls + [third]:
+        rows = read_rows(w)
+        curves.append([(float(r['time_s']), float(r['psi'])) for r in rows])
+    rows = read_rows(csvp)
+    check(list(rows[0]) == ['series', 'time_s', 'runs', 'psi_min', 'psi_median', 'psi_max'],
+          'psi-wall band csv header %r' % list(rows[0]))
+    band = [r for r in rows if r['series'] == 'rep']
+    times = sorted({t for c in curves for t, _ in c})
+    check([float(r['time_s']) for r in band] == times, 'psi-wall band: not the union of the times')
+    for r in band:
+        v = [x for x in (wall_at(c, float(r['time_s'])) for c in curves) if x is not None]
+        want = (len(v), min(v), float(np.median(v)), max(v))
+        got = (int(r['runs']), float(r['psi_min']), float(r['psi_median']), float(r['psi_max']))
+        check(got[0] == want[0] and all(abs(g - w) <= 1e-6 * w for g, w in zip(got[1:], want[1:])),
+              'psi-wall band at t=%s: %r, expected %r' % (r['time_s'], got, want))
+    single = [r for r in rows if r['series'] == 'single']
+    check(len(single) == len(curves[0]) and all(r['runs'] == '1' and r['psi_min'] == r['psi_max']
+                                                for r in single),
+          'psi-wall band: the single curve is not one run')
+    print('plot psi-wall: a band of 3 repeats (%d times) equals the one computed here' % len(band))
 
 def check_formats_and_data(dp, d, figs, tcsv, tr, job, psi_csv, psi_sched_csv):
     svg = os.path.join(figs, 'owners.svg')

@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """Acceptance (issue 8): the measured experiments run through their
 dispatcher.  `scripts/reproduce.sh --list` names defaults, forecast and
-slopes, each with a one-line description; the quick versions of defaults
+slopes, each with a one-line description (its docstring's first line);
+options after OUTDIR reach the experiment, which refuses one it does not
+take or a bad value with exit 2 (issue 21: async-vs-sync --repeats), and
+`reproduce.sh NAME --help` prints the experiment's options; the quick versions of defaults
 and slopes (REPRODUCE_QUICK=1: the dispatcher passes no flags of its own)
 run through `scripts/reproduce.sh NAME OUTDIR` on the shared data with this
 build's binaries and write OUTDIR/result.json with their keys; the quick
@@ -34,6 +37,25 @@ def test(argv):
             check(n in names and len(names[n].split()) > 1,
                   '--list does not describe %r: %r' % (n, p.stdout))
         check(not any(n.startswith('_') for n in names), '--list shows a helper: %r' % p.stdout)
+        check(not any(l.split(None, 1)[1].startswith('#') for l in names.values()),
+              '--list shows a comment line, not the docstring: %r' % p.stdout)
+
+        # Options after OUTDIR go to the experiment; one it does not take,
+        # or a bad value, is bad usage (exit 2) before anything runs.
+        bad = os.path.join(d, 'bad')
+        for args, what in ((['slopes'], 'no OUTDIR'),
+                           (['slopes', bad, '--repeats', '2'], 'an option slopes does not take'),
+                           (['async-vs-sync', bad, '--repeats', '0'], '--repeats 0'),
+                           (['async-vs-sync', bad, '--modes', 'sync3'], 'an unknown mode')):
+            q = subprocess.run([script] + args, capture_output=True, text=True, env=env,
+                               timeout=60)
+            check(q.returncode == 2 and q.stderr.strip(),
+                  '%s: exit %d, stderr %r' % (what, q.returncode, q.stderr))
+            check(not os.path.exists(os.path.join(bad, 'result.json')), '%s: a result' % what)
+        q = subprocess.run([script, 'async-vs-sync', '--help'], capture_output=True, text=True,
+                           env=env, timeout=60)
+        check(q.returncode == 0 and '--repeats' in q.stdout and '--learner-args' in q.stdout,
+              'async-vs-sync --help: exit %d, %r' % (q.returncode, q.stdout[-500:]))
 
         for name in ('defaults', 'slopes'):
             out = os.path.join(d, name)

@@ -13,7 +13,7 @@ import re
 import subprocess
 import sys
 
-TOOL_ONLY = re.compile(r'\b(dp_optimum_\w+|dp_pca_\w+|dp_plot_\w+|dp_rundata_\w+|'
+TOOL_ONLY = re.compile(r'\b(dp_optimum_\w+|dp_pca_\w+|dp_plot_\w+|dp_wallband_\w+|dp_rundata_\w+|'
                        r'dp_gnuplot_\w+|dp_report\w*|dp_prep_\w+|dp_simrng_\w+|'
                        r'dp_schema_build\w*|dp_certs_\w+|dp_public_\w+|dp_sim_\w+|'
                        r'dp_ownerdata_\w+|LAPACKE_\w+)\b')

@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""A resumed learnerd keeps the job's schema (docs/protocol.md §5 "Schema
+agreement", docs/learnerd.md §5): real learnerd and three ownerd on
+loopback.  The job runs; learnerd and every ownerd are killed (-9);
+learnerd is resumed and a misconfigured owner-3 (its column x3 renamed x3b:
+another schema fingerprint) says Hello first.  It is refused with Goodbye
+SCHEMA_MISMATCH (it exits 2, naming the mismatch), the honest owner-1 and
+owner-2 are then admitted, the honest owner-3 rejoins and the job
+completes.
+
+On the code before: the checkpoint did not keep the fingerprint, the
+resumed learnerd took the first Hello's ("schema=... from the first owner
+id=owner-3"), and the honest owners got SCHEMA_MISMATCH and exited 2."""
+import os, subprocess, sys, time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
+from harness import Fail, check, tmpdir, cleanup, main
+from cluster import Cluster
+
+T = 300
+
+
+def wait_for(what, fn, timeout=30):
+    end = time.time() + timeout
+    while time.time() < end:
+        if fn():
+            return
+        time.sleep(0.05)
+    raise Fail('timed out waiting for ' + what)
+
+
+def test(argv):
+    d = tmpdir('schema-resume')
+    c = Cluster(argv[0], d, owners=3, rows=400, features=4, T=T)
+    ok = False
+    try:
+        src = open(c.data(3)).read().splitlines()
+        check(src[0].split(',')[2] == 'x3', 'unexpected header %r' % src[0])
+        renamed = c.path('renamed.csv')
+        open(renamed, 'w').write('\n'.join([src[0].replace('x3', 'x3b', 1)] + src[1:]) + '\n')
+
+        c.start_learner(['--checkpoint-every', '5'])
+        owners = [c.start_owner(i, rate='30') for i in (1, 2, 3)]
+        c.wait_rows(60)
+        c.learner.kill()
+        c.learner.wait()
+        for p in owners:
+            p.kill()
+            p.wait()
+        log = lambda: open(c.path('learnerd.log')).read()
+        before = log().count('\n')
+        c.start_learner(['--checkpoint-every', '5'], resume=True)
+
+        # The misconfigured owner-3 says Hello first.
+        cmd = [c.ownerd, '--learner', '127.0.0.1:%d' % c.port, '--ca', c.certs() + '/ca.crt',
+               '--cert', c.certs() + '/owner-3.crt', '--key', c.certs() + '/owner-3.key',
+               '--data', renamed, '--bias', '--epsilon', '1', '--rate', '30',
+               '--ledger', c.path('bad3', 'ledger'), '--model-out', c.path('bad3', 'model.json'),
+               '--once']
+        os.makedirs(c.path('bad3'), exist_ok=True)
+        blog = c.path('bad3', 'ownerd.log')
+        bad = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(blog, 'a'))
+        c.procs.append(bad)
+        try:
+            rc = bad.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            raise Fail('the misconfigured owner-3 was admitted by the resumed learnerd:\n%s'
+                       % '\n'.join(log().splitlines()[before:])[-2000:])
+        errors = [l for l in open(blog).read().splitlines() if ' error ' in l]
+        check(rc == 2 and any('schema mismatch' in l for l in errors),
+              'misconfigured owner-3: exit %s, %r' % (rc, errors))
+        after = '\n'.join(log().splitlines()[before:])
+        check('from the first owner id=owner-3' not in after,
+              'the resumed learnerd took owner-3\'s schema:\n' + after[-2000:])
+
+        # The honest owners are admitted, owner-3 rejoins fixed.
+        owners = [c.start_owner(i, rate='30') for i in (1, 2, 3)]
+        out = c.wait_learner(timeout=120)
+        check('done k=%d' % T in out, 'the resumed job did not complete: %r' % out)
+        for i, p in enumerate(owners, 1):
+            check(p.wait(timeout=30) == 0, 'ownerd %d exited %s' % (i, p.returncode))
+        after = '\n'.join(log().splitlines()[before:])
+        refused = [l for l in after.splitlines() if 'schema mismatch' in l]
+        check(refused and all('owner-3' in l for l in refused),
+              'only owner-3 may be refused: %r' % refused)
+        print('resumed: owner-3 (x3 -> x3b) refused with exit 2 ("%s"); owners 1-3 finished'
+              % errors[-1].split(' owner: ', 1)[-1][:150])
+        ok = True
+    finally:
+        c.close()
+        if ok:
+            cleanup(d)
+        else:
+            print('work directory kept:', d)
+
+
+main(test)
