@@ -96,7 +96,7 @@ if build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=
     cli_errors sim_parity sim_converges \
     sim_caps sim_summary forecast_sim sim_inflight sim_timed prep_shared_data prep_formats \
     sim_p2p peer_tools \
-    config_files plot_report e2e_lockout e2e_claims chaos iofault privacy_audit soak churn sync_rounds \
+    config_files plot_report e2e_lockout e2e_claims chaos iofault powercut privacy_audit soak churn sync_rounds \
     peer_refuse peer_cluster peer_restart peer_parity peer_parity_warm e2e_jobs e2e_reserve \
     exit_status e2e_squatter
 fi

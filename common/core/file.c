@@ -236,7 +236,14 @@ int dp_file_mkdir_p(const char *dir, int private_)
 
 		if (c == '/' || c == '\0') {
 			*s = '\0';
-			if (mkdir(copy, mode) != 0) {
+			if (mkdir(copy, mode) == 0) {
+				/* A new directory is an entry of its parent: durable
+				 * only once the parent is synced, or a power cut can
+				 * take it, and whatever is synced inside it, away. */
+				rc = dp_file_sync_dir(copy);
+				if (rc < 0)
+					break;
+			} else {
 				int e = errno;
 				struct stat st;
 

@@ -52,8 +52,10 @@ int dp_file_read_all(const char *path, size_t max, char **out, size_t *len);
 int dp_file_sync_dir(const char *path);
 
 /* mkdir -p with mode 0755 (0700 for private_=1); existing directories are
- * kept as they are.  Errors: DP_EINVAL (empty name), DP_EIO (detail names
- * the component), DP_ENOMEM. */
+ * kept as they are.  Each directory it creates is synced into its parent
+ * (dp_file_sync_dir) before the next: what is later synced inside it
+ * survives a power cut.  Errors: DP_EINVAL (empty name), DP_EIO (detail
+ * names the component), DP_ENOMEM. */
 int dp_file_mkdir_p(const char *dir, int private_);
 
 /* Open `path` as a daemon's private state file: created with mode

@@ -5,6 +5,16 @@ process started is killed when the cluster is closed."""
 import json, os, signal, socket, ssl, struct, subprocess, time, urllib.request, zlib
 from harness import Fail, check, run
 
+# The short job of the I/O-fault and power-cut campaigns (docs/reliability.md
+# §3, §8): 3 owners at 300 clock ticks a second, T = 30.  learnerd
+# checkpoints every 5 iterations; the margin keeps every owner able to reach
+# T after a learnerd crash wastes the answers since its last checkpoint.
+SHORT_T = 30
+SHORT_OWNERS = 3
+SHORT_RATE = '300'
+SHORT_LEARNER_FLAGS = ['--checkpoint-every', '5', '--answers-margin', '1',
+                       '--query-timeout', '5', '--idle-timeout', '20']
+
 class Cluster:
     def __init__(self, bindir, d, owners=3, rows=400, features=5, T=300, seed=1, shared=None):
         """shared: the directory of an earlier Cluster whose data and
@@ -17,6 +27,9 @@ class Cluster:
         self.procs = []
         self.learner = None
         self.shared = shared or d
+        # Beside the learner's --out by default; a test may move it (a
+        # power cut must not find the out directory synced by its write).
+        self.port_file = self.path('learner.ports')
         os.makedirs(d, exist_ok=True)
         if shared:
             return
@@ -37,7 +50,7 @@ class Cluster:
         """env: the environment of learnerd (e.g. an LD_PRELOAD fault shim);
         wait_port=False returns at once (a learnerd expected to fail at
         start)."""
-        pf = self.path('learner.ports')
+        pf = self.port_file
         if os.path.exists(pf):
             os.unlink(pf)
         c = self.certs()
@@ -184,6 +197,29 @@ class Cluster:
                 p.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 pass
+
+def wait_target(c, target, timeout=60, after=10):
+    """Until the daemon a campaign faults (learnerd or an ownerd) has
+    stopped, or learnerd has ended; an ownerd then gets `after` seconds
+    more to end after learnerd."""
+    end = time.time() + timeout
+    while time.time() < end and target.poll() is None and c.learner.poll() is None:
+        time.sleep(0.005)
+    if target is not c.learner and c.learner.poll() is not None:
+        try:
+            target.wait(timeout=after)
+        except subprocess.TimeoutExpired:
+            pass
+
+def wait_owner(p, timeout=5):
+    """An ownerd's exit status once the job is over: it exits by itself
+    within timeout, or it is stopped with SIGTERM (one restarted after the
+    job ended: nobody will send it Done)."""
+    try:
+        return p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGTERM)
+        return p.wait(timeout=10)
 
 def tls_client(cluster, name, certdir=None):
     """A raw TLS 1.3 client with an owner's certificate (for protocol abuse)."""

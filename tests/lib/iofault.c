@@ -25,6 +25,8 @@
  *                    make the call (a slow disk)
  *   DP_FAULT_LOG     append "INDEX KIND" for every counted call to this
  *                    file (written with raw syscalls, so never counted)
+ *   DP_POWER_*       record what the syncs made durable, for a power cut
+ *                    at the kill (powercut.c)
  * The older OWN_TEST_FAIL_FDATASYNC=N still means DP_FAULT_CALLS=fdatasync
  * DP_FAULT_AT=N DP_FAULT_STICKY=1. */
 /* Both the plain and the 64-bit names are defined below (the same on
@@ -43,6 +45,8 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
+
+#include "powercut.h"
 
 enum { ACT_FAIL, ACT_KILL_BEFORE, ACT_KILL_AFTER, ACT_DELAY };
 
@@ -136,8 +140,10 @@ static int hit(const char *kind)
 	}
 	if (!h)
 		return 0;
-	if (action == ACT_KILL_BEFORE)
+	if (action == ACT_KILL_BEFORE) {
+		powercut_crash();
 		raise(SIGKILL);
+	}
 	if (action == ACT_KILL_AFTER)
 		return 0;
 	if (action == ACT_DELAY) {
@@ -154,8 +160,10 @@ static int hit(const char *kind)
 /* After a call that was made: the kill-after action. */
 static void after(void)
 {
-	if (action == ACT_KILL_AFTER && at != 0 && (mine == at || (sticky && mine > at)))
+	if (action == ACT_KILL_AFTER && at != 0 && (mine == at || (sticky && mine > at))) {
+		powercut_crash();
 		raise(SIGKILL);
+	}
 }
 
 #define NEXT(name) ((__typeof__(&name))dlsym(RTLD_NEXT, #name))
@@ -191,17 +199,31 @@ ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
 	return pwrite(fd, buf, n, off);
 }
 
-static int sync_call(const char *kind, long nr, int fd)
+/* A sync that is counted: the fault first, then the power-cut recorder
+ * around the real call (powercut.h). */
+static int counted_sync(const char *kind, long nr, int fd)
 {
+	unsigned long token;
 	int r;
 
-	if (!regular_fd(fd))
-		return (int)syscall(nr, fd);
 	if (hit(kind))
 		return -1;
+	if (powercut_drop(kind, fd)) {
+		after();
+		return 0;
+	}
+	token = powercut_sync_begin(fd);
 	r = (int)syscall(nr, fd);
+	powercut_sync_end(token, r == 0);
 	after();
 	return r;
+}
+
+static int sync_call(const char *kind, long nr, int fd)
+{
+	if (!regular_fd(fd))
+		return (int)syscall(nr, fd);
+	return counted_sync(kind, nr, fd);
 }
 
 int fdatasync(int fd)
@@ -214,16 +236,11 @@ int fsync(int fd)
 	/* A directory's fsync (after a rename) is a sync of metadata the
 	 * daemon relies on: counted like a file's. */
 	struct stat st;
-	int r;
 
 	if (fd < 0 || syscall(SYS_fstat, fd, &st) != 0 ||
 	    !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
 		return (int)syscall(SYS_fsync, fd);
-	if (hit("fsync"))
-		return -1;
-	r = (int)syscall(SYS_fsync, fd);
-	after();
-	return r;
+	return counted_sync("fsync", SYS_fsync, fd);
 }
 
 int ftruncate(int fd, off_t len)

@@ -300,6 +300,20 @@ static void test_mkdir_p(void **state)
 				"directory"));
 	assert_int_equal(dp_file_mkdir_p(path_of("m/file"), 0), DP_EIO);
 	assert_int_equal(dp_file_mkdir_p("", 0), DP_EINVAL);
+
+	/* Each new directory is synced into its parent (a power cut keeps
+	 * it); existing ones are not synced again. */
+	sync_calls = 0;
+	dp_file_set_sync_hook(counting_sync);
+	assert_int_equal(dp_file_mkdir_p(path_of("m/s/t"), 0), 0);
+	assert_int_equal(sync_calls, 2);
+	assert_int_equal(dp_file_mkdir_p(path_of("m/s/t"), 0), 0);
+	assert_int_equal(sync_calls, 2);
+	dp_file_set_sync_hook(failing_sync);
+	assert_int_equal(dp_file_mkdir_p(path_of("m/s/u/v"), 0), DP_EIO);
+	dp_file_set_sync_hook(NULL);
+	assert_int_equal(sync_calls, 3);
+	assert_non_null(strstr(dp_error_detail(DP_EIO), "m/s/u: cannot sync directory"));
 }
 
 static void test_sync(void **state)

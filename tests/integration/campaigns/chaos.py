@@ -19,11 +19,11 @@ between the trace row and the checkpoint, ...).
 
 The seed is printed; DP_TEST_SEED=S replays a campaign.  Exit 0 when every
 trial holds the invariants, 1 with the failing trial's seed and kind."""
-import argparse, json, os, random, signal, subprocess, sys, time
+import argparse, json, os, random, signal, sys, time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', '..', 'lib'))
 from harness import Fail, check, tmpdir, cleanup
-from cluster import Cluster, check_invariants
+from cluster import Cluster, check_invariants, wait_owner, wait_target
 
 T = 40               # iterations per job: about 0.1-0.3 s of training
 OWNERS = 3
@@ -35,9 +35,10 @@ LEARNER_FLAGS = ['--checkpoint-every', '5',
                  '--answers-margin', '1',
                  '--query-timeout', '5', '--idle-timeout', '20']
 # Index of the learner's first file operation after its port file is
-# written (1: lock file, 2: trace header, 3-6: port file); the campaign
-# kills the learner only after owners can know its port.
-LEARNER_FIRST_OP = 7
+# written (1: the sync of its new --out into the parent, docs/reliability.md
+# §8.4; 2: lock file; 3: trace open; 4: trace header; 5-8: port file); the
+# campaign kills the learner only after owners can know its port.
+LEARNER_FIRST_OP = 9
 
 KINDS = [
     # (name, weight)
@@ -112,14 +113,7 @@ def trial(bindir, shim, shared, d, rng, n):
         else:
             # Wait for the shim's kill, or for the job to end without it.
             p = c.learner if rec['target'] == 'learner' else owners[j]
-            end = time.time() + 30
-            while time.time() < end and p.poll() is None and c.learner.poll() is None:
-                time.sleep(0.005)
-            if p is not c.learner and c.learner.poll() is not None:
-                try:
-                    p.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    pass
+            wait_target(c, p, timeout=30, after=5)
             rec['landed'] = killed(p)
         rec['rows_at_kill'] = len(c.trace_rows())
         if rec['landed']:
@@ -131,12 +125,7 @@ def trial(bindir, shim, shared, d, rng, n):
         out = c.wait_learner(timeout=60)
         check('done k=%d' % T in out, 'learnerd did not report done k=%d: %r' % (T, out))
         for i, p in owners.items():
-            try:
-                rc = p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                # Restarted after the job ended: nobody will send it Done.
-                p.send_signal(signal.SIGTERM)
-                rc = p.wait(timeout=10)
+            rc = wait_owner(p)
             check(rc == 0 or (rec['landed'] and rec['target'] == 'owner-%d' % i and killed(p)),
                   'owner-%d exited %s' % (i, rc))
         inv = check_invariants(c)

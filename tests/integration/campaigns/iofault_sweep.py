@@ -27,13 +27,10 @@ import argparse, json, os, re, signal, subprocess, sys, time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', '..', 'lib'))
 from harness import Fail, check, tmpdir, cleanup
-from cluster import Cluster, check_invariants
+from cluster import Cluster, check_invariants, wait_target
+from cluster import SHORT_T as T, SHORT_OWNERS as OWNERS, SHORT_RATE as RATE
+from cluster import SHORT_LEARNER_FLAGS as LEARNER_FLAGS
 
-T = 30
-OWNERS = 3
-RATE = '300'
-LEARNER_FLAGS = ['--checkpoint-every', '5', '--answers-margin', '1',
-                 '--query-timeout', '5', '--idle-timeout', '20']
 TEXT = {'EIO': 'Input/output error', 'ENOSPC': 'No space left on device'}
 
 # The test command's subset: (daemon, errno, mode, calls, every).  The
@@ -79,14 +76,7 @@ def run_one(bindir, shared, d, daemon, shim_e):
             env = shim_e if (daemon == 'owner' and i == 1) else None
             owners[i] = c.start_owner(i, rate=RATE, env=env)
         target = c.learner if daemon == 'learner' else owners[1]
-        end = time.time() + 60
-        while time.time() < end and target.poll() is None and c.learner.poll() is None:
-            time.sleep(0.005)
-        if daemon == 'owner' and c.learner.poll() is not None:
-            try:
-                target.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
+        wait_target(c, target)
         rc = target.poll()
         if 'outcome' not in rec:
             if rc is None or rc == 0:
