@@ -86,7 +86,7 @@ double dp_nano_to_eps(uint64_t v)
 
 int dp_nano_share(double cap_eps, uint64_t answers, double *eps_q)
 {
-	uint64_t cap, q, c;
+	uint64_t cap = 0, q, c = 0;   /* set by to_nano; gcc -O3 cannot see it */
 	double d;
 	int rc;
 
