@@ -371,6 +371,18 @@ void lrn_state_adopt_summary(struct lrn_job *J, struct lrn_owner *o, bool all);
  * known and show a difference; why is left as it is otherwise. */
 void lrn_state_summary_why(const struct lrn_owner *o, const uint8_t *ref, size_t len, char *why,
 			   size_t size);
+/* The job's summary, unpacked (free with
+ * dpasync__schema_summary__free_unpacked), or NULL: none heard, or out of
+ * memory. */
+Dpasync__SchemaSummary *lrn_state_job_summary(const struct lrn_job *J);
+/* The target and feature names of sum (the job's) for model.json: *names
+ * a malloc'ed array of p pointers into sum (the caller frees the array),
+ * *target into sum; both NULL when sum does not describe the job's p and
+ * bias, or some name may have been cut or changed to fit a Hello (64 bytes
+ * or more, or a '?': docs/protocol.md §5 "Schema summary"), since a name
+ * written wrong would make eval refuse the right data. */
+void lrn_state_summary_names(const struct lrn_job *J, const Dpasync__SchemaSummary *sum,
+			     char ***names, char **target);
 /* Has owner o, by its last Hello, nothing left to spend on this job
  * (eps_left below LRN_EPSILON_MIN)? */
 bool lrn_state_no_budget(const struct lrn_owner *o);

@@ -685,3 +685,41 @@ void lrn_state_summary_why(const struct lrn_owner *o, const uint8_t *ref, size_t
 	if (n + 1 < size)
 		snprintf(why + n, size - n, "; it differs in %s", diff);
 }
+
+Dpasync__SchemaSummary *lrn_state_job_summary(const struct lrn_job *J)
+{
+	DP_REQUIRE(J != NULL);
+	if (J->schema_sum == NULL)
+		return NULL;
+	return dpasync__schema_summary__unpack(NULL, J->schema_sum_len, J->schema_sum);
+}
+
+/* A name as the owner wrote it: not cut at DP_SCHEMASUM_MAX_NAME, no byte
+ * replaced by '?'. */
+static bool name_whole(const char *s)
+{
+	return s != NULL && s[0] != '\0' && strlen(s) < DP_SCHEMASUM_MAX_NAME &&
+	       strchr(s, '?') == NULL;
+}
+
+void lrn_state_summary_names(const struct lrn_job *J, const Dpasync__SchemaSummary *sum,
+			     char ***names, char **target)
+{
+	char **v;
+
+	DP_REQUIRE(J != NULL && sum != NULL && names != NULL && target != NULL);
+	*names = NULL;
+	*target = NULL;
+	if (sum->n_features != J->p || sum->bias != J->s->bias || !name_whole(sum->target))
+		return;
+	for (size_t j = 0; j < sum->n_features; j++)
+		if (!name_whole(sum->features[j]->name))
+			return;
+	v = calloc(J->p ? J->p : 1, sizeof(*v));
+	if (v == NULL)
+		return;
+	for (size_t j = 0; j < J->p; j++)
+		v[j] = sum->features[j]->name;
+	*names = v;
+	*target = sum->target;
+}

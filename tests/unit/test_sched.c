@@ -1014,6 +1014,24 @@ static void test_agree_in_words(void **state)
 	assert_non_null(J.schema_sum);
 	for (size_t i = 0; i < 3; i++)
 		assert_null(J.owners[i].schema_sum);
+	/* What model.json will name: the job's target and features. */
+	{
+		Dpasync__SchemaSummary *sum = lrn_state_job_summary(&J);
+		char **names = NULL, *target = NULL;
+
+		assert_non_null(sum);
+		lrn_state_summary_names(&J, sum, &names, &target);
+		assert_non_null(names);
+		assert_string_equal(names[0], "carat");
+		assert_string_equal(target, "price");
+		free(names);
+		/* A name a Hello may have changed is not written. */
+		sum->features[0]->name[2] = '?';
+		lrn_state_summary_names(&J, sum, &names, &target);
+		assert_null(names);
+		assert_null(target);
+		dpasync__schema_summary__free_unpacked(sum, NULL);
+	}
 	/* Owner 3 comes back with its data scaled otherwise. */
 	lrnjob_leave(&J, 2);
 	lrnjob_connect(&J, 2, 3.0);
