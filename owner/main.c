@@ -256,7 +256,8 @@ static int validate(void *arg)
 		return dp_error_set(DP_EINVAL, "--epsilon inf releases exact answers; it needs "
 				    "--allow-no-noise");
 	if (d->set.target != NULL && d->set.target[0] == '\0')
-		return dp_error_set(DP_EINVAL, "--target must not be empty");
+		return dp_error_set(DP_EINVAL, "--target must not be empty: set the data's target "
+				    "column (a startup kit leaves it unset)");
 	if (d->set.metrics_listen != NULL && d->set.metrics_listen[0] != '\0') {
 		struct sockaddr_storage ss;
 
