@@ -126,6 +126,10 @@ struct lrn_owner {
 				    * not configured) */
 	char schema[DP_FRAME_MAX_STR + 1]; /* its last Hello's fingerprint ("": none
 				    * sent, an owner that predates it) */
+	uint8_t *schema_sum;       /* its last Hello's schema summary, packed
+				    * (NULL: none), kept only until the job's
+				    * fingerprint is fixed (lrn_state_adopt_summary) */
+	size_t schema_sum_len;
 	double epsilon;            /* its per-job budget (Hello epsilon) */
 	double eps_left;           /* what it can still spend on this job
 				    * (docs/protocol.md §5 "Budget left and
@@ -224,6 +228,9 @@ struct lrn_job {
 	 * owner it came from; "" until then. */
 	char schema_fp[DP_FRAME_MAX_STR + 1];
 	char schema_from[DP_TLS_ID_MAX + 1];
+	uint8_t *schema_sum;       /* the summary of schema_fp, packed (NULL: not
+				    * yet heard; not in the checkpoint) */
+	size_t schema_sum_len;
 	dp_model model;
 	size_t N;
 	size_t n_planned;          /* owners in the plan: N less those left out
@@ -351,6 +358,31 @@ int lrn_state_check_hello(const struct lrn_job *J, const struct lrn_owner *o,
  * smaller of epsilon and lifetime_left; epsilon without limits), rate,
  * caps, answers given, theta bound. */
 void lrn_state_take_hello(struct lrn_job *J, struct lrn_owner *o, const struct lrn_claims *c);
+/* Keep the schema summary of o's Hello (NULL: none) packed in o, in place
+ * of the one before (docs/protocol.md §5 "Schema summary").  DP_ENOMEM
+ * (o then keeps none: a mismatch is reported by fingerprints alone). */
+int lrn_state_keep_summary(struct lrn_owner *o, const Dpasync__SchemaSummary *s);
+/* The job's fingerprint is fixed: make o's summary the job's (when the job
+ * has none yet and o's fingerprint is the job's) and free o's own, and
+ * with `all` every owner's (once, when the owners agreed). */
+void lrn_state_adopt_summary(struct lrn_job *J, struct lrn_owner *o, bool all);
+/* Append to why (size bytes, NUL-terminated) ": <what differs>" between o's
+ * summary and the reference (ref, len; NULL: nothing known), when both are
+ * known and show a difference; why is left as it is otherwise. */
+void lrn_state_summary_why(const struct lrn_owner *o, const uint8_t *ref, size_t len, char *why,
+			   size_t size);
+/* The job's summary, unpacked (free with
+ * dpasync__schema_summary__free_unpacked), or NULL: none heard, or out of
+ * memory. */
+Dpasync__SchemaSummary *lrn_state_job_summary(const struct lrn_job *J);
+/* The target and feature names of sum (the job's) for model.json: *names
+ * a malloc'ed array of p pointers into sum (the caller frees the array),
+ * *target into sum; both NULL when sum does not describe the job's p and
+ * bias, or some name may have been cut or changed to fit a Hello (64 bytes
+ * or more, or a '?': docs/protocol.md §5 "Schema summary"), since a name
+ * written wrong would make eval refuse the right data. */
+void lrn_state_summary_names(const struct lrn_job *J, const Dpasync__SchemaSummary *sum,
+			     char ***names, char **target);
 /* Has owner o, by its last Hello, nothing left to spend on this job
  * (eps_left below LRN_EPSILON_MIN)? */
 bool lrn_state_no_budget(const struct lrn_owner *o);

@@ -329,6 +329,7 @@ static int write_model(struct lrn *L, const char *reason, const char *why, char 
 			    .theta = (double *)lrn_state_output(&L->job), .bias = S.bias,
 			    .T = L->job.T, .lambda = S.lambda, .theta_max = S.theta_max,
 			    .clip = L->job.clip, .job = S.job };
+	Dpasync__SchemaSummary *sum;
 	int rc;
 
 	snprintf(mf.mode, sizeof(mf.mode), "%s",
@@ -338,6 +339,12 @@ static int write_model(struct lrn *L, const char *reason, const char *why, char 
 	 * owner that predates it sends none, or what is no fingerprint. */
 	if (dp_fingerprint_ok(L->job.schema_fp))
 		memcpy(mf.schema, L->job.schema_fp, sizeof(mf.schema));
+	/* And what the fingerprint is of, from the agreed Hellos' summary:
+	 * eval, report and sim then read the data with the job's target
+	 * rather than guess (docs/learnerd.md §4). */
+	sum = lrn_state_job_summary(&L->job);
+	if (sum != NULL)
+		lrn_state_summary_names(&L->job, sum, &mf.features, &mf.target);
 	if (reason != NULL) {
 		mf.partial = 1;
 		mf.k = L->job.k_done;
@@ -347,6 +354,9 @@ static int write_model(struct lrn *L, const char *reason, const char *why, char 
 	rc = dp_modelfile_write(L->model_path, &mf, DP_FILE_MODE_PRIVATE);
 	if (rc < 0)
 		snprintf(msg, size, "model: %s", dp_error_detail(rc));
+	free(mf.features);
+	if (sum != NULL)
+		dpasync__schema_summary__free_unpacked(sum, NULL);
 	return rc;
 }
 

@@ -690,6 +690,7 @@ static void agree_on_schema(struct lrn_job *J, struct lrn_decision *d)
 		memcpy(J->schema_fp, J->owners[best].schema, sizeof(J->schema_fp));
 		snprintf(J->schema_from, sizeof(J->schema_from), "%s", J->owners[best].id);
 		DP_INFO("learner", "schema=%s from the Hellos of %zu owners", J->schema_fp, best_n);
+		lrn_state_adopt_summary(J, &J->owners[best], true);
 		return;
 	}
 	for (size_t i = 0; i < J->N; i++) {
@@ -705,6 +706,8 @@ static void agree_on_schema(struct lrn_job *J, struct lrn_decision *d)
 				 "but %zu of the %zu owners (first %s) have %.23s...: feature names, "
 				 "their order, the target or the schema file differ", o->id, o->schema,
 				 best_n, J->N, J->owners[best].id, J->owners[best].schema);
+			lrn_state_summary_why(o, J->owners[best].schema_sum,
+					      J->owners[best].schema_sum_len, d->why, sizeof(d->why));
 			return;
 		}
 	}
@@ -742,6 +745,7 @@ static void learn_schema(struct lrn_job *J)
 	snprintf(J->schema_from, sizeof(J->schema_from), "%s", J->owners[best].id);
 	DP_INFO("learner", "schema=%s from the Hellos of %zu of the %zu owners (a started job)",
 		J->schema_fp, best_n, J->N);
+	lrn_state_adopt_summary(J, &J->owners[best], true);
 }
 
 /* Sync: start the next round when none is served, then ask every owner
@@ -809,6 +813,8 @@ void lrn_sched_next(struct lrn_job *J, double now, struct lrn_decision *d)
 				 "but the job's (from owner %s) is %.23s...: feature names, their order, "
 				 "the target or the schema file differ", o->id, o->schema,
 				 J->schema_from, J->schema_fp);
+			lrn_state_summary_why(o, J->schema_sum, J->schema_sum_len, d->why,
+					      sizeof(d->why));
 			return;
 		}
 		decide(d, LRN_ACT_WELCOME, o);

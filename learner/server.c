@@ -472,12 +472,16 @@ static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h
 	 * owner's fingerprint must be the job's, agreed on by the owners'
 	 * Hellos and kept in the checkpoint.  An owner that predates the
 	 * fingerprint sends none and is checked on p alone, as before. */
+	if (lrn_state_keep_summary(o, h->schema_summary) < 0)
+		DP_WARN("learner", "%s", dp_error_detail(DP_ENOMEM));
 	if (h->schema != NULL && h->schema[0] != '\0' && L->job.schema_fp[0] != '\0' &&
 	    strcmp(L->job.schema_fp, h->schema) != 0) {
 		snprintf(why, sizeof(why), "schema mismatch: owner %s has schema %.23s... but the "
 			 "job's (from owner %s) is %.23s...: feature names, their order, the target "
 			 "or the schema file differ", o->id, h->schema, L->job.schema_from,
 			 L->job.schema_fp);
+		lrn_state_summary_why(o, L->job.schema_sum, L->job.schema_sum_len, why,
+				      sizeof(why));
 		refuse_owner(L, o, DPASYNC__GOODBYE_CODE__GOODBYE_SCHEMA_MISMATCH, why);
 		return;
 	}
@@ -490,6 +494,10 @@ static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h
 	}
 	lrn_state_take_hello(&L->job, o, &cl);
 	snprintf(o->schema, sizeof(o->schema), "%s", h->schema != NULL ? h->schema : "");
+	/* Once the job's fingerprint is fixed (a resumed job learns it
+	 * again), the first summary that matches it is the job's. */
+	if (L->job.schema_fp[0] != '\0')
+		lrn_state_adopt_summary(&L->job, o, false);
 	if (!o->hello)
 		L->job.n_hello++;
 	if (!o->hello && o->connected && !o->welcomed)

@@ -13,6 +13,7 @@
 #include "common/core/nano.h"
 #include "common/core/log.h"
 #include "common/core/plan.h"
+#include "common/net/schemasum.h"
 #include "learner/job.h"
 
 int lrn_state_init(struct lrn_job *J, struct lrn_settings *s, char **names, size_t count)
@@ -44,9 +45,12 @@ int lrn_state_init(struct lrn_job *J, struct lrn_settings *s, char **names, size
 void lrn_state_free(struct lrn_job *J)
 {
 	DP_REQUIRE(J != NULL);
-	for (size_t i = 0; i < J->N; i++)
+	for (size_t i = 0; i < J->N; i++) {
 		free(J->owners[i].theta);
+		free(J->owners[i].schema_sum);
+	}
 	free(J->owners);
+	free(J->schema_sum);
 	free(J->theta_L);
 	free(J->theta_hat);
 	free(J->round_ans);
@@ -626,4 +630,96 @@ const double *lrn_state_output(const struct lrn_job *J)
 {
 	DP_REQUIRE(J != NULL);
 	return J->s->mode == LRN_MODE_SYNC2 && J->theta_hat != NULL ? J->theta_hat : J->theta_L;
+}
+
+/* ---- the schema summary (docs/protocol.md §5 "Schema summary") -------------- */
+
+int lrn_state_keep_summary(struct lrn_owner *o, const Dpasync__SchemaSummary *s)
+{
+	size_t len;
+
+	DP_REQUIRE(o != NULL);
+	free(o->schema_sum);
+	o->schema_sum = NULL;
+	o->schema_sum_len = 0;
+	if (s == NULL)
+		return 0;
+	len = dpasync__schema_summary__get_packed_size(s);
+	o->schema_sum = malloc(len ? len : 1);
+	if (o->schema_sum == NULL)
+		return dp_error_set(DP_ENOMEM, "schema summary of %s: out of memory", o->id);
+	o->schema_sum_len = dpasync__schema_summary__pack(s, o->schema_sum);
+	return 0;
+}
+
+void lrn_state_adopt_summary(struct lrn_job *J, struct lrn_owner *o, bool all)
+{
+	DP_REQUIRE(J != NULL);
+	if (o != NULL && J->schema_sum == NULL && o->schema_sum != NULL &&
+	    strcmp(o->schema, J->schema_fp) == 0) {
+		J->schema_sum = o->schema_sum;
+		J->schema_sum_len = o->schema_sum_len;
+		o->schema_sum = NULL;
+		o->schema_sum_len = 0;
+	}
+	/* Each owner's own is needed only to name a difference before the
+	 * job's is known: a job of many owners does not keep N of them. */
+	for (size_t i = 0; all && i < J->N; i++)
+		(void)lrn_state_keep_summary(&J->owners[i], NULL);
+	if (o != NULL)
+		(void)lrn_state_keep_summary(o, NULL);
+}
+
+void lrn_state_summary_why(const struct lrn_owner *o, const uint8_t *ref, size_t len, char *why,
+			   size_t size)
+{
+	char diff[256];
+	size_t n;
+
+	DP_REQUIRE(o != NULL && why != NULL && size > 0);
+	if (ref == NULL || o->schema_sum == NULL ||
+	    !dp_schemasum_diff_packed(o->schema_sum, o->schema_sum_len, ref, len, diff,
+				      sizeof(diff)))
+		return;
+	n = strnlen(why, size);
+	if (n + 1 < size)
+		snprintf(why + n, size - n, "; it differs in %s", diff);
+}
+
+Dpasync__SchemaSummary *lrn_state_job_summary(const struct lrn_job *J)
+{
+	DP_REQUIRE(J != NULL);
+	if (J->schema_sum == NULL)
+		return NULL;
+	return dpasync__schema_summary__unpack(NULL, J->schema_sum_len, J->schema_sum);
+}
+
+/* A name as the owner wrote it: not cut at DP_SCHEMASUM_MAX_NAME, no byte
+ * replaced by '?'. */
+static bool name_whole(const char *s)
+{
+	return s != NULL && s[0] != '\0' && strlen(s) < DP_SCHEMASUM_MAX_NAME &&
+	       strchr(s, '?') == NULL;
+}
+
+void lrn_state_summary_names(const struct lrn_job *J, const Dpasync__SchemaSummary *sum,
+			     char ***names, char **target)
+{
+	char **v;
+
+	DP_REQUIRE(J != NULL && sum != NULL && names != NULL && target != NULL);
+	*names = NULL;
+	*target = NULL;
+	if (sum->n_features != J->p || sum->bias != J->s->bias || !name_whole(sum->target))
+		return;
+	for (size_t j = 0; j < sum->n_features; j++)
+		if (!name_whole(sum->features[j]->name))
+			return;
+	v = calloc(J->p ? J->p : 1, sizeof(*v));
+	if (v == NULL)
+		return;
+	for (size_t j = 0; j < J->p; j++)
+		v[j] = sum->features[j]->name;
+	*names = v;
+	*target = sum->target;
 }

@@ -21,6 +21,7 @@
 #include "common/core/log.h"
 #include "common/core/modelfile.h"
 
+#include "common/net/schemasum.h"
 #include "owner/own.h"
 
 /* A failed attempt gets its own warn line while there are few; past
@@ -256,6 +257,13 @@ static void send_hello(struct own_client *c)
 	h.answers_given = st.answers;
 	h.rate = c->cfg.set->rate;
 	h.schema = (char *)c->cfg.schema_fp;
+	/* The summary only names a mismatch: a large one (thousands of
+	 * columns) is left out rather than make the Hello too long for a
+	 * frame (docs/protocol.md §5 "Schema summary"). */
+	if (c->cfg.schema_sum != NULL &&
+	    dpasync__schema_summary__get_packed_size(c->cfg.schema_sum) <= DP_SCHEMASUM_MAX_BYTES &&
+	    dpasync__schema_summary__get_packed_size(c->cfg.schema_sum) <= c->cfg.set->max_frame / 4)
+		h.schema_summary = c->cfg.schema_sum;
 	h.bias = c->cfg.set->bias;
 	/* What is left and the bound we refuse beyond: the learner plans with
 	 * them and never sends a query we would refuse (docs/protocol.md §5

@@ -30,6 +30,7 @@
 #include "common/net/config.h"
 #include "common/net/frame.h"
 #include "common/net/httpd.h"
+#include "common/net/schemasum.h"
 #include "common/net/tls.h"
 
 #include "common/core/fingerprint.h"
@@ -45,6 +46,7 @@ struct own_daemon {
 	char *model_before;             /* the default before: <ledger>/../model.json
 					   (owned; NULL with --model-out) */
 	char schema_fp[DP_FINGERPRINT_SIZE]; /* of our rows (Hello.schema) */
+	dp_schemasum *schema_sum;       /* what it is of (Hello.schema_summary) */
 	dp_dataset ds;
 	SSL_CTX *ctx;
 	dp_csprng *rng;
@@ -254,7 +256,8 @@ static int validate(void *arg)
 		return dp_error_set(DP_EINVAL, "--epsilon inf releases exact answers; it needs "
 				    "--allow-no-noise");
 	if (d->set.target != NULL && d->set.target[0] == '\0')
-		return dp_error_set(DP_EINVAL, "--target must not be empty");
+		return dp_error_set(DP_EINVAL, "--target must not be empty: set the data's target "
+				    "column (a startup kit leaves it unset)");
 	if (d->set.metrics_listen != NULL && d->set.metrics_listen[0] != '\0') {
 		struct sockaddr_storage ss;
 
@@ -323,9 +326,11 @@ static int load_data(struct own_daemon *d)
 	}
 	o.bias = d->set.bias;
 	r = dp_dataset_load(&d->ds, d->set.data, &o);
-	dp_schema_destroy(schema);
 	if (r == 0)
 		r = dp_fingerprint_schema(&d->ds, d->set.bias, d->set.schema, d->schema_fp);
+	if (r == 0)
+		r = dp_schemasum_new(&d->ds, d->set.bias, schema, &d->schema_sum);
+	dp_schema_destroy(schema);
 	return r;
 }
 
@@ -509,6 +514,7 @@ static int start_roles(struct own_daemon *d)
 		.model_out = d->model_out,
 		.ds = &d->ds,
 		.schema_fp = d->schema_fp,
+		.schema_sum = dp_schemasum_msg(d->schema_sum),
 		.bits = &d->bits,
 		.budget = &d->budget,
 		.answer = &d->answer,
@@ -735,6 +741,7 @@ static void cleanup(struct own_daemon *d)
 	if (d->server_ctx)
 		SSL_CTX_free(d->server_ctx);
 	dp_dataset_free(&d->ds);
+	dp_schemasum_free(d->schema_sum);
 	free(d->model_out);
 	free(d->model_before);
 	dp_config_free(&spec);

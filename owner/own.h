@@ -320,6 +320,7 @@ struct own_client_config {
 	const char *model_out;      /* where Done's model is saved */
 	const dp_dataset *ds;
 	const char *schema_fp;      /* fingerprint of our rows (Hello.schema) */
+	Dpasync__SchemaSummary *schema_sum; /* what it is of (Hello.schema_summary) */
 	dp_bitsource *bits;         /* backoff jitter and clock gaps */
 	struct own_budget *budget;
 	struct own_answer *answer;

@@ -211,10 +211,12 @@ static int evaluate(void *arg)
 	target = o->schema ? NULL : o->target ? o->target : mf.target ? mf.target : "y";
 	rc = dp_ownerdata_load(&od, o->args.v + 1, o->args.n - 1, target, mf.bias, o->schema,
 			       mf.model);
-	if (rc == 0)
-		rc = dp_modelfile_check_data(&mf, o->args.v[0], &od.ds[0]);
+	/* The schema first: its message names the target and both
+	 * fingerprints, the likelier mistake than a renamed column. */
 	for (size_t i = 0; rc == 0 && i < od.N; i++)
 		rc = dp_modelfile_check_schema(&mf, o->args.v[0], &od.ds[i], o->schema);
+	if (rc == 0)
+		rc = dp_modelfile_check_data(&mf, o->args.v[0], &od.ds[0]);
 	if (rc != 0) {
 		dp_cmd_fail("eval", "%s", dp_error_detail(rc));
 		rc = dp_exit_status(rc, DP_EXIT_PHASE_LOAD);

@@ -112,9 +112,11 @@ static int psi_of_model(const struct report_opts *o, const dp_modelfile *mf, con
 
 	rc = dp_ownerdata_load(&od, o->data.v, o->data.n, target, mf->bias, o->schema, mf->model);
 	if (rc == 0) {
-		rc = dp_modelfile_check_data(mf, path, &od.ds[0]);
+		/* The schema first, as eval. */
 		for (size_t i = 0; rc == 0 && i < od.N; i++)
 			rc = dp_modelfile_check_schema(mf, path, &od.ds[i], o->schema);
+		if (rc == 0)
+			rc = dp_modelfile_check_data(mf, path, &od.ds[0]);
 		if (rc != 0)
 			dp_ownerdata_free(&od);
 	}

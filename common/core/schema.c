@@ -7,9 +7,12 @@
 #include "common/core/schema_impl.h"
 #include "common/core/error.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <openssl/evp.h>
 
 const char *const dp__schema_kind_names[DP__SCHEMA_NKINDS] = { "numeric", "onehot", "ordinal",
 								"drop", "binary" };
@@ -211,5 +214,90 @@ int dp_schema_uses(const dp_schema *s, const char *column)
 	for (size_t c = 0; c < s->ncols; c++)
 		if (strcmp(column, s->cols[c].name) == 0)
 			return s->cols[c].kind != DP__SCHEMA_DROP;
+	return 0;
+}
+
+/* ---- what makes a feature (the Hello's summary) ---------------------------- */
+
+static int digest_text(EVP_MD_CTX *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int digest_text(EVP_MD_CTX *c, const char *fmt, ...)
+{
+	char buf[128];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(buf))
+		return 0;
+	return EVP_DigestUpdate(c, buf, (size_t)n) == 1;
+}
+
+/* Levels go in with their length first, so that no two lists give one text. */
+static int digest_levels(EVP_MD_CTX *c, const struct dp__schema_levels *lv)
+{
+	int ok = digest_text(c, "levels %zu\n", lv->n);
+
+	for (size_t l = 0; ok && l < lv->n; l++)
+		ok = digest_text(c, "%zu ", strlen(lv->v[l])) &&
+		     EVP_DigestUpdate(c, lv->v[l], strlen(lv->v[l])) == 1;
+	return ok;
+}
+
+int dp_schema_feature_info(const dp_schema *s, size_t j, dp_schema_feature *out)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	const struct dp__schema_col *col = NULL;
+	EVP_MD_CTX *c;
+	int ok;
+
+	DP_REQUIRE(s != NULL && out != NULL);
+	if (j >= s->p)
+		return dp_error_set(DP_EINVAL, "schema: feature %zu of %zu", j + 1, s->p);
+	memset(out, 0, sizeof(*out));
+	out->scale = 1.0;
+	c = EVP_MD_CTX_new();
+	if (c == NULL)
+		return dp_error_set(DP_ENOMEM, "schema: out of memory");
+	ok = EVP_DigestInit_ex(c, EVP_sha256(), NULL) == 1;
+	if (s->k > 0) {
+		/* Exact bits (%a): the digest tells any two components apart. */
+		out->kind = "pca";
+		ok = ok && digest_text(c, "pca %zu of %zu\n", j, s->d);
+		for (size_t i = 0; ok && i < s->d; i++)
+			ok = digest_text(c, "%a %a\n", s->pmean[i], s->pvec[j * s->d + i]);
+		for (size_t i = 0; ok && i < s->ncols; i++)
+			ok = digest_text(c, "col %a %a\n", s->cols[i].center, s->cols[i].scale);
+	} else {
+		for (size_t i = 0; i < s->ncols && col == NULL; i++) {
+			const struct dp__schema_col *k = &s->cols[i];
+			size_t w = k->kind == DP__SCHEMA_ONEHOT ? k->lv.n
+				   : k->kind == DP__SCHEMA_DROP ? 0 : 1;
+
+			if (j >= k->off && j < k->off + w)
+				col = k;
+		}
+		DP_REQUIRE(col != NULL);
+		out->kind = dp__schema_kind_names[col->kind];
+		if (col->kind == DP__SCHEMA_NUMERIC || col->kind == DP__SCHEMA_ORDINAL) {
+			out->center = col->center;
+			out->scale = col->scale;
+			out->clamp = col->has_clamp;
+			out->lo = col->has_clamp ? col->lo : 0.0;
+			out->hi = col->has_clamp ? col->hi : 0.0;
+		}
+		ok = ok && digest_text(c, "%s %zu %a %a %d %a %a\n", out->kind, j - col->off,
+				       out->center, out->scale, out->clamp, out->lo, out->hi) &&
+		     digest_levels(c, &col->lv);
+	}
+	ok = ok && EVP_DigestFinal_ex(c, md, &mdlen) == 1;
+	EVP_MD_CTX_free(c);
+	if (!ok)
+		return dp_error_set(DP_ENOMEM, "schema: SHA-256 failed");
+	for (unsigned i = 0; i < 8; i++)
+		snprintf(out->digest + 2 * i, 3, "%02x", md[i]);
 	return 0;
 }

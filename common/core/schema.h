@@ -72,6 +72,23 @@ void dp_schema_target_scaling(const dp_schema *s, double *center, double *scale)
  * schema does not list. */
 int dp_schema_uses(const dp_schema *s, const char *column);
 
+/* How feature j (0 <= j < dp_schema_nfeatures) is made, for the Hello's
+ * schema summary (docs/protocol.md §5 "Schema summary"): kind is numeric,
+ * ordinal, onehot, binary or pca (a static string); centre and scale of a
+ * numeric or ordinal column (else 0 and 1) and its clamp; digest is 16
+ * lower-case hex digits of the SHA-256 of the whole transform (those
+ * numbers, the column's levels and which of them this is, a principal
+ * component and the mean it is taken about).  Errors: DP_EINVAL (j out of
+ * range), DP_ENOMEM. */
+typedef struct dp_schema_feature {
+	const char *kind;
+	double center, scale;
+	int clamp;
+	double lo, hi;
+	char digest[17];
+} dp_schema_feature;
+int dp_schema_feature_info(const dp_schema *s, size_t j, dp_schema_feature *out);
+
 /* ---- applying a schema to CSV rows --------------------------------------- */
 
 typedef struct dp_schema_bind dp_schema_bind;

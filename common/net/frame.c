@@ -295,6 +295,35 @@ static int check_num(const char *msg, const char *field, double v, int lo_kind, 
 	return 0;
 }
 
+/* The schema summary (docs/protocol.md §5 "Schema summary"): one entry per
+ * column of x, printable names, finite numbers, a positive scale. */
+static int check_summary(const Dpasync__SchemaSummary *s, size_t p, const struct vlimits *l)
+{
+	int r = check_str("hello", "schema_summary.target", s->target, 0, l);
+
+	if (r == 0 && s->n_features != p)
+		r = dp_error_set(DP_EPROTO, "hello.schema_summary has %zu features, n_features %zu",
+				 s->n_features, p);
+	for (size_t j = 0; r == 0 && j < s->n_features; j++) {
+		const Dpasync__FeatureSummary *f = s->features[j];
+
+		r = check_str("hello", "schema_summary.name", f->name, 0, l);
+		if (r == 0)
+			r = check_str("hello", "schema_summary.kind", f->kind, 0, l);
+		if (r == 0)
+			r = check_str("hello", "schema_summary.digest", f->digest, 0, l);
+		if (r == 0)
+			r = check_num("hello", "schema_summary.center", f->center, 0, 0);
+		if (r == 0)
+			r = check_num("hello", "schema_summary.scale", f->scale, 2, 0);
+		if (r == 0)
+			r = check_num("hello", "schema_summary.clamp_lo", f->clamp_lo, 0, 0);
+		if (r == 0)
+			r = check_num("hello", "schema_summary.clamp_hi", f->clamp_hi, 0, 0);
+	}
+	return r;
+}
+
 static int check_hello(const Dpasync__Hello *h, const struct vlimits *l)
 {
 	int r;
@@ -329,6 +358,8 @@ static int check_hello(const Dpasync__Hello *h, const struct vlimits *l)
 		r = check_num("hello", "limits.lifetime_left", h->limits->lifetime_left, 1, 1);
 	if (r == 0 && h->limits != NULL)
 		r = check_num("hello", "limits.theta_max", h->limits->theta_max, 2, 1);
+	if (r == 0 && h->schema_summary != NULL)
+		r = check_summary(h->schema_summary, h->n_features, l);
 	return r;
 }
 

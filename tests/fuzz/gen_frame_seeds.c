@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Writes the seed corpus of fuzz_frame (corpus/frame/): one file per
  * message kind of docs/protocol.md, with the values of a small real job
- * (two owners, p = 4), plus a file with a whole exchange.  Each file is
+ * (two owners, p = 4), plus a file with a whole exchange and a Hello with
+ * its schema summary (docs/protocol.md §5 "Schema summary").  Each file is
  * the chunking seed byte, then frames as they travel on a connection.
  *   gen_frame_seeds DIR */
 #include <stdio.h>
@@ -37,6 +38,50 @@ static void one(const char *dir, const char *name, const Dpasync__Envelope *cons
 	for (size_t i = 0; i < k; i++)
 		put(f, m[i]);
 	fclose(f);
+}
+
+/* A Hello of owner-2 whose rows a schema made: carat and depth numeric
+ * (depth clamped), cut one-hot, and the bias column. */
+static void hello_summary(const char *dir, const Dpasync__Hello *base)
+{
+	static const char *const names[4] = { "carat", "depth", "cut=Ideal", "bias" };
+	static const char *const kinds[4] = { "numeric", "numeric", "onehot", "bias" };
+	static const char *const digests[4] = { "3f2a9c0d11e4b7a8", "09b1c2d3e4f5a6b7",
+						"aa55aa55aa55aa55", "5d41402abc4b2a76" };
+	Dpasync__FeatureSummary f[4];
+	Dpasync__FeatureSummary *fp[4];
+	Dpasync__SchemaSummary sum = DPASYNC__SCHEMA_SUMMARY__INIT;
+	Dpasync__Hello h = *base;
+	Dpasync__Envelope e = DPASYNC__ENVELOPE__INIT;
+	const Dpasync__Envelope *m[1] = { &e };
+
+	for (int j = 0; j < 4; j++) {
+		dpasync__feature_summary__init(&f[j]);
+		f[j].name = (char *)names[j];
+		f[j].kind = (char *)kinds[j];
+		f[j].digest = (char *)digests[j];
+		f[j].scale = 1;
+		fp[j] = &f[j];
+	}
+	f[0].center = 0.797;
+	f[0].scale = 0.474;
+	f[1].center = 61.75;
+	f[1].scale = 1.43;
+	f[1].clamp = 1;
+	f[1].clamp_lo = -4;
+	f[1].clamp_hi = 4;
+	sum.features = fp;
+	sum.n_features = 4;
+	sum.target = "price";
+	sum.bias = 1;
+	h.owner_id = "owner-2";
+	h.bias = 1;
+	h.schema = "sha256:9b71d224bd62f3785d96d46ad3ea3d73319bfbc2890caadae2dff72519673ca7";
+	h.schema_summary = &sum;
+	e.version = 1;
+	e.msg_case = DPASYNC__ENVELOPE__MSG_HELLO;
+	e.hello = &h;
+	one(dir, "hello_summary", m, 1, 0x33);
 }
 
 int main(int argc, char **argv)
@@ -121,5 +166,6 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 8; i++)
 		one(argv[1], names[i], &all[i], 1, (unsigned char)(17 * i));
 	one(argv[1], "exchange", all, 7, 0x5a);
+	hello_summary(argv[1], &hello);
 	return 0;
 }

@@ -963,6 +963,87 @@ static void test_agree(void **state)
 	lrnjob_free(&J);
 }
 
+/* Owners' Hellos carry what their fingerprint is of (docs/protocol.md §5
+ * "Schema summary"): a refused owner is told what differs in words, by the
+ * summary of the owners it disagrees with, before the job starts and after
+ * (then by the job's, which the learner keeps once agreed on). */
+static void set_summary(struct lrn_owner *o, const char *fp, const char *target, double scale)
+{
+	Dpasync__FeatureSummary f = DPASYNC__FEATURE_SUMMARY__INIT;
+	Dpasync__FeatureSummary *fs[1] = { &f };
+	Dpasync__SchemaSummary sum = DPASYNC__SCHEMA_SUMMARY__INIT;
+
+	f.name = "carat";
+	f.kind = "numeric";
+	f.scale = scale;
+	f.digest = "0123456789abcdef";
+	sum.features = fs;
+	sum.n_features = 1;
+	sum.target = (char *)target;
+	snprintf(o->schema, sizeof(o->schema), "%s", fp);
+	assert_int_equal(lrn_state_keep_summary(o, &sum), 0);
+}
+
+static void test_agree_in_words(void **state)
+{
+	struct lrn_settings s = lrnjob_settings();
+	struct lrn_job J;
+	struct lrn_decision d;
+
+	(void)state;
+	lrnjob_init(&J, &s, 3, 1, "words");
+	for (size_t i = 0; i < 3; i++) {
+		lrnjob_connect(&J, i, 0.0);
+		lrnjob_hello(&J, i, rows3[i], 1.0, 0, 0, &d);
+		J.owners[i].n_features = 1;
+		set_summary(&J.owners[i], i == 0 ? "sha256:bb" : "sha256:aa", i == 0 ? "y" : "price",
+			    2.1);
+	}
+	lrn_sched_next(&J, 1.0, &d);
+	assert_int_equal(d.act, LRN_ACT_DROP);
+	assert_ptr_equal(d.o, &J.owners[0]);
+	assert_int_equal(d.goodbye, DPASYNC__GOODBYE_CODE__GOODBYE_SCHEMA_MISMATCH);
+	assert_non_null(strstr(d.why, "; it differs in target 'y' vs 'price'"));
+	lrnjob_leave(&J, 0);
+	lrnjob_connect(&J, 0, 2.0);
+	lrnjob_hello(&J, 0, 10, 1.0, 0, 0, &d);
+	set_summary(&J.owners[0], "sha256:aa", "price", 2.1);
+	assert_int_equal(lrnjob_pump(&J, 2.0, NULL, NULL), LRN_ACT_NONE);
+	assert_true(J.started);
+	/* Agreed: the job keeps one summary, the owners none. */
+	assert_non_null(J.schema_sum);
+	for (size_t i = 0; i < 3; i++)
+		assert_null(J.owners[i].schema_sum);
+	/* What model.json will name: the job's target and features. */
+	{
+		Dpasync__SchemaSummary *sum = lrn_state_job_summary(&J);
+		char **names = NULL, *target = NULL;
+
+		assert_non_null(sum);
+		lrn_state_summary_names(&J, sum, &names, &target);
+		assert_non_null(names);
+		assert_string_equal(names[0], "carat");
+		assert_string_equal(target, "price");
+		free(names);
+		/* A name a Hello may have changed is not written. */
+		sum->features[0]->name[2] = '?';
+		lrn_state_summary_names(&J, sum, &names, &target);
+		assert_null(names);
+		assert_null(target);
+		dpasync__schema_summary__free_unpacked(sum, NULL);
+	}
+	/* Owner 3 comes back with its data scaled otherwise. */
+	lrnjob_leave(&J, 2);
+	lrnjob_connect(&J, 2, 3.0);
+	lrnjob_hello(&J, 2, 60, 1.0, 0, 0, &d);
+	set_summary(&J.owners[2], "sha256:cc", "price", 1.7);
+	lrn_sched_next(&J, 3.0, &d);
+	assert_int_equal(d.act, LRN_ACT_DROP);
+	assert_ptr_equal(d.o, &J.owners[2]);
+	assert_non_null(strstr(d.why, "; it differs in feature 1 'carat': scale 1.7 vs 2.1"));
+	lrnjob_free(&J);
+}
+
 /* checkpoint-every C: a checkpoint after every C iterations; a failed
  * trace or checkpoint write stops the job with the reason. */
 static void test_checkpoint_every_and_failures(void **state)
@@ -1039,6 +1120,7 @@ int main(void)
 		cmocka_unit_test(test_expiry),
 		cmocka_unit_test(test_idle),
 		cmocka_unit_test(test_agree),
+		cmocka_unit_test(test_agree_in_words),
 		cmocka_unit_test(test_checkpoint_every_and_failures),
 	};
 	int rc;

@@ -352,6 +352,12 @@ def bad_inputs(c, D):
     D.owner('ok1', 'owner-1', port, c.data(1), ['--bias', '--once'])
     expect_exit2(D, p, 'renamed', ['schema mismatch'], 'schema mismatch: owner owner-2',
                  'learner-bad', 'renamed column x3 -> x3b')
+    # The Goodbye says what differs, from the Hellos' schema summaries
+    # (docs/protocol.md §5 "Schema summary"), not only two hashes.
+    words = "it differs in feature 3: 'x3b' vs 'x3'"
+    check(wait_log(lambda: D.log('learner-bad'), words, 10),
+          'learnerd log lacks %r:\n%s' % (words, D.log('learner-bad')[-2000:]))
+    check(words in D.log('renamed'), 'ownerd log lacks %r:\n%s' % (words, D.log('renamed')[-2000:]))
     p = D.owner('nobias', 'owner-2', port, c.data(2))
     expect_exit2(D, p, 'nobias', ['bias=false'], 'has bias=false', 'learner-bad',
                  'owner without the job bias')

@@ -111,6 +111,11 @@ def sigterm(c):
     ck = json.load(open(c.path('learner', 'checkpoint.json')))
     check(m.get('schema', '').startswith('sha256:') and m['schema'] == ck['job'].get('schema'),
           'model.json schema %r, checkpoint %r' % (m.get('schema'), ck['job'].get('schema')))
+    # And what it is of, from the owners' Hello summaries (issue 22 finding
+    # 8): eval reads the data with the job's target rather than guess.
+    check(m.get('target') == 'y' and isinstance(m.get('features'), list) and
+          len(m['features']) == 5, 'model.json target %r features %r'
+          % (m.get('target'), m.get('features')))
     files = [c.data(i) for i in (1, 2, 3)]
     r = run([c.dp, 'eval', '--target', 'x1', c.path('learner', 'model.json')] + files, ok=False)
     check(r.returncode == 2 and 'not the schema' in r.stderr and "'x1'" in r.stderr,
@@ -133,6 +138,8 @@ def sigterm(c):
           m2.get('schema') == m['schema'],
           'model.json after the resumed job is not the complete one: %r'
           % {x: m2.get(x) for x in ('version', 'partial', 'k', 'schema')})
+    check(m2.get('target') == m['target'] and m2.get('features') == m['features'],
+          'resumed model.json target %r features %r' % (m2.get('target'), m2.get('features')))
     for i, p in enumerate(owners, 1):
         check(p.wait(timeout=30) == 0, 'ownerd %d exited %s' % (i, p.returncode))
     r = run([c.dp, 'eval', c.path('learner', 'model.json')] + files)

@@ -161,6 +161,15 @@ def check_kit(dp, learnerd, ownerd, d):
         text = text.replace('/var/lib/dpasync/', state + '/')
         out = os.path.join(d, site + '-' + conf)
         open(out, 'w').write(text)
+        if conf.startswith('ownerd'):
+            # The kit leaves the target unset: ownerd refuses until it is
+            # set, with one line (issue 22 finding 8); the owner sets it.
+            check(re.search(r'^target =$', text, re.M), 'kit %s: target set: %r' % (conf, text))
+            p = run([ownerd, '--config', out, '--check-config'], ok=False)
+            lines = p.stderr.strip().splitlines()
+            check(p.returncode == 2 and len(lines) == 1 and 'target must not be empty' in lines[0],
+                  'kit %s with no target: exit %d, %r' % (conf, p.returncode, p.stderr))
+            open(out, 'w').write(re.sub(r'^target =$', 'target = y', text, flags=re.M))
         return out
     lc = localise_kit('learner', 'learnerd.conf')
     ocs = {n: localise_kit(n, 'ownerd-%s.conf' % n) for n in names}

@@ -338,6 +338,11 @@ def ownerd_cases(K, learnerd, ownerd, d):
 
     K.expect('ownerd', '--help', '(none)', 'args', [ownerd, '--help'])
     K.expect('ownerd', 'an unknown flag', 'EINVAL', 'args', owner() + ['--bogus'])
+    # A startup kit's config leaves the target unset: ownerd refuses to
+    # start until it is set (issue 22 finding 8).
+    conf = write(d, 'ownerd-kit.conf', 'target =\n')
+    K.expect('ownerd', 'target left unset (a startup kit)', 'EINVAL', 'args',
+             owner() + ['--config', conf], needle='--target must not be empty')
     conf = write(d, 'ownerd.conf', 'epsilon = lots\n')
     K.expect('ownerd', 'malformed configuration file', 'EINVAL', 'args',
              owner() + ['--config', conf])
