@@ -57,6 +57,26 @@ static void read_trace(dp_rundata_trace *tr)
 	assert_string_equal(tr->job, "J");
 }
 
+/* The run's context filled as the command fills it, and report.md of r
+ * (free()). */
+static char *render_md(dp_report_learner *r, const dp_rundata_trace *tr)
+{
+	char *md = NULL;
+	size_t len = 0;
+	FILE *m;
+
+	r->dir = "run";
+	r->job = tr->job;
+	r->psi = NAN;
+	r->repro_plots = "plot a\n";
+	r->repro_sim = "sim b\n";
+	m = open_memstream(&md, &len);
+	assert_non_null(m);
+	dp_report_md_learner(m, r);
+	assert_int_equal(fclose(m), 0);
+	return md;
+}
+
 static void test_learner_stats(void **state)
 {
 	dp_rundata_trace tr;
@@ -97,22 +117,12 @@ static void test_learner_renderings(void **state)
 	dp_rundata_trace tr;
 	dp_report_learner r = { 0 };
 	struct json_object *js = NULL, *v, *o;
-	char *md = NULL;
-	size_t len = 0;
-	FILE *m;
+	char *md;
 
 	(void)state;
 	read_trace(&tr);
 	assert_int_equal(dp_report_learner_stats(&r, &tr), 0);
-	r.dir = "run";
-	r.job = tr.job;
-	r.psi = NAN;
-	r.repro_plots = "plot a\n";
-	r.repro_sim = "sim b\n";
-	m = open_memstream(&md, &len);
-	assert_non_null(m);
-	dp_report_md_learner(m, &r);
-	assert_int_equal(fclose(m), 0);
+	md = render_md(&r, &tr);
 	assert_non_null(strstr(md, "# Run report: run\n\nlearnerd run · job J · N = 3 owners\n"));
 	assert_non_null(strstr(md, "| gaps | 1 (over 20 s between two updates, 20 × the median "
 			       "1e+03 ms): 48.000 s in all; 1.667 iterations/s without them; "
@@ -193,9 +203,7 @@ static void test_ledgers(void **state)
 	dp_report_ledger l[2];
 	dp_ledgerset *set = NULL;
 	struct json_object *js = NULL, *v, *o;
-	char ldir[256], *md = NULL;
-	size_t len = 0;
-	FILE *m;
+	char ldir[256], *md;
 
 	(void)state;
 	snprintf(ldir, sizeof(ldir), "%s", path_of("ledgers-1"));
@@ -246,15 +254,7 @@ static void test_ledgers(void **state)
 	assert_true(r.owners[1].eps == 0.3 && r.owners[1].eps_ledger);
 	assert_false(r.owners[2].eps_ledger);
 
-	r.dir = "run";
-	r.job = tr.job;
-	r.psi = NAN;
-	r.repro_plots = "plot a\n";
-	r.repro_sim = "sim b\n";
-	m = open_memstream(&md, &len);
-	assert_non_null(m);
-	dp_report_md_learner(m, &r);
-	assert_int_equal(fclose(m), 0);
+	md = render_md(&r, &tr);
 	assert_non_null(strstr(md, "| owner-1 | 3 | 60.0 % | 0.625 | "));
 	assert_non_null(strstr(md, "\n## ε charged (owners' ledgers)\n"));
 	assert_non_null(strstr(md, "| owner-1 | "));
