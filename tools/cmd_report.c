@@ -39,9 +39,11 @@ static const char report_summary[] =
 	"  - a learnerd out directory (trace.csv; model.json and checkpoint.json\n"
 	"    when present): iterations/s, per-owner iterations and share, median\n"
 	"    and p95 query round trip and request wait, epsilon spent per owner\n"
-	"    (the last eps_spent of the owner in the trace), staleness, gaps much\n"
-	"    longer than the typical time between updates (a resume's downtime),\n"
-	"    psi with --data; rates count from the first query;\n"
+	"    (the last eps_spent of the owner in the trace; with --ledgers, the\n"
+	"    ledger's figure, and a table of why it differs from the applied\n"
+	"    answers), staleness, gaps much longer than the typical time between\n"
+	"    updates (a resume's downtime), psi with --data; rates count from the\n"
+	"    first query;\n"
 	"    figures: owner of each iteration, wait/round-trip CDFs, shares, and\n"
 	"    psi against time with --sim.  Also writes DIR/report-schedule.txt, the\n"
 	"    trace's owner order for `dpasync sim --schedule` (owner j = the j-th\n"
@@ -55,6 +57,7 @@ static const char report_summary[] =
 struct report_opts {
 	char *target, *schema, *rates, *sim;
 	struct dp_config_strings data;
+	struct dp_config_strings ledgers;   /* OWNER=LEDGERDIR */
 	struct dp_config_strings args;  /* DIR */
 	const char *dir;
 };
@@ -365,11 +368,13 @@ struct learner_in {
 	double *rates;                  /* --rates, or NULL */
 	dp_rundata_psi sps;             /* --sim */
 	size_t runs;
+	dp_report_ledger *ledgers;      /* --ledgers, o->ledgers.n */
 };
 
 static void learner_in_free(struct learner_in *in)
 {
 	free(in->rates);
+	free(in->ledgers);
 	dp_rundata_trace_free(&in->tr);
 	dp_rundata_psi_free(&in->sps);
 	if (in->have_model)
@@ -397,6 +402,30 @@ static int read_sim(const struct report_opts *o, struct learner_in *in)
 	}
 	if (err == 0)
 		in->runs = sim_runs(o->sim);
+	return err;
+}
+
+/* --ledgers OWNER=LEDGERDIR,...: each owner's ledger of this run's job,
+ * read-only (dp_report_ledger_read). */
+static int read_ledgers(const struct report_opts *o, struct learner_in *in)
+{
+	const char *job = in->tr.job != NULL ? in->tr.job : in->ck.job;
+	int err = 0;
+
+	if (job == NULL)
+		return dp_error_set(DP_EINVAL, "--ledgers: the job of %s is unknown (neither "
+				    "trace.csv's job column nor checkpoint.json names it)", o->dir);
+	in->ledgers = calloc(o->ledgers.n, sizeof(*in->ledgers));
+	if (in->ledgers == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	for (size_t i = 0; i < o->ledgers.n && err == 0; i++) {
+		char *spec = o->ledgers.v[i], *eq = strchr(spec, '=');
+
+		if (eq == NULL || eq == spec || eq[1] == '\0')
+			return dp_error_set(DP_EINVAL, "--ledgers: '%s' is not OWNER=LEDGERDIR", spec);
+		*eq = '\0';   /* the option's own copy: OWNER, then LEDGERDIR */
+		err = dp_report_ledger_read(&in->ledgers[i], spec, eq + 1, job);
+	}
 	return err;
 }
 
@@ -447,6 +476,11 @@ static int learner_read(const struct report_opts *o, struct learner_in *in)
 	}
 	if (o->sim) {
 		err = read_sim(o, in);
+		if (err != 0)
+			return fail(err, DP_EXIT_PHASE_LOAD);
+	}
+	if (o->ledgers.n) {
+		err = read_ledgers(o, in);
 		if (err != 0)
 			return fail(err, DP_EXIT_PHASE_LOAD);
 	}
@@ -537,7 +571,7 @@ static void learner_context(const struct report_opts *o, const struct learner_in
 /* The numbers of a learnerd report, computed once, then written to
  * report.md (m) and report.json from the same fields, so the two agree.
  * Returns the exit status. */
-static int learner_numbers(const struct report_opts *o, const struct learner_in *in,
+static int learner_numbers(const struct report_opts *o, struct learner_in *in,
 			   const dp_report_fig *figs, size_t nfig, FILE *m)
 {
 	dp_report_learner rep = { 0 };
@@ -556,6 +590,11 @@ static int learner_numbers(const struct report_opts *o, const struct learner_in 
 		goto out;
 	}
 	learner_context(o, in, &rep);
+	err = dp_report_ledger_apply(&rep, in->ledgers, o->ledgers.n);
+	if (err != 0) {
+		rc = fail(err, DP_EXIT_PHASE_LOAD);
+		goto out;
+	}
 	rep.figs = figs;
 	rep.nfig = nfig;
 	rep.repro_plots = repro.plots;
@@ -663,8 +702,8 @@ static int report_sim(const struct report_opts *o, FILE *m, size_t *nfig_out)
 	dp_plot_opts po = { 0 };
 	const char *label = NULL;
 
-	if (o->data.n || o->rates || o->sim || o->schema || o->target) {
-		dp_cmd_fail("report", "--data, --target, --schema, --rates and --sim apply to "
+	if (o->data.n || o->rates || o->sim || o->schema || o->target || o->ledgers.n) {
+		dp_cmd_fail("report", "--data, --target, --schema, --rates, --sim and --ledgers apply to "
 			    "learnerd directories; %s is a sim directory", o->dir);
 		return dp_exit_status(DP_EINVAL, DP_EXIT_PHASE_ARGS);
 	}
@@ -796,6 +835,12 @@ int dp_cmd_report(int argc, char **argv)
 		  .help = "a `dpasync sim --schedule\n"
 			  "DIR/report-schedule.txt` run: adds psi\n"
 			  "against wall-clock time" },
+		{ .name = "ledgers", DP_CFG_STRINGS(&o.ledgers), .flags = DP_CONFIG_APPEND,
+		  .metavar = "OWNER=DIR[,...]",
+		  .help = "owners' ledger directories (ownerd --ledger),\n"
+			  "read without a lock: the budget spent is the\n"
+			  "ledger's figure, and a table says why it\n"
+			  "differs from the applied answers x eps_q" },
 		DP_CONFIG_END,
 	};
 	const struct dp_config_spec spec = {

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 
 #include "common/core/error.h"
+#include "common/core/ledger.h"
+#include "common/core/ledgerset.h"
 #include "common/core/trace.h"
 #include "tools/lib/report.h"
 #include "tools/lib/report_json.h"
@@ -53,6 +55,26 @@ static void read_trace(dp_rundata_trace *tr)
 	assert_int_equal(tr->n, 5);
 	assert_int_equal(tr->N, 3);
 	assert_string_equal(tr->job, "J");
+}
+
+/* The run's context filled as the command fills it, and report.md of r
+ * (free()). */
+static char *render_md(dp_report_learner *r, const dp_rundata_trace *tr)
+{
+	char *md = NULL;
+	size_t len = 0;
+	FILE *m;
+
+	r->dir = "run";
+	r->job = tr->job;
+	r->psi = NAN;
+	r->repro_plots = "plot a\n";
+	r->repro_sim = "sim b\n";
+	m = open_memstream(&md, &len);
+	assert_non_null(m);
+	dp_report_md_learner(m, r);
+	assert_int_equal(fclose(m), 0);
+	return md;
 }
 
 static void test_learner_stats(void **state)
@@ -95,22 +117,12 @@ static void test_learner_renderings(void **state)
 	dp_rundata_trace tr;
 	dp_report_learner r = { 0 };
 	struct json_object *js = NULL, *v, *o;
-	char *md = NULL;
-	size_t len = 0;
-	FILE *m;
+	char *md;
 
 	(void)state;
 	read_trace(&tr);
 	assert_int_equal(dp_report_learner_stats(&r, &tr), 0);
-	r.dir = "run";
-	r.job = tr.job;
-	r.psi = NAN;
-	r.repro_plots = "plot a\n";
-	r.repro_sim = "sim b\n";
-	m = open_memstream(&md, &len);
-	assert_non_null(m);
-	dp_report_md_learner(m, &r);
-	assert_int_equal(fclose(m), 0);
+	md = render_md(&r, &tr);
 	assert_non_null(strstr(md, "# Run report: run\n\nlearnerd run · job J · N = 3 owners\n"));
 	assert_non_null(strstr(md, "| gaps | 1 (over 20 s between two updates, 20 × the median "
 			       "1e+03 ms): 48.000 s in all; 1.667 iterations/s without them; "
@@ -158,6 +170,117 @@ static void test_learner_six_columns(void **state)
 	assert_true(isnan(r.stale_median) && isnan(r.stale_max));
 	/* One time between updates: no gap at the 1 s floor. */
 	assert_int_equal(r.ngaps, 0);
+	dp_report_learner_free(&r);
+	dp_rundata_trace_free(&tr);
+}
+
+/* Owner-1's ledger of job J in the ledger directory `ldir`, held open
+ * writable (locked, as a running ownerd holds it) in *set: cap 1, K = 8,
+ * five answers of 0.125 charged while the trace applied three (two shares
+ * charged and never applied, as a forfeited reservation leaves). */
+static void owner1_ledger(const char *ldir, dp_ledgerset **set)
+{
+	struct dp_ledgerset_init life = { .lifetime_nano = 5000000000ull, .program = "test" };
+	dp_ledger *l = NULL;
+	char *path;
+
+	assert_int_equal(dp_ledgerset_open(ldir, "owner-1", 0, &life, set), 0);
+	path = dp_ledgerset_job_path(*set, "J");
+	assert_non_null(path);
+	assert_int_equal(dp_ledger_open(path, 1.0, 8, "owner=owner-1 job=J", 0, &l), 0);
+	for (unsigned k = 1; k <= 5; k++)
+		assert_int_equal(dp_ledger_charge(l, k, 0.125, NULL), 0);
+	dp_ledger_close(l);
+	free(path);
+}
+
+/* --ledgers: the ledger's figure read read-only beside a running owner's
+ * lock, the difference and its sentence, both renderings, and bad input. */
+static void test_ledgers(void **state)
+{
+	dp_rundata_trace tr;
+	dp_report_learner r = { 0 };
+	dp_report_ledger l[2];
+	dp_ledgerset *set = NULL;
+	struct json_object *js = NULL, *v, *o;
+	char ldir[256], *md;
+
+	(void)state;
+	snprintf(ldir, sizeof(ldir), "%s", path_of("ledgers-1"));
+	owner1_ledger(ldir, &set);
+	read_trace(&tr);
+	assert_int_equal(dp_report_learner_stats(&r, &tr), 0);
+
+	/* Bad input: a missing directory, another owner's, no ledger for the job. */
+	assert_int_equal(dp_report_ledger_read(&l[0], "owner-1", path_of("none"), "J"), DP_ENOENT);
+	assert_non_null(strstr(dp_error_detail(DP_ENOENT), "--ledgers owner-1="));
+	assert_int_equal(dp_report_ledger_read(&l[0], "owner-2", ldir, "J"), DP_EINVAL);
+	assert_int_equal(dp_report_ledger_read(&l[0], "owner-1", ldir, "K"), DP_ENOENT);
+	assert_non_null(strstr(dp_error_detail(DP_ENOENT), "no ledger for job K"));
+
+	/* Read while the writable set holds the lock: never blocks. */
+	assert_int_equal(dp_report_ledger_read(&l[0], "owner-1", ldir, "J"), 0);
+	assert_true(l[0].spent == 0.625 && l[0].cap == 1.0);
+	assert_int_equal(l[0].answers, 5);
+	assert_int_equal(l[0].answers_cap, 8);
+	assert_true(l[0].eps_q == 0.125);
+	/* owner-2 by hand: its two applied answers are all it was charged. */
+	l[1] = (dp_report_ledger){ .owner = "owner-2", .dir = "d2", .spent = 0.3, .cap = 1.5,
+				   .answers = 2, .answers_cap = 10, .eps_q = 0.15 };
+
+	/* An owner that is not the run's, or one given twice: refused, r unchanged. */
+	{
+		dp_report_ledger bad[2] = { l[0], l[0] };
+
+		bad[1].owner = "owner-9";
+		assert_int_equal(dp_report_ledger_apply(&r, bad, 2), DP_EINVAL);
+		bad[1].owner = "owner-1";
+		assert_int_equal(dp_report_ledger_apply(&r, bad, 2), DP_EINVAL);
+		assert_true(r.owners[0].eps == 0.5 && !r.owners[0].eps_ledger && r.nledgers == 0);
+	}
+
+	assert_int_equal(dp_report_ledger_apply(&r, l, 2), 0);
+	assert_int_equal(l[0].applied, 3);
+	assert_int_equal(l[0].unapplied, 2);
+	assert_true(l[0].applied_eps == 0.375 && l[0].extra == 0.25);
+	assert_non_null(strstr(l[0].why, "2 shares of ε_q charged beyond the applied answers"));
+	assert_non_null(strstr(l[0].why, "forfeited at a restart or at the job's end"));
+	assert_non_null(strstr(l[0].why, "did not arrive or was dropped"));
+	assert_int_equal(l[1].applied, 2);
+	assert_int_equal(l[1].unapplied, 0);
+	assert_non_null(strstr(l[1].why, "Equal to the applied answers × ε_q"));
+	/* The budget spent is the ledger's figure; owner-3 keeps the trace's. */
+	assert_true(r.owners[0].eps == l[0].spent && r.owners[0].eps_ledger);
+	assert_true(r.owners[1].eps == 0.3 && r.owners[1].eps_ledger);
+	assert_false(r.owners[2].eps_ledger);
+
+	md = render_md(&r, &tr);
+	assert_non_null(strstr(md, "| owner-1 | 3 | 60.0 % | 0.625 | "));
+	assert_non_null(strstr(md, "\n## ε charged (owners' ledgers)\n"));
+	assert_non_null(strstr(md, "| owner-1 | "));
+	assert_non_null(strstr(md, " | 0.625 | 5 | 3 | 0.125 | 0.375 | 0.25 | 2 shares"));
+	assert_non_null(strstr(md, "| owner-2 | d2 | 0.3 | 2 | 2 | 0.15 | 0.3 | 0 | Equal"));
+
+	assert_int_equal(dp_report_json_learner(&r, &js), 0);
+	assert_true(json_object_object_get_ex(js, "ledgers", &v) && json_object_array_length(v) == 2);
+	o = json_object_array_get_idx(v, 0);
+	assert_true(json_object_object_get_ex(o, "epsilon_charged", &v) &&
+		    json_object_get_double(v) == 0.625);
+	assert_true(json_object_object_get_ex(o, "ledger_answers", &v) && json_object_get_int(v) == 5);
+	assert_true(json_object_object_get_ex(o, "applied_answers", &v) && json_object_get_int(v) == 3);
+	assert_true(json_object_object_get_ex(o, "unapplied_shares", &v) && json_object_get_int(v) == 2);
+	assert_true(json_object_object_get_ex(o, "why", &v) &&
+		    strstr(json_object_get_string(v), "forfeited") != NULL);
+	assert_true(json_object_object_get_ex(js, "owners", &v));
+	o = json_object_array_get_idx(v, 0);
+	assert_true(json_object_object_get_ex(o, "epsilon_spent_from", &v) &&
+		    strcmp(json_object_get_string(v), "ledger") == 0);
+	o = json_object_array_get_idx(json_object_object_get(js, "owners"), 2);
+	assert_true(json_object_object_get_ex(o, "epsilon_spent_from", &v) &&
+		    strcmp(json_object_get_string(v), "trace") == 0);
+	json_object_put(js);
+	free(md);
+	dp_ledgerset_close(set);
 	dp_report_learner_free(&r);
 	dp_rundata_trace_free(&tr);
 }
@@ -226,6 +349,7 @@ int main(void)
 		cmocka_unit_test(test_learner_stats),
 		cmocka_unit_test(test_learner_renderings),
 		cmocka_unit_test(test_learner_six_columns),
+		cmocka_unit_test(test_ledgers),
 		cmocka_unit_test(test_sim),
 		cmocka_unit_test(test_sim_bad_summary),
 	};

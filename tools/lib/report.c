@@ -10,6 +10,8 @@
 
 #include "common/core/error.h"
 #include "common/core/json.h"
+#include "common/core/ledgerset.h"
+#include "common/core/nano.h"
 
 /* Largest summary.json read. */
 #define SUMMARY_MAX ((size_t)1 << 28)
@@ -227,4 +229,119 @@ void dp_report_sim_free(dp_report_sim *r)
 	free(r->owners);
 	r->owners = NULL;
 	r->N = 0;
+}
+
+/* The sentence of one ledger (l's figures computed). */
+static void ledger_why(dp_report_ledger *l)
+{
+	if (l->unlimited)
+		snprintf(l->why, sizeof(l->why), "An unlimited (testing) ledger: it counts "
+			 "answers and reserved shares but charges no finite ε.");
+	else if (l->unapplied == 0)
+		snprintf(l->why, sizeof(l->why), "Equal to the applied answers × ε_q: no reserved "
+			 "share was forfeited and every answer charged was applied.");
+	else if (l->unapplied > 0)
+		snprintf(l->why, sizeof(l->why), "%lld share%s of ε_q charged beyond the applied "
+			 "answers: a share reserved ahead for the next answer (docs/ledger.md §9) "
+			 "and forfeited at a restart or at the job's end, or an answer charged whose "
+			 "reply did not arrive or was dropped.", (long long)l->unapplied,
+			 l->unapplied == 1 ? "" : "s");
+	else
+		snprintf(l->why, sizeof(l->why), "The trace applied %lld more answer%s than the "
+			 "ledger counts: this is not the ledger this run charged.",
+			 -(long long)l->unapplied, l->unapplied == -1 ? "" : "s");
+}
+
+/* Owner `name`'s index in r, or r->N. */
+static size_t owner_index(const dp_report_learner *r, const char *name)
+{
+	size_t i = 0;
+
+	while (i < r->N && strcmp(r->owners[i].name, name) != 0)
+		i++;
+	return i;
+}
+
+int dp_report_ledger_apply(dp_report_learner *r, dp_report_ledger *l, size_t n)
+{
+	DP_REQUIRE(r != NULL && (l != NULL || n == 0));
+	/* Every owner first, so that a bad one leaves r unchanged. */
+	for (size_t j = 0; j < n; j++) {
+		if (owner_index(r, l[j].owner) == r->N)
+			return dp_error_set(DP_EINVAL, "--ledgers: %s is not an owner of this run",
+					    l[j].owner);
+		for (size_t i = 0; i < j; i++)
+			if (strcmp(l[i].owner, l[j].owner) == 0)
+				return dp_error_set(DP_EINVAL, "--ledgers: %s given twice",
+						    l[j].owner);
+	}
+	for (size_t j = 0; j < n; j++) {
+		dp_report_owner *o = &r->owners[owner_index(r, l[j].owner)];
+
+		l[j].applied = o->iterations;
+		l[j].unapplied = (int64_t)l[j].answers - (int64_t)l[j].applied;
+		l[j].applied_eps = l[j].unlimited ? INFINITY : (double)l[j].applied * l[j].eps_q;
+		l[j].extra = l[j].unlimited ? 0 : l[j].spent - l[j].applied_eps;
+		ledger_why(&l[j]);
+		o->eps = l[j].spent;
+		o->eps_ledger = true;
+	}
+	r->ledgers = l;
+	r->nledgers = n;
+	return 0;
+}
+
+/* l's figures from job entry e. */
+static int ledger_fill(dp_report_ledger *l, const dp_ledgerset_job *e)
+{
+	l->unlimited = e->cap_nano == DP_NANO_INF || e->spent_nano == DP_NANO_INF;
+	l->spent = dp_nano_to_eps(e->spent_nano);
+	l->cap = dp_nano_to_eps(e->cap_nano);
+	l->answers = e->answers;
+	l->answers_cap = e->answers_cap;
+	if (l->unlimited) {
+		l->eps_q = INFINITY;
+		return 0;
+	}
+	/* Every unit of the count was charged one share (docs/ledger.md §9),
+	 * so the share is exact from the totals once there is one. */
+	if (e->answers > 0) {
+		l->eps_q = dp_nano_to_eps(e->spent_nano / e->answers);
+		return 0;
+	}
+	return dp_nano_share(l->cap, l->answers_cap ? l->answers_cap : 1, &l->eps_q);
+}
+
+int dp_report_ledger_read(dp_report_ledger *l, const char *owner, const char *dir,
+			  const char *job)
+{
+	const dp_ledgerset_job *e;
+	dp_ledgerset *s;
+	char why[512], *path;
+	int rc;
+
+	DP_REQUIRE(l != NULL && owner != NULL && dir != NULL && job != NULL);
+	memset(l, 0, sizeof(*l));
+	l->owner = owner;
+	l->dir = dir;
+	rc = dp_ledgerset_open(dir, owner, DP_LEDGERSET_READONLY, NULL, &s);
+	if (rc != 0) {
+		snprintf(why, sizeof(why), "%s", dp_error_detail(rc));
+		return dp_error_set(rc, "--ledgers %s=%s: %s", owner, dir, why);
+	}
+	path = dp_ledgerset_job_path(s, job);
+	if (path == NULL) {
+		dp_ledgerset_close(s);
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	}
+	e = dp_ledgerset_find(s, path);
+	if (e == NULL)
+		rc = dp_error_set(DP_ENOENT, "--ledgers %s=%s: no ledger for job %s (no %s; the "
+				  "directory holds %zu other job%s)", owner, dir, job, path,
+				  dp_ledgerset_count(s), dp_ledgerset_count(s) == 1 ? "" : "s");
+	else
+		rc = ledger_fill(l, e);
+	free(path);
+	dp_ledgerset_close(s);
+	return rc;
 }

@@ -33,9 +33,35 @@ typedef struct dp_report_owner {
 	const char *name;      /* borrowed from the trace */
 	size_t iterations;
 	double share;          /* iterations / all iterations */
-	double eps;            /* the last eps_spent the owner reported; NaN: none */
+	double eps;            /* the budget spent: the ledger's figure when the
+				* owner's ledger was given (eps_ledger), else the
+				* last eps_spent the owner reported; NaN: none */
+	bool eps_ledger;
 	double rtt_median, rtt_p95, wait_median, wait_p95;   /* s; NaN: none */
 } dp_report_owner;
+
+/* One owner's job ledger (`--ledgers`, docs/plots.md "ε charged"): the ε
+ * it charged beside the answers the trace applied.  With reserve-ahead
+ * (docs/ledger.md §9) each unit of the ledger's count is one share ε_q, an
+ * answer or a share reserved for the next one; a reserved share that a
+ * restart or the job's end forfeits, and an answer charged whose reply
+ * never reached the trace, make the ledger's figure exceed applied × ε_q. */
+typedef struct dp_report_ledger {
+	/* Filled by the caller (strings borrowed). */
+	const char *owner, *dir;
+	bool unlimited;             /* an infinite (testing) ledger: spent, cap,
+				     * eps_q are INFINITY */
+	double spent, cap;          /* ε charged, and the job's cap */
+	uint64_t answers, answers_cap;   /* the ledger's count and K */
+	double eps_q;               /* one share: dp_nano_share(cap, answers_cap) */
+
+	/* Computed by dp_report_ledger_apply. */
+	size_t applied;             /* the trace's iterations of the owner */
+	double applied_eps;         /* applied × ε_q */
+	double extra;               /* spent − applied_eps (0 when unlimited) */
+	int64_t unapplied;          /* answers − applied */
+	char why[400];              /* one sentence: why the two differ */
+} dp_report_ledger;
 
 /* The report of a learnerd out directory.  Strings are borrowed. */
 typedef struct dp_report_learner {
@@ -63,6 +89,8 @@ typedef struct dp_report_learner {
 	const dp_report_fig *figs;
 	size_t nfig;
 	const char *repro_plots, *repro_sim;   /* whole lines each */
+	const dp_report_ledger *ledgers;       /* set by dp_report_ledger_apply */
+	size_t nledgers;
 
 	/* Computed from the trace by dp_report_learner_stats. */
 	size_t N, iterations;
@@ -88,6 +116,25 @@ typedef struct dp_report_learner {
  * fields unset.  Free with dp_report_learner_free. */
 int dp_report_learner_stats(dp_report_learner *r, const dp_rundata_trace *tr);
 void dp_report_learner_free(dp_report_learner *r);
+
+/* Owner `owner`'s ledger of job `job` in its ledger directory `dir`
+ * into l (owner and dir borrowed), read-only: the directory is opened
+ * with DP_LEDGERSET_READONLY, which takes no lock, so a running ownerd
+ * is neither blocked nor blocks.  Errors (the detail names the option's
+ * value): those of dp_ledgerset_open (DP_ENOENT: no such directory;
+ * DP_EINVAL: not a directory, or a file of another owner; DP_ECORRUPT),
+ * DP_ENOENT (no ledger for the job), DP_EINVAL (a cap below its answer
+ * cap in nano-ε), DP_ENOMEM. */
+int dp_report_ledger_read(dp_report_ledger *l, const char *owner, const char *dir,
+			  const char *job);
+
+/* The owners' ledgers l[0..n) against the trace's numbers in r (after
+ * dp_report_learner_stats): each one's applied answers, the difference
+ * and its sentence; each owner's eps becomes its ledger's figure, and r
+ * keeps l (which must outlive r's renderings).  Errors: DP_EINVAL (an
+ * owner that is not one of r's, or given twice; the detail names it), with
+ * r unchanged. */
+int dp_report_ledger_apply(dp_report_learner *r, dp_report_ledger *l, size_t n);
 
 /* One owner of a sim run, owner-j for the j-th data file. */
 typedef struct dp_report_sim_owner {

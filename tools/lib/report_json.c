@@ -134,8 +134,46 @@ static void learner_owners(struct json_object *js, const dp_report_learner *r, i
 		jint(oj, "iterations", o->iterations, rc);
 		jnum(oj, "share", o->share, rc);
 		jnum(oj, "epsilon_spent", o->eps, rc);
+		jstr(oj, "epsilon_spent_from", o->eps_ledger ? "ledger" : "trace", rc);
 		jms(oj, "rtt", o->rtt_median, o->rtt_p95, rc);
 		jms(oj, "wait", o->wait_median, o->wait_p95, rc);
+	}
+}
+
+/* ε in a document: "inf" for an unlimited (testing) ledger. */
+static void jeps(struct json_object *o, const char *key, double v, int *rc)
+{
+	if (isinf(v))
+		jstr(o, key, "inf", rc);
+	else
+		jnum(o, key, v, rc);
+}
+
+/* The owners' ledgers given with --ledgers, the fields of report.md's table. */
+static void learner_ledgers(struct json_object *js, const dp_report_learner *r, int *rc)
+{
+	struct json_object *a;
+
+	if (r->nledgers == 0)
+		return;
+	a = jarray(js, "ledgers", rc);
+	for (size_t i = 0; i < r->nledgers; i++) {
+		const dp_report_ledger *l = &r->ledgers[i];
+		struct json_object *oj = jpush(a, rc);
+
+		jstr(oj, "owner", l->owner, rc);
+		jstr(oj, "ledger", l->dir, rc);
+		jeps(oj, "epsilon_charged", l->spent, rc);
+		jeps(oj, "epsilon_cap", l->cap, rc);
+		jint(oj, "ledger_answers", l->answers, rc);
+		jint(oj, "answers_cap", l->answers_cap, rc);
+		jint(oj, "applied_answers", l->applied, rc);
+		jeps(oj, "epsilon_q", l->eps_q, rc);
+		jeps(oj, "applied_epsilon", l->applied_eps, rc);
+		jnum(oj, "difference", l->extra, rc);
+		if (*rc == 0)
+			*rc = dp_json_add(oj, "unapplied_shares", json_object_new_int64(l->unapplied));
+		jstr(oj, "why", l->why, rc);
 	}
 }
 
@@ -202,6 +240,7 @@ int dp_report_json_learner(const dp_report_learner *r, struct json_object **out)
 	if (r->sim != NULL)
 		jnum(js, "psi_sim_median", r->sim_median, &rc);
 	learner_owners(js, r, &rc);
+	learner_ledgers(js, r, &rc);
 	learner_reproduce(js, r, &rc);
 	return done(js, rc, out);
 }

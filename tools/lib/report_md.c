@@ -114,10 +114,50 @@ static void learner_owners(FILE *m, const dp_report_learner *r)
 		put_ms2(m, o->wait_median, o->wait_p95, " | ");
 		fputs(" |\n", m);
 	}
-	fputs("\nε spent is the last `eps_spent` the owner reported in the trace (— when it served no "
+	if (r->nledgers > 0)
+		fputs("\nε spent is the owner's ledger's figure, the ε charged (table below), for the "
+		      "owners given with `--ledgers`; for the others it is", m);
+	else
+		fputs("\nε spent is", m);
+	fputs(" the last `eps_spent` the owner reported in the trace (— when it served no "
 	      "iteration); percentiles interpolate linearly between order statistics. "
 	      "Rates count from the first query (the earliest `time_unix − rtt_s`), not from "
 	      "the first request; `report.json` holds the same numbers.\n", m);
+}
+
+/* ε as text: "inf" for an unlimited (testing) ledger. */
+static void put_eps(FILE *m, double v)
+{
+	if (isinf(v))
+		fputs("inf", m);
+	else
+		fprintf(m, "%.9g", v);
+}
+
+/* The owners' ledgers given with --ledgers (docs/plots.md "ε charged"). */
+static void learner_ledgers(FILE *m, const dp_report_learner *r)
+{
+	if (r->nledgers == 0)
+		return;
+	fputs("\n## ε charged (owners' ledgers)\n\n| owner | ledger | ε charged | ledger answers "
+	      "| applied answers | ε_q | applied × ε_q | difference | why |\n"
+	      "|---|---|---|---|---|---|---|---|---|\n", m);
+	for (size_t i = 0; i < r->nledgers; i++) {
+		const dp_report_ledger *l = &r->ledgers[i];
+
+		fprintf(m, "| %s | %s | ", l->owner, l->dir);
+		put_eps(m, l->spent);
+		fprintf(m, " | %llu | %zu | ", (unsigned long long)l->answers, l->applied);
+		put_eps(m, l->eps_q);
+		fputs(" | ", m);
+		put_eps(m, l->applied_eps);
+		fputs(" | ", m);
+		put_eps(m, l->extra);
+		fprintf(m, " | %s |\n", l->why);
+	}
+	fputs("\nThe ledger's count holds the answers charged and the shares reserved ahead, one "
+	      "ε_q each (docs/ledger.md §9); the trace's applied answers are the iterations that "
+	      "used an answer of the owner.\n", m);
 }
 
 void dp_report_md_learner(FILE *m, const dp_report_learner *r)
@@ -125,6 +165,7 @@ void dp_report_md_learner(FILE *m, const dp_report_learner *r)
 	learner_context(m, r);
 	learner_key_numbers(m, r);
 	learner_owners(m, r);
+	learner_ledgers(m, r);
 	figs_md(m, r->figs, r->nfig);
 	fputs("\n## Reproduce\n\n```\n", m);
 	fputs(r->repro_plots, m);

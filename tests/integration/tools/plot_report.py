@@ -41,8 +41,16 @@
   psi-time (the same clock, so it starts at the first query), shares
   (iterations per owner), cdf (every round trip and wait of every owner),
   psi (the psi.csv columns);
+- `dpasync report --ledgers` on the real run's owners' ledger directories
+  (docs/plots.md "ε charged"): each owner's ε charged is its job ledger's
+  spent as `dpasync ledger` reads it, also the owners table's budget
+  spent; the ledger's answers beyond the trace's applied ones are
+  (charged − applied × ε_q) / ε_q, and the sentence names the forfeited
+  reservation when there are some;
 - bad input to plot and report: exit 2, exactly one line on stderr, the
-  output file untouched; gnuplot missing from PATH: exit 1, one line."""
+  output file untouched (also --ledgers naming a missing directory,
+  another owner's, and one without this job's ledger); gnuplot missing
+  from PATH: exit 1, one line."""
 import csv, json, os, re, struct, sys, zlib
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, run, tmpdir, cleanup, summary, main
@@ -183,6 +191,40 @@ def check_json(L, md_key, own, tr):
     check(len(sims) == 1 and ' --target y ' in sims[0] and ' --bias ' in sims[0]
           and ' --model linear ' in sims[0] and ' --eta ' in sims[0], 'sim command %r' % sims)
     return j
+
+def check_ledgers(dp, c, L, tr, job):
+    """report --ledgers against `dpasync ledger` of each owner's directory."""
+    names = ['owner-1', 'owner-2', 'owner-3']
+    run([dp, 'report', '--ledgers', ','.join('%s=%s' % (n, c.ledger(i + 1)) for i, n in enumerate(names)), L])
+    j = json.load(open(os.path.join(L, 'report.json')))
+    md = open(os.path.join(L, 'report.md')).read()
+    check('\n## ε charged (owners\' ledgers)\n' in md, 'report.md has no ledger table')
+    check([l['owner'] for l in j['ledgers']] == names, 'report.json ledgers %r' % j['ledgers'])
+    shown = []
+    for i, (l, o) in enumerate(zip(j['ledgers'], j['owners'])):
+        led = json.loads(run([dp, 'ledger', c.ledger(i + 1)]).stdout)
+        e = [x for x in led['jobs'] if x['job'] == job]
+        check(len(e) == 1, '%s: ledger jobs %r' % (l['owner'], led['jobs']))
+        e = e[0]
+        applied = tr['owner'].count(l['owner'])
+        check(l['epsilon_charged'] == e['epsilon_spent'] and o['epsilon_spent'] == e['epsilon_spent']
+              and o['epsilon_spent_from'] == 'ledger',
+              '%s: charged %r, budget spent %r, ledger file %r' % (l['owner'], l['epsilon_charged'],
+                                                                 o['epsilon_spent'], e['epsilon_spent']))
+        check(l['ledger_answers'] == e['answers'] and l['applied_answers'] == applied,
+              '%s: answers %r/%r, applied %r/%r' % (l['owner'], l['ledger_answers'], e['answers'],
+                                                    l['applied_answers'], applied))
+        unapplied = e['answers'] - applied
+        # Every unit of the ledger's count is one share ε_q (docs/ledger.md §9).
+        check(unapplied >= 0 and l['unapplied_shares'] == unapplied
+              and abs(l['difference'] - unapplied * l['epsilon_q']) <= 1e-9 * e['answers'] + 1e-12
+              and abs(l['applied_epsilon'] + l['difference'] - e['epsilon_spent']) <= 1e-9,
+              '%s: difference %r for %d unapplied shares of %r' % (l['owner'], l['difference'], unapplied,
+                                                                  l['epsilon_q']))
+        want = 'forfeited at a restart or at the job\'s end' if unapplied else 'Equal to the applied answers'
+        check(want in l['why'] and l['why'] in md, '%s: why %r' % (l['owner'], l['why']))
+        shown.append('%s %.6g = %d applied + %d unapplied' % (l['owner'], e['epsilon_spent'], applied, unapplied))
+    print('report --ledgers: ε charged = the ledger files\' spent; %s' % '; '.join(shown))
 
 def run_reproduce(dp, j, d):
     """The reproduce commands run as printed, with the placeholders filled
@@ -435,10 +477,16 @@ def test(argv):
             other = os.path.join(figs, 'fig.' + ext)
             line = expect_fail(dp, ['plot', '--kind', 'owners', '--out', other, tcsv])
             check('.png, .svg or .pdf' in line and not os.path.exists(other), '--out fig.%s: %r' % (ext, line))
+        check_ledgers(dp, c, L, tr, ck['job']['name'])
         ncases = 25
         md_before = open(os.path.join(L, 'report.md')).read()
+        os.makedirs(os.path.join(d, 'empty-ledger'))
         for args in ([], [d], [os.path.join(d, 'missing')], ['--sim', sim_a, L], ['--rates', '1', L],
-                     ['--data', os.path.join(d, 'missing.csv'), L], ['--data', files[0], sim_a], [L, L]):
+                     ['--data', os.path.join(d, 'missing.csv'), L], ['--data', files[0], sim_a], [L, L],
+                     ['--ledgers', 'owner-1=' + os.path.join(d, 'missing'), L],
+                     ['--ledgers', 'owner-2=' + c.ledger(1), L],
+                     ['--ledgers', 'owner-1=' + os.path.join(d, 'empty-ledger'), L],
+                     ['--ledgers', 'owner-1', L]):
             expect_fail(dp, ['report'] + args)
             ncases += 1
         check(open(os.path.join(L, 'report.md')).read() == md_before, 'a failed report changed report.md')
