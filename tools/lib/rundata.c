@@ -3,6 +3,9 @@
  * (rundata.h). */
 #include "tools/lib/rundata.h"
 
+/* Room for "target NAME, N features" in a figure's context line. */
+#define DP_RUNDATA_CONTEXT_NAMES 160
+
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -479,26 +482,35 @@ void dp_rundata_run_context(const char *trace_path, const char *job, const char 
 		snprintf(jb, sizeof(jb), "run %s", run_name(d));
 	if (dataset) {
 		snprintf(ds, sizeof(ds), "dataset %s", dataset);
-	} else if (model && json_object_object_get_ex(model, "features", &v) &&
-		   json_object_is_type(v, json_type_array)) {
-		struct json_object *t = NULL;
-		const char *target = json_object_object_get_ex(model, "target", &t) &&
-			json_object_is_type(t, json_type_string) ? json_object_get_string(t) : NULL;
-
-		if (target)
-			snprintf(ds, sizeof(ds), "dataset: target %s, %zu features", target,
-				 json_object_array_length(v));
-		else
-			snprintf(ds, sizeof(ds), "dataset: %zu features", json_object_array_length(v));
-	} else if (ck && json_object_object_get_ex(ck, "job", &v) &&
-		   json_object_is_type(v, json_type_object)) {
-		/* Without feature names the learner knows the size of the data. */
+	} else {
+		char size_s[96] = "", names[DP_RUNDATA_CONTEXT_NAMES] = "";
 		struct json_object *n = NULL, *pp = NULL;
 
-		if (json_object_object_get_ex(v, "n_total", &n) &&
+		/* The size the learner knows, and the names the owners agreed on
+		 * when model.json records them. */
+		if (ck && json_object_object_get_ex(ck, "job", &v) &&
+		    json_object_is_type(v, json_type_object) &&
+		    json_object_object_get_ex(v, "n_total", &n) &&
 		    json_object_object_get_ex(v, "p", &pp))
-			snprintf(ds, sizeof(ds), "dataset: %" PRId64 " rows, %" PRId64 " coefficients",
+			snprintf(size_s, sizeof(size_s), "%" PRId64 " rows, %" PRId64 " coefficients",
 				 json_object_get_int64(n), json_object_get_int64(pp));
+		if (model && json_object_object_get_ex(model, "features", &v) &&
+		    json_object_is_type(v, json_type_array)) {
+			struct json_object *t = NULL;
+			const char *target = json_object_object_get_ex(model, "target", &t) &&
+				json_object_is_type(t, json_type_string) ?
+				json_object_get_string(t) : NULL;
+
+			if (target)
+				snprintf(names, sizeof(names), "target %s, %zu features", target,
+					 json_object_array_length(v));
+			else
+				snprintf(names, sizeof(names), "%zu features",
+					 json_object_array_length(v));
+		}
+		if (size_s[0] || names[0])
+			snprintf(ds, sizeof(ds), "dataset: %s%s%s", size_s,
+				 size_s[0] && names[0] ? "; " : "", names);
 	}
 	snprintf(buf, size, "%s%s%s", jb, jb[0] && ds[0] ? "; " : "", ds);
 	json_object_put(model);
