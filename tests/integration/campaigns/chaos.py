@@ -191,13 +191,24 @@ def trial(bindir, shim, shared, d, rng, n, cache):
         if kind in ('owner-time', 'learner-time', 'sync-owner', 'sync-learner', 'spent'):
             to_learner = kind in ('learner-time', 'sync-learner') or (
                 kind == 'spent' and victim == 'learner')
-            # A sync job is longer (3 (T - 1) answers in rounds): a later moment.
-            delay = rng.uniform(0.0, 0.4 if kind.startswith('sync') else 0.2)
             if kind == 'sync-owner':
                 sig = rng.choice([signal.SIGTERM, signal.SIGKILL])
             rec.update(target='learner' if to_learner else 'owner-%d' % j,
-                       delay=round(delay, 4), signal=signal.Signals(sig).name)
-            time.sleep(delay)
+                       signal=signal.Signals(sig).name)
+            if kind in ('owner-time', 'learner-time'):
+                delay = rng.uniform(0.0, 0.2)
+                rec['delay'] = round(delay, 4)
+                time.sleep(delay)
+            else:
+                # The new kinds stop a process after a uniform number of
+                # applied answers (a random moment lands mostly in the
+                # handshakes): 0 .. 3 (T - 1) - 1 in sync, 0 .. T - 1.
+                n_at = rng.randint(0, 3 * (T - 1) - 1 if 'mode' in rec else T - 1)
+                rec['at_rows'] = n_at
+                end = time.time() + 30
+                while (time.time() < end and c.learner.poll() is None and
+                       len(c.trace_rows()) < n_at):
+                    time.sleep(0.002)
             p = c.learner if to_learner else owners[j]
             if p.poll() is None:
                 p.send_signal(sig)
