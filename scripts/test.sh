@@ -87,8 +87,34 @@ deploy_wait() {
 # fdatasync, a slow cblas_dgemv), hence verify_asan_link_order=0.
 # sim_freq_correction is left out here: a statistical test whose 30 s under
 # ASan re-run code that sim_parity and sim_converges already cover.
+# The ThreadSanitizer and fuzzing builds (below) compile while the ASan
+# tests run, which mostly wait on daemons; at nice 10 the tests keep the
+# CPU they ask for.  Each build's status is kept in DIR.rc.
+fuzz_targets=()
+for f in tests/fuzz/fuzz_*.c; do
+  n=$(basename "$f" .c)
+  [ "$n" = fuzz_util ] || fuzz_targets+=("tests/fuzz/$n")
+done
+later_builds() {
+  rm -rf build-tsan build-fuzz build-tsan.rc build-fuzz.rc
+  nice -n 10 scripts/build.sh build-tsan -Dbuildtype=debugoptimized -Db_sanitize=thread \
+    -Db_lundef=false -Dwerror=true >build-tsan.build.log 2>&1
+  echo $? >build-tsan.rc
+  CC=clang nice -n 10 meson setup build-fuzz -Dfuzz=true -Dtests=disabled \
+    -Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false \
+    -Dwerror=true >build-fuzz.build.log 2>&1 &&
+    nice -n 10 ninja -C build-fuzz "${fuzz_targets[@]}" >>build-fuzz.build.log 2>&1
+  echo $? >build-fuzz.rc
+}
+later_built() {   # build-dir: 0 when its background build succeeded
+  [ "$(cat "$1.rc" 2>/dev/null)" = 0 ] && return 0
+  tail -50 "$1.build.log"; failed=$((failed + 1)); return 1
+}
+
 if build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
      -Dwerror=true; then
+  later_builds &
+  later_pid=$!
   deploy_wait
   run_tests build-asan --suite unit --num-processes 2
   ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0 run_tests build-asan --num-processes 2 \
@@ -99,9 +125,13 @@ if build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=
     config_files plot_report e2e_lockout e2e_claims chaos iofault powercut privacy_audit soak churn sync_rounds \
     peer_refuse peer_cluster peer_restart peer_parity peer_parity_warm e2e_jobs e2e_reserve \
     exit_status e2e_squatter
+else
+  later_builds &
+  later_pid=$!
 fi
 
 deploy_wait
+wait "$later_pid"
 
 # ---- ThreadSanitizer (docs/tests.md §1) ----------------------------------
 # ownerd's threads (the answer's worker and the settle's fdatasync, both on
@@ -118,7 +148,7 @@ deploy_wait
 # under TSan at -O0), with nothing shared between threads to race on; they
 # run in the plain and ASan builds.
 tsan_tests=(ownerd ownerd_worker e2e_reserve e2e_modes e2e_jobs e2e_crash sim_inflight)
-if build build-tsan -Dbuildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false -Dwerror=true; then
+if later_built build-tsan; then
   tsan_reports=$PWD/build-tsan/tsan-reports
   mkdir -p "$tsan_reports"
   tsan_options=halt_on_error=1:second_deadlock_stack=1:log_path=$tsan_reports/report
@@ -134,19 +164,9 @@ fi
 
 # Fuzzing (docs/fuzz.md): every libFuzzer target of tests/fuzz, one test
 # each, over its seed corpus and then 10 s of mutations, in a clang
-# ASan+UBSan build of the targets alone (not the whole tree).
-fuzz_targets=()
-for f in tests/fuzz/fuzz_*.c; do
-  n=$(basename "$f" .c)
-  [ "$n" = fuzz_util ] || fuzz_targets+=("tests/fuzz/$n")
-done
-rm -rf build-fuzz
-if CC=clang meson setup build-fuzz -Dfuzz=true -Dtests=disabled -Dbuildtype=debugoptimized \
-     -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=true >build-fuzz.build.log 2>&1 &&
-   ninja -C build-fuzz "${fuzz_targets[@]}" >>build-fuzz.build.log 2>&1; then
+# ASan+UBSan build of the targets alone (not the whole tree), built above.
+if later_built build-fuzz; then
   run_tests build-fuzz --no-rebuild --suite fuzz --num-processes 2
-else
-  tail -50 build-fuzz.build.log; failed=$((failed + 1))
 fi
 
 echo "$passed passed, $failed failed"
