@@ -48,8 +48,13 @@ def tmpdir(name):
     d = tempfile.mkdtemp(prefix='dp-%s-' % name)
     return d
 
-def cleanup(d):
-    shutil.rmtree(d, ignore_errors=True)
+def cleanup(d, ok=True):
+    """Remove the work directory d; a failed test's (ok false) is kept and
+    named, for the post-mortem."""
+    if ok:
+        shutil.rmtree(d, ignore_errors=True)
+    else:
+        print('work directory kept:', d)
 
 def summary(outdir):
     with open(os.path.join(outdir, 'summary.json')) as f:

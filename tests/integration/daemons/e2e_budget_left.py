@@ -125,10 +125,7 @@ def partial(bindir):
         ok = True
     finally:
         c.close()
-        if ok:
-            cleanup(d)
-        else:
-            print('work directory kept:', d)
+        cleanup(d, ok)
 
 
 def spent(bindir):
@@ -173,10 +170,7 @@ def spent(bindir):
         ok = True
     finally:
         c.close()
-        if ok:
-            cleanup(d)
-        else:
-            print('work directory kept:', d)
+        cleanup(d, ok)
 
 
 def test(argv):

@@ -176,10 +176,7 @@ def test(argv):
     finally:
         for c in (c0, c1, c2):
             c.close()
-        if ok:
-            cleanup(d)
-        else:
-            print('work directory kept:', d)
+        cleanup(d, ok)
 
 
 if __name__ == '__main__':

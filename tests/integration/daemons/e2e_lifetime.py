@@ -302,10 +302,7 @@ def test(argv):
         ok = True
     finally:
         c.close()
-        if ok:
-            cleanup(d)
-        else:
-            print('work directory kept:', d)
+        cleanup(d, ok)
 
 
 if __name__ == '__main__':

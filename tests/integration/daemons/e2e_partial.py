@@ -45,10 +45,7 @@ def in_cluster(tag, bindir, body, **kw):
         ok = True
     finally:
         c.close()
-        if ok:
-            cleanup(d)
-        else:
-            print('work directory kept:', d)
+        cleanup(d, ok)
 
 
 def learner_log(c):

@@ -88,10 +88,7 @@ def test(argv):
         ok = True
     finally:
         c.close()
-        if ok:
-            cleanup(d)
-        else:
-            print('work directory kept:', d)
+        cleanup(d, ok)
 
 
 main(test)

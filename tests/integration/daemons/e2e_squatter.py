@@ -276,10 +276,7 @@ def test(argv):
         if sq is not None:
             sq.close()
         c.close()
-        if ok:
-            cleanup(d)
-        else:
-            print('work directory kept:', d)
+        cleanup(d, ok)
 
 
 if __name__ == '__main__':

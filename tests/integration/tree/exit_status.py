@@ -436,10 +436,7 @@ def test(argv):
         ownerd_cases(K, learnerd, ownerd, d)
         ok = True
     finally:
-        if ok:
-            cleanup(d)
-        else:
-            print('work directory kept:', d)
+        cleanup(d, ok)
     print('%d cases, each as the table says: %s' % (
         K.n, ', '.join('%s %d' % kv for kv in sorted(K.by_binary.items()))))
 
