@@ -203,8 +203,10 @@ int dp_noise_discrete_laplace(dp_bitsource *src, double t, int64_t *out)
  * A trial reads its 2n + 1 words in one fill (ties aside) and does the
  * same arithmetic whatever Y is: the exponent is kept in
  * [2^-52, DGAUSS_ZMAX], where exp takes its one ordinary path, and an
- * exponent beyond DGAUSS_ZMAX rejects (the tail cut of docs/noise.md §6).  Rejected trials are independent of the accepted
- * value, so only the accepting trial's work matters, and it is fixed. */
+ * exponent beyond DGAUSS_ZMAX rejects (the tail cut of docs/noise.md §6).
+ * Rejected trials are independent of the accepted value, so only the
+ * accepting trial's work matters, and it is fixed.  The digit table is
+ * the Laplace's, cached per thread for t. */
 #define DGAUSS_ZMAX 500.0
 /* Trials before giving up on the source: each accepts with probability
  * >= 0.44, so a working source needs more than this with probability
@@ -228,7 +230,7 @@ int dp_noise_discrete_gaussian(dp_bitsource *src, double sigma, int64_t *out)
 				    DP_NOISE_DGAUSS_SIGMA_MIN, DP_NOISE_DGAUSS_SIGMA_MAX);
 	/* t = floor(sigma) + 1 <= 2^46 + 1 is exact; lambda <= 1/t < 1/sigma. */
 	tb = table_for(floor(sigma) + 1.0, 1);
-	s = sigma * sigma * tb->lambda;  /* < sigma; relative error <= 2^-52 */
+	s = sigma * sigma * tb->lambda;  /* < sigma; two roundings */
 	for (int trial = 0; trial < DGAUSS_MAX_TRIALS && !accepted; trial++) {
 		int64_t a = 0, b = 0;
 		uint64_t sign;
@@ -244,7 +246,7 @@ int dp_noise_discrete_gaussian(dp_bitsource *src, double sigma, int64_t *out)
 		y = a - b;
 		/* |y| < 2^63 without a branch on the sign (a mask); exact as a
 		 * double whenever z <= ZMAX (sigma <= 2^46). */
-		sign = (uint64_t)(y >> 63);
+		sign = -((uint64_t)y >> 63);
 		r = ((double)(int64_t)(((uint64_t)y ^ sign) - sign) - s) / sigma;
 		z = 0.5 * (r * r);
 		/* + 2^-52 (not a clamp, which compiles to a branch on z) keeps

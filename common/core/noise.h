@@ -40,10 +40,12 @@ int dp_noise_discrete_laplace(dp_bitsource *src, double t, int64_t *out);
  * the output pmf P' is within a factor e^(+-DP_NOISE_DGAUSS_SLACK) of the
  * exact one at every integer, except on a tail of mass at most
  * DP_NOISE_DGAUSS_TAIL (|j| beyond about 32 sigma) that is never produced.
- * A mechanism releasing d such coordinates per answer pays, on top of its
- * exact (eps, delta), eps + 2 a and e^a delta + e^(eps + a) D tail with
- * a = eta * (coordinates over all answers), D = the same count
- * (docs/noise.md §6 "Slack").
+ * Over D coordinates in all (every answer's), an (eps, delta) guarantee of
+ * the exact mechanism becomes (eps + 2 D eta,
+ * e^(D eta) delta + e^(eps + D eta) D tail) with eta = DP_NOISE_DGAUSS_SLACK
+ * and tail = DP_NOISE_DGAUSS_TAIL (docs/noise.md §6 "Slack").  The caller
+ * rounds sigma up.  The digit table is cached per thread, as for the
+ * discrete Laplace.
  * Each trial reads 2n + 1 random 32-bit words (n from the discrete
  * Laplace's table for t = floor(sigma) + 1; plus more on a tie, probability
  * 2^-32 each); the number of trials (mean <= 2.25) is independent of the
