@@ -736,24 +736,8 @@ static void test_grid_bruteforce(void **state)
 
 static int setup(void **state)
 {
-	const char *env = getenv("DP_TEST_SEED");
-
 	(void)state;
-	if (env != NULL && *env != '\0') {
-		base_seed = strtoull(env, NULL, 0);
-	} else {
-		dp_csprng *r;
-		dp_bitsource s;
-
-		if (dp_rng_csprng_new(&r) != 0)
-			return -1;
-		s = dp_rng_csprng_bits(r);
-		if (dp_rng_u64(&s, &base_seed) != 0)
-			return -1;
-		dp_rng_csprng_destroy(r);
-	}
-	fprintf(stderr, "test_noise: DP_TEST_SEED=0x%016" PRIx64 "\n", base_seed);
-	return 0;
+	return stats_base_seed("test_noise", &base_seed);
 }
 
 int main(void)
