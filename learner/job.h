@@ -229,7 +229,8 @@ struct lrn_job {
 	char schema_fp[DP_FRAME_MAX_STR + 1];
 	char schema_from[DP_TLS_ID_MAX + 1];
 	uint8_t *schema_sum;       /* the summary of schema_fp, packed (NULL: not
-				    * yet heard; not in the checkpoint) */
+				    * yet heard; kept in the checkpoint since
+				    * version 4) */
 	size_t schema_sum_len;
 	dp_model model;
 	size_t N;
@@ -427,7 +428,7 @@ const double *lrn_state_output(const struct lrn_job *J);
 #define LRN_CHECKPOINT_FORMAT  "dpasync-learner-checkpoint"
 /* The format written; older ones are upgraded on load one version at a
  * time (docs/learnerd.md §5 "Versions"). */
-#define LRN_CHECKPOINT_VERSION 3
+#define LRN_CHECKPOINT_VERSION 4
 /* Write J's state (with the plan: a resumed job never re-plans) to
  * J->ckpt_path atomically; reserves the next block of query ids (final:
  * the job is over or stopping, no block needed).  Flushes and fsyncs the

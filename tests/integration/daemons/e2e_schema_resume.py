@@ -7,11 +7,13 @@ learnerd is resumed and a misconfigured owner-3 (its column x3 renamed x3b:
 another schema fingerprint) says Hello first.  It is refused with Goodbye
 SCHEMA_MISMATCH (it exits 2, naming the mismatch), the honest owner-1 and
 owner-2 are then admitted, the honest owner-3 rejoins and the job
-completes.
+completes.  owner-3's refusal says what differs (the feature x3b), from
+the job's schema summary kept in the checkpoint (version 4).
 
 On the code before: the checkpoint did not keep the fingerprint, the
 resumed learnerd took the first Hello's ("schema=... from the first owner
-id=owner-3"), and the honest owners got SCHEMA_MISMATCH and exited 2."""
+id=owner-3"), and the honest owners got SCHEMA_MISMATCH and exited 2; before version 4 the
+refusal named two fingerprints only."""
 import os, subprocess, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, tmpdir, cleanup, main
@@ -69,6 +71,11 @@ def test(argv):
         errors = [l for l in open(blog).read().splitlines() if ' error ' in l]
         check(rc == 2 and any('schema mismatch' in l for l in errors),
               'misconfigured owner-3: exit %s, %r' % (rc, errors))
+        # ... and told what differs, although no matching owner has said
+        # Hello since the resume: the checkpoint keeps the job's summary
+        # (docs/reliability.md §7.2, finding 9).
+        check(any('it differs in' in l and "'x3b'" in l for l in errors),
+              'the mismatch after a resume names no difference: %r' % errors)
         after = '\n'.join(log().splitlines()[before:])
         check('from the first owner id=owner-3' not in after,
               'the resumed learnerd took owner-3\'s schema:\n' + after[-2000:])
