@@ -13,10 +13,18 @@ the job's schema summary kept in the checkpoint (version 4).
 On the code before: the checkpoint did not keep the fingerprint, the
 resumed learnerd took the first Hello's ("schema=... from the first owner
 id=owner-3"), and the honest owners got SCHEMA_MISMATCH and exited 2; before version 4 the
-refusal named two fingerprints only."""
-import os, subprocess, sys, time
+refusal named two fingerprints only.
+
+`learnerd --public` checks its forecast against the owners' schema
+(docs/learnerd.md §3): a public.json made by `dpasync forecast` for target
+price (the same rows, the column renamed) stops learnerd before the plan,
+exit 2, with one line naming both targets; one made for y plans and the
+job completes; one without the names (written before they were recorded)
+is read with a warning.  On the code before, the first was planned from
+silently."""
+import json, os, subprocess, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
-from harness import Fail, check, tmpdir, cleanup, main
+from harness import Fail, check, run, tmpdir, cleanup, main
 from cluster import Cluster
 
 T = 300
@@ -29,6 +37,61 @@ def wait_for(what, fn, timeout=30):
             return
         time.sleep(0.05)
     raise Fail('timed out waiting for ' + what)
+
+
+def public_check(bindir, d, shared):
+    """learnerd --public against the owners' agreed schema."""
+    c = Cluster(bindir, d, owners=3, T=20, shared=shared)
+    try:
+        src = open(c.data(1)).read().splitlines()
+        check(src[0].split(',')[-1] == 'y', 'unexpected header %r' % src[0])
+        renamed = c.path('sample-price.csv')
+        open(renamed, 'w').write('\n'.join([src[0][:-1] + 'price'] + src[1:]) + '\n')
+        rows = ['--rows', '400,400,400', '--bias']
+        bad, good, old = c.path('bad.json'), c.path('good.json'), c.path('old.json')
+        open(bad, 'w').write(run([c.dp, 'forecast', '--sample', renamed, '--target', 'price']
+                                 + rows).stdout)
+        g = run([c.dp, 'forecast', '--sample', c.data(1), '--target', 'y'] + rows).stdout
+        open(good, 'w').write(g)
+        pub = json.loads(g)['public']
+        check(pub.get('target') == 'y' and pub.get('features') == src[0].split(',')[:-1] + ['bias'] and
+              pub['features'][-1] == 'bias', 'public.json names %r %r'
+              % (pub.get('target'), pub.get('features')))
+        del pub['target'], pub['features']
+        open(old, 'w').write(json.dumps({'public': pub}))
+
+        c.start_learner(['--public', bad])
+        owners = [c.start_owner(i) for i in (1, 2, 3)]
+        try:
+            rc = c.learner.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            raise Fail('learnerd planned from a forecast for another target')
+        for p in owners:
+            p.kill()
+            p.wait()
+        log = open(c.path('learnerd.log')).read()
+        errors = [l for l in log.splitlines() if ' error ' in l]
+        check(rc == 2 and any("its forecast is for target 'price', but the owners' schema has "
+                              "target 'y'" in l for l in errors),
+              '--public for price: exit %s, %r' % (rc, errors))
+        print('--public for price: exit 2 ("%s")' % errors[-1].split(' learner: ', 1)[-1][:160])
+
+        for f, tag in ((good, 'good'), (old, 'old')):
+            c.learner_log.close()
+            os.rename(c.path('learner'), c.path('learner-' + tag + '-before'))
+            c.start_learner(['--public', f])
+            owners = [c.start_owner(i, ledger=c.path(tag, 'owner-%d' % i, 'ledger'))
+                      for i in (1, 2, 3)]
+            out = c.wait_learner(timeout=60)
+            check('done k=20' in out, '--public %s: %r' % (tag, out))
+            for p in owners:
+                p.wait(timeout=30)
+        log = open(c.path('learnerd.log')).read()
+        check(log.count('names no target or features') == 1,
+              'no warning for the old public.json')
+        print('--public for y, and one without names (a warning): both jobs done')
+    finally:
+        c.close()
 
 
 def test(argv):
@@ -92,6 +155,8 @@ def test(argv):
               'only owner-3 may be refused: %r' % refused)
         print('resumed: owner-3 (x3 -> x3b) refused with exit 2 ("%s"); owners 1-3 finished'
               % errors[-1].split(' owner: ', 1)[-1][:150])
+        c.close()
+        public_check(argv[0], os.path.join(d, 'public'), d)
         ok = True
     finally:
         c.close()
