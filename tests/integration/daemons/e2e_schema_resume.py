@@ -21,8 +21,16 @@ price (the same rows, the column renamed) stops learnerd before the plan,
 exit 2, with one line naming both targets; one made for y plans and the
 job completes; one without the names (written before they were recorded)
 is read with a warning.  On the code before, the first was planned from
-silently."""
-import json, os, subprocess, sys, time
+silently.
+
+Prepared files carry their transform (docs/ownerd.md "Prepared data"):
+`dpasync prep` splits owner-1's rows for three owners; owner-3's copy has
+a schema.json whose feature 3 is scaled 2.1.  Run without --schema, owner-3
+is refused (exit 2, "feature 3 'x3': scale 2.1 vs ..."); with the same
+schema.json as the others it is admitted and the job completes.  On the
+code before, all three had the fingerprint of "no schema" and owner-3 was
+admitted."""
+import json, os, shutil, subprocess, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, run, tmpdir, cleanup, main
 from cluster import Cluster
@@ -37,6 +45,25 @@ def wait_for(what, fn, timeout=30):
             return
         time.sleep(0.05)
     raise Fail('timed out waiting for ' + what)
+
+
+def owner3_until_exit(c, data, timeout, admitted):
+    """ownerd owner-3 on `data` (--once) until it exits: its exit status and
+    error lines; Fail(admitted()) when it still runs after timeout s."""
+    os.makedirs(c.path('bad3'), exist_ok=True)
+    cmd = [c.ownerd, '--learner', '127.0.0.1:%d' % c.port, '--ca', c.certs() + '/ca.crt',
+           '--cert', c.certs() + '/owner-3.crt', '--key', c.certs() + '/owner-3.key',
+           '--data', data, '--bias', '--epsilon', '1', '--rate', '30',
+           '--ledger', c.path('bad3', 'ledger'), '--model-out', c.path('bad3', 'model.json'),
+           '--once']
+    blog = c.path('bad3', 'ownerd.log')
+    bad = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(blog, 'a'))
+    c.procs.append(bad)
+    try:
+        rc = bad.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise Fail(admitted())
+    return rc, [l for l in open(blog).read().splitlines() if ' error ' in l]
 
 
 def public_check(bindir, d, shared):
@@ -94,6 +121,39 @@ def public_check(bindir, d, shared):
         c.close()
 
 
+def prepared_check(bindir, d, shared):
+    """Owners of files prepared with different schemas, without --schema."""
+    os.makedirs(d, exist_ok=True)
+    os.symlink(os.path.join(shared, 'certs'), os.path.join(d, 'certs'))
+    c = Cluster(bindir, d, owners=3, T=20, shared=d)
+    try:
+        run([c.dp, 'prep', '--target', 'y', '--split', '3', '--out', c.path('data'),
+             os.path.join(shared, 'data', 'owner-1.csv')])
+        other = c.path('other')
+        os.makedirs(other)
+        shutil.copy(c.data(3), os.path.join(other, 'owner-3.csv'))
+        schema = json.load(open(c.path('data', 'schema.json')))
+        schema['columns'][2]['scale'] = 2.1
+        json.dump(schema, open(os.path.join(other, 'schema.json'), 'w'))
+
+        c.start_learner()
+        owners = [c.start_owner(i) for i in (1, 2)]
+        rc, errors = owner3_until_exit(
+            c, os.path.join(other, 'owner-3.csv'), 30,
+            lambda: 'owner-3, prepared with another schema, is still in the job')
+        check(rc == 2 and any("feature 3 'x3': scale 2.1 vs " in l for l in errors),
+              'owner-3 prepared with another schema: exit %s, %r' % (rc, errors))
+        owners.append(c.start_owner(3))
+        out = c.wait_learner(timeout=60)
+        check('done k=20' in out, 'owners prepared alike: %r' % out)
+        for i, p in enumerate(owners, 1):
+            check(p.wait(timeout=30) == 0, 'ownerd %d exited %s' % (i, p.returncode))
+        print('prepared with scale 2.1 for x3: refused ("%s"); prepared alike: done'
+              % errors[-1].split('it differs in ', 1)[-1][:80])
+    finally:
+        c.close()
+
+
 def test(argv):
     d = tmpdir('schema-resume')
     c = Cluster(argv[0], d, owners=3, rows=400, features=4, T=T)
@@ -117,21 +177,9 @@ def test(argv):
         c.start_learner(['--checkpoint-every', '5'], resume=True)
 
         # The misconfigured owner-3 says Hello first.
-        cmd = [c.ownerd, '--learner', '127.0.0.1:%d' % c.port, '--ca', c.certs() + '/ca.crt',
-               '--cert', c.certs() + '/owner-3.crt', '--key', c.certs() + '/owner-3.key',
-               '--data', renamed, '--bias', '--epsilon', '1', '--rate', '30',
-               '--ledger', c.path('bad3', 'ledger'), '--model-out', c.path('bad3', 'model.json'),
-               '--once']
-        os.makedirs(c.path('bad3'), exist_ok=True)
-        blog = c.path('bad3', 'ownerd.log')
-        bad = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(blog, 'a'))
-        c.procs.append(bad)
-        try:
-            rc = bad.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            raise Fail('the misconfigured owner-3 was admitted by the resumed learnerd:\n%s'
-                       % '\n'.join(log().splitlines()[before:])[-2000:])
-        errors = [l for l in open(blog).read().splitlines() if ' error ' in l]
+        rc, errors = owner3_until_exit(
+            c, renamed, 20, lambda: 'the misconfigured owner-3 was admitted by the resumed '
+            'learnerd:\n%s' % '\n'.join(log().splitlines()[before:])[-2000:])
         check(rc == 2 and any('schema mismatch' in l for l in errors),
               'misconfigured owner-3: exit %s, %r' % (rc, errors))
         # ... and told what differs, although no matching owner has said
@@ -157,6 +205,7 @@ def test(argv):
               % errors[-1].split(' owner: ', 1)[-1][:150])
         c.close()
         public_check(argv[0], os.path.join(d, 'public'), d)
+        prepared_check(argv[0], os.path.join(d, 'prepared'), d)
         ok = True
     finally:
         c.close()
