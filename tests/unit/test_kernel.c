@@ -246,20 +246,19 @@ static void test_grid_sum_matches_reference(void **state)
 	dp_kernel_select(NULL);
 }
 
-/* Semantics against exact clipping (long double, no margin): each row's
- * truncation loses less than one grid unit per coordinate, and the margin
- * changes a value by at most (p + 8) 2^-52 relative, so
- * |sum - sum of exact clipped gradients 2^k| < n + tiny per coordinate.
- * Also the bound |sum| <= n clip 2^k. */
-static void test_grid_sum_close_to_exact_clipping(void **state)
+/* Semantics against exact clipping (long double, no margin), in L1 or
+ * (l2) L2: each row's truncation loses less than one grid unit per
+ * coordinate, and the margin changes a value by at most (p + 8) 2^-52
+ * relative, so |sum - sum of exact clipped gradients 2^k| < n + tiny per
+ * coordinate.  Also the bound |sum| <= n clip 2^k. */
+static void close_to_exact(int l2, uint64_t seed, double clip)
 {
 	dp_simrng r;
 	const size_t n = 999, p = 12;
 	double theta[12], sum[12];
 	dp_dataset ds;
 
-	(void)state;
-	dp_simrng_seed(&r, 77);
+	dp_simrng_seed(&r, seed);
 	for (int m = 0; m < 3; m++) {
 		double *x = malloc(n * p * sizeof(double)), *y = malloc(n * sizeof(double));
 		for (size_t i = 0; i < n * p; i++)
@@ -270,26 +269,37 @@ static void test_grid_sum_close_to_exact_clipping(void **state)
 		assert_int_equal(dp_dataset_from_arrays(&ds, n, p, x, y, NULL), 0);
 		for (size_t q = 0; q < p; q++)
 			theta[q] = rnd_unif(&r) - 0.5;
-		double clip = 2.5;
 		int k;
-		assert_int_equal(dp_noise_grid_exponent(n, clip, INFINITY, &k), 0);
+		if (l2)
+			assert_int_equal(dp_noise_grid_exponent_l2(n, clip, 0.0, &k), 0);
+		else
+			assert_int_equal(dp_noise_grid_exponent(n, clip, INFINITY, &k), 0);
 
 		long double ex[12] = { 0 };
 		for (size_t j = 0; j < n; j++) {
-			long double t = 0, l1 = 0;
+			long double t = 0, nrm = 0;
 			for (size_t q = 0; q < p; q++) {
-				t += (long double)x[j * p + q] * theta[q];
-				l1 += fabsl((long double)x[j * p + q]);
+				long double v = x[j * p + q];
+
+				t += v * theta[q];
+				nrm += l2 ? v * v : fabsl(v);
 			}
+			if (l2)
+				nrm = sqrtl(nrm);
 			long double c = dp_model_coef(m, (double)t, y[j]);
-			long double s = fabsl(c) * l1 > clip ? clip / (fabsl(c) * l1) : 1.0L;
+			long double s = fabsl(c) * nrm > clip ? clip / (fabsl(c) * nrm) : 1.0L;
 			for (size_t q = 0; q < p; q++)
 				ex[q] += ldexpl(s * c * x[j * p + q], k);
 		}
 		for (size_t v = 0; v < DP_NVARIANTS; v++) {
 			if (!use_variant(v))
 				continue;
-			assert_int_equal(dp_kernel_clipped_grid_sum(m, &ds, theta, clip, k, sum, NULL), 0);
+			if (l2)
+				assert_int_equal(dp_kernel_clipped_grid_sum_l2(m, &ds, theta, clip, k, sum,
+									       NULL), 0);
+			else
+				assert_int_equal(dp_kernel_clipped_grid_sum(m, &ds, theta, clip, k, sum,
+									    NULL), 0);
 			for (size_t q = 0; q < p; q++) {
 				assert_true(fabs(sum[q]) <= ldexp((double)n * clip, k));
 				assert_true(sum[q] == trunc(sum[q]));
@@ -302,6 +312,18 @@ static void test_grid_sum_close_to_exact_clipping(void **state)
 		free(y);
 	}
 	dp_kernel_select(NULL);
+}
+
+static void test_grid_sum_close_to_exact_clipping(void **state)
+{
+	(void)state;
+	close_to_exact(0, 77, 2.5);
+}
+
+static void test_l2_close_to_exact(void **state)
+{
+	(void)state;
+	close_to_exact(1, 78, 1.5);
 }
 
 /* The sensitivity bound on the doubles actually used: every row's integer
@@ -591,41 +613,41 @@ static void test_variant_choice(void **state)
 	dp_kernel_select(NULL);
 }
 
-static void test_grid_sum_invalid(void **state)
+typedef int (*kernel_fn)(dp_model m, const dp_dataset *ds, const double *theta, double clip,
+			 int k, double *sum, size_t *dropped);
+
+static void invalid_args(kernel_fn kernel)
 {
 	double x[6] = { 1, 2, 3, 4, 5, 6 }, y[3] = { 1, -1, 1 }, theta[2] = { 0.1, 0.2 };
 	double sum[2] = { 42.0, 43.0 };
 	dp_dataset ds;
 	size_t dropped = 99;
 
-	(void)state;
 	assert_int_equal(dp_dataset_from_arrays(&ds, 3, 2, x, y, NULL), 0);
-	assert_int_equal(dp_kernel_clipped_grid_sum(DP_MODEL_LINEAR, &ds, theta, 0.0, 10, sum,
-						   &dropped), DP_EINVAL);
-	assert_int_equal(dp_kernel_clipped_grid_sum(DP_MODEL_LINEAR, &ds, theta, -1.0, 10, sum,
-						   &dropped), DP_EINVAL);
-	assert_int_equal(dp_kernel_clipped_grid_sum(DP_MODEL_LINEAR, &ds, theta, NAN, 10, sum,
-						   &dropped), DP_EINVAL);
-	assert_int_equal(dp_kernel_clipped_grid_sum(DP_MODEL_LINEAR, &ds, theta, INFINITY, 10, sum,
-						   &dropped), DP_EINVAL);
+	assert_int_equal(kernel(DP_MODEL_LINEAR, &ds, theta, 0.0, 10, sum, &dropped), DP_EINVAL);
+	assert_int_equal(kernel(DP_MODEL_LINEAR, &ds, theta, -1.0, 10, sum, &dropped), DP_EINVAL);
+	assert_int_equal(kernel(DP_MODEL_LINEAR, &ds, theta, NAN, 10, sum, &dropped), DP_EINVAL);
+	assert_int_equal(kernel(DP_MODEL_LINEAR, &ds, theta, INFINITY, 10, sum, &dropped), DP_EINVAL);
 	theta[1] = NAN;
-	assert_int_equal(dp_kernel_clipped_grid_sum(DP_MODEL_LINEAR, &ds, theta, 1.0, 10, sum,
-						   &dropped), DP_EINVAL);
+	assert_int_equal(kernel(DP_MODEL_LINEAR, &ds, theta, 1.0, 10, sum, &dropped), DP_EINVAL);
 	theta[1] = INFINITY;
-	assert_int_equal(dp_kernel_clipped_grid_sum(DP_MODEL_LINEAR, &ds, theta, 1.0, 10, sum,
-						   &dropped), DP_EINVAL);
+	assert_int_equal(kernel(DP_MODEL_LINEAR, &ds, theta, 1.0, 10, sum, &dropped), DP_EINVAL);
 	theta[1] = 0.2;
 	/* 3 rows * clip 1 * 2^51 > 2^52: the exact-sum guarantee would break */
-	assert_int_equal(dp_kernel_clipped_grid_sum(DP_MODEL_LINEAR, &ds, theta, 1.0, 51, sum,
-						   &dropped), DP_EINVAL);
+	assert_int_equal(kernel(DP_MODEL_LINEAR, &ds, theta, 1.0, 51, sum, &dropped), DP_EINVAL);
 	assert_float_equal(sum[0], 42.0, 0);
 	assert_float_equal(sum[1], 43.0, 0);
 	assert_int_equal(dropped, 99);
 	/* 3 * 1 * 2^50 <= 2^52 is fine */
-	assert_int_equal(dp_kernel_clipped_grid_sum(DP_MODEL_LINEAR, &ds, theta, 1.0, 50, sum,
-						   &dropped), 0);
+	assert_int_equal(kernel(DP_MODEL_LINEAR, &ds, theta, 1.0, 50, sum, &dropped), 0);
 	assert_int_equal(dropped, 0);
 	dp_dataset_free(&ds);
+}
+
+static void test_grid_sum_invalid(void **state)
+{
+	(void)state;
+	invalid_args(dp_kernel_clipped_grid_sum);
 }
 
 /* ---- L2 clipping (docs/privacy.md §6 "Clipping in L2") ---------------- */
@@ -891,86 +913,11 @@ static void test_l2_exact_check_shrinks(void **state)
 	dp_kernel_select(NULL);
 }
 
-/* Semantics against exact L2 clipping in long double (no margin): each
- * coordinate of a row loses less than one grid unit to truncation and the
- * margin moves it by at most (p + 8) 2^-52 relative, so
- * |sum - exact| < n + 1e-9 n clip 2^k per coordinate; and |sum| <= n clip 2^k. */
-static void test_l2_close_to_exact(void **state)
-{
-	dp_simrng r;
-	const size_t n = 999, p = 12;
-	double theta[12], sum[12];
-	dp_dataset ds;
-
-	(void)state;
-	dp_simrng_seed(&r, 78);
-	for (int m = 0; m < 3; m++) {
-		double *x = malloc(n * p * sizeof(double)), *y = malloc(n * sizeof(double));
-		long double ex[12] = { 0 };
-		double clip = 1.5;
-		int k;
-
-		assert_true(x != NULL && y != NULL);
-		for (size_t i = 0; i < n * p; i++)
-			x[i] = (rnd_unif(&r) - 0.5) * exp(4.0 * rnd_unif(&r));
-		for (size_t j = 0; j < n; j++)
-			y[j] = m == DP_MODEL_LINEAR ? 5.0 * (rnd_unif(&r) - 0.5)
-						    : (rnd_below(&r, 2) ? 1.0 : -1.0);
-		assert_int_equal(dp_dataset_from_arrays(&ds, n, p, x, y, NULL), 0);
-		for (size_t q = 0; q < p; q++)
-			theta[q] = rnd_unif(&r) - 0.5;
-		assert_int_equal(dp_noise_grid_exponent_l2(n, clip, 0.0, &k), 0);
-		for (size_t j = 0; j < n; j++) {
-			long double t = 0, l2 = 0;
-			for (size_t q = 0; q < p; q++) {
-				t += (long double)x[j * p + q] * theta[q];
-				l2 += (long double)x[j * p + q] * x[j * p + q];
-			}
-			long double c = dp_model_coef(m, (double)t, y[j]), nrm = sqrtl(l2);
-			long double sc = fabsl(c) * nrm > clip ? clip / (fabsl(c) * nrm) : 1.0L;
-			for (size_t q = 0; q < p; q++)
-				ex[q] += ldexpl(sc * c * x[j * p + q], k);
-		}
-		for (size_t v = 0; v < DP_NVARIANTS; v++) {
-			if (!use_variant(v))
-				continue;
-			assert_int_equal(dp_kernel_clipped_grid_sum_l2(m, &ds, theta, clip, k, sum, NULL), 0);
-			for (size_t q = 0; q < p; q++) {
-				assert_true(fabs(sum[q]) <= ldexp((double)n * clip, k));
-				assert_true(sum[q] == trunc(sum[q]));
-				assert_true(fabsl((long double)sum[q] - ex[q]) <
-					    (long double)n + 1e-9L * ldexpl(n * clip, k));
-			}
-		}
-		dp_dataset_free(&ds);
-		free(x);
-		free(y);
-	}
-	dp_kernel_select(NULL);
-}
-
 /* The L1 kernel's argument checks hold for the L2 one. */
 static void test_l2_invalid(void **state)
 {
-	double x[6] = { 1, 2, 3, 4, 5, 6 }, y[3] = { 1, -1, 1 }, theta[2] = { 0.1, 0.2 };
-	double sum[2] = { 42.0, 43.0 };
-	dp_dataset ds;
-	size_t dropped = 99;
-
 	(void)state;
-	assert_int_equal(dp_dataset_from_arrays(&ds, 3, 2, x, y, NULL), 0);
-	assert_int_equal(dp_kernel_clipped_grid_sum_l2(DP_MODEL_LINEAR, &ds, theta, 0.0, 10, sum,
-						       &dropped), DP_EINVAL);
-	assert_int_equal(dp_kernel_clipped_grid_sum_l2(DP_MODEL_LINEAR, &ds, theta, INFINITY, 10, sum,
-						       &dropped), DP_EINVAL);
-	assert_int_equal(dp_kernel_clipped_grid_sum_l2(DP_MODEL_LINEAR, &ds, theta, 1.0, 51, sum,
-						       &dropped), DP_EINVAL);
-	theta[1] = NAN;
-	assert_int_equal(dp_kernel_clipped_grid_sum_l2(DP_MODEL_LINEAR, &ds, theta, 1.0, 10, sum,
-						       &dropped), DP_EINVAL);
-	assert_float_equal(sum[0], 42.0, 0);
-	assert_int_equal(dropped, 99);
-	dp_dataset_free(&ds);
+	invalid_args(dp_kernel_clipped_grid_sum_l2);
 }
 
 int main(void)
