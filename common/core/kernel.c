@@ -248,8 +248,9 @@ int dp_kernel_select(const char *name)
 }
 
 /* floor((clip 2^k)^2) exactly: clip = mc 2^(ec-53) with mc < 2^53, so the
- * square is mc^2 2^(2(ec-53+k)), mc^2 < 2^106; the caller has checked
- * clip 2^k <= 2^52. */
+ * square is mc^2 2^(2(ec-53+k)), mc^2 < 2^106.  With a row, the caller's
+ * check n clip 2^k <= 2^52 makes the shift <= 0; without one (n = 0) the
+ * value is not used, and saturates instead of shifting past 128 bits. */
 static unsigned __int128 clip_square(double clip, int k)
 {
 	int ec, sh;
@@ -257,6 +258,8 @@ static unsigned __int128 clip_square(double clip, int k)
 	unsigned __int128 sq = (unsigned __int128)mc * mc;
 
 	sh = 2 * (ec - 53 + k);
+	if (sh > 20)
+		return ~(unsigned __int128)0;
 	if (sh >= 0)
 		return sq << sh;
 	return -sh >= 128 ? 0 : sq >> -sh;
