@@ -343,3 +343,29 @@ int dp_noise_grid_exponent(size_t n, double clip, double eps_q, int *k)
 	*k = (int)kk;
 	return 0;
 }
+
+/* The first condition is the L1 one (same bound per coordinate); the
+ * second, sigma = fs 2^es with fs in [1/2, 1): fs 2^(es+k) <= 2^50 holds
+ * for es + k <= 50, and for es + k = 51 only when fs = 1/2. */
+int dp_noise_grid_exponent_l2(size_t n, double clip, double sigma, int *k)
+{
+	int kk, es, rc;
+	double fs;
+
+	DP_REQUIRE(k != NULL);
+	if (!(sigma >= 0.0) || !isfinite(sigma))
+		return dp_error_set(DP_EINVAL, "grid: sigma %g is not a finite number >= 0", sigma);
+	rc = dp_noise_grid_exponent(n, clip, INFINITY, &kk);
+	if (rc != 0)
+		return rc;
+	if (sigma > 0.0) {
+		long ks;
+
+		fs = frexp(sigma, &es);
+		ks = 50L - es + (fs == 0.5 ? 1 : 0);   /* >= -974: sigma <= DBL_MAX */
+		if (ks < kk)
+			kk = (int)ks;
+	}
+	*k = kk;
+	return 0;
+}

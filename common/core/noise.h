@@ -88,4 +88,19 @@ double dp_noise_div_up(double num, double den);
 #define DP_NOISE_GRID_KMIN (-1022)
 int dp_noise_grid_exponent(size_t n, double clip, double eps_q, int *k);
 
+/* The grid exponent for an answer with Gaussian noise (L2 clip bound
+ * `clip`, noise standard deviation `sigma` in the answer's units, 0: no
+ * noise; docs/privacy.md §6 "Clipping in L2").  *k is the largest integer
+ * k <= DP_NOISE_GRID_KMAX such that, in exact arithmetic,
+ *     n * clip * 2^k <= 2^52        (|q_i| <= clip 2^k per coordinate under
+ *                                    L2 too: every partial sum is exact)
+ *     sigma * 2^k <= DP_NOISE_GRID_SIGMA_MAX   (the discrete Gaussian's
+ *                                    scale in grid units, within the
+ *                                    sampler's range)
+ * Public settings only.  Errors: DP_EINVAL (n == 0, clip not finite or
+ * <= 0, sigma NaN, infinite or < 0), DP_ERANGE (k below
+ * DP_NOISE_GRID_KMIN).  *k untouched on failure. */
+#define DP_NOISE_GRID_SIGMA_MAX 0x1p50
+int dp_noise_grid_exponent_l2(size_t n, double clip, double sigma, int *k);
+
 #endif
