@@ -345,8 +345,10 @@ int dp_noise_grid_exponent(size_t n, double clip, double eps_q, int *k)
 }
 
 /* The first condition is the L1 one (same bound per coordinate); the
- * second, sigma = fs 2^es with fs in [1/2, 1): fs 2^(es+k) <= 2^50 holds
- * for es + k <= 50, and for es + k = 51 only when fs = 1/2. */
+ * second, sigma = fs 2^es with fs in [1/2, 1): fs 2^(es+k) <= 2^46 (the
+ * sampler's largest sigma) holds for es + k <= 46, and for es + k = 47
+ * only when fs = 1/2. */
+_Static_assert(DP_NOISE_GRID_SIGMA_MAX == 0x1p46, "the exponent below is log2 of it");
 int dp_noise_grid_exponent_l2(size_t n, double clip, double sigma, int *k)
 {
 	int kk, es, rc;
@@ -362,7 +364,7 @@ int dp_noise_grid_exponent_l2(size_t n, double clip, double sigma, int *k)
 		long ks;
 
 		fs = frexp(sigma, &es);
-		ks = 50L - es + (fs == 0.5 ? 1 : 0);   /* >= -974: sigma <= DBL_MAX */
+		ks = 46L - es + (fs == 0.5 ? 1 : 0);   /* >= -978: sigma <= DBL_MAX */
 		if (ks < kk)
 			kk = (int)ks;
 	}

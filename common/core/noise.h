@@ -89,8 +89,8 @@ double dp_noise_div_up(double num, double den);
 int dp_noise_grid_exponent(size_t n, double clip, double eps_q, int *k);
 
 /* The grid exponent for an answer with Gaussian noise (L2 clip bound
- * `clip`, noise standard deviation `sigma` in the answer's units, 0: no
- * noise; docs/privacy.md §6 "Clipping in L2").  *k is the largest integer
+ * `clip`, standard deviation `sigma` of the noise on the sum of the n
+ * clipped gradients, before the division by n; 0: no noise; docs/privacy.md §6 "Clipping in L2").  *k is the largest integer
  * k <= DP_NOISE_GRID_KMAX such that, in exact arithmetic,
  *     n * clip * 2^k <= 2^52        (|q_i| <= clip 2^k per coordinate under
  *                                    L2 too: every partial sum is exact)
@@ -100,7 +100,7 @@ int dp_noise_grid_exponent(size_t n, double clip, double eps_q, int *k);
  * Public settings only.  Errors: DP_EINVAL (n == 0, clip not finite or
  * <= 0, sigma NaN, infinite or < 0), DP_ERANGE (k below
  * DP_NOISE_GRID_KMIN).  *k untouched on failure. */
-#define DP_NOISE_GRID_SIGMA_MAX 0x1p50
+#define DP_NOISE_GRID_SIGMA_MAX DP_NOISE_DGAUSS_SIGMA_MAX
 int dp_noise_grid_exponent_l2(size_t n, double clip, double sigma, int *k);
 
 #endif

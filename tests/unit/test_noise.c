@@ -735,7 +735,7 @@ static void test_grid_bruteforce(void **state)
 }
 
 /* The Gaussian answer's grid exponent: hand-worked values from
- * n clip 2^k <= 2^52 and sigma 2^k <= 2^50, then against a brute-force
+ * n clip 2^k <= 2^52 and sigma 2^k <= 2^46, then against a brute-force
  * search in long double (exact: a 53-bit mantissa times n < 2^11). */
 static void test_grid_l2(void **state)
 {
@@ -747,19 +747,19 @@ static void test_grid_l2(void **state)
 	assert_int_equal(k, 40);                 /* no noise: 52, capped */
 	assert_int_equal(dp_noise_grid_exponent_l2(10000, 1.0, 0.0, &k), 0);
 	assert_int_equal(k, 38);                 /* 2^52 / 10^4 = 2^38.7 */
-	assert_int_equal(dp_noise_grid_exponent_l2(1, 1.0, 0x1p10, &k), 0);
-	assert_int_equal(k, 40);                 /* 2^50 exactly */
-	assert_int_equal(dp_noise_grid_exponent_l2(1, 1.0, 0x1p11, &k), 0);
+	assert_int_equal(dp_noise_grid_exponent_l2(1, 1.0, 0x1p6, &k), 0);
+	assert_int_equal(k, 40);                 /* 2^46 exactly */
+	assert_int_equal(dp_noise_grid_exponent_l2(1, 1.0, 0x1p7, &k), 0);
 	assert_int_equal(k, 39);
-	assert_int_equal(dp_noise_grid_exponent_l2(1, 1.0, nextafter(0x1p11, INFINITY), &k), 0);
+	assert_int_equal(dp_noise_grid_exponent_l2(1, 1.0, nextafter(0x1p7, INFINITY), &k), 0);
 	assert_int_equal(k, 38);
 	assert_int_equal(dp_noise_grid_exponent_l2(1, 1.0, 3.0e6, &k), 0);
-	assert_int_equal(k, 28);                 /* 2^50 / 3e6 = 2^28.5 */
+	assert_int_equal(k, 24);                 /* 2^46 / 3e6 = 2^24.5 */
 	assert_int_equal(dp_noise_grid_exponent_l2(1, 1.0, 1e-300, &k), 0);
 	assert_int_equal(k, 40);
 	k = 1234;
 	assert_int_equal(dp_noise_grid_exponent_l2(1, 1.0, DBL_MAX, &k), 0);
-	assert_int_equal(k, -974);               /* 2^50 / 2^1024 */
+	assert_int_equal(k, -978);               /* 2^46 / 2^1024 */
 	k = 1234;
 	assert_int_equal(dp_noise_grid_exponent_l2(SIZE_MAX, DBL_MAX, 0.0, &k), DP_ERANGE);
 	assert_int_equal(dp_noise_grid_exponent_l2(0, 1.0, 1.0, &k), DP_EINVAL);
@@ -783,7 +783,7 @@ static void test_grid_l2(void **state)
 		sigma = it % 5 == 0 ? 0.0 : ldexp(it % 7 == 0 ? 0.5 : 0.5 + u2, (int)(it % 81) - 20);
 		for (int kk = DP_NOISE_GRID_KMAX; kk >= -200; kk--) {
 			if ((long double)n * ldexpl((long double)clip, kk) <= 0x1p52L &&
-			    ldexpl((long double)sigma, kk) <= 0x1p50L) {
+			    ldexpl((long double)sigma, kk) <= 0x1p46L) {
 				want = kk;
 				break;
 			}
