@@ -939,3 +939,19 @@ uint64_t dp_ledger_rho_pure_nano(const dp_ledger *l)
 	DP_REQUIRE(l != NULL);
 	return l->rho_pure;
 }
+
+void dp_ledger_totals(const dp_ledger *l, dp_zcdp_totals *t)
+{
+	DP_REQUIRE(l != NULL && t != NULL);
+	memset(t, 0, sizeof(*t));
+	if (l->unit == DP_LEDGER_UNIT_EPS) {
+		t->eps_pure = l->total;
+		t->rho_pure = l->rho_pure;
+		return;
+	}
+	t->rho_gauss = l->total;
+	if (l->count != 0 && l->slack_nano > DP_NANO_MAX / l->count)
+		t->slack = DP_NANO_INF;
+	else
+		t->slack = l->slack_nano * l->count;
+}

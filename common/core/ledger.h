@@ -42,6 +42,7 @@
 #include <stdint.h>
 
 #include "common/core/nano.h"
+#include "common/core/zcdp.h"
 
 typedef struct dp_ledger dp_ledger;
 
@@ -266,6 +267,11 @@ uint64_t dp_ledger_slack_nano(const dp_ledger *l);
  * nano-rho ledger.  A record that also reserves a share counts as one
  * answer of its whole charge, which is never less. */
 uint64_t dp_ledger_rho_pure_nano(const dp_ledger *l);
+/* The ledger's spending for the lifetime bound (docs/ledger.md §8, the
+ * fields of zcdp.h): a nano-epsilon ledger {spent, dp_ledger_rho_pure_nano,
+ * 0, 0}; a nano-rho one {0, 0, spent, slack per answer x answers}, the
+ * answers counting every share that may have left (saturating). */
+void dp_ledger_totals(const dp_ledger *l, dp_zcdp_totals *t);
 /* 1 if a write or sync failed (the ledger refuses everything), else 0. */
 int dp_ledger_failed(const dp_ledger *l);
 
