@@ -362,6 +362,7 @@ int own_budget_open(struct own_budget *b, const struct own_budget_config *cfg)
 	init.lifetime_nano = want;
 	init.program = "ownerd";
 	init.reason = NULL;
+	init.lifetime_delta = 0.0;   /* pure epsilon-DP until the owner sets one (docs/ledger.md §11) */
 	if (cfg->check_only) {
 		/* Verify what exists, create nothing, take no lock. */
 		r = access(cfg->path, F_OK) != 0 ? 0 :

@@ -96,6 +96,7 @@ static int change(void *arg)
 	init.lifetime_nano = nano;
 	init.program = o->program;
 	init.reason = o->reason;
+	init.lifetime_delta = 0.0;
 	rc = dp_ledgerset_open(dir, NULL, flags, &init, &s);
 	if (rc == DP_ESTATE)
 		rc = dp_error_set(DP_ESTATE, "ledger directory %s is in use by another process: stop "
