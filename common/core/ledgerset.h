@@ -2,17 +2,20 @@
 /* An owner's ledgers across jobs: one directory, one ledger file per job
  * (docs/ledger.md §8 "Jobs and the lifetime budget").
  *
- * Each job keeps its own dp_ledger (ledger.h, file format 1, unchanged): its
- * header binds "owner=<id> job=<job>", the job's epsilon cap and its answer
- * cap K, and its records are that job's answers with that job's request
- * ids.  What the whole dataset has spent -- the lifetime total that
- * `lifetime-epsilon` bounds -- is the sum of the job files' totals, so it is
- * as durable as each file's records and needs no file of its own: a crash
- * can lose nothing that a job ledger did not lose.
+ * Each job keeps its own dp_ledger (ledger.h): its header binds
+ * "owner=<id> job=<job>", the job's mechanism and unit (Laplace in
+ * nano-epsilon, Gaussian in nano-rho), its cap and its answer cap K, and
+ * its records are that job's answers with that job's request ids.  What
+ * the whole dataset has spent -- what `lifetime-epsilon` bounds -- is
+ * computed from the job files' totals (the sum for Laplace only, the
+ * bound of docs/ledger.md §8 over both mechanisms), so it is as durable
+ * as each file's records and needs no file of its own: a crash can lose
+ * nothing that a job ledger did not lose.
  *
  * The directory holds `job-<name>.ledger` files, a `format` file with the
  * directory's format version, a `lifetime` file with the lifetime cap and
- * the history of its changes (format 3), and a `lock` file.  A writable set
+ * the history of its changes (format 3; and the lifetime delta, format
+ * 4), and a `lock` file.  A writable set
  * holds the directory itself with flock(2) for its whole life (and the
  * `lock` file too, for daemons from before the directory lock), so two
  * daemons can never spend the same dataset's budget side by side: removing
