@@ -547,8 +547,9 @@ static void test_closed_rollback(void **state)
 static void test_gauges(void **state)
 {
 	static const char *const job_id[] = { "job_id", NULL }, *const unbound[] = { "" };
-	struct dp_metric_family *fs, *fl;
-	struct dp_metric *cap, *lspent, *lleft;
+	static const char *const delta[] = { "delta", NULL }, *const pure[] = { "0" };
+	struct dp_metric_family *fs, *fl, *fd;
+	struct dp_metric *cap, *lspent, *lleft, *lrho;
 	struct own_budget_status st;
 	struct dp_metrics *reg;
 	struct budget_fx f;
@@ -563,7 +564,12 @@ static void test_gauges(void **state)
 	assert_int_equal(dp_metrics_gauge(reg, "cap", "", &cap), 0);
 	assert_int_equal(dp_metrics_gauge(reg, "lspent", "", &lspent), 0);
 	assert_int_equal(dp_metrics_gauge(reg, "lleft", "", &lleft), 0);
+	assert_int_equal(dp_metrics_gauge(reg, "lrho", "", &lrho), 0);
+	assert_int_equal(dp_metrics_family(reg, DP_METRIC_GAUGE, "latdelta", "", delta, NULL, 0,
+					   &fd), 0);
 	budget_fx_init(&f, "gauges", 1.0, 1.5);
+	assert_int_equal(dp_metrics_series(fd, pure, &f.cfg.life_at_delta), 0);
+	f.cfg.life_rho = lrho;
 	assert_int_equal(dp_metrics_series(fs, unbound, &f.cfg.spent), 0);
 	assert_int_equal(dp_metrics_series(fl, unbound, &f.cfg.left), 0);
 	f.cfg.life_cap = cap;
@@ -579,6 +585,9 @@ static void test_gauges(void **state)
 	assert_non_null(strstr(text, "left{job_id=\"J1\"} 0.75\n"));
 	assert_non_null(strstr(text, "\nlspent 0.25\n"));
 	assert_non_null(strstr(text, "\nlleft 1.25\n"));
+	/* as zCDP 0.25^2 / 2; the spent epsilon at the lifetime delta 0 */
+	assert_non_null(strstr(text, "\nlrho 0.03125\n"));
+	assert_non_null(strstr(text, "\nlatdelta{delta=\"0\"} 0.25\n"));
 	free(text);
 	assert_int_equal(own_budget_bind(&f.b, "J2", 4), 0);
 	assert_int_equal(dp_metrics_render(reg, &text, &len), 0);
