@@ -6,7 +6,9 @@
  * {magic, seq, k, charge, new total, count, time, header CRC, CRC}.  The log
  * of records is the whole state; docs/ledger.md gives the byte layout.
  *
- * Budget is kept in integer nano-epsilon (1e-9 epsilon, nano.h): every
+ * Budget is kept in integer nano units of the file's mechanism (ledger
+ * units below: nano-epsilon for Laplace, nano-rho for Gaussian answers,
+ * docs/ledger.md §2), written here as nano-epsilon (1e-9 epsilon, nano.h): every
  * charge is rounded UP to the next nano-epsilon and the cap DOWN, from the
  * exact binary value of the double, so the ledger never under-counts;
  * DP_NANO_INF stands for "infinite" (only with DP_LEDGER_ALLOW_INF).  A
