@@ -10,8 +10,7 @@
 
 /* The rounding margin, in units of DBL_EPSILON / 2 relative to the sum of
  * the magnitudes of the terms (docs/zcdp.md §4: the analysed error is below
- * 9 of them when log and log1p are within 1 ulp; 32 leaves room for libms
- * within 2 ulps). */
+ * 9 of them when log and log1p are within 1 ulp, 12 within 2 ulps). */
 #define MARGIN_ULPS 32.0
 #define HALF_ULP (DBL_EPSILON / 2.0)
 
