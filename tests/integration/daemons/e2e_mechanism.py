@@ -16,35 +16,10 @@ fix (ownerd's --delta):
 No plan is made and no trace row written: the learner never planned a
 mechanism an owner refuses.  ownerd's own refusal of a Gaussian Welcome at
 delta 0 (the second line of defence) is tests/unit/test_mechanism.c."""
-import os, subprocess, sys, time
+import os, subprocess, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, tmpdir, cleanup, main
 from cluster import Cluster
-
-
-def wait_log(c, needle, timeout=20):
-    end = time.time() + timeout
-    while time.time() < end:
-        log = open(c.path('learnerd.log')).read()
-        if needle in log:
-            return log
-        check(c.learner.poll() is None, 'learnerd exited %s waiting for %r:\n%s'
-              % (c.learner.returncode, needle, log[-2000:]))
-        time.sleep(0.05)
-    raise Fail('learnerd log has no %r after %d s:\n%s' % (needle, timeout, log[-2000:]))
-
-
-def old_owner(c, bindir, name, p):
-    """An owner whose Hello has no delta fields (fake_owner predates them)."""
-    fake = os.path.join(bindir, 'tests', 'integration', 'daemons', 'fake_owner')
-    k = c.path('certs')
-    cmd = [fake, '--learner', '127.0.0.1:%d' % c.port, '--ca', k + '/ca.crt',
-           '--cert', '%s/%s.crt' % (k, name), '--key', '%s/%s.key' % (k, name), '--id', name,
-           '--p', str(p), '--rows', '300', '--grad-a', '0', '--grad-c', ','.join(['0'] * p)]
-    log = open(c.path('old-%s.log' % name), 'a')
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
-    c.procs.append(proc)
-    return proc
 
 
 def refused(bindir):
@@ -60,7 +35,7 @@ def refused(bindir):
         except subprocess.TimeoutExpired:
             raise Fail('ownerd at delta 0 still runs after 20 s: not refused')
         check(rc == 2, 'ownerd at delta 0 exited %s, not 2 (refused for good)' % rc)
-        log = wait_log(c, 'owner owner-1 allows pure epsilon-DP only')
+        log = c.wait_learner_log('owner owner-1 allows pure epsilon-DP only')
         check("set ownerd's --delta" in log, 'the reason does not name the fix: %r'
               % log[-1500:])
         olog = open(c.ledger(1) + '.log').read()
@@ -70,15 +45,15 @@ def refused(bindir):
         jobs = [f for f in os.listdir(c.ledger(1)) if f.startswith('job-')]
         check(jobs == [], 'the refused owner has a job ledger: %r' % jobs)
 
-        o2 = old_owner(c, bindir, 'owner-2', 5)
+        o2 = c.start_fake_owner('owner-2', '300', 5)   # its Hello has no delta fields
         try:
             rc = o2.wait(timeout=20)
         except subprocess.TimeoutExpired:
             raise Fail('an owner without delta still connected after 20 s: not refused')
         check(rc == 3, 'the owner without delta exited %s, not 3 (closed before any Welcome)'
               % rc)
-        log = wait_log(c, 'owner owner-2 allows pure epsilon-DP only')
-        olog = open(c.path('old-owner-2.log')).read()
+        log = c.wait_learner_log('owner owner-2 allows pure epsilon-DP only')
+        olog = open(c.path('fake-owner-2.log')).read()
         check('goodbye code=7' in olog, 'the owner without delta got no Goodbye BAD_CLAIM: %r'
               % olog[-500:])
         check('training starts' not in log and ' plan from=' not in log,
