@@ -23,6 +23,7 @@
 #include "common/core/file.h"
 #include "common/core/json.h"
 #include "common/core/log.h"
+#include "common/net/schemasum.h"
 #include "learner/job.h"
 
 #define CHECKPOINT_MAX ((size_t)1 << 30)
@@ -95,6 +96,30 @@ static struct json_object *plan_json(const struct lrn_job *J)
 	return pj;
 }
 
+/* The agreed schema's summary (packed, lower-case hex): a resumed job
+ * names what differs in the first mismatching Hello, before any matching
+ * owner has said Hello again (docs/learnerd.md §5).  null: none known. */
+static int add_summary(struct json_object *j, const struct lrn_job *J)
+{
+	static const char digits[] = "0123456789abcdef";
+	char *hex;
+	int rc;
+
+	if (J->schema_sum == NULL || J->schema_fp[0] == '\0')
+		return dp_json_add_null(j, "schema_summary");
+	hex = malloc(2 * J->schema_sum_len + 1);
+	if (hex == NULL)
+		return DP_ENOMEM;
+	for (size_t i = 0; i < J->schema_sum_len; i++) {
+		hex[2 * i] = digits[J->schema_sum[i] >> 4];
+		hex[2 * i + 1] = digits[J->schema_sum[i] & 15];
+	}
+	hex[2 * J->schema_sum_len] = '\0';
+	rc = dp_json_add(j, "schema_summary", json_object_new_string(hex));
+	free(hex);
+	return rc;
+}
+
 static struct json_object *job_json(const struct lrn_job *J)
 {
 	struct json_object *j = json_object_new_object();
@@ -136,6 +161,8 @@ static struct json_object *job_json(const struct lrn_job *J)
 	} else if (rc == 0) {
 		rc = dp_json_add_null(j, "schema");
 	}
+	if (rc == 0)
+		rc = add_summary(j, J);
 	if (rc == 0 && J->started)
 		rc = dp_json_add(j, "plan", plan_json(J));
 	if (rc != 0) {
@@ -342,11 +369,26 @@ static int upgrade_2_to_3(struct json_object *root, dp_json_reader *r)
 	return 0;
 }
 
+/* Version 4 keeps the agreed schema's summary (job.schema_summary).  A
+ * version-3 file has none (null): a resumed job names what differs once
+ * an owner with the job's fingerprint has said Hello again, as before. */
+static int upgrade_3_to_4(struct json_object *root, dp_json_reader *r)
+{
+	struct json_object *job = dp_json_get(r, root, "job", json_type_object, true);
+
+	if (r->rc)
+		return r->rc;
+	if (dp_json_add_null(job, "schema_summary") != 0)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	return 0;
+}
+
 /* steps[v] upgrades version v to v + 1; there never was a version 0. */
 static const upgrade_step steps[] = {
 	NULL,   /* 0: none */
 	upgrade_1_to_2,
 	upgrade_2_to_3,
+	upgrade_3_to_4,
 };
 
 _Static_assert(sizeof(steps) / sizeof(steps[0]) == LRN_CHECKPOINT_VERSION,
@@ -492,6 +534,66 @@ static int load_schema(struct lrn_job *J, dp_json_reader *r, struct json_object 
 		return dp_json_fail(r, "'schema' or 'schema_from' is too long");
 	memcpy(J->schema_fp, fp, strlen(fp) + 1);
 	memcpy(J->schema_from, from, strlen(from) + 1);
+	return 0;
+}
+
+static int hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* The agreed schema's summary, or none (null): lower-case hex of a packed
+ * SchemaSummary of p features (bias included), no larger than an owner
+ * sends (DP_SCHEMASUM_MAX_BYTES), and only beside a fingerprint. */
+static int load_summary(struct lrn_job *J, dp_json_reader *r, struct json_object *job,
+			size_t p)
+{
+	struct json_object *v = NULL;
+	Dpasync__SchemaSummary *sum;
+	const char *hex;
+	size_t len;
+	uint8_t *buf;
+
+	r->where = "job";
+	if (!json_object_object_get_ex(job, "schema_summary", &v))
+		return dp_json_fail(r, "missing key 'schema_summary'");
+	if (v == NULL)
+		return 0;
+	hex = dp_json_get_string(r, job, "schema_summary", true, NULL);
+	if (r->rc)
+		return r->rc;
+	len = strlen(hex);
+	if (J->schema_fp[0] == '\0' || len == 0 || len % 2 != 0 ||
+	    len / 2 > DP_SCHEMASUM_MAX_BYTES)
+		return dp_json_fail(r, "'schema_summary' is not a summary of the job's schema");
+	buf = malloc(len / 2);
+	if (buf == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	for (size_t i = 0; i < len / 2; i++) {
+		int hi = hex_value(hex[2 * i]), lo = hex_value(hex[2 * i + 1]);
+
+		if (hi < 0 || lo < 0) {
+			free(buf);
+			return dp_json_fail(r, "'schema_summary' is not lower-case hex");
+		}
+		buf[i] = (uint8_t)(hi << 4 | lo);
+	}
+	sum = dpasync__schema_summary__unpack(NULL, len / 2, buf);
+	if (sum == NULL || sum->n_features != p) {
+		if (sum != NULL)
+			dpasync__schema_summary__free_unpacked(sum, NULL);
+		free(buf);
+		return dp_json_fail(r, "'schema_summary' is not a summary of the job's %zu columns",
+				    p);
+	}
+	dpasync__schema_summary__free_unpacked(sum, NULL);
+	free(J->schema_sum);
+	J->schema_sum = buf;
+	J->schema_sum_len = len / 2;
 	return 0;
 }
 
@@ -683,6 +785,8 @@ int lrn_checkpoint_load(struct lrn_job *J)
 	rc = load_plan(J, &r, job);
 	if (rc == 0)
 		rc = load_schema(J, &r, job);
+	if (rc == 0)
+		rc = load_summary(J, &r, job, p);
 	if (rc < 0)
 		goto out;
 	r.where = "job";

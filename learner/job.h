@@ -219,6 +219,8 @@ struct lrn_decision {
 	struct lrn_owner *o;       /* WELCOME, QUERY, DROP */
 	struct lrn_query *qr;      /* QUERY */
 	char why[512];             /* DROP, STOP */
+	bool config;               /* STOP: a setting of learnerd is wrong, not
+				    * the run (exit 2, docs/design.md §10) */
 	const char *reason;        /* STOP: the partial model's word (static;
 				    * docs/learnerd.md "Partial model") */
 	int goodbye;               /* DROP: a Dpasync__GoodbyeCode to send first (0: none) */
@@ -244,7 +246,8 @@ struct lrn_job {
 	char schema_fp[DP_FRAME_MAX_STR + 1];
 	char schema_from[DP_TLS_ID_MAX + 1];
 	uint8_t *schema_sum;       /* the summary of schema_fp, packed (NULL: not
-				    * yet heard; not in the checkpoint) */
+				    * yet heard; kept in the checkpoint since
+				    * version 4) */
 	size_t schema_sum_len;
 	dp_model model;
 	size_t N;
@@ -411,6 +414,12 @@ uint64_t lrn_state_t_limit(const struct lrn_job *J);
 /* Read --public (when given) into J->pub and check it describes this job's
  * model and lambda.  DP_EINVAL/DP_EFORMAT/DP_ENOENT (detail). */
 int lrn_state_load_public(struct lrn_job *J);
+/* Before the plan: --public's target and feature names (when its file
+ * records them) must be those of the owners' agreed schema summary (when
+ * known with whole names), else the forecast was made for other rows.
+ * 0 (also when nothing can be compared), or DP_EINVAL with a detail naming
+ * the file and the first difference (docs/learnerd.md §3). */
+int lrn_state_check_public(const struct lrn_job *J);
 /* Every owner said Hello: fix n_i and n, and plan the job with
  * dp_plan_make over the owners that have budget left (an exhausted owner
  * is left out: left_out, not in n, N_planned or the plan; docs/planner.md
@@ -446,7 +455,7 @@ const double *lrn_state_output(const struct lrn_job *J);
 #define LRN_CHECKPOINT_FORMAT  "dpasync-learner-checkpoint"
 /* The format written; older ones are upgraded on load one version at a
  * time (docs/learnerd.md §5 "Versions"). */
-#define LRN_CHECKPOINT_VERSION 3
+#define LRN_CHECKPOINT_VERSION 4
 /* Write J's state (with the plan: a resumed job never re-plans) to
  * J->ckpt_path atomically; reserves the next block of query ids (final:
  * the job is over or stopping, no block needed).  Flushes and fsyncs the

@@ -52,6 +52,8 @@ enum lrn_end {
 			  * exit 0 */
 	LRN_END_FAIL,    /* the job cannot go on (reason, why): partial model,
 			  * checkpoint, close, exit 1 */
+	LRN_END_CONFIG,  /* as FAIL, but a setting of learnerd is wrong
+			  * (--public for other rows): exit 2 */
 };
 
 /* Open files at start (fdlimit.c, docs/learnerd.md "Descriptors"). */

@@ -418,11 +418,13 @@ static void write_partial(struct lrn *L, enum lrn_end how, const char *reason,
 static void end_job(struct lrn *L, enum lrn_end how, const char *reason, const char *why)
 {
 	char msg[600];
-	bool partial = true;
+	bool partial = true, config = how == LRN_END_CONFIG;
 	int rc;
 
 	if (L->phase != LRN_RUN)
 		return;
+	if (config)
+		how = LRN_END_FAIL;
 	if (how == LRN_END_DONE) {
 		rc = write_outputs(L, msg, sizeof(msg));
 		if (rc == 0) {
@@ -443,7 +445,7 @@ static void end_job(struct lrn *L, enum lrn_end how, const char *reason, const c
 		why = msg;
 	}
 	L->phase = LRN_STOPPING;
-	L->exit_code = how == LRN_END_FAIL ? DP_EXIT_FAIL : DP_EXIT_OK;
+	L->exit_code = config ? DP_EXIT_CONFIG : how == LRN_END_FAIL ? DP_EXIT_FAIL : DP_EXIT_OK;
 	if (why)
 		DP_ERROR("learner", "stopping: %s", why);
 	lrn_progress_end(L, how == LRN_END_FAIL ? "failed" : "signal");

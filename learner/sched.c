@@ -45,6 +45,7 @@ static void decide(struct lrn_decision *d, enum lrn_act act, struct lrn_owner *o
 	d->why[0] = '\0';
 	d->reason = NULL;
 	d->goodbye = 0;
+	d->config = false;
 }
 
 static void stop(struct lrn_decision *d, const char *reason, const char *fmt, ...)
@@ -783,6 +784,13 @@ void lrn_sched_next(struct lrn_job *J, double now, struct lrn_decision *d)
 			return;
 	}
 	if (!J->started && J->p > 0 && all_said_hello(J)) {
+		/* A forecast for other rows would plan for them. */
+		rc = lrn_state_check_public(J);
+		if (rc < 0) {
+			stop(d, "error", "%s", dp_error_detail(rc));
+			d->config = true;
+			return;
+		}
 		rc = lrn_state_start(J);
 		if (rc == 0)
 			rc = lrn_checkpoint_save(J, false);

@@ -269,7 +269,7 @@ static void carry_out(struct lrn *L, const struct lrn_decision *d)
 		L->on_end(L, LRN_END_DONE, NULL, NULL);
 		break;
 	case LRN_ACT_STOP:
-		L->on_end(L, LRN_END_FAIL, d->reason, d->why);
+		L->on_end(L, d->config ? LRN_END_CONFIG : LRN_END_FAIL, d->reason, d->why);
 		break;
 	}
 }

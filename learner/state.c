@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/core/algo.h"
+#include "common/core/csv.h"
 #include "common/core/error.h"
 #include "common/core/nano.h"
 #include "common/core/log.h"
@@ -272,9 +273,44 @@ int lrn_state_load_public(struct lrn_job *J)
 		dp_plan_public_free(&pub);
 		return rc;
 	}
+	if (pub.target == NULL)
+		DP_WARN("learner", "public %s names no target or features (written before "
+			"they were recorded): not checked against the owners' schema",
+			J->s->public_path);
 	J->pub = pub;
 	J->have_pub = true;
 	return 0;
+}
+
+int lrn_state_check_public(const struct lrn_job *J)
+{
+	Dpasync__SchemaSummary *sum;
+	char **names = NULL, *target = NULL, a[80], b[80];
+	int rc = 0;
+
+	DP_REQUIRE(J != NULL);
+	if (!J->have_pub || J->pub.target == NULL || J->pub.p != J->p)
+		return 0;
+	sum = lrn_state_job_summary(J);
+	if (sum != NULL)
+		lrn_state_summary_names(J, sum, &names, &target);
+	if (names != NULL && strcmp(target, J->pub.target) != 0) {
+		rc = dp_error_set(DP_EINVAL, "public %s: its forecast is for target '%s', but "
+				  "the owners' schema has target '%s'", J->s->public_path,
+				  dp_csv_show(J->pub.target, a, sizeof(a)),
+				  dp_csv_show(target, b, sizeof(b)));
+	}
+	for (size_t q = 0; rc == 0 && names != NULL && q < J->p; q++) {
+		if (strcmp(names[q], J->pub.features[q]) != 0)
+			rc = dp_error_set(DP_EINVAL, "public %s: its forecast's feature %zu is "
+					  "'%s', but the owners' is '%s'", J->s->public_path,
+					  q + 1, dp_csv_show(J->pub.features[q], a, sizeof(a)),
+					  dp_csv_show(names[q], b, sizeof(b)));
+	}
+	free(names);
+	if (sum != NULL)
+		dpasync__schema_summary__free_unpacked(sum, NULL);
+	return rc;
 }
 
 uint64_t lrn_state_cap(const struct lrn_job *J, const struct lrn_owner *o)

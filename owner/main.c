@@ -323,6 +323,8 @@ static int load_data(struct own_daemon *d)
 {
 	dp_schema *schema = NULL;
 	dp_load_opts o = { 0 };
+	const char *schema_path = d->set.schema;
+	char applied[4096];
 	int r;
 
 	if (d->set.schema) {
@@ -336,8 +338,20 @@ static int load_data(struct own_daemon *d)
 	}
 	o.bias = d->set.bias;
 	r = dp_dataset_load(&d->ds, d->set.data, &o);
+	/* A file `dpasync prep` made: its schema.json was applied, and counts
+	 * in the fingerprint and the summary (docs/ownerd.md "Prepared data"). */
+	if (r == 0 && schema_path == NULL) {
+		r = dp_fingerprint_applied(&d->ds, d->set.bias, applied, sizeof(applied));
+		if (r == 1) {
+			schema_path = applied;
+			r = dp_schema_load(applied, &schema);
+			if (r == 0)
+				DP_INFO("owner", "data %s prepared with %s (applied already)",
+					d->set.data, applied);
+		}
+	}
 	if (r == 0)
-		r = dp_fingerprint_schema(&d->ds, d->set.bias, d->set.schema, d->schema_fp);
+		r = dp_fingerprint_schema(&d->ds, d->set.bias, schema_path, d->schema_fp);
 	if (r == 0)
 		r = dp_schemasum_new(&d->ds, d->set.bias, schema, &d->schema_sum);
 	dp_schema_destroy(schema);

@@ -146,14 +146,15 @@ wait "$later_pid"
 # The unit tests of noise and plan are left out here: single-threaded
 # statistics and numerics (223 s and 192 s of the 620 s the unit suite took
 # under TSan at -O0), with nothing shared between threads to race on; they
-# run in the plain and ASan builds.
+# run in the plain and ASan builds.  So is noise_dgauss, the discrete
+# Gaussian's statistics, for the same reason.
 tsan_tests=(ownerd ownerd_worker e2e_reserve e2e_modes e2e_jobs e2e_crash sim_inflight)
 if later_built build-tsan; then
   tsan_reports=$PWD/build-tsan/tsan-reports
   mkdir -p "$tsan_reports"
   tsan_options=halt_on_error=1:second_deadlock_stack=1:log_path=$tsan_reports/report
   mapfile -t tsan_unit < <(meson test -C build-tsan --no-rebuild --list --suite unit 2>/dev/null |
-                           sed -n 's#^dpasync:unit / ##p' | grep -v -x -E 'noise|plan')
+                           sed -n 's#^dpasync:unit / ##p' | grep -v -x -E 'noise|noise_dgauss|plan')
   TSAN_OPTIONS=$tsan_options run_tests build-tsan --no-rebuild --num-processes 2 "${tsan_unit[@]}"
   TSAN_OPTIONS=$tsan_options run_tests build-tsan --no-rebuild --num-processes 2 "${tsan_tests[@]}"
   if compgen -G "$tsan_reports/report.*" >/dev/null; then

@@ -68,7 +68,7 @@ static int peer_agent(const struct eval_opts *o, const char *file, dp_model *kin
 				  dp_model_name((dp_model)o->model), path, dp_model_name(mf.model));
 	if (rc == 0)
 		rc = dp_ownerdata_load(&od, files, 1, o->schema ? NULL : o->target ? o->target :
-				       mf.target ? mf.target : "y", mf.bias, o->schema, mf.model);
+				       mf.target, mf.bias, o->schema, mf.model);
 	if (rc == 0)
 		rc = dp_modelfile_check_data(&mf, path, &od.ds[0]);
 	if (rc != 0)
@@ -208,7 +208,12 @@ static int evaluate(void *arg)
 	}
 	/* The model file names its target (and features) when its writer knew
 	 * them: then the data need no --target, and must have those features. */
-	target = o->schema ? NULL : o->target ? o->target : mf.target ? mf.target : "y";
+	target = o->schema ? NULL : o->target ? o->target : mf.target;
+	if (target == NULL && o->schema == NULL) {
+		dp_cmd_fail("eval", "%s names no target column, and none is guessed: pass "
+			    "--target COL (or --schema FILE)", o->args.v[0]);
+		goto out;
+	}
 	rc = dp_ownerdata_load(&od, o->args.v + 1, o->args.n - 1, target, mf.bias, o->schema,
 			       mf.model);
 	/* The schema first: its message names the target and both
@@ -258,8 +263,8 @@ int dp_cmd_eval(int argc, char **argv)
 		  .metavar = "M", .help = "linear | logistic | svm (default: the model\n"
 		  "file's; an explicit value must match it)" },
 		{ .name = "target", DP_CFG_STRING(&o.target), .metavar = "COL",
-		  .help = "target column (default: the model file's,\n"
-			  "else y; with --schema: the schema's)" },
+		  .help = "target column (default: the model file's;\n"
+			  "with --schema: the schema's; no other)" },
 		{ .name = "schema", DP_CFG_PATH(&o.schema), .metavar = "FILE",
 		  .help = "feature schema applied to raw FILEs" },
 		{ .name = "lambda", DP_CFG_DOUBLE(&o.lambda), .min = 0, .max = INFINITY,
@@ -287,7 +292,9 @@ int dp_cmd_eval(int argc, char **argv)
 		.epilog = "The bias column is appended when the model file says \"bias\": true.\n"
 			  "When the model file names its features and target (dpasync sim and\n"
 			  "ownerd write them), the data must have those features, in that order,\n"
-			  "and --target is not needed.  When it records the schema fingerprint\n"
+			  "and --target is not needed; when it names no target and neither\n"
+			  "--target nor --schema is given, eval refuses (exit 2) rather than\n"
+			  "guess a column.  When it records the schema fingerprint\n"
 			  "the owners agreed on (learnerd writes it), every FILE must have it:\n"
 			  "data read with another target, other columns, bias or --schema are\n"
 			  "refused (exit 2) instead of judged.\n"

@@ -108,11 +108,16 @@ static int write_json(const char *dir, struct json_object *root, int err)
 static int psi_of_model(const struct report_opts *o, const dp_modelfile *mf, const char *path,
 			double *f_out, double *fstar_out, double *psi_out, double *psi_zero_out)
 {
-	const char *target = o->schema ? NULL : o->target ? o->target : mf->target ? mf->target : "y";
+	const char *target = o->schema ? NULL : o->target ? o->target : mf->target;
 	double *zero;
 	dp_ownerdata od;
 	int rc;
 
+	if (target == NULL && o->schema == NULL) {
+		dp_cmd_fail("report", "%s names no target column, and none is guessed: pass "
+			    "--target COL (or --schema FILE)", path);
+		return dp_exit_status(DP_EINVAL, DP_EXIT_PHASE_ARGS);
+	}
 	rc = dp_ownerdata_load(&od, o->data.v, o->data.n, target, mf->bias, o->schema, mf->model);
 	if (rc == 0) {
 		/* The schema first, as eval. */
@@ -291,7 +296,8 @@ struct repro {
  * model file's model, lambda, theta-max, clip, bias and target, the
  * checkpoint's eta and freq-correction, and the report's own --target,
  * --schema, --rates and --data.  What the run directory cannot know is a
- * placeholder in capitals (E: the owners' --epsilon; SIMDIR).
+ * placeholder in capitals (E: the owners' --epsilon; SIMDIR; COL: the
+ * target, when neither the model file nor --target names it).
  * mf may be NULL.  0 or DP_ENOMEM. */
 static int reproduce(const struct report_opts *o, const dp_rundata_trace *tr, const struct ckpt *ck,
 		     const dp_modelfile *mf, size_t T, struct repro *out)
@@ -332,8 +338,8 @@ static int reproduce(const struct report_opts *o, const dp_rundata_trace *tr, co
 		fprintf(f, " --model %s --lambda %.17g --theta-max %.17g --clip %.17g%s",
 			dp_model_name(mf->model), mf->lambda, mf->theta_max, mf->clip,
 			mf->bias ? " --bias" : "");
-	if (target && !o->schema)
-		fprintf(f, " --target %s", target);
+	if (!o->schema)   /* sim guesses no target: COL when the run names none */
+		fprintf(f, " --target %s", target ? target : "COL");
 	if (o->schema)
 		fprintf(f, " --schema %s", o->schema);
 	if (T && T != tr->n)
@@ -825,7 +831,7 @@ int dp_cmd_report(int argc, char **argv)
 			  "`dpasync eval` does" },
 		{ .name = "target", DP_CFG_STRING(&o.target), .metavar = "COL",
 		  .help = "target column of the data files (default:\n"
-			  "model.json's, else y)" },
+			  "model.json's; no other)" },
 		{ .name = "schema", DP_CFG_PATH(&o.schema), .metavar = "FILE",
 		  .help = "feature schema applied to raw data files" },
 		{ .name = "rate", .alias = "rates", DP_CFG_STRING(&o.rates), .metavar = "R1,..|NAME=R,..",

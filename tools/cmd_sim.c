@@ -585,7 +585,7 @@ static int simulate(void *arg)
 	int rc;
 
 	rc = dp_ownerdata_load(&od, o->files.v, o->files.n,
-			       o->schema ? NULL : (o->target ? o->target : "y"), o->bias, o->schema,
+			       o->schema ? NULL : o->target, o->bias, o->schema,
 			       (dp_model)o->model);
 	if (rc != 0) {
 		dp_cmd_fail("sim", "%s", dp_error_detail(rc));
@@ -635,7 +635,7 @@ static int simulate(void *arg)
 	/* The plan, from public information only. */
 	{
 		dp_public_from from = { .sample = o->sample, .file = o->public_file,
-					.target = o->schema ? NULL : (o->target ? o->target : "y"),
+					.target = o->schema ? NULL : o->target,
 					.bias = o->bias, .schema = o->schema };
 
 		rc = dp_public_obtain(&from, (dp_model)o->model, &od.ds[0], o->lambda,
@@ -855,7 +855,7 @@ int dp_cmd_sim(int argc, char **argv)
 		{ .name = "model", DP_CFG_ENUM(&o.model, dp_model_names), .def = "linear", .metavar = "M",
 		  .help = "linear | logistic | svm" },
 		{ .name = "target", DP_CFG_STRING(&o.target), .metavar = "COL",
-		  .help = "target column (default y; with --schema:\nthe schema's)" },
+		  .help = "target column (required: no default; with\n--schema: the schema's)" },
 		{ .name = "bias", DP_CFG_BOOL(&o.bias), .help = "append a constant-1 feature" },
 		{ .name = "schema", DP_CFG_PATH(&o.schema), .metavar = "FILE",
 		  .help = "feature schema from dpasync prep, applied to\nraw FILEs" },

@@ -304,7 +304,7 @@ static int simulate(void *arg)
 	int rc, status;
 
 	rc = dp_ownerdata_load(&r.od, o->files.v, o->files.n,
-			       o->schema ? NULL : (o->target ? o->target : "y"), o->bias, o->schema,
+			       o->schema ? NULL : o->target, o->bias, o->schema,
 			       (dp_model)o->model);
 	if (rc != 0)
 		goto fail;
@@ -418,7 +418,7 @@ int dp_cmd_sim_p2p(int argc, char **argv)
 		{ .name = "model", DP_CFG_ENUM(&o.model, dp_model_names), .def = "linear",
 		  .metavar = "M", .help = "linear | logistic" },
 		{ .name = "target", DP_CFG_STRING(&o.target), .metavar = "COL",
-		  .help = "target column (default y; with --schema:\nthe schema's)" },
+		  .help = "target column (required: no default; with\n--schema: the schema's)" },
 		{ .name = "bias", DP_CFG_BOOL(&o.bias), .help = "append a constant-1 feature" },
 		{ .name = "schema", DP_CFG_PATH(&o.schema), .metavar = "FILE",
 		  .help = "feature schema from dpasync prep, applied to\nraw FILEs" },

@@ -25,6 +25,7 @@ void dp_dataset_free(dp_dataset *ds)
 	free(ds->x);
 	free(ds->y);
 	free(ds->row_l1);
+	free(ds->row_l2);
 	if (ds->names != NULL)
 		for (size_t j = 0; j < ds->p; j++)
 			free(ds->names[j]);
@@ -51,7 +52,47 @@ static double *xalloc(size_t n, size_t p)
 	return mem;
 }
 
-static void fill_row_l1(dp_dataset *ds)
+/* The bound of dataset.h, proved in docs/privacy.md §6 "Clipping in L2":
+ * with the largest |x_q| scaled to [1, 2) by a power of two (exact), a
+ * value lost to underflow is below 2^-1022 while the sum of squares is at
+ * least 1, and every fma rounds once. */
+double dp_dataset_norm_l2(const double *x, size_t p)
+{
+	double mx = 0.0, s1 = 1.0, s2, s = 0.0;
+	int nan = 0, inf = 0, e;
+
+	for (size_t q = 0; q < p; q++) {
+		double a = fabs(x[q]);
+
+		if (isnan(a))
+			nan = 1;
+		else if (isinf(a))
+			inf = 1;
+		else if (a > mx)
+			mx = a;
+	}
+	if (nan)
+		return NAN;
+	if (inf)
+		return INFINITY;
+	if (mx == 0.0)
+		return 0.0;
+	e = ilogb(mx);
+	if (e < -1022) {
+		s1 = 0x1p600;   /* a subnormal maximum: scale up first, exactly */
+		e += 600;
+	}
+	s2 = ldexp(1.0, -e);
+	for (size_t q = 0; q < p; q++) {
+		double v = x[q] * s1 * s2;
+
+		s = fma(v, v, s);
+	}
+	return ldexp(sqrt(s), s1 == 1.0 ? e : e - 600);
+}
+
+/* The row norms clipping uses, once per dataset. */
+static void fill_row_norms(dp_dataset *ds)
 {
 	for (size_t i = 0; i < ds->n; i++) {
 		const double *r = ds->x + i * ds->p;
@@ -60,6 +101,7 @@ static void fill_row_l1(dp_dataset *ds)
 		for (size_t j = 0; j < ds->p; j++)
 			s += fabs(r[j]);
 		ds->row_l1[i] = s;
+		ds->row_l2[i] = dp_dataset_norm_l2(r, ds->p);
 	}
 }
 
@@ -244,11 +286,12 @@ int dp_dataset_load(dp_dataset *ds, const char *path, const dp_load_opts *opts)
 	out.y = g.y;
 	g.x = g.y = NULL;
 	out.row_l1 = malloc(out.n * sizeof(*out.row_l1));
-	if (out.row_l1 == NULL) {
+	out.row_l2 = malloc(out.n * sizeof(*out.row_l2));
+	if (out.row_l1 == NULL || out.row_l2 == NULL) {
 		rc = DP_ENOMEM;
 		goto fail;
 	}
-	fill_row_l1(&out);
+	fill_row_norms(&out);
 	if (schema != NULL) {
 		rc = dp_schema_check_applied(schema, path, out.x, out.y, out.n, out.p);
 		if (rc != 0)
@@ -289,10 +332,12 @@ int dp_dataset_from_arrays(dp_dataset *ds, size_t n, size_t p, const double *x, 
 	out.x = xalloc(n, p);
 	out.y = malloc(n * sizeof(*out.y));
 	out.row_l1 = malloc(n * sizeof(*out.row_l1));
+	out.row_l2 = malloc(n * sizeof(*out.row_l2));
 	out.names = calloc(p, sizeof(*out.names));
 	out.target = strdup("y");
 	out.source = strdup("(arrays)");
-	if (out.x == NULL || out.y == NULL || out.row_l1 == NULL || out.names == NULL ||
+	if (out.x == NULL || out.y == NULL || out.row_l1 == NULL || out.row_l2 == NULL ||
+	    out.names == NULL ||
 	    out.target == NULL || out.source == NULL)
 		goto nomem;
 	for (size_t j = 0; j < p; j++) {
@@ -305,7 +350,7 @@ int dp_dataset_from_arrays(dp_dataset *ds, size_t n, size_t p, const double *x, 
 	}
 	memcpy(out.x, x, n * p * sizeof(*x));
 	memcpy(out.y, y, n * sizeof(*y));
-	fill_row_l1(&out);
+	fill_row_norms(&out);
 	*ds = out;
 	return 0;
 nomem:

@@ -20,6 +20,8 @@ typedef struct dp_dataset {
 	double *x;         /* n*p, row-major, 64-byte aligned */
 	double *y;         /* n targets */
 	double *row_l1;    /* n: ||x_j||_1, computed once at load (clipping) */
+	double *row_l2;    /* n: ||x_j||_2 by dp_dataset_norm_l2, at load (L2
+	                    * clipping, docs/privacy.md §6 "Clipping in L2") */
 	char **names;      /* p feature names ("bias" last when present) */
 	char *target;      /* name of the target column */
 	char *source;      /* path it was loaded from (for messages) */
@@ -63,6 +65,14 @@ int dp_dataset_from_arrays(dp_dataset *ds, size_t n, size_t p, const double *x,
  * private data.  Names are quoted as RFC 4180 needs.
  * Errors: DP_EIO (detail names the file), DP_ENOMEM. */
 int dp_dataset_write_csv(const dp_dataset *ds, const char *path);
+
+/* The L2 norm of the p values at x, as the L2 clipping kernel needs it
+ * (docs/privacy.md §6 "Clipping in L2"): NaN if a value is NaN, else
+ * INFINITY if a value is infinite or the norm overflows, else a double l
+ * with l >= ||x||_2 (1 - (p + 2) 2^-53) whenever l >= 2^-1022 (computed
+ * with the largest |x_q| scaled to [1, 2), so no square underflows or
+ * overflows on the way).  0 for p == 0 or an all-zero row.  Pure. */
+double dp_dataset_norm_l2(const double *x, size_t p);
 
 /* Free what `ds` holds and zero it; NULL and a zeroed dataset are allowed. */
 void dp_dataset_free(dp_dataset *ds);

@@ -3,11 +3,14 @@
 #include "common/core/fingerprint.h"
 #include "common/core/error.h"
 #include "common/core/file.h"
+#include "common/core/schema.h"
 
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <sys/stat.h>
 
 #include <openssl/evp.h>
 
@@ -66,6 +69,54 @@ int dp_fingerprint_schema(const dp_dataset *ds, int bias, const char *schema_pat
 	memcpy(out, "sha256:", 7);
 	hex(md, 32, out + 7);
 	return 0;
+}
+
+/* Whether schema s describes ds's columns and target (bias aside). */
+static bool describes(const dp_schema *s, const dp_dataset *ds, int bias)
+{
+	const char *const *names = dp_schema_feature_names(s);
+	size_t n = dp_schema_nfeatures(s);
+
+	if (ds->names == NULL || ds->target == NULL || ds->p != n + (bias ? 1 : 0) ||
+	    strcmp(ds->target, dp_schema_target(s)) != 0)
+		return false;
+	for (size_t j = 0; j < n; j++)
+		if (ds->names[j] == NULL || strcmp(ds->names[j], names[j]) != 0)
+			return false;
+	return true;
+}
+
+int dp_fingerprint_applied(const dp_dataset *ds, int bias, char *path, size_t size)
+{
+	const char *slash;
+	dp_schema *s = NULL;
+	struct stat st;
+	size_t dir;
+	bool ok;
+	int r;
+
+	DP_REQUIRE(ds != NULL && path != NULL && size > 0);
+	path[0] = '\0';
+	if (ds->source == NULL || ds->source[0] == '(')
+		return 0;   /* "(arrays)": no file */
+	slash = strrchr(ds->source, '/');
+	dir = slash != NULL ? (size_t)(slash - ds->source) + 1 : 0;
+	if (dir + sizeof("schema.json") > size)
+		return 0;
+	memcpy(path, ds->source, dir);
+	memcpy(path + dir, "schema.json", sizeof("schema.json"));
+	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+		path[0] = '\0';
+		return 0;
+	}
+	r = dp_schema_load(path, &s);
+	if (r == DP_ENOMEM)
+		return r;
+	ok = r == 0 && describes(s, ds, bias);
+	dp_schema_destroy(s);
+	if (!ok)
+		path[0] = '\0';
+	return ok ? 1 : 0;
 }
 
 int dp_fingerprint_ok(const char *s)

@@ -32,6 +32,18 @@
 int dp_fingerprint_schema(const dp_dataset *ds, int bias, const char *schema_path,
 			  char out[DP_FINGERPRINT_SIZE]);
 
+/* The schema a prepared file was made with (docs/ownerd.md "Prepared
+ * data"): `dpasync prep` writes schema.json beside its owner files, and a
+ * file loaded without --schema whose directory holds a schema.json with
+ * ds's feature names (in order; the bias column aside when bias is set)
+ * and ds's target was transformed by it already.  Its path goes into
+ * path (size bytes) and the result is 1; 0 when there is none, it cannot
+ * be read as a schema or it describes other columns (path ""); then the
+ * file is judged as raw, as before.  DP_ENOMEM.  The fingerprint of such
+ * a file is dp_fingerprint_schema with that path, so that two owners
+ * prepared with different transforms differ. */
+int dp_fingerprint_applied(const dp_dataset *ds, int bias, char *path, size_t size);
+
 /* Whether s (not NULL) is a fingerprint: "sha256:" and 64 lower-case hex
  * digits. */
 int dp_fingerprint_ok(const char *s);

@@ -215,15 +215,16 @@ DP_KERNEL_INLINE vec coef_lanes(dp_model m, vec t, vec y)
  * into *drop, with no branch.  Theta decides which rows those are, and the
  * learner times the answer: every row takes the same instructions
  * whichever they are (docs/privacy.md §7).  Returns the lanes fit for the
- * vector path: all but a row whose norm is not finite (its x may hold a
- * NaN or an infinity, which a zero scale would not cancel) and a slow row
- * (norm below 2^-848, docs/privacy.md §7); both are properties of the data,
- * and their groups go to redo_group. */
+ * vector path: all but a row whose norm is above K->lmax (DBL_MAX in L1:
+ * not finite, its x may hold a NaN or an infinity, which a zero scale would
+ * not cancel; 2^600 in L2, docs/privacy.md §6 "Clipping in L2") and a slow
+ * row (norm below 2^-848, docs/privacy.md §7); both are properties of the
+ * data, and their groups go to redo_group. */
 DP_KERNEL_INLINE vmask group_scale(const dp__kernel_job *K, dp_model m, size_t j, vec t, vec *a,
 				   size_t *drop)
 {
 	const vec inf = vset1(INFINITY), clipm = vset1(K->clipm);
-	vec l = vload(K->l1 + j);
+	vec l = vload(K->norm + j);
 	vec c = coef_lanes(m, t, vload(K->y + j));
 	vec ac = vabs(c);
 	vmask finc = vlt(ac, inf);
@@ -232,7 +233,7 @@ DP_KERNEL_INLINE vmask group_scale(const dp__kernel_job *K, dp_model m, size_t j
 
 	*a = vblend(finc, vzero(), s);
 	*drop = (size_t)(W - vmask_count(finc));
-	return vmask_and(vlt(vabs(l), inf), vle(vabs(*a), vset1(DP_KERNEL_A_BIG)));
+	return vmask_and(vle(vabs(l), vset1(K->lmax)), vle(vabs(*a), vset1(DP_KERNEL_A_BIG)));
 }
 
 /* sum[col[v] ..] += s[v] for v < nv; the last vector only in the lanes of

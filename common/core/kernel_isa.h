@@ -12,12 +12,17 @@
 #define DP_KERNEL_X86 1     /* meson adds the AVX2 and AVX-512 variants */
 #endif
 
-/* One call's work, validated by dp_kernel_clipped_grid_sum. */
+/* One call's work, validated by dp_kernel_clipped_grid_sum or its L2
+ * twin.  The two differ only in the row norms, in lmax and in the scalar
+ * rule's exact check (kernel.c); the vector body is the same. */
 typedef struct dp__kernel_job {
 	dp_model m;
 	size_t n, p;
-	const double *x, *y, *l1, *theta;
+	const double *x, *y, *norm, *theta;   /* norm: ds->row_l1 or row_l2 */
 	double clipm;   /* clip less the rounding margin (kernel.c) */
+	double lmax;    /* rows with a larger norm take the scalar rule */
+	int l2;         /* the scalar rule checks sum q^2 <= m2 exactly */
+	unsigned __int128 m2;   /* floor((clip 2^k)^2), with l2 */
 	double two_k;   /* 2^k */
 	int k;
 	double *sum;    /* p accumulators in grid units, zeroed by the caller */

@@ -5,7 +5,8 @@
  *
  * For every model the per-example gradient is a multiple of the example:
  * grad l(theta; x, y) = c(theta^T x, y) * x, so its L1 norm is |c| * ||x||_1
- * (dataset.row_l1) and clipping costs nothing extra. */
+ * (dataset.row_l1), its L2 norm |c| * ||x||_2 (dataset.row_l2), and
+ * clipping costs nothing extra. */
 #ifndef DP_MODEL_H
 #define DP_MODEL_H
 

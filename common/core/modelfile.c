@@ -256,12 +256,20 @@ int dp_modelfile_check_data(const dp_modelfile *mf, const char *path, const dp_d
 int dp_modelfile_check_schema(const dp_modelfile *mf, const char *path, const dp_dataset *ds,
 			      const char *schema_path)
 {
-	char fp[DP_FINGERPRINT_SIZE];
+	char fp[DP_FINGERPRINT_SIZE], applied[4096];
 	int rc;
 
 	DP_REQUIRE(mf != NULL && path != NULL && ds != NULL);
 	if (mf->schema[0] == '\0')
 		return 0;
+	if (schema_path == NULL) {
+		/* A prepared file: the schema it was made with, as ownerd. */
+		rc = dp_fingerprint_applied(ds, mf->bias, applied, sizeof(applied));
+		if (rc < 0)
+			return rc;
+		if (rc == 1)
+			schema_path = applied;
+	}
 	rc = dp_fingerprint_schema(ds, mf->bias, schema_path, fp);
 	if (rc != 0)
 		return rc;

@@ -84,7 +84,8 @@ int dp_modelfile_check_data(const dp_modelfile *mf, const char *path,
 			    const struct dp_dataset *ds);
 
 /* Whether ds, loaded as `schema_path` says (NULL: without a schema, as
- * the owners' files), means what the owners' rows meant: the fingerprint
+ * the owners' files; a prepared file then counts its schema.json,
+ * dp_fingerprint_applied), means what the owners' rows meant: the fingerprint
  * of its columns, target, bias and schema file equals the one the file
  * records (docs/protocol.md §5 "Schema agreement").  0 also when the file
  * records none.  DP_EINVAL "DATA: ... not the schema ... (another target?

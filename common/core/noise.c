@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Integer-valued noise: geometric and discrete Laplace (docs/noise.md).
+/* Integer-valued noise: geometric, discrete Laplace and discrete Gaussian
+ * (docs/noise.md).
  *
  * Construction.  For X geometric with P(X = j) proportional to q^j,
  * q = e^-lambda, restricted to [0, 2^m), write X = sum_i b_i 2^i.  Then
@@ -38,6 +39,7 @@
 struct geom_table {
 	double key;                     /* lambda or t; 0: empty */
 	int by_t;                       /* key is a Laplace scale t */
+	double lambda;                  /* the rate actually sampled */
 	int n;                          /* digits that can be 1 */
 	double p[GEOM_BITS];        /* P(digit i = 1), in (0, 1/2] */
 	uint32_t head[GEOM_BITS];   /* floor(p[i] 2^32): digits 1..32 */
@@ -71,6 +73,7 @@ static const struct geom_table *table_for(double key, int by_t)
 		tb->head[n] = (uint32_t)(tb->p[n] * 0x1p32);  /* exact floor */
 	}
 	tb->n = n;
+	tb->lambda = lambda;
 	tb->key = key;
 	tb->by_t = by_t;
 	return tb;
@@ -112,6 +115,17 @@ static int bernoulli_tail(dp_bitsource *src, double p, int *bit)
 	}
 }
 
+/* Bernoulli(p) for the double p in (0, 1), from the pre-drawn word w and
+ * head = floor(p 2^32): exact for p (docs/noise.md §2). */
+static int bernoulli(dp_bitsource *src, double p, uint32_t head, uint32_t w, int *bit)
+{
+	if (w != head) {
+		*bit = w < head;
+		return 0;
+	}
+	return bernoulli_tail(src, p, bit);
+}
+
 /* One geometric from the table and n pre-drawn words. */
 static int geom_digits(dp_bitsource *src, const struct geom_table *tb,
                            const uint32_t *w, int64_t *out)
@@ -119,15 +133,11 @@ static int geom_digits(dp_bitsource *src, const struct geom_table *tb,
 	uint64_t x = 0;
 
 	for (int i = 0; i < tb->n; i++) {
-		if (w[i] != tb->head[i]) {
-			x |= (uint64_t)(w[i] < tb->head[i]) << i;
-		} else {
-			int bit, rc = bernoulli_tail(src, tb->p[i], &bit);
+		int bit, rc = bernoulli(src, tb->p[i], tb->head[i], w[i], &bit);
 
-			if (rc != 0)
-				return rc;
-			x |= (uint64_t)bit << i;
-		}
+		if (rc != 0)
+			return rc;
+		x |= (uint64_t)bit << i;
 	}
 	*out = (int64_t)x;  /* < 2^63 */
 	return 0;
@@ -181,6 +191,81 @@ int dp_noise_discrete_laplace(dp_bitsource *src, double t, int64_t *out)
 	OPENSSL_cleanse(w, sizeof(w));
 	if (rc == 0)
 		*out = a - b;  /* both in [0, 2^63): no overflow */
+	return rc;
+}
+
+/* Canonne-Kamath-Steinke's rejection from a discrete Laplace, with the
+ * proposal's rate lambda as sampled (docs/noise.md §6): a trial draws
+ * Y ~ DLap(lambda) and accepts with probability
+ * exp(-(|Y| - sigma^2 lambda)^2 / (2 sigma^2)); the product of the two is
+ * exp(-Y^2 / (2 sigma^2)) times a constant, for any lambda.
+ *
+ * A trial reads its 2n + 1 words in one fill (ties aside) and does the
+ * same arithmetic whatever Y is: the exponent is kept in
+ * [2^-52, DGAUSS_ZMAX], where exp takes its one ordinary path, and an
+ * exponent beyond DGAUSS_ZMAX rejects (the tail cut of docs/noise.md §6).
+ * Rejected trials are independent of the accepted value, so only the
+ * accepting trial's work matters, and it is fixed.  The digit table is
+ * the Laplace's, cached per thread for t. */
+#define DGAUSS_ZMAX 500.0
+/* Trials before giving up on the source: each accepts with probability
+ * >= 0.44, so a working source needs more than this with probability
+ * < 1e-250. */
+#define DGAUSS_MAX_TRIALS 1000
+
+int dp_noise_discrete_gaussian(dp_bitsource *src, double sigma, int64_t *out)
+{
+	const struct geom_table *tb;
+	uint32_t w[2 * GEOM_BITS + 1];
+	double s;
+	int64_t y = 0;
+	int rc = 0, accepted = 0;
+
+	DP_REQUIRE(src != NULL && src->fill != NULL && out != NULL);
+	if (!(sigma > 0.0) || !isfinite(sigma))
+		return dp_error_set(DP_EINVAL, "discrete gaussian: sigma %g is not a positive finite "
+				    "number", sigma);
+	if (sigma < DP_NOISE_DGAUSS_SIGMA_MIN || sigma > DP_NOISE_DGAUSS_SIGMA_MAX)
+		return dp_error_set(DP_ERANGE, "discrete gaussian: sigma %g outside [%g, %g]", sigma,
+				    DP_NOISE_DGAUSS_SIGMA_MIN, DP_NOISE_DGAUSS_SIGMA_MAX);
+	/* t = floor(sigma) + 1 <= 2^46 + 1 is exact; lambda <= 1/t < 1/sigma. */
+	tb = table_for(floor(sigma) + 1.0, 1);
+	s = sigma * sigma * tb->lambda;  /* < sigma; two roundings */
+	for (int trial = 0; trial < DGAUSS_MAX_TRIALS && !accepted; trial++) {
+		int64_t a = 0, b = 0;
+		uint64_t sign;
+		double r, z, zc, p;
+
+		rc = src->fill(src->ctx, w, (2 * (size_t)tb->n + 1) * sizeof(w[0]));
+		if (rc == 0)
+			rc = geom_digits(src, tb, w, &a);
+		if (rc == 0)
+			rc = geom_digits(src, tb, w + tb->n, &b);
+		if (rc != 0)
+			break;
+		y = a - b;
+		/* |y| < 2^63 without a branch on the sign (a mask); exact as a
+		 * double whenever z <= ZMAX (sigma <= 2^46). */
+		sign = -((uint64_t)y >> 63);
+		r = ((double)(int64_t)(((uint64_t)y ^ sign) - sign) - s) / sigma;
+		z = 0.5 * (r * r);
+		/* + 2^-52 (not a clamp, which compiles to a branch on z) keeps
+		 * p < 1 and exp off its shortcut below 2^-54; the cap at ZMAX
+		 * binds only in trials that reject anyway. */
+		zc = z + 0x1p-52;
+		zc = zc < DGAUSS_ZMAX ? zc : DGAUSS_ZMAX;
+		p = exp(-zc);  /* in [e^-500, 1 - 2^-53] */
+		rc = bernoulli(src, p, (uint32_t)(p * 0x1p32), w[2 * tb->n], &accepted);
+		if (rc != 0)
+			break;
+		accepted &= z <= DGAUSS_ZMAX;
+	}
+	OPENSSL_cleanse(w, sizeof(w));
+	if (rc == 0 && !accepted)
+		rc = dp_error_set(DP_ERNG, "discrete gaussian: %d trials rejected: broken random source",
+				  DGAUSS_MAX_TRIALS);
+	if (rc == 0)
+		*out = y;
 	return rc;
 }
 
@@ -256,5 +341,33 @@ int dp_noise_grid_exponent(size_t n, double clip, double eps_q, int *k)
 		return dp_error_set(DP_ERANGE, "grid: settings need k = %ld < %d (n=%zu clip=%g eps=%g)",
 		                    kk, DP_NOISE_GRID_KMIN, n, clip, eps_q);
 	*k = (int)kk;
+	return 0;
+}
+
+/* The first condition is the L1 one (same bound per coordinate); the
+ * second, sigma = fs 2^es with fs in [1/2, 1): fs 2^(es+k) <= 2^46 (the
+ * sampler's largest sigma) holds for es + k <= 46, and for es + k = 47
+ * only when fs = 1/2. */
+_Static_assert(DP_NOISE_GRID_SIGMA_MAX == 0x1p46, "the exponent below is log2 of it");
+int dp_noise_grid_exponent_l2(size_t n, double clip, double sigma, int *k)
+{
+	int kk, es, rc;
+	double fs;
+
+	DP_REQUIRE(k != NULL);
+	if (!(sigma >= 0.0) || !isfinite(sigma))
+		return dp_error_set(DP_EINVAL, "grid: sigma %g is not a finite number >= 0", sigma);
+	rc = dp_noise_grid_exponent(n, clip, INFINITY, &kk);
+	if (rc != 0)
+		return rc;
+	if (sigma > 0.0) {
+		long ks;
+
+		fs = frexp(sigma, &es);
+		ks = 46L - es + (fs == 0.5 ? 1 : 0);   /* >= -978: sigma <= DBL_MAX */
+		if (ks < kk)
+			kk = (int)ks;
+	}
+	*k = kk;
 	return 0;
 }

@@ -101,6 +101,13 @@ typedef struct dp_plan_public {
 	dp_plan_clip *clips;
 	bool measured;     /* true: from a public sample; false: shape-only */
 	char source[256];  /* one line saying where the constants come from */
+	/* What the sample's rows were (docs/planner.md "With a public sample"):
+	 * its target and its p feature names ("bias" last with a bias
+	 * column), so that learnerd can check them against the owners'
+	 * schema; NULL when unknown (shape-only, or a file written before
+	 * them).  Owned (dp_plan_public_free). */
+	char *target;
+	char **features;
 } dp_plan_public;
 
 /* Constants assumed from the data's shape only, for runs without a public
@@ -114,20 +121,26 @@ typedef struct dp_plan_public {
 int dp_plan_public_shape(dp_model model, size_t p, double lambda, dp_plan_public *out);
 
 /* The constants as the JSON object {"model", "p", "lambda", "f_star",
- * "f_zero", "alone", "rows", "h_safe", "measured", "source", "clips": [{"clip",
+ * "f_zero", "alone", "rows", "h_safe", "measured", "source", "target" and
+ * "features" (when set), "clips": [{"clip",
  * "f_clip", "h", "t", "hf", "hs" (when set), "tau", "path_f", "path_h"
  * (an array of npath arrays of p; the three when npath > 0)}...]}; NULL
  * on allocation failure. */
 struct json_object *dp_plan_public_json(const dp_plan_public *pub);
 
 /* Read them back from `o` (that object, or an object holding it under
- * "public", as `dpasync forecast` writes).  `path` names the file in
+ * "public", as `dpasync forecast` writes); "target" and "features" are
+ * optional (files written before them: both NULL), and go together.  `path` names the file in
  * messages.  Errors: DP_EFORMAT with a detail, DP_ENOMEM.  *out untouched
  * on failure. */
 int dp_plan_public_parse(const char *path, struct json_object *o, dp_plan_public *out);
 
 /* dp_plan_public_parse of a whole file (at most 64 MiB). */
 int dp_plan_public_read(const char *path, dp_plan_public *out);
+
+/* Copy target and the p names into pub->target and pub->features
+ * (replacing any).  0 or DP_ENOMEM (pub's names then NULL). */
+int dp_plan_public_set_names(dp_plan_public *pub, const char *target, char *const *names);
 
 void dp_plan_public_free(dp_plan_public *pub);
 

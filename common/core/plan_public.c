@@ -18,6 +18,16 @@
 #define SHAPE_MARGIN   1.5   /* sd of the true score theta^T x (classification) */
 #define SHAPE_SVM_FSTAR 0.6  /* hinge at the optimum, assumed */
 
+static void free_names(dp_plan_public *pub)
+{
+	for (size_t q = 0; pub->features != NULL && q < pub->p; q++)
+		free(pub->features[q]);
+	free(pub->features);
+	free(pub->target);
+	pub->features = NULL;
+	pub->target = NULL;
+}
+
 void dp_plan_public_free(dp_plan_public *pub)
 {
 	if (pub == NULL)
@@ -32,7 +42,28 @@ void dp_plan_public_free(dp_plan_public *pub)
 		free(pub->clips[c].path_h);
 	}
 	free(pub->clips);
+	free_names(pub);
 	memset(pub, 0, sizeof(*pub));
+}
+
+int dp_plan_public_set_names(dp_plan_public *pub, const char *target, char *const *names)
+{
+	DP_REQUIRE(pub != NULL && target != NULL && names != NULL && pub->p > 0);
+	free_names(pub);
+	pub->target = strdup(target);
+	pub->features = calloc(pub->p, sizeof(char *));
+	for (size_t q = 0; pub->target != NULL && pub->features != NULL && q < pub->p; q++) {
+		pub->features[q] = strdup(names[q]);
+		if (pub->features[q] == NULL) {
+			free_names(pub);
+			break;
+		}
+	}
+	if (pub->target == NULL || pub->features == NULL) {
+		free_names(pub);
+		return DP_ENOMEM;
+	}
+	return 0;
 }
 
 static int alloc_clips(dp_plan_public *pub, size_t nclip)
@@ -259,6 +290,17 @@ struct json_object *dp_plan_public_json(const dp_plan_public *pub)
 		rc = dp_json_add(o, "measured", json_object_new_boolean(pub->measured));
 	if (rc == 0)
 		rc = dp_json_add(o, "source", json_object_new_string(pub->source));
+	if (rc == 0 && pub->target != NULL && pub->features != NULL) {
+		struct json_object *names = json_object_new_array();
+
+		rc = dp_json_add(o, "target", json_object_new_string(pub->target));
+		if (rc == 0)
+			rc = dp_json_add(o, "features", names);
+		else
+			json_object_put(names);
+		for (size_t q = 0; rc == 0 && q < pub->p; q++)
+			rc = dp_json_push(names, json_object_new_string(pub->features[q]));
+	}
 	for (size_t c = 0; rc == 0 && c < pub->nclip; c++) {
 		const dp_plan_clip *k = &pub->clips[c];
 		struct json_object *e = json_object_new_object();
@@ -341,10 +383,46 @@ static int path_parse(dp_json_reader *r, struct json_object *e, dp_plan_clip *k,
 	return 0;
 }
 
+/* "target" and "features" (p strings), both or neither: a file written
+ * before them has neither (docs/planner.md "With a public sample"). */
+static void parse_names(dp_json_reader *r, struct json_object *o, dp_plan_public *pub)
+{
+	struct json_object *arr = NULL;
+	const char *target;
+
+	r->where = NULL;
+	if (!json_object_object_get_ex(o, "target", NULL) &&
+	    !json_object_object_get_ex(o, "features", NULL))
+		return;
+	target = dp_json_get_string(r, o, "target", true, NULL);
+	arr = dp_json_get(r, o, "features", json_type_array, true);
+	if (r->rc != 0)
+		return;
+	if (json_object_array_length(arr) != pub->p) {
+		dp_json_fail(r, "'features' must hold p = %zu names", pub->p);
+		return;
+	}
+	for (size_t q = 0; q < pub->p; q++)
+		if (!json_object_is_type(json_object_array_get_idx(arr, q), json_type_string)) {
+			dp_json_fail(r, "'features' must hold names");
+			return;
+		}
+	pub->features = calloc(pub->p, sizeof(char *));
+	pub->target = strdup(target);
+	for (size_t q = 0; pub->features != NULL && pub->target != NULL && q < pub->p; q++) {
+		pub->features[q] = strdup(json_object_get_string(json_object_array_get_idx(arr, q)));
+		if (pub->features[q] == NULL)
+			break;
+	}
+	if (pub->features == NULL || pub->target == NULL || pub->features[pub->p - 1] == NULL)
+		r->rc = dp_error_set(DP_ENOMEM, "%s: out of memory", r->path);
+}
+
 int dp_plan_public_parse(const char *path, struct json_object *o, dp_plan_public *out)
 {
 	static const char *const keys[] = { "model", "p", "lambda", "f_star", "f_zero", "alone",
-					    "rows", "h_safe", "measured", "source", "clips" };
+					    "rows", "h_safe", "measured", "source", "target",
+					    "features", "clips" };
 	static const char *const ckeys[] = { "clip", "f_clip", "h", "t", "hf", "hs", "tau",
 					     "path_f", "path_h" };
 	dp_json_reader r = { .path = path };
@@ -428,6 +506,8 @@ int dp_plan_public_parse(const char *path, struct json_object *o, dp_plan_public
 			if (k->h[q] < 0.0 || k->hf[q] < 0.0)
 				dp_json_fail(&r, "curvatures 'h' and 'hf' must be >= 0");
 	}
+	if (r.rc == 0)
+		parse_names(&r, o, &pub);
 	if (r.rc != 0) {
 		dp_plan_public_free(&pub);
 		return r.rc;

@@ -112,7 +112,7 @@ def synthetic(tools, out, repeats):
                 files = [os.path.join(g, 'owner-%d.csv' % i) for i in (1, 2, 3, 4)]
                 sample = os.path.join(g, 'owner-5.csv')
                 for eps in SYN_EPS:
-                    common = ['--bias', '--model', model, '--epsilon', repr(eps)]
+                    common = ['--target', 'y', '--bias', '--model', model, '--epsilon', repr(eps)]
                     f = tools.forecast(['--sample', sample, '--rows', ','.join([str(rows)] * 4)] +
                                        common)
                     T = f['settings']['T']

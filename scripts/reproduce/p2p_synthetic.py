@@ -104,7 +104,7 @@ class Run:
         return r['mean']
 
     def sim(self, out, flags):
-        self.t.run(['sim', '--mode', 'p2p', '--model', 'logistic', '--out', out] +
+        self.t.run(['sim', '--mode', 'p2p', '--model', 'logistic', '--target', 'y', '--out', out] +
                    flags + self.train)
         return out
 

@@ -4,7 +4,14 @@
  * both measured in this process, interleaved, single thread.
  *
  *   bench_query [--rows N] [--features D] [--repeats R] [--clip C]
- *               [--model linear|logistic|svm]
+ *               [--model linear|logistic|svm] [--compare-l2]
+ *
+ * --compare-l2 adds R pairs of answers, the L1 kernel and the L2 one
+ * (dp_kernel_clipped_grid_sum_l2, clip C / sqrt(D): about the same share of
+ * rows clipped on this data, each on its own grid), taken back to back in
+ * alternating order, and reports the median ratio L2/L1 of the pairs with
+ * its 10th and 90th percentiles, and each kernel's median time
+ * (docs/bench.md "L2 clipping").
  *
  * Data as in the numpy baseline (docs/bench.md): X standard normal, y =
  * X beta + 0.1 noise, theta = 0.1 normal, row L1 norms precomputed (load
@@ -151,7 +158,61 @@ static double median(double *v, size_t n)
 static void usage(void)
 {
 	fprintf(stderr, "usage: bench_query [--rows N] [--features D] [--repeats R] [--clip C] "
-		"[--model linear|logistic|svm]\n");
+		"[--model linear|logistic|svm] [--compare-l2]\n");
+}
+
+/* v sorted: the value at quantile f (nearest rank). */
+static double quantile(const double *v, size_t n, double f)
+{
+	size_t i = (size_t)(f * (double)(n - 1) + 0.5);
+
+	return v[i < n ? i : n - 1];
+}
+
+/* The pairs of --compare-l2, as JSON fields appended to the line; 0 or -1
+ * (a kernel failed). */
+static int compare_l2(dp_model model, const dp_dataset *ds, const double *theta, double clip,
+		      int k, size_t reps, double *sum, char *out, size_t outlen)
+{
+	double clip2 = clip / sqrt((double)ds->p), *t1, *t2, *ratio;
+	size_t dropped;
+	int k2, rc = -1;
+
+	t1 = malloc(reps * sizeof(double));
+	t2 = malloc(reps * sizeof(double));
+	ratio = malloc(reps * sizeof(double));
+	if (t1 == NULL || t2 == NULL || ratio == NULL ||
+	    dp_noise_grid_exponent_l2(ds->n, clip2, 0.0, &k2) != 0)
+		goto out;
+	for (int w = 0; w < 3; w++)
+		if (dp_kernel_clipped_grid_sum_l2(model, ds, theta, clip2, k2, sum, &dropped) != 0)
+			goto out;
+	for (size_t r = 0; r < reps; r++) {
+		for (int i = 0; i < 2; i++) {
+			/* alternate which goes first: caches and clock see both alike */
+			int l2 = (int)((r + (size_t)i) % 2);
+			double t0 = now();
+
+			if (l2)
+				dp_kernel_clipped_grid_sum_l2(model, ds, theta, clip2, k2, sum, &dropped);
+			else
+				dp_kernel_clipped_grid_sum(model, ds, theta, clip, k, sum, &dropped);
+			*(l2 ? &t2[r] : &t1[r]) = now() - t0;
+		}
+		ratio[r] = t2[r] / t1[r];
+	}
+	qsort(ratio, reps, sizeof(double), cmp_double);
+	snprintf(out, outlen,
+		 ", \"l1_seconds\": %.6g, \"l2_seconds\": %.6g, \"l2_over_l1\": %.4f, "
+		 "\"l2_over_l1_p10\": %.4f, \"l2_over_l1_p90\": %.4f, \"l2_pairs\": %zu",
+		 median(t1, reps), median(t2, reps), quantile(ratio, reps, 0.5),
+		 quantile(ratio, reps, 0.1), quantile(ratio, reps, 0.9), reps);
+	rc = 0;
+out:
+	free(t1);
+	free(t2);
+	free(ratio);
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -159,6 +220,8 @@ int main(int argc, char **argv)
 	size_t n = 250000, d = 10, reps = 30;
 	double clip = 10.0;
 	dp_model model = DP_MODEL_LINEAR;
+	int l2 = 0;
+	char l2json[512] = "";
 
 	for (int i = 1; i < argc; i++) {
 		if (i + 1 < argc && strcmp(argv[i], "--rows") == 0)
@@ -169,6 +232,8 @@ int main(int argc, char **argv)
 			reps = strtoul(argv[++i], NULL, 10);
 		else if (i + 1 < argc && strcmp(argv[i], "--clip") == 0)
 			clip = strtod(argv[++i], NULL);
+		else if (strcmp(argv[i], "--compare-l2") == 0)
+			l2 = 1;
 		else if (i + 1 < argc && strcmp(argv[i], "--model") == 0) {
 			if (dp_model_parse(argv[++i], &model) != 0) {
 				usage();
@@ -243,6 +308,10 @@ int main(int argc, char **argv)
 	double checksum = 0;
 	for (size_t q = 0; q < d; q++)
 		checksum += fabs(ldexp(sum[q], -k) / (double)n);
+	if (l2 && compare_l2(model, &ds, theta, clip, k, reps, sum, l2json, sizeof(l2json)) != 0) {
+		fprintf(stderr, "bench_query: L2 kernel failed\n");
+		return 1;
+	}
 	double mk = median(tk, reps), ms = median(ts, reps);
 	double bytes = (double)n * (double)d * 8.0;
 
@@ -253,9 +322,9 @@ int main(int argc, char **argv)
 	       "\"repeats\": %zu, \"grid_k\": %d, "
 	       "\"kernel_seconds\": %.6g, \"kernel_gbytes_per_s\": %.4g, "
 	       "\"stream_seconds\": %.6g, \"stream_gbytes_per_s\": %.4g, "
-	       "\"kernel_over_stream\": %.4f, \"checksum\": %.17g, \"dropped\": %zu}\n",
+	       "\"kernel_over_stream\": %.4f, \"checksum\": %.17g, \"dropped\": %zu%s}\n",
 	       isa != NULL ? isa : "auto", dp_kernel_variant(), dp_model_name(model), n, d, reps, k, mk, bytes / mk / 1e9, ms, bytes / ms / 1e9,
-	       ms / mk, checksum, dropped);
+	       ms / mk, checksum, dropped, l2json);
 	(void)sink;
 	dp_dataset_free(&ds);
 	free(y);

@@ -111,7 +111,8 @@ class Bench:
         a = self.a
         out = os.path.join(a.work, "sim-n%d-m%d" % (n, m))
         timed = ["--answer-time", repr(answer_time)] if answer_time else []
-        subprocess.run([a.dpasync, "sim", "--T", str(a.T), "--bias", "--rate", "%g" % a.rate,
+        subprocess.run([a.dpasync, "sim", "--target", "y", "--T", str(a.T), "--bias",
+                        "--rate", "%g" % a.rate,
                         "--max-inflight", str(m), "--threads", str(threads),
                         "--repeats", str(repeats or a.sim_repeats),
                         "--psi-every", str(a.T), "--seed", "1", "--out", out] + timed

@@ -91,6 +91,11 @@ static void check_same(const struct lrn_job *a, const struct lrn_job *b)
 	FUZZ_CHECK(memcmp(a->theta_L, b->theta_L, a->p * sizeof(double)) == 0);
 	FUZZ_CHECK(strcmp(a->schema_fp, b->schema_fp) == 0 &&
 		   strcmp(a->schema_from, b->schema_from) == 0 && a->n_planned == b->n_planned);
+	/* The agreed schema's summary (version 4) reads back byte for byte. */
+	FUZZ_CHECK(a->schema_sum_len == b->schema_sum_len &&
+		   (a->schema_sum == NULL) == (b->schema_sum == NULL));
+	if (a->schema_sum != NULL)
+		FUZZ_CHECK(memcmp(a->schema_sum, b->schema_sum, a->schema_sum_len) == 0);
 	for (size_t i = 0; i < a->N; i++) {
 		const struct lrn_owner *x = &a->owners[i], *y = &b->owners[i];
 

@@ -145,6 +145,8 @@ static void check_dataset(const dp_dataset *ds, size_t p)
 			l1 += fabs(ds->x[i * p + q]);
 		}
 		FUZZ_CHECK(fabs(ds->row_l1[i] - l1) <= 1e-9 * (1 + l1));
+		FUZZ_CHECK(ds->row_l2[i] == dp_dataset_norm_l2(ds->x + i * p, p));
+		FUZZ_CHECK(ds->row_l2[i] <= ds->row_l1[i] * (1 + 1e-9));
 	}
 }
 

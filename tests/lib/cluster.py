@@ -151,7 +151,7 @@ class Cluster:
         model = json.load(open(self.path('learner', 'model.json')))
         ck = json.load(open(self.path('learner', 'checkpoint.json')))['job']
         step = ['--rho', repr(ck['rho'])] if mode == 'sync1' else ['--c', repr(ck['eta'])]
-        run([self.dp, 'sim', '--bias', '--mode', mode, '--epsilon', 'inf', '--repeats', '1',
+        run([self.dp, 'sim', '--target', 'y', '--bias', '--mode', mode, '--epsilon', 'inf', '--repeats', '1',
              '--T', str(self.T), '--clip', repr(ck['clip_l1']), '--out', out] + step
             + [self.data(i) for i in range(1, self.N + 1)])
         want = json.load(open(os.path.join(out, 'summary.json')))['theta']

@@ -1,10 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Statistical helpers shared by the sampler tests (test_rng, test_noise). */
+/* Statistical helpers shared by the sampler tests (test_rng, test_noise,
+ * test_noise_dgauss). */
 #ifndef DP_TEST_STATS_H
 #define DP_TEST_STATS_H
 
+#include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common/core/rng.h"
 
 /* Upper tail of the chi-square distribution, Q(df/2, x/2), by the series
  * or the continued fraction of the regularized incomplete gamma function
@@ -55,6 +62,32 @@ static inline double chi2_sf(double df, double x)
 static inline double dkw_bound(size_t n, double alpha)
 {
 	return sqrt(log(2 / alpha) / (2.0 * (double)n));
+}
+
+/* The base seed of a statistical test: DP_TEST_SEED if set, else fresh from
+ * the CSPRNG, printed on stderr with the test's name so that a failure can
+ * be replayed (docs/privacy.md §4).  0, or -1 if the CSPRNG fails. */
+static inline int stats_base_seed(const char *name, uint64_t *seed)
+{
+	const char *env = getenv("DP_TEST_SEED");
+
+	if (env != NULL && *env != '\0') {
+		*seed = strtoull(env, NULL, 0);
+	} else {
+		dp_csprng *r;
+		dp_bitsource s;
+		int rc;
+
+		if (dp_rng_csprng_new(&r) != 0)
+			return -1;
+		s = dp_rng_csprng_bits(r);
+		rc = dp_rng_u64(&s, seed);
+		dp_rng_csprng_destroy(r);
+		if (rc != 0)
+			return -1;
+	}
+	fprintf(stderr, "%s: DP_TEST_SEED=0x%016" PRIx64 "\n", name, *seed);
+	return 0;
 }
 
 #endif

@@ -556,7 +556,8 @@ static void test_sync_resume(void **state)
 	root = json_object_from_file(J.ckpt_path);
 	assert_non_null(root);
 	st = json_object_object_get(root, "state");
-	assert_int_equal(json_object_get_int(json_object_object_get(root, "version")), 3);
+	assert_int_equal(json_object_get_int(json_object_object_get(root, "version")),
+			 LRN_CHECKPOINT_VERSION);
 	assert_int_equal(json_object_get_int(json_object_object_get(st, "answers")), 2);
 	assert_int_equal(json_object_get_int(json_object_object_get(
 		json_object_array_get_idx(json_object_object_get(st, "owners"), 1), "iterations")), 1);
@@ -697,6 +698,94 @@ static void test_schema_left_out(void **state)
 	lrnjob_free(&J);
 }
 
+/* Write root to tag's checkpoint path. */
+static void put_root(struct json_object *root, const char *tag)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "%s-checkpoint.json", tag);
+	assert_int_equal(json_object_to_file_ext(path_of(name), root, JSON_C_TO_STRING_PLAIN), 0);
+	json_object_put(root);
+}
+
+/* Version 4 keeps the agreed schema's summary (packed, hex), so that a
+ * resumed job names what differs in the first mismatching Hello
+ * (docs/learnerd.md §5).  A version-3 file has none and still resumes; a
+ * summary that is not hex, not a summary of p columns, or without a
+ * fingerprint is refused. */
+static void test_schema_summary(void **state)
+{
+	struct lrn_settings s = lrnjob_settings();
+	Dpasync__FeatureSummary f[3], *fp[3];
+	Dpasync__SchemaSummary sum = DPASYNC__SCHEMA_SUMMARY__INIT;
+	static const char *const names[] = { "a", "b", "bias" };
+	struct json_object *root;
+	struct lrn_job J, R;
+	char *saved;
+
+	(void)state;
+	for (size_t i = 0; i < 3; i++) {
+		dpasync__feature_summary__init(&f[i]);
+		f[i].name = (char *)names[i];
+		f[i].kind = (char *)"raw";
+		f[i].scale = 1.5;
+		fp[i] = &f[i];
+	}
+	sum.n_features = 3;
+	sum.features = fp;
+	sum.target = (char *)"price";
+	sum.bias = true;
+	rich_job(&J, &s, "sum");
+	snprintf(J.schema_fp, sizeof(J.schema_fp), "sha256:%064d", 5);
+	snprintf(J.schema_from, sizeof(J.schema_from), "owner-1");
+	J.schema_sum_len = dpasync__schema_summary__get_packed_size(&sum);
+	J.schema_sum = malloc(J.schema_sum_len);
+	assert_non_null(J.schema_sum);
+	assert_int_equal(dpasync__schema_summary__pack(&sum, J.schema_sum), J.schema_sum_len);
+	assert_int_equal(lrn_checkpoint_save(&J, false), 0);
+	assert_int_equal(load(&R, &s, "sum"), 0);
+	assert_int_equal(R.schema_sum_len, J.schema_sum_len);
+	assert_memory_equal(R.schema_sum, J.schema_sum, J.schema_sum_len);
+	drop(&R);
+
+	saved = lrnjob_slurp(J.ckpt_path);
+	/* Version 3: no key, upgraded to none. */
+	root = json_tokener_parse(saved);
+	json_object_object_del(member(root, "job"), "schema_summary");
+	json_object_object_add(root, "version", json_object_new_int(3));
+	put_root(root, "sum3");
+	assert_int_equal(load(&R, &s, "sum3"), 0);
+	assert_null(R.schema_sum);
+	assert_string_equal(R.schema_fp, J.schema_fp);
+	drop(&R);
+	/* Version 4 without the key. */
+	root = json_tokener_parse(saved);
+	json_object_object_del(member(root, "job"), "schema_summary");
+	put_root(root, "sum4");
+	assert_int_equal(load(&R, &s, "sum4"), DP_EFORMAT);
+	assert_non_null(strstr(dp_error_detail(DP_EFORMAT), "missing key 'schema_summary'"));
+	drop(&R);
+	/* Not hex; odd length; a summary of 2 columns; none agreed. */
+	{
+		static const char *const bad[] = { "0g", "0a1", "0a000a00", NULL };
+
+		for (size_t i = 0; i < 4; i++) {
+			root = json_tokener_parse(saved);
+			if (bad[i] != NULL)
+				json_object_object_add(member(root, "job"), "schema_summary",
+						       json_object_new_string(bad[i]));
+			else
+				json_object_object_add(member(root, "job"), "schema", NULL);
+			put_root(root, "sumb");
+			assert_int_equal(load(&R, &s, "sumb"), DP_EFORMAT);
+			assert_non_null(strstr(dp_error_detail(DP_EFORMAT), "'schema_summary'"));
+			drop(&R);
+		}
+	}
+	free(saved);
+	lrnjob_free(&J);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -711,6 +800,7 @@ int main(void)
 		cmocka_unit_test(test_schema_left_out),
 		cmocka_unit_test(test_sync_resume),
 		cmocka_unit_test(test_version2_fixtures),
+		cmocka_unit_test(test_schema_summary),
 	};
 	int rc;
 

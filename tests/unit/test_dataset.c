@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -293,6 +294,57 @@ static void test_compatible(void **state)
 	dp_dataset_free(&d);
 }
 
+/* dp_dataset_norm_l2 against long double (64-bit mantissa: its own error
+ * is far below the bound) on rows of every scale: the bound of dataset.h,
+ * l >= ||x|| (1 - (p + 2) 2^-53), holds, and l is no further above than
+ * that either; subnormal rows are within 2^-1074 + that; NaN and
+ * infinities; the rows the loader stores. */
+static void test_norm_l2(void **state)
+{
+	uint64_t st = 12345;
+	double x[64];
+
+	(void)state;
+	for (int it = 0; it < 20000; it++) {
+		size_t p = 1 + (size_t)(it % 64);
+		int scale = (int)(it % 9) * 260 - 1070;  /* 2^-1070 .. 2^1010 */
+		long double ss = 0, mx = 0;
+
+		for (size_t q = 0; q < p; q++) {
+			st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+			double u = (double)(st >> 11) * 0x1p-53 - 0.5;
+			x[q] = (it % 5 == 0 && q != 0) ? 0.0 : ldexp(u, scale + (int)(st % 8));
+			if (fabsl((long double)x[q]) > mx)
+				mx = fabsl((long double)x[q]);
+		}
+		/* the sum of squares of (x / mx), then back: no underflow */
+		for (size_t q = 0; q < p; q++)
+			if (mx > 0)
+				ss += ((long double)x[q] / mx) * ((long double)x[q] / mx);
+		long double exact = mx * sqrtl(ss), l = dp_dataset_norm_l2(x, p);
+		long double tol = (long double)(p + 2) * 0x1p-53L * exact + 0x1p-1074L;
+		if (!(l >= exact - tol && l <= exact + tol))
+			fail_msg("p %zu scale %d: %.20Lg vs %.20Lg", p, scale, l, exact);
+	}
+	x[0] = 3.0;
+	x[1] = 4.0;
+	assert_true(dp_dataset_norm_l2(x, 2) == 5.0);
+	assert_true(dp_dataset_norm_l2(x, 0) == 0.0);
+	x[1] = DBL_MAX;
+	x[0] = DBL_MAX;
+	assert_true(isinf(dp_dataset_norm_l2(x, 2)));
+	x[0] = INFINITY;
+	assert_true(isinf(dp_dataset_norm_l2(x, 2)));
+	x[1] = NAN;
+	assert_true(isnan(dp_dataset_norm_l2(x, 2)));
+
+	double xa[4] = { 3, 4, 0, 0 }, ya[2] = { 0, 0 };
+	dp_dataset ds;
+	assert_int_equal(dp_dataset_from_arrays(&ds, 2, 2, xa, ya, NULL), 0);
+	assert_true(ds.row_l2[0] == 5.0 && ds.row_l2[1] == 0.0);
+	dp_dataset_free(&ds);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -302,6 +354,7 @@ int main(void)
 		cmocka_unit_test(test_load_with_schema),
 		cmocka_unit_test(test_arrays_and_roundtrip),
 		cmocka_unit_test(test_compatible),
+		cmocka_unit_test(test_norm_l2),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "common/core/dataset.h"
 #include "common/core/error.h"
@@ -261,6 +262,60 @@ static void test_schema_fingerprint(void **state)
 	assert_int_equal(dp_modelfile_write(path, &mf, DP_FILE_MODE_SHARED), DP_EINVAL);
 }
 
+/* A schema.json as `dpasync prep` writes it, of columns a and `second`. */
+static void put_schema(const char *name, const char *second)
+{
+	char text[512];
+
+	snprintf(text, sizeof(text), "{\"format\":\"dpasync-schema\",\"version\":1,\"columns\":["
+		 "{\"name\":\"a\",\"kind\":\"numeric\",\"center\":0.5,\"scale\":2},"
+		 "{\"name\":\"%s\",\"kind\":\"numeric\",\"center\":0,\"scale\":1}],"
+		 "\"target\":{\"name\":\"y\",\"kind\":\"numeric\",\"center\":0,"
+		 "\"scale\":1}}", second);
+	put_bytes(name, text, strlen(text));
+}
+
+/* A prepared file counts the schema.json beside it (docs/ownerd.md
+ * "Prepared data"): dp_fingerprint_applied finds it when its columns and
+ * target are the file's, and check_schema uses it without --schema; a
+ * schema.json of other columns, or not a schema, is not counted. */
+static void test_prepared_fingerprint(void **state)
+{
+	dp_load_opts lo = { .target = "y" };
+	char applied[256], fp_none[DP_FINGERPRINT_SIZE], mpath[128];
+	double theta[2] = { 1, 2 };
+	dp_modelfile mf = { .model = DP_MODEL_LINEAR, .p = 2, .theta = theta }, rd;
+	dp_dataset ds;
+
+	(void)state;
+	assert_int_equal(mkdir(path_of("prep"), 0700), 0);
+	put_bytes("prep/owner-1.csv", "a,b,y\n0.5,1,1\n", 14);
+	assert_int_equal(dp_dataset_load(&ds, path_of("prep/owner-1.csv"), &lo), 0);
+	assert_int_equal(dp_fingerprint_applied(&ds, 0, applied, sizeof(applied)), 0);
+	assert_string_equal(applied, "");
+	assert_int_equal(dp_fingerprint_schema(&ds, 0, NULL, fp_none), 0);
+
+	put_schema("prep/schema.json", "b");
+	assert_int_equal(dp_fingerprint_applied(&ds, 0, applied, sizeof(applied)), 1);
+	assert_string_equal(applied, path_of("prep/schema.json"));
+	assert_int_equal(dp_fingerprint_applied(&ds, 1, applied, sizeof(applied)), 0);
+	assert_int_equal(dp_fingerprint_applied(&ds, 0, applied, sizeof(applied)), 1);
+	assert_int_equal(dp_fingerprint_schema(&ds, 0, applied, mf.schema), 0);
+	assert_string_not_equal(mf.schema, fp_none);
+	snprintf(mpath, sizeof(mpath), "%s/prep-model.json", dir);
+	assert_int_equal(dp_modelfile_write(mpath, &mf, DP_FILE_MODE_SHARED), 0);
+	assert_int_equal(dp_modelfile_read(mpath, &rd), 0);
+	assert_int_equal(dp_modelfile_check_schema(&rd, mpath, &ds, NULL), 0);
+
+	put_schema("prep/schema.json", "c");   /* another table's */
+	assert_int_equal(dp_fingerprint_applied(&ds, 0, applied, sizeof(applied)), 0);
+	assert_int_equal(dp_modelfile_check_schema(&rd, mpath, &ds, NULL), DP_EINVAL);
+	put_bytes("prep/schema.json", "{", 1);
+	assert_int_equal(dp_fingerprint_applied(&ds, 0, applied, sizeof(applied)), 0);
+	dp_modelfile_free(&rd);
+	dp_dataset_free(&ds);
+}
+
 static void test_rejects_nonfinite(void **state)
 {
 	char path[128];
@@ -326,6 +381,7 @@ int main(void)
 		cmocka_unit_test(test_partial_roundtrip),
 		cmocka_unit_test(test_schema_fingerprint),
 		cmocka_unit_test(test_check_data),
+		cmocka_unit_test(test_prepared_fingerprint),
 		cmocka_unit_test(test_rejects_nonfinite),
 		cmocka_unit_test(test_malformed),
 	};

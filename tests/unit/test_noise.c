@@ -734,26 +734,72 @@ static void test_grid_bruteforce(void **state)
 #endif
 }
 
-static int setup(void **state)
+/* The Gaussian answer's grid exponent: hand-worked values from
+ * n clip 2^k <= 2^52 and sigma 2^k <= 2^46, then against a brute-force
+ * search in long double (exact: a 53-bit mantissa times n < 2^11). */
+static void test_grid_l2(void **state)
 {
-	const char *env = getenv("DP_TEST_SEED");
+	dp_bitsource s = sim_src(71);
+	int k = 1234;
 
 	(void)state;
-	if (env != NULL && *env != '\0') {
-		base_seed = strtoull(env, NULL, 0);
-	} else {
-		dp_csprng *r;
-		dp_bitsource s;
+	assert_int_equal(dp_noise_grid_exponent_l2(1, 1.0, 0.0, &k), 0);
+	assert_int_equal(k, 40);                 /* no noise: 52, capped */
+	assert_int_equal(dp_noise_grid_exponent_l2(10000, 1.0, 0.0, &k), 0);
+	assert_int_equal(k, 38);                 /* 2^52 / 10^4 = 2^38.7 */
+	assert_int_equal(dp_noise_grid_exponent_l2(1, 1.0, 0x1p6, &k), 0);
+	assert_int_equal(k, 40);                 /* 2^46 exactly */
+	assert_int_equal(dp_noise_grid_exponent_l2(1, 1.0, 0x1p7, &k), 0);
+	assert_int_equal(k, 39);
+	assert_int_equal(dp_noise_grid_exponent_l2(1, 1.0, nextafter(0x1p7, INFINITY), &k), 0);
+	assert_int_equal(k, 38);
+	assert_int_equal(dp_noise_grid_exponent_l2(1, 1.0, 3.0e6, &k), 0);
+	assert_int_equal(k, 24);                 /* 2^46 / 3e6 = 2^24.5 */
+	assert_int_equal(dp_noise_grid_exponent_l2(1, 1.0, 1e-300, &k), 0);
+	assert_int_equal(k, 40);
+	k = 1234;
+	assert_int_equal(dp_noise_grid_exponent_l2(1, 1.0, DBL_MAX, &k), 0);
+	assert_int_equal(k, -978);               /* 2^46 / 2^1024 */
+	k = 1234;
+	assert_int_equal(dp_noise_grid_exponent_l2(SIZE_MAX, DBL_MAX, 0.0, &k), DP_ERANGE);
+	assert_int_equal(dp_noise_grid_exponent_l2(0, 1.0, 1.0, &k), DP_EINVAL);
+	assert_int_equal(dp_noise_grid_exponent_l2(1, 0.0, 1.0, &k), DP_EINVAL);
+	assert_int_equal(dp_noise_grid_exponent_l2(1, INFINITY, 1.0, &k), DP_EINVAL);
+	assert_int_equal(dp_noise_grid_exponent_l2(1, 1.0, -1.0, &k), DP_EINVAL);
+	assert_int_equal(dp_noise_grid_exponent_l2(1, 1.0, NAN, &k), DP_EINVAL);
+	assert_int_equal(dp_noise_grid_exponent_l2(1, 1.0, INFINITY, &k), DP_EINVAL);
+	assert_int_equal(k, 1234);
+#if LDBL_MANT_DIG >= 64
+	for (int it = 0; it < 5000; it++) {
+		double u1, u2, clip, sigma;
+		uint64_t n;
+		int want = INT_MIN;
 
-		if (dp_rng_csprng_new(&r) != 0)
-			return -1;
-		s = dp_rng_csprng_bits(r);
-		if (dp_rng_u64(&s, &base_seed) != 0)
-			return -1;
-		dp_rng_csprng_destroy(r);
+		assert_int_equal(dp_rng_uniform(&s, &u1), 0);
+		assert_int_equal(dp_rng_uniform(&s, &u2), 0);
+		assert_int_equal(dp_rng_below(&s, 2047, &n), 0);
+		n += 1;
+		clip = ldexp(0.5 + u1, (int)(it % 61) - 30);
+		sigma = it % 5 == 0 ? 0.0 : ldexp(it % 7 == 0 ? 0.5 : 0.5 + u2, (int)(it % 81) - 20);
+		for (int kk = DP_NOISE_GRID_KMAX; kk >= -200; kk--) {
+			if ((long double)n * ldexpl((long double)clip, kk) <= 0x1p52L &&
+			    ldexpl((long double)sigma, kk) <= 0x1p46L) {
+				want = kk;
+				break;
+			}
+		}
+		assert_int_equal(dp_noise_grid_exponent_l2((size_t)n, clip, sigma, &k), 0);
+		assert_int_equal(k, want);
 	}
-	fprintf(stderr, "test_noise: DP_TEST_SEED=0x%016" PRIx64 "\n", base_seed);
-	return 0;
+#else
+	(void)s;
+#endif
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	return stats_base_seed("test_noise", &base_seed);
 }
 
 int main(void)
@@ -774,6 +820,7 @@ int main(void)
 		cmocka_unit_test(test_privacy),
 		cmocka_unit_test(test_grid),
 		cmocka_unit_test(test_grid_bruteforce),
+		cmocka_unit_test(test_grid_l2),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);

@@ -391,7 +391,12 @@ static void test_public_json_round_trip(void **state)
 	for (int m = 0; m < 3; m++) {
 		assert_int_equal(dp_plan_public_shape((dp_model)m, 5, 0.02, &a), 0);
 		if (m == 1) {   /* measured constants carry secant curvatures and a path */
+			static char *const names[] = { "a", "b", "c", "d", "bias" };
 			dp_plan_clip *k = &a.clips[0];
+
+			/* ... and the sample's names (docs/planner.md "With a
+			 * public sample") */
+			assert_int_equal(dp_plan_public_set_names(&a, "price", names), 0);
 
 			k->hs = calloc(a.p, sizeof(double));
 			for (size_t q = 0; q < a.p; q++)
@@ -422,6 +427,13 @@ static void test_public_json_round_trip(void **state)
 		assert_int_equal(b.p, a.p);
 		assert_true(b.f_star == a.f_star && b.h_safe == a.h_safe && b.alone == a.alone);
 		assert_int_equal(b.nclip, a.nclip);
+		assert_true((a.target == NULL) == (b.target == NULL) &&
+			    (a.features == NULL) == (b.features == NULL));
+		if (a.target != NULL) {
+			assert_string_equal(b.target, "price");
+			assert_string_equal(b.features[0], "a");
+			assert_string_equal(b.features[4], "bias");
+		}
 		for (size_t c = 0; c < a.nclip; c++) {
 			assert_true((a.clips[c].hs == NULL) == (b.clips[c].hs == NULL));
 			assert_int_equal(a.clips[c].npath, b.clips[c].npath);
@@ -449,6 +461,10 @@ static void test_public_json_round_trip(void **state)
 #define PATH_PUB(path) "{\"model\":\"linear\",\"p\":2,\"lambda\":0,\"f_star\":1,\"f_zero\":1," \
 	"\"alone\":0,\"h_safe\":1,\"measured\":true,\"clips\":[{\"clip\":1,\"f_clip\":1," \
 	"\"h\":[1,1],\"t\":[1,1],\"hf\":[1,1]," path "}]}"
+/* A constants file with the sample's names `names`. */
+#define NAMED_PUB(names) "{\"model\":\"linear\",\"p\":2,\"lambda\":0,\"f_star\":1," \
+	"\"f_zero\":1,\"alone\":0,\"h_safe\":1,\"measured\":true," names ",\"clips\":[{" \
+	"\"clip\":1,\"f_clip\":1,\"h\":[1,1],\"t\":[1,1],\"hf\":[1,1]}]}"
 
 static void test_public_parse_errors(void **state)
 {
@@ -482,6 +498,11 @@ static void test_public_parse_errors(void **state)
 		  "\"h_safe\":1,\"measured\":true,\"clips\":[]}", "f_star and h_safe must be > 0" },
 		{ "{\"model\":\"linear\",\"p\":1,\"lambda\":0,\"f_star\":1,\"f_zero\":1,\"alone\":0,"
 		  "\"h_safe\":1,\"measured\":true,\"typo\":1,\"clips\":[]}", "unknown key 'typo'" },
+		/* The names go together, p of them. */
+		{ NAMED_PUB("\"target\":\"y\""), "missing key 'features'" },
+		{ NAMED_PUB("\"target\":\"y\",\"features\":[\"a\"]"), "must hold p = 2 names" },
+		{ NAMED_PUB("\"target\":\"y\",\"features\":[\"a\",1]"), "must hold names" },
+		{ NAMED_PUB("\"features\":[\"a\",\"b\"]"), "missing key 'target'" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct json_object *o = json_tokener_parse(cases[i].json);

@@ -18,6 +18,11 @@ int dp_ownerdata_load(dp_ownerdata *od, char *const *files, size_t nfiles, const
 	memset(od, 0, sizeof(*od));
 	if (nfiles == 0)
 		return dp_error_set(DP_EINVAL, "no owner data files given (one CSV per owner)");
+	/* No default column: a real column named "y" would be read silently
+	 * (docs/reliability.md §7.2, finding 8). */
+	if (schema_path == NULL && target == NULL)
+		return dp_error_set(DP_EINVAL, "no target column given, and none is guessed: "
+				    "pass --target COL (or --schema FILE)");
 	if (schema_path) {
 		rc = dp_schema_load(schema_path, &d.schema);
 		if (rc != 0)

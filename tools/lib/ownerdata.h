@@ -19,11 +19,11 @@ typedef struct dp_ownerdata {
 
 /* Load files[0..nfiles) into *od: with schema_path (not NULL) the raw
  * files go through that schema; otherwise they are numeric CSVs whose
- * target column is `target`.  bias appends a constant-1 feature.  Every
+ * target column is `target`, which must then be given (no default).  bias appends a constant-1 feature.  Every
  * file must fit `model` (dp_model_check_data) and all must agree on their
  * features (dp_dataset_check_compatible).  Free with dp_ownerdata_free.
- * Errors (od zeroed, one-line detail): DP_EINVAL (no files, or a file that
- * does not fit), and those of dp_schema_load and dp_dataset_load
+ * Errors (od zeroed, one-line detail): DP_EINVAL (no files, neither
+ * target nor schema_path, or a file that does not fit), and those of dp_schema_load and dp_dataset_load
  * (DP_ENOENT, DP_EIO, DP_EFORMAT, DP_ENOMEM). */
 int dp_ownerdata_load(dp_ownerdata *od, char *const *files, size_t nfiles, const char *target,
 		      int bias, const char *schema_path, dp_model model);

@@ -537,6 +537,13 @@ int dp_public_measure(dp_model model, const dp_dataset *sample, double lambda,
 				  "the optimum", source);
 		goto out;
 	}
+	/* What the rows were, for learnerd --public to check against the
+	 * owners' schema (docs/planner.md "With a public sample"). */
+	if (sample->target != NULL && sample->names != NULL &&
+	    dp_plan_public_set_names(&pub, sample->target, sample->names) != 0) {
+		rc = dp_error_set(DP_ENOMEM, "public sample: out of memory");
+		goto out;
+	}
 	*out = pub;
 	memset(&pub, 0, sizeof(pub));
 	rc = 0;

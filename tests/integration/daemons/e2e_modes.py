@@ -109,7 +109,7 @@ def test(argv):
             flags = c.sim_flags()
             if tuple(flags) not in sims:
                 sim_out = os.path.join(d, 'sim-%d' % len(sims))
-                run([dp, 'sim', '--bias', '--epsilon', '1', '--repeats', '30', '--seed', '4',
+                run([dp, 'sim', '--target', 'y', '--bias', '--epsilon', '1', '--repeats', '30', '--seed', '4',
                      '--psi-every', str(T), '--out', sim_out] + flags
                     + [c.data(i) for i in (1, 2, 3)])
                 sims[tuple(flags)] = summary(sim_out)['psi']
@@ -142,7 +142,7 @@ def test(argv):
             # schedule past one would be refused.
             flags = c.sim_flags(max(used['K']))
             flags[flags.index('--answers-cap') + 1] = ','.join(str(k) for k in used['K'])
-            run([dp, 'sim', '--bias', '--epsilon', 'inf', '--repeats', '1',
+            run([dp, 'sim', '--target', 'y', '--bias', '--epsilon', 'inf', '--repeats', '1',
                  '--schedule', sched, '--out', out] + flags + lflags
                 + [c.data(i) for i in (1, 2, 3)])
             if tag == 'parity-caps':

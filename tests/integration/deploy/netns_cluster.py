@@ -330,7 +330,7 @@ def check_job(bindir, out, rate, T):
     ck = json.load(open(os.path.join(out, 'learner', 'checkpoint.json')))['job']
     caps = ck['plan']['answers_cap']
     check(ck['T'] == T and len(set(caps)) == 1, 'learnerd plan: T %d, caps %r' % (ck['T'], caps))
-    run([dp, 'sim', '--bias', '--T', str(T), '--eta', repr(ck['eta']), '--clip',
+    run([dp, 'sim', '--target', 'y', '--bias', '--T', str(T), '--eta', repr(ck['eta']), '--clip',
          repr(ck['clip_l1']), '--answers-cap', str(caps[0]), '--epsilon', '1', '--repeats', '30',
          '--seed', '7', '--schedule', sched, '--psi-every', str(T), '--out', sim_out] + files)
     sp = summary(sim_out)['psi']

@@ -411,7 +411,7 @@ def case_parity(root, warm=()):
     sim = os.path.join(root, 'sim')
     T = 6
     common = ['--mu', 1.5, '--clip', 1, '--lambda-per-row', 1, '--model', 'logistic'] + list(warm)
-    run([DPASYNC, 'sim', '--mode', 'p2p', '--graph', graph, '--epsilon', 'inf',
+    run([DPASYNC, 'sim', '--target', 'y', '--mode', 'p2p', '--graph', graph, '--epsilon', 'inf',
          '--wakeups', T, '--seed', 3, '--out', sim] + common +
         [os.path.join(data, i + '.csv') for i in ids])
     schedule = os.path.join(sim, 'schedule.csv')

@@ -64,7 +64,7 @@ def parity(dpasync, d, model, flags, sizes):
         for k in range(40):
             f.write('%d,%s\n' % (k + 1, rnd.choice(ids)))
     out = os.path.join(d, 'sim-' + model)
-    run([dpasync, 'sim', '--mode', 'p2p', '--model', model, '--graph', graph,
+    run([dpasync, 'sim', '--target', 'y', '--mode', 'p2p', '--model', model, '--graph', graph,
          '--schedule', sched, '--epsilon', 'inf', '--out', out] + flags + files)
     ref = os.path.join(d, 'ref-%s.json' % model)
     rflags = [f for f in flags if f == '--bias']
@@ -88,7 +88,7 @@ def parity(dpasync, d, model, flags, sizes):
 
 
 def determinism(dpasync, d, files, graph, ids):
-    base = ['sim', '--mode', 'p2p', '--model', 'logistic', '--bias', '--graph', graph,
+    base = ['sim', '--target', 'y', '--mode', 'p2p', '--model', 'logistic', '--bias', '--graph', graph,
             '--epsilon', '0.5', '--wakeups', '4']
     runs = {}
     for name, extra in [('a', ['--seed', '5']), ('b', ['--seed', '5']), ('c', ['--seed', '6'])]:
@@ -139,7 +139,7 @@ def bad_input(dpasync, d, files, graph):
         (['--local', '--warm-start', '0.1'], '--warm-start does not apply'),
     ]
     for extra, want in cases:
-        p = run([dpasync, 'sim', '--mode', 'p2p', '--out', os.path.join(d, 'bad')] + extra + files,
+        p = run([dpasync, 'sim', '--mode', 'p2p', '--target', 'y', '--out', os.path.join(d, 'bad')] + extra + files,
                 ok=False)
         lines = p.stderr.strip().splitlines()
         check(p.returncode == 2 and len(lines) == 1 and want in lines[0],

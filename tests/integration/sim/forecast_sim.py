@@ -59,7 +59,7 @@ def test(argv):
             check(f['mode'] == 'async' and f['public']['model'] == model, '%s: mode %s model %s'
                   % (model, f['mode'], f['public']['model']))
             out = '%s/sim' % g
-            run([dp, 'sim', '--model', model, '--bias', '--sample', sample, '--repeats', '20',
+            run([dp, 'sim', '--target', 'y', '--model', model, '--bias', '--sample', sample, '--repeats', '20',
                  '--seed', '3', '--out', out] + files)
             s = summary(out)
             st = f['settings']

@@ -35,7 +35,7 @@ def test(argv):
         run([dp, 'gen', '--rows', '500,500,500,500', '--features', '3', '--seed', '2',
              '--out', d + '/g'])
         files = [d + '/g/owner-%d.csv' % i for i in (1, 2, 3, 4)]
-        base = [dp, 'sim', '--bias', '--repeats', '3', '--seed', '5']
+        base = [dp, 'sim', '--target', 'y', '--bias', '--repeats', '3', '--seed', '5']
 
         # A binding cap: owner 1 drops out after 10 answers.
         out = d + '/bind'

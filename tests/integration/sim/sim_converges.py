@@ -20,7 +20,7 @@ def test(argv):
             for T in (30, 300, 3000):
                 out = os.path.join(d, '%s-%d' % (model, T))
                 # clip 1e6: clipping inactive, so theta_L should approach theta*.
-                run([dpasync, 'sim', '--model', model, '--epsilon', 'inf', '--clip', '1e6',
+                run([dpasync, 'sim', '--target', 'y', '--model', model, '--epsilon', 'inf', '--clip', '1e6',
                      '--bias', '--T', str(T), '--repeats', '6', '--seed', '5', '--out', out] + files)
                 psis.append(summary(out)['psi_mean'])
             print('%s: psi at T=30,300,3000: %s' % (model, ' '.join('%.3g' % v for v in psis)))

@@ -30,7 +30,7 @@ def test(argv):
             res = {}
             for fc in (False, True):
                 out = '%s/%s-%s' % (d, eps, fc)
-                run([dp, 'sim', '--bias', '--epsilon', eps, '--rates', '5,1,1,1', '--T', str(T),
+                run([dp, 'sim', '--target', 'y', '--bias', '--epsilon', eps, '--rates', '5,1,1,1', '--T', str(T),
                      '--eta', repr(ETA), '--clip', str(P), '--answers-cap', str(T), '--repeats', '40', '--seed', '7', '--psi-every', '2000', '--out', out]
                     + (['--freq-correction'] if fc else []) + files)
                 v = summary(out)['psi']

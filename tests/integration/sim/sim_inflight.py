@@ -31,7 +31,7 @@ def test(argv):
         for M in (1, 2, 3):
             out = os.path.join(d, 'sim-%d' % M)
             flag = [] if M == 1 else ['--max-inflight', str(M)]
-            run([dpasync, 'sim', '--epsilon', 'inf', '--schedule', sched, '--answers-cap', str(T),
+            run([dpasync, 'sim', '--target', 'y', '--epsilon', 'inf', '--schedule', sched, '--answers-cap', str(T),
                  '--repeats', '1', '--out', out] + flag + common + files)
             s = summary(out)
             thetas[M] = s['theta']
@@ -55,10 +55,10 @@ def test(argv):
               'the pipeline changed nothing: %s' % thetas)
         # the default is the strict run itself
         out = os.path.join(d, 'sim-1b')
-        run([dpasync, 'sim', '--epsilon', 'inf', '--schedule', sched, '--answers-cap', str(T),
+        run([dpasync, 'sim', '--target', 'y', '--epsilon', 'inf', '--schedule', sched, '--answers-cap', str(T),
              '--repeats', '1', '--max-inflight', '1', '--out', out] + common + files)
         check(summary(out)['theta'] == thetas[1], '--max-inflight 1 differs from the default')
-        p = run([dpasync, 'sim', '--mode', 'sync1', '--max-inflight', '2', '--epsilon', 'inf',
+        p = run([dpasync, 'sim', '--target', 'y', '--mode', 'sync1', '--max-inflight', '2', '--epsilon', 'inf',
                  '--T', '10', '--repeats', '1', '--out', os.path.join(d, 'sync')] + files,
                 ok=False)
         check(p.returncode == 2 and '--max-inflight applies to --mode async' in p.stderr,
@@ -66,7 +66,7 @@ def test(argv):
         outs = []
         for J in (1, 3):
             out = os.path.join(d, 'threads-%d' % J)
-            run([dpasync, 'sim', '--T', '200', '--repeats', '5', '--threads', str(J),
+            run([dpasync, 'sim', '--target', 'y', '--T', '200', '--repeats', '5', '--threads', str(J),
                  '--max-inflight', '2', '--out', out] + files)
             outs.append(out)
         s1, s3 = summary(outs[0]), summary(outs[1])

@@ -26,7 +26,7 @@ def test(argv):
             common = parity_flags(T)
             out = os.path.join(d, model + '-sim')
             # --answers-cap T: the schedule is drawn freely, so no cap may bind.
-            run([dpasync, 'sim', '--mode', 'async', '--model', model, '--epsilon', 'inf',
+            run([dpasync, 'sim', '--target', 'y', '--mode', 'async', '--model', model, '--epsilon', 'inf',
                  '--schedule', sched, '--answers-cap', str(T), '--repeats', '1', '--out', out]
                 + common + files)
             ref = os.path.join(d, model + '-ref.json')

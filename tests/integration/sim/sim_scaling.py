@@ -36,7 +36,7 @@ def sim(dpasync, d, tag, rows, eps):
              '--seed', '2', '--out', data])
     files = [os.path.join(data, 'owner-%d.csv' % i) for i in range(1, N + 1)]
     out = os.path.join(d, tag)
-    run([dpasync, 'sim', '--model', 'linear', '--epsilon', str(eps), '--clip', str(CLIP), '--bias',
+    run([dpasync, 'sim', '--target', 'y', '--model', 'linear', '--epsilon', str(eps), '--clip', str(CLIP), '--bias',
          '--T', str(T), '--eta', repr(ETA), '--answers-cap', str(T), '--repeats', str(R), '--seed', '9', '--psi-every', str(T), '--out', out]
         + files)
     return summary(out)['psi_mean']

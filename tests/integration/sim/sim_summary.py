@@ -41,7 +41,7 @@ def test(argv):
         run([dp, 'gen', '--rows', '400,600,500,800', '--features', '4', '--seed', '6', '--out', d + '/g'])
         files = [d + '/g/owner-%d.csv' % i for i in (1, 2, 3)]
         sample = d + '/g/owner-4.csv'
-        base = [dp, 'sim', '--bias', '--repeats', '4', '--seed', '2']
+        base = [dp, 'sim', '--target', 'y', '--bias', '--repeats', '4', '--seed', '2']
 
         # Shape-only constants, finite budgets.
         out = d + '/shape'

@@ -67,7 +67,7 @@ def test(argv):
 
         def sim(name, T, extra, eps='inf'):
             out = os.path.join(d, name)
-            p = run([dpasync, 'sim', '--epsilon', eps, '--answers-cap', str(T), '--repeats', '1',
+            p = run([dpasync, 'sim', '--target', 'y', '--epsilon', eps, '--answers-cap', str(T), '--repeats', '1',
                      '--seed', '7', '--out', out] + parity_flags(T) + extra + files)
             stdout[out] = p.stdout
             return out
@@ -133,7 +133,7 @@ def test(argv):
                            (['--answer-time', '0.01', '--mode', 'sync1'],
                             '--answer-time applies to --mode async'),
                            (['--answer-time', '-1'], '--answer-time')):
-            p = run([dpasync, 'sim', '--epsilon', 'inf', '--T', '20', '--out', out] + extra
+            p = run([dpasync, 'sim', '--target', 'y', '--epsilon', 'inf', '--T', '20', '--out', out] + extra
                     + files, ok=False)
             lines = p.stderr.strip().splitlines()
             check(p.returncode == 2 and len(lines) == 1 and why in lines[0],

@@ -44,7 +44,7 @@ def model_psi(out, files, lam, f_star):
 
 def one(dp, d, files, eps, seed, want_any, want_first):
     out = os.path.join(d, 'eps%s-seed%d' % (eps, seed))
-    p = run([dp, 'sim', '--bias', '--repeats', R, '--seed', seed, '--epsilon', eps,
+    p = run([dp, 'sim', '--target', 'y', '--bias', '--repeats', R, '--seed', seed, '--epsilon', eps,
              '--out', out] + files)
     s = summary(out)
     pz, psi = s['psi_zero'], s['psi']

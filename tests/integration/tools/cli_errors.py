@@ -11,7 +11,7 @@ deploy/local-cluster.sh refuses a missing or bad value with one line and
 exit 2 within 5 s, before any dependency check or build (no build-release
 directory appears), and its --help documents --bindir and the pass-through
 flags."""
-import os, subprocess, sys, time
+import json, os, subprocess, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import check, run, tmpdir, cleanup, main
 
@@ -40,7 +40,7 @@ def test(argv):
         with open(ragged, 'w') as f:
             f.write('x1,x2,x3,y\n1,2,3,4\n1,2,3\n')
         out = os.path.join(d, 'out')
-        sim = [dp, 'sim', '--T', '10', '--repeats', '1', '--out', out]
+        sim = [dp, 'sim', '--target', 'y', '--T', '10', '--repeats', '1', '--out', out]
         expect_error(sim + [bad, o1], ['bad.csv:3', 'x3'])
         expect_error(sim + [ragged], ['ragged.csv:3'])
         expect_error(sim + ['--target', 'price', o1], ['price'])
@@ -96,6 +96,7 @@ def test(argv):
         expect_error([dp, 'gen', '--rows', 'x', '--out', d], ['--rows'])
         expect_error([dp, 'eval', os.path.join(d, 'nomodel.json'), o1], ['nomodel.json'])
         expect_error([dp, 'nosuch'], ['nosuch'])
+        check_no_guess(dp, d, o1, o2)
         check_spelling(dp, d, o1, o2)
         check_local_cluster()
         for sub in ('gen', 'prep', 'sim', 'forecast', 'eval', 'ledger'):
@@ -105,13 +106,39 @@ def test(argv):
     finally:
         cleanup(d)
 
+def check_no_guess(dp, d, o1, o2):
+    """No tool guesses the target (docs/reliability.md §7.2, finding 8):
+    without --target or --schema, and with a model file that names none,
+    sim, sim --mode p2p, eval and report refuse with one line naming
+    --target, exit 2, although the data have a column y."""
+    out = os.path.join(d, 'noguess')
+    expect_error([dp, 'sim', '--T', '10', '--repeats', '1', '--out', out, o1], ['--target'])
+    graph = os.path.join(d, 'noguess-graph.csv')
+    with open(graph, 'w') as f:
+        f.write('a,b,w\nowner-1,owner-2,1\n')
+    expect_error([dp, 'sim', '--mode', 'p2p', '--graph', graph, '--out', out, o1, o2], ['--target'])
+    run([dp, 'sim', '--target', 'y', '--T', '10', '--repeats', '1', '--out', out, o1])
+    mpath = os.path.join(out, 'model.json')
+    m = json.load(open(mpath))
+    check(m.get('target') == 'y', 'sim --target y wrote target %r' % m.get('target'))
+    del m['target']   # as learnerd wrote it before a schema summary, or a fake owner's job
+    m.pop('features', None)
+    with open(mpath, 'w') as f:
+        json.dump(m, f)
+    expect_error([dp, 'eval', mpath, o1], ['model.json', '--target'])
+    check(run([dp, 'eval', '--target', 'y', mpath, o1]).returncode == 0, 'eval --target y')
+    with open(os.path.join(out, 'trace.csv'), 'w') as f:
+        f.write('k,time_unix,owner,wait_s,rtt_s,eps_spent\n'
+                '1,1000.0,owner-1,0,0.01,0.1\n2,1000.5,owner-1,0,0.01,0.2\n')
+    expect_error([dp, 'report', '--data', o1, out], ['model.json', '--target'])
+
 def check_spelling(dp, d, o1, o2):
     """One spelling per concept, the old ones as documented aliases."""
     outs = []
     for flags in (['--rate', '2,1', '--answers-margin', '0.2', '--T', '30'],
                   ['--rates', '2,1', '--margin', '0.2', '--t', '30']):
         out = os.path.join(d, 'spell-%d' % len(outs))
-        run([dp, 'sim', '--repeats', '1', '--out', out] + flags + [o1, o2])
+        run([dp, 'sim', '--target', 'y', '--repeats', '1', '--out', out] + flags + [o1, o2])
         outs.append(open(os.path.join(out, 'schedule.txt')).read())
     check(outs[0] == outs[1], 'sim: --rate/--rates or --answers-margin/--margin differ')
     for sub in ('sim', 'forecast'):

@@ -318,11 +318,11 @@ def test(argv):
 
         # Sim runs: one on the trace's owner order (for psi-time), two free ones.
         sim_sched = os.path.join(d, 'sim-sched')
-        run([dp, 'sim', '--schedule', sched, '--T', str(T), '--eta', repr(ck['job']['eta']), '--bias',
+        run([dp, 'sim', '--target', 'y', '--schedule', sched, '--T', str(T), '--eta', repr(ck['job']['eta']), '--bias',
              '--epsilon', '1', '--repeats', '5', '--out', sim_sched] + files)
         sim_a, sim_s = os.path.join(d, 'sim-async'), os.path.join(d, 'sim-sync1')
-        run([dp, 'sim', '--bias', '--T', '300', '--repeats', '5', '--rates', '3,1,1', '--out', sim_a] + files)
-        run([dp, 'sim', '--bias', '--mode', 'sync1', '--T', '300', '--repeats', '5', '--out', sim_s] + files)
+        run([dp, 'sim', '--target', 'y', '--bias', '--T', '300', '--repeats', '5', '--rates', '3,1,1', '--out', sim_a] + files)
+        run([dp, 'sim', '--target', 'y', '--bias', '--mode', 'sync1', '--T', '300', '--repeats', '5', '--out', sim_s] + files)
 
         # Every figure kind.
         figs = os.path.join(d, 'figs')

@@ -200,7 +200,8 @@ def test(argv):
         model.pop('target', None)
         json.dump(model, open(mpath, 'w'))
         want = json.loads(run([dp, 'eval', '--target', 'price', mpath] + files).stdout)
-        expect_error([dp, 'eval', mpath] + files, ["'y'"])        # no target anywhere: y, as before
+        # no target anywhere: refused, no column guessed (docs/reliability.md §7.2, finding 8)
+        expect_error([dp, 'eval', mpath] + files, ['names no target column', '--target'])
         model['target'] = 'price'
         json.dump(model, open(mpath, 'w'))
         got = json.loads(run([dp, 'eval', mpath] + files).stdout)

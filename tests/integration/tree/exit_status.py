@@ -180,7 +180,7 @@ def tool_cases(K, dp, d):
              prep + ['--out', under_file, o1])
 
     # sim
-    sim = [dp, 'sim', '--T', '20', '--repeats', '1']
+    sim = [dp, 'sim', '--target', 'y', '--T', '20', '--repeats', '1']
     simdir = os.path.join(d, 'sim')
     K.expect('sim', '--T 1', 'EINVAL', 'args', sim + ['--out', simdir, '--T', '1', o1])
     K.expect('sim', 'data file missing', 'ENOENT', 'load', sim + ['--out', simdir, missing])
@@ -192,12 +192,12 @@ def tool_cases(K, dp, d):
              sim + ['--out', simdir, '--schedule', sched, o1, o2], needle='sched.txt:3')
     sched = write(d, 'sched.txt', '1\n' * 6 + '2\n' * 4)
     K.expect('sim', '--schedule beyond an owner\'s answer cap', 'EBUDGET', 'load',
-             [dp, 'sim', '--repeats', '1', '--out', simdir, '--schedule', sched,
+             [dp, 'sim', '--target', 'y', '--repeats', '1', '--out', simdir, '--schedule', sched,
               '--answers-cap', '5', o1, o2], needle='already given')
     K.expect('sim', 'output directory under a regular file', 'EIO', 'run',
              sim + ['--out', under_file, o1, o2])
     run(sim + ['--out', simdir, o1, o2])   # a good run for plot and report below
-    p2p = [dp, 'sim', '--mode', 'p2p', '--out', os.path.join(d, 'p2p')]
+    p2p = [dp, 'sim', '--mode', 'p2p', '--target', 'y', '--out', os.path.join(d, 'p2p')]
     graph = write(d, 'graph.csv', 'a,b,w\nowner-1,owner-2,1\n')
     badgraph = write(d, 'badgraph.csv', 'from,to\nowner-1,owner-2\n')
     K.expect('sim p2p', 'graph with a bad header', 'EFORMAT', 'load',
@@ -227,7 +227,7 @@ def tool_cases(K, dp, d):
     K.expect('eval', 'data file missing', 'ENOENT', 'load', [dp, 'eval', model, missing])
     cls = os.path.join(d, 'cls')
     run([dp, 'gen', '--rows', '80', '--features', '3', '--task', 'classification', '--out', cls])
-    run([dp, 'sim', '--model', 'logistic', '--lambda', '0.1', '--T', '20', '--repeats', '1',
+    run([dp, 'sim', '--target', 'y', '--model', 'logistic', '--lambda', '0.1', '--T', '20', '--repeats', '1',
          '--out', os.path.join(d, 'sim-logit'), os.path.join(cls, 'owner-1.csv')])
     K.expect('eval', '--lambda 0 for a logistic model', 'EINVAL', 'run',
              [dp, 'eval', '--lambda', '0', os.path.join(d, 'sim-logit', 'model.json'),
