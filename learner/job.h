@@ -84,7 +84,7 @@ struct lrn_settings {
 	double c;                  /* sync2 step c/sqrt(k); 0: planned */
 	double lambda, theta_max;
 	double clip;               /* 0: planned; the L2 clip with Gaussian */
-	int mechanism;             /* enum lrn_mechanism */
+	int mechanism;             /* enum lrn_mechanism (kept in the checkpoint) */
 	char *public_path;         /* public constants for the planner, or NULL
 				      (assumed from the data's shape) */
 	double answers_margin;     /* K_i = ceil(T pi_i (1 + margin)) */
@@ -455,7 +455,7 @@ const double *lrn_state_output(const struct lrn_job *J);
 #define LRN_CHECKPOINT_FORMAT  "dpasync-learner-checkpoint"
 /* The format written; older ones are upgraded on load one version at a
  * time (docs/learnerd.md §5 "Versions"). */
-#define LRN_CHECKPOINT_VERSION 4
+#define LRN_CHECKPOINT_VERSION 5
 /* Write J's state (with the plan: a resumed job never re-plans) to
  * J->ckpt_path atomically; reserves the next block of query ids (final:
  * the job is over or stopping, no block needed).  Flushes and fsyncs the
