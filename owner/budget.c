@@ -97,6 +97,16 @@ static void refresh_gauges(const struct own_budget *b, struct own_budget_status 
 		dp_metrics_set(b->cfg.life_spent, st->lifetime_spent);
 	if (b->cfg.life_left)
 		dp_metrics_set(b->cfg.life_left, st->lifetime_left);
+	if (b->cfg.life_rho)
+		dp_metrics_set(b->cfg.life_rho, st->lifetime_rho);
+	if (b->cfg.life_at_delta) {
+		char d[32];
+		const char *v[] = { d };
+
+		snprintf(d, sizeof(d), "%.9g", st->lifetime_delta);
+		dp_metrics_relabel(b->cfg.life_at_delta, v);
+		dp_metrics_set(b->cfg.life_at_delta, st->lifetime_spent);
+	}
 }
 
 /* The per-job gauges name the bound job (docs/operations.md §2).  A job
@@ -111,10 +121,38 @@ static void label_gauges(const struct own_budget *b, const char *job)
 			dp_metrics_relabel(g[i], none);
 }
 
-/* Lifetime spent: the other jobs' totals and the bound job's. */
+/* The dataset's spending: the other jobs' and the bound job's, both
+ * mechanisms (docs/ledger.md §8). */
+static dp_zcdp_totals lifetime_totals(const struct own_budget *b)
+{
+	dp_zcdp_totals t = b->others_t, j;
+
+	if (b->ledger != NULL) {
+		dp_ledger_totals(b->ledger, &j);
+		dp_zcdp_add(&t, &j);
+	}
+	return t;
+}
+
+/* Lifetime spent: the best valid epsilon at the lifetime delta, which is
+ * the sum of the charges when every job is Laplace (dp_zcdp_best_nano). */
 static uint64_t lifetime_spent_nano(const struct own_budget *b)
 {
-	return dp_nano_add(b->others_nano, b->ledger ? dp_ledger_spent_nano(b->ledger) : 0);
+	dp_zcdp_totals t = lifetime_totals(b);
+	uint64_t e = DP_NANO_INF;
+
+	if (dp_zcdp_best_nano(&t, b->lifetime_delta, &e) < 0)
+		return DP_NANO_INF;
+	return e;
+}
+
+/* What a Laplace job can still spend under the lifetime cap: the cap less
+ * the sum when every job is Laplace (dp_ledgerset_pure_left). */
+static uint64_t lifetime_left_nano(const struct own_budget *b)
+{
+	dp_zcdp_totals t = lifetime_totals(b);
+
+	return dp_ledgerset_pure_left(&t, b->lifetime_nano, b->lifetime_delta);
 }
 
 /* Is an answer of eps covered by the share reserved after the last one? */
@@ -126,19 +164,23 @@ static bool covers(const struct own_budget *b, double eps)
 	       c <= dp_ledger_reserved_nano(b->ledger);
 }
 
-/* Does one more charge of eps_q fit under the lifetime cap? */
+/* Does one more charge of eps_q fit under the lifetime cap: is the
+ * dataset's bound with it still within the cap at the lifetime delta
+ * (docs/ledger.md §8; the plain sum when every job is Laplace)? */
 static bool lifetime_allows(const struct own_budget *b, double eps_q)
 {
-	uint64_t spent, c;
+	dp_zcdp_totals spent, charge;
+	uint64_t c;
+	bool fits = false;
 
 	if (b->lifetime_nano == DP_NANO_INF)
 		return true;
-	spent = lifetime_spent_nano(b);
-	if (spent == DP_NANO_INF || spent > b->lifetime_nano)
-		return false;
 	if (isinf(eps_q) || dp_nano_ceil(eps_q, &c) < 0)
 		return false;
-	return c <= b->lifetime_nano - spent;
+	spent = lifetime_totals(b);
+	charge = dp_zcdp_charge_pure(c);
+	return dp_zcdp_fits(&spent, &charge, b->lifetime_nano, b->lifetime_delta, &fits) == 0 &&
+	       fits;
 }
 
 /* What this process's own ledger said job file `path` had spent when it
@@ -172,6 +214,38 @@ static uint64_t others_spent(const struct own_budget *b, const char *path)
 	return sum;
 }
 
+/* A sum t that counts `disk` for a job: count `kept` instead when it is
+ * more (saturating). */
+static void at_least(uint64_t *t, uint64_t disk, uint64_t kept)
+{
+	if (disk < kept && *t != DP_NANO_INF)
+		*t = dp_nano_add(*t - disk, kept);
+}
+
+/* The other jobs' spending in both mechanisms, as others_spent counts it:
+ * a job this process closed counts, field by field, at least what its own
+ * ledger said then. */
+static dp_zcdp_totals others_totals(const struct own_budget *b, const char *path)
+{
+	dp_zcdp_totals t = dp_ledgerset_totals_except(b->set, path);
+
+	for (size_t i = 0; i < b->n_closed; i++) {
+		const dp_ledgerset_job *j = dp_ledgerset_find(b->set, b->closed[i].path);
+		const dp_zcdp_totals *c = &b->closed[i].totals;
+		dp_zcdp_totals disk = { 0, 0, 0, 0 };
+
+		if (path != NULL && strcmp(path, b->closed[i].path) == 0)
+			continue;
+		if (j != NULL)
+			disk = j->totals;
+		at_least(&t.eps_pure, disk.eps_pure, c->eps_pure);
+		at_least(&t.rho_pure, disk.rho_pure, c->rho_pure);
+		at_least(&t.rho_gauss, disk.rho_gauss, c->rho_gauss);
+		at_least(&t.slack, disk.slack, c->slack);
+	}
+	return t;
+}
+
 /* The epsilon cap of job file `path` (docs/ledger.md §8 "Jobs and the
  * lifetime budget"): --epsilon, or what the lifetime cap leaves when that
  * is less, so that all K answers the learner planned for what this owner
@@ -184,13 +258,14 @@ static uint64_t others_spent(const struct own_budget *b, const char *path)
 static double job_cap(const struct own_budget *b, const char *path)
 {
 	const dp_ledgerset_job *e = dp_ledgerset_find(b->set, path);
-	uint64_t eps_nano, others, left;
+	uint64_t eps_nano, left;
+	dp_zcdp_totals others_t;
 
 	if (b->cfg.eps_step > 0 || isinf(b->cfg.epsilon) || b->lifetime_nano == DP_NANO_INF ||
 	    dp_nano_floor(b->cfg.epsilon, &eps_nano) < 0)
 		return b->cfg.epsilon;
-	others = others_spent(b, path);
-	left = others == DP_NANO_INF || others >= b->lifetime_nano ? 0 : b->lifetime_nano - others;
+	others_t = others_totals(b, path);
+	left = dp_ledgerset_pure_left(&others_t, b->lifetime_nano, b->lifetime_delta);
 	if (e != NULL)
 		return e->cap_nano < eps_nano && e->cap_nano >= left ? eps_of_nano(e->cap_nano)
 								     : b->cfg.epsilon;
@@ -215,6 +290,7 @@ static int note_closed(struct own_budget *b)
 		b->n_closed++;
 	}
 	c->spent_nano = dp_ledger_spent_nano(b->ledger);
+	dp_ledger_totals(b->ledger, &c->totals);
 	return 0;
 }
 
@@ -238,6 +314,7 @@ static int settle_cap(struct own_budget *b, uint64_t want)
 		return 0;   /* a check of what the first start will record */
 	b->lifetime_recorded = true;
 	b->lifetime_nano = rec;
+	b->lifetime_delta = dp_ledgerset_lifetime_delta(b->set);
 	b->lifetime_from = "recorded in the directory";
 	if (!b->cfg.lifetime_given || want == rec)
 		return 0;
@@ -285,6 +362,7 @@ int own_budget_open(struct own_budget *b, const struct own_budget_config *cfg)
 	init.lifetime_nano = want;
 	init.program = "ownerd";
 	init.reason = NULL;
+	init.lifetime_delta = 0.0;   /* pure epsilon-DP until the owner sets one (docs/ledger.md §11) */
 	if (cfg->check_only) {
 		/* Verify what exists, create nothing, take no lock. */
 		r = access(cfg->path, F_OK) != 0 ? 0 :
@@ -301,6 +379,8 @@ int own_budget_open(struct own_budget *b, const struct own_budget_config *cfg)
 		return r;   /* the detail names the file */
 	}
 	b->others_nano = b->set ? others_spent(b, NULL) : 0;
+	if (b->set != NULL)
+		b->others_t = others_totals(b, NULL);
 	label_gauges(b, "");
 	refresh_gauges(b, &st);
 	DP_INFO("ledger", "opened dir=%s jobs=%zu lifetime_spent=%.9g lifetime_cap=%.9g", cfg->path,
@@ -359,6 +439,7 @@ static int unbind(struct own_budget *b)
 	if (r < 0)
 		return r;
 	b->others_nano = others_spent(b, NULL);
+	b->others_t = others_totals(b, NULL);
 	return 0;
 }
 
@@ -426,6 +507,7 @@ int own_budget_bind(struct own_budget *b, const char *job, uint64_t offered)
 	}
 	/* What this job spent before (a resumed job) is in its own ledger. */
 	b->others_nano = others_spent(b, path);
+	b->others_t = others_totals(b, path);
 	snprintf(b->job, sizeof(b->job), "%s", job);
 	label_gauges(b, job);
 	b->K = K;
@@ -479,13 +561,10 @@ bool own_budget_lifetime_hit(const struct own_budget *b)
 
 bool own_budget_lifetime_spent(const struct own_budget *b)
 {
-	uint64_t spent;
-
 	DP_REQUIRE(b != NULL);
 	if (b->lifetime_nano == DP_NANO_INF)
 		return false;
-	spent = lifetime_spent_nano(b);
-	return spent == DP_NANO_INF || spent >= b->lifetime_nano;
+	return lifetime_left_nano(b) == 0;
 }
 
 bool own_budget_refuses_job(const struct own_budget *b, const char *job)
@@ -511,17 +590,19 @@ bool own_budget_refuses_job(const struct own_budget *b, const char *job)
 
 void own_budget_status(const struct own_budget *b, struct own_budget_status *out)
 {
+	dp_zcdp_totals t;
 	uint64_t spent;
 	double held;
 
 	DP_REQUIRE(b != NULL && out != NULL);
 	memset(out, 0, sizeof(*out));
 	spent = lifetime_spent_nano(b);
+	t = lifetime_totals(b);
 	out->lifetime_cap = dp_nano_to_eps(b->lifetime_nano);
 	out->lifetime_spent = dp_nano_to_eps(spent);
-	out->lifetime_left = b->lifetime_nano == DP_NANO_INF ? INFINITY :
-		spent == DP_NANO_INF || spent >= b->lifetime_nano ? 0.0 :
-		dp_nano_to_eps(b->lifetime_nano - spent);
+	out->lifetime_left = dp_nano_to_eps(lifetime_left_nano(b));
+	out->lifetime_rho = dp_nano_to_eps(dp_nano_add(t.rho_pure, t.rho_gauss));
+	out->lifetime_delta = b->lifetime_delta;
 	out->job = "";
 	out->job_left = fmin(b->cfg.epsilon, out->lifetime_left);
 	if (b->ledger == NULL) {

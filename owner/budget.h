@@ -22,6 +22,7 @@
 
 #include "common/core/ledger.h"
 #include "common/core/ledgerset.h"
+#include "common/core/zcdp.h"
 #include "common/net/metrics.h"
 
 /* The refusal reason when the lifetime budget, not the job's, is spent. */
@@ -58,6 +59,9 @@ struct own_budget_config {
 	struct dp_metric *life_cap; /* dpasync_owner_lifetime_epsilon_cap (may be NULL) */
 	struct dp_metric *life_spent;  /* ..._lifetime_epsilon_spent (may be NULL) */
 	struct dp_metric *life_left;   /* ..._lifetime_epsilon_left (may be NULL) */
+	struct dp_metric *life_rho;    /* ..._lifetime_rho_spent (may be NULL) */
+	struct dp_metric *life_at_delta;  /* ..._lifetime_epsilon_at_delta{delta} (may be
+				       NULL): its one label follows the lifetime delta */
 };
 
 struct own_budget {
@@ -67,7 +71,10 @@ struct own_budget {
 	char job[OWN_JOB_MAX + 1];  /* the bound job ("" while unbound) */
 	uint64_t K;                 /* answer cap in force (0 while unbound) */
 	double eps_q;               /* per-answer share: charged AND calibrates the noise */
-	uint64_t others_nano;       /* spent by the dataset's other jobs (DP_NANO_INF: unlimited) */
+	uint64_t others_nano;       /* spent by the dataset's other Laplace jobs (DP_NANO_INF: unlimited) */
+	dp_zcdp_totals others_t;    /* the other jobs' spending, both mechanisms
+				       (docs/ledger.md §8) */
+	double lifetime_delta;      /* the lifetime delta the directory records (0: pure only) */
 	uint64_t lifetime_nano;     /* lifetime cap in force (DP_NANO_INF: none) */
 	bool lifetime_recorded;     /* the directory records it (false: a check of a
 				       directory that does not exist yet or predates
@@ -79,6 +86,7 @@ struct own_budget {
 				       whatever its file says later */
 		char *path;
 		uint64_t spent_nano;
+		dp_zcdp_totals totals;
 	} *closed;
 	size_t n_closed;
 	bool failed;                /* the ledger failed: nothing more, ever */
@@ -96,8 +104,15 @@ struct own_budget_status {
 	double spent;               /* epsilon spent (0 while unbound) */
 	double left;                /* epsilon left (--epsilon while unbound) */
 	double lifetime_cap;        /* the lifetime cap in force; INFINITY: none */
-	double lifetime_spent;      /* over every job of the dataset */
-	double lifetime_left;       /* INFINITY without a lifetime cap */
+	double lifetime_spent;      /* over every job of the dataset: the best valid
+				       epsilon at the lifetime delta (docs/ledger.md
+				       §8), the sum of the charges for Laplace only */
+	double lifetime_left;       /* what a Laplace job can still spend: the cap
+				       less lifetime_spent for Laplace only; INFINITY
+				       without a lifetime cap */
+	double lifetime_rho;        /* every job's spending as zCDP: Laplace charges'
+				       eps^2/2 and Gaussian rho */
+	double lifetime_delta;      /* the lifetime delta (0: pure only) */
 	const char *job;            /* the job these counters belong to ("" none);
 				       while unbound, the newest job in the directory */
 	double job_left;            /* what `job` can still spend: its cap less its

@@ -416,7 +416,9 @@ static int metrics_init(struct own_metrics *m)
 	/* The two gauges of one job's ledger name it (docs/operations.md §2). */
 	static const char *const job_id[] = { "job_id", NULL };
 	static const char *const unbound[] = { "" };
-	struct dp_metric_family *spent = NULL, *left = NULL;
+	static const char *const delta[] = { "delta", NULL };
+	static const char *const pure[] = { "0" };
+	struct dp_metric_family *spent = NULL, *left = NULL, *at_delta = NULL;
 	const struct dp_metrics_def defs[] = {
 		{ DP_METRIC_COUNTER, "dpasync_owner_answers_total",
 		  "Noisy answers sent to the learner (this process).", .series = &m->answers },
@@ -436,6 +438,12 @@ static int metrics_init(struct own_metrics *m)
 		  "Privacy budget spent over every job of the dataset.", .series = &m->life_spent },
 		{ DP_METRIC_GAUGE, "dpasync_owner_lifetime_epsilon_left",
 		  "Lifetime privacy budget left.", .series = &m->life_left },
+		{ DP_METRIC_GAUGE, "dpasync_owner_lifetime_rho_spent",
+		  "Privacy budget spent over every job of the dataset as zCDP rho (Laplace "
+		  "answers' eps^2/2 and Gaussian answers' rho).", .series = &m->life_rho },
+		{ DP_METRIC_GAUGE, "dpasync_owner_lifetime_epsilon_at_delta",
+		  "Privacy budget spent over every job of the dataset: the best valid epsilon "
+		  "at the lifetime delta.", .labels = delta, .family = &at_delta },
 		{ DP_METRIC_HISTOGRAM, "dpasync_owner_gradient_seconds",
 		  "Time to compute one noisy answer.", grad_buckets,
 		  sizeof(grad_buckets) / sizeof(grad_buckets[0]), .series = &m->grad_secs },
@@ -470,6 +478,8 @@ static int metrics_init(struct own_metrics *m)
 		r = dp_metrics_series(spent, unbound, &m->eps_spent);
 	if (r == 0)
 		r = dp_metrics_series(left, unbound, &m->eps_left);
+	if (r == 0)
+		r = dp_metrics_series(at_delta, pure, &m->life_at_delta);
 	if (r == 0)
 		r = dp_metrics_process(m->reg, "ownerd");
 	return r;
@@ -648,6 +658,8 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 	bc.life_cap = d->m.life_cap;
 	bc.life_spent = d->m.life_spent;
 	bc.life_left = d->m.life_left;
+	bc.life_rho = d->m.life_rho;
+	bc.life_at_delta = d->m.life_at_delta;
 	if (d->set.peer) {
 		r = start_peer(d, &bc);
 		if (r != 0)

@@ -130,6 +130,8 @@ struct own_metrics {
 	struct dp_metric *life_cap;    /* dpasync_owner_lifetime_epsilon_cap (budget) */
 	struct dp_metric *life_spent;  /* dpasync_owner_lifetime_epsilon_spent (budget) */
 	struct dp_metric *life_left;   /* dpasync_owner_lifetime_epsilon_left (budget) */
+	struct dp_metric *life_rho;    /* dpasync_owner_lifetime_rho_spent (budget) */
+	struct dp_metric *life_at_delta;  /* dpasync_owner_lifetime_epsilon_at_delta{delta} (budget) */
 	struct dp_metric *grad_secs;   /* dpasync_owner_gradient_seconds (answer) */
 	struct dp_metric *connected;   /* dpasync_owner_connected (client) */
 	struct dp_metric *reconnects;  /* dpasync_owner_reconnects_total (client) */

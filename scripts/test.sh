@@ -120,7 +120,7 @@ if build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=
   ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0 run_tests build-asan --num-processes 2 \
     e2e_modes e2e_admission e2e_identity e2e_crash learnerd learnerd_fdlimit ownerd ownerd_worker \
     cli_errors sim_parity sim_converges \
-    sim_caps sim_summary forecast_sim sim_inflight sim_timed prep_shared_data prep_formats \
+    sim_caps sim_summary forecast_sim sim_inflight sim_timed sim_gaussian prep_shared_data prep_formats \
     sim_p2p peer_tools \
     config_files plot_report e2e_lockout e2e_claims chaos iofault powercut privacy_audit soak churn sync_rounds \
     peer_refuse peer_cluster peer_restart peer_parity peer_parity_warm e2e_jobs e2e_reserve \

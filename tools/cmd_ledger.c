@@ -23,14 +23,6 @@ struct ledger_opts {
 	struct dp_config_strings files;
 };
 
-/* What is left of a cap after `spent` (nano-epsilon, DP_NANO_INF: none). */
-static uint64_t left_of(uint64_t cap, uint64_t spent)
-{
-	if (cap == DP_NANO_INF)
-		return DP_NANO_INF;
-	return spent >= cap ? 0 : cap - spent;
-}
-
 /* JSON has no infinity: an unlimited (testing) ledger prints null. */
 static int add_eps(struct json_object *j, const char *key, double v)
 {
@@ -39,12 +31,40 @@ static int add_eps(struct json_object *j, const char *key, double v)
 	return dp_json_add_null(j, key);
 }
 
+/* A job's mechanism and its unit (docs/ledger.md §2): "mechanism" and,
+ * for a Gaussian job, its delta and the sampler's slack per answer. */
+static int add_mechanism(struct json_object *j, unsigned unit, double delta, uint64_t slack)
+{
+	bool rho = unit == DP_LEDGER_UNIT_RHO;
+	int rc;
+
+	rc = dp_json_add(j, "mechanism", json_object_new_string(rho ? "gaussian" : "laplace"));
+	if (rc == 0)
+		rc = dp_json_add(j, "unit", json_object_new_string(rho ? "rho" : "epsilon"));
+	if (rc == 0 && rho)
+		rc = dp_json_add(j, "delta", dp_json_double(delta));
+	if (rc == 0 && rho)
+		rc = add_eps(j, "slack_epsilon", dp_nano_to_eps(slack));
+	return rc;
+}
+
+/* Key `what` ("cap", "spent", "left") in the job's unit: "epsilon_cap"
+ * or "rho_cap". */
+static int add_amount(struct json_object *j, unsigned unit, const char *what, double v)
+{
+	char key[32];
+
+	snprintf(key, sizeof(key), "%s_%s", unit == DP_LEDGER_UNIT_RHO ? "rho" : "epsilon", what);
+	return add_eps(j, key, v);
+}
+
 /* The summary of one open ledger as one JSON line on stdout. */
 static int print_summary(const char *path, dp_ledger *l)
 {
 	struct json_object *j = json_object_new_object();
 	uint64_t last = 0;
 	bool has_last = dp_ledger_last_k(l, &last) == 0 && dp_ledger_answers(l) > 0;
+	unsigned u = dp_ledger_unit(l);
 	int rc;
 
 	if (j == NULL)
@@ -53,11 +73,13 @@ static int print_summary(const char *path, dp_ledger *l)
 	if (rc == 0)
 		rc = dp_json_add(j, "identity", json_object_new_string(dp_ledger_identity(l)));
 	if (rc == 0)
-		rc = add_eps(j, "epsilon_cap", dp_ledger_cap(l));
+		rc = add_mechanism(j, u, dp_ledger_delta(l), dp_ledger_slack_nano(l));
 	if (rc == 0)
-		rc = add_eps(j, "epsilon_spent", dp_ledger_spent(l));
+		rc = add_amount(j, u, "cap", dp_ledger_cap(l));
 	if (rc == 0)
-		rc = add_eps(j, "epsilon_left", dp_ledger_left(l));
+		rc = add_amount(j, u, "spent", dp_ledger_spent(l));
+	if (rc == 0)
+		rc = add_amount(j, u, "left", dp_ledger_left(l));
 	if (rc == 0)
 		rc = dp_json_add(j, "answers", json_object_new_uint64(dp_ledger_answers(l)));
 	if (rc == 0)
@@ -92,6 +114,8 @@ static int add_changes(struct json_object *j, const dp_ledgerset *s)
 			rc = add_eps(o, "old_epsilon", dp_nano_to_eps(c->old_nano));
 		if (rc == 0)
 			rc = add_eps(o, "new_epsilon", dp_nano_to_eps(c->new_nano));
+		if (rc == 0 && c->delta != (i ? dp_ledgerset_lifetime_at(s, i - 1)->delta : 0.0))
+			rc = dp_json_add(o, "delta", dp_json_double(c->delta));
 		if (rc == 0)
 			rc = dp_json_add(o, "reason", json_object_new_string(c->reason));
 	}
@@ -101,9 +125,33 @@ static int add_changes(struct json_object *j, const dp_ledgerset *s)
 	return DP_ENOMEM;
 }
 
-/* The lifetime cap the directory records and what is left of it; a
- * directory of format 1 or 2 records none, and says so. */
-static int add_lifetime(struct json_object *j, const dp_ledgerset *s, uint64_t spent)
+/* What the dataset has spent (docs/ledger.md §8): its four sums and its
+ * best valid bound at the lifetime delta, the sum for Laplace only. */
+struct lifetime_fig {
+	dp_zcdp_totals t;
+	double delta;
+	uint64_t spent;             /* nano-epsilon at delta; DP_NANO_INF: no bound */
+	uint64_t answers;
+};
+
+static struct lifetime_fig lifetime_of(const dp_ledgerset *s)
+{
+	struct lifetime_fig f;
+
+	f.t = dp_ledgerset_totals_except(s, NULL);
+	f.delta = dp_ledgerset_lifetime_delta(s);
+	if (dp_zcdp_best_nano(&f.t, f.delta, &f.spent) != 0)
+		f.spent = DP_NANO_INF;
+	f.answers = 0;
+	for (size_t i = 0; i < dp_ledgerset_count(s); i++)
+		f.answers += dp_ledgerset_at(s, i)->answers;
+	return f;
+}
+
+/* The lifetime cap the directory records and what is left of it for a
+ * Laplace job; a directory of format 1 or 2 records none, and says so. */
+static int add_lifetime(struct json_object *j, const dp_ledgerset *s,
+			const struct lifetime_fig *f)
 {
 	uint64_t cap;
 	int rc;
@@ -114,7 +162,8 @@ static int add_lifetime(struct json_object *j, const dp_ledgerset *s, uint64_t s
 	if (rc == 0)
 		rc = add_eps(j, "lifetime_epsilon_cap", dp_nano_to_eps(cap));
 	if (rc == 0)
-		rc = add_eps(j, "lifetime_epsilon_left", dp_nano_to_eps(left_of(cap, spent)));
+		rc = add_eps(j, "lifetime_epsilon_left",
+			     dp_nano_to_eps(dp_ledgerset_pure_left(&f->t, cap, f->delta)));
 	return rc;
 }
 
@@ -123,7 +172,7 @@ static int add_lifetime(struct json_object *j, const dp_ledgerset *s, uint64_t s
 static int print_set(const char *path, const dp_ledgerset *s)
 {
 	struct json_object *j = json_object_new_object(), *jobs = json_object_new_array();
-	uint64_t answers = 0, spent = dp_ledgerset_spent_except(s, NULL);
+	struct lifetime_fig f = lifetime_of(s);
 	int rc = 0;
 
 	if (j == NULL || jobs == NULL) {
@@ -140,16 +189,17 @@ static int print_set(const char *path, const dp_ledgerset *s)
 			rc = DP_ENOMEM;
 			break;
 		}
-		answers += e->answers;
 		/* "job=ID" from the header, or "job-sha256=HEX" for a long id. */
 		rc = dp_json_add(o, "job", json_object_new_string(strncmp(e->job, "job=", 4) == 0 ?
 								  e->job + 4 : e->job));
 		if (rc == 0)
 			rc = dp_json_add(o, "path", json_object_new_string(e->path));
 		if (rc == 0)
-			rc = add_eps(o, "epsilon_cap", dp_nano_to_eps(e->cap_nano));
+			rc = add_mechanism(o, e->unit, e->delta, e->slack_nano);
 		if (rc == 0)
-			rc = add_eps(o, "epsilon_spent", dp_nano_to_eps(e->spent_nano));
+			rc = add_amount(o, e->unit, "cap", dp_nano_to_eps(e->cap_nano));
+		if (rc == 0)
+			rc = add_amount(o, e->unit, "spent", dp_nano_to_eps(e->spent_nano));
 		if (rc == 0)
 			rc = dp_json_add(o, "answers", json_object_new_uint64(e->answers));
 		if (rc == 0)
@@ -164,11 +214,16 @@ static int print_set(const char *path, const dp_ledgerset *s)
 	if (rc == 0)
 		rc = dp_json_add(j, "jobs_count", json_object_new_uint64(dp_ledgerset_count(s)));
 	if (rc == 0)
-		rc = add_eps(j, "lifetime_epsilon_spent", dp_nano_to_eps(spent));
+		rc = add_eps(j, "lifetime_epsilon_spent", dp_nano_to_eps(f.spent));
 	if (rc == 0)
-		rc = add_lifetime(j, s, spent);
+		rc = dp_json_add(j, "lifetime_delta", dp_json_double(f.delta));
 	if (rc == 0)
-		rc = dp_json_add(j, "lifetime_answers", json_object_new_uint64(answers));
+		rc = add_eps(j, "lifetime_rho_spent",
+			     dp_nano_to_eps(dp_nano_add(f.t.rho_pure, f.t.rho_gauss)));
+	if (rc == 0)
+		rc = add_lifetime(j, s, &f);
+	if (rc == 0)
+		rc = dp_json_add(j, "lifetime_answers", json_object_new_uint64(f.answers));
 	if (rc == 0) {
 		rc = dp_json_add(j, "jobs", jobs);
 		jobs = NULL;
@@ -195,15 +250,26 @@ static const char *eps_text(char *buf, size_t size, double v)
 	return buf;
 }
 
+/* "laplace, epsilon" or "gaussian at delta D, rho". */
+static const char *mech_text(char *buf, size_t size, unsigned unit, double delta)
+{
+	if (unit == DP_LEDGER_UNIT_RHO)
+		snprintf(buf, size, "gaussian at delta %.9g, rho", delta);
+	else
+		snprintf(buf, size, "laplace, epsilon");
+	return buf;
+}
+
 static void text_summary(const char *path, dp_ledger *l)
 {
-	char a[32], b[32], c[32], k[32] = "none";
+	char a[32], b[32], c[32], k[32] = "none", m[64];
 	uint64_t last = 0;
 
 	if (dp_ledger_last_k(l, &last) == 0 && dp_ledger_answers(l) > 0)
 		snprintf(k, sizeof(k), "%llu", (unsigned long long)last);
-	printf("ledger %s (%s): spent %s of %s, left %s; %llu of %llu answers; last k %s; "
-	       "torn %zu bytes\n", path, dp_ledger_identity(l), eps_text(a, sizeof(a),
+	printf("ledger %s (%s): %s spent %s of %s, left %s; %llu of %llu answers; last k %s; "
+	       "torn %zu bytes\n", path, dp_ledger_identity(l),
+	       mech_text(m, sizeof(m), dp_ledger_unit(l), dp_ledger_delta(l)), eps_text(a, sizeof(a),
 	       dp_ledger_spent(l)), eps_text(b, sizeof(b), dp_ledger_cap(l)),
 	       eps_text(c, sizeof(c), dp_ledger_left(l)), (unsigned long long)dp_ledger_answers(l),
 	       (unsigned long long)dp_ledger_answers_cap(l), k, dp_ledger_torn_bytes(l));
@@ -211,29 +277,33 @@ static void text_summary(const char *path, dp_ledger *l)
 
 static void text_set(const char *path, const dp_ledgerset *s)
 {
-	uint64_t cap, answers = 0, spent = dp_ledgerset_spent_except(s, NULL);
+	struct lifetime_fig f = lifetime_of(s);
+	uint64_t cap;
 	size_t n = dp_ledgerset_count(s);
-	char a[32], b[32], c[32];
+	char a[32], b[32], c[32], m[64];
 
-	for (size_t i = 0; i < n; i++)
-		answers += dp_ledgerset_at(s, i)->answers;
 	printf("ledger directory %s (format %u)\n", path, dp_ledgerset_format(s));
 	if (dp_ledgerset_lifetime_get(s, &cap) == 0)
 		printf("lifetime: cap %s, spent %s, left %s; %llu answers in %zu jobs\n",
 		       eps_text(a, sizeof(a), dp_nano_to_eps(cap)),
-		       eps_text(b, sizeof(b), dp_nano_to_eps(spent)),
-		       eps_text(c, sizeof(c), dp_nano_to_eps(left_of(cap, spent))),
-		       (unsigned long long)answers, n);
+		       eps_text(b, sizeof(b), dp_nano_to_eps(f.spent)),
+		       eps_text(c, sizeof(c),
+				dp_nano_to_eps(dp_ledgerset_pure_left(&f.t, cap, f.delta))),
+		       (unsigned long long)f.answers, n);
 	else
 		printf("lifetime: spent %s; %llu answers in %zu jobs; no cap recorded (format %u: "
 		       "ownerd records its lifetime-epsilon when it next starts)\n",
-		       eps_text(b, sizeof(b), dp_nano_to_eps(spent)), (unsigned long long)answers, n,
-		       dp_ledgerset_format(s));
+		       eps_text(b, sizeof(b), dp_nano_to_eps(f.spent)), (unsigned long long)f.answers,
+		       n, dp_ledgerset_format(s));
+	printf("lifetime: epsilon %s at delta %.9g; rho %s\n",
+	       eps_text(a, sizeof(a), dp_nano_to_eps(f.spent)), f.delta,
+	       eps_text(b, sizeof(b), dp_nano_to_eps(dp_nano_add(f.t.rho_pure, f.t.rho_gauss))));
 	for (size_t i = 0; i < n; i++) {
 		const dp_ledgerset_job *e = dp_ledgerset_at(s, i);
 
-		printf("  job %s: spent %s of %s; %llu of %llu answers; torn %zu bytes\n",
+		printf("  job %s: %s spent %s of %s; %llu of %llu answers; torn %zu bytes\n",
 		       strncmp(e->job, "job=", 4) == 0 ? e->job + 4 : e->job,
+		       mech_text(m, sizeof(m), e->unit, e->delta),
 		       eps_text(a, sizeof(a), dp_nano_to_eps(e->spent_nano)),
 		       eps_text(b, sizeof(b), dp_nano_to_eps(e->cap_nano)),
 		       (unsigned long long)e->answers, (unsigned long long)e->answers_cap, e->torn);
@@ -249,6 +319,11 @@ static void text_set(const char *path, const dp_ledgerset *s)
 			snprintf(what, sizeof(what), "%s -> %s",
 				 eps_text(a, sizeof(a), dp_nano_to_eps(ch->old_nano)),
 				 eps_text(b, sizeof(b), dp_nano_to_eps(ch->new_nano)));
+		if (ch->delta != (i ? dp_ledgerset_lifetime_at(s, i - 1)->delta : 0.0)) {
+			size_t len = strlen(what);
+
+			snprintf(what + len, sizeof(what) - len, ", delta %.9g", ch->delta);
+		}
 		if (i == 0)
 			printf("lifetime cap changes:\n");
 		printf("  %s %s by %s (uid %llu) on %s: %s: %s\n", ch->time, ch->program, ch->user,

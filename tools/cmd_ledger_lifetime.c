@@ -79,6 +79,7 @@ static int change(void *arg)
 	struct dp_ledgerset_init init;
 	dp_ledgerset *s = NULL;
 	uint64_t nano = DP_NANO_INF, old = 0, spent;
+	dp_zcdp_totals tot;
 	unsigned flags = 0;
 	int rc;
 
@@ -96,6 +97,7 @@ static int change(void *arg)
 	init.lifetime_nano = nano;
 	init.program = o->program;
 	init.reason = o->reason;
+	init.lifetime_delta = 0.0;
 	rc = dp_ledgerset_open(dir, NULL, flags, &init, &s);
 	if (rc == DP_ESTATE)
 		rc = dp_error_set(DP_ESTATE, "ledger directory %s is in use by another process: stop "
@@ -103,7 +105,11 @@ static int change(void *arg)
 	if (rc != 0)
 		return fail(o, rc, DP_EXIT_PHASE_LOAD);
 	dp_ledgerset_lifetime_get(s, &old);
-	spent = dp_ledgerset_spent_except(s, NULL);
+	/* what the dataset spent: the sum for Laplace only, else its bound at
+	 * the lifetime delta (docs/ledger.md §8) */
+	tot = dp_ledgerset_totals_except(s, NULL);
+	if (dp_zcdp_best_nano(&tot, dp_ledgerset_lifetime_delta(s), &spent) != 0)
+		spent = DP_NANO_INF;
 	if (nano != old && (nano > old) != o->raise)
 		rc = dp_error_set(DP_EINVAL, "--to %.9g is %s the lifetime cap %.9g that %s records: "
 				  "use dpasync ledger %s", dp_nano_to_eps(nano),

@@ -20,7 +20,9 @@
 #include "common/core/modelfile.h"
 #include "common/core/nano.h"
 #include "common/core/num.h"
+#include "common/core/noise.h"
 #include "common/core/plan.h"
+#include "common/core/zcdp.h"
 #include "common/net/config.h"
 #include "tools/cmds.h"
 #include "tools/lib/optimum.h"
@@ -45,11 +47,12 @@ static const char sim_summary[] =
 struct sim_opts {
 	int mode;                      /* enum dp_plan_mode */
 	int model;                     /* dp_model */
+	int mechanism;                 /* dp_mech */
 	char *target, *schema, *schedule, *out, *sample, *public_file;
 	bool bias, freq_correction, have_eta, have_rho, have_c, have_clip, have_margin;
 	size_t T, T_max, repeats, psi_every, max_inflight, threads;
 	uint64_t seed;
-	double eta, rho, c, lambda, theta_max, clip, margin, answer_time;
+	double eta, rho, c, lambda, theta_max, clip, margin, answer_time, delta;
 	struct dp_config_doubles eps, rates;
 	struct dp_config_sizes caps;
 	struct dp_config_strings files;
@@ -80,6 +83,9 @@ static int check_opts(void *arg)
 				    "--eta");
 	if (o->sample && o->public_file)
 		return dp_error_set(DP_EINVAL, "give --sample or --public, not both");
+	if (o->mechanism == DP_MECH_GAUSSIAN && !(o->delta > 0))
+		return dp_error_set(DP_EINVAL, "--mechanism gaussian needs the owners' --delta > 0 "
+				    "(delta 0 is pure epsilon-DP, which only laplace gives)");
 	if (o->max_inflight > 1 && o->mode != DP_PLAN_ASYNC)
 		return dp_error_set(DP_EINVAL, "--max-inflight applies to --mode async (a sync "
 				    "round asks every owner at once)");
@@ -256,12 +262,40 @@ static struct json_object *timed_json(const dp_sim_setup *s, const double *clock
 
 /* The per-owner arrays: epsilon, epsilon_spent (what the ledger charges:
  * answers times the nano-rounded share), answers, answers_cap, n_rows. */
-static int add_owners(struct json_object *j, const dp_sim_setup *s, const dp_ownerdata *od,
-		      const struct sim_result *res)
+/* What owner i's ledger would show after `answers` answers of share
+ * eps_q: eps at the owners' delta (docs/zcdp.md §5) and, for Gaussian
+ * answers, rho; both charged per answer rounded up as the ledger does.
+ * INFINITY for answers without noise. */
+static void owner_spent(const dp_sim_setup *s, double delta, size_t i, uint64_t answers,
+			double *eps, double *rho)
 {
-	enum { EPS, ROWS, CAP, ANSWERS, SPENT, NARRAYS };
+	dp_zcdp_totals one, t = { 0 };
+	uint64_t nano;
+
+	*eps = *rho = INFINITY;
+	if (isinf(s->eps_q[i]))
+		return;
+	if (s->mech == DP_MECH_LAPLACE) {
+		if (dp_nano_ceil(s->eps_q[i], &nano) == 0)
+			*eps = (double)(nano * answers) / 1e9;
+		*rho = 0;
+		return;
+	}
+	if (dp_zcdp_charge_gauss(s->eps_q[i], (double)s->p * DP_NOISE_DGAUSS_SLACK, &one) != 0)
+		return;
+	t.rho_gauss = one.rho_gauss * answers;   /* both below K 2^64 / K: see the share */
+	t.slack = one.slack * answers;
+	*rho = (double)t.rho_gauss / 1e9;
+	if (dp_zcdp_best_eps(&t, delta, eps) != 0)
+		*eps = INFINITY;
+}
+
+static int add_owners(struct json_object *j, const dp_sim_setup *s, const dp_ownerdata *od,
+		      double delta, const struct sim_result *res)
+{
+	enum { EPS, ROWS, CAP, ANSWERS, SPENT, RHO, NARRAYS };
 	static const char *const keys[NARRAYS] = { "epsilon", "n_rows", "answers_cap", "answers",
-						   "epsilon_spent" };
+						   "epsilon_spent", "rho_spent" };
 	struct json_object *a[NARRAYS];
 	int rc = 0;
 
@@ -271,14 +305,14 @@ static int add_owners(struct json_object *j, const dp_sim_setup *s, const dp_own
 			rc = DP_ENOMEM;
 	}
 	for (size_t i = 0; i < s->N && rc == 0; i++) {
-		double spent = INFINITY;
-		uint64_t nano;
+		double spent, rho;
 
-		if (!isinf(s->eps_q[i]) && dp_nano_ceil(s->eps_q[i], &nano) == 0)
-			spent = (double)(nano * res->answers[i]) / 1e9;
+		owner_spent(s, delta, i, res->answers[i], &spent, &rho);
 		rc = dp_json_push(a[EPS], dp_json_double_inf(res->eps[i]));
 		if (rc == 0)
 			rc = dp_json_push(a[SPENT], dp_json_double_inf(spent));
+		if (rc == 0)
+			rc = dp_json_push(a[RHO], dp_json_double_inf(rho));
 		if (rc == 0)
 			rc = dp_json_push(a[ANSWERS], json_object_new_uint64(res->answers[i]));
 		if (rc == 0)
@@ -335,7 +369,12 @@ static int write_summary(const struct sim_opts *o, const dp_sim_setup *s,
 	if (rc == 0)
 		rc = dp_json_add(j, "theta_max", dp_json_double(s->theta_max));
 	if (rc == 0)
-		rc = dp_json_add(j, "clip_l1", dp_json_double(s->clip));
+		rc = dp_json_add(j, "mechanism", json_object_new_string(dp_query_mech_name(s->mech)));
+	if (rc == 0)
+		rc = dp_json_add(j, "delta", dp_json_double(o->delta));
+	if (rc == 0)
+		rc = dp_json_add(j, s->mech == DP_MECH_GAUSSIAN ? "clip_l2" : "clip_l1",
+				 dp_json_double(s->clip));
 	if (rc == 0)
 		rc = dp_json_add(j, "freq_correction", json_object_new_boolean(s->freq_correction));
 	if (rc == 0 && s->mode == DP_PLAN_ASYNC) {
@@ -356,7 +395,7 @@ static int write_summary(const struct sim_opts *o, const dp_sim_setup *s,
 		rc = dp_json_add(j, "c", dp_json_double(s->c));
 	}
 	if (rc == 0)
-		rc = add_owners(j, s, od, res);
+		rc = add_owners(j, s, od, o->delta, res);
 	if (rc == 0)
 		rc = dp_json_add(j, "f_star", dp_json_double(s->f_star));
 	if (rc == 0)
@@ -681,6 +720,7 @@ static int simulate(void *arg)
 
 	s.mode = (enum dp_plan_mode)o->mode;
 	s.model = (dp_model)o->model;
+	s.mech = (dp_mech)o->mechanism;
 	s.N = N;
 	s.p = od.ds[0].p;
 	s.T = T;
@@ -699,8 +739,18 @@ static int simulate(void *arg)
 	s.c = plan.mode == DP_PLAN_SYNC2 ? plan.step : 0.0;
 	for (size_t i = 0; i < N; i++) {
 		s.weight[i] = (double)od.ds[i].n / (double)nrows;
-		/* The same per-answer share ownerd's ledger charges (nano-epsilon, rounded down). */
-		rc = dp_nano_share(eps[i], plan.answers_cap[i], &s.eps_q[i]);
+		/* The same per-answer share ownerd's ledger charges (nano units,
+		 * the cap rounded down): eps_q, or rho_q with the samplers'
+		 * slack and tail charged (docs/zcdp.md §7). */
+		if (s.mech == DP_MECH_GAUSSIAN) {
+			uint64_t slack_nano;
+
+			rc = dp_zcdp_share(eps[i], o->delta, plan.answers_cap[i], s.p,
+					   DP_NOISE_DGAUSS_SLACK, DP_NOISE_DGAUSS_TAIL, &s.eps_q[i],
+					   &slack_nano);
+		} else {
+			rc = dp_nano_share(eps[i], plan.answers_cap[i], &s.eps_q[i]);
+		}
 		if (rc != 0) {
 			dp_cmd_fail("sim", "owner %zu: %s", i + 1, dp_error_detail(rc));
 			rc = dp_exit_status(rc, DP_EXIT_PHASE_ARGS);
@@ -762,6 +812,15 @@ static int simulate(void *arg)
 		stale_mean += (double)stale[k] / (double)T;
 
 	dp_plan_warnings(&plan, &pub, warnings, sizeof(warnings));
+	if (s.mech == DP_MECH_GAUSSIAN) {
+		/* The planner's noise term is Laplace's (docs/zcdp.md §7): its
+		 * psi would mislead, so none is shown. */
+		size_t used = strlen(warnings);
+
+		snprintf(warnings + used, sizeof(warnings) - used,
+			 "%sno psi predicted: the planner models Laplace answers, and chose T, the "
+			 "step, the clip and K_i as for them", used ? "\n" : "");
+	}
 	{
 		double pz = dp_model_psi(f_zero, s.f_star);
 		size_t used = strlen(warnings);
@@ -795,11 +854,13 @@ static int simulate(void *arg)
 		rc = write_outputs(o, &s, &od, &res, psi, theta1, theta_star,
 				   o->mode == DP_PLAN_ASYNC ? owners1 : NULL);
 		if (rc == 0) {
-			printf("mode=%s model=%s N=%zu T=%zu repeats=%zu psi_mean=%.6g "
-			       "psi_predicted=%.6g psi_zero=%.6g f_star=%.10g "
+			printf("mode=%s model=%s mechanism=%s N=%zu T=%zu repeats=%zu "
+			       "psi_mean=%.6g psi_predicted=%.6g psi_zero=%.6g f_star=%.10g "
 			       "worse_than_zero=%zu/%zu ",
-			       dp_plan_mode_name(s.mode), dp_model_name(s.model), N, T, o->repeats,
-			       psi_mean, plan.psi, pz, s.f_star, res.worse, o->repeats);
+			       dp_plan_mode_name(s.mode), dp_model_name(s.model),
+			       dp_query_mech_name(s.mech), N, T, o->repeats, psi_mean,
+			       s.mech == DP_MECH_GAUSSIAN ? NAN : plan.psi, pz, s.f_star, res.worse,
+			       o->repeats);
 			/* a staleness the plan does not model shows beside its psi */
 			if (s.mode == DP_PLAN_ASYNC && (o->max_inflight > 1 || s.answer_time > 0))
 				printf("staleness=%.4g ", stale_mean);
@@ -880,11 +941,22 @@ int dp_cmd_sim(int argc, char **argv)
 		  .help = "box bound on every coordinate" },
 		{ .name = "clip", DP_CFG_DOUBLE(&o.clip), .min = 0, .max = INFINITY,
 		  .min_exclusive = true, .given = &o.have_clip, .metavar = "X",
-		  .help = "L1 clip bound on per-example gradients\n(default: planned)" },
+		  .help = "clip bound on per-example gradients, L1\n"
+			  "(laplace) or L2 (gaussian) (default: planned)" },
 		{ .name = "epsilon", DP_CFG_DOUBLES_INF(&o.eps), .def = "1",
 		  .min = 0, .max = INFINITY, .min_exclusive = true, .metavar = "E[,..]",
 		  .help = "budget per owner, one value for all or one\n"
 			  "per owner; inf = no noise" },
+		{ .name = "mechanism", DP_CFG_ENUM(&o.mechanism, dp_query_mech_names),
+		  .def = "laplace", .metavar = "M",
+		  .help = "laplace (the papers': L1 clip, pure epsilon)\n"
+			  "| gaussian (L2 clip, zCDP at --delta;\n"
+			  "docs/zcdp.md)" },
+		{ .name = "delta", DP_CFG_DOUBLE(&o.delta), .def = "0", .min = 0, .max = 0.5,
+		  .metavar = "D",
+		  .help = "the owners' delta: their guarantee is\n"
+			  "(epsilon, delta)-DP; 0: pure epsilon-DP\n"
+			  "(gaussian needs > 0)" },
 		{ .name = "answers-cap", DP_CFG_SIZES(&o.caps), .min = 1, .max = INFINITY,
 		  .metavar = "K[,..]",
 		  .help = "answers each owner's budget is split over,\n"

@@ -9,6 +9,7 @@
 #include "common/core/log.h"
 #include "common/core/mem.h"
 #include "common/core/nano.h"
+#include "common/core/zcdp.h"
 
 #include <fcntl.h>
 #include <math.h>
@@ -32,6 +33,10 @@ struct dp_ledger {
 	uint64_t cap_answers;
 	uint32_t hdr_crc;
 	char identity[DP__LEDGER_ID_LEN];
+	unsigned unit;           /* DP_LEDGER_UNIT_EPS or _RHO (ledger.h) */
+	double delta;            /* nano-rho: the header's delta (0 otherwise) */
+	uint64_t slack_nano;     /* nano-rho: the header's slack per answer */
+	uint64_t rho_pure;       /* nano-epsilon: sum of charge^2/2 in nano-rho */
 	uint64_t total;          /* nano, or DP_NANO_INF */
 	uint64_t count;          /* answers that may have left: the last record's count */
 	uint64_t seq;            /* records */
@@ -71,6 +76,13 @@ static int amount_to_nano(const char *what, double eps, bool round_up, unsigned 
 	return round_up ? dp_nano_ceil(eps, out) : dp_nano_floor(eps, out);
 }
 
+/* Count record charge c towards the ledger's totals. */
+static void add_charge(dp_ledger *l, uint64_t c)
+{
+	if (l->unit == DP_LEDGER_UNIT_EPS && c != 0)
+		l->rho_pure = dp_nano_add(l->rho_pure, dp_zcdp_charge_pure(c).rho_pure);
+}
+
 /* ---- I/O helpers ---- */
 
 /* Read exactly n bytes at off; -1 with errno, or errno 0 on a short file. */
@@ -97,13 +109,12 @@ static int pread_all(int fd, unsigned char *p, size_t n, off_t off)
 /* Create `path` holding just the header (file.h: complete and durable
  * before it appears under its name, mode 0600); 0 also when `path`
  * appeared meanwhile (the caller opens and verifies it). */
-static int create_file(const char *path, uint64_t cap_nano, uint64_t cap_answers,
-		       const char *identity)
+static int create_file(const char *path, const struct dp__ledger_hdr *hd)
 {
 	unsigned char h[DP_LEDGER_HEADER_SIZE];
 	int rc;
 
-	dp__ledger_encode_header(h, cap_nano, cap_answers, identity);
+	dp__ledger_encode_header(h, hd);
 	rc = dp_file_create_atomic(path, h, sizeof(h), 0600);
 	return rc == DP_EEXIST ? 0 : rc;
 }
@@ -232,6 +243,7 @@ static int load_records(dp_ledger *l, off_t size, uint64_t hdr_cap, uint64_t hdr
 			l->count = e.count;
 			l->last_flags = e.flags;
 			l->total = e.total_nano;
+			add_charge(l, e.charge_nano);
 		}
 	}
 	l->torn = (size_t)rem;
@@ -253,6 +265,38 @@ static int load_records(dp_ledger *l, off_t size, uint64_t hdr_cap, uint64_t hdr
 out:
 	free(buf);
 	return rc;
+}
+
+/* What the caller opens a ledger with (want) against its header (hd). */
+struct want {
+	unsigned unit;
+	double cap;          /* in the unit */
+	double delta, slack; /* nano-rho only */
+	uint64_t cap_answers;
+	const char *identity;
+};
+
+static const char *unit_name(unsigned unit)
+{
+	return unit == DP_LEDGER_UNIT_RHO ? "rho (Gaussian)" : "epsilon (Laplace)";
+}
+
+/* The unit, delta and slack must be the header's: they are the job's
+ * mechanism, fixed when its ledger was made. */
+static int check_unit(const dp_ledger *l, const struct dp__ledger_hdr *hd,
+		      const struct want *w, uint64_t slack)
+{
+	if (hd->unit != w->unit)
+		return dp_error_set(DP_EINVAL, "ledger %s: is in %s, not %s: a job keeps the "
+				    "mechanism its ledger was made with", l->path,
+				    unit_name(hd->unit), unit_name(w->unit));
+	if (hd->unit == DP_LEDGER_UNIT_RHO && (hd->delta != w->delta || hd->slack_nano != slack))
+		return dp_error_set(DP_EINVAL, "ledger %s: delta or slack differ from the file "
+				    "(file: delta %.17g, slack %llu nano-epsilon; given: delta %.17g, "
+				    "slack %llu)", l->path, hd->delta,
+				    (unsigned long long)hd->slack_nano, w->delta,
+				    (unsigned long long)slack);
+	return 0;
 }
 
 static int check_caps(const dp_ledger *l, uint64_t hdr_cap, uint64_t hdr_capk,
@@ -278,14 +322,15 @@ static int check_caps(const dp_ledger *l, uint64_t hdr_cap, uint64_t hdr_capk,
 	return 0;
 }
 
-int dp_ledger_open(const char *path, double cap_eps, uint64_t cap_answers,
-		   const char *identity, unsigned flags, dp_ledger **out)
+static int open_ledger(const char *path, const struct want *w, unsigned flags, dp_ledger **out)
 {
 	const unsigned known = DP_LEDGER_ALLOW_INF | DP_LEDGER_ALLOW_LOWER |
 			       DP_LEDGER_NO_CREATE | DP_LEDGER_READONLY | DP_LEDGER_QUIET;
 	bool ro = flags & DP_LEDGER_READONLY;
 	unsigned char h[DP_LEDGER_HEADER_SIZE];
-	uint64_t cap = 0, hdr_cap = 0, hdr_capk = 0;
+	uint64_t cap = 0, cap_answers = w->cap_answers, slack = 0;
+	const char *identity = w->identity;
+	struct dp__ledger_hdr hd;
 	dp_ledger *l;
 	struct stat st;
 	int rc, saved;
@@ -301,12 +346,17 @@ int dp_ledger_open(const char *path, double cap_eps, uint64_t cap_answers,
 					    DP_LEDGER_IDENTITY_MAX);
 		if (cap_answers == 0)
 			return dp_error_set(DP_EINVAL, "ledger: answer cap must be >= 1");
-		rc = amount_to_nano("epsilon cap", cap_eps, false, flags, &cap);
+		rc = amount_to_nano("cap", w->cap, false, flags, &cap);
 		if (rc < 0)
 			return rc;
 		if (cap == 0)
-			return dp_error_set(DP_EINVAL, "ledger: epsilon cap %g is below one "
-					    "nano-epsilon", cap_eps);
+			return dp_error_set(DP_EINVAL, "ledger: cap %g is below one nano-unit", w->cap);
+		if (w->unit == DP_LEDGER_UNIT_RHO &&
+		    (!(w->delta > 0.0 && w->delta < 1.0) || isnan(w->slack) || w->slack < 0.0 ||
+		     dp_nano_ceil(w->slack, &slack) < 0))
+			return dp_error_set(DP_EINVAL, "ledger: a Gaussian ledger needs a delta in "
+					    "(0, 1) and a finite slack >= 0 (delta %g, slack %g)",
+					    w->delta, w->slack);
 	}
 
 	l = calloc(1, sizeof(*l));
@@ -333,11 +383,19 @@ int dp_ledger_open(const char *path, double cap_eps, uint64_t cap_answers,
 			rc = dp_error_set(DP_ENOENT, "ledger %s: no such file", path);
 			goto fail;
 		}
-		rc = create_file(path, cap, cap_answers, identity);
+		memset(&hd, 0, sizeof(hd));
+		hd.cap_nano = cap;
+		hd.cap_answers = cap_answers;
+		hd.unit = w->unit;
+		hd.slack_nano = slack;
+		hd.delta = w->unit == DP_LEDGER_UNIT_RHO ? w->delta : 0.0;
+		snprintf(hd.identity, sizeof(hd.identity), "%s", identity);
+		rc = create_file(path, &hd);
 		if (rc < 0)
 			goto fail;
-		DP_INFO("ledger", "created path=%s epsilon=%.9f answers=%llu identity='%s'", path,
-			dp_nano_to_eps(cap), (unsigned long long)cap_answers, identity);
+		DP_INFO("ledger", "created path=%s %s=%.9f answers=%llu identity='%s'", path,
+			w->unit == DP_LEDGER_UNIT_RHO ? "rho" : "epsilon", dp_nano_to_eps(cap),
+			(unsigned long long)cap_answers, identity);
 	}
 	/* One process per ledger: two daemons on one budget would double it. */
 	if (!ro && flock(l->fd, LOCK_EX | LOCK_NB) != 0) {
@@ -369,21 +427,27 @@ int dp_ledger_open(const char *path, double cap_eps, uint64_t cap_answers,
 				  saved ? strerror(saved) : "short read");
 		goto fail;
 	}
-	rc = dp__ledger_decode_header(path, h, &hdr_cap, &hdr_capk, l->identity, &l->hdr_crc);
+	rc = dp__ledger_decode_header(path, h, &hd, &l->hdr_crc);
 	if (rc < 0)
 		goto fail;
+	memcpy(l->identity, hd.identity, sizeof(l->identity));
 	if (ro) {
-		cap = hdr_cap;
-		cap_answers = hdr_capk;
+		cap = hd.cap_nano;
+		cap_answers = hd.cap_answers;
 		identity = l->identity;
 	} else {
-		rc = check_caps(l, hdr_cap, hdr_capk, cap, cap_answers, identity);
+		rc = check_unit(l, &hd, w, slack);
+		if (rc == 0)
+			rc = check_caps(l, hd.cap_nano, hd.cap_answers, cap, cap_answers, identity);
 		if (rc < 0)
 			goto fail;
 	}
+	l->unit = hd.unit;
+	l->delta = hd.delta;
+	l->slack_nano = hd.slack_nano;
 	l->cap_nano = cap;
 	l->cap_answers = cap_answers;
-	rc = load_records(l, st.st_size, hdr_cap, hdr_capk);
+	rc = load_records(l, st.st_size, hd.cap_nano, hd.cap_answers);
 	if (rc < 0)
 		goto fail;
 	/* Make what we verified durable before building on it: a record written
@@ -403,6 +467,23 @@ int dp_ledger_open(const char *path, double cap_eps, uint64_t cap_answers,
 fail:
 	dp_ledger_close(l);
 	return rc;
+}
+
+int dp_ledger_open(const char *path, double cap_eps, uint64_t cap_answers,
+		   const char *identity, unsigned flags, dp_ledger **out)
+{
+	struct want w = { DP_LEDGER_UNIT_EPS, cap_eps, 0.0, 0.0, cap_answers, identity };
+
+	return open_ledger(path, &w, flags, out);
+}
+
+int dp_ledger_open_gauss(const char *path, double cap_rho, double delta, double slack_eps,
+			 uint64_t cap_answers, const char *identity, unsigned flags,
+			 dp_ledger **out)
+{
+	struct want w = { DP_LEDGER_UNIT_RHO, cap_rho, delta, slack_eps, cap_answers, identity };
+
+	return open_ledger(path, &w, flags, out);
 }
 
 void dp_ledger_close(dp_ledger *l)
@@ -560,6 +641,7 @@ static int append(dp_ledger *l, uint32_t flags, uint64_t k, uint64_t charge, uin
 	l->count = e.count;
 	l->last_flags = e.flags;
 	l->total = e.total_nano;
+	add_charge(l, charge);
 	l->resv_nano = (flags & DP__LEDGER_RESERVES) ? share : 0;
 	l->resv_durable = false;
 	l->unsynced = true;
@@ -832,4 +914,44 @@ int dp_ledger_failed(const dp_ledger *l)
 {
 	DP_REQUIRE(l != NULL);
 	return l->failed ? 1 : 0;
+}
+
+unsigned dp_ledger_unit(const dp_ledger *l)
+{
+	DP_REQUIRE(l != NULL);
+	return l->unit;
+}
+
+double dp_ledger_delta(const dp_ledger *l)
+{
+	DP_REQUIRE(l != NULL);
+	return l->delta;
+}
+
+uint64_t dp_ledger_slack_nano(const dp_ledger *l)
+{
+	DP_REQUIRE(l != NULL);
+	return l->slack_nano;
+}
+
+uint64_t dp_ledger_rho_pure_nano(const dp_ledger *l)
+{
+	DP_REQUIRE(l != NULL);
+	return l->rho_pure;
+}
+
+void dp_ledger_totals(const dp_ledger *l, dp_zcdp_totals *t)
+{
+	DP_REQUIRE(l != NULL && t != NULL);
+	memset(t, 0, sizeof(*t));
+	if (l->unit == DP_LEDGER_UNIT_EPS) {
+		t->eps_pure = l->total;
+		t->rho_pure = l->rho_pure;
+		return;
+	}
+	t->rho_gauss = l->total;
+	if (l->count != 0 && l->slack_nano > DP_NANO_MAX / l->count)
+		t->slack = DP_NANO_INF;
+	else
+		t->slack = l->slack_nano * l->count;
 }

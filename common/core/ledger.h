@@ -6,7 +6,9 @@
  * {magic, seq, k, charge, new total, count, time, header CRC, CRC}.  The log
  * of records is the whole state; docs/ledger.md gives the byte layout.
  *
- * Budget is kept in integer nano-epsilon (1e-9 epsilon, nano.h): every
+ * Budget is kept in integer nano units of the file's mechanism (ledger
+ * units below: nano-epsilon for Laplace, nano-rho for Gaussian answers,
+ * docs/ledger.md §2), written here as nano-epsilon (1e-9 epsilon, nano.h): every
  * charge is rounded UP to the next nano-epsilon and the cap DOWN, from the
  * exact binary value of the double, so the ledger never under-counts;
  * DP_NANO_INF stands for "infinite" (only with DP_LEDGER_ALLOW_INF).  A
@@ -42,15 +44,25 @@
 #include <stdint.h>
 
 #include "common/core/nano.h"
+#include "common/core/zcdp.h"
 
 typedef struct dp_ledger dp_ledger;
 
 /* Longest identity string (bytes, excluding the terminating NUL). */
 #define DP_LEDGER_IDENTITY_MAX 127
 
-/* Sizes of the on-disk structures (format version 1). */
+/* Sizes of the on-disk structures (format versions 1 and 2). */
 #define DP_LEDGER_HEADER_SIZE 256
 #define DP_LEDGER_RECORD_SIZE 64
+
+/* The unit of a ledger's caps, charges and totals (docs/ledger.md §2):
+ * one for the whole file, recorded in its header.  Every amount the
+ * functions below take or give (charge, reserve, cap, spent, left) is in
+ * the ledger's unit; the names say "eps" for the unit of the first files. */
+enum {
+	DP_LEDGER_UNIT_EPS = 1,  /* nano-epsilon: Laplace answers, pure eps-DP (file version 1) */
+	DP_LEDGER_UNIT_RHO = 2,  /* nano-rho: Gaussian answers, rho-zCDP (file version 2) */
+};
 
 /* Flags for dp_ledger_open(). */
 enum {
@@ -126,6 +138,23 @@ typedef struct dp_ledger_entry {
  * failure), DP_ENOMEM.  *out is untouched on failure. */
 int dp_ledger_open(const char *path, double cap_eps, uint64_t cap_answers,
 		   const char *identity, unsigned flags, dp_ledger **out);
+
+/* dp_ledger_open for a Gaussian job's ledger (docs/ledger.md §3, unit
+ * nano-rho): cap_rho is the job's rho cap (rounded down to nano-rho, as
+ * cap_eps; INFINITY only with DP_LEDGER_ALLOW_INF), every later charge is
+ * a rho (rounded up), and the header also records the job's delta (in
+ * (0, 1)) and the sampler's slack per answer, slack_eps >= 0 and finite
+ * (rounded up to nano-epsilon).  A new file is written at file version 2,
+ * which builds from before units refuse as an unsupported version.
+ * Reopening needs the same unit, delta and slack (the rho cap as cap_eps
+ * in dp_ledger_open, lower with DP_LEDGER_ALLOW_LOWER); a Laplace ledger
+ * opened here, or a Gaussian one by dp_ledger_open, is DP_EINVAL.  With
+ * DP_LEDGER_READONLY every argument is taken from the header, as for
+ * dp_ledger_open, which then opens either unit.  Errors: those of
+ * dp_ledger_open, and DP_EINVAL for a bad delta or slack. */
+int dp_ledger_open_gauss(const char *path, double cap_rho, double delta, double slack_eps,
+			 uint64_t cap_answers, const char *identity, unsigned flags,
+			 dp_ledger **out);
 
 /* Close the file and free l.  Every record was already synced by
  * dp_ledger_charge, so nothing is lost.  NULL is ignored. */
@@ -228,6 +257,23 @@ const char *dp_ledger_identity(const dp_ledger *l);
 /* Bytes of a torn final record dropped (or, read-only, found) at open; 0 if
  * the file ended cleanly. */
 size_t dp_ledger_torn_bytes(const dp_ledger *l);
+/* The ledger's unit, DP_LEDGER_UNIT_EPS or DP_LEDGER_UNIT_RHO. */
+unsigned dp_ledger_unit(const dp_ledger *l);
+/* A nano-rho ledger's delta and sampler slack per answer (nano-epsilon);
+ * 0 for a nano-epsilon one. */
+double dp_ledger_delta(const dp_ledger *l);
+uint64_t dp_ledger_slack_nano(const dp_ledger *l);
+/* A nano-epsilon ledger's charges as zCDP (docs/ledger.md §8): the sum
+ * over its records of charge^2 / 2, each rounded up to nano-rho (a pure
+ * eps-DP answer is eps^2/2-zCDP), saturating at DP_NANO_INF; 0 for a
+ * nano-rho ledger.  A record that also reserves a share counts as one
+ * answer of its whole charge, which is never less. */
+uint64_t dp_ledger_rho_pure_nano(const dp_ledger *l);
+/* The ledger's spending for the lifetime bound (docs/ledger.md §8, the
+ * fields of zcdp.h): a nano-epsilon ledger {spent, dp_ledger_rho_pure_nano,
+ * 0, 0}; a nano-rho one {0, 0, spent, slack per answer x answers}, the
+ * answers counting every share that may have left (saturating). */
+void dp_ledger_totals(const dp_ledger *l, dp_zcdp_totals *t);
 /* 1 if a write or sync failed (the ledger refuses everything), else 0. */
 int dp_ledger_failed(const dp_ledger *l);
 

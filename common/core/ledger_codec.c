@@ -7,12 +7,14 @@
 #include "common/core/ledger_impl.h"
 #include "common/core/error.h"
 
+#include <stdbool.h>
 #include <string.h>
 #include <time.h>
 #include <zlib.h>
 
 #define HDR_MAGIC      "DPLEDGER"
-#define HDR_VERSION    1u
+#define HDR_VERSION    1u   /* nano-epsilon (Laplace) files, as before units */
+#define HDR_VERSION_U  2u   /* files with a unit: nano-rho (Gaussian) */
 #define HDR_OFF_VER    8
 #define HDR_OFF_HSIZE  12
 #define HDR_OFF_RSIZE  16
@@ -21,6 +23,9 @@
 #define HDR_OFF_CAPK   32
 #define HDR_OFF_TIME   40
 #define HDR_OFF_ID     48
+#define HDR_OFF_UNIT   176  /* version 2: the unit, then 4 bytes zero */
+#define HDR_OFF_SLACK  184  /* version 2: slack per answer, nano-epsilon */
+#define HDR_OFF_DELTA  192  /* version 2: delta, the IEEE-754 bits of the double */
 #define HDR_OFF_CRC    (DP_LEDGER_HEADER_SIZE - 4)
 
 #define REC_MAGIC      0x524c5044u  /* "DPLR" little-endian */
@@ -82,30 +87,66 @@ static uint32_t crc_of(const unsigned char *p, size_t n)
 
 /* ---- header ---- */
 
-void dp__ledger_encode_header(unsigned char *h, uint64_t cap_nano, uint64_t cap_answers,
-			      const char *identity)
+static uint64_t bits_of(double d)
 {
+	uint64_t v;
+
+	memcpy(&v, &d, sizeof(v));
+	return v;
+}
+
+static double double_of(uint64_t v)
+{
+	double d;
+
+	memcpy(&d, &v, sizeof(d));
+	return d;
+}
+
+void dp__ledger_encode_header(unsigned char *h, const struct dp__ledger_hdr *hd)
+{
+	bool rho = hd->unit == DP_LEDGER_UNIT_RHO;
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	memset(h, 0, DP_LEDGER_HEADER_SIZE);
 	memcpy(h, HDR_MAGIC, 8);
-	put32(h + HDR_OFF_VER, HDR_VERSION);
+	put32(h + HDR_OFF_VER, rho ? HDR_VERSION_U : HDR_VERSION);
 	put32(h + HDR_OFF_HSIZE, DP_LEDGER_HEADER_SIZE);
 	put32(h + HDR_OFF_RSIZE, DP_LEDGER_RECORD_SIZE);
 	put32(h + HDR_OFF_FLAGS, 0);
-	put64(h + HDR_OFF_CAP, cap_nano);
-	put64(h + HDR_OFF_CAPK, cap_answers);
+	put64(h + HDR_OFF_CAP, hd->cap_nano);
+	put64(h + HDR_OFF_CAPK, hd->cap_answers);
 	put64(h + HDR_OFF_TIME, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
-	memcpy(h + HDR_OFF_ID, identity, strlen(identity));
+	memcpy(h + HDR_OFF_ID, hd->identity, strlen(hd->identity));
+	if (rho) {
+		put32(h + HDR_OFF_UNIT, DP_LEDGER_UNIT_RHO);
+		put64(h + HDR_OFF_SLACK, hd->slack_nano);
+		put64(h + HDR_OFF_DELTA, bits_of(hd->delta));
+	}
 	put32(h + HDR_OFF_CRC, crc_of(h, HDR_OFF_CRC));
 }
 
-int dp__ledger_decode_header(const char *path, const unsigned char *h, uint64_t *cap_nano,
-			     uint64_t *cap_answers, char *identity, uint32_t *crc)
+/* The unit fields of a version-2 header: the unit nano-rho (version 1
+ * is nano-epsilon), a finite slack and a delta in (0, 1). */
+static int decode_unit(const char *path, const unsigned char *h, struct dp__ledger_hdr *hd)
+{
+	hd->unit = get32(h + HDR_OFF_UNIT);
+	hd->slack_nano = get64(h + HDR_OFF_SLACK);
+	hd->delta = double_of(get64(h + HDR_OFF_DELTA));
+	if (hd->unit != DP_LEDGER_UNIT_RHO || get32(h + HDR_OFF_UNIT + 4) != 0)
+		return dp_error_set(DP_ECORRUPT, "ledger %s: header unit %u invalid", path, hd->unit);
+	if (hd->slack_nano > DP_NANO_MAX || !(hd->delta > 0.0 && hd->delta < 1.0))
+		return dp_error_set(DP_ECORRUPT, "ledger %s: header slack or delta invalid", path);
+	return 0;
+}
+
+int dp__ledger_decode_header(const char *path, const unsigned char *h, struct dp__ledger_hdr *hd,
+			     uint32_t *crc)
 {
 	uint32_t ver, stored;
-	size_t idlen;
+	size_t idlen, end = HDR_OFF_CRC;
+	int rc;
 
 	if (memcmp(h, HDR_MAGIC, 8) != 0)
 		return dp_error_set(DP_ECORRUPT, "ledger %s: not a dpasync ledger (bad magic)", path);
@@ -113,26 +154,36 @@ int dp__ledger_decode_header(const char *path, const unsigned char *h, uint64_t 
 	if (crc_of(h, HDR_OFF_CRC) != stored)
 		return dp_error_set(DP_ECORRUPT, "ledger %s: header checksum mismatch", path);
 	ver = get32(h + HDR_OFF_VER);
-	if (ver != HDR_VERSION)
+	if (ver != HDR_VERSION && ver != HDR_VERSION_U)
 		return dp_error_set(DP_ECORRUPT, "ledger %s: unsupported format version %u "
-				    "(this build reads %u)", path, ver, HDR_VERSION);
+				    "(this build reads %u and %u)", path, ver, HDR_VERSION,
+				    HDR_VERSION_U);
 	if (get32(h + HDR_OFF_HSIZE) != DP_LEDGER_HEADER_SIZE ||
 	    get32(h + HDR_OFF_RSIZE) != DP_LEDGER_RECORD_SIZE ||
 	    get32(h + HDR_OFF_FLAGS) != 0)
 		return dp_error_set(DP_ECORRUPT, "ledger %s: header sizes or flags invalid", path);
-	*cap_nano = get64(h + HDR_OFF_CAP);
-	*cap_answers = get64(h + HDR_OFF_CAPK);
-	if (*cap_nano == 0 || *cap_answers == 0)
+	hd->cap_nano = get64(h + HDR_OFF_CAP);
+	hd->cap_answers = get64(h + HDR_OFF_CAPK);
+	if (hd->cap_nano == 0 || hd->cap_answers == 0)
 		return dp_error_set(DP_ECORRUPT, "ledger %s: header caps are zero", path);
 	idlen = strnlen((const char *)h + HDR_OFF_ID, DP__LEDGER_ID_LEN);
 	if (idlen == DP__LEDGER_ID_LEN)
 		return dp_error_set(DP_ECORRUPT, "ledger %s: header identity not terminated", path);
+	hd->unit = DP_LEDGER_UNIT_EPS;
+	hd->slack_nano = 0;
+	hd->delta = 0.0;
+	if (ver == HDR_VERSION_U) {
+		rc = decode_unit(path, h, hd);
+		if (rc < 0)
+			return rc;
+		end = HDR_OFF_UNIT;
+	}
 	for (size_t i = HDR_OFF_ID + idlen; i < HDR_OFF_CRC; i++) {
-		if (h[i] != 0)
+		if (h[i] != 0 && (i < end || i >= HDR_OFF_DELTA + 8))
 			return dp_error_set(DP_ECORRUPT, "ledger %s: header reserved bytes not zero",
 					    path);
 	}
-	memcpy(identity, h + HDR_OFF_ID, idlen + 1);
+	memcpy(hd->identity, h + HDR_OFF_ID, idlen + 1);
 	*crc = stored;
 	return 0;
 }

@@ -24,17 +24,29 @@
  * for verifying. */
 uint64_t dp__ledger_count_growth(uint32_t flags);
 
-/* A header (DP_LEDGER_HEADER_SIZE bytes at h) for these caps and identity
- * (at most DP_LEDGER_IDENTITY_MAX bytes), stamped with the wall clock. */
-void dp__ledger_encode_header(unsigned char *h, uint64_t cap_nano, uint64_t cap_answers,
-			      const char *identity);
+/* What a header says (docs/ledger.md §3).  A nano-epsilon (Laplace)
+ * ledger is written at file version 1 with slack_nano 0 and delta 0, as
+ * before units existed; a nano-rho (Gaussian) one at version 2, which an
+ * older build refuses as an unsupported version rather than misreads. */
+struct dp__ledger_hdr {
+	uint64_t cap_nano;      /* in the unit's nano (DP_NANO_INF: infinite) */
+	uint64_t cap_answers;
+	unsigned unit;          /* DP_LEDGER_UNIT_EPS or DP_LEDGER_UNIT_RHO */
+	uint64_t slack_nano;    /* nano-rho only: the sampler's slack per answer, nano-epsilon */
+	double delta;           /* nano-rho only: the job's delta, in (0, 1) */
+	char identity[DP__LEDGER_ID_LEN];
+};
 
-/* Check the header bytes (magic, CRC, version, sizes, flags, non-zero caps,
- * terminated identity, zero reserved bytes); fill the caps, identity
- * (DP__LEDGER_ID_LEN bytes) and the header's CRC.  `path` names the file
+/* A header (DP_LEDGER_HEADER_SIZE bytes at h) saying hd (its identity at
+ * most DP_LEDGER_IDENTITY_MAX bytes), stamped with the wall clock. */
+void dp__ledger_encode_header(unsigned char *h, const struct dp__ledger_hdr *hd);
+
+/* Check the header bytes (magic, CRC, version 1 or 2, sizes, flags,
+ * non-zero caps, terminated identity, the unit fields of version 2, zero
+ * reserved bytes); fill hd and the header's CRC.  `path` names the file
  * in the detail.  0 or DP_ECORRUPT. */
-int dp__ledger_decode_header(const char *path, const unsigned char *h, uint64_t *cap_nano,
-			     uint64_t *cap_answers, char *identity, uint32_t *crc);
+int dp__ledger_decode_header(const char *path, const unsigned char *h, struct dp__ledger_hdr *hd,
+			     uint32_t *crc);
 
 /* A record (DP_LEDGER_RECORD_SIZE bytes at r) of entry e, bound to the
  * header whose CRC is hdr_crc. */

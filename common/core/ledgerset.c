@@ -110,6 +110,10 @@ static int add_job(dp_ledgerset *s, const char *path, const char *owner_id)
 	j->spent_nano = dp_ledger_spent_nano(l);
 	j->cap_nano = dp_ledger_cap_nano(l);
 	j->torn = dp_ledger_torn_bytes(l);
+	j->unit = dp_ledger_unit(l);
+	j->delta = dp_ledger_delta(l);
+	j->slack_nano = dp_ledger_slack_nano(l);
+	dp_ledger_totals(l, &j->totals);
 	if (dp_ledger_last_k(l, &last) == 0 && dp_ledger_lookup(l, last, &e) == 0)
 		j->last_time_ns = e.time_ns;
 	s->n++;
@@ -392,7 +396,8 @@ uint64_t dp_ledgerset_spent_except(const dp_ledgerset *s, const char *path)
 	for (size_t i = 0; i < s->n; i++) {
 		uint64_t v = s->jobs[i].spent_nano;
 
-		if (path != NULL && strcmp(s->jobs[i].path, path) == 0)
+		if ((path != NULL && strcmp(s->jobs[i].path, path) == 0) ||
+		    s->jobs[i].unit != DP_LEDGER_UNIT_EPS)
 			continue;
 		sum = dp_nano_add(sum, v);
 	}

@@ -2,17 +2,20 @@
 /* An owner's ledgers across jobs: one directory, one ledger file per job
  * (docs/ledger.md §8 "Jobs and the lifetime budget").
  *
- * Each job keeps its own dp_ledger (ledger.h, file format 1, unchanged): its
- * header binds "owner=<id> job=<job>", the job's epsilon cap and its answer
- * cap K, and its records are that job's answers with that job's request
- * ids.  What the whole dataset has spent -- the lifetime total that
- * `lifetime-epsilon` bounds -- is the sum of the job files' totals, so it is
- * as durable as each file's records and needs no file of its own: a crash
- * can lose nothing that a job ledger did not lose.
+ * Each job keeps its own dp_ledger (ledger.h): its header binds
+ * "owner=<id> job=<job>", the job's mechanism and unit (Laplace in
+ * nano-epsilon, Gaussian in nano-rho), its cap and its answer cap K, and
+ * its records are that job's answers with that job's request ids.  What
+ * the whole dataset has spent -- what `lifetime-epsilon` bounds -- is
+ * computed from the job files' totals (the sum for Laplace only, the
+ * bound of docs/ledger.md §8 over both mechanisms), so it is as durable
+ * as each file's records and needs no file of its own: a crash can lose
+ * nothing that a job ledger did not lose.
  *
  * The directory holds `job-<name>.ledger` files, a `format` file with the
  * directory's format version, a `lifetime` file with the lifetime cap and
- * the history of its changes (format 3), and a `lock` file.  A writable set
+ * the history of its changes (format 3; and the lifetime delta, format
+ * 4), and a `lock` file.  A writable set
  * holds the directory itself with flock(2) for its whole life (and the
  * `lock` file too, for daemons from before the directory lock), so two
  * daemons can never spend the same dataset's budget side by side: removing
@@ -37,12 +40,13 @@
 #include <stdint.h>
 
 #include "common/core/ledger.h"
+#include "common/core/zcdp.h"
 
 typedef struct dp_ledgerset dp_ledgerset;
 struct json_object;
 
 /* The directory format this build writes (and the newest it reads). */
-#define DP_LEDGERSET_FORMAT 3
+#define DP_LEDGERSET_FORMAT 4
 
 /* Flags for dp_ledgerset_open(). */
 enum {
@@ -62,6 +66,8 @@ struct dp_ledgerset_init {
 	uint64_t lifetime_nano;     /* the cap; DP_NANO_INF: no lifetime cap */
 	const char *program;        /* who records it, e.g. "ownerd" */
 	const char *reason;         /* why (NULL: a default naming the event) */
+	double lifetime_delta;      /* the lifetime delta in [0, 1); 0: pure eps-DP only,
+				       so no Gaussian answer fits (docs/ledger.md §11) */
 };
 
 /* The longest reason of a change of the lifetime cap, in bytes. */
@@ -79,6 +85,8 @@ typedef struct dp_ledgerset_change {
 	char program[64];           /* "ownerd", "dpasync ledger raise-lifetime", ... */
 	bool first;
 	uint64_t old_nano, new_nano;   /* DP_NANO_INF: no lifetime cap */
+	double delta;               /* the lifetime delta from this change on (format 4;
+				       0: pure eps-DP only, the default) */
 	char reason[DP_LEDGERSET_REASON_MAX + 1];
 } dp_ledgerset_change;
 
@@ -89,7 +97,9 @@ enum {
 	DP_LEDGERSET_ALLOW_RAISE = 1u << 0,
 };
 
-/* One job as found in the directory when the set was opened. */
+/* One job as found in the directory when the set was opened.  Amounts are
+ * in the job file's unit (ledger.h): nano-epsilon, or nano-rho for a
+ * Gaussian job. */
 typedef struct dp_ledgerset_job {
 	char job[DP_LEDGER_IDENTITY_MAX + 1];   /* from the header: "job=..." or "job-sha256=..." */
 	char *path;
@@ -97,6 +107,11 @@ typedef struct dp_ledgerset_job {
 	uint64_t spent_nano, cap_nano;          /* DP_NANO_INF for an unlimited ledger */
 	uint64_t last_time_ns;                  /* time of its last record (0: none) */
 	size_t torn;
+	unsigned unit;                          /* DP_LEDGER_UNIT_EPS or _RHO */
+	double delta;                           /* nano-rho: the job's delta (else 0) */
+	uint64_t slack_nano;                    /* nano-rho: sampler slack per answer */
+	dp_zcdp_totals totals;                  /* its spending for the lifetime bound
+						   (dp_ledger_totals) */
 } dp_ledgerset_job;
 
 /* Open the directory `dir` of owner `owner_id` (NULL: any owner, for
@@ -146,8 +161,27 @@ const dp_ledgerset_job *dp_ledgerset_at(const dp_ledgerset *s, size_t i);
 /* The entry for job file `path`, or NULL. */
 const dp_ledgerset_job *dp_ledgerset_find(const dp_ledgerset *s, const char *path);
 /* Sum of the spent totals of every job file found at open except `path`
- * (NULL: all), in nano-epsilon; DP_NANO_INF if one of them is infinite. */
+ * (NULL: all), in nano-epsilon; DP_NANO_INF if one of them is infinite.
+ * The sum of the nano-epsilon (Laplace) files only: a dataset's bound
+ * with Gaussian jobs is dp_zcdp_best_nano of dp_ledgerset_totals_except. */
 uint64_t dp_ledgerset_spent_except(const dp_ledgerset *s, const char *path);
+
+/* ---- both mechanisms over the lifetime (docs/ledger.md §8) ------------ */
+
+/* The spending of every job file found at open except `path` (NULL: all),
+ * summed field by field (saturating): the Laplace files' nano-epsilon and
+ * their charges as zCDP, the Gaussian files' nano-rho and slack.  The
+ * dataset's bound at the lifetime delta is dp_zcdp_best_nano of it:
+ * exactly the eps_pure field, basic composition, without Gaussian
+ * answers; DP_NANO_INF for Gaussian answers at delta 0. */
+dp_zcdp_totals dp_ledgerset_totals_except(const dp_ledgerset *s, const char *path);
+/* What a Laplace job can surely still spend, in nano-epsilon, under a
+ * lifetime cap cap_nano at `delta` after *t: the cap less t->eps_pure and
+ * the Gaussian answers' conversion alone (the first term of the bound), so
+ * that any pure charges up to it keep the bound within the cap; exactly
+ * cap - eps_pure (0 when spent) without Gaussian answers; DP_NANO_INF
+ * for no cap; 0 on a bad delta. */
+uint64_t dp_ledgerset_pure_left(const dp_zcdp_totals *t, uint64_t cap_nano, double delta);
 
 /* ---- the lifetime cap (ledgerset_lifetime.c, docs/ledger.md §11) ------- */
 
@@ -159,6 +193,9 @@ int dp_ledgerset_lifetime_get(const dp_ledgerset *s, uint64_t *nano);
  * last one's new_nano is the cap.  The pointer is the set's, valid until
  * the next change or close. */
 size_t dp_ledgerset_lifetime_count(const dp_ledgerset *s);
+/* The lifetime delta in force (the last change's; 0 without a record, or
+ * for a directory that never set one: pure eps-DP only). */
+double dp_ledgerset_lifetime_delta(const dp_ledgerset *s);
 const dp_ledgerset_change *dp_ledgerset_lifetime_at(const dp_ledgerset *s, size_t i);
 /* Add who made change `c` and when (the keys time, user, uid, host and
  * program) to the JSON object `o`: the lifetime file and `dpasync ledger`
@@ -178,5 +215,12 @@ int dp_ledgerset_change_add_who(struct json_object *o, const dp_ledgerset_change
  * history; the set keeps the old), DP_ENOMEM. */
 int dp_ledgerset_lifetime_set(dp_ledgerset *s, uint64_t nano, unsigned flags,
 			      const char *program, const char *reason);
+/* The same for the lifetime delta (in [0, 1), the cap kept), recorded as
+ * a change of its own: lowering it is always allowed (a stronger
+ * promise), raising it, like 0 -> 1e-6 which first allows Gaussian
+ * answers, only with DP_LEDGERSET_ALLOW_RAISE.  Errors as above
+ * (DP_EINVAL also for a delta out of range). */
+int dp_ledgerset_lifetime_set_delta(dp_ledgerset *s, double delta, unsigned flags,
+				    const char *program, const char *reason);
 
 #endif

@@ -25,11 +25,18 @@
  * which the step writes as its commit: nothing else changes.  Version 3
  * adds the `lifetime` file: the lifetime cap, from then on the
  * directory's and no longer only the configuration's (docs/ledger.md
- * §11); a reader of version 2 ignores the file. */
+ * §11); a reader of version 2 ignores the file.  Version 4 changes no
+ * file: it says that job files may be Gaussian ones (nano-rho, job file
+ * version 2) and the lifetime file may set a lifetime delta, neither of
+ * which a reader of version 3 knows, so that such a build refuses the
+ * directory as newer rather than a file of it as damaged (docs/ledger.md
+ * §10).  A directory that never set a delta reads as delta 0. */
 static const struct dp__ledgerset_step steps[] = {
 	{ 1, "the format version is recorded (the layout is unchanged)", NULL },
 	{ 2, "the lifetime cap is recorded in the directory (the lifetime file)",
 	  dp__ledgerset_lifetime_start },
+	{ 3, "job files may hold Gaussian answers in nano-rho and the lifetime file a lifetime "
+	  "delta (none recorded: 0, pure epsilon-DP; the files are unchanged)", NULL },
 };
 
 static char *format_path(const char *dir)

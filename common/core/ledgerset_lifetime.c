@@ -8,7 +8,10 @@
  * fsync, rename, fsync of the directory), so a crash leaves the old history
  * or the new one.  Reading it checks that the changes chain (each one's
  * old_nano is the previous one's new_nano), so a file that was edited
- * carelessly, or damaged, is refused rather than read as some other cap. */
+ * carelessly, or damaged, is refused rather than read as some other cap.
+ * Since format 4 a change may also set the lifetime delta (the key
+ * `delta`, written only where the delta changes: a directory that never
+ * set one reads as delta 0, pure eps-DP, and its file is as before). */
 #include "common/core/ledgerset_impl.h"
 #include "common/core/error.h"
 #include "common/core/json.h"
@@ -68,8 +71,9 @@ int dp_ledgerset_change_add_who(struct json_object *o, const dp_ledgerset_change
 	return rc;
 }
 
-/* The change `c` as a JSON object appended to `arr`. */
-static int push_change(struct json_object *arr, const dp_ledgerset_change *c)
+/* The change `c`, which follows a change with delta prev_delta (0 for the
+ * first), as a JSON object appended to `arr`. */
+static int push_change(struct json_object *arr, const dp_ledgerset_change *c, double prev_delta)
 {
 	struct json_object *o = json_object_new_object();
 	int rc;
@@ -82,6 +86,8 @@ static int push_change(struct json_object *arr, const dp_ledgerset_change *c)
 			dp_json_add(o, "old_nano", nano_json(c->old_nano));
 	if (rc == 0)
 		rc = dp_json_add(o, "new_nano", nano_json(c->new_nano));
+	if (rc == 0 && c->delta != prev_delta)
+		rc = dp_json_add(o, "delta", dp_json_double(c->delta));
 	if (rc == 0)
 		rc = dp_json_add(o, "reason", json_object_new_string(c->reason));
 	if (rc != 0) {
@@ -104,7 +110,7 @@ static int write_changes(const char *dir, const dp_ledgerset_change *changes, si
 		goto out;
 	}
 	for (size_t i = 0; i < n && rc == 0; i++)
-		rc = push_change(arr, &changes[i]);
+		rc = push_change(arr, &changes[i], i ? changes[i - 1].delta : 0.0);
 	if (rc == 0) {
 		rc = dp_json_add(root, "changes", arr);
 		arr = NULL;
@@ -119,8 +125,8 @@ out:
 }
 
 /* Who and when, for a new change. */
-static int fill_change(dp_ledgerset_change *c, uint64_t old_nano, uint64_t new_nano, bool first,
-		       const char *program, const char *reason)
+static int fill_change(dp_ledgerset_change *c, uint64_t old_nano, uint64_t new_nano, double delta,
+		       bool first, const char *program, const char *reason)
 {
 	struct passwd pw, *found = NULL;
 	char buf[4096];
@@ -139,6 +145,7 @@ static int fill_change(dp_ledgerset_change *c, uint64_t old_nano, uint64_t new_n
 	c->first = first;
 	c->old_nano = first ? 0 : old_nano;
 	c->new_nano = new_nano;
+	c->delta = delta;
 	snprintf(c->program, sizeof(c->program), "%s", program);
 	snprintf(c->reason, sizeof(c->reason), "%s", reason);
 	c->uid = geteuid();
@@ -187,7 +194,7 @@ static void read_change(dp_json_reader *r, struct json_object *o, const dp_ledge
 			dp_ledgerset_change *c)
 {
 	static const char *const keys[] = { "time", "user", "uid", "host", "program", "old_nano",
-					    "new_nano", "reason" };
+					    "new_nano", "delta", "reason" };
 	struct json_object *old;
 
 	memset(c, 0, sizeof(*c));
@@ -203,6 +210,9 @@ static void read_change(dp_json_reader *r, struct json_object *o, const dp_ledge
 	read_text(r, o, "program", c->program, sizeof(c->program));
 	read_text(r, o, "reason", c->reason, sizeof(c->reason));
 	c->new_nano = read_nano(r, o, "new_nano");
+	c->delta = dp_json_get_double(r, o, "delta", false, prev ? prev->delta : 0.0);
+	if (r->rc == 0 && !(c->delta >= 0.0 && c->delta < 1.0))
+		dp_json_fail(r, "'delta' must be in [0, 1)");
 	if (!json_object_object_get_ex(o, "old_nano", &old)) {
 		dp_json_fail(r, "missing key 'old_nano'");
 		return;
@@ -216,8 +226,8 @@ static void read_change(dp_json_reader *r, struct json_object *o, const dp_ledge
 	c->old_nano = read_nano(r, o, "old_nano");
 	if (r->rc == 0 && c->old_nano != prev->new_nano)
 		dp_json_fail(r, "'old_nano' is not the cap the change before set");
-	if (r->rc == 0 && c->old_nano == c->new_nano)
-		dp_json_fail(r, "'new_nano' is the cap before: not a change");
+	if (r->rc == 0 && c->old_nano == c->new_nano && c->delta == prev->delta)
+		dp_json_fail(r, "'new_nano' and 'delta' are the ones before: not a change");
 }
 
 /* Parse the history held by `root` into a malloc'ed array. */
@@ -303,7 +313,10 @@ int dp__ledgerset_lifetime_create(const char *dir, const struct dp_ledgerset_ini
 	int rc;
 
 	DP_REQUIRE(dir != NULL && init != NULL);
-	rc = fill_change(&c, 0, init->lifetime_nano, true, init->program,
+	if (!(init->lifetime_delta >= 0.0 && init->lifetime_delta < 1.0))
+		return dp_error_set(DP_EINVAL, "ledger: a lifetime delta must be in [0, 1), not %g",
+				    init->lifetime_delta);
+	rc = fill_change(&c, 0, init->lifetime_nano, init->lifetime_delta, true, init->program,
 			 init->reason ? init->reason : "the cap the directory starts with");
 	if (rc == 0)
 		rc = write_changes(dir, &c, 1);
@@ -357,11 +370,20 @@ const dp_ledgerset_change *dp_ledgerset_lifetime_at(const dp_ledgerset *s, size_
 	return &s->changes[i];
 }
 
-int dp_ledgerset_lifetime_set(dp_ledgerset *s, uint64_t nano, unsigned flags,
-			      const char *program, const char *reason)
+double dp_ledgerset_lifetime_delta(const dp_ledgerset *s)
+{
+	DP_REQUIRE(s != NULL);
+	return s->n_changes == 0 ? 0.0 : s->changes[s->n_changes - 1].delta;
+}
+
+/* Record a change to cap `nano` and delta `delta`; a raise of either
+ * needs DP_LEDGERSET_ALLOW_RAISE. */
+static int change(dp_ledgerset *s, uint64_t nano, double delta, unsigned flags,
+		  const char *program, const char *reason)
 {
 	dp_ledgerset_change *v;
 	uint64_t cap;
+	double was;
 	int rc;
 
 	DP_REQUIRE(s != NULL && !(flags & ~(unsigned)DP_LEDGERSET_ALLOW_RAISE));
@@ -369,10 +391,14 @@ int dp_ledgerset_lifetime_set(dp_ledgerset *s, uint64_t nano, unsigned flags,
 		return dp_error_set(DP_ESTATE, "ledger directory %s: the lifetime cap can only be "
 				    "changed through a writable open of a directory that records "
 				    "one", s->dir);
+	if (!(delta >= 0.0 && delta < 1.0))
+		return dp_error_set(DP_EINVAL, "ledger: a lifetime delta must be in [0, 1), not %g",
+				    delta);
 	cap = s->changes[s->n_changes - 1].new_nano;
-	if (nano == cap)
+	was = s->changes[s->n_changes - 1].delta;
+	if (nano == cap && delta == was)
 		return 0;
-	if (nano > cap && !(flags & DP_LEDGERSET_ALLOW_RAISE))
+	if ((nano > cap || delta > was) && !(flags & DP_LEDGERSET_ALLOW_RAISE))
 		return dp_error_set(DP_EINVAL, "ledger directory %s: raising the lifetime cap is "
 				    "the data owner's decision, taken with dpasync ledger "
 				    "raise-lifetime (docs/ledger.md §11)", s->dir);
@@ -383,7 +409,7 @@ int dp_ledgerset_lifetime_set(dp_ledgerset *s, uint64_t nano, unsigned flags,
 	if (v == NULL)
 		return dp_error_set(DP_ENOMEM, "ledger: out of memory");
 	memcpy(v, s->changes, s->n_changes * sizeof(*v));
-	rc = fill_change(&v[s->n_changes], cap, nano, false, program, reason);
+	rc = fill_change(&v[s->n_changes], cap, nano, delta, false, program, reason);
 	if (rc == 0)
 		rc = write_changes(s->dir, v, s->n_changes + 1);
 	if (rc != 0) {
@@ -394,4 +420,22 @@ int dp_ledgerset_lifetime_set(dp_ledgerset *s, uint64_t nano, unsigned flags,
 	s->changes = v;
 	s->n_changes++;
 	return 0;
+}
+
+int dp_ledgerset_lifetime_set(dp_ledgerset *s, uint64_t nano, unsigned flags,
+			      const char *program, const char *reason)
+{
+	DP_REQUIRE(s != NULL);
+	return change(s, nano, dp_ledgerset_lifetime_delta(s), flags, program, reason);
+}
+
+int dp_ledgerset_lifetime_set_delta(dp_ledgerset *s, double delta, unsigned flags,
+				    const char *program, const char *reason)
+{
+	uint64_t cap = 0;
+
+	DP_REQUIRE(s != NULL);
+	if (s->n_changes > 0)
+		cap = s->changes[s->n_changes - 1].new_nano;
+	return change(s, cap, delta, flags, program, reason);
 }

@@ -15,9 +15,24 @@
 #include "common/core/model.h"
 #include "common/core/rng.h"
 
+/* The mechanism of an answer (docs/zcdp.md): the papers' Laplace, with the
+ * gradient clipped in L1 and a budget share eps_q (pure eps-DP), or the
+ * discrete Gaussian, clipped in L2, with a share rho_q (zCDP). */
+typedef enum dp_mech {
+	DP_MECH_LAPLACE = 0,
+	DP_MECH_GAUSSIAN = 1,
+} dp_mech;
+
+/* The mechanisms' names, in dp_mech order ("laplace", "gaussian"),
+ * NULL-terminated (a config enum), and one of them ("?" when unknown). */
+extern const char *const dp_query_mech_names[];
+const char *dp_query_mech_name(dp_mech mech);
+
 typedef struct dp_query_info {
 	int grid_k;        /* lattice 2^-grid_k used */
 	double scale_b;    /* Laplace scale of the released answer (0: none) */
+	double sigma;      /* Gaussian: the standard deviation of the released
+			      answer's noise per coordinate (0: none) */
 	size_t dropped;    /* rows dropped for a non-finite gradient */
 } dp_query_info;
 
@@ -30,6 +45,23 @@ typedef struct dp_query_info {
 int dp_query_answer(dp_model m, const dp_dataset *ds, const double *theta,
 		    double clip, double eps_q, dp_bitsource *src, double *grad,
 		    dp_query_info *info);
+
+/* The same answer under either mechanism: dp_query_answer for
+ * DP_MECH_LAPLACE (share = eps_q; bit for bit the same), and for
+ * DP_MECH_GAUSSIAN (share = rho_q, this answer's zCDP budget; INFINITY: no
+ * noise) the mean of the gradients clipped in L2 to `clip`
+ * (dp_kernel_clipped_grid_sum_l2; ds->row_l2 must be set) plus discrete
+ * Gaussian noise whose rho for the L2 sensitivity 2 clip of the lattice
+ * sum is at most rho_q (dp_zcdp_sigma_for; docs/zcdp.md §1).  The caller
+ * charges rho_q and, per answer, the sampler's slack p
+ * DP_NOISE_DGAUSS_SLACK (docs/noise.md §6).  Errors as dp_query_answer,
+ * and DP_ERANGE when the noise would leave the sampler's range (rho_q so
+ * large that sigma is below a lattice step's 2^-20, or so small that it
+ * is above 2^46 steps at the coarsest grid); DP_EINVAL for an unknown
+ * mechanism. */
+int dp_query_answer_mech(dp_model m, const dp_dataset *ds, const double *theta,
+			 double clip, dp_mech mech, double share, dp_bitsource *src,
+			 double *grad, dp_query_info *info);
 
 /* Laplace scale b = 2 clip / (n eps_q) of an answer (0 for eps_q = inf),
  * rounded up: never below the exact quotient (docs/privacy.md §2). */

@@ -453,3 +453,54 @@ int dp_zcdp_rho_left(const dp_zcdp_totals *spent, uint64_t slack_nano, uint64_t 
 	*rho_nano = lo;
 	return 0;
 }
+
+int dp_zcdp_share(double eps, double delta, uint64_t answers, size_t d, double eta, double tail,
+		  double *rho_q, uint64_t *slack_nano)
+{
+	double slack_q, slack, tail_delta, cap;
+	uint64_t sn;
+	int rc;
+
+	DP_REQUIRE(rho_q != NULL && slack_nano != NULL);
+	if (!(eps > 0))
+		return dp_error_set(DP_EINVAL, "zcdp: epsilon %g is not > 0", eps);
+	if (!(delta > 0 && delta < 1))
+		return dp_error_set(DP_EINVAL, "zcdp: delta %g is not in (0, 1)", delta);
+	if (answers == 0 || d == 0)
+		return dp_error_set(DP_EINVAL, "zcdp: no answers or no coordinates to share over");
+	if (!(eta >= 0) || !isfinite(eta) || !(tail >= 0) || !isfinite(tail))
+		return dp_error_set(DP_EINVAL, "zcdp: sampler slack %g or tail %g out of range",
+				    eta, tail);
+	if (isinf(eps)) {
+		*rho_q = INFINITY;
+		*slack_nano = 0;
+		return 0;
+	}
+	/* d eta and every product below rounded up: one step per operation
+	 * covers its rounding. */
+	slack_q = nextafter((double)d * eta, INFINITY);
+	rc = dp_nano_ceil(slack_q, &sn);
+	if (rc != 0)
+		return rc;
+	if (sn != 0 && answers > DP_NANO_MAX / sn)
+		return dp_error_set(DP_EINVAL, "zcdp: the samplers' slack over %llu answers "
+				    "overflows", (unsigned long long)answers);
+	slack = nextafter((double)(answers * sn) / 1e9, INFINITY);
+	tail_delta = nextafter(exp(nextafter(eps + slack, INFINITY)), INFINITY);
+	tail_delta = nextafter(tail_delta * (double)answers, INFINITY);
+	tail_delta = nextafter(tail_delta * (double)d, INFINITY);
+	tail_delta = nextafter(tail_delta * tail, INFINITY);
+	if (!(tail_delta < delta / 2))
+		return dp_error_set(DP_ERANGE, "zcdp: epsilon %g is too large for the discrete "
+				    "Gaussian's tail at delta %g (docs/zcdp.md §7)", eps, delta);
+	rc = dp_zcdp_rho_for(eps, slack, nextafter(delta - tail_delta, 0.0), &cap);
+	if (rc != 0)
+		return rc;
+	rc = dp_nano_share(cap, answers, rho_q);
+	if (rc != 0)
+		return dp_error_set(rc, "zcdp: epsilon %g at delta %g leaves rho %g, less than "
+				    "1e-9 for each of %llu answers", eps, delta, cap,
+				    (unsigned long long)answers);
+	*slack_nano = sn;
+	return 0;
+}

@@ -71,6 +71,24 @@ int dp_zcdp_rho_dgauss(double delta2, double sigma, size_t d, double *rho);
  * d = 0). */
 int dp_zcdp_sigma_for(double delta2, double rho, size_t d, double *sigma);
 
+/* A job's budget over Gaussian answers (docs/zcdp.md §7): the rho of each
+ * of `answers` answers of d coordinates when the job may spend (eps, delta)
+ * at most.  Each answer is charged, in nano units rounded up, its rho and
+ * its sampler's slack d eta (*slack_nano receives that per-answer slack
+ * charge); the samplers' tail, at most tail per coordinate, is taken off
+ * delta as e^(eps + slack) answers d tail (docs/noise.md §6 "Slack").  The
+ * job's rho cap is then dp_zcdp_rho_for(eps, answers * slack, delta - tail
+ * term), and *rho_q its share as dp_nano_share computes it, so `answers`
+ * charges of *rho_q, rounded up, fit the cap rounded down.  eps = INFINITY
+ * gives INFINITY (no noise) and no slack.  rho_q, slack_nano not NULL.
+ * Errors: DP_EINVAL (eps not > 0, delta not in (0, 1), answers or d 0, eta
+ * or tail negative or not finite, or a budget too small for the slack
+ * alone or for one nano-rho per answer), DP_ERANGE (a tail term that is
+ * not below half of delta: eps too large for the sampler); outputs
+ * untouched then. */
+int dp_zcdp_share(double eps, double delta, uint64_t answers, size_t d, double eta, double tail,
+		  double *rho_q, uint64_t *slack_nano);
+
 /* A dataset's spending in the ledger's integer nano units (1e-9; each
  * charge rounded up when it is made), for the lifetime bound of
  * docs/zcdp.md §5.  Any field may be DP_NANO_INF (an infinite charge). */

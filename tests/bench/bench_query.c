@@ -4,14 +4,16 @@
  * both measured in this process, interleaved, single thread.
  *
  *   bench_query [--rows N] [--features D] [--repeats R] [--clip C]
- *               [--model linear|logistic|svm] [--compare-l2]
+ *               [--model linear|logistic|svm] [--compare-l2] [--compare-answers]
  *
  * --compare-l2 adds R pairs of answers, the L1 kernel and the L2 one
  * (dp_kernel_clipped_grid_sum_l2, clip C / sqrt(D): about the same share of
  * rows clipped on this data, each on its own grid), taken back to back in
  * alternating order, and reports the median ratio L2/L1 of the pairs with
  * its 10th and 90th percentiles, and each kernel's median time
- * (docs/bench.md "L2 clipping").
+ * (docs/bench.md "L2 clipping").  --compare-answers does the same for
+ * whole answers with their noise from the CSPRNG: Laplace (eps_q 0.01)
+ * against Gaussian (rho_q of one of 100 answers at eps 1, delta 1e-6).
  *
  * Data as in the numpy baseline (docs/bench.md): X standard normal, y =
  * X beta + 0.1 noise, theta = 0.1 normal, row L1 norms precomputed (load
@@ -29,6 +31,9 @@
 #include "common/core/kernel.h"
 #include "common/core/model.h"
 #include "common/core/noise.h"
+#include "common/core/query.h"
+#include "common/core/rng.h"
+#include "common/core/zcdp.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -158,7 +163,7 @@ static double median(double *v, size_t n)
 static void usage(void)
 {
 	fprintf(stderr, "usage: bench_query [--rows N] [--features D] [--repeats R] [--clip C] "
-		"[--model linear|logistic|svm] [--compare-l2]\n");
+		"[--model linear|logistic|svm] [--compare-l2] [--compare-answers]\n");
 }
 
 /* v sorted: the value at quantile f (nearest rank). */
@@ -169,49 +174,127 @@ static double quantile(const double *v, size_t n, double f)
 	return v[i < n ? i : n - 1];
 }
 
-/* The pairs of --compare-l2, as JSON fields appended to the line; 0 or -1
- * (a kernel failed). */
-static int compare_l2(dp_model model, const dp_dataset *ds, const double *theta, double clip,
-		      int k, size_t reps, double *sum, char *out, size_t outlen)
-{
-	double clip2 = clip / sqrt((double)ds->p), *t1, *t2, *ratio;
-	size_t dropped;
-	int k2, rc = -1;
+/* One timed operation of a pair: 0 or an error. */
+struct timed {
+	int (*run)(const struct timed *t);
+	dp_model model;
+	const dp_dataset *ds;
+	const double *theta;
+	double clip, share;
+	int k;
+	dp_mech mech;
+	dp_bitsource *src;
+	double *out;
+};
 
-	t1 = malloc(reps * sizeof(double));
-	t2 = malloc(reps * sizeof(double));
-	ratio = malloc(reps * sizeof(double));
-	if (t1 == NULL || t2 == NULL || ratio == NULL ||
-	    dp_noise_grid_exponent_l2(ds->n, clip2, 0.0, &k2) != 0)
+static int run_l1(const struct timed *t)
+{
+	size_t dropped;
+
+	return dp_kernel_clipped_grid_sum(t->model, t->ds, t->theta, t->clip, t->k, t->out,
+					  &dropped);
+}
+
+static int run_l2(const struct timed *t)
+{
+	size_t dropped;
+
+	return dp_kernel_clipped_grid_sum_l2(t->model, t->ds, t->theta, t->clip, t->k, t->out,
+					     &dropped);
+}
+
+static int run_answer(const struct timed *t)
+{
+	return dp_query_answer_mech(t->model, t->ds, t->theta, t->clip, t->mech, t->share, t->src,
+				    t->out, NULL);
+}
+
+/* reps pairs of a and b, back to back in alternating order (caches and
+ * clock see both alike), after 3 warm-ups of each, as JSON fields
+ * "<name>_<a>_seconds", "<name>_<b>_seconds" (medians) and the median,
+ * 10th and 90th percentile of the pairs' ratios b/a appended to out;
+ * 0 or -1. */
+static int paired(const struct timed *a, const struct timed *b, const char *na, const char *nb,
+		  const char *ratio_key, size_t reps, char *out, size_t outlen)
+{
+	double *ta = malloc(reps * sizeof(double)), *tb = malloc(reps * sizeof(double));
+	double *ratio = malloc(reps * sizeof(double));
+	size_t used = strlen(out);
+	int rc = -1;
+
+	if (ta == NULL || tb == NULL || ratio == NULL)
 		goto out;
 	for (int w = 0; w < 3; w++)
-		if (dp_kernel_clipped_grid_sum_l2(model, ds, theta, clip2, k2, sum, &dropped) != 0)
+		if (a->run(a) != 0 || b->run(b) != 0)
 			goto out;
 	for (size_t r = 0; r < reps; r++) {
 		for (int i = 0; i < 2; i++) {
-			/* alternate which goes first: caches and clock see both alike */
-			int l2 = (int)((r + (size_t)i) % 2);
+			int second = (int)((r + (size_t)i) % 2);
+			const struct timed *t = second ? b : a;
 			double t0 = now();
 
-			if (l2)
-				dp_kernel_clipped_grid_sum_l2(model, ds, theta, clip2, k2, sum, &dropped);
-			else
-				dp_kernel_clipped_grid_sum(model, ds, theta, clip, k, sum, &dropped);
-			*(l2 ? &t2[r] : &t1[r]) = now() - t0;
+			if (t->run(t) != 0)
+				goto out;
+			*(second ? &tb[r] : &ta[r]) = now() - t0;
 		}
-		ratio[r] = t2[r] / t1[r];
+		ratio[r] = tb[r] / ta[r];
 	}
 	qsort(ratio, reps, sizeof(double), cmp_double);
-	snprintf(out, outlen,
-		 ", \"l1_seconds\": %.6g, \"l2_seconds\": %.6g, \"l2_over_l1\": %.4f, "
-		 "\"l2_over_l1_p10\": %.4f, \"l2_over_l1_p90\": %.4f, \"l2_pairs\": %zu",
-		 median(t1, reps), median(t2, reps), quantile(ratio, reps, 0.5),
-		 quantile(ratio, reps, 0.1), quantile(ratio, reps, 0.9), reps);
+	snprintf(out + used, outlen - used,
+		 ", \"%s_seconds\": %.6g, \"%s_seconds\": %.6g, \"%s\": %.4f, "
+		 "\"%s_p10\": %.4f, \"%s_p90\": %.4f, \"%s_pairs\": %zu",
+		 na, median(ta, reps), nb, median(tb, reps), ratio_key, quantile(ratio, reps, 0.5),
+		 ratio_key, quantile(ratio, reps, 0.1), ratio_key, quantile(ratio, reps, 0.9),
+		 ratio_key, reps);
 	rc = 0;
 out:
-	free(t1);
-	free(t2);
+	free(ta);
+	free(tb);
 	free(ratio);
+	return rc;
+}
+
+/* --compare-l2: the kernels alone, clip C in L1 and C / sqrt(D) in L2. */
+static int compare_l2(dp_model model, const dp_dataset *ds, const double *theta, double clip,
+		      int k, size_t reps, double *sum, char *out, size_t outlen)
+{
+	struct timed a = { .run = run_l1, .model = model, .ds = ds, .theta = theta, .clip = clip,
+			   .k = k, .out = sum };
+	struct timed b = a;
+
+	b.run = run_l2;
+	b.clip = clip / sqrt((double)ds->p);
+	if (dp_noise_grid_exponent_l2(ds->n, b.clip, 0.0, &b.k) != 0)
+		return -1;
+	return paired(&a, &b, "l1", "l2", "l2_over_l1", reps, out, outlen);
+}
+
+/* --compare-answers: whole answers with noise from the CSPRNG, Laplace
+ * (clip C in L1, eps_q = 1/100: one of 100 answers of eps 1) against
+ * Gaussian (clip C / sqrt(D) in L2, rho_q of one of 100 answers of eps 1
+ * at delta 1e-6, dp_zcdp_share). */
+static int compare_answers(dp_model model, const dp_dataset *ds, const double *theta,
+			   double clip, size_t reps, double *grad, char *out, size_t outlen)
+{
+	dp_csprng *rng = NULL;
+	dp_bitsource src;
+	uint64_t slack;
+	struct timed a = { .run = run_answer, .model = model, .ds = ds, .theta = theta,
+			   .clip = clip, .share = 0.01, .mech = DP_MECH_LAPLACE, .out = grad };
+	struct timed b = a;
+	int rc = -1;
+
+	if (dp_rng_csprng_new(&rng) != 0)
+		return -1;
+	src = dp_rng_csprng_bits(rng);
+	a.src = b.src = &src;
+	b.mech = DP_MECH_GAUSSIAN;
+	b.clip = clip / sqrt((double)ds->p);
+	if (dp_zcdp_share(1.0, 1e-6, 100, ds->p, DP_NOISE_DGAUSS_SLACK, DP_NOISE_DGAUSS_TAIL,
+			  &b.share, &slack) == 0)
+		rc = paired(&a, &b, "answer_laplace", "answer_gaussian", "gaussian_over_laplace",
+			    reps, out, outlen);
+	dp_rng_csprng_destroy(rng);
 	return rc;
 }
 
@@ -220,8 +303,8 @@ int main(int argc, char **argv)
 	size_t n = 250000, d = 10, reps = 30;
 	double clip = 10.0;
 	dp_model model = DP_MODEL_LINEAR;
-	int l2 = 0;
-	char l2json[512] = "";
+	int l2 = 0, answers = 0;
+	char l2json[1024] = "";
 
 	for (int i = 1; i < argc; i++) {
 		if (i + 1 < argc && strcmp(argv[i], "--rows") == 0)
@@ -234,6 +317,8 @@ int main(int argc, char **argv)
 			clip = strtod(argv[++i], NULL);
 		else if (strcmp(argv[i], "--compare-l2") == 0)
 			l2 = 1;
+		else if (strcmp(argv[i], "--compare-answers") == 0)
+			answers = 1;
 		else if (i + 1 < argc && strcmp(argv[i], "--model") == 0) {
 			if (dp_model_parse(argv[++i], &model) != 0) {
 				usage();
@@ -310,6 +395,11 @@ int main(int argc, char **argv)
 		checksum += fabs(ldexp(sum[q], -k) / (double)n);
 	if (l2 && compare_l2(model, &ds, theta, clip, k, reps, sum, l2json, sizeof(l2json)) != 0) {
 		fprintf(stderr, "bench_query: L2 kernel failed\n");
+		return 1;
+	}
+	if (answers && compare_answers(model, &ds, theta, clip, reps, sum, l2json,
+				       sizeof(l2json)) != 0) {
+		fprintf(stderr, "bench_query: an answer failed\n");
 		return 1;
 	}
 	double mk = median(tk, reps), ms = median(ts, reps);

@@ -8,11 +8,13 @@
  *     the last answer looks up with seq == answers and total == spent;
  *   - it opens read-write with the caps and identity of its header (the
  *     cap may come back one nano-epsilon lower through the double, hence
- *     ALLOW_LOWER), with the same counters; the torn tail is cut, so a
- *     second read-only open finds none;
+ *     ALLOW_LOWER), and a nano-rho (Gaussian) file with its delta and
+ *     slack, with the same counters; the torn tail is cut, so a second
+ *     read-only open finds none;
  *   - a charge that dp_ledger_check accepts succeeds, and the ledger
  *     then reopens with one more answer.
  * Aborts on any inconsistency; the sanitizers catch memory errors. */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,14 +54,27 @@ static void check_same(struct counts a, struct counts b)
 		   a.has_last == b.has_last);
 }
 
+/* A double that rounds up to exactly n nano (n / 1e9 may land one ulp
+ * above it). */
+static double up_to_nano(uint64_t n)
+{
+	double d = (double)n / 1e9;
+	uint64_t got = 0;
+
+	for (int i = 0; i < 4 && dp_nano_ceil(d, &got) == 0 && got > n; i++)
+		d = nextafter(d, 0.0);
+	return d;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const unsigned rw_flags = DP_LEDGER_ALLOW_INF | DP_LEDGER_ALLOW_LOWER | DP_LEDGER_NO_CREATE;
 	const char *path = fuzz_util_path("ledger");
 	dp_ledger *ro = NULL, *rw = NULL;
 	struct counts c, c2;
-	double cap;
-	uint64_t capk, cap_floor, k;
+	double cap, delta;
+	uint64_t capk, cap_floor, k, slack;
+	unsigned unit;
 	char identity[DP_LEDGER_IDENTITY_MAX + 1];
 	size_t torn;
 	int rc;
@@ -74,15 +89,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cap = dp_ledger_cap(ro);
 	capk = dp_ledger_answers_cap(ro);
 	torn = dp_ledger_torn_bytes(ro);
+	unit = dp_ledger_unit(ro);
+	delta = dp_ledger_delta(ro);
+	slack = dp_ledger_slack_nano(ro);
+	FUZZ_CHECK(unit == DP_LEDGER_UNIT_EPS || (delta > 0 && delta < 1 && slack <= DP_NANO_MAX));
 	FUZZ_CHECK(strlen(dp_ledger_identity(ro)) <= DP_LEDGER_IDENTITY_MAX);
 	strcpy(identity, dp_ledger_identity(ro));
 	dp_ledger_close(ro);
 
-	rc = dp_ledger_open(path, cap, capk, identity, rw_flags, &rw);
+	rc = unit == DP_LEDGER_UNIT_RHO ?
+		dp_ledger_open_gauss(path, cap, delta, up_to_nano(slack), capk, identity, rw_flags,
+				     &rw) :
+		dp_ledger_open(path, cap, capk, identity, rw_flags, &rw);
 	if (rc != 0) {
-		/* Only a cap that rounds below one nano-epsilon may fail. */
-		FUZZ_CHECK(rc == DP_EINVAL && dp_nano_floor(cap, &cap_floor) == 0 &&
-			   cap_floor == 0);
+		uint64_t back = 0;
+
+		/* Only a cap that rounds below one nano-epsilon may fail, or a
+		 * slack too large for a double to give back exactly. */
+		FUZZ_CHECK(rc == DP_EINVAL &&
+			   ((dp_nano_floor(cap, &cap_floor) == 0 && cap_floor == 0) ||
+			    (unit == DP_LEDGER_UNIT_RHO &&
+			     (dp_nano_ceil(up_to_nano(slack), &back) != 0 || back != slack))));
 		return 0;
 	}
 	check_same(c, counts_of(rw));

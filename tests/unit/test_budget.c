@@ -32,6 +32,8 @@
 #include "common/core/error.h"
 #include "common/core/file.h"
 #include "common/core/ledger.h"
+#include "common/core/ledgerset.h"
+#include "common/core/zcdp.h"
 #include "common/core/log.h"
 #include "common/net/metrics.h"
 
@@ -545,8 +547,9 @@ static void test_closed_rollback(void **state)
 static void test_gauges(void **state)
 {
 	static const char *const job_id[] = { "job_id", NULL }, *const unbound[] = { "" };
-	struct dp_metric_family *fs, *fl;
-	struct dp_metric *cap, *lspent, *lleft;
+	static const char *const delta[] = { "delta", NULL }, *const pure[] = { "0" };
+	struct dp_metric_family *fs, *fl, *fd;
+	struct dp_metric *cap, *lspent, *lleft, *lrho;
 	struct own_budget_status st;
 	struct dp_metrics *reg;
 	struct budget_fx f;
@@ -561,7 +564,12 @@ static void test_gauges(void **state)
 	assert_int_equal(dp_metrics_gauge(reg, "cap", "", &cap), 0);
 	assert_int_equal(dp_metrics_gauge(reg, "lspent", "", &lspent), 0);
 	assert_int_equal(dp_metrics_gauge(reg, "lleft", "", &lleft), 0);
+	assert_int_equal(dp_metrics_gauge(reg, "lrho", "", &lrho), 0);
+	assert_int_equal(dp_metrics_family(reg, DP_METRIC_GAUGE, "latdelta", "", delta, NULL, 0,
+					   &fd), 0);
 	budget_fx_init(&f, "gauges", 1.0, 1.5);
+	assert_int_equal(dp_metrics_series(fd, pure, &f.cfg.life_at_delta), 0);
+	f.cfg.life_rho = lrho;
 	assert_int_equal(dp_metrics_series(fs, unbound, &f.cfg.spent), 0);
 	assert_int_equal(dp_metrics_series(fl, unbound, &f.cfg.left), 0);
 	f.cfg.life_cap = cap;
@@ -577,6 +585,9 @@ static void test_gauges(void **state)
 	assert_non_null(strstr(text, "left{job_id=\"J1\"} 0.75\n"));
 	assert_non_null(strstr(text, "\nlspent 0.25\n"));
 	assert_non_null(strstr(text, "\nlleft 1.25\n"));
+	/* as zCDP 0.25^2 / 2; the spent epsilon at the lifetime delta 0 */
+	assert_non_null(strstr(text, "\nlrho 0.03125\n"));
+	assert_non_null(strstr(text, "\nlatdelta{delta=\"0\"} 0.25\n"));
 	free(text);
 	assert_int_equal(own_budget_bind(&f.b, "J2", 4), 0);
 	assert_int_equal(dp_metrics_render(reg, &text, &len), 0);
@@ -985,6 +996,70 @@ static int teardown(void **state)
 	return owntest_teardown();
 }
 
+/* ownerd's lifetime check beside a Gaussian job (docs/ledger.md §8): the
+ * directory holds job G, two Gaussian answers of rho 0.01 (10 000 001
+ * nano-rho each, one nano-epsilon of slack each).  At the lifetime delta 0
+ * (never set) no bound exists: a Laplace job gets nothing, the lifetime
+ * counts as spent.  Once the owner sets delta 1e-6 the bound is the
+ * smaller of the two of docs/zcdp.md §5 and a Laplace job of 4 x 0.25
+ * fits under the cap 3; the figures follow the four sums. */
+static void test_lifetime_gaussian(void **state)
+{
+	const struct dp_ledgerset_init init = { 3000000000ull, "test", NULL, 0 };
+	dp_zcdp_totals t = { 1000000000ull, 4 * 31250000ull, 20000002ull, 2 };
+	struct own_budget_ticket tk;
+	struct own_budget_status st;
+	struct budget_fx f;
+	dp_ledgerset *s = NULL;
+	dp_ledger *l = NULL;
+	double a = 0, want = 0;
+	char *pg;
+
+	budget_fx_init(&f, "gauss", 1.0, 3.0);
+	assert_int_equal(dp_ledgerset_open(f.path, "alice", 0, &init, &s), 0);
+	pg = dp_ledgerset_job_path(s, "G");
+	assert_int_equal(dp_ledger_open_gauss(pg, 0.5, 1e-6, 1e-12, 10, "owner=alice job=G", 0, &l),
+			 0);
+	assert_int_equal(dp_ledger_charge(l, 1, 0.01, NULL), 0);
+	assert_int_equal(dp_ledger_charge(l, 2, 0.01, NULL), 0);
+	dp_ledger_close(l);
+	free(pg);
+	dp_ledgerset_close(s);
+
+	/* delta 0: refused, and said so */
+	budget_fx_bind(&f, "L", 4);
+	own_budget_status(&f.b, &st);
+	assert_true(isinf(st.lifetime_spent));
+	assert_double_exact(st.lifetime_left, 0.0);
+	assert_double_exact(st.lifetime_delta, 0.0);
+	assert_true(own_budget_lifetime_spent(&f.b));
+	assert_false(own_budget_left(&f.b));
+	assert_int_equal(own_budget_begin(&f.b, 1, &tk), DP_EBUDGET);
+	assert_true(own_budget_lifetime_hit(&f.b));
+	own_budget_close(&f.b);
+
+	/* the owner allows Gaussian answers at delta 1e-6 */
+	assert_int_equal(dp_ledgerset_open(f.path, "alice", 0, &init, &s), 0);
+	assert_int_equal(dp_ledgerset_lifetime_set_delta(s, 1e-6, DP_LEDGERSET_ALLOW_RAISE, "test",
+							 "gaussian answers approved"), 0);
+	dp_ledgerset_close(s);
+	budget_fx_bind(&f, "L", 4);
+	own_budget_status(&f.b, &st);
+	assert_double_exact(st.lifetime_delta, 1e-6);
+	assert_int_equal(dp_zcdp_eps(0.020000002, 2e-9, 1e-6, &a), 0);
+	assert_true(st.lifetime_spent >= a && st.lifetime_spent <= a + 2e-9);
+	assert_true(fabs(st.lifetime_rho - 0.020000002) < 1e-15);
+	for (uint64_t k = 1; k <= 4; k++)
+		answer(&f, k, &st);
+	assert_int_equal(dp_zcdp_best_eps(&t, 1e-6, &want), 0);
+	assert_true(st.lifetime_spent >= want && st.lifetime_spent <= want + 2e-9);
+	assert_true(st.lifetime_spent <= 1.0 + a + 2e-9);
+	assert_true(fabs(st.lifetime_rho - 0.145000002) < 1e-15);
+	assert_false(own_budget_lifetime_spent(&f.b));
+	own_budget_close(&f.b);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1000,6 +1075,7 @@ int main(void)
 		cmocka_unit_test(test_closed_rollback),
 		cmocka_unit_test(test_gauges),
 		cmocka_unit_test(test_new_job_cap),
+		cmocka_unit_test(test_lifetime_gaussian),
 		cmocka_unit_test(test_reserve_ahead),
 		cmocka_unit_test(test_reserve_unsynced),
 		cmocka_unit_test(test_reserve_sync_fails),

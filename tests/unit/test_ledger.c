@@ -118,16 +118,35 @@ static off_t fsize(const char *path)
 	return st.st_size;
 }
 
+/* The unit the tests that run for both units use (docs/ledger.md §2):
+ * open_ok opens a nano-rho ledger, with the delta and slack below, while
+ * it is DP_LEDGER_UNIT_RHO.  The amounts are the same numbers in either
+ * unit. */
+static unsigned unit_under_test = DP_LEDGER_UNIT_EPS;
+#define GAUSS_DELTA 1e-6
+#define GAUSS_SLACK 1e-12   /* 1 nano-epsilon, rounded up */
+
 static dp_ledger *open_ok(const char *path, double cap, uint64_t k, const char *id,
 			  unsigned flags)
 {
 	dp_ledger *l = NULL;
-	int rc = dp_ledger_open(path, cap, k, id, flags, &l);
+	int rc = unit_under_test == DP_LEDGER_UNIT_RHO ?
+		dp_ledger_open_gauss(path, cap, GAUSS_DELTA, GAUSS_SLACK, k, id, flags, &l) :
+		dp_ledger_open(path, cap, k, id, flags, &l);
 
 	if (rc != 0)
 		fail_msg("dp_ledger_open(%s): %d %s", path, rc, dp_error_detail(rc));
 	assert_non_null(l);
+	assert_int_equal(dp_ledger_unit(l), unit_under_test);
 	return l;
+}
+
+/* Run test `fn` for a nano-rho ledger. */
+static void in_rho(void (*fn)(void **), void **state)
+{
+	unit_under_test = DP_LEDGER_UNIT_RHO;
+	fn(state);
+	unit_under_test = DP_LEDGER_UNIT_EPS;
 }
 
 static void charge_ok(dp_ledger *l, uint64_t k, double eps)
@@ -1438,6 +1457,207 @@ static void crash_rounds(struct fx *f, bool ahead)
 					     emulation no longer finds a record to cut */
 }
 
+/* ---- units (docs/ledger.md §2, §3) ---- */
+
+static void test_torn_every_offset_rho(void **state)
+{
+	in_rho(test_torn_every_offset, state);
+}
+
+static void test_ahead_cycle_rho(void **state)
+{
+	in_rho(test_ahead_cycle, state);
+}
+
+static uint64_t get64le(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+/* A Gaussian ledger's header: version 2, the unit, the slack and the
+ * delta where docs/ledger.md §3 puts them; a Laplace one is version 1
+ * with the bytes of units zero, byte for byte the file of before units. */
+static void test_unit_header(void **state)
+{
+	struct fx *f = *state;
+	const double delta = 1e-6;
+	unsigned char *b;
+	uint64_t bits;
+	size_t len;
+	dp_ledger *l;
+
+	l = open_ok(f->path, 1.0, 4, "owner=l job=a", 0);
+	dp_ledger_close(l);
+	b = slurp(f->path, &len);
+	assert_int_equal(len, HS);
+	assert_int_equal(b[8], 1);
+	for (size_t i = 48 + strlen("owner=l job=a"); i < 252; i++)
+		assert_int_equal(b[i], 0);
+	free(b);
+	snprintf(f->path, sizeof(f->path), "%s/gauss", f->dir);
+	/* the slack 3e-9 is the double 2.99999999999999998004...e-9:
+	 * rounded up, 3 nano-epsilon */
+	assert_int_equal(dp_ledger_open_gauss(f->path, 0.5, delta, 3e-9, 4, "owner=g job=b", 0, &l),
+			 0);
+	assert_int_equal(dp_ledger_unit(l), DP_LEDGER_UNIT_RHO);
+	assert_true(dp_ledger_delta(l) == delta);
+	assert_int_equal(dp_ledger_slack_nano(l), 3);
+	assert_int_equal(dp_ledger_cap_nano(l), 500000000u);
+	dp_ledger_close(l);
+	b = slurp(f->path, &len);
+	assert_int_equal(b[8], 2);
+	assert_int_equal(get64le(b + 24), 500000000u);
+	assert_int_equal(b[176], 2);
+	assert_int_equal(get64le(b + 184), 3);
+	memcpy(&bits, &delta, sizeof(bits));
+	assert_true(get64le(b + 192) == bits);
+	for (size_t i = 200; i < 252; i++)
+		assert_int_equal(b[i], 0);
+	free(b);
+	/* reopened with the same mechanism; read-only, by either open */
+	assert_int_equal(dp_ledger_open_gauss(f->path, 0.5, delta, 3e-9, 4, "owner=g job=b", 0, &l),
+			 0);
+	dp_ledger_close(l);
+	assert_int_equal(dp_ledger_open(f->path, 0, 0, NULL, DP_LEDGER_READONLY, &l), 0);
+	assert_int_equal(dp_ledger_unit(l), DP_LEDGER_UNIT_RHO);
+	assert_true(dp_ledger_delta(l) == delta);
+	assert_int_equal(dp_ledger_slack_nano(l), 3);
+	dp_ledger_close(l);
+	/* another unit, delta or slack is refused: a job keeps its mechanism */
+	open_fails(f->path, 0.5, 4, "owner=g job=b", 0, DP_EINVAL);
+	assert_int_equal(dp_ledger_open_gauss(f->path, 0.5, 2e-6, 3e-9, 4, "owner=g job=b", 0, &l),
+			 DP_EINVAL);
+	assert_int_equal(dp_ledger_open_gauss(f->path, 0.5, delta, 5e-9, 4, "owner=g job=b", 0, &l),
+			 DP_EINVAL);
+	assert_int_equal(dp_ledger_open_gauss(f->path, 0.6, delta, 3e-9, 4, "owner=g job=b", 0, &l),
+			 DP_EINVAL);
+	snprintf(f->path, sizeof(f->path), "%s/ledger", f->dir);
+	assert_int_equal(dp_ledger_open_gauss(f->path, 1.0, delta, 3e-9, 4, "owner=l job=a", 0, &l),
+			 DP_EINVAL);
+	/* bad arguments */
+	snprintf(f->path, sizeof(f->path), "%s/bad", f->dir);
+	assert_int_equal(dp_ledger_open_gauss(f->path, 1.0, 0.0, 0, 4, "x", 0, &l), DP_EINVAL);
+	assert_int_equal(dp_ledger_open_gauss(f->path, 1.0, 1.0, 0, 4, "x", 0, &l), DP_EINVAL);
+	assert_int_equal(dp_ledger_open_gauss(f->path, 1.0, NAN, 0, 4, "x", 0, &l), DP_EINVAL);
+	assert_int_equal(dp_ledger_open_gauss(f->path, 1.0, delta, -1e-9, 4, "x", 0, &l), DP_EINVAL);
+	assert_int_equal(dp_ledger_open_gauss(f->path, 1.0, delta, INFINITY, 4, "x", 0, &l),
+			 DP_EINVAL);
+	assert_int_equal(access(f->path, F_OK), -1);
+}
+
+/* Charges in nano-rho, up to the cap exactly: the worked example of
+ * docs/ledger.md §2 in rho.  A Laplace ledger's charges as zCDP. */
+static void test_unit_charges(void **state)
+{
+	struct fx *f = *state;
+	dp_ledger *l;
+	double q;
+
+	/* 1/3 is 333 333 333.33... nano-rho, charged 333 333 334: two fit in
+	 * 1.0, the third would reach 1 000 000 002 */
+	assert_int_equal(dp_ledger_open_gauss(f->path, 1.0, 1e-6, 0, 10, "g", 0, &l), 0);
+	charge_ok(l, 1, 1.0 / 3);
+	charge_ok(l, 2, 1.0 / 3);
+	assert_int_equal(dp_ledger_spent_nano(l), 666666668u);
+	assert_int_equal(dp_ledger_charge(l, 3, 1.0 / 3, NULL), DP_EBUDGET);
+	assert_int_equal(dp_ledger_rho_pure_nano(l), 0);
+	dp_ledger_close(l);
+	/* the share that fits K = 3 times: exactly 999 999 999 */
+	snprintf(f->path, sizeof(f->path), "%s/share", f->dir);
+	assert_int_equal(dp_nano_share(1.0, 3, &q), 0);
+	assert_int_equal(dp_ledger_open_gauss(f->path, 1.0, 1e-6, 0, 3, "g", 0, &l), 0);
+	for (uint64_t k = 1; k <= 3; k++)
+		charge_ok(l, k, q);
+	assert_int_equal(dp_ledger_spent_nano(l), 999999999u);
+	assert_int_equal(dp_ledger_left_nano(l), 1);
+	assert_int_equal(dp_ledger_charge(l, 4, 1e-9, NULL), DP_EBUDGET);
+	dp_ledger_close(l);
+	assert_int_equal(dp_ledger_open_gauss(f->path, 1.0, 1e-6, 0, 3, "g", 0, &l), 0);
+	assert_int_equal(dp_ledger_spent_nano(l), 999999999u);
+	dp_ledger_close(l);
+	/* Laplace: 0.1 is 100 000 001 nano-eps; as zCDP
+	 * 100000001^2 / 2e9 = 5 000 000.1000000005 -> 5 000 001 nano-rho each,
+	 * kept across a reopen */
+	snprintf(f->path, sizeof(f->path), "%s/laplace", f->dir);
+	l = open_ok(f->path, 1.0, 10, "l", 0);
+	for (uint64_t k = 1; k <= 5; k++)
+		charge_ok(l, k, 0.1);
+	assert_int_equal(dp_ledger_rho_pure_nano(l), 25000005u);
+	dp_ledger_close(l);
+	l = open_ok(f->path, 0, 0, NULL, DP_LEDGER_READONLY);
+	assert_int_equal(dp_ledger_rho_pure_nano(l), 25000005u);
+	assert_int_equal(dp_ledger_slack_nano(l), 0);
+	assert_true(dp_ledger_delta(l) == 0.0);
+	dp_ledger_close(l);
+}
+
+/* What a build from before units does with a Gaussian file: its reader
+ * accepts version 1 only, so the version field must say 2; a crafted
+ * version-1 header with the unit bytes set is refused as damaged (the
+ * reserved bytes of version 1), by this build as by the old one, so the
+ * unit can never be dropped silently.  Damaged unit fields of version 2
+ * are refused too. */
+static void test_unit_old_reader(void **state)
+{
+	struct fx *f = *state;
+	unsigned char h[HS + RS], g[HS];
+	uint32_t hc;
+	size_t len;
+	unsigned char *b;
+	dp_ledger *l;
+
+	assert_int_equal(dp_ledger_open_gauss(f->path, 1.0, 1e-6, 0, 10, "g", 0, &l), 0);
+	charge_ok(l, 1, 0.5);
+	dp_ledger_close(l);
+	b = slurp(f->path, &len);
+	assert_int_equal(len, HS + RS);
+	memcpy(g, b, HS);
+	assert_true(b[8] == 2 && b[9] == 0 && b[10] == 0 && b[11] == 0);
+	/* the same header claiming version 1: refused */
+	memcpy(h, g, HS);
+	h[8] = 1;
+	le32(h + 252, crc(h, 252));
+	spit(f->path, h, HS);
+	assert_int_equal(dp_ledger_open(f->path, 0, 0, NULL, DP_LEDGER_READONLY, &l), DP_ECORRUPT);
+	/* version 2 with a bad unit, delta or stray byte: refused */
+	{
+		const struct { size_t off; unsigned char v; } bad[] = {
+			{ 176, 1 }, { 176, 3 }, { 180, 1 }, { 199, 0x7f }, { 199, 0xbf }, { 200, 1 },
+			{ 251, 1 }, { 190, 0xff },
+		};
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			memcpy(h, g, HS);
+			h[bad[i].off] = bad[i].v;
+			if (bad[i].off == 190)   /* slack above DP_NANO_MAX */
+				memset(h + 184, 0xff, 8);
+			le32(h + 252, crc(h, 252));
+			spit(f->path, h, HS);
+			assert_int_equal(dp_ledger_open(f->path, 0, 0, NULL, DP_LEDGER_READONLY, &l),
+					 DP_ECORRUPT);
+		}
+	}
+	/* an independent encoder's version-2 file with one record reads back */
+	hc = mk_header(h, 2, 1000000000u, 10, "g");
+	h[176] = 2;
+	le64(h + 184, 7);
+	memcpy(h + 192, g + 192, 8);
+	le32(h + 252, crc(h, 252));
+	hc = crc(h, 252);
+	mk_record(h + HS, 1, 1, 500000000u, 500000000u, 1, hc);
+	spit(f->path, h, HS + RS);
+	assert_int_equal(dp_ledger_open(f->path, 0, 0, NULL, DP_LEDGER_READONLY, &l), 0);
+	assert_int_equal(dp_ledger_unit(l), DP_LEDGER_UNIT_RHO);
+	assert_int_equal(dp_ledger_slack_nano(l), 7);
+	assert_int_equal(dp_ledger_spent_nano(l), 500000000u);
+	dp_ledger_close(l);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1465,6 +1685,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_settle_halves, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_crash_kill_ahead, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_ahead_crafted, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_torn_every_offset_rho, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_ahead_cycle_rho, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_unit_header, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_unit_charges, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_unit_old_reader, fx_setup, fx_teardown),
 	};
 
 	/* The torn-record tests log one warning per case; keep errors only. */

@@ -39,7 +39,7 @@ struct fx {
 
 /* What a writable open records as the lifetime cap of a directory that has
  * none (docs/ledger.md §11): the tests of the job files need no cap. */
-static const struct dp_ledgerset_init life = { DP_NANO_INF, "test", NULL };
+static const struct dp_ledgerset_init life = { DP_NANO_INF, "test", NULL, 0 };
 
 static int fx_setup(void **state)
 {
@@ -285,6 +285,8 @@ struct figures {
 	dp_ledgerset_job jobs[8];
 	char paths[8][160];
 	uint64_t lifetime_nano;
+	dp_zcdp_totals totals;      /* both mechanisms (docs/ledger.md §8) */
+	double delta;               /* the lifetime delta */
 	unsigned format;
 };
 
@@ -308,6 +310,8 @@ static int figures_of(const char *dir, struct figures *fig)
 		fig->jobs[i].path = NULL;
 	}
 	fig->lifetime_nano = dp_ledgerset_spent_except(s, NULL);
+	fig->totals = dp_ledgerset_totals_except(s, NULL);
+	fig->delta = dp_ledgerset_lifetime_delta(s);
 	fig->format = dp_ledgerset_format(s);
 	dp_ledgerset_close(s);
 	return 0;
@@ -317,6 +321,8 @@ static void assert_same_figures(const struct figures *a, const struct figures *b
 {
 	assert_int_equal(a->n, b->n);
 	assert_true(a->lifetime_nano == b->lifetime_nano);
+	assert_memory_equal(&a->totals, &b->totals, sizeof(a->totals));
+	assert_true(a->delta == b->delta);
 	for (size_t i = 0; i < a->n; i++) {
 		const dp_ledgerset_job *x = &a->jobs[i], *y = &b->jobs[i];
 
@@ -325,6 +331,9 @@ static void assert_same_figures(const struct figures *a, const struct figures *b
 		assert_true(x->answers == y->answers && x->answers_cap == y->answers_cap);
 		assert_true(x->spent_nano == y->spent_nano && x->cap_nano == y->cap_nano);
 		assert_true(x->last_time_ns == y->last_time_ns && x->torn == y->torn);
+		assert_true(x->unit == y->unit && x->delta == y->delta &&
+			    x->slack_nano == y->slack_nano);
+		assert_memory_equal(&x->totals, &y->totals, sizeof(x->totals));
 	}
 }
 
@@ -373,6 +382,12 @@ static void make_v1(const char *dir, struct figures *fig)
 	assert_int_equal(fig->n, 4);
 	/* 1.0 + 4 shares of job-b (three answers, one held) + 0.5 */
 	assert_true(fig->lifetime_nano == 2500000000ull);
+	/* as zCDP: eight charges of 0.25, 250000000^2 / 2e9 = 31 250 000
+	 * nano-rho each, and one of 0.5, 125 000 000 */
+	assert_true(fig->totals.eps_pure == 2500000000ull &&
+		    fig->totals.rho_pure == 8 * 31250000ull + 125000000ull &&
+		    fig->totals.rho_gauss == 0 && fig->totals.slack == 0);
+	assert_true(fig->delta == 0.0);
 }
 
 static bool exists(const char *dir, const char *name)
@@ -620,6 +635,168 @@ static void test_format_chain(void **state)
 	assert_int_equal(hit, 10);
 }
 
+/* A directory of format 2 and one of format 3 (each as this code wrote
+ * it before, with the jobs of make_v1) keep every figure, the lifetime
+ * cap and its history exactly: a read-only open reads them as they are;
+ * the owner's open migrates them to the current format, the lifetime
+ * delta 0 (pure epsilon-DP).  The format-3 lifetime file is kept byte for
+ * byte. */
+static void test_format_from_2_and_3(void **state)
+{
+	struct fx *f = *state;
+	const struct dp_ledgerset_init cap = { 3000000000ull, "test", NULL, 0 };
+	struct figures before, mid, after;
+	char p[200], *t1 = NULL, *t2 = NULL;
+	size_t n1 = 0, n2 = 0;
+	dp_ledgerset *s = NULL;
+
+	for (unsigned from = 2; from <= 3; from++) {
+		rm_tree(f->set);
+		make_v1(f->set, &before);
+		assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &cap, &s), 0);
+		dp_ledgerset_close(s);
+		snprintf(p, sizeof(p), "%s/" DP__LEDGERSET_LIFETIME_FILE, f->set);
+		if (from == 2)
+			assert_int_equal(unlink(p), 0);
+		put_format(f->set, from == 2 ? FORMAT_LINE "2\n" : FORMAT_LINE "3\n");
+		assert_int_equal(figures_of(f->set, &mid), 0);
+		assert_int_equal(mid.format, from);
+		assert_same_figures(&before, &mid);
+		if (from == 3)
+			assert_int_equal(dp_file_read_all(p, 1 << 20, &t1, &n1), 0);
+		assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &cap, &s), 0);
+		assert_int_equal(dp_ledgerset_format(s), DP_LEDGERSET_FORMAT);
+		assert_int_equal(dp_ledgerset_lifetime_count(s), 1);
+		assert_true(dp_ledgerset_lifetime_delta(s) == 0.0);
+		dp_ledgerset_close(s);
+		assert_int_equal(figures_of(f->set, &after), 0);
+		assert_same_figures(&before, &after);
+		if (from == 3) {
+			assert_int_equal(dp_file_read_all(p, 1 << 20, &t2, &n2), 0);
+			assert_int_equal(n1, n2);
+			assert_memory_equal(t1, t2, n1);
+			assert_null(strstr(t2, "delta"));
+		}
+	}
+	free(t1);
+	free(t2);
+}
+
+/* A Gaussian job for `job`: rho cap 0.5, delta 1e-6, slack 1e-12 (one
+ * nano-epsilon per answer), K 10, n answers of rho 0.01. */
+static void spend_gauss(const dp_ledgerset *s, const char *job, unsigned n)
+{
+	char ident[DP_LEDGER_IDENTITY_MAX + 1], *path = dp_ledgerset_job_path(s, job);
+	dp_ledger *l = NULL;
+
+	assert_non_null(path);
+	snprintf(ident, sizeof(ident), "owner=alice job=%s", job);
+	assert_int_equal(dp_ledger_open_gauss(path, 0.5, 1e-6, 1e-12, 10, ident, 0, &l), 0);
+	for (unsigned k = 1; k <= n; k++)
+		assert_int_equal(dp_ledger_charge(l, k, 0.01, NULL), 0);
+	dp_ledger_close(l);
+	free(path);
+}
+
+/* The lifetime bound over both mechanisms (docs/ledger.md §8), on the
+ * directory's own totals: Laplace only is the plain sum, the old decision
+ * to the nano-epsilon; with a Gaussian job the smaller of the two valid
+ * bounds; at delta 0 a Gaussian job makes every charge refused. */
+static void test_compose(void **state)
+{
+	struct fx *f = *state;
+	const dp_zcdp_totals quarter = dp_zcdp_charge_pure(250000000ull);
+	dp_zcdp_totals t, g;
+	dp_ledgerset *s = NULL;
+	double a = 0, b = 0, e = 0;
+	uint64_t n = 0;
+	bool fits = true;
+	char *pg;
+
+	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &life, &s), 0);
+	spend(s, "alice", "job-a", 4, 4);   /* 1.0 */
+	spend(s, "alice", "job-b", 2, 8);   /* 0.5 */
+	assert_int_equal(dp_ledgerset_rescan(s), 0);
+	t = dp_ledgerset_totals_except(s, NULL);
+	assert_true(t.eps_pure == 1500000000ull && t.rho_pure == 6 * 31250000ull &&
+		    t.rho_gauss == 0 && t.slack == 0);
+	/* Laplace only: exactly the sum, at any delta; a quarter fits a cap
+	 * of 1.75 and not one nano-epsilon less */
+	assert_int_equal(dp_zcdp_best_nano(&t, 1e-6, &n), 0);
+	assert_true(n == 1500000000ull);
+	assert_int_equal(dp_zcdp_fits(&t, &quarter, 1750000000ull, 0.0, &fits), 0);
+	assert_true(fits);
+	assert_int_equal(dp_zcdp_fits(&t, &quarter, 1749999999ull, 1e-6, &fits), 0);
+	assert_false(fits);
+	assert_true(dp_ledgerset_pure_left(&t, 2000000000ull, 0.0) == 500000000ull);
+	assert_true(dp_ledgerset_pure_left(&t, 1000000000ull, 1e-6) == 0);
+	assert_true(dp_ledgerset_pure_left(&t, DP_NANO_INF, 0.0) == DP_NANO_INF);
+
+	/* A Gaussian job of two answers of rho 0.01, the double
+	 * 0.01000000000000000020816...: 10 000 001 nano-rho each */
+	spend_gauss(s, "job-g", 2);
+	assert_int_equal(dp_ledgerset_rescan(s), 0);
+	pg = dp_ledgerset_job_path(s, "job-g");
+	assert_non_null(pg);
+	assert_int_equal(dp_ledgerset_find(s, pg)->unit, DP_LEDGER_UNIT_RHO);
+	assert_true(dp_ledgerset_spent_except(s, NULL) == 1500000000ull);  /* Laplace files */
+	t = dp_ledgerset_totals_except(s, NULL);
+	assert_true(t.eps_pure == 1500000000ull && t.rho_pure == 6 * 31250000ull &&
+		    t.rho_gauss == 20000002ull && t.slack == 2);
+	g = dp_ledgerset_totals_except(s, NULL);
+	assert_true(memcmp(&g, &t, sizeof(g)) == 0);
+	g = dp_ledgerset_totals_except(s, pg);
+	assert_true(g.rho_gauss == 0 && g.eps_pure == 1500000000ull);
+	/* mixed: the smaller of eps_pure + conv(rho_gauss) and conv(all rho) */
+	assert_int_equal(dp_zcdp_eps(0.020000002, 2e-9, 1e-6, &a), 0);
+	assert_int_equal(dp_zcdp_eps(0.207500002, 2e-9, 1e-6, &b), 0);
+	assert_true(1.5 + a < b);   /* here Laplace beside the Gaussian conversion wins */
+	assert_int_equal(dp_zcdp_best_eps(&t, 1e-6, &e), 0);
+	assert_true(e >= 1.5 + a - 1e-12 && e <= 1.5 + a + 1e-9);
+	/* delta 0 with a Gaussian job: no bound, nothing fits */
+	assert_int_equal(dp_zcdp_best_nano(&t, 0.0, &n), 0);
+	assert_true(n == DP_NANO_INF);
+	assert_int_equal(dp_zcdp_fits(&t, &quarter, DP_NANO_MAX, 0.0, &fits), 0);
+	assert_false(fits);
+	assert_true(dp_ledgerset_pure_left(&t, 100000000000ull, 0.0) == 0);
+	/* what is left for a Laplace job keeps the bound within the cap */
+	n = dp_ledgerset_pure_left(&t, 5000000000ull, 1e-6);
+	assert_true(n > 0 && n < 5000000000ull - 1500000000ull);
+	g = dp_zcdp_charge_pure(n);
+	assert_int_equal(dp_zcdp_fits(&t, &g, 5000000000ull, 1e-6, &fits), 0);
+	assert_true(fits);
+	free(pg);
+	dp_ledgerset_close(s);
+
+	/* Many small Laplace answers: all in zCDP wins (the min rule's
+	 * other side).  100 of 0.05 and one Gaussian answer of rho 0.01 */
+	rm_tree(f->set);
+	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &life, &s), 0);
+	{
+		char *pa = dp_ledgerset_job_path(s, "many");
+		dp_ledger *l = NULL;
+
+		assert_int_equal(dp_ledger_open(pa, 5.5, 100, "owner=alice job=many", 0, &l), 0);
+		for (uint64_t k = 1; k <= 100; k++)
+			assert_int_equal(dp_ledger_charge(l, k, 0.05, NULL), 0);
+		dp_ledger_close(l);
+		free(pa);
+	}
+	spend_gauss(s, "job-g", 1);
+	assert_int_equal(dp_ledgerset_rescan(s), 0);
+	t = dp_ledgerset_totals_except(s, NULL);
+	/* 0.05 is 50 000 001 nano-eps (0.05000000000000000277...): as zCDP
+	 * ceil(50000001^2 / 2e9) = 1 250 001 nano-rho each */
+	assert_true(t.eps_pure == 5000000100ull && t.rho_pure == 125000100ull &&
+		    t.rho_gauss == 10000001ull && t.slack == 1);
+	assert_int_equal(dp_zcdp_eps(0.010000001, 1e-9, 1e-6, &a), 0);
+	assert_int_equal(dp_zcdp_eps(0.135000101, 1e-9, 1e-6, &b), 0);
+	assert_true(b < 5.0000001 + a);
+	assert_int_equal(dp_zcdp_best_eps(&t, 1e-6, &e), 0);
+	assert_true(e >= b - 1e-12 && e <= b + 1e-9);
+	dp_ledgerset_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -633,6 +810,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_format_crash, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_format_refused, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_format_chain, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_format_from_2_and_3, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_compose, fx_setup, fx_teardown),
 	};
 
 	dp_log_set_level(DP_LOG_ERROR);

@@ -34,7 +34,7 @@
 #define Q 250000000ull   /* 0.25 epsilon */
 #define FORMAT_LINE "dpasync ledger directory format "
 
-static const struct dp_ledgerset_init one = { 4 * Q, "test", NULL };
+static const struct dp_ledgerset_init one = { 4 * Q, "test", NULL, 0 };
 
 /* The path of directory `name` under the group's temporary directory. */
 #define DIRNAME(buf, name) snprintf(buf, sizeof(buf), "%s/%s", dir, name)
@@ -131,8 +131,8 @@ static void assert_same_change(const dp_ledgerset_change *a, const dp_ledgerset_
  * where, the default reason; a later open with another cap keeps it. */
 static void test_new(void **state)
 {
-	const struct dp_ledgerset_init cap15 = { 6 * Q, "ownerd", NULL },
-				       cap25 = { 100 * Q, "ownerd", NULL };
+	const struct dp_ledgerset_init cap15 = { 6 * Q, "ownerd", NULL, 0 },
+				       cap25 = { 100 * Q, "ownerd", NULL, 0 };
 	const dp_ledgerset_change *c;
 	dp_ledgerset *s = NULL;
 	struct passwd *pw = getpwuid(geteuid());
@@ -143,7 +143,7 @@ static void test_new(void **state)
 
 	DIRNAME(d, "new");
 	assert_int_equal(dp_ledgerset_open(d, "alice", 0, &cap15, &s), 0);
-	assert_int_equal(dp_ledgerset_format(s), 3);
+	assert_int_equal(dp_ledgerset_format(s), DP_LEDGERSET_FORMAT);
 	assert_int_equal(dp_ledgerset_lifetime_get(s, &cap), 0);
 	assert_true(cap == 6 * Q);
 	assert_int_equal(dp_ledgerset_lifetime_count(s), 1);
@@ -175,7 +175,7 @@ static void test_new(void **state)
 	/* No lifetime cap at all is recorded as such. */
 	DIRNAME(d, "new-inf");
 	assert_int_equal(dp_ledgerset_open(d, "alice", 0, &(struct dp_ledgerset_init){
-		DP_NANO_INF, "ownerd", NULL }, &s), 0);
+		DP_NANO_INF, "ownerd", NULL, 0 }, &s), 0);
 	dp_ledgerset_close(s);
 	assert_true(look(d).cap == DP_NANO_INF);
 	text = read_text(d, DP__LEDGERSET_LIFETIME_FILE);
@@ -190,7 +190,7 @@ static void test_new(void **state)
  * the cap, once recorded, is never replaced by removing the format file. */
 static void test_migrate(void **state)
 {
-	const struct dp_ledgerset_init big = { 40 * Q, "ownerd", NULL };
+	const struct dp_ledgerset_init big = { 40 * Q, "ownerd", NULL, 0 };
 	dp_ledgerset *s = NULL;
 	struct seen v;
 	char d[256], *history, *text;
@@ -209,11 +209,11 @@ static void test_migrate(void **state)
 	assert_false(has(d, DP__LEDGERSET_LIFETIME_FILE));
 
 	assert_int_equal(dp_ledgerset_open(d, "alice", 0, &one, &s), 0);
-	assert_int_equal(dp_ledgerset_format(s), 3);
+	assert_int_equal(dp_ledgerset_format(s), DP_LEDGERSET_FORMAT);
 	assert_non_null(strstr(dp_ledgerset_lifetime_at(s, 0)->reason, "first open at format 3"));
 	dp_ledgerset_close(s);
 	v = look(d);
-	assert_true(v.format == 3 && v.rc == 0 && v.cap == 4 * Q && v.changes == 1);
+	assert_true(v.format == DP_LEDGERSET_FORMAT && v.rc == 0 && v.cap == 4 * Q && v.changes == 1);
 	assert_true(v.spent == 2 * Q);
 
 	/* Without its format file the directory reads as format 1 and is
@@ -225,7 +225,7 @@ static void test_migrate(void **state)
 	assert_int_equal(dp_ledgerset_open(d, "alice", 0, &big, &s), 0);
 	dp_ledgerset_close(s);
 	v = look(d);
-	assert_true(v.format == 3 && v.cap == 4 * Q && v.changes == 1);
+	assert_true(v.format == DP_LEDGERSET_FORMAT && v.cap == 4 * Q && v.changes == 1);
 	text = read_text(d, DP__LEDGERSET_LIFETIME_FILE);
 	assert_string_equal(text, history);
 	free(text);
@@ -268,10 +268,10 @@ static void test_migrate_crash(void **state)
 			v = look(d);
 			assert_true(v.spent == 2 * Q);
 			assert_true((v.format == 2 && v.rc == DP_ENOENT) ||
-				    (v.format == 3 && v.rc == 0 && v.cap == 4 * Q));
+				    (v.format >= 3 && v.rc == 0 && v.cap == 4 * Q));
 			assert_int_equal(open_one(d), 0);
 			v = look(d);
-			assert_true(v.format == 3 && v.cap == 4 * Q && v.changes == 1 &&
+			assert_true(v.format == DP_LEDGERSET_FORMAT && v.cap == 4 * Q && v.changes == 1 &&
 				    v.spent == 2 * Q);
 		}
 		/* the lifetime file's sync and its directory's, then the format's */
@@ -431,7 +431,7 @@ static void test_damaged(void **state)
 		"{\"changes\": [{\"time\": \"t\", \"user\": \"u\", \"uid\": 1, \"host\": \"h\", "
 		"\"program\": \"p\", \"old_nano\": null, \"new_nano\": 1000000000, \"reason\": \"\\u0001\"}]}",
 	};
-	const struct dp_ledgerset_init rec = { 6 * Q, "dpasync ledger raise-lifetime", "restored" };
+	const struct dp_ledgerset_init rec = { 6 * Q, "dpasync ledger raise-lifetime", "restored", 0 };
 	dp_ledgerset *s = NULL;
 	struct seen v;
 	char d[256];
@@ -482,6 +482,93 @@ static int teardown(void **state)
 	return tmpdir_teardown();
 }
 
+/* The lifetime delta (format 4, docs/ledger.md §11): 0 unless set; a new
+ * directory may start with one; raising it is refused without the flag,
+ * recorded with it as a change of its own (the key "delta" only where it
+ * changes), lowering always allowed, the same delta writes nothing; a
+ * delta out of [0, 1) is refused; and a file whose change repeats both the
+ * cap and the delta, or has a bad delta, is refused as damaged. */
+static void test_delta(void **state)
+{
+	const struct dp_ledgerset_init gauss = { 4 * Q, "test", NULL, 1e-6 };
+	const struct dp_ledgerset_init bad = { 4 * Q, "test", NULL, 1.0 };
+	dp_ledgerset *s = NULL, *r = NULL;
+	const dp_ledgerset_change *c;
+	char d[256], *text, *at;
+
+	DIRNAME(d, "delta");
+	assert_int_equal(dp_ledgerset_open(d, "alice", 0, &one, &s), 0);
+	assert_true(dp_ledgerset_lifetime_delta(s) == 0.0);
+	text = read_text(d, DP__LEDGERSET_LIFETIME_FILE);
+	assert_null(strstr(text, "delta"));
+	free(text);
+	assert_int_equal(dp_ledgerset_lifetime_set_delta(s, 1e-6, 0, "test", "gaussian"),
+			 DP_EINVAL);
+	assert_int_equal(dp_ledgerset_lifetime_count(s), 1);
+	assert_int_equal(dp_ledgerset_lifetime_set_delta(s, 1e-6, DP_LEDGERSET_ALLOW_RAISE, "test",
+							 "gaussian answers approved"), 0);
+	assert_int_equal(dp_ledgerset_lifetime_count(s), 2);
+	c = dp_ledgerset_lifetime_at(s, 1);
+	assert_true(c->old_nano == 4 * Q && c->new_nano == 4 * Q && c->delta == 1e-6);
+	assert_int_equal(dp_ledgerset_lifetime_set_delta(s, 1e-6, 0, "test", "same"), 0);
+	assert_int_equal(dp_ledgerset_lifetime_count(s), 2);
+	assert_int_equal(dp_ledgerset_lifetime_set_delta(s, -1e-9, DP_LEDGERSET_ALLOW_RAISE, "test",
+							 "x"), DP_EINVAL);
+	assert_int_equal(dp_ledgerset_lifetime_set_delta(s, 1.0, DP_LEDGERSET_ALLOW_RAISE, "test",
+							 "x"), DP_EINVAL);
+	/* a change of the cap keeps the delta */
+	assert_int_equal(dp_ledgerset_lifetime_set(s, 2 * Q, 0, "test", "stricter"), 0);
+	assert_true(dp_ledgerset_lifetime_delta(s) == 1e-6);
+	assert_int_equal(dp_ledgerset_lifetime_set_delta(s, 1e-7, 0, "test", "stricter delta"), 0);
+	dp_ledgerset_close(s);
+	/* read back, read-only */
+	assert_int_equal(dp_ledgerset_open(d, NULL, DP_LEDGERSET_READONLY, NULL, &r), 0);
+	assert_int_equal(dp_ledgerset_lifetime_count(r), 4);
+	assert_true(dp_ledgerset_lifetime_at(r, 0)->delta == 0.0);
+	assert_true(dp_ledgerset_lifetime_at(r, 2)->delta == 1e-6);
+	assert_true(dp_ledgerset_lifetime_delta(r) == 1e-7);
+	dp_ledgerset_close(r);
+	/* written where it changes only: changes 1 and 3 */
+	text = read_text(d, DP__LEDGERSET_LIFETIME_FILE);
+	at = strstr(text, "\"delta\"");
+	assert_non_null(at);
+	at = strstr(at + 1, "\"delta\"");
+	assert_non_null(at);
+	assert_null(strstr(at + 1, "\"delta\""));
+	free(text);
+	/* a change that changes nothing, and a bad delta: damaged; the same
+	 * file with a changed delta reads (the control) */
+	{
+		static const char *const second[] = { "", ", \"delta\": 2", ", \"delta\": -1e-9",
+						      ", \"delta\": 1e-6" };
+		char buf[1024];
+
+		for (size_t i = 0; i < sizeof(second) / sizeof(second[0]); i++) {
+			snprintf(buf, sizeof(buf), "{\"changes\": [{\"time\": \"t\", \"user\": "
+				 "\"u\", \"uid\": 0, \"host\": \"h\", \"program\": \"p\", "
+				 "\"old_nano\": null, \"new_nano\": 5, \"reason\": \"r\"}, "
+				 "{\"time\": \"t\", \"user\": \"u\", \"uid\": 0, \"host\": "
+				 "\"h\", \"program\": \"p\", \"old_nano\": 5, \"new_nano\": 5%s, "
+				 "\"reason\": \"r\"}]}\n", second[i]);
+			write_text(d, DP__LEDGERSET_LIFETIME_FILE, buf);
+			assert_int_equal(dp_ledgerset_open(d, NULL, DP_LEDGERSET_READONLY, NULL, &r),
+					 i == 3 ? 0 : DP_ECORRUPT);
+			if (i == 3) {
+				assert_true(dp_ledgerset_lifetime_delta(r) == 1e-6);
+				dp_ledgerset_close(r);
+			}
+		}
+	}
+	/* a new directory with a delta from the start, and a bad one refused */
+	DIRNAME(d, "delta-new");
+	assert_int_equal(dp_ledgerset_open(d, "alice", 0, &gauss, &s), 0);
+	assert_true(dp_ledgerset_lifetime_delta(s) == 1e-6);
+	dp_ledgerset_close(s);
+	DIRNAME(d, "delta-bad");
+	assert_int_equal(dp_ledgerset_open(d, "alice", 0, &bad, &s), DP_EINVAL);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -491,6 +578,7 @@ int main(void)
 		cmocka_unit_test(test_change),
 		cmocka_unit_test(test_change_crash),
 		cmocka_unit_test(test_damaged),
+		cmocka_unit_test(test_delta),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -282,6 +282,161 @@ static void test_noise_moments(void **state)
 	dp_dataset_free(&ds);
 }
 
+/* The L2-clipped mean by definition, in long double, no grid. */
+static void exact_l2_clipped_mean(dp_model m, const dp_dataset *ds, const double *theta,
+				  double clip, long double *out)
+{
+	size_t n = ds->n, p = ds->p;
+
+	for (size_t q = 0; q < p; q++)
+		out[q] = 0;
+	for (size_t j = 0; j < n; j++) {
+		const double *x = ds->x + j * p;
+		long double t = 0, l2 = 0;
+
+		for (size_t q = 0; q < p; q++) {
+			t += (long double)x[q] * theta[q];
+			l2 += (long double)x[q] * x[q];
+		}
+		l2 = sqrtl(l2);
+		long double c = dp_model_coef(m, (double)t, ds->y[j]);
+		long double s = fabsl(c) * l2 > clip ? clip / (fabsl(c) * l2) : 1.0L;
+		for (size_t q = 0; q < p; q++)
+			out[q] += s * c * x[q];
+	}
+	for (size_t q = 0; q < p; q++)
+		out[q] /= n;
+}
+
+/* Gaussian without noise (rho = inf): the mean of the gradients clipped in
+ * L2, within one grid step per coordinate, on the grid of
+ * dp_noise_grid_exponent_l2. */
+static void test_gauss_noiseless_is_l2_clipped_mean(void **state)
+{
+	dp_simrng r;
+
+	(void)state;
+	dp_simrng_seed(&r, 3);
+	for (int m = 0; m < 3; m++) {
+		for (size_t n = 1; n <= 2001; n += 250) {
+			dp_dataset ds;
+			double theta[3], grad[3], clip = 0.7;
+			long double ex[3], l2 = 0;
+			dp_query_info info = { .grid_k = -1, .sigma = -1, .dropped = 9 };
+			int k;
+
+			make_ds(&r, &ds, n, m);
+			for (int q = 0; q < 3; q++)
+				theta[q] = rnd_unif(&r) - 0.5;
+			assert_int_equal(dp_query_answer_mech(m, &ds, theta, clip, DP_MECH_GAUSSIAN,
+							      INFINITY, NULL, grad, &info), 0);
+			assert_int_equal(dp_noise_grid_exponent_l2(n, clip, 0.0, &k), 0);
+			assert_int_equal(info.grid_k, k);
+			assert_float_equal(info.sigma, 0.0, 0);
+			assert_float_equal(info.scale_b, 0.0, 0);
+			exact_l2_clipped_mean(m, &ds, theta, clip, ex);
+			for (int q = 0; q < 3; q++) {
+				assert_true(fabsl((long double)grad[q] - ex[q]) <=
+					    ldexpl(1.0L, -k) + 1e-12L * clip);
+				l2 += (long double)grad[q] * grad[q];
+			}
+			/* a mean of rows of L2 norm <= clip */
+			assert_true(sqrtl(l2) <= clip);
+			dp_dataset_free(&ds);
+		}
+	}
+}
+
+/* Gaussian with noise: N answers at a fixed theta.  Each coordinate's noise
+ * must have mean 0 and the variance of sigma = Delta_2 / sqrt(2 rho) for
+ * Delta_2 = 2 clip / n (the formula of docs/zcdp.md §1 written out here,
+ * not taken from the code); the discrete Gaussian's variance differs from
+ * sigma^2 by a relative e^(-2 pi^2 sigma_u^2) or so, nothing at the
+ * sigma_u of about 2^40 grid steps used here.  Thresholds: 6 standard
+ * errors (SE of a normal sample's variance sqrt(2/N) var), a false failure
+ * below 2e-9 per check, 6 checks. */
+static void test_gauss_noise_moments(void **state)
+{
+	const size_t N = 50000, n = 40;
+	const double clip = 1.0, rho = 0.05;
+	dp_simrng r, rs;
+	dp_bitsource src;
+	dp_dataset ds;
+	double theta[3] = { 0.3, -0.2, 0.1 }, mu[3], grad[3];
+	long double s1[3] = { 0 }, s2[3] = { 0 };
+	dp_query_info info;
+
+	(void)state;
+	dp_simrng_seed(&r, 4);
+	make_ds(&r, &ds, n, DP_MODEL_LINEAR);
+	assert_int_equal(dp_query_answer_mech(DP_MODEL_LINEAR, &ds, theta, clip, DP_MECH_GAUSSIAN,
+					      INFINITY, NULL, mu, NULL), 0);
+	dp_simrng_seed(&rs, seed);
+	src = dp_simrng_bitsource(&rs);
+	for (size_t i = 0; i < N; i++) {
+		assert_int_equal(dp_query_answer_mech(DP_MODEL_LINEAR, &ds, theta, clip,
+						      DP_MECH_GAUSSIAN, rho, &src, grad, &info), 0);
+		for (int q = 0; q < 3; q++) {
+			long double d = (long double)grad[q] - mu[q];
+			s1[q] += d;
+			s2[q] += d * d;
+		}
+	}
+	double sigma = 2.0 * clip / (double)n / sqrt(2.0 * rho), var = sigma * sigma;
+
+	/* the released sigma: the smallest with rho <= 0.05, to the last bits */
+	assert_float_equal(info.sigma, sigma, 1e-12 * sigma);
+	for (int q = 0; q < 3; q++) {
+		long double mean = s1[q] / N;
+		long double v = s2[q] / N - mean * mean;
+		double se_mean = sqrt(var / N), se_var = sqrt(2.0 / N) * var;
+
+		if (fabsl(mean) > 6 * se_mean || fabsl(v - var) > 6 * se_var)
+			fail_msg("seed %" PRIu64 " coordinate %d: mean %Lg (6 SE %g), var %Lg vs %g (6 SE %g)",
+				 seed, q, mean, 6 * se_mean, v, var, 6 * se_var);
+	}
+	dp_dataset_free(&ds);
+}
+
+/* dp_query_answer_mech with Laplace is dp_query_answer, bit for bit, on
+ * the same random words; unknown mechanisms and a rho <= 0 are refused with
+ * grad untouched. */
+static void test_mech_laplace_same_and_refusals(void **state)
+{
+	dp_simrng r, r1, r2;
+	dp_bitsource s1, s2;
+	dp_dataset ds;
+	double theta[3] = { 0.2, 0.1, -0.4 }, a[3], b[3], g[3] = { 7, 7, 7 };
+
+	(void)state;
+	dp_simrng_seed(&r, 5);
+	make_ds(&r, &ds, 300, DP_MODEL_LOGISTIC);
+	for (int i = 0; i < 50; i++) {
+		dp_simrng_seed(&r1, seed + (uint64_t)i);
+		dp_simrng_seed(&r2, seed + (uint64_t)i);
+		s1 = dp_simrng_bitsource(&r1);
+		s2 = dp_simrng_bitsource(&r2);
+		assert_int_equal(dp_query_answer(DP_MODEL_LOGISTIC, &ds, theta, 1.0, 0.5, &s1, a,
+						 NULL), 0);
+		assert_int_equal(dp_query_answer_mech(DP_MODEL_LOGISTIC, &ds, theta, 1.0,
+						      DP_MECH_LAPLACE, 0.5, &s2, b, NULL), 0);
+		assert_memory_equal(a, b, sizeof(a));
+	}
+	assert_int_equal(dp_query_answer_mech(DP_MODEL_LOGISTIC, &ds, theta, 1.0, (dp_mech)2, 0.5,
+					      &s1, g, NULL), DP_EINVAL);
+	assert_int_equal(dp_query_answer_mech(DP_MODEL_LOGISTIC, &ds, theta, 1.0,
+					      DP_MECH_GAUSSIAN, 0.0, &s1, g, NULL), DP_EINVAL);
+	assert_int_equal(dp_query_answer_mech(DP_MODEL_LOGISTIC, &ds, theta, 1.0,
+					      DP_MECH_GAUSSIAN, NAN, &s1, g, NULL), DP_EINVAL);
+	assert_int_equal(dp_query_answer_mech(DP_MODEL_LOGISTIC, &ds, theta, 1.0,
+					      DP_MECH_GAUSSIAN, 0.1, NULL, g, NULL), DP_EINVAL);
+	for (int q = 0; q < 3; q++)
+		assert_float_equal(g[q], 7.0, 0);
+	assert_string_equal(dp_query_mech_name(DP_MECH_GAUSSIAN), "gaussian");
+	assert_string_equal(dp_query_mech_name((dp_mech)9), "?");
+	dp_dataset_free(&ds);
+}
+
 static void test_invalid_untouched(void **state)
 {
 	dp_simrng r, rs;
@@ -416,6 +571,9 @@ int main(void)
 		cmocka_unit_test(test_scale_rounds_up),
 		cmocka_unit_test(test_noiseless_is_clipped_mean),
 		cmocka_unit_test(test_noise_moments),
+		cmocka_unit_test(test_gauss_noiseless_is_l2_clipped_mean),
+		cmocka_unit_test(test_gauss_noise_moments),
+		cmocka_unit_test(test_mech_laplace_same_and_refusals),
 		cmocka_unit_test(test_invalid_untouched),
 		cmocka_unit_test(test_failing_source_untouched),
 		cmocka_unit_test(test_dropped_counted),

@@ -499,6 +499,64 @@ static void test_fits_and_rho_left(void **state)
 	assert_true(left == DP_NANO_INF);
 }
 
+/* A job's share (docs/zcdp.md §7): `answers` charges of rho_q rounded up,
+ * with their slack, stay within (eps, delta) once the tail term is taken
+ * off delta; the share is within 0.1 % of what the same budget gives with
+ * no slack or tail (these are 1e-12 and 1e-216 per coordinate), less the
+ * under one nano-rho per answer that the ledger's unit rounds away; and
+ * the refusals. */
+static void test_share(void **state)
+{
+	static const double eps_v[] = { 0.1, 1.0, 4.0, 30.0 };
+	static const uint64_t k_v[] = { 1, 7, 100, 5000 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(eps_v) / sizeof(eps_v[0]); i++) {
+		for (size_t j = 0; j < sizeof(k_v) / sizeof(k_v[0]); j++) {
+			double eps = eps_v[i], rho_q = -1, ideal, e, slack;
+			uint64_t K = k_v[j], sn = 99, rn;
+			const size_t d = 100;
+
+			assert_int_equal(dp_zcdp_share(eps, 1e-6, K, d, 1e-12, 1e-216, &rho_q, &sn), 0);
+			assert_int_equal(sn, 1);     /* 100 x 1e-12 = 1e-10, one nano rounded up */
+			assert_int_equal(dp_nano_ceil(rho_q, &rn), 0);
+			slack = (double)(K * sn) / 1e9;
+			/* tail: e^(eps + slack) K d 1e-216 < 1e-190 here; 1e-12 of
+			 * delta is far above it */
+			assert_int_equal(dp_zcdp_eps((double)(K * rn) / 1e9 * (1 + 1e-15), slack,
+						     1e-6 * (1 - 1e-12), &e), 0);
+			assert_true(e <= eps);
+			assert_int_equal(dp_zcdp_rho_for(eps, 0.0, 1e-6, &ideal), 0);
+			/* what the ledger's unit loses: under one nano-rho per answer */
+			assert_true(rho_q * (double)K >= 0.999 * ideal - (double)K * 1e-9);
+		}
+	}
+	{
+		double rho_q = -1;
+		uint64_t sn = 99;
+
+		assert_int_equal(dp_zcdp_share(INFINITY, 1e-6, 10, 5, 1e-12, 1e-216, &rho_q, &sn), 0);
+		assert_true(isinf(rho_q));
+		assert_int_equal(sn, 0);
+		rho_q = -1;
+		/* e^700 1e-216 is about 1e88: no delta survives the tail */
+		assert_int_equal(dp_zcdp_share(700.0, 1e-6, 10, 5, 1e-12, 1e-216, &rho_q, &sn),
+				 DP_ERANGE);
+		assert_int_equal(dp_zcdp_share(1.0, 0.0, 10, 5, 1e-12, 1e-216, &rho_q, &sn),
+				 DP_EINVAL);
+		assert_int_equal(dp_zcdp_share(1.0, 1e-6, 0, 5, 1e-12, 1e-216, &rho_q, &sn),
+				 DP_EINVAL);
+		assert_int_equal(dp_zcdp_share(1.0, 1e-6, 10, 0, 1e-12, 1e-216, &rho_q, &sn),
+				 DP_EINVAL);
+		assert_int_equal(dp_zcdp_share(0.0, 1e-6, 10, 5, 1e-12, 1e-216, &rho_q, &sn),
+				 DP_EINVAL);
+		/* 2 x 10^6 answers of one nano-eps of slack each spend 4e-3 > eps */
+		assert_int_equal(dp_zcdp_share(1e-3, 1e-6, 2000000, 5, 1e-12, 1e-216, &rho_q, &sn),
+				 DP_EINVAL);
+		assert_true(rho_q == -1);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -517,6 +575,7 @@ int main(void)
 		cmocka_unit_test(test_lifetime_laplace_only),
 		cmocka_unit_test(test_lifetime_mixed),
 		cmocka_unit_test(test_fits_and_rho_left),
+		cmocka_unit_test(test_share),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

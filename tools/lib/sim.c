@@ -144,8 +144,8 @@ static int run_async(const dp_sim_setup *s, dp_simrng *pick, dp_bitsource *bits,
 						    (unsigned long long)s->answers_cap[i]);
 			sl = &q[(head + len) % M];
 			dp_algo_midpoint(p, theta_L, copies + i * p, sl->bar);
-			rc = dp_query_answer(s->model, s->ds[i], sl->bar, s->clip, s->eps_q[i], bits,
-					     sl->ans, NULL);
+			rc = dp_query_answer_mech(s->model, s->ds[i], sl->bar, s->clip, s->mech,
+						  s->eps_q[i], bits, sl->ans, NULL);
 			if (rc != 0)
 				return rc;
 			count[i]++;
@@ -261,8 +261,9 @@ int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *th
 			if (k < s->T) {
 				memset(agg, 0, p * sizeof(double));
 				for (size_t i = 0; i < N; i++) {
-					rc = dp_query_answer(s->model, s->ds[i], theta_L, s->clip, s->eps_q[i],
-							     &bits, ans, NULL);
+					rc = dp_query_answer_mech(s->model, s->ds[i], theta_L,
+								  s->clip, s->mech, s->eps_q[i],
+								  &bits, ans, NULL);
 					if (rc != 0)
 						goto out;
 					count[i]++;

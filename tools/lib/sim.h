@@ -11,6 +11,7 @@
 #include "common/core/dataset.h"
 #include "common/core/model.h"
 #include "common/core/plan.h"
+#include "common/core/query.h"
 
 typedef struct dp_sim_setup {
 	enum dp_plan_mode mode;
@@ -18,9 +19,11 @@ typedef struct dp_sim_setup {
 	size_t N, p, T;
 	const dp_dataset *const *ds;   /* N owners */
 	double *weight;                /* N: n_i / n */
+	dp_mech mech;                  /* the answers' mechanism (query.h) */
 	double *eps_q;                 /* N: per-answer budget, the share of eps_i
 					  the ledger charges for one of K_i
-					  answers (inf: none) */
+					  answers: eps_q for Laplace, rho_q for
+					  Gaussian (inf: none) */
 	double *rate;                  /* N: clock rates (async owner choice) */
 	const uint64_t *answers_cap;   /* N: K_i, the most answers owner i gives;
 					  sync: each >= T - 1 */

@@ -57,7 +57,7 @@ from harness import Fail, check, run, tmpdir, cleanup, main
 from cluster import Cluster
 
 T = 100
-CURRENT = 3   # the ledger directory's format (docs/ledger.md §10)
+CURRENT = 4   # the ledger directory's format (docs/ledger.md §10)
 
 
 class Daemons:

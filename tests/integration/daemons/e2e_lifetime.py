@@ -118,7 +118,7 @@ def recorded_and_refused(c, led):
     o.stop()
     info = ledger(c, led)
     ch = info['lifetime_changes']
-    check(info['format_version'] == 3 and info['lifetime_epsilon_cap'] == 1.5 and
+    check(info['format_version'] == 4 and info['lifetime_epsilon_cap'] == 1.5 and
           info['lifetime_epsilon_left'] == 1.5 and len(ch) == 1 and ch[0]['program'] == 'ownerd'
           and 'old_epsilon' not in ch[0] and ch[0]['new_epsilon'] == 1.5,
           'dpasync ledger after the first start: %r' % info)
@@ -280,7 +280,7 @@ def migrated(c, led):
     o.stop()
     info = ledger(c, v2)
     ch = info['lifetime_changes']
-    check(info['format_version'] == 3 and info['lifetime_epsilon_cap'] == 1.5 and len(ch) == 1 and
+    check(info['format_version'] == 4 and info['lifetime_epsilon_cap'] == 1.5 and len(ch) == 1 and
           'first open at format 3' in ch[0]['reason'], 'after the migration: %r' % info)
     o = Owner(c, v2, ['--epsilon', '1'])
     check(o.started()[0] == 1.5, 'the next start: %r' % (o.started(),))
