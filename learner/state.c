@@ -119,8 +119,8 @@ static void refuse_mechanism(const struct lrn_owner *o, const struct lrn_claims 
 			 "or its ownerd predates delta): set ownerd's --delta (e.g. 1e-6, below "
 			 "1/n_i), or run the job with --mechanism laplace", head, o->id);
 	else if (!(c->lifetime_delta > 0))
-		snprintf(why, size, "%s but owner %s has lifetime delta 0: set ownerd's "
-			 "--lifetime-delta", head, o->id);
+		snprintf(why, size, "%s but owner %s has lifetime delta 0 (pure epsilon-DP over "
+			 "its dataset's lifetime, as its ledger directory records)", head, o->id);
 	else
 		snprintf(why, size, "%s but owner %s (delta %g) cannot answer with Gaussian noise: "
 			 "its ownerd build does not support them; upgrade it, or run the job with "

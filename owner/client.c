@@ -276,9 +276,9 @@ static void send_hello(struct own_client *c)
 	/* The mechanisms we answer and, for a Gaussian job, what is left in its
 	 * unit (docs/protocol.md §5 "Mechanisms"). */
 	h.delta = c->cfg.set->delta;
-	h.lifetime_delta = own_mechanism_lifetime_delta(c->cfg.set);
-	h.gaussian = own_mechanism_gaussian(c->cfg.set);
-	lim.rho_left = own_mechanism_rho_left(c->cfg.set, st.job_left);
+	h.lifetime_delta = st.lifetime_delta;
+	h.gaussian = own_mechanism_gaussian(c->cfg.set, st.lifetime_delta);
+	lim.rho_left = own_mechanism_rho_left(c->cfg.set, st.lifetime_delta, st.job_left);
 	h.limits = &lim;
 	env.version = DP_PROTO_VERSION;
 	env.msg_case = DPASYNC__ENVELOPE__MSG_HELLO;
@@ -326,7 +326,8 @@ static void on_welcome(struct own_client *c, const Dpasync__Welcome *w)
 	/* A mechanism we do not allow: the learner checks our Hello first, so
 	 * only a learner that ignores it gets here (docs/protocol.md §5
 	 * "Mechanisms"); nothing is bound or spent. */
-	if (own_mechanism_check_welcome(c->cfg.set, w, why, sizeof(why)) < 0) {
+	own_budget_status(c->cfg.budget, &st);
+	if (own_mechanism_check_welcome(c->cfg.set, st.lifetime_delta, w, why, sizeof(why)) < 0) {
 		leave(c, DPASYNC__GOODBYE_CODE__GOODBYE_BAD_CLAIM, "%s", why);
 		return;
 	}

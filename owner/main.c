@@ -599,6 +599,20 @@ static int start_peer(struct own_daemon *d, const struct own_budget_config *bc)
 	return 0;
 }
 
+/* A delta that allows Gaussian jobs in a directory whose lifetime delta is
+ * 0 (one created before the record) allows none: say so once at startup
+ * (docs/ownerd.md "Mechanisms and delta"). */
+static void warn_lifetime_delta(const struct own_daemon *d)
+{
+	struct own_budget_status st;
+
+	own_budget_status(&d->budget, &st);
+	if (!d->set.peer && d->set.delta > 0 && !(st.lifetime_delta > 0))
+		DP_WARN("owner", "--delta %g, but the ledger directory %s records lifetime delta 0: "
+			"Gaussian jobs are refused (docs/ownerd.md \"Mechanisms and delta\")",
+			d->set.delta, d->set.ledger);
+}
+
 static int startup(struct own_daemon *d, enum dp_config_action action)
 {
 	struct own_budget_config bc;
@@ -648,6 +662,8 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 	bc.epsilon = d->set.epsilon;
 	bc.lifetime = d->set.lifetime_epsilon != 0 ? d->set.lifetime_epsilon : d->set.epsilon;
 	bc.lifetime_given = d->set.lifetime_epsilon != 0;
+	bc.lifetime_delta = own_mechanism_lifetime_delta(&d->set);
+	bc.lifetime_delta_given = d->set.lifetime_delta != -1;
 	bc.check_only = action == DP_CONFIG_CHECK;
 	bc.answers_cap = d->set.answers_cap;
 	bc.allow_inf = d->set.allow_no_noise;
@@ -669,6 +685,7 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 		if (r < 0)
 			return die(dp_exit_status(r, DP_EXIT_PHASE_LOAD), "%s", dp_error_detail(r));
 	}
+	warn_lifetime_delta(d);
 	if (action == DP_CONFIG_CHECK) {
 		char line[1024];
 

@@ -49,18 +49,19 @@ bool own_mechanism_delta_large(const struct own_settings *s, uint64_t n_rows)
 	return n_rows > 0 && s->delta * (double)n_rows >= 1;
 }
 
-bool own_mechanism_gaussian(const struct own_settings *s)
+bool own_mechanism_gaussian(const struct own_settings *s, double lifetime_delta)
 {
 	DP_REQUIRE(s != NULL);
-	return OWN_GAUSSIAN_BUILT && s->delta > 0 && own_mechanism_lifetime_delta(s) > 0;
+	return OWN_GAUSSIAN_BUILT && s->delta > 0 && lifetime_delta > 0;
 }
 
-double own_mechanism_rho_left(const struct own_settings *s, double eps_left)
+double own_mechanism_rho_left(const struct own_settings *s, double lifetime_delta,
+			      double eps_left)
 {
 	double rho = 0;
 
 	DP_REQUIRE(s != NULL);
-	if (!own_mechanism_gaussian(s) || !(eps_left > 0))
+	if (!own_mechanism_gaussian(s, lifetime_delta) || !(eps_left > 0))
 		return 0;
 	if (isinf(eps_left))
 		return INFINITY;
@@ -69,8 +70,8 @@ double own_mechanism_rho_left(const struct own_settings *s, double eps_left)
 	return rho;
 }
 
-int own_mechanism_check_welcome(const struct own_settings *s, const Dpasync__Welcome *w,
-				char *why, size_t size)
+int own_mechanism_check_welcome(const struct own_settings *s, double lifetime_delta,
+				const Dpasync__Welcome *w, char *why, size_t size)
 {
 	DP_REQUIRE(s != NULL && w != NULL && why != NULL && size > 0);
 	if (w->mechanism != DPASYNC__MECHANISM__MECHANISM_GAUSSIAN)
@@ -81,9 +82,10 @@ int own_mechanism_check_welcome(const struct own_settings *s, const Dpasync__Wel
 			 "allow them, or run the job with learnerd --mechanism laplace", w->job);
 		return DP_EREFUSED;
 	}
-	if (!(own_mechanism_lifetime_delta(s) > 0)) {
+	if (!(lifetime_delta > 0)) {
 		snprintf(why, size, "job %s asks for Gaussian answers but this owner's lifetime "
-			 "delta is 0: set ownerd's --lifetime-delta", w->job);
+			 "delta is 0 (its ledger directory's record): pure epsilon-DP only over its "
+			 "lifetime", w->job);
 		return DP_EREFUSED;
 	}
 	if (!OWN_GAUSSIAN_BUILT) {

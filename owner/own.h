@@ -429,25 +429,29 @@ void own_peer_free(struct own_peer *p);
  * and delta"): delta in [0, 1) (at most 0.5 in peer mode), lifetime delta
  * -1 (not given) or in [delta, 1).  0 or DP_EINVAL with a detail. */
 int own_mechanism_validate(const struct own_settings *s);
-/* The lifetime delta in force: --lifetime-delta, or --delta when not given. */
+/* The lifetime delta configured: --lifetime-delta, or --delta when not
+ * given (what a new ledger directory records; the one in force is the
+ * directory's, docs/ownerd.md "Mechanisms and delta"). */
 double own_mechanism_lifetime_delta(const struct own_settings *s);
 /* Whether delta >= 1/n_rows, a delta that would allow releasing a row
  * outright (warned at startup). */
 bool own_mechanism_delta_large(const struct own_settings *s, uint64_t n_rows);
 /* Whether this owner answers a Gaussian job (Hello.gaussian): delta and the
- * lifetime delta > 0, and a build that answers with Gaussian noise. */
-bool own_mechanism_gaussian(const struct own_settings *s);
+ * lifetime delta in force (the ledger directory's, own_budget_status) > 0,
+ * and a build that answers with Gaussian noise. */
+bool own_mechanism_gaussian(const struct own_settings *s, double lifetime_delta);
 /* What a Gaussian job can still spend in zCDP rho, given what it can
  * spend in epsilon (HelloLimits.rho_left): the largest rho whose
  * conversion at --delta is within eps_left (dp_zcdp_rho_for, before the
  * sampler's slack); INFINITY for INFINITY; 0 when Gaussian is not allowed
  * or nothing is left. */
-double own_mechanism_rho_left(const struct own_settings *s, double eps_left);
+double own_mechanism_rho_left(const struct own_settings *s, double lifetime_delta,
+			      double eps_left);
 /* A Welcome's mechanism against this owner's (docs/protocol.md §5
  * "Mechanisms"): 0 when it is allowed, else DP_EREFUSED with why (size
  * bytes) naming the job and the fix; nothing is logged or sent. */
-int own_mechanism_check_welcome(const struct own_settings *s, const Dpasync__Welcome *w,
-				char *why, size_t size);
+int own_mechanism_check_welcome(const struct own_settings *s, double lifetime_delta,
+				const Dpasync__Welcome *w, char *why, size_t size);
 
 /* ---- peerfile.c: the address book ------------------------------------------- */
 

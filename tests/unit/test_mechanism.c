@@ -104,23 +104,23 @@ static void test_welcome(void **state)
 
 	(void)state;
 	/* Laplace is every owner's, whatever its delta. */
-	assert_int_equal(own_mechanism_check_welcome(&s, &lap, why, sizeof(why)), 0);
+	assert_int_equal(own_mechanism_check_welcome(&s, own_mechanism_lifetime_delta(&s), &lap, why, sizeof(why)), 0);
 	s.delta = 1e-6;
-	assert_int_equal(own_mechanism_check_welcome(&s, &lap, why, sizeof(why)), 0);
+	assert_int_equal(own_mechanism_check_welcome(&s, own_mechanism_lifetime_delta(&s), &lap, why, sizeof(why)), 0);
 	/* Gaussian at delta 0: refused, naming the job and the fix. */
 	s.delta = 0;
-	assert_int_equal(own_mechanism_check_welcome(&s, &gau, why, sizeof(why)), DP_EREFUSED);
+	assert_int_equal(own_mechanism_check_welcome(&s, own_mechanism_lifetime_delta(&s), &gau, why, sizeof(why)), DP_EREFUSED);
 	assert_non_null(strstr(why, "job j1"));
 	assert_non_null(strstr(why, "--delta"));
 	/* Gaussian with delta > 0 but a lifetime delta of 0. */
 	s = settings(0, 0, false);
 	s.delta = 1e-6;   /* validate refuses this; the check does not rely on it */
-	assert_int_equal(own_mechanism_check_welcome(&s, &gau, why, sizeof(why)), DP_EREFUSED);
-	assert_non_null(strstr(why, "--lifetime-delta"));
+	assert_int_equal(own_mechanism_check_welcome(&s, own_mechanism_lifetime_delta(&s), &gau, why, sizeof(why)), DP_EREFUSED);
+	assert_non_null(strstr(why, "lifetime delta is 0"));
 	/* Gaussian with delta > 0: allowed exactly when the Hello says so. */
 	s = settings(1e-6, -1, false);
-	assert_int_equal(own_mechanism_check_welcome(&s, &gau, why, sizeof(why)) == 0,
-			 own_mechanism_gaussian(&s));
+	assert_int_equal(own_mechanism_check_welcome(&s, own_mechanism_lifetime_delta(&s), &gau, why, sizeof(why)) == 0,
+			 own_mechanism_gaussian(&s, 1e-6));
 }
 
 static void test_hello(void **state)
@@ -130,16 +130,16 @@ static void test_hello(void **state)
 
 	(void)state;
 	/* At delta 0 the Hello says Laplace only, and no rho. */
-	assert_false(own_mechanism_gaussian(&s));
-	assert_true(own_mechanism_rho_left(&s, 1.0) == 0);
-	assert_true(own_mechanism_rho_left(&s, INFINITY) == 0);
+	assert_false(own_mechanism_gaussian(&s, 1e-6));
+	assert_true(own_mechanism_rho_left(&s, 1e-6, 1.0) == 0);
+	assert_true(own_mechanism_rho_left(&s, 1e-6, INFINITY) == 0);
 	s.delta = 1e-6;
-	if (!own_mechanism_gaussian(&s))
+	if (!own_mechanism_gaussian(&s, 1e-6))
 		return;   /* a build that does not answer with Gaussian noise */
 	assert_int_equal(dp_zcdp_rho_for(1.0, 0, 1e-6, &rho), 0);
-	assert_true(own_mechanism_rho_left(&s, 1.0) == rho);
-	assert_true(own_mechanism_rho_left(&s, 0) == 0);
-	assert_true(isinf(own_mechanism_rho_left(&s, INFINITY)));
+	assert_true(own_mechanism_rho_left(&s, 1e-6, 1.0) == rho);
+	assert_true(own_mechanism_rho_left(&s, 1e-6, 0) == 0);
+	assert_true(isinf(own_mechanism_rho_left(&s, 1e-6, INFINITY)));
 }
 
 int main(void)
