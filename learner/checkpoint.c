@@ -120,13 +120,6 @@ static int add_summary(struct json_object *j, const struct lrn_job *J)
 	return rc;
 }
 
-/* The mechanism's name in the checkpoint, as learnerd's --mechanism
- * spells it (docs/learnerd.md "Mechanisms"). */
-static const char *mechanism_name(int m)
-{
-	return m == LRN_MECH_GAUSSIAN ? "gaussian" : "laplace";
-}
-
 static struct json_object *job_json(const struct lrn_job *J)
 {
 	struct json_object *j = json_object_new_object();
@@ -150,7 +143,8 @@ static struct json_object *job_json(const struct lrn_job *J)
 	if (rc == 0)
 		rc = dp_json_add(j, "clip_l1", dp_json_double(J->clip));
 	if (rc == 0)
-		rc = dp_json_add(j, "mechanism", json_object_new_string(mechanism_name(J->s->mechanism)));
+		rc = dp_json_add(j, "mechanism",
+				 json_object_new_string(dp_query_mech_name((dp_mech)J->s->mechanism)));
 	if (rc == 0)
 		rc = dp_json_add(j, "bias", json_object_new_boolean(J->s->bias));
 	if (rc == 0)
@@ -517,8 +511,9 @@ static int check_job(struct lrn_job *J, dp_json_reader *r, struct json_object *j
 	 * goes on with the mechanism it started with. */
 	if (strcmp(mech, "laplace") != 0 && strcmp(mech, "gaussian") != 0)
 		return dp_error_set(DP_EFORMAT, "%s: bad mechanism '%s'", J->ckpt_path, mech);
-	if (strcmp(mech, mechanism_name(J->s->mechanism)) != 0)
-		return LRN_MISMATCH("mechanism", "%s", mech, mechanism_name(J->s->mechanism));
+	if (strcmp(mech, dp_query_mech_name((dp_mech)J->s->mechanism)) != 0)
+		return LRN_MISMATCH("mechanism", "%s", mech,
+				    dp_query_mech_name((dp_mech)J->s->mechanism));
 	if (bias != J->s->bias)
 		return LRN_MISMATCH("bias", "%s", bias ? "true" : "false",
 				    J->s->bias ? "true" : "false");

@@ -32,6 +32,7 @@
 
 #include "common/core/model.h"
 #include "common/core/plan.h"
+#include "common/core/query.h"
 #include "common/net/frame.h"
 #include "common/net/metrics.h"
 #include "common/net/tls.h"
@@ -63,11 +64,6 @@
 enum lrn_mode { LRN_MODE_REQUEST = 0, LRN_MODE_BROADCAST = 1, LRN_MODE_SYNC1 = 2,
 		LRN_MODE_SYNC2 = 3 };
 
-/* How the owners noise their answers (docs/learnerd.md "Mechanisms"):
- * the papers' Laplace, or the discrete Gaussian with zCDP accounting,
- * which every owner must allow (Hello.gaussian). */
-enum lrn_mechanism { LRN_MECH_LAPLACE = 0, LRN_MECH_GAUSSIAN = 1 };
-
 /* X is a struct lrn_job or the daemon's struct lrn (both have s). */
 #define LRN_SYNC(X) ((X)->s->mode == LRN_MODE_SYNC1 || (X)->s->mode == LRN_MODE_SYNC2)
 
@@ -84,7 +80,10 @@ struct lrn_settings {
 	double c;                  /* sync2 step c/sqrt(k); 0: planned */
 	double lambda, theta_max;
 	double clip;               /* 0: planned; the L2 clip with Gaussian */
-	int mechanism;             /* enum lrn_mechanism (kept in the checkpoint) */
+	int mechanism;             /* dp_mech: how the owners noise their answers
+				      (docs/learnerd.md "Mechanisms"; kept in the
+				      checkpoint); Gaussian needs every owner to
+				      allow it (Hello.gaussian) */
 	char *public_path;         /* public constants for the planner, or NULL
 				      (assumed from the data's shape) */
 	double answers_margin;     /* K_i = ceil(T pi_i (1 + margin)) */

@@ -31,7 +31,6 @@
 static struct lrn_settings S;
 
 static const char *const modes[] = { "request", "broadcast", "sync1", "sync2", NULL };
-static const char *const mechanisms[] = { "laplace", "gaussian", NULL };
 
 #define G_NET "Network and TLS"
 #define G_JOB "Job (must match the checkpoint on --resume)"
@@ -95,7 +94,7 @@ static const struct dp_config_entry entries[] = {
 	  .group = G_JOB, .metavar = "X",
 	  .help = "clip bound of per-example gradients, sent to owners: L1, or L2 with\n"
 		  "--mechanism gaussian (0: planned)" },
-	{ .name = "mechanism", DP_CFG_ENUM(&S.mechanism, mechanisms), .def = "laplace",
+	{ .name = "mechanism", DP_CFG_ENUM(&S.mechanism, dp_query_mech_names), .def = "laplace",
 	  .group = G_JOB,
 	  .help = "the owners' noise: laplace (the papers', L1 clip) or gaussian (discrete\n"
 		  "Gaussian, L2 clip, zCDP; every owner must allow it with ownerd --delta)" },

@@ -209,7 +209,7 @@ static void send_welcome(struct lrn *L, struct lrn_owner *o)
 	 * job's clip bounds each gradient's L2 norm; clip_l1 keeps it too, for
 	 * the checks of an owner that predates the field (never sent one: it
 	 * was refused at its Hello). */
-	if (L->s->mechanism == LRN_MECH_GAUSSIAN) {
+	if (L->s->mechanism == DP_MECH_GAUSSIAN) {
 		w.mechanism = DPASYNC__MECHANISM__MECHANISM_GAUSSIAN;
 		w.clip_l2 = L->job.clip;
 	}

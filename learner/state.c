@@ -193,7 +193,7 @@ int lrn_state_check_hello(const struct lrn_job *J, const struct lrn_owner *o,
 			 "%g", c->theta_max, J->s->theta_max, J->s->theta_max);
 		return DP_EREFUSED;
 	}
-	if (J->s->mechanism == LRN_MECH_GAUSSIAN && !c->gaussian) {
+	if (J->s->mechanism == DP_MECH_GAUSSIAN && !c->gaussian) {
 		refuse_mechanism(o, c, why, size);
 		return DP_EREFUSED;
 	}
@@ -224,7 +224,7 @@ void lrn_state_take_hello(struct lrn_job *J, struct lrn_owner *o, const struct l
 		o->eps_left = fmin(c->epsilon, c->lifetime_left);
 	o->delta = c->delta;
 	o->rho_left = 0;
-	if (J->s->mechanism != LRN_MECH_GAUSSIAN)
+	if (J->s->mechanism != DP_MECH_GAUSSIAN)
 		return;
 	/* A Gaussian job is planned as a Laplace one (T, step, K_i from
 	 * eps_left: docs/learnerd.md "Mechanisms"); only its feasibility is

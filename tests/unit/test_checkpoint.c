@@ -797,12 +797,12 @@ static void test_mechanism(void **state)
 	char *saved;
 
 	(void)state;
-	s.mechanism = LRN_MECH_GAUSSIAN;
+	s.mechanism = DP_MECH_GAUSSIAN;
 	rich_job(&J, &s, "mech");
 	assert_int_equal(lrn_checkpoint_save(&J, false), 0);
 	assert_int_equal(load(&R, &s, "mech"), 0);
 	drop(&R);
-	s.mechanism = LRN_MECH_LAPLACE;
+	s.mechanism = DP_MECH_LAPLACE;
 	assert_int_equal(load(&R, &s, "mech"), DP_EINVAL);
 	assert_non_null(strstr(dp_error_detail(DP_EINVAL), "mechanism is gaussian in the "
 			       "checkpoint but laplace now"));
@@ -815,7 +815,7 @@ static void test_mechanism(void **state)
 	put_root(root, "mech4");
 	assert_int_equal(load(&R, &s, "mech4"), 0);
 	drop(&R);
-	s.mechanism = LRN_MECH_GAUSSIAN;
+	s.mechanism = DP_MECH_GAUSSIAN;
 	assert_int_equal(load(&R, &s, "mech4"), DP_EINVAL);
 	drop(&R);
 	root = json_tokener_parse(saved);

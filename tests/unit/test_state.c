@@ -267,7 +267,7 @@ static void test_mechanism(void **state)
 	(void)state;
 	assert_int_equal(lrn_state_init(&J, &s, lrnjob_names, 2), 0);
 	assert_int_equal(check(&J, 0, &c, &bye, why), 0);   /* Laplace: delta 0 is fine */
-	s.mechanism = LRN_MECH_GAUSSIAN;
+	s.mechanism = DP_MECH_GAUSSIAN;
 	assert_int_equal(check(&J, 0, &c, &bye, why), DP_EREFUSED);
 	assert_int_equal(bye, DPASYNC__GOODBYE_CODE__GOODBYE_BAD_CLAIM);
 	assert_non_null(strstr(why, "owner owner-1 allows pure epsilon-DP only"));
