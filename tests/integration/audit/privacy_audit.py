@@ -247,8 +247,9 @@ def test_real(args):
     ownerd = args.ownerd or production
     half = os.path.join(build, 'tests', 'integration', 'audit', 'ownerd-audit-halfnoise')
     # The negative control must not be reachable from the production daemon.
-    check(not nm_has(production, '__wrap_dp_query_answer'),
-          'the production ownerd contains the half-noise wrapper')
+    for sym in ('__wrap_dp_query_answer', '__wrap_dp_query_answer_mech'):
+        check(not nm_has(production, sym),
+              'the production ownerd contains the half-noise wrapper %s' % sym)
     check(nm_has(half, '__wrap_dp_query_answer'),
           'ownerd-audit-halfnoise lacks the half-noise wrapper')
     d = tmpdir('audit')
