@@ -110,11 +110,17 @@ def above(sorted_x, t):
     return len(sorted_x) - bisect.bisect_right(sorted_x, t)
 
 
-def choose_threshold(x0, x1):
+def eps_train_lb(fpr, tpr, m0, m1):
+    """The normal-approximation lower bound on eps of a training-half
+    threshold (the exact bound is computed on the test half only)."""
+    return (math.log(tpr) - math.log(fpr) -
+            Z95 * (math.sqrt((1 - tpr) / (m1 * tpr)) + math.sqrt((1 - fpr) / (m0 * fpr))))
+
+
+def choose_threshold(x0, x1, train_lb=eps_train_lb):
     """On the training half: among 199 thresholds (the pooled sample's
     0.5 %..99.5 % quantiles) and both directions, the one with the best
-    normal-approximation lower bound (the exact bound is computed on the
-    test half only)."""
+    train_lb(fpr, tpr, m0, m1) (None: not usable)."""
     s0, s1 = sorted(x0), sorted(x1)
     pooled = sorted(x0 + x1)
     m0, m1 = len(x0), len(x1)
@@ -131,31 +137,36 @@ def choose_threshold(x0, x1):
             # training bound is mostly luck and generalises badly.
             if fp < floor0 or tp < floor1:
                 continue
-            fpr, tpr = fp / m0, tp / m1
-            lb = (math.log(tpr) - math.log(fpr) -
-                  Z95 * (math.sqrt((1 - tpr) / (m1 * tpr)) + math.sqrt((1 - fpr) / (m0 * fpr))))
-            if best is None or lb > best[0]:
+            lb = train_lb(fp / m0, tp / m1, m0, m1)
+            if lb is not None and (best is None or lb > best[0]):
                 best = (lb, t, sign)
     check(best is not None, 'no usable threshold on the training half')
     return best[1], best[2]
 
 
-def audit(x0, x1):
-    """x0: answers from D, x1: from D' (the canary coordinate)."""
-    t, sign = choose_threshold(x0[0::2], x1[0::2])
+def threshold_test(x0, x1, train_lb=eps_train_lb):
+    """The threshold chosen on answers 1, 3, 5, ... of each sample,
+    measured on answers 2, 4, 6, ...: the report's common fields, with the
+    95 % Clopper-Pearson intervals of FPR and TPR."""
+    t, sign = choose_threshold(x0[0::2], x1[0::2], train_lb)
     y0, y1 = x0[1::2], x1[1::2]
     fp = sum(1 for v in y0 if sign * v > sign * t)
     tp = sum(1 for v in y1 if sign * v > sign * t)
     m0, m1 = len(y0), len(y1)
-    fpr_lo, fpr_hi = clopper_pearson(fp, m0)
-    tpr_lo, tpr_hi = clopper_pearson(tp, m1)
-    lb = math.log(tpr_lo / fpr_hi) if tpr_lo > 0 else float('-inf')
-    ub = math.log(tpr_hi / fpr_lo) if fpr_lo > 0 else float('inf')
-    hat = math.log((tp / m1) / (fp / m0)) if fp > 0 and tp > 0 else float('nan')
     return {'threshold': t, 'direction': '>' if sign > 0 else '<', 'test_d': m0,
             'test_d_prime': m1, 'fp': fp, 'tp': tp, 'fpr': fp / m0, 'tpr': tp / m1,
-            'fpr_ci95': [fpr_lo, fpr_hi], 'tpr_ci95': [tpr_lo, tpr_hi],
-            'eps_lb': lb, 'eps_hat': hat, 'eps_ub': ub}
+            'fpr_ci95': list(clopper_pearson(fp, m0)), 'tpr_ci95': list(clopper_pearson(tp, m1))}
+
+
+def audit(x0, x1):
+    """x0: answers from D, x1: from D' (the canary coordinate)."""
+    r = threshold_test(x0, x1)
+    (fpr_lo, fpr_hi), (tpr_lo, tpr_hi) = r['fpr_ci95'], r['tpr_ci95']
+    r['eps_lb'] = math.log(tpr_lo / fpr_hi) if tpr_lo > 0 else float('-inf')
+    r['eps_ub'] = math.log(tpr_hi / fpr_lo) if fpr_lo > 0 else float('inf')
+    r['eps_hat'] = (math.log(r['tpr'] / r['fpr']) if r['fp'] > 0 and r['tp'] > 0
+                    else float('nan'))
+    return r
 
 
 # ---- real ownerd runs ---------------------------------------------------------
