@@ -39,7 +39,7 @@ from statistics import NormalDist
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Fail, check, main, run, tmpdir, cleanup
-from privacy_audit import ROWS, Z95, threshold_test, write_data, nm_has
+from privacy_audit import ROWS, Z95, threshold_test, write_data, nm_has, wait_port
 
 CLIP = 1.0          # L2 clip bound (a power of two: +-C e_1 exact on the lattice)
 PHI = NormalDist()
@@ -125,6 +125,124 @@ def measure(d, binary, name, K, rho):
     return r
 
 
+# ---- answers from a real ownerd (docs/privacy-audit.md §8.6) -----------------
+
+DELTA = 1e-6        # the owner's --delta
+
+
+def eps_for(K, rho):
+    """An --epsilon whose Gaussian share over K answers is about rho each:
+    the classical conversion eps = R + 2 sqrt(R ln(1/delta)) of R = K rho
+    (the owner's tight one gives a little more; the claim is read from
+    what it charged, not from this)."""
+    R = K * rho
+    return R + 2 * math.sqrt(R * math.log(1 / DELTA))
+
+
+def start_owner(d, build, ownerd, tag, data, K, rho):
+    certs = os.path.join(d, 'certs')
+    pf = os.path.join(d, tag + '.port')
+    ans = os.path.join(d, tag + '.answers')
+    aud = subprocess.Popen([os.path.join(build, 'tests', 'integration', 'audit', 'audit_learner'),
+                            '--ca', certs + '/ca.crt', '--cert', certs + '/learner.crt',
+                            '--key', certs + '/learner.key', '--port-file', pf,
+                            '--answers', str(K), '--clip', repr(CLIP), '--mechanism', 'gaussian',
+                            '--out', ans],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    port = wait_port(pf, aud, 'audit_learner')
+    led = os.path.join(d, tag + '.ledger')
+    own = subprocess.Popen([ownerd, '--learner', '127.0.0.1:%d' % port,
+                            '--ca', certs + '/ca.crt', '--cert', certs + '/owner-1.crt',
+                            '--key', certs + '/owner-1.key', '--data', data,
+                            '--epsilon', repr(eps_for(K, rho)), '--delta', repr(DELTA),
+                            '--ledger', led, '--log-level', 'warn', '--once'],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return aud, own, ans, led
+
+
+def finish_owner(build, job, tag, K):
+    """The canary coordinate of the answers, and the rho ownerd charged
+    each (its job ledger's rho spent over its answers, docs/cli.md
+    "dpasync ledger")."""
+    aud, own, ans, led = job
+    try:
+        _, aerr = aud.communicate(timeout=900)
+        _, oerr = own.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        aud.kill()
+        own.kill()
+        raise Fail('%s: the audit run did not finish' % tag)
+    check(aud.returncode == 0, '%s: audit_learner exited %d: %s' % (tag, aud.returncode, aerr))
+    check(own.returncode == 0, '%s: ownerd exited %d: %s' % (tag, own.returncode, oerr))
+    x = [float(line.split()[0]) for line in open(ans)]
+    info = json.loads(run([os.path.join(build, 'tools', 'dpasync'), 'ledger', led]).stdout)
+    jobs = [j for j in info.get('jobs', []) if j.get('job') == 'privacy-audit']
+    check(len(jobs) == 1 and jobs[0].get('mechanism') == 'gaussian' and
+          jobs[0].get('answers') == K, '%s: no Gaussian job ledger of %d answers: %r' %
+          (tag, K, info))
+    return x, jobs[0]['rho_spent'] / K
+
+
+def measure_ownerd(d, build, ownerd, name, K, rho):
+    jobs = [start_owner(d, build, ownerd, name + '-D', os.path.join(d, 'D.csv'), K, rho),
+            start_owner(d, build, ownerd, name + '-Dprime', os.path.join(d, 'Dprime.csv'), K,
+                        rho)]
+    x0, r0 = finish_owner(build, jobs[0], name + '-D', K)
+    x1, r1 = finish_owner(build, jobs[1], name + '-Dprime', K)
+    check(len(x0) == K and len(x1) == K, '%s: %d and %d answers, expected %d' %
+          (name, len(x0), len(x1), K))
+    check(r0 == r1, '%s: per-answer rho differ: %r %r' % (name, r0, r1))
+    r = audit(x0, x1)
+    r['answers_per_dataset'] = K
+    r['rho_q'] = r0
+    r['mu_claim'] = math.sqrt(2 * r0)
+    return r
+
+
+def test_ownerd(args):
+    """The end-to-end audit: the auditor plays learnerd against the real
+    ownerd (and the half-noise ownerd) with a Gaussian Welcome."""
+    build = args.build
+    production = os.path.join(build, 'owner', 'ownerd')
+    half = os.path.join(build, 'tests', 'integration', 'audit', 'ownerd-audit-halfnoise')
+    check(not nm_has(production, '__wrap_dp_query_answer_mech'),
+          'the production ownerd contains the half-noise wrapper')
+    check(nm_has(half, '__wrap_dp_query_answer_mech'),
+          'ownerd-audit-halfnoise lacks the half-noise wrapper')
+    d = tmpdir('gaudit-e2e')
+    try:
+        run([os.path.join(build, 'tools', 'dpasync'), 'certs', '--out', os.path.join(d, 'certs'),
+             '--owners', '1'])
+        write_data(os.path.join(d, 'D.csv'), 100.0)
+        write_data(os.path.join(d, 'Dprime.csv'), -100.0)
+        t0 = time.time()
+        real = measure_ownerd(d, build, production, 'ownerd', args.answers, args.rho)
+        t1 = time.time()
+        ctrl = measure_ownerd(d, build, half, 'halfnoise', args.control_answers, args.rho)
+        real['seconds'], ctrl['seconds'] = round(t1 - t0, 1), round(time.time() - t1, 1)
+        decide({'ownerd': real, 'ownerd-audit-halfnoise': ctrl}, real, ctrl, args)
+    finally:
+        if args.keep:
+            print('kept', d)
+        else:
+            cleanup(d)
+
+
+def decide(rep, real, ctrl, args):
+    """Print and keep the report; pass or fail as §8.4 says."""
+    print(json.dumps(rep, indent=1))
+    if args.report:
+        with open(args.report, 'w') as f:
+            json.dump(rep, f, indent=1)
+    mu = real['mu_claim']
+    check(real['mu_lb'] <= mu, 'empirical mu lower bound %.4f exceeds the claimed mu %g '
+          '(rho_q %g): the noise is too small' % (real['mu_lb'], mu, real['rho_q']))
+    check(real['mu_lb'] >= 0.5 * mu, 'empirical mu lower bound %.4f is below half the '
+          'claimed mu %g: the noise is over-calibrated' % (real['mu_lb'], mu))
+    check(ctrl['mu_lb'] > ctrl['mu_claim'], 'negative control not flagged: half the sigma '
+          'gave mu_lb %.4f <= %g' % (ctrl['mu_lb'], ctrl['mu_claim']))
+
+
 def test_real(args):
     build = args.build
     adir = os.path.join(build, 'tests', 'integration', 'audit')
@@ -144,18 +262,7 @@ def test_real(args):
         ctrl = measure(d, half, 'halfnoise', args.control_answers, args.rho)
         t2 = time.time()
         real['seconds'], ctrl['seconds'] = round(t1 - t0, 1), round(t2 - t1, 1)
-        rep = {'gauss_answers': real, 'gauss_answers-halfnoise': ctrl}
-        print(json.dumps(rep, indent=1))
-        if args.report:
-            with open(args.report, 'w') as f:
-                json.dump(rep, f, indent=1)
-        mu = real['mu_claim']
-        check(real['mu_lb'] <= mu, 'empirical mu lower bound %.4f exceeds the claimed mu %g '
-              '(rho_q %g): the noise is too small' % (real['mu_lb'], mu, real['rho_q']))
-        check(real['mu_lb'] >= 0.5 * mu, 'empirical mu lower bound %.4f is below half the '
-              'claimed mu %g: the noise is over-calibrated' % (real['mu_lb'], mu))
-        check(ctrl['mu_lb'] > ctrl['mu_claim'], 'negative control not flagged: half the sigma '
-              'gave mu_lb %.4f <= %g' % (ctrl['mu_lb'], ctrl['mu_claim']))
+        decide({'gauss_answers': real, 'gauss_answers-halfnoise': ctrl}, real, ctrl, args)
     finally:
         if args.keep:
             print('kept', d)
@@ -196,6 +303,8 @@ def test(argv):
     ap.add_argument('--rho', type=float, default=0.5)
     ap.add_argument('--report')
     ap.add_argument('--keep', action='store_true')
+    ap.add_argument('--ownerd', action='store_true',
+                    help='collect the answers from the real ownerd (end to end, §8.6)')
     ap.add_argument('--simulate', type=int, default=0)
     ap.add_argument('--seed', type=int, default=13, help='of --simulate')
     args = ap.parse_args(argv)
@@ -203,7 +312,10 @@ def test(argv):
         simulate(args)
     else:
         check(args.build is not None, 'usage: gauss_audit.py BUILDDIR')
-        test_real(args)
+        if args.ownerd:
+            test_ownerd(args)
+        else:
+            test_real(args)
 
 
 if __name__ == '__main__':
