@@ -39,7 +39,8 @@ from statistics import NormalDist
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Fail, check, main, run, tmpdir, cleanup
-from privacy_audit import ROWS, Z95, threshold_test, write_data, nm_has, wait_port
+from privacy_audit import (ROWS, Z95, threshold_test, write_data, nm_has, collect,
+                           finish)
 
 CLIP = 1.0          # L2 clip bound (a power of two: +-C e_1 exact on the lattice)
 PHI = NormalDist()
@@ -139,56 +140,25 @@ def eps_for(K, rho):
     return R + 2 * math.sqrt(R * math.log(1 / DELTA))
 
 
-def start_owner(d, build, ownerd, tag, data, K, rho):
-    certs = os.path.join(d, 'certs')
-    pf = os.path.join(d, tag + '.port')
-    ans = os.path.join(d, tag + '.answers')
-    aud = subprocess.Popen([os.path.join(build, 'tests', 'integration', 'audit', 'audit_learner'),
-                            '--ca', certs + '/ca.crt', '--cert', certs + '/learner.crt',
-                            '--key', certs + '/learner.key', '--port-file', pf,
-                            '--answers', str(K), '--clip', repr(CLIP), '--mechanism', 'gaussian',
-                            '--out', ans],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    port = wait_port(pf, aud, 'audit_learner')
-    led = os.path.join(d, tag + '.ledger')
-    own = subprocess.Popen([ownerd, '--learner', '127.0.0.1:%d' % port,
-                            '--ca', certs + '/ca.crt', '--cert', certs + '/owner-1.crt',
-                            '--key', certs + '/owner-1.key', '--data', data,
-                            '--epsilon', repr(eps_for(K, rho)), '--delta', repr(DELTA),
-                            '--ledger', led, '--log-level', 'warn', '--once'],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    return aud, own, ans, led
-
-
-def finish_owner(build, job, tag, K):
-    """The canary coordinate of the answers, and the rho ownerd charged
-    each (its job ledger's rho spent over its answers, docs/cli.md
-    "dpasync ledger")."""
-    aud, own, ans, led = job
-    try:
-        _, aerr = aud.communicate(timeout=900)
-        _, oerr = own.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        aud.kill()
-        own.kill()
-        raise Fail('%s: the audit run did not finish' % tag)
-    check(aud.returncode == 0, '%s: audit_learner exited %d: %s' % (tag, aud.returncode, aerr))
-    check(own.returncode == 0, '%s: ownerd exited %d: %s' % (tag, own.returncode, oerr))
-    x = [float(line.split()[0]) for line in open(ans)]
-    info = json.loads(run([os.path.join(build, 'tools', 'dpasync'), 'ledger', led]).stdout)
+def owner_rho(build, job, tag, K):
+    """The rho ownerd charged each answer: its job ledger's rho spent over
+    its answers (docs/cli.md "dpasync ledger")."""
+    info = json.loads(run([os.path.join(build, 'tools', 'dpasync'), 'ledger', job[3]]).stdout)
     jobs = [j for j in info.get('jobs', []) if j.get('job') == 'privacy-audit']
     check(len(jobs) == 1 and jobs[0].get('mechanism') == 'gaussian' and
           jobs[0].get('answers') == K, '%s: no Gaussian job ledger of %d answers: %r' %
           (tag, K, info))
-    return x, jobs[0]['rho_spent'] / K
+    return jobs[0]['rho_spent'] / K
 
 
 def measure_ownerd(d, build, ownerd, name, K, rho):
-    jobs = [start_owner(d, build, ownerd, name + '-D', os.path.join(d, 'D.csv'), K, rho),
-            start_owner(d, build, ownerd, name + '-Dprime', os.path.join(d, 'Dprime.csv'), K,
-                        rho)]
-    x0, r0 = finish_owner(build, jobs[0], name + '-D', K)
-    x1, r1 = finish_owner(build, jobs[1], name + '-Dprime', K)
+    jobs = [collect(d, build, ownerd, name + tag, os.path.join(d, data), K, eps_for(K, rho),
+                    ['--mechanism', 'gaussian'], ['--delta', repr(DELTA)])
+            for tag, data in (('-D', 'D.csv'), ('-Dprime', 'Dprime.csv'))]
+    x0, _ = finish(jobs[0], name + '-D')
+    x1, _ = finish(jobs[1], name + '-Dprime')
+    r0, r1 = (owner_rho(build, jobs[0], name + '-D', K),
+              owner_rho(build, jobs[1], name + '-Dprime', K))
     check(len(x0) == K and len(x1) == K, '%s: %d and %d answers, expected %d' %
           (name, len(x0), len(x1), K))
     check(r0 == r1, '%s: per-answer rho differ: %r %r' % (name, r0, r1))
@@ -197,35 +167,6 @@ def measure_ownerd(d, build, ownerd, name, K, rho):
     r['rho_q'] = r0
     r['mu_claim'] = math.sqrt(2 * r0)
     return r
-
-
-def test_ownerd(args):
-    """The end-to-end audit: the auditor plays learnerd against the real
-    ownerd (and the half-noise ownerd) with a Gaussian Welcome."""
-    build = args.build
-    production = os.path.join(build, 'owner', 'ownerd')
-    half = os.path.join(build, 'tests', 'integration', 'audit', 'ownerd-audit-halfnoise')
-    check(not nm_has(production, '__wrap_dp_query_answer_mech'),
-          'the production ownerd contains the half-noise wrapper')
-    check(nm_has(half, '__wrap_dp_query_answer_mech'),
-          'ownerd-audit-halfnoise lacks the half-noise wrapper')
-    d = tmpdir('gaudit-e2e')
-    try:
-        run([os.path.join(build, 'tools', 'dpasync'), 'certs', '--out', os.path.join(d, 'certs'),
-             '--owners', '1'])
-        write_data(os.path.join(d, 'D.csv'), 100.0)
-        write_data(os.path.join(d, 'Dprime.csv'), -100.0)
-        t0 = time.time()
-        real = measure_ownerd(d, build, production, 'ownerd', args.answers, args.rho)
-        t1 = time.time()
-        ctrl = measure_ownerd(d, build, half, 'halfnoise', args.control_answers, args.rho)
-        real['seconds'], ctrl['seconds'] = round(t1 - t0, 1), round(time.time() - t1, 1)
-        decide({'ownerd': real, 'ownerd-audit-halfnoise': ctrl}, real, ctrl, args)
-    finally:
-        if args.keep:
-            print('kept', d)
-        else:
-            cleanup(d)
 
 
 def decide(rep, real, ctrl, args):
@@ -243,31 +184,49 @@ def decide(rep, real, ctrl, args):
           'gave mu_lb %.4f <= %g' % (ctrl['mu_lb'], ctrl['mu_claim']))
 
 
-def test_real(args):
-    build = args.build
-    adir = os.path.join(build, 'tests', 'integration', 'audit')
-    plain = os.path.join(adir, 'gauss_answers')
-    half = os.path.join(adir, 'gauss_answers-halfnoise')
+def run_audit(args, plain, half, names, draw, dpasync=None):
+    """The audit of the answers draw(d, binary, name, K, rho) collects
+    from `plain` and from its half-noise variant `half` (names: their
+    report keys); dpasync, when given, makes the TLS certificates first."""
     check(not nm_has(plain, '__wrap_dp_query_answer_mech'),
-          'gauss_answers contains the half-noise wrapper')
+          '%s contains the half-noise wrapper' % names[0])
     check(nm_has(half, '__wrap_dp_query_answer_mech'),
-          'gauss_answers-halfnoise lacks the half-noise wrapper')
+          '%s lacks the half-noise wrapper' % names[1])
     d = tmpdir('gaudit')
     try:
+        if dpasync:
+            run([dpasync, 'certs', '--out', os.path.join(d, 'certs'), '--owners', '1'])
         write_data(os.path.join(d, 'D.csv'), 100.0)
         write_data(os.path.join(d, 'Dprime.csv'), -100.0)
         t0 = time.time()
-        real = measure(d, plain, 'gauss', args.answers, args.rho)
+        real = draw(d, plain, 'plain', args.answers, args.rho)
         t1 = time.time()
-        ctrl = measure(d, half, 'halfnoise', args.control_answers, args.rho)
-        t2 = time.time()
-        real['seconds'], ctrl['seconds'] = round(t1 - t0, 1), round(t2 - t1, 1)
-        decide({'gauss_answers': real, 'gauss_answers-halfnoise': ctrl}, real, ctrl, args)
+        ctrl = draw(d, half, 'halfnoise', args.control_answers, args.rho)
+        real['seconds'], ctrl['seconds'] = round(t1 - t0, 1), round(time.time() - t1, 1)
+        decide({names[0]: real, names[1]: ctrl}, real, ctrl, args)
     finally:
         if args.keep:
             print('kept', d)
         else:
             cleanup(d)
+
+
+def test_ownerd(args):
+    """The end-to-end audit: the auditor plays learnerd against the real
+    ownerd (and the half-noise ownerd) with a Gaussian Welcome."""
+    b = args.build
+    run_audit(args, os.path.join(b, 'owner', 'ownerd'),
+              os.path.join(b, 'tests', 'integration', 'audit', 'ownerd-audit-halfnoise'),
+              ('ownerd', 'ownerd-audit-halfnoise'),
+              lambda d, binary, name, K, rho: measure_ownerd(d, b, binary, name, K, rho),
+              os.path.join(b, 'tools', 'dpasync'))
+
+
+def test_real(args):
+    adir = os.path.join(args.build, 'tests', 'integration', 'audit')
+    run_audit(args, os.path.join(adir, 'gauss_answers'),
+              os.path.join(adir, 'gauss_answers-halfnoise'),
+              ('gauss_answers', 'gauss_answers-halfnoise'), measure)
 
 
 def simulate(args):

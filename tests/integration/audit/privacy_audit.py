@@ -36,7 +36,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 from harness import Fail, check, main, run, tmpdir, cleanup
 
 ROWS = 100          # rows of each dataset (the canary and 99 shared rows)
-CLIP = 1.0          # L1 clip bound sent in the Welcome (a power of two: exact on the grid)
+CLIP = 1.0          # clip bound sent in the Welcome (L1; L2 in the Gaussian audit; a power
+                    # of two: exact on the grid)
 Z95 = 1.959963984540054
 MIN_RATE = 0.02     # a candidate threshold must keep FPR and TPR >= 2 % on the training half
 
@@ -195,29 +196,33 @@ def wait_port(pf, proc, what):
     raise Fail('%s wrote no port file' % what)
 
 
-def collect(d, build, ownerd, tag, data, K, eps):
-    """One real ownerd on `data` answering K queries of the auditor."""
+def collect(d, build, ownerd, tag, data, K, epsilon, learner_args=(), owner_args=()):
+    """One real ownerd on `data` with --epsilon `epsilon` answering K
+    queries of the auditor; extra arguments for each (the Gaussian audit's,
+    docs/privacy-audit.md §8.6)."""
     certs = os.path.join(d, 'certs')
     pf = os.path.join(d, tag + '.port')
     ans = os.path.join(d, tag + '.answers')
+    led = os.path.join(d, tag + '.ledger')
     aud = subprocess.Popen([os.path.join(build, 'tests', 'integration', 'audit', 'audit_learner'),
                             '--ca', certs + '/ca.crt', '--cert', certs + '/learner.crt',
                             '--key', certs + '/learner.key', '--port-file', pf,
-                            '--answers', str(K), '--clip', repr(CLIP), '--out', ans],
+                            '--answers', str(K), '--clip', repr(CLIP), '--out', ans] +
+                           list(learner_args),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     port = wait_port(pf, aud, 'audit_learner')
-    # epsilon_i = K * eps: each of the K answers gets the share eps.
     own = subprocess.Popen([ownerd, '--learner', '127.0.0.1:%d' % port,
                             '--ca', certs + '/ca.crt', '--cert', certs + '/owner-1.crt',
                             '--key', certs + '/owner-1.key', '--data', data,
-                            '--epsilon', repr(K * eps), '--ledger', os.path.join(d, tag + '.ledger'),
-                            '--log-level', 'warn', '--once'],
+                            '--epsilon', repr(epsilon), '--ledger', led,
+                            '--log-level', 'warn', '--once'] + list(owner_args),
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    return aud, own, ans
+    return aud, own, ans, led
 
 
 def finish(job, tag):
-    aud, own, ans = job
+    """The answers' first coordinates and audit_learner's summary."""
+    aud, own, ans, _ = job
     try:
         aout, aerr = aud.communicate(timeout=900)
         _, oerr = own.communicate(timeout=60)
@@ -229,14 +234,17 @@ def finish(job, tag):
     check(own.returncode == 0, '%s: ownerd exited %d: %s' % (tag, own.returncode, oerr))
     f = dict(kv.split('=') for kv in aout.split()[1:])
     x = [float(line.split()[0]) for line in open(ans)]
-    return x, float(f['eps_q'])
+    return x, f
 
 
 def measure(d, build, ownerd, name, K, eps):
-    jobs = [collect(d, build, ownerd, name + '-D', os.path.join(d, 'D.csv'), K, eps),
-            collect(d, build, ownerd, name + '-Dprime', os.path.join(d, 'Dprime.csv'), K, eps)]
-    x0, e0 = finish(jobs[0], name + '-D')
-    x1, e1 = finish(jobs[1], name + '-Dprime')
+    # epsilon_i = K * eps: each of the K answers gets the share eps.
+    jobs = [collect(d, build, ownerd, name + '-D', os.path.join(d, 'D.csv'), K, K * eps),
+            collect(d, build, ownerd, name + '-Dprime', os.path.join(d, 'Dprime.csv'), K,
+                    K * eps)]
+    x0, f0 = finish(jobs[0], name + '-D')
+    x1, f1 = finish(jobs[1], name + '-Dprime')
+    e0, e1 = float(f0['eps_q']), float(f1['eps_q'])
     check(len(x0) == K and len(x1) == K, '%s: %d and %d answers, expected %d' %
           (name, len(x0), len(x1), K))
     check(e0 == e1, '%s: per-answer shares differ: %r %r' % (name, e0, e1))
