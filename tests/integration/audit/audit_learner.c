@@ -4,13 +4,15 @@
  * real protocol of docs/protocol.md) and collects that owner's answers at
  * one fixed theta.  It listens, admits the first connection, answers its
  * Hello with a Welcome in broadcast mode (so the owner answers whenever it
- * is asked) that fixes the L1 clip bound and the answer cap K, then sends
+ * is asked) that fixes the mechanism, the clip bound (L1 for Laplace, L2
+ * for Gaussian, docs/privacy-audit.md §8) and the answer cap K, then sends
  * Query k = 1 .. K, each at theta = 0, one at a time, and writes every
  * Answer's gradient to OUT as one line of p numbers (%.17g).  After the
  * K-th answer it sends Done and exits.  Test only, never installed.
  *
  *   audit_learner --ca F --cert F --key F --port-file F --answers K
- *                 --clip C --out FILE [--listen HOST:PORT]
+ *                 --clip C --out FILE [--mechanism laplace|gaussian]
+ *                 [--listen HOST:PORT]
  *
  * On success prints on stdout
  *   audit_learner answers=K eps_q=E n_rows=N p=P
@@ -28,6 +30,7 @@
 #include "common/core/error.h"
 #include "common/core/file.h"
 #include "common/core/log.h"
+#include "common/core/query.h"
 #include "common/net/addr.h"
 #include "common/net/conn.h"
 #include "common/net/frame.h"
@@ -41,6 +44,7 @@ static struct {
 	uint16_t port;
 	uint64_t K;
 	double clip;
+	int mech;
 } A;
 
 static uv_loop_t *loop;
@@ -117,6 +121,12 @@ static void on_hello(const Dpasync__Hello *h)
 	w.lambda = 0.01;
 	w.theta_max = 10.0;
 	w.clip_l1 = A.clip;
+	/* A Gaussian job's clip bounds each gradient's L2 norm
+	 * (docs/protocol.md §5 "Mechanisms"). */
+	if (A.mech == DP_MECH_GAUSSIAN) {
+		w.mechanism = DPASYNC__MECHANISM__MECHANISM_GAUSSIAN;
+		w.clip_l2 = A.clip;
+	}
 	w.mode = DPASYNC__MODE__MODE_BROADCAST;
 	w.p = (uint32_t)p;
 	w.k_done = 0;
@@ -187,6 +197,9 @@ static void on_message(dp_conn *c, Dpasync__Envelope *m)
 	case DPASYNC__ENVELOPE__MSG_REFUSE:
 		fail("the owner refused", m->refuse->reason);
 		break;
+	case DPASYNC__ENVELOPE__MSG_GOODBYE:
+		fail("the owner left", m->goodbye->text);
+		break;
 	default:
 		fail("unexpected message", dp_frame_kind(m));
 		break;
@@ -223,7 +236,9 @@ static const struct dp_config_entry opts[] = {
 	{ .name = "answers", DP_CFG_U64(&A.K), .min = 1, .max = INFINITY,
 	  .help = "K, the answers to collect (required)" },
 	{ .name = "clip", DP_CFG_DOUBLE(&A.clip), .min = 0, .max = INFINITY, .min_exclusive = true,
-	  .help = "the L1 clip bound of the Welcome (required)" },
+	  .help = "the clip bound of the Welcome (required; L2 with gaussian)" },
+	{ .name = "mechanism", DP_CFG_ENUM(&A.mech, dp_query_mech_names), .def = "laplace",
+	  .help = "the job's mechanism" },
 	{ .name = "out", DP_CFG_PATH(&A.out), .flags = DP_CONFIG_REQUIRED,
 	  .help = "one line of p numbers per answer" },
 	{ .name = "listen", DP_CFG_STRING(&A.listen), .def = "127.0.0.1:0",

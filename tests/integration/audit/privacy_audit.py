@@ -36,7 +36,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 from harness import Fail, check, main, run, tmpdir, cleanup
 
 ROWS = 100          # rows of each dataset (the canary and 99 shared rows)
-CLIP = 1.0          # L1 clip bound sent in the Welcome (a power of two: exact on the grid)
+CLIP = 1.0          # clip bound sent in the Welcome (L1; L2 in the Gaussian audit; a power
+                    # of two: exact on the grid)
 Z95 = 1.959963984540054
 MIN_RATE = 0.02     # a candidate threshold must keep FPR and TPR >= 2 % on the training half
 
@@ -110,11 +111,17 @@ def above(sorted_x, t):
     return len(sorted_x) - bisect.bisect_right(sorted_x, t)
 
 
-def choose_threshold(x0, x1):
+def eps_train_lb(fpr, tpr, m0, m1):
+    """The normal-approximation lower bound on eps of a training-half
+    threshold (the exact bound is computed on the test half only)."""
+    return (math.log(tpr) - math.log(fpr) -
+            Z95 * (math.sqrt((1 - tpr) / (m1 * tpr)) + math.sqrt((1 - fpr) / (m0 * fpr))))
+
+
+def choose_threshold(x0, x1, train_lb=eps_train_lb):
     """On the training half: among 199 thresholds (the pooled sample's
     0.5 %..99.5 % quantiles) and both directions, the one with the best
-    normal-approximation lower bound (the exact bound is computed on the
-    test half only)."""
+    train_lb(fpr, tpr, m0, m1) (None: not usable)."""
     s0, s1 = sorted(x0), sorted(x1)
     pooled = sorted(x0 + x1)
     m0, m1 = len(x0), len(x1)
@@ -131,31 +138,36 @@ def choose_threshold(x0, x1):
             # training bound is mostly luck and generalises badly.
             if fp < floor0 or tp < floor1:
                 continue
-            fpr, tpr = fp / m0, tp / m1
-            lb = (math.log(tpr) - math.log(fpr) -
-                  Z95 * (math.sqrt((1 - tpr) / (m1 * tpr)) + math.sqrt((1 - fpr) / (m0 * fpr))))
-            if best is None or lb > best[0]:
+            lb = train_lb(fp / m0, tp / m1, m0, m1)
+            if lb is not None and (best is None or lb > best[0]):
                 best = (lb, t, sign)
     check(best is not None, 'no usable threshold on the training half')
     return best[1], best[2]
 
 
-def audit(x0, x1):
-    """x0: answers from D, x1: from D' (the canary coordinate)."""
-    t, sign = choose_threshold(x0[0::2], x1[0::2])
+def threshold_test(x0, x1, train_lb=eps_train_lb):
+    """The threshold chosen on answers 1, 3, 5, ... of each sample,
+    measured on answers 2, 4, 6, ...: the report's common fields, with the
+    95 % Clopper-Pearson intervals of FPR and TPR."""
+    t, sign = choose_threshold(x0[0::2], x1[0::2], train_lb)
     y0, y1 = x0[1::2], x1[1::2]
     fp = sum(1 for v in y0 if sign * v > sign * t)
     tp = sum(1 for v in y1 if sign * v > sign * t)
     m0, m1 = len(y0), len(y1)
-    fpr_lo, fpr_hi = clopper_pearson(fp, m0)
-    tpr_lo, tpr_hi = clopper_pearson(tp, m1)
-    lb = math.log(tpr_lo / fpr_hi) if tpr_lo > 0 else float('-inf')
-    ub = math.log(tpr_hi / fpr_lo) if fpr_lo > 0 else float('inf')
-    hat = math.log((tp / m1) / (fp / m0)) if fp > 0 and tp > 0 else float('nan')
     return {'threshold': t, 'direction': '>' if sign > 0 else '<', 'test_d': m0,
             'test_d_prime': m1, 'fp': fp, 'tp': tp, 'fpr': fp / m0, 'tpr': tp / m1,
-            'fpr_ci95': [fpr_lo, fpr_hi], 'tpr_ci95': [tpr_lo, tpr_hi],
-            'eps_lb': lb, 'eps_hat': hat, 'eps_ub': ub}
+            'fpr_ci95': list(clopper_pearson(fp, m0)), 'tpr_ci95': list(clopper_pearson(tp, m1))}
+
+
+def audit(x0, x1):
+    """x0: answers from D, x1: from D' (the canary coordinate)."""
+    r = threshold_test(x0, x1)
+    (fpr_lo, fpr_hi), (tpr_lo, tpr_hi) = r['fpr_ci95'], r['tpr_ci95']
+    r['eps_lb'] = math.log(tpr_lo / fpr_hi) if tpr_lo > 0 else float('-inf')
+    r['eps_ub'] = math.log(tpr_hi / fpr_lo) if fpr_lo > 0 else float('inf')
+    r['eps_hat'] = (math.log(r['tpr'] / r['fpr']) if r['fp'] > 0 and r['tp'] > 0
+                    else float('nan'))
+    return r
 
 
 # ---- real ownerd runs ---------------------------------------------------------
@@ -184,29 +196,33 @@ def wait_port(pf, proc, what):
     raise Fail('%s wrote no port file' % what)
 
 
-def collect(d, build, ownerd, tag, data, K, eps):
-    """One real ownerd on `data` answering K queries of the auditor."""
+def collect(d, build, ownerd, tag, data, K, epsilon, learner_args=(), owner_args=()):
+    """One real ownerd on `data` with --epsilon `epsilon` answering K
+    queries of the auditor; extra arguments for each (the Gaussian audit's,
+    docs/privacy-audit.md §8.6)."""
     certs = os.path.join(d, 'certs')
     pf = os.path.join(d, tag + '.port')
     ans = os.path.join(d, tag + '.answers')
+    led = os.path.join(d, tag + '.ledger')
     aud = subprocess.Popen([os.path.join(build, 'tests', 'integration', 'audit', 'audit_learner'),
                             '--ca', certs + '/ca.crt', '--cert', certs + '/learner.crt',
                             '--key', certs + '/learner.key', '--port-file', pf,
-                            '--answers', str(K), '--clip', repr(CLIP), '--out', ans],
+                            '--answers', str(K), '--clip', repr(CLIP), '--out', ans] +
+                           list(learner_args),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     port = wait_port(pf, aud, 'audit_learner')
-    # epsilon_i = K * eps: each of the K answers gets the share eps.
     own = subprocess.Popen([ownerd, '--learner', '127.0.0.1:%d' % port,
                             '--ca', certs + '/ca.crt', '--cert', certs + '/owner-1.crt',
                             '--key', certs + '/owner-1.key', '--data', data,
-                            '--epsilon', repr(K * eps), '--ledger', os.path.join(d, tag + '.ledger'),
-                            '--log-level', 'warn', '--once'],
+                            '--epsilon', repr(epsilon), '--ledger', led,
+                            '--log-level', 'warn', '--once'] + list(owner_args),
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    return aud, own, ans
+    return aud, own, ans, led
 
 
 def finish(job, tag):
-    aud, own, ans = job
+    """The answers' first coordinates and audit_learner's summary."""
+    aud, own, ans, _ = job
     try:
         aout, aerr = aud.communicate(timeout=900)
         _, oerr = own.communicate(timeout=60)
@@ -218,14 +234,17 @@ def finish(job, tag):
     check(own.returncode == 0, '%s: ownerd exited %d: %s' % (tag, own.returncode, oerr))
     f = dict(kv.split('=') for kv in aout.split()[1:])
     x = [float(line.split()[0]) for line in open(ans)]
-    return x, float(f['eps_q'])
+    return x, f
 
 
 def measure(d, build, ownerd, name, K, eps):
-    jobs = [collect(d, build, ownerd, name + '-D', os.path.join(d, 'D.csv'), K, eps),
-            collect(d, build, ownerd, name + '-Dprime', os.path.join(d, 'Dprime.csv'), K, eps)]
-    x0, e0 = finish(jobs[0], name + '-D')
-    x1, e1 = finish(jobs[1], name + '-Dprime')
+    # epsilon_i = K * eps: each of the K answers gets the share eps.
+    jobs = [collect(d, build, ownerd, name + '-D', os.path.join(d, 'D.csv'), K, K * eps),
+            collect(d, build, ownerd, name + '-Dprime', os.path.join(d, 'Dprime.csv'), K,
+                    K * eps)]
+    x0, f0 = finish(jobs[0], name + '-D')
+    x1, f1 = finish(jobs[1], name + '-Dprime')
+    e0, e1 = float(f0['eps_q']), float(f1['eps_q'])
     check(len(x0) == K and len(x1) == K, '%s: %d and %d answers, expected %d' %
           (name, len(x0), len(x1), K))
     check(e0 == e1, '%s: per-answer shares differ: %r %r' % (name, e0, e1))
@@ -247,8 +266,9 @@ def test_real(args):
     ownerd = args.ownerd or production
     half = os.path.join(build, 'tests', 'integration', 'audit', 'ownerd-audit-halfnoise')
     # The negative control must not be reachable from the production daemon.
-    check(not nm_has(production, '__wrap_dp_query_answer'),
-          'the production ownerd contains the half-noise wrapper')
+    for sym in ('__wrap_dp_query_answer', '__wrap_dp_query_answer_mech'):
+        check(not nm_has(production, sym),
+              'the production ownerd contains the half-noise wrapper %s' % sym)
     check(nm_has(half, '__wrap_dp_query_answer'),
           'ownerd-audit-halfnoise lacks the half-noise wrapper')
     d = tmpdir('audit')
