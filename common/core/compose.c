@@ -155,9 +155,11 @@ int dp_compose_plan_gauss(double eps, double warm, uint64_t K, double delta, uin
 		return rc;
 	if (!(eps > 0))
 		return dp_error_set(DP_EINVAL, "epsilon must be > 0");
-	if (!(delta > 0 && delta < 1))
+	if (delta == 0)
 		return dp_error_set(DP_EINVAL, "--mechanism gaussian needs --delta > 0 (delta 0 "
 				    "is pure epsilon-DP, which only laplace gives)");
+	if (!(delta > 0 && delta < 1))
+		return dp_error_set(DP_EINVAL, "delta must be in (0, 1)");
 	if (T == 0)
 		return dp_error_set(DP_EINVAL, "the number of wake-ups must be >= 1");
 	/* One rho cap for all T + K answers, their slack and tail charged

@@ -67,8 +67,8 @@ int dp_compose_plan(double eps, double warm, uint64_t K, double delta, uint64_t 
  * the rounded-down cap.  *slack_nano receives each answer's sampler slack
  * charge, the ledger's slack_eps.  eps = inf gives inf for all three and
  * slack 0.  Errors (DP_EINVAL unless said, outputs untouched): those of
- * dp_compose_plan for warm and K, eps not > 0, T = 0, delta not in (0, 1)
- * ("--mechanism gaussian needs --delta > 0 ..."), dp_zcdp_cap's
+ * dp_compose_plan for warm and K, eps not > 0, T = 0, delta 0
+ * ("--mechanism gaussian needs --delta > 0 ...") or not in (0, 1), dp_zcdp_cap's
  * (DP_ERANGE for an eps too large for the sampler's tail), a share below
  * one nano-rho. */
 int dp_compose_plan_gauss(double eps, double warm, uint64_t K, double delta, uint64_t T,

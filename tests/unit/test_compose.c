@@ -199,6 +199,8 @@ static void test_plan_gauss(void **state)
 	assert_int_equal(dp_compose_plan_gauss(1.0, 0, 0, 0, 4, 3, &b, &sn), DP_EINVAL);
 	assert_true(strncmp(dp_error_detail(DP_EINVAL), "--mechanism gaussian needs --delta > 0",
 			    38) == 0);
+	assert_int_equal(dp_compose_plan_gauss(1.0, 0, 0, 1.0, 4, 3, &b, &sn), DP_EINVAL);
+	assert_string_equal(dp_error_detail(DP_EINVAL), "delta must be in (0, 1)");
 	assert_int_equal(dp_compose_plan_gauss(1.0, 1.0, 10, delta, 4, 3, &b, &sn), DP_EINVAL);
 	assert_int_equal(dp_compose_plan_gauss(1.0, 0.5, 0, delta, 4, 3, &b, &sn), DP_EINVAL);
 	assert_int_equal(dp_compose_plan_gauss(1.0, 0, 0, delta, 0, 3, &b, &sn), DP_EINVAL);

@@ -64,7 +64,8 @@ int dp_p2psim_check(const dp_p2psim_setup *s);
  * (row i = agent i), order_out[steps] (may be NULL) the agent of each
  * step, done_out[N] (may be NULL) each agent's wake-ups.
  * Errors: DP_EBUDGET ("step K: agent ID has already woken T times"),
- * dp_query_answer's (DP_EINVAL for a model that became non-finite),
+ * dp_query_answer_mech's (DP_EINVAL for a model that became non-finite;
+ * DP_ERANGE for a Gaussian share outside the sampler's range),
  * DP_ENOMEM; the outputs are undefined on failure. */
 int dp_p2psim_run(const dp_p2psim_setup *s, uint64_t seed, double *theta, size_t *order_out,
 		  uint64_t *done_out);
