@@ -143,6 +143,9 @@ static struct json_object *job_json(const struct lrn_job *J)
 	if (rc == 0)
 		rc = dp_json_add(j, "clip_l1", dp_json_double(J->clip));
 	if (rc == 0)
+		rc = dp_json_add(j, "mechanism",
+				 json_object_new_string(dp_query_mech_name((dp_mech)J->s->mechanism)));
+	if (rc == 0)
 		rc = dp_json_add(j, "bias", json_object_new_boolean(J->s->bias));
 	if (rc == 0)
 		rc = dp_json_add(j, "freq_correction", json_object_new_boolean(J->s->freq_correction));
@@ -383,12 +386,26 @@ static int upgrade_3_to_4(struct json_object *root, dp_json_reader *r)
 	return 0;
 }
 
+/* Version 5 keeps the job's mechanism (job.mechanism, docs/learnerd.md
+ * "Mechanisms").  A version-4 file's job was Laplace: there was no other. */
+static int upgrade_4_to_5(struct json_object *root, dp_json_reader *r)
+{
+	struct json_object *job = dp_json_get(r, root, "job", json_type_object, true);
+
+	if (r->rc)
+		return r->rc;
+	if (dp_json_add(job, "mechanism", json_object_new_string("laplace")) != 0)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	return 0;
+}
+
 /* steps[v] upgrades version v to v + 1; there never was a version 0. */
 static const upgrade_step steps[] = {
 	NULL,   /* 0: none */
 	upgrade_1_to_2,
 	upgrade_2_to_3,
 	upgrade_3_to_4,
+	upgrade_4_to_5,
 };
 
 _Static_assert(sizeof(steps) / sizeof(steps[0]) == LRN_CHECKPOINT_VERSION,
@@ -441,7 +458,7 @@ static bool same(double a, double b)
 static int check_job(struct lrn_job *J, dp_json_reader *r, struct json_object *job, size_t *p_out)
 {
 	struct json_object *ids;
-	const char *name, *model;
+	const char *name, *model, *mech;
 	uint64_t T, p;
 	double lambda, tmax, clip;
 	bool bias, fc;
@@ -453,6 +470,7 @@ static int check_job(struct lrn_job *J, dp_json_reader *r, struct json_object *j
 	lambda = dp_json_get_double(r, job, "lambda", true, 0);
 	tmax = dp_json_get_double(r, job, "theta_max", true, 0);
 	clip = dp_json_get_double(r, job, "clip_l1", true, 0);
+	mech = dp_json_get_string(r, job, "mechanism", true, NULL);
 	ids = dp_json_get(r, job, "owners", json_type_array, true);
 	bias = dp_json_get_bool(r, job, "bias", true, false);
 	fc = dp_json_get_bool(r, job, "freq_correction", true, false);
@@ -489,6 +507,13 @@ static int check_job(struct lrn_job *J, dp_json_reader *r, struct json_object *j
 		return LRN_MISMATCH("clip", "%.17g", clip, J->s->clip);
 	if (!(clip > 0))
 		return dp_error_set(DP_EFORMAT, "%s: bad clip_l1 %g", J->ckpt_path, clip);
+	/* Each owner's ledger of the job is in the mechanism's unit: the job
+	 * goes on with the mechanism it started with. */
+	if (strcmp(mech, "laplace") != 0 && strcmp(mech, "gaussian") != 0)
+		return dp_error_set(DP_EFORMAT, "%s: bad mechanism '%s'", J->ckpt_path, mech);
+	if (strcmp(mech, dp_query_mech_name((dp_mech)J->s->mechanism)) != 0)
+		return LRN_MISMATCH("mechanism", "%s", mech,
+				    dp_query_mech_name((dp_mech)J->s->mechanism));
 	if (bias != J->s->bias)
 		return LRN_MISMATCH("bias", "%s", bias ? "true" : "false",
 				    J->s->bias ? "true" : "false");

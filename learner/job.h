@@ -32,6 +32,7 @@
 
 #include "common/core/model.h"
 #include "common/core/plan.h"
+#include "common/core/query.h"
 #include "common/net/frame.h"
 #include "common/net/metrics.h"
 #include "common/net/tls.h"
@@ -78,7 +79,11 @@ struct lrn_settings {
 	double rho, eta;           /* 0: not given (eta planned) */
 	double c;                  /* sync2 step c/sqrt(k); 0: planned */
 	double lambda, theta_max;
-	double clip;               /* 0: planned */
+	double clip;               /* 0: planned; the L2 clip with Gaussian */
+	int mechanism;             /* dp_mech: how the owners noise their answers
+				      (docs/learnerd.md "Mechanisms"; kept in the
+				      checkpoint); Gaussian needs every owner to
+				      allow it (Hello.gaussian) */
 	char *public_path;         /* public constants for the planner, or NULL
 				      (assumed from the data's shape) */
 	double answers_margin;     /* K_i = ceil(T pi_i (1 + margin)) */
@@ -136,6 +141,10 @@ struct lrn_owner {
 				    * bounds"): the plan's eps_i */
 	double lifetime_left;      /* its Hello's (INFINITY: not said) */
 	double theta_bound;        /* it refuses a query beyond (INFINITY: not said) */
+	double delta;              /* its per-job delta (0: pure epsilon-DP only, or
+				    * not said) */
+	double rho_left;           /* a Gaussian job: what it can still spend in
+				    * zCDP rho (INFINITY: no limit); 0 otherwise */
 	bool same_job;             /* its Hello's counters are this job's */
 	bool left_out;             /* it had no budget left when the job was
 				    * planned: not in the plan, never welcomed
@@ -185,6 +194,11 @@ struct lrn_claims {
 	double epsilon_left;       /* limits: left for Hello.job */
 	double lifetime_left;      /* limits: left of its lifetime cap */
 	double theta_max;          /* limits: its bound on |theta_j| */
+	double delta;              /* its per-job delta (0: none, or not said) */
+	double lifetime_delta;     /* its lifetime delta (0: none, or not said) */
+	bool gaussian;             /* it answers a Gaussian job */
+	double rho_left;           /* limits: rho left for Hello.job (read only
+				    * with gaussian) */
 };
 
 /* What sched.c decides and the daemon (server.c) carries out. */
@@ -352,14 +366,18 @@ int lrn_state_set_p(struct lrn_job *J, size_t p);
  * before closing (0: none, the connection is only closed):
  *   DP_ERANGE  n_rows out of range (goodbye 0);
  *   DP_EINVAL  n_features (GOODBYE_BAD_DATA: the owner must not retry);
- *   DP_EREFUSED a claim out of its bound (GOODBYE_BAD_CLAIM). */
+ *   DP_EREFUSED a claim out of its bound, or an owner that does not allow
+ *              the job's mechanism (GOODBYE_BAD_CLAIM, docs/protocol.md §5
+ *              "Mechanisms"). */
 int lrn_state_check_hello(const struct lrn_job *J, const struct lrn_owner *o,
 			  const struct lrn_claims *c, int *goodbye, char *why, size_t size);
 /* Take a Hello's claims (checked) into owner o: n_rows, p, fingerprint
  * are the caller's; here the budget and counters: epsilon, eps_left (what
  * it can spend on this job: epsilon_left for its own job, else the
  * smaller of epsilon and lifetime_left; epsilon without limits), rate,
- * caps, answers given, theta bound. */
+ * caps, answers given, theta bound; for a Gaussian job its rho left (the
+ * job's own, else what the smaller of epsilon and lifetime_left is worth
+ * at its delta), and nothing left (eps_left 0) when that is 0. */
 void lrn_state_take_hello(struct lrn_job *J, struct lrn_owner *o, const struct lrn_claims *c);
 /* Keep the schema summary of o's Hello (NULL: none) packed in o, in place
  * of the one before (docs/protocol.md §5 "Schema summary").  DP_ENOMEM
@@ -436,7 +454,7 @@ const double *lrn_state_output(const struct lrn_job *J);
 #define LRN_CHECKPOINT_FORMAT  "dpasync-learner-checkpoint"
 /* The format written; older ones are upgraded on load one version at a
  * time (docs/learnerd.md §5 "Versions"). */
-#define LRN_CHECKPOINT_VERSION 4
+#define LRN_CHECKPOINT_VERSION 5
 /* Write J's state (with the plan: a resumed job never re-plans) to
  * J->ckpt_path atomically; reserves the next block of query ids (final:
  * the job is over or stopping, no block needed).  Flushes and fsyncs the

@@ -92,7 +92,12 @@ static const struct dp_config_entry entries[] = {
 	  .help = "box bound on every coordinate" },
 	{ .name = "clip", DP_CFG_DOUBLE(&S.clip), .def = "0", .min = 0, .max = INFINITY,
 	  .group = G_JOB, .metavar = "X",
-	  .help = "L1 clip bound of per-example gradients, sent to owners (0: planned)" },
+	  .help = "clip bound of per-example gradients, sent to owners: L1, or L2 with\n"
+		  "--mechanism gaussian (0: planned)" },
+	{ .name = "mechanism", DP_CFG_ENUM(&S.mechanism, dp_query_mech_names), .def = "laplace",
+	  .group = G_JOB,
+	  .help = "the owners' noise: laplace (the papers', L1 clip) or gaussian (discrete\n"
+		  "Gaussian, L2 clip, zCDP; every owner must allow it with ownerd --delta;\nthis version's ownerd cannot answer it yet, docs/learnerd.md \"Mechanisms\")" },
 	{ .name = "public", DP_CFG_PATH(&S.public_path), .group = G_JOB, .metavar = "FILE",
 	  .help = "public constants for the planner (dpasync forecast, or prep's public.json; "
 		  "default: assumed from the data's shape)" },

@@ -205,6 +205,14 @@ static void send_welcome(struct lrn *L, struct lrn_owner *o)
 	w.lambda = L->s->lambda;
 	w.theta_max = L->s->theta_max;
 	w.clip_l1 = L->job.clip;
+	/* The mechanism (docs/protocol.md §5 "Mechanisms"): with Gaussian the
+	 * job's clip bounds each gradient's L2 norm; clip_l1 keeps it too, for
+	 * the checks of an owner that predates the field (never sent one: it
+	 * was refused at its Hello). */
+	if (L->s->mechanism == DP_MECH_GAUSSIAN) {
+		w.mechanism = DPASYNC__MECHANISM__MECHANISM_GAUSSIAN;
+		w.clip_l2 = L->job.clip;
+	}
 	/* Sync rounds are pushed by the learner like broadcasts: the owner
 	 * answers each Query and never asks (docs/learnerd.md "Sync rounds"). */
 	w.mode = L->s->mode == LRN_MODE_REQUEST ? DPASYNC__MODE__MODE_REQUEST
@@ -425,7 +433,13 @@ static void claims_of(const struct lrn *L, const Dpasync__Hello *h, struct lrn_c
 		c->epsilon_left = h->limits->epsilon_left;
 		c->lifetime_left = h->limits->lifetime_left;
 		c->theta_max = h->limits->theta_max;
+		c->rho_left = h->limits->rho_left;
 	}
+	/* Absent from an owner that predates them: 0, Laplace only
+	 * (docs/protocol.md §5 "Mechanisms"). */
+	c->delta = h->delta;
+	c->lifetime_delta = h->lifetime_delta;
+	c->gaussian = h->gaussian;
 }
 
 static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h)
@@ -509,10 +523,11 @@ static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h
 	if (isinf(h->epsilon))
 		DP_WARN("learner", "owner id=%s has epsilon=inf: its answers carry no noise", o->id);
 	DP_INFO("learner", "hello id=%s n_rows=%llu p=%u epsilon=%g rate=%g answers_cap=%llu "
-		"answers_given=%llu epsilon_left=%.9g lifetime_left=%.9g theta_max=%g", o->id,
-		(unsigned long long)h->n_rows, h->n_features, h->epsilon, h->rate,
-		(unsigned long long)h->answers_cap, (unsigned long long)h->answers_given,
-		o->eps_left, o->lifetime_left, o->theta_bound);
+		"answers_given=%llu epsilon_left=%.9g lifetime_left=%.9g theta_max=%g delta=%g "
+		"gaussian=%s", o->id, (unsigned long long)h->n_rows, h->n_features, h->epsilon,
+		h->rate, (unsigned long long)h->answers_cap, (unsigned long long)h->answers_given,
+		o->eps_left, o->lifetime_left, o->theta_bound, h->delta,
+		h->gaussian ? "yes" : "no");
 	/* The Welcome follows from the pump once the plan exists: at once
 	 * when it does, else at the last owner's first Hello. */
 	lrn_stats_gauges(&L->job);

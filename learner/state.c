@@ -14,6 +14,7 @@
 #include "common/core/nano.h"
 #include "common/core/log.h"
 #include "common/core/plan.h"
+#include "common/core/zcdp.h"
 #include "common/net/schemasum.h"
 #include "learner/job.h"
 
@@ -106,6 +107,26 @@ uint64_t lrn_state_t_limit(const struct lrn_job *J)
 	return J->s->T > tmax ? J->s->T : tmax;
 }
 
+/* Why owner o, claiming c, cannot take part in a Gaussian job, and the fix
+ * (docs/protocol.md §5 "Mechanisms"). */
+static void refuse_mechanism(const struct lrn_owner *o, const struct lrn_claims *c, char *why,
+			     size_t size)
+{
+	const char *head = "this job uses Gaussian answers (learnerd --mechanism gaussian)";
+
+	if (!(c->delta > 0))
+		snprintf(why, size, "%s but owner %s allows pure epsilon-DP only (its delta is 0, "
+			 "or its ownerd predates delta): set ownerd's --delta (e.g. 1e-6, below "
+			 "1/n_i), or run the job with --mechanism laplace", head, o->id);
+	else if (!(c->lifetime_delta > 0))
+		snprintf(why, size, "%s but owner %s has lifetime delta 0 (pure epsilon-DP over "
+			 "its dataset's lifetime, as its ledger directory records)", head, o->id);
+	else
+		snprintf(why, size, "%s but owner %s (delta %g) cannot answer with Gaussian noise: "
+			 "its ownerd build does not support them; upgrade it, or run the job with "
+			 "--mechanism laplace", head, o->id, c->delta);
+}
+
 int lrn_state_check_hello(const struct lrn_job *J, const struct lrn_owner *o,
 			  const struct lrn_claims *c, int *goodbye, char *why, size_t size)
 {
@@ -172,6 +193,10 @@ int lrn_state_check_hello(const struct lrn_job *J, const struct lrn_owner *o,
 			 "%g", c->theta_max, J->s->theta_max, J->s->theta_max);
 		return DP_EREFUSED;
 	}
+	if (J->s->mechanism == DP_MECH_GAUSSIAN && !c->gaussian) {
+		refuse_mechanism(o, c, why, size);
+		return DP_EREFUSED;
+	}
 	*goodbye = 0;
 	return 0;
 }
@@ -197,6 +222,24 @@ void lrn_state_take_hello(struct lrn_job *J, struct lrn_owner *o, const struct l
 		o->eps_left = c->epsilon_left;
 	else
 		o->eps_left = fmin(c->epsilon, c->lifetime_left);
+	o->delta = c->delta;
+	o->rho_left = 0;
+	if (J->s->mechanism != DP_MECH_GAUSSIAN)
+		return;
+	/* A Gaussian job is planned as a Laplace one (T, step, K_i from
+	 * eps_left: docs/learnerd.md "Mechanisms"); only its feasibility is
+	 * judged in rho, the unit the owner charges it in. */
+	if (!c->has_limits)
+		o->rho_left = INFINITY;   /* not said (checked: gaussian owners send limits) */
+	else if (c->same_job)
+		o->rho_left = c->rho_left;
+	else if (isinf(o->eps_left))
+		o->rho_left = INFINITY;
+	else if (!(o->eps_left > 0) || !(c->delta > 0) ||
+		 dp_zcdp_rho_for(o->eps_left, 0, c->delta, &o->rho_left) < 0)
+		o->rho_left = 0;
+	if (!(o->rho_left > 0))
+		o->eps_left = 0;
 }
 
 bool lrn_state_no_budget(const struct lrn_owner *o)

@@ -340,6 +340,42 @@ static int settle_cap(struct own_budget *b, uint64_t want)
 	return r;
 }
 
+/* The lifetime delta in force, against the directory's record as the cap
+ * is (docs/ownerd.md "Mechanisms and delta"): not given, the recorded one;
+ * given and lower, lowered for good (recorded); given and higher, refused,
+ * since raising it, like raising the cap, is the data owner's decision. */
+static int settle_delta(struct own_budget *b)
+{
+	double want = b->cfg.lifetime_delta, rec;
+	char reason[160];
+	int r;
+
+	if (!b->lifetime_recorded) {
+		b->lifetime_delta = want;   /* what the first start records */
+		return 0;
+	}
+	rec = dp_ledgerset_lifetime_delta(b->set);
+	b->lifetime_delta = rec;
+	if (!b->cfg.lifetime_delta_given || want == rec)
+		return 0;
+	if (want > rec)
+		return dp_error_set(DP_EINVAL, "--lifetime-delta %g is above the lifetime delta %g "
+				    "that the ledger directory %s records: raising it is the data "
+				    "owner's decision, not taken at a start (docs/ledger.md §11); leave "
+				    "lifetime-delta out to use the recorded delta", want, rec,
+				    b->cfg.path);
+	b->lifetime_delta = want;
+	if (b->cfg.check_only)
+		return 0;
+	snprintf(reason, sizeof(reason), "lifetime-delta %g given at the start, below the "
+		 "recorded %g", want, rec);
+	r = dp_ledgerset_lifetime_set_delta(b->set, want, 0, "ownerd", reason);
+	if (r == 0)
+		DP_INFO("ledger", "lifetime delta lowered dir=%s from=%g to=%g (recorded)",
+			b->cfg.path, rec, want);
+	return r;
+}
+
 int own_budget_open(struct own_budget *b, const struct own_budget_config *cfg)
 {
 	struct own_budget_status st;
@@ -362,7 +398,7 @@ int own_budget_open(struct own_budget *b, const struct own_budget_config *cfg)
 	init.lifetime_nano = want;
 	init.program = "ownerd";
 	init.reason = NULL;
-	init.lifetime_delta = 0.0;   /* pure epsilon-DP until the owner sets one (docs/ledger.md §11) */
+	init.lifetime_delta = cfg->lifetime_delta;   /* 0: pure epsilon-DP (docs/ledger.md §11) */
 	if (cfg->check_only) {
 		/* Verify what exists, create nothing, take no lock. */
 		r = access(cfg->path, F_OK) != 0 ? 0 :
@@ -373,6 +409,8 @@ int own_budget_open(struct own_budget *b, const struct own_budget_config *cfg)
 	}
 	if (r == 0)
 		r = settle_cap(b, want);
+	if (r == 0)
+		r = settle_delta(b);
 	if (r < 0) {
 		dp_ledgerset_close(b->set);
 		b->set = NULL;

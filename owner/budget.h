@@ -41,6 +41,12 @@ struct own_budget_config {
 				       directory's recorded cap it is refused, below
 				       it it lowers the cap (recorded); else the
 				       recorded cap is used as it is */
+	double lifetime_delta;      /* the lifetime delta (docs/ownerd.md "Mechanisms and
+				       delta"): --lifetime-delta, else --delta; what a
+				       directory that records none yet records */
+	bool lifetime_delta_given;  /* --lifetime-delta was set: below the recorded
+				       delta it lowers it (recorded), above it it is
+				       refused; else the recorded delta is used */
 	uint64_t answers_cap;       /* --answers-cap; 0 = the K of the first Welcome */
 	bool allow_inf;             /* --allow-no-noise */
 	bool reserve_ahead;         /* --reserve-ahead: commit may use the share reserved

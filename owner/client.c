@@ -273,6 +273,12 @@ static void send_hello(struct own_client *c)
 	lim.epsilon_left = st.job_left;
 	lim.lifetime_left = st.lifetime_left;
 	lim.theta_max = c->cfg.set->theta_max;
+	/* The mechanisms we answer and, for a Gaussian job, what is left in its
+	 * unit (docs/protocol.md §5 "Mechanisms"). */
+	h.delta = c->cfg.set->delta;
+	h.lifetime_delta = st.lifetime_delta;
+	h.gaussian = own_mechanism_gaussian(c->cfg.set, st.lifetime_delta);
+	lim.rho_left = own_mechanism_rho_left(c->cfg.set, st.lifetime_delta, st.job_left);
 	h.limits = &lim;
 	env.version = DP_PROTO_VERSION;
 	env.msg_case = DPASYNC__ENVELOPE__MSG_HELLO;
@@ -292,6 +298,7 @@ static void on_welcome(struct own_client *c, const Dpasync__Welcome *w)
 	struct own_budget_status st;
 	size_t p = c->cfg.ds->p;
 	uint64_t offered, K;
+	char why[DP_FRAME_MAX_STR + 1];
 	dp_model model;
 	int r;
 
@@ -314,6 +321,14 @@ static void on_welcome(struct own_client *c, const Dpasync__Welcome *w)
 	      w->theta_max > 0 && isfinite(w->lambda) && w->lambda >= 0 &&
 	      isfinite(w->rho) && w->rho > 0) || w->t == 0 || w->k_done > w->t) {
 		drop(c, "Welcome has out-of-range parameters");
+		return;
+	}
+	/* A mechanism we do not allow: the learner checks our Hello first, so
+	 * only a learner that ignores it gets here (docs/protocol.md §5
+	 * "Mechanisms"); nothing is bound or spent. */
+	own_budget_status(c->cfg.budget, &st);
+	if (own_mechanism_check_welcome(c->cfg.set, st.lifetime_delta, w, why, sizeof(why)) < 0) {
+		leave(c, DPASYNC__GOODBYE_CODE__GOODBYE_BAD_CLAIM, "%s", why);
 		return;
 	}
 	/* What a row means is the job's: the bias setting comes with it, and
@@ -392,12 +407,14 @@ static void on_welcome(struct own_client *c, const Dpasync__Welcome *w)
 	c->welcomed_once = true;
 	own_budget_status(c->cfg.budget, &st);
 	DP_INFO("owner", "welcome job=%s model=%s T=%llu K=%llu N=%u n_total=%llu p=%u clip=%g "
-		"mode=%s k_done=%llu answers=%llu/%llu spent=%.9g left=%.9g", w->job, w->model,
+		"mode=%s k_done=%llu answers=%llu/%llu spent=%.9g left=%.9g mechanism=%s", w->job,
+		w->model,
 		(unsigned long long)w->t, (unsigned long long)w->answers_cap, w->n,
 		(unsigned long long)w->n_total, w->p, w->clip_l1,
 		c->job.broadcast ? "broadcast" : "request",
 		(unsigned long long)w->k_done, (unsigned long long)st.answers,
-		(unsigned long long)st.cap, st.spent, st.left);
+		(unsigned long long)st.cap, st.spent, st.left,
+		w->mechanism == DPASYNC__MECHANISM__MECHANISM_GAUSSIAN ? "gaussian" : "laplace");
 	if (!own_budget_left(c->cfg.budget))
 		DP_INFO("owner", "budget exhausted: staying connected (refusing) until Done");
 	c->lifetime_told = false;

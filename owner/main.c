@@ -110,6 +110,16 @@ static const struct dp_config_entry entries[] = {
 		  "at its first start (0: the recorded cap, or --epsilon for a new directory; inf: "
 		  "no lifetime cap); above the recorded cap it is refused (dpasync ledger "
 		  "raise-lifetime raises it), below it lowers it for good (docs/ledger.md §11)" },
+	{ .name = "delta", DP_CFG_DOUBLE(&S.delta), .def = "0", .min = 0, .max = 1,
+	  .group = "Privacy",
+	  .help = "delta of the (epsilon, delta) guarantee of each job, below 1/n (0: pure "
+		  "epsilon-DP only, Gaussian jobs refused; > 0 allows them; peer mode, at most "
+		  "0.5: the budget is split by advanced composition; docs/ownerd.md \"Mechanisms "
+		  "and delta\")" },
+	{ .name = "lifetime-delta", DP_CFG_DOUBLE(&S.lifetime_delta), .def = "-1", .min = -1,
+	  .max = 1, .group = "Privacy",
+	  .help = "delta of the dataset's guarantee over all jobs, at least --delta (-1: "
+		  "--delta)" },
 	{ .name = "answers-cap", DP_CFG_U64(&S.answers_cap), .def = "0", .group = "Privacy",
 	  .metavar = "K",
 	  .help = "most answers ever given (0 = the K_i the learner plans, sent in its Welcome)" },
@@ -176,9 +186,6 @@ static const struct dp_config_entry entries[] = {
 	  .max = 1e12, .group = "Peer", .help = "L1 clip of each row's gradient (the sensitivity)" },
 	{ .name = "x2max", DP_CFG_DOUBLE(&S.x2max), .def = "0", .min = 0, .max = 1e12,
 	  .group = "Peer", .help = "public bound on ||x||_2^2 for the smoothness (0: p)" },
-	{ .name = "delta", DP_CFG_DOUBLE(&S.delta), .def = "0", .min = 0, .max = 0.5,
-	  .group = "Peer",
-	  .help = "delta of the agent's (epsilon, delta); > 0: advanced composition" },
 	{ .name = "wakeups", DP_CFG_U64(&S.wakeups), .def = "10", .min = 1, .max = 1e9,
 	  .group = "Peer", .metavar = "T", .help = "wake-ups T_i the budget is split over" },
 	{ .name = "warm-start", DP_CFG_DOUBLE(&S.warm_start), .def = "0", .min = 0,
@@ -252,6 +259,9 @@ static int validate(void *arg)
 		return dp_error_set(DP_EINVAL, "--lifetime-epsilon %g is below --epsilon %g (a job "
 				    "could never spend its budget)", d->set.lifetime_epsilon,
 				    d->set.epsilon);
+	r = own_mechanism_validate(&d->set);
+	if (r < 0)
+		return r;
 	if (isinf(d->set.epsilon) && !d->set.allow_no_noise)
 		return dp_error_set(DP_EINVAL, "--epsilon inf releases exact answers; it needs "
 				    "--allow-no-noise");
@@ -589,6 +599,20 @@ static int start_peer(struct own_daemon *d, const struct own_budget_config *bc)
 	return 0;
 }
 
+/* A delta that allows Gaussian jobs in a directory whose lifetime delta is
+ * 0 (one created before the record) allows none: say so once at startup
+ * (docs/ownerd.md "Mechanisms and delta"). */
+static void warn_lifetime_delta(const struct own_daemon *d)
+{
+	struct own_budget_status st;
+
+	own_budget_status(&d->budget, &st);
+	if (!d->set.peer && d->set.delta > 0 && !(st.lifetime_delta > 0))
+		DP_WARN("owner", "--delta %g, but the ledger directory %s records lifetime delta 0: "
+			"Gaussian jobs are refused (docs/ownerd.md \"Mechanisms and delta\")",
+			d->set.delta, d->set.ledger);
+}
+
 static int startup(struct own_daemon *d, enum dp_config_action action)
 {
 	struct own_budget_config bc;
@@ -622,6 +646,10 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 	r = load_data(d);
 	if (r < 0)
 		return die(dp_exit_status(r, DP_EXIT_PHASE_LOAD), "data: %s", dp_error_detail(r));
+	if (own_mechanism_delta_large(&d->set, d->ds.n))
+		DP_WARN("owner", "--delta %g is at least 1/n = 1/%zu: a mechanism that releases one "
+			"row outright would meet it (docs/ownerd.md \"Mechanisms and delta\")",
+			d->set.delta, d->ds.n);
 	r = resolve_model_out(d);
 	if (r < 0)
 		return die(dp_exit_status(r, DP_EXIT_PHASE_ARGS), "out of memory");
@@ -634,6 +662,8 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 	bc.epsilon = d->set.epsilon;
 	bc.lifetime = d->set.lifetime_epsilon != 0 ? d->set.lifetime_epsilon : d->set.epsilon;
 	bc.lifetime_given = d->set.lifetime_epsilon != 0;
+	bc.lifetime_delta = own_mechanism_lifetime_delta(&d->set);
+	bc.lifetime_delta_given = d->set.lifetime_delta != -1;
 	bc.check_only = action == DP_CONFIG_CHECK;
 	bc.answers_cap = d->set.answers_cap;
 	bc.allow_inf = d->set.allow_no_noise;
@@ -655,6 +685,7 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 		if (r < 0)
 			return die(dp_exit_status(r, DP_EXIT_PHASE_LOAD), "%s", dp_error_detail(r));
 	}
+	warn_lifetime_delta(d);
 	if (action == DP_CONFIG_CHECK) {
 		char line[1024];
 

@@ -78,6 +78,11 @@ struct own_settings {
 	char *schema;
 	double epsilon;         /* each job's budget; +inf only with allow_no_noise */
 	double lifetime_epsilon; /* the dataset's over all jobs; 0: epsilon */
+	double delta;           /* the delta of the (epsilon, delta) guarantee of each
+				   job, in [0, 1): 0 = pure epsilon-DP, Gaussian
+				   refused; peer mode: > 0 = advanced composition
+				   (docs/ownerd.md "Mechanisms and delta") */
+	double lifetime_delta;  /* the same over all jobs; -1: not given (delta) */
 	bool once;              /* exit after one job */
 	uint64_t connect_attempts; /* with once: give up (exit 1) after this many
 				   attempts that reached something other than
@@ -107,7 +112,7 @@ struct own_settings {
 	char *trace;            /* per-agent wall-clock trace (CSV); NULL: trace.csv in the
 				   ledger directory */
 	int model;              /* enum dp_model: linear | logistic */
-	double mu, confidence, lambda, lambda_per_row, delta, clip, x2max, warm_start;
+	double mu, confidence, lambda, lambda_per_row, clip, x2max, warm_start;
 				/* lambda -1: lambda_per_row / m_i */
 	uint64_t wakeups;       /* T_i */
 	uint64_t warm_steps;    /* noisy steps of the warm start */
@@ -417,6 +422,36 @@ void own_peer_start(struct own_peer *p);
  * the loop runs; the memory itself with own_peer_free after the loop). */
 void own_peer_close(struct own_peer *p);
 void own_peer_free(struct own_peer *p);
+
+/* ---- mechanism.c: the mechanisms allowed, the delta ----------------------------- */
+
+/* The checks of --delta and --lifetime-delta (docs/ownerd.md "Mechanisms
+ * and delta"): delta in [0, 1) (at most 0.5 in peer mode), lifetime delta
+ * -1 (not given) or in [delta, 1).  0 or DP_EINVAL with a detail. */
+int own_mechanism_validate(const struct own_settings *s);
+/* The lifetime delta configured: --lifetime-delta, or --delta when not
+ * given (what a new ledger directory records; the one in force is the
+ * directory's, docs/ownerd.md "Mechanisms and delta"). */
+double own_mechanism_lifetime_delta(const struct own_settings *s);
+/* Whether delta >= 1/n_rows, a delta that would allow releasing a row
+ * outright (warned at startup). */
+bool own_mechanism_delta_large(const struct own_settings *s, uint64_t n_rows);
+/* Whether this owner answers a Gaussian job (Hello.gaussian): delta and the
+ * lifetime delta in force (the ledger directory's, own_budget_status) > 0,
+ * and a build that answers with Gaussian noise. */
+bool own_mechanism_gaussian(const struct own_settings *s, double lifetime_delta);
+/* What a Gaussian job can still spend in zCDP rho, given what it can
+ * spend in epsilon (HelloLimits.rho_left): the largest rho whose
+ * conversion at --delta is within eps_left (dp_zcdp_rho_for, before the
+ * sampler's slack); INFINITY for INFINITY; 0 when Gaussian is not allowed
+ * or nothing is left. */
+double own_mechanism_rho_left(const struct own_settings *s, double lifetime_delta,
+			      double eps_left);
+/* A Welcome's mechanism against this owner's (docs/protocol.md §5
+ * "Mechanisms"): 0 when it is allowed, else DP_EREFUSED with why (size
+ * bytes) naming the job and the fix; nothing is logged or sent. */
+int own_mechanism_check_welcome(const struct own_settings *s, double lifetime_delta,
+				const Dpasync__Welcome *w, char *why, size_t size);
 
 /* ---- peerfile.c: the address book ------------------------------------------- */
 

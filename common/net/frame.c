@@ -295,6 +295,17 @@ static int check_num(const char *msg, const char *field, double v, int lo_kind, 
 	return 0;
 }
 
+/* A delta of an (epsilon, delta) guarantee: in [0, 1), 0 for pure
+ * epsilon-DP (docs/protocol.md §5 "Mechanisms"). */
+static int check_delta(const char *msg, const char *field, double v)
+{
+	int r = check_num(msg, field, v, 1, 0);
+
+	if (r == 0 && !(v < 1))
+		r = dp_error_set(DP_EPROTO, "%s.%s = %g is not below 1", msg, field, v);
+	return r;
+}
+
 /* The schema summary (docs/protocol.md §5 "Schema summary"): one entry per
  * column of x, printable names, finite numbers, a positive scale. */
 static int check_summary(const Dpasync__SchemaSummary *s, size_t p, const struct vlimits *l)
@@ -358,6 +369,12 @@ static int check_hello(const Dpasync__Hello *h, const struct vlimits *l)
 		r = check_num("hello", "limits.lifetime_left", h->limits->lifetime_left, 1, 1);
 	if (r == 0 && h->limits != NULL)
 		r = check_num("hello", "limits.theta_max", h->limits->theta_max, 2, 1);
+	if (r == 0 && h->limits != NULL)
+		r = check_num("hello", "limits.rho_left", h->limits->rho_left, 1, 1);
+	if (r == 0)
+		r = check_delta("hello", "delta", h->delta);
+	if (r == 0)
+		r = check_delta("hello", "lifetime_delta", h->lifetime_delta);
 	if (r == 0 && h->schema_summary != NULL)
 		r = check_summary(h->schema_summary, h->n_features, l);
 	return r;
@@ -395,6 +412,14 @@ static int check_welcome(const Dpasync__Welcome *w, const struct vlimits *l)
 	if (w->mode != DPASYNC__MODE__MODE_UNSPECIFIED && w->mode != DPASYNC__MODE__MODE_REQUEST &&
 	    w->mode != DPASYNC__MODE__MODE_BROADCAST)
 		return dp_error_set(DP_EPROTO, "welcome.mode %d unknown", (int)w->mode);
+	/* The mechanism and its clip (docs/protocol.md §5 "Mechanisms"). */
+	if (w->mechanism == DPASYNC__MECHANISM__MECHANISM_GAUSSIAN)
+		return check_num("welcome", "clip_l2", w->clip_l2, 2, 0);
+	if (w->mechanism != DPASYNC__MECHANISM__MECHANISM_LAPLACE)
+		return dp_error_set(DP_EPROTO, "welcome.mechanism %d unknown", (int)w->mechanism);
+	if (w->clip_l2 != 0)
+		return dp_error_set(DP_EPROTO, "welcome.clip_l2 = %g with the Laplace mechanism",
+				    w->clip_l2);
 	return 0;
 }
 

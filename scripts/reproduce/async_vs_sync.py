@@ -219,11 +219,13 @@ def failure(d, console, rc):
 
 
 def model_of(ck, theta, path):
-    """A model file of checkpoint ck's job with theta, for dpasync eval."""
+    """A model file of checkpoint ck's job with theta, for dpasync eval,
+    which guesses no target: the cluster's data (dpasync gen) has it in
+    column y."""
     job = ck['job']
     m = {'format': 'dpasync-model', 'version': 1, 'model': job['model'], 'job': job['name'],
          'T': job['T'], 'lambda': job['lambda'], 'theta_max': job['theta_max'],
-         'clip_l1': job['clip_l1'], 'bias': job['bias'], 'theta': theta}
+         'clip_l1': job['clip_l1'], 'bias': job['bias'], 'target': 'y', 'theta': theta}
     with open(path, 'w') as f:
         json.dump(m, f)
 

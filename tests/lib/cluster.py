@@ -179,6 +179,35 @@ class Cluster:
             time.sleep(0.02)
         raise Fail('trace did not reach %d rows' % n)
 
+    def start_fake_owner(self, name, rows, p, extra=(), log=None):
+        """A scripted owner (tests/integration/daemons/fake_owner.c) with
+        name's certificate claiming rows and p, answering zero gradients;
+        its stderr goes to log (default: fake-NAME.log)."""
+        fake = os.path.join(os.path.dirname(self.learnerd), '..', 'tests', 'integration',
+                            'daemons', 'fake_owner')
+        k = self.certs()
+        cmd = [fake, '--learner', '127.0.0.1:%d' % self.port, '--ca', k + '/ca.crt',
+               '--cert', '%s/%s.crt' % (k, name), '--key', '%s/%s.key' % (k, name),
+               '--id', name, '--p', str(p), '--rows', rows, '--grad-a', '0',
+               '--grad-c', ','.join(['0'] * p)] + list(extra)
+        err = open(log or self.path('fake-%s.log' % name), 'a')
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        self.procs.append(proc)
+        return proc
+
+    def wait_learner_log(self, needle, timeout=20):
+        """Wait until learnerd.log holds needle and return the log; Fail
+        when learnerd exits first or after timeout seconds."""
+        end = time.time() + timeout
+        while time.time() < end:
+            log = open(self.path('learnerd.log')).read()
+            if needle in log:
+                return log
+            check(self.learner.poll() is None, 'learnerd exited %s waiting for %r:\n%s'
+                  % (self.learner.returncode, needle, log[-2000:]))
+            time.sleep(0.05)
+        raise Fail('learnerd log has no %r after %d s:\n%s' % (needle, timeout, log[-2000:]))
+
     def wait_learner(self, timeout=120):
         try:
             out, _ = self.learner.communicate(timeout=timeout)

@@ -493,6 +493,49 @@ static void test_lifetime_recorded(void **state)
 	(void)state;
 }
 
+/* The lifetime delta (docs/ownerd.md "Mechanisms and delta"): a new
+ * directory records the configured one; later, not given, the recorded one
+ * is in force; given and lower, it is lowered for good (recorded); given
+ * and higher, the start is refused. */
+static void test_lifetime_delta(void **state)
+{
+	struct budget_fx f;
+	struct own_budget_status st;
+
+	(void)state;
+	budget_fx_init(&f, "delta", 1.0, 1.0);
+	f.cfg.lifetime_delta = 1e-6;
+	assert_int_equal(own_budget_open(&f.b, &f.cfg), 0);
+	own_budget_status(&f.b, &st);
+	assert_true(st.lifetime_delta == 1e-6);
+	assert_true(dp_ledgerset_lifetime_delta(f.b.set) == 1e-6);
+	own_budget_close(&f.b);
+
+	f.cfg.lifetime_delta = 0;   /* --delta 0 now, lifetime-delta not given */
+	assert_int_equal(own_budget_open(&f.b, &f.cfg), 0);
+	own_budget_status(&f.b, &st);
+	assert_true(st.lifetime_delta == 1e-6);
+	own_budget_close(&f.b);
+
+	f.cfg.lifetime_delta = 1e-5;
+	f.cfg.lifetime_delta_given = true;
+	assert_int_equal(own_budget_open(&f.b, &f.cfg), DP_EINVAL);
+	assert_non_null(strstr(dp_error_detail(DP_EINVAL), "--lifetime-delta 1e-05 is above the "
+			       "lifetime delta 1e-06"));
+	assert_null(f.b.set);
+
+	f.cfg.lifetime_delta = 1e-7;
+	assert_int_equal(own_budget_open(&f.b, &f.cfg), 0);
+	own_budget_status(&f.b, &st);
+	assert_true(st.lifetime_delta == 1e-7);
+	assert_int_equal(dp_ledgerset_lifetime_count(f.b.set), 2);
+	own_budget_close(&f.b);
+	f.cfg.lifetime_delta_given = false;
+	assert_int_equal(own_budget_open(&f.b, &f.cfg), 0);
+	assert_true(dp_ledgerset_lifetime_delta(f.b.set) == 1e-7);
+	own_budget_close(&f.b);
+}
+
 /* Write `len` bytes as a new file at `path` (a new inode, as `cp` over a
  * removed file leaves it). */
 static void new_file(const char *path, const char *bytes, size_t len)
@@ -1072,6 +1115,7 @@ int main(void)
 		cmocka_unit_test(test_lifetime),
 		cmocka_unit_test(test_lifetime_jobs),
 		cmocka_unit_test(test_lifetime_recorded),
+		cmocka_unit_test(test_lifetime_delta),
 		cmocka_unit_test(test_closed_rollback),
 		cmocka_unit_test(test_gauges),
 		cmocka_unit_test(test_new_job_cap),

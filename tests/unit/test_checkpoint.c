@@ -786,6 +786,48 @@ static void test_schema_summary(void **state)
 	lrnjob_free(&J);
 }
 
+/* Version 5 keeps the mechanism (docs/learnerd.md "Mechanisms"): a job
+ * resumes only with the one it started with, a version-4 file's is
+ * Laplace, and a value that is neither is refused. */
+static void test_mechanism(void **state)
+{
+	struct lrn_settings s = lrnjob_settings();
+	struct json_object *root;
+	struct lrn_job J, R;
+	char *saved;
+
+	(void)state;
+	s.mechanism = DP_MECH_GAUSSIAN;
+	rich_job(&J, &s, "mech");
+	assert_int_equal(lrn_checkpoint_save(&J, false), 0);
+	assert_int_equal(load(&R, &s, "mech"), 0);
+	drop(&R);
+	s.mechanism = DP_MECH_LAPLACE;
+	assert_int_equal(load(&R, &s, "mech"), DP_EINVAL);
+	assert_non_null(strstr(dp_error_detail(DP_EINVAL), "mechanism is gaussian in the "
+			       "checkpoint but laplace now"));
+	drop(&R);
+	saved = lrnjob_slurp(J.ckpt_path);
+	/* Version 4: no key, a Laplace job. */
+	root = json_tokener_parse(saved);
+	json_object_object_del(member(root, "job"), "mechanism");
+	json_object_object_add(root, "version", json_object_new_int(4));
+	put_root(root, "mech4");
+	assert_int_equal(load(&R, &s, "mech4"), 0);
+	drop(&R);
+	s.mechanism = DP_MECH_GAUSSIAN;
+	assert_int_equal(load(&R, &s, "mech4"), DP_EINVAL);
+	drop(&R);
+	root = json_tokener_parse(saved);
+	json_object_object_add(member(root, "job"), "mechanism", json_object_new_string("both"));
+	put_root(root, "mechb");
+	assert_int_equal(load(&R, &s, "mechb"), DP_EFORMAT);
+	assert_non_null(strstr(dp_error_detail(DP_EFORMAT), "bad mechanism 'both'"));
+	drop(&R);
+	free(saved);
+	lrnjob_free(&J);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -801,6 +843,7 @@ int main(void)
 		cmocka_unit_test(test_sync_resume),
 		cmocka_unit_test(test_version2_fixtures),
 		cmocka_unit_test(test_schema_summary),
+		cmocka_unit_test(test_mechanism),
 	};
 	int rc;
 

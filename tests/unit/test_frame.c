@@ -432,6 +432,35 @@ static void test_validate_others(void **state)
 	h.version = 1;
 	h.n_rows = 0;
 	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
+	h.n_rows = 5;
+	/* The deltas (docs/protocol.md §5 "Mechanisms"): in [0, 1), 0 (also
+	 * absent) being pure epsilon-DP only; rho_left >= 0, inf allowed. */
+	h.delta = 1e-6;
+	h.lifetime_delta = 1e-5;
+	assert_int_equal(dp_frame_validate(&e, &lim), 0);
+	h.delta = 1;
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
+	assert_non_null(strstr(dp_error_detail(DP_EPROTO), "hello.delta"));
+	h.delta = -1e-9;
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
+	h.delta = NAN;
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
+	h.delta = 0;
+	h.lifetime_delta = INFINITY;
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
+	h.lifetime_delta = 0;
+	{
+		Dpasync__HelloLimits hl = DPASYNC__HELLO_LIMITS__INIT;
+
+		hl.theta_max = 1;
+		hl.rho_left = INFINITY;
+		h.limits = &hl;
+		assert_int_equal(dp_frame_validate(&e, &lim), 0);
+		hl.rho_left = -1;
+		assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
+		assert_non_null(strstr(dp_error_detail(DP_EPROTO), "limits.rho_left"));
+		h.limits = NULL;
+	}
 
 	e.msg_case = DPASYNC__ENVELOPE__MSG_WELCOME;
 	e.welcome = &w;
@@ -471,6 +500,22 @@ static void test_validate_others(void **state)
 	w.clip_l1 = 0;
 	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	w.clip_l1 = 1;
+	/* The mechanism: Laplace (0, also absent) without clip_l2, Gaussian
+	 * with a positive one, nothing else. */
+	w.clip_l2 = 1;
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
+	w.mechanism = DPASYNC__MECHANISM__MECHANISM_GAUSSIAN;
+	assert_int_equal(dp_frame_validate(&e, &lim), 0);
+	w.clip_l2 = 0;
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
+	assert_non_null(strstr(dp_error_detail(DP_EPROTO), "clip_l2"));
+	w.clip_l2 = INFINITY;
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
+	w.clip_l2 = 1;
+	w.mechanism = 2;
+	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
+	w.mechanism = DPASYNC__MECHANISM__MECHANISM_LAPLACE;
+	w.clip_l2 = 0;
 	w.p = 2;
 	assert_int_equal(dp_frame_validate(&e, &lim), DP_EPROTO);
 	w.p = 3;

@@ -251,6 +251,60 @@ static void test_take_hello(void **state)
 	lrn_state_free(&J);
 }
 
+/* A Gaussian job (docs/protocol.md §5 "Mechanisms"): an owner whose Hello
+ * does not allow Gaussian answers (delta 0, or a Hello from before delta:
+ * the same zeros) is refused with BAD_CLAIM and the fix; one that allows
+ * them is taken, and judged on its rho left; a Laplace job takes all. */
+static void test_mechanism(void **state)
+{
+	struct lrn_settings s = lrnjob_settings();
+	struct lrn_job J;
+	struct lrn_claims c = claim(5, 3);
+	struct lrn_owner *o;
+	char why[256];
+	int bye;
+
+	(void)state;
+	assert_int_equal(lrn_state_init(&J, &s, lrnjob_names, 2), 0);
+	assert_int_equal(check(&J, 0, &c, &bye, why), 0);   /* Laplace: delta 0 is fine */
+	s.mechanism = DP_MECH_GAUSSIAN;
+	assert_int_equal(check(&J, 0, &c, &bye, why), DP_EREFUSED);
+	assert_int_equal(bye, DPASYNC__GOODBYE_CODE__GOODBYE_BAD_CLAIM);
+	assert_non_null(strstr(why, "owner owner-1 allows pure epsilon-DP only"));
+	assert_non_null(strstr(why, "set ownerd's --delta"));
+	c.delta = 1e-6;   /* delta but a lifetime delta of 0 */
+	assert_int_equal(check(&J, 0, &c, &bye, why), DP_EREFUSED);
+	assert_non_null(strstr(why, "has lifetime delta 0"));
+	c.lifetime_delta = 1e-6;   /* both, and a build that cannot answer */
+	assert_int_equal(check(&J, 0, &c, &bye, why), DP_EREFUSED);
+	assert_non_null(strstr(why, "cannot answer with Gaussian noise"));
+	c.gaussian = true;
+	assert_int_equal(check(&J, 0, &c, &bye, why), 0);
+
+	/* Planned on what is left, in rho: its job's rho_left, else what the
+	 * smaller of epsilon and lifetime_left is worth at its delta. */
+	o = &J.owners[0];
+	c.has_limits = true;
+	c.epsilon_left = 0.5;
+	c.lifetime_left = 2;
+	c.theta_max = INFINITY;
+	c.same_job = true;
+	c.rho_left = 0.01;
+	lrn_state_take_hello(&J, o, &c);
+	assert_true(o->rho_left == 0.01 && o->eps_left == 0.5);
+	assert_false(lrn_state_no_budget(o));
+	c.rho_left = 0;
+	lrn_state_take_hello(&J, o, &c);
+	assert_true(lrn_state_no_budget(o));
+	c.same_job = false;
+	lrn_state_take_hello(&J, o, &c);
+	assert_true(o->eps_left == 1.0 && o->rho_left > 0 && o->rho_left < 1.0);
+	c.lifetime_left = 0;
+	lrn_state_take_hello(&J, o, &c);
+	assert_true(o->rho_left == 0 && lrn_state_no_budget(o));
+	lrn_state_free(&J);
+}
+
 /* What an owner can give: its own cap, else the plan's K_i, else T; 0
  * before the plan. */
 static void test_cap(void **state)
@@ -641,6 +695,7 @@ int main(void)
 		cmocka_unit_test(test_check_hello),
 		cmocka_unit_test(test_check_claims),
 		cmocka_unit_test(test_take_hello),
+		cmocka_unit_test(test_mechanism),
 		cmocka_unit_test(test_cap),
 		cmocka_unit_test(test_start),
 		cmocka_unit_test(test_plan_left),

@@ -48,16 +48,7 @@ T = 150
 
 
 def liar(c, bindir, name, rows, p, extra=()):
-    fake = os.path.join(bindir, 'tests', 'integration', 'daemons', 'fake_owner')
-    k = c.path('certs')
-    cmd = [fake, '--learner', '127.0.0.1:%d' % c.port, '--ca', k + '/ca.crt',
-           '--cert', '%s/%s.crt' % (k, name), '--key', '%s/%s.key' % (k, name), '--id', name,
-           '--p', str(p), '--rows', rows, '--grad-a', '0', '--grad-c', ','.join(['0'] * p)]
-    cmd += list(extra)
-    log = open(c.path('liar-%s.log' % name), 'a')
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
-    c.procs.append(proc)
-    return proc
+    return c.start_fake_owner(name, rows, p, extra, log=c.path('liar-%s.log' % name))
 
 
 def exit_code(proc, what, timeout=20):
@@ -68,15 +59,7 @@ def exit_code(proc, what, timeout=20):
 
 
 def wait_log(c, needle, timeout=20):
-    end = time.time() + timeout
-    while time.time() < end:
-        log = open(c.path('learnerd.log')).read()
-        if needle in log:
-            return log
-        check(c.learner.poll() is None, 'learnerd exited %s waiting for %r:\n%s'
-              % (c.learner.returncode, needle, log[-2000:]))
-        time.sleep(0.05)
-    raise Fail('learnerd log has no %r after %d s:\n%s' % (needle, timeout, log[-2000:]))
+    return c.wait_learner_log(needle, timeout)
 
 
 def finish(c, owners):
