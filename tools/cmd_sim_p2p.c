@@ -17,6 +17,7 @@
 #include "common/core/graph.h"
 #include "common/core/json.h"
 #include "common/core/modelfile.h"
+#include "common/core/query.h"
 #include "common/core/schedule.h"
 #include "common/net/config.h"
 #include "tools/cmds.h"
@@ -49,7 +50,7 @@ static const char p2p_epilog[] =
 static const char *const p2p_modes[] = { "p2p", NULL };
 
 struct p2p_opts {
-	int mode, model;
+	int mode, model, mechanism;
 	char *target, *schema, *graph, *schedule, *out;
 	bool bias, local, have_lambda, have_lpr, have_x2max;
 	double mu, lambda_per_row, delta, clip, x2max, theta_max, warm_start;
@@ -66,6 +67,9 @@ static int check_opts(void *arg)
 	if (o->model == DP_MODEL_SVM)
 		return dp_error_set(DP_EINVAL, "--model svm: the hinge loss is not smooth; the peer "
 				    "update needs linear or logistic");
+	if (o->mechanism == DP_MECH_GAUSSIAN && !(o->delta > 0))
+		return dp_error_set(DP_EINVAL, "--mechanism gaussian needs --delta > 0 (delta 0 is "
+				    "pure epsilon-DP, which only laplace gives)");
 	if (o->have_lambda && o->have_lpr)
 		return dp_error_set(DP_EINVAL, "give --lambda or --lambda-per-row, not both");
 	if (!o->local && o->graph == NULL)
@@ -131,12 +135,14 @@ static int agent_error(int rc, const char *id)
 	return prefix_detail(rc, prefix);
 }
 
-/* Agent i's per-wake-up and per-warm-step epsilon (docs/p2p.md). */
+/* Agent i's per-wake-up and per-warm-step epsilon, or rho for Gaussian
+ * (docs/p2p.md, docs/peer-agents.md "Privacy"). */
 static int agent_split(const struct p2p_opts *o, struct p2p_run *r, size_t i)
 {
 	r->warm[i] = o->warm_start > 0 ? o->warm_steps : 0;
-	return dp_p2psim_warm_split(r->eps[i], o->warm_start, o->warm_steps, o->delta,
-				    r->wakeups[i], &r->eps_t[i], &r->eps_warm[i]);
+	return dp_p2psim_mech_split((dp_mech)o->mechanism, r->od.ds[0].p, r->eps[i],
+				    o->warm_start, o->warm_steps, o->delta, r->wakeups[i],
+				    &r->eps_t[i], &r->eps_warm[i]);
 }
 
 /* The per-agent parameters of the epilog. */
@@ -192,6 +198,7 @@ static int write_summary(const struct p2p_opts *o, const struct p2p_run *r, size
 			 const char *path)
 {
 	struct json_object *j = json_object_new_object(), *agents;
+	bool gauss = o->mechanism == DP_MECH_GAUSSIAN;
 	int rc;
 
 	if (j == NULL)
@@ -207,7 +214,10 @@ static int write_summary(const struct p2p_opts *o, const struct p2p_run *r, size
 	if (rc == 0)
 		rc = dp_json_add(j, "mu", dp_json_double(o->mu));
 	if (rc == 0)
-		rc = dp_json_add(j, "clip_l1", dp_json_double(o->clip));
+		rc = dp_json_add(j, "mechanism",
+				 json_object_new_string(dp_query_mech_name((dp_mech)o->mechanism)));
+	if (rc == 0)
+		rc = dp_json_add(j, gauss ? "clip_l2" : "clip_l1", dp_json_double(o->clip));
 	if (rc == 0)
 		rc = dp_json_add(j, "delta", dp_json_double(o->delta));
 	if (rc == 0)
@@ -250,11 +260,12 @@ static int write_summary(const struct p2p_opts *o, const struct p2p_run *r, size
 		if (rc == 0)
 			rc = dp_json_add(a, "wakeups", json_object_new_uint64(r->done[i]));
 		if (rc == 0)
-			rc = dp_json_add(a, "epsilon_per_wakeup", dp_json_double_inf(r->eps_t[i]));
+			rc = dp_json_add(a, gauss ? "rho_per_wakeup" : "epsilon_per_wakeup",
+					 dp_json_double_inf(r->eps_t[i]));
 		if (rc == 0)
 			rc = dp_json_add(a, "warm_steps", json_object_new_uint64(r->warm[i]));
 		if (rc == 0)
-			rc = dp_json_add(a, "epsilon_per_warm_step",
+			rc = dp_json_add(a, gauss ? "rho_per_warm_step" : "epsilon_per_warm_step",
 					 dp_json_double_inf(r->eps_warm[i]));
 	}
 	if (rc != 0)
@@ -277,7 +288,10 @@ static int write_outputs(const struct p2p_opts *o, const struct p2p_run *r, size
 		dp_modelfile mf = { .model = o->model, .p = p, .theta = r->theta + i * p,
 				    .features = r->od.ds[i].names, .target = r->od.ds[i].target,
 				    .bias = o->bias, .T = r->done[i], .lambda = r->lambda[i],
-				    .theta_max = o->theta_max, .clip = o->clip };
+				    .theta_max = o->theta_max,
+				    /* the file's clip is L1 (clip_l1): none for
+				     * Gaussian, whose L2 clip is in summary.json */
+				    .clip = o->mechanism == DP_MECH_GAUSSIAN ? 0.0 : o->clip };
 
 		snprintf(mf.mode, sizeof(mf.mode), "%s", o->local ? "local" : "peer");
 		snprintf(path, sizeof(path), "%s/agents/%s.json", o->out, r->ids[i]);
@@ -372,6 +386,7 @@ static int simulate(void *arg)
 		s.c = r.c;
 		s.lambda = r.lambda;
 		s.L_loc = r.L_loc;
+		s.mech = (dp_mech)o->mechanism;
 		s.eps_t = r.eps_t;
 		s.warm = r.warm;
 		s.eps_warm = r.eps_warm;
@@ -396,9 +411,10 @@ static int simulate(void *arg)
 		rc = write_outputs(o, &r, p);
 	if (rc != 0)
 		goto fail;
-	printf("mode=p2p model=%s N=%zu p=%zu edges=%zu steps=%zu%s out=%s\n",
+	printf("mode=p2p model=%s N=%zu p=%zu edges=%zu steps=%zu%s%s out=%s\n",
 	       dp_model_name(o->model), N, p, dp_graph_edges(r.graph), r.steps,
-	       o->local ? " local=1" : "", o->out);
+	       o->local ? " local=1" : "",
+	       o->mechanism == DP_MECH_GAUSSIAN ? " mechanism=gaussian" : "", o->out);
 	status = DP_EXIT_OK;
 	goto done;
 fail:
@@ -435,9 +451,14 @@ int dp_cmd_sim_p2p(int argc, char **argv)
 		{ .name = "epsilon", DP_CFG_DOUBLES_INF(&o.eps), .def = "1", .min = 0,
 		  .max = INFINITY, .min_exclusive = true, .metavar = "E[,..]",
 		  .help = "each agent's budget, one for all or one per\nagent; inf = no noise" },
+		{ .name = "mechanism", DP_CFG_ENUM(&o.mechanism, dp_query_mech_names),
+		  .def = "laplace", .metavar = "M",
+		  .help = "laplace (L1 clip, the paper's) | gaussian\n(L2 clip, zCDP at --delta; "
+			  "docs/peer-agents.md)" },
 		{ .name = "delta", DP_CFG_DOUBLE(&o.delta), .def = "0", .min = 0, .max = 1,
 		  .metavar = "D",
-		  .help = "each agent's delta: > 0 allows the advanced\ncomposition over its wake-ups" },
+		  .help = "each agent's delta: > 0 allows the advanced\ncomposition over its wake-ups "
+			  "(gaussian:\nneeded, its zCDP budget is taken at it)" },
 		{ .name = "wakeups", DP_CFG_SIZES(&o.wakeups), .min = 1, .max = INFINITY,
 		  .metavar = "T[,..]",
 		  .help = "T_i, the wake-ups the budget is split over,\none for all or one per "
@@ -448,7 +469,7 @@ int dp_cmd_sim_p2p(int argc, char **argv)
 		  .help = "agents' Poisson clock rates (default 1 each)" },
 		{ .name = "clip", DP_CFG_DOUBLE(&o.clip), .def = "1", .min = 0, .max = INFINITY,
 		  .min_exclusive = true, .metavar = "X",
-		  .help = "L1 clip bound on per-row gradients (the\npaper's L0)" },
+		  .help = "clip bound on per-row gradients: L1 (the\npaper's L0), L2 for gaussian" },
 		{ .name = "warm-start", DP_CFG_DOUBLE(&o.warm_start), .def = "0", .min = 0,
 		  .max = INFINITY, .metavar = "EPS",
 		  .help = "private local warm start spending EPS of\neach agent's --epsilon, as "

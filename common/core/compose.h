@@ -15,6 +15,7 @@
 #ifndef DP_COMPOSE_H
 #define DP_COMPOSE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* The eps' of T-fold advanced composition of eps_t-DP steps at delta
@@ -55,5 +56,22 @@ typedef struct dp_compose_budget {
  * ..."). */
 int dp_compose_plan(double eps, double warm, uint64_t K, double delta, uint64_t T,
 		    dp_compose_budget *out);
+
+/* The plan of a Gaussian agent (docs/peer-agents.md "Privacy"): its T
+ * wake-ups and K warm-start steps (when warm > 0) are all Gaussian answers
+ * of d coordinates.  The cap is dp_zcdp_cap's rho for (eps, delta) over
+ * T + K answers (the samplers' slack and tail charged, docs/zcdp.md §7);
+ * the warm start gets the fraction warm / eps of it split over its K
+ * steps, the wake-ups the rest split over T, each share in rho
+ * (eps_step, eps_warm hold rho here) such that the rounded-up charges fit
+ * the rounded-down cap.  *slack_nano receives each answer's sampler slack
+ * charge, the ledger's slack_eps.  eps = inf gives inf for all three and
+ * slack 0.  Errors (DP_EINVAL unless said, outputs untouched): those of
+ * dp_compose_plan for warm and K, eps not > 0, T = 0, delta 0
+ * ("--mechanism gaussian needs --delta > 0 ...") or not in (0, 1), dp_zcdp_cap's
+ * (DP_ERANGE for an eps too large for the sampler's tail), a share below
+ * one nano-rho. */
+int dp_compose_plan_gauss(double eps, double warm, uint64_t K, double delta, uint64_t T,
+			  size_t d, dp_compose_budget *out, uint64_t *slack_nano);
 
 #endif

@@ -454,14 +454,14 @@ int dp_zcdp_rho_left(const dp_zcdp_totals *spent, uint64_t slack_nano, uint64_t 
 	return 0;
 }
 
-int dp_zcdp_share(double eps, double delta, uint64_t answers, size_t d, double eta, double tail,
-		  double *rho_q, uint64_t *slack_nano)
+int dp_zcdp_cap(double eps, double delta, uint64_t answers, size_t d, double eta, double tail,
+		double *cap_rho, uint64_t *slack_nano)
 {
 	double slack_q, slack, tail_delta, cap;
 	uint64_t sn;
 	int rc;
 
-	DP_REQUIRE(rho_q != NULL && slack_nano != NULL);
+	DP_REQUIRE(cap_rho != NULL && slack_nano != NULL);
 	if (!(eps > 0))
 		return dp_error_set(DP_EINVAL, "zcdp: epsilon %g is not > 0", eps);
 	if (!(delta > 0 && delta < 1))
@@ -472,7 +472,7 @@ int dp_zcdp_share(double eps, double delta, uint64_t answers, size_t d, double e
 		return dp_error_set(DP_EINVAL, "zcdp: sampler slack %g or tail %g out of range",
 				    eta, tail);
 	if (isinf(eps)) {
-		*rho_q = INFINITY;
+		*cap_rho = INFINITY;
 		*slack_nano = 0;
 		return 0;
 	}
@@ -496,6 +496,27 @@ int dp_zcdp_share(double eps, double delta, uint64_t answers, size_t d, double e
 	rc = dp_zcdp_rho_for(eps, slack, nextafter(delta - tail_delta, 0.0), &cap);
 	if (rc != 0)
 		return rc;
+	*cap_rho = cap;
+	*slack_nano = sn;
+	return 0;
+}
+
+int dp_zcdp_share(double eps, double delta, uint64_t answers, size_t d, double eta, double tail,
+		  double *rho_q, uint64_t *slack_nano)
+{
+	double cap;
+	uint64_t sn;
+	int rc;
+
+	DP_REQUIRE(rho_q != NULL && slack_nano != NULL);
+	rc = dp_zcdp_cap(eps, delta, answers, d, eta, tail, &cap, &sn);
+	if (rc != 0)
+		return rc;
+	if (isinf(cap)) {
+		*rho_q = INFINITY;
+		*slack_nano = 0;
+		return 0;
+	}
 	rc = dp_nano_share(cap, answers, rho_q);
 	if (rc != 0)
 		return dp_error_set(rc, "zcdp: epsilon %g at delta %g leaves rho %g, less than "

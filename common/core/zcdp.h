@@ -71,6 +71,17 @@ int dp_zcdp_rho_dgauss(double delta2, double sigma, size_t d, double *rho);
  * d = 0). */
 int dp_zcdp_sigma_for(double delta2, double rho, size_t d, double *sigma);
 
+/* The rho cap of a job that may spend (eps, delta) over `answers` Gaussian
+ * answers of d coordinates, before it is shared (docs/zcdp.md §7): the cap
+ * dp_zcdp_share below divides, rounded down, and in *slack_nano each
+ * answer's sampler slack charge (nano units, rounded up).  For callers that
+ * share the cap unequally (a peer agent's warm start and wake-ups,
+ * docs/peer-agents.md "Privacy").  eps = INFINITY gives INFINITY and no
+ * slack.  Errors: dp_zcdp_share's, but for the one-nano-rho-per-answer
+ * check; outputs untouched then. */
+int dp_zcdp_cap(double eps, double delta, uint64_t answers, size_t d, double eta, double tail,
+		double *cap_rho, uint64_t *slack_nano);
+
 /* A job's budget over Gaussian answers (docs/zcdp.md §7): the rho of each
  * of `answers` answers of d coordinates when the job may spend (eps, delta)
  * at most.  Each answer is charged, in nano units rounded up, its rho and

@@ -52,6 +52,7 @@ def f4(x):
 PAPER = {'local': 1.2834, 'cd': 0.9502, '1': 0.9527, '0.5': 0.9545, '0.1': 0.9855}
 EPS = ['1', '0.5', '0.1']
 DELTA = math.exp(-5)
+MECHANISM = 'laplace'                           # the private runs' (--mechanism)
 LAMBDAS = [0.1, 1, 3, 10, 30]                   # lambda_i * m_i (one value for all users)
 # The grids mu x wake-ups x clip x warm-start share of eps tried on
 # validation: the non-private runs need many small steps; the private ones
@@ -211,7 +212,8 @@ class Run:
     def cd(self, eps, seed):
         """mu and T on validation (graph of the fit ratings), then the chosen
         setting on all training ratings, scored on test."""
-        flags = ['--epsilon', eps] + ([] if eps == 'inf' else ['--delta', repr(DELTA)])
+        flags = ['--epsilon', eps] + ([] if eps == 'inf' else
+                                      ['--delta', repr(DELTA), '--mechanism', MECHANISM])
         mus, wakeups, clips, warms = GRID['inf' if eps == 'inf' else 'private']
         best = None
         for mu, w, clip, warm in itertools.product(mus, wakeups, clips, warms):
@@ -261,7 +263,12 @@ def plot(out, res):
 
 
 def main():
-    a = C.args(__doc__)
+    a = C.args(__doc__, lambda p: p.add_argument(
+        '--mechanism', choices=['laplace', 'gaussian'], default='laplace',
+        help='the private runs\' mechanism (docs/peer-agents.md §2); --clip is L2 for '
+             'gaussian'))
+    global MECHANISM
+    MECHANISM = a.mechanism
     tools = C.Tools(a)
     quick = C.quick(a)
     runs = 1 if quick else 5
@@ -297,7 +304,7 @@ def main():
         'zero_rmse': mean('zero_rmse'),
         'cd_rmse': mean('cd_rmse'),
         'private_rmse': {e: sum(x['private_rmse'][e] for x in per_run) / runs for e in EPS},
-        'delta': DELTA, 'grid': GRID, 'lambdas': LAMBDAS, 'paper_ml100k': PAPER, 'per_run': per_run,
+        'delta': DELTA, 'mechanism': MECHANISM, 'grid': GRID, 'lambdas': LAMBDAS, 'paper_ml100k': PAPER, 'per_run': per_run,
         'seconds': round(time.time() - t0, 1),
     }
     result['cd_beats_tuned_local'] = result['cd_rmse'] < result['local_rmse']

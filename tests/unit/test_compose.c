@@ -12,6 +12,8 @@
 #include "common/core/compose.h"
 #include "common/core/error.h"
 #include "common/core/nano.h"
+#include "common/core/noise.h"
+#include "common/core/zcdp.h"
 
 static void test_pure_is_equal_split(void **state)
 {
@@ -156,6 +158,55 @@ static void test_plan_infinite_and_errors(void **state)
 	assert_true(b.cap == 7 && b.eps_step == 7 && b.eps_warm == 7);
 }
 
+/* The Gaussian agent's plan (docs/peer-agents.md "Privacy"): without a
+ * warm start it is dp_zcdp_share's job split; with one the warm start
+ * takes warm / eps of the rho cap; either way the rounded charges and
+ * their slack stay within (eps, delta) (docs/zcdp.md §5). */
+static void test_plan_gauss(void **state)
+{
+	const double delta = 1e-6;
+	dp_compose_budget b = { 7, 7, 7 };
+	dp_zcdp_totals t = { 0 };
+	uint64_t sn = 7, sn2, tn, wn;
+	double cap, rho_q, e;
+
+	(void)state;
+	assert_int_equal(dp_compose_plan_gauss(1.0, 0, 0, delta, 10, 5, &b, &sn), 0);
+	assert_int_equal(dp_zcdp_cap(1.0, delta, 10, 5, DP_NOISE_DGAUSS_SLACK,
+				     DP_NOISE_DGAUSS_TAIL, &cap, &sn2), 0);
+	assert_int_equal(dp_zcdp_share(1.0, delta, 10, 5, DP_NOISE_DGAUSS_SLACK,
+				       DP_NOISE_DGAUSS_TAIL, &rho_q, &sn2), 0);
+	assert_true(b.cap == cap && b.eps_step == rho_q && b.eps_warm == 0 && sn == sn2);
+	assert_fits(&b, 0, 10);
+	for (uint64_t T = 1; T <= 50; T += 7)
+		for (uint64_t K = 1; K <= 13; K += 4) {
+			assert_int_equal(dp_compose_plan_gauss(1.0 / 3.0, 1.0 / 7.0, K, delta, T, 7,
+							       &b, &sn), 0);
+			assert_fits(&b, K, T);
+			assert_int_equal(dp_nano_ceil(b.eps_step, &tn), 0);
+			assert_int_equal(dp_nano_ceil(b.eps_warm, &wn), 0);
+			/* the warm start's part is 3/7 of the cap, to a nano-rho */
+			assert_true(fabs((double)(wn * K) / (double)(wn * K + tn * T) - 3.0 / 7.0) <
+				    2.0 * (double)(K + T) * 1e-9 / b.cap);
+			t = (dp_zcdp_totals){ .rho_gauss = wn * K + tn * T, .slack = sn * (K + T) };
+			assert_int_equal(dp_zcdp_best_eps(&t, delta, &e), 0);
+			assert_true(e <= 1.0 / 3.0 && e > 1.0 / 3.0 - 1e-3);
+		}
+	assert_int_equal(dp_compose_plan_gauss(INFINITY, 0.5, 10, delta, 4, 3, &b, &sn), 0);
+	assert_true(isinf(b.cap) && isinf(b.eps_step) && isinf(b.eps_warm) && sn == 0);
+	b = (dp_compose_budget){ 7, 7, 7 };
+	sn = 7;
+	assert_int_equal(dp_compose_plan_gauss(1.0, 0, 0, 0, 4, 3, &b, &sn), DP_EINVAL);
+	assert_true(strncmp(dp_error_detail(DP_EINVAL), "--mechanism gaussian needs --delta > 0",
+			    38) == 0);
+	assert_int_equal(dp_compose_plan_gauss(1.0, 0, 0, 1.0, 4, 3, &b, &sn), DP_EINVAL);
+	assert_string_equal(dp_error_detail(DP_EINVAL), "delta must be in (0, 1)");
+	assert_int_equal(dp_compose_plan_gauss(1.0, 1.0, 10, delta, 4, 3, &b, &sn), DP_EINVAL);
+	assert_int_equal(dp_compose_plan_gauss(1.0, 0.5, 0, delta, 4, 3, &b, &sn), DP_EINVAL);
+	assert_int_equal(dp_compose_plan_gauss(1.0, 0, 0, delta, 0, 3, &b, &sn), DP_EINVAL);
+	assert_true(b.cap == 7 && b.eps_step == 7 && b.eps_warm == 7 && sn == 7);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -168,6 +219,7 @@ int main(void)
 		cmocka_unit_test(test_plan_warm_start),
 		cmocka_unit_test(test_plan_advanced),
 		cmocka_unit_test(test_plan_infinite_and_errors),
+		cmocka_unit_test(test_plan_gauss),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -99,8 +99,8 @@ int dp_p2psim_run(const dp_p2psim_setup *s, uint64_t seed, double *theta, size_t
 					 .lambda = s->lambda[i] };
 
 		for (uint64_t k = 0; k < s->warm[i]; k++) {
-			rc = dp_query_answer(s->model, s->ds[i], theta + i * p, s->clip,
-					     s->eps_warm[i], &bits, g, NULL);
+			rc = dp_query_answer_mech(s->model, s->ds[i], theta + i * p, s->clip,
+						  s->mech, s->eps_warm[i], &bits, g, NULL);
 			if (rc != 0)
 				goto out;
 			dp_algo_p2p_warm_step(&a, g, theta + i * p);
@@ -114,8 +114,8 @@ int dp_p2psim_run(const dp_p2psim_setup *s, uint64_t seed, double *theta, size_t
 					 .lambda = s->lambda[i] };
 
 		DP_REQUIRE(i < N);
-		rc = dp_query_answer(s->model, s->ds[i], theta + i * p, s->clip, s->eps_t[i], &bits,
-				     g, NULL);
+		rc = dp_query_answer_mech(s->model, s->ds[i], theta + i * p, s->clip, s->mech,
+					  s->eps_t[i], &bits, g, NULL);
 		if (rc != 0)
 			goto out;
 		n_nb = dp_graph_adj(s->graph, i, &nb, &w);
@@ -143,14 +143,24 @@ int dp_p2psim_eps_split(double eps, double delta, uint64_t T, double *out)
 int dp_p2psim_warm_split(double eps, double warm, uint64_t K, double delta, uint64_t T,
 			 double *eps_t, double *eps_warm)
 {
+	return dp_p2psim_mech_split(DP_MECH_LAPLACE, 1, eps, warm, K, delta, T, eps_t, eps_warm);
+}
+
+int dp_p2psim_mech_split(dp_mech mech, size_t d, double eps, double warm, uint64_t K,
+			 double delta, uint64_t T, double *share_t, double *share_warm)
+{
 	dp_compose_budget b;
+	uint64_t slack_nano;
 	int rc;
 
 	/* ownerd --peer's own plan of its ledger (common/core/compose.c). */
-	rc = dp_compose_plan(eps, warm, K, delta, T, &b);
+	if (mech == DP_MECH_GAUSSIAN)
+		rc = dp_compose_plan_gauss(eps, warm, K, delta, T, d, &b, &slack_nano);
+	else
+		rc = dp_compose_plan(eps, warm, K, delta, T, &b);
 	if (rc != 0)
 		return rc;
-	*eps_t = b.eps_step;
-	*eps_warm = b.eps_warm;
+	*share_t = b.eps_step;
+	*share_warm = b.eps_warm;
 	return 0;
 }

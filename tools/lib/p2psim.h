@@ -2,9 +2,9 @@
 /* The in-process peer-mode simulator behind `dpasync sim --mode p2p`
  * (docs/design.md §6, docs/p2p.md): N agents with their own rows, a graph
  * of weights W_ij, and one wake-up at a time.  Each wake-up of agent i
- * answers its own noisy gradient query at Theta_i with dp_query_answer
- * (the owner's clipping and lattice Laplace noise at the agent's
- * per-wake-up epsilon) and applies dp_algo_p2p_update with the current
+ * answers its own noisy gradient query at Theta_i with dp_query_answer_mech
+ * (the owner's clipping and lattice noise, Laplace or Gaussian, at the
+ * agent's per-wake-up share) and applies dp_algo_p2p_update with the current
  * models of its neighbours, exactly what an agent does on loopback when it
  * holds every neighbour's latest model.  The seeded generator replaces the
  * CSPRNG, so a run is a function of its seed. */
@@ -16,6 +16,7 @@
 #include "common/core/dataset.h"
 #include "common/core/graph.h"
 #include "common/core/model.h"
+#include "common/core/query.h"
 
 typedef struct dp_p2psim_setup {
 	dp_model model;
@@ -26,10 +27,15 @@ typedef struct dp_p2psim_setup {
 	const double *c;               /* N confidences in (0, 1] */
 	const double *lambda;          /* N: lambda_i >= 0 */
 	const double *L_loc;           /* N: public smoothness of L_i */
-	const double *eps_t;           /* N: epsilon of one wake-up (inf: exact) */
+	dp_mech mech;                  /* Laplace (L1 clip, eps shares) or Gaussian
+					  (L2 clip, rho shares; docs/peer-agents.md
+					  "Privacy") */
+	const double *eps_t;           /* N: epsilon (rho for Gaussian) of one
+					  wake-up (inf: exact) */
 	const uint64_t *warm;          /* N: warm-start steps (0: none), or NULL: none */
-	const double *eps_warm;        /* N: epsilon of one warm-start step (inf: exact) */
-	double clip;                   /* L1 clip bound of a per-row gradient */
+	const double *eps_warm;        /* N: epsilon (rho) of one warm-start step (inf: exact) */
+	double clip;                   /* L1 (Laplace) or L2 (Gaussian) clip bound of a
+					  per-row gradient */
 	const uint64_t *wakeups;       /* N: T_i, the most wake-ups of agent i */
 	const double *rate;            /* N: Poisson clock rates (drawn order) */
 	const size_t *schedule;        /* steps agent indices to follow, or NULL */
@@ -58,7 +64,8 @@ int dp_p2psim_check(const dp_p2psim_setup *s);
  * (row i = agent i), order_out[steps] (may be NULL) the agent of each
  * step, done_out[N] (may be NULL) each agent's wake-ups.
  * Errors: DP_EBUDGET ("step K: agent ID has already woken T times"),
- * dp_query_answer's (DP_EINVAL for a model that became non-finite),
+ * dp_query_answer_mech's (DP_EINVAL for a model that became non-finite;
+ * DP_ERANGE for a Gaussian share outside the sampler's range),
  * DP_ENOMEM; the outputs are undefined on failure. */
 int dp_p2psim_run(const dp_p2psim_setup *s, uint64_t seed, double *theta, size_t *order_out,
 		  uint64_t *done_out);
@@ -81,5 +88,13 @@ int dp_p2psim_eps_split(double eps, double delta, uint64_t T, double *out);
  * for both.  Errors: dp_compose_plan's, with a detail. */
 int dp_p2psim_warm_split(double eps, double warm, uint64_t K, double delta, uint64_t T,
 			 double *eps_t, double *eps_warm);
+
+/* dp_p2psim_warm_split for either mechanism: Laplace is exactly that
+ * (d unused); Gaussian is dp_compose_plan_gauss's plan over answers of d
+ * coordinates, *share_t and *share_warm in rho (docs/peer-agents.md
+ * "Privacy").  Errors: the plan's, with a detail (Gaussian with delta 0:
+ * DP_EINVAL, "--mechanism gaussian needs --delta > 0 ..."). */
+int dp_p2psim_mech_split(dp_mech mech, size_t d, double eps, double warm, uint64_t K,
+			 double delta, uint64_t T, double *share_t, double *share_warm);
 
 #endif

@@ -8,6 +8,7 @@ Written from the formulas alone, in numpy, sharing no code with dpasync:
     L_i      = 2 x2max + 2 lambda_i (linear),  x2max / 4 + 2 lambda_i (logistic)
     alpha_i  = 1 / (1 + mu c_i L_i)
     g_i      = (1/m_i) sum clip(grad l(theta_i; x, y)),  clip(v) = v min(1, Xi/|v|_1)
+               (|v|_2 with --norm l2, the Gaussian mechanism's clip)
     theta_i <- (1 - alpha_i) theta_i
                + alpha_i (sum_j W_ij theta_j / D_ii - mu c_i (g_i + 2 lambda_i theta_i))
 
@@ -15,7 +16,7 @@ Written from the formulas alone, in numpy, sharing no code with dpasync:
 step of the schedule.  It does not quantise: dpasync sums on a 2^-k
 lattice (k = 40 at these sizes), far below the tolerance of the test.
 
-usage: ref_p2p.py --model M --mu MU --clip X --x2max B [--bias]
+usage: ref_p2p.py --model M --mu MU --clip X --x2max B [--bias] [--norm l1|l2]
                   --graph FILE --schedule FILE --out theta.json CSV...
 Prints the number of clipped per-row gradients (to prove clipping was
 active) and writes {agent id: theta} as JSON.
@@ -30,6 +31,7 @@ ap.add_argument('--model', required=True)
 ap.add_argument('--mu', type=float, required=True)
 ap.add_argument('--clip', type=float, required=True)
 ap.add_argument('--x2max', type=float, required=True)
+ap.add_argument('--norm', choices=['l1', 'l2'], default='l1')
 ap.add_argument('--bias', action='store_true')
 ap.add_argument('--graph', required=True)
 ap.add_argument('--schedule', required=True)
@@ -68,9 +70,9 @@ for i in order:
     L = (2 * a.x2max if a.model == 'linear' else a.x2max / 4) + 2 * lam
     alpha = 1 / (1 + a.mu * c * L)
     G = coef(X @ theta[i], y)[:, None] * X
-    l1 = np.abs(G).sum(axis=1)
-    scale = np.minimum(1.0, a.clip / np.maximum(l1, 1e-300))
-    clipped += int((l1 > a.clip).sum())
+    nrm = np.abs(G).sum(axis=1) if a.norm == 'l1' else np.sqrt((G * G).sum(axis=1))
+    scale = np.minimum(1.0, a.clip / np.maximum(nrm, 1e-300))
+    clipped += int((nrm > a.clip).sum())
     g = (G * scale[:, None]).sum(axis=0) / m
     D = sum(w for _, w in nb[i])
     smooth = sum(w * theta[j] for j, w in nb[i]) / D if D > 0 else theta[i]

@@ -70,8 +70,10 @@ def parity(dpasync, d, model, flags, sizes):
     rflags = [f for f in flags if f == '--bias']
     pairs = [f for f in flags if f != '--bias']
     vals = dict(zip(pairs[::2], pairs[1::2]))
+    gauss = vals.get('--mechanism') == 'gaussian'
     p = run(['/usr/bin/python3', os.path.join(HERE, 'ref_p2p.py'), '--model', model,
              '--mu', vals['--mu'], '--clip', vals['--clip'], '--x2max', vals['--x2max'],
+             '--norm', 'l2' if gauss else 'l1',
              '--graph', graph, '--schedule', sched, '--out', ref] + rflags + files)
     clipped = int(p.stdout.split()[1])
     with open(ref) as f:
@@ -79,8 +81,10 @@ def parity(dpasync, d, model, flags, sizes):
     got = models(out, ids)
     err = max(abs(a - b) for i in ids for a, b in zip(got[i], want[i]))
     moved = max(abs(v) for i in ids for v in got[i])
-    print('%s: max |sim - ref| = %.3g over %d agents (largest |theta| %.3g), %d clipped '
-          'gradients' % (model, err, len(ids), moved, clipped))
+    print('%s%s: max |sim - ref| = %.3g over %d agents (largest |theta| %.3g), %d clipped '
+          'gradients' % (model, ' gaussian' if gauss else '', err, len(ids), moved, clipped))
+    if gauss:   # the L2 clip must bite, or the L2 path is not tested
+        check(clipped > 0, 'gaussian: no gradient was clipped in L2')
     check(err <= 1e-10, '%s: sim and reference differ by %g' % (model, err))
     check(moved > 0.05, '%s: the models barely moved (%g): the test proves nothing' %
           (model, moved))
@@ -117,6 +121,38 @@ def determinism(dpasync, d, files, graph, ids):
     print('determinism: same seed identical, schedule replay identical, other seed differs')
 
 
+def gaussian(dpasync, d, files, graph, ids):
+    """Gaussian answers (docs/peer-agents.md "Privacy"): at eps = inf the L2
+    clip against the reference (parity above); with noise and a warm start
+    a seeded run is reproducible, differs from Laplace, and every agent's
+    shares fit its rho cap."""
+    parity(dpasync, d, 'logistic', ['--bias', '--mu', '0.7', '--clip', '0.3', '--x2max', '4',
+                                    '--mechanism', 'gaussian', '--delta', '1e-6'],
+           [5, 12, 30, 8, 20, 9])
+    base = [dpasync, 'sim', '--mode', 'p2p', '--target', 'y', '--model', 'logistic', '--bias',
+            '--graph', graph, '--epsilon', '1', '--delta', '1e-6', '--wakeups', '6',
+            '--warm-start', '0.25', '--warm-steps', '2', '--seed', '5']
+    outs = []
+    for k, extra in enumerate((['--mechanism', 'gaussian'], ['--mechanism', 'gaussian'], [])):
+        out = os.path.join(d, 'gauss-%d' % k)
+        run(base + extra + ['--out', out] + files)
+        outs.append(out)
+    a, b, lap = (models(o, ids) for o in outs)
+    check(a == b, 'gaussian: the same seed gave different models')
+    check(a != lap, 'gaussian: the same models as laplace')
+    with open(os.path.join(outs[0], 'summary.json')) as f:
+        s = json.load(f)
+    check(s['mechanism'] == 'gaussian' and s['clip_l2'] == 1, 'gaussian summary: %r' % s)
+    for ag in s['agents']:
+        rt, rw = ag['rho_per_wakeup'], ag['rho_per_warm_step']
+        # warm 0.25 of eps 1: the warm start's 2 steps get a quarter of the
+        # cap, the 6 wake-ups the rest (a nano-rho of rounding each)
+        check(abs(2 * rw / (2 * rw + 6 * rt) - 0.25) < 1e-6 and rt > 0,
+              'gaussian shares %r' % ag)
+    print('gaussian: seeded runs agree, differ from laplace; rho per wake-up %.6g, per warm '
+          'step %.6g' % (rt, rw))
+
+
 def bad_input(dpasync, d, files, graph):
     bad_graph = os.path.join(d, 'bad-graph.csv')
     with open(bad_graph, 'w') as f:
@@ -137,6 +173,7 @@ def bad_input(dpasync, d, files, graph):
          "agent 'ag0': --warm-start 0.5 leaves nothing of --epsilon 0.5 for the wake-ups"),
         (['--graph', graph, '--warm-start', '0.1', '--warm-steps', '0'], '--warm-steps'),
         (['--local', '--warm-start', '0.1'], '--warm-start does not apply'),
+        (['--graph', graph, '--mechanism', 'gaussian'], '--mechanism gaussian needs --delta > 0'),
     ]
     for extra, want in cases:
         p = run([dpasync, 'sim', '--mode', 'p2p', '--target', 'y', '--out', os.path.join(d, 'bad')] + extra + files,
@@ -157,6 +194,7 @@ def test(argv):
         parity(dpasync, d, 'linear', ['--mu', '2', '--clip', '3', '--x2max', '3'],
                [7, 15, 10, 25, 6])
         determinism(dpasync, d, files, graph, ids)
+        gaussian(dpasync, d, files, graph, ids)
         bad_input(dpasync, d, files, graph)
     finally:
         cleanup(d)
