@@ -85,6 +85,12 @@ static int take(struct json_object *to, struct json_object *from, const char *co
 	return rc;
 }
 
+/* The plan's key of its step (dp_plan_json). */
+static const char *step_key(enum dp_plan_mode mode)
+{
+	return mode == DP_PLAN_ASYNC ? "eta" : mode == DP_PLAN_SYNC1 ? "rho_over_T2" : "c";
+}
+
 /* The output object: the plan's fields regrouped ("settings") plus the
  * inputs and the constants. */
 static struct json_object *result(const struct forecast_opts *o, dp_model model,
@@ -93,8 +99,7 @@ static struct json_object *result(const struct forecast_opts *o, dp_model model,
 {
 	struct json_object *pj = dp_plan_json(pl), *j = json_object_new_object();
 	struct json_object *set = json_object_new_object();
-	const char *stepkey = pl->mode == DP_PLAN_ASYNC ? "eta"
-			      : pl->mode == DP_PLAN_SYNC1 ? "rho_over_T2" : "c";
+	const char *stepkey = step_key(pl->mode);
 	int rc = pj && j && set ? 0 : DP_ENOMEM;
 
 	if (rc == 0)
@@ -154,8 +159,7 @@ static struct json_object *mech_json(const dp_plan *pl)
 {
 	struct json_object *pj = dp_plan_json(pl), *m = json_object_new_object();
 	struct json_object *set = json_object_new_object();
-	const char *stepkey = pl->mode == DP_PLAN_ASYNC ? "eta"
-			      : pl->mode == DP_PLAN_SYNC1 ? "rho_over_T2" : "c";
+	const char *stepkey = step_key(pl->mode);
 	int rc = pj && m && set ? 0 : DP_ENOMEM;
 
 	if (rc == 0)

@@ -299,9 +299,23 @@ static void test_gaussian_noise_term(void **state)
 		assert_int_equal(dp_plan_public_shape(DP_MODEL_LINEAR, 16, 0.01, &a), 0);
 		assert_int_equal(dp_plan_public_shape_norm(DP_MODEL_LINEAR, 16, 0.01, true, &b2),
 				 0);
+		struct json_object *ja, *jb;
+		dp_plan_public c;
+
 		assert_true(b2.l2 && !a.l2);
 		assert_true(fabs(a.clips[0].clip / b2.clips[0].clip -
 				 16.0 * sqrt(2.0 / M_PI) / 4.0) < 1e-12);
+		/* "l2" is written only for L2 constants and read back. */
+		ja = dp_plan_public_json(&a);
+		jb = dp_plan_public_json(&b2);
+		assert_non_null(ja);
+		assert_non_null(jb);
+		assert_false(json_object_object_get_ex(ja, "l2", NULL));
+		assert_int_equal(dp_plan_public_parse("l2", jb, &c), 0);
+		assert_true(c.l2);
+		dp_plan_public_free(&c);
+		json_object_put(ja);
+		json_object_put(jb);
 		dp_plan_public_free(&a);
 		dp_plan_public_free(&b2);
 	}
