@@ -231,8 +231,11 @@ typedef struct dp_plan {
  * model and p as the job: the request does not carry them, so the caller
  * checks.  Errors: DP_EINVAL (bad request, including a sync cap below a
  * fixed T - 1, rates whose sum overflows, T or t-max above
- * DP_PLAN_T_LIMIT, T (1 + margin) above DP_PLAN_K_MAX; or no setting with
- * a finite prediction), DP_ENOMEM.  On success the caller frees *out with
+ * DP_PLAN_T_LIMIT, T (1 + margin) above DP_PLAN_K_MAX; a Gaussian request
+ * without a delta in (0, 1); constants whose clips are of the other norm
+ * than the mechanism's (pub->l2); or no setting with a finite prediction;
+ * a Gaussian K_i whose budget cannot pay one nano-rho per answer predicts
+ * INFINITY and is never chosen), DP_ENOMEM.  On success the caller frees *out with
  * dp_plan_free. */
 int dp_plan_make(const dp_plan_request *req, const dp_plan_public *pub, dp_plan *out);
 
