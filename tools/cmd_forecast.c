@@ -32,7 +32,12 @@ static const char forecast_summary[] =
 	"whether joining is predicted to beat that (\"collaborate\"), the psi of a\n"
 	"model fitted on the public sample alone (\"public_only\"), the planner's\n"
 	"\"warnings\", and the measured constants (\"public\"), which learnerd\n"
-	"--public and dpasync sim --public read back.";
+	"--public and dpasync sim --public read back.  These are for the papers'\n"
+	"Laplace answers.  With --delta D > 0 (the owners allow (epsilon,\n"
+	"delta)-DP) it also plans Gaussian answers (L2 clip, zCDP) on constants\n"
+	"of L2-clipped gradients, and \"mechanisms\" holds both plans' psi and\n"
+	"settings, which is lower and by what factor; that comparison is also\n"
+	"printed on stderr.";
 
 static const char forecast_synopsis[] =
 	"--sample PUBLIC.csv --rows N1,...,NN [--epsilon E | E1,...,EN] [options]";
@@ -42,7 +47,7 @@ struct forecast_opts {
 	bool have_model, bias, have_clip, have_margin;
 	char *sample, *target, *schema;
 	size_t T, T_max;
-	double lambda, theta_max, clip, margin;
+	double lambda, theta_max, clip, margin, delta;
 	struct dp_config_sizes rows, caps;
 	struct dp_config_doubles eps, rates;
 };
@@ -80,6 +85,12 @@ static int take(struct json_object *to, struct json_object *from, const char *co
 	return rc;
 }
 
+/* The plan's key of its step (dp_plan_json). */
+static const char *step_key(enum dp_plan_mode mode)
+{
+	return mode == DP_PLAN_ASYNC ? "eta" : mode == DP_PLAN_SYNC1 ? "rho_over_T2" : "c";
+}
+
 /* The output object: the plan's fields regrouped ("settings") plus the
  * inputs and the constants. */
 static struct json_object *result(const struct forecast_opts *o, dp_model model,
@@ -88,8 +99,7 @@ static struct json_object *result(const struct forecast_opts *o, dp_model model,
 {
 	struct json_object *pj = dp_plan_json(pl), *j = json_object_new_object();
 	struct json_object *set = json_object_new_object();
-	const char *stepkey = pl->mode == DP_PLAN_ASYNC ? "eta"
-			      : pl->mode == DP_PLAN_SYNC1 ? "rho_over_T2" : "c";
+	const char *stepkey = step_key(pl->mode);
 	int rc = pj && j && set ? 0 : DP_ENOMEM;
 
 	if (rc == 0)
@@ -142,6 +152,95 @@ static struct json_object *result(const struct forecast_opts *o, dp_model model,
 	return j;
 }
 
+/* One mechanism's plan: {"psi_mean", "psi_parts", "settings": {"T", the
+ * step, "clip", "answers_cap"}, "collaborate"}; NULL on allocation
+ * failure. */
+static struct json_object *mech_json(const dp_plan *pl)
+{
+	struct json_object *pj = dp_plan_json(pl), *m = json_object_new_object();
+	struct json_object *set = json_object_new_object();
+	const char *stepkey = step_key(pl->mode);
+	int rc = pj && m && set ? 0 : DP_ENOMEM;
+
+	if (rc == 0)
+		rc = take(m, pj, (const char *const[]){ "psi_mean", "psi_parts", NULL });
+	if (rc == 0)
+		rc = take(set, pj, (const char *const[]){ "T", stepkey, "clip", "answers_cap", NULL });
+	if (rc == 0) {
+		rc = dp_json_add(m, "settings", set);
+		set = NULL;
+	}
+	if (rc == 0)
+		rc = take(m, pj, (const char *const[]){ "collaborate", NULL });
+	json_object_put(pj);
+	json_object_put(set);
+	if (rc != 0) {
+		json_object_put(m);
+		return NULL;
+	}
+	return m;
+}
+
+/* "mechanisms": {"delta", "laplace": mech_json, "gaussian": mech_json,
+ * "lower": the mechanism of the lower predicted psi, "factor": the higher
+ * psi over the lower} into j, and the same said in one line into line
+ * (docs/cli.md "dpasync forecast"). */
+static int add_mechanisms(struct json_object *j, double delta, const dp_plan *lap,
+			  const dp_plan *gau, char *line, size_t size)
+{
+	struct json_object *ms = json_object_new_object();
+	bool g_lower = gau->psi < lap->psi;
+	double factor = g_lower ? lap->psi / gau->psi : gau->psi / lap->psi;
+	int rc = ms != NULL ? 0 : DP_ENOMEM;
+
+	if (rc == 0)
+		rc = dp_json_add(ms, "delta", dp_json_double(delta));
+	if (rc == 0)
+		rc = dp_json_add(ms, "laplace", mech_json(lap));
+	if (rc == 0)
+		rc = dp_json_add(ms, "gaussian", mech_json(gau));
+	if (rc == 0)
+		rc = dp_json_add(ms, "lower", json_object_new_string(g_lower ? "gaussian"
+									   : "laplace"));
+	if (rc == 0)
+		rc = dp_json_add(ms, "factor", dp_json_double(factor));
+	if (rc != 0) {
+		json_object_put(ms);
+		return rc;
+	}
+	snprintf(line, size, "predicted psi: laplace %.4g, gaussian %.4g (delta %g): %s is "
+		 "lower by %.3gx", lap->psi, gau->psi, delta, g_lower ? "gaussian" : "laplace",
+		 factor);
+	return dp_json_add(j, "mechanisms", ms);
+}
+
+/* The Gaussian plan beside the Laplace one `lap` (its request `req`):
+ * constants of L2-clipped gradients measured on the same sample, the
+ * owners' delta, and the clip chosen (a --clip is Laplace's L1 bound).
+ * 0 or an error, reported. */
+static int plan_gaussian(const struct forecast_opts *o, dp_model model, dp_public_from from,
+			 const dp_plan_request *req, dp_plan_public *pub2, dp_plan *gau)
+{
+	dp_plan_request r2 = *req;
+	int rc;
+
+	from.l2 = true;
+	rc = dp_public_obtain(&from, model, NULL, o->lambda, o->theta_max, pub2);
+	if (rc != 0) {
+		dp_cmd_fail("forecast", "%s", dp_error_detail(rc));
+		return dp_exit_status(rc, DP_EXIT_PHASE_LOAD);
+	}
+	r2.mech = DP_MECH_GAUSSIAN;
+	r2.delta = o->delta;
+	r2.clip = 0.0;
+	rc = dp_plan_make(&r2, pub2, gau);
+	if (rc != 0) {
+		dp_cmd_fail("forecast", "gaussian: %s", dp_error_detail(rc));
+		return dp_exit_status(rc, DP_EXIT_PHASE_RUN);
+	}
+	return 0;
+}
+
 static int forecast(void *arg)
 {
 	const struct forecast_opts *o = arg;
@@ -151,13 +250,13 @@ static int forecast(void *arg)
 	dp_public_from from = { .sample = o->sample,
 				.target = o->schema ? NULL : (o->target ? o->target : "y"),
 				.bias = o->bias, .schema = o->schema };
-	dp_plan_public pub = { 0 };
+	dp_plan_public pub = { 0 }, pub2 = { 0 };
 	dp_plan_request req = { 0 };
-	dp_plan plan = { 0 };
+	dp_plan plan = { 0 }, gau = { 0 };
 	double *eps = calloc(N, sizeof(double)), *rates = calloc(N, sizeof(double));
 	uint64_t *rows = calloc(N, sizeof(uint64_t)), *caps = calloc(N, sizeof(uint64_t));
 	struct json_object *j = NULL;
-	char warnings[2048];
+	char warnings[2048], line[256] = "";
 	int rc, status;
 
 	if (!eps || !rates || !rows || !caps) {
@@ -203,8 +302,18 @@ static int forecast(void *arg)
 		status = dp_exit_status(rc, DP_EXIT_PHASE_RUN);
 		goto out;
 	}
+	if (o->delta > 0) {
+		status = plan_gaussian(o, model, from, &req, &pub2, &gau);
+		if (status != 0)
+			goto out;
+	}
 	dp_plan_warnings(&plan, &pub, warnings, sizeof(warnings));
 	j = result(o, model, &plan, &pub, eps, warnings);
+	if (j != NULL && o->delta > 0 &&
+	    add_mechanisms(j, o->delta, &plan, &gau, line, sizeof(line)) != 0) {
+		json_object_put(j);
+		j = NULL;
+	}
 	if (j == NULL) {
 		dp_cmd_fail("forecast", "out of memory");
 		status = dp_exit_status(DP_ENOMEM, DP_EXIT_PHASE_RUN);
@@ -217,11 +326,15 @@ static int forecast(void *arg)
 		status = dp_exit_status(DP_EIO, DP_EXIT_PHASE_RUN);
 		goto out;
 	}
+	if (line[0] != '\0')
+		fprintf(stderr, "dpasync forecast: %s\n", line);
 	status = DP_EXIT_OK;
 out:
 	json_object_put(j);
 	dp_plan_free(&plan);
+	dp_plan_free(&gau);
 	dp_plan_public_free(&pub);
+	dp_plan_public_free(&pub2);
 	free(eps);
 	free(rates);
 	free(rows);
@@ -264,6 +377,11 @@ int dp_cmd_forecast(int argc, char **argv)
 		{ .name = "lambda", DP_CFG_DOUBLE(&o.lambda), .def = "0.01", .min = 0,
 		  .max = INFINITY, .metavar = "L", .group = "The job",
 		  .help = "regulariser g = lambda ||theta||^2" },
+		{ .name = "delta", DP_CFG_DOUBLE(&o.delta), .def = "0", .min = 0, .max = 0.5,
+		  .metavar = "D", .group = "The job",
+		  .help = "the owners' delta; > 0: also plan Gaussian\n"
+			  "answers (L2 clip, zCDP) and compare\n"
+			  "(\"mechanisms\"); 0: pure epsilon-DP, Laplace\nonly" },
 		{ .name = "theta-max", DP_CFG_DOUBLE(&o.theta_max), .def = "10", .min = 0,
 		  .max = INFINITY, .min_exclusive = true, .metavar = "M", .group = "The job",
 		  .help = "box bound on every coordinate" },
@@ -276,7 +394,8 @@ int dp_cmd_forecast(int argc, char **argv)
 		{ .name = "clip", DP_CFG_DOUBLE(&o.clip), .min = 0, .max = INFINITY,
 		  .min_exclusive = true, .given = &o.have_clip, .metavar = "X",
 		  .group = "Settings the planner would choose",
-		  .help = "L1 clip bound on per-example gradients" },
+		  .help = "L1 clip bound on per-example gradients\n"
+			  "(Laplace's; the Gaussian plan chooses its L2\nbound)" },
 		{ .name = "answers-cap", DP_CFG_SIZES(&o.caps), .min = 1, .max = INFINITY,
 		  .metavar = "K[,..]", .group = "Settings the planner would choose",
 		  .help = "answers per owner, one value for all or one\nper owner" },

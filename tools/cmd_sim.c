@@ -675,7 +675,8 @@ static int simulate(void *arg)
 	{
 		dp_public_from from = { .sample = o->sample, .file = o->public_file,
 					.target = o->schema ? NULL : o->target,
-					.bias = o->bias, .schema = o->schema };
+					.bias = o->bias, .schema = o->schema,
+					.l2 = o->mechanism == DP_MECH_GAUSSIAN };
 
 		rc = dp_public_obtain(&from, (dp_model)o->model, &od.ds[0], o->lambda,
 				      o->theta_max, &pub);
@@ -699,6 +700,8 @@ static int simulate(void *arg)
 	req.answers_cap = caps;
 	req.margin = o->have_margin ? o->margin : 0.0;
 	req.T_max = o->T_max;
+	req.mech = (dp_mech)o->mechanism;
+	req.delta = o->delta;
 	rc = plan_job(o, &req, &pub, &plan);
 	if (rc == 0 && schedule != NULL)
 		rc = fit_schedule(o, schedule, &req, &pub, caps, &plan);
@@ -812,15 +815,6 @@ static int simulate(void *arg)
 		stale_mean += (double)stale[k] / (double)T;
 
 	dp_plan_warnings(&plan, &pub, warnings, sizeof(warnings));
-	if (s.mech == DP_MECH_GAUSSIAN) {
-		/* The planner's noise term is Laplace's (docs/zcdp.md §7): its
-		 * psi would mislead, so none is shown. */
-		size_t used = strlen(warnings);
-
-		snprintf(warnings + used, sizeof(warnings) - used,
-			 "%sno psi predicted: the planner models Laplace answers, and chose T, the "
-			 "step, the clip and K_i as for them", used ? "\n" : "");
-	}
 	{
 		double pz = dp_model_psi(f_zero, s.f_star);
 		size_t used = strlen(warnings);
@@ -859,7 +853,7 @@ static int simulate(void *arg)
 			       "worse_than_zero=%zu/%zu ",
 			       dp_plan_mode_name(s.mode), dp_model_name(s.model),
 			       dp_query_mech_name(s.mech), N, T, o->repeats, psi_mean,
-			       s.mech == DP_MECH_GAUSSIAN ? NAN : plan.psi, pz, s.f_star, res.worse,
+			       plan.psi, pz, s.f_star, res.worse,
 			       o->repeats);
 			/* a staleness the plan does not model shows beside its psi */
 			if (s.mode == DP_PLAN_ASYNC && (o->max_inflight > 1 || s.answer_time > 0))

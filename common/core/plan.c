@@ -6,6 +6,8 @@
 #include "common/core/plan_impl.h"
 #include "common/core/error.h"
 #include "common/core/json.h"
+#include "common/core/noise.h"
+#include "common/core/zcdp.h"
 
 #include <float.h>
 #include <math.h>
@@ -157,27 +159,66 @@ struct job {
 	double *share;     /* N: pi_i */
 	double wmax;
 	double *mom;       /* 3 p: scratch for the moments (m, vd, vn) */
+	/* Gaussian: each owner's rho_q for the K_i it was last asked about
+	 * (dp_zcdp_share is the search's costly part, and K depends on T
+	 * only); rho_K[i] 0: not computed yet. */
+	uint64_t *rho_K;
+	double *rho_q;     /* N; NAN: no valid share for that K_i */
 };
 
-/* Noise input: async E over the owner picked of (w_i b_i)^2 * 2, i.e.
- * sum_i pi_i w_i^2 2 b_i^2; sync: sum_i w_i^2 2 b_i^2 per step. */
-static double noise_input(const struct job *jb, double clip, const uint64_t *K)
+/* Gaussian: the variance per coordinate of one answer's noise on owner
+ * i's mean gradient, clip C and K_i answers: sigma^2 with sigma = 2 C /
+ * (n_i sqrt(2 rho_q)), rho_q the share of (eps_i, delta) dp_zcdp_share gives
+ * each of the K_i answers (docs/planner.md §7); INFINITY when the budget
+ * cannot pay for K_i answers. */
+static double gauss_var(struct job *jb, size_t i, double clip, uint64_t K)
+{
+	const dp_plan_request *req = jb->req;
+	double sigma;
+
+	if (jb->rho_K[i] != K) {
+		uint64_t slack;
+		double rho;
+
+		jb->rho_K[i] = K;
+		jb->rho_q[i] = NAN;
+		if (dp_zcdp_share(req->epsilon[i], req->delta, K, jb->pub->p,
+				  DP_NOISE_DGAUSS_SLACK, DP_NOISE_DGAUSS_TAIL, &rho, &slack) == 0)
+			jb->rho_q[i] = rho;
+		dp_error_clear();
+	}
+	if (!(jb->rho_q[i] > 0.0))
+		return INFINITY;
+	sigma = 2.0 * clip / ((double)req->n_rows[i] * sqrt(2.0 * jb->rho_q[i]));
+	return sigma * sigma;
+}
+
+/* Noise input: async E over the owner picked of w_i^2 times the variance
+ * of its answer's noise, Laplace (w_i b_i)^2 * 2 with b_i = 2 C K_i / (n_i
+ * eps_i), i.e. sum_i pi_i w_i^2 2 b_i^2; sync: sum_i w_i^2 2 b_i^2 per step.
+ * Gaussian: the same with sigma_i^2 (gauss_var) for 2 b_i^2. */
+static double noise_input(struct job *jb, double clip, const uint64_t *K)
 {
 	const dp_plan_request *req = jb->req;
 	double nu = 0.0;
 
 	for (size_t i = 0; i < req->N; i++) {
 		double w = (double)req->n_rows[i] / jb->n, b;
+		double pick = req->mode == DP_PLAN_ASYNC ? jb->share[i] : 1.0;
 
 		if (isinf(req->epsilon[i]))
 			continue;
+		if (req->mech == DP_MECH_GAUSSIAN) {
+			nu += pick * w * w * gauss_var(jb, i, clip, K[i]);
+			continue;
+		}
 		b = 2.0 * clip * (double)K[i] / ((double)req->n_rows[i] * req->epsilon[i]);
-		nu += (req->mode == DP_PLAN_ASYNC ? jb->share[i] : 1.0) * w * w * 2.0 * b * b;
+		nu += pick * w * w * 2.0 * b * b;
 	}
 	return nu;
 }
 
-static double predict(const struct job *jb, size_t T, double step, size_t ci, const uint64_t *K,
+static double predict(struct job *jb, size_t T, double step, size_t ci, const uint64_t *K,
 		      double *opt, double *noise, double *clipbias)
 {
 	const dp_plan_public *pub = jb->pub;
@@ -311,6 +352,15 @@ static int check(const dp_plan_request *req, const dp_plan_public *pub)
 		return dp_error_set(DP_EINVAL, "plan: step and clip must be finite and >= 0");
 	if (pub->nclip == 0 || pub->p == 0)
 		return dp_error_set(DP_EINVAL, "plan: the public constants hold no clip candidate");
+	if (req->mech != DP_MECH_LAPLACE && req->mech != DP_MECH_GAUSSIAN)
+		return dp_error_set(DP_EINVAL, "plan: unknown mechanism %d", (int)req->mech);
+	if (req->mech == DP_MECH_GAUSSIAN && !(req->delta > 0.0 && req->delta < 1.0))
+		return dp_error_set(DP_EINVAL, "plan: Gaussian answers need a delta in (0, 1)");
+	if ((req->mech == DP_MECH_GAUSSIAN) != pub->l2)
+		return dp_error_set(DP_EINVAL, "plan: %s answers need clip candidates in %s, and "
+				    "the public constants hold %s ones",
+				    dp_query_mech_name(req->mech),
+				    req->mech == DP_MECH_GAUSSIAN ? "L2" : "L1", pub->l2 ? "L2" : "L1");
 	return 0;
 }
 
@@ -318,8 +368,12 @@ static void job_free(struct job *jb)
 {
 	free(jb->share);
 	free(jb->mom);
+	free(jb->rho_K);
+	free(jb->rho_q);
 	jb->share = NULL;
 	jb->mom = NULL;
+	jb->rho_K = NULL;
+	jb->rho_q = NULL;
 }
 
 static int job_init(struct job *jb, const dp_plan_request *req, const dp_plan_public *pub)
@@ -331,7 +385,9 @@ static int job_init(struct job *jb, const dp_plan_request *req, const dp_plan_pu
 	jb->pub = pub;
 	jb->share = calloc(req->N, sizeof(double));
 	jb->mom = calloc(3 * pub->p, sizeof(double));
-	if (jb->share == NULL || jb->mom == NULL) {
+	jb->rho_K = calloc(req->N, sizeof(uint64_t));
+	jb->rho_q = calloc(req->N, sizeof(double));
+	if (jb->share == NULL || jb->mom == NULL || jb->rho_K == NULL || jb->rho_q == NULL) {
 		job_free(jb);
 		return DP_ENOMEM;
 	}

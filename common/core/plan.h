@@ -30,6 +30,7 @@
 #include <json-c/json.h>
 
 #include "common/core/model.h"
+#include "common/core/query.h"
 
 enum dp_plan_mode { DP_PLAN_ASYNC = 0, DP_PLAN_SYNC1 = 1, DP_PLAN_SYNC2 = 2 };
 
@@ -100,6 +101,9 @@ typedef struct dp_plan_public {
 	size_t nclip;
 	dp_plan_clip *clips;
 	bool measured;     /* true: from a public sample; false: shape-only */
+	bool l2;           /* the clips are L2 bounds on the per-example
+			      gradients (Gaussian answers, docs/planner.md §7);
+			      false: L1 (Laplace) */
 	char source[256];  /* one line saying where the constants come from */
 	/* What the sample's rows were (docs/planner.md "With a public sample"):
 	 * its target and its p feature names ("bias" last with a bias
@@ -120,8 +124,15 @@ typedef struct dp_plan_public {
  * lambda < 0), DP_ENOMEM.  *out untouched on failure. */
 int dp_plan_public_shape(dp_model model, size_t p, double lambda, dp_plan_public *out);
 
+/* The same with the clip candidates as L2 bounds when `l2` (for Gaussian
+ * answers: the candidates scale with E ||x||_2, about sqrt(p), instead of
+ * E ||x||_1; docs/planner.md §7); dp_plan_public_shape is l2 false. */
+int dp_plan_public_shape_norm(dp_model model, size_t p, double lambda, bool l2,
+			      dp_plan_public *out);
+
 /* The constants as the JSON object {"model", "p", "lambda", "f_star",
- * "f_zero", "alone", "rows", "h_safe", "measured", "source", "target" and
+ * "f_zero", "alone", "rows", "h_safe", "measured", "l2" (only when set),
+ * "source", "target" and
  * "features" (when set), "clips": [{"clip",
  * "f_clip", "h", "t", "hf", "hs" (when set), "tau", "path_f", "path_h"
  * (an array of npath arrays of p; the three when npath > 0)}...]}; NULL
@@ -165,6 +176,14 @@ typedef struct dp_plan_request {
 					  DP_PLAN_SLACK_MAX (a restart of an owner
 					  costs at most one, docs/ledger.md §9
 					  "Sync jobs"); async: unused */
+	dp_mech mech;                  /* the answers' mechanism (0: Laplace,
+					  the papers'); DP_MECH_GAUSSIAN
+					  needs constants of L2-clipped
+					  gradients (pub->l2) and delta > 0 */
+	double delta;                  /* Gaussian: the owners' delta, each
+					  owner's K_i answers sharing its
+					  (epsilon_i, delta) by dp_zcdp_share
+					  (docs/planner.md §7); Laplace: unused */
 } dp_plan_request;
 
 #define DP_PLAN_SLACK_MAX 1000
@@ -212,8 +231,11 @@ typedef struct dp_plan {
  * model and p as the job: the request does not carry them, so the caller
  * checks.  Errors: DP_EINVAL (bad request, including a sync cap below a
  * fixed T - 1, rates whose sum overflows, T or t-max above
- * DP_PLAN_T_LIMIT, T (1 + margin) above DP_PLAN_K_MAX; or no setting with
- * a finite prediction), DP_ENOMEM.  On success the caller frees *out with
+ * DP_PLAN_T_LIMIT, T (1 + margin) above DP_PLAN_K_MAX; a Gaussian request
+ * without a delta in (0, 1); constants whose clips are of the other norm
+ * than the mechanism's (pub->l2); or no setting with a finite prediction;
+ * a Gaussian K_i whose budget cannot pay one nano-rho per answer predicts
+ * INFINITY and is never chosen), DP_ENOMEM.  On success the caller frees *out with
  * dp_plan_free. */
 int dp_plan_make(const dp_plan_request *req, const dp_plan_public *pub, dp_plan *out);
 

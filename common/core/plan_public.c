@@ -156,12 +156,20 @@ static struct score_moments score_moments(dp_model model, double s, double clip_
 
 int dp_plan_public_shape(dp_model model, size_t p, double lambda, dp_plan_public *out)
 {
+	return dp_plan_public_shape_norm(model, p, lambda, false, out);
+}
+
+int dp_plan_public_shape_norm(dp_model model, size_t p, double lambda, bool l2,
+			      dp_plan_public *out)
+{
 	/* |r| quantiles of a normal residual, for q = 0.5 .. 0.999: z((1+q)/2). */
 	static const double lin_q[] = { 0.5, 0.75, 0.9, 0.95, 0.99, 0.999 };
 	static const double lin_z[] = { 0.6745, 1.1503, 1.6449, 1.9600, 2.5758, 3.2905 };
 	static const double cls_g[] = { 0.25, 0.5, 0.75, 0.9, 1.0 };
 	dp_plan_public pub = { 0 };
-	double l1 = (double)p * sqrt(2.0 / M_PI);   /* E ||x||_1 of standardised features */
+	/* E ||x||_1 of standardised features, or about E ||x||_2, which the
+	 * clip candidates scale with (docs/planner.md §7). */
+	double l1 = l2 ? sqrt((double)p) : (double)p * sqrt(2.0 / M_PI);
 	size_t nclip;
 	int rc;
 
@@ -171,6 +179,7 @@ int dp_plan_public_shape(dp_model model, size_t p, double lambda, dp_plan_public
 	pub.p = p;
 	pub.lambda = lambda;
 	pub.measured = false;
+	pub.l2 = l2;
 	nclip = model == DP_MODEL_LINEAR ? sizeof(lin_q) / sizeof(lin_q[0])
 					 : sizeof(cls_g) / sizeof(cls_g[0]);
 	rc = alloc_clips(&pub, nclip);
@@ -216,9 +225,10 @@ int dp_plan_public_shape(dp_model model, size_t p, double lambda, dp_plan_public
 				hk = score_moments(model, SHAPE_MARGIN, cls_g[c]).curv;
 			} else {
 				/* Hinge gradients are x or 0: clip relative to ||x||_1,
-				 * whose spread is about sd 0.6 sqrt(p). */
+				 * whose spread is about sd 0.6 sqrt(p) (||x||_2: about
+				 * sd sqrt(1/2)). */
 				double g = 0.75 + 0.25 * (double)c;
-				double sd = sqrt((double)p * (1.0 - 2.0 / M_PI));
+				double sd = l2 ? sqrt(0.5) : sqrt((double)p * (1.0 - 2.0 / M_PI));
 
 				k->clip = g * l1;
 				hk = all.curv * normal_cdf((k->clip - l1) / (sd > 0 ? sd : 1.0));
@@ -233,8 +243,8 @@ int dp_plan_public_shape(dp_model model, size_t p, double lambda, dp_plan_public
 		(void)coef_abs_quantile_frac;
 	}
 	snprintf(pub.source, sizeof(pub.source),
-		 "assumed from the data's shape (p=%zu, standardised features%s); give a public "
-		 "sample for a forecast of this data", p,
+		 "assumed from the data's shape (p=%zu, standardised features%s%s); give a public "
+		 "sample for a forecast of this data", p, l2 ? ", L2 clips" : "",
 		 model == DP_MODEL_LINEAR ? ", R^2 = 0.5" : ", moderate margins");
 	*out = pub;
 	return 0;
@@ -288,6 +298,8 @@ struct json_object *dp_plan_public_json(const dp_plan_public *pub)
 		rc = dp_json_add(o, "h_safe", dp_json_double(pub->h_safe));
 	if (rc == 0)
 		rc = dp_json_add(o, "measured", json_object_new_boolean(pub->measured));
+	if (rc == 0 && pub->l2)   /* L1 constants keep the format they had */
+		rc = dp_json_add(o, "l2", json_object_new_boolean(true));
 	if (rc == 0)
 		rc = dp_json_add(o, "source", json_object_new_string(pub->source));
 	if (rc == 0 && pub->target != NULL && pub->features != NULL) {
@@ -421,8 +433,8 @@ static void parse_names(dp_json_reader *r, struct json_object *o, dp_plan_public
 int dp_plan_public_parse(const char *path, struct json_object *o, dp_plan_public *out)
 {
 	static const char *const keys[] = { "model", "p", "lambda", "f_star", "f_zero", "alone",
-					    "rows", "h_safe", "measured", "source", "target",
-					    "features", "clips" };
+					    "rows", "h_safe", "measured", "l2", "source",
+					    "target", "features", "clips" };
 	static const char *const ckeys[] = { "clip", "f_clip", "h", "t", "hf", "hs", "tau",
 					     "path_f", "path_h" };
 	dp_json_reader r = { .path = path };
@@ -453,6 +465,7 @@ int dp_plan_public_parse(const char *path, struct json_object *o, dp_plan_public
 	pub.rows = (size_t)dp_json_get_u64(&r, o, "rows", false, 0);   /* older files: none */
 	pub.h_safe = dp_json_get_double(&r, o, "h_safe", true, 1.0);
 	pub.measured = dp_json_get_bool(&r, o, "measured", true, false);
+	pub.l2 = dp_json_get_bool(&r, o, "l2", false, false);
 	s = dp_json_get_string(&r, o, "source", false, "");
 	snprintf(pub.source, sizeof(pub.source), "%s", s);
 	if (r.rc == 0 && !(pub.f_star > 0.0 && pub.f_zero >= 0.0 && pub.alone >= 0.0 &&

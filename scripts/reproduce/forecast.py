@@ -21,6 +21,11 @@ The full run also repeats the synthetic check of docs/planner.md §5
 linear and logistic, 500 or 2,000 rows per owner, generator seeds 1 and 2,
 eps in {0.5, 1, 4}: 24 cases.
 
+--mechanism gaussian|both (default laplace) runs the same cases with
+Gaussian answers (docs/planner.md §7): `forecast --delta DELTA` (its
+"mechanisms" plans) and `sim --mechanism gaussian --delta DELTA`, the same
+criterion; --repeats R and --tables T1,T2 narrow the run.
+
 Writes OUTDIR/result.json and OUTDIR/forecast.md.
 """
 import json
@@ -39,6 +44,7 @@ EPSILONS = (1.0, 4.0)
 REPEATS = 20
 BOUND = 2.0
 SEED = 1
+DELTA = 1e-6
 
 
 def sample_frac(total):
@@ -53,7 +59,7 @@ def table_rows(tools, table, out):
     return C.count_rows(files[0])
 
 
-def one_case(tools, table, frac, eps, repeats, out, label):
+def one_case(tools, table, frac, eps, repeats, out, label, mech='laplace'):
     t = C.TABLES[table]
     d = os.path.join(out, 'data', '%s-f%g' % (table, frac))
     # --all-levels: a small sample can miss a level (lending_club's addr_state
@@ -63,16 +69,21 @@ def one_case(tools, table, frac, eps, repeats, out, label):
     sample = os.path.join(d, 'sample.csv')
     rows = [C.count_rows(f) for f in files]
     common = ['--target', t['target'], '--bias', '--model', t['model'], '--epsilon', repr(eps)]
+    gauss = mech == 'gaussian'
     t0 = time.time()
-    f = tools.forecast(['--sample', sample, '--rows', ','.join(map(str, rows))] + common)
+    f = tools.forecast(['--sample', sample, '--rows', ','.join(map(str, rows))] + common +
+                       (['--delta', repr(DELTA)] if gauss else []))
     t_forecast = time.time() - t0
+    if gauss:
+        f = dict(f, **f['mechanisms']['gaussian'])
+        common = common + ['--mechanism', 'gaussian', '--delta', repr(DELTA)]
     st = f['settings']
-    sd = os.path.join(out, 'sim', '%s-f%g-eps%g' % (table, frac, eps))
+    sd = os.path.join(out, 'sim', '%s-f%g-eps%g%s' % (table, frac, eps, '-gauss' if gauss else ''))
     t0 = time.time()
     s = tools.sim(files, sd, ['--sample', sample, '--repeats', str(repeats), '--seed', str(SEED),
                               '--psi-every', str(st['T'])] + common)
     t_sim = time.time() - t0
-    ran = (s['T'], s['eta'], s['clip_l1'], s['answers_cap'])
+    ran = (s['T'], s['eta'], s['clip_l2' if gauss else 'clip_l1'], s['answers_cap'])
     said = (st['T'], st['eta'], st['clip'], st['answers_cap'])
     if ran != said:
         sys.exit('%s eps %g: sim ran %s, the forecast said %s' % (table, eps, ran, said))
@@ -81,7 +92,7 @@ def one_case(tools, table, frac, eps, repeats, out, label):
     se = math.sqrt(sum((x - mean) ** 2 for x in psi) / (len(psi) - 1) / len(psi)) \
         if len(psi) > 1 else float('nan')
     ratio = f['psi_mean'] / mean
-    r = dict(table=table, model=t['model'], p=f['p'], rows=sum(rows), sample=label,
+    r = dict(table=table, mechanism=mech, model=t['model'], p=f['p'], rows=sum(rows), sample=label,
              sample_rows=C.count_rows(sample), sample_frac=frac, epsilon=eps, T=st['T'],
              eta=st['eta'], clip=st['clip'], answers_cap=st['answers_cap'],
              forecast=f['psi_mean'], forecast_parts=f['psi_parts'], sim_mean=mean,
@@ -89,8 +100,8 @@ def one_case(tools, table, frac, eps, repeats, out, label):
              psi_zero=s['psi_zero'], ratio=ratio,
              within=1.0 / BOUND <= ratio <= BOUND, seconds_forecast=round(t_forecast, 2),
              seconds_sim=round(t_sim, 2))
-    print('%-18s %-6s eps %g: T %d forecast %.4g sim %.4g (se %.2g) ratio %.2f  [%.1f s]'
-          % (table, label, eps, st['T'], f['psi_mean'], mean, se, ratio, t_forecast + t_sim),
+    print('%-18s %-8s %-6s eps %g: T %d forecast %.4g sim %.4g (se %.2g) ratio %.2f  [%.1f s]'
+          % (table, mech, label, eps, st['T'], f['psi_mean'], mean, se, ratio, t_forecast + t_sim),
           flush=True)
     return r
 
@@ -134,34 +145,46 @@ def md(cases):
     for r in cases:
         rows.append(['%s (%s, p=%d, %s rows)' % (r['table'], r['model'], r['p'],
                                                  '{:,}'.format(r['rows'])),
-                     '%g' % r['epsilon'], '%s (%s rows)' % (r['sample'],
+                     r.get('mechanism', 'laplace'), '%g' % r['epsilon'], '%s (%s rows)' % (r['sample'],
                                                            '{:,}'.format(r['sample_rows'])),
                      r['T'], C.g3(r['forecast']),
                      '%s (%s–%s)' % (C.g3(r['sim_mean']), C.g3(r['sim_p25']), C.g3(r['sim_p75'])),
                      '**%.2f**' % r['ratio'] if not r['within'] else '%.2f' % r['ratio']])
-    return C.md_table(['table', 'ε', 'sample', 'T', 'forecast ψ', 'sim ψ (25–75 %)',
+    return C.md_table(['table', 'mechanism', 'ε', 'sample', 'T', 'forecast ψ', 'sim ψ (25–75 %)',
                        'forecast/sim'], rows)
 
 
 def main():
-    a = C.args(__doc__)
+    def more(p):
+        p.add_argument('--mechanism', choices=('laplace', 'gaussian', 'both'),
+                       default='laplace', help='the answers\' mechanism (default laplace)')
+        p.add_argument('--repeats', type=int, default=0, help='sim repeats (default %d)'
+                       % REPEATS)
+        p.add_argument('--tables', default='', help='comma-separated tables (default all)')
+        p.add_argument('--no-extra', action='store_true',
+                       help='skip the small samples and the synthetic cases')
+    a = C.args(__doc__, more)
     quick = C.quick(a)
     tools = C.Tools(a)
     tables = ['diabetes', 'breast_cancer'] if quick else list(C.TABLES)
+    if a.tables:
+        tables = a.tables.split(',')
+    mechs = ('laplace', 'gaussian') if a.mechanism == 'both' else (a.mechanism,)
     epsilons = (1.0,) if quick else EPSILONS
-    repeats = 4 if quick else REPEATS
+    repeats = a.repeats or (4 if quick else REPEATS)
     t_all = time.time()
     cases, small = [], []
     for table in tables:
         total = table_rows(tools, table, a.out)
         frac = sample_frac(total)
         label = 'all' if frac >= 1.0 else '%.3g %%' % (100 * frac)
-        for eps in epsilons:
-            cases.append(one_case(tools, table, frac, eps, repeats, a.out, label))
-        if not quick and frac > SAMPLE_FRAC:
+        for mech in mechs:
+            for eps in epsilons:
+                cases.append(one_case(tools, table, frac, eps, repeats, a.out, label, mech))
+        if not quick and not a.no_extra and frac > SAMPLE_FRAC:
             for eps in epsilons:
                 small.append(one_case(tools, table, SAMPLE_FRAC, eps, repeats, a.out, '10 %'))
-    syn = [] if quick else synthetic(tools, a.out, repeats)
+    syn = [] if quick or a.no_extra else synthetic(tools, a.out, repeats)
     ok = all(r['within'] for r in cases)
     text = ('Forecast against sim (%d repeats), 4 owners; sample rule max(%g %%, %d rows).\n\n'
             % (repeats, 100 * SAMPLE_FRAC, SAMPLE_ROWS) + md(cases))
@@ -175,7 +198,8 @@ def main():
                                                                 'PASS' if ok else 'FAIL')
     C.write_text(a.out, 'forecast.md', text)
     C.write_result(a.out, {
-        'experiment': 'forecast', 'quick': quick, 'repeats': repeats,
+        'experiment': 'forecast', 'quick': quick, 'repeats': repeats, 'mechanisms': mechs,
+        'delta': DELTA,
         'sample_rule': {'frac': SAMPLE_FRAC, 'rows': SAMPLE_ROWS}, 'bound': BOUND,
         'cases': cases, 'small_samples': small, 'synthetic': syn,
         'ratio_min': min(r['ratio'] for r in cases), 'ratio_max': max(r['ratio'] for r in cases),

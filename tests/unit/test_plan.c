@@ -14,7 +14,9 @@
 
 #include "common/core/algo.h"
 #include "common/core/error.h"
+#include "common/core/noise.h"
 #include "common/core/plan.h"
+#include "common/core/zcdp.h"
 #include "tools/lib/simrng.h"
 
 /* A public description of a quadratic problem with diagonal curvature:
@@ -88,21 +90,44 @@ static double laplace(dp_simrng *r, double b)
 	return -b * (u < 0 ? -1.0 : 1.0) * log(1.0 - 2.0 * fabs(u));
 }
 
+/* N(0, sigma^2) by Box-Muller: the planner models the noise by its
+ * variance, which the discrete Gaussian of the answers matches to within
+ * its lattice (docs/planner.md §7). */
+static double gauss(dp_simrng *r, double sigma)
+{
+	return sigma * sqrt(-2.0 * log(uniform(r))) * cos(2.0 * M_PI * uniform(r));
+}
+
+/* The per-coordinate sigma of a Gaussian answer of clip 1 for an owner of
+ * n rows spending (eps, delta) over K answers: 2 / (n sqrt(2 rho_q)), rho_q
+ * as dp_zcdp_share gives it (docs/zcdp.md §7). */
+static double gauss_sigma(double eps, double delta, uint64_t K, size_t p, double n)
+{
+	double rho_q;
+	uint64_t slack;
+
+	assert_int_equal(dp_zcdp_share(eps, delta, K, p, DP_NOISE_DGAUSS_SLACK,
+				       DP_NOISE_DGAUSS_TAIL, &rho_q, &slack), 0);
+	return 2.0 / (n * sqrt(2.0 * rho_q));
+}
+
 /* The planner's predicted excess of f against the mean excess of R runs of
  * the real async update rule (dp_algo_async_update) on the same quadratic,
  * owners picked uniformly at random, Laplace noise of scale b on every
- * answer.  The recursion is exact for this problem, so the two must agree
- * within the Monte-Carlo error: the test allows 5 standard errors (a
- * correct model fails with probability below 1e-6). */
-static void check_async_against_update_rule(size_t N, size_t T, double eta, double b,
-					    bool path)
+ * answer (or, with gauss_eps > 0, Gaussian answers of owners spending
+ * (gauss_eps, 1e-6) over K = 10 answers each, b unused).  The recursion is
+ * exact for this problem, so the two must agree within the Monte-Carlo
+ * error: the test allows 5 standard errors (a correct model fails with
+ * probability below 1e-6). */
+static void check_async_mech(size_t N, size_t T, double eta, double b, bool path,
+			     double gauss_eps)
 {
 	enum { P = 3 };
 	const double h[P] = { 0.3, 2.0, 6.0 }, t[P] = { 1.0, -0.5, 0.25 }, lambda = 0.01;
 	const size_t R = 20000;
 	dp_plan_public pub;
 	uint64_t n[8], K[8];
-	double eps[8], sum = 0, sum2 = 0, pred, opt, noise, cb, mean, se;
+	double eps[8], sum = 0, sum2 = 0, pred, opt, noise, cb, mean, se, gsig = 0;
 	dp_simrng rng;
 
 	assert_true(N <= 8);
@@ -116,9 +141,18 @@ static void check_async_against_update_rule(size_t N, size_t T, double eta, doub
 		eps[i] = b > 0 ? 2.0 * 10.0 / (1000.0 * b) : INFINITY;
 	}
 	dp_plan_request req = { .mode = DP_PLAN_ASYNC, .N = N, .n_rows = n, .epsilon = eps };
+	if (gauss_eps > 0) {
+		pub.l2 = true;
+		req.mech = DP_MECH_GAUSSIAN;
+		req.delta = 1e-6;
+		for (size_t i = 0; i < N; i++)
+			eps[i] = gauss_eps;
+		gsig = gauss_sigma(gauss_eps, 1e-6, 10, P, 1000.0);
+		b = 0;
+	}
 	pred = dp_plan_predict(&req, &pub, T, eta, 0, K, &opt, &noise, &cb);
 	assert_true(fabs(opt + noise + cb - pred) <= 1e-12 * pred);
-	assert_true(b > 0 ? noise > 0 : noise == 0);
+	assert_true(b > 0 || gsig > 0 ? noise > 0 : noise == 0);
 
 	dp_simrng_seed(&rng, 12345 + N * 1000 + T);
 	for (size_t r = 0; r < R; r++) {
@@ -132,7 +166,8 @@ static void check_async_against_update_rule(size_t N, size_t T, double eta, doub
 			dp_algo_midpoint(P, L, th[i], bar);
 			for (size_t q = 0; q < P; q++)
 				ans[q] = h[q] * (bar[q] - t[q]) - 2 * lambda * t[q] +
-					 (b > 0 ? laplace(&rng, b) : 0.0);
+					 (b > 0 ? laplace(&rng, b) : 0.0) +
+					 (gsig > 0 ? gauss(&rng, gsig) : 0.0);
 			dp_algo_async_update(&ap, bar, ans, 1.0 / (double)N, th[i], L);
 		}
 		for (size_t q = 0; q < P; q++)
@@ -144,11 +179,17 @@ static void check_async_against_update_rule(size_t N, size_t T, double eta, doub
 	se = sqrt((sum2 / (double)R - mean * mean) / (double)R);
 	/* f* = 1, so psi is the excess. */
 	if (!(fabs(pred - mean) <= 5 * se + 1e-12)) {
-		fprintf(stderr, "N=%zu T=%zu eta=%g b=%g: predicted %.6g, update rule %.6g +- %.3g\n",
-			N, T, eta, b, pred, mean, se);
+		fprintf(stderr, "N=%zu T=%zu eta=%g b=%g sigma=%g: predicted %.6g, update rule "
+			"%.6g +- %.3g\n", N, T, eta, b, gsig, pred, mean, se);
 		fail();
 	}
 	dp_plan_public_free(&pub);
+}
+
+static void check_async_against_update_rule(size_t N, size_t T, double eta, double b,
+					    bool path)
+{
+	check_async_mech(N, T, eta, b, path, 0.0);
 }
 
 static void test_prediction_matches_update_rule(void **state)
@@ -159,6 +200,124 @@ static void test_prediction_matches_update_rule(void **state)
 		check_async_against_update_rule(2, 200, 0.8, 0.2, path);
 		check_async_against_update_rule(1, 50, 0.2, 0.3, path);
 		check_async_against_update_rule(7, 333, 0.05, 1.0, path);
+	}
+	/* Gaussian answers: sigma about 0.5 at eps 0.07, delta 1e-6. */
+	check_async_mech(4, 60, 0.3, 0.0, false, 0.07);
+}
+
+/* The Gaussian noise term (docs/planner.md §7) against an independent
+ * computation: the noise part of a prediction is the noise input times a
+ * gain that does not depend on the mechanism, so at the same settings the
+ * Gaussian part over the Laplace part is sum_i pi_i w_i^2 sigma_i^2 over
+ * sum_i pi_i w_i^2 2 b_i^2, with b_i = 2 C K_i / (n_i eps_i) and sigma_i =
+ * 2 C / (n_i sqrt(2 rho_i)); and K_i rho_i, the answers' shares of
+ * (eps_i, delta), is within 0.1 % below the rho whose tight conversion
+ * (tight_eps, by brute force over alpha) is eps_i: the slack and the tail
+ * take a little, the rounding to nano units less.  Also: Laplace plans do
+ * not depend on delta, the mechanism must match the constants' clips, and
+ * a Gaussian plan is refused without a delta. */
+/* eps(delta) of rho-zCDP by the tight conversion of docs/zcdp.md, the
+ * minimum over a fine geometric grid of alpha in (1, 1e5), L = ln(1/delta). */
+static double tight_eps(double rho, double L)
+{
+	double best = INFINITY;
+
+	for (double a = 1.001; a < 1e5; a *= 1.001) {
+		double v = a * rho + (L + (a - 1) * log(1 - 1 / a) - log(a)) / (a - 1);
+
+		if (v < best)
+			best = v;
+	}
+	return best;
+}
+
+static void test_gaussian_noise_term(void **state)
+{
+	enum { P = 3 };
+	const double h[P] = { 0.3, 2.0, 6.0 }, t[P] = { 1.0, -0.5, 0.25 }, delta = 1e-6;
+	dp_plan_public pub;
+	uint64_t n[3] = { 1000, 3000, 500 }, K[3] = { 40, 25, 12 };
+	double eps[3] = { 1.0, 0.5, 4.0 }, rate[3] = { 1, 2, 1 }, w[3], pi[3];
+	double lap, gau, lap_noise, gau_noise, num = 0, den = 0, L = log(1.0 / delta);
+	dp_plan pl;
+
+	quad_public(&pub, P, h, t, 0.01, 1.0);
+	dp_plan_request req = { .mode = DP_PLAN_ASYNC, .N = 3, .n_rows = n, .epsilon = eps,
+				.rate = rate };
+	lap = dp_plan_predict(&req, &pub, 80, 0.2, 0, K, NULL, &lap_noise, NULL);
+	req.delta = 0.25;   /* unused by Laplace: the same bits */
+	assert_true(dp_plan_predict(&req, &pub, 80, 0.2, 0, K, NULL, NULL, NULL) == lap);
+	req.mech = DP_MECH_GAUSSIAN;
+	req.delta = delta;
+	pub.l2 = true;
+	gau = dp_plan_predict(&req, &pub, 80, 0.2, 0, K, NULL, &gau_noise, NULL);
+	assert_true(isfinite(gau) && gau < lap && gau_noise > 0);
+	for (size_t i = 0; i < 3; i++) {
+		double b = 2.0 * K[i] / ((double)n[i] * eps[i]);
+		double sig = gauss_sigma(eps[i], delta, K[i], P, (double)n[i]);
+		double rho = 2.0 / (sig * sig * (double)n[i] * (double)n[i]);
+		double lo = 1e-9, hi = 10.0;
+
+		for (int it = 0; it < 60; it++) {
+			double mid = sqrt(lo * hi);
+
+			if (tight_eps(mid, L) > eps[i])
+				hi = mid;
+			else
+				lo = mid;
+		}
+		assert_true(rho * (double)K[i] <= lo * (1 + 1e-6) &&
+			    rho * (double)K[i] >= lo * (1 - 1e-3));
+		w[i] = (double)n[i] / 4500.0;
+		pi[i] = rate[i] / 4.0;
+		num += pi[i] * w[i] * w[i] * sig * sig;
+		den += pi[i] * w[i] * w[i] * 2.0 * b * b;
+	}
+	assert_true(fabs(gau_noise / lap_noise - num / den) <= 1e-9 * num / den);
+	/* The rest of the prediction is the mechanism's own business only
+	 * through the noise. */
+	assert_true(fabs((gau - gau_noise) - (lap - lap_noise)) <= 1e-12 * lap);
+
+	/* A plan: the same search, the Gaussian term. */
+	assert_int_equal(dp_plan_make(&req, &pub, &pl), 0);
+	assert_true(isfinite(pl.psi) && pl.psi > 0);
+	dp_plan_free(&pl);
+	req.delta = 0;
+	assert_int_equal(dp_plan_make(&req, &pub, &pl), DP_EINVAL);
+	req.delta = delta;
+	pub.l2 = false;   /* L1 candidates for L2 answers */
+	assert_int_equal(dp_plan_make(&req, &pub, &pl), DP_EINVAL);
+	req.mech = DP_MECH_LAPLACE;
+	pub.l2 = true;    /* and the other way round */
+	assert_int_equal(dp_plan_make(&req, &pub, &pl), DP_EINVAL);
+	dp_plan_public_free(&pub);
+
+	/* Shape-only L2 candidates scale with sqrt(p), not p sqrt(2/pi). */
+	{
+		dp_plan_public a, b2;
+
+		assert_int_equal(dp_plan_public_shape(DP_MODEL_LINEAR, 16, 0.01, &a), 0);
+		assert_int_equal(dp_plan_public_shape_norm(DP_MODEL_LINEAR, 16, 0.01, true, &b2),
+				 0);
+		struct json_object *ja, *jb;
+		dp_plan_public c;
+
+		assert_true(b2.l2 && !a.l2);
+		assert_true(fabs(a.clips[0].clip / b2.clips[0].clip -
+				 16.0 * sqrt(2.0 / M_PI) / 4.0) < 1e-12);
+		/* "l2" is written only for L2 constants and read back. */
+		ja = dp_plan_public_json(&a);
+		jb = dp_plan_public_json(&b2);
+		assert_non_null(ja);
+		assert_non_null(jb);
+		assert_false(json_object_object_get_ex(ja, "l2", NULL));
+		assert_int_equal(dp_plan_public_parse("l2", jb, &c), 0);
+		assert_true(c.l2);
+		dp_plan_public_free(&c);
+		json_object_put(ja);
+		json_object_put(jb);
+		dp_plan_public_free(&a);
+		dp_plan_public_free(&b2);
 	}
 }
 
@@ -738,6 +897,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_prediction_matches_update_rule),
+		cmocka_unit_test(test_gaussian_noise_term),
 		cmocka_unit_test(test_sync1_deterministic),
 		cmocka_unit_test(test_sync2_deterministic),
 		cmocka_unit_test(test_choices),

@@ -563,6 +563,27 @@ out:
 	return rc;
 }
 
+int dp_public_measure_norm(dp_model model, const dp_dataset *sample, double lambda,
+			   double theta_max, const char *source, bool l2, dp_plan_public *out)
+{
+	dp_dataset view;
+	int rc;
+
+	DP_REQUIRE(sample != NULL && out != NULL);
+	if (!l2)
+		return dp_public_measure(model, sample, lambda, theta_max, source, out);
+	DP_REQUIRE(sample->row_l2 != NULL || sample->n == 0);
+	/* The measurement reads each row's norm from row_l1: a shallow view of
+	 * the sample whose row_l1 holds the L2 norms measures L2 clipping with
+	 * the same code (docs/planner.md §7). */
+	view = *sample;
+	view.row_l1 = sample->row_l2;
+	rc = dp_public_measure(model, &view, lambda, theta_max, source, out);
+	if (rc == 0)
+		out->l2 = true;
+	return rc;
+}
+
 /* A file's constants must be those of this job: the recursions use its
  * lambda, and its curvatures have its p. */
 static int check_file(const char *path, const dp_plan_public *pub, dp_model model, size_t p,
@@ -599,6 +620,10 @@ int dp_public_obtain(const dp_public_from *from, dp_model model, const dp_datase
 		if (rc != 0)
 			return rc;
 		rc = check_file(from->file, &pub, model, like->p, lambda);
+		if (rc == 0 && pub.l2 != from->l2)
+			rc = dp_error_set(DP_EINVAL, "%s: constants for %s clips, the job clips in %s "
+					  "(give the public sample instead)", from->file,
+					  pub.l2 ? "L2" : "L1", from->l2 ? "L2" : "L1");
 		if (rc != 0) {
 			dp_plan_public_free(&pub);
 			return rc;
@@ -609,7 +634,7 @@ int dp_public_obtain(const dp_public_from *from, dp_model model, const dp_datase
 	if (from->sample == NULL) {
 		if (like == NULL)
 			return dp_error_set(DP_EINVAL, "no public sample given");
-		return dp_plan_public_shape(model, like->p, lambda, out);
+		return dp_plan_public_shape_norm(model, like->p, lambda, from->l2, out);
 	}
 	files[0] = (char *)from->sample;
 	rc = dp_ownerdata_load(&od, files, 1, from->target, from->bias, from->schema, model);
@@ -621,7 +646,8 @@ int dp_public_obtain(const dp_public_from *from, dp_model model, const dp_datase
 		rc = dp_dataset_check_compatible(pair, 2);
 	}
 	if (rc == 0)
-		rc = dp_public_measure(model, &od.ds[0], lambda, theta_max, from->sample, out);
+		rc = dp_public_measure_norm(model, &od.ds[0], lambda, theta_max, from->sample,
+					    from->l2, out);
 	dp_ownerdata_free(&od);
 	return rc;
 }

@@ -15,6 +15,7 @@
 #ifndef DP_TOOLS_PUBLIC_H
 #define DP_TOOLS_PUBLIC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/core/dataset.h"
@@ -35,6 +36,12 @@ extern const double dp_public_quantiles[DP_PUBLIC_NQ];
 int dp_public_measure(dp_model model, const dp_dataset *sample, double lambda,
 		      double theta_max, const char *source, dp_plan_public *out);
 
+/* dp_public_measure with the clip candidates as quantiles of the
+ * per-example gradients' L2 norms when `l2` (Gaussian answers; pub->l2 set,
+ * docs/planner.md §7), else dp_public_measure itself.  Same errors. */
+int dp_public_measure_norm(dp_model model, const dp_dataset *sample, double lambda,
+			   double theta_max, const char *source, bool l2, dp_plan_public *out);
+
 /* Where a tool command takes its constants from (`dpasync sim` and
  * `dpasync forecast` flags). */
 typedef struct dp_public_from {
@@ -45,6 +52,9 @@ typedef struct dp_public_from {
 	const char *target;   /* the sample's target column (NULL: the schema's) */
 	int bias;
 	const char *schema;   /* feature schema the sample goes through, or NULL */
+	bool l2;              /* constants of L2-clipped gradients (Gaussian
+				 answers); false: L1.  A file must hold the
+				 same kind */
 } dp_public_from;
 
 /* The constants for a job of `model` with `lambda`: measured on

@@ -15,7 +15,12 @@
   with the way from theta = 0 measured on the sample (docs/planner.md §2):
   1.32 (0.0233 vs 0.0177) and 0.94 (0.0755 vs 0.0803).  Over 24 other
   generator seeds, sizes and budgets (scripts/reproduce.sh forecast) the
-  ratio stays within 0.56-1.14 (docs/planner.md §5)."""
+  ratio stays within 0.56-1.14 (docs/planner.md §5);
+- with --delta (docs/cli.md "dpasync forecast"): "mechanisms" holds both
+  plans, its laplace entry is the top-level plan, the gaussian one has its
+  own (L2) clip and a finite psi, "lower" names the smaller psi and
+  "factor" is the larger over the smaller; stderr says the same in one
+  line; without --delta there is no "mechanisms"."""
 import json, os, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import check, run, tmpdir, cleanup, summary, main
@@ -69,6 +74,28 @@ def test(argv):
             print('%s: forecast psi %.4g (T %d, clip %.3g, caps %s), sim mean psi over %d repeats %.4g: ratio %.2f; psi_zero %.3g'
                   % (model, f['psi_mean'], st['T'], st['clip'], st['answers_cap'], s['repeats'], s['psi_mean'], ratio, f['psi_zero']))
             check(0.5 <= ratio <= 2.0, '%s: forecast %.4g not within 2x of sim %.4g' % (model, f['psi_mean'], s['psi_mean']))
+
+        # Both mechanisms with --delta.
+        g = d + '/linear'
+        args = ['--sample', g + '/owner-5.csv', '--rows', '2000,2000,2000,2000', '--bias']
+        check('mechanisms' not in forecast(dp, args), 'mechanisms without --delta')
+        p = run([dp, 'forecast'] + args + ['--delta', '1e-6'])
+        f = json.loads(p.stdout)
+        ms = f.get('mechanisms', {})
+        for k in ('delta', 'laplace', 'gaussian', 'lower', 'factor'):
+            check(k in ms, 'mechanisms have no %r: %s' % (k, sorted(ms)))
+        lap, gau = ms['laplace'], ms['gaussian']
+        check(lap['psi_mean'] == f['psi_mean'] and lap['settings']['T'] == f['settings']['T'] and
+              lap['settings']['clip'] == f['settings']['clip'], 'laplace %s, top %s' % (lap, f['settings']))
+        check(0 < gau['psi_mean'] < float('inf') and gau['settings']['clip'] != lap['settings']['clip'] and
+              set(gau['psi_parts']) == {'optimisation', 'noise', 'clip'}, 'gaussian %s' % gau)
+        lo, hi = sorted((lap['psi_mean'], gau['psi_mean']))
+        check(ms['lower'] == ('gaussian' if gau['psi_mean'] < lap['psi_mean'] else 'laplace') and
+              abs(ms['factor'] - hi / lo) <= 1e-12 * ms['factor'] and ms['delta'] == 1e-6, 'mechanisms %s' % ms)
+        check('gaussian is lower by' in p.stderr or 'laplace is lower by' in p.stderr, 'stderr %r' % p.stderr)
+        print('--delta 1e-6: laplace psi %.4g (T %d), gaussian %.4g (T %d), %s lower by %.2fx'
+              % (lap['psi_mean'], lap['settings']['T'], gau['psi_mean'], gau['settings']['T'],
+                 ms['lower'], ms['factor']))
 
         # The user's settings are kept, in every mode.
         g = d + '/linear'
