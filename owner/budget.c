@@ -31,6 +31,7 @@
 
 #include "common/core/error.h"
 #include "common/core/log.h"
+#include "common/core/noise.h"
 
 #include "owner/budget.h"
 
@@ -164,8 +165,16 @@ static bool covers(const struct own_budget *b, double eps)
 	       c <= dp_ledger_reserved_nano(b->ledger);
 }
 
-/* Does one more charge of eps_q fit under the lifetime cap: is the
- * dataset's bound with it still within the cap at the lifetime delta
+/* A Gaussian answer's sampler slack: p coordinates of
+ * DP_NOISE_DGAUSS_SLACK each (docs/noise.md §6 "Slack"). */
+static double gauss_slack(const struct own_budget *b)
+{
+	return (double)b->p * DP_NOISE_DGAUSS_SLACK;
+}
+
+/* Does one more charge of eps_q (the ledger's unit: rho for a Gaussian
+ * job, charged with its sampler's slack) fit under the lifetime cap: is
+ * the dataset's bound with it still within the cap at the lifetime delta
  * (docs/ledger.md §8; the plain sum when every job is Laplace)? */
 static bool lifetime_allows(const struct own_budget *b, double eps_q)
 {
@@ -175,10 +184,17 @@ static bool lifetime_allows(const struct own_budget *b, double eps_q)
 
 	if (b->lifetime_nano == DP_NANO_INF)
 		return true;
-	if (isinf(eps_q) || dp_nano_ceil(eps_q, &c) < 0)
+	if (isinf(eps_q))
 		return false;
+	if (b->mech == DP_MECH_GAUSSIAN) {
+		if (dp_zcdp_charge_gauss(eps_q, gauss_slack(b), &charge) < 0)
+			return false;
+	} else {
+		if (dp_nano_ceil(eps_q, &c) < 0)
+			return false;
+		charge = dp_zcdp_charge_pure(c);
+	}
 	spent = lifetime_totals(b);
-	charge = dp_zcdp_charge_pure(c);
 	return dp_zcdp_fits(&spent, &charge, b->lifetime_nano, b->lifetime_delta, &fits) == 0 &&
 	       fits;
 }
@@ -263,6 +279,9 @@ static double job_cap(const struct own_budget *b, const char *path)
 
 	if (b->cfg.eps_step > 0 || isinf(b->cfg.epsilon) || b->lifetime_nano == DP_NANO_INF ||
 	    dp_nano_floor(b->cfg.epsilon, &eps_nano) < 0)
+		return b->cfg.epsilon;
+	/* A Gaussian job's file holds a rho cap: gauss_share keeps it. */
+	if (e != NULL && e->unit == DP_LEDGER_UNIT_RHO)
 		return b->cfg.epsilon;
 	others_t = others_totals(b, path);
 	left = dp_ledgerset_pure_left(&others_t, b->lifetime_nano, b->lifetime_delta);
@@ -463,8 +482,9 @@ static int unbind(struct own_budget *b)
 {
 	int r;
 
-	DP_INFO("ledger", "job %s closed answers=%llu spent=%.9g", b->job,
-		(unsigned long long)dp_ledger_answers(b->ledger), dp_ledger_spent(b->ledger));
+	DP_INFO("ledger", "job %s closed answers=%llu spent=%.9g unit=%s", b->job,
+		(unsigned long long)dp_ledger_answers(b->ledger), dp_ledger_spent(b->ledger),
+		dp_ledger_unit(b->ledger) == DP_LEDGER_UNIT_RHO ? "rho" : "epsilon");
 	r = note_closed(b);
 	if (r < 0)
 		return r;
@@ -473,6 +493,7 @@ static int unbind(struct own_budget *b)
 	b->gen++;
 	b->job[0] = '\0';
 	b->K = 0;
+	b->mech = DP_MECH_LAPLACE;
 	r = dp_ledgerset_rescan(b->set);
 	if (r < 0)
 		return r;
@@ -483,18 +504,74 @@ static int unbind(struct own_budget *b)
 
 int own_budget_bind(struct own_budget *b, const char *job, uint64_t offered)
 {
+	return own_budget_bind_mech(b, job, offered, DP_MECH_LAPLACE, 0);
+}
+
+/* A job's mechanism never changes: its ledger's unit says which it was. */
+static int same_unit(const struct own_budget *b, const char *job, const char *path,
+		     dp_mech mech)
+{
+	const dp_ledgerset_job *e = dp_ledgerset_find(b->set, path);
+	bool rho = mech == DP_MECH_GAUSSIAN;
+
+	if (e == NULL || (e->unit == DP_LEDGER_UNIT_RHO) == rho)
+		return 0;
+	DP_ERROR("ledger", "cannot open the ledger of job %s: it holds %s answers (nano-%s) but "
+		 "the learner now asks for %s answers; a job's mechanism never changes: run it "
+		 "with learnerd --mechanism %s, or under a new job name", job,
+		 rho ? "Laplace" : "Gaussian", rho ? "epsilon" : "rho", rho ? "Gaussian" : "Laplace",
+		 rho ? "laplace" : "gaussian");
+	return dp_error_set(DP_EINVAL, "ledger %s is of the other mechanism", path);
+}
+
+/* A Gaussian job's rho cap and share for its epsilon cap at cfg.delta
+ * (docs/zcdp.md §7): K charges of ceil-nano(rho_q) fit the cap, which the
+ * ledger rounds down.  An existing ledger keeps its own rho cap when it is
+ * not above this one (it was made when the lifetime left less); its share
+ * is then that cap's, as at its creation. */
+static int gauss_share(const struct own_budget *b, const char *path, double eps, uint64_t K,
+		       double *cap_rho, double *rho_q)
+{
+	const dp_ledgerset_job *e = dp_ledgerset_find(b->set, path);
+	uint64_t slack, want;
+	int r;
+
+	r = dp_zcdp_share(eps, b->cfg.delta, K, b->p, DP_NOISE_DGAUSS_SLACK, DP_NOISE_DGAUSS_TAIL,
+			  rho_q, &slack);
+	if (r == 0)
+		r = dp_zcdp_cap(eps, b->cfg.delta, K, b->p, DP_NOISE_DGAUSS_SLACK,
+				DP_NOISE_DGAUSS_TAIL, cap_rho, &slack);
+	if (r < 0 || isinf(*cap_rho) || e == NULL || e->unit != DP_LEDGER_UNIT_RHO ||
+	    e->cap_nano == DP_NANO_INF || dp_nano_floor(*cap_rho, &want) < 0 ||
+	    e->cap_nano >= want)
+		return r;
+	*cap_rho = eps_of_nano(e->cap_nano);
+	return dp_nano_share(*cap_rho, K, rho_q);
+}
+
+int own_budget_bind_mech(struct own_budget *b, const char *job, uint64_t offered, dp_mech mech,
+			 size_t p)
+{
 	struct own_budget_status st;
 	uint64_t K;
 	char ident[DP_LEDGER_IDENTITY_MAX + 1], *path;
-	double eps_q, cap;
+	double eps_q, cap, cap_rho = 0;
+	bool gauss = mech == DP_MECH_GAUSSIAN;
 	int r;
 
-	DP_REQUIRE(b != NULL && job != NULL && offered >= 1 && !b->ticket_open);
+	DP_REQUIRE(b != NULL && job != NULL && offered >= 1 && !b->ticket_open &&
+		   (!gauss || p >= 1));
 	/* Any K keeps epsilon: each answer is (epsilon/K)-DP and at most K are
 	 * given (docs/privacy.md), so the learner may propose it. */
 	K = own_budget_cap_for(b, offered);
 	identity(b, job, ident, sizeof(ident));
 	if (b->ledger && strcmp(b->job, job) == 0) {
+		if (b->mech != mech) {
+			DP_ERROR("ledger", "job %s is bound with %s answers but the learner now "
+				 "asks for %s ones; a job's mechanism never changes", job,
+				 dp_query_mech_name(b->mech), dp_query_mech_name(mech));
+			return DP_EINVAL;
+		}
 		if (b->K != K) {
 			DP_ERROR("ledger", "ledger of job %s has answers cap %llu but the learner "
 				 "now asks %llu; the caps of a job never change", job,
@@ -514,15 +591,26 @@ int own_budget_bind(struct own_budget *b, const char *job, uint64_t offered)
 	path = dp_ledgerset_job_path(b->set, job);
 	if (path == NULL)
 		return DP_ENOMEM;
-	cap = job_cap(b, path);
-	r = share(b, cap, K, &eps_q);
+	r = same_unit(b, job, path, mech);
 	if (r < 0) {
-		DP_ERROR("ledger", "epsilon %g cannot be split over K=%llu answers: %s", cap,
-			 (unsigned long long)K, dp_error_detail(r));
 		free(path);
 		return r;
 	}
-	r = dp_ledger_open(path, cap, K, ident, open_flags(b), &b->ledger);
+	b->p = p;
+	cap = job_cap(b, path);
+	r = gauss ? gauss_share(b, path, cap, K, &cap_rho, &eps_q) : share(b, cap, K, &eps_q);
+	if (r < 0) {
+		DP_ERROR("ledger", "epsilon %g%s cannot be split over K=%llu %s answers: %s", cap,
+			 gauss ? " at --delta" : "", (unsigned long long)K,
+			 dp_query_mech_name(mech), dp_error_detail(r));
+		free(path);
+		return r;
+	}
+	if (gauss)
+		r = dp_ledger_open_gauss(path, cap_rho, b->cfg.delta, gauss_slack(b), K, ident,
+					 open_flags(b), &b->ledger);
+	else
+		r = dp_ledger_open(path, cap, K, ident, open_flags(b), &b->ledger);
 	if (r < 0) {
 		DP_ERROR("ledger", "cannot open the ledger of job %s: %s", job,
 			 r == DP_ESTATE ? "in use by another process" : dp_error_detail(r));
@@ -549,12 +637,21 @@ int own_budget_bind(struct own_budget *b, const char *job, uint64_t offered)
 	snprintf(b->job, sizeof(b->job), "%s", job);
 	label_gauges(b, job);
 	b->K = K;
+	b->mech = mech;
+	b->job_eps = cap;
 	b->eps_q = eps_q;
 	refresh_gauges(b, &st);
-	DP_INFO("ledger", "bound path=%s identity=\"%s\" epsilon=%g K=%llu eps_q=%.9g "
-		"answers=%llu lifetime_spent=%.9g lifetime_left=%.9g", path, ident, cap,
-		(unsigned long long)K, eps_q, (unsigned long long)st.answers, st.lifetime_spent,
-		st.lifetime_left);
+	if (gauss)
+		DP_INFO("ledger", "bound path=%s identity=\"%s\" mechanism=gaussian epsilon=%g "
+			"delta=%g rho=%.9g K=%llu rho_q=%.9g answers=%llu lifetime_spent=%.9g "
+			"lifetime_left=%.9g", path, ident, cap, b->cfg.delta, cap_rho,
+			(unsigned long long)K, eps_q, (unsigned long long)st.answers,
+			st.lifetime_spent, st.lifetime_left);
+	else
+		DP_INFO("ledger", "bound path=%s identity=\"%s\" epsilon=%g K=%llu eps_q=%.9g "
+			"answers=%llu lifetime_spent=%.9g lifetime_left=%.9g", path, ident, cap,
+			(unsigned long long)K, eps_q, (unsigned long long)st.answers,
+			st.lifetime_spent, st.lifetime_left);
 	free(path);
 	return 0;
 }
@@ -626,6 +723,26 @@ bool own_budget_refuses_job(const struct own_budget *b, const char *job)
 	return !known;
 }
 
+/* What a Gaussian job spent, as epsilon at its delta (dp_zcdp_best_eps of
+ * its totals), so that no rho is ever shown where an epsilon is expected
+ * (docs/ownerd.md "Mechanisms and delta"). */
+static double gauss_spent_eps(const dp_zcdp_totals *t, double delta)
+{
+	double e = INFINITY;
+
+	if (dp_zcdp_best_eps(t, delta, &e) < 0)
+		return INFINITY;
+	return e;
+}
+
+/* The nano amount left under a cap, as a double (INFINITY: no cap). */
+static double nano_left(uint64_t cap, uint64_t spent)
+{
+	if (cap == DP_NANO_INF)
+		return INFINITY;
+	return spent >= cap ? 0.0 : dp_nano_to_eps(cap - spent);
+}
+
 void own_budget_status(const struct own_budget *b, struct own_budget_status *out)
 {
 	dp_zcdp_totals t;
@@ -652,13 +769,22 @@ void own_budget_status(const struct own_budget *b, struct own_budget_status *out
 		if (n > 0) {
 			const dp_ledgerset_job *j = dp_ledgerset_at(b->set, n - 1);
 
-			if (strncmp(j->job, "job=", 4) == 0) {
+			if (strncmp(j->job, "job=", 4) == 0 && j->unit == DP_LEDGER_UNIT_RHO) {
+				/* A Gaussian job: its epsilon at its delta,
+				 * against --epsilon; its rho left. */
 				out->job = j->job + 4;
 				out->answers = j->answers;
 				out->cap = j->answers_cap;
-				out->job_left = fmin(j->cap_nano == DP_NANO_INF ? INFINITY :
-						     j->spent_nano >= j->cap_nano ? 0.0 :
-						     dp_nano_to_eps(j->cap_nano - j->spent_nano),
+				out->gaussian = true;
+				out->rho_left = nano_left(j->cap_nano, j->spent_nano);
+				out->job_left = fmin(fmax(b->cfg.epsilon -
+							  gauss_spent_eps(&j->totals, j->delta), 0),
+						     out->lifetime_left);
+			} else if (strncmp(j->job, "job=", 4) == 0) {
+				out->job = j->job + 4;
+				out->answers = j->answers;
+				out->cap = j->answers_cap;
+				out->job_left = fmin(nano_left(j->cap_nano, j->spent_nano),
 						     out->lifetime_left);
 			}
 		}
@@ -668,11 +794,22 @@ void own_budget_status(const struct own_budget *b, struct own_budget_status *out
 	out->bound = true;
 	out->answers = dp_ledger_answers(b->ledger);
 	out->cap = b->K;
-	out->spent = dp_ledger_spent(b->ledger);
-	out->left = dp_ledger_left(b->ledger);
 	/* A share reserved after the last answer (docs/ledger.md §9) counts as
 	 * spent, yet the next answer uses it: it is still there to spend. */
 	held = dp_nano_to_eps(dp_ledger_reserved_nano(b->ledger));
+	if (dp_ledger_unit(b->ledger) == DP_LEDGER_UNIT_RHO) {
+		/* Gaussian: epsilon at the job's delta, never rho; what is
+		 * left in rho for the Hello (docs/protocol.md §5 "Mechanisms"). */
+		dp_ledger_totals(b->ledger, &t);
+		out->gaussian = true;
+		out->spent = gauss_spent_eps(&t, dp_ledger_delta(b->ledger));
+		out->left = fmax(b->job_eps - out->spent, 0);
+		out->rho_left = dp_ledger_left(b->ledger) + held;
+		out->job_left = fmin(out->left, out->lifetime_left);
+		return;
+	}
+	out->spent = dp_ledger_spent(b->ledger);
+	out->left = dp_ledger_left(b->ledger);
 	out->job_left = fmin(out->left + held, out->lifetime_left + held);
 }
 

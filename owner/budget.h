@@ -22,6 +22,7 @@
 
 #include "common/core/ledger.h"
 #include "common/core/ledgerset.h"
+#include "common/core/query.h"
 #include "common/core/zcdp.h"
 #include "common/net/metrics.h"
 
@@ -44,6 +45,9 @@ struct own_budget_config {
 	double lifetime_delta;      /* the lifetime delta (docs/ownerd.md "Mechanisms and
 				       delta"): --lifetime-delta, else --delta; what a
 				       directory that records none yet records */
+	double delta;               /* --delta: a Gaussian job's delta, at which its
+				       ledger is shared and its spending reported
+				       (docs/ownerd.md "Mechanisms and delta") */
 	bool lifetime_delta_given;  /* --lifetime-delta was set: below the recorded
 				       delta it lowers it (recorded), above it it is
 				       refused; else the recorded delta is used */
@@ -76,7 +80,13 @@ struct own_budget {
 	dp_ledger *ledger;          /* the bound job's; NULL until bound */
 	char job[OWN_JOB_MAX + 1];  /* the bound job ("" while unbound) */
 	uint64_t K;                 /* answer cap in force (0 while unbound) */
-	double eps_q;               /* per-answer share: charged AND calibrates the noise */
+	dp_mech mech;               /* the bound job's mechanism */
+	size_t p;                   /* a Gaussian job's coordinates per answer (its
+				       sampler's slack is p DP_NOISE_DGAUSS_SLACK) */
+	double job_eps;             /* the bound job's epsilon cap (job_cap) */
+	double eps_q;               /* per-answer share in the ledger's unit: charged
+				       AND calibrates the noise; epsilon for Laplace,
+				       rho (zCDP, docs/zcdp.md §7) for Gaussian */
 	uint64_t others_nano;       /* spent by the dataset's other Laplace jobs (DP_NANO_INF: unlimited) */
 	dp_zcdp_totals others_t;    /* the other jobs' spending, both mechanisms
 				       (docs/ledger.md §8) */
@@ -107,8 +117,14 @@ struct own_budget_status {
 	bool bound;                 /* a ledger is open */
 	uint64_t answers;           /* answers charged (0 while unbound) */
 	uint64_t cap;               /* K (0 while unbound) */
-	double spent;               /* epsilon spent (0 while unbound) */
-	double left;                /* epsilon left (--epsilon while unbound) */
+	bool gaussian;              /* `job`'s ledger is in nano-rho (a Gaussian job) */
+	double spent;               /* epsilon spent (0 while unbound); for a Gaussian
+				       job the epsilon at the owner's delta of what
+				       it spent (dp_zcdp_best_eps), never its rho */
+	double left;                /* epsilon left (--epsilon while unbound); for a
+				       Gaussian job its epsilon cap less `spent` */
+	double rho_left;            /* a Gaussian `job`: rho left in its ledger (with a
+				       reserved share); 0 otherwise */
 	double lifetime_cap;        /* the lifetime cap in force; INFINITY: none */
 	double lifetime_spent;      /* over every job of the dataset: the best valid
 				       epsilon at the lifetime delta (docs/ledger.md
@@ -166,6 +182,19 @@ void own_budget_close(struct own_budget *b);
  * caps, epsilon cannot be split over K) and DP_ECORRUPT -- configuration
  * problems; DP_ESTATE (locked by another process), DP_EIO, DP_ENOMEM. */
 int own_budget_bind(struct own_budget *b, const char *job, uint64_t K);
+/* own_budget_bind for a job of mechanism `mech` whose answers have p
+ * coordinates (own_budget_bind is this with DP_MECH_LAPLACE).  A Gaussian
+ * job (docs/zcdp.md §7): its epsilon cap as above, at cfg.delta, becomes
+ * a rho cap and per-answer share (dp_zcdp_cap, dp_zcdp_share, with the
+ * sampler's slack p DP_NOISE_DGAUSS_SLACK), its ledger is opened in
+ * nano-rho (dp_ledger_open_gauss), eps_q holds rho_q and every answer is
+ * charged rho_q and checked against the lifetime cap with its slack.  An
+ * existing ledger keeps its rho cap when it is not above the one
+ * --epsilon gives.  A job's mechanism never changes: a ledger of the other
+ * unit is DP_EINVAL, logged as one line.  Errors as own_budget_bind, and
+ * DP_EINVAL (delta 0, or an epsilon too small for the slack) for Gaussian. */
+int own_budget_bind_mech(struct own_budget *b, const char *job, uint64_t K, dp_mech mech,
+			 size_t p);
 
 /* The cap an answer cap K offered by the learner turns into: --answers-cap
  * when given (the owner's own cap wins), else K. */
@@ -197,7 +226,8 @@ void own_budget_status(const struct own_budget *b, struct own_budget_status *out
  * owner, docs/ownerd.md "Threads"). */
 struct own_budget_ticket {
 	uint64_t k;
-	double eps_q;               /* calibrates the noise AND is what commit charges */
+	double eps_q;               /* calibrates the noise AND is what commit charges,
+				       in the ledger's unit (rho for a Gaussian job) */
 };
 
 /* Spend one answer for request k, in this order (docs/privacy.md §5):

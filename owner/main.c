@@ -663,6 +663,7 @@ static int startup(struct own_daemon *d, enum dp_config_action action)
 	bc.lifetime = d->set.lifetime_epsilon != 0 ? d->set.lifetime_epsilon : d->set.epsilon;
 	bc.lifetime_given = d->set.lifetime_epsilon != 0;
 	bc.lifetime_delta = own_mechanism_lifetime_delta(&d->set);
+	bc.delta = d->set.delta;
 	bc.lifetime_delta_given = d->set.lifetime_delta != -1;
 	bc.check_only = action == DP_CONFIG_CHECK;
 	bc.answers_cap = d->set.answers_cap;

@@ -33,6 +33,8 @@
 #include "common/core/file.h"
 #include "common/core/ledger.h"
 #include "common/core/ledgerset.h"
+#include "common/core/nano.h"
+#include "common/core/noise.h"
 #include "common/core/zcdp.h"
 #include "common/core/log.h"
 #include "common/net/metrics.h"
@@ -1103,6 +1105,94 @@ static void test_lifetime_gaussian(void **state)
 	(void)state;
 }
 
+/* A lifetime cap in nano-epsilon as a double that dp_nano_floor turns back
+ * into exactly n. */
+static double eps_exact(uint64_t n)
+{
+	double d = (double)n / 1e9;
+	uint64_t got = 0;
+
+	while (dp_nano_floor(d, &got) == 0 && got < n)
+		d = nextafter(d, INFINITY);
+	return d;
+}
+
+/* A Gaussian job (docs/zcdp.md §7): epsilon 1 at delta 1e-6 over K = 4
+ * answers of p = 5 coordinates is shared as dp_zcdp_share says, the ledger
+ * is in nano-rho with the job's delta, the four charges of ceil(rho_q)
+ * fill the rho cap to within less than one nano-rho per answer (one more
+ * nano each would not fit), and the status shows epsilon at delta, never
+ * rho.  Reopened as a Laplace job it is refused; reopened as Gaussian it
+ * keeps its share.  Then the lifetime cap at delta: lowered to exactly the
+ * bound of three charges, the third answer is given and the fourth, which
+ * the job's own cap allows, is refused as the lifetime's. */
+static void test_gaussian(void **state)
+{
+	struct budget_fx f;
+	struct own_budget_ticket t;
+	struct own_budget_status st;
+	dp_zcdp_totals tot = { 0, 0, 0, 0 }, one, three;
+	double rho_q = 0, cap_rho = 0, e = 0;
+	uint64_t slack = 0, q, capn, lim3;
+
+	(void)state;
+	assert_int_equal(dp_zcdp_share(1.0, 1e-6, 4, 5, DP_NOISE_DGAUSS_SLACK, DP_NOISE_DGAUSS_TAIL,
+				       &rho_q, &slack), 0);
+	assert_int_equal(dp_zcdp_cap(1.0, 1e-6, 4, 5, DP_NOISE_DGAUSS_SLACK, DP_NOISE_DGAUSS_TAIL,
+				     &cap_rho, &slack), 0);
+	assert_int_equal(dp_nano_ceil(rho_q, &q), 0);
+	assert_int_equal(dp_nano_floor(cap_rho, &capn), 0);
+	assert_true(4 * q <= capn && 4 * (q + 1) > capn);
+
+	budget_fx_init(&f, "gaussian-job", 1.0, INFINITY);
+	f.cfg.delta = 1e-6;
+	f.cfg.lifetime_delta = 1e-6;
+	assert_int_equal(own_budget_open(&f.b, &f.cfg), 0);
+	assert_int_equal(own_budget_bind_mech(&f.b, "G", 4, DP_MECH_GAUSSIAN, 5), 0);
+	assert_true(f.b.eps_q == rho_q);
+	assert_int_equal(dp_ledger_unit(f.b.ledger), DP_LEDGER_UNIT_RHO);
+	assert_true(dp_ledger_delta(f.b.ledger) == 1e-6);
+	for (uint64_t k = 1; k <= 2; k++) {
+		answer(&f, k, &st);
+		assert_int_equal(dp_zcdp_charge_gauss(rho_q, 5 * DP_NOISE_DGAUSS_SLACK, &one), 0);
+		dp_zcdp_add(&tot, &one);
+	}
+	assert_int_equal(dp_ledger_spent_nano(f.b.ledger), 2 * q);
+	assert_int_equal(dp_zcdp_best_eps(&tot, 1e-6, &e), 0);
+	assert_true(st.gaussian && st.answers == 2);
+	assert_true(st.spent == e && e > 0.5 && e < 1.0);   /* epsilon, not rho (~0.01) */
+	assert_true(st.left == 1.0 - e);
+	assert_true(st.rho_left == dp_nano_to_eps(capn - 2 * q));
+	assert_true(st.lifetime_spent >= e && st.lifetime_spent < e + 1e-8);
+	own_budget_close(&f.b);
+
+	/* The mechanism of a job never changes. */
+	assert_int_equal(own_budget_open(&f.b, &f.cfg), 0);
+	assert_int_equal(own_budget_bind(&f.b, "G", 4), DP_EINVAL);
+	assert_null(f.b.ledger);
+	own_budget_close(&f.b);
+
+	/* The lifetime lowered to exactly the bound of three charges. */
+	three = tot;
+	dp_zcdp_add(&three, &one);
+	assert_int_equal(dp_zcdp_best_nano(&three, 1e-6, &lim3), 0);
+	f.cfg.lifetime = eps_exact(lim3);
+	f.cfg.lifetime_given = true;
+	assert_int_equal(own_budget_open(&f.b, &f.cfg), 0);
+	assert_int_equal(own_budget_bind_mech(&f.b, "G", 4, DP_MECH_GAUSSIAN, 5), 0);
+	assert_true(f.b.eps_q == rho_q);
+	assert_int_equal(own_budget_begin(&f.b, 3, &t), 0);
+	assert_true(t.eps_q == rho_q);
+	assert_int_equal(own_budget_commit(&f.b, &t, &st), 0);
+	assert_int_equal(dp_ledger_spent_nano(f.b.ledger), 3 * q);
+	assert_true(own_budget_lifetime_blocks(&f.b));
+	assert_false(own_budget_left(&f.b));
+	assert_int_equal(own_budget_begin(&f.b, 4, &t), DP_EBUDGET);
+	assert_true(own_budget_lifetime_hit(&f.b));
+	assert_int_equal(dp_ledger_spent_nano(f.b.ledger), 3 * q);
+	own_budget_close(&f.b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1127,6 +1217,7 @@ int main(void)
 		cmocka_unit_test(test_reserve_lifetime),
 		cmocka_unit_test(test_settle_noop),
 		cmocka_unit_test(test_bind),
+		cmocka_unit_test(test_gaussian),
 		cmocka_unit_test(test_identity),
 		cmocka_unit_test(test_peer_shares),
 		cmocka_unit_test(test_infinite),
