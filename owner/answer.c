@@ -173,8 +173,13 @@ static void compute(uv_work_t *req)
 	int r;
 
 	t0 = uv_hrtime();
-	r = dp_query_answer(a->model, a->ds, a->theta, a->clip, eps_q,
-			    isinf(eps_q) ? NULL : a->bits, a->grad, &a->info);
+	/* For a Gaussian job eps_q is the ticket's rho_q (owner/budget.h). */
+	if (a->mech == DP_MECH_GAUSSIAN)
+		r = dp_query_answer_mech(a->model, a->ds, a->theta, a->clip, DP_MECH_GAUSSIAN,
+					 eps_q, isinf(eps_q) ? NULL : a->bits, a->grad, &a->info);
+	else
+		r = dp_query_answer(a->model, a->ds, a->theta, a->clip, eps_q,
+				    isinf(eps_q) ? NULL : a->bits, a->grad, &a->info);
 	a->secs = (double)(uv_hrtime() - t0) / 1e9;
 	a->err = r < 0 ? r : 0;
 	if (r < 0)
@@ -262,7 +267,8 @@ bool own_answer_query(struct own_answer *a, const struct own_job *job,
 	 * message is freed, a reconnection brings a new Welcome): copy. */
 	memcpy(a->theta, q->theta, a->ds->p * sizeof(double));
 	a->model = job->model;
-	a->clip = job->clip;
+	a->mech = job->mech;
+	a->clip = job->mech == DP_MECH_GAUSSIAN ? job->clip_l2 : job->clip;
 	a->err = 0;
 	a->secs = 0;
 	memset(&a->info, 0, sizeof(a->info));

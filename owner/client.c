@@ -278,7 +278,10 @@ static void send_hello(struct own_client *c)
 	h.delta = c->cfg.set->delta;
 	h.lifetime_delta = st.lifetime_delta;
 	h.gaussian = own_mechanism_gaussian(c->cfg.set, st.lifetime_delta);
-	lim.rho_left = own_mechanism_rho_left(c->cfg.set, st.lifetime_delta, st.job_left);
+	/* A Gaussian job's ledger says its rho left exactly; else what the
+	 * epsilon left converts to. */
+	lim.rho_left = st.gaussian && h.gaussian ? st.rho_left :
+		       own_mechanism_rho_left(c->cfg.set, st.lifetime_delta, st.job_left);
 	h.limits = &lim;
 	env.version = DP_PROTO_VERSION;
 	env.msg_case = DPASYNC__ENVELOPE__MSG_HELLO;
@@ -300,6 +303,7 @@ static void on_welcome(struct own_client *c, const Dpasync__Welcome *w)
 	uint64_t offered, K;
 	char why[DP_FRAME_MAX_STR + 1];
 	dp_model model;
+	dp_mech mech;
 	int r;
 
 	if (c->welcomed) {
@@ -326,6 +330,8 @@ static void on_welcome(struct own_client *c, const Dpasync__Welcome *w)
 	/* A mechanism we do not allow: the learner checks our Hello first, so
 	 * only a learner that ignores it gets here (docs/protocol.md §5
 	 * "Mechanisms"); nothing is bound or spent. */
+	mech = w->mechanism == DPASYNC__MECHANISM__MECHANISM_GAUSSIAN ? DP_MECH_GAUSSIAN
+								      : DP_MECH_LAPLACE;
 	own_budget_status(c->cfg.budget, &st);
 	if (own_mechanism_check_welcome(c->cfg.set, st.lifetime_delta, w, why, sizeof(why)) < 0) {
 		leave(c, DPASYNC__GOODBYE_CODE__GOODBYE_BAD_CLAIM, "%s", why);
@@ -364,6 +370,13 @@ static void on_welcome(struct own_client *c, const Dpasync__Welcome *w)
 	 * the cap is then T.  Our own --answers-cap wins over either. */
 	offered = w->answers_cap ? w->answers_cap : w->t;
 	K = own_budget_cap_for(c->cfg.budget, offered);
+	if (c->job.have && mech != c->job.mech) {
+		DP_ERROR("owner", "learner changed job %s's mechanism from %s to %s; a job's "
+			 "mechanism never changes", w->job, dp_query_mech_name(c->job.mech),
+			 dp_query_mech_name(mech));
+		stop(c, dp_exit_status(DP_EREFUSED, DP_EXIT_PHASE_RUN));
+		return;
+	}
 	if (c->job.have && K != st.cap) {
 		DP_ERROR("owner", "learner changed the answer cap from %llu to %llu (T=%llu); this "
 			 "owner's answer cap is bound to the first", (unsigned long long)st.cap,
@@ -378,7 +391,7 @@ static void on_welcome(struct own_client *c, const Dpasync__Welcome *w)
 			(unsigned long long)w->answers_cap);
 	if (!c->job.have) {
 		/* The first Welcome binds the ledger to the job (logged either way). */
-		r = own_budget_bind(c->cfg.budget, w->job, offered);
+		r = own_budget_bind_mech(c->cfg.budget, w->job, offered, mech, p);
 		if (r < 0) {
 			stop(c, dp_exit_status(r, DP_EXIT_PHASE_LOAD));   /* a local file */
 			return;
@@ -395,6 +408,8 @@ static void on_welcome(struct own_client *c, const Dpasync__Welcome *w)
 	c->job.lambda = w->lambda;
 	c->job.theta_max = w->theta_max;
 	c->job.clip = w->clip_l1;
+	c->job.mech = mech;
+	c->job.clip_l2 = mech == DP_MECH_GAUSSIAN ? w->clip_l2 : 0;
 	c->job.broadcast = w->mode == DPASYNC__MODE__MODE_BROADCAST;
 	c->job.k_done = w->k_done;
 	c->job.have = true;

@@ -12,11 +12,6 @@
 
 #include "owner/own.h"
 
-/* Whether this build answers with Gaussian noise.  The answer path for a
- * Gaussian job is not built yet: until it is, the Hello says Laplace only
- * and a Gaussian Welcome is refused. */
-#define OWN_GAUSSIAN_BUILT false
-
 int own_mechanism_validate(const struct own_settings *s)
 {
 	DP_REQUIRE(s != NULL);
@@ -52,7 +47,7 @@ bool own_mechanism_delta_large(const struct own_settings *s, uint64_t n_rows)
 bool own_mechanism_gaussian(const struct own_settings *s, double lifetime_delta)
 {
 	DP_REQUIRE(s != NULL);
-	return OWN_GAUSSIAN_BUILT && s->delta > 0 && lifetime_delta > 0;
+	return s->delta > 0 && lifetime_delta > 0;
 }
 
 double own_mechanism_rho_left(const struct own_settings *s, double lifetime_delta,
@@ -86,11 +81,6 @@ int own_mechanism_check_welcome(const struct own_settings *s, double lifetime_de
 		snprintf(why, size, "job %s asks for Gaussian answers but this owner's lifetime "
 			 "delta is 0 (its ledger directory's record): pure epsilon-DP only over its "
 			 "lifetime", w->job);
-		return DP_EREFUSED;
-	}
-	if (!OWN_GAUSSIAN_BUILT) {
-		snprintf(why, size, "job %s asks for Gaussian answers: this build cannot answer "
-			 "with Gaussian noise yet", w->job);
 		return DP_EREFUSED;
 	}
 	return 0;

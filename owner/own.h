@@ -158,6 +158,8 @@ struct own_job {
 	uint32_t N;
 	uint64_t n_total;
 	double rho, lambda, theta_max, clip;
+	dp_mech mech;           /* the Welcome's mechanism (docs/protocol.md §5) */
+	double clip_l2;         /* Gaussian: the Welcome's L2 clip (0 for Laplace) */
 	bool broadcast;         /* mode: broadcast (no UpdateRequest) */
 	uint64_t k_done;
 };
@@ -258,7 +260,8 @@ struct own_answer {
 	bool cancelled;             /* own_answer_cancel: its reply is not wanted */
 	struct own_budget_ticket ticket;
 	dp_model model;
-	double clip;
+	dp_mech mech;               /* the job's mechanism */
+	double clip;                /* its clip: L1 for Laplace, L2 for Gaussian */
 	dp_query_info info;
 	double secs;
 	int err;                    /* the computation's failure (0: none) */

@@ -14,11 +14,17 @@ fix (ownerd's --delta):
    (it exits 3: closed before any Welcome, with Goodbye code 7).
 
 No plan is made and no trace row written: the learner never planned a
-mechanism an owner refuses.  ownerd's own refusal of a Gaussian Welcome at
+mechanism an owner refuses.
+
+3. a real Gaussian job: learnerd --mechanism gaussian with three real
+   ownerd at --delta 1e-6 and --epsilon 1 runs to done; each owner's ledger
+   (`dpasync ledger DIR`) holds one Gaussian job in nano-rho with rho spent
+   > 0, epsilon at delta 1e-6 in (0, 1], and the lifetime within its cap;
+   learnerd's model.json is written.  ownerd's own refusal of a Gaussian Welcome at
 delta 0 (the second line of defence) is tests/unit/test_mechanism.c."""
-import os, subprocess, sys
+import json, os, subprocess, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
-from harness import Fail, check, tmpdir, cleanup, main
+from harness import Fail, check, tmpdir, cleanup, main, run
 from cluster import Cluster
 
 
@@ -67,8 +73,53 @@ def refused(bindir):
         cleanup(d, ok)
 
 
+def gaussian(bindir):
+    """Part 3: a Gaussian job to done through the real daemons."""
+    d = tmpdir('e2e-mechanism-gauss')
+    c = Cluster(bindir, d, owners=3, rows=300, features=4, T=60)
+    ok = False
+    try:
+        t0 = time.monotonic()
+        c.start_learner(['--mechanism', 'gaussian'])
+        owners = [c.start_owner(i, extra=['--delta', '1e-6']) for i in (1, 2, 3)]
+        c.wait_learner(timeout=120)
+        for i, o in enumerate(owners, 1):
+            check(o.wait(timeout=30) == 0, 'owner-%d exited %s after the job:\n%s'
+                  % (i, o.returncode, open(c.ledger(i) + '.log').read()[-1500:]))
+        model = c.path('learner', 'model.json')
+        check(os.path.exists(model), 'learnerd wrote no model.json')
+        json.load(open(model))
+        for i in (1, 2, 3):
+            info = json.loads(run([c.dp, 'ledger', c.ledger(i)]).stdout)
+            jobs = info['jobs']
+            check(len(jobs) == 1, 'owner-%d: %d job ledgers: %r' % (i, len(jobs), info))
+            j = jobs[0]
+            check(j['mechanism'] == 'gaussian' and j['unit'] == 'rho',
+                  'owner-%d: not a Gaussian ledger in rho: %r' % (i, j))
+            check(j['rho_spent'] > 0 and j['answers'] > 0,
+                  'owner-%d: nothing spent: %r' % (i, j))
+            # One job: the lifetime figure at the lifetime delta (--delta) is its.
+            check(0 < info['lifetime_epsilon_spent'] <= 1 and j['delta'] == 1e-6 and
+                  info['lifetime_delta'] == 1e-6,
+                  'owner-%d: epsilon at delta not in (0, 1]: %r' % (i, info))
+            check(info['lifetime_epsilon_spent'] <= info['lifetime_epsilon_cap'],
+                  'owner-%d: lifetime beyond its cap: %r' % (i, info))
+            olog = open(c.ledger(i) + '.log').read()
+            check('mechanism=gaussian' in olog and ' refused k=' not in olog,
+                  'owner-%d: not bound Gaussian, or refused: %r' % (i, olog[-1500:]))
+        print('gaussian job: 3 owners at delta 1e-6 answered to done in %.1f s; ledgers in '
+              'rho, epsilon at delta %s' % (time.monotonic() - t0, ', '.join(
+                  '%.6f' % json.loads(run([c.dp, 'ledger', c.ledger(i)]).stdout)
+                  ['lifetime_epsilon_spent'] for i in (1, 2, 3))))
+        ok = True
+    finally:
+        c.close()
+        cleanup(d, ok)
+
+
 def test(argv):
     refused(argv[0])
+    gaussian(argv[0])
 
 
 main(test)
