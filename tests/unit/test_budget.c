@@ -1193,6 +1193,44 @@ static void test_gaussian(void **state)
 	own_budget_close(&f.b);
 }
 
+/* Reserve-ahead with a Gaussian job (docs/ledger.md §9): the share held
+ * after each answer is rho_q in nano-rho, each answer is covered by it, and
+ * the K answers spend exactly K ceil(rho_q), no more. */
+static void test_gaussian_reserve(void **state)
+{
+	struct budget_fx f;
+	struct own_budget_ticket t;
+	struct own_budget_status st;
+	struct own_budget_sync sy;
+	double rho_q = 0;
+	uint64_t slack = 0, q;
+
+	(void)state;
+	assert_int_equal(dp_zcdp_share(1.0, 1e-6, 4, 5, DP_NOISE_DGAUSS_SLACK, DP_NOISE_DGAUSS_TAIL,
+				       &rho_q, &slack), 0);
+	assert_int_equal(dp_nano_ceil(rho_q, &q), 0);
+	budget_fx_init(&f, "gaussian-reserve", 1.0, 1.0);
+	f.cfg.delta = 1e-6;
+	f.cfg.lifetime_delta = 1e-6;
+	f.cfg.reserve_ahead = true;
+	assert_int_equal(own_budget_open(&f.b, &f.cfg), 0);
+	assert_int_equal(own_budget_bind_mech(&f.b, "R", 4, DP_MECH_GAUSSIAN, 5), 0);
+	for (uint64_t k = 1; k <= 4; k++) {
+		answer(&f, k, &st);
+		assert_int_equal(own_budget_settle(&f.b, &sy), 0);
+		if (sy.path != NULL)
+			assert_int_equal(own_budget_synced(&f.b, &sy, 0), 0);
+		if (k < 4)
+			assert_int_equal(dp_ledger_reserved_nano(f.b.ledger), q);
+	}
+	assert_int_equal(dp_ledger_answers(f.b.ledger), 4);
+	assert_int_equal(dp_ledger_spent_nano(f.b.ledger), 4 * q);
+	assert_int_equal(own_budget_begin(&f.b, 5, &t), DP_EBUDGET);
+	own_budget_status(&f.b, &st);
+	assert_true(st.gaussian && st.spent > 0.9 && st.spent <= 1.0 && st.lifetime_spent <= 1.0);
+	own_budget_close(&f.b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1218,6 +1256,7 @@ int main(void)
 		cmocka_unit_test(test_settle_noop),
 		cmocka_unit_test(test_bind),
 		cmocka_unit_test(test_gaussian),
+		cmocka_unit_test(test_gaussian_reserve),
 		cmocka_unit_test(test_identity),
 		cmocka_unit_test(test_peer_shares),
 		cmocka_unit_test(test_infinite),
