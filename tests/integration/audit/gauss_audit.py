@@ -129,6 +129,11 @@ def measure(d, binary, name, K, rho):
 # ---- answers from a real ownerd (docs/privacy-audit.md §8.6) -----------------
 
 DELTA = 1e-6        # the owner's --delta
+# ownerd takes an --epsilon only while the samplers' tail term
+# e^eps K p DP_NOISE_DGAUSS_TAIL stays below delta / 2 (docs/zcdp.md §7):
+# eps below about 470 for K = 20,000.  rho_q 0.5 over 20,000 answers would
+# need eps 10,743; 0.015 needs eps 429.
+OWNERD_RHO = 0.015
 
 
 def eps_for(K, rho):
@@ -259,7 +264,8 @@ def test(argv):
     ap.add_argument('build', nargs='?')
     ap.add_argument('--answers', type=int, default=20000)
     ap.add_argument('--control-answers', type=int, default=2000)
-    ap.add_argument('--rho', type=float, default=0.5)
+    ap.add_argument('--rho', type=float, default=None,
+                    help='rho_q per answer (default 0.5; with --ownerd %g)' % OWNERD_RHO)
     ap.add_argument('--report')
     ap.add_argument('--keep', action='store_true')
     ap.add_argument('--ownerd', action='store_true',
@@ -267,6 +273,8 @@ def test(argv):
     ap.add_argument('--simulate', type=int, default=0)
     ap.add_argument('--seed', type=int, default=13, help='of --simulate')
     args = ap.parse_args(argv)
+    if args.rho is None:
+        args.rho = OWNERD_RHO if args.ownerd else 0.5
     if args.simulate:
         simulate(args)
     else:
