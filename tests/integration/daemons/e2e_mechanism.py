@@ -20,7 +20,8 @@ mechanism an owner refuses.
    ownerd at --delta 1e-6 and --epsilon 1 runs to done; each owner's ledger
    (`dpasync ledger DIR`) holds one Gaussian job in nano-rho with rho spent
    > 0, epsilon at delta 1e-6 in (0, 1], and the lifetime within its cap;
-   learnerd's model.json is written.  ownerd's own refusal of a Gaussian Welcome at
+   the last epsilon_spent each owner's Answer told learnerd (its trace) is
+   an epsilon at delta up to that, not a rho; learnerd's model.json is written.  ownerd's own refusal of a Gaussian Welcome at
 delta 0 (the second line of defence) is tests/unit/test_mechanism.c."""
 import json, os, subprocess, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
@@ -89,8 +90,18 @@ def gaussian(bindir):
         model = c.path('learner', 'model.json')
         check(os.path.exists(model), 'learnerd wrote no model.json')
         json.load(open(model))
+        # The Answer's epsilon_spent, as learnerd's trace keeps it: the
+        # owner's last one traced is its epsilon at delta after that answer
+        # (above 0.1: one answer's is about 0.25; an answer the job no
+        # longer needed is not traced), never a rho (below 0.025 for the
+        # whole job).
+        last = {r[2]: float(r[5]) for r in c.trace_rows()}
         for i in (1, 2, 3):
             info = json.loads(run([c.dp, 'ledger', c.ledger(i)]).stdout)
+            got = last.get('owner-%d' % i)
+            check(got is not None and 0.1 < got <= info['lifetime_epsilon_spent'] + 1e-9,
+                  'owner-%d: the Answer says epsilon_spent %r, its ledger epsilon at delta %r'
+                  % (i, got, info['lifetime_epsilon_spent']))
             jobs = info['jobs']
             check(len(jobs) == 1, 'owner-%d: %d job ledgers: %r' % (i, len(jobs), info))
             j = jobs[0]
