@@ -97,7 +97,7 @@ static const struct dp_config_entry entries[] = {
 	{ .name = "mechanism", DP_CFG_ENUM(&S.mechanism, dp_query_mech_names), .def = "laplace",
 	  .group = G_JOB,
 	  .help = "the owners' noise: laplace (the papers', L1 clip) or gaussian (discrete\n"
-		  "Gaussian, L2 clip, zCDP; every owner must allow it with ownerd --delta;\nthis version's ownerd cannot answer it yet, docs/learnerd.md \"Mechanisms\")" },
+		  "Gaussian, L2 clip, zCDP; every owner must allow it with ownerd --delta)" },
 	{ .name = "public", DP_CFG_PATH(&S.public_path), .group = G_JOB, .metavar = "FILE",
 	  .help = "public constants for the planner (dpasync forecast, or prep's public.json; "
 		  "default: assumed from the data's shape)" },
