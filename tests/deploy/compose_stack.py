@@ -238,7 +238,7 @@ def scenario(eng, d, images, out):
         psi = json.loads(ev.stdout.strip().splitlines()[-1])['psi']
         K = ','.join(str(caps[o]) for o in OWNERS)
         data = {o + '-data': '/var/lib/dpasync/owners/' + o for o in OWNERS}
-        sim = ('dpasync sim --bias --epsilon 1 --repeats 20 --seed 4 --psi-every %d --T %d --eta %r '
+        sim = ('dpasync sim --target y --bias --epsilon 1 --repeats 20 --seed 4 --psi-every %d --T %d --eta %r '
                '--clip %r --answers-cap %s --rates %s --out /tmp/sim %s >/dev/null && cat /tmp/sim/summary.json'
                % (T, T, job['eta'], job['clip_l1'], K, ','.join(map(str, RATES)),
                   ' '.join('/var/lib/dpasync/owners/%s/data.csv' % o for o in OWNERS)))
