@@ -345,10 +345,9 @@ int dp_noise_grid_exponent(size_t n, double clip, double eps_q, int *k)
 }
 
 /* The first condition is the L1 one (same bound per coordinate); the
- * second, sigma = fs 2^es with fs in [1/2, 1): fs 2^(es+k) <= 2^46 (the
- * sampler's largest sigma) holds for es + k <= 46, and for es + k = 47
- * only when fs = 1/2. */
-_Static_assert(DP_NOISE_GRID_SIGMA_MAX == 0x1p46, "the exponent below is log2 of it");
+ * second, sigma = fs 2^es with fs in [1/2, 1) and DP_NOISE_GRID_SIGMA_MAX
+ * = 2^m (the sampler's largest sigma): fs 2^(es+k) <= 2^m holds for
+ * es + k <= m, and for es + k = m + 1 only when fs = 1/2. */
 int dp_noise_grid_exponent_l2(size_t n, double clip, double sigma, int *k)
 {
 	int kk, es, rc;
@@ -364,7 +363,8 @@ int dp_noise_grid_exponent_l2(size_t n, double clip, double sigma, int *k)
 		long ks;
 
 		fs = frexp(sigma, &es);
-		ks = 46L - es + (fs == 0.5 ? 1 : 0);   /* >= -978: sigma <= DBL_MAX */
+		/* m = 46 (ilogb of a power of two is exact): >= -978 */
+		ks = (long)ilogb(DP_NOISE_GRID_SIGMA_MAX) - es + (fs == 0.5 ? 1 : 0);
 		if (ks < kk)
 			kk = (int)ks;
 	}

@@ -17,11 +17,12 @@ stays broken).  For every run:
   invariants intact.
 
     iofault_sweep.py BUILDDIR SHIM [--daemon learner|owner|both] [--errno EIO,ENOSPC]
-                     [--modes once,sticky] [--calls KINDS] [--every N] [--bounded]
+                     [--modes once,sticky] [--calls KINDS] [--every N] [--bounded [--sanitized]]
                      [--json FILE]
 
 --calls counts (and fails) only those kinds; --every N sweeps every N-th
-index only; --bounded runs the subset of the test command (BOUNDED below).
+index only; --bounded runs the subset of the test command (BOUNDED below),
+--sanitized with it every other index of those sweeps (the ASan build's).
 Exit 0 when every run holds."""
 import argparse, json, os, re, signal, subprocess, sys, time
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -129,11 +130,15 @@ def main():
     ap.add_argument('--every', type=int, default=1)
     ap.add_argument('--calls', default='all')
     ap.add_argument('--bounded', action='store_true')
+    ap.add_argument('--sanitized', action='store_true',
+                    help='with --bounded: every other index of its sweeps (a sanitizer '
+                    'build runs the daemons 3-5 times slower)')
     ap.add_argument('--json')
     a = ap.parse_args()
     shim = os.path.abspath(a.shim)
     if a.bounded:
-        plans = BOUNDED
+        plans = [(dm, err, mode, calls, every * (2 if a.sanitized else 1))
+                 for dm, err, mode, calls, every in BOUNDED]
     else:
         daemons = ['learner', 'owner'] if a.daemon == 'both' else [a.daemon]
         plans = [(dm, err, mode, a.calls, a.every) for dm in daemons
