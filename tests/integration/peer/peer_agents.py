@@ -304,7 +304,10 @@ def case_cluster(root):
         degree = 4   # ring +-1 and chords +-5
         print('%s /metrics over %d scrapes, highest: %s' % (ids[0], len(seen), top))
         check(1 <= top['dpasync_peer_wakeups_total'] <= T, 'wake-ups %s' % top)
-        check(top['dpasync_peer_models_sent_total'] >= top['dpasync_peer_wakeups_total'],
+        # The last scrape can fall between the last wake-up's count and its
+        # send, which no later scrape sees when the agent exits: one
+        # wake-up's models may be missing from the highest count.
+        check(top['dpasync_peer_models_sent_total'] >= top['dpasync_peer_wakeups_total'] - 1,
               'fewer models sent than wake-ups: %s' % top)
         check(top['dpasync_peer_models_received_total'] >= 1, 'no model received: %s' % top)
         check(1 <= top['dpasync_peer_neighbours_connected'] <= degree,
