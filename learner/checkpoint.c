@@ -761,7 +761,7 @@ static int check_mode(struct lrn_job *J, dp_json_reader *r, struct json_object *
 	return r->rc;
 }
 
-/* A sync job's arrays (as lrn_state_start makes them) and theta_hat, the
+/* A sync job's arrays (as lrn_plan_start makes them) and theta_hat, the
  * running average sync2 publishes (sync1: zeros, unused).  0 or
  * DP_ENOMEM. */
 static int sync_arrays(struct lrn_job *J, const double *theta_hat)

@@ -143,6 +143,7 @@ struct lrn_owner {
 	double theta_bound;        /* it refuses a query beyond (INFINITY: not said) */
 	double delta;              /* its per-job delta (0: pure epsilon-DP only, or
 				    * not said) */
+	bool gaussian;             /* it allows Gaussian answers (Hello.gaussian) */
 	double rho_left;           /* a Gaussian job: what it can still spend in
 				    * zCDP rho (INFINITY: no limit); 0 otherwise */
 	bool same_job;             /* its Hello's counters are this job's */
@@ -264,6 +265,9 @@ struct lrn_job {
 	bool measured;             /* its constants came from a public sample */
 	dp_plan_public pub;        /* --public, read at startup */
 	bool have_pub;
+	dp_plan_public pub_other;  /* --public's constants for the other
+				    * mechanism's norm, when it holds them */
+	bool have_pub_other;
 	double *theta_L;
 	uint64_t k_done;
 	uint64_t next_qid;         /* the next query id to send */
@@ -410,15 +414,21 @@ bool lrn_state_no_budget(const struct lrn_owner *o);
 /* The largest T the job may have: T when given and above t-max, else
  * t-max (DP_PLAN_T_MAX when 0); an owner's own cap above it is refused. */
 uint64_t lrn_state_t_limit(const struct lrn_job *J);
+/* ---- plan.c ------------------------------------------------------------- */
+
 /* Read --public (when given) into J->pub and check it describes this job's
- * model and lambda.  DP_EINVAL/DP_EFORMAT/DP_ENOENT (detail). */
-int lrn_state_load_public(struct lrn_job *J);
+ * model and lambda, with clips of the job's mechanism's norm (L2 for
+ * Gaussian: the file's "public_l2", dp_plan_public_read_norm); the other
+ * norm's constants, when the file holds them too, into J->pub_other for
+ * the comparison of the two mechanisms.  DP_EINVAL/DP_EFORMAT/DP_ENOENT
+ * (detail). */
+int lrn_plan_load_public(struct lrn_job *J);
 /* Before the plan: --public's target and feature names (when its file
  * records them) must be those of the owners' agreed schema summary (when
  * known with whole names), else the forecast was made for other rows.
  * 0 (also when nothing can be compared), or DP_EINVAL with a detail naming
  * the file and the first difference (docs/learnerd.md §3). */
-int lrn_state_check_public(const struct lrn_job *J);
+int lrn_plan_check_public(const struct lrn_job *J);
 /* Every owner said Hello: fix n_i and n, and plan the job with
  * dp_plan_make over the owners that have budget left (an exhausted owner
  * is left out: left_out, not in n, N_planned or the plan; docs/planner.md
@@ -426,13 +436,15 @@ int lrn_state_check_public(const struct lrn_job *J);
  * LRN_RATE_RATIO times the median (logged), an owner's own cap kept, the
  * settings given kept: T, eta, rho, clip, every K_i.  Refuses a plan the
  * owners cannot serve: fewer answers left than T (sync: than T - 1 for
- * one owner), or a budget left too small to split over its K_i.  Logs the
- * plan and its warnings.  0 or DP_EBUDGET (no plan reaches T with what is
+ * one owner), or a budget left too small to split over its K_i in the
+ * job's mechanism (dp_query_share, as the owner will bind it).  Logs the
+ * plan, its warnings, and, when every planned owner allows both
+ * mechanisms, both predictions (dp_plan_mech_line).  0 or DP_EBUDGET (no plan reaches T with what is
  * left), DP_EINVAL/DP_ERANGE/DP_ENOMEM (detail); on an error nothing is
  * started. */
-int lrn_state_start(struct lrn_job *J);
+int lrn_plan_start(struct lrn_job *J);
 /* The plan's log line (also after a resume): from = "hellos" | "checkpoint". */
-void lrn_state_log_plan(const struct lrn_job *J, const char *from);
+void lrn_plan_log(const struct lrn_job *J, const char *from);
 /* The answers owner o gives at most, as far as the learner knows: its own
  * cap from its Hello, else the plan's K_i, else T; 0 while unknown (no own
  * cap, not planned yet). */

@@ -538,7 +538,7 @@ static int load_state(struct lrn *L, bool check_only)
 		DP_INFO("learner", "resuming job=%s from %s k=%llu T=%llu next_query=%llu", S.job,
 			L->job.ckpt_path, (unsigned long long)L->job.k_done, (unsigned long long)L->job.T,
 			(unsigned long long)L->job.next_qid);
-		lrn_state_log_plan(&L->job, "checkpoint");
+		lrn_plan_log(&L->job, "checkpoint");
 	}
 	return 0;
 }
@@ -605,7 +605,7 @@ static int prepare_job(struct lrn *L, enum dp_config_action action)
 		rc = dp_file_check_trusted("--out", S.out);
 	if (rc < 0)
 		return fail(dp_exit_status(rc, DP_EXIT_PHASE_LOAD), "%s", dp_error_detail(rc));
-	rc = lrn_state_load_public(&L->job);
+	rc = lrn_plan_load_public(&L->job);
 	/* The public constants are for one p: without `features`, that is the
 	 * job's, so no owner's Hello decides it. */
 	if (rc == 0 && L->job.have_pub && L->job.p == 0)

@@ -785,13 +785,13 @@ void lrn_sched_next(struct lrn_job *J, double now, struct lrn_decision *d)
 	}
 	if (!J->started && J->p > 0 && all_said_hello(J)) {
 		/* A forecast for other rows would plan for them. */
-		rc = lrn_state_check_public(J);
+		rc = lrn_plan_check_public(J);
 		if (rc < 0) {
 			stop(d, "error", "%s", dp_error_detail(rc));
 			d->config = true;
 			return;
 		}
-		rc = lrn_state_start(J);
+		rc = lrn_plan_start(J);
 		if (rc == 0)
 			rc = lrn_checkpoint_save(J, false);
 		if (rc < 0) {

@@ -183,14 +183,15 @@ static struct json_object *mech_json(const dp_plan *pl)
 
 /* "mechanisms": {"delta", "laplace": mech_json, "gaussian": mech_json,
  * "lower": the mechanism of the lower predicted psi, "factor": the higher
- * psi over the lower} into j, and the same said in one line into line
- * (docs/cli.md "dpasync forecast"). */
+ * psi over the lower} and "public_l2" (pub2, the Gaussian plan's
+ * constants) into j, and the comparison in one line into line (docs/cli.md
+ * "dpasync forecast"). */
 static int add_mechanisms(struct json_object *j, double delta, const dp_plan *lap,
-			  const dp_plan *gau, char *line, size_t size)
+			  const dp_plan *gau, const dp_plan_public *pub2, char *line, size_t size)
 {
 	struct json_object *ms = json_object_new_object();
-	bool g_lower = gau->psi < lap->psi;
-	double factor = g_lower ? lap->psi / gau->psi : gau->psi / lap->psi;
+	bool g_lower;
+	double factor = dp_plan_mech_line(lap, gau, delta, line, size, &g_lower);
 	int rc = ms != NULL ? 0 : DP_ENOMEM;
 
 	if (rc == 0)
@@ -208,34 +209,26 @@ static int add_mechanisms(struct json_object *j, double delta, const dp_plan *la
 		json_object_put(ms);
 		return rc;
 	}
-	snprintf(line, size, "predicted psi: laplace %.4g, gaussian %.4g (delta %g): %s is "
-		 "lower by %.3gx", lap->psi, gau->psi, delta, g_lower ? "gaussian" : "laplace",
-		 factor);
-	return dp_json_add(j, "mechanisms", ms);
+	rc = dp_json_add(j, "mechanisms", ms);
+	/* The L2 constants beside "public", for learnerd --mechanism gaussian
+	 * --public and sim --public (dp_plan_public_read_norm). */
+	if (rc == 0)
+		rc = dp_json_add(j, "public_l2", dp_plan_public_json(pub2));
+	return rc;
 }
 
 /* The Gaussian plan beside the Laplace one `lap` (its request `req`):
  * constants of L2-clipped gradients measured on the same sample, the
- * owners' delta, and the clip chosen (a --clip is Laplace's L1 bound).
- * 0 or an error, reported. */
+ * owners' delta (dp_public_plan_other).  0 or an error, reported. */
 static int plan_gaussian(const struct forecast_opts *o, dp_model model, dp_public_from from,
 			 const dp_plan_request *req, dp_plan_public *pub2, dp_plan *gau)
 {
-	dp_plan_request r2 = *req;
-	int rc;
+	int rc = dp_public_plan_other(&from, model, NULL, o->lambda, o->theta_max, req, o->delta,
+				      pub2, gau);
 
-	from.l2 = true;
-	rc = dp_public_obtain(&from, model, NULL, o->lambda, o->theta_max, pub2);
-	if (rc != 0) {
-		dp_cmd_fail("forecast", "%s", dp_error_detail(rc));
-		return dp_exit_status(rc, DP_EXIT_PHASE_LOAD);
-	}
-	r2.mech = DP_MECH_GAUSSIAN;
-	r2.delta = o->delta;
-	r2.clip = 0.0;
-	rc = dp_plan_make(&r2, pub2, gau);
 	if (rc != 0) {
 		dp_cmd_fail("forecast", "gaussian: %s", dp_error_detail(rc));
+		/* the sample loaded once already: what fails now is the plan */
 		return dp_exit_status(rc, DP_EXIT_PHASE_RUN);
 	}
 	return 0;
@@ -310,7 +303,7 @@ static int forecast(void *arg)
 	dp_plan_warnings(&plan, &pub, warnings, sizeof(warnings));
 	j = result(o, model, &plan, &pub, eps, warnings);
 	if (j != NULL && o->delta > 0 &&
-	    add_mechanisms(j, o->delta, &plan, &gau, line, sizeof(line)) != 0) {
+	    add_mechanisms(j, o->delta, &plan, &gau, &pub2, line, sizeof(line)) != 0) {
 		json_object_put(j);
 		j = NULL;
 	}

@@ -187,10 +187,43 @@ struct sim_result {
 	size_t worse;               /* repeats that ended with psi >= psi_zero */
 	double model_psi;           /* psi of model.json: the first repeat's, at k = T */
 	const char *warnings;       /* lines, '\n'-separated */
+	const dp_plan *other;       /* the other mechanism's plan (--delta > 0),
+				       or NULL */
+	double delta;
 	double staleness_mean;      /* async: over the first repeat's iterations */
 	const double *clock;        /* timed: the repeats' simulated seconds, or NULL */
 	double secs_load, secs_optimum, secs_run;   /* wall clock; run: every repeat */
 };
+
+/* "mechanisms": {"delta", "laplace", "gaussian": each plan's predicted
+ * psi, "lower", "factor"} (docs/cli.md "dpasync sim"). */
+static struct json_object *mechanisms_json(const struct sim_result *res)
+{
+	bool gauss = res->pub->l2;   /* the job's constants are its norm's */
+	const dp_plan *lap = gauss ? res->other : res->plan, *gau = gauss ? res->plan : res->other;
+	struct json_object *m = json_object_new_object();
+	char line[256];
+	bool g_lower;
+	double factor;
+	int rc = m != NULL ? 0 : DP_ENOMEM;
+
+	factor = dp_plan_mech_line(lap, gau, res->delta, line, sizeof(line), &g_lower);
+	if (rc == 0)
+		rc = dp_json_add(m, "delta", dp_json_double(res->delta));
+	if (rc == 0)
+		rc = dp_json_add(m, "laplace", dp_json_double(lap->psi));
+	if (rc == 0)
+		rc = dp_json_add(m, "gaussian", dp_json_double(gau->psi));
+	if (rc == 0)
+		rc = dp_json_add(m, "lower", json_object_new_string(g_lower ? "gaussian" : "laplace"));
+	if (rc == 0)
+		rc = dp_json_add(m, "factor", dp_json_double(factor));
+	if (rc != 0) {
+		json_object_put(m);
+		return NULL;
+	}
+	return m;
+}
 
 static double now_secs(void)
 {
@@ -421,6 +454,8 @@ static int write_summary(const struct sim_opts *o, const dp_sim_setup *s,
 				 json_object_new_boolean(res->model_psi >= res->psi_zero));
 	if (rc == 0)
 		rc = dp_json_add(j, "plan", dp_plan_json(res->plan));
+	if (rc == 0 && res->other != NULL)
+		rc = dp_json_add(j, "mechanisms", mechanisms_json(res));
 	if (rc == 0)
 		rc = dp_json_add(j, "warnings", dp_json_lines(res->warnings));
 	if (rc == 0) {
@@ -611,9 +646,10 @@ static int simulate(void *arg)
 	const struct sim_opts *o = arg;
 	dp_ownerdata od = { 0 };
 	dp_sim_setup s = { 0 };
-	dp_plan_public pub = { 0 };
-	dp_plan plan = { 0 };
+	dp_plan_public pub = { 0 }, pub_other = { 0 };
+	dp_plan plan = { 0 }, other = { 0 };
 	dp_plan_request req = { 0 };
+	bool have_other = false;
 	size_t *schedule = NULL, *owners1 = NULL, ncp, N, nrows = 0, T;
 	double *psi = NULL, *theta = NULL, *theta1 = NULL, *theta_star = NULL;
 	double *eps = NULL, f_zero, psi_mean = 0;
@@ -714,6 +750,22 @@ static int simulate(void *arg)
 		rc = dp_exit_status(rc, DP_EXIT_PHASE_RUN);
 		goto out;
 	}
+	/* With --delta both mechanisms are allowed: say which is predicted
+	 * lower (docs/planner.md §7), as forecast and learnerd do. */
+	if (o->delta > 0 && schedule == NULL) {
+		dp_public_from from = { .sample = o->sample, .file = o->public_file,
+					.target = o->schema ? NULL : o->target,
+					.bias = o->bias, .schema = o->schema,
+					.l2 = o->mechanism == DP_MECH_GAUSSIAN };
+
+		int r = dp_public_plan_other(&from, (dp_model)o->model, &od.ds[0], o->lambda,
+					     o->theta_max, &req, o->delta, &pub_other, &other);
+
+		have_other = r == 0;
+		if (r != 0)
+			fprintf(stderr, "dpasync sim: warning: no prediction for the other "
+				"mechanism: %s\n", dp_error_detail(r));
+	}
 	T = plan.T;
 	if (schedule) {
 		rc = check_schedule(o->schedule, schedule, T, N, plan.answers_cap);
@@ -745,15 +797,10 @@ static int simulate(void *arg)
 		/* The same per-answer share ownerd's ledger charges (nano units,
 		 * the cap rounded down): eps_q, or rho_q with the samplers'
 		 * slack and tail charged (docs/zcdp.md §7). */
-		if (s.mech == DP_MECH_GAUSSIAN) {
-			uint64_t slack_nano;
+		uint64_t slack_nano;
 
-			rc = dp_zcdp_share(eps[i], o->delta, plan.answers_cap[i], s.p,
-					   DP_NOISE_DGAUSS_SLACK, DP_NOISE_DGAUSS_TAIL, &s.eps_q[i],
-					   &slack_nano);
-		} else {
-			rc = dp_nano_share(eps[i], plan.answers_cap[i], &s.eps_q[i]);
-		}
+		rc = dp_query_share(s.mech, eps[i], o->delta, plan.answers_cap[i], s.p, &s.eps_q[i],
+				    &slack_nano);
 		if (rc != 0) {
 			dp_cmd_fail("sim", "owner %zu: %s", i + 1, dp_error_detail(rc));
 			rc = dp_exit_status(rc, DP_EXIT_PHASE_ARGS);
@@ -821,6 +868,7 @@ static int simulate(void *arg)
 		struct sim_result res = { .plan = &plan, .pub = &pub, .eps = eps,
 					  .answers = answers, .psi_zero = pz,
 					  .warnings = warnings, .staleness_mean = stale_mean,
+					  .other = have_other ? &other : NULL, .delta = o->delta,
 					  .clock = s.answer_time > 0 ? clock : NULL,
 					  .secs_load = secs_load, .secs_optimum = secs_optimum,
 					  .secs_run = secs_run };
@@ -845,6 +893,14 @@ static int simulate(void *arg)
 				 res.worse, o->repeats, pz, o->out, res.model_psi,
 				 res.model_psi >= pz ? "is one of them" : "is not one of them");
 		print_warnings(warnings);
+		if (have_other) {
+			char line[256];
+			bool gauss = s.mech == DP_MECH_GAUSSIAN;
+
+			dp_plan_mech_line(gauss ? &other : &plan, gauss ? &plan : &other, o->delta,
+					  line, sizeof(line), NULL);
+			fprintf(stderr, "dpasync sim: %s\n", line);
+		}
 		rc = write_outputs(o, &s, &od, &res, psi, theta1, theta_star,
 				   o->mode == DP_PLAN_ASYNC ? owners1 : NULL);
 		if (rc == 0) {
@@ -867,6 +923,10 @@ out:
 	dp_ownerdata_free(&od);
 	dp_plan_public_free(&pub);
 	dp_plan_free(&plan);
+	if (have_other) {
+		dp_plan_public_free(&pub_other);
+		dp_plan_free(&other);
+	}
 	free(schedule);
 	free(owners1);
 	free(stale);

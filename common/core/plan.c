@@ -164,6 +164,8 @@ struct job {
 	 * only); rho_K[i] 0: not computed yet. */
 	uint64_t *rho_K;
 	double *rho_q;     /* N; NAN: no valid share for that K_i */
+	bool unpaid;       /* some K_i had no valid share (a prediction was
+			      INFINITY for the budget's sake) */
 };
 
 /* Gaussian: the variance per coordinate of one answer's noise on owner
@@ -177,18 +179,20 @@ static double gauss_var(struct job *jb, size_t i, double clip, uint64_t K)
 	double sigma;
 
 	if (jb->rho_K[i] != K) {
+		double delta = req->deltas ? req->deltas[i] : req->delta, rho;
 		uint64_t slack;
-		double rho;
 
 		jb->rho_K[i] = K;
 		jb->rho_q[i] = NAN;
-		if (dp_zcdp_share(req->epsilon[i], req->delta, K, jb->pub->p,
-				  DP_NOISE_DGAUSS_SLACK, DP_NOISE_DGAUSS_TAIL, &rho, &slack) == 0)
+		if (dp_zcdp_share(req->epsilon[i], delta, K, jb->pub->p, DP_NOISE_DGAUSS_SLACK,
+				  DP_NOISE_DGAUSS_TAIL, &rho, &slack) == 0)
 			jb->rho_q[i] = rho;
 		dp_error_clear();
 	}
-	if (!(jb->rho_q[i] > 0.0))
+	if (!(jb->rho_q[i] > 0.0)) {
+		jb->unpaid = true;
 		return INFINITY;
+	}
 	sigma = 2.0 * clip / ((double)req->n_rows[i] * sqrt(2.0 * jb->rho_q[i]));
 	return sigma * sigma;
 }
@@ -354,8 +358,13 @@ static int check(const dp_plan_request *req, const dp_plan_public *pub)
 		return dp_error_set(DP_EINVAL, "plan: the public constants hold no clip candidate");
 	if (req->mech != DP_MECH_LAPLACE && req->mech != DP_MECH_GAUSSIAN)
 		return dp_error_set(DP_EINVAL, "plan: unknown mechanism %d", (int)req->mech);
-	if (req->mech == DP_MECH_GAUSSIAN && !(req->delta > 0.0 && req->delta < 1.0))
+	if (req->mech == DP_MECH_GAUSSIAN && req->deltas == NULL &&
+	    !(req->delta > 0.0 && req->delta < 1.0))
 		return dp_error_set(DP_EINVAL, "plan: Gaussian answers need a delta in (0, 1)");
+	for (size_t i = 0; req->mech == DP_MECH_GAUSSIAN && req->deltas != NULL && i < req->N; i++)
+		if (!(req->deltas[i] > 0.0 && req->deltas[i] < 1.0))
+			return dp_error_set(DP_EINVAL, "plan: Gaussian answers need a delta in "
+					    "(0, 1); owner %zu's is %g", i + 1, req->deltas[i]);
 	if ((req->mech == DP_MECH_GAUSSIAN) != pub->l2)
 		return dp_error_set(DP_EINVAL, "plan: %s answers need clip candidates in %s, and "
 				    "the public constants hold %s ones",
@@ -568,6 +577,14 @@ int dp_plan_make(const dp_plan_request *req, const dp_plan_public *pub, dp_plan 
 			}
 		}
 	}
+	if (!isfinite(best) && jb.unpaid) {
+		/* A budget, not the request, is what fails: say so. */
+		rc = dp_error_set(DP_EBUDGET, "plan: no setting gives a finite prediction: an "
+				  "owner's budget cannot pay its K_i Gaussian answers one nano-rho "
+				  "each (docs/zcdp.md §7) at any T considered; lower T or raise "
+				  "its epsilon");
+		goto out;
+	}
 	if (!isfinite(best)) {
 		rc = dp_error_set(DP_EINVAL, "plan: no setting gives a finite prediction");
 		goto out;
@@ -653,6 +670,20 @@ void dp_plan_warnings(const dp_plan *pl, const dp_plan_public *pub, char *buf, s
 		if (n > 0)
 			used += (size_t)n < size - used ? (size_t)n : size - used - 1;
 	}
+}
+
+double dp_plan_mech_line(const dp_plan *lap, const dp_plan *gau, double delta, char *buf,
+			 size_t size, bool *gauss_lower)
+{
+	bool g = gau->psi < lap->psi;
+	double factor = g ? lap->psi / gau->psi : gau->psi / lap->psi;
+
+	DP_REQUIRE(lap != NULL && gau != NULL && buf != NULL && size > 0);
+	snprintf(buf, size, "predicted psi: laplace %.4g, gaussian %.4g (delta %g): %s is lower "
+		 "by %.3gx", lap->psi, gau->psi, delta, g ? "gaussian" : "laplace", factor);
+	if (gauss_lower != NULL)
+		*gauss_lower = g;
+	return factor;
 }
 
 struct json_object *dp_plan_json(const dp_plan *pl)

@@ -149,6 +149,14 @@ int dp_plan_public_parse(const char *path, struct json_object *o, dp_plan_public
 /* dp_plan_public_parse of a whole file (at most 64 MiB). */
 int dp_plan_public_read(const char *path, dp_plan_public *out);
 
+/* The constants of one norm's clips from a file: with `l2`, the object
+ * under "public_l2" when the file has one (`dpasync forecast --delta`
+ * writes both), else what dp_plan_public_read reads.  Constants of the
+ * other norm are refused (DP_EINVAL, naming the file and the fix), so a
+ * Gaussian job is never planned on L1 clips or the reverse.  Errors:
+ * dp_plan_public_read's, DP_EINVAL. */
+int dp_plan_public_read_norm(const char *path, bool l2, dp_plan_public *out);
+
 /* Copy target and the p names into pub->target and pub->features
  * (replacing any).  0 or DP_ENOMEM (pub's names then NULL). */
 int dp_plan_public_set_names(dp_plan_public *pub, const char *target, char *const *names);
@@ -184,6 +192,9 @@ typedef struct dp_plan_request {
 					  owner's K_i answers sharing its
 					  (epsilon_i, delta) by dp_zcdp_share
 					  (docs/planner.md §7); Laplace: unused */
+	const double *deltas;          /* Gaussian: N per-owner deltas, which
+					  replace delta (learnerd: each owner's
+					  Hello); NULL: delta for all */
 } dp_plan_request;
 
 #define DP_PLAN_SLACK_MAX 1000
@@ -235,7 +246,8 @@ typedef struct dp_plan {
  * without a delta in (0, 1); constants whose clips are of the other norm
  * than the mechanism's (pub->l2); or no setting with a finite prediction;
  * a Gaussian K_i whose budget cannot pay one nano-rho per answer predicts
- * INFINITY and is never chosen), DP_ENOMEM.  On success the caller frees *out with
+ * INFINITY and is never chosen), DP_EBUDGET (no finite prediction, and a
+ * Gaussian budget that cannot pay its K_i was among the reasons), DP_ENOMEM.  On success the caller frees *out with
  * dp_plan_free. */
 int dp_plan_make(const dp_plan_request *req, const dp_plan_public *pub, dp_plan *out);
 
@@ -251,6 +263,14 @@ double dp_plan_predict(const dp_plan_request *req, const dp_plan_public *pub, si
  * predicted worse than the all-zero model, owners for whom collaborating
  * is predicted not to pay, and shape-only constants. */
 void dp_plan_warnings(const dp_plan *pl, const dp_plan_public *pub, char *buf, size_t size);
+
+/* The two mechanisms' predictions side by side, in one line into buf
+ * (docs/planner.md §7 "Which mechanism"): "predicted psi: laplace X,
+ * gaussian Y (delta D): M is lower by Fx".  *gauss_lower (may be NULL)
+ * receives whether Gaussian's is lower, and the return value is the higher
+ * psi over the lower. */
+double dp_plan_mech_line(const dp_plan *lap, const dp_plan *gau, double delta, char *buf,
+			 size_t size, bool *gauss_lower);
 
 /* The plan as JSON: {"mode", "T", "eta" | "rho_over_T2" | "c", "clip",
  * "answers_cap": [...], "share": [...], "psi_mean", "psi_parts":

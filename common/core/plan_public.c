@@ -540,3 +540,31 @@ int dp_plan_public_read(const char *path, dp_plan_public *out)
 	json_object_put(o);
 	return rc;
 }
+
+int dp_plan_public_read_norm(const char *path, bool l2, dp_plan_public *out)
+{
+	struct json_object *o = NULL, *inner;
+	dp_plan_public pub;
+	int rc = dp_json_read_file(path, PUBLIC_MAX, &o);
+
+	if (rc != 0)
+		return rc;
+	if (l2 && json_object_object_get_ex(o, "public_l2", &inner))
+		rc = dp_plan_public_parse(path, inner, &pub);
+	else
+		rc = dp_plan_public_parse(path, o, &pub);
+	json_object_put(o);
+	if (rc != 0)
+		return rc;
+	if (pub.l2 != l2) {
+		rc = dp_error_set(DP_EINVAL, "%s: constants of %s clips, and the job clips in %s "
+				  "(%s)", path, pub.l2 ? "L2" : "L1", l2 ? "L2" : "L1",
+				  l2 ? "write them with dpasync forecast --delta D, which adds "
+				       "\"public_l2\", or give the public sample"
+				     : "these are for Gaussian answers; give the Laplace ones");
+		dp_plan_public_free(&pub);
+		return rc;
+	}
+	*out = pub;
+	return 0;
+}

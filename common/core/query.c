@@ -9,6 +9,7 @@
 
 #include "common/core/error.h"
 #include "common/core/kernel.h"
+#include "common/core/nano.h"
 #include "common/core/noise.h"
 #include "common/core/zcdp.h"
 
@@ -168,4 +169,15 @@ int dp_query_answer(dp_model m, const dp_dataset *ds, const double *theta, doubl
 		    double eps_q, dp_bitsource *src, double *grad, dp_query_info *info)
 {
 	return dp_query_answer_mech(m, ds, theta, clip, DP_MECH_LAPLACE, eps_q, src, grad, info);
+}
+
+int dp_query_share(dp_mech mech, double eps, double delta, uint64_t answers, size_t d,
+		   double *share, uint64_t *slack_nano)
+{
+	DP_REQUIRE(share != NULL && slack_nano != NULL);
+	if (mech == DP_MECH_GAUSSIAN)
+		return dp_zcdp_share(eps, delta, answers, d, DP_NOISE_DGAUSS_SLACK,
+				     DP_NOISE_DGAUSS_TAIL, share, slack_nano);
+	*slack_nano = 0;
+	return dp_nano_share(eps, answers, share);
 }

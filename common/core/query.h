@@ -63,6 +63,17 @@ int dp_query_answer_mech(dp_model m, const dp_dataset *ds, const double *theta,
 			 double clip, dp_mech mech, double share, dp_bitsource *src,
 			 double *grad, dp_query_info *info);
 
+/* Each answer's share when a job may spend eps over `answers` answers of d
+ * coordinates, as the owner's ledger charges it (docs/zcdp.md §7): Laplace
+ * dp_nano_share(eps, answers) in epsilon (*slack_nano 0); Gaussian
+ * dp_zcdp_share at delta in rho, with the samplers' slack and tail
+ * (*slack_nano each answer's slack charge).  The one computation ownerd
+ * binds a job with, learnerd judges a plan by and dpasync sim noises with.
+ * eps = INFINITY gives INFINITY.  Errors: those two functions' (a budget
+ * too small for `answers` charges among them); outputs untouched then. */
+int dp_query_share(dp_mech mech, double eps, double delta, uint64_t answers, size_t d,
+		   double *share, uint64_t *slack_nano);
+
 /* Laplace scale b = 2 clip / (n eps_q) of an answer (0 for eps_q = inf),
  * rounded up: never below the exact quotient (docs/privacy.md §2). */
 double dp_query_scale(size_t n, double clip, double eps_q);

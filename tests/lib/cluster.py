@@ -143,17 +143,17 @@ class Cluster:
         return ['--T', str(s['T']), '--eta', repr(s['eta']), '--clip', repr(s['clip']),
                 '--answers-cap', str(K)]
 
-    def sync_sim_error(self, mode, out):
+    def sync_sim_error(self, mode, out, extra=()):
         """An epsilon = inf sync job's model.json against `dpasync sim
         --mode MODE` with its plan (T, clip, rho or c) on the same data
-        (output in `out`): (max relative difference, coordinates, |theta|
-        of the simulator's model)."""
+        (output in `out`; `extra` sim flags, e.g. the mechanism): (max
+        relative difference, coordinates, |theta| of the simulator's model)."""
         model = json.load(open(self.path('learner', 'model.json')))
         ck = json.load(open(self.path('learner', 'checkpoint.json')))['job']
         step = ['--rho', repr(ck['rho'])] if mode == 'sync1' else ['--c', repr(ck['eta'])]
         run([self.dp, 'sim', '--target', 'y', '--bias', '--mode', mode, '--epsilon', 'inf', '--repeats', '1',
              '--T', str(self.T), '--clip', repr(ck['clip_l1']), '--out', out] + step
-            + [self.data(i) for i in range(1, self.N + 1)])
+            + list(extra) + [self.data(i) for i in range(1, self.N + 1)])
         want = json.load(open(os.path.join(out, 'summary.json')))['theta']
         big = max(abs(w) for w in want)
         err = max(abs(g - w) for g, w in zip(model['theta'], want)) / big

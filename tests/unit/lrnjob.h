@@ -83,14 +83,17 @@ static inline void lrnjob_connect(struct lrn_job *J, size_t i, double now)
 }
 
 /* A Hello's claims: epsilon 1, no limits (an owner that predates them),
- * counters of this job. */
+ * counters of this job; for a Gaussian job delta 1e-6, allowing it. */
 static inline struct lrn_claims lrnjob_claims(const struct lrn_job *J, uint64_t n_rows,
 					      double rate, uint64_t cap, uint64_t given)
 {
+	bool gauss = J->s->mechanism == DP_MECH_GAUSSIAN;   /* an owner that allows it */
+
 	return (struct lrn_claims){ .n_rows = n_rows, .n_features = (uint32_t)J->p,
 				    .epsilon = 1.0, .rate = rate, .own_cap = cap,
 				    .answers_cap = cap, .answers_given = given,
-				    .same_job = true };
+				    .same_job = true, .delta = gauss ? 1e-6 : 0,
+				    .lifetime_delta = gauss ? 1e-6 : 0, .gaussian = gauss };
 }
 
 /* Its Hello with claims c (what server.c's on_hello takes), then

@@ -25,8 +25,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
+
 #include "common/core/error.h"
 #include "common/core/log.h"
+#include "common/core/plan.h"
 #include "learner/job.h"
 #include "tests/unit/tmpdir.h"
 #include "tests/unit/lrnjob.h"
@@ -56,7 +59,7 @@ static void planned(struct lrn_job *J, struct lrn_settings *s, size_t N, size_t 
 		J->owners[i].epsilon = J->owners[i].eps_left = 1.0;
 		J->owners[i].rate = rates[i];
 	}
-	assert_int_equal(lrn_state_start(J), 0);
+	assert_int_equal(lrn_plan_start(J), 0);
 }
 
 static void done(struct lrn_job *J)
@@ -347,7 +350,7 @@ static void test_start(void **state)
 	assert_int_equal(J.owners[1].planned_cap, 9);
 	assert_int_equal(lrn_state_goal(&J), 10);
 	assert_ptr_equal(lrn_state_output(&J), J.theta_L);
-	lrn_state_log_plan(&J, "hellos");
+	lrn_plan_log(&J, "hellos");
 	done(&J);
 
 	/* rho without T: the planner picks T, then eta = N rho / (sigma T^2). */
@@ -382,7 +385,7 @@ static void test_start(void **state)
 	assert_int_equal(lrn_state_set_p(&J, 2), 0);
 	J.owners[0].n_rows = UINT64_MAX / 2 + 1;
 	J.owners[1].n_rows = UINT64_MAX / 2 + 1;
-	assert_int_equal(lrn_state_start(&J), DP_ERANGE);
+	assert_int_equal(lrn_plan_start(&J), DP_ERANGE);
 	assert_false(J.started);
 	lrn_state_free(&J);
 }
@@ -426,7 +429,7 @@ static void test_plan_left(void **state)
 		K.owners[i].eps_left = i == 2 ? 0.1 : 1.0;
 		K.owners[i].rate = 1;
 	}
-	assert_int_equal(lrn_state_start(&K), 0);
+	assert_int_equal(lrn_plan_start(&K), 0);
 	assert_true(K.psi_pred > J.psi_pred);
 	assert_int_equal(K.owners[2].planned_cap, kcap((double)K.T, 1, 3));
 	assert_int_equal(K.n_planned, 3);
@@ -446,7 +449,7 @@ static void test_plan_left(void **state)
 	}
 	J.owners[2].eps_left = 0;
 	J.owners[2].exhausted = true;
-	assert_int_equal(lrn_state_start(&J), 0);
+	assert_int_equal(lrn_plan_start(&J), 0);
 	assert_true(J.owners[2].left_out && !J.owners[0].left_out);
 	assert_int_equal(J.n_planned, 2);
 	assert_int_equal(J.n_total, 300);
@@ -493,14 +496,14 @@ static void test_plan_left(void **state)
 		J.owners[i].rate = 1;
 		J.owners[i].answers_cap = 2;   /* their own caps */
 	}
-	assert_int_equal(lrn_state_start(&J), DP_EBUDGET);
+	assert_int_equal(lrn_plan_start(&J), DP_EBUDGET);
 	assert_string_equal(dp_error_detail(DP_EBUDGET), "no plan reaches T=50 with what the "
 			    "owners have left: they can give 6 answers (owner-1 2, owner-2 2, "
 			    "owner-3 2); lower T or raise their budgets");
 	assert_false(J.started);
 	assert_int_equal(J.T, 50);
 	J.owners[0].answers_cap = 46;
-	assert_int_equal(lrn_state_start(&J), 0);
+	assert_int_equal(lrn_plan_start(&J), 0);
 	done(&J);
 	/* Sync: every owner answers T - 1 rounds; one whose ledger for this
 	 * job has given 5 of its 9 cannot. */
@@ -519,7 +522,7 @@ static void test_plan_left(void **state)
 	J.owners[1].answers_cap = 9;
 	J.owners[1].answers_given = 5;
 	J.owners[1].same_job = true;
-	assert_int_equal(lrn_state_start(&J), DP_EBUDGET);
+	assert_int_equal(lrn_plan_start(&J), DP_EBUDGET);
 	assert_non_null(strstr(dp_error_detail(DP_EBUDGET), "owner owner-2 can give 4 more "
 			       "answers and a sync job asks every owner in each of the T-1 = 9 "
 			       "rounds"));
@@ -536,7 +539,7 @@ static void test_plan_left(void **state)
 		J.owners[i].eps_left = LRN_EPSILON_MIN;
 		J.owners[i].rate = 1;
 	}
-	assert_int_equal(lrn_state_start(&J), DP_EBUDGET);
+	assert_int_equal(lrn_plan_start(&J), DP_EBUDGET);
 	assert_non_null(strstr(dp_error_detail(DP_EBUDGET), "owner owner-1 has 0.001 left, too "
 			       "little for its K_i = 1650001 answers"));   /* ceil(1.65e6) in doubles */
 	done(&J);
@@ -678,14 +681,128 @@ static void test_public(void **state)
 
 	(void)state;
 	assert_int_equal(lrn_state_init(&J, &s, lrnjob_names, 2), 0);
-	assert_int_equal(lrn_state_load_public(&J), 0);   /* none given */
+	assert_int_equal(lrn_plan_load_public(&J), 0);   /* none given */
 	assert_false(J.have_pub);
 	lrn_state_free(&J);
 	s.public_path = (char *)path_of("no-such-public.json");
 	assert_int_equal(lrn_state_init(&J, &s, lrnjob_names, 2), 0);
-	assert_true(lrn_state_load_public(&J) < 0);
+	assert_true(lrn_plan_load_public(&J) < 0);
 	assert_false(J.have_pub);
 	lrn_state_free(&J);
+}
+
+/* A Gaussian job owner by owner (docs/learnerd.md "Mechanisms"): the plan
+ * is dp_plan_make's for the L2 shape constants with each owner's own
+ * delta, not one delta for all; a budget whose rho share over K_i falls
+ * below a nano-rho refuses the plan (DP_EBUDGET) before anyone is charged. */
+static void test_plan_gauss(void **state)
+{
+	struct lrn_settings s = lrnjob_settings();
+	const double deltas[2] = { 1e-6, 1e-3 }, eps[2] = { 1.0, 1.0 }, one[2] = { 1e-6, 1e-6 };
+	const uint64_t rows[2] = { 500, 800 };
+	dp_plan_request req = { 0 };
+	dp_plan_public pub;
+	dp_plan want, same;
+	struct lrn_job J;
+
+	(void)state;
+	s.mechanism = DP_MECH_GAUSSIAN;
+	s.T = 400;
+	assert_int_equal(lrn_state_init(&J, &s, lrnjob_names, 2), 0);
+	assert_int_equal(lrn_state_set_p(&J, 3), 0);
+	assert_int_equal(lrn_stats_init(&J), 0);
+	for (size_t i = 0; i < 2; i++) {
+		J.owners[i].n_rows = rows[i];
+		J.owners[i].epsilon = J.owners[i].eps_left = eps[i];
+		J.owners[i].rate = 1;
+		J.owners[i].delta = deltas[i];
+		J.owners[i].gaussian = true;
+	}
+	assert_int_equal(lrn_plan_start(&J), 0);
+	assert_int_equal(dp_plan_public_shape_norm(J.model, 3, s.lambda, true, &pub), 0);
+	req.mode = DP_PLAN_ASYNC;
+	req.N = 2;
+	req.n_rows = rows;
+	req.epsilon = eps;
+	req.T = 400;
+	req.step = s.eta;
+	req.clip = s.clip;
+	req.margin = s.answers_margin;
+	req.mech = DP_MECH_GAUSSIAN;
+	req.deltas = deltas;
+	assert_int_equal(dp_plan_make(&req, &pub, &want), 0);
+	assert_true(J.psi_pred == want.psi && J.clip == want.clip && J.eta == want.step);
+	for (size_t i = 0; i < 2; i++)
+		assert_int_equal(J.owners[i].planned_cap, want.answers_cap[i]);
+	req.deltas = one;   /* owner 2's larger delta is used: less noise than at 1e-6 */
+	assert_int_equal(dp_plan_make(&req, &pub, &same), 0);
+	assert_true(same.psi > J.psi_pred);
+	dp_plan_free(&want);
+	dp_plan_free(&same);
+	dp_plan_public_free(&pub);
+	done(&J);
+
+	s.T = 3000000;
+	assert_int_equal(lrn_state_init(&J, &s, lrnjob_names, 2), 0);
+	assert_int_equal(lrn_state_set_p(&J, 2), 0);
+	assert_int_equal(lrn_stats_init(&J), 0);
+	for (size_t i = 0; i < 2; i++) {
+		J.owners[i].n_rows = 10;
+		J.owners[i].epsilon = 1.0;
+		J.owners[i].eps_left = LRN_EPSILON_MIN;
+		J.owners[i].rate = 1;
+		J.owners[i].delta = 1e-6;
+		J.owners[i].gaussian = true;
+	}
+	assert_int_equal(lrn_plan_start(&J), DP_EBUDGET);
+	assert_non_null(strstr(dp_error_detail(DP_EBUDGET), "an owner's budget cannot pay its "
+			       "K_i Gaussian answers one nano-rho each"));
+	assert_false(J.started);
+	done(&J);
+}
+
+/* --public for a Gaussian job: L2 constants only (the file's "public_l2"
+ * beside "public", as forecast --delta writes it), with the L1 ones kept
+ * for the comparison; a file of L1 constants alone is refused. */
+static void test_public_norm(void **state)
+{
+	struct lrn_settings s = lrnjob_settings();
+	const char *l1 = path_of("public-l1.json"), *both = path_of("public-both.json");
+	struct json_object *o = json_object_new_object(), *ja;
+	dp_plan_public a, b;
+	struct lrn_job J;
+
+	(void)state;
+	assert_int_equal(dp_plan_public_shape_norm(DP_MODEL_LINEAR, 3, s.lambda, false, &a), 0);
+	assert_int_equal(dp_plan_public_shape_norm(DP_MODEL_LINEAR, 3, s.lambda, true, &b), 0);
+	ja = dp_plan_public_json(&a);
+	assert_int_equal(json_object_to_file(l1, ja), 0);
+	json_object_put(ja);
+	json_object_object_add(o, "public", dp_plan_public_json(&a));
+	json_object_object_add(o, "public_l2", dp_plan_public_json(&b));
+	assert_int_equal(json_object_to_file(both, o), 0);
+	json_object_put(o);
+	s.mechanism = DP_MECH_GAUSSIAN;
+	s.public_path = (char *)l1;
+	assert_int_equal(lrn_state_init(&J, &s, lrnjob_names, 2), 0);
+	assert_int_equal(lrn_plan_load_public(&J), DP_EINVAL);
+	assert_non_null(strstr(dp_error_detail(DP_EINVAL), "constants of L1 clips, and the job "
+			       "clips in L2"));
+	assert_false(J.have_pub);
+	lrn_state_free(&J);
+	s.public_path = (char *)both;
+	assert_int_equal(lrn_state_init(&J, &s, lrnjob_names, 2), 0);
+	assert_int_equal(lrn_plan_load_public(&J), 0);
+	assert_true(J.have_pub && J.pub.l2 && J.have_pub_other && !J.pub_other.l2);
+	assert_true(J.pub.clips[0].clip == b.clips[0].clip);
+	lrn_state_free(&J);
+	s.mechanism = DP_MECH_LAPLACE;   /* the same file for a Laplace job: its "public" */
+	assert_int_equal(lrn_state_init(&J, &s, lrnjob_names, 2), 0);
+	assert_int_equal(lrn_plan_load_public(&J), 0);
+	assert_true(J.have_pub && !J.pub.l2 && J.have_pub_other && J.pub_other.l2);
+	lrn_state_free(&J);
+	dp_plan_public_free(&a);
+	dp_plan_public_free(&b);
 }
 
 int main(void)
@@ -702,6 +819,8 @@ int main(void)
 		cmocka_unit_test(test_apply),
 		cmocka_unit_test(test_round),
 		cmocka_unit_test(test_public),
+		cmocka_unit_test(test_plan_gauss),
+		cmocka_unit_test(test_public_norm),
 	};
 	int rc;
 

@@ -616,14 +616,10 @@ int dp_public_obtain(const dp_public_from *from, dp_model model, const dp_datase
 
 		if (like == NULL)
 			return dp_error_set(DP_EINVAL, "a constants file needs the job's data shape");
-		rc = dp_plan_public_read(from->file, &pub);
+		rc = dp_plan_public_read_norm(from->file, from->l2, &pub);
 		if (rc != 0)
 			return rc;
 		rc = check_file(from->file, &pub, model, like->p, lambda);
-		if (rc == 0 && pub.l2 != from->l2)
-			rc = dp_error_set(DP_EINVAL, "%s: constants for %s clips, the job clips in %s "
-					  "(give the public sample instead)", from->file,
-					  pub.l2 ? "L2" : "L1", from->l2 ? "L2" : "L1");
 		if (rc != 0) {
 			dp_plan_public_free(&pub);
 			return rc;
@@ -650,4 +646,31 @@ int dp_public_obtain(const dp_public_from *from, dp_model model, const dp_datase
 					    from->l2, out);
 	dp_ownerdata_free(&od);
 	return rc;
+}
+
+int dp_public_plan_other(const dp_public_from *from, dp_model model, const dp_dataset *like,
+			 double lambda, double theta_max, const dp_plan_request *req,
+			 double delta, dp_plan_public *pub, dp_plan *other)
+{
+	dp_public_from f = *from;
+	dp_plan_request r = *req;
+	dp_plan_public got;
+	int rc;
+
+	DP_REQUIRE(from != NULL && req != NULL && pub != NULL && other != NULL);
+	f.l2 = req->mech != DP_MECH_GAUSSIAN;
+	rc = dp_public_obtain(&f, model, like, lambda, theta_max, &got);
+	if (rc != 0)
+		return rc;
+	r.mech = f.l2 ? DP_MECH_GAUSSIAN : DP_MECH_LAPLACE;
+	r.delta = delta;
+	r.deltas = NULL;
+	r.clip = 0.0;
+	rc = dp_plan_make(&r, &got, other);
+	if (rc != 0) {
+		dp_plan_public_free(&got);
+		return rc;
+	}
+	*pub = got;
+	return 0;
 }

@@ -69,4 +69,15 @@ typedef struct dp_public_from {
 int dp_public_obtain(const dp_public_from *from, dp_model model, const dp_dataset *like,
 		     double lambda, double theta_max, dp_plan_public *out);
 
+/* The other mechanism's plan beside `req` (Laplace <-> Gaussian at
+ * `delta`), for the comparison `dpasync forecast` and `sim` print
+ * (dp_plan_mech_line; docs/planner.md §7): its constants from `from` in
+ * the other norm into *pub (the same sample measured again, or a file's
+ * other object), and a clip of its own (a clip given is req's norm's).
+ * Errors: dp_public_obtain's and dp_plan_make's, with their details;
+ * outputs untouched then, else the caller frees both. */
+int dp_public_plan_other(const dp_public_from *from, dp_model model, const dp_dataset *like,
+			 double lambda, double theta_max, const dp_plan_request *req,
+			 double delta, dp_plan_public *pub, dp_plan *other);
+
 #endif

@@ -21,12 +21,27 @@ mechanism an owner refuses.
    (`dpasync ledger DIR`) holds one Gaussian job in nano-rho with rho spent
    > 0, epsilon at delta 1e-6 in (0, 1], and the lifetime within its cap;
    the last epsilon_spent each owner's Answer told learnerd (its trace) is
-   an epsilon at delta up to that, not a rho; learnerd's model.json is written.  ownerd's own refusal of a Gaussian Welcome at
-delta 0 (the second line of defence) is tests/unit/test_mechanism.c."""
+   an epsilon at delta up to that, not a rho; learnerd's model.json is
+   written.  learnerd planned it with the Gaussian noise term (its plan
+   line's clip is the L2 one the Welcome carried) and logged both
+   mechanisms' predictions ("plan: predicted psi: laplace ..., gaussian
+   ...": every owner allows both).
+4. parity through the L2 clip, noise off (epsilon = inf, delta 1e-6):
+   request mode, T = 150, feeding learnerd's trace to `dpasync sim
+   --mechanism gaussian --schedule` reproduces theta_L to 1e-12; and
+   `learnerd --mode sync1` (T = 30) ends with the model `dpasync sim --mode
+   sync1 --mechanism gaussian` computes, to 1e-12.  The clip 0.3 binds: sim
+   with the clip lifted (1e6), or with Laplace's L1 clip at 0.3, moves
+   theta by more than 1e-4 relative, so the parity is the L2 path's.
+ownerd's own refusal of a Gaussian Welcome at delta 0 (the second line
+of defence) is tests/unit/test_mechanism.c."""
 import json, os, subprocess, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
-from harness import Fail, check, tmpdir, cleanup, main, run
+from harness import Fail, check, tmpdir, cleanup, main, run, summary
 from cluster import Cluster
+
+DELTA = '1e-6'
+GAUSS = ['--mechanism', 'gaussian', '--delta', DELTA]
 
 
 def refused(bindir):
@@ -84,6 +99,9 @@ def gaussian(bindir):
         c.start_learner(['--mechanism', 'gaussian'])
         owners = [c.start_owner(i, extra=['--delta', '1e-6']) for i in (1, 2, 3)]
         c.wait_learner(timeout=120)
+        log = open(c.path('learnerd.log')).read()
+        check('info learner: plan: predicted psi: laplace ' in log and ', gaussian ' in log,
+              'learnerd did not log both mechanisms\' predictions: %r' % log[-2000:])
         for i, o in enumerate(owners, 1):
             check(o.wait(timeout=30) == 0, 'owner-%d exited %s after the job:\n%s'
                   % (i, o.returncode, open(c.ledger(i) + '.log').read()[-1500:]))
@@ -128,9 +146,73 @@ def gaussian(bindir):
         cleanup(d, ok)
 
 
+def rel(a, b):
+    return max(abs(x - y) for x, y in zip(a, b)) / max(abs(y) for y in b)
+
+
+def parity(bindir):
+    """Part 4: noise-free parity through the L2 clip, request and sync1."""
+    d = tmpdir('e2e-mechanism-parity')
+    ok = False
+    try:
+        c = Cluster(bindir, os.path.join(d, 'request'), owners=3, rows=400, features=4, T=150)
+        try:
+            c.start_learner(['--mechanism', 'gaussian', '--clip', '0.3'])
+            owners = [c.start_owner(i, eps='inf', extra=['--delta', DELTA]) for i in (1, 2, 3)]
+            c.wait_learner(timeout=120)
+            for i, o in enumerate(owners, 1):
+                check(o.wait(timeout=30) == 0, 'owner-%d exited %s' % (i, o.returncode))
+            rows = c.trace_rows()
+            used = c.settings()
+            check(used['clip'] == 0.3, 'learnerd did not keep --clip 0.3: %r' % used)
+            sched = c.path('schedule.txt')
+            with open(sched, 'w') as f:
+                f.write(''.join(r[2].split('-')[1] + '\n' for r in rows))
+            flags = c.sim_flags(max(used['K']))
+            flags[flags.index('--answers-cap') + 1] = ','.join(str(k) for k in used['K'])
+            got = json.load(open(c.path('learner', 'model.json')))['theta']
+            sims = {}
+            for tag, more in (('gaussian', GAUSS), ('unclipped', GAUSS + ['--clip', '1e6']),
+                              ('laplace-l1', [])):
+                out = c.path('sim-' + tag)
+                run([c.dp, 'sim', '--target', 'y', '--bias', '--epsilon', 'inf', '--repeats', '1',
+                     '--schedule', sched, '--out', out] + flags + more + [c.data(i) for i in (1, 2, 3)])
+                sims[tag] = summary(out)['theta']
+            err = rel(got, sims['gaussian'])
+            print('request parity (gaussian, L2 clip 0.3): max relative difference %.3g; sim '
+                  'unclipped differs by %.3g, sim with the L1 clip by %.3g'
+                  % (err, rel(sims['unclipped'], sims['gaussian']),
+                     rel(sims['laplace-l1'], sims['gaussian'])))
+            check(err <= 1e-12, 'networked Gaussian theta_L differs from sim --schedule by %.3g'
+                  % err)
+            for tag in ('unclipped', 'laplace-l1'):
+                check(rel(sims[tag], sims['gaussian']) > 1e-4,
+                      'the clip does not bind (%s): the parity would not be the L2 path\'s' % tag)
+        finally:
+            c.close()
+        c = Cluster(bindir, os.path.join(d, 'sync1'), owners=3, rows=400, features=4, T=30)
+        try:
+            c.start_learner(['--mode', 'sync1', '--round-timeout', '60', '--mechanism',
+                             'gaussian', '--clip', '0.3'])
+            owners = [c.start_owner(i, eps='inf', extra=['--delta', DELTA]) for i in (1, 2, 3)]
+            c.wait_learner(timeout=120)
+            for i, o in enumerate(owners, 1):
+                check(o.wait(timeout=30) == 0, 'owner-%d exited %s' % (i, o.returncode))
+            err, n, big = c.sync_sim_error('sync1', c.path('sim'), GAUSS)
+            print('sync1 parity (gaussian): max relative difference %.3g over %d coordinates, '
+                  '|theta| %.3g' % (err, n, big))
+            check(err <= 1e-12, 'sync1: networked Gaussian model differs from sim by %.3g' % err)
+        finally:
+            c.close()
+        ok = True
+    finally:
+        cleanup(d, ok)
+
+
 def test(argv):
     refused(argv[0])
     gaussian(argv[0])
+    parity(argv[0])
 
 
 main(test)

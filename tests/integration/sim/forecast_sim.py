@@ -20,7 +20,12 @@
   plans, its laplace entry is the top-level plan, the gaussian one has its
   own (L2) clip and a finite psi, "lower" names the smaller psi and
   "factor" is the larger over the smaller; stderr says the same in one
-  line; without --delta there is no "mechanisms"."""
+  line; without --delta there is no "mechanisms".  It also writes the
+  Gaussian plan's L2 constants as "public_l2" beside "public" (L1); `sim
+  --public` of that file with --mechanism gaussian reads "public_l2" and
+  plans the psi forecast predicted for Gaussian, and with Laplace reads
+  "public" and plans forecast's Laplace psi (the file's round trip, each
+  norm to its mechanism; docs/cli.md "dpasync forecast")."""
 import json, os, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import check, run, tmpdir, cleanup, summary, main
@@ -96,6 +101,19 @@ def test(argv):
         print('--delta 1e-6: laplace psi %.4g (T %d), gaussian %.4g (T %d), %s lower by %.2fx'
               % (lap['psi_mean'], lap['settings']['T'], gau['psi_mean'], gau['settings']['T'],
                  ms['lower'], ms['factor']))
+        check(f['public_l2'].get('l2') is True and 'l2' not in f['public'],
+              'public_l2 %r, public l2 %r' % (f['public_l2'].get('l2'), f['public'].get('l2')))
+        pf = d + '/forecast-delta.json'
+        with open(pf, 'w') as fh:
+            fh.write(p.stdout)
+        for mech, want in (('gaussian', gau['psi_mean']), ('laplace', lap['psi_mean'])):
+            o = '%s/from-file-%s' % (d, mech)
+            run([dp, 'sim', '--target', 'y', '--bias', '--public', pf, '--mechanism', mech,
+                 '--delta', '1e-6', '--repeats', '1', '--psi-every', '1000000', '--out', o]
+                + ['%s/owner-%d.csv' % (g, i) for i in (1, 2, 3, 4)])
+            got = summary(o)['plan']['psi_mean']
+            check(abs(got - want) <= 1e-12 * want, 'sim --public --mechanism %s planned psi %.6g, '
+                  'forecast %.6g' % (mech, got, want))
 
         # The user's settings are kept, in every mode.
         g = d + '/linear'

@@ -15,8 +15,12 @@
   generator), at epsilon 1, delta 1e-6, 10 repeats: the prediction is
   within 2x of the measured mean psi (measured 0.0127 against 0.0110;
   the 10-repeat mean's spread is a few %, so the check fails only if the
-  model is off by far more than that)."""
-import math, os, re, sys
+  model is off by far more than that).  With --delta the summary also
+  compares the mechanisms ("mechanisms", and a stderr line): its Gaussian
+  psi is the plan's, and its Laplace psi the one `dpasync forecast
+  --delta` predicts from the same sample (the same planner reached
+  through the other tool), the lower named."""
+import json, math, os, re, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import check, run, tmpdir, cleanup, summary, main
 import numpy as np
@@ -109,6 +113,17 @@ def test(argv):
             pred, s['psi_mean']))
         print('planned, eps 1: predicted psi %.4g, measured %.4g (T %d)' % (
             pred, s['psi_mean'], s['plan']['T']))
+        ms = s.get('mechanisms') or {}
+        f = json.loads(run([dp, 'forecast', '--sample', d + '/g/owner-4.csv', '--target', 'y',
+                            '--bias', '--rows', '500,700,600', '--epsilon', '1', '--delta',
+                            '1e-6']).stdout)['mechanisms']
+        lower = 'gaussian' if ms.get('gaussian', 1) < ms.get('laplace', 0) else 'laplace'
+        check(ms.get('gaussian') == pred and ms.get('laplace') == f['laplace']['psi_mean'] and
+              ms.get('delta') == 1e-6 and ms.get('lower') == lower,
+              'mechanisms %r; plan %.6g, forecast laplace %.6g' % (ms, pred,
+                                                                   f['laplace']['psi_mean']))
+        check('dpasync sim: predicted psi: laplace ' in p.stderr, 'stderr %r' % p.stderr)
+        print('mechanisms: %r' % ms)
         ok = True
     finally:
         cleanup(d, ok)
