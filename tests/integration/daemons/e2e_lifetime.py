@@ -26,6 +26,10 @@ real ownerd, learnerd and dpasync on loopback, owner-1's ledger directory
   while ownerd runs (exit 1), and recorded once it is stopped (who, uid,
   host, when, 1.25 -> 2, why); a restarted ownerd then starts with cap 2,
   0.75 left, as its /metrics and `dpasync ledger` say.
+- `raise-lifetime led --delta 1e-6` raises the lifetime delta (0 until
+  then: no Gaussian job fits) and keeps the cap; a lower --delta is refused
+  by raise-lifetime (one line naming lower-lifetime, exit 2) and taken by
+  lower-lifetime.
 - The raise killed before and after each of its file operations (the
   fault shim tests/lib/iofault.c), and each failed: `dpasync ledger` reads
   the old cap and history or the new ones, never a mix; both are seen.
@@ -221,6 +225,20 @@ def raised(c, led):
     o.stop()
     run([c.dp, 'ledger', 'lower-lifetime', led, '--to', '1.75', '--reason', 'back to policy'])
     check(ledger(c, led)['lifetime_epsilon_cap'] == 1.75, 'lower-lifetime')
+    # The lifetime delta (0 since the directory was made: pure epsilon-DP,
+    # no Gaussian job) is raised on its own, the cap kept, and lowered.
+    check(ledger(c, led)['lifetime_delta'] == 0, 'lifetime delta %r' % ledger(c, led))
+    p = run([c.dp, 'ledger', 'raise-lifetime', led, '--delta', '1e-6', '--reason', 'gaussian'])
+    info = ledger(c, led)
+    check(info['lifetime_delta'] == 1e-6 and info['lifetime_epsilon_cap'] == 1.75 and
+          'lifetime delta 0 -> 1e-06, recorded' in p.stdout, 'raise --delta: %r %r'
+          % (p.stdout, info))
+    p = run([c.dp, 'ledger', 'raise-lifetime', led, '--delta', '1e-7', '--reason', 'x'], ok=False)
+    check(p.returncode == 2 and 'use dpasync ledger lower-lifetime' in p.stderr and
+          len(p.stderr.strip().splitlines()) == 1, 'a lower --delta raised: %d %s'
+          % (p.returncode, p.stderr))
+    run([c.dp, 'ledger', 'lower-lifetime', led, '--delta', '1e-7', '--reason', 'tighter'])
+    check(ledger(c, led)['lifetime_delta'] == 1e-7, 'lower --delta: %r' % ledger(c, led))
     print('raise-lifetime: refused beside ownerd, recorded once it stopped; ownerd, its '
           '/metrics and dpasync ledger all say cap 2, 0.75 left')
 
