@@ -299,23 +299,24 @@ static int check_unit(const dp_ledger *l, const struct dp__ledger_hdr *hd,
 	return 0;
 }
 
-static int check_caps(const dp_ledger *l, uint64_t hdr_cap, uint64_t hdr_capk,
-			  uint64_t cap, uint64_t capk, const char *identity)
+static int check_caps(const dp_ledger *l, unsigned unit, uint64_t hdr_cap, uint64_t hdr_capk,
+		      uint64_t cap, uint64_t capk, const char *identity)
 {
 	bool lower = l->flags & DP_LEDGER_ALLOW_LOWER;
+	const char *u = unit == DP_LEDGER_UNIT_RHO ? "rho" : "epsilon";
 
 	if (strcmp(identity, l->identity) != 0)
 		return dp_error_set(DP_EINVAL, "ledger %s: belongs to identity '%s', not '%s'",
 				    l->path, l->identity, identity);
 	if (hdr_cap == DP_NANO_INF && !(l->flags & DP_LEDGER_ALLOW_INF))
-		return dp_error_set(DP_EINVAL, "ledger %s: has an infinite epsilon cap (testing "
-				    "ledger); refusing without the allow-infinite flag", l->path);
+		return dp_error_set(DP_EINVAL, "ledger %s: has an infinite %s cap (testing "
+				    "ledger); refusing without the allow-infinite flag", l->path, u);
 	if ((cap != hdr_cap && !(lower && cap < hdr_cap)) ||
 	    (capk != hdr_capk && !(lower && capk < hdr_capk)))
 		return dp_error_set(DP_EINVAL, "ledger %s: caps differ from the file (file: "
-				    "epsilon %.9f, %llu answers; given: epsilon %.9f, %llu "
-				    "answers)%s", l->path, dp_nano_to_eps(hdr_cap),
-				    (unsigned long long)hdr_capk, dp_nano_to_eps(cap),
+				    "%s %.9f, %llu answers; given: %s %.9f, %llu "
+				    "answers)%s", l->path, u, dp_nano_to_eps(hdr_cap),
+				    (unsigned long long)hdr_capk, u, dp_nano_to_eps(cap),
 				    (unsigned long long)capk,
 				    lower ? "; caps can only be lowered" :
 				    "; use a new ledger file for new caps");
@@ -438,7 +439,8 @@ static int open_ledger(const char *path, const struct want *w, unsigned flags, d
 	} else {
 		rc = check_unit(l, &hd, w, slack);
 		if (rc == 0)
-			rc = check_caps(l, hd.cap_nano, hd.cap_answers, cap, cap_answers, identity);
+			rc = check_caps(l, hd.unit, hd.cap_nano, hd.cap_answers, cap, cap_answers,
+					       identity);
 		if (rc < 0)
 			goto fail;
 	}

@@ -1535,6 +1535,9 @@ static void test_unit_header(void **state)
 			 DP_EINVAL);
 	assert_int_equal(dp_ledger_open_gauss(f->path, 0.6, delta, 3e-9, 4, "owner=g job=b", 0, &l),
 			 DP_EINVAL);
+	/* in the file's unit: its cap is a rho */
+	assert_non_null(strstr(dp_error_detail(DP_EINVAL), "caps differ from the file (file: rho "
+			       "0.500000000, 4 answers; given: rho 0.59"));
 	snprintf(f->path, sizeof(f->path), "%s/ledger", f->dir);
 	assert_int_equal(dp_ledger_open_gauss(f->path, 1.0, delta, 3e-9, 4, "owner=l job=a", 0, &l),
 			 DP_EINVAL);
