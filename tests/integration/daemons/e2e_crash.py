@@ -7,6 +7,9 @@
   than epsilon spent, every answer the learner used is in
   the ledger, and the job completes; an owner with a small answer cap stops
   at exactly K answers and the job still completes;
+- the same kill -9 and restart of an owner in a Gaussian job (learnerd
+  --mechanism gaussian, owners at --delta 1e-6): its ledger stays one job in
+  rho within its cap, epsilon at delta within --epsilon (gaussian_owner_crash);
 - kill -9 of learnerd mid-job and restart with --resume: the job completes
   T iterations with a continuous trace."""
 import json, math, os, re, signal, sys, time
