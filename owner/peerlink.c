@@ -72,9 +72,14 @@ static void send_model(struct own_peer *p, struct nb *n)
 	env.msg_case = DPASYNC__ENVELOPE__MSG_PEER_MODEL;
 	env.peer_model = &pm;
 	r = dp_conn_send(n->conn, &env);
-	if (r < 0)
+	if (r < 0) {
 		DP_WARN("peer", "send to %s failed: %s", n->id, dp_error_detail(r));
-	else if (p->cfg.m->models_out)
+		return;
+	}
+	n->sent++;
+	DP_DEBUG("peer", "model to=%s step=%llu final=%d seen_final=%d", n->id,
+		 (unsigned long long)pm.step, (int)pm.final, (int)pm.seen_final);
+	if (p->cfg.m->models_out)
 		dp_metrics_inc(p->cfg.m->models_out);
 }
 
@@ -136,6 +141,9 @@ static void on_message(dp_conn *c, Dpasync__Envelope *m)
 		dp_conn_close(c);
 		return;
 	}
+	n->received++;
+	DP_DEBUG("peer", "model from=%s step=%llu final=%d seen_final=%d", n->id,
+		 (unsigned long long)pm->step, (int)pm->final, (int)pm->seen_final);
 	if (p->cfg.m->models_in)
 		dp_metrics_inc(p->cfg.m->models_in);
 	if (!n->have || pm->step > n->step) {
@@ -187,6 +195,7 @@ static void adopt(struct nb *n, dp_conn *c)
 	n->conn = c;
 	n->connecting = false;
 	n->attempt = 0;
+	n->connections++;
 	dp_conn_set_data(c, n);
 	DP_INFO("peer", "neighbour=%s connected peer=%s", n->id, dp_conn_peer_addr(c));
 	gauge_connected(n->peer);
@@ -329,11 +338,24 @@ void own_peerlink_dial_all(struct own_peer *p)
 			dial(&p->nb[i]);
 }
 
+/* What each link carried, once at the end: with one connection a side
+ * queued nothing the other did not read before either closed (the last
+ * message of each direction is the one that lets the other side exit), so
+ * a neighbour's received equals our sent (docs/peer-agents.md "Delivery at exit"). */
+static void log_link(const struct nb *n)
+{
+	DP_INFO("peer", "link neighbour=%s sent=%llu received=%llu connections=%u final=%s "
+		"seen_final=%s step=%llu", n->id, (unsigned long long)n->sent,
+		(unsigned long long)n->received, n->connections, n->final ? "yes" : "no",
+		n->seen_final ? "yes" : "no", (unsigned long long)n->step);
+}
+
 void own_peerlink_close(struct own_peer *p)
 {
 	for (size_t i = 0; i < p->n_nb; i++) {
 		uv_timer_t *t = &p->nb[i].retry;
 
+		log_link(&p->nb[i]);
 		if (t->loop != NULL && !uv_is_closing((uv_handle_t *)t))
 			uv_close((uv_handle_t *)t, NULL);
 		if (p->nb[i].conn)

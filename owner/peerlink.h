@@ -43,6 +43,9 @@ struct nb {
 	bool have;              /* a model was received */
 	bool final;             /* theta is its final model */
 	bool seen_final;        /* it has confirmed holding our final model */
+	uint64_t sent;          /* PeerModel messages queued to it, every connection */
+	uint64_t received;      /* PeerModel messages accepted from it */
+	unsigned connections;   /* connections adopted (1: never replaced nor lost) */
 	uint64_t *steps;        /* --schedule: its steps */
 	size_t n_steps;
 	unsigned attempt;
@@ -95,7 +98,8 @@ void own_peerlink_send_all(struct own_peer *p);
 /* Neighbours connected now. */
 size_t own_peerlink_connected(const struct own_peer *p);
 /* For good: the retry timers, the connections and the listener (freed when
- * the loop runs).  p->closed is already set. */
+ * the loop runs), after one info line per neighbour with its link's counts
+ * (docs/peer-agents.md "Delivery at exit").  p->closed is already set. */
 void own_peerlink_close(struct own_peer *p);
 
 #endif

@@ -7,12 +7,16 @@
   than epsilon spent, every answer the learner used is in
   the ledger, and the job completes; an owner with a small answer cap stops
   at exactly K answers and the job still completes;
+- the same kill -9 and restart of an owner in a Gaussian job (learnerd
+  --mechanism gaussian, owners at --delta 1e-6): its ledger stays one job in
+  rho within its cap, epsilon at delta within --epsilon (gaussian_owner_crash);
 - kill -9 of learnerd mid-job and restart with --resume: the job completes
   T iterations with a continuous trace."""
 import json, math, os, re, signal, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, run, tmpdir, cleanup, main
-from cluster import Cluster, ledger_records, check_invariants, job_file
+from cluster import (Cluster, ledger_records, ledger_entries, check_invariants, job_file,
+                     wait_owner)
 
 def owner_crash(bindir, d):
     T, K3 = 600, 50
@@ -121,10 +125,80 @@ def fast_clocks(bindir, d):
     finally:
         c.close()
 
+def gaussian_owner_crash(bindir, d, shared):
+    """kill -9 of an owner mid-way through a Gaussian job (learnerd
+    --mechanism gaussian, owners at --delta 1e-6) and restart: the job
+    completes; the restarted owner resumes from its ledger; its ledger
+    (`dpasync ledger`) is its one job, Gaussian in rho, whose running total
+    never exceeds the rho cap in any record; the answers it gave (records of
+    docs/ledger.md §9 other than reservations alone) cover the learner's
+    trace rows of that owner and exceed them by at most 2 (one in flight at
+    the kill, one the finished job no longer needed); its count exceeds the
+    answers given by at most 2 reserved shares (the reservation a restart
+    treats as used, and the one left after the last answer, §9); the
+    epsilon at delta its Answers told the learner never goes down across the
+    restart, and its ledger's epsilon at delta 1e-6 stays within --epsilon 1."""
+    T, delta = 60, 1e-6
+    c = Cluster(bindir, d, owners=3, T=T, shared=shared)
+    try:
+        t0 = time.monotonic()
+        c.start_learner(['--mechanism', 'gaussian'])
+        gauss = ['--delta', repr(delta)]
+        owners = [c.start_owner(i, rate='30', extra=gauss) for i in (1, 2, 3)]
+        c.wait_rows(T // 3)
+        owners[1].send_signal(signal.SIGKILL)
+        owners[1].wait()
+        before, _ = ledger_records(c.ledger(2))
+        check(before > 0, 'owner-2 had answered nothing before the kill')
+        owners[1] = c.start_owner(2, rate='30', extra=gauss)
+        out = c.wait_learner()
+        check('done k=%d' % T in out, 'the Gaussian job did not complete after the owner crash')
+        log = open(c.path('learnerd.log')).read()
+        given = [int(g) for g in re.findall(r'hello id=owner-2 .*answers_given=(\d+)', log)]
+        check(len(given) >= 2 and given[-1] >= before,
+              'restarted owner-2 did not resume from its ledger (Hellos: %s, ledger had %d)'
+              % (given, before))
+        for p in owners:
+            check(wait_owner(p) == 0, 'an ownerd exited %s' % p.returncode)
+        rows = c.trace_rows()
+        info = json.loads(run([c.dp, 'ledger', c.ledger(2)]).stdout)
+        jobs = info['jobs']
+        check(info['jobs_count'] == 1 and len(jobs) == 1,
+              'owner-2: not one job ledger: %r' % info)
+        j = jobs[0]
+        check(j['mechanism'] == 'gaussian' and j['unit'] == 'rho' and j['delta'] == delta,
+              'owner-2: not a Gaussian ledger in rho at delta %g: %r' % (delta, j))
+        recs, caps = ledger_entries(c.ledger(2))
+        check(recs and all(r['total'] <= caps[0] for r in recs) and
+              0 < j['rho_spent'] <= j['rho_cap'] and
+              abs(j['rho_spent'] - recs[-1]['total'] / 1e9) < 1e-9,
+              'owner-2: rho beyond its cap %r: %r' % (caps, j))
+        mine = [r for r in rows if r[2] == 'owner-2']
+        gave = sum(1 for r in recs if r['k'] != 0)   # every record but a reservation alone
+        reserved = j['answers'] - gave
+        check(j['answers'] == recs[-1]['count'] <= j['answers_cap'] and
+              len(mine) <= gave <= len(mine) + 2 and 0 <= reserved <= 2,
+              'owner-2: ledger %d answers (cap %d): %d given, %d reserved; learner used %d'
+              % (j['answers'], j['answers_cap'], gave, reserved, len(mine)))
+        eps = [float(r[5]) for r in mine]
+        check(eps == sorted(eps) and eps[-1] <= info['lifetime_epsilon_spent'] + 1e-9,
+              'owner-2: the epsilon at delta its Answers told %r, its ledger %r'
+              % (eps, info['lifetime_epsilon_spent']))
+        check(0 < info['lifetime_epsilon_spent'] <= 1 and info['lifetime_delta'] == delta,
+              'owner-2: epsilon at delta %g beyond 1: %r' % (delta, info))
+        print('gaussian owner crash: owner-2 killed after %d answers, restarted; ledger %d '
+              'answers (cap %d, %d reserved), learner used %d; rho %.6f of %.6f, epsilon at '
+              'delta %.6f; %.1f s' % (before, j['answers'], j['answers_cap'], reserved,
+                                      len(mine), j['rho_spent'],
+                          j['rho_cap'], info['lifetime_epsilon_spent'], time.monotonic() - t0))
+    finally:
+        c.close()
+
 def test(argv):
     d = tmpdir('e2e-crash')
     try:
         fast_clocks(argv[0], os.path.join(d, 'fast'))
+        gaussian_owner_crash(argv[0], os.path.join(d, 'gauss'), os.path.join(d, 'fast'))
         if not os.environ.get('ONLY_LEARNER'):
             owner_crash(argv[0], os.path.join(d, 'owner'))
         learner_crash(argv[0], os.path.join(d, 'learner'))

@@ -12,7 +12,9 @@ CASE is one of
             shows every ledger within its agent's budget (T_i charges, spent
             <= epsilon), with advanced composition for some agents; one
             agent's /metrics, scraped while it runs, counts its wake-ups,
-            the models it sent and received and its live neighbours;
+            the models it sent and received and its live neighbours; at
+            exit every agent holds each neighbour's final model and every
+            link delivered exactly the models its sender queued;
   restart   kill -9 one agent of a path a-b-c mid-run: its neighbours keep
             waking with its last model, it restarts from its ledger (no
             charge twice) and model, reconnects, and all three complete;
@@ -22,7 +24,7 @@ CASE is one of
             (--warm-start, --warm-steps): ownerd and the simulator take the
             same warm-start steps (exact at epsilon = inf).
 """
-import json, os, signal, subprocess, sys, time, urllib.request
+import json, os, re, signal, subprocess, sys, time, urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, run, tmpdir, cleanup, main
@@ -265,6 +267,38 @@ def case_refuse(root):
     del port
 
 
+LINK = re.compile(r'link neighbour=(\S+) sent=(\d+) received=(\d+) connections=(\d+) '
+                  r'final=(yes|no) seen_final=(yes|no) step=(\d+)')
+
+
+def check_links(agents, T):
+    """Every agent's link lines at exit (docs/peer-agents.md "Delivery at
+    exit"), checked against its neighbours': every agent exited with every
+    neighbour done, holding each neighbour's final model of step T, and each
+    directed link delivered exactly the messages its sender queued when
+    neither side's connection was replaced (at most as many when one was).
+    Returns {(agent, neighbour): counts of agent's side}."""
+    links = {}
+    for a in agents.values():
+        log = a.logtext()
+        check('every neighbour done' in log and 'linger' not in log,
+              '%s did not end with every neighbour done:\n%s' % (a.id, log[-3000:]))
+        for nb, sent, got, conns, fin, seen, step in LINK.findall(log):
+            links[(a.id, nb)] = {'sent': int(sent), 'received': int(got),
+                                 'connections': int(conns), 'final': fin == 'yes',
+                                 'seen_final': seen == 'yes', 'step': int(step)}
+    for (a, b), l in sorted(links.items()):
+        back = links.get((b, a))
+        check(back is not None, '%s logs a link to %s, which logs none back' % (a, b))
+        check(l['final'] and l['seen_final'] and l['step'] == T,
+              '%s does not hold the final model (step %d) of %s: %r' % (a, T, b, l))
+        one = l['connections'] == 1 and back['connections'] == 1
+        check(back['received'] == l['sent'] if one else back['received'] <= l['sent'],
+              '%s queued %d models to %s, which received %d (connections %d and %d)'
+              % (a, l['sent'], b, back['received'], l['connections'], back['connections']))
+    return links
+
+
 def case_cluster(root):
     n = 20
     ids = ['ag%02d' % i for i in range(n)]
@@ -298,26 +332,41 @@ def case_cluster(root):
                 seen.append(m)
             time.sleep(0.02)
         check(seen, '%s: /metrics never answered' % ids[0])
-        top = {k: max(m.get(k, 0) for m in seen) for k in
-               ('dpasync_peer_wakeups_total', 'dpasync_peer_models_sent_total',
-                'dpasync_peer_models_received_total', 'dpasync_peer_neighbours_connected')}
+        keys = ('dpasync_peer_wakeups_total', 'dpasync_peer_models_sent_total',
+                'dpasync_peer_models_received_total', 'dpasync_peer_neighbours_connected')
+        top = {k: max(m.get(k, 0) for m in seen) for k in keys}
         degree = 4   # ring +-1 and chords +-5
         print('%s /metrics over %d scrapes, highest: %s' % (ids[0], len(seen), top))
         check(1 <= top['dpasync_peer_wakeups_total'] <= T, 'wake-ups %s' % top)
-        # The last scrape can fall between the last wake-up's count and its
-        # send, which no later scrape sees when the agent exits: one
-        # wake-up's models may be missing from the highest count.
-        check(top['dpasync_peer_models_sent_total'] >= top['dpasync_peer_wakeups_total'] - 1,
-              'fewer models sent than wake-ups: %s' % top)
-        check(top['dpasync_peer_models_received_total'] >= 1, 'no model received: %s' % top)
         check(1 <= top['dpasync_peer_neighbours_connected'] <= degree,
               'neighbours connected: %s' % top)
-        for m in seen:
-            check(m['dpasync_peer_wakeups_total'] <= T, 'wake-ups above T: %s' % m)
+        for a, b in zip(seen, seen[1:]):
+            check(all(b[k] >= a[k] for k in keys[:3]), 'a counter went down: %s then %s'
+                  % (a, b))
         wait_all(agents, 120)
     finally:
         for a in agents.values():
             a.kill()
+    # What the models counters count (owner/peerlink.c): one PeerModel
+    # message to or from one neighbour -- at each wake-up to the neighbours
+    # connected then (none before the address book lists them), at each new
+    # connection, at the end (final) and to confirm a neighbour's final
+    # model -- so they have no fixed ratio to the wake-ups, and the last
+    # scrape sees neither the end's messages nor, when the agent exits at
+    # once, its last wake-up.  The exact account is each agent's link lines
+    # at exit: every agent ends 'every neighbour done' (no linger), holds
+    # each neighbour's final model of step T, and each link carried exactly
+    # what its sender queued (with one connection each side; never more).
+    links = check_links(agents, T)
+    check(len(links) == n * degree, '%d link lines, not %d' % (len(links), n * degree))
+    sent = sum(links[(ids[0], b)]['sent'] for b in ids if (ids[0], b) in links)
+    got = sum(links[(ids[0], b)]['received'] for b in ids if (ids[0], b) in links)
+    check(top['dpasync_peer_models_sent_total'] <= sent and
+          top['dpasync_peer_models_received_total'] <= got,
+          '%s scraped more than its links carried (sent %d, received %d): %s'
+          % (ids[0], sent, got, top))
+    print('%s links at exit: %d models sent, %d received; %d links, each as sent'
+          % (ids[0], sent, got, len(links)))
     secs = time.time() - t0
     for i in ids:
         led = ledger(os.path.join(root, 'state-' + i, 'ledger'))
