@@ -536,11 +536,10 @@ static int gauss_share(const struct own_budget *b, const char *path, double eps,
 	uint64_t slack, want;
 	int r;
 
-	r = dp_zcdp_share(eps, b->cfg.delta, K, b->p, DP_NOISE_DGAUSS_SLACK, DP_NOISE_DGAUSS_TAIL,
-			  rho_q, &slack);
+	r = dp_zcdp_cap(eps, b->cfg.delta, K, b->p, DP_NOISE_DGAUSS_SLACK, DP_NOISE_DGAUSS_TAIL,
+			cap_rho, &slack);
 	if (r == 0)
-		r = dp_zcdp_cap(eps, b->cfg.delta, K, b->p, DP_NOISE_DGAUSS_SLACK,
-				DP_NOISE_DGAUSS_TAIL, cap_rho, &slack);
+		r = dp_zcdp_share_cap(*cap_rho, K, eps, b->cfg.delta, rho_q);
 	if (r < 0 || isinf(*cap_rho) || e == NULL || e->unit != DP_LEDGER_UNIT_RHO ||
 	    e->cap_nano == DP_NANO_INF || dp_nano_floor(*cap_rho, &want) < 0 ||
 	    e->cap_nano >= want)

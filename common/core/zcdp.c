@@ -512,16 +512,26 @@ int dp_zcdp_share(double eps, double delta, uint64_t answers, size_t d, double e
 	rc = dp_zcdp_cap(eps, delta, answers, d, eta, tail, &cap, &sn);
 	if (rc != 0)
 		return rc;
-	if (isinf(cap)) {
+	rc = dp_zcdp_share_cap(cap, answers, eps, delta, rho_q);
+	if (rc != 0)
+		return rc;
+	*slack_nano = isinf(cap) ? 0 : sn;
+	return 0;
+}
+
+int dp_zcdp_share_cap(double cap_rho, uint64_t answers, double eps, double delta, double *rho_q)
+{
+	int rc;
+
+	DP_REQUIRE(rho_q != NULL);
+	if (isinf(cap_rho)) {
 		*rho_q = INFINITY;
-		*slack_nano = 0;
 		return 0;
 	}
-	rc = dp_nano_share(cap, answers, rho_q);
+	rc = dp_nano_share(cap_rho, answers, rho_q);
 	if (rc != 0)
 		return dp_error_set(rc, "zcdp: epsilon %g at delta %g leaves rho %g, less than "
-				    "1e-9 for each of %llu answers", eps, delta, cap,
+				    "1e-9 for each of %llu answers", eps, delta, cap_rho,
 				    (unsigned long long)answers);
-	*slack_nano = sn;
 	return 0;
 }

@@ -100,6 +100,13 @@ int dp_zcdp_cap(double eps, double delta, uint64_t answers, size_t d, double eta
 int dp_zcdp_share(double eps, double delta, uint64_t answers, size_t d, double eta, double tail,
 		  double *rho_q, uint64_t *slack_nano);
 
+/* The second half of dp_zcdp_share, for a caller that keeps the cap too:
+ * *rho_q, the share of cap_rho (dp_zcdp_cap's, for eps at delta) over
+ * `answers` (INFINITY for an infinite cap).  eps and delta only name the
+ * budget in the error.  Errors: DP_EINVAL (below one nano-rho per answer),
+ * DP_ERANGE; *rho_q untouched then. */
+int dp_zcdp_share_cap(double cap_rho, uint64_t answers, double eps, double delta, double *rho_q);
+
 /* A dataset's spending in the ledger's integer nano units (1e-9; each
  * charge rounded up when it is made), for the lifetime bound of
  * docs/zcdp.md §5.  Any field may be DP_NANO_INF (an infinite charge). */
