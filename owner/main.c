@@ -114,8 +114,8 @@ static const struct dp_config_entry entries[] = {
 	  .group = "Privacy",
 	  .help = "delta of the (epsilon, delta) guarantee of each job, below 1/n (0: pure "
 		  "epsilon-DP only, Gaussian jobs refused; > 0 allows them; peer mode, at most "
-		  "0.5: the budget is split by advanced composition; docs/ownerd.md \"Mechanisms "
-		  "and delta\")" },
+		  "0.5: the budget is split by advanced composition, or with --mechanism gaussian "
+		  "taken as zCDP at this delta; docs/ownerd.md \"Mechanisms and delta\")" },
 	{ .name = "lifetime-delta", DP_CFG_DOUBLE(&S.lifetime_delta), .def = "-1", .min = -1,
 	  .max = 1, .group = "Privacy",
 	  .help = "delta of the dataset's guarantee over all jobs, at least --delta (-1: "
