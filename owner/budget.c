@@ -538,6 +538,15 @@ static int gauss_share(const struct own_budget *b, const char *path, double eps,
 
 	r = dp_zcdp_cap(eps, b->cfg.delta, K, b->p, DP_NOISE_DGAUSS_SLACK, DP_NOISE_DGAUSS_TAIL,
 			cap_rho, &slack);
+	/* Peer mode: the cap of its plan (dp_compose_plan_gauss, the same
+	 * dp_zcdp_cap over its wake-ups and warm-start steps) and its fixed
+	 * per-wake-up share; a ledger of another cap is refused by the open,
+	 * never adopted (docs/peer-agents.md "Privacy"). */
+	if (b->cfg.eps_step > 0) {
+		if (r == 0)
+			*rho_q = b->cfg.eps_step;
+		return r;
+	}
 	if (r == 0)
 		r = dp_zcdp_share_cap(*cap_rho, K, eps, b->cfg.delta, rho_q);
 	if (r < 0 || isinf(*cap_rho) || e == NULL || e->unit != DP_LEDGER_UNIT_RHO ||
@@ -653,6 +662,25 @@ int own_budget_bind_mech(struct own_budget *b, const char *job, uint64_t offered
 			st.lifetime_spent, st.lifetime_left);
 	free(path);
 	return 0;
+}
+
+int own_budget_job_mech(const struct own_budget *b, const char *job, dp_mech *mech)
+{
+	const dp_ledgerset_job *e;
+	char *path;
+
+	DP_REQUIRE(b != NULL && job != NULL && mech != NULL);
+	if (b->set == NULL)
+		return 0;
+	path = dp_ledgerset_job_path(b->set, job);
+	if (path == NULL)
+		return DP_ENOMEM;
+	e = dp_ledgerset_find(b->set, path);
+	free(path);
+	if (e == NULL)
+		return 0;
+	*mech = e->unit == DP_LEDGER_UNIT_RHO ? DP_MECH_GAUSSIAN : DP_MECH_LAPLACE;
+	return 1;
 }
 
 bool own_budget_left(const struct own_budget *b)

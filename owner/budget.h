@@ -61,7 +61,10 @@ struct own_budget_config {
 	double eps_step;            /* 0: the share is epsilon split equally over K
 				       (dp_nano_share); > 0: peer mode's
 				       per-wake-up share, fixed by the caller
-				       (docs/peer-agents.md "Privacy") */
+				       (docs/peer-agents.md "Privacy"), in rho
+				       for a Gaussian job (whose rho cap is then
+				       dp_zcdp_cap's for epsilon, never an
+				       existing ledger's) */
 	struct dp_metric *spent;    /* dpasync_owner_epsilon_spent (may be NULL); when
 				       labelled, its one label (job_id) follows the
 				       bound job */
@@ -195,6 +198,14 @@ int own_budget_bind(struct own_budget *b, const char *job, uint64_t K);
  * DP_EINVAL (delta 0, or an epsilon too small for the slack) for Gaussian. */
 int own_budget_bind_mech(struct own_budget *b, const char *job, uint64_t K, dp_mech mech,
 			 size_t p);
+
+/* The mechanism of job `job`'s ledger in the directory, from its unit
+ * (nano-rho: Gaussian), read when the directory was opened: 1 with *mech
+ * set, 0 when the job has no ledger there (or no directory is open, as
+ * for --check-config of a directory that does not exist yet), DP_ENOMEM.
+ * Lets a caller refuse a job's other mechanism with its own words before
+ * own_budget_bind_mech (peer mode, docs/peer-agents.md §4). */
+int own_budget_job_mech(const struct own_budget *b, const char *job, dp_mech *mech);
 
 /* The cap an answer cap K offered by the learner turns into: --answers-cap
  * when given (the owner's own cap wins), else K. */

@@ -114,8 +114,8 @@ static const struct dp_config_entry entries[] = {
 	  .group = "Privacy",
 	  .help = "delta of the (epsilon, delta) guarantee of each job, below 1/n (0: pure "
 		  "epsilon-DP only, Gaussian jobs refused; > 0 allows them; peer mode, at most "
-		  "0.5: the budget is split by advanced composition; docs/ownerd.md \"Mechanisms "
-		  "and delta\")" },
+		  "0.5: the budget is split by advanced composition, or with --mechanism gaussian "
+		  "taken as zCDP at this delta; docs/ownerd.md \"Mechanisms and delta\")" },
 	{ .name = "lifetime-delta", DP_CFG_DOUBLE(&S.lifetime_delta), .def = "-1", .min = -1,
 	  .max = 1, .group = "Privacy",
 	  .help = "delta of the dataset's guarantee over all jobs, at least --delta (-1: "
@@ -172,6 +172,11 @@ static const struct dp_config_entry entries[] = {
 		  "the Poisson clock" },
 	{ .name = "model", DP_CFG_ENUM(&S.model, dp_model_names), .def = "linear",
 	  .group = "Peer", .help = "the local loss" },
+	{ .name = "mechanism", DP_CFG_ENUM(&S.mechanism, dp_query_mech_names),
+	  .def = "laplace", .given = &S.mechanism_given, .group = "Peer",
+	  .help = "the noisy gradients' mechanism, as dpasync sim --mode p2p --mechanism: "
+		  "laplace (L1 --clip, the paper's) | gaussian (L2 --clip, zCDP at --delta > 0; "
+		  "docs/peer-agents.md \"Privacy\"); --peer only" },
 	{ .name = "mu", DP_CFG_DOUBLE(&S.mu), .def = "1", .min = 0, .min_exclusive = true,
 	  .max = 1e12, .group = "Peer", .help = "trade-off mu between smoothing and the local loss" },
 	{ .name = "confidence", DP_CFG_DOUBLE(&S.confidence), .def = "1", .min = 0,
@@ -183,7 +188,9 @@ static const struct dp_config_entry entries[] = {
 	{ .name = "lambda-per-row", DP_CFG_DOUBLE(&S.lambda_per_row), .def = "1", .min = 0,
 	  .max = 1e12, .group = "Peer", .help = "lambda_i = this / m_i unless --lambda" },
 	{ .name = "clip", DP_CFG_DOUBLE(&S.clip), .def = "1", .min = 0, .min_exclusive = true,
-	  .max = 1e12, .group = "Peer", .help = "L1 clip of each row's gradient (the sensitivity)" },
+	  .max = 1e12, .group = "Peer",
+	  .help = "clip of each row's gradient (the sensitivity): L1, L2 for --mechanism "
+		  "gaussian" },
 	{ .name = "x2max", DP_CFG_DOUBLE(&S.x2max), .def = "0", .min = 0, .max = 1e12,
 	  .group = "Peer", .help = "public bound on ||x||_2^2 for the smoothness (0: p)" },
 	{ .name = "wakeups", DP_CFG_U64(&S.wakeups), .def = "10", .min = 1, .max = 1e9,

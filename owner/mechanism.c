@@ -21,6 +21,17 @@ int own_mechanism_validate(const struct own_settings *s)
 	 * delta (docs/peer-agents.md §2). */
 	if (s->peer && s->delta > 0.5)
 		return dp_error_set(DP_EINVAL, "--delta %g: peer mode takes at most 0.5", s->delta);
+	/* An owner answers with the mechanism the learner's job asks for
+	 * (learnerd --mechanism, allowed by --delta > 0); only an agent
+	 * chooses its own (docs/peer-agents.md "Privacy"). */
+	if (s->mechanism_given && !s->peer)
+		return dp_error_set(DP_EINVAL, "--mechanism is for --peer only: an owner answers "
+				    "the mechanism of the learner's job (learnerd --mechanism; "
+				    "--delta > 0 allows gaussian)");
+	/* The words of `dpasync sim --mode p2p`, which refuses the same. */
+	if (s->mechanism == DP_MECH_GAUSSIAN && !(s->delta > 0))
+		return dp_error_set(DP_EINVAL, "--mechanism gaussian needs --delta > 0 (delta 0 is "
+				    "pure epsilon-DP, which only laplace gives)");
 	if (s->lifetime_delta == -1)
 		return 0;
 	if (!(s->lifetime_delta >= 0 && s->lifetime_delta < 1))

@@ -112,6 +112,11 @@ struct own_settings {
 	char *trace;            /* per-agent wall-clock trace (CSV); NULL: trace.csv in the
 				   ledger directory */
 	int model;              /* enum dp_model: linear | logistic */
+	int mechanism;          /* enum dp_mech of the agent's releases: laplace
+				   (L1 --clip, pure epsilon charges) | gaussian (L2
+				   --clip, rho charges at --delta > 0;
+				   docs/peer-agents.md "Privacy") */
+	bool mechanism_given;   /* --mechanism was set (refused without --peer) */
 	double mu, confidence, lambda, lambda_per_row, clip, x2max, warm_start;
 				/* lambda -1: lambda_per_row / m_i */
 	uint64_t wakeups;       /* T_i */
@@ -428,9 +433,11 @@ void own_peer_free(struct own_peer *p);
 
 /* ---- mechanism.c: the mechanisms allowed, the delta ----------------------------- */
 
-/* The checks of --delta and --lifetime-delta (docs/ownerd.md "Mechanisms
- * and delta"): delta in [0, 1) (at most 0.5 in peer mode), lifetime delta
- * -1 (not given) or in [delta, 1).  0 or DP_EINVAL with a detail. */
+/* The checks of --delta, --lifetime-delta and --mechanism (docs/ownerd.md
+ * "Mechanisms and delta"): delta in [0, 1) (at most 0.5 in peer mode),
+ * lifetime delta -1 (not given) or in [delta, 1); --mechanism only with
+ * --peer, and gaussian only with delta > 0.  0 or DP_EINVAL with a
+ * one-line detail. */
 int own_mechanism_validate(const struct own_settings *s);
 /* The lifetime delta configured: --lifetime-delta, or --delta when not
  * given (what a new ledger directory records; the one in force is the

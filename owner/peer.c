@@ -8,7 +8,9 @@
  * neighbour's model from that neighbour's last step before) it
  *   1. opens a ticket for the wake-up's share in the ledger (budget.c),
  *   2. computes the noisy gradient of its local loss at theta_i
- *      (dp_query_answer: clipped, discrete Laplace at the share),
+ *      (dp_query_answer_mech: clipped in L1 with discrete Laplace noise
+ *      at the share, or with --mechanism gaussian in L2 with discrete
+ *      Gaussian noise at the share in rho),
  *   3. applies dp_algo_p2p_update, the function the simulator calls,
  *      into a candidate,
  *   4. commits the charge (fdatasync'ed), and only then
@@ -150,8 +152,10 @@ static int noisy_step(struct own_peer *p, uint64_t k, double eps, bool warm)
 	r = own_budget_begin_eps(p->cfg.budget, k, eps, &t);
 	if (r < 0)
 		return r;
-	r = dp_query_answer((dp_model)p->cfg.set->model, p->cfg.ds, p->theta, p->cfg.set->clip,
-			    t.eps_q, p->cfg.noise, p->grad, &info);
+	/* Laplace through dp_query_answer_mech is dp_query_answer, bit for bit. */
+	r = dp_query_answer_mech((dp_model)p->cfg.set->model, p->cfg.ds, p->theta,
+				 p->cfg.set->clip, (dp_mech)p->cfg.set->mechanism, t.eps_q,
+				 p->cfg.noise, p->grad, &info);
 	if (r < 0) {
 		own_budget_abandon(p->cfg.budget, &t);
 		DP_ERROR("peer", "gradient failed: %s", dp_error_detail(r));
@@ -368,20 +372,51 @@ static int load_schedule(struct own_peer *p)
 }
 
 /* The ledger: cap and shares (docs/peer-agents.md "Privacy"), the plan
- * `dpasync sim --mode p2p` simulates too. */
+ * `dpasync sim --mode p2p` simulates too.  Laplace: the ledger's epsilon
+ * cap is the plan's.  Gaussian: the shares are in rho, and the ledger's
+ * cap stays --epsilon, which the budget turns into the plan's rho cap by
+ * the same dp_zcdp_cap over the same T + K answers of p coordinates at
+ * --delta (own_budget_bind_mech). */
 static int plan_budget(struct own_peer *p, struct own_budget_config *bc)
 {
 	const struct own_settings *s = p->cfg.set;
 	dp_compose_budget b;
+	uint64_t slack_nano;
 	int r;
 
-	r = dp_compose_plan(s->epsilon, s->warm_start, p->warm, s->delta, p->T, &b);
+	if (s->mechanism == DP_MECH_GAUSSIAN)
+		r = dp_compose_plan_gauss(s->epsilon, s->warm_start, p->warm, s->delta, p->T,
+					  p->p, &b, &slack_nano);
+	else
+		r = dp_compose_plan(s->epsilon, s->warm_start, p->warm, s->delta, p->T, &b);
 	if (r < 0)
 		return r;
-	bc->epsilon = b.cap;
+	bc->epsilon = s->mechanism == DP_MECH_GAUSSIAN ? s->epsilon : b.cap;
 	bc->eps_step = b.eps_step;
 	p->eps_warm_step = b.eps_warm;
 	return 0;
+}
+
+/* A restart with the other --mechanism: the ledger's unit says which
+ * mechanism its charges were made with, and an agent's never changes
+ * (its plan would not be the one charged so far). */
+static int check_mechanism(struct own_peer *p)
+{
+	const struct own_settings *s = p->cfg.set;
+	dp_mech had = DP_MECH_LAPLACE;
+	int r;
+
+	r = own_budget_job_mech(p->cfg.budget, "peer", &had);
+	if (r < 0)
+		return r;
+	if (r == 0 || had == (dp_mech)s->mechanism)
+		return 0;   /* a new ledger, or one of this mechanism */
+	return dp_error_set(DP_EINVAL, "--ledger %s holds this agent's %s charges (nano-%s) but "
+			    "--mechanism is %s: an agent's mechanism never changes; restart it "
+			    "with --mechanism %s, or in a new ledger directory",
+			    s->ledger, dp_query_mech_name(had),
+			    had == DP_MECH_GAUSSIAN ? "rho" : "epsilon",
+			    dp_query_mech_name((dp_mech)s->mechanism), dp_query_mech_name(had));
 }
 
 static int restore(struct own_peer *p)
@@ -502,9 +537,12 @@ int own_peer_new(const struct own_peer_config *cfg, struct own_peer **out)
 	/* The ledger of job "peer" (its identity names the agent and the job,
 	 * checked by dp_ledger_open): a learner's job is never spent here. */
 	r = own_budget_open(cfg->budget, &bc);
+	if (r == 0)
+		r = check_mechanism(p);
 	/* --check-config verifies what exists and creates nothing. */
 	if (r == 0 && !bc.check_only)
-		r = own_budget_bind(cfg->budget, "peer", bc.answers_cap);
+		r = own_budget_bind_mech(cfg->budget, "peer", bc.answers_cap,
+					 (dp_mech)s->mechanism, p->p);
 	if (r < 0)
 		goto fail;
 	r = restore(p);
@@ -574,9 +612,13 @@ void own_peer_start(struct own_peer *p)
 	int r;
 
 	own_budget_status(p->cfg.budget, &st);
+	/* A Gaussian agent's share is rho; its spending is reported as
+	 * epsilon at --delta (own_budget_status). */
 	DP_INFO("peer", "starting id=%s port=%u neighbours=%zu wakeups=%llu done=%llu "
-		"eps_step=%.9g", p->cfg.id, (unsigned)p->port, p->n_nb,
-		(unsigned long long)p->T, (unsigned long long)p->done, p->cfg.budget->eps_q);
+		"mechanism=%s %s=%.9g", p->cfg.id, (unsigned)p->port, p->n_nb,
+		(unsigned long long)p->T, (unsigned long long)p->done,
+		dp_query_mech_name((dp_mech)p->cfg.set->mechanism),
+		st.gaussian ? "rho_step" : "eps_step", p->cfg.budget->eps_q);
 	if (st.answers > 0)
 		DP_INFO("peer", "resuming wakeups=%llu of %llu from the ledger (%llu charges) "
 			"model=%s", (unsigned long long)p->done, (unsigned long long)p->T,

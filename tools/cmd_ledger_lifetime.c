@@ -76,7 +76,7 @@ static int check_opts(void *arg)
 }
 
 /* --delta: the lifetime delta, in the verb's direction, recorded as a
- * change of its own (docs/ledger.md §11 "The lifetime delta").  0 or an
+ * change of its own (docs/ledger.md §11).  0 or an
  * error (detail); *said receives the line to print. */
 static int change_delta(const struct lifetime_opts *o, dp_ledgerset *s, char *said, size_t size)
 {

@@ -5,12 +5,18 @@
 
 CASE is one of
   refuse    a bad graph, an agent missing from it, owner-only certificates
-            and a flag clash are refused with one line and exit 2; a
-            stranger with a certificate of the same CA that is not a
-            neighbour is refused at the handshake and the run completes;
+            and a flag clash are refused with one line and exit 2, and so
+            are --mechanism gaussian with --delta 0, --mechanism without
+            --peer, and a restart with the other --mechanism (either way)
+            or another plan; a Gaussian agent restarted with its plan
+            resumes from its ledger; a stranger with a certificate of the
+            same CA that is not a neighbour is refused at the handshake and
+            the run completes;
   cluster   20 agents on a ring with chords complete, and `dpasync ledger`
             shows every ledger within its agent's budget (T_i charges, spent
-            <= epsilon), with advanced composition for some agents; one
+            <= epsilon), with advanced composition for some agents and
+            Gaussian releases for others (--mechanism gaussian: a ledger in
+            rho whose epsilon at their delta is within their epsilon); one
             agent's /metrics, scraped while it runs, counts its wake-ups,
             the models it sent and received and its live neighbours; at
             exit every agent holds each neighbour's final model and every
@@ -19,12 +25,16 @@ CASE is one of
             waking with its last model, it restarts from its ledger (no
             charge twice) and model, reconnects, and all three complete;
   parity    4 agents at epsilon = inf on the schedule of `dpasync sim --mode
-            p2p` end with the simulator's models to 1e-12;
+            p2p` end with the simulator's models to 1e-12; 4 Gaussian twins
+            (same rows, their own identities, --mechanism gaussian, an L2
+            clip that binds), run beside them, end with `sim --mechanism
+            gaussian`'s on the same schedule to 1e-12, and away from the
+            Laplace simulator's at that clip (the L2 path, not L1's);
   parity_warm  the same with a private warm start of 3 steps
             (--warm-start, --warm-steps): ownerd and the simulator take the
             same warm-start steps (exact at epsilon = inf).
 """
-import json, os, re, signal, subprocess, sys, time, urllib.request
+import json, math, os, re, signal, subprocess, sys, time, urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, run, tmpdir, cleanup, main
@@ -106,7 +116,7 @@ def write_graph(path, edges):
             f.write('%s,%s,%r\n' % (a, b, w))
 
 
-def setup(root, ids, rows, features=3, seed=1):
+def setup(root, ids, rows, features=3, seed=1, names=()):
     data = os.path.join(root, 'data')
     run([DPASYNC, 'gen', '--rows', ','.join(map(str, rows)), '--out', data, '--task',
          'classification', '--features', features, '--seed', seed])
@@ -115,14 +125,16 @@ def setup(root, ids, rows, features=3, seed=1):
         os.replace(os.path.join(data, 'owner-%d.csv' % (k + 1)),
                    os.path.join(data, ident + '.csv'))
     certs = os.path.join(root, 'certs')
-    run([DPASYNC, 'certs', '--out', certs, '--names', ','.join(ids), '--peer'])
+    run([DPASYNC, 'certs', '--out', certs, '--names', ','.join(list(ids) + list(names)),
+         '--peer'])
     return data, certs
 
 
 def launch(root, ids, certs, graph, data, extra_of):
     peers = os.path.join(root, 'peers.csv')
     write_peers(peers, [])
-    agents = {i: Agent(root, i, certs, graph, peers, os.path.join(data, i + '.csv'),
+    graph_of = graph if callable(graph) else (lambda i: graph)
+    agents = {i: Agent(root, i, certs, graph_of(i), peers, os.path.join(data, i + '.csv'),
                        extra_of(i)) for i in ids}
     for a in agents.values():
         a.start()
@@ -161,14 +173,30 @@ def peer_metrics(agent):
             if l.startswith('dpasync_peer_')}
 
 
-def ledger(path):
-    """The agent's ledger: job "peer" of its ledger directory (docs/ledger.md §8)."""
+def ledger(path, whole=False):
+    """The agent's ledger: job "peer" of its ledger directory (docs/ledger.md §8);
+    whole: (the directory's summary, the job)."""
     p = run([DPASYNC, 'ledger', path])
     info = json.loads(p.stdout.splitlines()[0])
     jobs = [j for j in info.get('jobs', []) if j.get('job') == 'peer']
     check(len(jobs) == 1 and info.get('jobs_count') == 1,
           '%s: expected the one job "peer", got %r' % (path, info))
-    return jobs[0]
+    return (info, jobs[0]) if whole else jobs[0]
+
+
+def check_gaussian(path, eps, delta, answers, read=None):
+    """A Gaussian agent's ledger (read: ledger(path, whole=True) already
+    read): rho charges, `answers` of them, and its epsilon at its delta (the
+    directory's best valid bound, docs/ledger.md §8; the agent's one job)
+    within its --epsilon."""
+    info, led = read or ledger(path, whole=True)
+    check(led.get('mechanism') == 'gaussian' and led.get('unit') == 'rho' and
+          led.get('delta') == delta and led['answers'] == answers and
+          led['rho_spent'] <= led['rho_cap'] + 1e-12 and info['lifetime_delta'] == delta and
+          0 < info['lifetime_epsilon_spent'] <= eps + 1e-9,
+          '%s: Gaussian (epsilon %g, delta %g, %d answers) but %r' % (path, eps, delta,
+                                                                     answers, info))
+    return info['lifetime_epsilon_spent']
 
 
 def theta(path):
@@ -236,6 +264,38 @@ def case_refuse(root):
     adv = math.sqrt(2 * T * math.log(1 / d)) * e + T * e * math.expm1(e)
     check(led['answers'] == T and led['epsilon_cap'] > 1.5 and adv <= 1 + 1e-9 and e > 2.0 / T,
           'advanced composition: ledger %r, eps_t %g, composed %g' % (led, e, adv))
+
+    # --mechanism (docs/peer-agents.md "Privacy"): refused with one line
+    # without a delta, without --peer, and on a ledger of the other
+    # mechanism; a Gaussian ledger reopens only with its own plan.
+    def refused(args, word, what, one_line=True):
+        p = run([OWNERD] + [str(a) for a in args] + base, ok=False, timeout=30)
+        lines = p.stderr.strip().splitlines()
+        check(p.returncode == 2 and (len(lines) == 1 or not one_line) and word in lines[-1],
+              '%s: expected exit 2 and a line with %r, got %d: %r' % (what, word, p.returncode,
+                                                                     p.stderr))
+    st = os.path.join(root, 'st-gauss')
+    os.makedirs(st)
+    gl = os.path.join(st, 'ledger')
+    gauss = ['--peer', '--graph', good, '--ledger', gl, '--mechanism', 'gaussian',
+             '--epsilon', 1, '--wakeups', 5, '--rate', 2000, '--linger', 0.1]
+    refused(gauss, 'needs --delta > 0', 'gaussian with delta 0')
+    check(not os.path.exists(gl), 'a refused start created its ledger')
+    refused(['--learner', '127.0.0.1:1', '--ledger', gl, '--mechanism', 'laplace'],
+            'for --peer only', '--mechanism without --peer')
+    refused(['--peer', '--graph', good, '--ledger', os.path.join(root, 'st-advanced', 'ledger'),
+             '--epsilon', 1, '--delta', repr(d), '--wakeups', T, '--mechanism', 'gaussian'],
+            'never changes', 'a Laplace ledger restarted as gaussian')
+    gauss += ['--delta', '1e-5']
+    run([OWNERD] + [str(a) for a in gauss] + base, timeout=60)
+    check_gaussian(gl, 1, 1e-5, 5)
+    refused([a if a != 'gaussian' else 'laplace' for a in gauss], 'never changes',
+            'a Gaussian ledger restarted as laplace')
+    # another plan (epsilon 2): the ledger's rho cap is not its
+    refused(gauss + ['--epsilon', 2], 'caps differ', 'a Gaussian ledger with another plan',
+            one_line=False)
+    p = run([OWNERD] + [str(a) for a in gauss] + base, timeout=60)
+    check('resuming wakeups=5 of 5' in p.stdout + p.stderr and ledger(gl)['answers'] == 5, 'Gaussian restart with its plan: %r' % p.stderr[-2000:])
 
     # a stranger: a0 (certificate of the same CA, so TLS alone would admit
     # it) lists b1 as its neighbour and dials it (a0 sorts first); b1's
@@ -312,14 +372,18 @@ def case_cluster(root):
     write_graph(graph, edges)
     T = 8
     eps = {i: [0.5, 1.0, 2.0][k % 3] for k, i in enumerate(ids)}
-    delta = {i: (1e-3 if k % 4 == 0 else 0) for k, i in enumerate(ids)}
+    # Gaussian releases for a quarter of them (one also warm-starts),
+    # advanced composition for another quarter
+    gauss = {i: k % 4 == 2 for k, i in enumerate(ids)}
+    delta = {i: (1e-3 if k % 4 == 0 else 1e-5 if gauss[i] else 0) for k, i in enumerate(ids)}
     # a private warm start for a fifth of them: 10 more charges, same budget
     warm = {i: (0.1 if k % 5 == 1 else 0) for k, i in enumerate(ids)}
     mx = max(rows)
     extra = lambda i: ['--wakeups', T, '--rate', 8, '--epsilon', eps[i], '--delta', delta[i],
                        '--confidence', rows[ids.index(i)] / mx, '--mu', 2,
                        '--warm-start', warm[i]] + (['--metrics-listen', '127.0.0.1:0']
-                                                   if i == ids[0] else [])
+                                                   if i == ids[0] else []) + \
+        (['--mechanism', 'gaussian'] if gauss[i] else [])
     t0 = time.time()
     agents, _ = launch(root, ids, certs, graph, data, extra)
     try:
@@ -369,19 +433,24 @@ def case_cluster(root):
           % (ids[0], sent, got, len(links)))
     secs = time.time() - t0
     for i in ids:
-        led = ledger(os.path.join(root, 'state-' + i, 'ledger'))
+        read = ledger(os.path.join(root, 'state-' + i, 'ledger'), whole=True)
+        led = read[1]
         want = T + (10 if warm[i] else 0)
         check(led['answers'] == want and led['answers_cap'] == want,
               '%s: ledger has %s charges of cap %s, expected %d' % (i, led['answers'],
                                                                    led['answers_cap'], want))
-        check(led['epsilon_spent'] <= led['epsilon_cap'] + 1e-12,
-              '%s: spent %r above cap %r' % (i, led['epsilon_spent'], led['epsilon_cap']))
-        if delta[i] == 0:
+        if gauss[i]:
+            check_gaussian(os.path.join(root, 'state-' + i, 'ledger'), eps[i], delta[i], want,
+                           read)
+        else:
+            check(led['epsilon_spent'] <= led['epsilon_cap'] + 1e-12,
+                  '%s: spent %r above cap %r' % (i, led['epsilon_spent'], led['epsilon_cap']))
+        if not gauss[i] and delta[i] == 0:
             # pure composition: the ledger's cap is the agent's epsilon
             check(abs(led['epsilon_cap'] - eps[i]) < 1e-9 and
                   led['epsilon_spent'] <= eps[i] + 1e-12,
                   '%s: pure epsilon %g but ledger %r' % (i, eps[i], led))
-        else:
+        elif not gauss[i]:
             # advanced composition: T charges of eps_t with
             # sqrt(2T ln 1/delta) eps_t + T eps_t (e^eps_t - 1) <= eps
             import math
@@ -453,13 +522,47 @@ def case_restart(root):
               '%s did not reconnect to b' % i)
 
 
+def rename_csv(src, dst, col, f):
+    """Copy CSV src to dst with f applied to column col (the agent ids)."""
+    lines = open(src).read().splitlines()
+    with open(dst, 'w') as out:
+        out.write(lines[0] + '\n')
+        for l in lines[1:]:
+            c = l.split(',')
+            c[col] = f(c[col])
+            out.write(','.join(c) + '\n')
+
+
+def largest_difference(root, ids, sim):
+    """The largest |theta| difference between the agents' models and the
+    simulator's (whose model of each agent must not be trivial)."""
+    worst = 0.0
+    for i in ids:
+        got = theta(os.path.join(root, 'state-' + i, 'ledger', 'model.json'))
+        want = theta(os.path.join(sim, 'agents', i + '.json'))
+        check(len(got) == len(want), '%s: p differs' % i)
+        for g, w in zip(got, want):
+            worst = max(worst, abs(g - w))
+        check(any(abs(w) > 1e-3 for w in want), '%s: the simulated model is trivial' % i)
+    return worst
+
+
 def case_parity(root, warm=()):
     ids = ['p1', 'p2', 'p3', 'p4']
+    # Their Gaussian twins: the same rows under their own identities, run
+    # beside them on the same schedule with --mechanism gaussian.
+    gids = ['g' + i[1:] for i in ids]
+    twin = lambda i: 'g' + i[1:]
     rows = [25, 40, 30, 50]
-    data, certs = setup(root, ids, rows, features=3, seed=7)
+    data, certs = setup(root, ids, rows, features=3, seed=7, names=gids)
+    for i in ids:
+        rename_csv(os.path.join(data, i + '.csv'), os.path.join(data, twin(i) + '.csv'), 0,
+                   lambda v: v)
+    edges = [('p1', 'p2', 1.0), ('p2', 'p3', 0.5), ('p3', 'p4', 2.0), ('p1', 'p3', 0.25)]
     graph = os.path.join(root, 'graph.csv')
-    write_graph(graph, [('p1', 'p2', 1.0), ('p2', 'p3', 0.5), ('p3', 'p4', 2.0),
-                        ('p1', 'p3', 0.25)])
+    write_graph(graph, edges)
+    ggraph = os.path.join(root, 'graph-g.csv')
+    write_graph(ggraph, [(twin(a), twin(b), w) for a, b, w in edges])
     sim = os.path.join(root, 'sim')
     T = 6
     common = ['--mu', 1.5, '--clip', 1, '--lambda-per-row', 1, '--model', 'logistic'] + list(warm)
@@ -470,25 +573,51 @@ def case_parity(root, warm=()):
     order = [l.split(',')[1] for l in open(schedule).read().splitlines()[1:]]
     check(len(order) == T * len(ids), 'schedule has %d steps' % len(order))
     check(order != sorted(order), 'the schedule interleaves the agents')
+    # The twins: noise off (epsilon inf) through the Gaussian path, whose
+    # clip is L2.  GCLIP binds: at theta = 0, where every agent's first
+    # noisy gradient is taken (its first wake-up, or its warm start's first
+    # step), a row's logistic gradient is y x / 2 (common/core/model.h), of
+    # L2 norm ||x||_2 / 2, and some rows' is above GCLIP (checked below).
+    # The Laplace simulator at the same clip (L1) must then end elsewhere:
+    # parity through the L1 path would fail.
+    GCLIP = 0.5
+    gsched = os.path.join(root, 'schedule-g.csv')
+    rename_csv(schedule, gsched, 1, twin)
+    gcommon = ['--mu', 1.5, '--clip', GCLIP, '--lambda-per-row', 1, '--model', 'logistic',
+               '--mechanism', 'gaussian', '--delta', '1e-6'] + list(warm)
+    gsim, l1sim = os.path.join(root, 'sim-g'), os.path.join(root, 'sim-g-l1')
+    for out, mech in ((gsim, 'gaussian'), (l1sim, 'laplace')):
+        run([DPASYNC, 'sim', '--target', 'y', '--mode', 'p2p', '--graph', ggraph, '--epsilon',
+             'inf', '--schedule', gsched, '--out', out] +
+            [a if a != 'gaussian' else mech for a in gcommon] +
+            [os.path.join(data, twin(i) + '.csv') for i in ids])
+    norms = [math.sqrt(sum(float(v) ** 2 for v in l.split(',')[:3])) / 2
+             for i in ids for l in open(os.path.join(data, i + '.csv')).read().splitlines()[1:]]
+    binding = sum(v > GCLIP for v in norms)
+    check(binding > 0, 'no row gradient above the L2 clip %g at theta = 0' % GCLIP)
     mx = max(rows)
-    extra = lambda i: ['--schedule', schedule, '--wakeups', T, '--epsilon', 'inf',
-                       '--allow-no-noise', '--confidence', repr(rows[ids.index(i)] / mx)] + common
-    agents, _ = launch(root, ids, certs, graph, data, extra)
+    extra = lambda i: ['--schedule', gsched if i in gids else schedule, '--wakeups', T,
+                       '--epsilon', 'inf', '--allow-no-noise',
+                       '--confidence', repr(rows[(ids + gids).index(i) % len(ids)] / mx)] + \
+        (gcommon if i in gids else common)
+    agents, _ = launch(root, ids + gids, certs, lambda i: ggraph if i in gids else graph, data,
+                       extra)
     try:
         wait_all(agents, 60)
     finally:
         for a in agents.values():
             a.kill()
-    worst = 0.0
-    for i in ids:
-        got = theta(os.path.join(root, 'state-' + i, 'ledger', 'model.json'))
-        want = theta(os.path.join(sim, 'agents', i + '.json'))
-        check(len(got) == len(want), '%s: p differs' % i)
-        for g, w in zip(got, want):
-            worst = max(worst, abs(g - w))
-        check(any(abs(w) > 1e-3 for w in want), '%s: the simulated model is trivial' % i)
+    worst = largest_difference(root, ids, sim)
     check(worst <= 1e-12, 'networked agents differ from the simulator by %g' % worst)
-    print('parity: largest difference %g' % worst)
+    gworst = largest_difference(root, gids, gsim)
+    check(gworst <= 1e-12, 'networked Gaussian agents differ from sim --mechanism gaussian '
+          'by %g' % gworst)
+    check('mechanism=gaussian' in agents[gids[0]].logtext(), 'g1 did not run Gaussian')
+    l1gap = largest_difference(root, gids, l1sim)
+    check(l1gap > 1e-6, 'the L1 clip ends where the L2 clip does (%g): the clip does not '
+          'distinguish them' % l1gap)
+    print('parity: largest difference %g; Gaussian %g (L2 clip %g binds for %d of %d rows at '
+          'theta = 0; %g from the L1 path)' % (worst, gworst, GCLIP, binding, len(norms), l1gap))
 
 
 def case_parity_warm(root):
