@@ -402,6 +402,24 @@ static uint64_t kcap(double T, double r, double sum)
  * owner's eps_i is what it has left; an exhausted owner is left out (not
  * in n, N or the plan); the issue's claims give finite caps; a plan the
  * owners cannot serve is refused before anything starts. */
+/* Two owners of 10 rows with LRN_EPSILON_MIN left for T = 3,000,000 (their
+ * delta: 0, or > 0 allowing Gaussian answers): too little to split. */
+static void starved(struct lrn_job *J, struct lrn_settings *s, double delta)
+{
+	s->T = 3000000;
+	assert_int_equal(lrn_state_init(J, s, lrnjob_names, 2), 0);
+	assert_int_equal(lrn_state_set_p(J, 2), 0);
+	assert_int_equal(lrn_stats_init(J), 0);
+	for (size_t i = 0; i < 2; i++) {
+		J->owners[i].n_rows = 10;
+		J->owners[i].epsilon = 1.0;
+		J->owners[i].eps_left = LRN_EPSILON_MIN;
+		J->owners[i].rate = 1;
+		J->owners[i].delta = delta;
+		J->owners[i].gaussian = delta > 0;
+	}
+}
+
 static void test_plan_left(void **state)
 {
 	struct lrn_settings s = lrnjob_settings();
@@ -529,16 +547,7 @@ static void test_plan_left(void **state)
 	done(&J);
 	/* A budget left too small to split over K_i in nano-epsilon. */
 	s = lrnjob_settings();
-	s.T = 3000000;
-	assert_int_equal(lrn_state_init(&J, &s, lrnjob_names, 2), 0);
-	assert_int_equal(lrn_state_set_p(&J, 2), 0);
-	assert_int_equal(lrn_stats_init(&J), 0);
-	for (size_t i = 0; i < 2; i++) {
-		J.owners[i].n_rows = 10;
-		J.owners[i].epsilon = 1.0;
-		J.owners[i].eps_left = LRN_EPSILON_MIN;
-		J.owners[i].rate = 1;
-	}
+	starved(&J, &s, 0.0);
 	assert_int_equal(lrn_plan_start(&J), DP_EBUDGET);
 	assert_non_null(strstr(dp_error_detail(DP_EBUDGET), "owner owner-1 has 0.001 left, too "
 			       "little for its K_i = 1650001 answers"));   /* ceil(1.65e6) in doubles */
@@ -742,18 +751,7 @@ static void test_plan_gauss(void **state)
 	dp_plan_public_free(&pub);
 	done(&J);
 
-	s.T = 3000000;
-	assert_int_equal(lrn_state_init(&J, &s, lrnjob_names, 2), 0);
-	assert_int_equal(lrn_state_set_p(&J, 2), 0);
-	assert_int_equal(lrn_stats_init(&J), 0);
-	for (size_t i = 0; i < 2; i++) {
-		J.owners[i].n_rows = 10;
-		J.owners[i].epsilon = 1.0;
-		J.owners[i].eps_left = LRN_EPSILON_MIN;
-		J.owners[i].rate = 1;
-		J.owners[i].delta = 1e-6;
-		J.owners[i].gaussian = true;
-	}
+	starved(&J, &s, 1e-6);
 	assert_int_equal(lrn_plan_start(&J), DP_EBUDGET);
 	assert_non_null(strstr(dp_error_detail(DP_EBUDGET), "an owner's budget cannot pay its "
 			       "K_i Gaussian answers one nano-rho each"));
