@@ -26,11 +26,12 @@ static bool same_double(double a, double b)
 
 int lrn_plan_load_public(struct lrn_job *J)
 {
-	bool l2 = J->s->mechanism == DP_MECH_GAUSSIAN;
 	dp_plan_public pub;
+	bool l2;
 	int rc;
 
 	DP_REQUIRE(J != NULL && J->s != NULL && !J->have_pub);
+	l2 = J->s->mechanism == DP_MECH_GAUSSIAN;
 	if (J->s->public_path == NULL || *J->s->public_path == '\0')
 		return 0;
 	rc = dp_plan_public_read_norm(J->s->public_path, l2, &pub);
@@ -88,7 +89,6 @@ int lrn_plan_check_public(const struct lrn_job *J)
 		dpasync__schema_summary__free_unpacked(sum, NULL);
 	return rc;
 }
-
 
 void lrn_plan_log(const struct lrn_job *J, const char *from)
 {

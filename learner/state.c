@@ -1,17 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* learnerd: the state of Algorithm 1 (docs/design.md §4): the plan of the
- * job (docs/planner.md: T, eta, clip, every K_i, made once every owner has
- * said Hello), theta_L, one theta_i per owner, k, and the weights n_i/n
- * fixed when training starts.  The update itself is dp_algo_async_update
- * (common/core/algo.h), as in dpasync sim. */
+/* learnerd: the state of Algorithm 1 (docs/design.md §4): the owners'
+ * claims from their Hellos, theta_L, one theta_i per owner, k, and the
+ * weights n_i/n fixed when training starts (the plan itself is plan.c).
+ * The update is dp_algo_async_update (common/core/algo.h), as in dpasync
+ * sim. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/core/algo.h"
-#include "common/core/csv.h"
 #include "common/core/error.h"
-#include "common/core/nano.h"
 #include "common/core/log.h"
 #include "common/core/plan.h"
 #include "common/core/zcdp.h"
