@@ -13,7 +13,8 @@
 #
 # Each experiment is scripts/reproduce/NAME.py (Python 3 + numpy from
 # Debian); it builds nothing itself: it runs the dpasync binaries of
-# BUILD_DIR (default build/, built with scripts/build.sh when missing) on
+# BUILD_DIR (default build-release/, the Quick start's release build, made
+# with scripts/build.sh when missing) on
 # the shared data beside the repository (../shared/data) and writes
 # OUTDIR/result.json, plus the tables (.md) and figures (.png) it names
 # there.  An OPTION the experiment does not take is bad usage.  Exit
@@ -39,7 +40,7 @@ list() {
 usage() { echo "reproduce.sh: usage: reproduce.sh NAME OUTDIR [--quick] [OPTION...] (or NAME --help, or --list)" >&2; exit 2; }
 case "${1:-}" in
   --list|-l) list; exit 0 ;;
-  -h|--help|'') sed -n '3,22p' "$0" | sed 's/^# \{0,1\}//'; [ -n "${1:-}" ]; exit $? ;;
+  -h|--help|'') sed -n '3,23p' "$0" | sed 's/^# \{0,1\}//'; [ -n "${1:-}" ]; exit $? ;;
   -*) usage ;;
 esac
 name=$1
@@ -57,7 +58,7 @@ case "${2:-}" in
 esac
 out=$2
 shift 2
-build=${BUILD_DIR:-$src/build}
+build=${BUILD_DIR:-$src/build-release}
 if [ ! -x "$build/tools/dpasync" ]; then
   "$src/scripts/deps.sh"
   "$src/scripts/build.sh" "$build" -Dbuildtype=release >/dev/null

@@ -3,6 +3,7 @@
  * JSON file (docs/planner.md "Without a public sample", plan.h).  Measuring
  * them on a public sample is tools/lib/public.c. */
 #include "common/core/plan.h"
+#include "common/core/csv.h"
 #include "common/core/error.h"
 #include "common/core/json.h"
 
@@ -441,7 +442,7 @@ int dp_plan_public_parse(const char *path, struct json_object *o, dp_plan_public
 	dp_plan_public pub = { 0 };
 	struct json_object *inner = NULL, *clips;
 	const char *s;
-	char where[48];
+	char where[48], shown[48];
 	size_t nclip;
 	int rc;
 
@@ -451,6 +452,16 @@ int dp_plan_public_parse(const char *path, struct json_object *o, dp_plan_public
 			return dp_json_fail(&r, "must be an object");
 		o = inner;
 	}
+	/* Another of dpasync's JSON files (prep's schema.json says its
+	 * "format"): name what was expected rather than its first key. */
+	if (json_object_object_get_ex(o, "format", &inner) &&
+	    !json_object_object_get_ex(o, "clips", NULL))
+		return dp_error_set(DP_EFORMAT, "%s: a '%s' file, not planner constants: give "
+				    "the output of dpasync forecast (its \"public\") or prep's "
+				    "public.json (docs/planner.md \"With a public sample\")", path,
+				    dp_csv_show(json_object_is_type(inner, json_type_string)
+							? json_object_get_string(inner) : "?",
+						shown, sizeof(shown)));
 	dp_json_only_keys(&r, o, keys, sizeof(keys) / sizeof(keys[0]));
 	s = dp_json_get_string(&r, o, "model", true, "linear");
 	if (r.rc == 0 && dp_model_parse(s, &pub.model) != 0)

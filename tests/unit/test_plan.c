@@ -662,6 +662,10 @@ static void test_public_parse_errors(void **state)
 		{ NAMED_PUB("\"target\":\"y\",\"features\":[\"a\"]"), "must hold p = 2 names" },
 		{ NAMED_PUB("\"target\":\"y\",\"features\":[\"a\",1]"), "must hold names" },
 		{ NAMED_PUB("\"features\":[\"a\",\"b\"]"), "missing key 'target'" },
+		/* another dpasync file (prep's schema.json): named, not its key */
+		{ "{\"format\":\"dpasync-schema\",\"version\":1,\"columns\":[]}",
+		  "a 'dpasync-schema' file, not planner constants: give the output of dpasync "
+		  "forecast" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct json_object *o = json_tokener_parse(cases[i].json);
