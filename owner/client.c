@@ -800,10 +800,14 @@ static void attempt_failed(struct own_client *c, int reason, const char *detail)
 	if (why >= FAIL_NOT_TLS)
 		c->unverified++;
 	say = c->failed <= FAIL_LOG_BURST || now - c->logged_ms >= FAIL_LOG_EVERY_MS;
+	/* No learner listening is what an idle owner sees between jobs: the
+	 * first refusal is a warning, the ones after it information, with
+	 * the count; whatever else answers stays a warning. */
 	if (say) {
-		DP_WARN("conn", "attempt=%llu failed reason=%s unlogged=%llu: %s%s%s",
-			(unsigned long long)c->failed, fail_names[why],
-			(unsigned long long)c->unlogged, detail, hint[0] ? "; " : "", hint);
+		dp_log(why == FAIL_CONNECT && c->failed > 1 ? DP_LOG_INFO : DP_LOG_WARN, "conn",
+		       "attempt=%llu failed reason=%s unlogged=%llu: %s%s%s",
+		       (unsigned long long)c->failed, fail_names[why],
+		       (unsigned long long)c->unlogged, detail, hint[0] ? "; " : "", hint);
 		c->logged_ms = now;
 		c->unlogged = 0;
 	} else {

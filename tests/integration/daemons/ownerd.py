@@ -413,6 +413,7 @@ def main(ownerd, dpasync, shim=None):
         test_no_values_logged(ownerd, base, work, fl, certs)
         fl.drain()
         test_reconnect_backoff(ownerd, base, work, log)
+        test_connect_refused_quiet(ownerd, base, work)
         test_bad_server_name(ownerd, base, work, fl, log)
         fl.drain()
         test_reserve_flow(ownerd, base, work, fl, p, log)
@@ -976,6 +977,32 @@ def test_reconnect_backoff(ownerd, base, work, log):
     check(o.wait() == 0, 'SIGINT exit code')
     ls.close()
     print('ok reconnect')
+
+
+def test_connect_refused_quiet(ownerd, base, work):
+    # Nothing listens on the learner's address (an idle owner between
+    # jobs): the first refusal is a warn line, the next ones info lines
+    # with their attempt numbers (docs/ownerd.md "Reconnection").
+    ls = socket.socket()
+    ls.bind(('127.0.0.1', 0))
+    port = ls.getsockname()[1]
+    ls.close()   # bound, never listened: connect() is refused
+    d = os.path.join(work, 'refused')
+    os.makedirs(d)
+    olog = os.path.join(d, 'ownerd.log')
+    o = Owner(ownerd, base[1:] + ['--learner', '127.0.0.1:%d' % port, '--ledger',
+                                  os.path.join(d, 'ledger')], olog)
+    pat = re.compile(r' (warn|info) conn: attempt=(\d+) failed reason=connect ')
+    end = time.time() + 10
+    while time.time() < end and len(pat.findall(open(olog).read())) < 4:
+        time.sleep(0.05)
+    o.kill(signal.SIGINT)
+    check(o.wait() == 0, 'SIGINT exit code')
+    got = [(lvl, int(n)) for lvl, n in pat.findall(open(olog).read())]
+    check(len(got) >= 4 and got[0] == ('warn', 1) and
+          all(lvl == 'info' and n == k for k, (lvl, n) in enumerate(got[1:], 2)),
+          'refused attempts logged as %r' % got)
+    print('ok connect refused: 1 warn line, then info (%d attempts)' % len(got))
 
 
 def failures(port):
