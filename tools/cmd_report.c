@@ -160,6 +160,7 @@ struct ckpt {
 	const char *job;           /* job.name, NULL when unknown */
 	bool have_eta, have_state, freq_correction;
 	double eta;                /* job.eta */
+	const char *mechanism;     /* job.mechanism ("laplace" before version 5) */
 	const char *mode;          /* state.mode */
 	double max_inflight;       /* state.max_inflight */
 };
@@ -211,6 +212,7 @@ static int ckpt_read(const char *dir, struct ckpt *c)
 		c->have_eta = dp_json_get(&r, job, "eta", json_type_double, false) != NULL;
 		c->eta = dp_json_get_double(&r, job, "eta", false, 0);
 		c->freq_correction = dp_json_get_bool(&r, job, "freq_correction", false, false);
+		c->mechanism = dp_json_get_string(&r, job, "mechanism", false, "laplace");
 	}
 	if (state) {
 		c->have_state = true;
@@ -222,6 +224,32 @@ static int ckpt_read(const char *dir, struct ckpt *c)
 		return r.rc;
 	}
 	return 0;
+}
+
+/* sim's --epsilon for the replay: what each owner spent in the run (its
+ * last eps_spent in the trace; an owner never asked gets the smallest of
+ * the others', which the schedule never uses), in the schedule's owner
+ * order; a Gaussian job's are epsilons at the owners' delta, which the
+ * learner does not record (--delta D stays for the reader to fill). */
+static void print_budgets(FILE *f, const dp_rundata_trace *tr, const struct ckpt *ck)
+{
+	double *spent = tr->eps ? calloc(tr->N, sizeof(double)) : NULL, least = INFINITY;
+
+	if (ck->mechanism != NULL && strcmp(ck->mechanism, "gaussian") == 0)
+		fputs(" --mechanism gaussian --delta D", f);
+	if (spent == NULL) {
+		fputs(" --epsilon E", f);
+		return;
+	}
+	for (size_t r = 0; r < tr->n; r++)
+		spent[tr->owner[r]] = fmax(spent[tr->owner[r]], tr->eps[r]);
+	for (size_t i = 0; i < tr->N; i++)
+		if (spent[i] > 0 && spent[i] < least)
+			least = spent[i];
+	fputs(" --epsilon ", f);
+	for (size_t i = 0; i < tr->N; i++)
+		fprintf(f, "%s%.9g", i ? "," : "", spent[i] > 0 ? spent[i] : least);
+	free(spent);
 }
 
 /* The number of repeats of the sim run in SIMDIR; 0 when unknown. */
@@ -346,7 +374,8 @@ static int reproduce(const struct report_opts *o, const dp_rundata_trace *tr, co
 		fprintf(f, " --answers-cap %zu", T);
 	if (ck->freq_correction)
 		fputs(" --freq-correction", f);
-	fprintf(f, " --epsilon E --repeats 10 --out SIMDIR %s\n", data);
+	print_budgets(f, tr, ck);
+	fprintf(f, " --repeats 10 --out SIMDIR %s\n", data);
 	fprintf(f, "dpasync plot --kind psi-time --trace %s/trace.csv --out psi-time.png "
 		"SIMDIR/psi.csv\n", o->dir);
 	fprintf(f, "dpasync report --sim SIMDIR --data %s", data_opt);

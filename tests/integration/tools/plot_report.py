@@ -190,6 +190,13 @@ def check_json(L, md_key, own, tr):
     sims = [cmd for cmd in j['reproduce'] if cmd.startswith('dpasync sim ')]
     check(len(sims) == 1 and ' --target y ' in sims[0] and ' --bias ' in sims[0]
           and ' --model linear ' in sims[0] and ' --eta ' in sims[0], 'sim command %r' % sims)
+    # The run's budgets, not a placeholder: each owner's last eps_spent in
+    # the trace, in the schedule's (natural) owner order.
+    args = sims[0].split()
+    want = [tr['eps'][[i for i, o in enumerate(tr['owner']) if o == n][-1]] for n in sorted(own)]
+    got = [float(v) for v in args[args.index('--epsilon') + 1].split(',')]
+    check(len(got) == len(want) and all(abs(g - w) <= 1e-8 * w for g, w in zip(got, want)),
+          'sim command --epsilon %r, the trace says %r' % (got, want))
     return j
 
 def check_ledgers(dp, c, L, tr, job):
@@ -228,12 +235,12 @@ def check_ledgers(dp, c, L, tr, job):
 
 def run_reproduce(dp, j, d):
     """The reproduce commands run as printed, with the placeholders filled
-    (E = 1, SIMDIR, psi-time.png in d) and 2 repeats instead of 10."""
+    (SIMDIR, psi-time.png in d) and 2 repeats instead of 10."""
     simdir = os.path.join(d, 'repro-sim')
     for cmd in j['reproduce']:
         args = cmd.split()
         check(args[0] == 'dpasync', 'reproduce line %r' % cmd)
-        args = [simdir if a == 'SIMDIR' else '1' if a == 'E' else
+        args = [simdir if a == 'SIMDIR' else
                 os.path.join(d, a) if a == 'psi-time.png' else
                 a.replace('SIMDIR/', simdir + '/') for a in args[1:]]
         if args[0] == 'sim':
