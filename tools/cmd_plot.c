@@ -30,7 +30,8 @@ static const char plot_summary[] =
 	"  psi       INPUT... = one or more sim psi.csv.  Median and 25-75 % band\n"
 	"            of psi = f(theta_L)/f(theta*) - 1 over the runs against k\n"
 	"            (the paper's Fig. 2); summary.json next to a psi.csv adds the\n"
-	"            settings to the title; --labels names the INPUTs.\n"
+	"            settings to the title; --labels names the INPUTs (default:\n"
+	"            their directories' names, or file names when those repeat).\n"
 	"  psi-time  INPUT = the psi.csv of `dpasync sim --schedule S` where S is\n"
 	"            the owner order of the trace (`dpasync report` writes it as\n"
 	"            report-schedule.txt; data files in the owners' natural order),\n"
@@ -150,8 +151,8 @@ static int check_out(const char *out)
 	return 0;
 }
 
-/* Default legend label of a psi.csv: its directory's name. */
-static char *dir_label(const char *path)
+/* The name of path's directory ("." resolved). */
+static char *dir_name(const char *path)
 {
 	char buf[4096], *d;
 
@@ -162,6 +163,65 @@ static char *dir_label(const char *path)
 		d = cwd ? cwd : buf;
 	}
 	return strdup(basename(d));
+}
+
+/* path's file name without ".csv" (or ".csv.gz"). */
+static char *file_stem(const char *path)
+{
+	const char *b = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	size_t n = strlen(b);
+
+	if (n > 7 && strcmp(b + n - 7, ".csv.gz") == 0)
+		n -= 7;
+	else if (n > 4 && strcmp(b + n - 4, ".csv") == 0)
+		n -= 4;
+	return strndup(b, n);
+}
+
+static bool all_distinct(char *const *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = i + 1; j < n; j++)
+			if (strcmp(v[i], v[j]) == 0)
+				return false;
+	return true;
+}
+
+/* Default legend labels of the inputs, distinct whenever the inputs are:
+ * their directories' names (sim out directories), else their file names
+ * (several curves in one directory, as async-vs-sync writes them), else
+ * both.  0 or DP_ENOMEM (labels freed by the caller). */
+static int default_labels(char *const *in, size_t nin, char **labels)
+{
+	for (size_t i = 0; i < nin; i++) {
+		labels[i] = dir_name(in[i]);
+		if (labels[i] == NULL)
+			return dp_error_set(DP_ENOMEM, "out of memory");
+	}
+	if (all_distinct(labels, nin))
+		return 0;
+	for (size_t i = 0; i < nin; i++) {
+		char *stem = file_stem(in[i]);
+
+		if (stem == NULL)
+			return dp_error_set(DP_ENOMEM, "out of memory");
+		free(labels[i]);
+		labels[i] = stem;
+	}
+	if (all_distinct(labels, nin))
+		return 0;
+	for (size_t i = 0; i < nin; i++) {
+		char *dir = dir_name(in[i]), *both = NULL;
+
+		if (dir == NULL || asprintf(&both, "%s/%s", dir, labels[i]) < 0) {
+			free(dir);
+			return dp_error_set(DP_ENOMEM, "out of memory");
+		}
+		free(dir);
+		free(labels[i]);
+		labels[i] = both;
+	}
+	return 0;
 }
 
 static int plot_psi(char *const *in, size_t nin, const struct dp_config_strings *given,
@@ -180,14 +240,16 @@ static int plot_psi(char *const *in, size_t nin, const struct dp_config_strings 
 		err = dp_rundata_psi_read(in[i], &ps[i]);
 		if (err != 0)
 			goto out;
-		if (given->n)
-			labels[i] = strdup(given->v[i]);
-		else if (nin > 1)
-			labels[i] = dir_label(in[i]);
-		if (labels[i] == NULL && (given->n || nin > 1)) {
+		labels[i] = given->n ? strdup(given->v[i]) : NULL;
+		if (given->n && labels[i] == NULL) {
 			err = dp_error_set(DP_ENOMEM, "out of memory");
 			goto out;
 		}
+	}
+	if (!given->n && nin > 1) {
+		err = default_labels(in, nin, labels);
+		if (err != 0)
+			goto out;
 	}
 	dp_rundata_sim_note(in[0], note, sizeof(note), &runs);
 	err = start_drawing(phase);
@@ -292,12 +354,12 @@ static int plot_wall(char *const *in, size_t nin, const struct dp_config_strings
 	}
 	for (size_t i = 0; i < nin && err == 0; i++) {
 		err = dp_rundata_wall_read(in[i], &w[i]);
-		if (err == 0) {
-			labels[i] = given->n ? strdup(given->v[i]) : dir_label(in[i]);
-			if (labels[i] == NULL)
-				err = dp_error_set(DP_ENOMEM, "out of memory");
-		}
+		labels[i] = err == 0 && given->n ? strdup(given->v[i]) : NULL;
+		if (err == 0 && given->n && labels[i] == NULL)
+			err = dp_error_set(DP_ENOMEM, "out of memory");
 	}
+	if (err == 0 && !given->n)
+		err = default_labels(in, nin, labels);
 	if (err == 0)
 		err = start_drawing(phase);
 	if (err == 0)

@@ -25,6 +25,8 @@
   ones;
 - `dpasync report` on a sim directory: psi statistics from summary.json and
   per-owner iterations counted here from schedule.txt;
+- without --labels, two psi-wall curves in one directory are labelled by
+  their file names and two sim runs by their directories;
 - `plot --kind psi-wall` draws two measured psi(t) curves (time_s,k,psi)
   as a valid PNG, and refuses a trace, a curve whose time goes back and a
   wrong number of labels; three curves with one label are drawn as a band
@@ -364,6 +366,21 @@ def test(argv):
         out = os.path.join(figs, 'psi-wall.png')
         p = run([dp, 'plot', '--kind', 'psi-wall', '--labels', 'fast,slow', '--out', out] + walls)
         check(p.stdout.strip() == 'wrote ' + out, 'plot psi-wall: stdout %r' % p.stdout)
+        # Without --labels the legend tells the inputs apart: two curves in
+        # one directory by their file names (not twice the directory's,
+        # which would also draw them as repeats of one run), two sim runs
+        # by their directories.
+        svg = os.path.join(d, 'psi-wall-default.svg')
+        run([dp, 'plot', '--kind', 'psi-wall', '--out', svg] + walls)
+        b = open(svg, 'rb').read()
+        check(re.search(rb'>wall-0[:<]', b) and re.search(rb'>wall-1[:<]', b),
+              'psi-wall default labels: %r' % re.findall(rb'>(wall[^<]*)<', b))
+        svg = os.path.join(d, 'psi-default.svg')
+        run([dp, 'plot', '--kind', 'psi', '--out', svg, os.path.join(sim_a, 'psi.csv'),
+             os.path.join(sim_s, 'psi.csv')])
+        b = open(svg, 'rb').read()
+        check(b'>sim-async: median<' in b and b'>sim-sync1: median<' in b,
+              'psi default labels: %r' % re.findall(rb'>(sim[^<]*)<', b))
         png_info(out)
         check_wall_band(dp, d, figs, walls)
         out = os.path.join(figs, 'small.png')
