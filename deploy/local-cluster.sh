@@ -144,8 +144,9 @@ files=$(for i in $(seq "$OWNERS"); do printf "%s " "$WORK/data/owner-$i.csv"; do
 "$DP" eval "$WORK/learner/model.json" $files > "$WORK/eval.json"
 # psi_zero is psi of theta = 0, the model that needs no data: a private
 # model is only worth its budget when it beats it.
-python3 - "$WORK/eval.json" "$WORK/learner/checkpoint.json" "$WORK/learner/trace.csv" <<'PY'
-import json, sys
+python3 - "$WORK/eval.json" "$WORK/learner/checkpoint.json" "$WORK/learner/trace.csv" \
+  "$WORK/learnerd.log" <<'PY'
+import json, re, sys
 e, ck = (json.load(open(f)) for f in sys.argv[1:3])
 job = ck["job"]; plan = job.get("plan", {}); T = job["T"]
 # From the first query (the earliest time_unix - rtt_s of trace.csv) to the
@@ -162,6 +163,13 @@ print("psi of theta = 0: %.4g; predicted psi (learnerd's plan, constants %s): %.
 print("%s: %s" % ("useful" if e["psi"] < e["psi_zero"] else "NOT useful (worse than theta = 0)",
                   "the private model beats theta = 0" if e["psi"] < e["psi_zero"]
                   else "more rows, a larger budget or fewer features are needed"))
+# What the learner's plan warned of (collaborating that does not pay, a
+# model predicted worse than theta = 0, shape-only constants) and its
+# comparison of the mechanisms: said again here, where the user looks.
+for line in open(sys.argv[4], errors="replace"):
+    m = re.search(r" (warn|info) learner: plan: (.*)$", line)
+    if m:
+        print("%s: %s" % ("plan warning" if m.group(1) == "warn" else "plan", m.group(2)))
 print("plan: T=%d eta=%.4g clip=%.4g answer caps K_i=%s" % (T, job["eta"], job["clip_l1"],
       ",".join(str(k) for k in plan.get("answers_cap", []))))
 mode = ck["state"].get("mode", "request")

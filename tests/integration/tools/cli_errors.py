@@ -99,6 +99,7 @@ def test(argv):
         check_no_guess(dp, d, o1, o2)
         check_spelling(dp, d, o1, o2)
         check_local_cluster()
+        check_local_cluster_run(dp, d)
         for sub in ('gen', 'prep', 'sim', 'forecast', 'eval', 'ledger'):
             p = run([dp, sub, '--help'])
             check(p.stdout.startswith('usage: dpasync ' + sub), '%s --help: %r' % (sub, p.stdout[:60]))
@@ -155,6 +156,26 @@ def check_spelling(dp, d, o1, o2):
     run([dp, 'gen', '--rows', '10', '--out', g2])
     run([dp, 'gen', '--rows', '12', '--force', '--out', g2])
     check(len(open(os.path.join(g2, 'owner-1.csv')).read().splitlines()) == 13, 'gen --force did not replace')
+
+def check_local_cluster_run(dp, d):
+    """A short run of the Quick start's cluster (the binaries of this build):
+    its summary repeats the learner's plan warnings, here that collaborating
+    does not pay for the 3 owners of 400 rows, beside psi and psi_zero."""
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..')
+    bindir = os.path.dirname(os.path.dirname(os.path.abspath(dp)))
+    work = os.path.join(d, 'cluster')
+    p = subprocess.run(['bash', os.path.join(root, 'deploy', 'local-cluster.sh'), '--bindir', bindir,
+                        '--owners', '3', '--T', '60', '--rows', '400', '--work', work],
+                       capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, 'local-cluster.sh run: exit %d\n%s%s' % (p.returncode, p.stdout[-2000:],
+                                                                  p.stderr[-2000:]))
+    warned = [l for l in p.stdout.splitlines() if l.startswith('plan warning: ')]
+    logged = [l for l in open(os.path.join(work, 'learnerd.log')) if ' warn learner: plan: ' in l]
+    check(len(warned) == len(logged) >= 1 and
+          any('collaborating is predicted not to pay for 3 of 3 owners' in l for l in warned) and
+          'psi of theta = 0: ' in p.stdout,
+          'the summary does not repeat the plan warnings %r:\n%s' % (logged, p.stdout))
+    print('ok: local-cluster.sh summary repeats the %d plan warning(s)' % len(warned))
 
 def check_local_cluster():
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..')
