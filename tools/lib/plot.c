@@ -4,6 +4,7 @@
 #include "tools/lib/plot.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -474,6 +475,7 @@ int dp_plot_shares(const dp_rundata_trace *tr, const double *rates, const dp_plo
 {
 	size_t N, *count, *fill;
 	double *med, *lo, *hi, **v, rsum = 0;
+	bool vary = false;   /* the rates differ between owners */
 	char title[300];
 	FILE *f;
 	int rc;
@@ -536,7 +538,16 @@ int dp_plot_shares(const dp_rundata_trace *tr, const double *rates, const dp_plo
 		}
 	}
 	fputs("EOD\n", f);
-	snprintf(title, sizeof(title), "Share of iterations per owner (%zu owners, %zu iterations)", N, tr->n);
+	/* Equal rates make the rate panel one column of points on an axis of
+	 * nothing (4.92 to 5.08): say the rate in the title instead. */
+	for (size_t i = 1; rates && i < N; i++)
+		vary = vary || rates[i] != rates[0];
+	if (rates && !vary)
+		snprintf(title, sizeof(title), "Share of iterations per owner (%zu owners, %zu "
+			 "iterations, every clock at %.4g requests/s)", N, tr->n, rates[0]);
+	else
+		snprintf(title, sizeof(title), "Share of iterations per owner (%zu owners, %zu "
+			 "iterations)", N, tr->n);
 	/* Owners are told apart by colour and named in the legend below the
 	 * panels, not by text next to the points, which overlapped when owners
 	 * had close values. */
@@ -544,7 +555,7 @@ int dp_plot_shares(const dp_rundata_trace *tr, const double *rates, const dp_plo
 	      "set offsets graph 0.12, graph 0.12, graph 0.12, 0\nset key below horizontal\n", f);
 	fprintf(f, "set arrow 1 from graph 0, first %.10g to graph 1, first %.10g nohead dt 2 lc rgb \"#808080\"\n",
 		100.0 / (double)N, 100.0 / (double)N);
-	if (rates) {
+	if (rates && vary) {
 		fputs("set multiplot layout 1,2 ", f);
 		dp_gnuplot_title(&g, "title", title);
 		fputs("set title \"against the owner's clock rate\"\n"
@@ -568,7 +579,7 @@ int dp_plot_shares(const dp_rundata_trace *tr, const double *rates, const dp_plo
 	fputs("plot ", f);
 	share_series(f, tr->names, N, 3, 2, 7, 1);
 	fputs(", \\\n     NaN with lines dt 2 lc rgb \"#808080\" title \"equal share 1/N\"\n", f);
-	if (rates)
+	if (rates && vary)
 		fputs("unset multiplot\n", f);
 	rc = dp_gnuplot_finish(&g, out);
 out:

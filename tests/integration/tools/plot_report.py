@@ -26,7 +26,9 @@
 - `dpasync report` on a sim directory: psi statistics from summary.json and
   per-owner iterations counted here from schedule.txt;
 - without --labels, two psi-wall curves in one directory are labelled by
-  their file names and two sim runs by their directories;
+  their file names and two sim runs by their directories; `shares` with
+  equal clock rates leaves the rate panel out and says the rate in the
+  title;
 - `plot --kind psi-wall` draws two measured psi(t) curves (time_s,k,psi)
   as a valid PNG, and refuses a trace, a curve whose time goes back and a
   wrong number of labels; three curves with one label are drawn as a band
@@ -381,6 +383,16 @@ def test(argv):
         b = open(svg, 'rb').read()
         check(b'>sim-async: median<' in b and b'>sim-sync1: median<' in b,
               'psi default labels: %r' % re.findall(rb'>(sim[^<]*)<', b))
+        # Equal clock rates: no rate panel (all points on one x), the rate
+        # said in the title; different rates keep it.
+        for rates, panel in (('owner-1=5,owner-2=5,owner-3=5', False),
+                             ('owner-1=50,owner-2=20,owner-3=5', True)):
+            svg = os.path.join(d, 'shares.svg')
+            run([dp, 'plot', '--kind', 'shares', '--rates', rates, '--out', svg, tcsv])
+            b = open(svg, 'rb').read()
+            check((b"against the owner's clock rate" in b) == panel and
+                  (b'every clock at 5 requests/s' in b) == (not panel),
+                  'shares with rates %s: rate panel %s' % (rates, not panel))
         png_info(out)
         check_wall_band(dp, d, figs, walls)
         out = os.path.join(figs, 'small.png')
