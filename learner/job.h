@@ -103,6 +103,8 @@ struct lrn_settings {
 	bool freq_correction;   /* Remark 4 weights (dp_algo_freq_weight) */
 	char *out;
 	uint64_t checkpoint_every; /* 0: only on SIGTERM, stop and end */
+	uint64_t snapshot_every;   /* the model every N iterations (sync: rounds)
+				    * into snapshots.csv; 0: none (snapshot.c) */
 	bool resume;
 	char *metrics_listen;      /* empty or NULL: off */
 	char *job;
@@ -308,7 +310,8 @@ struct lrn_job {
 	 * daemon's (it sets and frees them); the streams are trace.c's. */
 	FILE *trace;
 	FILE *rounds;              /* sync: rounds.csv */
-	char *trace_path, *ckpt_path, *rounds_path;
+	FILE *snapshots;           /* snapshots.csv once its first row is due */
+	char *trace_path, *ckpt_path, *rounds_path, *snapshots_path;
 	bool io_failed;            /* a trace or checkpoint write failed: nothing
 	                            * more is written (docs/reliability.md §4) */
 };
@@ -504,6 +507,20 @@ int lrn_trace_round(struct lrn_job *J, uint64_t round, double wall, double secs,
  * rows are lost). */
 int lrn_trace_sync(struct lrn_job *J);
 void lrn_trace_close(struct lrn_job *J);
+
+/* ---- snapshot.c: the model over the run (docs/learnerd.md §4) ---------- */
+/* With snapshot-every N > 0: at startup, resume true keeps the rows of
+ * snapshots.csv up to the checkpoint's k_done (later ones are of
+ * iterations the job does again) and appends after them; false starts it
+ * anew at its first row.  0, or DP_EIO (detail). */
+int lrn_snapshot_open(struct lrn_job *J, bool resume);
+/* After iteration (sync: round) k_done, and at k_done 0 when training
+ * starts: a row k,time_unix,theta_1..theta_p of the model learnerd would
+ * output (lrn_state_output) when k_done is a multiple of N or the job's
+ * goal.  A failed write stops the snapshots with one warning, never the
+ * job: they are a record for the researcher, not the job's state. */
+void lrn_snapshot_take(struct lrn_job *J);
+void lrn_snapshot_close(struct lrn_job *J);
 
 /* ---- stats.c ------------------------------------------------------------- */
 /* The registry and every series (per owner too: after lrn_state_init).

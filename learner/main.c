@@ -154,6 +154,11 @@ static const struct dp_config_entry entries[] = {
 	{ .name = "checkpoint-every", DP_CFG_U64(&S.checkpoint_every), .def = "100", .min = 0,
 	  .max = 1e15, .group = G_OUT, .metavar = "C",
 	  .help = "checkpoint every C iterations (0: only at stop)" },
+	{ .name = "snapshot-every", DP_CFG_U64(&S.snapshot_every), .def = "0", .min = 0,
+	  .max = 1e15, .group = G_OUT, .metavar = "N",
+	  .help = "write the model every N iterations (sync: rounds), at the start\nand at the "
+		  "end to DIR/snapshots.csv, for the psi the run\nreached over time (dpasync report "
+		  "--data; 0: none)" },
 	{ .name = "resume", DP_CFG_BOOL(&S.resume), .def = "false", .group = G_OUT,
 	  .help = "continue from DIR/checkpoint.json (new job if there is none)" },
 	{ .name = "port-file", DP_CFG_PATH(&S.port_file), .group = G_OUT, .metavar = "FILE",
@@ -296,6 +301,10 @@ static int out_paths(struct lrn *L)
 	}
 	if (asprintf(&L->job.rounds_path, "%s/rounds.csv", S.out) < 0) {
 		L->job.rounds_path = NULL;
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	}
+	if (asprintf(&L->job.snapshots_path, "%s/snapshots.csv", S.out) < 0) {
+		L->job.snapshots_path = NULL;
 		return dp_error_set(DP_ENOMEM, "out of memory");
 	}
 	return 0;
@@ -641,6 +650,8 @@ static int prepare_job(struct lrn *L, enum dp_config_action action)
 	if (rc != 0)
 		return rc;
 	rc = lrn_trace_open(&L->job, L->job.started || L->job.k_done > 0);
+	if (rc == 0)
+		rc = lrn_snapshot_open(&L->job, L->job.started || L->job.k_done > 0);
 	if (rc < 0)
 		return fail(dp_exit_status(rc, DP_EXIT_PHASE_RUN), "%s", dp_error_detail(rc));
 	return 0;
@@ -721,12 +732,14 @@ static void cleanup(struct lrn *L)
 	}
 	lrn_server_free(L);
 	lrn_trace_close(&L->job);
+	lrn_snapshot_close(&L->job);
 	lrn_sched_free(&L->job);
 	lrn_stats_free(&L->job);
 	lrn_state_free(&L->job);
 	SSL_CTX_free(L->ctx);
 	free(L->job.trace_path);
 	free(L->job.rounds_path);
+	free(L->job.snapshots_path);
 	free(L->job.ckpt_path);
 	free(L->model_path);
 	if (L->lock_fd >= 0)

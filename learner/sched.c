@@ -325,6 +325,7 @@ static void round_close(struct lrn_job *J, double now, struct lrn_decision *d)
 		stop(d, "error", "rounds: %s", dp_error_detail(rc));
 		return;
 	}
+	lrn_snapshot_take(J);
 	/* Every round, whatever checkpoint-every (but 0): a learnerd crash
 	 * then loses the answers of one round only, at most one share per
 	 * owner, which its restart slack covers (docs/learnerd.md §9
@@ -453,6 +454,7 @@ void lrn_sched_answer(struct lrn_job *J, struct lrn_owner *o, uint64_t k, const 
 		stop(d, "error", "trace: %s", dp_error_detail(rc));
 		return;
 	}
+	lrn_snapshot_take(J);
 	if (J->s->checkpoint_every > 0 && J->k_done % J->s->checkpoint_every == 0 &&
 	    J->k_done < J->T) {
 		rc = lrn_checkpoint_save(J, false);
@@ -798,6 +800,7 @@ void lrn_sched_next(struct lrn_job *J, double now, struct lrn_decision *d)
 			stop(d, "error", "starting training: %s", dp_error_detail(rc));
 			return;
 		}
+		lrn_snapshot_take(J);   /* k = 0: theta at training start */
 	}
 	if (J->started && J->k_done >= lrn_state_goal(J)) {
 		decide(d, LRN_ACT_DONE, NULL);

@@ -27,6 +27,7 @@
 #include "tools/lib/report.h"
 #include "tools/lib/report_json.h"
 #include "tools/lib/report_md.h"
+#include "tools/lib/snapshots.h"
 
 /* Largest checkpoint.json or summary.json read. */
 #define JSON_MAX ((size_t)1 << 28)
@@ -103,10 +104,12 @@ static int write_json(const char *dir, struct json_object *root, int err)
 
 /* psi of the model file `path` (read into mf) on the --data files, and
  * psi_zero, that of the all-zero model (dpasync eval's computation: the
- * target and features are the model file's when it names them); 0, or the
- * exit status after the error line. */
+ * target and features are the model file's when it names them), and, when
+ * sn is not NULL, that of each of its snapshots into sn_psi[sn->n]; 0, or
+ * the exit status after the error line. */
 static int psi_of_model(const struct report_opts *o, const dp_modelfile *mf, const char *path,
-			double *f_out, double *fstar_out, double *psi_out, double *psi_zero_out)
+			const dp_snapshots *sn, double *sn_psi, double *f_out, double *fstar_out,
+			double *psi_out, double *psi_zero_out)
 {
 	const char *target = o->schema ? NULL : o->target ? o->target : mf->target;
 	double *zero;
@@ -142,6 +145,12 @@ static int psi_of_model(const struct report_opts *o, const dp_modelfile *mf, con
 		*psi_zero_out = *fstar_out > 0
 			? dp_model_psi(dp_model_fitness(mf->model, od.view, od.N, mf->lambda, zero),
 				       *fstar_out)
+			: NAN;
+	/* The run's snapshots on the same data, against the same f*. */
+	for (size_t i = 0; rc == 0 && sn != NULL && i < sn->n; i++)
+		sn_psi[i] = *fstar_out > 0
+			? dp_model_psi(dp_model_fitness(mf->model, od.view, od.N, mf->lambda,
+							sn->theta + i * sn->p), *fstar_out)
 			: NAN;
 	free(zero);
 	dp_ownerdata_free(&od);
@@ -404,6 +413,9 @@ struct learner_in {
 	dp_rundata_psi sps;             /* --sim */
 	size_t runs;
 	dp_report_ledger *ledgers;      /* --ledgers, o->ledgers.n */
+	dp_snapshots snaps;             /* DIR/snapshots.csv with --data */
+	bool have_snaps;
+	double *snap_psi, *snap_s;      /* snaps.n: psi, seconds since the first query */
 };
 
 static void learner_in_free(struct learner_in *in)
@@ -412,9 +424,40 @@ static void learner_in_free(struct learner_in *in)
 	free(in->ledgers);
 	dp_rundata_trace_free(&in->tr);
 	dp_rundata_psi_free(&in->sps);
+	if (in->have_snaps)
+		dp_snapshots_free(&in->snaps);
+	free(in->snap_psi);
+	free(in->snap_s);
 	if (in->have_model)
 		dp_modelfile_free(&in->mf);
 	ckpt_free(&in->ck);
+}
+
+/* DIR/snapshots.csv (learnerd --snapshot-every), when there is one: the
+ * run's own model over time, whose psi --data measures.  0 or the exit
+ * status after the error line. */
+static int read_snapshots(const struct report_opts *o, struct learner_in *in)
+{
+	double start = dp_rundata_trace_start(&in->tr);
+	char path[4200];
+	int err;
+
+	if (!exists(o->dir, "snapshots.csv"))
+		return 0;
+	join(path, sizeof(path), o->dir, "snapshots.csv");
+	err = dp_snapshots_read(path, in->mf.p, &in->snaps);
+	if (err != 0)
+		return fail(err, DP_EXIT_PHASE_LOAD);
+	in->have_snaps = true;
+	in->snap_psi = calloc(in->snaps.n ? in->snaps.n : 1, sizeof(double));
+	in->snap_s = calloc(in->snaps.n ? in->snaps.n : 1, sizeof(double));
+	if (in->snap_psi == NULL || in->snap_s == NULL)
+		return fail(dp_error_set(DP_ENOMEM, "out of memory"), DP_EXIT_PHASE_LOAD);
+	/* The clock of the other figures (docs/plots.md "Throughput"); the
+	 * k = 0 row is written when training starts, just before it. */
+	for (size_t i = 0; i < in->snaps.n; i++)
+		in->snap_s[i] = fmax(0.0, in->snaps.t[i] - start);
+	return 0;
 }
 
 /* --sim SIMDIR: its schedule must be the trace's owner order. */
@@ -498,8 +541,12 @@ static int learner_read(const struct report_opts *o, struct learner_in *in)
 				    o->dir);
 			return dp_exit_status(DP_ENOENT, DP_EXIT_PHASE_LOAD);
 		}
+		rc = read_snapshots(o, in);
+		if (rc != 0)
+			return rc;
 		join(path, sizeof(path), o->dir, "model.json");
-		rc = psi_of_model(o, &in->mf, path, &in->f, &in->f_star, &in->psi, &in->psi_zero);
+		rc = psi_of_model(o, &in->mf, path, in->have_snaps ? &in->snaps : NULL, in->snap_psi,
+				  &in->f, &in->f_star, &in->psi, &in->psi_zero);
 		if (rc != 0)
 			return rc;
 		in->have_psi = true;
@@ -520,6 +567,55 @@ static int learner_read(const struct report_opts *o, struct learner_in *in)
 			return fail(err, DP_EXIT_PHASE_LOAD);
 	}
 	return 0;
+}
+
+/* The run's own psi (snapshots.csv on --data): report-psi-measured.csv
+ * (time_s,k,psi, what `dpasync plot --kind psi-wall` draws) and its two
+ * figures, against time and against k.  0 or the error. */
+static int measured_figures(const struct report_opts *o, const struct learner_in *in,
+			    dp_report_fig *figs, size_t *nfig)
+{
+	const dp_snapshots *sn = &in->snaps;
+	dp_rundata_wall w = { .n = sn->n, .t = in->snap_s, .psi = in->snap_psi, .k = sn->k };
+	dp_rundata_psi ps = { .n = sn->n, .k = sn->k, .p25 = in->snap_psi, .p50 = in->snap_psi,
+			      .p75 = in->snap_psi, .mean = in->snap_psi };
+	const char *label[] = { "this run (learnerd's snapshots)" };
+	dp_plot_opts po = { 0 };
+	char path[4200], *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int err;
+
+	if (f == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	fputs("time_s,k,psi\n", f);
+	for (size_t i = 0; i < sn->n; i++)
+		fprintf(f, "%.6f,%zu,%.10g\n", in->snap_s[i], sn->k[i], in->snap_psi[i]);
+	if (fclose(f) != 0 || buf == NULL) {
+		free(buf);
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	}
+	join(path, sizeof(path), o->dir, "report-psi-measured.csv");
+	err = dp_file_write_atomic(path, buf, len, 0644);
+	free(buf);
+	if (err == 0) {
+		join(path, sizeof(path), o->dir, "report-psi-measured.png");
+		err = dp_plot_psi_wall(&w, label, 1, &po, path);
+		figs[(*nfig)++] = (dp_report_fig){ "report-psi-measured.png",
+			"ψ the run reached, against wall-clock time",
+			"ψ of learnerd's own model (snapshots.csv, `--snapshot-every`) on the `--data` "
+			"files, at the seconds since the first query when it was written: what this run "
+			"reached, not a replay (the data: report-psi-measured.csv)." };
+	}
+	if (err == 0) {
+		join(path, sizeof(path), o->dir, "report-psi-k-measured.png");
+		err = dp_plot_psi_k(&ps, label, 1, NULL, &po, path);
+		figs[(*nfig)++] = (dp_report_fig){ "report-psi-k-measured.png",
+			"ψ the run reached, against k",
+			"The same snapshots against the iteration k (sync: the round) they were taken "
+			"after." };
+	}
+	return err;
 }
 
 /* The figures of a learnerd report (report-schedule.txt is written), in
@@ -553,6 +649,8 @@ static int learner_figures(const struct report_opts *o, const struct learner_in 
 			: "Each owner's share of the iterations against its median query round trip (bars: 25–75 %); "
 			  "pass `--rates` to add the clock rates." };
 	}
+	if (err == 0 && in->have_snaps && in->snaps.n > 0)
+		err = measured_figures(o, in, figs, nfig);
 	if (err == 0 && o->sim) {
 		join(path, sizeof(path), o->dir, "report-psi-time.png");
 		err = dp_plot_psi_time(&in->sps, tr, in->runs, &po, path);
@@ -593,6 +691,12 @@ static void learner_context(const struct report_opts *o, const struct learner_in
 	r->f_star = in->f_star;
 	r->psi_zero = in->psi_zero;
 	r->ndata = o->data.n;
+	if (in->have_snaps) {
+		r->nsnap = in->snaps.n;
+		r->snap_k = in->snaps.k;
+		r->snap_s = in->snap_s;
+		r->snap_psi = in->snap_psi;
+	}
 	if (o->sim) {
 		r->sim = o->sim;
 		r->sim_median = sps->p50[sps->n - 1];
@@ -651,7 +755,7 @@ out:
 static int report_learner(const struct report_opts *o, FILE *m, size_t *nfig_out)
 {
 	struct learner_in in = { 0 };
-	dp_report_fig figs[4];
+	dp_report_fig figs[6];   /* owners, cdf, shares, two measured psi, psi-time */
 	size_t nfig = 0;
 	int rc, err;
 

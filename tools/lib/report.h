@@ -83,6 +83,11 @@ typedef struct dp_report_learner {
 	bool have_psi;              /* --data: psi of model.json */
 	double psi, f, f_star, psi_zero;   /* psi NaN without --data */
 	size_t ndata;               /* the --data files */
+	size_t nsnap;               /* --data with snapshots.csv: the run's model at
+				     * nsnap points (learnerd --snapshot-every) */
+	const size_t *snap_k;       /* nsnap iterations (sync: rounds) */
+	const double *snap_s;       /* nsnap seconds since the first query */
+	const double *snap_psi;     /* nsnap psi on the --data files */
 	const char *sim;            /* --sim SIMDIR, or NULL */
 	double sim_median, sim_p25, sim_p75;   /* its psi at its last k */
 	size_t sim_k, sim_runs;

@@ -53,6 +53,25 @@ static void jbool(struct json_object *o, const char *key, bool v, int *rc)
 		*rc = dp_json_add(o, key, json_object_new_boolean(v));
 }
 
+/* "psi_measured": [{"k", "time_s", "psi"}...], the run's snapshots. */
+static void learner_snapshots(struct json_object *js, const dp_report_learner *r, int *rc)
+{
+	struct json_object *a;
+
+	if (*rc != 0 || r->nsnap == 0)
+		return;
+	a = json_object_new_array();
+	*rc = dp_json_add(js, "psi_measured", a);
+	for (size_t i = 0; *rc == 0 && i < r->nsnap; i++) {
+		struct json_object *p = json_object_new_object();
+
+		*rc = dp_json_push(a, p);
+		jint(p, "k", r->snap_k[i], rc);
+		jnum(p, "time_s", r->snap_s[i], rc);
+		jnum(p, "psi", r->snap_psi[i], rc);
+	}
+}
+
 /* key_median_ms and key_p95_ms from seconds. */
 static void jms(struct json_object *o, const char *key, double median, double p95, int *rc)
 {
@@ -239,6 +258,7 @@ int dp_report_json_learner(const dp_report_learner *r, struct json_object **out)
 		JNUMS(js, &rc, { "f", r->f }, { "f_star", r->f_star }, { "psi_zero", r->psi_zero });
 	if (r->sim != NULL)
 		jnum(js, "psi_sim_median", r->sim_median, &rc);
+	learner_snapshots(js, r, &rc);
 	learner_owners(js, r, &rc);
 	learner_ledgers(js, r, &rc);
 	learner_reproduce(js, r, &rc);

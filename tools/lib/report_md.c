@@ -89,6 +89,11 @@ static void learner_key_numbers(FILE *m, const dp_report_learner *r)
 	else
 		fputs("| ψ of model.json | not computed (give the owners' data files with `--data`) |\n",
 		      m);
+	if (r->nsnap > 0)
+		fprintf(m, "| ψ the run reached | %.6g at k = %zu (%.3g s), %.6g at k = %zu (%.3g s): "
+			"%zu snapshots of learnerd's model (`--snapshot-every`) on the same data |\n",
+			r->snap_psi[0], r->snap_k[0], r->snap_s[0], r->snap_psi[r->nsnap - 1],
+			r->snap_k[r->nsnap - 1], r->snap_s[r->nsnap - 1], r->nsnap);
 	if (r->sim != NULL)
 		fprintf(m, "| ψ simulated on this owner order | median %.6g, 25–75 %%: %.6g – %.6g at "
 			"k = %zu over %zu runs (%s) |\n", r->sim_median, r->sim_p25, r->sim_p75,

@@ -11,7 +11,9 @@
   --mechanism gaussian, owners at --delta 1e-6): its ledger stays one job in
   rho within its cap, epsilon at delta within --epsilon (gaussian_owner_crash);
 - kill -9 of learnerd mid-job and restart with --resume: the job completes
-  T iterations with a continuous trace."""
+  T iterations with a continuous trace, and its snapshots.csv
+  (--snapshot-every 20) one row per k = 0, 20, ..., T, the rows after the
+  checkpoint cut at the resume, the last model.json's model."""
 import json, math, os, re, signal, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, run, tmpdir, cleanup, main
@@ -82,18 +84,27 @@ def learner_crash(bindir, d):
     T = 500
     c = Cluster(bindir, d, owners=3, rows=300, features=4, T=T)
     try:
-        c.start_learner(['--checkpoint-every', '50'])
+        c.start_learner(['--checkpoint-every', '50', '--snapshot-every', '20'])
         owners = [c.start_owner(i, rate='30') for i in (1, 2, 3)]
         c.wait_rows(220)
         c.learner.send_signal(signal.SIGKILL)
         c.learner.wait()
         killed_at = len(c.trace_rows())
         time.sleep(0.3)
-        c.start_learner(['--checkpoint-every', '50'], resume=True)
+        c.start_learner(['--checkpoint-every', '50', '--snapshot-every', '20'], resume=True)
         out = c.wait_learner()
         check('done k=%d' % T in out, 'resumed learnerd did not complete: %r' % out)
         ks = [int(r[0]) for r in c.trace_rows()]
         check(ks == list(range(1, T + 1)), 'trace after resume is not k = 1..T')
+        # The snapshots after the checkpoint's k were cut at the resume
+        # (those iterations were done again): one row per k, the last
+        # model.json's.
+        snaps = [l.split(',') for l in open(c.path('learner', 'snapshots.csv')).read().splitlines()[1:]]
+        check([int(r[0]) for r in snaps] == list(range(0, T + 1, 20)),
+              'snapshots after the resume at k = %r' % [r[0] for r in snaps])
+        check([float(x) for x in snaps[-1][2:]] ==
+              json.load(open(c.path('learner', 'model.json')))['theta'],
+              'the last snapshot is not model.json')
         for p in owners:
             check(p.wait(timeout=30) == 0, 'an ownerd exited %s' % p.returncode)
         check_invariants(c)

@@ -126,10 +126,43 @@ def expect_fail(dp, args, code=2, out=None, env=None):
         check((open(out, 'rb').read() if os.path.exists(out) else None) == before, '%s changed on failure' % out)
     return lines[0]
 
+SNAP = 40   # learnerd --snapshot-every: T / SNAP + 1 rows
+
+
+def check_snapshots(dp, L, files, md, j):
+    """learnerd's snapshots.csv (k = 0, SNAP, ..., T; the last the model
+    model.json holds, to the last bit) and the psi report --data measures
+    on them: report-psi-measured.csv and report.json's psi_measured say the
+    same, each psi dpasync eval's for that snapshot as a model file, the
+    last that of model.json."""
+    rows = [l.split(',') for l in open(os.path.join(L, 'snapshots.csv')).read().splitlines()]
+    model = json.load(open(os.path.join(L, 'model.json')))
+    check(rows[0][:2] == ['k', 'time_unix'] and len(rows[0]) == 2 + len(model['theta']),
+          'snapshots.csv header %r' % rows[0])
+    check([int(r[0]) for r in rows[1:]] == list(range(0, T + 1, SNAP)),
+          'snapshots at k = %r' % [r[0] for r in rows[1:]])
+    check([float(x) for x in rows[-1][2:]] == model['theta'], 'the last snapshot is not model.json')
+    check(all(float(x) == 0 for x in rows[1][2:]), 'the k = 0 snapshot is not theta = 0')
+    meas = read_rows(os.path.join(L, 'report-psi-measured.csv'))
+    check([int(m['k']) for m in meas] == list(range(0, T + 1, SNAP)) and
+          [p['k'] for p in j['psi_measured']] == list(range(0, T + 1, SNAP)),
+          'report-psi-measured.csv / psi_measured k')
+    for m, p, r in zip(meas, j['psi_measured'], rows[1:]):
+        mf = dict(model, theta=[float(x) for x in r[2:]])
+        path = os.path.join(L, 'snap-%s.json' % r[0])
+        json.dump(mf, open(path, 'w'))
+        ev = json.loads(run([dp, 'eval', path] + files).stdout)
+        os.unlink(path)
+        close(float(m['psi']), ev['psi'], 1e-8, 'psi of the k = %s snapshot' % r[0])
+        close(p['psi'], ev['psi'], 1e-12, 'report.json psi_measured at k = %s' % r[0])
+    close(j['psi_measured'][-1]['psi'], j['psi'], 1e-12, 'last snapshot psi against model.json')
+    check('| ψ the run reached | ' in md, 'report.md has no measured psi row')
+
+
 def real_run(bindir, d):
     c = Cluster(bindir, d, owners=3, rows=2000, features=5, T=T)
     try:
-        c.start_learner(extra=['--progress-every', '0.5'])
+        c.start_learner(extra=['--progress-every', '0.5', '--snapshot-every', str(SNAP)])
         owners = [c.start_owner(i, rate=str(RATES['owner-%d' % i]),
                                 extra=['--progress-every', '0.5'] if i == 1 else [])
                   for i in (1, 2, 3)]
@@ -406,11 +439,12 @@ def test(argv):
         nprog = check_logs(c)
         r = run([dp, 'report', '--data', ','.join(files[:2]), '--data', files[2], '--target', 'y',
                  '--rates', '50,20,5', '--sim', sim_sched, L])
-        check('report.md (4 figures)' in r.stdout, 'report: %r' % r.stdout)
+        check('report.md (6 figures)' in r.stdout, 'report: %r' % r.stdout)
         md = open(os.path.join(L, 'report.md')).read()
         for img in re.findall(r'!\[[^\]]*\]\(([^)]+)\)', md):
             png_info(os.path.join(L, img))
-        check(len(re.findall(r'!\[', md)) == 4, 'report.md links %d figures' % len(re.findall(r'!\[', md)))
+        check(len(re.findall(r'!\[', md)) == 6, 'report.md links %d figures' % len(re.findall(r'!\[', md)))
+        check_snapshots(dp, L, files, md, json.load(open(os.path.join(L, 'report.json'))))
         got = [l for l in open(os.path.join(L, 'report-schedule.txt')).read().split()]
         check(got == [o.split('-')[1] for o in tr['owner']], 'report-schedule.txt is not the trace order')
         key = table_rows(md, r'[a-zψ].*')
