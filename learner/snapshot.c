@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* learnerd: snapshots.csv, the model over the run (docs/learnerd.md §4
- * "Snapshots"): with snapshot-every N, the model learnerd would output at
- * training start and after every N-th iteration (sync: round) and the
- * last, so that `dpasync report --data` draws the psi the run itself
+/* learnerd: snapshots.csv, the model over the run (docs/learnerd.md §4):
+ * with snapshot-every N, the model learnerd would output at training start
+ * and after every N-th iteration (sync: round) and the last, so that `dpasync report --data` draws the psi the run itself
  * reached against time and k, not a replay.  One row
  * k,time_unix,theta_1..theta_p each, flushed as written; a resume cuts the
  * rows after the checkpoint's k_done, which the job does again. */

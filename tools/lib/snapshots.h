@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* learnerd's snapshots.csv (docs/learnerd.md §4 "Snapshots"): the model
+/* learnerd's snapshots.csv (docs/learnerd.md §4): the model
  * the run held at training start, every N iterations (sync: rounds) and at
  * its end, for the psi the run itself reached against time and k
  * (`dpasync report --data`). */
