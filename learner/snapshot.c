@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/core/error.h"
 #include "common/core/file.h"
@@ -24,8 +25,6 @@ static int cut(struct lrn_job *J)
 	size_t len = 0, used = 0;
 	int rc = dp_file_read_all(J->snapshots_path, SNAPSHOTS_MAX, &buf, &len);
 
-	if (rc == DP_ENOENT)
-		return 0;   /* none written before the crash: started at the first row */
 	if (rc != 0)
 		return rc;
 	out = malloc(len + 1);
@@ -57,8 +56,10 @@ int lrn_snapshot_open(struct lrn_job *J, bool resume)
 	DP_REQUIRE(J != NULL && J->s != NULL && J->snapshots == NULL);
 	if (J->s->snapshot_every == 0 || J->snapshots_path == NULL)
 		return 0;
-	if (!resume)
-		return 0;   /* created with its header at the first row */
+	/* A new job, or a resumed one that wrote none yet: created with its
+	 * header at the first row. */
+	if (!resume || access(J->snapshots_path, F_OK) != 0)
+		return 0;
 	rc = cut(J);
 	if (rc != 0)
 		return dp_error_set(DP_EIO, "%s: %s", J->snapshots_path, dp_error_detail(rc));
