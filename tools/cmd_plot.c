@@ -69,6 +69,7 @@ struct plot_opts {
 	bool have_kind, have_kmax, logx, linear_y, linear_x;
 	struct dp_config_strings inputs;
 	unsigned width, height;         /* from --size */
+	int preset;                     /* from --size column|page, or a PDF's */
 };
 
 /* Called between reading the inputs and drawing: the phase an error is
@@ -79,12 +80,16 @@ static int start_drawing(enum dp_exit_phase *phase)
 	return dp_gnuplot_check();
 }
 
-/* --size WxH (or W,H). */
-static int parse_size(const char *arg, unsigned *w, unsigned *h)
+/* --size WxH (or W,H) in pixels, or a printed size: column or page. */
+static int parse_size(const char *arg, unsigned *w, unsigned *h, int *preset)
 {
 	char *end;
 	unsigned long a, b;
 
+	if (strcmp(arg, "column") == 0 || strcmp(arg, "page") == 0) {
+		*preset = arg[0] == 'c' ? DP_GNUPLOT_SIZE_COLUMN : DP_GNUPLOT_SIZE_PAGE;
+		return 0;
+	}
 	a = strtoul(arg, &end, 10);
 	if (end == arg || (*end != 'x' && *end != ',' && *end != 'X'))
 		goto bad;
@@ -95,8 +100,8 @@ static int parse_size(const char *arg, unsigned *w, unsigned *h)
 	*h = (unsigned)b;
 	return 0;
 bad:
-	return dp_error_set(DP_EINVAL, "--size: expected WxH with 300 <= W <= 8000 and 200 <= H "
-			    "<= 8000, got '%s'", arg);
+	return dp_error_set(DP_EINVAL, "--size: expected column, page, or WxH with 300 <= W <= "
+			    "8000 and 200 <= H <= 8000, got '%s'", arg);
 }
 
 /* Cross-field rules of the options (the table checks each one alone). */
@@ -104,6 +109,8 @@ static int check_opts(void *arg)
 {
 	struct plot_opts *o = arg;
 	const char *k = kinds[o->kind];
+	enum dp_gnuplot_format fmt;
+	int rc;
 
 	if (!o->have_kind)
 		return dp_error_set(DP_EINVAL, "--kind is required: owners, psi, psi-time, shares, "
@@ -132,9 +139,15 @@ static int check_opts(void *arg)
 	if (o->data_out && dp_gnuplot_format_of(o->data_out, &(enum dp_gnuplot_format){ 0 }) == 0)
 		return dp_error_set(DP_EINVAL, "--data-out %s: expected a .csv file, not a figure",
 				    o->data_out);
-	if (o->size && parse_size(o->size, &o->width, &o->height) != 0)
+	if (o->size && parse_size(o->size, &o->width, &o->height, &o->preset) != 0)
 		return DP_EINVAL;
-	return dp_gnuplot_format_of(o->out, &(enum dp_gnuplot_format){ 0 });
+	rc = dp_gnuplot_format_of(o->out, &fmt);
+	/* A PDF goes into a paper: a column, or the page's width for the two
+	 * panels of cdf and of shares with its rates, unless --size says. */
+	if (rc == 0 && !o->size && fmt == DP_GNUPLOT_PDF)
+		o->preset = o->kind == CDF || (o->kind == SHARES && o->rates)
+				    ? DP_GNUPLOT_SIZE_PAGE : DP_GNUPLOT_SIZE_COLUMN;
+	return rc;
 }
 
 /* The directory that will hold `out` must exist and be writable. */
@@ -381,6 +394,7 @@ static int draw(void *arg)
 	const struct plot_opts *o = arg;
 	char context[700];
 	dp_plot_opts po = { .title = o->title, .width = o->width, .height = o->height,
+			    .preset = o->preset,
 			    .logx = o->logx, .linear = o->linear_y || o->linear_x,
 			    .data_out = o->data_out, .context = context };
 	enum dp_exit_phase phase = DP_EXIT_PHASE_LOAD;
@@ -445,8 +459,10 @@ int dp_cmd_plot(int argc, char **argv)
 		  .help = "owners: only iterations k <= K" },
 		{ .name = "title", DP_CFG_STRING(&o.title), .metavar = "TEXT",
 		  .help = "replace the default title" },
-		{ .name = "size", DP_CFG_STRING(&o.size), .metavar = "WxH",
-		  .help = "pixels (default 1000x600)" },
+		{ .name = "size", DP_CFG_STRING(&o.size), .metavar = "WxH|column|page",
+		  .help = "pixels (default 1000x600), or a printed size:\ncolumn (3.5 x 2.6 in, 7 pt "
+			  "text) or page\n(7.0 x 4.3 in, 9 pt), without the default\ntitle (a PDF's "
+			  "default: column; page for\ncdf and shares with rates)" },
 		{ .name = "logx", DP_CFG_BOOL(&o.logx),
 		  .help = "psi, psi-time: logarithmic k / time axis" },
 		{ .name = "linear-y", DP_CFG_BOOL(&o.linear_y),

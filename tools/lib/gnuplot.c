@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
@@ -116,22 +117,41 @@ int dp_gnuplot_format_of(const char *out, enum dp_gnuplot_format *fmt)
 			    ".svg or .pdf", out);
 }
 
-/* The terminal for the output's format.  PDF is sized in inches at 72
- * pixels per inch, so a figure has the proportions of its PNG. */
-static void put_terminal(FILE *f, enum dp_gnuplot_format fmt, unsigned w, unsigned h)
+/* The terminal for the output's format.  In pixels, PDF is sized in
+ * inches at 72 pixels per inch, so a figure has the proportions of its
+ * PNG, with 11 pt text.  A printed size sets the inches and the text: PNG
+ * and SVG at 150 pixels per inch, PNG's text in proportion so that it
+ * looks as the PDF does. */
+static void put_terminal(FILE *f, enum dp_gnuplot_format fmt, const dp_gnuplot_page *pg)
 {
+	double win, hin, pt = 11.0;
+	unsigned w = pg->width ? pg->width : 1000, h = pg->height ? pg->height : 600;
+
+	win = w / 72.0;
+	hin = h / 72.0;
+	if (pg->preset != DP_GNUPLOT_SIZE_PIXELS) {
+		bool col = pg->preset == DP_GNUPLOT_SIZE_COLUMN;
+
+		win = col ? 3.5 : 7.0;
+		hin = col ? 2.6 : 4.3;
+		pt = col ? 7.0 : 9.0;
+		w = (unsigned)(win * 150.0 + 0.5);
+		h = (unsigned)(hin * 150.0 + 0.5);
+		if (fmt == DP_GNUPLOT_PNG)   /* its points are pixels */
+			pt *= 150.0 / 72.0;
+	}
 	if (fmt == DP_GNUPLOT_SVG)
-		fprintf(f, "set terminal svg size %u,%u font \"DejaVu Sans,11\" noenhanced "
-			"background rgb \"white\"\n", w, h);
+		fprintf(f, "set terminal svg size %u,%u font \"DejaVu Sans,%g\" noenhanced "
+			"background rgb \"white\"\n", w, h, pt);
 	else if (fmt == DP_GNUPLOT_PDF)
-		fprintf(f, "set terminal pdfcairo size %.3fin,%.3fin font \"DejaVu Sans,11\" "
-			"noenhanced\n", w / 72.0, h / 72.0);
+		fprintf(f, "set terminal pdfcairo size %.3fin,%.3fin font \"DejaVu Sans,%g\" "
+			"noenhanced\n", win, hin, pt);
 	else
 		fprintf(f, "if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) {\n"
-			"    set terminal pngcairo size %u,%u font \"DejaVu Sans,11\" noenhanced\n"
+			"    set terminal pngcairo size %u,%u font \"DejaVu Sans,%g\" noenhanced\n"
 			"} else {\n"
 			"    set terminal png size %u,%u noenhanced\n"
-			"}\n", w, h, w, h);
+			"}\n", w, h, pt, w, h);
 }
 
 /* Run gnuplot on prologue + body; the figure goes to a temporary name next
@@ -140,7 +160,6 @@ static int render(const char *body, size_t len, const dp_gnuplot_page *pg, const
 {
 	char gp[4096], script[4096], log[4096], tmp_out[4096], msg[400];
 	char *argv[3];
-	unsigned w = pg->width ? pg->width : 1000, h = pg->height ? pg->height : 600;
 	int sfd = -1, lfd = -1, status, rc;
 	posix_spawn_file_actions_t fa;
 	enum dp_gnuplot_format fmt;
@@ -175,7 +194,7 @@ static int render(const char *body, size_t len, const dp_gnuplot_page *pg, const
 		goto out;
 	}
 	fputs("set encoding utf8\n", f);
-	put_terminal(f, fmt, w, h);
+	put_terminal(f, fmt, pg);
 	fputs("set output '", f);
 	for (const char *s = tmp_out; *s; s++)
 		fputs(*s == '\'' ? "''" : (char[2]){ *s, 0 }, f);
@@ -314,7 +333,9 @@ void dp_gnuplot_title(dp_gnuplot *g, const char *cmd, const char *deflt)
 	DP_REQUIRE(g != NULL && g->f != NULL && cmd != NULL && deflt != NULL);
 	pg = &g->page;
 	fprintf(g->f, "%s ", cmd);
-	if (pg->title) {
+	if (!pg->title && pg->preset != DP_GNUPLOT_SIZE_PIXELS) {
+		fputs("\"\"", g->f);   /* a printed figure's caption says it */
+	} else if (pg->title) {
 		dp_gnuplot_quoted(g->f, pg->title);
 	} else {
 		snprintf(buf, sizeof(buf), "%s%s%s", deflt, pg->context && pg->context[0] ? "\n" : "",
@@ -322,6 +343,14 @@ void dp_gnuplot_title(dp_gnuplot *g, const char *cmd, const char *deflt)
 		dp_gnuplot_quoted(g->f, buf);
 	}
 	fputc('\n', g->f);
+}
+
+void dp_gnuplot_key_right(dp_gnuplot *g, const char *more)
+{
+	DP_REQUIRE(g != NULL && g->f != NULL && more != NULL);
+	fprintf(g->f, "set key %s%s\n", g->page.preset != DP_GNUPLOT_SIZE_PIXELS
+					      ? "below horizontal maxrows 2" : "outside right top vertical",
+		more);
 }
 
 void dp_gnuplot_logscale(FILE *f, const char *axis)

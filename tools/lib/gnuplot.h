@@ -31,7 +31,16 @@ typedef struct dp_gnuplot_page {
 	const char *context;      /* second line of the default title, or NULL */
 	const char *data_out;     /* also write the drawn data as CSV here, or NULL */
 	unsigned width, height;   /* pixels; 0 = 1000 x 600 */
+	int preset;               /* DP_GNUPLOT_SIZE_*: a printed size, which
+				     replaces width and height */
 } dp_gnuplot_page;
+
+/* Printed sizes (docs/plots.md "Sizes"): a journal column, 3.5 x 2.6 in
+ * with 7 pt text, and a page's width, 7.0 x 4.3 in with 9 pt text.  PDF
+ * draws them in inches, PNG and SVG at 150 pixels per inch with the text
+ * in proportion; the default title is left out (the caption says it in a
+ * paper) and a legend beside the plot goes below it. */
+enum { DP_GNUPLOT_SIZE_PIXELS, DP_GNUPLOT_SIZE_COLUMN, DP_GNUPLOT_SIZE_PAGE };
 
 /* A figure being written.  The figure writes its gnuplot commands and
  * datablocks to f, and its CSV rows to csv when csv is not NULL; the rest
@@ -77,5 +86,10 @@ void dp_gnuplot_csv_text(FILE *f, const char *s);
 
 /* A logarithmic axis ("x" or "y") with its minor ticks: nine per decade. */
 void dp_gnuplot_logscale(FILE *f, const char *axis);
+
+/* The legend beside the plot, on the right, with `more` (e.g. a title
+ * clause; "" for none): below it, horizontal, at a printed size, where
+ * the width is the plot's. */
+void dp_gnuplot_key_right(dp_gnuplot *g, const char *more);
 
 #endif

@@ -34,6 +34,7 @@ static int begin(dp_gnuplot *g, const dp_plot_opts *o, const char *csv_header)
 		page.data_out = o->data_out;
 		page.width = o->width;
 		page.height = o->height;
+		page.preset = o->preset;
 	}
 	return dp_gnuplot_begin(g, &page, csv_header);
 }
@@ -91,7 +92,7 @@ static int owners_fig(const dp_rundata_trace *tr, size_t kmax, int wall,
 		fputs("set ylabel \"owner (index in natural order of names)\"\n", f);
 	}
 	/* The legend outside the plot, on the right: no point hides under it. */
-	fputs("set key outside right top vertical title \"owner: iterations (share)\"\n", f);
+	dp_gnuplot_key_right(&g, " title \"owner: iterations (share)\"");
 	ps = n <= 500 ? 0.9 : n <= 5000 ? 0.5 : 0.3;
 	fputs("$d << EOD\n", f);
 	for (size_t r = 0; r < n; r++) {
@@ -173,9 +174,16 @@ static int psi_logy(const dp_rundata_psi *ps, size_t ns, const dp_plot_opts *o)
 	return 0;   /* nothing positive: a log axis would have no points */
 }
 
-static void psi_axes(FILE *f, int logy, int logx)
+static void psi_axes(dp_gnuplot *g, int logy, int logx)
 {
-	fprintf(f, "set ylabel \"ψ = f(θ_L) / f(θ*) − 1%s\"\n", logy ? " (log scale)" : "");
+	FILE *f = g->f;
+
+	/* A printed figure's axis is as tall as this label is long: its
+	 * definition goes to the caption. */
+	if (g->page.preset != DP_GNUPLOT_SIZE_PIXELS)
+		fputs("set ylabel \"ψ\"\n", f);
+	else
+		fprintf(f, "set ylabel \"ψ = f(θ_L) / f(θ*) − 1%s\"\n", logy ? " (log scale)" : "");
 	if (logy) {
 		dp_gnuplot_logscale(f, "y");
 		fputs("set format y \"%g\"\n", f);
@@ -183,7 +191,7 @@ static void psi_axes(FILE *f, int logy, int logx)
 	if (logx)
 		dp_gnuplot_logscale(f, "x");
 	/* Outside the plot: a decreasing curve passes through the top right. */
-	fputs("set key outside right top vertical\n", f);
+	dp_gnuplot_key_right(g, "");
 }
 
 static void psi_plot(FILE *f, int idx, const char *label, int first)
@@ -220,7 +228,7 @@ int dp_plot_psi_k(const dp_rundata_psi *ps, const char *const *labels, size_t ns
 		 header_note ? " (" : "", header_note ? header_note : "", header_note ? ")" : "");
 	dp_gnuplot_title(&g, "set title", title);
 	fputs("set xlabel \"iteration k\"\n", f);
-	psi_axes(f, logy, o && o->logx);
+	psi_axes(&g, logy, o && o->logx);
 	for (size_t s = 0; s < ns; s++)
 		psi_block(f, (int)s, &ps[s], NULL, g.csv, labels[s] ? labels[s] : "psi");
 	for (size_t s = 0; s < ns; s++)
@@ -286,7 +294,7 @@ int dp_plot_psi_time(const dp_rundata_psi *ps, const dp_rundata_trace *tr, size_
 			 "runs on the trace's owner order; time: when the trace applied iteration k");
 	dp_gnuplot_title(&g, "set title", title);
 	fputs("set xlabel \"seconds since the learner's first query\"\n", f);
-	psi_axes(f, logy, o && o->logx);
+	psi_axes(&g, logy, o && o->logx);
 	psi_block(f, 0, ps, x, g.csv, NULL);
 	psi_plot(f, 0, NULL, 1);
 	fputc('\n', f);
@@ -392,7 +400,7 @@ int dp_plot_psi_wall(const dp_rundata_wall *w, const char *const *labels, size_t
 			 "the lowest to the highest" :
 			 "ψ against wall-clock time (measured: ψ of the learner's checkpointed model)");
 	fputs("set xlabel \"seconds since training started\"\n", f);
-	psi_axes(f, logy, o && o->logx);
+	psi_axes(&g, logy, o && o->logx);
 	for (size_t s = 0; s < ns && rc == 0; s++) {
 		if (nrun[s] > 1)
 			rc = wall_band(&g, w, labels, ns, s, nrun[s]);
@@ -573,7 +581,9 @@ int dp_plot_shares(const dp_rundata_trace *tr, const double *rates, const dp_plo
 	} else {
 		dp_gnuplot_title(&g, "set title", title);
 	}
-	fputs("set xlabel \"query round trip of the owner, median (ms); bars: 25–75 %\"\n", f);
+	fputs(g.page.preset != DP_GNUPLOT_SIZE_PIXELS
+		      ? "set xlabel \"owner's median round trip (ms)\"\n"
+		      : "set xlabel \"query round trip of the owner, median (ms); bars: 25–75 %\"\n", f);
 	if (auto_log(med, N))
 		dp_gnuplot_logscale(f, "x");
 	fputs("plot ", f);
@@ -596,7 +606,8 @@ out:
 
 /* One CDF panel: values (seconds) of column col per owner and overall. */
 static int cdf_panel(FILE *f, FILE *csv, const dp_rundata_trace *tr, const double *col,
-		     const char *tag, const char *what, const char *xlabel, int want_log)
+		     const char *tag, const char *what, const char *xlabel, int want_log,
+		     bool printed)
 {
 	size_t n = tr->n, npos = 0, nseries = tr->N <= MAX_LEGEND_OWNERS ? tr->N + 1 : 1;
 	double *v = malloc(n * sizeof(double));
@@ -609,15 +620,18 @@ static int cdf_panel(FILE *f, FILE *csv, const dp_rundata_trace *tr, const doubl
 	logx = want_log && npos > 0;
 	/* The note about zeros is the panel title's second line: inside the
 	 * plot it crossed the curves. */
-	fprintf(f, "set title \"%s: empirical CDF", what);
-	if (npos == 0)
+	/* Printed: the panel's name only, the rest is the caption's. */
+	fprintf(f, "set title \"%s%s", what, printed ? "" : ": empirical CDF");
+	if (!printed && npos == 0)
 		fprintf(f, "\\n(all %zu values are 0 ms)", n);
-	else if (logx && npos < n)
+	else if (!printed && logx && npos < n)
 		fprintf(f, "\\n(%zu of %zu are 0 ms, off the log axis: curves start at that fraction)",
 			n - npos, n);
 	fputs("\"\nset xlabel ", f);
-	dp_gnuplot_quoted(f, xlabel);
-	fputs("\nset ylabel \"fraction of iterations with value ≤ x\"\nset yrange [0:1.02]\n", f);
+	dp_gnuplot_quoted(f, printed ? "ms" : xlabel);
+	fputs(printed ? "\nset ylabel \"fraction ≤ x\"\nset yrange [0:1.02]\n"
+		      : "\nset ylabel \"fraction of iterations with value ≤ x\"\nset yrange [0:1.02]\n",
+	      f);
 	if (logx)
 		dp_gnuplot_logscale(f, "x");
 	else
@@ -696,10 +710,10 @@ int dp_plot_cdf(const dp_rundata_trace *tr, const dp_plot_opts *o, const char *o
 	 * the curves of slow owners. */
 	fputs("set key below horizontal\n", f);
 	rc = cdf_panel(f, g.csv, tr, tr->wait, "w", "Request wait", "request wait in the learner's queue (ms)",
-			   !(o && o->linear));
+		       !(o && o->linear), g.page.preset != DP_GNUPLOT_SIZE_PIXELS);
 	if (rc == 0)
 		rc = cdf_panel(f, g.csv, tr, tr->rtt, "r", "Query round trip", "query round trip, learner to owner and back (ms)",
-				   !(o && o->linear));
+			       !(o && o->linear), g.page.preset != DP_GNUPLOT_SIZE_PIXELS);
 	fputs("unset multiplot\n", f);
 	if (rc != 0) {
 		dp_gnuplot_abandon(&g);

@@ -19,6 +19,7 @@ typedef struct dp_plot_opts {
 	const char *data_out;     /* also write the drawn data as CSV here (replaced
 				   * only when the figure was written), or NULL */
 	unsigned width, height;   /* pixels; 0 = 1000 x 600 */
+	int preset;               /* DP_GNUPLOT_SIZE_* (tools/lib/gnuplot.h) */
 	int logx;                 /* psi, psi-time: logarithmic k / time axis */
 	int linear;               /* psi, psi-time: linear psi axis; cdf: linear time axis */
 } dp_plot_opts;

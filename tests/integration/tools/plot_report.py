@@ -635,6 +635,28 @@ def check_formats_and_data(dp, d, figs, tcsv, tr, job, psi_csv, psi_sched_csv):
     run([dp, 'plot', '--kind', 'cdf', '--out', pdf, tcsv])
     b = open(pdf, 'rb').read()
     check(b.startswith(b'%PDF-') and b'%%EOF' in b[-64:] and len(b) > 5000, '%s is not a PDF' % pdf)
+    # Printed sizes (docs/plots.md "Sizes"): a PDF is a column (3.5 x 2.6
+    # in = 252 x 187 pt), the two panels of cdf the page's width (7.0 x
+    # 4.3 in); --size column draws PNG at 150 px/in; no default title.
+    def mediabox(path):
+        m = re.search(rb'/MediaBox \[ 0 0 ([\d.]+) ([\d.]+)', open(path, 'rb').read())
+        return m and (round(float(m.group(1))), round(float(m.group(2))))
+    check(mediabox(pdf) in ((504, 309), (504, 310)), 'cdf.pdf is %r pt, not the page (504 x 309.6)' % (mediabox(pdf),))
+    pdf = os.path.join(d, 'owners.pdf')
+    run([dp, 'plot', '--kind', 'owners', '--out', pdf, tcsv])
+    check(mediabox(pdf) == (252, 187), 'owners.pdf is %r pt, not a column (252 x 187)' % (mediabox(pdf),))
+    run([dp, 'plot', '--kind', 'owners', '--size', '800x500', '--out', pdf, tcsv])
+    check(mediabox(pdf) in ((799, 499), (800, 500)), '--size 800x500 PDF is %r pt' % (mediabox(pdf),))
+    col = os.path.join(d, 'col.png')
+    run([dp, 'plot', '--kind', 'owners', '--size', 'column', '--out', col, tcsv])
+    png_info(col, (525, 390))
+    svg = os.path.join(d, 'col.svg')
+    run([dp, 'plot', '--kind', 'owners', '--size', 'page', '--out', svg, tcsv])
+    b = open(svg, 'rb').read()
+    check(re.search(rb'<svg[^>]*width="1050" height="645"', b[:800]) and b'dataset: 6000 rows' not in b,
+          'page SVG: size or default title: %r' % b[:300])
+    run([dp, 'plot', '--kind', 'owners', '--size', 'page', '--title', 'mine', '--out', svg, tcsv])
+    check(b'>mine<' in open(svg, 'rb').read(), 'a --title is kept at a printed size')
     t0 = min(tr['t'] - tr['rtt'])
     # owners-wall and its data.
     ow, owc = os.path.join(figs, 'owners-wall.png'), os.path.join(d, 'owners-wall.csv')
