@@ -101,6 +101,10 @@ def rel(sim, meas):
 
 def main():
     a = _common.args(__doc__, options)
+    if a.runs < 1 or a.T < 2 or a.sim_repeats < 1 or not a.rate > 0:
+        print('timing.py: --runs and --sim-repeats must be >= 1, --T >= 2, --rate > 0',
+              file=sys.stderr)
+        sys.exit(2)
     quick = _common.quick(a)
     runs, T, S = (1, 100, 5) if quick else (a.runs, a.T, a.sim_repeats)
     tools = _common.Tools(a)
