@@ -48,20 +48,31 @@ struct sim_opts {
 	int mode;                      /* enum dp_plan_mode */
 	int model;                     /* dp_model */
 	int mechanism;                 /* dp_mech */
-	char *target, *schema, *schedule, *out, *sample, *public_file;
+	char *target, *schema, *schedule, *out, *sample, *public_file, *timing_from;
 	bool bias, freq_correction, have_eta, have_rho, have_c, have_clip, have_margin;
 	size_t T, T_max, repeats, psi_every, max_inflight, threads;
 	uint64_t seed;
-	double eta, rho, c, lambda, theta_max, clip, margin, answer_time, delta;
-	struct dp_config_doubles eps, rates;
+	double eta, rho, c, lambda, theta_max, clip, margin, delta;
+	struct dp_config_doubles eps, rates, answer_time;
 	struct dp_config_sizes caps;
 	struct dp_config_strings files;
 };
+
+/* Whether --answer-time or --timing-from asks for the timed pipeline:
+ * one value > 0 (0 for every owner: off, the default). */
+static bool wants_timed(const struct sim_opts *o)
+{
+	for (size_t i = 0; i < o->answer_time.n; i++)
+		if (o->answer_time.v[i] > 0)
+			return true;
+	return o->timing_from != NULL;
+}
 
 /* Cross-field rules of the options (the table checks each one alone). */
 static int check_opts(void *arg)
 {
 	const struct sim_opts *o = arg;
+	const char *timed = o->timing_from ? "--timing-from" : "--answer-time";
 
 	if (!(o->lambda > 0) && o->model != DP_MODEL_LINEAR)
 		return dp_error_set(DP_EINVAL, "--lambda must be > 0 for logistic and svm "
@@ -89,11 +100,13 @@ static int check_opts(void *arg)
 	if (o->max_inflight > 1 && o->mode != DP_PLAN_ASYNC)
 		return dp_error_set(DP_EINVAL, "--max-inflight applies to --mode async (a sync "
 				    "round asks every owner at once)");
-	if (o->answer_time > 0 && o->mode != DP_PLAN_ASYNC)
-		return dp_error_set(DP_EINVAL, "--answer-time applies to --mode async");
-	if (o->answer_time > 0 && o->schedule)
-		return dp_error_set(DP_EINVAL, "give --answer-time or --schedule, not both (a "
-				    "schedule fixes the order the clocks would decide)");
+	if (o->timing_from && o->answer_time.n > 0)
+		return dp_error_set(DP_EINVAL, "give --answer-time or --timing-from, not both");
+	if (wants_timed(o) && o->mode != DP_PLAN_ASYNC)
+		return dp_error_set(DP_EINVAL, "%s applies to --mode async", timed);
+	if (wants_timed(o) && o->schedule)
+		return dp_error_set(DP_EINVAL, "give %s or --schedule, not both (a "
+				    "schedule fixes the order the clocks would decide)", timed);
 	return 0;
 }
 
@@ -265,10 +278,29 @@ static double mean_of(const double *v, size_t n)
 	return m;
 }
 
-/* "timed": the timed pipeline's answer time and the simulated length of
- * the job, the wall clock a networked job with these clocks and this
- * answer time would take (docs/bench-daemons.md, bounded staleness). */
-static struct json_object *timed_json(const dp_sim_setup *s, const double *clock, size_t R)
+/* Per-owner answer times: each owner's mean (its one value, or the mean
+ * of the round trips --timing-from read). */
+static struct json_object *timing_means_json(const dp_sim_setup *s)
+{
+	double *m = calloc(s->N, sizeof(double));
+	struct json_object *a = NULL;
+
+	if (m == NULL)
+		return NULL;
+	for (size_t i = 0; i < s->N; i++)
+		m[i] = dp_sim_rtt_mean(&s->answer_rtt[i]);
+	a = dp_json_double_array(m, s->N);
+	free(m);
+	return a;
+}
+
+/* "timed": the timed pipeline's answer time (answer_time, or with
+ * per-owner times answer_time_mean per owner and the trace they came
+ * from) and the simulated length of the job, the wall clock a networked
+ * job with these clocks and these answer times would take
+ * (docs/bench-daemons.md, bounded staleness). */
+static struct json_object *timed_json(const dp_sim_setup *s, const char *timing_from,
+				      const double *clock, size_t R)
 {
 	struct json_object *t = json_object_new_object();
 	double lo = clock[0], hi = clock[0], mean = mean_of(clock, R);
@@ -278,8 +310,12 @@ static struct json_object *timed_json(const dp_sim_setup *s, const double *clock
 		lo = clock[r] < lo ? clock[r] : lo;
 		hi = clock[r] > hi ? clock[r] : hi;
 	}
-	if (rc == 0)
+	if (rc == 0 && s->answer_rtt == NULL)
 		rc = dp_json_add(t, "answer_time", dp_json_double(s->answer_time));
+	if (rc == 0 && s->answer_rtt != NULL)
+		rc = dp_json_add(t, "answer_time_mean", timing_means_json(s));
+	if (rc == 0 && timing_from != NULL)
+		rc = dp_json_add(t, "timing_from", json_object_new_string(timing_from));
 	if (rc == 0)
 		rc = dp_json_add(t, "seconds_mean", dp_json_double(mean));
 	if (rc == 0)
@@ -415,7 +451,7 @@ static int write_summary(const struct sim_opts *o, const dp_sim_setup *s,
 		if (rc == 0)
 			rc = dp_json_add(j, "staleness_mean", dp_json_double(res->staleness_mean));
 		if (rc == 0 && res->clock != NULL)
-			rc = dp_json_add(j, "timed", timed_json(s, res->clock, R));
+			rc = dp_json_add(j, "timed", timed_json(s, o->timing_from, res->clock, R));
 		if (rc == 0)
 			rc = dp_json_add(j, "eta", dp_json_double(s->eta));
 		if (rc == 0 && s->lambda > 0)
@@ -640,12 +676,43 @@ static void print_warnings(const char *text)
 	}
 }
 
+/* The timed pipeline's answer times into s: --answer-time's one value as
+ * s->answer_time (as before per-owner values existed), its N values or
+ * --timing-from's round trips into t as s->answer_rtt.  The exit status
+ * (the failure printed). */
+static int setup_timing(const struct sim_opts *o, size_t N, dp_sim_setup *s, dp_sim_timing *t)
+{
+	double *v = NULL;
+	int rc = 0;
+
+	if (o->timing_from) {
+		rc = dp_sim_timing_trace(t, o->timing_from, N);
+	} else if (o->answer_time.n == 1) {
+		s->answer_time = o->answer_time.v[0];
+	} else if (o->answer_time.n > 1) {
+		v = calloc(N, sizeof(double));
+		rc = v == NULL ? dp_error_set(DP_ENOMEM, "out of memory")
+			       : dp_sim_per_owner("--answer-time", o->answer_time.v,
+						  o->answer_time.n, N, 0.0, v);
+		if (rc == 0 && wants_timed(o))
+			rc = dp_sim_timing_values(t, v, N);
+	}
+	free(v);
+	if (rc != 0) {
+		dp_cmd_fail("sim", "%s", dp_error_detail(rc));
+		return dp_exit_status(rc, DP_EXIT_PHASE_LOAD);
+	}
+	s->answer_rtt = t->owner;
+	return 0;
+}
+
 /* Everything after the options; the exit status. */
 static int simulate(void *arg)
 {
 	const struct sim_opts *o = arg;
 	dp_ownerdata od = { 0 };
 	dp_sim_setup s = { 0 };
+	dp_sim_timing timing = { 0 };
 	dp_plan_public pub = { 0 }, pub_other = { 0 };
 	dp_plan plan = { 0 }, other = { 0 };
 	dp_plan_request req = { 0 };
@@ -787,7 +854,9 @@ static int simulate(void *arg)
 	s.schedule = schedule;
 	s.freq_correction = o->freq_correction;
 	s.max_inflight = o->max_inflight;
-	s.answer_time = o->answer_time;
+	rc = setup_timing(o, N, &s, &timing);
+	if (rc != 0)
+		goto out;
 	s.psi_every = o->psi_every ? o->psi_every : (T / 200 ? T / 200 : 1);
 	s.eta = plan.mode == DP_PLAN_ASYNC ? plan.step : 0.0;
 	s.rho_over_T2 = plan.mode == DP_PLAN_SYNC1 ? plan.step : 0.0;
@@ -869,7 +938,7 @@ static int simulate(void *arg)
 					  .answers = answers, .psi_zero = pz,
 					  .warnings = warnings, .staleness_mean = stale_mean,
 					  .other = have_other ? &other : NULL, .delta = o->delta,
-					  .clock = s.answer_time > 0 ? clock : NULL,
+					  .clock = dp_sim_timed(&s) ? clock : NULL,
 					  .secs_load = secs_load, .secs_optimum = secs_optimum,
 					  .secs_run = secs_run };
 
@@ -912,15 +981,16 @@ static int simulate(void *arg)
 			       plan.psi, pz, s.f_star, res.worse,
 			       o->repeats);
 			/* a staleness the plan does not model shows beside its psi */
-			if (s.mode == DP_PLAN_ASYNC && (o->max_inflight > 1 || s.answer_time > 0))
+			if (s.mode == DP_PLAN_ASYNC && (o->max_inflight > 1 || dp_sim_timed(&s)))
 				printf("staleness=%.4g ", stale_mean);
-			if (s.answer_time > 0)
+			if (dp_sim_timed(&s))
 				printf("simulated_s=%.6g ", mean_of(clock, o->repeats));
 			printf("out=%s\n", o->out);
 		}
 	}
 out:
 	dp_ownerdata_free(&od);
+	dp_sim_timing_free(&timing);
 	dp_plan_public_free(&pub);
 	dp_plan_free(&plan);
 	if (have_other) {
@@ -1040,14 +1110,20 @@ int dp_cmd_sim(int argc, char **argv)
 		  .help = "async: queries out at once, as learnerd's\n"
 			  "--max-inflight (each built from the models of\n"
 			  "send time, applied oldest first; capped at N)" },
-		{ .name = "answer-time", DP_CFG_DOUBLE(&o.answer_time), .def = "0", .min = 0,
-		  .max = 3600, .metavar = "SECS",
+		{ .name = "answer-time", DP_CFG_DOUBLES(&o.answer_time), .min = 0,
+		  .max = 3600, .metavar = "SECS[,..]",
 		  .help = "async: model the owners' clocks instead of a\n"
 			  "full pipeline: an owner asks when its clock\n"
 			  "ticks, its answer arrives SECS after the\n"
-			  "query, its clock restarts then (0: off;\n"
+			  "query, its clock restarts then (one value\n"
+			  "for all or one per owner; 0: off;\n"
 			  "summary.json \"timed\": the simulated job\n"
 			  "length)" },
+		{ .name = "timing-from", DP_CFG_PATH(&o.timing_from), .metavar = "TRACE",
+		  .help = "async: the timed pipeline with each owner's\n"
+			  "answer times drawn from its round trips\n"
+			  "(rtt_s) in a learnerd trace.csv; owners in\n"
+			  "the trace's name order = the FILEs' order" },
 		{ .name = "schedule", DP_CFG_PATH(&o.schedule), .metavar = "FILE",
 		  .help = "async: owner (1-based) of each iteration,\n"
 			  "one per line (T: its length; a planned cap\n"

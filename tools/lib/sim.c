@@ -12,6 +12,7 @@
 #include "common/core/algo.h"
 #include "common/core/error.h"
 #include "tools/lib/optimum.h"
+#include "tools/lib/rundata.h"
 #include "common/core/query.h"
 #include "tools/lib/simrng.h"
 
@@ -60,7 +61,29 @@ struct sim_clock {
 	double now;
 	double *tick;
 	dp_bitsource bits;      /* the owner-choice stream */
+	dp_simrng delay;        /* answer_rtt's draws: a stream of its own */
 };
+
+bool dp_sim_timed(const dp_sim_setup *s)
+{
+	DP_REQUIRE(s != NULL);
+	return (s->answer_time > 0 || s->answer_rtt != NULL) && s->schedule == NULL;
+}
+
+/* The time owner i's answer takes: answer_time, or a draw from its
+ * answer_rtt (the index from the top bits of one 64-bit draw, by a
+ * multiply-shift: a bias below n / 2^64). */
+static double clock_delay(struct sim_clock *c, const dp_sim_setup *s, size_t i)
+{
+	const dp_sim_rtt *r;
+
+	if (s->answer_rtt == NULL)
+		return s->answer_time;
+	r = &s->answer_rtt[i];
+	if (r->n == 1)
+		return r->rtt[0];
+	return r->rtt[(size_t)(((unsigned __int128)dp_simrng_next(&c->delay) * r->n) >> 64)];
+}
 
 /* Owner i's clock starts now: its next tick one gap later, drawn as
  * ownerd's clock draws it (dp_rng_exponential, owner/clock.c). */
@@ -106,7 +129,7 @@ static bool is_out(const struct sim_slot *q, size_t head, size_t len, size_t M, 
  * the cap dp_simrng_pick sees: an owner with a query out counts as
  * exhausted until it is applied, as learnerd never asks it twice.  With a
  * clock (timed pipeline) the owners' clocks decide who asks and when, and
- * answers arrive answer_time after their query. */
+ * answers arrive answer_time (or a draw of answer_rtt) after their query. */
 static int run_async(const dp_sim_setup *s, dp_simrng *pick, dp_bitsource *bits, uint64_t *count,
 		     double *theta_L, double *copies, struct sim_slot *q, size_t M,
 		     uint64_t *avail, struct sim_clock *clk, double *psi_out, size_t *owner_out,
@@ -152,7 +175,7 @@ static int run_async(const dp_sim_setup *s, dp_simrng *pick, dp_bitsource *bits,
 			avail[i] = count[i];
 			sl->owner = i;
 			sl->built_k = done;
-			sl->due = clk ? clk->now + s->answer_time : 0.0;
+			sl->due = clk ? clk->now + clock_delay(clk, s, i) : 0.0;
 			if (owner_out)
 				owner_out[issued] = i;
 			issued++;
@@ -237,8 +260,9 @@ int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *th
 	if (s->mode == DP_PLAN_ASYNC) {
 		struct sim_clock clk = { .now = 0.0, .tick = copies + (N + 2 * M) * p,
 					 .bits = dp_simrng_bitsource(&pick) };
-		bool timed = s->answer_time > 0 && s->schedule == NULL;
+		bool timed = dp_sim_timed(s);
 
+		seed_stream(&clk.delay, seed, 3);
 		for (size_t i = 0; timed && i < N && rc == 0; i++) {
 			clk.tick[i] = INFINITY;
 			if (!exhausted(s, count, i))
@@ -423,3 +447,113 @@ int dp_sim_repeats(const dp_sim_setup *s, uint64_t seed, size_t R, size_t thread
 DP_SIM_DEFINE_PER_OWNER(dp_sim_per_owner, double, double)
 DP_SIM_DEFINE_PER_OWNER(dp_sim_per_owner_u64, size_t, uint64_t)
 #undef DP_SIM_DEFINE_PER_OWNER
+
+/* t's arrays for N owners holding n values in all. */
+static int timing_alloc(dp_sim_timing *t, size_t N, size_t n)
+{
+	memset(t, 0, sizeof(*t));
+	t->owner = calloc(N, sizeof(*t->owner));
+	t->store = calloc(n ? n : 1, sizeof(double));
+	if (t->owner == NULL || t->store == NULL) {
+		dp_sim_timing_free(t);
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	}
+	t->N = N;
+	return 0;
+}
+
+int dp_sim_timing_values(dp_sim_timing *t, const double *v, size_t N)
+{
+	int rc;
+
+	DP_REQUIRE(t != NULL && v != NULL && N > 0);
+	rc = timing_alloc(t, N, N);
+	if (rc != 0)
+		return rc;
+	for (size_t i = 0; i < N; i++) {
+		t->store[i] = v[i];
+		t->owner[i] = (dp_sim_rtt){ .rtt = t->store + i, .n = 1 };
+	}
+	return 0;
+}
+
+/* "owner-1, owner-2, ..." (the first four names) into buf. */
+static void name_list(const dp_rundata_trace *tr, char *buf, size_t size)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < tr->N && i <= 4 && used < size; i++) {
+		int n = snprintf(buf + used, size - used, "%s%s", i ? ", " : "",
+				 i < 4 ? tr->names[i] : "...");
+
+		if (n < 0)
+			break;
+		used += (size_t)n;
+	}
+}
+
+/* Each owner's rows of tr, in trace order, into t (sized by
+ * timing_alloc), one pass over the rows per owner. */
+static void timing_fill(dp_sim_timing *t, const dp_rundata_trace *tr)
+{
+	size_t at = 0;
+
+	for (size_t i = 0; i < t->N; i++) {
+		t->owner[i].rtt = t->store + at;
+		for (size_t r = 0; r < tr->n; r++)
+			if (tr->owner[r] == i)
+				t->store[at + t->owner[i].n++] = tr->rtt[r];
+		at += t->owner[i].n;
+	}
+}
+
+int dp_sim_timing_trace(dp_sim_timing *t, const char *path, size_t N)
+{
+	dp_rundata_trace tr = { 0 };
+	char names[256];
+	int rc;
+
+	DP_REQUIRE(t != NULL && path != NULL && N > 0);
+	memset(t, 0, sizeof(*t));
+	rc = dp_rundata_trace_read(path, NULL, 0, &tr);
+	if (rc != 0)
+		return rc;
+	if (tr.rtt == NULL) {
+		rc = dp_error_set(DP_EFORMAT, "%s: a schedule, not a trace.csv: no rtt_s column",
+				  path);
+		goto out;
+	}
+	if (tr.N != N) {
+		name_list(&tr, names, sizeof(names));
+		rc = dp_error_set(DP_EINVAL, "%s: %zu owner%s rows (%s), the sim has %zu data "
+				  "files (an owner without rows has no round trips to draw)",
+				  path, tr.N, tr.N == 1 ? " has" : "s have", names, N);
+		goto out;
+	}
+	rc = timing_alloc(t, N, tr.n);
+	if (rc == 0)
+		timing_fill(t, &tr);
+out:
+	dp_rundata_trace_free(&tr);
+	return rc;
+}
+
+double dp_sim_rtt_mean(const dp_sim_rtt *r)
+{
+	double m = 0;
+
+	DP_REQUIRE(r != NULL && r->n > 0);
+	for (size_t k = 0; k < r->n; k++)
+		m += r->rtt[k] / (double)r->n;
+	return m;
+}
+
+void dp_sim_timing_free(dp_sim_timing *t)
+{
+	if (t == NULL)
+		return;
+	free(t->owner);
+	free(t->store);
+	memset(t, 0, sizeof(*t));
+}

@@ -6,12 +6,22 @@
 #ifndef DP_TOOLS_SIM_H
 #define DP_TOOLS_SIM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "common/core/dataset.h"
 #include "common/core/model.h"
 #include "common/core/plan.h"
 #include "common/core/query.h"
+
+/* One owner's answer times in the timed pipeline: each of its answers
+ * arrives a time drawn uniformly from rtt[0..n) after its query (n = 1:
+ * always rtt[0]; n > 1: an empirical distribution, e.g. the owner's
+ * trace.csv rtt_s). */
+typedef struct dp_sim_rtt {
+	const double *rtt;             /* n seconds, each >= 0 */
+	size_t n;                      /* >= 1 */
+} dp_sim_rtt;
 
 typedef struct dp_sim_setup {
 	enum dp_plan_mode mode;
@@ -38,6 +48,9 @@ typedef struct dp_sim_setup {
 	double answer_time;            /* async, no schedule: > 0 runs the timed
 					  pipeline (below), seconds from a query to
 					  its answer; 0: the queue never empty */
+	const dp_sim_rtt *answer_rtt;  /* N or NULL: owner i's answer times
+					  (timed pipeline, no schedule),
+					  replacing answer_time */
 	size_t psi_every;
 	double f_star;
 } dp_sim_setup;
@@ -62,8 +75,11 @@ typedef struct dp_sim_setup {
  * (rate[i]) ticks, and its clock starts again when its answer is in, as
  * ownerd's does (docs/ownerd.md, "Poisson clock"); requests are served in
  * the order they were made while fewer than M queries are out, and each
- * answer arrives answer_time after its query.  The staleness then follows
- * from the rates, the answer time and M, as in a networked job;
+ * answer arrives answer_time after its query, or, with answer_rtt, a time
+ * drawn from its owner's answer_rtt (a generator stream of its own, so
+ * the owner choice and the noise streams are those of the same seed).
+ * The staleness then follows
+ * from the rates, the answer times and M, as in a networked job;
  * *clock_out (may be NULL) receives the simulated seconds at k = T (0
  * when not timed).  Errors: DP_EBUDGET when every owner is exhausted before k = T
  * ("every owner has exhausted its budget at k=K of T=T", as learnerd
@@ -85,6 +101,38 @@ int dp_sim_run(const dp_sim_setup *s, uint64_t seed, double *psi_out, double *th
 int dp_sim_repeats(const dp_sim_setup *s, uint64_t seed, size_t R, size_t threads,
 		   double *psi_out, double *theta_out, size_t *owner_out, uint64_t *answers_out,
 		   uint64_t *stale_out, double *clock_out, size_t *failed);
+
+/* Whether dp_sim_run runs the timed pipeline: an answer time given
+ * (answer_time > 0 or answer_rtt) and no schedule. */
+bool dp_sim_timed(const dp_sim_setup *s);
+
+/* Answer times for dp_sim_setup.answer_rtt, and the storage behind them. */
+typedef struct dp_sim_timing {
+	dp_sim_rtt *owner;             /* N */
+	double *store;                 /* the values owner[i].rtt point into */
+	size_t N;
+} dp_sim_timing;
+
+/* One answer time per owner: v[0..N) seconds (each >= 0), copied.
+ * Errors: DP_ENOMEM. */
+int dp_sim_timing_values(dp_sim_timing *t, const double *v, size_t N);
+
+/* Each owner's measured round trips: the rtt_s column of the learnerd
+ * trace.csv at `path` (docs/learnerd.md §4), owner i (0-based) being
+ * the trace's i-th owner name in natural order, the order of the data
+ * files as `dpasync report` numbers them in report-schedule.txt
+ * (docs/plots.md).  The trace must name exactly N owners, each with rows.
+ * Errors: those of dp_rundata_trace_read (which refuses a negative
+ * rtt_s); DP_EFORMAT ("PATH: a schedule, not a trace.csv: no rtt_s
+ * column"); DP_EINVAL (detail "PATH: 4 owners have rows (owner-1, ...),
+ * the sim has 5 data files ..."); DP_ENOMEM.  On failure *t is empty
+ * (dp_sim_timing_free is still safe). */
+int dp_sim_timing_trace(dp_sim_timing *t, const char *path, size_t N);
+
+/* Mean of r's answer times. */
+double dp_sim_rtt_mean(const dp_sim_rtt *r);
+
+void dp_sim_timing_free(dp_sim_timing *t);
 
 /* Number of psi checkpoints dp_sim_run writes. */
 size_t dp_sim_checkpoints(const dp_sim_setup *s);
