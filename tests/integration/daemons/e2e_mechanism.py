@@ -29,8 +29,9 @@ mechanism an owner refuses.
 4. parity through the L2 clip, noise off (epsilon = inf, delta 1e-6):
    request mode, T = 150, feeding learnerd's trace to `dpasync sim
    --mechanism gaussian --schedule` reproduces theta_L to 1e-12; and
-   `learnerd --mode sync1` (T = 30) ends with the model `dpasync sim --mode
-   sync1 --mechanism gaussian` computes, to 1e-12.  The clip 0.3 binds: sim
+   `learnerd --mode sync1` and `--mode sync2` (T = 30) end with the model
+   `dpasync sim --mode sync1|sync2 --mechanism gaussian` computes, to
+   1e-12.  The clip 0.3 binds: sim
    with the clip lifted (1e6), or with Laplace's L1 clip at 0.3, moves
    theta by more than 1e-4 relative, so the parity is the L2 path's.
 ownerd's own refusal of a Gaussian Welcome at delta 0 (the second line
@@ -190,20 +191,23 @@ def parity(bindir):
                       'the clip does not bind (%s): the parity would not be the L2 path\'s' % tag)
         finally:
             c.close()
-        c = Cluster(bindir, os.path.join(d, 'sync1'), owners=3, rows=400, features=4, T=30)
-        try:
-            c.start_learner(['--mode', 'sync1', '--round-timeout', '60', '--mechanism',
-                             'gaussian', '--clip', '0.3'])
-            owners = [c.start_owner(i, eps='inf', extra=['--delta', DELTA]) for i in (1, 2, 3)]
-            c.wait_learner(timeout=120)
-            for i, o in enumerate(owners, 1):
-                check(o.wait(timeout=30) == 0, 'owner-%d exited %s' % (i, o.returncode))
-            err, n, big = c.sync_sim_error('sync1', c.path('sim'), GAUSS)
-            print('sync1 parity (gaussian): max relative difference %.3g over %d coordinates, '
-                  '|theta| %.3g' % (err, n, big))
-            check(err <= 1e-12, 'sync1: networked Gaussian model differs from sim by %.3g' % err)
-        finally:
-            c.close()
+        for mode in ('sync1', 'sync2'):
+            c = Cluster(bindir, os.path.join(d, mode), owners=3, rows=400, features=4, T=30)
+            try:
+                c.start_learner(['--mode', mode, '--round-timeout', '60', '--mechanism',
+                                 'gaussian', '--clip', '0.3'])
+                owners = [c.start_owner(i, eps='inf', extra=['--delta', DELTA])
+                          for i in (1, 2, 3)]
+                c.wait_learner(timeout=120)
+                for i, o in enumerate(owners, 1):
+                    check(o.wait(timeout=30) == 0, 'owner-%d exited %s' % (i, o.returncode))
+                err, n, big = c.sync_sim_error(mode, c.path('sim'), GAUSS)
+                print('%s parity (gaussian): max relative difference %.3g over %d coordinates, '
+                      '|theta| %.3g' % (mode, err, n, big))
+                check(err <= 1e-12, '%s: networked Gaussian model differs from sim by %.3g'
+                      % (mode, err))
+            finally:
+                c.close()
         ok = True
     finally:
         cleanup(d, ok)
