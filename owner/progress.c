@@ -42,10 +42,15 @@ void own_progress_line(const struct own_progress *p, bool final)
 
 	DP_REQUIRE(p != NULL && p->budget != NULL);
 	own_budget_status(p->budget, &st);
+	/* spent and left are the bound job's (0 and --epsilon while none is
+	 * bound, e.g. after a refused Welcome); the dataset's lifetime figure
+	 * says what the directory holds whatever happened to this job. */
 	DP_INFO("owner", "summary%s answers=%.0f refusals=%.0f ticks=%.0f skipped=%.0f "
-		"ledger_answers=%llu/%llu spent=%.9g left=%.9g connected=%.0f",
+		"ledger_answers=%llu/%llu spent=%.9g left=%.9g connected=%.0f "
+		"lifetime_spent=%.9g",
 		final ? " final" : "", dp_metrics_value(p->m->answers),
 		dp_metrics_value(p->m->refusals), dp_metrics_value(p->m->ticks),
 		dp_metrics_value(p->m->ticks_skipped), (unsigned long long)st.answers,
-		(unsigned long long)st.cap, st.spent, st.left, dp_metrics_value(p->m->connected));
+		(unsigned long long)st.cap, st.spent, st.left, dp_metrics_value(p->m->connected),
+		st.lifetime_spent);
 }

@@ -661,7 +661,8 @@ def test_main_flow(ownerd, dpasync, base, work, fl, Xb, y, n, p, log):
     check(re.search(r' debug answer: answered k=7 answers=3/3 ', text), 'per-answer debug line')
     check(not re.search(r' info answer: answered ', text), 'per-answer line at info')
     check(re.search(r' info owner: summary final answers=0 refusals=2 ticks=\d+ skipped=\d+ '
-                    r'ledger_answers=3/3 spent=', text), 'final summary of the restarted ownerd')
+                    r'ledger_answers=3/3 spent=\S+ left=\S+ connected=\d lifetime_spent=[\d.e+-]+\n',
+                    text), 'final summary of the restarted ownerd (with the lifetime figure)')
 
     # The lifetime cap is the directory's, 1 from the first start (docs/ledger.md
     # §11): a configuration cannot raise it, the data owner does, on purpose.
