@@ -27,6 +27,13 @@ with 100 or 250 rows; non-i.i.d. owners (the census dealt in order of age,
 or of ethnicity, more kids and age; `dpasync gen` data with a covariate or
 a concept shift).
 
+--mechanism gaussian measures the same cells with the discrete Gaussian
+answers of docs/zcdp.md at delta DELTA (sim --mechanism gaussian, the
+forecast's "mechanisms" plan and calls); --repeats R, --iid-only (the
+i.i.d. grid alone) and --cell N,n_i,eps (repeatable: only these i.i.d.
+cells, no figures) narrow the run.  Gaussian plans run up to T = 100,000
+steps, so its full grid costs far more than Laplace's (docs/collaboration.md).
+
 Writes OUT/result.json, OUT/map.md (the tables) and the figures
 OUT/map-iid.png, OUT/map-agreement.png, OUT/map-noniid.png.  Full run:
 about 16 minutes on one core; --quick (a handful of cells): about 20 s.
@@ -45,6 +52,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _common  # noqa: E402
 
 LAMBDA = 0.01           # dpasync's default, used by sim, forecast and the ridge
+DELTA = 1e-6            # the owners' delta with --mechanism gaussian
+MECH = 'laplace'        # --mechanism (set once by main)
 PUBLIC_ROWS = 4000      # the public sample; leaves 250,654 rows for owners
 SEED = 8
 
@@ -193,22 +202,28 @@ def run_cell(t, cdir, files, Xs, ys, sample, target, eps, repeats, seed, cache, 
     N = len(files)
     rows = [len(y) for y in ys]
     common = ['--target', target, '--bias', '--epsilon', repr(float(eps)), '--mode', mode]
+    gauss = MECH == 'gaussian'
+    sim_common = common + (['--mechanism', 'gaussian', '--delta', repr(DELTA)] if gauss else [])
     sim_dir = os.path.join(cdir, 'sim-%s-%g' % (mode, eps))
     t0 = time.time()
     if tests is None:
         s = t.sim(files, sim_dir, ['--sample', sample, '--repeats', str(repeats),
-                                   '--seed', str(seed)] + common)
+                                   '--seed', str(seed)] + sim_common)
         psi = s['psi']
     else:
         psi, models = [], []
         for r in range(repeats):
             s = t.sim(files, sim_dir, ['--sample', sample, '--repeats', '1',
-                                       '--seed', str(seed + r)] + common)
+                                       '--seed', str(seed + r)] + sim_common)
             psi += s['psi']
             with open(os.path.join(sim_dir, 'model.json')) as f:
                 models.append(np.array(json.load(f)['theta']))
     sim_s = time.time() - t0
-    fc = t.forecast(['--sample', sample, '--rows', ','.join(map(str, rows))] + common)
+    fc = t.forecast(['--sample', sample, '--rows', ','.join(map(str, rows))] + common +
+                    (['--delta', repr(DELTA)] if gauss else []))
+    if gauss:
+        # The Gaussian plan's prediction and calls (docs/cli.md "dpasync forecast").
+        fc = dict(fc, **fc['mechanisms']['gaussian'])
     if not cache:
         cache['f_star'], cache['psi_zero'], cache['psi'], cache['theta'] = alone(Xs, ys)
         # A non-private model trained on the public sample alone, judged on
@@ -231,7 +246,8 @@ def run_cell(t, cdir, files, Xs, ys, sample, target, eps, repeats, seed, cache, 
     fc_coll = sum(coll) * 2 > N            # the owners' majority (all alike here)
     c = dict(
         N=N, n_i=rows[0] if len(set(rows)) == 1 else rows, eps=eps, mode=mode,
-        T=s['T'], T_forecast=fc['settings']['T'], clip=s['clip_l1'],
+        mechanism=MECH, T=s['T'], T_forecast=fc['settings']['T'],
+        clip=s['clip_l2' if gauss else 'clip_l1'],
         answers_cap=s['answers_cap'][0],
         joint=dict(mean=joint, p25=float(np.percentile(psi, 25)),
                    p75=float(np.percentile(psi, 75)), median=float(np.median(psi)),
@@ -549,14 +565,33 @@ def table(cells):
 # ----------------------------------------------------------------- main
 
 def main():
-    a = _common.args(__doc__.split('\n')[0])
+    global MECH
+
+    def more(p):
+        p.add_argument('--mechanism', choices=('laplace', 'gaussian'), default='laplace',
+                       help='the answers\' noise (default laplace)')
+        p.add_argument('--repeats', type=int, default=0,
+                       help='sim repeats per cell (default %d, --quick %d)'
+                       % (REPEATS, QUICK_REPEATS))
+        p.add_argument('--iid-only', action='store_true',
+                       help='the i.i.d. grid alone (no sync, small or non-i.i.d. parts)')
+        p.add_argument('--cell', action='append', default=[], metavar='N,n_i,eps',
+                       help='only this i.i.d. cell (repeatable; no figures)')
+    a = _common.args(__doc__.split('\n')[0], more)
+    MECH = a.mechanism
     t = _common.Tools(a)
     t0 = time.time()
     work = os.path.join(a.out, 'work')
     sample, pool = census(t, work)
-    repeats = QUICK_REPEATS if a.quick else REPEATS
+    repeats = a.repeats or (QUICK_REPEATS if a.quick else REPEATS)
+    narrow = a.iid_only or bool(a.cell)
 
-    if a.quick:
+    if a.cell:
+        plan = []
+        for spec in a.cell:
+            N, n, eps = spec.split(',')
+            plan.append((int(N), int(n), [float(eps)]))
+    elif a.quick:
         plan = [(5, 10000, [1]), (25, 1000, [1, 10]), (250, 1000, [10])]
     else:
         plan = [(N, n, GRID_EPS) for N in GRID_N for n in GRID_ROWS
@@ -569,7 +604,7 @@ def main():
     # The paper's own (sync) algorithms in its claimed region: a sync round
     # asks every owner, so these runs cost up to 6 s a repeat; SYNC_REPEATS.
     sync = []
-    if not a.quick:
+    if not a.quick and not narrow:
         sync = census_group(t, pool, sample, work, 25, 10000, [1, 5, 10], SYNC_REPEATS, SEED,
                             modes=('sync1', 'sync2'))
     t_sync = time.time() - t0 - t_map
@@ -577,7 +612,7 @@ def main():
     # Beyond the grid: owners with very few rows, where an owner's own
     # model is weakest (same measurements; not counted in the agreement).
     small = []
-    if not a.quick:
+    if not a.quick and not narrow:
         for N in (25, 100, 250):
             for n in (100, 250):
                 small += census_group(t, pool, sample, work, N, n, [0.5, 1, 2.5], repeats, SEED)
@@ -591,7 +626,9 @@ def main():
            4 * pool.column('other=yes'))
     kids = pool.column('morekids=yes')
     keys = {'age': [age], 'group': [age, kids, eth]}
-    if a.quick:
+    if narrow:
+        nplan, gplan = [], []
+    elif a.quick:
         nplan = [('group', 10, 1000, [1])]
         gplan = [('concept', 10, 1000, 0.0, 1.0, [1])]
     else:
@@ -615,7 +652,8 @@ def main():
     base = {key_of(c): c for c in cells}
     base.update({key_of(c): c for c in noniid if c['split'] == 'gen-iid'})
     result = dict(
-        experiment='map', quick=a.quick, table='fertility.csv.gz', target='work',
+        experiment='map', quick=a.quick, mechanism=MECH, delta=DELTA if MECH == 'gaussian' else 0.0,
+        table='fertility.csv.gz', target='work',
         model='linear', bias=True, **{'lambda': LAMBDA}, public_rows=PUBLIC_ROWS,
         owner_rows=len(pool.y), repeats=repeats, seed=SEED,
         grid=dict(N=GRID_N, n_i=GRID_ROWS, eps=GRID_EPS),
@@ -652,10 +690,12 @@ def main():
                 '\n## The sync algorithms in the paper\'s region\n\n' + table(sync) +
                 '\n## Owners with very few rows\n\n' + table(small) +
                 '\n## Non-i.i.d. owners\n\n' + table(noniid))
-    figure_map(cells, os.path.join(a.out, 'map-iid.png'))
-    figure_agreement(cells + small + noniid, os.path.join(a.out, 'map-agreement.png'))
-    figure_noniid([c for c in noniid if c['split'] != 'gen-iid'], base,
-                  os.path.join(a.out, 'map-noniid.png'))
+    if not a.cell:
+        figure_map(cells, os.path.join(a.out, 'map-iid.png'))
+        figure_agreement(cells + small + noniid, os.path.join(a.out, 'map-agreement.png'))
+    if noniid:
+        figure_noniid([c for c in noniid if c['split'] != 'gen-iid'], base,
+                      os.path.join(a.out, 'map-noniid.png'))
     shutil.rmtree(os.path.join(work))
     print('agreement: %d of %d cells (%.0f %%); %.0f s (map %.0f s)'
           % (agree, len(cells), 100 * agree / len(cells), t_all, t_map))

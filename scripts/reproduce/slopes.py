@@ -17,6 +17,15 @@ The slopes of log(that part) against log eps (at n_i = N_FIXED) and log n_i
 dominates (its part at least the noise-free psi; the others are shown,
 not fitted), must lie within -2 +- 0.3.
 
+--mechanism gaussian runs the discrete Gaussian answers of docs/zcdp.md
+instead (delta DELTA, the same T, eta, K_i and clip, now an L2 bound: it
+clips no more often): each answer's sigma is 2 Xi / (n_i sqrt(2 rho_q)),
+rho_q about eps^2 / (4 K_i ln(1/delta)) for eps well below ln(1/delta), so
+the noise's part falls again about as eps^-2 and n_i^-2, at about 1/36 of
+Laplace's level with K_i = 500.  Its grids are shifted down (eps from
+EPSILONS_GAUSS, the n_i grid at EPS_FIXED_GAUSS) so that the noise
+dominates in enough cells to fit.
+
 Writes OUTDIR/result.json, OUTDIR/slopes.md and OUTDIR/slopes.png (the
 log-log figure, drawn with gnuplot).
 """
@@ -39,6 +48,11 @@ EPSILONS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 N_FIXED = 8000
 N_ROWS = (2000, 4000, 8000, 16000, 32000, 63000)
 EPS_FIXED = 0.5
+# Gaussian answers (--mechanism gaussian): their noise is about 1/36 of
+# Laplace's here, so the grids move to smaller eps.
+DELTA = 1e-6
+EPSILONS_GAUSS = (0.0625, 0.125, 0.25, 0.5, 1.0, 2.0)
+EPS_FIXED_GAUSS = 0.125
 REPEATS = 20
 SEED = 1
 TARGET, TOL = -2.0, 0.3
@@ -60,18 +74,20 @@ def subset(src_files, n, out):
     return files
 
 
-def psi_list(tools, files, eps, repeats, out, tag):
+def psi_list(tools, files, eps, repeats, out, tag, mech='laplace'):
     t = C.TABLES[TABLE]
     s = tools.sim(files, os.path.join(out, 'sim', tag),
                   ['--target', t['target'], '--bias', '--model', t['model'], '--T', str(T),
                    '--eta', repr(ETA), '--clip', repr(CLIP), '--answers-cap', str(T),
                    '--epsilon', eps, '--repeats', str(repeats), '--seed', str(SEED),
-                   '--psi-every', str(T)])
+                   '--psi-every', str(T)] +
+                  (['--mechanism', 'gaussian', '--delta', repr(DELTA)] if mech == 'gaussian'
+                   else []))
     return s['psi']
 
 
-def cell(tools, files, n, eps, repeats, out, base):
-    noisy = psi_list(tools, files, repr(eps), repeats, out, 'n%d-eps%g' % (n, eps))
+def cell(tools, files, n, eps, repeats, out, base, mech='laplace'):
+    noisy = psi_list(tools, files, repr(eps), repeats, out, 'n%d-eps%g' % (n, eps), mech)
     d = [a - b for a, b in zip(noisy, base)]
     mean = sum(d) / len(d)
     se = math.sqrt(sum((x - mean) ** 2 for x in d) / (len(d) - 1) / len(d)) if len(d) > 1 else 0
@@ -92,7 +108,7 @@ def slope(xs, ys):
     return b, math.exp(my - b * mx)
 
 
-def figure(out, by_eps, by_n, fit_eps, fit_n, repeats):
+def figure(out, by_eps, by_n, fit_eps, fit_n, repeats, mech, eps_fixed):
     """slopes.png: two log-log panels, the cells with their standard
     errors, the least-squares line and a line of slope -2 through the same
     centre; None when gnuplot is missing."""
@@ -122,7 +138,7 @@ def figure(out, by_eps, by_n, fit_eps, fit_n, repeats):
     script = f"""
 set terminal pngcairo size 1100,460 font ',11'
 set output '{png}'
-set multiplot layout 1,2 title "{TABLE}, {OWNERS} owners, linear; T = {T}, eta = {ETA}, clip = {CLIP:g}, K_i = T: the noise's part of psi"
+set multiplot layout 1,2 title "{TABLE}, {OWNERS} owners, linear, {mech}; T = {T}, eta = {ETA}, clip = {CLIP:g}, K_i = T: the noise's part of psi"
 set logscale xy
 set grid
 set key top right
@@ -133,7 +149,7 @@ plot '{dat}' index 0 using 1:2:3 with yerrorbars pt 7 lc rgb '#1f77b4' title 'si
      '{dat}' index 1 using 1:2:3 with yerrorbars pt 6 lc rgb '#1f77b4' title 'noise not dominant (not fitted)', \\
      {ae:.10g}*x**({be:.10g}) lw 2 lc rgb '#1f77b4' title sprintf('fit: slope %.2f', {be:.10g}), \\
      {ae:.10g}*{ce:.10g}**({be:.10g})*(x/{ce:.10g})**(-2) dt 2 lw 2 lc rgb 'black' title 'slope -2'
-set xlabel 'rows per owner n_i (eps = {EPS_FIXED:g})'
+set xlabel 'rows per owner n_i (eps = {eps_fixed:g})'
 set xrange [{min(r['n_i'] for r in by_n) / 1.5:g}:{max(r['n_i'] for r in by_n) * 1.5:g}]
 set xtics ({', '.join("'%dk' %d" % (r['n_i'] // 1000, r['n_i']) for r in by_n)})
 plot '{dat}' index 2 using 1:2:3 with yerrorbars pt 7 lc rgb '#d62728' title 'sim', \\
@@ -150,10 +166,17 @@ unset multiplot
 
 
 def main():
-    a = C.args(__doc__)
+    def more(p):
+        p.add_argument('--mechanism', choices=('laplace', 'gaussian'), default='laplace',
+                       help='the answers\' noise (default laplace)')
+    a = C.args(__doc__, more)
     quick = C.quick(a)
     tools = C.Tools(a)
-    epsilons = (1.0, 4.0) if quick else EPSILONS
+    mech = a.mechanism
+    gauss = mech == 'gaussian'
+    eps_fixed = EPS_FIXED_GAUSS if gauss else EPS_FIXED
+    epsilons = ((0.125, 0.5) if gauss else (1.0, 4.0)) if quick else \
+        (EPSILONS_GAUSS if gauss else EPSILONS)
     n_rows = (4000, 16000) if quick else N_ROWS
     repeats = 4 if quick else REPEATS
     t_all = time.time()
@@ -162,9 +185,10 @@ def main():
     for n in sorted(set(n_rows) | {N_FIXED}):
         files[n] = subset(full, n, a.out)
         bases[n] = psi_list(tools, files[n], 'inf', repeats, a.out, 'n%d-inf' % n)
-    by_eps = [cell(tools, files[N_FIXED], N_FIXED, e, repeats, a.out, bases[N_FIXED])
+    by_eps = [cell(tools, files[N_FIXED], N_FIXED, e, repeats, a.out, bases[N_FIXED], mech)
               for e in epsilons]
-    by_n = [cell(tools, files[n], n, EPS_FIXED, repeats, a.out, bases[n]) for n in n_rows]
+    by_n = [cell(tools, files[n], n, eps_fixed, repeats, a.out, bases[n], mech)
+            for n in n_rows]
     ok_cells = all(r['noise_part'] > 0 for r in by_eps + by_n)
     if not ok_cells:
         sys.exit('a cell has no positive noise part: %s' % [r for r in by_eps + by_n
@@ -177,14 +201,16 @@ def main():
     fit_eps = slope([r['epsilon'] for r in fe], [r['noise_part'] for r in fe])
     fit_n = slope([r['n_i'] for r in fn], [r['noise_part'] for r in fn])
     ok = abs(fit_eps[0] - TARGET) <= TOL and abs(fit_n[0] - TARGET) <= TOL
-    png = figure(a.out, by_eps, by_n, fit_eps, fit_n, repeats)
+    png = figure(a.out, by_eps, by_n, fit_eps, fit_n, repeats, mech, eps_fixed)
     rows = [[grid, '%g' % r['epsilon'], '{:,}'.format(r['n_i']), C.g3(r['psi_mean']),
              C.g3(r['psi_noise_free']), '%s ± %s' % (C.g3(r['noise_part']),
                                                     C.g3(r['noise_part_se'])),
              'yes' if r['noise_dominates'] else 'no']
             for grid, rs in (('ε', by_eps), ('n_i', by_n)) for r in rs]
-    text = ('%s (%s), %d owners; T = %d, η = %g, Ξ = %g, K_i = T; %d paired repeats per cell.\n\n'
-            % (TABLE, C.TABLES[TABLE]['model'], OWNERS, T, ETA, CLIP, repeats) +
+    text = ('%s (%s), %d owners, %s answers%s; T = %d, η = %g, Ξ = %g, K_i = T; '
+            '%d paired repeats per cell.\n\n'
+            % (TABLE, C.TABLES[TABLE]['model'], OWNERS, mech,
+               ' (δ = %g)' % DELTA if gauss else '', T, ETA, CLIP, repeats) +
             C.md_table(['grid', 'ε', 'n_i', 'ψ', 'ψ (ε = ∞)', 'noise part ± se',
                         'fitted (noise dominates)'], rows) +
             '\nSlope against log ε: %.3f; against log n_i: %.3f (want %g ± %g): %s\n'
@@ -192,8 +218,9 @@ def main():
     C.write_text(a.out, 'slopes.md', text)
     C.write_result(a.out, {
         'experiment': 'slopes', 'quick': quick, 'table': TABLE, 'owners': OWNERS,
+        'mechanism': mech, 'delta': DELTA if gauss else 0.0,
         'settings': {'T': T, 'eta': ETA, 'clip': CLIP, 'answers_cap': T},
-        'repeats': repeats, 'n_fixed': N_FIXED, 'eps_fixed': EPS_FIXED,
+        'repeats': repeats, 'n_fixed': N_FIXED, 'eps_fixed': eps_fixed,
         'by_epsilon': by_eps, 'by_rows': by_n,
         'slope_epsilon': fit_eps[0], 'slope_rows': fit_n[0], 'target': TARGET,
         'tolerance': TOL, 'figure': os.path.basename(png) if png else None,
