@@ -57,11 +57,13 @@ static const char *const p2p_modes[] = { "p2p", NULL };
 static const char *const serve_names[] = { "none", "refit", NULL };
 static const char *const release_names[] = { "models", "grad0", NULL };
 static const char *const prior_names[] = { "graph", "all", NULL };
+static const char *const scale_names[] = { "fit", "none", NULL };
 
 struct p2p_opts {
-	int mode, model, mechanism, serve, release, prior;
-	char *target, *schema, *graph, *schedule, *out;
+	int mode, model, mechanism, serve, release, prior, prior_scale;
+	char *target, *schema, *graph, *schedule, *out, *curvature;
 	bool bias, local, have_lambda, have_lpr, have_x2max, have_release, have_prior, have_tau,
+	     have_scale,
 	     have_folds, have_wakeups;
 	double mu, lambda_per_row, delta, clip, x2max, theta_max, warm_start;
 	uint64_t seed, warm_steps, folds;
@@ -76,11 +78,15 @@ static int check_serve(const struct p2p_opts *o)
 	bool zero = false;
 
 	if (!o->serve) {
-		if (o->have_release || o->have_prior || o->have_tau || o->have_folds)
-			return dp_error_set(DP_EINVAL, "--release, --prior, --tau and --folds need "
-					    "--serve refit");
+		if (o->have_release || o->have_prior || o->have_tau || o->have_folds ||
+		    o->have_scale || o->curvature)
+			return dp_error_set(DP_EINVAL, "--release, --prior, --prior-scale, --curvature, "
+					    "--tau and --folds need --serve refit");
 		return 0;
 	}
+	if (o->curvature && o->release != DP_P2PSIM_RELEASE_GRAD0)
+		return dp_error_set(DP_EINVAL, "--curvature turns released gradients into a prior: "
+				    "it needs --release grad0");
 	if (o->local)
 		return dp_error_set(DP_EINVAL, "--local and --serve exclude each other (the local "
 				    "model is the served model's tau = 0)");
@@ -90,9 +96,9 @@ static int check_serve(const struct p2p_opts *o)
 				    "--wakeups, --schedule and --warm-start do not apply");
 	for (size_t t = 0; t < o->taus.n; t++)
 		zero = zero || o->taus.v[t] == 0;
-	if (o->have_tau && !zero)
-		return dp_error_set(DP_EINVAL, "--tau must include 0 (the local model is always a "
-				    "candidate)");
+	if (o->have_tau && o->taus.n > 1 && !zero)
+		return dp_error_set(DP_EINVAL, "--tau: a grid must include 0 (the local model is "
+				    "always a candidate; one value fixes tau)");
 	return 0;
 }
 
@@ -131,7 +137,7 @@ static int prefix_detail(int rc, const char *prefix)
 
 /* Everything the command allocates, freed in one place. */
 struct p2p_run {
-	dp_ownerdata od;
+	dp_ownerdata od, curv;
 	dp_graph *graph;
 	char **ids;
 	double *c, *lambda, *L_loc, *eps, *eps_t, *eps_warm, *rate, *theta, *served, *prior;
@@ -147,6 +153,7 @@ static void run_free(struct p2p_run *r)
 		free(r->ids[i]);
 	free(r->ids);
 	dp_ownerdata_free(&r->od);
+	dp_ownerdata_free(&r->curv);
 	dp_graph_free(r->graph);
 	free(r->c);
 	free(r->lambda);
@@ -286,6 +293,9 @@ static int write_summary(const struct p2p_opts *o, const struct p2p_run *r, size
 	if (rc == 0 && o->serve)
 		rc = dp_json_add(j, "folds", json_object_new_uint64(o->folds));
 	if (rc == 0 && o->serve)
+		rc = dp_json_add(j, "prior_scale", json_object_new_string(
+			scale_names[o->prior_scale]));
+	if (rc == 0 && o->serve)
 		rc = dp_json_add(j, "tau_grid", dp_json_double_array(
 			o->taus.n ? o->taus.v : dp_serve_taus, o->taus.n ? o->taus.n : DP_SERVE_TAUS));
 	if (rc == 0)
@@ -373,6 +383,9 @@ static int write_served(const struct p2p_opts *o, const struct p2p_run *r, size_
 		rc = dp_json_add(from, "release", json_object_new_string(release_names[o->release]));
 	if (rc == 0)
 		rc = dp_json_add(from, "prior", json_object_new_string(prior_names[o->prior]));
+	if (rc == 0 && o->release == DP_P2PSIM_RELEASE_GRAD0)
+		rc = dp_json_add(from, "curvature", json_object_new_string(
+			o->curvature ? o->curvature : "own rows"));
 	if (rc == 0)
 		rc = dp_json_add(from, "mechanism", json_object_new_string(
 			dp_query_mech_name((dp_mech)o->mechanism)));
@@ -380,6 +393,9 @@ static int write_served(const struct p2p_opts *o, const struct p2p_run *r, size_
 		rc = dp_json_add(from, "tau", dp_json_double(tau_of(o, r->tau_idx[i])));
 	if (rc == 0)
 		rc = dp_json_add(from, "folds", json_object_new_uint64(o->folds));
+	if (rc == 0)
+		rc = dp_json_add(from, "prior_scale", json_object_new_string(
+			scale_names[o->prior_scale]));
 	if (rc == 0)
 		rc = dp_json_add(from, "prior_theta", dp_json_double_array(r->prior + i * p, p));
 	if (rc != 0)
@@ -462,7 +478,21 @@ static int serve(const struct p2p_opts *o, struct p2p_run *r, const dp_p2psim_se
 			      .prior = (dp_p2psim_prior)o->prior,
 			      .taus = o->have_tau ? o->taus.v : dp_serve_taus,
 			      .ntau = o->have_tau ? o->taus.n : DP_SERVE_TAUS,
-			      .folds = o->folds };
+			      .folds = o->folds, .scale = o->prior_scale == 0,
+			      .bias_free = o->bias };
+	int rc;
+
+	if (o->curvature) {
+		rc = dp_ownerdata_load(&r->curv, (char *const *)&o->curvature, 1,
+				       o->schema ? NULL : o->target, o->bias, o->schema,
+				       (dp_model)o->model);
+		if (rc == 0 && r->curv.ds[0].p != s->p)
+			rc = dp_error_set(DP_EINVAL, "--curvature %s: %zu columns, the agents' "
+					  "data %zu", o->curvature, r->curv.ds[0].p, s->p);
+		if (rc != 0)
+			return rc;
+		v.curvature = &r->curv.ds[0];
+	}
 
 	r->served = calloc(s->N * s->p, sizeof(double));
 	r->prior = calloc(s->N * s->p, sizeof(double));
@@ -656,6 +686,12 @@ int dp_cmd_sim_p2p(int argc, char **argv)
 		  .given = &o.have_prior, .metavar = "P",
 		  .help = "--serve: the prior pools the releases of\ngraph (the agent and its "
 			  "neighbours, W_ij)\n| all (every agent)" },
+		{ .name = "prior-scale", DP_CFG_ENUM(&o.prior_scale, scale_names), .def = "fit",
+		  .given = &o.have_scale, .metavar = "S",
+		  .help = "--serve: fit (the prior's length fitted on\nthe agent's rows) | none" },
+		{ .name = "curvature", DP_CFG_PATH(&o.curvature), .metavar = "FILE",
+		  .help = "--release grad0: public rows (the agents'\ncolumns) whose second moment "
+			  "turns the\npooled gradient into the prior (default:\nthe agent's own rows)" },
 		{ .name = "tau", DP_CFG_DOUBLES(&o.taus), .min = 0, .max = INFINITY,
 		  .given = &o.have_tau, .metavar = "T,..",
 		  .help = "--serve: the tau grid, 0 among it (default\n0,1,3,10,30,100,300,1000)" },

@@ -130,17 +130,22 @@ static size_t count_used(size_t n, size_t folds, size_t skip)
 	return k;
 }
 
+/* The tau term pulls the coordinates q < np (p, or p - 1 when the bias
+ * is the agent's own). */
+
 /* Linear: (X^T X + n lambda I + tau I) theta = X^T y + tau prior, the
  * normal equations of the fit times n/2. */
 static int fit_linear(const dp_dataset *ds, size_t folds, size_t skip, size_t n, double lambda,
-		      double tau, const double *prior, double *A, double *b)
+		      double tau, const double *prior, size_t np, double *A, double *b)
 {
 	size_t p = ds->p;
 
 	gram(ds, folds, skip, NULL, A);
 	for (size_t q = 0; q < p; q++) {
-		A[q * p + q] += (double)n * lambda + tau;
-		b[q] = tau * prior[q];
+		double t = q < np ? tau : 0;
+
+		A[q * p + q] += (double)n * lambda + t;
+		b[q] = t * prior[q];
 	}
 	for (size_t r = 0; r < ds->n; r++)
 		if (used(r, folds, skip))
@@ -152,8 +157,8 @@ static int fit_linear(const dp_dataset *ds, size_t folds, size_t skip, size_t n,
 /* The logistic objective (times n) at th, with the gradient into g and the
  * Hessian weights into s when they are not NULL. */
 static double logistic_eval(const dp_dataset *ds, size_t folds, size_t skip, double n,
-			    double lambda, double tau, const double *prior, const double *th,
-			    double *g, double *s)
+			    double lambda, double tau, const double *prior, size_t np,
+			    const double *th, double *g, double *s)
 {
 	size_t p = ds->p;
 	double f = 0;
@@ -182,7 +187,7 @@ static double logistic_eval(const dp_dataset *ds, size_t folds, size_t skip, dou
 		}
 	}
 	for (size_t q = 0; q < p; q++) {
-		double d = th[q] - prior[q];
+		double d = q < np ? th[q] - prior[q] : 0;
 
 		f += n * lambda * th[q] * th[q] + tau * d * d;
 		if (g)
@@ -203,14 +208,14 @@ static double norm_inf(const double *v, size_t p)
 /* Newton with Armijo backtracking from 0 on the objective times n; A, d
  * and the row weights s are scratch (p*p, p, ds->n). */
 static int fit_logistic(const dp_dataset *ds, size_t folds, size_t skip, size_t n,
-			double lambda, double tau, const double *prior, double *A, double *th,
-			double *s)
+			double lambda, double tau, const double *prior, size_t np, double *A,
+			double *th, double *s)
 {
 	size_t p = ds->p;
 	double *g = th + p, *d = g + p, *tn = d + p, f, dn = (double)n;
 
 	memset(th, 0, p * sizeof(double));
-	f = logistic_eval(ds, folds, skip, dn, lambda, tau, prior, th, g, s);
+	f = logistic_eval(ds, folds, skip, dn, lambda, tau, prior, np, th, g, s);
 	for (int it = 0; it < MAXIT; it++) {
 		double gd = 0, alpha = 1, fn = f;
 		int rc;
@@ -220,7 +225,7 @@ static int fit_logistic(const dp_dataset *ds, size_t folds, size_t skip, size_t 
 		memset(A, 0, p * p * sizeof(double));
 		gram(ds, folds, skip, s, A);
 		for (size_t q = 0; q < p; q++) {
-			A[q * p + q] += 2 * dn * lambda + 2 * tau;
+			A[q * p + q] += 2 * dn * lambda + (q < np ? 2 * tau : 0);
 			d[q] = -g[q];
 		}
 		rc = solve_pd(p, A, d);
@@ -237,7 +242,7 @@ static int fit_logistic(const dp_dataset *ds, size_t folds, size_t skip, size_t 
 		for (int ls = 0; ls < 60; ls++) {
 			for (size_t q = 0; q < p; q++)
 				tn[q] = th[q] + alpha * d[q];
-			fn = logistic_eval(ds, folds, skip, dn, lambda, tau, prior, tn, NULL, NULL);
+			fn = logistic_eval(ds, folds, skip, dn, lambda, tau, prior, np, tn, NULL, NULL);
 			if (fn <= f + 1e-4 * alpha * gd)
 				break;
 			alpha *= 0.5;
@@ -245,13 +250,13 @@ static int fit_logistic(const dp_dataset *ds, size_t folds, size_t skip, size_t 
 		if (!(fn <= f))
 			return 0;   /* no decrease at all: at the resolution of f */
 		memcpy(th, tn, p * sizeof(double));
-		f = logistic_eval(ds, folds, skip, dn, lambda, tau, prior, th, g, s);
+		f = logistic_eval(ds, folds, skip, dn, lambda, tau, prior, np, th, g, s);
 	}
 	return dp_error_set(DP_ENUMERIC, "serve: Newton did not converge in %d iterations", MAXIT);
 }
 
 int dp_serve_fit(dp_model m, const dp_dataset *ds, size_t folds, size_t skip, double lambda,
-		 double tau, const double *prior, double *theta)
+		 double tau, const double *prior, bool bias_free, double *theta)
 {
 	size_t p, n;
 	double *A, *work, *s;
@@ -272,12 +277,62 @@ int dp_serve_fit(dp_model m, const dp_dataset *ds, size_t folds, size_t skip, do
 	work = A + p * p;
 	s = work + 4 * p;
 	if (m == DP_MODEL_LINEAR)
-		rc = fit_linear(ds, folds, skip, n, lambda, tau, prior, A, work);
+		rc = fit_linear(ds, folds, skip, n, lambda, tau, prior, p - (bias_free && p), A,
+				work);
 	else
-		rc = fit_logistic(ds, folds, skip, n, lambda, tau, prior, A, work, s);
+		rc = fit_logistic(ds, folds, skip, n, lambda, tau, prior, p - (bias_free && p), A,
+				  work, s);
 	if (rc == 0)
 		memcpy(theta, work, p * sizeof(double));
 	free(A);
+	return rc;
+}
+
+int dp_serve_scale(dp_model m, const dp_dataset *ds, size_t folds, size_t skip, double lambda,
+		   const double *prior, bool bias_free, double *scale)
+{
+	size_t p, np, n, k = 0, cols;
+	double P = 0, *x, *y, zero[2] = { 0, 0 }, coef[2];
+	dp_dataset line = { 0 };
+	int rc;
+
+	DP_REQUIRE(ds != NULL && prior != NULL && scale != NULL);
+	p = ds->p;
+	np = p - (bias_free && p);
+	cols = 1 + (np < p);
+	n = count_used(ds->n, folds, skip);
+	for (size_t q = 0; q < np; q++)
+		P += prior[q] * prior[q];
+	if (!(P > 0) || n == 0) {
+		*scale = 0;
+		return 0;
+	}
+	/* The line's rows: z_r = prior^T x_r / ||prior||, so that lambda s'^2
+	 * on s' = s ||prior|| is the fit's lambda ||s prior||^2; the agent's
+	 * intercept beside it when it is free. */
+	x = calloc(2 * n + n, sizeof(double));
+	if (x == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	y = x + 2 * n;
+	for (size_t r = 0; r < ds->n; r++) {
+		double z = 0;
+
+		if (!used(r, folds, skip))
+			continue;
+		for (size_t q = 0; q < np; q++)
+			z += prior[q] * ds->x[r * p + q];
+		x[k * cols] = z / sqrt(P);
+		if (cols == 2)
+			x[k * cols + 1] = ds->x[r * p + p - 1];
+		y[k++] = ds->y[r];
+	}
+	rc = dp_dataset_from_arrays(&line, n, cols, x, y, NULL);
+	if (rc == 0)
+		rc = dp_serve_fit(m, &line, 0, 0, lambda, 0, zero, false, coef);
+	if (rc == 0)
+		*scale = coef[0] > 0 ? coef[0] / sqrt(P) : 0;
+	dp_dataset_free(&line);
+	free(x);
 	return rc;
 }
 
@@ -297,31 +352,48 @@ static double held_out(dp_model m, const dp_dataset *ds, size_t folds, size_t k,
 	return f;
 }
 
+/* The prior the fit over the rows of (folds, skip) uses, into pr[p]. */
+static int fold_prior(dp_model m, const dp_dataset *ds, size_t folds, size_t skip,
+		      double lambda, const double *prior, bool scale, bool bias_free, double *pr)
+{
+	double s = 1;
+	int rc = scale ? dp_serve_scale(m, ds, folds, skip, lambda, prior, bias_free, &s) : 0;
+
+	for (size_t q = 0; q < ds->p && rc == 0; q++)
+		pr[q] = s * prior[q];
+	return rc;
+}
+
 int dp_serve_refit(dp_model m, const dp_dataset *ds, size_t folds, double lambda,
-		   const double *prior, const double *taus, size_t ntau, double *theta,
-		   size_t *chosen, double *val)
+		   const double *prior, bool scale, bool bias_free, const double *taus,
+		   size_t ntau, double *theta, size_t *chosen, double *val)
 {
 	size_t K, best = 0;
-	double *score, *th;
+	double *score, *th, *pr;
 	int rc = 0;
 
 	DP_REQUIRE(ds != NULL && taus != NULL && ntau > 0 && theta != NULL);
 	K = folds < ds->n ? folds : ds->n;
-	score = calloc(ntau + ds->p, sizeof(double));
+	score = calloc(ntau + 2 * ds->p, sizeof(double));
 	if (score == NULL)
 		return dp_error_set(DP_ENOMEM, "out of memory");
 	th = score + ntau;
-	for (size_t t = 0; t < ntau && K >= 2 && rc == 0; t++) {
-		for (size_t k = 0; k < K && rc == 0; k++) {
-			rc = dp_serve_fit(m, ds, K, k, lambda, taus[t], prior, th);
+	pr = th + ds->p;
+	for (size_t k = 0; k < K && K >= 2 && ntau > 1 && rc == 0; k++) {
+		rc = fold_prior(m, ds, K, k, lambda, prior, scale, bias_free, pr);
+		for (size_t t = 0; t < ntau && rc == 0; t++) {
+			rc = dp_serve_fit(m, ds, K, k, lambda, taus[t], pr, bias_free, th);
 			if (rc == 0)
 				score[t] += held_out(m, ds, K, k, th);
 		}
-		if (rc == 0 && score[t] < score[best])
-			best = t;
 	}
+	for (size_t t = 1; t < ntau && K >= 2; t++)
+		if (score[t] < score[best])
+			best = t;
 	if (rc == 0)
-		rc = dp_serve_fit(m, ds, 0, 0, lambda, taus[best], prior, th);
+		rc = fold_prior(m, ds, 0, 0, lambda, prior, scale, bias_free, pr);
+	if (rc == 0)
+		rc = dp_serve_fit(m, ds, 0, 0, lambda, taus[best], pr, bias_free, th);
 	if (rc == 0) {
 		memcpy(theta, th, ds->p * sizeof(double));
 		if (chosen)

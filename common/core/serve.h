@@ -18,6 +18,7 @@
 #ifndef DP_SERVE_H
 #define DP_SERVE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include "common/core/dataset.h"
 #include "common/core/model.h"
@@ -53,21 +54,37 @@ int dp_serve_prior_newton(dp_model m, const dp_dataset *ds, double lambda, const
 /* The fit of the header over the rows r with r % folds != skip (folds 0
  * or skip >= folds: every row; the m of the formula is the count of rows
  * used), from theta = 0: linear in closed form, logistic by Newton with
- * backtracking to |grad|_inf <= 1e-13.  theta[p] receives it.  Errors:
- * DP_EINVAL (svm, lambda or tau < 0, no row), DP_ENUMERIC (singular
- * system; Newton did not converge), DP_ENOMEM; theta untouched on
- * failure. */
+ * backtracking to |grad|_inf <= 1e-13 max(1, |f|).  With bias_free the
+ * last coordinate (the bias column) is the agent's own intercept: the
+ * tau term leaves it out (lambda still applies).  theta[p] receives it.
+ * Errors: DP_EINVAL (svm, lambda or tau < 0, no row), DP_ENUMERIC
+ * (singular system; Newton did not converge), DP_ENOMEM; theta untouched
+ * on failure. */
 int dp_serve_fit(dp_model m, const dp_dataset *ds, size_t folds, size_t skip, double lambda,
-		 double tau, const double *prior, double *theta);
+		 double tau, const double *prior, bool bias_free, double *theta);
+
+/* The prior's length fitted on the rows of (folds, skip) as dp_serve_fit
+ * counts them: *scale = max(0, s*), s* the minimiser over s (and, with
+ * bias_free, the intercept b) of the fit's objective without the tau term
+ * on the line theta = s prior (+ b on the bias column): (1/m) sum l(s
+ * prior^T x + b) + lambda (s^2 ||prior||^2 + b^2), by dp_serve_fit on
+ * those one or two columns; 0 for a zero prior.  A released direction
+ * whose length is off (clipping shrinks it) becomes the best model on its
+ * line.  Errors: dp_serve_fit's, DP_ENOMEM. */
+int dp_serve_scale(dp_model m, const dp_dataset *ds, size_t folds, size_t skip, double lambda,
+		   const double *prior, bool bias_free, double *scale);
 
 /* The served model's choice and fit: for each taus[t] the summed loss
  * (no regulariser) on the held-out rows of min(folds, m) folds, the best
  * (lowest; the first on ties) chosen, then dp_serve_fit on every row.
- * With fewer than 2 rows (or folds < 2) taus[0] is taken.  *chosen (may
- * be NULL) gets the index in taus, val[ntau] (may be NULL) the scores.
- * Errors: dp_serve_fit's; outputs untouched on failure. */
+ * With `scale`, each fit's prior is prior times dp_serve_scale on that
+ * fit's rows.  With fewer than 2 rows (or folds < 2) taus[0] is taken.
+ * *chosen (may be NULL) gets the index in taus, val[ntau] (may be NULL)
+ * the scores (a grid of one value: tau fixed, nothing scored).  bias_free
+ * as dp_serve_fit.  Errors: dp_serve_fit's and dp_serve_scale's; outputs
+ * untouched on failure. */
 int dp_serve_refit(dp_model m, const dp_dataset *ds, size_t folds, double lambda,
-		   const double *prior, const double *taus, size_t ntau, double *theta,
-		   size_t *chosen, double *val);
+		   const double *prior, bool scale, bool bias_free, const double *taus,
+		   size_t ntau, double *theta, size_t *chosen, double *val);
 
 #endif

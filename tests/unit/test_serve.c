@@ -148,7 +148,7 @@ static void test_ridge_closed_form(void **state)
 	for (size_t k = 0; k < 3; k++) {
 		for (size_t skip = 0; skip < 4; skip++) {   /* skip 3 >= K 3: all rows */
 			assert_int_equal(dp_serve_fit(DP_MODEL_LINEAR, &ds, 3, skip, 0.2, taus[k],
-						      prior, th), 0);
+						      prior, false, th), 0);
 			ridge_ref(Y5, skip < 3 ? 3 : 0, skip, 0.2, taus[k], prior, t);
 			assert_true(fabs(th[0] - t[0]) < 1e-12 && fabs(th[1] - t[1]) < 1e-12);
 		}
@@ -159,14 +159,14 @@ static void test_ridge_closed_form(void **state)
 		double loc[2];
 
 		assert_int_equal(dp_optimum_solve(DP_MODEL_LINEAR, v, 1, 0.2, 100, loc, NULL), 0);
-		assert_int_equal(dp_serve_fit(DP_MODEL_LINEAR, &ds, 0, 0, 0.2, 0, prior, th), 0);
+		assert_int_equal(dp_serve_fit(DP_MODEL_LINEAR, &ds, 0, 0, 0.2, 0, prior, false, th), 0);
 		assert_true(fabs(th[0] - loc[0]) < 1e-12 && fabs(th[1] - loc[1]) < 1e-12);
 	}
 	/* a large tau tends to the prior */
-	assert_int_equal(dp_serve_fit(DP_MODEL_LINEAR, &ds, 0, 0, 0.2, 1e12, prior, th), 0);
+	assert_int_equal(dp_serve_fit(DP_MODEL_LINEAR, &ds, 0, 0, 0.2, 1e12, prior, false, th), 0);
 	assert_true(fabs(th[0] - prior[0]) < 1e-9 && fabs(th[1] - prior[1]) < 1e-9);
-	assert_int_equal(dp_serve_fit(DP_MODEL_LINEAR, &ds, 0, 0, -1, 0, prior, th), DP_EINVAL);
-	assert_int_equal(dp_serve_fit(DP_MODEL_LINEAR, &ds, 0, 0, 0.2, -1, prior, th), DP_EINVAL);
+	assert_int_equal(dp_serve_fit(DP_MODEL_LINEAR, &ds, 0, 0, -1, 0, prior, false, th), DP_EINVAL);
+	assert_int_equal(dp_serve_fit(DP_MODEL_LINEAR, &ds, 0, 0, 0.2, -1, prior, false, th), DP_EINVAL);
 	dp_dataset_free(&ds);
 }
 
@@ -182,10 +182,10 @@ static void test_logistic(void **state)
 	v[0] = &ds;
 	/* tau = 0: the local model */
 	assert_int_equal(dp_optimum_solve(DP_MODEL_LOGISTIC, v, 1, 0.2, 100, loc, NULL), 0);
-	assert_int_equal(dp_serve_fit(DP_MODEL_LOGISTIC, &ds, 0, 0, 0.2, 0, prior, th), 0);
+	assert_int_equal(dp_serve_fit(DP_MODEL_LOGISTIC, &ds, 0, 0, 0.2, 0, prior, false, th), 0);
 	assert_true(fabs(th[0] - loc[0]) < 1e-9 && fabs(th[1] - loc[1]) < 1e-9);
 	/* tau = 3: the gradient of the objective is 0 (computed here) */
-	assert_int_equal(dp_serve_fit(DP_MODEL_LOGISTIC, &ds, 0, 0, 0.2, 3, prior, th), 0);
+	assert_int_equal(dp_serve_fit(DP_MODEL_LOGISTIC, &ds, 0, 0, 0.2, 3, prior, false, th), 0);
 	{
 		double g[2] = { 0, 0 };
 
@@ -202,7 +202,7 @@ static void test_logistic(void **state)
 			assert_true(fabs(g[q]) < 1e-12);
 		}
 	}
-	assert_int_equal(dp_serve_fit(DP_MODEL_LOGISTIC, &ds, 0, 0, 0.2, 1e12, prior, th), 0);
+	assert_int_equal(dp_serve_fit(DP_MODEL_LOGISTIC, &ds, 0, 0, 0.2, 1e12, prior, false, th), 0);
 	assert_true(fabs(th[0] - prior[0]) < 1e-9 && fabs(th[1] - prior[1]) < 1e-9);
 	dp_dataset_free(&ds);
 }
@@ -218,7 +218,7 @@ static void test_refit_choice(void **state)
 
 	(void)state;
 	load(&ds, Y5);
-	assert_int_equal(dp_serve_refit(DP_MODEL_LINEAR, &ds, 5, 0.1, bad, taus, 4, th, &chosen,
+	assert_int_equal(dp_serve_refit(DP_MODEL_LINEAR, &ds, 5, 0.1, bad, false, false, taus, 4, th, &chosen,
 					val), 0);
 	for (size_t k = 0; k < 4; k++) {
 		double s = 0;
@@ -236,7 +236,7 @@ static void test_refit_choice(void **state)
 	ridge_ref(Y5, 0, 0, 0.1, 0, bad, t);
 	assert_true(fabs(th[0] - t[0]) < 1e-12 && fabs(th[1] - t[1]) < 1e-12);
 	/* deterministic */
-	assert_int_equal(dp_serve_refit(DP_MODEL_LINEAR, &ds, 5, 0.1, bad, taus, 4, th2, &chosen2,
+	assert_int_equal(dp_serve_refit(DP_MODEL_LINEAR, &ds, 5, 0.1, bad, false, false, taus, 4, th2, &chosen2,
 					val2), 0);
 	assert_memory_equal(th, th2, sizeof(th));
 	assert_memory_equal(val, val2, sizeof(val));
@@ -249,14 +249,14 @@ static void test_refit_choice(void **state)
 		for (size_t r = 0; r < 5; r++)
 			y[r] = truth[0] * X5[2 * r] + truth[1] * X5[2 * r + 1];
 		load(&ds, y);
-		assert_int_equal(dp_serve_refit(DP_MODEL_LINEAR, &ds, 5, 0.1, truth, taus, 4, th,
+		assert_int_equal(dp_serve_refit(DP_MODEL_LINEAR, &ds, 5, 0.1, truth, false, false, taus, 4, th,
 						&chosen, NULL), 0);
 		assert_int_equal(chosen, 3);
 		/* one row: no validation, taus[0] */
 		dp_dataset_free(&ds);
 	}
 	assert_int_equal(dp_dataset_from_arrays(&ds, 1, 2, X5, Y5, NULL), 0);
-	assert_int_equal(dp_serve_refit(DP_MODEL_LINEAR, &ds, 5, 0.1, bad, taus, 4, th, &chosen,
+	assert_int_equal(dp_serve_refit(DP_MODEL_LINEAR, &ds, 5, 0.1, bad, false, false, taus, 4, th, &chosen,
 					NULL), 0);
 	assert_int_equal(chosen, 0);
 	dp_dataset_free(&ds);

@@ -228,14 +228,23 @@ int dp_p2psim_serve_all(const dp_p2psim_setup *s, const dp_p2psim_serve *v,
 	}
 	for (size_t i = 0; i < s->N && rc == 0; i++) {
 		size_t k = pool_of(s, v, i, released, vec, w), t = 0;
+		double rows = 0, lam = s->lambda[i];
 
 		dp_serve_pool(s->p, k, vec, w, pool);
+		for (size_t j = 0; j < k; j++)
+			rows += w[j];
+		/* Public rows stand for the pooled rows (sum of w_j m_j), whose
+		 * ridge is the agent's lambda_i m_i over them; the agent's own
+		 * rows keep its own lambda_i. */
+		if (v->curvature && rows > 0)
+			lam = s->lambda[i] * (double)s->ds[i]->n / rows;
 		if (v->release == DP_P2PSIM_RELEASE_GRAD0)
-			rc = dp_serve_prior_newton(s->model, s->ds[i], s->lambda[i], pool, pi);
+			rc = dp_serve_prior_newton(s->model, v->curvature ? v->curvature : s->ds[i],
+						   lam, pool, pi);
 		else
 			memcpy(pi, pool, s->p * sizeof(double));
 		if (rc == 0)
-			rc = dp_serve_refit(s->model, s->ds[i], v->folds, s->lambda[i], pi, v->taus,
+			rc = dp_serve_refit(s->model, s->ds[i], v->folds, s->lambda[i], pi, v->scale, v->bias_free, v->taus,
 					    v->ntau, served + i * s->p, &t, NULL);
 		if (rc != 0) {
 			char was[512];

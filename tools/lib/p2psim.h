@@ -11,6 +11,7 @@
 #ifndef DP_TOOLS_P2PSIM_H
 #define DP_TOOLS_P2PSIM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "common/core/dataset.h"
@@ -119,6 +120,11 @@ typedef struct dp_p2psim_serve {
 	const double *taus;            /* the tau grid (0 among it) */
 	size_t ntau;
 	size_t folds;                  /* K of the cross-validation */
+	bool scale;                    /* fit the prior's length (dp_serve_scale) */
+	bool bias_free;                /* the last column is the agents' own
+					  intercept, not pulled (dp_serve_fit) */
+	const dp_dataset *curvature;   /* public rows for dp_serve_prior_newton's
+					  Hessian, or NULL: each agent's own */
 } dp_p2psim_serve;
 
 /* The one-shot releases: agent i in index order draws dp_serve_release
