@@ -45,6 +45,9 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# P2P_SERVED_ONLY=1: the local and served rows only (CD and private CD are
+# deterministic and given in docs/p2p.md §5; a shorter measurement)
+SERVED_ONLY = os.environ.get('P2P_SERVED_ONLY') == '1'
 import _common as C  # noqa: E402
 
 
@@ -69,7 +72,9 @@ RUNS = 5
 DELTAS = {'': DELTA, '_delta_1e-5': 1e-5}       # result key suffix -> delta
 LAMBDAS = [0.1, 1, 10]                           # tuned local: lambda_i * m_i
 # served: clip x tau ('cv': each agent's cross-validation; else one value)
-SERVE_GRID = ([0.1, 1.0], ['cv', 3, 30])
+SERVE_GRID = ([0.1, 1.0], ['cv', 0, 3, 30])
+# P2P_PRIVATE_DELTAS=e-5 runs the private CD rows at delta = e^-5 only (a
+# shorter measurement: those rows are 80 % of its time)
 
 
 def write(path, X, y):
@@ -215,6 +220,7 @@ def main():
     quick = C.quick(a)
     global GRID, SERVE_GRID, LAMBDAS
     ps, runs, agents = (PS, RUNS, AGENTS) if not quick else ([P_MAIN], 1, 20)
+    runs = int(os.environ.get('P2P_RUNS', runs))
     if os.environ.get('P2P_PS'):   # a subset of p, for a partial measurement
         ps = [int(x) for x in os.environ['P2P_PS'].split(',')]
     if quick:
@@ -230,14 +236,20 @@ def main():
                       agents)
             res = {'graph': run.graph_line.split(' out=')[0], 'local_accuracy': run.local()}
             res['local_tuned_accuracy'], res['local_lambda_per_row'] = run.local_tuned()
-            res['cd_accuracy'], res['cd_choice'] = run.cd('inf', 10 * r + 1)
+            if SERVED_ONLY:   # CD and private CD as docs/p2p.md §5.1 (same seeds)
+                res['cd_accuracy'] = float('nan')
+            else:
+                res['cd_accuracy'], res['cd_choice'] = run.cd('inf', 10 * r + 1)
             mech = 'gaussian' if p >= 50 else 'laplace'
             for suf, delta in DELTAS.items():
                 res['private_accuracy' + suf], res['private_choice' + suf] = {}, {}
                 res['served_accuracy' + suf], res['served_choice' + suf] = {}, {}
                 for e in EPS:
-                    res['private_accuracy' + suf][e], res['private_choice' + suf][e] = \
-                        run.cd(e, 10 * r + 2, delta)
+                    if SERVED_ONLY or (suf and os.environ.get('P2P_PRIVATE_DELTAS') == 'e-5'):
+                        res['private_accuracy' + suf][e] = float('nan')
+                    else:
+                        res['private_accuracy' + suf][e], res['private_choice' + suf][e] = \
+                            run.cd(e, 10 * r + 2, delta)
                     res['served_accuracy' + suf][e], res['served_choice' + suf][e] = \
                         run.served(e, delta, 10 * r + 3, res['local_lambda_per_row'], mech)
             print('p=%d run %d: local %.4f tuned %.4f cd %.4f private %s served %s (%.0f s)' %
@@ -247,6 +259,8 @@ def main():
                    ' '.join('%s:%.4f' % kv for kv in res['served_accuracy'].items()),
                    time.time() - t0), flush=True)
             per_run.append(res)
+            with open(os.path.join(a.out, 'per_run_p%d.json' % p), 'w') as f:   # partial
+                json.dump(per_run, f, indent=1)
         by_p[str(p)] = {
             'local_accuracy': sum(x['local_accuracy'] for x in per_run) / runs,
             'cd_accuracy': sum(x['cd_accuracy'] for x in per_run) / runs,
@@ -291,11 +305,14 @@ def main():
                         ['%s / %s' % (f4(r['served_accuracy' + suf][e]),
                                       f4(r['private_accuracy' + suf][e])) for e in EPS] +
                         [' '.join('%s:%s' % (e, C.paired_text(r['served_minus_local' + suf][e]))
-                                  for e in EPS)])
+                                  for e in EPS)] +
+                        [' '.join('%s:%s' % (e, C.paired_text(
+                            r['served_minus_local_tuned' + suf][e])) for e in EPS)])
         table += '\n\ndelta = %g: served / private CD, and served - local per run\n\n' % delta
         table += C.md_table(['p', 'local', 'local tuned'] +
                             ['served / private, eps = %s' % e for e in EPS] +
-                            ['served - local (mean [min, max] wins/runs)'], rows)
+                            ['served - local (mean [min, max] wins/runs)',
+                             'served - local tuned'], rows)
     C.write_text(a.out, 'p2p-synthetic.md', table)
     plot(a.out, by_p)
 

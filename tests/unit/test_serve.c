@@ -207,6 +207,48 @@ static void test_logistic(void **state)
 	dp_dataset_free(&ds);
 }
 
+/* The free intercept (bias_free) and the prior's fitted length, linear,
+ * against 2 x 2 closed forms. */
+static void test_bias_free_and_scale(void **state)
+{
+	dp_dataset ds;
+	const double prior[] = { 0.5, -1 };
+	double a = 0, b = 0, d = 0, u = 0, v = 0, zz = 0, zy = 0, th[2], t[2], sc;
+
+	(void)state;
+	load(&ds, Y5);
+	for (size_t r = 0; r < 5; r++) {
+		const double *x = X5 + 2 * r;
+		double z = prior[0] * x[0] + prior[1] * x[1];
+
+		a += x[0] * x[0];
+		b += x[0] * x[1];
+		d += x[1] * x[1];
+		u += x[0] * Y5[r];
+		v += x[1] * Y5[r];
+		zz += z * z;
+		zy += z * Y5[r];
+	}
+	/* tau pulls coordinate 0 only */
+	assert_int_equal(dp_serve_fit(DP_MODEL_LINEAR, &ds, 0, 0, 0.2, 4, prior, true, th), 0);
+	solve2(a + 1 + 4, b, d + 1, u + 4 * prior[0], v, t);
+	assert_true(fabs(th[0] - t[0]) < 1e-12 && fabs(th[1] - t[1]) < 1e-12);
+	/* the length on the line s prior: s = z.y / (z.z + n lambda |prior|^2) */
+	assert_int_equal(dp_serve_scale(DP_MODEL_LINEAR, &ds, 0, 0, 0.2, prior, false, &sc), 0);
+	assert_true(fabs(sc - fmax(0, zy / (zz + 1 * 1.25))) < 1e-12);
+	/* with a free intercept (column 1): (s prior_0 x_0 + c x_1), penalties
+	 * lambda (s^2 prior_0^2 + c^2); in q = s prior_0 the normal equations
+	 * are [a + n lambda, b; b, d + n lambda] (q, c) = (u, v) */
+	assert_int_equal(dp_serve_scale(DP_MODEL_LINEAR, &ds, 0, 0, 0.2, prior, true, &sc), 0);
+	solve2(a + 1, b, d + 1, u, v, t);
+	assert_true(fabs(sc - fmax(0, t[0] / prior[0])) < 1e-12);
+	/* a zero prior has no length */
+	assert_int_equal(dp_serve_scale(DP_MODEL_LINEAR, &ds, 0, 0, 0.2, (double[]){ 0, 0 }, false,
+					&sc), 0);
+	assert_true(sc == 0);
+	dp_dataset_free(&ds);
+}
+
 /* The fold scores of dp_serve_refit, against the closed form per fold. */
 static void test_refit_choice(void **state)
 {
@@ -270,6 +312,7 @@ int main(void)
 		cmocka_unit_test(test_prior_newton),
 		cmocka_unit_test(test_ridge_closed_form),
 		cmocka_unit_test(test_logistic),
+		cmocka_unit_test(test_bias_free_and_scale),
 		cmocka_unit_test(test_refit_choice),
 	};
 
