@@ -19,6 +19,7 @@
 #include "common/core/modelfile.h"
 #include "common/core/query.h"
 #include "common/core/schedule.h"
+#include "common/core/serve.h"
 #include "common/net/config.h"
 #include "tools/cmds.h"
 #include "tools/lib/optimum.h"
@@ -43,22 +44,63 @@ static const char p2p_epilog[] =
 	"L_i); its budget (--epsilon, --delta) is split equally over its --wakeups.\n"
 	"--local instead writes each agent's own minimiser of its regularised loss\n"
 	"(no graph, no noise): the purely local baseline.\n"
+	"--serve refit also writes each agent's served model DIR/served/ID.json: its\n"
+	"own rows' fit towards a prior pooled from released messages (--release\n"
+	"models: the run's noisy models; grad0: one noisy clipped gradient at 0 per\n"
+	"agent, its whole budget), tau chosen by --folds cross-validation on its\n"
+	"rows.  The served model is NOT private: it never leaves the agent.\n"
 	"\n"
 	"Example: dpasync sim --mode p2p --model logistic --graph graph.csv \\\n"
 	"    --mu 1 --epsilon 0.5 --wakeups 20 --out run agents/*.csv";
 
 static const char *const p2p_modes[] = { "p2p", NULL };
+static const char *const serve_names[] = { "none", "refit", NULL };
+static const char *const release_names[] = { "models", "grad0", NULL };
+static const char *const prior_names[] = { "graph", "all", NULL };
+static const char *const scale_names[] = { "fit", "none", NULL };
 
 struct p2p_opts {
-	int mode, model, mechanism;
-	char *target, *schema, *graph, *schedule, *out;
-	bool bias, local, have_lambda, have_lpr, have_x2max;
+	int mode, model, mechanism, serve, release, prior, prior_scale;
+	char *target, *schema, *graph, *schedule, *out, *curvature;
+	bool bias, local, have_lambda, have_lpr, have_x2max, have_release, have_prior, have_tau,
+	     have_scale,
+	     have_folds, have_wakeups;
 	double mu, lambda_per_row, delta, clip, x2max, theta_max, warm_start;
-	uint64_t seed, warm_steps;
-	struct dp_config_doubles eps, rates, lambda;
+	uint64_t seed, warm_steps, folds;
+	struct dp_config_doubles eps, rates, lambda, taus;
 	struct dp_config_sizes wakeups;
 	struct dp_config_strings files;
 };
+
+/* The --serve options together (docs/p2p.md §7). */
+static int check_serve(const struct p2p_opts *o)
+{
+	bool zero = false;
+
+	if (!o->serve) {
+		if (o->have_release || o->have_prior || o->have_tau || o->have_folds ||
+		    o->have_scale || o->curvature)
+			return dp_error_set(DP_EINVAL, "--release, --prior, --prior-scale, --curvature, "
+					    "--tau and --folds need --serve refit");
+		return 0;
+	}
+	if (o->curvature && o->release != DP_P2PSIM_RELEASE_GRAD0)
+		return dp_error_set(DP_EINVAL, "--curvature turns released gradients into a prior: "
+				    "it needs --release grad0");
+	if (o->local)
+		return dp_error_set(DP_EINVAL, "--local and --serve exclude each other (the local "
+				    "model is the served model's tau = 0)");
+	if (o->release == DP_P2PSIM_RELEASE_GRAD0 && (o->warm_start > 0 || o->schedule ||
+						       o->have_wakeups))
+		return dp_error_set(DP_EINVAL, "--release grad0 makes one release per agent: "
+				    "--wakeups, --schedule and --warm-start do not apply");
+	for (size_t t = 0; t < o->taus.n; t++)
+		zero = zero || o->taus.v[t] == 0;
+	if (o->have_tau && o->taus.n > 1 && !zero)
+		return dp_error_set(DP_EINVAL, "--tau: a grid must include 0 (the local model is "
+				    "always a candidate; one value fixes tau)");
+	return 0;
+}
 
 static int check_opts(void *arg)
 {
@@ -80,7 +122,7 @@ static int check_opts(void *arg)
 	if (o->local && o->schedule)
 		return dp_error_set(DP_EINVAL, "--local trains no peer model: --schedule does not "
 				    "apply");
-	return 0;
+	return check_serve(o);
 }
 
 /* dp_error_set with the current detail inside the new one: the detail is
@@ -95,10 +137,11 @@ static int prefix_detail(int rc, const char *prefix)
 
 /* Everything the command allocates, freed in one place. */
 struct p2p_run {
-	dp_ownerdata od;
+	dp_ownerdata od, curv;
 	dp_graph *graph;
 	char **ids;
-	double *c, *lambda, *L_loc, *eps, *eps_t, *eps_warm, *rate, *theta;
+	double *c, *lambda, *L_loc, *eps, *eps_t, *eps_warm, *rate, *theta, *served, *prior;
+	size_t *tau_idx;
 	uint64_t *wakeups, *done, *warm;
 	size_t *schedule, *order;
 	size_t steps;
@@ -110,6 +153,7 @@ static void run_free(struct p2p_run *r)
 		free(r->ids[i]);
 	free(r->ids);
 	dp_ownerdata_free(&r->od);
+	dp_ownerdata_free(&r->curv);
 	dp_graph_free(r->graph);
 	free(r->c);
 	free(r->lambda);
@@ -120,6 +164,9 @@ static void run_free(struct p2p_run *r)
 	free(r->warm);
 	free(r->rate);
 	free(r->theta);
+	free(r->served);
+	free(r->prior);
+	free(r->tau_idx);
 	free(r->wakeups);
 	free(r->done);
 	free(r->schedule);
@@ -133,6 +180,11 @@ static int agent_error(int rc, const char *id)
 
 	snprintf(prefix, sizeof(prefix), "agent '%s': ", id);
 	return prefix_detail(rc, prefix);
+}
+
+static bool grad0(const struct p2p_opts *o)
+{
+	return o->serve && o->release == DP_P2PSIM_RELEASE_GRAD0;
 }
 
 /* Agent i's per-wake-up and per-warm-step epsilon, or rho for Gaussian
@@ -173,6 +225,8 @@ static int agent_params(const struct p2p_opts *o, struct p2p_run *r, size_t p)
 			return dp_error_set(DP_EINVAL, "agent '%s': lambda must be > 0 for logistic",
 					    r->ids[i]);
 		r->L_loc[i] = dp_algo_p2p_smoothness(o->model, x2max, r->lambda[i]);
+		if (grad0(o))
+			r->wakeups[i] = 1;   /* the one release spends the whole budget */
 		rc = agent_split(o, r, i);
 		if (rc != 0)
 			return agent_error(rc, r->ids[i]);
@@ -192,6 +246,11 @@ static int local_models(const struct p2p_opts *o, struct p2p_run *r, size_t p)
 			return agent_error(rc, r->ids[i]);
 	}
 	return 0;
+}
+
+static double tau_of(const struct p2p_opts *o, size_t k)
+{
+	return o->taus.n ? o->taus.v[k] : dp_serve_taus[k];
 }
 
 static int write_summary(const struct p2p_opts *o, const struct p2p_run *r, size_t p,
@@ -225,6 +284,20 @@ static int write_summary(const struct p2p_opts *o, const struct p2p_run *r, size
 	if (rc == 0)
 		rc = dp_json_add(j, "warm_steps", json_object_new_uint64(o->warm_start > 0 ?
 									  o->warm_steps : 0));
+	if (rc == 0)
+		rc = dp_json_add(j, "serve", json_object_new_string(serve_names[o->serve]));
+	if (rc == 0 && o->serve)
+		rc = dp_json_add(j, "release", json_object_new_string(release_names[o->release]));
+	if (rc == 0 && o->serve)
+		rc = dp_json_add(j, "prior", json_object_new_string(prior_names[o->prior]));
+	if (rc == 0 && o->serve)
+		rc = dp_json_add(j, "folds", json_object_new_uint64(o->folds));
+	if (rc == 0 && o->serve)
+		rc = dp_json_add(j, "prior_scale", json_object_new_string(
+			scale_names[o->prior_scale]));
+	if (rc == 0 && o->serve)
+		rc = dp_json_add(j, "tau_grid", dp_json_double_array(
+			o->taus.n ? o->taus.v : dp_serve_taus, o->taus.n ? o->taus.n : DP_SERVE_TAUS));
 	if (rc == 0)
 		rc = dp_json_add(j, "seed", json_object_new_uint64(o->seed));
 	if (rc == 0)
@@ -260,10 +333,15 @@ static int write_summary(const struct p2p_opts *o, const struct p2p_run *r, size
 		if (rc == 0)
 			rc = dp_json_add(a, "wakeups", json_object_new_uint64(r->done[i]));
 		if (rc == 0)
-			rc = dp_json_add(a, gauss ? "rho_per_wakeup" : "epsilon_per_wakeup",
+			rc = dp_json_add(a, grad0(o) ? (gauss ? "rho_per_release" : "epsilon_per_release")
+					 : gauss ? "rho_per_wakeup" : "epsilon_per_wakeup",
 					 dp_json_double_inf(r->eps_t[i]));
 		if (rc == 0)
 			rc = dp_json_add(a, "warm_steps", json_object_new_uint64(r->warm[i]));
+		if (rc == 0)
+			rc = dp_json_add(a, "releases", json_object_new_uint64(r->done[i] + r->warm[i]));
+		if (rc == 0 && o->serve)
+			rc = dp_json_add(a, "tau", dp_json_double(tau_of(o, r->tau_idx[i])));
 		if (rc == 0)
 			rc = dp_json_add(a, gauss ? "rho_per_warm_step" : "epsilon_per_warm_step",
 					 dp_json_double_inf(r->eps_warm[i]));
@@ -276,15 +354,68 @@ static int write_summary(const struct p2p_opts *o, const struct p2p_run *r, size
 	return rc;
 }
 
-/* DIR/agents/ID.json, DIR/schedule.csv, DIR/summary.json. */
+/* DIR/served/ID.json: the model file, mode "served", with what it was
+ * fitted from and that it is not private. */
+static int write_served(const struct p2p_opts *o, const struct p2p_run *r, size_t p, size_t i,
+			const char *path)
+{
+	dp_modelfile mf = { .model = o->model, .p = p, .theta = r->served + i * p,
+			    .features = r->od.ds[i].names, .target = r->od.ds[i].target,
+			    .bias = o->bias, .T = r->done[i], .lambda = r->lambda[i],
+			    .theta_max = o->theta_max, .mode = "served" };
+	struct json_object *j = NULL, *from;
+	int rc = dp_modelfile_write(path, &mf, DP_FILE_MODE_SHARED);
+
+	if (rc == 0)
+		rc = dp_json_read_file(path, 1 << 24, &j);
+	if (rc != 0)
+		return rc;
+	from = json_object_new_object();
+	rc = dp_json_add(j, "served", json_object_new_boolean(1));
+	if (rc == 0)
+		rc = dp_json_add(j, "private", json_object_new_boolean(0));
+	if (rc == 0)
+		rc = dp_json_add(j, "note", json_object_new_string(
+			"fitted on the agent's own rows: not differentially private, never sent"));
+	if (rc == 0)
+		rc = dp_json_add(j, "fitted_from", from);
+	if (rc == 0)
+		rc = dp_json_add(from, "release", json_object_new_string(release_names[o->release]));
+	if (rc == 0)
+		rc = dp_json_add(from, "prior", json_object_new_string(prior_names[o->prior]));
+	if (rc == 0 && o->release == DP_P2PSIM_RELEASE_GRAD0)
+		rc = dp_json_add(from, "curvature", json_object_new_string(
+			o->curvature ? o->curvature : "own rows"));
+	if (rc == 0)
+		rc = dp_json_add(from, "mechanism", json_object_new_string(
+			dp_query_mech_name((dp_mech)o->mechanism)));
+	if (rc == 0)
+		rc = dp_json_add(from, "tau", dp_json_double(tau_of(o, r->tau_idx[i])));
+	if (rc == 0)
+		rc = dp_json_add(from, "folds", json_object_new_uint64(o->folds));
+	if (rc == 0)
+		rc = dp_json_add(from, "prior_scale", json_object_new_string(
+			scale_names[o->prior_scale]));
+	if (rc == 0)
+		rc = dp_json_add(from, "prior_theta", dp_json_double_array(r->prior + i * p, p));
+	if (rc != 0)
+		rc = dp_error_set(DP_ENOMEM, "out of memory");
+	else
+		rc = dp_json_write_file(path, j, DP_FILE_MODE_SHARED);
+	json_object_put(j);
+	return rc;
+}
+
+/* DIR/agents/ID.json (the released models: none for --release grad0),
+ * DIR/schedule.csv, DIR/served/ID.json with --serve, DIR/summary.json. */
 static int write_outputs(const struct p2p_opts *o, const struct p2p_run *r, size_t p)
 {
 	char path[4096];
 	int rc;
 
-	snprintf(path, sizeof(path), "%s/agents", o->out);
+	snprintf(path, sizeof(path), "%s/%s", o->out, grad0(o) ? "served" : "agents");
 	rc = dp_file_mkdir_p(path, 0);
-	for (size_t i = 0; i < r->od.N && rc == 0; i++) {
+	for (size_t i = 0; i < r->od.N && rc == 0 && !grad0(o); i++) {
 		dp_modelfile mf = { .model = o->model, .p = p, .theta = r->theta + i * p,
 				    .features = r->od.ds[i].names, .target = r->od.ds[i].target,
 				    .bias = o->bias, .T = r->done[i], .lambda = r->lambda[i],
@@ -297,7 +428,15 @@ static int write_outputs(const struct p2p_opts *o, const struct p2p_run *r, size
 		snprintf(path, sizeof(path), "%s/agents/%s.json", o->out, r->ids[i]);
 		rc = dp_modelfile_write(path, &mf, DP_FILE_MODE_SHARED);
 	}
-	if (rc == 0 && !o->local) {
+	if (rc == 0 && o->serve) {
+		snprintf(path, sizeof(path), "%s/served", o->out);
+		rc = dp_file_mkdir_p(path, 0);
+	}
+	for (size_t i = 0; i < r->od.N && rc == 0 && o->serve; i++) {
+		snprintf(path, sizeof(path), "%s/served/%s.json", o->out, r->ids[i]);
+		rc = write_served(o, r, p, i, path);
+	}
+	if (rc == 0 && !o->local && !grad0(o)) {
 		snprintf(path, sizeof(path), "%s/schedule.csv", o->out);
 		rc = dp_schedule_write(path, (const char *const *)r->ids, r->order, r->steps);
 	}
@@ -306,6 +445,61 @@ static int write_outputs(const struct p2p_opts *o, const struct p2p_run *r, size
 		rc = write_summary(o, r, p, path);
 	}
 	return rc;
+}
+
+/* The simulator's setup from the options and the agents' parameters. */
+static void setup(const struct p2p_opts *o, const struct p2p_run *r, dp_p2psim_setup *s)
+{
+	s->model = o->model;
+	s->N = r->od.N;
+	s->p = r->od.ds[0].p;
+	s->ds = r->od.view;
+	s->graph = r->graph;
+	s->mu = o->mu;
+	s->c = r->c;
+	s->lambda = r->lambda;
+	s->L_loc = r->L_loc;
+	s->mech = (dp_mech)o->mechanism;
+	s->eps_t = r->eps_t;
+	s->warm = r->warm;
+	s->eps_warm = r->eps_warm;
+	s->clip = o->clip;
+	s->wakeups = r->wakeups;
+	s->rate = r->rate;
+	s->schedule = r->schedule;
+	s->steps = r->steps;
+}
+
+/* --serve refit: every agent's served model from the releases in
+ * r->theta (the run's models, or the one-shot gradients). */
+static int serve(const struct p2p_opts *o, struct p2p_run *r, const dp_p2psim_setup *s)
+{
+	dp_p2psim_serve v = { .release = (dp_p2psim_release)o->release,
+			      .prior = (dp_p2psim_prior)o->prior,
+			      .taus = o->have_tau ? o->taus.v : dp_serve_taus,
+			      .ntau = o->have_tau ? o->taus.n : DP_SERVE_TAUS,
+			      .folds = o->folds, .scale = o->prior_scale == 0,
+			      .bias_free = o->bias };
+	int rc;
+
+	if (o->curvature) {
+		rc = dp_ownerdata_load(&r->curv, (char *const *)&o->curvature, 1,
+				       o->schema ? NULL : o->target, o->bias, o->schema,
+				       (dp_model)o->model);
+		if (rc == 0 && r->curv.ds[0].p != s->p)
+			rc = dp_error_set(DP_EINVAL, "--curvature %s: %zu columns, the agents' "
+					  "data %zu", o->curvature, r->curv.ds[0].p, s->p);
+		if (rc != 0)
+			return rc;
+		v.curvature = &r->curv.ds[0];
+	}
+
+	r->served = calloc(s->N * s->p, sizeof(double));
+	r->prior = calloc(s->N * s->p, sizeof(double));
+	r->tau_idx = calloc(s->N, sizeof(size_t));
+	if (r->served == NULL || r->prior == NULL || r->tau_idx == NULL)
+		return DP_ENOMEM;
+	return dp_p2psim_serve_all(s, &v, r->theta, r->served, r->prior, r->tau_idx);
 }
 
 static int simulate(void *arg)
@@ -376,25 +570,15 @@ static int simulate(void *arg)
 	if (o->local) {
 		phase = DP_EXIT_PHASE_RUN;
 		rc = local_models(o, &r, p);
+	} else if (grad0(o)) {
+		setup(o, &r, &s);
+		r.steps = 0;
+		phase = DP_EXIT_PHASE_RUN;
+		rc = dp_p2psim_release_grad0(&s, o->seed, r.eps_t, r.theta);
+		for (size_t i = 0; i < N; i++)
+			r.done[i] = 1;
 	} else {
-		s.model = o->model;
-		s.N = N;
-		s.p = p;
-		s.ds = r.od.view;
-		s.graph = r.graph;
-		s.mu = o->mu;
-		s.c = r.c;
-		s.lambda = r.lambda;
-		s.L_loc = r.L_loc;
-		s.mech = (dp_mech)o->mechanism;
-		s.eps_t = r.eps_t;
-		s.warm = r.warm;
-		s.eps_warm = r.eps_warm;
-		s.clip = o->clip;
-		s.wakeups = r.wakeups;
-		s.rate = r.rate;
-		s.schedule = r.schedule;
-		s.steps = r.steps;
+		setup(o, &r, &s);
 		r.steps = dp_p2psim_steps(&s);
 		r.order = calloc(r.steps ? r.steps : 1, sizeof(size_t));
 		if (r.order == NULL) {
@@ -407,6 +591,8 @@ static int simulate(void *arg)
 		phase = DP_EXIT_PHASE_RUN;
 		rc = dp_p2psim_run(&s, o->seed, r.theta, r.order, r.done);
 	}
+	if (rc == 0 && o->serve)
+		rc = serve(o, &r, &s);
 	if (rc == 0)
 		rc = write_outputs(o, &r, p);
 	if (rc != 0)
@@ -460,7 +646,7 @@ int dp_cmd_sim_p2p(int argc, char **argv)
 		  .help = "each agent's delta: > 0 allows the advanced\ncomposition over its wake-ups "
 			  "(gaussian:\nneeded, its zCDP budget is taken at it)" },
 		{ .name = "wakeups", DP_CFG_SIZES(&o.wakeups), .min = 1, .max = INFINITY,
-		  .metavar = "T[,..]",
+		  .given = &o.have_wakeups, .metavar = "T[,..]",
 		  .help = "T_i, the wake-ups the budget is split over,\none for all or one per "
 			  "agent (default 10;\nwith --schedule: the agent's count there)" },
 		{ .name = "rate", .alias = "rates", DP_CFG_DOUBLES(&o.rates),
@@ -489,6 +675,29 @@ int dp_cmd_sim_p2p(int argc, char **argv)
 		{ .name = "theta-max", DP_CFG_DOUBLE(&o.theta_max), .def = "100", .min = 0,
 		  .max = INFINITY, .min_exclusive = true, .metavar = "M",
 		  .help = "--local: box bound of the minimiser" },
+		{ .name = "serve", DP_CFG_ENUM(&o.serve, serve_names), .def = "none", .metavar = "S",
+		  .help = "refit: also write each agent's served model\nDIR/served/ID.json "
+			  "(docs/p2p.md §7; not\nprivate, never sent)" },
+		{ .name = "release", DP_CFG_ENUM(&o.release, release_names), .def = "models",
+		  .given = &o.have_release, .metavar = "R",
+		  .help = "--serve: what agents release: models (the\nrun's noisy models) | grad0 "
+			  "(one noisy\nclipped gradient at 0, the whole budget)" },
+		{ .name = "prior", DP_CFG_ENUM(&o.prior, prior_names), .def = "graph",
+		  .given = &o.have_prior, .metavar = "P",
+		  .help = "--serve: the prior pools the releases of\ngraph (the agent and its "
+			  "neighbours, W_ij)\n| all (every agent)" },
+		{ .name = "prior-scale", DP_CFG_ENUM(&o.prior_scale, scale_names), .def = "fit",
+		  .given = &o.have_scale, .metavar = "S",
+		  .help = "--serve: fit (the prior's length fitted on\nthe agent's rows) | none" },
+		{ .name = "curvature", DP_CFG_PATH(&o.curvature), .metavar = "FILE",
+		  .help = "--release grad0: public rows (the agents'\ncolumns) whose second moment "
+			  "turns the\npooled gradient into the prior (default:\nthe agent's own rows)" },
+		{ .name = "tau", DP_CFG_DOUBLES(&o.taus), .min = 0, .max = INFINITY,
+		  .given = &o.have_tau, .metavar = "T,..",
+		  .help = "--serve: the tau grid, 0 among it (default\n0,1,3,10,30,100,300,1000)" },
+		{ .name = "folds", DP_CFG_U64(&o.folds), .def = "5", .min = 2, .max = 1000,
+		  .given = &o.have_folds, .metavar = "K",
+		  .help = "--serve: cross-validation folds for tau (row\nr in fold r mod K)" },
 		{ .name = "seed", DP_CFG_U64(&o.seed), .def = "1", .metavar = "S", .help = "seed" },
 		{ .name = "out", DP_CFG_PATH(&o.out), .flags = DP_CONFIG_REQUIRED, .metavar = "DIR",
 		  .help = "output directory" },

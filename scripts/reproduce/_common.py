@@ -134,3 +134,17 @@ def write_text(out, name, text):
 def g3(x):
     """A number for a table: three significant digits."""
     return '%.3g' % x
+
+
+def paired(a, b):
+    """Paired per-run differences a - b: mean, lowest, highest, and the
+    runs where a > b, out of all."""
+    d = [x - y for x, y in zip(a, b)]
+    return {'mean': sum(d) / len(d), 'min': min(d), 'max': max(d),
+            'wins': sum(1 for x in d if x > 0), 'runs': len(d)}
+
+
+def paired_text(r, fmt='%+.4f'):
+    """One cell: mean [min, max] wins/runs."""
+    return '%s [%s, %s] %d/%d' % (fmt % r['mean'], fmt % r['min'], fmt % r['max'], r['wins'],
+                                  r['runs'])

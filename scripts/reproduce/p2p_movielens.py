@@ -42,6 +42,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# P2P_SERVED_ONLY=1: the local and served rows only (CD and private CD are
+# deterministic and given in docs/p2p.md §5; a shorter measurement)
+SERVED_ONLY = os.environ.get('P2P_SERVED_ONLY') == '1'
 import _common as C  # noqa: E402
 
 
@@ -54,6 +57,10 @@ EPS = ['1', '0.5', '0.1']
 DELTA = math.exp(-5)
 MECHANISM = 'laplace'                           # the private runs' (--mechanism)
 LAMBDAS = [0.1, 1, 3, 10, 30]                   # lambda_i * m_i (one value for all users)
+DELTAS = {'': DELTA, '_delta_1e-5': 1e-5}       # result key suffix -> delta
+# served (docs/p2p.md §7): prior x clip x tau ('cv': each user's
+# cross-validation; else one value for all), chosen on validation
+SERVE_GRID = (['all', 'graph'], [3.0, 10.0, 30.0], ['cv', 3, 10])
 # The grids mu x wake-ups x clip x warm-start share of eps tried on
 # validation: the non-private runs need many small steps; the private ones
 # are best with few (docs/p2p.md).  The warm start is one noisy step.
@@ -156,7 +163,26 @@ class Run:
         # x2max: the largest ||x||^2 over the prepared rows (movie features,
         # public), plus 1 for the bias.
         self.x2max = 1.0 + max(self.row_norms(name) for name in ('train', 'test'))
+        self.catalogue = self.write_catalogue()
 
+    def write_catalogue(self):
+        """The movies' feature rows (public: genres and year), each
+        distinct row once, target 0: the public second moment that turns
+        the pooled released gradient into a prior (--curvature)."""
+        rows, header = set(), None
+        for name in ('fit', 'val', 'train', 'test'):
+            for f in self.files(name):
+                if not os.path.exists(f):
+                    continue
+                with open(f) as h:
+                    lines = h.read().splitlines()
+                header = lines[0]
+                rows.update(line.rsplit(',', 1)[0] for line in lines[1:])
+        path = os.path.join(self.d, 'catalogue.csv')
+        with open(path, 'w') as f:
+            f.write(header + '\n')
+            f.writelines(r + ',0\n' for r in sorted(rows))
+        return path
     def row_norms(self, name):
         best = 0.0
         for u in self.users:
@@ -175,8 +201,8 @@ class Run:
                     '--x2max', repr(self.x2max), '--out', out] + flags + self.files(name))
         return out
 
-    def eval(self, out, name):
-        r = json.loads(self.t.run(['eval', '--peer', '--models', os.path.join(out, 'agents')] +
+    def eval(self, out, name, models='agents'):
+        r = json.loads(self.t.run(['eval', '--peer', '--models', os.path.join(out, models)] +
                                   self.files(name)))
         return r['mean'], {a['id']: a['rmse'] for a in r['per_agent']}
 
@@ -209,11 +235,33 @@ class Run:
         out = self.sim('train', os.path.join(self.d, 'loc-untuned'), ['--local'])
         return self.eval(out, 'test')[0]
 
-    def cd(self, eps, seed):
+    def served(self, eps, delta, seed, v):
+        """The served models (--serve refit --release grad0, docs/p2p.md
+        §7): prior, clip and tau on validation (fit ratings, graph of the
+        fit ratings), then the choice on all training ratings."""
+        flags = ['--epsilon', eps, '--serve', 'refit', '--release', 'grad0', '--curvature',
+                 self.catalogue, '--prior-scale', 'none', '--lambda-per-row', repr(v)]
+        if eps != 'inf':
+            flags += ['--delta', repr(delta), '--mechanism', MECHANISM]
+        best = None
+        for prior, clip, tau in itertools.product(*SERVE_GRID):
+            f = flags + ['--prior', prior, '--clip', repr(clip)] + \
+                ([] if tau == 'cv' else ['--tau', repr(tau)])
+            out = self.sim('fit', os.path.join(self.d, 'serve-tune'),
+                           f + ['--graph', self.graph['fit'], '--seed', str(seed)])
+            e = self.eval(out, 'val', 'served')[0]
+            if best is None or e < best[0]:
+                best = (e, f, prior, clip, tau)
+        out = self.sim('train', os.path.join(self.d, 'served-%s' % eps),
+                       best[1] + ['--graph', self.graph['train'], '--seed', str(seed + 1000)])
+        return self.eval(out, 'test', 'served')[0], {'prior': best[2], 'clip': best[3],
+                                                    'tau': best[4], 'val_rmse': best[0]}
+
+    def cd(self, eps, seed, delta=DELTA):
         """mu and T on validation (graph of the fit ratings), then the chosen
         setting on all training ratings, scored on test."""
         flags = ['--epsilon', eps] + ([] if eps == 'inf' else
-                                      ['--delta', repr(DELTA), '--mechanism', MECHANISM])
+                                      ['--delta', repr(delta), '--mechanism', MECHANISM])
         mus, wakeups, clips, warms = GRID['inf' if eps == 'inf' else 'private']
         best = None
         for mu, w, clip, warm in itertools.product(mus, wakeups, clips, warms):
@@ -244,7 +292,7 @@ def plot(out, res):
             ('local(untuned)', res['local_untuned_rmse'], PAPER['local']),
             ('local(tuned)', res['local_rmse'], float('nan')),
             ('CD', res['cd_rmse'], PAPER['cd'])] + \
-           [('eps=' + e, res['private_rmse'][e], PAPER[e]) for e in EPS]
+           [('eps=' + e, res['private_rmse'][e], PAPER.get(e, float('nan'))) for e in EPS]
     with open(dat, 'w') as f:
         for name, ours, paper in rows:
             f.write('"%s" %.6f %s\n' % (name, ours, 'NaN' if math.isnan(paper) else paper))
@@ -262,21 +310,29 @@ def plot(out, res):
     return png
 
 
+def options(p):
+    p.add_argument('--mechanism', choices=['laplace', 'gaussian'], default='laplace',
+                   help='the private runs\' mechanism (docs/peer-agents.md §2); --clip is L2 '
+                        'for gaussian')
+    p.add_argument('--eps', default=','.join(EPS),
+                   help='the private and served rows\' epsilons (default %s)' % ','.join(EPS))
+    p.add_argument('--runs', type=int, default=5, help='runs (splits), default 5')
+
+
 def main():
-    a = C.args(__doc__, lambda p: p.add_argument(
-        '--mechanism', choices=['laplace', 'gaussian'], default='laplace',
-        help='the private runs\' mechanism (docs/peer-agents.md §2); --clip is L2 for '
-             'gaussian'))
-    global MECHANISM
+    a = C.args(__doc__, options)
+    global MECHANISM, EPS, SERVE_GRID
     MECHANISM = a.mechanism
+    EPS = a.eps.split(',')
     tools = C.Tools(a)
     quick = C.quick(a)
-    runs = 1 if quick else 5
+    runs = 1 if quick else a.runs
     users_max = 40 if quick else 10 ** 9
     global GRID, LAMBDAS
     if quick:
         GRID = {'inf': ([10], [20], [10.0], [0]), 'private': ([1], [5], [1.0], [0, 0.5])}
         LAMBDAS = [1, 10]
+        SERVE_GRID = (['all'], [10.0], ['cv', 10])
     users = load(os.path.join(a.data, 'movielens_ratings.csv.gz'))
     per_run = []
     t0 = time.time()
@@ -286,15 +342,30 @@ def main():
         res = {'users': len(run.users), 'x2max': run.x2max, 'zero_rmse': run.zero()}
         res['local_rmse'], res['local_lambda_per_row'] = run.local_tuned()
         res['local_untuned_rmse'] = run.local_untuned()
-        res['cd_rmse'], res['cd_choice'] = run.cd('inf', 100 * r + 1)
-        res['private_rmse'], res['private_choice'] = {}, {}
-        for e in EPS:
-            res['private_rmse'][e], res['private_choice'][e] = run.cd(e, 100 * r + 2)
-        print('run %d: local %.4f untuned %.4f cd %.4f private %s (%.0f s)' %
+        if SERVED_ONLY:   # CD and private CD as docs/p2p.md §5.2 (same splits)
+            res['cd_rmse'] = float('nan')
+        else:
+            res['cd_rmse'], res['cd_choice'] = run.cd('inf', 100 * r + 1)
+        for suf, delta in DELTAS.items():
+            res['private_rmse' + suf], res['private_choice' + suf] = {}, {}
+            res['served_rmse' + suf], res['served_choice' + suf] = {}, {}
+            for e in EPS:
+                if SERVED_ONLY:
+                    res['private_rmse' + suf][e] = float('nan')
+                else:
+                    res['private_rmse' + suf][e], res['private_choice' + suf][e] = \
+                        run.cd(e, 100 * r + 2, delta)
+                res['served_rmse' + suf][e], res['served_choice' + suf][e] = \
+                    run.served(e, delta, 100 * r + 3, res['local_lambda_per_row'])
+        print('run %d: local %.4f untuned %.4f cd %.4f private %s served %s %s (%.0f s)' %
               (r + 1, res['local_rmse'], res['local_untuned_rmse'], res['cd_rmse'],
                ' '.join('%s:%.4f' % kv for kv in res['private_rmse'].items()),
+               ' '.join('%s:%.4f' % kv for kv in res['served_rmse'].items()),
+               ' '.join('%s:%.4f' % kv for kv in res['served_rmse_delta_1e-5'].items()),
                time.time() - t0), flush=True)
         per_run.append(res)
+        with open(os.path.join(a.out, 'per_run.json'), 'w') as f:   # partial results
+            json.dump(per_run, f, indent=1)
     mean = lambda k: sum(x[k] for x in per_run) / runs  # noqa: E731
     result = {
         'experiment': 'p2p-movielens', 'runs': runs, 'quick': quick,
@@ -304,9 +375,21 @@ def main():
         'zero_rmse': mean('zero_rmse'),
         'cd_rmse': mean('cd_rmse'),
         'private_rmse': {e: sum(x['private_rmse'][e] for x in per_run) / runs for e in EPS},
+        'eps': EPS,
         'delta': DELTA, 'mechanism': MECHANISM, 'grid': GRID, 'lambdas': LAMBDAS, 'paper_ml100k': PAPER, 'per_run': per_run,
         'seconds': round(time.time() - t0, 1),
     }
+    for suf in DELTAS:
+        for k in ('private_rmse', 'served_rmse'):
+            result[k + suf] = {e: sum(x[k + suf][e] for x in per_run) / runs for e in EPS}
+        # paired per run, positive = served better (lower RMSE)
+        result['local_minus_served' + suf] = {
+            e: C.paired([x['local_rmse'] for x in per_run],
+                        [x['served_rmse' + suf][e] for x in per_run]) for e in EPS}
+        result['served_gap_closed' + suf] = {
+            e: (result['local_rmse'] - result['served_rmse' + suf][e]) /
+               (result['local_rmse'] - result['cd_rmse'])
+            if result['local_rmse'] > result['cd_rmse'] else None for e in EPS}
     result['cd_beats_tuned_local'] = result['cd_rmse'] < result['local_rmse']
     result['private_1_within_3pct_of_cd'] = result['private_rmse']['1'] <= 1.03 * result['cd_rmse']
     C.write_result(a.out, result)
@@ -316,8 +399,17 @@ def main():
             ['purely local, lambda_i = 1/m_i', f4(result['local_untuned_rmse']),
              PAPER['local']],
             ['non-private CD', f4(result['cd_rmse']), PAPER['cd']]]
-    rows += [['private CD, eps = %s' % e, f4(result['private_rmse'][e]), PAPER[e]]
+    rows += [['private CD, eps = %s' % e, f4(result['private_rmse'][e]), PAPER.get(e, '—')]
              for e in EPS]
+    for suf, delta in DELTAS.items():
+        rows += [['private CD, eps = %s, delta = %g' % (e, delta),
+                  f4(result['private_rmse' + suf][e]), '—'] for e in EPS if suf]
+        rows += [['served, eps = %s, delta = %g (tuned local - served per run: %s; gap '
+                  'closed %s)' % (e, delta,
+                                  C.paired_text(result['local_minus_served' + suf][e]),
+                                  '—' if result['served_gap_closed' + suf][e] is None else
+                                  '%.0f %%' % (100 * result['served_gap_closed' + suf][e])),
+                  f4(result['served_rmse' + suf][e]), '—'] for e in EPS]
     C.write_text(a.out, 'p2p-movielens.md',
                  C.md_table(['model', 'test RMSE (mean over users, %d runs)' % runs,
                              'paper (MovieLens-100K)'], rows))

@@ -17,8 +17,19 @@ Logistic loss, lambda_i = 1/m_i, clip 1.  Per p and run (5 runs):
   private   the same at eps in {0.15, 0.5, 1} (delta = e^-5, the equal
             split over T wake-ups), mu and T chosen on validation per eps
 
+  local tuned  lambda_i = v/m_i, v in {0.1, 1, 10} on validation accuracy
+  served    dpasync sim --mode p2p --serve refit --release grad0 (docs/p2p.md
+            §7) at each eps and delta (e^-5 and 1e-5): one noisy clipped
+            gradient at 0 per agent (Laplace; Gaussian for p = 50), the
+            prior pooled over the agent and its neighbours, each agent's
+            refit on its rows with lambda of the tuned local model; clip
+            and tau (per-agent cross-validation, or one value for all) on
+            validation accuracy
+The private CD rows also run at delta = 1e-5.
+
 The score is the test accuracy averaged over agents (dpasync eval --peer
-"mean"), then over runs.  Writes OUTDIR/result.json (per p, and at the top
+"mean"), then over runs; served rows give paired per-run differences
+against the local models (untuned and tuned).  Writes OUTDIR/result.json (per p, and at the top
 level for P_MAIN: local_accuracy, cd_accuracy, private_accuracy {"0.15",
 "0.5","1"}), OUTDIR/p2p-synthetic.md and OUTDIR/p2p-synthetic.png.
 """
@@ -34,6 +45,9 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# P2P_SERVED_ONLY=1: the local and served rows only (CD and private CD are
+# deterministic and given in docs/p2p.md §5; a shorter measurement)
+SERVED_ONLY = os.environ.get('P2P_SERVED_ONLY') == '1'
 import _common as C  # noqa: E402
 
 
@@ -55,6 +69,12 @@ GRID = {'inf': ([0.3, 1, 3], [10, 50, 200], [1.0], [0]),
         'private': ([0.01, 0.1, 1], [1, 3, 10], [0.1, 1.0], [0, 0.9])}
 WARM_STEPS = 1
 RUNS = 5
+DELTAS = {'': DELTA, '_delta_1e-5': 1e-5}       # result key suffix -> delta
+LAMBDAS = [0.1, 1, 10]                           # tuned local: lambda_i * m_i
+# served: clip x tau ('cv': each agent's cross-validation; else one value)
+SERVE_GRID = ([0.1, 1.0], ['cv', 0, 3, 30])
+# P2P_PRIVATE_DELTAS=e-5 runs the private CD rows at delta = e^-5 only (a
+# shorter measurement: those rows are 80 % of its time)
 
 
 def write(path, X, y):
@@ -97,11 +117,41 @@ class Run:
         self.graph_line = tools.run(['graph', '--from-angles', os.path.join(d, 'targets.csv'),
                                      '--gamma', '0.1', '--out', self.graph]).strip()
 
-    def acc(self, out, sub):
+    def acc(self, out, sub, models='agents'):
         files = [f.replace(os.sep + 'train' + os.sep, os.sep + sub + os.sep) for f in self.train]
-        r = json.loads(self.t.run(['eval', '--peer', '--models', os.path.join(out, 'agents')] +
+        r = json.loads(self.t.run(['eval', '--peer', '--models', os.path.join(out, models)] +
                                   files))
         return r['mean']
+
+    def local_tuned(self):
+        """lambda_i = v/m_i, v on validation accuracy."""
+        best = None
+        for v in LAMBDAS:
+            out = self.sim(os.path.join(self.d, 'loc-%g' % v),
+                           ['--local', '--lambda-per-row', repr(v)])
+            a = self.acc(out, 'val')
+            if best is None or a > best[0]:
+                best = (a, v, self.acc(out, 'test'))
+        return best[2], best[1]
+
+    def served(self, eps, delta, seed, v, mech):
+        """The served models (--serve refit --release grad0): clip and tau
+        on validation accuracy, then a fresh seed for the reported run."""
+        base = ['--graph', self.graph, '--epsilon', eps, '--serve', 'refit', '--release',
+                'grad0', '--lambda-per-row', repr(v), '--mechanism', mech]
+        if eps != 'inf':
+            base += ['--delta', repr(delta)]
+        best = None
+        for clip, tau in itertools.product(*SERVE_GRID):
+            f = base + ['--clip', repr(clip)] + ([] if tau == 'cv' else ['--tau', repr(tau)])
+            out = self.sim(os.path.join(self.d, 'serve-tune'), f + ['--seed', str(seed)])
+            a = self.acc(out, 'val', 'served')
+            if best is None or a > best[0]:
+                best = (a, f, clip, tau)
+        out = self.sim(os.path.join(self.d, 'served-%s' % eps),
+                       best[1] + ['--seed', str(seed + 1000)])
+        return self.acc(out, 'test', 'served'), {'clip': best[2], 'tau': best[3],
+                                                 'mechanism': mech, 'val_accuracy': best[0]}
 
     def sim(self, out, flags):
         self.t.run(['sim', '--mode', 'p2p', '--model', 'logistic', '--target', 'y', '--out', out] +
@@ -111,10 +161,10 @@ class Run:
     def local(self):
         return self.acc(self.sim(os.path.join(self.d, 'local'), ['--local']), 'test')
 
-    def cd(self, eps, seed):
+    def cd(self, eps, seed, delta=DELTA):
         flags = ['--graph', self.graph, '--epsilon', eps, '--seed', str(seed)]
         if eps != 'inf':
-            flags += ['--delta', repr(DELTA)]
+            flags += ['--delta', repr(delta)]
         mus, wakeups, clips, warms = GRID['inf' if eps == 'inf' else 'private']
         best = None
         for mu, w, clip, warm in itertools.product(mus, wakeups, clips, warms):
@@ -168,10 +218,15 @@ def main():
     a = C.args(__doc__)
     tools = C.Tools(a)
     quick = C.quick(a)
-    global GRID
+    global GRID, SERVE_GRID, LAMBDAS
     ps, runs, agents = (PS, RUNS, AGENTS) if not quick else ([P_MAIN], 1, 20)
+    runs = int(os.environ.get('P2P_RUNS', runs))
+    if os.environ.get('P2P_PS'):   # a subset of p, for a partial measurement
+        ps = [int(x) for x in os.environ['P2P_PS'].split(',')]
     if quick:
         GRID = {'inf': ([1], [10], [1.0], [0]), 'private': ([0.1], [1], [0.1], [0, 0.9])}
+        SERVE_GRID = ([1.0], ['cv', 3])
+        LAMBDAS = [1]
     t0 = time.time()
     by_p = {}
     for p in ps:
@@ -180,22 +235,48 @@ def main():
             run = Run(tools, os.path.join(a.out, 'p%d' % p, 'run%d' % (r + 1)), p, 1000 * p + r,
                       agents)
             res = {'graph': run.graph_line.split(' out=')[0], 'local_accuracy': run.local()}
-            res['cd_accuracy'], res['cd_choice'] = run.cd('inf', 10 * r + 1)
-            res['private_accuracy'], res['private_choice'] = {}, {}
-            for e in EPS:
-                res['private_accuracy'][e], res['private_choice'][e] = run.cd(e, 10 * r + 2)
-            print('p=%d run %d: local %.4f cd %.4f private %s (%.0f s)' %
-                  (p, r + 1, res['local_accuracy'], res['cd_accuracy'],
+            res['local_tuned_accuracy'], res['local_lambda_per_row'] = run.local_tuned()
+            if SERVED_ONLY:   # CD and private CD as docs/p2p.md §5.1 (same seeds)
+                res['cd_accuracy'] = float('nan')
+            else:
+                res['cd_accuracy'], res['cd_choice'] = run.cd('inf', 10 * r + 1)
+            mech = 'gaussian' if p >= 50 else 'laplace'
+            for suf, delta in DELTAS.items():
+                res['private_accuracy' + suf], res['private_choice' + suf] = {}, {}
+                res['served_accuracy' + suf], res['served_choice' + suf] = {}, {}
+                for e in EPS:
+                    if SERVED_ONLY or (suf and os.environ.get('P2P_PRIVATE_DELTAS') == 'e-5'):
+                        res['private_accuracy' + suf][e] = float('nan')
+                    else:
+                        res['private_accuracy' + suf][e], res['private_choice' + suf][e] = \
+                            run.cd(e, 10 * r + 2, delta)
+                    res['served_accuracy' + suf][e], res['served_choice' + suf][e] = \
+                        run.served(e, delta, 10 * r + 3, res['local_lambda_per_row'], mech)
+            print('p=%d run %d: local %.4f tuned %.4f cd %.4f private %s served %s (%.0f s)' %
+                  (p, r + 1, res['local_accuracy'], res['local_tuned_accuracy'],
+                   res['cd_accuracy'],
                    ' '.join('%s:%.4f' % kv for kv in res['private_accuracy'].items()),
+                   ' '.join('%s:%.4f' % kv for kv in res['served_accuracy'].items()),
                    time.time() - t0), flush=True)
             per_run.append(res)
+            with open(os.path.join(a.out, 'per_run_p%d.json' % p), 'w') as f:   # partial
+                json.dump(per_run, f, indent=1)
         by_p[str(p)] = {
             'local_accuracy': sum(x['local_accuracy'] for x in per_run) / runs,
             'cd_accuracy': sum(x['cd_accuracy'] for x in per_run) / runs,
-            'private_accuracy': {e: sum(x['private_accuracy'][e] for x in per_run) / runs
-                                 for e in EPS},
+            'local_tuned_accuracy': sum(x['local_tuned_accuracy'] for x in per_run) / runs,
             'per_run': per_run,
         }
+        for suf in DELTAS:
+            for k in ('private_accuracy', 'served_accuracy'):
+                by_p[str(p)][k + suf] = {e: sum(x[k + suf][e] for x in per_run) / runs
+                                         for e in EPS}
+            by_p[str(p)]['served_minus_local' + suf] = {
+                e: C.paired([x['served_accuracy' + suf][e] for x in per_run],
+                            [x['local_accuracy'] for x in per_run]) for e in EPS}
+            by_p[str(p)]['served_minus_local_tuned' + suf] = {
+                e: C.paired([x['served_accuracy' + suf][e] for x in per_run],
+                            [x['local_tuned_accuracy'] for x in per_run]) for e in EPS}
     main_p = by_p[str(P_MAIN)]
     result = {'experiment': 'p2p-synthetic', 'agents': agents, 'runs': runs, 'quick': quick,
               'p_main': P_MAIN, 'local_accuracy': main_p['local_accuracy'],
@@ -204,15 +285,35 @@ def main():
               'delta': DELTA, 'grid': GRID, 'seconds': round(time.time() - t0, 1)}
     result['private_015_beats_local'] = {
         p: r['private_accuracy']['0.15'] > r['local_accuracy'] for p, r in by_p.items()}
+    for suf in DELTAS:
+        result['served_accuracy' + suf] = {p: r['served_accuracy' + suf] for p, r in by_p.items()}
+        result['private_accuracy_by_p' + suf] = {p: r['private_accuracy' + suf]
+                                                 for p, r in by_p.items()}
     C.write_result(a.out, result)
     rows = []
     for p in sorted(by_p, key=int):
         r = by_p[p]
         rows.append([p, f4(r['local_accuracy']), f4(r['cd_accuracy'])] +
                     [f4(r['private_accuracy'][e]) for e in EPS])
-    C.write_text(a.out, 'p2p-synthetic.md',
-                 C.md_table(['p', 'local', 'CD (non-private)'] +
-                            ['private CD, eps = %s' % e for e in EPS], rows))
+    table = C.md_table(['p', 'local', 'CD (non-private)'] +
+                       ['private CD, eps = %s' % e for e in EPS], rows)
+    for suf, delta in DELTAS.items():
+        rows = []
+        for p in sorted(by_p, key=int):
+            r = by_p[p]
+            rows.append([p, f4(r['local_accuracy']), f4(r['local_tuned_accuracy'])] +
+                        ['%s / %s' % (f4(r['served_accuracy' + suf][e]),
+                                      f4(r['private_accuracy' + suf][e])) for e in EPS] +
+                        [' '.join('%s:%s' % (e, C.paired_text(r['served_minus_local' + suf][e]))
+                                  for e in EPS)] +
+                        [' '.join('%s:%s' % (e, C.paired_text(
+                            r['served_minus_local_tuned' + suf][e])) for e in EPS)])
+        table += '\n\ndelta = %g: served / private CD, and served - local per run\n\n' % delta
+        table += C.md_table(['p', 'local', 'local tuned'] +
+                            ['served / private, eps = %s' % e for e in EPS] +
+                            ['served - local (mean [min, max] wins/runs)',
+                             'served - local tuned'], rows)
+    C.write_text(a.out, 'p2p-synthetic.md', table)
     plot(a.out, by_p)
 
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The peer-mode simulator (p2psim.h). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,6 +9,7 @@
 #include "common/core/compose.h"
 #include "common/core/error.h"
 #include "common/core/query.h"
+#include "common/core/serve.h"
 #include "tools/lib/p2psim.h"
 #include "tools/lib/simrng.h"
 
@@ -163,4 +165,102 @@ int dp_p2psim_mech_split(dp_mech mech, size_t d, double eps, double warm, uint64
 	*share_t = b.eps_step;
 	*share_warm = b.eps_warm;
 	return 0;
+}
+
+int dp_p2psim_release_grad0(const dp_p2psim_setup *s, uint64_t seed, const double *share,
+			    double *g)
+{
+	dp_simrng noise;
+	dp_bitsource bits;
+	int rc = 0;
+
+	DP_REQUIRE(s != NULL && share != NULL && g != NULL);
+	seed_stream(&noise, seed, 2);
+	bits = dp_simrng_bitsource(&noise);
+	for (size_t i = 0; i < s->N && rc == 0; i++)
+		rc = dp_serve_release(s->model, s->ds[i], s->clip, s->mech, share[i], &bits,
+				      g + i * s->p);
+	return rc;
+}
+
+/* Agent i's pool (dp_p2psim_prior): vectors and weights into v and w,
+ * their count returned. */
+static size_t pool_of(const dp_p2psim_setup *s, const dp_p2psim_serve *v, size_t i,
+		      const double *released, const double **vec, double *w)
+{
+	size_t k = 0;
+
+	if (v->prior == DP_P2PSIM_PRIOR_ALL) {
+		for (size_t j = 0; j < s->N; j++) {
+			vec[k] = released + j * s->p;
+			w[k++] = 1.0;
+		}
+	} else {
+		const size_t *nb;
+		const double *wt;
+		size_t n_nb = dp_graph_adj(s->graph, i, &nb, &wt);
+
+		vec[k] = released + i * s->p;
+		w[k++] = 1.0;
+		for (size_t j = 0; j < n_nb; j++) {
+			vec[k] = released + nb[j] * s->p;
+			w[k++] = wt[j];
+		}
+	}
+	if (v->release == DP_P2PSIM_RELEASE_GRAD0)
+		for (size_t j = 0; j < k; j++)
+			w[j] *= (double)s->ds[(size_t)(vec[j] - released) / s->p]->n;
+	return k;
+}
+
+int dp_p2psim_serve_all(const dp_p2psim_setup *s, const dp_p2psim_serve *v,
+			const double *released, double *served, double *prior, size_t *chosen)
+{
+	const double **vec = calloc(s->N + 1, sizeof(double *));
+	double *w = calloc(s->N + 1, sizeof(double)), *pool = calloc(2 * s->p + 1, sizeof(double));
+	double *pi = pool + s->p;
+	int rc = 0;
+
+	DP_REQUIRE(s != NULL && v != NULL && released != NULL && served != NULL);
+	if (vec == NULL || w == NULL || pool == NULL) {
+		rc = dp_error_set(DP_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < s->N && rc == 0; i++) {
+		size_t k = pool_of(s, v, i, released, vec, w), t = 0;
+		double rows = 0, lam = s->lambda[i];
+
+		dp_serve_pool(s->p, k, vec, w, pool);
+		for (size_t j = 0; j < k; j++)
+			rows += w[j];
+		/* Public rows stand for the pooled rows (sum of w_j m_j), whose
+		 * ridge is the agent's lambda_i m_i over them; the agent's own
+		 * rows keep its own lambda_i. */
+		if (v->curvature && rows > 0)
+			lam = s->lambda[i] * (double)s->ds[i]->n / rows;
+		if (v->release == DP_P2PSIM_RELEASE_GRAD0)
+			rc = dp_serve_prior_newton(s->model, v->curvature ? v->curvature : s->ds[i],
+						   lam, pool, pi);
+		else
+			memcpy(pi, pool, s->p * sizeof(double));
+		if (rc == 0)
+			rc = dp_serve_refit(s->model, s->ds[i], v->folds, s->lambda[i], pi, v->scale, v->bias_free, v->taus,
+					    v->ntau, served + i * s->p, &t, NULL);
+		if (rc != 0) {
+			char was[512];
+
+			snprintf(was, sizeof(was), "%s", dp_error_detail(rc));
+			rc = dp_error_set(rc, "agent '%s': %s", dp_graph_id(s->graph, i), was);
+			break;
+		}
+		if (prior)
+			memcpy(prior + i * s->p, pi, s->p * sizeof(double));
+		if (chosen)
+			chosen[i] = t;
+	}
+out:
+	free(vec);
+	free(w);
+	free(pool);
+	return rc;
 }

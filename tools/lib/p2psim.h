@@ -11,6 +11,7 @@
 #ifndef DP_TOOLS_P2PSIM_H
 #define DP_TOOLS_P2PSIM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "common/core/dataset.h"
@@ -96,5 +97,51 @@ int dp_p2psim_warm_split(double eps, double warm, uint64_t K, double delta, uint
  * DP_EINVAL, "--mechanism gaussian needs --delta > 0 ..."). */
 int dp_p2psim_mech_split(dp_mech mech, size_t d, double eps, double warm, uint64_t K,
 			 double delta, uint64_t T, double *share_t, double *share_warm);
+
+/* Served personal models (docs/p2p.md §7, common/core/serve.h). */
+typedef enum dp_p2psim_release {
+	DP_P2PSIM_RELEASE_MODELS = 0,   /* the exchanged noisy models of the run */
+	DP_P2PSIM_RELEASE_GRAD0 = 1,    /* one noisy clipped gradient at 0 each */
+} dp_p2psim_release;
+
+/* Whose releases agent i's prior pools: GRAPH, itself (weight 1) and its
+ * neighbours (weight W_ij), what an agent receives from its neighbours
+ * alone; ALL, every agent (weight 1), what relaying over the graph
+ * delivers.  Released gradients are weighted by the row count m_j too,
+ * so that the pool is a mean gradient over the pooled rows. */
+typedef enum dp_p2psim_prior {
+	DP_P2PSIM_PRIOR_GRAPH = 0,
+	DP_P2PSIM_PRIOR_ALL = 1,
+} dp_p2psim_prior;
+
+typedef struct dp_p2psim_serve {
+	dp_p2psim_release release;
+	dp_p2psim_prior prior;
+	const double *taus;            /* the tau grid (0 among it) */
+	size_t ntau;
+	size_t folds;                  /* K of the cross-validation */
+	bool scale;                    /* fit the prior's length (dp_serve_scale) */
+	bool bias_free;                /* the last column is the agents' own
+					  intercept, not pulled (dp_serve_fit) */
+	const dp_dataset *curvature;   /* public rows for dp_serve_prior_newton's
+					  Hessian, or NULL: each agent's own */
+} dp_p2psim_serve;
+
+/* The one-shot releases: agent i in index order draws dp_serve_release
+ * at share[i] (epsilon, or rho for Gaussian; inf: exact) with s->clip and
+ * s->mech from the noise stream of seed (the stream of dp_p2psim_run's
+ * wake-ups), into g[N*p].  Errors: dp_serve_release's. */
+int dp_p2psim_release_grad0(const dp_p2psim_setup *s, uint64_t seed, const double *share,
+			    double *g);
+
+/* Every agent's served model: its prior from released[N*p] (the final
+ * models of a run, or the gradients of dp_p2psim_release_grad0, as
+ * v->release says) pooled as v->prior says (dp_serve_pool; gradients
+ * then dp_serve_prior_newton with the agent's lambda), then
+ * dp_serve_refit on its rows.  served[N*p], prior[N*p] (may be NULL) and
+ * chosen[N] (the index in v->taus; may be NULL) receive them.  Errors:
+ * those functions', the agent's id in the detail; DP_ENOMEM. */
+int dp_p2psim_serve_all(const dp_p2psim_setup *s, const dp_p2psim_serve *v,
+			const double *released, double *served, double *prior, size_t *chosen);
 
 #endif

@@ -43,6 +43,17 @@ def test(argv):
             else:
                 check(all(0 <= v <= 1 for v in vals), 'accuracies %r' % vals)
             check(sorted(r[priv]) == sorted(eps), '%s: %s keys %r' % (name, priv, r[priv]))
+            # the served rows (docs/p2p.md §7), at both deltas, keyed by eps
+            # (synthetic: by p, then eps)
+            served = 'served_rmse' if name == 'p2p-movielens' else 'served_accuracy'
+            for suf in ('', '_delta_1e-5'):
+                sv = r[served + suf]
+                if name == 'p2p-synthetic':
+                    check(sorted(sv) == ['10'], '%s: %s keys %r' % (name, served + suf, sv))
+                    sv = sv['10']
+                check(sorted(sv) == sorted(eps), '%s: %s keys %r' % (name, served + suf, sv))
+                vals += list(sv.values())
+                check(all(math.isfinite(v) and v > 0 for v in sv.values()), 'served %r' % sv)
             check(os.path.exists(os.path.join(out, name + '.md')), '%s: no table' % name)
             if shutil.which('gnuplot'):
                 check(os.path.exists(os.path.join(out, name + '.png')), '%s: no figure' % name)

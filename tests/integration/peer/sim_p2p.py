@@ -12,6 +12,13 @@
    schedule.csv replayed with --schedule gives the same models byte for
    byte; another seed does not.
 3. Bad input: one line on stderr and exit 2.
+4. Served models (--serve refit, docs/p2p.md §7) at eps = inf equal an
+   independent numpy reference (ref_serve.py) to 1e-10, with the same tau
+   for every agent: one-shot releases (linear with a bias, the prior over
+   all agents with public curvature rows and a fitted length, tau fixed
+   at 5; logistic
+   with clipping, the graph prior) and exchanged models (logistic, the
+   parity run's schedule); some agents choose tau > 0 and some tau = 0.
 
 usage: sim_p2p.py DPASYNC
 """
@@ -153,6 +160,76 @@ def gaussian(dpasync, d, files, graph, ids):
           'step %.6g' % (rt, rw))
 
 
+def served(dpasync, d, lin_files, log_files, graph, ids):
+    curv = os.path.join(d, 'public.csv')
+    rng = np.random.default_rng(4)
+    with open(curv, 'w') as f:
+        f.write('x0,x1,x2,y\n')
+        for r in rng.uniform(-1, 1, size=(40, 3)):
+            f.write(','.join(repr(float(v)) for v in r) + ',0\n')
+    sched = os.path.join(d, 'sched.csv')
+    cases = [
+        ('linear', lin_files, ['--bias', '--release', 'grad0', '--prior', 'all', '--curvature',
+                               curv, '--clip', '3', '--tau', '5'], ['--scale', '--taus', '5']),
+        ('logistic', log_files, ['--release', 'grad0', '--clip', '0.8', '--prior-scale',
+                                 'none'], []),
+        ('logistic', log_files, ['--bias', '--schedule', sched, '--mu', '0.7', '--clip', '0.8',
+                                 '--x2max', '4', '--tau', '0,0.5,2,8', '--folds', '3'],
+         ['--scale', '--taus', '0,0.5,2,8', '--folds', '3']),
+    ]
+    taus = []
+    for k, (model, files, flags, rflags) in enumerate(cases):
+        out = os.path.join(d, 'serve-%d' % k)
+        agent_ids = [os.path.basename(f)[:-4] for f in files]
+        run([dpasync, 'sim', '--mode', 'p2p', '--target', 'y', '--model', model, '--graph',
+             graph, '--epsilon', 'inf', '--serve', 'refit', '--out', out] + flags + files)
+        vals = dict(zip(flags[::2], flags[1::2])) if '--bias' not in flags else \
+            dict(zip(flags[1::2], flags[2::2]))
+        ref = os.path.join(d, 'ref-serve-%d.json' % k)
+        release = vals.get('--release', 'models')
+        run(['/usr/bin/python3', os.path.join(HERE, 'ref_serve.py'), '--model', model,
+             '--release', release, '--agents', os.path.join(out, 'agents'),
+             '--prior', vals.get('--prior', 'graph'), '--clip', vals['--clip'],
+             '--graph', graph, '--out', ref] +
+            (['--taus', '0,1,3,10,30,100,300,1000'] if '--taus' not in rflags else []) +
+            (['--curvature', curv] if '--curvature' in vals else []) +
+            (['--bias'] if '--bias' in flags else []) + rflags + files)
+        with open(ref) as f:
+            want = json.load(f)
+        got = {}
+        for i in agent_ids:
+            with open(os.path.join(out, 'served', i + '.json')) as f:
+                got[i] = json.load(f)
+            check(got[i]['served'] is True and got[i]['private'] is False and
+                  got[i]['mode'] == 'served' and got[i]['fitted_from']['release'] == release,
+                  'served file %s: %r' % (i, got[i]))
+            check(got[i]['fitted_from']['tau'] == want[i]['tau'],
+                  'case %d agent %s: tau %s, reference %s' % (k, i, got[i]['fitted_from']['tau'],
+                                                             want[i]['tau']))
+            taus.append(want[i]['tau'])
+        err = max(abs(x - y) for i in agent_ids for x, y in zip(got[i]['theta'],
+                                                                want[i]['theta']))
+        perr = max(abs(x - y) for i in agent_ids
+                   for x, y in zip(got[i]['fitted_from']['prior_theta'], want[i]['prior']))
+        print('served %d (%s, %s): max |sim - ref| = %.3g, prior %.3g, taus %s' %
+              (k, model, release, err, perr, [want[i]['tau'] for i in agent_ids]))
+        check(err <= 1e-10 and perr <= 1e-10, 'served case %d differs by %g (prior %g)' %
+              (k, err, perr))
+        s = json.load(open(os.path.join(out, 'summary.json')))
+        check(s['serve'] == 'refit' and all(x['tau'] == want[x['id']]['tau'] and
+                                             x['releases'] == x['wakeups'] + x['warm_steps']
+                                             for x in s['agents']),
+              'summary: %r' % s['agents'])
+        if release == 'grad0':
+            check(all(x['releases'] == 1 and 'epsilon_per_release' in x for x in s['agents']),
+                  'grad0: one release per agent: %r' % s['agents'])
+    check(any(t > 0 for t in taus) and any(t == 0 for t in taus),
+          'served: every agent chose the same kind of tau (%s): the test proves little' % taus)
+    e = json.loads(run([dpasync, 'eval', '--peer', '--models',
+                        os.path.join(d, 'serve-0', 'served')] + lin_files).stdout)
+    check(e['agents'] == len(lin_files), 'eval --peer on served models: %r' % e)
+
+
 def bad_input(dpasync, d, files, graph):
     bad_graph = os.path.join(d, 'bad-graph.csv')
     with open(bad_graph, 'w') as f:
@@ -174,6 +251,13 @@ def bad_input(dpasync, d, files, graph):
         (['--graph', graph, '--warm-start', '0.1', '--warm-steps', '0'], '--warm-steps'),
         (['--local', '--warm-start', '0.1'], '--warm-start does not apply'),
         (['--graph', graph, '--mechanism', 'gaussian'], '--mechanism gaussian needs --delta > 0'),
+        (['--local', '--serve', 'refit'], '--local and --serve exclude each other'),
+        (['--graph', graph, '--serve', 'refit', '--release', 'grad0', '--wakeups', '3'],
+         '--release grad0 makes one release per agent'),
+        (['--graph', graph, '--serve', 'refit', '--tau', '1,2'], '--tau: a grid must include 0'),
+        (['--graph', graph, '--release', 'grad0'], 'need --serve refit'),
+        (['--graph', graph, '--serve', 'refit', '--curvature', graph],
+         '--curvature turns released gradients into a prior: it needs --release grad0'),
     ]
     for extra, want in cases:
         p = run([dpasync, 'sim', '--mode', 'p2p', '--target', 'y', '--out', os.path.join(d, 'bad')] + extra + files,
@@ -191,8 +275,9 @@ def test(argv):
         files, graph, ids = parity(dpasync, d, 'logistic',
                                    ['--bias', '--mu', '0.7', '--clip', '0.8', '--x2max', '4'],
                                    [5, 12, 30, 8, 20, 9])
-        parity(dpasync, d, 'linear', ['--mu', '2', '--clip', '3', '--x2max', '3'],
-               [7, 15, 10, 25, 6])
+        lin_files = parity(dpasync, d, 'linear', ['--mu', '2', '--clip', '3', '--x2max', '3'],
+                           [7, 15, 10, 25, 6])[0]
+        served(dpasync, d, lin_files, files, graph, ids)
         determinism(dpasync, d, files, graph, ids)
         gaussian(dpasync, d, files, graph, ids)
         bad_input(dpasync, d, files, graph)
