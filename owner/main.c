@@ -26,6 +26,7 @@
 #include "common/core/file.h"
 #include "common/core/log.h"
 #include "common/core/schema.h"
+#include "common/core/serve.h"
 #include "common/net/addr.h"
 #include "common/net/config.h"
 #include "common/net/frame.h"
@@ -45,9 +46,12 @@ struct own_daemon {
 	char *model_out;                /* resolved path (owned) */
 	char *model_before;             /* the default before: <ledger>/../model.json
 					   (owned; NULL with --model-out) */
+	char *served_out;               /* --peer --serve: resolved path (owned) */
 	char schema_fp[DP_FINGERPRINT_SIZE]; /* of our rows (Hello.schema) */
 	dp_schemasum *schema_sum;       /* what it is of (Hello.schema_summary) */
 	dp_dataset ds;
+	dp_dataset curv;                /* --curvature (have_curv) */
+	bool have_curv;
 	SSL_CTX *ctx;
 	dp_csprng *rng;
 	dp_bitsource bits;              /* the loop thread's: clock gaps, backoff */
@@ -194,7 +198,7 @@ static const struct dp_config_entry entries[] = {
 	{ .name = "x2max", DP_CFG_DOUBLE(&S.x2max), .def = "0", .min = 0, .max = 1e12,
 	  .group = "Peer", .help = "public bound on ||x||_2^2 for the smoothness (0: p)" },
 	{ .name = "wakeups", DP_CFG_U64(&S.wakeups), .def = "10", .min = 1, .max = 1e9,
-	  .group = "Peer", .metavar = "T", .help = "wake-ups T_i the budget is split over" },
+	  .given = &S.wakeups_given, .group = "Peer", .metavar = "T", .help = "wake-ups T_i the budget is split over" },
 	{ .name = "warm-start", DP_CFG_DOUBLE(&S.warm_start), .def = "0", .min = 0,
 	  .max = 1e12, .group = "Peer", .metavar = "EPS",
 	  .help = "private local warm start spending EPS of --epsilon (0: none)" },
@@ -206,6 +210,35 @@ static const struct dp_config_entry entries[] = {
 	{ .name = "linger", DP_CFG_DURATION(&S.linger), .def = "60", .min = 0, .max = 1e6,
 	  .group = "Peer", .metavar = "SECONDS",
 	  .help = "once done, wait at most this long for the neighbours to be done" },
+	{ .name = "serve", DP_CFG_ENUM(&S.serve, own_serve_names), .def = "none",
+	  .group = "Served model",
+	  .help = "refit: also fit a personal model on our rows towards a prior pooled from "
+		  "the releases (not private, never sent; docs/peer-agents.md \"Served "
+		  "models\")" },
+	{ .name = "release", DP_CFG_ENUM(&S.release, dp_serve_release_names), .def = "models",
+	  .given = &S.release_given, .group = "Served model",
+	  .help = "what we release: models (the noisy models of the wake-ups) | grad0 (one "
+		  "noisy clipped gradient at 0, the whole budget)" },
+	{ .name = "prior", DP_CFG_ENUM(&S.prior, dp_serve_prior_names), .def = "graph",
+	  .given = &S.prior_given, .group = "Served model",
+	  .help = "the prior pools the releases of graph (us and our neighbours, W_ij) | all "
+		  "(every agent, relayed over the graph)" },
+	{ .name = "prior-scale", DP_CFG_ENUM(&S.prior_scale, dp_serve_scale_names),
+	  .def = "fit", .given = &S.scale_given, .group = "Served model",
+	  .help = "fit (the prior's length fitted on our rows) | none" },
+	{ .name = "curvature", DP_CFG_PATH(&S.curvature), .group = "Served model",
+	  .metavar = "CSV",
+	  .help = "--release grad0: public rows (our columns) whose second moment turns the "
+		  "pooled gradient into the prior (default: our own rows)" },
+	{ .name = "tau", DP_CFG_DOUBLES(&S.taus), .min = 0, .max = 1e12,
+	  .group = "Served model", .metavar = "T,..",
+	  .help = "the tau grid, 0 among it (one value: tau fixed; default "
+		  "0,1,3,10,30,100,300,1000)" },
+	{ .name = "folds", DP_CFG_U64(&S.folds), .def = "5", .min = 2, .max = 1000,
+	  .given = &S.folds_given, .group = "Served model", .metavar = "K",
+	  .help = "cross-validation folds for tau (row r in fold r mod K)" },
+	{ .name = "served-out", DP_CFG_PATH(&S.served_out), .group = "Served model",
+	  .help = "the served model's file (default: served.json in the ledger directory)" },
 	{ .name = "log-level", DP_CFG_ENUM(&S.log_level, dp_log_level_names), .def = "info",
 	  .group = "Operations", .help = "least severe log level printed" },
 	{ .name = "progress-every", DP_CFG_DURATION(&S.progress_every), .def = "10", .min = 0,
@@ -267,6 +300,8 @@ static int validate(void *arg)
 				    "could never spend its budget)", d->set.lifetime_epsilon,
 				    d->set.epsilon);
 	r = own_mechanism_validate(&d->set);
+	if (r == 0)
+		r = own_peerserve_validate(&d->set);
 	if (r < 0)
 		return r;
 	if (isinf(d->set.epsilon) && !d->set.allow_no_noise)
@@ -345,6 +380,13 @@ static int load_data(struct own_daemon *d)
 	}
 	o.bias = d->set.bias;
 	r = dp_dataset_load(&d->ds, d->set.data, &o);
+	if (r == 0 && d->set.curvature) {
+		r = dp_dataset_load(&d->curv, d->set.curvature, &o);
+		if (r == 0 && d->curv.p != d->ds.p)
+			r = dp_error_set(DP_EINVAL, "--curvature %s: %zu columns, our data %zu",
+					 d->set.curvature, d->curv.p, d->ds.p);
+		d->have_curv = r == 0;
+	}
 	/* A file `dpasync prep` made: its schema.json was applied, and counts
 	 * in the fingerprint and the summary (docs/ownerd.md "Prepared data"). */
 	if (r == 0 && schema_path == NULL) {
@@ -374,6 +416,17 @@ static int resolve_model_out(struct own_daemon *d)
 	char *dirbuf;
 	int n;
 
+	/* The served model (--peer --serve) beside it, in the agent's own
+	 * ledger directory: never a sibling's. */
+	if (d->set.serve)
+		n = d->set.served_out ? asprintf(&d->served_out, "%s", d->set.served_out) :
+			asprintf(&d->served_out, "%s/served.json", d->set.ledger);
+	else
+		n = 0;
+	if (n < 0) {
+		d->served_out = NULL;
+		return DP_ENOMEM;
+	}
 	if (d->set.model_out) {
 		d->model_out = strdup(d->set.model_out);
 		return d->model_out ? 0 : DP_ENOMEM;
@@ -591,6 +644,7 @@ static int start_peer(struct own_daemon *d, const struct own_budget_config *bc)
 	pc.client_ctx = d->ctx;
 	pc.id = d->id;
 	pc.ds = &d->ds;
+	pc.curvature = d->have_curv ? &d->curv : NULL;
 	pc.bits = &d->bits;
 	pc.noise = &d->answer_bits;
 	pc.budget = &d->budget;
@@ -598,6 +652,7 @@ static int start_peer(struct own_daemon *d, const struct own_budget_config *bc)
 	pc.m = &d->m;
 	pc.model_out = d->model_out;
 	pc.model_before = d->model_before;
+	pc.served_out = d->served_out;
 	pc.stop = on_stop;
 	pc.stop_arg = d;
 	r = own_peer_new(&pc, &d->peer);
@@ -806,9 +861,12 @@ static void cleanup(struct own_daemon *d)
 	if (d->server_ctx)
 		SSL_CTX_free(d->server_ctx);
 	dp_dataset_free(&d->ds);
+	if (d->have_curv)
+		dp_dataset_free(&d->curv);
 	dp_schemasum_free(d->schema_sum);
 	free(d->model_out);
 	free(d->model_before);
+	free(d->served_out);
 	dp_config_free(&spec);
 }
 

@@ -49,6 +49,7 @@
 #include "common/core/model.h"
 #include "common/core/query.h"
 #include "common/core/rng.h"
+#include "common/net/config.h"
 #include "common/net/conn.h"
 #include "common/net/frame.h"
 #include "common/net/metrics.h"
@@ -63,6 +64,12 @@
  * (docs/ownerd.md "Serving successive jobs"). */
 #define OWN_IDLE_BASE_S     1.0
 #define OWN_IDLE_MAX_S      60.0
+
+/* --serve, and the values of --release and --prior the agent tests
+ * (dp_serve_release_names, dp_serve_prior_names). */
+extern const char *const own_serve_names[];
+enum { OWN_RELEASE_MODELS = 0, OWN_RELEASE_GRAD0 = 1 };
+enum { OWN_PRIOR_GRAPH = 0, OWN_PRIOR_ALL = 1 };
 
 /* Settings filled by common/net/config.h (main.c holds the table); read-only
  * once the daemon runs. */
@@ -122,6 +129,17 @@ struct own_settings {
 	uint64_t wakeups;       /* T_i */
 	uint64_t warm_steps;    /* noisy steps of the warm start */
 	double linger;          /* seconds to wait, once done, for the neighbours */
+	/* --serve refit (docs/peer-agents.md "Served models"): a personal
+	 * model fitted on our rows towards a prior pooled from releases. */
+	int serve;              /* own_serve_names: 0 none, 1 refit */
+	int release;            /* dp_serve_release_names: models | grad0 */
+	int prior;              /* dp_serve_prior_names: graph | all */
+	int prior_scale;        /* dp_serve_scale_names: fit | none */
+	char *curvature;        /* grad0: public rows for the prior's Hessian */
+	struct dp_config_doubles taus; /* the tau grid (empty: dp_serve_taus) */
+	uint64_t folds;
+	char *served_out;       /* NULL: served.json in the ledger directory */
+	bool release_given, prior_given, scale_given, folds_given, wakeups_given;
 	double progress_every;  /* seconds between summary lines (0: none) */
 };
 
@@ -395,6 +413,7 @@ struct own_peer_config {
 	SSL_CTX *server_ctx, *client_ctx;
 	const char *id;             /* our identity (certificate CN) */
 	const dp_dataset *ds;
+	const dp_dataset *curvature; /* --curvature's rows (NULL: none) */
 	dp_bitsource *bits;         /* loop thread: clock gaps, backoff jitter */
 	dp_bitsource *noise;        /* the noise of the wake-ups (loop thread too) */
 	struct own_budget *budget;  /* not open: own_peer_new opens it */
@@ -402,6 +421,7 @@ struct own_peer_config {
 				       are the peer plan's */
 	const struct own_metrics *m;
 	const char *model_out;      /* --model-out, by default <ledger>/model.json */
+	const char *served_out;     /* --served-out, by default <ledger>/served.json */
 	const char *model_before;   /* by default only: where the model was kept
 				       before (<ledger>/../model.json, shared by
 				       sibling ledger directories), never read;
@@ -462,6 +482,12 @@ double own_mechanism_rho_left(const struct own_settings *s, double lifetime_delt
  * bytes) naming the job and the fix; nothing is logged or sent. */
 int own_mechanism_check_welcome(const struct own_settings *s, double lifetime_delta,
 				const Dpasync__Welcome *w, char *why, size_t size);
+
+/* ---- peerserve.c: the served model (docs/peer-agents.md "Served models") - */
+
+/* The --serve options together, and against --peer, --release grad0's one
+ * release and the tau grid.  0 or DP_EINVAL with a one-line detail. */
+int own_peerserve_validate(const struct own_settings *s);
 
 /* ---- peerfile.c: the address book ------------------------------------------- */
 

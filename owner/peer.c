@@ -67,13 +67,34 @@ static void stop(struct own_peer *p, int code)
 
 /* ---- the end --------------------------------------------------------------- */
 
+/* --serve: the served model once every release it pools is here, then
+ * our complete flag to the neighbours (they need nothing more from us). */
+static void serve(struct own_peer *p)
+{
+	if (!p->rel.on || p->rel.served || !p->finished || !p->rel.complete)
+		return;
+	if (own_peerserve_fit(p) < 0) {
+		stop(p, DP_EXIT_FAIL);
+		return;
+	}
+	own_peerlink_send_flags(p);
+}
+
 static void check_exit(struct own_peer *p)
 {
 	if (!p->finished || p->closed)
 		return;
-	for (size_t i = 0; i < p->n_nb; i++)
+	/* --release grad0 sends no models: only the releases' handshake */
+	for (size_t i = 0; i < p->n_nb && !(p->rel.on && p->rel.grad0); i++)
 		if (!p->nb[i].final || !p->nb[i].seen_final)
 			return;
+	if (p->rel.on) {
+		if (!p->rel.served)
+			return;
+		for (size_t i = 0; i < p->n_nb; i++)
+			if (!p->nb[i].complete || !p->nb[i].seen_complete)
+				return;
+	}
 	DP_INFO("peer", "done wakeups=%llu every neighbour done",
 		(unsigned long long)p->done);
 	stop(p, DP_EXIT_OK);
@@ -85,6 +106,11 @@ static void on_linger(uv_timer_t *t)
 
 	DP_WARN("peer", "linger of %g s over with neighbours not done; exiting",
 		p->cfg.set->linger);
+	/* Serve from what arrived (logged) rather than from nothing. */
+	if (p->rel.on && !p->rel.served && own_peerserve_fit(p) < 0) {
+		stop(p, DP_EXIT_FAIL);
+		return;
+	}
 	stop(p, DP_EXIT_OK);
 }
 
@@ -100,7 +126,14 @@ static void finish(struct own_peer *p, const char *why)
 	DP_INFO("peer", "finished reason=%s wakeups=%llu step=%llu", why,
 		(unsigned long long)p->done, (unsigned long long)p->step);
 	own_peerlink_send_all(p);
+	/* --release models: the final model is our release (a model that was
+	 * never noised, before any wake-up, is none). */
+	if (p->rel.on && !p->rel.grad0 && p->released)
+		own_peerserve_store(p, p->rel.self, p->theta, p->cfg.ds->n);
+	if (p->rel.on)
+		own_peerlink_send_release(p, p->rel.self);
 	uv_timer_start(&p->linger, on_linger, (uint64_t)llround(p->cfg.set->linger * 1000.0), 0);
+	serve(p);
 	check_exit(p);
 }
 
@@ -260,6 +293,7 @@ static void on_clock_fail(void *arg, int err)
 static void on_model(struct own_peer *p)
 {
 	progress(p);
+	serve(p);
 	check_exit(p);
 }
 
@@ -428,6 +462,10 @@ static int restore(struct own_peer *p)
 	own_budget_status(p->cfg.budget, &st);
 	if (st.answers == 0)
 		return 0;
+	if (p->rel.on && p->rel.grad0) {   /* no model: the release file */
+		p->done = st.answers;
+		return own_peerserve_restore(p, st.answers);
+	}
 	/* A restart: the ledger says how far we got; the model saved after
 	 * the last adopted wake-up is where we resume (a charge whose model
 	 * was never saved was never released either). */
@@ -496,7 +534,8 @@ int own_peer_new(const struct own_peer_config *cfg, struct own_peer **out)
 		return DP_ENOMEM;
 	p->cfg = *cfg;
 	p->p = cfg->ds->p;
-	p->T = s->wakeups;
+	/* --release grad0: one release, the whole budget */
+	p->T = s->serve && s->release == OWN_RELEASE_GRAD0 ? 1 : s->wakeups;
 	p->warm = s->warm_start > 0 ? s->warm_steps : 0;
 	p->theta = calloc(p->p, sizeof(double));
 	p->cand = calloc(p->p, sizeof(double));
@@ -523,6 +562,8 @@ int own_peer_new(const struct own_peer_config *cfg, struct own_peer **out)
 	r = load_graph(p);
 	if (r == 0)
 		r = load_schedule(p);
+	if (r == 0)
+		r = own_peerserve_init(p);
 	if (r < 0)
 		goto fail;
 	bc = cfg->budget_cfg;
@@ -619,7 +660,12 @@ void own_peer_start(struct own_peer *p)
 		(unsigned long long)p->T, (unsigned long long)p->done,
 		dp_query_mech_name((dp_mech)p->cfg.set->mechanism),
 		st.gaussian ? "rho_step" : "eps_step", p->cfg.budget->eps_q);
-	if (st.answers > 0)
+	if (st.answers > 0 && p->rel.on && p->rel.grad0)
+		DP_INFO("peer", "resuming after the release (%llu charge in the ledger): %s",
+			(unsigned long long)st.answers, p->rel.have[p->rel.self] ?
+			"release restored from release.json, charged before the restart" :
+			"the release was lost before it was saved; none is drawn again");
+	else if (st.answers > 0)
 		DP_INFO("peer", "resuming wakeups=%llu of %llu from the ledger (%llu charges) "
 			"model=%s", (unsigned long long)p->done, (unsigned long long)p->T,
 			(unsigned long long)st.answers,
@@ -628,6 +674,20 @@ void own_peer_start(struct own_peer *p)
 	if (p->closed)
 		return;
 	own_peerlink_dial_all(p);
+	if (p->rel.on && p->rel.grad0) {
+		if (p->done == 0) {
+			r = own_peerserve_release(p);
+			if (r < 0) {
+				stop(p, dp_exit_status(r, DP_EXIT_PHASE_RUN));
+				return;
+			}
+			p->done = 1;
+			if (p->cfg.m->wakeups)
+				dp_metrics_inc(p->cfg.m->wakeups);
+		}
+		finish(p, "released");
+		return;
+	}
 	if (p->done >= p->T) {
 		finish(p, "wake-ups spent");
 		return;
@@ -669,6 +729,7 @@ void own_peer_free(struct own_peer *p)
 {
 	if (p == NULL)
 		return;
+	own_peerserve_free(p);
 	for (size_t i = 0; p->nb && i < p->n_nb; i++) {
 		free(p->nb[i].theta);
 		free(p->nb[i].steps);

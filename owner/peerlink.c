@@ -12,6 +12,8 @@
  * last sent.  A model received is recorded here and reported up through
  * the agent's on_model callback, never by calling peer.c. */
 #include <math.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +57,8 @@ static void send_model(struct own_peer *p, struct nb *n)
 
 	if (n->conn == NULL || !dp_conn_is_open(n->conn))
 		return;
+	if (p->rel.on && p->rel.grad0)
+		return;   /* no wake-ups: the one release is all that leaves */
 	if (!p->released && !p->finished && !n->final)
 		return;
 	pm.agent_id = (char *)p->cfg.id;
@@ -89,6 +93,76 @@ void own_peerlink_send_all(struct own_peer *p)
 		send_model(p, &p->nb[i]);
 }
 
+/* One PeerRelease to n: release `origin` (SIZE_MAX: the flags only). */
+static void send_rel(struct own_peer *p, struct nb *n, size_t origin)
+{
+	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
+	Dpasync__PeerRelease pr = DPASYNC__PEER_RELEASE__INIT;
+	int r;
+
+	if (n->conn == NULL || !dp_conn_is_open(n->conn))
+		return;
+	pr.origin = (char *)"";
+	if (origin != SIZE_MAX) {
+		pr.origin = (char *)dp_graph_id(p->graph, origin);
+		pr.rows = p->rel.rows[origin];
+		pr.n_value = p->p;
+		pr.value = p->rel.vec + origin * p->p;
+	}
+	pr.complete = p->rel.complete && p->rel.served;
+	pr.seen_complete = n->complete;
+	env.version = DP_PROTO_VERSION;
+	env.msg_case = DPASYNC__ENVELOPE__MSG_PEER_RELEASE;
+	env.peer_release = &pr;
+	r = dp_conn_send(n->conn, &env);
+	if (r < 0) {
+		DP_WARN("peer", "send to %s failed: %s", n->id, dp_error_detail(r));
+		return;
+	}
+	if (origin == SIZE_MAX)
+		return;
+	n->rel_known[origin] = true;
+	n->rel_sent++;
+	DP_DEBUG("peer", "release of %s to=%s", pr.origin, n->id);
+}
+
+/* Relaying (docs/peer-agents.md "Served models"): with --prior all every
+ * release we hold, else our own only; each at most once per connection. */
+static bool relays(const struct own_peer *p, size_t origin)
+{
+	return p->rel.have[origin] && (p->rel.all || origin == p->rel.self);
+}
+
+void own_peerlink_send_release(struct own_peer *p, size_t origin)
+{
+	if (!relays(p, origin))
+		return;
+	for (size_t i = 0; i < p->n_nb; i++)
+		if (!p->nb[i].rel_known[origin])
+			send_rel(p, &p->nb[i], origin);
+}
+
+void own_peerlink_send_flags(struct own_peer *p)
+{
+	for (size_t i = 0; i < p->n_nb; i++)
+		send_rel(p, &p->nb[i], SIZE_MAX);
+}
+
+/* A new connection: the neighbour may have restarted and lost what it
+ * held, so everything we relay goes again, then our flags. */
+static void send_held(struct own_peer *p, struct nb *n)
+{
+	if (!p->rel.on)
+		return;
+	memset(n->rel_known, 0, p->rel.N * sizeof(bool));
+	/* its own release is its own to send: never relayed back to it */
+	n->rel_known[dp_graph_find(p->graph, n->id)] = true;
+	for (size_t j = 0; j < p->rel.N; j++)
+		if (relays(p, j) && !n->rel_known[j])
+			send_rel(p, n, j);
+	send_rel(p, n, SIZE_MAX);
+}
+
 /* ---- connections -------------------------------------------------------------- */
 
 static void dial(struct nb *n);
@@ -115,6 +189,36 @@ static void schedule_retry(struct nb *n)
 	uv_timer_start(&n->retry, on_retry, (uint64_t)llround(u * cap * 1000.0), 0);
 }
 
+/* A PeerRelease from n: hold a release we pool, relay it on, note the
+ * flags, and tell the agent (on_model). */
+static void on_release(struct own_peer *p, struct nb *n, const Dpasync__PeerRelease *pr)
+{
+	bool was = n->complete;
+
+	if (pr->origin[0] != '\0') {
+		long o = dp_graph_find(p->graph, pr->origin);
+
+		if (o < 0) {
+			DP_WARN("peer", "closing peer=%s id=%s reason=release of '%s', not in the "
+				"graph", dp_conn_peer_addr(n->conn), n->id, pr->origin);
+			dp_conn_close(n->conn);
+			return;
+		}
+		n->rel_received++;
+		n->rel_known[o] = true;
+		DP_DEBUG("peer", "release of %s from=%s", pr->origin, n->id);
+		if (own_peerserve_store(p, (size_t)o, pr->value, pr->rows) == 1)
+			own_peerlink_send_release(p, (size_t)o);
+	}
+	if (pr->complete)
+		n->complete = true;
+	if (pr->seen_complete)
+		n->seen_complete = true;
+	if (n->complete && !was)
+		send_rel(p, n, SIZE_MAX);   /* confirms seen_complete */
+	p->on_model(p);
+}
+
 static void on_message(dp_conn *c, Dpasync__Envelope *m)
 {
 	struct nb *n = dp_conn_data(c);
@@ -126,6 +230,11 @@ static void on_message(dp_conn *c, Dpasync__Envelope *m)
 		return;
 	}
 	p = n->peer;
+	if (m->msg_case == DPASYNC__ENVELOPE__MSG_PEER_RELEASE && p->rel.on) {
+		on_release(p, n, m->peer_release);
+		dp_frame_msg_free(m);
+		return;
+	}
 	if (m->msg_case != DPASYNC__ENVELOPE__MSG_PEER_MODEL) {
 		DP_WARN("peer", "closing peer=%s id=%s reason=unexpected %s", dp_conn_peer_addr(c),
 			n->id, dp_frame_kind(m));
@@ -200,6 +309,7 @@ static void adopt(struct nb *n, dp_conn *c)
 	DP_INFO("peer", "neighbour=%s connected peer=%s", n->id, dp_conn_peer_addr(c));
 	gauge_connected(n->peer);
 	send_model(n->peer, n);
+	send_held(n->peer, n);
 }
 
 static struct nb *find(struct own_peer *p, const char *id)
@@ -342,12 +452,17 @@ void own_peerlink_dial_all(struct own_peer *p)
  * queued nothing the other did not read before either closed (the last
  * message of each direction is the one that lets the other side exit), so
  * a neighbour's received equals our sent (docs/peer-agents.md "Delivery at exit"). */
-static void log_link(const struct nb *n)
+static void log_link(const struct own_peer *p, const struct nb *n)
 {
 	DP_INFO("peer", "link neighbour=%s sent=%llu received=%llu connections=%u final=%s "
 		"seen_final=%s step=%llu", n->id, (unsigned long long)n->sent,
 		(unsigned long long)n->received, n->connections, n->final ? "yes" : "no",
 		n->seen_final ? "yes" : "no", (unsigned long long)n->step);
+	if (p->rel.on)
+		DP_INFO("peer", "link neighbour=%s releases_sent=%llu releases_received=%llu "
+			"complete=%s seen_complete=%s", n->id, (unsigned long long)n->rel_sent,
+			(unsigned long long)n->rel_received, n->complete ? "yes" : "no",
+			n->seen_complete ? "yes" : "no");
 }
 
 void own_peerlink_close(struct own_peer *p)
@@ -355,7 +470,7 @@ void own_peerlink_close(struct own_peer *p)
 	for (size_t i = 0; i < p->n_nb; i++) {
 		uv_timer_t *t = &p->nb[i].retry;
 
-		log_link(&p->nb[i]);
+		log_link(p, &p->nb[i]);
 		if (t->loop != NULL && !uv_is_closing((uv_handle_t *)t))
 			uv_close((uv_handle_t *)t, NULL);
 		if (p->nb[i].conn)

@@ -7,8 +7,9 @@
  * messages); peerlink.c never calls peer.c.  The one event that goes back
  * up, a model received, reaches the agent through the on_model callback
  * peer.c registers with own_peerlink_init (docs/style.md "Layout").
- * Only peer.c and peerlink.c include this header; main.c sees the agent
- * through own.h alone. */
+ * Only peer.c, peerlink.c and peerserve.c (the served model, whose
+ * contract ends this header) include it; main.c sees the agent through
+ * own.h alone. */
 #ifndef OWN_PEERLINK_H
 #define OWN_PEERLINK_H
 
@@ -50,6 +51,24 @@ struct nb {
 	size_t n_steps;
 	unsigned attempt;
 	uv_timer_t retry;
+	/* --serve (peerserve.c): per graph node, whether this neighbour holds
+	 * that release (it sent it, or we did) on the current connection */
+	bool *rel_known;
+	bool complete;          /* it holds every release its prior pools */
+	bool seen_complete;     /* it has seen our complete */
+	uint64_t rel_sent, rel_received; /* PeerRelease values, every connection */
+};
+
+/* --serve refit: the releases the agent holds (peerserve.c). */
+struct own_rel {
+	bool on, grad0, all;        /* --serve refit, --release grad0, --prior all */
+	size_t N, self;             /* graph nodes; our node */
+	bool *need, *have;          /* N: pooled by our prior; held */
+	double *vec;                /* N * p: the releases held */
+	uint64_t *rows;             /* N: their agents' row counts */
+	size_t n_need, n_have;      /* needed; needed and held */
+	bool complete;              /* n_have == n_need */
+	bool served;                /* the served model was fitted (or failed) */
 };
 
 struct own_peer {
@@ -79,7 +98,9 @@ struct own_peer {
 	dp_listener *lst;
 	uint16_t port;
 	FILE *trace;
-	own_peerlink_model_fn on_model; /* registered by own_peerlink_init */
+	struct own_rel rel;
+	own_peerlink_model_fn on_model; /* registered by own_peerlink_init; also
+					   called after a release arrived */
 };
 
 /* Mark the agent and its neighbours for the connections' callbacks, keep
@@ -95,11 +116,38 @@ void own_peerlink_dial_all(struct own_peer *p);
 /* Send our current model to every connected neighbour (nothing before the
  * first release unless finished). */
 void own_peerlink_send_all(struct own_peer *p);
+/* --serve: release `origin` (a graph node, held) to every connected
+ * neighbour that does not hold it; with --prior graph only our own. */
+void own_peerlink_send_release(struct own_peer *p, size_t origin);
+/* --serve: our complete flag (and seen_complete of each) to every
+ * connected neighbour. */
+void own_peerlink_send_flags(struct own_peer *p);
 /* Neighbours connected now. */
 size_t own_peerlink_connected(const struct own_peer *p);
 /* For good: the retry timers, the connections and the listener (freed when
  * the loop runs), after one info line per neighbour with its link's counts
  * (docs/peer-agents.md "Delivery at exit").  p->closed is already set. */
 void own_peerlink_close(struct own_peer *p);
+
+/* ---- peerserve.c (its contract; validation is in own.h) ---- */
+
+/* Allocate p->rel for --serve (nothing otherwise), after the graph is
+ * loaded.  0 or DP_ENOMEM. */
+int own_peerserve_init(struct own_peer *p);
+/* Hold release v[p] of graph node origin with its rows: 1 if it was
+ * needed and new, 0 otherwise (already held, not pooled). */
+int own_peerserve_store(struct own_peer *p, size_t origin, const double *v, uint64_t rows);
+/* --release grad0 after a restart with `answers` charges: hold the saved
+ * release (or, if it was never saved, go on without it, logged).  0. */
+int own_peerserve_restore(struct own_peer *p, uint64_t answers);
+/* --release grad0: the one release, charged (fdatasync) before it is
+ * held, so before it may leave.  0, or the budget's code (DP_EBUDGET),
+ * or the release's; logged. */
+int own_peerserve_release(struct own_peer *p);
+/* The served model from the releases held, once (later calls: 0):
+ * written to cfg.served_out.  0 or the error (logged). */
+int own_peerserve_fit(struct own_peer *p);
+/* Free p->rel and the neighbours' rel_known. */
+void own_peerserve_free(struct own_peer *p);
 
 #endif

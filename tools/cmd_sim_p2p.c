@@ -20,6 +20,7 @@
 #include "common/core/query.h"
 #include "common/core/schedule.h"
 #include "common/core/serve.h"
+#include "common/core/servefile.h"
 #include "common/net/config.h"
 #include "tools/cmds.h"
 #include "tools/lib/optimum.h"
@@ -55,9 +56,9 @@ static const char p2p_epilog[] =
 
 static const char *const p2p_modes[] = { "p2p", NULL };
 static const char *const serve_names[] = { "none", "refit", NULL };
-static const char *const release_names[] = { "models", "grad0", NULL };
-static const char *const prior_names[] = { "graph", "all", NULL };
-static const char *const scale_names[] = { "fit", "none", NULL };
+#define release_names dp_serve_release_names
+#define prior_names dp_serve_prior_names
+#define scale_names dp_serve_scale_names
 
 struct p2p_opts {
 	int mode, model, mechanism, serve, release, prior, prior_scale;
@@ -362,48 +363,20 @@ static int write_served(const struct p2p_opts *o, const struct p2p_run *r, size_
 	dp_modelfile mf = { .model = o->model, .p = p, .theta = r->served + i * p,
 			    .features = r->od.ds[i].names, .target = r->od.ds[i].target,
 			    .bias = o->bias, .T = r->done[i], .lambda = r->lambda[i],
-			    .theta_max = o->theta_max, .mode = "served" };
-	struct json_object *j = NULL, *from;
-	int rc = dp_modelfile_write(path, &mf, DP_FILE_MODE_SHARED);
+			    .theta_max = o->theta_max };
+	const size_t *nb;
+	const double *w;
+	size_t k = o->prior == DP_P2PSIM_PRIOR_ALL ? r->od.N :
+		   1 + dp_graph_adj(r->graph, i, &nb, &w);
+	dp_servefile_from from = {
+		.release = release_names[o->release], .prior = prior_names[o->prior],
+		.curvature = o->release == DP_P2PSIM_RELEASE_GRAD0 ?
+			     (o->curvature ? o->curvature : "own rows") : NULL,
+		.mechanism = dp_query_mech_name((dp_mech)o->mechanism),
+		.prior_scale = scale_names[o->prior_scale], .tau = tau_of(o, r->tau_idx[i]),
+		.folds = o->folds, .prior_theta = r->prior + i * p, .pooled = k, .expected = k };
 
-	if (rc == 0)
-		rc = dp_json_read_file(path, 1 << 24, &j);
-	if (rc != 0)
-		return rc;
-	from = json_object_new_object();
-	rc = dp_json_add(j, "served", json_object_new_boolean(1));
-	if (rc == 0)
-		rc = dp_json_add(j, "private", json_object_new_boolean(0));
-	if (rc == 0)
-		rc = dp_json_add(j, "note", json_object_new_string(
-			"fitted on the agent's own rows: not differentially private, never sent"));
-	if (rc == 0)
-		rc = dp_json_add(j, "fitted_from", from);
-	if (rc == 0)
-		rc = dp_json_add(from, "release", json_object_new_string(release_names[o->release]));
-	if (rc == 0)
-		rc = dp_json_add(from, "prior", json_object_new_string(prior_names[o->prior]));
-	if (rc == 0 && o->release == DP_P2PSIM_RELEASE_GRAD0)
-		rc = dp_json_add(from, "curvature", json_object_new_string(
-			o->curvature ? o->curvature : "own rows"));
-	if (rc == 0)
-		rc = dp_json_add(from, "mechanism", json_object_new_string(
-			dp_query_mech_name((dp_mech)o->mechanism)));
-	if (rc == 0)
-		rc = dp_json_add(from, "tau", dp_json_double(tau_of(o, r->tau_idx[i])));
-	if (rc == 0)
-		rc = dp_json_add(from, "folds", json_object_new_uint64(o->folds));
-	if (rc == 0)
-		rc = dp_json_add(from, "prior_scale", json_object_new_string(
-			scale_names[o->prior_scale]));
-	if (rc == 0)
-		rc = dp_json_add(from, "prior_theta", dp_json_double_array(r->prior + i * p, p));
-	if (rc != 0)
-		rc = dp_error_set(DP_ENOMEM, "out of memory");
-	else
-		rc = dp_json_write_file(path, j, DP_FILE_MODE_SHARED);
-	json_object_put(j);
-	return rc;
+	return dp_servefile_write(path, &mf, &from, DP_FILE_MODE_SHARED);
 }
 
 /* DIR/agents/ID.json (the released models: none for --release grad0),

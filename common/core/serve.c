@@ -10,6 +10,10 @@
 
 #include "common/core/error.h"
 
+const char *const dp_serve_release_names[] = { "models", "grad0", NULL };
+const char *const dp_serve_prior_names[] = { "graph", "all", NULL };
+const char *const dp_serve_scale_names[] = { "fit", "none", NULL };
+
 const double dp_serve_taus[DP_SERVE_TAUS] = { 0, 1, 3, 10, 30, 100, 300, 1000 };
 
 /* Newton stops when |grad|_inf is below this (scaled by max(1, |f|)), or
@@ -402,5 +406,40 @@ int dp_serve_refit(dp_model m, const dp_dataset *ds, size_t folds, double lambda
 			memcpy(val, score, ntau * sizeof(double));
 	}
 	free(score);
+	return rc;
+}
+
+int dp_serve_agent(dp_model m, const dp_dataset *ds, double lambda, const dp_serve_spec *s,
+		   size_t k, const double *const *v, const double *w, double *served,
+		   double *prior, size_t *chosen)
+{
+	double *pool, *pi, rows = 0, lam = lambda;
+	size_t t = 0;
+	int rc = 0;
+
+	DP_REQUIRE(ds != NULL && s != NULL && served != NULL);
+	pool = calloc(2 * ds->p + 1, sizeof(double));
+	if (pool == NULL)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	pi = pool + ds->p;
+	dp_serve_pool(ds->p, k, v, w, pool);
+	for (size_t j = 0; j < k; j++)
+		rows += w[j];
+	/* Public rows stand for the pooled rows (sum of w_j m_j), whose ridge
+	 * is the agent's lambda m over them; its own rows keep its lambda. */
+	if (s->curvature && rows > 0)
+		lam = lambda * (double)ds->n / rows;
+	if (s->gradients)
+		rc = dp_serve_prior_newton(m, s->curvature ? s->curvature : ds, lam, pool, pi);
+	else
+		memcpy(pi, pool, ds->p * sizeof(double));
+	if (rc == 0)
+		rc = dp_serve_refit(m, ds, s->folds, lambda, pi, s->scale, s->bias_free, s->taus,
+				    s->ntau, served, &t, NULL);
+	if (rc == 0 && prior)
+		memcpy(prior, pi, ds->p * sizeof(double));
+	if (rc == 0 && chosen)
+		*chosen = t;
+	free(pool);
 	return rc;
 }

@@ -25,6 +25,14 @@
 #include "common/core/query.h"
 #include "common/core/rng.h"
 
+/* The names of what agents release, whose releases a prior pools, and
+ * whether the prior's length is fitted (NULL-ended, in the order of the
+ * enums of tools/lib/p2psim.h and of ownerd's settings): the values of
+ * --release, --prior and --prior-scale of sim --mode p2p and ownerd --peer. */
+extern const char *const dp_serve_release_names[];   /* models, grad0 */
+extern const char *const dp_serve_prior_names[];     /* graph, all */
+extern const char *const dp_serve_scale_names[];     /* fit, none */
+
 /* The default tau grid (DP_SERVE_TAUS values, 0 first) and fold count. */
 #define DP_SERVE_TAUS 8
 extern const double dp_serve_taus[DP_SERVE_TAUS];
@@ -86,5 +94,33 @@ int dp_serve_scale(dp_model m, const dp_dataset *ds, size_t folds, size_t skip, 
 int dp_serve_refit(dp_model m, const dp_dataset *ds, size_t folds, double lambda,
 		   const double *prior, bool scale, bool bias_free, const double *taus,
 		   size_t ntau, double *theta, size_t *chosen, double *val);
+
+/* What an agent's served model is made of (dp_serve_agent). */
+typedef struct dp_serve_spec {
+	bool gradients;                /* the releases are gradients at 0 (a Newton
+					  step makes the prior), else models (the
+					  pool is the prior) */
+	const dp_dataset *curvature;   /* gradients: public rows for the Hessian,
+					  or NULL: the agent's own */
+	const double *taus;            /* the tau grid (0 among it, or one value) */
+	size_t ntau;
+	size_t folds;
+	bool scale;                    /* dp_serve_refit's scale */
+	bool bias_free;                /* dp_serve_fit's bias_free */
+} dp_serve_spec;
+
+/* One agent's served model from the k released vectors v[j] it holds,
+ * with pool weights w[j] (for gradients already times the releasing
+ * agent's row count, so that the pool is a mean gradient over the pooled
+ * rows): dp_serve_pool, then for gradients dp_serve_prior_newton (with
+ * curvature rows the ridge becomes lambda m / sum w, the agent's ridge
+ * spread over the pooled rows), then dp_serve_refit on the agent's rows
+ * with its lambda.  The one path of sim --mode p2p --serve refit and
+ * ownerd --peer --serve refit.  served[p] gets the model, prior[p] and
+ * *chosen (the index in taus) may be NULL.  Errors: those functions',
+ * DP_ENOMEM; outputs untouched on failure. */
+int dp_serve_agent(dp_model m, const dp_dataset *ds, double lambda, const dp_serve_spec *s,
+		   size_t k, const double *const *v, const double *w, double *served,
+		   double *prior, size_t *chosen);
 
 #endif

@@ -56,6 +56,7 @@ static const ProtobufCMessage *submessage(const Dpasync__Envelope *m)
 	case DPASYNC__ENVELOPE__MSG_REFUSE: return &m->refuse->base;
 	case DPASYNC__ENVELOPE__MSG_DONE: return &m->done->base;
 	case DPASYNC__ENVELOPE__MSG_PEER_MODEL: return &m->peer_model->base;
+	case DPASYNC__ENVELOPE__MSG_PEER_RELEASE: return &m->peer_release->base;
 	case DPASYNC__ENVELOPE__MSG_GOODBYE: return &m->goodbye->base;
 	default: return NULL;
 	}
@@ -222,6 +223,7 @@ const char *dp_frame_kind(const Dpasync__Envelope *m)
 	case DPASYNC__ENVELOPE__MSG_REFUSE: return "refuse";
 	case DPASYNC__ENVELOPE__MSG_DONE: return "done";
 	case DPASYNC__ENVELOPE__MSG_PEER_MODEL: return "peer_model";
+	case DPASYNC__ENVELOPE__MSG_PEER_RELEASE: return "peer_release";
 	case DPASYNC__ENVELOPE__MSG_GOODBYE: return "goodbye";
 	default: return "none";
 	}
@@ -494,6 +496,22 @@ int dp_frame_validate(const Dpasync__Envelope *m, const dp_frame_limits *lim)
 			return DP_EPROTO;
 		return check_vec("peer_model", "theta", m->peer_model->theta,
 				 m->peer_model->n_theta, &l);
+	case DPASYNC__ENVELOPE__MSG_PEER_RELEASE:
+		if (m->peer_release == NULL)
+			break;
+		if (check_str("peer_release", "origin", m->peer_release->origin, 0, &l) < 0)
+			return DP_EPROTO;
+		/* flags only: no value; a release: a vector of p and rows > 0 */
+		if (m->peer_release->origin == NULL || m->peer_release->origin[0] == '\0') {
+			if (m->peer_release->n_value != 0)
+				return dp_error_set(DP_EPROTO, "peer_release without origin carries "
+						    "a value");
+			return 0;
+		}
+		if (m->peer_release->rows == 0)
+			return dp_error_set(DP_EPROTO, "peer_release.rows is 0");
+		return check_vec("peer_release", "value", m->peer_release->value,
+				 m->peer_release->n_value, &l);
 	case DPASYNC__ENVELOPE__MSG_GOODBYE:
 		if (m->goodbye == NULL)
 			break;

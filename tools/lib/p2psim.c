@@ -217,50 +217,32 @@ int dp_p2psim_serve_all(const dp_p2psim_setup *s, const dp_p2psim_serve *v,
 			const double *released, double *served, double *prior, size_t *chosen)
 {
 	const double **vec = calloc(s->N + 1, sizeof(double *));
-	double *w = calloc(s->N + 1, sizeof(double)), *pool = calloc(2 * s->p + 1, sizeof(double));
-	double *pi = pool + s->p;
+	double *w = calloc(s->N + 1, sizeof(double));
+	dp_serve_spec spec = { .gradients = v->release == DP_P2PSIM_RELEASE_GRAD0,
+			       .curvature = v->curvature, .taus = v->taus, .ntau = v->ntau,
+			       .folds = v->folds, .scale = v->scale, .bias_free = v->bias_free };
 	int rc = 0;
 
 	DP_REQUIRE(s != NULL && v != NULL && released != NULL && served != NULL);
-	if (vec == NULL || w == NULL || pool == NULL) {
+	if (vec == NULL || w == NULL) {
 		rc = dp_error_set(DP_ENOMEM, "out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < s->N && rc == 0; i++) {
-		size_t k = pool_of(s, v, i, released, vec, w), t = 0;
-		double rows = 0, lam = s->lambda[i];
+		size_t k = pool_of(s, v, i, released, vec, w);
 
-		dp_serve_pool(s->p, k, vec, w, pool);
-		for (size_t j = 0; j < k; j++)
-			rows += w[j];
-		/* Public rows stand for the pooled rows (sum of w_j m_j), whose
-		 * ridge is the agent's lambda_i m_i over them; the agent's own
-		 * rows keep its own lambda_i. */
-		if (v->curvature && rows > 0)
-			lam = s->lambda[i] * (double)s->ds[i]->n / rows;
-		if (v->release == DP_P2PSIM_RELEASE_GRAD0)
-			rc = dp_serve_prior_newton(s->model, v->curvature ? v->curvature : s->ds[i],
-						   lam, pool, pi);
-		else
-			memcpy(pi, pool, s->p * sizeof(double));
-		if (rc == 0)
-			rc = dp_serve_refit(s->model, s->ds[i], v->folds, s->lambda[i], pi, v->scale, v->bias_free, v->taus,
-					    v->ntau, served + i * s->p, &t, NULL);
+		rc = dp_serve_agent(s->model, s->ds[i], s->lambda[i], &spec, k, vec, w,
+				    served + i * s->p, prior ? prior + i * s->p : NULL,
+				    chosen ? chosen + i : NULL);
 		if (rc != 0) {
 			char was[512];
 
 			snprintf(was, sizeof(was), "%s", dp_error_detail(rc));
 			rc = dp_error_set(rc, "agent '%s': %s", dp_graph_id(s->graph, i), was);
-			break;
 		}
-		if (prior)
-			memcpy(prior + i * s->p, pi, s->p * sizeof(double));
-		if (chosen)
-			chosen[i] = t;
 	}
 out:
 	free(vec);
 	free(w);
-	free(pool);
 	return rc;
 }
