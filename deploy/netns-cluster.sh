@@ -11,7 +11,8 @@
 #       [--features D] [--mode request|broadcast|sync1|sync2] [--link auto|netem|user]
 #       [--bindir DIR] [--out DIR] [--id ID] [--timeout S] [--seed S]
 #       [--learner-args 'FLAGS'] [--bounce I:AT:DOWN [--bounce-from owners|training]]
-#       [--peer ring|GRAPH.csv]
+#       [--peer ring|GRAPH.csv [--serve refit [--release models|grad0]
+#        [--prior graph|all]]]
 #
 # --learner-args: more learnerd flags (e.g. '--max-inflight 4').  --bounce:
 # kill owner I (SIGKILL) AT seconds after the owners start (--bounce-from
@@ -20,6 +21,9 @@
 # owners are ownerd --peer agents (docs/peer-agents.md) over a ring or the
 # graph file given (ids owner-1..N), each waking --T times; a pair's one-way
 # delay is the sum of its two links' (report: DIR/report.md, ledgers checked).
+# --serve refit: each agent also fits its served model (docs/peer-agents.md
+# "Served models"), checked present in its ledger directory; --release grad0
+# makes one release per agent instead of --T wake-ups.
 # Per-owner lists are cycled (owner i takes entry (i-1) mod length).
 # Defaults: 5 owners, delays 1,20,80,200,20 ms, jitter 0, loss 0,0,0,0,2 %,
 # T 300, clock rate 10/s, epsilon 1, 2000 rows x 5 features per owner.
@@ -31,8 +35,8 @@ ROOT=$PWD
 
 OWNERS=5 DELAYS=1,20,80,200,20 JITTER=0 LOSS=0,0,0,0,2 T=300 RATE=10 EPS=1
 ROWS=2000 FEATURES=5 MODE=request LINK=auto BINDIR='' OUT='' ID=dpa-$$ TIMEOUT=600 SEED=1
-LARGS='' BOUNCE='' BOUNCE_FROM=owners PEER=''
-usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
+LARGS='' BOUNCE='' BOUNCE_FROM=owners PEER='' SERVE='' RELEASE=models PRIOR=graph
+usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "netns-cluster: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || case $1 in -h|--help) ;; *) die "option '$1' needs a value" ;; esac
@@ -57,6 +61,9 @@ while [ $# -gt 0 ]; do
     --bounce) BOUNCE=$2; shift 2 ;;
     --bounce-from) BOUNCE_FROM=$2; shift 2 ;;
     --peer) PEER=$2; shift 2 ;;
+    --serve) SERVE=$2; shift 2 ;;
+    --release) RELEASE=$2; shift 2 ;;
+    --prior) PRIOR=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown option '$1' (try --help)" ;;
   esac
@@ -83,6 +90,11 @@ if [ -n "$PEER" ] && [ "$PEER" != ring ]; then
   PEER=$(cd "$(dirname "$PEER")" && pwd)/$(basename "$PEER")
 fi
 if [ -n "$PEER" ] && [ -n "$BOUNCE" ]; then die "--bounce is for learner jobs, not with --peer"; fi
+case $SERVE in ''|none|refit) ;; *) die "--serve must be refit or none" ;; esac
+case $RELEASE in models|grad0) ;; *) die "--release must be models or grad0" ;; esac
+case $PRIOR in graph|all) ;; *) die "--prior must be graph or all" ;; esac
+[ "$SERVE" = none ] && SERVE=''
+if [ -n "$SERVE" ] && [ -z "$PEER" ]; then die "--serve is for --peer agents"; fi
 case $BOUNCE_FROM in owners|training) ;; *) die "--bounce-from must be owners or training" ;; esac
 IFS=, read -r -a DL <<<"$DELAYS"; IFS=, read -r -a JL <<<"$JITTER"
 IFS=, read -r -a LL <<<"$LOSS"; IFS=, read -r -a RL <<<"$RATE"
@@ -317,19 +329,24 @@ if [ -n "$PEER" ]; then
   { echo id,addr; for i in $(seq "$OWNERS"); do echo "owner-$i,$NET.$((10 + i)):7900"; done; } \
     >"$OUT/peers.csv"
   maxrows=$(printf '%s\n' "${N[@]}" | sort -n | tail -1)
+  SARGS=(--wakeups "$T") CHARGES=$T
+  if [ -n "$SERVE" ]; then
+    SARGS=(--serve "$SERVE" --release "$RELEASE" --prior "$PRIOR")
+    if [ "$RELEASE" = grad0 ]; then CHARGES=1; else SARGS+=(--wakeups "$T"); fi
+  fi
   for i in $(seq "$OWNERS"); do
     mkdir -p "$OUT/agents/owner-$i"
     conf=$(awk -v a="${N[i-1]}" -v b="$maxrows" 'BEGIN { printf "%.17g", a / b }')
     ip netns exec "${NSO[i-1]}" "$OWNERD" --peer --graph "$OUT/graph.csv" --peers "$OUT/peers.csv" \
       --listen "$NET.$((10 + i)):7900" --ca "$C/ca.crt" --cert "$C/owner-$i.crt" \
       --key "$C/owner-$i.key" --data "$OUT/data/owner-$i.csv" --bias --model logistic \
-      --confidence "$conf" --epsilon "$EPS" --wakeups "$T" --rate "${R[i-1]}" \
+      --confidence "$conf" --epsilon "$EPS" "${SARGS[@]}" --rate "${R[i-1]}" \
       --ledger "$OUT/agents/owner-$i/ledger" --metrics-listen 127.0.0.1:9465 --linger 60 \
       >/dev/null 2>>"$OUT/agents/owner-$i/ownerd.log" &
     PIDS+=("$!") OPIDS[i-1]=$!
   done
-  echo "netns-cluster $ID: $OWNERS peer agents ($(basename "$PEER")), $T wake-ups each," \
-       "links: $LINK; output in $OUT"
+  echo "netns-cluster $ID: $OWNERS peer agents ($(basename "$PEER")), $CHARGES charges each," \
+       "${SERVE:+served models ($RELEASE, prior $PRIOR), }links: $LINK; output in $OUT"
   sed 1d "$OUT/links.txt"
   start=$(date +%s.%N) rc=0
   for i in $(seq "$OWNERS"); do
@@ -343,15 +360,24 @@ if [ -n "$PEER" ]; then
   [ $rc = 0 ] || { echo "netns-cluster: the agents did not all finish within $TIMEOUT s"; exit 1; }
   "$DP" ledger "$OUT"/agents/owner-*/ledger >"$OUT/ledgers.jsonl"
   "$DP" report "$OUT/agents" >/dev/null
-  "$PY" - "$OUT" "$start" "$end" "$T" "$EPS" <<'PY'
-import json, os, sys
+  "$PY" - "$OUT" "$start" "$end" "$CHARGES" "$EPS" "$SERVE" <<'PY'
+import glob, json, os, sys
 out, start, end, T, eps = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+serve = sys.argv[6]
 # Each agent's ledger directory holds one job, "peer" (docs/ledger.md §8).
 led = [json.loads(l) for l in open(os.path.join(out, 'ledgers.jsonl'))]
 bad = [l for l in led if l['jobs_count'] != 1 or l['jobs'][0]['job'] != 'peer' or
        l['jobs'][0]['answers'] != T or l['jobs'][0]['epsilon_spent'] > eps + 1e-12]
 print('%d agents done in %.1f s; ledgers within budget: %s' % (
     len(open(os.path.join(out, 'ledgers.jsonl')).readlines()), end - start, 'yes' if not bad else bad))
+if serve:
+    # The served models (not private; never sent): one per agent, and how
+    # many of the releases its prior pools arrived.
+    sv = [json.load(open(f))['fitted_from']
+          for f in sorted(glob.glob(os.path.join(out, 'agents', '*', 'ledger', 'served.json')))]
+    print('served models: %d, releases pooled %s' % (len(sv), ' '.join(
+        '%d/%d' % (f['releases_pooled'], f['releases_expected']) for f in sv)))
+    bad = bad or len(sv) != len(led)
 sys.exit(1 if bad else 0)
 PY
   sed -n '3,$p' "$OUT/agents/report.md"

@@ -5,7 +5,8 @@
 # tests/integration/deploy/deploy_static.py checks that they agree).
 #
 #   deploy/compose/generate.sh [--owners N] [--rates R1,R2,...] [--epsilons E1,E2,...]
-#                              [--names A,B,...] [--peer [--wakeups T]]
+#                              [--names A,B,...] [--peer [--wakeups T]
+#                              [--serve refit [--release models|grad0] [--prior graph|all]]]
 #                              > deploy/docker-compose.N.yml
 #
 # The file must be in deploy/ (it refers to ./compose/ and to the repository
@@ -15,12 +16,14 @@
 # overridden at `up` time with DP_OWNER_<i>_RATE and DP_OWNER_<i>_EPSILON.
 # --peer: no learner; the owners are ownerd --peer agents on a ring
 # (docs/peer-agents.md), each waking T times (DP_WAKEUPS, default 20).
+# --serve refit: each agent also fits its served model (DP_SERVE, DP_RELEASE,
+# DP_PRIOR; docs/peer-agents.md "Served models"), in its state volume.
 set -euo pipefail
 
 N=3 RATES=10,5,2 EPSILONS=1 NAMES=
 cmdline=${*:-(no options: the defaults)}
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
-PEER='' WAKEUPS=20
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+PEER='' WAKEUPS=20 SERVE=none RELEASE=models PRIOR=graph
 while [ $# -gt 0 ]; do
   case $1 in
     --owners) N=$2; shift 2 ;;
@@ -29,6 +32,9 @@ while [ $# -gt 0 ]; do
     --names) NAMES=$2; shift 2 ;;
     --peer) PEER=1; shift ;;
     --wakeups) WAKEUPS=$2; shift 2 ;;
+    --serve) SERVE=$2; shift 2 ;;
+    --release) RELEASE=$2; shift 2 ;;
+    --prior) PRIOR=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "generate.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -49,6 +55,12 @@ for n in "${names[@]}"; do
   esac
 done
 case $WAKEUPS in ''|*[!0-9]*|0) echo "generate.sh: --wakeups must be a positive integer" >&2; exit 2 ;; esac
+case $SERVE/$RELEASE/$PRIOR in
+  none/models/graph|refit/models/graph|refit/models/all|refit/grad0/graph|refit/grad0/all) ;;
+  *) echo "generate.sh: --serve refit|none, --release models|grad0 and --prior graph|all" \
+       "(the last two with --serve refit)" >&2; exit 2 ;;
+esac
+[ "$SERVE" = none ] || [ -n "$PEER" ] || { echo "generate.sh: --serve is for --peer" >&2; exit 2; }
 IFS=, read -r -a rates <<<"$RATES"
 IFS=, read -r -a epss <<<"$EPSILONS"
 all=$(IFS=,; echo "${names[*]}")
@@ -192,6 +204,9 @@ EOF
   [ -z "$PEER" ] || cat <<EOF
       DP_WAKEUPS: \${DP_WAKEUPS:-$WAKEUPS}
       DP_MODEL: \${DP_MODEL:-logistic}
+      DP_SERVE: \${DP_SERVE:-$SERVE}
+      DP_RELEASE: \${DP_RELEASE:-$RELEASE}
+      DP_PRIOR: \${DP_PRIOR:-$PRIOR}
 EOF
   cat <<EOF
     volumes:

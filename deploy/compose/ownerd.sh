@@ -46,12 +46,20 @@ bias=()
 if [ "${DP_PEER:-}" = true ]; then
   # A restarted agent resumes from its ledger (and one that is done only
   # serves its final model, for at most --linger).
+  # DP_SERVE=refit: a served model too (docs/peer-agents.md "Served
+  # models"), from DP_RELEASE (models | grad0: one release, no wake-ups)
+  # pooled over DP_PRIOR (graph | all).
+  serve=(--wakeups "${DP_WAKEUPS:-20}")
+  if [ "${DP_SERVE:-none}" != none ]; then
+    serve=(--serve "$DP_SERVE" --release "${DP_RELEASE:-models}" --prior "${DP_PRIOR:-graph}")
+    [ "${DP_RELEASE:-models}" = grad0 ] || serve+=(--wakeups "${DP_WAKEUPS:-20}")
+  fi
   # shellcheck disable=SC2086
   exec ownerd --peer --graph "$c/graph.csv" --peers "${DP_PEERS:-$c/peers.csv}" \
     --listen "${DP_PEER_LISTEN:-0.0.0.0:7900}" \
     --ca "$c/ca.crt" --cert "$c/$name.crt" --key "$c/$name.key" \
     --data "$R/data/data.csv" "${bias[@]}" --model "${DP_MODEL:-logistic}" \
-    --epsilon "${DP_EPSILON:-1}" --rate "${DP_RATE:-1}" --wakeups "${DP_WAKEUPS:-20}" \
+    --epsilon "${DP_EPSILON:-1}" --rate "${DP_RATE:-1}" "${serve[@]}" \
     --ledger "$R/state/ledger" \
     --metrics-listen "${DP_METRICS_LISTEN:-0.0.0.0}:$port" ${DP_OWNER_ARGS:-}
 fi

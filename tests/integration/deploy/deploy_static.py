@@ -593,7 +593,8 @@ def check_compose_peer(t, bindir):
     """generate.sh --peer (docs/peer-agents.md): no learner; certs.sh issues
     peer certificates and writes a ring graph and an address book; the
     three agents run from their compose services to the end, each ledger
-    with DP_WAKEUPS charges."""
+    with DP_WAKEUPS charges, and with DP_SERVE=refit each writes its
+    served model."""
     gen = os.path.join(DEPLOY, 'compose', 'generate.sh')
     f = os.path.join(t, 'docker-compose.peer.yml')
     open(f, 'w').write(run([gen, '--peer', '--wakeups', '6']).stdout)
@@ -619,7 +620,8 @@ def check_compose_peer(t, bindir):
         pfs[i] = os.path.join(tt, 'tmp', 'owner-%d.port' % i)
         ocmd, oenv, _ = compose_service(cfg, 'owner-%d' % i, tt, bindir, {
             'DP_PEERS': book, 'DP_PEER_LISTEN': '127.0.0.1:0', 'DP_OWNER_ARGS': '--port-file ' + pfs[i],
-            'DP_METRICS_LISTEN': '127.0.0.1', 'DP_METRICS_PORT': '0', 'DP_RATE': '10'})
+            'DP_METRICS_LISTEN': '127.0.0.1', 'DP_METRICS_PORT': '0', 'DP_RATE': '10',
+            'DP_SERVE': 'refit', 'DP_PRIOR': 'all'})
         check(oenv['DP_PEER'] == 'true' and oenv['DP_WAKEUPS'] == '6', 'peer env %s' % oenv)
         ops.append(start(ocmd, oenv, os.path.join(tt, 'owner-%d.log' % i)))
     for i, op in enumerate(ops, 1):
@@ -637,7 +639,12 @@ def check_compose_peer(t, bindir):
         check(info['jobs_count'] == 1 and info['jobs'][0]['job'] == 'peer', 'ledger %s' % info)
         led = info['jobs'][0]
         check(led['answers'] == 6 and led['epsilon_spent'] <= 1 + 1e-12, 'ledger %s' % led)
-    print('ok: generate.sh --peer: three agents ran from their compose services, 6 wake-ups each')
+        # DP_SERVE=refit: the served model in the state volume, from all three
+        sv = json.load(open(vol('owner-%d-state' % i, 'ledger', 'served.json')))
+        check(sv['private'] is False and sv['fitted_from']['releases_pooled'] == 3,
+              'served model %s' % sv['fitted_from'])
+    print('ok: generate.sh --peer: three agents ran from their compose services, 6 wake-ups '
+          'each, and served models from the 3 releases')
 
 # ---------------------------------------------------------------- systemd
 

@@ -402,9 +402,12 @@ def test(argv):
         ident = 'dpat%d-p' % os.getpid()
         out = os.path.join(d, 'peer')
         t0 = time.time()
-        cluster(bindir, out, ident, 10, 10, ['--peer', 'ring', '--rows', '200'])
+        text = cluster(bindir, out, ident, 10, 10, ['--peer', 'ring', '--rows', '200',
+                                                    '--serve', 'refit', '--prior', 'all'])
         print('peer run took %.0f s' % (time.time() - t0))
         check_peer(out, 10)
+        check('served models: %d, releases pooled %s' % (N, ' '.join(['%d/%d' % (N, N)] * N))
+              in text, 'peer run: not every agent served from all %d releases' % N)
         ok = True
     except Skip as e:
         cleanup(d)
