@@ -45,6 +45,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # P2P_SERVED_ONLY=1: the local and served rows only (CD and private CD are
 # deterministic and given in docs/p2p.md §5; a shorter measurement)
 SERVED_ONLY = os.environ.get('P2P_SERVED_ONLY') == '1'
+# P2P_PRIVATE_ONLY=1e-5: the private CD rows at delta = 1e-5 only (and the
+# local ones; the others are nan): the column docs/p2p.md §5.2 adds
+PRIVATE_ONLY = os.environ.get('P2P_PRIVATE_ONLY') == '1e-5'
 import _common as C  # noqa: E402
 
 
@@ -342,7 +345,7 @@ def main():
         res = {'users': len(run.users), 'x2max': run.x2max, 'zero_rmse': run.zero()}
         res['local_rmse'], res['local_lambda_per_row'] = run.local_tuned()
         res['local_untuned_rmse'] = run.local_untuned()
-        if SERVED_ONLY:   # CD and private CD as docs/p2p.md §5.2 (same splits)
+        if SERVED_ONLY or PRIVATE_ONLY:   # CD as docs/p2p.md §5.2 (same splits)
             res['cd_rmse'] = float('nan')
         else:
             res['cd_rmse'], res['cd_choice'] = run.cd('inf', 100 * r + 1)
@@ -350,13 +353,16 @@ def main():
             res['private_rmse' + suf], res['private_choice' + suf] = {}, {}
             res['served_rmse' + suf], res['served_choice' + suf] = {}, {}
             for e in EPS:
-                if SERVED_ONLY:
+                if SERVED_ONLY or (PRIVATE_ONLY and not suf):
                     res['private_rmse' + suf][e] = float('nan')
                 else:
                     res['private_rmse' + suf][e], res['private_choice' + suf][e] = \
                         run.cd(e, 100 * r + 2, delta)
-                res['served_rmse' + suf][e], res['served_choice' + suf][e] = \
-                    run.served(e, delta, 100 * r + 3, res['local_lambda_per_row'])
+                if PRIVATE_ONLY:
+                    res['served_rmse' + suf][e] = float('nan')
+                else:
+                    res['served_rmse' + suf][e], res['served_choice' + suf][e] = \
+                        run.served(e, delta, 100 * r + 3, res['local_lambda_per_row'])
         print('run %d: local %.4f untuned %.4f cd %.4f private %s served %s %s (%.0f s)' %
               (r + 1, res['local_rmse'], res['local_untuned_rmse'], res['cd_rmse'],
                ' '.join('%s:%.4f' % kv for kv in res['private_rmse'].items()),
