@@ -128,7 +128,8 @@ if build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=
     sim_caps sim_inflight sim_timed sim_gaussian prep_shared_data prep_formats \
     sim_p2p peer_tools \
     config_files plot_report e2e_lockout e2e_claims chaos iofault powercut soak churn sync_rounds \
-    peer_refuse peer_cluster peer_restart peer_parity peer_parity_warm e2e_jobs e2e_reserve \
+    peer_refuse peer_cluster peer_restart peer_parity peer_parity_warm peer_serve_parity \
+    peer_serve_cluster e2e_jobs e2e_reserve \
     exit_status e2e_squatter
 else
   later_builds &
