@@ -12,7 +12,8 @@
 # The file must be in deploy/ (it refers to ./compose/ and to the repository
 # root as build context):  docker compose -f deploy/docker-compose.N.yml up
 # Owner i's clock rate and epsilon default to the i-th list entry (the lists
-# repeat when shorter; default rates 10,5,2 ticks/s and epsilon 1) and can be
+# repeat when shorter; default rates 2,1,0.5 ticks/s, a job of about a
+# minute that Prometheus and `logs -f` can follow, and epsilon 1) and can be
 # overridden at `up` time with DP_OWNER_<i>_RATE and DP_OWNER_<i>_EPSILON.
 # --peer: no learner; the owners are ownerd --peer agents on a ring
 # (docs/peer-agents.md), each waking T times (DP_WAKEUPS, default 20).
@@ -20,9 +21,9 @@
 # DP_PRIOR; docs/peer-agents.md "Served models"), in its state volume.
 set -euo pipefail
 
-N=3 RATES=10,5,2 EPSILONS=1 NAMES=
+N=3 RATES=2,1,0.5 EPSILONS=1 NAMES=
 cmdline=${*:-(no options: the defaults)}
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 PEER='' WAKEUPS=20 SERVE=none RELEASE=models PRIOR=graph
 while [ $# -gt 0 ]; do
   case $1 in
@@ -225,7 +226,13 @@ done
 cat <<EOF
 
   prometheus:
-    image: \${DP_PROMETHEUS_IMAGE:-prom/prometheus:v2.53.0}
+    # Debian's prometheus, the Dockerfile's own target: no registry needed
+    # (DP_PROMETHEUS_IMAGE=prom/prometheus:v2.53.0 where one is reachable).
+    image: \${DP_PROMETHEUS_IMAGE:-dpasync-prometheus:latest}
+    build:
+      context: ..
+      dockerfile: deploy/Dockerfile
+      target: prometheus
     command:
       - --config.file=/etc/prometheus/prometheus.yml
       - --storage.tsdb.path=/prometheus

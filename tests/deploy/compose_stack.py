@@ -7,10 +7,11 @@ from harness import Fail, check
 from engine import ROOT
 
 OWNERS = ['owner-1', 'owner-2', 'owner-3']
-# Slower clocks than the compose file's 10/5/2 (the same ratios, so the
-# same plan): the job must outlast the test's two kills, each seen through
-# `docker exec`, which takes seconds on a loaded machine.  At 4/2/1 the job
-# of T = 176 took 30 s from its first query; at 2/1/0.5 it takes about 45 s.
+# The compose file's default clocks (deploy/compose/generate.sh), which the
+# test leaves as shipped: the job must outlast the test's two kills, each
+# seen through `docker exec`, which takes seconds on a loaded machine, and a
+# watcher must be able to follow it.  At 4/2/1 the job of T = 176 took 30 s
+# from its first query; at 2/1/0.5 it takes about 45 s.
 RATES = [2, 1, 0.5]
 # SIGKILL to ownerd inside its container (no procps in the image).
 KILL_OWNERD = ('for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = ownerd ] && '
@@ -37,8 +38,7 @@ class Stack:
         # else, and no port is published on the host.
         open(self.override, 'w').write('version: "3.8"\nnetworks:\n  default:\n    internal: true\n')
         self.env = dict(eng.env, DP_IMAGE=image, DP_PROMETHEUS_IMAGE=prom_image,
-                        COMPOSE_PROJECT_NAME=self.project, DOCKER_HOST=os.environ.get('DOCKER_HOST', ''),
-                        **{'DP_OWNER_%d_RATE' % i: str(r) for i, r in enumerate(RATES, 1)})
+                        COMPOSE_PROJECT_NAME=self.project, DOCKER_HOST=os.environ.get('DOCKER_HOST', ''))
         if not self.env['DOCKER_HOST']:
             del self.env['DOCKER_HOST']
         self.log = []
@@ -259,7 +259,10 @@ def scenario(eng, d, images, out):
         check(scraped >= set(OWNERS), 'Prometheus scraped owners %r' % sorted(map(str, scraped)))
         r = s.prom_api('/api/v1/query', {'query': 'max(max_over_time(dpasync_learner_iterations_total[1h]))'})
         its = float(r['result'][0]['value'][1]) if r['result'] else 0
-        check(0 < its <= T, 'Prometheus: learner iterations %r (T %d)' % (its, T))
+        # A watcher follows the default job to its end: scraped every 2 s
+        # at about 3.5 iterations a second, the last scrape before learnerd
+        # exits misses a few; 0.8 T leaves 10 s of missed scrapes.
+        check(0.8 * T <= its <= T, 'Prometheus: learner iterations %r (T %d)' % (its, T))
         out['prometheus'] = (len(names & want), len(want), its)
 
         # The tools image: plot and report of the learner's trace.

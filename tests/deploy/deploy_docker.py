@@ -7,9 +7,9 @@ base image debian:12 pulled or made with debootstrap (kept for later runs),
 the images built from deploy/Dockerfile (targets runtime, tools, systemd,
 prometheus).  Then, side by side:
 
-compose  deploy/docker-compose.yml (3 owners, Prometheus: prom/prometheus
-         where it can be pulled, else the `prometheus` target, through
-         DP_PROMETHEUS_IMAGE) on an internal network the test creates: the
+compose  deploy/docker-compose.yml (3 owners, its default clocks, and
+         Prometheus from the Dockerfile's `prometheus` target, the
+         default) on an internal network the test creates: the
          job reaches `done k=T`; ownerd killed with SIGKILL inside owner-1's
          container is restarted by the restart policy, owner-2's container
          killed with `docker kill -s KILL` and started again; both resume
@@ -67,11 +67,6 @@ def test(argv):
             print('prepared in %.0f s: %s' % (time.time() - t0,
                   ', '.join('%s %.0f s' % kv for kv in eng.times.items())))
             return
-        # prom/prometheus when it is there or can be pulled (quickly);
-        # otherwise Debian's prometheus, the documented fallback.
-        official = 'prom/prometheus:v2.53.0'
-        if eng.has_image(official) or eng.pull(official, secs=20):
-            images['prometheus'] = official
         t_setup = time.time() - t0
 
         results, errors = {}, {}

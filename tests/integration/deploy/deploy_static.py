@@ -25,7 +25,8 @@ Certificates: the two code blocks of docs/deploy.md 2.3 (an owner's own key
 Compose (deploy/docker-compose.yml, deploy/compose/)
   - `docker-compose config` (Debian's docker-compose) accepts the file, and
     the file for 5 owners from generate.sh; the committed file is exactly
-    generate.sh's default output;
+    generate.sh's default output; every service's image is built from
+    deploy/Dockerfile (no registry), and the default clocks are 2/1/0.5;
   - promtool accepts compose/prometheus.yml; shellcheck the helper scripts;
   - the services are run without Docker, from the resolved configuration:
     each one's command with its environment, as its user (uid 10001, or
@@ -399,7 +400,19 @@ def check_compose_files(t):
     sv = cfg['services']
     check(set(sv) == {'certs', 'data', 'learner', 'owner-1', 'owner-2', 'owner-3', 'prometheus', 'eval'},
           'compose services: %s' % sorted(sv))
-    print('ok: docker-compose config accepts deploy/docker-compose.yml (= generate.sh output)')
+    # `up` needs no registry: every image is built from deploy/Dockerfile
+    # (Prometheus from its `prometheus` target), and the default clocks
+    # give a job of about a minute (2 + 1 + 0.5 ticks a second).
+    for name, svc in sv.items():
+        check('build' in svc and svc['build']['dockerfile'].endswith('deploy/Dockerfile'),
+              'compose service %s: image %s is not built here' % (name, svc.get('image')))
+    check(sv['prometheus']['build'].get('target') == 'prometheus' and
+          sv['prometheus']['image'] == 'dpasync-prometheus:latest',
+          'compose prometheus: %s' % sv['prometheus'])
+    rates = [float(sv['owner-%d' % i]['environment']['DP_RATE']) for i in (1, 2, 3)]
+    check(rates == [2, 1, 0.5], 'compose default clocks %s' % rates)
+    print('ok: docker-compose config accepts deploy/docker-compose.yml (= generate.sh output), '
+          'needs no registry, default clocks %s' % rates)
 
     # Five owners.
     f5 = os.path.join(t, 'docker-compose.5.yml')
