@@ -84,6 +84,29 @@ static void hello_summary(const char *dir, const Dpasync__Hello *base)
 	one(dir, "hello_summary", m, 1, 0x33);
 }
 
+/* --serve refit's PeerRelease (docs/protocol.md): a relayed release, and
+ * the flags alone. */
+static void peer_release(const char *dir)
+{
+	Dpasync__PeerRelease r = DPASYNC__PEER_RELEASE__INIT;
+	Dpasync__PeerRelease f = DPASYNC__PEER_RELEASE__INIT;
+	Dpasync__Envelope e = DPASYNC__ENVELOPE__INIT;
+	const Dpasync__Envelope *m[1] = { &e };
+
+	r.origin = "agent-3";
+	r.rows = 40;
+	r.n_value = 4;
+	r.value = theta;
+	e.version = 1;
+	e.msg_case = DPASYNC__ENVELOPE__MSG_PEER_RELEASE;
+	e.peer_release = &r;
+	one(dir, "peer_release", m, 1, (unsigned char)(17 * 8));
+	f.complete = 1;
+	f.seen_complete = 1;
+	e.peer_release = &f;
+	one(dir, "peer_release_flags", m, 1, 0x5b);
+}
+
 int main(int argc, char **argv)
 {
 	Dpasync__Envelope e[8];
@@ -167,5 +190,6 @@ int main(int argc, char **argv)
 		one(argv[1], names[i], &all[i], 1, (unsigned char)(17 * i));
 	one(argv[1], "exchange", all, 7, 0x5a);
 	hello_summary(argv[1], &hello);
+	peer_release(argv[1]);
 	return 0;
 }
