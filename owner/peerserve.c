@@ -21,6 +21,7 @@
 
 #include "common/core/error.h"
 #include "common/core/file.h"
+#include "common/core/json.h"
 #include "common/core/log.h"
 #include "common/core/modelfile.h"
 #include "common/core/serve.h"
@@ -264,6 +265,23 @@ static int write_served(struct own_peer *p, const double *theta, const double *p
 	return dp_servefile_write(p->cfg.served_out, &mf, &from, DP_FILE_MODE_PRIVATE);
 }
 
+/* The releases pooled by the served model already at path, or 0 when
+ * there is none (or it cannot be read: then it is replaced). */
+static size_t pooled_before(const char *path)
+{
+	struct json_object *j = NULL, *from, *k;
+	size_t n = 0;
+
+	if (dp_json_read_file(path, 1 << 24, &j) != 0)
+		return 0;
+	if (json_object_object_get_ex(j, "fitted_from", &from) &&
+	    json_object_object_get_ex(from, "releases_pooled", &k) &&
+	    json_object_is_type(k, json_type_int) && json_object_get_int64(k) > 0)
+		n = (size_t)json_object_get_int64(k);
+	json_object_put(j);
+	return n;
+}
+
 int own_peerserve_fit(struct own_peer *p)
 {
 	const struct own_settings *s = p->cfg.set;
@@ -285,6 +303,13 @@ int own_peerserve_fit(struct own_peer *p)
 		goto out;
 	}
 	k = pool(p, vec, w);
+	if (k < r->n_need && pooled_before(p->cfg.served_out) > k) {
+		/* A restart after the run (its neighbours gone): the model served
+		 * then pooled more than this one could. */
+		DP_WARN("peer", "kept the served model at %s, fitted from more releases than the "
+			"%zu of %zu that arrived this time", p->cfg.served_out, k, r->n_need);
+		goto out;
+	}
 	if (k < r->n_need)
 		DP_WARN("peer", "serving from %zu of the %zu releases the prior pools (the others "
 			"never arrived)", k, r->n_need);

@@ -22,7 +22,8 @@ CASE is one of
            say they are not private, and `dpasync eval --peer` scores them;
   restart  kill -9 an agent of a path after its release was charged, while
            a neighbour is not up yet: the restart charges nothing more,
-           resends the saved release, and all three serve from 3 of 3.
+           resends the saved release, and all three serve from 3 of 3;
+           restarted alone once the run is over, it keeps that model.
 """
 import json, os, re, shutil, sys, time
 
@@ -280,7 +281,22 @@ def case_restart(root):
         l = ledger(led(i))
         check(l['answers'] == 1 and abs(l['epsilon_spent'] - 1) < 1e-9, '%s: ledger %r' % (i, l))
         check(served(root, i)['fitted_from']['releases_pooled'] == 3, '%s: not 3 of 3' % i)
-    print('restart: a charged once, its release resent after kill -9; 3 of 3 served')
+    # Restarted alone after the run (its neighbours gone), it keeps the
+    # model served from 3 releases over one from its own alone.
+    before = served(root, 'a')
+    agents['a'].args += ['--linger', '1']
+    agents['a'].start()
+    try:
+        agents['a'].proc.wait(30)
+    finally:
+        agents['a'].kill()
+    log = agents['a'].logtext()
+    check(agents['a'].proc.returncode == 0 and 'kept the served model' in log and
+          served(root, 'a') == before and ledger(led('a'))['answers'] == 1,
+          'a restarted after the run: exit %s, served file %s:\n%s'
+          % (agents['a'].proc.returncode, served(root, 'a')['fitted_from'], log[-2000:]))
+    print('restart: a charged once, its release resent after kill -9; 3 of 3 served; '
+          'restarted alone after the run, it kept that model')
 
 
 CASES = {'refuse': case_refuse, 'parity': case_parity, 'cluster': case_cluster,
