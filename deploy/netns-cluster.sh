@@ -36,7 +36,7 @@ ROOT=$PWD
 OWNERS=5 DELAYS=1,20,80,200,20 JITTER=0 LOSS=0,0,0,0,2 T=300 RATE=10 EPS=1
 ROWS=2000 FEATURES=5 MODE=request LINK=auto BINDIR='' OUT='' ID=dpa-$$ TIMEOUT=600 SEED=1
 LARGS='' BOUNCE='' BOUNCE_FROM=owners PEER='' SERVE='' RELEASE=models PRIOR=graph
-usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '3,31p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "netns-cluster: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || case $1 in -h|--help) ;; *) die "option '$1' needs a value" ;; esac

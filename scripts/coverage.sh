@@ -19,7 +19,7 @@
 set -euo pipefail
 
 if [ $# -gt 1 ] || [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then
-  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '3,19p' "$0" | sed 's/^# \{0,1\}//'
   [ "${1:-}" = -h ] || [ "${1:-}" = --help ] && exit 0
   exit 2
 fi

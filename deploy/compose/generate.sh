@@ -23,7 +23,7 @@ set -euo pipefail
 
 N=3 RATES=2,1,0.5 EPSILONS=1 NAMES=
 cmdline=${*:-(no options: the defaults)}
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//'; }
 PEER='' WAKEUPS=20 SERVE=none RELEASE=models PRIOR=graph
 while [ $# -gt 0 ]; do
   case $1 in

@@ -118,13 +118,15 @@ class Engine:
         t0 = time.time()
         log = os.path.join(self.log_dir, 'build-%s.log' % target)
         with open(log, 'w') as f:
-            p = subprocess.run([self.docker, 'build', '--network', 'host', '--target', target,
-                                '-f', os.path.join(ROOT, 'deploy', 'Dockerfile'),
+            p = subprocess.run([self.docker, 'build', '--network', 'host', '--progress', 'plain',
+                                '--target', target, '-f', os.path.join(ROOT, 'deploy', 'Dockerfile'),
                                 '-t', '%s:%s' % (TAG, target), ROOT],
                                stdout=f, stderr=subprocess.STDOUT, env=self.env, timeout=1200)
         check(p.returncode == 0, 'docker build --target %s failed (%d):\n%s'
               % (target, p.returncode, open(log).read()[-4000:]))
         self.times['image ' + target] = time.time() - t0
+        if target in ('tools', 'systemd'):
+            check_reused(open(log).read(), target)
         return '%s:%s' % (TAG, target)
 
     def build_all(self, targets):
@@ -149,6 +151,16 @@ class Engine:
             x.join()
         if errs:
             raise errs[0]
+
+def check_reused(text, target):
+    """A target built after runtime reuses the build stage: BuildKit's
+    plain log shows its compile step (RUN scripts/build.sh) as CACHED,
+    not compiled again (docs/deploy.md §5 "Images")."""
+    ids = re.findall(r'^(#\d+) \[build +\d+/\d+\] RUN scripts/build\.sh', text, re.M)
+    check(ids, 'docker build --target %s: no compile step in its log' % target)
+    check(all(re.search(r'^%s CACHED$' % i, text, re.M) for i in ids),
+          'docker build --target %s compiled the build stage again:\n%s'
+          % (target, '\n'.join(l for l in text.splitlines() if l.startswith(ids[0]))[-2000:]))
 
 def apt_mirror():
     """The Debian archive apt uses for bookworm (deb822 .sources or

@@ -435,7 +435,13 @@ def check_compose_files(t):
 
     p = run(['promtool', 'check', 'config', os.path.join(DEPLOY, 'compose', 'prometheus.yml')], ok=False)
     check(p.returncode == 0, 'promtool rejects prometheus.yml:\n' + p.stdout + p.stderr)
-    scripts = sorted(glob.glob(os.path.join(DEPLOY, 'compose', '*.sh'))) + [os.path.join(ROOT, 'scripts', 'build.sh')]
+    scripts = sorted(glob.glob(os.path.join(DEPLOY, 'compose', '*.sh'))) + \
+        [os.path.join(ROOT, 'scripts', 'build.sh'), os.path.join(DEPLOY, 'build-images.sh')]
+    # build-images.sh: bad usage is exit 2, one line, before any build
+    for bad in (['bogus'], ['--tag-template']):
+        p = run([os.path.join(DEPLOY, 'build-images.sh')] + bad, ok=False)
+        check(p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1,
+              'build-images.sh %s: exit %d %r' % (bad, p.returncode, p.stderr))
     p = run(['shellcheck'] + scripts, ok=False)
     check(p.returncode == 0, 'shellcheck:\n' + p.stdout)
     print('ok: promtool accepts prometheus.yml; shellcheck clean on %d scripts' % len(scripts))
