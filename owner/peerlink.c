@@ -47,13 +47,24 @@ static void gauge_connected(struct own_peer *p)
 
 /* ---- sending --------------------------------------------------------------- */
 
+/* env (its version set here) to neighbour n: 0, or the failure, logged. */
+static int send_env(struct nb *n, Dpasync__Envelope *env)
+{
+	int r;
+
+	env->version = DP_PROTO_VERSION;
+	r = dp_conn_send(n->conn, env);
+	if (r < 0)
+		DP_WARN("peer", "send to %s failed: %s", n->id, dp_error_detail(r));
+	return r;
+}
+
 /* Our current model (with the flags of this pair) to one neighbour.
  * Nothing before the first release: an unreleased theta was never noised. */
 static void send_model(struct own_peer *p, struct nb *n)
 {
 	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
 	Dpasync__PeerModel pm = DPASYNC__PEER_MODEL__INIT;
-	int r;
 
 	if (n->conn == NULL || !dp_conn_is_open(n->conn))
 		return;
@@ -72,14 +83,10 @@ static void send_model(struct own_peer *p, struct nb *n)
 	pm.theta = p->released ? p->theta : p->cand;
 	if (!p->released)
 		memset(p->cand, 0, p->p * sizeof(double));
-	env.version = DP_PROTO_VERSION;
 	env.msg_case = DPASYNC__ENVELOPE__MSG_PEER_MODEL;
 	env.peer_model = &pm;
-	r = dp_conn_send(n->conn, &env);
-	if (r < 0) {
-		DP_WARN("peer", "send to %s failed: %s", n->id, dp_error_detail(r));
+	if (send_env(n, &env) < 0)
 		return;
-	}
 	n->sent++;
 	DP_DEBUG("peer", "model to=%s step=%llu final=%d seen_final=%d", n->id,
 		 (unsigned long long)pm.step, (int)pm.final, (int)pm.seen_final);
@@ -98,7 +105,6 @@ static void send_rel(struct own_peer *p, struct nb *n, size_t origin)
 {
 	Dpasync__Envelope env = DPASYNC__ENVELOPE__INIT;
 	Dpasync__PeerRelease pr = DPASYNC__PEER_RELEASE__INIT;
-	int r;
 
 	if (n->conn == NULL || !dp_conn_is_open(n->conn))
 		return;
@@ -111,15 +117,9 @@ static void send_rel(struct own_peer *p, struct nb *n, size_t origin)
 	}
 	pr.complete = p->rel.complete && p->rel.served;
 	pr.seen_complete = n->complete;
-	env.version = DP_PROTO_VERSION;
 	env.msg_case = DPASYNC__ENVELOPE__MSG_PEER_RELEASE;
 	env.peer_release = &pr;
-	r = dp_conn_send(n->conn, &env);
-	if (r < 0) {
-		DP_WARN("peer", "send to %s failed: %s", n->id, dp_error_detail(r));
-		return;
-	}
-	if (origin == SIZE_MAX)
+	if (send_env(n, &env) < 0 || origin == SIZE_MAX)
 		return;
 	n->rel_known[origin] = true;
 	n->rel_sent++;

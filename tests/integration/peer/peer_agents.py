@@ -39,7 +39,7 @@ import json, math, os, re, signal, subprocess, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, run, tmpdir, cleanup, main
 from peer_lib import (DPASYNC, OWNERD, Agent, write_peers, write_graph, setup, launch, wait_all,
-                      peer_metrics, ledger, check_gaussian, theta)
+                      peer_metrics, ledger, check_gaussian, theta, ring_with_chords)
 
 
 # ---- cases -----------------------------------------------------------------
@@ -199,15 +199,7 @@ def check_links(agents, T):
 
 def case_cluster(root):
     n = 20
-    ids = ['ag%02d' % i for i in range(n)]
-    rows = [20 + 3 * i for i in range(n)]
-    data, certs = setup(root, ids, rows, features=4)
-    edges = []
-    for i in range(n):
-        edges.append((ids[i], ids[(i + 1) % n], 1.0))
-        edges.append((ids[i], ids[(i + 5) % n], 0.5))
-    graph = os.path.join(root, 'graph.csv')
-    write_graph(graph, edges)
+    ids, rows, data, certs, graph = ring_with_chords(root, 'ag', n)
     T = 8
     eps = {i: [0.5, 1.0, 2.0][k % 3] for k, i in enumerate(ids)}
     # Gaussian releases for a quarter of them (one also warm-starts),

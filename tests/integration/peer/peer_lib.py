@@ -171,3 +171,19 @@ def check_gaussian(path, eps, delta, answers, read=None):
 def theta(path):
     with open(path) as f:
         return json.load(f)['theta']
+
+
+def ring_with_chords(root, prefix, n=20):
+    """n agents PREFIX00.. on a ring (weight 1) with chords to the fifth
+    next (0.5), degree 4, rows 20 + 3i, 4 features: ids, rows, data and
+    certificate directories, and the graph file."""
+    ids = ['%s%02d' % (prefix, i) for i in range(n)]
+    rows = [20 + 3 * i for i in range(n)]
+    data, certs = setup(root, ids, rows, features=4)
+    edges = []
+    for i in range(n):
+        edges.append((ids[i], ids[(i + 1) % n], 1.0))
+        edges.append((ids[i], ids[(i + 5) % n], 0.5))
+    graph = os.path.join(root, 'graph.csv')
+    write_graph(graph, edges)
+    return ids, rows, data, certs, graph
