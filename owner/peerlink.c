@@ -114,6 +114,7 @@ static void send_rel(struct own_peer *p, struct nb *n, size_t origin)
 		pr.rows = p->rel.rows[origin];
 		pr.n_value = p->p;
 		pr.value = p->rel.vec + origin * p->p;
+		pr.kind = p->rel.grad0 ? 1 : 2;
 	}
 	pr.complete = p->rel.complete && p->rel.served;
 	pr.seen_complete = n->complete;
@@ -201,6 +202,23 @@ static void on_release(struct own_peer *p, struct nb *n, const Dpasync__PeerRele
 		if (o < 0) {
 			DP_WARN("peer", "closing peer=%s id=%s reason=release of '%s', not in the "
 				"graph", dp_conn_peer_addr(n->conn), n->id, pr->origin);
+			dp_conn_close(n->conn);
+			return;
+		}
+		/* Every agent of a graph releases the same kind: a model is no
+		 * gradient to pool. */
+		if (pr->kind != (p->rel.grad0 ? 1u : 2u)) {
+			DP_WARN("peer", "closing peer=%s id=%s reason=a %s release, this agent pools "
+				"%s: every agent of the graph takes the same --release",
+				dp_conn_peer_addr(n->conn), n->id, pr->kind == 1 ? "grad0" : "models",
+				p->rel.grad0 ? "grad0" : "models");
+			dp_conn_close(n->conn);
+			return;
+		}
+		/* Without relaying a neighbour sends only its own release. */
+		if (!p->rel.all && strcmp(pr->origin, n->id) != 0) {
+			DP_WARN("peer", "closing peer=%s id=%s reason=release of '%s' relayed with "
+				"--prior graph", dp_conn_peer_addr(n->conn), n->id, pr->origin);
 			dp_conn_close(n->conn);
 			return;
 		}

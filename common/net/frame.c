@@ -510,6 +510,9 @@ int dp_frame_validate(const Dpasync__Envelope *m, const dp_frame_limits *lim)
 		}
 		if (m->peer_release->rows == 0)
 			return dp_error_set(DP_EPROTO, "peer_release.rows is 0");
+		if (m->peer_release->kind != 1 && m->peer_release->kind != 2)
+			return dp_error_set(DP_EPROTO, "peer_release.kind %u is not 1 (gradient) or 2 "
+					    "(model)", m->peer_release->kind);
 		return check_vec("peer_release", "value", m->peer_release->value,
 				 m->peer_release->n_value, &l);
 	case DPASYNC__ENVELOPE__MSG_GOODBYE:

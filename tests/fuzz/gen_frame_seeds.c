@@ -97,6 +97,7 @@ static void peer_release(const char *dir)
 	r.rows = 40;
 	r.n_value = 4;
 	r.value = theta;
+	r.kind = 1;
 	e.version = 1;
 	e.msg_case = DPASYNC__ENVELOPE__MSG_PEER_RELEASE;
 	e.peer_release = &r;

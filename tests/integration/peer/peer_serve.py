@@ -7,7 +7,9 @@
 CASE is one of
   refuse   the --serve options refused with one line and exit 2: without
            --peer, without --serve, --release grad0 with --wakeups, a tau
-           grid without 0, --curvature with --release models;
+           grid without 0, --curvature with --release models; agents of one
+           graph with different --prior or --release close the link with
+           one warning and serve from what they hold at --linger;
   parity   at epsilon = inf, three quartets of agents run side by side and
            each served model (and its prior) equals `dpasync sim --mode p2p
            --serve refit`'s to 1e-12: --release models --prior graph on the
@@ -66,7 +68,43 @@ def case_refuse(root):
               '%s: expected exit 2 and one line with %r, got %d: %r' % (args, word,
                                                                          p.returncode, err))
     check(not os.path.exists(os.path.join(root, 'ledger')), 'a refused start made a ledger')
-    print('refuse: %d refusals, one line each' % len(cases))
+    mixed(root)
+    print('refuse: %d refusals, one line each; mixed settings close the links and each agent '
+          'serves from what it holds' % len(cases))
+
+
+def mixed(root):
+    """Agents of one graph that disagree: on a path m1-m2-m3, m2 relays
+    (--prior all) to neighbours that do not (--prior graph); on the edge
+    m4-m5, m4 releases a gradient and m5 models.  The receiver closes the
+    link (one warning), and each serves from what it holds (m4 and m5 at
+    --linger without the other's release)."""
+    d = os.path.join(root, 'mixed')
+    os.makedirs(d)
+    ids = ['m1', 'm2', 'm3', 'm4', 'm5']
+    data, certs = setup(d, ids, [20, 25, 30, 35, 40])
+    graph = os.path.join(d, 'graph.csv')
+    write_graph(graph, [('m1', 'm2', 1.0), ('m2', 'm3', 1.0), ('m4', 'm5', 1.0)])
+    grad0 = ['--serve', 'refit', '--release', 'grad0']
+    extra = {'m1': grad0, 'm2': grad0 + ['--prior', 'all'], 'm3': grad0, 'm4': grad0,
+             'm5': ['--serve', 'refit', '--release', 'models', '--wakeups', 2, '--rate', 20]}
+    agents, _ = launch(d, ids, certs, graph, data,
+                       lambda i: ['--epsilon', 1, '--model', 'logistic', '--linger', 3] + extra[i])
+    try:
+        wait_all(agents, 60)
+    finally:
+        for a in agents.values():
+            a.kill()
+    logs = {i: agents[i].logtext() for i in ids}
+    check('relayed with --prior graph' in logs['m1'] + logs['m3'],
+          'm1, m3 did not refuse m2\'s relays:\n%s' % (logs['m1'] + logs['m3'])[-3000:])
+    check('every agent of the graph takes the same --release' in logs['m4'] + logs['m5'],
+          'm4, m5 did not refuse each other\'s releases:\n%s' % (logs['m4'] + logs['m5'])[-3000:])
+    for i in ids:   # each served (exit 0 checked), m4 and m5 without the other's
+        f = served(d, i)['fitted_from']
+        check(f['releases_pooled'] <= f['releases_expected'] and
+              (i not in ('m4', 'm5') or f['releases_pooled'] < f['releases_expected']),
+              '%s: served %s' % (i, f))
 
 
 def largest(root, ids, sim, key='theta'):
