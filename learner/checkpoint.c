@@ -526,11 +526,7 @@ static int check_job(struct lrn_job *J, dp_json_reader *r, struct json_object *j
 	for (size_t i = 0; i < J->N; i++) {
 		struct json_object *e = json_object_array_get_idx(ids, i);
 		const char *id = json_object_is_type(e, json_type_string) ? json_object_get_string(e) : "";
-		bool found = false;
-
-		for (size_t j = 0; j < J->N; j++)
-			found = found || strcmp(J->owners[j].id, id) == 0;
-		if (!found)
+		if (lrn_state_find(J, id) == NULL)
 			return dp_error_set(DP_EINVAL, "%s belongs to another job: owner '%s' of the "
 					    "checkpoint is not in owners now", J->ckpt_path, id);
 	}
@@ -651,9 +647,12 @@ static int load_plan(struct lrn_job *J, dp_json_reader *r, struct json_object *j
 			return r->rc;
 		if (!(v >= 0 && v <= 1e18 && v == floor(v)))
 			return dp_json_fail(r, "answers_cap[%zu] is not a count", i);
-		for (size_t j = 0; j < J->N; j++)
-			if (id != NULL && strcmp(J->owners[j].id, id) == 0)
-				J->owners[j].planned_cap = (uint64_t)v;
+		if (id != NULL) {
+			struct lrn_owner *o = lrn_state_find(J, id);
+
+			if (o != NULL)
+				o->planned_cap = (uint64_t)v;
+		}
 	}
 	return 0;
 }
@@ -693,9 +692,7 @@ static int load_owners(struct lrn_job *J, dp_json_reader *r, struct json_object 
 		id = dp_json_get_string(r, oj, "id", true, NULL);
 		if (r->rc)
 			break;
-		for (size_t j = 0; j < J->N; j++)
-			if (strcmp(J->owners[j].id, id) == 0)
-				o = &J->owners[j];
+		o = lrn_state_find(J, id);
 		if (o == NULL || thetas[o->idx] != NULL) {
 			r->rc = dp_error_set(DP_ECORRUPT, "%s: owners[%zu] '%s' unknown or repeated",
 					     J->ckpt_path, i, id);

@@ -73,7 +73,8 @@ struct lrn_settings {
 	char *port_file;
 	char *ca, *cert, *key;
 	char *crl;                 /* NULL: no revocation list */
-	char *owners;              /* comma-separated identities */
+	char *owners;              /* comma-separated identities, or */
+	char *owners_file;         /* one identity per line (owners.c) */
 	int model;                 /* dp_model */
 	uint64_t T;                /* 0: planned */
 	double rho, eta;           /* 0: not given (eta planned) */
@@ -256,6 +257,7 @@ struct lrn_job {
 	size_t n_planned;          /* owners in the plan: N less those left out
 				    * (N until the plan); the algorithm's N */
 	struct lrn_owner *owners;
+	struct dp_idmap *owner_map; /* id -> index into owners (lrn_state_find) */
 	size_t p;                  /* 0 until known */
 	uint64_t T;                /* 0 until planned (or --T) */
 	bool started;              /* planned: n_i, T, eta, clip, K_i fixed
@@ -360,6 +362,8 @@ void lrn_sched_owner_gone(struct lrn_job *J, struct lrn_owner *o);
  * ids from 1, no forecast.  J is zeroed first.  DP_ENOMEM. */
 int lrn_state_init(struct lrn_job *J, struct lrn_settings *s, char **names, size_t count);
 void lrn_state_free(struct lrn_job *J);
+/* The owner of identity id, or NULL: O(1), through J->owner_map. */
+struct lrn_owner *lrn_state_find(const struct lrn_job *J, const char *id);
 /* Fix the job's p (from settings, --public, a checkpoint, or the value the
  * owners' Hellos agree on).  DP_EINVAL (does not fit max-frame), DP_ENOMEM. */
 int lrn_state_set_p(struct lrn_job *J, size_t p);

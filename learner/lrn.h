@@ -112,10 +112,15 @@ struct lrn {
 };
 
 /* ---- server.c: the network ---------------------------------------------- */
-/* Split and check the owners list of the settings.  *names (heap strings
- * in a heap array, the caller frees both) and *count on success.
- * Errors: DP_EINVAL, DP_ENOMEM (detail). */
-int lrn_server_parse_owners(const char *list, char ***names, size_t *count);
+/* ---- owners.c: the admitted identities ---------------------------------- */
+/* The owners of the settings, from owners (A,B,...) or owners-file (one
+ * per line; exactly one of the two), each a valid identity, none twice.
+ * *names (heap strings in a heap array, the caller frees both) and *count
+ * on success.  Errors: DP_EINVAL (one line naming the item or the file's
+ * line), DP_ENOENT / DP_EIO (the file), DP_ENOMEM. */
+int lrn_owners_load(const struct lrn_settings *set, char ***names, size_t *count);
+
+/* ---- server.c: the network ---------------------------------------------- */
 /* Start the TLS listener on listen_host:listen_port and the timers.
  * Errors as dp_conn_listen.  L->on_end must be set. */
 int lrn_server_start(struct lrn *L);

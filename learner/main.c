@@ -49,8 +49,11 @@ static const struct dp_config_entry entries[] = {
 	{ .name = "crl", DP_CFG_PATH(&S.crl), .group = G_NET, .metavar = "FILE",
 	  .help = "the CA's revocation list (PEM, from dpasync certs --crl): revoked owners "
 		  "are refused" },
-	{ .name = "owners", DP_CFG_STRING(&S.owners), .flags = DP_CONFIG_REQUIRED, .group = G_NET,
-	  .metavar = "A,B,...", .help = "admitted owner identities (certificate CNs)" },
+	{ .name = "owners", DP_CFG_STRING(&S.owners), .group = G_NET,
+	  .metavar = "A,B,...", .help = "admitted owner identities (certificate CNs); or owners-file" },
+	{ .name = "owners-file", DP_CFG_PATH(&S.owners_file), .group = G_NET, .metavar = "FILE",
+	  .help = "admitted owner identities, one per line ('#' comments, blank lines\n"
+		  "skipped): for lists too long for one argument" },
 	{ .name = "max-frame", DP_CFG_SIZE(&S.max_frame), .def = "16777216", .min = 64,
 	  .max = DP_FRAME_MAX_LIMIT, .group = G_NET, .metavar = "BYTES",
 	  .help = "largest frame sent or received" },
@@ -182,7 +185,7 @@ static int validate(void *arg)
 	uint16_t port;
 	int rc;
 
-	rc = lrn_server_parse_owners(s->owners, &names, &n);
+	rc = lrn_owners_load(s, &names, &n);
 	if (rc < 0)
 		return rc;
 	for (size_t i = 0; i < n; i++)
@@ -591,7 +594,7 @@ static int prepare_job(struct lrn *L, enum dp_config_action action)
 	rc = make_job_id();
 	if (rc < 0)
 		return fail(dp_exit_status(rc, DP_EXIT_PHASE_ARGS), "%s", dp_error_detail(rc));
-	rc = lrn_server_parse_owners(S.owners, &names, &n);
+	rc = lrn_owners_load(&S, &names, &n);
 	if (rc < 0)
 		return fail(dp_exit_status(rc, DP_EXIT_PHASE_ARGS), "%s", dp_error_detail(rc));
 	rc = lrn_state_init(&L->job, &S, names, n);

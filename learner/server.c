@@ -25,74 +25,9 @@
 /* Tick of the timeout checks: timeouts fire at most this late. */
 #define TICK_MS 50
 
-int lrn_server_parse_owners(const char *list, char ***names, size_t *count)
-{
-	char **v = NULL, *copy, *p, *tok;
-	size_t n = 0, cap = 0;
-	int rc = 0;
-
-	DP_REQUIRE(names != NULL && count != NULL);
-	if (list == NULL || *list == '\0')
-		return dp_error_set(DP_EINVAL, "owners: no owner identities given");
-	copy = strdup(list);
-	if (copy == NULL)
-		return dp_error_set(DP_ENOMEM, "out of memory");
-	p = copy;
-	for (;;) {
-		char *end;
-
-		tok = strsep(&p, ",");
-		if (tok == NULL)
-			break;
-		while (*tok == ' ' || *tok == '\t')
-			tok++;
-		end = tok + strlen(tok);
-		while (end > tok && (end[-1] == ' ' || end[-1] == '\t'))
-			*--end = '\0';
-		if (*tok == '\0') {
-			rc = dp_error_set(DP_EINVAL, "owners: empty identity in '%s'", list);
-			goto fail;
-		}
-		if (dp_tls_check_name(tok) != 0 || strlen(tok) > DP_TLS_ID_MAX) {
-			rc = dp_error_set(DP_EINVAL, "owners: '%s' is not a valid identity "
-					  "(1..%d of A-Z a-z 0-9 . _ -)", tok, DP_TLS_ID_MAX);
-			goto fail;
-		}
-		for (size_t i = 0; i < n; i++) {
-			if (strcmp(v[i], tok) == 0) {
-				rc = dp_error_set(DP_EINVAL, "owners: '%s' listed twice", tok);
-				goto fail;
-			}
-		}
-		if (dp_mem_reserve(&v, &cap, n + 1, sizeof(*v), 8) != 0) {
-			rc = dp_error_set(DP_ENOMEM, "out of memory");
-			goto fail;
-		}
-		v[n] = strdup(tok);
-		if (v[n] == NULL) {
-			rc = dp_error_set(DP_ENOMEM, "out of memory");
-			goto fail;
-		}
-		n++;
-	}
-	free(copy);
-	*names = v;
-	*count = n;
-	return 0;
-fail:
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-	free(copy);
-	return rc;
-}
-
 static struct lrn_owner *find_owner(struct lrn *L, const char *id)
 {
-	for (size_t i = 0; i < L->job.N; i++)
-		if (strcmp(L->job.owners[i].id, id) == 0)
-			return &L->job.owners[i];
-	return NULL;
+	return lrn_state_find(&L->job, id);
 }
 
 /* Tell the peer on c why it is closed (docs/protocol.md §5 "Goodbye");

@@ -14,6 +14,7 @@
 #include "common/core/plan.h"
 #include "common/core/zcdp.h"
 #include "common/net/schemasum.h"
+#include "common/core/idmap.h"
 #include "learner/job.h"
 
 int lrn_state_init(struct lrn_job *J, struct lrn_settings *s, char **names, size_t count)
@@ -39,7 +40,23 @@ int lrn_state_init(struct lrn_job *J, struct lrn_settings *s, char **names, size
 	}
 	J->next_qid = 1;
 	J->qid_reserved = 1;
+	/* The names were checked unique (lrn_owners_load). */
+	if (dp_idmap_new(count, &J->owner_map) != 0)
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	for (size_t i = 0; i < count; i++)
+		dp_idmap_put(J->owner_map, J->owners[i].id, i, NULL);
 	return 0;
+}
+
+struct lrn_owner *lrn_state_find(const struct lrn_job *J, const char *id)
+{
+	long i;
+
+	DP_REQUIRE(J != NULL && id != NULL);
+	if (J->owner_map == NULL)
+		return NULL;
+	i = dp_idmap_get(J->owner_map, id);
+	return i < 0 ? NULL : &J->owners[i];
 }
 
 void lrn_state_free(struct lrn_job *J)
@@ -50,6 +67,8 @@ void lrn_state_free(struct lrn_job *J)
 		free(J->owners[i].schema_sum);
 	}
 	free(J->owners);
+	dp_idmap_free(J->owner_map);
+	J->owner_map = NULL;
 	free(J->schema_sum);
 	free(J->theta_L);
 	free(J->theta_hat);

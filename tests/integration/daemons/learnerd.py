@@ -10,8 +10,8 @@ the update written out from docs/design.md section 4 (not from common/core/algo.
 
 Scenarios:
   A  request mode: T iterations complete; theta_L, theta_i equal the replay;
-     an unknown identity and a second connection of a connected identity are
-     refused while the job runs; a NaN answer closes that owner; a silent
+     the owners admitted through --owners-file; an unknown identity and a
+     second connection of a connected identity are refused while the job runs; a NaN answer closes that owner; a silent
      owner is timed out, reconnects and rejoins; /metrics and /healthz.
   B  SIGTERM (checkpoint, exit 0), --resume, kill -9, a refused resume
      without --resume, with another T and on a trace of the older
@@ -22,8 +22,9 @@ Scenarios:
   C  broadcast mode, and request mode, with max-inflight 3.
   D  every owner refuses, or reaches its answer cap: exit 1 with a
      checkpoint; idle-timeout: exit 1.
-  E  startup errors: bad flag / unreadable certificate (2), port in use (1),
-     --check-config (0).
+  E  startup errors: bad flag / unreadable certificate / an owners file with
+     a duplicate, an invalid identity, none, missing, or beside --owners (2),
+     port in use (1), --check-config (0).
   F  planning: no Welcome before the last owner's first Hello; the Welcome
      carries the plan's K_i = ceil(T pi_i 1.1), pi_i = rate_i / sum of rates
      (equal rates, then 1,1,2); no owner is ever queried past its K_i (a fast
@@ -66,7 +67,9 @@ def read(path):
 
 
 class Learner:
-    def __init__(self, work, out, certs, extra=(), port=0, name='learner'):
+    def __init__(self, work, out, certs, extra=(), port=0, name='learner', owners_file=False):
+        """owners_file: admit OWNERS through --owners-file (one per line,
+        with a comment and a blank line) instead of --owners."""
         self.out, self.pf = out, os.path.join(work, name + '.port')
         self.errf = os.path.join(work, name + '.err')
         if os.path.exists(self.pf):
@@ -76,6 +79,11 @@ class Learner:
                     '--key', certs + '/learner.key', '--owners', ','.join(OWNERS),
                     '--eta', str(ETA), '--lambda', str(LAMBDA), '--theta-max', str(TMAX),
                     '--out', out, '--log-level', 'info'] + list(extra)
+        if owners_file:
+            f = os.path.join(work, name + '.owners')
+            open(f, 'w').write('# admitted owners\n' + '\n'.join(OWNERS) + '\n\n')
+            i = self.cmd.index('--owners')
+            self.cmd[i:i + 2] = ['--owners-file', f]
         self.p = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=open(self.errf, 'w'),
                                   text=True)
         procs.append(self.p)
@@ -380,7 +388,8 @@ def scenario_a(work, certs):
     T = 120
     L = Learner(work, out, certs, ['--T', str(T), '--checkpoint-every', '25', '--query-timeout',
                                    '1', '--idle-timeout', '30', '--metrics-listen',
-                                   '127.0.0.1:0', '--progress-every', '0.2'], name='a')
+                                   '127.0.0.1:0', '--progress-every', '0.2'], name='a',
+                owners_file=True)
     # Their own caps (T): owner-3 leaves after its NaN, so the planned
     # K_i = ceil(T/3 1.1) of the others could not cover T.
     cap = ['--answers-cap', str(T)]
@@ -612,6 +621,12 @@ def scenario_d(work, certs):
     print('D ok: exhaustion and idle-timeout stop with exit 1')
 
 
+def owners_file(work, name, text):
+    f = os.path.join(work, name + '.owners')
+    open(f, 'w').write(text)
+    return f
+
+
 def scenario_e(work, certs):
     base = [LEARNERD, '--ca', certs + '/ca.crt', '--cert', certs + '/learner.crt', '--key',
             certs + '/learner.key', '--owners', 'owner-1', '--out', os.path.join(work, 'e')]
@@ -620,6 +635,15 @@ def scenario_e(work, certs):
             (['--T', 'x'], 2, 'bad value'),
             (['--eta', '1', '--rho', '1'], 2, 'eta and rho'),
             (['--owners', 'a,a'], 2, 'duplicate owner'),
+            (['--owners-file', owners_file(work, 'dup', 'a\nb\na\n')], 2,
+             'owners-file: duplicate owner'),
+            (['--owners-file', owners_file(work, 'bad', 'a\nb c\n')], 2,
+             'owners-file: invalid identity'),
+            (['--owners-file', owners_file(work, 'none', '# only this\n')], 2,
+             'owners-file: no owner'),
+            (['--owners-file', os.path.join(work, 'nope.owners')], 2, 'owners-file: missing'),
+            (['--owners-file', owners_file(work, 'ok', 'a\n')], 2,
+             'owners and owners-file both'),
             (['--job', 'a,b'], 2, 'a comma in the job id (a trace.csv column)'),
             (['--cert', os.path.join(work, 'nope.crt')], 2, 'missing certificate')]:
         p = subprocess.run(base + args, capture_output=True, text=True, timeout=20)
