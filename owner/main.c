@@ -213,8 +213,7 @@ static const struct dp_config_entry entries[] = {
 	{ .name = "serve", DP_CFG_ENUM(&S.serve, own_serve_names), .def = "none",
 	  .group = "Served model",
 	  .help = "refit: also fit a personal model on our rows towards a prior pooled from "
-		  "the releases (not private, never sent; docs/peer-agents.md \"Served "
-		  "models\")" },
+		  "the releases (not private, never sent; docs/peer-agents.md §6)" },
 	{ .name = "release", DP_CFG_ENUM(&S.release, dp_serve_release_names), .def = "models",
 	  .given = &S.release_given, .group = "Served model",
 	  .help = "what we release: models (the noisy models of the wake-ups) | grad0 (one "
@@ -462,6 +461,9 @@ static int check_trusted(const struct own_daemon *d)
 		r = dp_file_check_trusted("--ledger", d->set.ledger);
 	if (r == 0 && d->set.peer && d->set.model_out != NULL)
 		r = dp_file_check_trusted("--model-out", d->set.model_out);
+	/* read back after a restart (the releases it pooled) */
+	if (r == 0 && d->set.serve && d->set.served_out != NULL)
+		r = dp_file_check_trusted("--served-out", d->set.served_out);
 	return r;
 }
 

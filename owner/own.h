@@ -129,7 +129,7 @@ struct own_settings {
 	uint64_t wakeups;       /* T_i */
 	uint64_t warm_steps;    /* noisy steps of the warm start */
 	double linger;          /* seconds to wait, once done, for the neighbours */
-	/* --serve refit (docs/peer-agents.md "Served models"): a personal
+	/* --serve refit (docs/peer-agents.md §6): a personal
 	 * model fitted on our rows towards a prior pooled from releases. */
 	int serve;              /* own_serve_names: 0 none, 1 refit */
 	int release;            /* dp_serve_release_names: models | grad0 */
@@ -483,7 +483,7 @@ double own_mechanism_rho_left(const struct own_settings *s, double lifetime_delt
 int own_mechanism_check_welcome(const struct own_settings *s, double lifetime_delta,
 				const Dpasync__Welcome *w, char *why, size_t size);
 
-/* ---- peerserve.c: the served model (docs/peer-agents.md "Served models") - */
+/* ---- peerserve.c: the served model (docs/peer-agents.md §6) - */
 
 /* The --serve options together, and against --peer, --release grad0's one
  * release and the tau grid.  0 or DP_EINVAL with a one-line detail. */

@@ -127,7 +127,7 @@ static void send_rel(struct own_peer *p, struct nb *n, size_t origin)
 	DP_DEBUG("peer", "release of %s to=%s", pr.origin, n->id);
 }
 
-/* Relaying (docs/peer-agents.md "Served models"): with --prior all every
+/* Relaying (docs/peer-agents.md §6): with --prior all every
  * release we hold, else our own only; each at most once per connection. */
 static bool relays(const struct own_peer *p, size_t origin)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* ownerd --peer --serve refit: the agent's served model (docs/peer-agents.md
- * "Served models", the math of docs/p2p.md §7 in common/core/serve.h).
+ * §6, the math of docs/p2p.md §7 in common/core/serve.h).
  *
  * The agent releases private messages only: with --release models its
  * final noisy model (the wake-ups of peer.c), with --release grad0 one
@@ -80,7 +80,7 @@ int own_peerserve_init(struct own_peer *p)
 	r->rows = calloc(r->N, sizeof(uint64_t));
 	r->vec = calloc(r->N * p->p, sizeof(double));
 	if (r->need == NULL || r->have == NULL || r->rows == NULL || r->vec == NULL)
-		return DP_ENOMEM;
+		return dp_error_set(DP_ENOMEM, "out of memory");
 	r->need[r->self] = true;
 	for (size_t j = 0; j < r->N; j++)
 		r->need[j] = r->need[j] || r->all;
@@ -88,7 +88,7 @@ int own_peerserve_init(struct own_peer *p)
 		r->need[(size_t)dp_graph_find(p->graph, p->nb[i].id)] = true;
 		p->nb[i].rel_known = calloc(r->N, sizeof(bool));
 		if (p->nb[i].rel_known == NULL)
-			return DP_ENOMEM;
+			return dp_error_set(DP_ENOMEM, "out of memory");
 	}
 	for (size_t j = 0; j < r->N; j++)
 		r->n_need += r->need[j];
@@ -174,7 +174,7 @@ int own_peerserve_release(struct own_peer *p)
 	int r;
 
 	if (g == NULL)
-		return DP_ENOMEM;
+		return dp_error_set(DP_ENOMEM, "out of memory");
 	r = own_budget_begin_eps(p->cfg.budget, 1, p->cfg.budget->eps_q, &t);
 	if (r < 0)
 		goto out;
@@ -299,7 +299,7 @@ int own_peerserve_fit(struct own_peer *p)
 		return 0;
 	r->served = true;
 	if (vec == NULL || w == NULL || out == NULL) {
-		rc = DP_ENOMEM;
+		rc = dp_error_set(DP_ENOMEM, "out of memory");
 		goto out;
 	}
 	k = pool(p, vec, w);
