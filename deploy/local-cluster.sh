@@ -19,8 +19,9 @@
 # DP_MODE=sync1 in the environment (--mode wins).  --rate is the owners'
 # clock rate (requests/s), used in request mode only.  --out is where
 # everything goes (default out/local-cluster; --work is an older spelling).
-# --bindir DIR uses the binaries in DIR (a build directory, or a directory
-# holding dpasync, learnerd and ownerd such as /usr/bin) and skips the
+# --bindir DIR uses the binaries in DIR (a build directory, a directory
+# holding dpasync, learnerd and ownerd, or a prefix with bin/dpasync and
+# sbin/learnerd, sbin/ownerd: /usr for the Debian package) and skips the
 # dependency check and the build.  --learnerd-args and --ownerd-args add
 # flags to every learnerd or ownerd (split on spaces, e.g.
 # --ownerd-args '--log-level debug'); they come last, so they win.
@@ -77,6 +78,8 @@ if [ -n "$BINDIR" ]; then
   BINDIR=$(cd "$BINDIR" && pwd)
   if [ -x "$BINDIR/tools/dpasync" ]; then   # a build directory
     DP=$BINDIR/tools/dpasync LEARNERD=$BINDIR/learner/learnerd OWNERD=$BINDIR/owner/ownerd
+  elif [ -x "$BINDIR/sbin/learnerd" ]; then  # a prefix: the package's /usr
+    DP=$BINDIR/bin/dpasync LEARNERD=$BINDIR/sbin/learnerd OWNERD=$BINDIR/sbin/ownerd
   else
     DP=$BINDIR/dpasync LEARNERD=$BINDIR/learnerd OWNERD=$BINDIR/ownerd
   fi

@@ -114,8 +114,8 @@ def check_kit_dropins(kit, names, learnerd, ownerd):
         src = 'learnerd.service' if site == 'learner' else 'ownerd@.service'
         os.makedirs(os.path.join(ud, unit + '.d'))
         text = open(os.path.join(sd, src)).read()
-        text = text.replace('/usr/local/bin/learnerd', os.path.abspath(learnerd))
-        text = text.replace('/usr/local/bin/ownerd', os.path.abspath(ownerd))
+        text = text.replace('/usr/sbin/learnerd', os.path.abspath(learnerd))
+        text = text.replace('/usr/sbin/ownerd', os.path.abspath(ownerd))
         open(os.path.join(ud, unit), 'w').write(text)
         shutil.copy(os.path.join(kit, site, unit + '.d', '10-kit.conf'), os.path.join(ud, unit + '.d'))
         p = run([sa, 'verify', os.path.join(ud, unit)], ok=False)

@@ -436,7 +436,8 @@ def check_compose_files(t):
     p = run(['promtool', 'check', 'config', os.path.join(DEPLOY, 'compose', 'prometheus.yml')], ok=False)
     check(p.returncode == 0, 'promtool rejects prometheus.yml:\n' + p.stdout + p.stderr)
     scripts = sorted(glob.glob(os.path.join(DEPLOY, 'compose', '*.sh'))) + \
-        [os.path.join(ROOT, 'scripts', 'build.sh'), os.path.join(DEPLOY, 'build-images.sh')]
+        [os.path.join(ROOT, 'scripts', s) for s in ('build.sh', 'deb.sh')] + \
+        [os.path.join(DEPLOY, 'build-images.sh')]
     # build-images.sh: bad usage is exit 2, one line, before any build
     for bad in (['bogus'], ['--tag-template']):
         p = run([os.path.join(DEPLOY, 'build-images.sh')] + bad, ok=False)
@@ -780,7 +781,7 @@ def check_systemd(t, bins):
         check(set(svc['RestrictAddressFamilies'].split()) <= {'AF_INET', 'AF_INET6', 'AF_UNIX'},
               '%s: RestrictAddressFamilies=%s' % (src, svc['RestrictAddressFamilies']))
         check(svc['StateDirectory'].startswith('dpasync/'), '%s: StateDirectory=%s' % (src, svc['StateDirectory']))
-        text = open(os.path.join(sd, src)).read().replace('/usr/local/bin/', bindir + '/')
+        text = open(os.path.join(sd, src)).read().replace('/usr/sbin/', bindir + '/')
         path = os.path.join(d, inst)
         open(path, 'w').write(text)
         p = run(['systemd-analyze', 'verify', path], ok=False)
