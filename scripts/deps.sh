@@ -11,7 +11,7 @@ BUILD_PKGS=(
   gcc libc6-dev meson ninja-build pkg-config
   libopenblas-dev liblapacke-dev libssl-dev openssl libuv1-dev
   libprotobuf-c-dev protobuf-c-compiler zlib1g-dev
-  libjson-c-dev libinih-dev libcsv-dev
+  libjson-c-dev libinih-dev libcsv-dev scdoc
 )
 PKGS=(
   "${BUILD_PKGS[@]}" build-essential libcmocka-dev
