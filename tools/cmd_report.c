@@ -85,6 +85,24 @@ static void join(char *buf, size_t size, const char *dir, const char *name)
 	snprintf(buf, size, "%s/%s", dir, name);
 }
 
+/* Close f, an open_memstream of *buf, and write what it holds to
+ * DIR/name (0644, atomically); *buf is freed.  0, DP_ENOMEM, or
+ * dp_file_write_atomic's error. */
+static int write_memstream(FILE *f, char **buf, size_t *len, const char *dir, const char *name)
+{
+	char path[4200];
+	int rc;
+
+	if (fclose(f) != 0 || *buf == NULL) {
+		free(*buf);
+		return dp_error_set(DP_ENOMEM, "out of memory");
+	}
+	join(path, sizeof(path), dir, name);
+	rc = dp_file_write_atomic(path, *buf, *len, 0644);
+	free(*buf);
+	return rc;
+}
+
 /* DIR/report.json (takes root).  0 or the error of dp_json_write_file;
  * err (an earlier failure building root) is returned as it is. */
 static int write_json(const char *dir, struct json_object *root, int err)
@@ -279,23 +297,15 @@ static size_t sim_runs(const char *simdir)
 
 static int write_schedule(const char *dir, const dp_rundata_trace *tr)
 {
-	char path[4200], *buf = NULL;
+	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
-	int rc;
 
 	if (f == NULL)
 		return dp_error_set(DP_ENOMEM, "out of memory");
 	for (size_t r = 0; r < tr->n; r++)
 		fprintf(f, "%zu\n", tr->owner[r] + 1);
-	if (fclose(f) != 0 || buf == NULL) {
-		free(buf);
-		return dp_error_set(DP_ENOMEM, "out of memory");
-	}
-	join(path, sizeof(path), dir, "report-schedule.txt");
-	rc = dp_file_write_atomic(path, buf, len, 0644);
-	free(buf);
-	return rc;
+	return write_memstream(f, &buf, &len, dir, "report-schedule.txt");
 }
 
 static int write_md(const char *dir, char *text, size_t len)
@@ -591,13 +601,7 @@ static int measured_figures(const struct report_opts *o, const struct learner_in
 	fputs("time_s,k,psi\n", f);
 	for (size_t i = 0; i < sn->n; i++)
 		fprintf(f, "%.6f,%zu,%.10g\n", in->snap_s[i], sn->k[i], in->snap_psi[i]);
-	if (fclose(f) != 0 || buf == NULL) {
-		free(buf);
-		return dp_error_set(DP_ENOMEM, "out of memory");
-	}
-	join(path, sizeof(path), o->dir, "report-psi-measured.csv");
-	err = dp_file_write_atomic(path, buf, len, 0644);
-	free(buf);
+	err = write_memstream(f, &buf, &len, o->dir, "report-psi-measured.csv");
 	if (err == 0) {
 		join(path, sizeof(path), o->dir, "report-psi-measured.png");
 		err = dp_plot_psi_wall(&w, label, 1, &po, path);
