@@ -148,3 +148,21 @@ def paired_text(r, fmt='%+.4f'):
     """One cell: mean [min, max] wins/runs."""
     return '%s [%s, %s] %d/%d' % (fmt % r['mean'], fmt % r['min'], fmt % r['max'], r['wins'],
                                   r['runs'])
+
+
+# The rows a peer-mode reproduction runs (p2p_synthetic.py, p2p_movielens.py):
+# P2P_SERVED_ONLY=1, the local and served rows only (CD and private CD are
+# deterministic and given in docs/p2p.md §5; a shorter measurement);
+# P2P_PRIVATE_ONLY=1e-5, the local rows and the private CD rows at delta =
+# 1e-5 only (the column docs/p2p.md §5.1 and §5.2 add).  The rows left out
+# are nan.
+P2P_SERVED_ONLY = os.environ.get('P2P_SERVED_ONLY') == '1'
+P2P_PRIVATE_ONLY = os.environ.get('P2P_PRIVATE_ONLY') == '1e-5'
+
+
+def p2p_rows(suf):
+    """(CD, private CD, served): whether each runs for the delta of result
+    key suffix suf ('' for the paper's e^-5, '_delta_1e-5')."""
+    cd = not (P2P_SERVED_ONLY or P2P_PRIVATE_ONLY)
+    private = not (P2P_SERVED_ONLY or (P2P_PRIVATE_ONLY and not suf))
+    return cd, private, not P2P_PRIVATE_ONLY

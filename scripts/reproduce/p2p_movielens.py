@@ -42,12 +42,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# P2P_SERVED_ONLY=1: the local and served rows only (CD and private CD are
-# deterministic and given in docs/p2p.md §5; a shorter measurement)
-SERVED_ONLY = os.environ.get('P2P_SERVED_ONLY') == '1'
-# P2P_PRIVATE_ONLY=1e-5: the private CD rows at delta = 1e-5 only (and the
-# local ones; the others are nan): the column docs/p2p.md §5.2 adds
-PRIVATE_ONLY = os.environ.get('P2P_PRIVATE_ONLY') == '1e-5'
+# P2P_SERVED_ONLY=1 and P2P_PRIVATE_ONLY=1e-5 run some rows only (_common.py)
 import _common as C  # noqa: E402
 
 
@@ -345,20 +340,21 @@ def main():
         res = {'users': len(run.users), 'x2max': run.x2max, 'zero_rmse': run.zero()}
         res['local_rmse'], res['local_lambda_per_row'] = run.local_tuned()
         res['local_untuned_rmse'] = run.local_untuned()
-        if SERVED_ONLY or PRIVATE_ONLY:   # CD as docs/p2p.md §5.2 (same splits)
+        if not C.p2p_rows('')[0]:   # CD as docs/p2p.md §5.2 (same splits)
             res['cd_rmse'] = float('nan')
         else:
             res['cd_rmse'], res['cd_choice'] = run.cd('inf', 100 * r + 1)
         for suf, delta in DELTAS.items():
             res['private_rmse' + suf], res['private_choice' + suf] = {}, {}
             res['served_rmse' + suf], res['served_choice' + suf] = {}, {}
+            _, private, served = C.p2p_rows(suf)
             for e in EPS:
-                if SERVED_ONLY or (PRIVATE_ONLY and not suf):
+                if not private:
                     res['private_rmse' + suf][e] = float('nan')
                 else:
                     res['private_rmse' + suf][e], res['private_choice' + suf][e] = \
                         run.cd(e, 100 * r + 2, delta)
-                if PRIVATE_ONLY:
+                if not served:
                     res['served_rmse' + suf][e] = float('nan')
                 else:
                     res['served_rmse' + suf][e], res['served_choice' + suf][e] = \

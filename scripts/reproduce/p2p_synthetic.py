@@ -45,9 +45,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# P2P_SERVED_ONLY=1: the local and served rows only (CD and private CD are
-# deterministic and given in docs/p2p.md §5; a shorter measurement)
-SERVED_ONLY = os.environ.get('P2P_SERVED_ONLY') == '1'
+# P2P_SERVED_ONLY=1 and P2P_PRIVATE_ONLY=1e-5 run some rows only (_common.py)
 import _common as C  # noqa: E402
 
 
@@ -74,10 +72,7 @@ LAMBDAS = [0.1, 1, 10]                           # tuned local: lambda_i * m_i
 # served: clip x tau ('cv': each agent's cross-validation; else one value)
 SERVE_GRID = ([0.1, 1.0], ['cv', 0, 3, 30])
 # P2P_PRIVATE_DELTAS=e-5 runs the private CD rows at delta = e^-5 only (a
-# shorter measurement: those rows are 80 % of its time); P2P_PRIVATE_ONLY=1e-5
-# runs only the private CD rows at delta = 1e-5 (and the local ones; the
-# others are nan): the column docs/p2p.md §5.1 adds to its measurement
-PRIVATE_ONLY = os.environ.get('P2P_PRIVATE_ONLY') == '1e-5'
+# shorter measurement: those rows are 80 % of its time)
 
 
 def write(path, X, y):
@@ -239,7 +234,7 @@ def main():
                       agents)
             res = {'graph': run.graph_line.split(' out=')[0], 'local_accuracy': run.local()}
             res['local_tuned_accuracy'], res['local_lambda_per_row'] = run.local_tuned()
-            if SERVED_ONLY or PRIVATE_ONLY:   # CD as docs/p2p.md §5.1 (same seeds)
+            if not C.p2p_rows('')[0]:   # CD as docs/p2p.md §5.1 (same seeds)
                 res['cd_accuracy'] = float('nan')
             else:
                 res['cd_accuracy'], res['cd_choice'] = run.cd('inf', 10 * r + 1)
@@ -247,14 +242,15 @@ def main():
             for suf, delta in DELTAS.items():
                 res['private_accuracy' + suf], res['private_choice' + suf] = {}, {}
                 res['served_accuracy' + suf], res['served_choice' + suf] = {}, {}
+                _, private, served = C.p2p_rows(suf)
+                private = private and not (suf and os.environ.get('P2P_PRIVATE_DELTAS') == 'e-5')
                 for e in EPS:
-                    if SERVED_ONLY or (suf and os.environ.get('P2P_PRIVATE_DELTAS') == 'e-5') \
-                            or (PRIVATE_ONLY and not suf):
+                    if not private:
                         res['private_accuracy' + suf][e] = float('nan')
                     else:
                         res['private_accuracy' + suf][e], res['private_choice' + suf][e] = \
                             run.cd(e, 10 * r + 2, delta)
-                    if PRIVATE_ONLY:
+                    if not served:
                         res['served_accuracy' + suf][e] = float('nan')
                     else:
                         res['served_accuracy' + suf][e], res['served_choice' + suf][e] = \
