@@ -71,7 +71,7 @@ static void stop(struct own_peer *p, int code)
  * our complete flag to the neighbours (they need nothing more from us). */
 static void serve(struct own_peer *p)
 {
-	if (!p->rel.on || p->rel.served || !p->finished || !p->rel.complete)
+	if (!p->rel.on || p->rel.served || !p->finished || !own_rel_complete(&p->rel))
 		return;
 	if (own_peerserve_fit(p) < 0) {
 		stop(p, DP_EXIT_FAIL);

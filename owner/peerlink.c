@@ -116,7 +116,7 @@ static void send_rel(struct own_peer *p, struct nb *n, size_t origin)
 		pr.value = p->rel.vec + origin * p->p;
 		pr.kind = p->rel.grad0 ? 1 : 2;
 	}
-	pr.complete = p->rel.complete && p->rel.served;
+	pr.complete = own_rel_complete(&p->rel) && p->rel.served;
 	pr.seen_complete = n->complete;
 	env.msg_case = DPASYNC__ENVELOPE__MSG_PEER_RELEASE;
 	env.peer_release = &pr;

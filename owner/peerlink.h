@@ -67,9 +67,14 @@ struct own_rel {
 	double *vec;                /* N * p: the releases held */
 	uint64_t *rows;             /* N: their agents' row counts */
 	size_t n_need, n_have;      /* needed; needed and held */
-	bool complete;              /* n_have == n_need */
 	bool served;                /* the served model was fitted (or failed) */
 };
+
+/* Every release the prior pools is held. */
+static inline bool own_rel_complete(const struct own_rel *r)
+{
+	return r->n_have == r->n_need;
+}
 
 struct own_peer {
 	int kind;                   /* set by own_peerlink_init */

@@ -105,7 +105,6 @@ int own_peerserve_store(struct own_peer *p, size_t origin, const double *v, uint
 	r->rows[origin] = rows;
 	r->have[origin] = true;
 	r->n_have++;
-	r->complete = r->n_have == r->n_need;
 	return 1;
 }
 
@@ -158,7 +157,6 @@ int own_peerserve_restore(struct own_peer *p, uint64_t answers)
 			r == 0 ? "of another width" : dp_error_detail(r));
 		p->rel.need[p->rel.self] = false;
 		p->rel.n_need--;
-		p->rel.complete = p->rel.n_have == p->rel.n_need;
 	}
 	if (r == 0)
 		dp_modelfile_free(&mf);
