@@ -429,8 +429,19 @@ def check_compose_files(t):
     check(all(e['DP_OWNER_NAMES'] == ','.join(owners) for e in envs), 'owner names not propagated')
     pd = c5['services']['prometheus']['depends_on']
     check(all(o in pd for o in owners), 'prometheus depends_on %s' % pd)
-    for bad in (['--owners', '0'], ['--owners', 'x'], ['--names', 'a,learner'], ['--bogus']):
-        check(run([gen] + bad, ok=False).returncode == 2, 'generate.sh %s: not exit 2' % bad)
+    for bad in (['--owners', '0'], ['--owners', 'x'], ['--names', 'a,learner'], ['--bogus'],
+                ['--peer', '--serve', 'x'], ['--peer', '--release', 'grad0'],
+                ['--serve', 'refit']):
+        p = run([gen] + bad, ok=False)
+        check(p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1,
+              'generate.sh %s: exit %d %r' % (bad, p.returncode, p.stderr))
+    # netns-cluster.sh's served-model options, refused before anything is made
+    for bad in (['--serve', 'x'], ['--serve', 'refit'], ['--peer', 'ring', '--serve', 'refit',
+                                                         '--release', 'x'],
+                ['--peer', 'ring', '--serve', 'refit', '--prior', 'none']):
+        p = run(['bash', os.path.join(DEPLOY, 'netns-cluster.sh')] + bad, ok=False)
+        check(p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1,
+              'netns-cluster.sh %s: exit %d %r' % (bad, p.returncode, p.stderr))
     print('ok: generate.sh --owners 5 validates; per-owner rates/epsilons and overrides apply')
 
     p = run(['promtool', 'check', 'config', os.path.join(DEPLOY, 'compose', 'prometheus.yml')], ok=False)
