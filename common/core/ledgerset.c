@@ -20,51 +20,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
-#define JOB_PREFIX "job-"
-#define JOB_SUFFIX ".ledger"
-#define PLAIN_MAX  100
-
-static bool plain_name(const char *job)
-{
-	size_t n = strlen(job);
-
-	if (n == 0 || n > PLAIN_MAX || job[0] == '.')
-		return false;
-	for (const char *c = job; *c; c++)
-		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-		      (*c >= '0' && *c <= '9') || *c == '.' || *c == '_' || *c == '-'))
-			return false;
-	return true;
-}
 
 char *dp_ledgerset_job_path(const dp_ledgerset *s, const char *job)
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
-	char hex[33], *p = NULL;
+	char *name, *p = NULL;
 
 	DP_REQUIRE(s != NULL && job != NULL);
-	if (plain_name(job)) {
-		if (asprintf(&p, "%s/" JOB_PREFIX "%s" JOB_SUFFIX, s->dir, job) < 0)
-			return NULL;
-		return p;
-	}
-	EVP_Digest(job, strlen(job), md, &mdlen, EVP_sha256(), NULL);
-	for (unsigned i = 0; i < 16; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
-	if (asprintf(&p, "%s/" JOB_PREFIX "sha256-%s" JOB_SUFFIX, s->dir, hex) < 0)
-		return NULL;
+	name = dp__ledgerset_job_name(job, s->format);
+	if (name == NULL || asprintf(&p, "%s/%s", s->dir, name) < 0)
+		p = NULL;
+	free(name);
 	return p;
-}
-
-static bool is_job_file(const char *name)
-{
-	size_t n = strlen(name), ls = strlen(JOB_SUFFIX), lp = strlen(JOB_PREFIX);
-
-	return n > lp + ls && strncmp(name, JOB_PREFIX, lp) == 0 &&
-	       strcmp(name + n - ls, JOB_SUFFIX) == 0;
 }
 
 /* Read one job file's summary (verified completely, read-only). */
@@ -136,17 +102,29 @@ static void forget(dp_ledgerset *s)
 	for (size_t i = 0; i < s->n; i++)
 		free(s->jobs[i].path);
 	s->n = 0;
+	for (size_t i = 0; i < s->n_loose; i++) {
+		free(s->loose[i].top);
+		free(s->loose[i].home);
+	}
+	s->n_loose = 0;
 }
 
-static int scan(dp_ledgerset *s, const char *owner_id)
+/* Every job file of `folder` whose name `want` picks. */
+static int scan_folder(dp_ledgerset *s, const char *folder, bool (*want)(const char *),
+		       const char *owner_id)
 {
 	struct dirent *de;
 	DIR *d;
 	int r = 0;
 
-	d = opendir(s->dir);
+	d = opendir(folder);
+	if (d == NULL && errno == ENOENT && strcmp(folder, s->dir) != 0)
+		return dp_error_set(DP_ECORRUPT, "ledger directory %s has format %u but no %s, "
+				    "which holds its job ledgers: restore it (a ledger removed is "
+				    "budget spent and forgotten, docs/ledger.md §1)", s->dir,
+				    s->format, folder);
 	if (d == NULL)
-		return dp_error_set(DP_EIO, "ledger %s: opendir: %s", s->dir, strerror(errno));
+		return dp_error_set(DP_EIO, "ledger %s: opendir: %s", folder, strerror(errno));
 	for (;;) {
 		char *path = NULL;
 
@@ -154,13 +132,13 @@ static int scan(dp_ledgerset *s, const char *owner_id)
 		de = readdir(d);
 		if (de == NULL) {
 			if (errno != 0)
-				r = dp_error_set(DP_EIO, "ledger %s: readdir: %s", s->dir,
+				r = dp_error_set(DP_EIO, "ledger %s: readdir: %s", folder,
 						 strerror(errno));
 			break;
 		}
-		if (!is_job_file(de->d_name))
+		if (!want(de->d_name))
 			continue;
-		if (asprintf(&path, "%s/%s", s->dir, de->d_name) < 0) {
+		if (asprintf(&path, "%s/%s", folder, de->d_name) < 0) {
 			r = dp_error_set(DP_ENOMEM, "ledger: out of memory");
 			break;
 		}
@@ -170,6 +148,83 @@ static int scan(dp_ledgerset *s, const char *owner_id)
 			break;
 	}
 	closedir(d);
+	return r;
+}
+
+/* Format 5 on: jobs[i] was found in the directory itself, outside jobs/
+ * (jobs[0..homes) are jobs/'s).  Without a copy at its home it counts
+ * where it is, until a writable open moves it; with one, the home counts
+ * and it is stale -- the same file (a crash between the move's link and
+ * the removal of the old name), or a copy that holds no more than the home
+ * (such a directory copied without its hard links).  An old name that
+ * holds more than its home is refused: which one is right cannot be told. */
+static int sort_loose(dp_ledgerset *s, size_t i, size_t homes)
+{
+	dp_ledgerset_job *j = &s->jobs[i], *h = NULL;
+	struct dp__ledgerset_loose *l;
+	char *rel = NULL, *home = NULL;
+	struct stat a, b;
+	int r;
+
+	r = dp__ledgerset_job_home(strrchr(j->path, '/') + 1, j->job, &rel);
+	if (r < 0)
+		return r;
+	if (asprintf(&home, "%s/%s", s->dir, rel) < 0) {
+		free(rel);
+		return dp_error_set(DP_ENOMEM, "ledger: out of memory");
+	}
+	free(rel);
+	for (size_t k = 0; k < homes && h == NULL; k++)
+		if (strcmp(s->jobs[k].path, home) == 0)
+			h = &s->jobs[k];
+	if (h != NULL && !(lstat(j->path, &a) == 0 && lstat(home, &b) == 0 &&
+			   a.st_dev == b.st_dev && a.st_ino == b.st_ino) &&
+	    !(j->unit == h->unit && j->answers <= h->answers && j->spent_nano <= h->spent_nano)) {
+		r = dp_error_set(DP_ECORRUPT, "ledger directory %s: %s and %s are the same job, and "
+				 "the old name holds more than the one format %u reads; keep the "
+				 "right one and remove the other (docs/ledger.md §10)", s->dir, j->path,
+				 home, s->format);
+		free(home);
+		return r;
+	}
+	if (dp_mem_reserve(&s->loose, &s->cap_loose, s->n_loose + 1, sizeof(*s->loose), 4) != 0) {
+		free(home);
+		return dp_error_set(DP_ENOMEM, "ledger: out of memory");
+	}
+	l = &s->loose[s->n_loose++];
+	l->home = home;
+	l->stale = h != NULL;
+	l->top = strdup(j->path);
+	if (l->top == NULL)
+		return dp_error_set(DP_ENOMEM, "ledger: out of memory");
+	if (l->stale) {   /* counted at its home only */
+		free(j->path);
+		*j = s->jobs[--s->n];
+	}
+	return 0;
+}
+
+static int scan(dp_ledgerset *s, const char *owner_id)
+{
+	char *home = NULL;
+	size_t homes;
+	int r;
+
+	if (s->format < DP__LEDGERSET_FORMAT_JOBS) {
+		r = scan_folder(s, s->dir, dp__ledgerset_old_name, owner_id);
+	} else {
+		if (asprintf(&home, "%s/" DP__LEDGERSET_JOBS_DIR, s->dir) < 0)
+			return dp_error_set(DP_ENOMEM, "ledger: out of memory");
+		r = scan_folder(s, home, dp__ledgerset_home_name, owner_id);
+		free(home);
+		homes = s->n;
+		if (r == 0)
+			r = scan_folder(s, s->dir, dp__ledgerset_old_name, owner_id);
+		/* From the end: a stale entry is replaced by the last one,
+		 * already sorted. */
+		for (size_t i = s->n; r == 0 && i > homes; i--)
+			r = sort_loose(s, i - 1, homes);
+	}
 	if (r == 0 && s->n > 1)
 		qsort(s->jobs, s->n, sizeof(*s->jobs), by_time);
 	return r;
@@ -180,7 +235,7 @@ static int old_file(const char *dir)
 {
 	dp_ledger *l = NULL;
 	const char *job = "JOB";
-	char name[DP_LEDGER_IDENTITY_MAX + 1];
+	char name[DP_LEDGER_IDENTITY_MAX + 1], *file;
 	int r;
 
 	r = dp_ledger_open(dir, 0, 0, NULL, DP_LEDGER_READONLY | DP_LEDGER_ALLOW_INF | DP_LEDGER_QUIET,
@@ -191,10 +246,17 @@ static int old_file(const char *dir)
 	dp_ledger_close(l);
 	if (strstr(name, " job=") != NULL)
 		job = strstr(name, " job=") + 5;
-	return dp_error_set(DP_EINVAL, "--ledger %s is a single-job ledger from before jobs; "
-			    "--ledger now names a directory of per-job ledgers: run `mv %s %s.1 && "
-			    "mkdir -m 700 %s && mv %s.1 %s/job-%s.ledger` (docs/ledger.md §8)",
-			    dir, dir, dir, dir, dir, dir, plain_name(job) ? job : "JOB");
+	/* Named as a directory of format 1 names it (a new directory without
+	 * a format file is one): the first open moves it into jobs/. */
+	file = dp__ledgerset_job_name(job, 1);
+	if (file == NULL)
+		return dp_error_set(DP_ENOMEM, "ledger: out of memory");
+	r = dp_error_set(DP_EINVAL, "--ledger %s is a single-job ledger from before jobs; "
+			 "--ledger now names a directory of per-job ledgers: run `mv %s %s.1 && "
+			 "mkdir -m 700 %s && mv %s.1 %s/%s` (docs/ledger.md §8)",
+			 dir, dir, dir, dir, dir, dir, file);
+	free(file);
+	return r;
 }
 
 /* One process per dataset: two daemons on one lifetime budget would
@@ -325,6 +387,10 @@ int dp_ledgerset_open(const char *dir, const char *owner_id, unsigned flags,
 			r = dp__ledgerset_upgrade(dir, &ctx, &s->format);
 		if (r == 0)
 			r = dp_ledgerset_rescan(s);
+		/* Job files left outside jobs/ (by the step from 4 to 5, a
+		 * crash, or an operator) go home now. */
+		if (r == 0 && s->format >= DP__LEDGERSET_FORMAT_JOBS)
+			r = dp__ledgerset_jobs_tidy(s);
 		if (r < 0)
 			goto fail;
 	}
@@ -348,6 +414,7 @@ void dp_ledgerset_close(dp_ledgerset *s)
 		close(s->dir_fd);
 	forget(s);
 	free(s->jobs);
+	free(s->loose);
 	free(s->changes);
 	free(s->owner);
 	free(s->dir);

@@ -12,7 +12,8 @@
  * as each file's records and needs no file of its own: a crash can lose
  * nothing that a job ledger did not lose.
  *
- * The directory holds `job-<name>.ledger` files, a `format` file with the
+ * The directory holds `jobs/<name>.ledger` files (format 5; before,
+ * `job-<name>.ledger` beside `format`), a `format` file with the
  * directory's format version, a `lifetime` file with the lifetime cap and
  * the history of its changes (format 3; and the lifetime delta, format
  * 4), and a `lock` file.  A writable set
@@ -22,7 +23,7 @@
  * or replacing any file of the directory, or naming it through a symbolic
  * link, cannot free the lock while the set is open.  Job names of 1..100
  * characters of A-Z a-z 0-9 . _ - (not starting with '.') are used as they
- * are; any other name is stored as `job-sha256-<32 hex>.ledger`.
+ * are; any other name is stored as `jobs/sha256=<32 hex>.ledger`.
  *
  * The directory's format version (docs/ledger.md §10; not the job files'
  * format of ledger.h): a directory without the `format` file is version 1,
@@ -46,7 +47,7 @@ typedef struct dp_ledgerset dp_ledgerset;
 struct json_object;
 
 /* The directory format this build writes (and the newest it reads). */
-#define DP_LEDGERSET_FORMAT 4
+#define DP_LEDGERSET_FORMAT 5
 
 /* Flags for dp_ledgerset_open(). */
 enum {
@@ -151,7 +152,9 @@ unsigned dp_ledgerset_format(const dp_ledgerset *s);
 void dp_ledgerset_close(dp_ledgerset *s);
 
 /* The path of job `job`'s ledger file in the set's directory (malloc'ed, the
- * caller frees it), whether it exists or not.  NULL on ENOMEM. */
+ * caller frees it), whether it exists or not, in the layout of the
+ * directory's format as found (a writable set: the current one).  NULL on
+ * ENOMEM. */
 char *dp_ledgerset_job_path(const dp_ledgerset *s, const char *job);
 
 /* Jobs found at open, in the order of their last record (oldest first;

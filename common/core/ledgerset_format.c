@@ -30,13 +30,18 @@
  * version 2) and the lifetime file may set a lifetime delta, neither of
  * which a reader of version 3 knows, so that such a build refuses the
  * directory as newer rather than a file of it as damaged (docs/ledger.md
- * §10).  A directory that never set a delta reads as delta 0. */
+ * §10).  A directory that never set a delta reads as delta 0.  Version 5
+ * keeps the job files in jobs/ under their job's id (ledgerset_jobs.c): the
+ * step gives each a second name there, and the old names go after the
+ * commit; a reader of version 4 ignores jobs/. */
 static const struct dp__ledgerset_step steps[] = {
 	{ 1, "the format version is recorded (the layout is unchanged)", NULL },
 	{ 2, "the lifetime cap is recorded in the directory (the lifetime file)",
 	  dp__ledgerset_lifetime_start },
 	{ 3, "job files may hold Gaussian answers in nano-rho and the lifetime file a lifetime "
 	  "delta (none recorded: 0, pure epsilon-DP; the files are unchanged)", NULL },
+	{ 4, "job files live in jobs/ under their job's id (jobs/<job>.ledger, not "
+	  "job-<job>.ledger)", dp__ledgerset_jobs_move },
 };
 
 static char *format_path(const char *dir)

@@ -18,6 +18,22 @@
 #define DP__LEDGERSET_LIFETIME_FILE "lifetime"
 /* The first format that records the lifetime cap. */
 #define DP__LEDGERSET_FORMAT_LIFETIME 3
+/* The first format that keeps the job files in DIR/jobs/ as <job>.ledger
+ * (before: DIR/job-<job>.ledger; docs/ledger.md §10 "The step from 4 to 5"). */
+#define DP__LEDGERSET_FORMAT_JOBS 5
+#define DP__LEDGERSET_JOBS_DIR "jobs"
+
+/* A job file found in the directory itself in a directory of format 5 or
+ * later: one the step from 4 to 5 (or a later open) has still to move into
+ * jobs/ (`stale` false: it is counted, under its old path), or one whose
+ * copy in jobs/ is what counts (`stale`: the same file, or a copy holding
+ * no more; left by a crash or copied in).  A writable open tidies both
+ * (dp__ledgerset_jobs_tidy). */
+struct dp__ledgerset_loose {
+	char *top;       /* DIR/job-....ledger */
+	char *home;      /* DIR/jobs/....ledger, where it belongs */
+	bool stale;
+};
 
 struct dp_ledgerset {
 	char *dir;
@@ -30,6 +46,8 @@ struct dp_ledgerset {
 	size_t n, cap;
 	dp_ledgerset_change *changes;   /* the lifetime cap's history (NULL: none) */
 	size_t n_changes;
+	struct dp__ledgerset_loose *loose;   /* format 5 on: job files outside jobs/ */
+	size_t n_loose, cap_loose;
 };
 
 /* What a step may need besides the directory: what the opener records as
@@ -100,6 +118,48 @@ int dp__ledgerset_lifetime_start(const char *dir, const struct dp__ledgerset_ctx
  * not parse or whose changes do not chain; the detail says what), DP_EIO,
  * DP_ENOMEM.  s unchanged on failure. */
 int dp__ledgerset_lifetime_read(dp_ledgerset *s);
+
+/* The file name of job `job` relative to the directory, at directory
+ * format `format`: before DP__LEDGERSET_FORMAT_JOBS `job-<job>.ledger`, or
+ * `job-sha256-<hex>.ledger` for a job id that is not plain (1..100 of
+ * A-Z a-z 0-9 . _ -, not starting with '.'; hex: the first 128 bits of
+ * its SHA-256); from it `jobs/<job>.ledger`, or `jobs/sha256=<hex>.ledger`
+ * ('=' is never in a plain id, so the two forms cannot meet).  malloc'ed;
+ * NULL when out of memory. */
+char *dp__ledgerset_job_name(const char *job, unsigned format);
+
+/* A job file's name in the directory itself (`job-*.ledger`, the layout
+ * before format 5), and in jobs/ (`*.ledger` but hidden names: the move's
+ * temporary one). */
+bool dp__ledgerset_old_name(const char *name);
+bool dp__ledgerset_home_name(const char *name);
+
+/* Where the job file `name` of the directory itself (`job-....ledger`,
+ * the layout before format 5) belongs from format 5 on: its name relative
+ * to the directory (malloc'ed, in *home).  `job` is the header's job field
+ * ("job=ID", or "job-sha256=HEX" when the identity was too long to hold
+ * the id: then the old name, checked against the hash, gives the id).
+ * Errors: DP_ECORRUPT (a header with no job field, or a hashed one that
+ * the file's name does not match), DP_ENOMEM. */
+int dp__ledgerset_job_home(const char *name, const char *job, char **home);
+
+/* The step from format 4 to 5: make jobs/ (0700) and give every job file
+ * of the directory itself a second name there, its home
+ * (dp__ledgerset_job_home), by link(2) to a temporary name and rename(2)
+ * over the home: at format 4 the old name is what counts, so a file at
+ * the home that is not the same inode (a copy left by an interrupted run)
+ * is replaced.  jobs/ is synced before it returns; the old names stay
+ * (a reader of format 4 counts them) until dp__ledgerset_jobs_tidy.
+ * Errors: DP_ECORRUPT (a damaged job file, named; see job_home), DP_EIO,
+ * DP_ENOMEM. */
+int dp__ledgerset_jobs_move(const char *dir, const struct dp__ledgerset_ctx *ctx);
+
+/* A writable set of format 5 or later: the job files its scan found
+ * outside jobs/ (s->loose) are moved home (those not stale, as in the
+ * step) and, once jobs/ is synced, their old names removed; then the
+ * directory is synced and scanned again.  Nothing to do: no write.
+ * Errors: those of the move, DP_EIO, DP_ENOMEM. */
+int dp__ledgerset_jobs_tidy(dp_ledgerset *s);
 
 /* Write a `lifetime` file holding only the first change, init's cap
  * (a directory that has none).  Errors: DP_EINVAL (a bad init), DP_EIO,

@@ -272,15 +272,28 @@ def closed_by_peer(s, timeout=10):
     except socket.timeout:
         return False
 
+def old_layout(led):
+    """Put the job files of ledger directory `led` back where directories
+    of format 4 and older keep them (docs/ledger.md §10): jobs/<id>.ledger
+    becomes job-<id>.ledger beside `format`, and jobs/ goes.  For ids that
+    are plain names (learnerd's and the tests'); the caller writes the
+    older `format` it wants."""
+    home = os.path.join(led, 'jobs')
+    for f in os.listdir(home):
+        check(not f.startswith('sha256='), 'old_layout: a hashed job file %s' % f)
+        os.rename(os.path.join(home, f), os.path.join(led, 'job-' + f))
+    os.rmdir(home)
+
 def job_file(path):
     """The job ledger of an ownerd ledger directory (docs/ledger.md §8):
     the one job's file, or the newest when there are several; a file is
     itself."""
     if not os.path.isdir(path):
         return path
-    files = sorted((os.path.getmtime(os.path.join(path, f)), f) for f in os.listdir(path)
-                   if f.startswith('job-') and f.endswith('.ledger'))
-    return os.path.join(path, files[-1][1]) if files else os.path.join(path, 'none')
+    jobs = os.path.join(path, 'jobs')   # format 5 on (docs/ledger.md §10)
+    files = sorted((os.path.getmtime(os.path.join(jobs, f)), f) for f in os.listdir(jobs)
+                   if f.endswith('.ledger') and not f.startswith('.')) if os.path.isdir(jobs) else []
+    return os.path.join(jobs, files[-1][1]) if files else os.path.join(path, 'none')
 
 def ledger_records(path):
     """(answers, total nano-epsilon) of a ledger file (docs/ledger.md §3),

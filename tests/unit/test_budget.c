@@ -77,12 +77,12 @@ static struct rec_view record_at(const char *path, unsigned i)
 	return v;
 }
 
-/* dir/name/job-<job>.ledger, the file of a job with a plain name. */
+/* dir/name/jobs/<job>.ledger, the file of a job with a plain name (docs/ledger.md §8). */
 static const char *job_file(const struct budget_fx *f, const char *job)
 {
 	static char p[320];
 
-	snprintf(p, sizeof(p), "%s/job-%s.ledger", f->path, job);
+	snprintf(p, sizeof(p), "%s/jobs/%s.ledger", f->path, job);
 	return p;
 }
 

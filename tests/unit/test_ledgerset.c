@@ -154,7 +154,7 @@ static void test_names(void **state)
 	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &life, &s), 0);
 	p = dp_ledgerset_job_path(s, "job-20261124T111500Z-3f2a9c1e");
 	assert_non_null(p);
-	assert_true(strstr(p, "/job-job-20261124T111500Z-3f2a9c1e.ledger") != NULL);
+	assert_true(strstr(p, "/jobs/job-20261124T111500Z-3f2a9c1e.ledger") != NULL);
 	free(p);
 	/* Slashes, spaces, a leading dot or a long name: a hash, never a path. */
 	memset(long_job, 'x', sizeof(long_job) - 1);
@@ -164,8 +164,8 @@ static void test_names(void **state)
 	     long_job) {
 		p = dp_ledgerset_job_path(s, j);
 		assert_non_null(p);
-		assert_true(strstr(p, "/job-sha256-") != NULL);
-		assert_int_equal(strlen(strrchr(p, '/')), strlen("/job-sha256-.ledger") + 32);
+		assert_true(strstr(p, "/jobs/sha256=") != NULL);
+		assert_int_equal(strlen(strrchr(p, '/')), strlen("/sha256=.ledger") + 32);
 		free(p);
 	}
 	dp_ledgerset_close(s);
@@ -205,7 +205,7 @@ static void put_back(const char *p, const char *text, size_t len)
  * directory; a read-only open is never blocked and takes no lock. */
 static void test_dir_lock(void **state)
 {
-	static const char *const files[] = { "lock", "format", "lifetime", "job-j1.ledger" };
+	static const char *const files[] = { "lock", "format", "lifetime", "jobs/j1.ledger" };
 	struct fx *f = *state;
 	dp_ledgerset *s = NULL, *t = NULL, *r = NULL;
 	char p[200], alias[160];
@@ -290,6 +290,22 @@ struct figures {
 	unsigned format;
 };
 
+/* A job file's name, the same in every format (the paths are the set's
+ * and directories differ): its name in jobs/ (format 5 on), or that of
+ * an old name in the directory itself, job-X.ledger or
+ * job-sha256-HEX.ledger, as it is named in jobs/. */
+static void canon(const char *path, char *out, size_t size)
+{
+	const char *base = strrchr(path, '/') + 1;
+
+	if (strstr(path, "/jobs/") != NULL)
+		snprintf(out, size, "%s", base);
+	else if (strncmp(base, "job-sha256-", 11) == 0)
+		snprintf(out, size, "sha256=%s", base + 11);
+	else
+		snprintf(out, size, "%s", base + 4);
+}
+
 /* The figures of `dir` as a read-only open sees them (no lock, nothing
  * written), or the error of that open. */
 static int figures_of(const char *dir, struct figures *fig)
@@ -304,9 +320,7 @@ static int figures_of(const char *dir, struct figures *fig)
 	assert_true(fig->n <= 8);
 	for (size_t i = 0; i < fig->n; i++) {
 		fig->jobs[i] = *dp_ledgerset_at(s, i);
-		/* The path is the set's; keep the name only (dirs differ). */
-		snprintf(fig->paths[i], sizeof(fig->paths[i]), "%s",
-			 strrchr(fig->jobs[i].path, '/') + 1);
+		canon(fig->jobs[i].path, fig->paths[i], sizeof(fig->paths[i]));
 		fig->jobs[i].path = NULL;
 	}
 	fig->lifetime_nano = dp_ledgerset_spent_except(s, NULL);
@@ -635,43 +649,81 @@ static void test_format_chain(void **state)
 	assert_int_equal(hit, 10);
 }
 
-/* A directory of format 2 and one of format 3 (each as this code wrote
- * it before, with the jobs of make_v1) keep every figure, the lifetime
- * cap and its history exactly: a read-only open reads them as they are;
- * the owner's open migrates them to the current format, the lifetime
- * delta 0 (pure epsilon-DP).  The format-3 lifetime file is kept byte for
- * byte. */
-static void test_format_from_2_and_3(void **state)
+/* The real steps up to format 4, as the builds of formats 2 to 4 ran them
+ * (the step from 4 to 5 is ledgerset_jobs.c's). */
+static const struct dp__ledgerset_step real_to_4[] = {
+	{ 1, "format file", NULL },
+	{ 2, "lifetime", dp__ledgerset_lifetime_start },
+	{ 3, "delta", NULL },
+};
+
+/* make_v1's directory brought to format `to` (2..4) as the build of that
+ * format left it: the job files in the directory itself, the lifetime
+ * file from format 3 on with `init`'s cap. */
+static void make_at(const char *dir, unsigned to, const struct dp_ledgerset_init *init,
+		    struct figures *fig)
 {
+	struct dp__ledgerset_ctx ctx = { init, false };
+	unsigned v = 1;
+
+	make_v1(dir, fig);
+	assert_int_equal(dp__ledgerset_migrate(dir, real_to_4, 3, to, &ctx, &v), 0);
+	assert_int_equal(v, to);
+}
+
+/* Directories of formats 2, 3 and 4 (each as that format's build wrote
+ * it, with the jobs of make_v1) keep every figure, the lifetime cap and
+ * its history exactly: a read-only open reads them as they are; the
+ * owner's open migrates them to the current format, the lifetime delta 0
+ * (pure epsilon-DP), the job files moved into jobs/ (format 5) under
+ * their job's id and no old name left.  The lifetime file is kept byte
+ * for byte. */
+static void test_format_from_2_to_4(void **state)
+{
+	static const char *const home[] = { "jobs/job-a.ledger", "jobs/job-b.ledger",
+					    "jobs/empty.ledger" };
 	struct fx *f = *state;
 	const struct dp_ledgerset_init cap = { 3000000000ull, "test", NULL, 0 };
 	struct figures before, mid, after;
-	char p[200], *t1 = NULL, *t2 = NULL;
+	char p[200], *t1 = NULL, *t2 = NULL, *hashed;
 	size_t n1 = 0, n2 = 0;
 	dp_ledgerset *s = NULL;
+	struct dirent *e;
+	DIR *d;
 
-	for (unsigned from = 2; from <= 3; from++) {
+	for (unsigned from = 2; from <= 4; from++) {
 		rm_tree(f->set);
-		make_v1(f->set, &before);
-		assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &cap, &s), 0);
-		dp_ledgerset_close(s);
+		make_at(f->set, from, &cap, &before);
 		snprintf(p, sizeof(p), "%s/" DP__LEDGERSET_LIFETIME_FILE, f->set);
-		if (from == 2)
-			assert_int_equal(unlink(p), 0);
-		put_format(f->set, from == 2 ? FORMAT_LINE "2\n" : FORMAT_LINE "3\n");
+		assert_true(exists(f->set, DP__LEDGERSET_LIFETIME_FILE) == (from >= 3));
 		assert_int_equal(figures_of(f->set, &mid), 0);
 		assert_int_equal(mid.format, from);
 		assert_same_figures(&before, &mid);
-		if (from == 3)
+		free(t1);
+		t1 = NULL;
+		if (from >= 3)
 			assert_int_equal(dp_file_read_all(p, 1 << 20, &t1, &n1), 0);
 		assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &cap, &s), 0);
 		assert_int_equal(dp_ledgerset_format(s), DP_LEDGERSET_FORMAT);
 		assert_int_equal(dp_ledgerset_lifetime_count(s), 1);
 		assert_true(dp_ledgerset_lifetime_delta(s) == 0.0);
+		hashed = dp_ledgerset_job_path(s, "x/y");
+		assert_non_null(hashed);
+		assert_true(access(hashed, F_OK) == 0);
+		free(hashed);
 		dp_ledgerset_close(s);
 		assert_int_equal(figures_of(f->set, &after), 0);
 		assert_same_figures(&before, &after);
-		if (from == 3) {
+		for (size_t i = 0; i < 3; i++)
+			assert_true(exists(f->set, home[i]));
+		d = opendir(f->set);
+		assert_non_null(d);
+		while ((e = readdir(d)) != NULL)
+			assert_true(strncmp(e->d_name, "job-", 4) != 0);
+		closedir(d);
+		if (from >= 3) {
+			free(t2);
+			t2 = NULL;
 			assert_int_equal(dp_file_read_all(p, 1 << 20, &t2, &n2), 0);
 			assert_int_equal(n1, n2);
 			assert_memory_equal(t1, t2, n1);
@@ -680,6 +732,125 @@ static void test_format_from_2_and_3(void **state)
 	}
 	free(t1);
 	free(t2);
+}
+
+/* Link or copy (a new inode) `from` to `to`, both under dir. */
+static void put_name(const char *dir, const char *from, const char *to, bool copy)
+{
+	char a[300], b[300], *text = NULL;
+	size_t len = 0;
+
+	snprintf(a, sizeof(a), "%s/%s", dir, from);
+	snprintf(b, sizeof(b), "%s/%s", dir, to);
+	if (!copy) {
+		assert_int_equal(link(a, b), 0);
+		return;
+	}
+	assert_int_equal(dp_file_read_all(a, 1 << 20, &text, &len), 0);
+	put_back(b, text, len);
+	free(text);
+}
+
+/* One more answer of 0.25 in make_v1's job-a (k = 5) through file `name`. */
+static void charge_a(const char *dir, const char *name)
+{
+	char p[300];
+	dp_ledger *l = NULL;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	assert_int_equal(dp_ledger_open(p, 2.0, 8, "owner=alice job=job-a", 0, &l), 0);
+	assert_int_equal(dp_ledger_charge(l, 5, 0.25, NULL), 0);
+	dp_ledger_close(l);
+}
+
+/* Job files outside jobs/ in a directory of format 5 (docs/ledger.md §10
+ * "The step from 4 to 5"): a second name of a file in jobs/ (a crash
+ * between the move and the removal) or a copy holding no more (such a
+ * directory copied without its hard links) counts once, and the owner's
+ * open removes it; a file with no home (put there by hand) counts, and
+ * the owner's open moves it home; an old name holding more than its home
+ * is refused by every open, naming both; a renamed file whose hashed
+ * header does not match its name is refused; jobs/ missing is refused.
+ * At format 4 the old name is what counts: a copy left in jobs/ by an
+ * interrupted step that holds less is replaced by the migration. */
+static void test_format_jobs_leftovers(void **state)
+{
+	struct fx *f = *state;
+	struct figures before, fig;
+	dp_ledgerset *s = NULL;
+	dp_ledger *l = NULL;
+	char p[300], q[300];
+
+	/* A second name, then a copy, of jobs/job-a.ledger. */
+	for (int copy = 0; copy <= 1; copy++) {
+		rm_tree(f->set);
+		make_v1(f->set, &before);
+		assert_int_equal(open_alice(f->set), 0);
+		put_name(f->set, "jobs/job-a.ledger", "job-job-a.ledger", copy);
+		assert_int_equal(figures_of(f->set, &fig), 0);
+		assert_same_figures(&before, &fig);
+		assert_int_equal(open_alice(f->set), 0);
+		assert_false(exists(f->set, "job-job-a.ledger"));
+		assert_int_equal(figures_of(f->set, &fig), 0);
+		assert_same_figures(&before, &fig);
+	}
+	/* A file with no home: counted where it is, then moved home. */
+	rm_tree(f->set);
+	make_v1(f->set, &before);
+	assert_int_equal(open_alice(f->set), 0);
+	snprintf(p, sizeof(p), "%s/jobs/job-a.ledger", f->set);
+	snprintf(q, sizeof(q), "%s/job-job-a.ledger", f->set);
+	assert_int_equal(rename(p, q), 0);
+	assert_int_equal(figures_of(f->set, &fig), 0);
+	assert_same_figures(&before, &fig);
+	assert_int_equal(open_alice(f->set), 0);
+	assert_true(exists(f->set, "jobs/job-a.ledger") && !exists(f->set, "job-job-a.ledger"));
+	assert_int_equal(figures_of(f->set, &fig), 0);
+	assert_same_figures(&before, &fig);
+	/* An old name holding more than its home: refused, both kept. */
+	put_name(f->set, "jobs/job-a.ledger", "job-job-a.ledger", true);
+	charge_a(f->set, "job-job-a.ledger");
+	assert_int_equal(figures_of(f->set, &fig), DP_ECORRUPT);
+	assert_non_null(strstr(dp_error_detail(DP_ECORRUPT), "holds more than"));
+	assert_int_equal(open_alice(f->set), DP_ECORRUPT);
+	assert_true(exists(f->set, "jobs/job-a.ledger") && exists(f->set, "job-job-a.ledger"));
+	assert_int_equal(unlink(q), 0);
+	/* A hashed header whose file was renamed. */
+	assert_int_equal(dp_ledger_open(q, 1.0, 4, "owner=alice job-sha256="
+					"0123456789abcdef0123456789abcdef", 0, &l), 0);
+	dp_ledger_close(l);
+	assert_int_equal(figures_of(f->set, &fig), DP_ECORRUPT);
+	assert_non_null(strstr(dp_error_detail(DP_ECORRUPT), "does not match"));
+	assert_int_equal(unlink(q), 0);
+	/* jobs/ gone: refused, never read as an empty directory. */
+	snprintf(p, sizeof(p), "%s/jobs", f->set);
+	snprintf(q, sizeof(q), "%s/jobs.away", f->dir);
+	assert_int_equal(rename(p, q), 0);
+	assert_int_equal(figures_of(f->set, &fig), DP_ECORRUPT);
+	assert_int_equal(open_alice(f->set), DP_ECORRUPT);
+	assert_non_null(strstr(dp_error_detail(DP_ECORRUPT), "restore it"));
+	assert_int_equal(rename(q, p), 0);
+	assert_int_equal(figures_of(f->set, &fig), 0);
+	assert_same_figures(&before, &fig);
+
+	/* Format 4 after an interrupted step, copied without hard links, and
+	 * the old name charged since: the migration takes the old name. */
+	rm_tree(f->set);
+	make_at(f->set, 4, &life, &before);
+	assert_int_equal(dp__ledgerset_jobs_move(f->set, NULL), 0);
+	snprintf(p, sizeof(p), "%s/jobs/job-a.ledger", f->set);
+	assert_int_equal(unlink(p), 0);
+	put_name(f->set, "job-job-a.ledger", "jobs/job-a.ledger", true);
+	charge_a(f->set, "job-job-a.ledger");
+	assert_int_equal(figures_of(f->set, &fig), 0);
+	assert_int_equal(fig.format, 4);
+	assert_true(fig.lifetime_nano == before.lifetime_nano + 250000000ull);
+	assert_int_equal(dp_ledgerset_open(f->set, "alice", 0, &life, &s), 0);
+	assert_true(dp_ledgerset_spent_except(s, NULL) == before.lifetime_nano + 250000000ull);
+	dp_ledgerset_close(s);
+	assert_int_equal(figures_of(f->set, &before), 0);
+	assert_int_equal(before.format, DP_LEDGERSET_FORMAT);
+	assert_true(before.lifetime_nano == fig.lifetime_nano);
 }
 
 /* A Gaussian job for `job`: rho cap 0.5, delta 1e-6, slack 1e-12 (one
@@ -810,7 +981,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_format_crash, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_format_refused, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_format_chain, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_format_from_2_and_3, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_format_from_2_to_4, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_format_jobs_leftovers, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_compose, fx_setup, fx_teardown),
 	};
 

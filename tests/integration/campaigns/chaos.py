@@ -112,7 +112,8 @@ def spent_ledger(bindir, shared, i, level, cache):
     return cache[key]
 
 def job_files(path):
-    return set(f for f in os.listdir(path) if f.startswith('job-')) if os.path.isdir(path) else set()
+    home = os.path.join(path, 'jobs')   # docs/ledger.md §8
+    return set(f for f in os.listdir(home) if f.endswith('.ledger')) if os.path.isdir(home) else set()
 
 def counters(c, rec, before):
     """The counted invariants of one trial, read from its files even when

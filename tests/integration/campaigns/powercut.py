@@ -97,6 +97,11 @@ def cut(store, mode, seed):
         if now is None:
             continue
         key, now_ents = now
+        if not os.path.isdir(path):
+            # Inside a directory the cut has already removed (sorted:
+            # parents first).
+            out[path] = {'gone': True, 'removed': sorted(now_ents), 'files': {}}
+            continue
         keep_dirs = mode == 'meta' or (mode == 'torn' and rng.random() < 0.5)
         if keep_dirs:
             ents = now_ents

@@ -142,7 +142,10 @@ def cluster(bindir, d, shared, daemon):
     os.makedirs(c.path('ports'))
     store = c.path('store')
     os.makedirs(store)
-    return c, store, c.path('learner') if daemon == 'learner' else c.ledger(1)
+    # The owner's ledger directory and its jobs/, where the job files are
+    # (docs/ledger.md §8).
+    return c, store, c.path('learner') if daemon == 'learner' else \
+        c.ledger(1) + ':' + os.path.join(c.ledger(1), 'jobs')
 
 def run_one(bindir, shim, shared, d, daemon, at, action, mode, seed, calls, drop=None):
     """One job cut at one point; returns its record, raises Fail on a

@@ -258,10 +258,12 @@ def test(argv):
         c.close()
         for p in (c.path('owner-1', 'ledger'), c.path('owner-2', 'ledger')):
             if os.path.exists(p):   # a ledger directory of per-job files (docs/ledger.md §8)
-                check(os.stat(p).st_mode & 0o777 == 0o700, '%s is not 0700' % p)
-                for f in os.listdir(p):
+                home = os.path.join(p, 'jobs')
+                for d in (p, home):
+                    check(os.stat(d).st_mode & 0o777 == 0o700, '%s is not 0700' % d)
+                for f in os.listdir(home):
                     if f.endswith('.ledger'):
-                        q = os.path.join(p, f)
+                        q = os.path.join(home, f)
                         check(os.stat(q).st_mode & 0o777 == 0o600, '%s is not 0600' % q)
 
         # --- bad CRLs and pins stop the daemons at start (finding 9).

@@ -42,9 +42,10 @@ successive jobs", docs/ledger.md §8), real learnerd and ownerd on loopback:
   dpasync_owner_connect_failures_total, and exits 0 on SIGTERM (for the
   metrics port learnerd's HTTP side has nothing to say);
 - the ledger directory's format (docs/ledger.md §10): owner-1's directory
-  after the two jobs, its format and lifetime files removed, is the layout
-  from before versions (format 1; `dpasync ledger` says so and reads it as
-  it is); ownerd killed (the fault shim, before and after each file
+  after the two jobs, its format and lifetime files removed and its job
+  files moved back out of jobs/ under their old names (job-<id>.ledger),
+  is the layout from before versions (format 1; `dpasync ledger` says so
+  and reads it as it is); ownerd killed (the fault shim, before and after each file
   operation of its start) while it migrates a copy leaves a directory that
   `dpasync ledger` reads at a format from 1 to the current one with every
   figure unchanged (lifetime total, each job's spent, answers and caps),
@@ -54,10 +55,10 @@ successive jobs", docs/ledger.md §8), real learnerd and ownerd on loopback:
 import json, os, re, shutil, signal, subprocess, sys, time, urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, run, tmpdir, cleanup, main
-from cluster import Cluster
+from cluster import Cluster, old_layout
 
 T = 100
-CURRENT = 4   # the ledger directory's format (docs/ledger.md §10)
+CURRENT = 5   # the ledger directory's format (docs/ledger.md §10)
 
 
 class Daemons:
@@ -438,6 +439,7 @@ def format_migration(c, D, bindir):
     shutil.copytree(c.path('o1', 'ledger'), fixture)
     os.unlink(os.path.join(fixture, 'format'))
     os.unlink(os.path.join(fixture, 'lifetime'))   # format 3's (docs/ledger.md §11)
+    old_layout(fixture)                            # format 5's jobs/ (docs/ledger.md §10)
     version, want = ledger_figures(c, fixture)
     check(version == 1 and want['jobs_count'] == 2 and abs(want['lifetime_epsilon_spent'] - 1.5) < 1e-9,
           'the directory without its format file: format %r, %r' % (version, want))
@@ -467,8 +469,8 @@ def format_migration(c, D, bindir):
             rc, log, led = start_once(c, D, again)
             check(ledger_figures(c, led) == (CURRENT, want),
                   'restart after %s call %d: %r\n%s' % (action, at, ledger_figures(c, led), log[-2000:]))
-    check({1, CURRENT} <= seen, 'the kills never fell before and after the migration: formats %r'
-          % seen)
+    check(set(range(1, CURRENT + 1)) <= seen,
+          'the kills did not fall before and after every step of the migration: formats %r' % seen)
     print('ledger directory format 1 -> %d: killed before and after each of %d file operations '
           'of a start, the figures held (lifetime %.9g over %d jobs; formats seen %s)'
           % (CURRENT, n, want['lifetime_epsilon_spent'], want['jobs_count'], sorted(seen)))

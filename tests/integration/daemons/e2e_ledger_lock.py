@@ -86,7 +86,7 @@ def shuffle(c, led, port, names, tag):
     n = 0
     for f in names:
         path = os.path.join(led, f)
-        keep = c.path('keep-' + f)
+        keep = c.path('keep-' + f.replace('/', '_'))
         shutil.copyfile(path, keep)
         os.unlink(path)
         n += 1
@@ -125,8 +125,10 @@ def test(argv):
         a = owner1(c1, led, c1.port, ['--epsilon', '1', '--answers-cap', '4'], alog)
         wait_log(c1.path('learnerd.log'), 'hello id=owner-1', a)
         names = sorted(f for f in os.listdir(led) if '.tmp' not in f)
-        check(names == ['format', 'job-J0.ledger', 'lifetime', 'lock'], 'files of led: %r' % names)
-        n = shuffle(c1, led, c2.port, names, 'A unbound')
+        jobs = sorted(os.listdir(os.path.join(led, 'jobs')))
+        check(names == ['format', 'jobs', 'lifetime', 'lock'] and jobs == ['J0.ledger'],
+              'files of led: %r, of led/jobs: %r' % (names, jobs))
+        n = shuffle(c1, led, c2.port, ['format', 'jobs/J0.ledger', 'lifetime', 'lock'], 'A unbound')
         alias = os.path.join(d, 'alias')
         os.symlink(led, alias)
         refused(c1, alias, c2.port, 'a symbolic link to the directory')
@@ -167,7 +169,7 @@ def test(argv):
 
         # A waits for its next job: J1's ledger too.
         check(a.poll() is None, 'ownerd A exited after J1:\n' + open(alog).read()[-2000:])
-        m = shuffle(c1, led, c2.port, ['job-J1.ledger', 'lock'], 'A idle')
+        m = shuffle(c1, led, c2.port, ['jobs/J1.ledger', 'lock'], 'A idle')
         info2, _ = ledger(c1, led)
         check(info2['lifetime_epsilon_spent'] == info['lifetime_epsilon_spent'],
               'the figures changed: %r' % info2)

@@ -38,7 +38,7 @@ real ownerd, learnerd and dpasync on loopback, owner-1's ledger directory
 import getpass, json, os, re, shutil, signal, socket, subprocess, sys, time, urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
 from harness import Fail, check, run, tmpdir, cleanup, main
-from cluster import Cluster
+from cluster import Cluster, old_layout
 
 T = 40
 STARTED = re.compile(r'starting id=owner-1 .* lifetime_cap=(\S+) lifetime_left=(\S+)')
@@ -122,7 +122,7 @@ def recorded_and_refused(c, led):
     o.stop()
     info = ledger(c, led)
     ch = info['lifetime_changes']
-    check(info['format_version'] == 4 and info['lifetime_epsilon_cap'] == 1.5 and
+    check(info['format_version'] == 5 and info['lifetime_epsilon_cap'] == 1.5 and
           info['lifetime_epsilon_left'] == 1.5 and len(ch) == 1 and ch[0]['program'] == 'ownerd'
           and 'old_epsilon' not in ch[0] and ch[0]['new_epsilon'] == 1.5,
           'dpasync ledger after the first start: %r' % info)
@@ -288,6 +288,7 @@ def migrated(c, led):
     v2 = c.path('led-v2')
     shutil.copytree(led, v2)
     os.unlink(os.path.join(v2, 'lifetime'))
+    old_layout(v2)
     with open(os.path.join(v2, 'format'), 'w') as f:
         f.write('dpasync ledger directory format 2\n')
     info = ledger(c, v2)
@@ -298,7 +299,7 @@ def migrated(c, led):
     o.stop()
     info = ledger(c, v2)
     ch = info['lifetime_changes']
-    check(info['format_version'] == 4 and info['lifetime_epsilon_cap'] == 1.5 and len(ch) == 1 and
+    check(info['format_version'] == 5 and info['lifetime_epsilon_cap'] == 1.5 and len(ch) == 1 and
           'first open at format 3' in ch[0]['reason'], 'after the migration: %r' % info)
     o = Owner(c, v2, ['--epsilon', '1'])
     check(o.started()[0] == 1.5, 'the next start: %r' % (o.started(),))

@@ -65,7 +65,8 @@ def refused(bindir):
         check('the learner refused this owner' in olog and '--delta' in olog,
               'ownerd does not log the reason: %r' % olog[-1500:])
         check('welcome job=' not in olog, 'ownerd at delta 0 was welcomed')
-        jobs = [f for f in os.listdir(c.ledger(1)) if f.startswith('job-')]
+        home = os.path.join(c.ledger(1), 'jobs')
+        jobs = [f for f in os.listdir(home) if f.endswith('.ledger')] if os.path.isdir(home) else []
         check(jobs == [], 'the refused owner has a job ledger: %r' % jobs)
 
         o2 = c.start_fake_owner('owner-2', '300', 5)   # its Hello has no delta fields

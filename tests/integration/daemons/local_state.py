@@ -207,9 +207,10 @@ def check_modes(want):
 
 def owner_files(c, i):
     led = c.ledger(i)
-    jobs = [os.path.join(led, f) for f in os.listdir(led) if f.startswith('job-')]
+    home = os.path.join(led, 'jobs')   # docs/ledger.md §8
+    jobs = [os.path.join(home, f) for f in os.listdir(home) if f.endswith('.ledger')]
     check(len(jobs) == 1, 'owner-%d: job ledgers %r' % (i, jobs))
-    return {led: 0o700, jobs[0]: 0o600, os.path.join(led, 'lock'): 0o600,
+    return {led: 0o700, home: 0o700, jobs[0]: 0o600, os.path.join(led, 'lock'): 0o600,
             led + '.model.json': 0o600, c.path('owner-%d' % i, 'ports'): 0o644}
 
 

@@ -328,9 +328,10 @@ def job_file(path):
     newest job's file (DIR/none when there is none)."""
     if not os.path.isdir(path):
         return path
-    files = sorted((os.path.getmtime(os.path.join(path, f)), f) for f in os.listdir(path)
-                   if f.startswith('job-') and f.endswith('.ledger'))
-    return os.path.join(path, files[-1][1]) if files else os.path.join(path, 'none')
+    jobs = os.path.join(path, 'jobs')   # format 5 on (docs/ledger.md §10)
+    files = sorted((os.path.getmtime(os.path.join(jobs, f)), f) for f in os.listdir(jobs)
+                   if f.endswith('.ledger') and not f.startswith('.')) if os.path.isdir(jobs) else []
+    return os.path.join(jobs, files[-1][1]) if files else os.path.join(path, 'none')
 
 
 def ledger_records(path):
@@ -691,8 +692,8 @@ def test_main_flow(ownerd, dpasync, base, work, fl, Xb, y, n, p, log):
     c.send('query', k=1, theta=list(theta))
     a = c.expect('answer')
     check(a['answers_given'] == 1, 'another job: its own ledger from k=1 %r' % a)
-    check(len([f for f in os.listdir(led) if f.endswith('.ledger')]) == 2,
-          'two jobs, two ledger files: %r' % os.listdir(led))
+    check(len([f for f in os.listdir(os.path.join(led, 'jobs')) if f.endswith('.ledger')]) == 2,
+          'two jobs, two ledger files: %r' % os.listdir(os.path.join(led, 'jobs')))
     o.kill(signal.SIGTERM)
     check(o.wait() == 0, 'SIGTERM exit code')
     c.close()

@@ -585,8 +585,9 @@ def check_compose_run(t, bindir):
     check(len(trace) == 41, 'trace.csv has %d lines, want 41' % len(trace))
     for i in (1, 2, 3):
         st = vol('owner-%d-state' % i)
-        check(any(f.endswith('.ledger') and os.path.getsize(os.path.join(st, 'ledger', f)) >= 256
-                  for f in os.listdir(os.path.join(st, 'ledger'))), 'owner-%d: no job ledger' % i)
+        jobs = os.path.join(st, 'ledger', 'jobs')
+        check(any(f.endswith('.ledger') and os.path.getsize(os.path.join(jobs, f)) >= 256
+                  for f in os.listdir(jobs)), 'owner-%d: no job ledger' % i)
         check(os.path.exists(os.path.join(st, 'model.json')), 'owner-%d: no model from Done' % i)
         tg = json.load(open(vol('targets', 'owner-%d.json' % i)))
         check(tg == [{'targets': ['owner-%d:0' % i], 'labels': {'owner': 'owner-%d' % i}}],
@@ -1081,7 +1082,9 @@ def check_k8s_run(t, docs, bins):
                   open(os.path.join(k, n + '.log')).read()[-2000:]))
             time.sleep(0.1)
         check(os.path.exists(os.path.join(orr, 'state', 'model.json')), 'k8s %s: no model' % n)
-        check(os.path.getsize(os.path.join(orr, 'state', 'job.ledger')) >= 256, 'k8s %s: no ledger' % n)
+        jobs = os.path.join(orr, 'state', 'job.ledger', 'jobs')   # the ledger directory's job files
+        check(any(os.path.getsize(os.path.join(jobs, f)) >= 256 for f in os.listdir(jobs)
+                  if f.endswith('.ledger')), 'k8s %s: no job ledger in %s' % (n, jobs))
         check(oct(os.stat(os.path.join(orr, 'run', 'tls.key')).st_mode & 0o777) == '0o600', '%s key not 0600' % n)
     time.sleep(0.5)
     check(all(op.poll() is None for _, _, op in ops), 'an owner wrapper exited instead of idling')
