@@ -710,7 +710,9 @@ static int load_owners(struct lrn_job *J, dp_json_reader *r, struct json_object 
 		o->iterations = dp_json_get_u64(r, oj, "iterations", true, 0);
 		/* An owner without noise (epsilon inf) has spent "inf". */
 		o->eps_spent = dp_json_get_double_inf(r, oj, "epsilon_spent", true, 0);
+		lrn_state_count(J, o, -1);
 		o->exhausted = dp_json_get_bool(r, oj, "exhausted", true, false);
+		lrn_state_count(J, o, 1);
 		o->left_out = dp_json_get_bool(r, oj, "left_out", true, false);
 		if (r->rc == 0 && o->n_rows == 0)
 			r->rc = dp_error_set(DP_ECORRUPT, "%s: owner '%s' has n_rows 0", J->ckpt_path, id);

@@ -282,6 +282,14 @@ struct lrn_job {
 				    * (the connected gauge, without a scan) */
 	size_t n_to_welcome;       /* of those, not yet sent their Welcome (the
 				    * pump scans for them only when > 0) */
+	size_t n_exhausted;        /* owners exhausted, wherever they are */
+	size_t n_exhausted_away;   /* of those, without a Hello accepted (what
+				    * min-owners counts besides n_hello) */
+	/* Where the next scan for an owner to welcome, and the stall check's
+	 * for a usable one, start: after the last found, wrapping around, so
+	 * that a storm of N owners costs O(N) scans in all, not O(N^2)
+	 * (docs/scale.md §5.1). */
+	size_t welcome_next, usable_next;
 
 	/* Scheduling (sched.c). */
 	size_t *fifo;              /* owner indices, oldest first */
@@ -418,6 +426,13 @@ void lrn_state_summary_names(const struct lrn_job *J, const Dpasync__SchemaSumma
 /* Has owner o, by its last Hello, nothing left to spend on this job
  * (eps_left below LRN_EPSILON_MIN)? */
 bool lrn_state_no_budget(const struct lrn_owner *o);
+
+/* The job's counters over owner flags (n_hello, n_to_welcome, n_exhausted,
+ * n_exhausted_away), kept without a scan: take owner o out (sign -1)
+ * before changing its connected, hello, welcomed or exhausted flags, and
+ * put it back (+1) after.  Every change of those flags goes between the
+ * two calls. */
+void lrn_state_count(struct lrn_job *J, const struct lrn_owner *o, int sign);
 /* The largest T the job may have: T when given and above t-max, else
  * t-max (DP_PLAN_T_MAX when 0); an owner's own cap above it is refused. */
 uint64_t lrn_state_t_limit(const struct lrn_job *J);

@@ -125,15 +125,11 @@ static size_t min_owners(const struct lrn_job *J)
 /* What min-owners counts: owners connected, and exhausted owners wherever
  * they are (waiting for one that can answer nothing would only stall the
  * job until idle-timeout, e.g. an owner that left with its lifetime budget
- * spent).  Only while the gate is shut, so the scan of N is not per
- * iteration. */
+ * spent).  Counters: the gate is checked on every pass while it is shut,
+ * a storm of Hellos included. */
 static size_t present(const struct lrn_job *J)
 {
-	size_t n = connected(J);
-
-	for (size_t i = 0; i < J->N; i++)
-		n += J->owners[i].exhausted && !J->owners[i].hello;
-	return n;
+	return connected(J) + J->n_exhausted_away;
 }
 
 static void fifo_remove(struct lrn_job *J, struct lrn_owner *o)
@@ -283,15 +279,13 @@ void lrn_sched_request(struct lrn_job *J, struct lrn_owner *o, double now,
 static void mark_exhausted(struct lrn_job *J, struct lrn_owner *o, const char *why,
 			   struct lrn_decision *d)
 {
-	size_t n = 0;
-
 	if (!o->exhausted)
 		DP_WARN("learner", "owner id=%s exhausted: %s", o->id, why);
+	lrn_state_count(J, o, -1);
 	o->exhausted = true;
+	lrn_state_count(J, o, 1);
 	fifo_remove(J, o);
-	for (size_t i = 0; i < J->N; i++)
-		n += J->owners[i].exhausted;
-	if (n == J->N && (!J->started || J->k_done < lrn_state_goal(J))) {
+	if (J->n_exhausted == J->N && (!J->started || J->k_done < lrn_state_goal(J))) {
 		stop(d, "exhausted", "every owner has exhausted its budget at k=%llu of T=%llu: the "
 		     "job cannot finish", (unsigned long long)J->k_done, (unsigned long long)J->T);
 		return;
@@ -548,7 +542,9 @@ void lrn_sched_hello(struct lrn_job *J, struct lrn_owner *o, struct lrn_decision
 	if (o->exhausted) {
 		DP_INFO("learner", "owner id=%s has answers left again (%llu of %llu given)", o->id,
 			(unsigned long long)o->answers_given, (unsigned long long)cap);
+		lrn_state_count(J, o, -1);
 		o->exhausted = false;
+		lrn_state_count(J, o, 1);
 	}
 	decide(d, LRN_ACT_PUMP, NULL);
 }
@@ -569,9 +565,16 @@ static void stall_check(struct lrn_job *J, double now, struct lrn_decision *d)
 
 	/* Runs on every scheduling pass: stop at the first usable owner (a
 	 * full scan of N per iteration cost 22 % of learnerd at 10,000
-	 * owners, docs/scale.md §5). */
-	for (size_t i = 0; !busy && i < J->N; i++)
+	 * owners, docs/scale.md §5), starting where the last one was found
+	 * (owners exhausted early stay so: not passed over again and again),
+	 * and not at all while the gate is shut, when it decides nothing. */
+	for (size_t n = 0; J->gate_open && !busy && n < J->N; n++) {
+		size_t i = (J->usable_next + n) % J->N;
+
 		busy = usable(J, &J->owners[i]);
+		if (busy)
+			J->usable_next = i;
+	}
 	if (J->gate_open && busy) {
 		J->stall_since = -1;
 		return;
@@ -809,8 +812,10 @@ void lrn_sched_next(struct lrn_job *J, double now, struct lrn_decision *d)
 	if (J->started && J->n_to_welcome > 0 && J->schema_fp[0] == '\0')
 		learn_schema(J);
 	/* A scan of N only while someone waits for a Welcome: not on every
-	 * iteration (docs/scale.md §5). */
-	for (size_t i = 0; J->started && J->n_to_welcome > 0 && i < J->N; i++) {
+	 * iteration (docs/scale.md §5); from after the last owner welcomed, so
+	 * that the welcomes of a storm cost one pass over N in all. */
+	for (size_t n = 0; J->started && J->n_to_welcome > 0 && n < J->N; n++) {
+		size_t i = (J->welcome_next + n) % J->N;
 		struct lrn_owner *o = &J->owners[i];
 
 		if (!(o->connected && o->hello && !o->welcomed) || o->left_out)
@@ -828,6 +833,7 @@ void lrn_sched_next(struct lrn_job *J, double now, struct lrn_decision *d)
 					      sizeof(d->why));
 			return;
 		}
+		J->welcome_next = (i + 1) % J->N;
 		decide(d, LRN_ACT_WELCOME, o);
 		return;
 	}

@@ -56,27 +56,15 @@ static void refuse_owner(struct lrn *L, struct lrn_owner *o, Dpasync__GoodbyeCod
 	drop(L, o, reason);
 }
 
-/* Connected, Hello accepted, no Welcome yet: counted in n_to_welcome. */
-static bool to_welcome(const struct lrn_owner *o)
-{
-	return o->connected && o->hello && !o->welcomed;
-}
-
 /* Owner o no longer has a connection (the caller closes it). */
 static void forget_conn(struct lrn *L, struct lrn_owner *o)
 {
-	if (to_welcome(o)) {
-		DP_REQUIRE(L->job.n_to_welcome > 0);
-		L->job.n_to_welcome--;
-	}
-	if (o->hello) {
-		DP_REQUIRE(L->job.n_hello > 0);
-		L->job.n_hello--;
-	}
 	L->conn[o->idx] = NULL;
+	lrn_state_count(&L->job, o, -1);
 	o->connected = false;
 	o->hello = false;
 	o->welcomed = false;
+	lrn_state_count(&L->job, o, 1);
 }
 
 /* Forget owner o's connection and close it (a reason for the log). */
@@ -164,11 +152,9 @@ static void send_welcome(struct lrn *L, struct lrn_owner *o)
 	env.msg_case = DPASYNC__ENVELOPE__MSG_WELCOME;
 	env.welcome = &w;
 	/* Marked either way: a failed send closes the connection. */
-	if (to_welcome(o)) {
-		DP_REQUIRE(L->job.n_to_welcome > 0);
-		L->job.n_to_welcome--;
-	}
+	lrn_state_count(&L->job, o, -1);
 	o->welcomed = true;
+	lrn_state_count(&L->job, o, 1);
 	rc = dp_conn_send(L->conn[o->idx], &env);
 	if (rc < 0)
 		DP_WARN("conn", "welcome to id=%s failed: %s", o->id, dp_error_detail(rc));
@@ -280,9 +266,11 @@ static int on_handshake(dp_conn *c, const char *peer_id)
 		return 1;
 	}
 	L->conn[o->idx] = c;
+	lrn_state_count(&L->job, o, -1);
 	o->connected = true;
 	o->hello = false;
 	o->welcomed = false;
+	lrn_state_count(&L->job, o, 1);
 	o->conn_since = lrn_clock_mono();
 	dp_conn_set_data(c, o);
 	L->open_conns++;
@@ -447,11 +435,9 @@ static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h
 	 * again), the first summary that matches it is the job's. */
 	if (L->job.schema_fp[0] != '\0')
 		lrn_state_adopt_summary(&L->job, o, false);
-	if (!o->hello)
-		L->job.n_hello++;
-	if (!o->hello && o->connected && !o->welcomed)
-		L->job.n_to_welcome++;   /* to_welcome(o) from here */
+	lrn_state_count(&L->job, o, -1);
 	o->hello = true;
+	lrn_state_count(&L->job, o, 1);
 	o->ever_hello = true;
 	lim.p = L->job.p;
 	dp_conn_set_limits(L->conn[o->idx], &lim);

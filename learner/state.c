@@ -262,6 +262,24 @@ void lrn_state_take_hello(struct lrn_job *J, struct lrn_owner *o, const struct l
 		o->eps_left = 0;
 }
 
+/* n += sign when the owner counts in it. */
+static void count_if(size_t *n, int sign, bool counts)
+{
+	if (!counts)
+		return;
+	DP_REQUIRE(sign > 0 || *n > 0);
+	*n = sign > 0 ? *n + 1 : *n - 1;
+}
+
+void lrn_state_count(struct lrn_job *J, const struct lrn_owner *o, int sign)
+{
+	DP_REQUIRE(J != NULL && o != NULL && (sign == 1 || sign == -1));
+	count_if(&J->n_hello, sign, o->hello);
+	count_if(&J->n_to_welcome, sign, o->connected && o->hello && !o->welcomed);
+	count_if(&J->n_exhausted, sign, o->exhausted);
+	count_if(&J->n_exhausted_away, sign, o->exhausted && !o->hello);
+}
+
 bool lrn_state_no_budget(const struct lrn_owner *o)
 {
 	DP_REQUIRE(o != NULL);

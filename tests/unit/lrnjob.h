@@ -76,10 +76,20 @@ static inline void lrnjob_connect(struct lrn_job *J, size_t i, double now)
 {
 	struct lrn_owner *o = &J->owners[i];
 
+	lrn_state_count(J, o, -1);
 	o->connected = true;
 	o->hello = false;
 	o->welcomed = false;
+	lrn_state_count(J, o, 1);
 	o->conn_since = now;
+}
+
+/* Owner o is sent its Welcome (what server.c's send_welcome marks). */
+static inline void lrnjob_welcomed(struct lrn_job *J, struct lrn_owner *o)
+{
+	lrn_state_count(J, o, -1);
+	o->welcomed = true;
+	lrn_state_count(J, o, 1);
 }
 
 /* A Hello's claims: epsilon 1, no limits (an owner that predates them),
@@ -104,11 +114,9 @@ static inline void lrnjob_hello_claims(struct lrn_job *J, size_t i, const struct
 	struct lrn_owner *o = &J->owners[i];
 
 	lrn_state_take_hello(J, o, c);
-	if (!o->hello)
-		J->n_hello++;
-	if (!o->hello && o->connected && !o->welcomed)
-		J->n_to_welcome++;
+	lrn_state_count(J, o, -1);
 	o->hello = true;
+	lrn_state_count(J, o, 1);
 	o->ever_hello = true;
 	lrn_sched_hello(J, o, d);
 }
@@ -128,13 +136,11 @@ static inline void lrnjob_leave(struct lrn_job *J, size_t i)
 {
 	struct lrn_owner *o = &J->owners[i];
 
-	if (o->connected && o->hello && !o->welcomed)
-		J->n_to_welcome--;
-	if (o->hello)
-		J->n_hello--;
+	lrn_state_count(J, o, -1);
 	o->connected = false;
 	o->hello = false;
 	o->welcomed = false;
+	lrn_state_count(J, o, 1);
 	lrn_sched_owner_gone(J, o);
 }
 
@@ -161,8 +167,7 @@ static inline enum lrn_act lrnjob_pump(struct lrn_job *J, double now, struct lrn
 		switch (d.act) {
 		case LRN_ACT_WELCOME:
 			assert_true(d.o->connected && d.o->hello && !d.o->welcomed);
-			J->n_to_welcome--;
-			d.o->welcomed = true;
+			lrnjob_welcomed(J, d.o);
 			break;
 		case LRN_ACT_QUERY:
 			assert_true(d.o->connected && d.o->welcomed && d.qr->owner == d.o->idx);

@@ -54,7 +54,9 @@ static void rich_job(struct lrn_job *J, struct lrn_settings *s, const char *tag)
 	J->owners[1].iterations = 4;
 	J->owners[0].eps_spent = 0.1 + 0.2;
 	J->owners[1].eps_spent = INFINITY;   /* an owner without noise: "inf" */
+	lrn_state_count(J, &J->owners[1], -1);
 	J->owners[1].exhausted = true;
+	lrn_state_count(J, &J->owners[1], 1);
 	J->psi_pred = 1.0 / 3.0;
 	J->psi_zero = 2.0 / 3.0;
 	J->measured = true;

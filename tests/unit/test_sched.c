@@ -87,13 +87,11 @@ static void test_plan_welcome_gate(void **state)
 	assert_true(J.started);
 	assert_int_equal(d.act, LRN_ACT_WELCOME);
 	assert_ptr_equal(d.o, &J.owners[0]);
-	J.owners[0].welcomed = true;
-	J.n_to_welcome--;
+	lrnjob_welcomed(&J, &J.owners[0]);
 	lrn_sched_next(&J, 1.0, &d);
 	assert_int_equal(d.act, LRN_ACT_WELCOME);
 	assert_ptr_equal(d.o, &J.owners[1]);
-	J.owners[1].welcomed = true;
-	J.n_to_welcome--;
+	lrnjob_welcomed(&J, &J.owners[1]);
 	lrn_sched_next(&J, 1.0, &d);
 	assert_int_equal(d.act, LRN_ACT_NONE);
 	assert_true(J.gate_open);
@@ -333,6 +331,87 @@ static void test_min_owners(void **state)
 	lrnjob_free(&J);
 }
 
+/* The counters over owner flags (lrn_state_count: n_hello, n_to_welcome,
+ * n_exhausted, n_exhausted_away), which the gate, the Welcome search and
+ * the exhaustion check read instead of scanning the owners
+ * (docs/scale.md §5.1), equal a count over the owners after every event of
+ * a long random sequence: connections, Hellos (some with no answers left,
+ * some with answers left again), departures, spent lifetimes, requests and
+ * the pump's Welcomes and queries.  The sequence is fixed (an LCG with a
+ * fixed seed), so a failure replays. */
+static void assert_counts(const struct lrn_job *J)
+{
+	size_t hello = 0, welcome = 0, exh = 0, away = 0;
+
+	for (size_t i = 0; i < J->N; i++) {
+		const struct lrn_owner *o = &J->owners[i];
+
+		hello += o->hello;
+		welcome += o->connected && o->hello && !o->welcomed;
+		exh += o->exhausted;
+		away += o->exhausted && !o->hello;
+	}
+	assert_int_equal(J->n_hello, hello);
+	assert_int_equal(J->n_to_welcome, welcome);
+	assert_int_equal(J->n_exhausted, exh);
+	assert_int_equal(J->n_exhausted_away, away);
+}
+
+static void test_counters(void **state)
+{
+	struct lrn_settings s = lrnjob_settings();
+	struct lrn_decision d;
+	struct lrn_job J;
+	uint64_t x = 20261129;
+	size_t events[6] = { 0 };
+
+	(void)state;
+	s.T = 100000;
+	lrnjob_init(&J, &s, 4, 2, "counters");
+	for (int step = 0; step < 4000; step++) {
+		struct lrn_owner *o;
+		size_t i, e;
+
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		i = (size_t)(x >> 33) % 4;
+		e = (size_t)(x >> 40) % 6;
+		o = &J.owners[i];
+		switch (e) {
+		case 0:
+			if (o->connected)
+				continue;
+			lrnjob_connect(&J, i, step);
+			break;
+		case 1:   /* a Hello: answers left, none left, or left again */
+			if (!o->connected || o->hello)
+				continue;
+			lrnjob_hello(&J, i, rows3[i % 3], 1.0, 5, (x >> 50) % 2 ? 0 : 5, &d);
+			break;
+		case 2:
+			if (!o->connected)
+				continue;
+			lrnjob_leave(&J, i);
+			break;
+		case 3:
+			lrn_sched_spent(&J, o, &d);
+			break;
+		case 4:
+			if (o->welcomed)
+				lrn_sched_request(&J, o, step, &d);
+			break;
+		default:   /* NONE, or STOP while every owner is exhausted */
+			lrnjob_pump(&J, step, NULL, NULL);
+			break;
+		}
+		events[e]++;
+		assert_counts(&J);
+	}
+	/* Every kind of event happened, many times. */
+	for (size_t e = 0; e < 6; e++)
+		assert_true(events[e] > 100);
+	lrnjob_free(&J);
+}
+
 /* A resumed job continues at the checkpoint's reserved query id and never
  * plans again; a block of ids used up forces a checkpoint that reserves
  * the next one before a query leaves (docs/learnerd.md §5). */
@@ -554,13 +633,11 @@ static void test_learn_schema(void **state)
 	assert_string_equal(J.schema_from, "owner-1");
 	assert_int_equal(d.act, LRN_ACT_WELCOME);
 	assert_ptr_equal(d.o, &J.owners[0]);
-	d.o->welcomed = true;
-	J.n_to_welcome--;
+	lrnjob_welcomed(&J, d.o);
 	lrn_sched_next(&J, 3.0, &d);
 	assert_int_equal(d.act, LRN_ACT_WELCOME);
 	assert_ptr_equal(d.o, &J.owners[1]);
-	d.o->welcomed = true;
-	J.n_to_welcome--;
+	lrnjob_welcomed(&J, d.o);
 	lrn_sched_next(&J, 3.0, &d);
 	assert_int_equal(d.act, LRN_ACT_DROP);
 	assert_ptr_equal(d.o, &J.owners[2]);
@@ -1110,6 +1187,7 @@ int main(void)
 		cmocka_unit_test(test_refuse_spent),
 		cmocka_unit_test(test_staleness),
 		cmocka_unit_test(test_min_owners),
+		cmocka_unit_test(test_counters),
 		cmocka_unit_test(test_resume_reservation),
 		cmocka_unit_test(test_resume_done),
 		cmocka_unit_test(test_broadcast),

@@ -466,7 +466,9 @@ static void test_plan_left(void **state)
 		J.owners[i].rate = 1;
 	}
 	J.owners[2].eps_left = 0;
+	lrn_state_count(&J, &J.owners[2], -1);
 	J.owners[2].exhausted = true;
+	lrn_state_count(&J, &J.owners[2], 1);
 	assert_int_equal(lrn_plan_start(&J), 0);
 	assert_true(J.owners[2].left_out && !J.owners[0].left_out);
 	assert_int_equal(J.n_planned, 2);
