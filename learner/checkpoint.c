@@ -893,7 +893,9 @@ int lrn_checkpoint_load(struct lrn_job *J)
 	memcpy(J->theta_L, theta_L, p * sizeof(double));
 	for (size_t i = 0; i < J->N; i++) {
 		memcpy(J->owners[i].theta, thetas[i], p * sizeof(double));
+		lrn_state_count(J, &J->owners[i], -1);
 		J->owners[i].ever_hello = true;
+		lrn_state_count(J, &J->owners[i], 1);
 	}
 	J->k_done = k;
 	J->next_qid = reserved;

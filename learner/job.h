@@ -282,6 +282,8 @@ struct lrn_job {
 				    * (the connected gauge, without a scan) */
 	size_t n_to_welcome;       /* of those, not yet sent their Welcome (the
 				    * pump scans for them only when > 0) */
+	size_t n_ever_hello;       /* owners that said Hello in this job (the
+				    * plan waits for all of them) */
 	size_t n_exhausted;        /* owners exhausted, wherever they are */
 	size_t n_exhausted_away;   /* of those, without a Hello accepted (what
 				    * min-owners counts besides n_hello) */
@@ -427,9 +429,10 @@ void lrn_state_summary_names(const struct lrn_job *J, const Dpasync__SchemaSumma
  * (eps_left below LRN_EPSILON_MIN)? */
 bool lrn_state_no_budget(const struct lrn_owner *o);
 
-/* The job's counters over owner flags (n_hello, n_to_welcome, n_exhausted,
- * n_exhausted_away), kept without a scan: take owner o out (sign -1)
- * before changing its connected, hello, welcomed or exhausted flags, and
+/* The job's counters over owner flags (n_hello, n_ever_hello, n_to_welcome,
+ * n_exhausted, n_exhausted_away), kept without a scan: take owner o out
+ * (sign -1) before changing its connected, hello, ever_hello, welcomed or
+ * exhausted flags, and
  * put it back (+1) after.  Every change of those flags goes between the
  * two calls. */
 void lrn_state_count(struct lrn_job *J, const struct lrn_owner *o, int sign);

@@ -34,6 +34,7 @@
 
 #include "common/core/algo.h"
 #include "common/core/error.h"
+#include "common/core/idmap.h"
 #include "common/core/log.h"
 #include "learner/job.h"
 
@@ -604,12 +605,85 @@ static void stall_check(struct lrn_job *J, double now, struct lrn_decision *d)
 	stop(d, "idle-timeout", "%s", msg);
 }
 
+/* A counter: checked up to three times on every pass before the plan,
+ * a storm of Hellos included. */
 static bool all_said_hello(const struct lrn_job *J)
 {
-	for (size_t i = 0; i < J->N; i++)
-		if (!J->owners[i].ever_hello)
-			return false;
-	return true;
+	return J->n_ever_hello == J->N;
+}
+
+/* The value most owners have, of those that have one: what value() gives
+ * (NULL: the owner is not counted; buf, 16 bytes, is the owner's own and
+ * lives through the vote), counted in one pass through a hash map, O(N)
+ * (a count per owner was O(N^2): 10^10 comparisons at 100,000 owners,
+ * docs/scale.md §5.1).  best: the first owner in `owners` with the most
+ * frequent value (ties: the value an earlier owner has), J->N when no
+ * owner has one; best_n: how many have it; with: how many have one. */
+struct vote {
+	size_t best, best_n, with;
+};
+
+static int vote(const struct lrn_job *J, const char *(*value)(const struct lrn_owner *, char *),
+		struct vote *v)
+{
+	size_t *count = calloc(J->N, sizeof(*count)), *first = calloc(J->N, sizeof(*first));
+	char (*buf)[16] = calloc(J->N, sizeof(*buf));
+	size_t slots = 0, top = 0;
+	dp_idmap *m = NULL;
+	int rc = 0;
+
+	*v = (struct vote){ J->N, 0, 0 };
+	if (count == NULL || first == NULL || buf == NULL || dp_idmap_new(J->N, &m) < 0) {
+		rc = dp_error_set(DP_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < J->N; i++) {
+		const char *k = value(&J->owners[i], buf[i]);
+		long s;
+
+		if (k == NULL)
+			continue;
+		v->with++;
+		s = dp_idmap_get(m, k);
+		if (s < 0) {
+			s = (long)slots++;
+			dp_idmap_put(m, k, (size_t)s, NULL);
+			first[s] = i;
+		}
+		count[s]++;
+	}
+	/* Slots are numbered in the order of their first owner: the first
+	 * slot with the most owners holds the earliest of the tied values. */
+	for (size_t s = 0; s < slots; s++)
+		if (count[s] > count[top])
+			top = s;
+	if (slots > 0) {
+		v->best = first[top];
+		v->best_n = count[top];
+	}
+out:
+	dp_idmap_free(m);
+	free(count);
+	free(first);
+	free(buf);
+	return rc;
+}
+
+static const char *features_of(const struct lrn_owner *o, char *buf)
+{
+	snprintf(buf, 16, "%u", o->n_features);
+	return buf;
+}
+
+static const char *schema_of(const struct lrn_owner *o, char *buf)
+{
+	(void)buf;
+	return o->schema[0] != '\0' ? o->schema : NULL;
+}
+
+static const char *schema_here(const struct lrn_owner *o, char *buf)
+{
+	return o->connected && o->hello ? schema_of(o, buf) : NULL;
 }
 
 /* p not configured: every owner has said Hello; fix p at the n_features
@@ -620,21 +694,19 @@ static bool all_said_hello(const struct lrn_job *J)
  * allocated. */
 static void agree_on_p(struct lrn_job *J, struct lrn_decision *d)
 {
-	size_t best = 0, best_n = 0, n;
+	struct vote v;
+	size_t best_n;
 	uint32_t p;
 	int rc;
 
 	decide(d, LRN_ACT_NONE, NULL);
-	for (size_t i = 0; i < J->N; i++) {
-		n = 0;
-		for (size_t j = 0; j < J->N; j++)
-			n += J->owners[j].n_features == J->owners[i].n_features;
-		if (n > best_n) {
-			best_n = n;
-			best = i;
-		}
+	rc = vote(J, features_of, &v);
+	if (rc < 0) {
+		stop(d, "error", "agreeing on p: %s", dp_error_detail(rc));
+		return;
 	}
-	p = J->owners[best].n_features;
+	best_n = v.best_n;
+	p = J->owners[v.best].n_features;
 	if (best_n == J->N) {
 		rc = lrn_state_set_p(J, p);
 		if (rc < 0) {
@@ -649,7 +721,9 @@ static void agree_on_p(struct lrn_job *J, struct lrn_decision *d)
 
 		if (o->n_features == p)
 			continue;
+		lrn_state_count(J, o, -1);
 		o->ever_hello = false;
+		lrn_state_count(J, o, 1);
 		if (o->connected && o->hello) {
 			/* Permanent: the owner's data has other columns; a
 			 * reconnect would say the same (Goodbye BAD_DATA, the
@@ -673,23 +747,21 @@ static void agree_on_p(struct lrn_job *J, struct lrn_decision *d)
  * that sent no fingerprint are left out.  NONE when nothing is left. */
 static void agree_on_schema(struct lrn_job *J, struct lrn_decision *d)
 {
-	size_t best = J->N, best_n = 0, n, with = 0;
+	size_t best, best_n, with;
+	struct vote v;
+	int rc;
 
 	decide(d, LRN_ACT_NONE, NULL);
 	if (J->schema_fp[0] != '\0')
 		return;
-	for (size_t i = 0; i < J->N; i++) {
-		if (J->owners[i].schema[0] == '\0')
-			continue;
-		with++;
-		n = 0;
-		for (size_t j = 0; j < J->N; j++)
-			n += strcmp(J->owners[j].schema, J->owners[i].schema) == 0;
-		if (n > best_n) {
-			best_n = n;
-			best = i;
-		}
+	rc = vote(J, schema_of, &v);
+	if (rc < 0) {
+		stop(d, "error", "agreeing on the schema: %s", dp_error_detail(rc));
+		return;
 	}
+	best = v.best;
+	best_n = v.best_n;
+	with = v.with;
 	if (best == J->N)
 		return;   /* no owner sent one */
 	if (best_n == with) {
@@ -704,7 +776,9 @@ static void agree_on_schema(struct lrn_job *J, struct lrn_decision *d)
 
 		if (o->schema[0] == '\0' || strcmp(o->schema, J->owners[best].schema) == 0)
 			continue;
+		lrn_state_count(J, o, -1);
 		o->ever_hello = false;
+		lrn_state_count(J, o, 1);
 		if (o->connected && o->hello) {
 			decide(d, LRN_ACT_DROP, o);
 			d->goodbye = DPASYNC__GOODBYE_CODE__GOODBYE_SCHEMA_MISMATCH;
@@ -728,23 +802,14 @@ static void agree_on_schema(struct lrn_job *J, struct lrn_decision *d)
  * for its Welcome; the welcome pass refuses those with another. */
 static void learn_schema(struct lrn_job *J)
 {
-	size_t best = J->N, best_n = 0, here = 0, n;
+	size_t best, best_n, here = J->n_hello;
+	struct vote v;
 
-	for (size_t i = 0; i < J->N; i++) {
-		const struct lrn_owner *o = &J->owners[i];
-
-		here += o->connected && o->hello;
-		if (!(o->connected && o->hello) || o->schema[0] == '\0')
-			continue;
-		n = 0;
-		for (size_t j = 0; j < J->N; j++)
-			n += J->owners[j].connected && J->owners[j].hello &&
-			     strcmp(J->owners[j].schema, o->schema) == 0;
-		if (n > best_n) {
-			best_n = n;
-			best = i;
-		}
-	}
+	/* Out of memory: learnt at a later pass. */
+	if (vote(J, schema_here, &v) < 0)
+		return;
+	best = v.best;
+	best_n = v.best_n;
 	if (best == J->N || !(2 * best_n > J->N || here == J->N))
 		return;
 	memcpy(J->schema_fp, J->owners[best].schema, sizeof(J->schema_fp));

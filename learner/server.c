@@ -437,8 +437,8 @@ static void on_hello(struct lrn *L, struct lrn_owner *o, const Dpasync__Hello *h
 		lrn_state_adopt_summary(&L->job, o, false);
 	lrn_state_count(&L->job, o, -1);
 	o->hello = true;
-	lrn_state_count(&L->job, o, 1);
 	o->ever_hello = true;
+	lrn_state_count(&L->job, o, 1);
 	lim.p = L->job.p;
 	dp_conn_set_limits(L->conn[o->idx], &lim);
 	if (isinf(h->epsilon))

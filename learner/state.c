@@ -159,9 +159,12 @@ int lrn_state_check_hello(const struct lrn_job *J, const struct lrn_owner *o,
 			 (unsigned long long)c->n_rows, (unsigned long long)LRN_MAX_ROWS);
 		return DP_ERANGE;
 	}
-	for (size_t i = 0; i < J->N; i++)
+	/* Each n_rows <= 2^40: the sum over fewer than 2^24 owners stays below
+	 * 2^64, so the scan (O(N) per Hello, O(N^2) over a storm) is needed
+	 * only from 2^24 owners on. */
+	for (size_t i = 0; J->N >= ((size_t)1 << 24) && i < J->N; i++)
 		if (&J->owners[i] != o && J->owners[i].ever_hello)
-			others += J->owners[i].n_rows;   /* each <= 2^40: no overflow below 2^24 owners */
+			others += J->owners[i].n_rows;
 	if (others > UINT64_MAX - c->n_rows) {
 		snprintf(why, size, "Hello n_rows %llu: the owners' row counts would overflow",
 			 (unsigned long long)c->n_rows);
@@ -275,6 +278,7 @@ void lrn_state_count(struct lrn_job *J, const struct lrn_owner *o, int sign)
 {
 	DP_REQUIRE(J != NULL && o != NULL && (sign == 1 || sign == -1));
 	count_if(&J->n_hello, sign, o->hello);
+	count_if(&J->n_ever_hello, sign, o->ever_hello);
 	count_if(&J->n_to_welcome, sign, o->connected && o->hello && !o->welcomed);
 	count_if(&J->n_exhausted, sign, o->exhausted);
 	count_if(&J->n_exhausted_away, sign, o->exhausted && !o->hello);

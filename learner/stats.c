@@ -66,9 +66,11 @@ int lrn_stats_init(struct lrn_job *J)
 		struct lrn_owner *o = &J->owners[i];
 		const char *lv[] = { o->id };
 
-		rc = dp_metrics_series(s->owner_iter, lv, &o->m_iter);
+		/* Owner ids are distinct (learnerd refuses a list with one
+		 * twice): no lookup, O(N) in all. */
+		rc = dp_metrics_series_add(s->owner_iter, lv, &o->m_iter);
 		if (rc == 0)
-			rc = dp_metrics_series(s->owner_eps, lv, &o->m_eps);
+			rc = dp_metrics_series_add(s->owner_eps, lv, &o->m_eps);
 		if (rc == 0) {
 			dp_metrics_add(o->m_iter, (double)o->iterations);
 			dp_metrics_set(o->m_eps, o->eps_spent);

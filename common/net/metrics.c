@@ -330,6 +330,16 @@ int dp_metrics_series(struct dp_metric_family *fam, const char *const label_valu
 	return series_new(fam, label_values, out);
 }
 
+int dp_metrics_series_add(struct dp_metric_family *fam, const char *const label_values[],
+			  struct dp_metric **out)
+{
+	int rc;
+
+	DP_REQUIRE(fam != NULL && out != NULL && fam->n_labels > 0);
+	rc = check_values(fam, label_values);
+	return rc != 0 ? rc : series_new(fam, label_values, out);
+}
+
 int dp_metrics_relabel(struct dp_metric *m, const char *const label_values[])
 {
 	struct dp_metric_family *f;

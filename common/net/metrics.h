@@ -86,6 +86,14 @@ int dp_metrics_family(struct dp_metrics *reg, enum dp_metric_type type, const ch
 int dp_metrics_series(struct dp_metric_family *fam, const char *const label_values[],
 		      struct dp_metric **out);
 
+/* The same for label values the caller knows no series of `fam` has yet
+ * (e.g. one series per owner, whose ids are distinct): created without
+ * looking for it among the family's series, so that N of them cost O(N),
+ * not O(N^2) (docs/scale.md §5.1).  A labelled family only.  Errors as
+ * dp_metrics_series. */
+int dp_metrics_series_add(struct dp_metric_family *fam, const char *const label_values[],
+			  struct dp_metric **out);
+
 /* Give series `m` of a labelled family other label values (one per label
  * name, as dp_metrics_series), keeping its value and its pointer: a
  * series that follows one changing thing, such as the job a daemon

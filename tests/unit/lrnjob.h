@@ -116,8 +116,8 @@ static inline void lrnjob_hello_claims(struct lrn_job *J, size_t i, const struct
 	lrn_state_take_hello(J, o, c);
 	lrn_state_count(J, o, -1);
 	o->hello = true;
-	lrn_state_count(J, o, 1);
 	o->ever_hello = true;
+	lrn_state_count(J, o, 1);
 	lrn_sched_hello(J, o, d);
 }
 

@@ -330,11 +330,15 @@ static void test_many_series(void **state)
 	assert_int_equal(dp_metrics_new(&reg), 0);
 	assert_int_equal(dp_metrics_family(reg, DP_METRIC_COUNTER, "many_total", "x",
 					   (const char *[]){ "owner", NULL }, NULL, 0, &f), 0);
+	/* Half through dp_metrics_series_add (no lookup: the names are new),
+	 * which the lookups below find as well. */
 	for (int i = 0; i < 100; i++) {
 		snprintf(name, sizeof(name), "owner-%d", i);
-		assert_int_equal(dp_metrics_series(f, (const char *[]){ name }, &m[i]), 0);
+		assert_int_equal((i % 2 ? dp_metrics_series_add : dp_metrics_series)(
+					 f, (const char *[]){ name }, &m[i]), 0);
 		assert_int_equal(dp_metrics_add(m[i], i), 0);
 	}
+	assert_int_equal(dp_metrics_series_add(f, (const char *[]){ "\xff" }, &m[0]), DP_EINVAL);
 	for (int i = 0; i < 100; i++) {
 		struct dp_metric *again;
 

@@ -331,9 +331,10 @@ static void test_min_owners(void **state)
 	lrnjob_free(&J);
 }
 
-/* The counters over owner flags (lrn_state_count: n_hello, n_to_welcome,
- * n_exhausted, n_exhausted_away), which the gate, the Welcome search and
- * the exhaustion check read instead of scanning the owners
+/* The counters over owner flags (lrn_state_count: n_hello, n_ever_hello,
+ * n_to_welcome, n_exhausted, n_exhausted_away), which the plan's start,
+ * the gate, the Welcome search and the exhaustion check read instead of
+ * scanning the owners
  * (docs/scale.md §5.1), equal a count over the owners after every event of
  * a long random sequence: connections, Hellos (some with no answers left,
  * some with answers left again), departures, spent lifetimes, requests and
@@ -341,17 +342,19 @@ static void test_min_owners(void **state)
  * fixed seed), so a failure replays. */
 static void assert_counts(const struct lrn_job *J)
 {
-	size_t hello = 0, welcome = 0, exh = 0, away = 0;
+	size_t hello = 0, ever = 0, welcome = 0, exh = 0, away = 0;
 
 	for (size_t i = 0; i < J->N; i++) {
 		const struct lrn_owner *o = &J->owners[i];
 
 		hello += o->hello;
+		ever += o->ever_hello;
 		welcome += o->connected && o->hello && !o->welcomed;
 		exh += o->exhausted;
 		away += o->exhausted && !o->hello;
 	}
 	assert_int_equal(J->n_hello, hello);
+	assert_int_equal(J->n_ever_hello, ever);
 	assert_int_equal(J->n_to_welcome, welcome);
 	assert_int_equal(J->n_exhausted, exh);
 	assert_int_equal(J->n_exhausted_away, away);
