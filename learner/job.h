@@ -159,6 +159,7 @@ struct lrn_owner {
 	uint64_t planned_cap;      /* the plan's K_i, sent in its Welcome (0: none) */
 	bool exhausted;            /* refused, or no answers left (lrn_state_cap) */
 	bool queued;               /* in the request FIFO */
+	uint64_t queue_stamp;      /* its entry there (while queued) */
 	bool inflight;             /* a query of this owner is out */
 	bool round_has;            /* sync: answered the current round */
 	double round_rtt;          /* sync: its answer's round trip this round */
@@ -293,10 +294,20 @@ struct lrn_job {
 	 * (docs/scale.md §5.1). */
 	size_t welcome_next, usable_next;
 
-	/* Scheduling (sched.c). */
-	size_t *fifo;              /* owner indices, oldest first */
-	double *fifo_t;            /* monotonic arrival time of each request */
-	size_t fifo_len;
+	/* Scheduling (sched.c).  The request FIFO is a ring of 2N entries,
+	 * oldest first: a request leaves it from the front in O(1), and one
+	 * withdrawn (its owner gone or exhausted) stays as a stale entry,
+	 * skipped when it comes to the front and dropped when the ring is
+	 * full and compacted, so that no request costs a pass over the
+	 * queue (docs/scale.md §5.1). */
+	struct lrn_fifo_entry {
+		size_t owner;
+		uint64_t stamp;    /* live while it is the owner's queue_stamp */
+		double t;          /* monotonic arrival time of the request */
+	} *fifo;
+	size_t fifo_cap, fifo_head, fifo_count;   /* ring size, front, entries */
+	size_t fifo_len;           /* live requests: the owners queued */
+	uint64_t fifo_stamp;       /* the last stamp given */
 	struct lrn_query *q;       /* max_inflight slots */
 	size_t inflight;
 	size_t bcast_next;         /* round-robin start for broadcast */

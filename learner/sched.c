@@ -76,10 +76,10 @@ static size_t slots(const struct lrn_job *J)
 int lrn_sched_init(struct lrn_job *J)
 {
 	DP_REQUIRE(J != NULL && J->s != NULL && J->N > 0);
-	J->fifo = calloc(J->N, sizeof(*J->fifo));
-	J->fifo_t = calloc(J->N, sizeof(*J->fifo_t));
+	J->fifo_cap = 2 * J->N;
+	J->fifo = calloc(J->fifo_cap, sizeof(*J->fifo));
 	J->q = calloc(slots(J), sizeof(*J->q));
-	if (J->fifo == NULL || J->fifo_t == NULL || J->q == NULL)
+	if (J->fifo == NULL || J->q == NULL)
 		return dp_error_set(DP_ENOMEM, "out of memory");
 	return 0;
 }
@@ -92,10 +92,8 @@ void lrn_sched_free(struct lrn_job *J)
 			free(J->q[i].bar);
 	free(J->q);
 	free(J->fifo);
-	free(J->fifo_t);
 	J->q = NULL;
 	J->fifo = NULL;
-	J->fifo_t = NULL;
 }
 
 /* Owners connected with their Hello accepted: the counter the daemon keeps
@@ -133,20 +131,73 @@ static size_t present(const struct lrn_job *J)
 	return connected(J) + J->n_exhausted_away;
 }
 
+/* Withdraw o's request: its entry goes stale where it is. */
 static void fifo_remove(struct lrn_job *J, struct lrn_owner *o)
 {
 	if (!o->queued)
 		return;
-	for (size_t i = 0; i < J->fifo_len; i++) {
-		if (J->fifo[i] == o->idx) {
-			memmove(&J->fifo[i], &J->fifo[i + 1], (J->fifo_len - i - 1) * sizeof(*J->fifo));
-			memmove(&J->fifo_t[i], &J->fifo_t[i + 1],
-				(J->fifo_len - i - 1) * sizeof(*J->fifo_t));
-			J->fifo_len--;
-			break;
+	DP_REQUIRE(J->fifo_len > 0);
+	o->queued = false;
+	J->fifo_len--;
+}
+
+static bool fifo_live(const struct lrn_job *J, const struct lrn_fifo_entry *e)
+{
+	const struct lrn_owner *o = &J->owners[e->owner];
+
+	return o->queued && o->queue_stamp == e->stamp;
+}
+
+static struct lrn_fifo_entry *fifo_at(struct lrn_job *J, size_t i)
+{
+	return &J->fifo[(J->fifo_head + i) % J->fifo_cap];
+}
+
+/* Queue o's request (o not queued).  A full ring holds at least N stale
+ * entries (at most N are live): compacting it, in order, is O(N) once per
+ * N requests. */
+static void fifo_push(struct lrn_job *J, struct lrn_owner *o, double now)
+{
+	struct lrn_fifo_entry *e;
+
+	DP_REQUIRE(!o->queued);
+	if (J->fifo_count == J->fifo_cap) {
+		size_t n = 0;
+
+		for (size_t i = 0; i < J->fifo_count; i++) {
+			struct lrn_fifo_entry *x = fifo_at(J, i);
+
+			if (fifo_live(J, x))
+				*fifo_at(J, n++) = *x;   /* n <= i: never overwrites an unread one */
+		}
+		J->fifo_count = n;
+		DP_REQUIRE(n == J->fifo_len && n < J->fifo_cap);
+	}
+	e = fifo_at(J, J->fifo_count++);
+	*e = (struct lrn_fifo_entry){ o->idx, ++J->fifo_stamp, now };
+	o->queue_stamp = e->stamp;
+	o->queued = true;
+	J->fifo_len++;
+}
+
+/* The oldest live request, taken off the queue (stale entries before it
+ * are dropped): its owner, and its arrival time in *t.  NULL: none. */
+static struct lrn_owner *fifo_pop(struct lrn_job *J, double *t)
+{
+	while (J->fifo_count > 0) {
+		struct lrn_fifo_entry *e = fifo_at(J, 0);
+		struct lrn_owner *o = &J->owners[e->owner];
+		bool live = fifo_live(J, e);
+
+		*t = e->t;
+		J->fifo_head = (J->fifo_head + 1) % J->fifo_cap;
+		J->fifo_count--;
+		if (live) {
+			fifo_remove(J, o);
+			return o;
 		}
 	}
-	o->queued = false;
+	return NULL;
 }
 
 static void slot_free(struct lrn_job *J, struct lrn_query *qr)
@@ -269,10 +320,7 @@ void lrn_sched_request(struct lrn_job *J, struct lrn_owner *o, double now,
 			 !has_answers(J, o) ? "exhausted" : "already pending");
 		return;
 	}
-	J->fifo[J->fifo_len] = o->idx;
-	J->fifo_t[J->fifo_len] = now;
-	J->fifo_len++;
-	o->queued = true;
+	fifo_push(J, o, now);
 	decide(d, LRN_ACT_PUMP, NULL);
 }
 
@@ -914,10 +962,10 @@ void lrn_sched_next(struct lrn_job *J, double now, struct lrn_decision *d)
 	}
 	if (J->gate_open && J->s->mode == LRN_MODE_REQUEST) {
 		while (room(J) && J->fifo_len > 0) {
-			struct lrn_owner *o = &J->owners[J->fifo[0]];
-			double t = J->fifo_t[0];
+			double t = 0;
+			struct lrn_owner *o = fifo_pop(J, &t);
 
-			fifo_remove(J, o);
+			DP_REQUIRE(o != NULL);   /* fifo_len > 0: a live entry */
 			if (!usable(J, o))
 				continue;
 			prepare(J, o, now - t, d);

@@ -342,7 +342,7 @@ static void test_min_owners(void **state)
  * fixed seed), so a failure replays. */
 static void assert_counts(const struct lrn_job *J)
 {
-	size_t hello = 0, ever = 0, welcome = 0, exh = 0, away = 0;
+	size_t hello = 0, ever = 0, welcome = 0, exh = 0, away = 0, queued = 0;
 
 	for (size_t i = 0; i < J->N; i++) {
 		const struct lrn_owner *o = &J->owners[i];
@@ -358,6 +358,9 @@ static void assert_counts(const struct lrn_job *J)
 	assert_int_equal(J->n_to_welcome, welcome);
 	assert_int_equal(J->n_exhausted, exh);
 	assert_int_equal(J->n_exhausted_away, away);
+	for (size_t i = 0; i < J->N; i++)
+		queued += J->owners[i].queued;
+	assert_int_equal(J->fifo_len, queued);
 }
 
 static void test_counters(void **state)
@@ -412,6 +415,70 @@ static void test_counters(void **state)
 	/* Every kind of event happened, many times. */
 	for (size_t e = 0; e < 6; e++)
 		assert_true(events[e] > 100);
+	lrnjob_free(&J);
+}
+
+/* The request FIFO, a ring of 2N entries where a withdrawn request stays as
+ * a stale entry (docs/scale.md §5.1): 60 requests withdrawn (their owner
+ * left and came back) fill the ring of 8 many times over, so it is
+ * compacted again and again; then three requests, the middle one
+ * withdrawn, are served oldest first with their own waiting times, the
+ * withdrawn one never, and an owner that asked before, left and asked
+ * again waits from its new request. */
+static void test_fifo_ring(void **state)
+{
+	struct lrn_settings s = lrnjob_settings();
+	struct lrnjob_sent sent;
+	struct lrn_decision d;
+	struct lrn_job J;
+
+	(void)state;
+	s.T = 100;
+	lrnjob_init(&J, &s, 4, 2, "ring");
+	for (size_t i = 0; i < 4; i++) {
+		lrnjob_connect(&J, i, 0.0);
+		lrnjob_hello(&J, i, 10, 1.0, 0, 0, &d);
+	}
+	assert_int_equal(lrnjob_pump(&J, 0.0, NULL, NULL), LRN_ACT_NONE);
+	assert_int_equal(J.fifo_cap, 8);
+	for (int r = 0; r < 60; r++) {
+		size_t i = (size_t)r % 3 + 1;
+
+		lrn_sched_request(&J, &J.owners[i], r, &d);
+		assert_int_equal(d.act, LRN_ACT_PUMP);
+		assert_int_equal(J.fifo_len, 1);
+		lrnjob_leave(&J, i);
+		assert_int_equal(J.fifo_len, 0);
+		lrnjob_connect(&J, i, r);
+		lrnjob_hello(&J, i, 10, 1.0, 0, 0, &d);
+		assert_int_equal(lrnjob_pump(&J, r, &sent, NULL), LRN_ACT_NONE);
+		assert_int_equal(sent.n, 0);
+		assert_true(J.fifo_count <= J.fifo_cap);
+	}
+	/* Owner 4 asks at 99, leaves and comes back: its stale entry at the
+	 * front must not serve its new request with the old time. */
+	lrn_sched_request(&J, &J.owners[3], 99.0, &d);
+	lrnjob_leave(&J, 3);
+	lrnjob_connect(&J, 3, 99.5);
+	lrnjob_hello(&J, 3, 10, 1.0, 0, 0, &d);
+	assert_int_equal(lrnjob_pump(&J, 99.5, NULL, NULL), LRN_ACT_NONE);
+	lrn_sched_request(&J, &J.owners[2], 100.0, &d);
+	lrn_sched_request(&J, &J.owners[0], 101.0, &d);
+	lrn_sched_request(&J, &J.owners[3], 102.0, &d);
+	assert_int_equal(J.fifo_len, 3);
+	lrnjob_leave(&J, 0);
+	assert_int_equal(J.fifo_len, 2);
+	assert_int_equal(lrnjob_pump(&J, 103.0, &sent, NULL), LRN_ACT_NONE);
+	assert_true(sent.n == 1 && sent.owner[0] == 2);
+	assert_true(lrnjob_query(&J, 2)->wait == 3.0);
+	lrnjob_answer(&J, 2, g1, 104.0, &d);
+	assert_int_equal(lrnjob_pump(&J, 104.0, &sent, NULL), LRN_ACT_NONE);
+	assert_true(sent.n == 1 && sent.owner[0] == 3);
+	assert_true(lrnjob_query(&J, 3)->wait == 2.0);
+	lrnjob_answer(&J, 3, g1, 105.0, &d);
+	assert_int_equal(lrnjob_pump(&J, 105.0, &sent, NULL), LRN_ACT_NONE);
+	assert_int_equal(sent.n, 0);
+	assert_int_equal(J.fifo_len, 0);
 	lrnjob_free(&J);
 }
 
@@ -1191,6 +1258,7 @@ int main(void)
 		cmocka_unit_test(test_staleness),
 		cmocka_unit_test(test_min_owners),
 		cmocka_unit_test(test_counters),
+		cmocka_unit_test(test_fifo_ring),
 		cmocka_unit_test(test_resume_reservation),
 		cmocka_unit_test(test_resume_done),
 		cmocka_unit_test(test_broadcast),
