@@ -20,7 +20,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-
 char *dp_ledgerset_job_path(const dp_ledgerset *s, const char *job)
 {
 	char *name, *p = NULL;
