@@ -38,12 +38,11 @@ static int add_job(dp_ledgerset *s, const char *path, const char *owner_id)
 	dp_ledgerset_job *j;
 	dp_ledger_entry e;
 	dp_ledger *l = NULL;
-	const char *ident, *sp;
+	const char *ident;
 	uint64_t last = 0;
 	int r;
 
-	r = dp_ledger_open(path, 0, 0, NULL,
-			   DP_LEDGER_READONLY | DP_LEDGER_ALLOW_INF | DP_LEDGER_QUIET, &l);
+	r = dp_ledger_open(path, 0, 0, NULL, DP__LEDGERSET_READ_FLAGS, &l);
 	if (r < 0)
 		return r;
 	ident = dp_ledger_identity(l);
@@ -68,8 +67,7 @@ static int add_job(dp_ledgerset *s, const char *path, const char *owner_id)
 		r = dp_error_set(DP_ENOMEM, "ledger: out of memory");
 		goto out;
 	}
-	sp = strchr(ident, ' ');
-	snprintf(j->job, sizeof(j->job), "%s", sp ? sp + 1 : ident);
+	snprintf(j->job, sizeof(j->job), "%s", dp__ledgerset_job_field(ident));
 	j->answers = dp_ledger_answers(l);
 	j->answers_cap = dp_ledger_answers_cap(l);
 	j->spent_nano = dp_ledger_spent_nano(l);
@@ -237,8 +235,7 @@ static int old_file(const char *dir)
 	char name[DP_LEDGER_IDENTITY_MAX + 1], *file;
 	int r;
 
-	r = dp_ledger_open(dir, 0, 0, NULL, DP_LEDGER_READONLY | DP_LEDGER_ALLOW_INF | DP_LEDGER_QUIET,
-			   &l);
+	r = dp_ledger_open(dir, 0, 0, NULL, DP__LEDGERSET_READ_FLAGS, &l);
 	if (r < 0)
 		return dp_error_set(DP_EINVAL, "--ledger %s is a file, not a ledger directory", dir);
 	snprintf(name, sizeof(name), "%s", dp_ledger_identity(l));

@@ -128,6 +128,14 @@ int dp__ledgerset_lifetime_read(dp_ledgerset *s);
  * NULL when out of memory. */
 char *dp__ledgerset_job_name(const char *job, unsigned format);
 
+/* How the set reads a job file: read-only, an unlimited cap allowed,
+ * nothing logged (a failed start stays one line). */
+#define DP__LEDGERSET_READ_FLAGS (DP_LEDGER_READONLY | DP_LEDGER_ALLOW_INF | DP_LEDGER_QUIET)
+
+/* The job field of a job file's identity "owner=<id> job=<job>" (or
+ * "... job-sha256=<hex>"): what follows the first space. */
+const char *dp__ledgerset_job_field(const char *ident);
+
 /* A job file's name in the directory itself (`job-*.ledger`, the layout
  * before format 5), and in jobs/ (`*.ledger` but hidden names: the move's
  * temporary one). */

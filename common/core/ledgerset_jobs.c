@@ -156,21 +156,24 @@ out:
 	return r;
 }
 
+const char *dp__ledgerset_job_field(const char *ident)
+{
+	const char *sp = strchr(ident, ' ');
+
+	return sp ? sp + 1 : ident;
+}
+
 /* The job field of a job file's header ("job=..." or "job-sha256=..."),
  * after verifying the whole file read-only. */
 static int job_of(const char *path, char *job, size_t size)
 {
 	dp_ledger *l = NULL;
-	const char *ident, *sp;
 	int r;
 
-	r = dp_ledger_open(path, 0, 0, NULL,
-			   DP_LEDGER_READONLY | DP_LEDGER_ALLOW_INF | DP_LEDGER_QUIET, &l);
+	r = dp_ledger_open(path, 0, 0, NULL, DP__LEDGERSET_READ_FLAGS, &l);
 	if (r < 0)
 		return r;
-	ident = dp_ledger_identity(l);
-	sp = strchr(ident, ' ');
-	snprintf(job, size, "%s", sp ? sp + 1 : ident);
+	snprintf(job, size, "%s", dp__ledgerset_job_field(dp_ledger_identity(l)));
 	dp_ledger_close(l);
 	return 0;
 }
