@@ -68,6 +68,13 @@ else
     tar -xf - -C "$tmp/dpasync-$dver"
 fi
 
+# meson compiles through ccache where it is installed.  debhelper gives
+# the build a HOME of its own, so name the cache of the caller's; and the
+# temporary directory, in the compiler's -ffile-prefix-map, is a new one
+# every time: ccache takes paths relative to it (the objects, which map it
+# to ".", are the same either way).
+export CCACHE_DIR="${CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ccache}" \
+  CCACHE_BASEDIR="$tmp" CCACHE_NOHASHDIR=true
 (cd "$tmp/dpasync-$dver" && dpkg-buildpackage -b -us -uc)
 
 arch=$(dpkg-architecture -qDEB_HOST_ARCH)

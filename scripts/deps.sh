@@ -6,13 +6,19 @@
 set -euo pipefail
 
 # What compiling the three binaries needs (the Dockerfile's build stage sets
-# DP_BUILD_ONLY=1 and gets these alone: a C compiler, no unit tests).
+# DP_BUILD_ONLY=1 and gets these, with DP_DEB's below: no unit tests).
 BUILD_PKGS=(
   gcc libc6-dev meson ninja-build pkg-config
   libopenblas-dev liblapacke-dev libssl-dev openssl libuv1-dev
   libprotobuf-c-dev protobuf-c-compiler zlib1g-dev
   libjson-c-dev libinih-dev libcsv-dev scdoc
 )
+# What scripts/deb.sh needs besides BUILD_PKGS to build the Debian package
+# (debian/control's Build-Depends and dpkg-buildpackage's build-essential)
+# and check it: DP_DEB=1 adds them to any selection below; DP_NO_LINTIAN=1
+# leaves lintian out (as it tells deb.sh not to run it).
+DEB_PKGS=(build-essential debhelper dpkg-dev fakeroot python3)
+[ -z "${DP_NO_LINTIAN:-}" ] && DEB_PKGS+=(lintian)
 PKGS=(
   "${BUILD_PKGS[@]}" build-essential libcmocka-dev
   python3-numpy
@@ -36,6 +42,7 @@ if [ -z "${DP_DEFER_K8S_SCHEMA:-}" ]; then
 fi
 [ -z "${DP_NO_TEST_PKGS:-}" ] && PKGS+=("${TEST_PKGS[@]}")
 [ -n "${DP_BUILD_ONLY:-}" ] && PKGS=("${BUILD_PKGS[@]}")
+[ -n "${DP_DEB:-}" ] && PKGS+=("${DEB_PKGS[@]}")
 [ "${DP_EXTRA_PKGS:-}" ] && PKGS+=(${DP_EXTRA_PKGS})
 
 missing=()

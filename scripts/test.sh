@@ -45,10 +45,12 @@ run_tests() {   # build-dir, meson test args...
 # While the tree compiles: the deploy suite's images (docs/deploy.md §9: a
 # base image, then deploy/Dockerfile's targets), and node, npm and the
 # Kubernetes schema validator of deploy_static, which the first
-# scripts/deps.sh left out.  Both are waited for before any test runs.
+# scripts/deps.sh left out, with what deploy_static needs to build and
+# lint the Debian package (DP_DEB=1: debhelper, lintian).  Both are waited
+# for before any test runs.
 /usr/bin/python3 tests/deploy/deploy_docker.py --prepare >build-test.deploy-prepare.log 2>&1 &
 prepare_pid=$!
-scripts/deps.sh >build-test.deps-late.log 2>&1 &
+DP_DEB=1 scripts/deps.sh >build-test.deps-late.log 2>&1 &
 deps_pid=$!
 build build-test -Dbuildtype=debugoptimized -Dwerror=true
 build_rc=$?

@@ -26,8 +26,12 @@ systemd  the `systemd` image, systemd as PID 1, no network: learnerd.service
          shipped examples, the units unmodified: the job completes; kill -9
          of ownerd@owner-1 -> one restart, it resumes from its ledger; a bad
          configuration exits 2 and is not restarted; after the job the
-         enabled owners do not restart or use CPU; `systemd-analyze
-         security` of both units is printed.
+         enabled owners do not restart or use CPU; the units run as the
+         package's system user dpasync; `systemd-analyze security` of both
+         units at most 1.2.  Then the Debian package the image installed:
+         upgraded to a rebuild with a higher version, removed, purged and
+         reinstalled, the ledgers and /etc/dpasync byte-identical after
+         each step and `dpasync ledger` reading the same spent budget.
 
 With --prepare it only does the setup (engine, base image, images) and
 stops: scripts/test.sh runs that while the main build compiles, so that the
@@ -70,6 +74,7 @@ def test(argv):
         t_setup = time.time() - t0
 
         results, errors = {}, {}
+        t_sides = time.time()
         def side(name, fn):
             try:
                 fn()
@@ -77,6 +82,8 @@ def test(argv):
                 errors[name] = e
                 if not isinstance(e, Fail):
                     traceback.print_exc()
+            finally:       # which side the suite waits for
+                results['%s scenario s' % name] = time.time() - t_sides
         cd = os.path.join(d, 'compose')
         os.makedirs(cd)
         th = [threading.Thread(target=side, args=('compose', lambda: compose_stack.scenario(
@@ -89,7 +96,8 @@ def test(argv):
             x.join()
 
         print('setup %.0f s: %s' % (t_setup, ', '.join('%s %.0f s' % kv for kv in eng.times.items())))
-        for k in ('owners scraped s', 'compose job s', 'systemd job s'):
+        for k in ('owners scraped s', 'compose job s', 'systemd job s', 'compose scenario s',
+                  'systemd scenario s'):
             if k in results:
                 print('%s %.0f' % (k, results[k]))
         if 'psi' in results:
@@ -109,6 +117,11 @@ def test(argv):
                   % ((results['systemd T'],) + results['systemd owner-1'] + (results['systemd after'],)))
         if 'systemd-analyze' in results:
             print('systemd-analyze security: %r' % results['systemd-analyze'])
+        if 'systemd package' in results:
+            v1, v2, n = results['systemd package']
+            print('package: %s -> %s, removed, purged, %s reinstalled: %d ledger and config files '
+                  'unchanged (%.0f s: %s)' % (v1, v2, v1, n, results['systemd package s'], ', '.join(
+                      '%s %.1f s' % kv for kv in results['systemd package steps'].items())))
         print('total %.0f s' % (time.time() - t0))
         if errors:
             raise Fail('; '.join('%s: %s' % (n, brief(str(e))) for n, e in errors.items()))

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-"""deploy/systemd under a real systemd (docs/deploy.md §9): the `systemd`
-image of deploy/Dockerfile (systemd as PID 1, the units and sysusers.d file
-installed as a package installs them), with no network at all: learnerd
-and three ownerd@ instances talk over the container's loopback."""
+"""The Debian package under a real systemd (docs/deploy.md §9): the
+`systemd` image of deploy/Dockerfile (systemd as PID 1, the .deb installed
+with apt), with no network at all: learnerd and three ownerd@ instances
+talk over the container's loopback.  After the job the package itself is
+upgraded, removed, purged and reinstalled with the ledgers in place."""
 import json, os, re, time
 from harness import Fail, check
 from engine import ROOT
@@ -31,6 +32,56 @@ rm -rf /tmp/certs /tmp/data
 # kill then came after the job no longer needed it.  At 3 the job lasts
 # about 35 s before owner-1's kill and its 30 s RestartSec.
 RATE = '3'
+
+# `systemd-analyze security` exposure of each unit: its level when this
+# check was written (1.2 OK for both); a change that weakens a unit's
+# sandbox raises it and fails the test.
+EXPOSURE_MAX = 1.2
+
+# The uid range of system users (/etc/login.defs SYS_UID_MAX on Debian).
+SYS_UID_MAX = 999
+
+# The package's life after the job, in one run inside the container (no
+# network: apt installs local .debs whose Depends are installed).  After
+# each step `state` prints the sha256 of every file of the owners' ledger
+# directories and of /etc/dpasync, and, where the package is installed,
+# `dpasync ledger` of each owner (one JSON line each).  The upgrade is to
+# the installed .deb repacked with a higher version: the same binaries and
+# files, only DEBIAN/control's Version changed (V+rebuild1 sorts after V),
+# as a rebuild of the next release would be installed.
+LIFECYCLE = r'''
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+apt() { apt-get -y -q --no-install-recommends "$@" >&2; }
+state() {
+  echo "== $1 $(date +%s.%N)"
+  (cd / && find /var/lib/dpasync/owner-{1,2,3}/ledger /etc/dpasync -type f -print0 | sort -z |
+     xargs -0 sha256sum)
+  if [ "$2" = ledger ]; then
+    echo "== $1 ledger"
+    for i in 1 2 3; do dpasync ledger /var/lib/dpasync/owner-$i/ledger | tr -d '\n'; echo; done
+  fi
+}
+systemctl stop ownerd@owner-1 ownerd@owner-2 ownerd@owner-3   # no ownerd writes meanwhile
+deb=$(ls /usr/src/dpasync/dpasync_*.deb)
+v=$(dpkg-deb -f "$deb" Version)
+state before ledger
+rm -rf /tmp/repack && mkdir /tmp/repack
+dpkg-deb -R "$deb" /tmp/repack/tree
+sed -i "s/^Version: .*/Version: $v+rebuild1/" /tmp/repack/tree/DEBIAN/control
+dpkg-deb -Znone -b /tmp/repack/tree "/tmp/repack/dpasync_$v+rebuild1.deb" >/dev/null
+apt install "/tmp/repack/dpasync_$v+rebuild1.deb"
+echo "== versions $v $(dpkg-query -W -f '${Version}' dpasync)"
+state upgrade ledger
+apt remove dpasync
+state remove -
+apt purge dpasync
+echo "== purged $(dpkg-query -W -f '${Status}' dpasync 2>/dev/null || echo not-installed)"
+state purge -
+apt install "$deb"
+state reinstall ledger
+echo "== end $(date +%s.%N)"
+'''
 
 def one_job(text):
     """The totals of the one job in an owner's ledger directory (`dpasync
@@ -82,6 +133,70 @@ def cpu_ticks(box, pid):
     f = box.sh('cat /proc/%s/stat 2>/dev/null || true' % pid).stdout.split()
     return int(f[13]) + int(f[14]) if len(f) > 15 else None
 
+def check_user(box, units):
+    """Each running unit's main process runs as dpasync, a system user
+    that the package's sysusers.d entry created (its comment is that
+    entry's, docs/deploy.md §4 "Debian package")."""
+    pw = box.sh('getent passwd dpasync').stdout.strip().split(':')
+    check(len(pw) == 7 and int(pw[2]) <= SYS_UID_MAX and pw[4] == 'dpasync daemons',
+          'user dpasync is not the package\'s system user: %r' % pw)
+    for u in units:
+        pid = box.show(u, 'MainPID')['MainPID']
+        check(pid != '0', '%s has no main process' % u)
+        uid = box.sh("awk '/^Uid:/ {print $2}' /proc/%s/status" % pid).stdout.strip()
+        check(uid == pw[2], '%s runs as uid %s, not dpasync (%s)' % (u, uid, pw[2]))
+
+def sections(text):
+    """LIFECYCLE's output: {title: lines} for each "== title" line."""
+    res, cur = {}, None
+    for l in text.splitlines():
+        if l.startswith('== '):
+            cur = l[3:]
+            res[cur] = []
+        elif cur is not None:
+            res[cur].append(l)
+    return res
+
+def package_lifecycle(box, out):
+    """Upgrade, remove, purge and reinstall the package, offline, from the
+    .deb the image keeps: the ledgers stay byte for byte (a lost or reset
+    ledger hands spent budget back, debian/README.Debian), and so does the
+    configuration in /etc/dpasync; `dpasync ledger` reads the same spent
+    budget after the upgrade and after the reinstall."""
+    sec = sections(box.sh(LIFECYCLE, timeout=300).stdout)
+    steps = {}
+    for k, v in sec.items():
+        m = re.match(r'(before|upgrade|remove|purge|reinstall|end) ([\d.]+)$', k)
+        if m:
+            steps[m.group(1)] = (float(m.group(2)), v)
+    check(set(steps) == {'before', 'upgrade', 'remove', 'purge', 'reinstall', 'end'},
+          'package steps missing: %r' % sorted(sec))
+    h0 = steps['before'][1]
+    check(sum('/ledger/' in l for l in h0) >= 3 and sum('/etc/dpasync/' in l for l in h0) >= 3,
+          'ledger and configuration files not hashed:\n' + '\n'.join(h0))
+    for st in ('upgrade', 'remove', 'purge', 'reinstall'):
+        check(steps[st][1] == h0, 'after %s the ledgers or /etc/dpasync changed:\nbefore\n%s\nafter\n%s'
+              % (st, '\n'.join(h0), '\n'.join(steps[st][1])))
+    v = [k.split()[1:] for k in sec if k.startswith('versions ')]
+    check(len(v) == 1 and len(v[0]) == 2 and v[0][1] == v[0][0] + '+rebuild1',
+          'after the upgrade dpkg reports %r' % v)
+    purged = [k for k in sec if k.startswith('purged ')]
+    check(purged and purged[0].split(None, 1)[1] in ('not-installed', 'unknown ok not-installed'),
+          'dpasync still known to dpkg after purge: %r' % purged)
+
+    def ledgers(step):
+        L = [json.loads(l) for l in sec[step + ' ledger']]
+        check(len(L) == 3, '%s: %d ledgers read' % (step, len(L)))
+        return [(j['jobs_count'], j['jobs'][0]['answers'], j['jobs'][0]['epsilon_spent']) for j in L]
+    l0 = ledgers('before')
+    for st in ('upgrade', 'reinstall'):
+        check(ledgers(st) == l0, 'after %s dpasync ledger reads %r, before %r' % (st, ledgers(st), l0))
+    t = {k: v[0] for k, v in steps.items()}
+    out['systemd package'] = (v[0][0], v[0][1], len(h0))
+    out['systemd package steps'] = {st: t[nx] - t[st] for st, nx in
+                                    (('before', 'upgrade'), ('upgrade', 'remove'), ('remove', 'purge'),
+                                     ('purge', 'reinstall'), ('reinstall', 'end'))}
+
 def scenario(eng, image, out):
     t0 = time.time()
     box = Box(eng, image)
@@ -131,6 +246,7 @@ def scenario(eng, image, out):
             check(time.time() < end, 'the systemd job did not reach 30 iterations in 180 s:\n'
                   + box.journal('learnerd.service')[-3000:])
             time.sleep(0.3)
+        check_user(box, units)
 
         # kill -9 of ownerd@owner-1: Restart=on-failure brings it back (after
         # the unit's RestartSec) and it resumes from its ledger.
@@ -211,6 +327,13 @@ def scenario(eng, image, out):
                      ok=False).stdout
         out['systemd-analyze'] = re.findall(r'Overall exposure level for (\S+): ([\d.]+ \S+)', sec)
         out['systemd-analyze text'] = sec
+        check(len(out['systemd-analyze']) == 2, 'systemd-analyze security: no levels in\n' + sec[-2000:])
+        for u, level in out['systemd-analyze']:
+            check(float(level.split()[0]) <= EXPOSURE_MAX, '%s: exposure %s, more than %.1f'
+                  % (u, level, EXPOSURE_MAX))
+        t1 = time.time()
+        package_lifecycle(box, out)
+        out['systemd package s'] = time.time() - t1
     except Fail:
         for u in ('learnerd.service', 'ownerd@owner-1.service', 'ownerd@owner-2.service'):
             try:

@@ -8,14 +8,18 @@ as uid 10001 or with a reduced capability set, as Docker and Kubernetes do).
 Dockerfile (deploy/Dockerfile)
   - it has the targets runtime, tools, systemd and prometheus;
   - the build stage is debian:12, installs with scripts/deps.sh and builds
-    with scripts/build.sh; the runtime stage is Debian 12, non-root, has a
-    HEALTHCHECK and an ENTRYPOINT;
+    the Debian package with scripts/deb.sh; the runtime stage is Debian 12,
+    non-root, has a HEALTHCHECK and an ENTRYPOINT;
   - the build stage's build command is run as Docker would run it
     (/bin/sh -c, its ARGs in the environment) on a copy of exactly the files
-    its COPY lines copy: it must build and install the three binaries the
-    runtime stage copies, and they must run (--version);
+    its COPY lines copy: it must build one dpasync_*.deb, which the runtime
+    stage installs with apt from the build stage's DEB_DIR, and the
+    package's three binaries must run (--version);
   - every shared library those binaries load (ldd) comes from a package the
-    runtime stage installs or one those packages depend on;
+    runtime stage installs or their dependencies, and so does everything
+    the .deb Depends on (it is installed without package lists);
+  - lintian finds no error and no warning in that package (the image build
+    skips it);
   - the HEALTHCHECK command, run with bash, passes against a live learnerd
     metrics endpoint and fails against a closed port and a TLS port.
 scripts/build.sh: refuses to delete a directory that is not a build.
@@ -81,7 +85,8 @@ TOOLS = {  # program -> Debian package
     'docker-compose': 'docker-compose', 'systemd-analyze': 'systemd', 'promtool': 'prometheus',
     'shellcheck': 'shellcheck', 'meson': 'meson', 'ninja': 'ninja-build', 'ldd': 'libc-bin',
     'dpkg': 'dpkg', 'apt-cache': 'apt', 'openssl': 'openssl', 'bash': 'bash', 'setpriv': 'util-linux',
-    'strace': 'strace',
+    'strace': 'strace', 'dpkg-buildpackage': 'dpkg-dev', 'dh': 'debhelper', 'fakeroot': 'fakeroot',
+    'dpkg-deb': 'dpkg', 'lintian': 'lintian',
 }
 
 procs = []
@@ -189,8 +194,8 @@ def check_dockerfile(t):
           'Dockerfile: runtime stage must be Debian 12, is %s' % base['from'])
     runs = [r for w, r in build['ins'] if w == 'RUN']
     check(any('scripts/deps.sh' in r for r in runs), 'Dockerfile: the build stage does not run scripts/deps.sh')
-    brun = [r for r in runs if 'scripts/build.sh' in r]
-    check(len(brun) == 1, 'Dockerfile: the build stage must run scripts/build.sh exactly once')
+    brun = [r for r in runs if 'scripts/deb.sh' in r]
+    check(len(brun) == 1, 'Dockerfile: the build stage must run scripts/deb.sh exactly once')
     kw = {w for w, _ in rt['ins']}
     for k in ('USER', 'HEALTHCHECK', 'ENTRYPOINT'):
         check(k in kw, 'Dockerfile: runtime stage has no %s' % k)
@@ -225,44 +230,84 @@ def check_dockerfile(t):
                     target = os.path.join(dabs, os.path.basename(s_)) if todir else dabs
                     os.makedirs(os.path.dirname(target), exist_ok=True)
                     shutil.copy2(sp, target)
-    bdir, sdir = os.path.join(t, 'docker-build'), os.path.join(t, 'docker-staging')
-    check(set(args) >= {'BUILD_DIR', 'STAGE_DIR'}, 'Dockerfile: build stage needs ARG BUILD_DIR and STAGE_DIR')
-    env = dict(os.environ, BUILD_DIR=bdir, STAGE_DIR=sdir)
+    # The package goes to DEB_DIR (/dist in the image); the runtime stage
+    # installs it from there.
+    check('DEB_DIR' in args and args['DEB_DIR'], 'Dockerfile: build stage needs ARG DEB_DIR=<dir>')
+    ddir, sdir = os.path.join(t, 'docker-deb'), os.path.join(t, 'docker-staging')
+    env = dict(os.environ, DEB_DIR=ddir)
     t0 = time.time()
     p = subprocess.run(['/bin/sh', '-c', brun[0]], cwd=src, env=env, capture_output=True, text=True,
                        timeout=900)
     check(p.returncode == 0, 'Dockerfile build command failed (%d): %s\n%s%s'
           % (p.returncode, brun[0], p.stdout[-3000:], p.stderr[-3000:]))
-    print('ok: Dockerfile build stage built and installed in %.0f s' % (time.time() - t0))
+    debs = glob.glob(os.path.join(ddir, 'dpasync_*.deb'))
+    check(len(debs) == 1, 'Dockerfile build command: want one dpasync_*.deb in DEB_DIR, got %r' % debs)
+    print('ok: Dockerfile build stage built %s in %.0f s' % (os.path.basename(debs[0]), time.time() - t0))
+    # lintian, which the image build leaves out (DP_NO_LINTIAN=1), on the
+    # .changes and the .debs it lists (docs/deploy.md §4 "Debian package":
+    # no error and no warning; the overrides have their reasons).
+    t0 = time.time()
+    changes = glob.glob(os.path.join(ddir, 'dpasync_*.changes'))
+    check(len(changes) == 1, 'Dockerfile build command: want one .changes in DEB_DIR, got %r' % changes)
+    p = run(['lintian', '--fail-on', 'error,warning', '--display-level', '>=warning', changes[0]], ok=False)
+    check(p.returncode == 0, 'lintian on the package the Dockerfile builds (%d):\n%s%s'
+          % (p.returncode, p.stdout[-3000:], p.stderr[-3000:]))
+    print('ok: lintian: no error, no warning (%.0f s)' % (time.time() - t0))
 
-    # The runtime stage copies the three binaries from the staging tree.
-    copies = [r for w, r in rt['ins'] if w == 'COPY' and r.startswith('--from=build')]
-    check(len(copies) == 1, 'Dockerfile: want one COPY --from=build in the runtime stage')
-    parts = copies[0].split()[1:]
+    # The runtime stage installs that .deb, from the build stage's DEB_DIR,
+    # with apt; the three binaries are the package's.
+    rtrun = ' '.join(r for st in chain for w, r in st['ins'] if w == 'RUN')
+    m = re.findall(r'apt-get install (.*?)(?:&&|$)', rtrun)
+    check(m, 'Dockerfile: runtime stage has no apt-get install')
+    words = [w for g in m for w in g.split() if not w.startswith('-')]
+    local = [w for w in words if w.endswith('.deb')]
+    check(len(local) == 1 and os.path.basename(local[0]) == 'dpasync_*.deb'
+          and os.path.dirname(local[0]) != '',
+          'Dockerfile: the runtime stage must apt-get install the one dpasync_*.deb, installs %r' % local)
+    # (mounted straight from the build stage, or from a stage holding the
+    # .deb alone, copied from there)
+    mnt = re.search(r'--mount=type=bind,from=(\S+?),source=(\S+?),target=(\S+)', rtrun)
+    check(mnt is not None and mnt.group(3) == os.path.dirname(local[0]),
+          'Dockerfile: the runtime stage must mount the package where it installs %s from' % local[0])
+    src_ok = mnt.group(1) == 'build' and os.path.normpath(mnt.group(2)) == args['DEB_DIR']
+    if mnt.group(1) in named and mnt.group(1) != 'build' and os.path.normpath(mnt.group(2)) == '/':
+        src_ok = ['--from=build %s/dpasync_*.deb /' % args['DEB_DIR']] == \
+            [r for w, r in named[mnt.group(1)]['ins'] if w == 'COPY']
+    check(src_ok, 'Dockerfile: the runtime stage mounts %s:%s, not the package of the build stage\'s %s'
+          % (mnt.group(1), mnt.group(2), args['DEB_DIR']))
+    # The package's files, and one directory (as PATH) with its binaries.
+    run(['dpkg-deb', '-x', debs[0], sdir])
+    bdir = os.path.join(t, 'docker-bin')
+    os.makedirs(bdir)
     bins = {}
-    for s in parts[:-1]:
-        check(s.startswith('/staging/'), 'Dockerfile: runtime copies %s, not from /staging' % s)
-        local = os.path.join(sdir, s[len('/staging/'):])
-        check(os.access(local, os.X_OK), 'Dockerfile: %s was not installed by the build stage' % s)
-        bins[os.path.basename(s)] = local
-    check(set(bins) == {'learnerd', 'ownerd', 'dpasync'}, 'Dockerfile: runtime copies %s' % sorted(bins))
+    for b in ('usr/sbin/learnerd', 'usr/sbin/ownerd', 'usr/bin/dpasync'):
+        path = os.path.join(sdir, b)
+        check(os.access(path, os.X_OK), 'the package has no /%s' % b)
+        bins[os.path.basename(b)] = os.path.join(bdir, os.path.basename(b))
+        os.symlink(path, bins[os.path.basename(b)])
     for b, path in bins.items():
         v = run([path, '--version'])
         check(v.stdout.strip() != '', '%s --version printed nothing' % b)
-    print('ok: runtime stage gets learnerd, ownerd, dpasync (%s)' % run([bins['dpasync'], '--version']).stdout.strip())
+    print('ok: runtime stage installs the package with learnerd, ownerd, dpasync (%s)'
+          % run([bins['dpasync'], '--version']).stdout.strip())
 
-    # Runtime libraries: every library loaded comes from the installed closure.
-    rtrun = ' '.join(r for st in chain for w, r in st['ins'] if w == 'RUN')
-    m = re.search(r'apt-get install (.*?)(&&|$)', rtrun)
-    check(m is not None, 'Dockerfile: runtime stage has no apt-get install')
-    pkgs = [w for w in m.group(1).split() if not w.startswith('-')]
+    # Runtime libraries: every library loaded comes from a package the
+    # runtime stage names, or their dependencies.
+    pkgs = [w for w in words if w not in local]
     for pk in pkgs:
         check(run(['apt-cache', 'show', pk], ok=False).returncode == 0,
               'Dockerfile: runtime package %s does not exist in Debian' % pk)
+    # The stage installs the .deb without apt-get update (no package
+    # lists): what it Depends on must be installed before, by name.
     dep = run(['apt-cache', 'depends', '--recurse', '--no-recommends', '--no-suggests', '--no-conflicts',
                '--no-breaks', '--no-replaces', '--no-enhances'] + pkgs)
     closure = {l.strip() for l in dep.stdout.splitlines() if l and not l[0].isspace()}
     closure |= set(pkgs)
+    depends = run(['dpkg-deb', '-f', debs[0], 'Depends']).stdout
+    missing = [g.strip() for g in depends.split(',')
+               if not any(re.sub(r'[\s(:].*', '', a.strip()) in closure for a in g.split('|'))]
+    check(not missing, 'Dockerfile: the runtime stage installs the package without %s, which it Depends on'
+          % ', '.join(missing))
     libs = set()
     for b in bins.values():
         for l in run(['ldd', b]).stdout.splitlines():
@@ -279,8 +324,8 @@ def check_dockerfile(t):
         owner = q.stdout.split(':')[0]
         if owner not in closure:
             bad.append('%s (%s)' % (lib, owner))
-    check(not bad, 'Dockerfile: runtime stage lacks the packages of %s' % ', '.join(bad))
-    print('ok: %d libraries, all from the runtime packages or their dependencies' % len(libs))
+    check(not bad, 'Dockerfile: the runtime stage lacks the packages of %s' % ', '.join(bad))
+    print('ok: %d libraries, all from the runtime packages, which cover the .deb\'s Depends' % len(libs))
 
     # HEALTHCHECK command against a real endpoint.
     hc = [r for w, r in rt['ins'] if w == 'HEALTHCHECK'][0]
