@@ -54,6 +54,13 @@ DP_DEB=1 scripts/deps.sh >build-test.deps-late.log 2>&1 &
 deps_pid=$!
 build build-test -Dbuildtype=debugoptimized -Dwerror=true
 build_rc=$?
+# The ASan+UBSan build compiles beside the plain tests, at nice 10: those
+# mostly wait on daemons (about 60 % of the 2 cores in use), and the build
+# then costs the command nothing.  Its status is kept in build-asan.rc.
+rm -rf build-asan build-asan.rc
+( nice -n 10 scripts/build.sh build-asan -Dbuildtype=debug -Db_sanitize=address,undefined \
+    -Db_lundef=false -Dwerror=true >build-asan.build.log 2>&1; echo $? >build-asan.rc ) &
+asan_pid=$!
 wait "$prepare_pid" || true
 wait "$deps_pid" || { cat build-test.deps-late.log; echo "node/npm installation failed (deploy_static will fail)"; }
 [ "$build_rc" -eq 0 ] &&
@@ -61,8 +68,8 @@ wait "$deps_pid" || { cat build-test.deps-late.log; echo "node/npm installation 
 
 # The deployment for real (docs/deploy.md §9): a Docker engine (started here
 # if none runs), the images of deploy/Dockerfile, the compose stack and
-# systemd as PID 1.  Mostly waiting on containers, so it runs while the
-# sanitizer build compiles; its output is shown when it ends.
+# systemd as PID 1.  Mostly waiting on containers, so it runs beside the
+# sanitizer tests; its output is shown when it ends.
 deploy_pid=
 if [ -d build-test/meson-info ]; then
   meson test -C build-test --no-rebuild --print-errorlogs --suite deploy \
@@ -96,7 +103,8 @@ deploy_wait() {
 # index here (campaigns/meson.build).
 # The ThreadSanitizer and fuzzing builds (below) compile while the ASan
 # tests run, which mostly wait on daemons; at nice 10 the tests keep the
-# CPU they ask for.  Each build's status is kept in DIR.rc.
+# CPU they ask for.  Each build's status is kept in DIR.rc.  The deploy
+# suite's containers run beside them too and are waited for at the end.
 fuzz_targets=()
 for f in tests/fuzz/fuzz_*.c; do
   n=$(basename "$f" .c)
@@ -118,11 +126,10 @@ later_built() {   # build-dir: 0 when its background build succeeded
   tail -50 "$1.build.log"; failed=$((failed + 1)); return 1
 }
 
-if build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
-     -Dwerror=true; then
+wait "$asan_pid"
+if later_built build-asan; then
   later_builds &
   later_pid=$!
-  deploy_wait
   run_tests build-asan --suite unit --num-processes 2
   ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0 run_tests build-asan --num-processes 2 \
     e2e_modes e2e_admission e2e_identity e2e_crash learnerd learnerd_fdlimit ownerd ownerd_worker \
