@@ -27,7 +27,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
 
 #include "common/core/error.h"
 #include "common/core/log.h"
@@ -41,17 +40,13 @@ static int fail(struct own_budget *b, uint64_t k, int err);
  * hash (the header holds DP_LEDGER_IDENTITY_MAX bytes). */
 static void identity(const struct own_budget *b, const char *job, char *out, size_t size)
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
 	char hex[33];
 	int n;
 
 	n = snprintf(out, size, "owner=%s job=%s", b->cfg.owner_id, job);
 	if (n >= 0 && (size_t)n < size && (size_t)n <= DP_LEDGER_IDENTITY_MAX)
 		return;
-	EVP_Digest(job, strlen(job), md, &mdlen, EVP_sha256(), NULL);
-	for (unsigned i = 0; i < 16; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	dp_ledgerset_job_hash(job, hex);
 	snprintf(out, size, "owner=%s job-sha256=%s", b->cfg.owner_id, hex);
 }
 

@@ -160,7 +160,6 @@ static int sort_loose(dp_ledgerset *s, size_t i, size_t homes)
 	dp_ledgerset_job *j = &s->jobs[i], *h = NULL;
 	struct dp__ledgerset_loose *l;
 	char *rel = NULL, *home = NULL;
-	struct stat a, b;
 	int r;
 
 	r = dp__ledgerset_job_home(strrchr(j->path, '/') + 1, j->job, &rel);
@@ -174,8 +173,7 @@ static int sort_loose(dp_ledgerset *s, size_t i, size_t homes)
 	for (size_t k = 0; k < homes && h == NULL; k++)
 		if (strcmp(s->jobs[k].path, home) == 0)
 			h = &s->jobs[k];
-	if (h != NULL && !(lstat(j->path, &a) == 0 && lstat(home, &b) == 0 &&
-			   a.st_dev == b.st_dev && a.st_ino == b.st_ino) &&
+	if (h != NULL && !dp__ledgerset_same_file(j->path, home) &&
 	    !(j->unit == h->unit && j->answers <= h->answers && j->spent_nano <= h->spent_nano)) {
 		r = dp_error_set(DP_ECORRUPT, "ledger directory %s: %s and %s are the same job, and "
 				 "the old name holds more than the one format %u reads; keep the "

@@ -157,6 +157,13 @@ void dp_ledgerset_close(dp_ledgerset *s);
  * ENOMEM. */
 char *dp_ledgerset_job_path(const dp_ledgerset *s, const char *job);
 
+/* The hash a job id is known by where the id itself does not fit (a file
+ * name, or a ledger header's identity): the first 128 bits of its SHA-256
+ * in lower-case hex.  The file names and the headers must agree on it
+ * (docs/ledger.md §10 "The step from 4 to 5" checks one against the
+ * other), so both take it from here. */
+void dp_ledgerset_job_hash(const char *job, char hex[33]);
+
 /* Jobs found at open, in the order of their last record (oldest first;
  * files without records first). */
 size_t dp_ledgerset_count(const dp_ledgerset *s);

@@ -140,6 +140,9 @@ const char *dp__ledgerset_job_field(const char *ident);
  * before format 5), and in jobs/ (`*.ledger` but hidden names: the move's
  * temporary one). */
 bool dp__ledgerset_old_name(const char *name);
+
+/* Whether paths a and b name the same file (one inode, two names). */
+bool dp__ledgerset_same_file(const char *a, const char *b);
 bool dp__ledgerset_home_name(const char *name);
 
 /* Where the job file `name` of the directory itself (`job-....ledger`,

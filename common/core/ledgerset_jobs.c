@@ -45,12 +45,12 @@ static bool plain_name(const char *job)
 	return true;
 }
 
-/* The first 128 bits of SHA-256(job) in lower-case hex. */
-static void hash_hex(const char *job, char hex[33])
+void dp_ledgerset_job_hash(const char *job, char hex[33])
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
 
+	DP_REQUIRE(job != NULL && hex != NULL);
 	EVP_Digest(job, strlen(job), md, &mdlen, EVP_sha256(), NULL);
 	for (unsigned i = 0; i < 16; i++)
 		snprintf(hex + 2 * i, 3, "%02x", md[i]);
@@ -67,7 +67,7 @@ char *dp__ledgerset_job_name(const char *job, unsigned format)
 		n = home ? asprintf(&p, DP__LEDGERSET_JOBS_DIR "/%s" SUFFIX, job) :
 			asprintf(&p, OLD_PREFIX "%s" SUFFIX, job);
 	} else {
-		hash_hex(job, hex);
+		dp_ledgerset_job_hash(job, hex);
 		n = home ? asprintf(&p, DP__LEDGERSET_JOBS_DIR "/sha256=%s" SUFFIX, hex) :
 			asprintf(&p, OLD_PREFIX "sha256-%s" SUFFIX, hex);
 	}
@@ -99,7 +99,7 @@ int dp__ledgerset_job_home(const char *name, const char *job, char **home)
 	} else {
 		if (!plain_name(id))
 			goto bad;
-		hash_hex(id, hex);
+		dp_ledgerset_job_hash(id, hex);
 		if (strcmp(hex, h) != 0)
 			goto bad;
 		if (asprintf(home, DP__LEDGERSET_JOBS_DIR "/%s" SUFFIX, id) < 0)
@@ -112,9 +112,12 @@ bad:
 			    "/; give it back its name (docs/ledger.md §10)", name, job);
 }
 
-static bool same_file(const struct stat *a, const struct stat *b)
+bool dp__ledgerset_same_file(const char *a, const char *b)
 {
-	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+	struct stat x, y;
+
+	return lstat(a, &x) == 0 && lstat(b, &y) == 0 && x.st_dev == y.st_dev &&
+	       x.st_ino == y.st_ino;
 }
 
 /* Give `top` (DIR/job-....ledger) the second name DIR/`home`, replacing a
@@ -124,7 +127,7 @@ static bool same_file(const struct stat *a, const struct stat *b)
 static int place(const char *dir, const char *top, const char *home, bool *moved)
 {
 	char *to = NULL, *tmp = NULL;
-	struct stat a, b;
+	struct stat a;
 	int r = 0;
 
 	if (asprintf(&to, "%s/%s", dir, home) < 0 || asprintf(&tmp, "%s/" MOVING, dir) < 0) {
@@ -135,7 +138,7 @@ static int place(const char *dir, const char *top, const char *home, bool *moved
 		r = dp_error_set(DP_EIO, "ledger %s: stat: %s", top, strerror(errno));
 		goto out;
 	}
-	if (lstat(to, &b) == 0 && same_file(&a, &b))
+	if (dp__ledgerset_same_file(top, to))
 		goto out;
 	if (unlink(tmp) != 0 && errno != ENOENT) {
 		r = dp_error_set(DP_EIO, "ledger %s: unlink: %s", tmp, strerror(errno));
